@@ -1,0 +1,122 @@
+//! `dlopen` and friends (glibc and other Unix loaders).
+
+use std::ffi::{CStr, CString, OsStr, c_char, c_int, c_void};
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::PathBuf;
+use std::ptr::NonNull;
+
+/// A handle from `dlopen`. Handles are never closed (see the crate docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawDl(NonNull<c_void>);
+
+// SAFETY: a dlopen handle is an opaque token; glibc's dlsym/dlinfo on it are
+// thread-safe, and the handle is never closed, so it stays valid on any thread.
+unsafe impl Send for RawDl {}
+// SAFETY: as above: shared use only calls thread-safe loader functions.
+unsafe impl Sync for RawDl {}
+
+impl RawDl {
+    pub(crate) fn as_ptr(self) -> *mut c_void {
+        self.0.as_ptr()
+    }
+}
+
+/// The calling thread's last loader error, or a placeholder.
+fn last_error() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string owned by the loader,
+    // valid until the next dl* call on this thread; we copy it at once.
+    unsafe {
+        let msg = libc::dlerror();
+        if msg.is_null() {
+            "unknown loader error".into()
+        } else {
+            CStr::from_ptr(msg).to_string_lossy().into_owned()
+        }
+    }
+}
+
+fn to_cstring(name: &OsStr) -> Result<CString, String> {
+    CString::new(name.as_bytes()).map_err(|_| "the path contains a NUL byte".to_string())
+}
+
+/// The handle of `soname` if the process has already loaded it (`RTLD_NOLOAD`).
+pub(crate) fn already_loaded(soname: &str) -> Option<RawDl> {
+    let c = to_cstring(OsStr::new(soname)).ok()?;
+    // SAFETY: `c` is a valid C string; RTLD_NOLOAD only looks the library up and
+    // bumps its reference count, which we never drop (handles are never closed).
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    NonNull::new(h).map(RawDl)
+}
+
+/// Loads a library by path or soname with `RTLD_NOW | RTLD_GLOBAL`
+/// (and `RTLD_DEEPBIND` when asked).
+pub(crate) fn open(name: &OsStr, deepbind: bool) -> Result<RawDl, String> {
+    let c = to_cstring(name)?;
+    let mut flags = libc::RTLD_NOW | libc::RTLD_GLOBAL;
+    if deepbind {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            flags |= libc::RTLD_DEEPBIND;
+        }
+    }
+    // SAFETY: `c` is a valid C string. Loading runs the library's initialisers;
+    // that is the documented purpose of this crate and the caller's request.
+    let h = unsafe { libc::dlopen(c.as_ptr(), flags) };
+    NonNull::new(h).map(RawDl).ok_or_else(last_error)
+}
+
+/// Looks a symbol up in a loaded library.
+pub(crate) fn symbol(h: RawDl, name: &CStr) -> Option<NonNull<c_void>> {
+    // SAFETY: `h` is a live handle (never closed) and `name` a valid C string.
+    NonNull::new(unsafe { libc::dlsym(h.as_ptr(), name.as_ptr()) })
+}
+
+#[repr(C)]
+struct LinkMap {
+    l_addr: usize,
+    l_name: *const c_char,
+    l_ld: *mut c_void,
+    l_next: *mut LinkMap,
+    l_prev: *mut LinkMap,
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+unsafe extern "C" {
+    fn dlinfo(handle: *mut c_void, request: c_int, info: *mut c_void) -> c_int;
+}
+
+/// The file a handle was loaded from, as the loader recorded it.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub(crate) fn path_of(h: RawDl) -> Option<PathBuf> {
+    const RTLD_DI_LINKMAP: c_int = 2;
+    let mut lm: *mut LinkMap = std::ptr::null_mut();
+    // SAFETY: RTLD_DI_LINKMAP writes one `struct link_map *` into `info`; `h` is live.
+    let rc = unsafe { dlinfo(h.as_ptr(), RTLD_DI_LINKMAP, (&raw mut lm).cast()) };
+    if rc != 0 || lm.is_null() {
+        return None;
+    }
+    // SAFETY: the loader's link_map for a live handle is valid, and l_name is a
+    // NUL-terminated string (possibly empty) that lives as long as the handle.
+    let name = unsafe {
+        let l_name = (*lm).l_name;
+        if l_name.is_null() {
+            return None;
+        }
+        CStr::from_ptr(l_name)
+    };
+    let bytes = name.to_bytes();
+    if bytes.is_empty() {
+        return None;
+    }
+    let p = PathBuf::from(OsStr::from_bytes(bytes));
+    Some(std::path::absolute(&p).unwrap_or(p))
+}
+
+/// The file a handle was loaded from: found through a symbol's address (`dladdr`).
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub(crate) fn path_of(_h: RawDl) -> Option<PathBuf> {
+    None
+}
+
+/// Whether this platform can load libraries at all.
+pub(crate) const CAN_LOAD: bool = true;

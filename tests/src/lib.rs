@@ -1,0 +1,121 @@
+//! Helpers shared by the tests of every cuda-rs crate.
+//!
+//! * [`require_gpu!`]: the first line of a GPU test. Without a usable GPU the test
+//!   prints why and returns (a skip, said out loud); with `CUDA_TEST_REQUIRE_GPU=1`
+//!   it fails instead, so a GPU test run can never pass by skipping.
+//! * [`gpu_status`]: whether this process can use a GPU, and if not, why.
+//! * [`require_env_or_skip`]: the same skip-or-fail rule for other prerequisites
+//!   (for example the NVIDIA wheels venv, required when `CUDA_RS_REQUIRE_WHEELS=1`).
+
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::OnceLock;
+
+/// The environment variable that turns a missing GPU from a skip into a failure.
+pub const REQUIRE_GPU_VAR: &str = "CUDA_TEST_REQUIRE_GPU";
+
+fn truthy(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Whether this process can use a GPU: `Ok(number of devices)` or `Err(why not)`.
+///
+/// Loads the driver through `cuda-pathfinder` and calls `cuInit(0)` and
+/// `cuDeviceGetCount`; the answer is worked out once per process.
+pub fn gpu_status() -> Result<i32, String> {
+    static STATUS: OnceLock<Result<i32, String>> = OnceLock::new();
+    STATUS.get_or_init(probe_gpu).clone()
+}
+
+fn probe_gpu() -> Result<i32, String> {
+    let lib = cuda_pathfinder::load_nvidia_dynamic_lib("cuda")
+        .map_err(|e| format!("no CUDA driver: {e}"))?;
+    type CuInit = unsafe extern "C" fn(c_uint) -> c_int;
+    type CuDeviceGetCount = unsafe extern "C" fn(*mut c_int) -> c_int;
+    let init = lib
+        .symbol(c"cuInit")
+        .ok_or("the driver library has no cuInit")?;
+    let count = lib
+        .symbol(c"cuDeviceGetCount")
+        .ok_or("the driver library has no cuDeviceGetCount")?;
+    // SAFETY: both symbols come from libcuda and have these C signatures in cuda.h.
+    let (init, count): (CuInit, CuDeviceGetCount) = unsafe {
+        (
+            std::mem::transmute::<*mut c_void, CuInit>(init.as_ptr()),
+            std::mem::transmute::<*mut c_void, CuDeviceGetCount>(count.as_ptr()),
+        )
+    };
+    // SAFETY: cuInit takes flags by value and may be called any number of times.
+    let rc = unsafe { init(0) };
+    if rc != 0 {
+        return Err(format!("cuInit(0) failed with CUresult {rc}"));
+    }
+    let mut n: c_int = 0;
+    // SAFETY: `n` is a valid, writable c_int for the duration of the call.
+    let rc = unsafe { count(&mut n) };
+    if rc != 0 {
+        return Err(format!("cuDeviceGetCount failed with CUresult {rc}"));
+    }
+    if n < 1 {
+        return Err("the driver reports no CUDA device".into());
+    }
+    Ok(n)
+}
+
+/// Decides whether a test that needs `what` goes on.
+///
+/// Returns `true` when `available` is `Ok`. Otherwise prints a skip line naming the
+/// test and the reason and returns `false`, unless `require_var` is set to a true
+/// value, in which case it panics (the test fails).
+pub fn require_or_skip(test: &str, what: &str, require_var: &str, available: Result<(), String>) -> bool {
+    match available {
+        Ok(()) => true,
+        Err(why) if truthy(require_var) => {
+            panic!("{test}: {what} is required ({require_var} is set) but unavailable: {why}")
+        }
+        Err(why) => {
+            println!("SKIPPED {test}: needs {what}: {why} (set {require_var}=1 to make this a failure)");
+            eprintln!("SKIPPED {test}: needs {what}: {why}");
+            false
+        }
+    }
+}
+
+/// The name of the running test (libtest names each test's thread after it).
+pub fn current_test_name() -> String {
+    std::thread::current().name().unwrap_or("<unnamed test>").to_string()
+}
+
+/// [`require_or_skip`] for a GPU, governed by `CUDA_TEST_REQUIRE_GPU`.
+pub fn require_gpu(test: &str) -> bool {
+    require_or_skip(test, "a CUDA GPU", REQUIRE_GPU_VAR, gpu_status().map(|_| ()))
+}
+
+/// [`require_or_skip`] for an environment variable that must name something.
+pub fn require_env_or_skip(test: &str, var: &str, require_var: &str) -> Option<String> {
+    let value = std::env::var(var).ok().filter(|v| !v.is_empty());
+    let status = value.clone().map(|_| ()).ok_or_else(|| format!("{var} is not set"));
+    if require_or_skip(test, var, require_var, status) {
+        value
+    } else {
+        None
+    }
+}
+
+/// The first line of a test that needs a GPU: skips (printing why) without one, and
+/// fails without one when `CUDA_TEST_REQUIRE_GPU=1`.
+///
+/// ```no_run
+/// #[test]
+/// fn allocates() {
+///     cuda_rs_tests::require_gpu!();
+///     // ... GPU work ...
+/// }
+/// ```
+#[macro_export]
+macro_rules! require_gpu {
+    () => {
+        if !$crate::require_gpu(&$crate::current_test_name()) {
+            return;
+        }
+    };
+}

@@ -1,0 +1,58 @@
+//! `cargo xtask`: the project's chores, written in Rust so they run wherever cargo does.
+//!
+//! Run `cargo xtask help` for the list of commands.
+
+mod bindings;
+mod catalog;
+mod headers;
+mod package;
+mod testrun;
+mod util;
+
+use std::process::ExitCode;
+
+const HELP: &str = "\
+cargo xtask <command> [options]
+
+commands:
+  test [--no-venv] [-- <cargo test args>]
+                     the project's test run: prepares the NVIDIA wheels venv
+                     (target/cuda-venv) and runs `cargo test --workspace`
+  codegen [--check]  regenerate the pathfinder catalogue from its JSON
+                     (--check: fail if the committed file is stale)
+  package-tests --out DIR
+                     build every test and bench binary in release mode and
+                     copy them, stripped, into DIR with a run.sh runner
+  fetch-headers [--cuda 12|13] [--cuda-home DIR]
+                     fetch and verify the pinned CUDA headers into .headers/
+  regen-bindings [--check]
+                     run bindgen over the pinned headers (--check: fail if stale)
+  help               this text
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (cmd, rest) = match args.split_first() {
+        Some((c, r)) => (c.as_str(), r),
+        None => ("help", &[][..]),
+    };
+    let result = match cmd {
+        "test" => testrun::run(rest),
+        "codegen" => catalog::run(rest),
+        "package-tests" => package::run(rest),
+        "fetch-headers" => headers::run(rest),
+        "regen-bindings" => bindings::run(rest),
+        "help" | "--help" | "-h" => {
+            print!("{HELP}");
+            Ok(())
+        }
+        other => Err(format!("unknown command `{other}`\n\n{HELP}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask {cmd}: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

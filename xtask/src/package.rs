@@ -1,0 +1,205 @@
+//! `cargo xtask package-tests --out DIR`: GPU tests for a machine without Rust.
+//!
+//! Builds every test and bench binary of the workspace in release mode without
+//! running them, copies them (stripped) with the workspace's binaries into `DIR`, and
+//! writes `DIR/run.sh`, which runs each test binary with `CUDA_TEST_REQUIRE_GPU=1`
+//! and prints a per-binary and a total summary whose last line is
+//! `N passed, N failed`, and `DIR/bench.sh`, which runs the benchmarks.
+
+use serde_json::Value;
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::util::{cargo, no_more, take_value, workspace_root};
+
+/// The most a package may weigh, so that it travels to a GPU machine.
+const MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+struct Artifact {
+    kind: &'static str,
+    name: String,
+    path: PathBuf,
+}
+
+fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
+    let mut cmd = cargo();
+    cmd.current_dir(workspace_root())
+        .args(args)
+        .args(["--workspace", "--release", "--no-run", "--message-format=json-render-diagnostics"])
+        .stdout(Stdio::piped());
+    let shown = format!("{cmd:?}");
+    let mut child = cmd.spawn().map_err(|e| format!("starting {shown}: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout from cargo")?;
+    let mut out = Vec::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| format!("reading cargo's output: {e}"))?;
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if msg["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let Some(exe) = msg["executable"].as_str() else {
+            continue;
+        };
+        let target_kind = msg["target"]["kind"][0].as_str().unwrap_or("");
+        let target_name = msg["target"]["name"].as_str().unwrap_or("unnamed");
+        let package = msg["package_id"]
+            .as_str()
+            .and_then(|id| id.rsplit('#').next())
+            .and_then(|s| s.split('@').next())
+            .unwrap_or("pkg")
+            .rsplit('/')
+            .next()
+            .unwrap_or("pkg")
+            .to_string();
+        let is_test = msg["profile"]["test"].as_bool().unwrap_or(false);
+        let (kind, name) = match (target_kind, is_test) {
+            ("bench", _) => ("bench", format!("{package}--{target_name}")),
+            ("bin", false) => ("bin", target_name.to_string()),
+            (_, true) => ("test", format!("{package}--{target_kind}-{target_name}")),
+            _ => continue,
+        };
+        out.push(Artifact {
+            kind,
+            name,
+            path: PathBuf::from(exe),
+        });
+    }
+    let status = child.wait().map_err(|e| format!("waiting for cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("{shown} failed with {status}"));
+    }
+    Ok(out)
+}
+
+fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::copy(from, to).map_err(|e| format!("copying {}: {e}", from.display()))?;
+    // `strip` is optional: without it the binary is only larger.
+    match Command::new("strip").arg("--strip-unneeded").arg(to).status() {
+        Ok(s) if s.success() => {}
+        _ => eprintln!("package-tests: note: could not strip {}", to.display()),
+    }
+    Ok(())
+}
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let mut args = args.to_vec();
+    let out = take_value(&mut args, "--out")?.ok_or("--out DIR is required")?;
+    no_more(&args)?;
+    let out = PathBuf::from(out);
+    if out.exists() {
+        std::fs::remove_dir_all(&out).map_err(|e| format!("clearing {}: {e}", out.display()))?;
+    }
+    let bin_dir = out.join("bin");
+    std::fs::create_dir_all(&bin_dir).map_err(|e| format!("creating {}: {e}", bin_dir.display()))?;
+
+    let mut artifacts = build(&["test", "--all-targets"])?;
+    artifacts.extend(build(&["bench"])?);
+    // The workspace's own binaries (the pathfinder CLI, …) that tests start.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut tests = Vec::new();
+    let mut benches = Vec::new();
+    let mut total: u64 = 0;
+    for a in &artifacts {
+        if !seen.insert(a.name.clone()) {
+            continue;
+        }
+        let dest = bin_dir.join(&a.name);
+        copy_stripped(&a.path, &dest)?;
+        total += std::fs::metadata(&dest).map(|m| m.len()).unwrap_or(0);
+        match a.kind {
+            "test" => tests.push(a.name.clone()),
+            "bench" => benches.push(a.name.clone()),
+            _ => {}
+        }
+    }
+    tests.sort();
+    benches.sort();
+    write_script(&out.join("run.sh"), &run_sh(&tests))?;
+    write_script(&out.join("bench.sh"), &bench_sh(&benches))?;
+    println!(
+        "package-tests: {} test binaries, {} benches, {:.1} MiB in {}",
+        tests.len(),
+        benches.len(),
+        total as f64 / (1024.0 * 1024.0),
+        out.display()
+    );
+    if total > MAX_BYTES {
+        return Err(format!(
+            "the package weighs {total} bytes, over the {MAX_BYTES}-byte limit"
+        ));
+    }
+    Ok(())
+}
+
+fn write_script(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("chmod {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+const PRELUDE: &str = r#"#!/usr/bin/env bash
+# Generated by `cargo xtask package-tests`. Runs on a machine with a GPU and no Rust.
+set -u
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export CUDA_PATHFINDER_BIN="$here/bin/cuda-pathfinder"
+"#;
+
+fn run_sh(tests: &[String]) -> String {
+    let mut s = String::from(PRELUDE);
+    s.push_str(
+        r#"export CUDA_TEST_REQUIRE_GPU=1
+# Usage: run.sh [filter]   (the filter is passed to every test binary)
+logdir="${CUDA_RS_TEST_LOGS:-$(mktemp -d)}"
+mkdir -p "$logdir"
+total_pass=0; total_fail=0; bad_bins=0
+"#,
+    );
+    s.push_str("tests=(\n");
+    for t in tests {
+        s.push_str(&format!("  {t}\n"));
+    }
+    s.push_str(")\n");
+    s.push_str(
+        r#"for t in "${tests[@]}"; do
+  log="$logdir/$t.log"
+  "$here/bin/$t" "$@" >"$log" 2>&1
+  rc=$?
+  p=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) passed.*/\1/' | awk '{s+=$1} END {print s+0}')
+  f=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) failed.*/\1/' | awk '{s+=$1} END {print s+0}')
+  skipped=$(grep -c '^SKIPPED' "$log")
+  if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  if [ $rc -ne 0 ]; then
+    bad_bins=$((bad_bins+1)); status=FAIL
+    echo "---- $t (exit $rc) ----"; tail -n 60 "$log"; echo "----"
+  else
+    status=ok
+  fi
+  printf '%-60s %-4s %4d passed, %d failed, %d skipped\n' "$t" "$status" "$p" "$f" "$skipped"
+  total_pass=$((total_pass+p)); total_fail=$((total_fail+f))
+done
+echo "logs: $logdir"
+echo "binaries: ${#tests[@]}, failing: $bad_bins"
+echo "$total_pass passed, $total_fail failed"
+[ $total_fail -eq 0 ]
+"#,
+    );
+    s
+}
+
+fn bench_sh(benches: &[String]) -> String {
+    let mut s = String::from(PRELUDE);
+    s.push_str("# Runs every benchmark; each prints JSON lines {\"peer\",\"metric\",\"value\"}.\nrc=0\n");
+    for b in benches {
+        s.push_str(&format!("\"$here/bin/{b}\" --bench \"$@\" || rc=1\n"));
+    }
+    s.push_str("exit $rc\n");
+    s
+}
