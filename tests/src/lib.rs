@@ -66,14 +66,21 @@ fn probe_gpu() -> Result<i32, String> {
 /// Returns `true` when `available` is `Ok`. Otherwise prints a skip line naming the
 /// test and the reason and returns `false`, unless `require_var` is set to a true
 /// value, in which case it panics (the test fails).
-pub fn require_or_skip(test: &str, what: &str, require_var: &str, available: Result<(), String>) -> bool {
+pub fn require_or_skip(
+    test: &str,
+    what: &str,
+    require_var: &str,
+    available: Result<(), String>,
+) -> bool {
     match available {
         Ok(()) => true,
         Err(why) if truthy(require_var) => {
             panic!("{test}: {what} is required ({require_var} is set) but unavailable: {why}")
         }
         Err(why) => {
-            println!("SKIPPED {test}: needs {what}: {why} (set {require_var}=1 to make this a failure)");
+            println!(
+                "SKIPPED {test}: needs {what}: {why} (set {require_var}=1 to make this a failure)"
+            );
             eprintln!("SKIPPED {test}: needs {what}: {why}");
             false
         }
@@ -82,18 +89,29 @@ pub fn require_or_skip(test: &str, what: &str, require_var: &str, available: Res
 
 /// The name of the running test (libtest names each test's thread after it).
 pub fn current_test_name() -> String {
-    std::thread::current().name().unwrap_or("<unnamed test>").to_string()
+    std::thread::current()
+        .name()
+        .unwrap_or("<unnamed test>")
+        .to_string()
 }
 
 /// [`require_or_skip`] for a GPU, governed by `CUDA_TEST_REQUIRE_GPU`.
 pub fn require_gpu(test: &str) -> bool {
-    require_or_skip(test, "a CUDA GPU", REQUIRE_GPU_VAR, gpu_status().map(|_| ()))
+    require_or_skip(
+        test,
+        "a CUDA GPU",
+        REQUIRE_GPU_VAR,
+        gpu_status().map(|_| ()),
+    )
 }
 
 /// [`require_or_skip`] for an environment variable that must name something.
 pub fn require_env_or_skip(test: &str, var: &str, require_var: &str) -> Option<String> {
     let value = std::env::var(var).ok().filter(|v| !v.is_empty());
-    let status = value.clone().map(|_| ()).ok_or_else(|| format!("{var} is not set"));
+    let status = value
+        .clone()
+        .map(|_| ())
+        .ok_or_else(|| format!("{var} is not set"));
     if require_or_skip(test, var, require_var, status) {
         value
     } else {
@@ -118,4 +136,42 @@ macro_rules! require_gpu {
             return;
         }
     };
+}
+
+/// The environment variable a test sets when it re-runs itself in a child process.
+pub const CHILD_VAR: &str = "CUDA_RS_TEST_CHILD";
+
+/// Whether this process is a child started by [`run_test_in_child`].
+pub fn in_child() -> bool {
+    truthy(CHILD_VAR)
+}
+
+/// Re-runs the current test binary for the single test `test` in a child process
+/// with exactly the environment `envs` (plus [`CHILD_VAR`] and
+/// `CUDA_TEST_REQUIRE_GPU` when set), so a test can change environment variables
+/// without racing the others. Panics, with the child's output, unless the child
+/// ran that one test and it passed.
+pub fn run_test_in_child(test: &str, envs: &[(&str, &std::ffi::OsStr)]) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env_clear()
+        .env(CHILD_VAR, "1");
+    for var in [REQUIRE_GPU_VAR, "CUDA_RS_REQUIRE_WHEELS"] {
+        if let Some(v) = std::env::var_os(var) {
+            cmd.env(var, v);
+        }
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("starting the child test process");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "child run of {test} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+    print!("{stdout}");
 }

@@ -84,9 +84,16 @@ pub(crate) fn generate(json_path: &std::path::Path) -> Result<String, String> {
     );
     o.push_str("use super::{LibDescriptor, PackagedWith};\n\n");
     let _ = writeln!(o, "/// How many libraries the catalogue holds.");
-    let _ = writeln!(o, "pub(crate) const LIBRARY_COUNT: usize = {};\n", libs.len());
+    let _ = writeln!(
+        o,
+        "pub(crate) const LIBRARY_COUNT: usize = {};\n",
+        libs.len()
+    );
     let _ = writeln!(o, "/// Every library of the catalogue, in catalogue order.");
-    let _ = writeln!(o, "pub(crate) static LIBRARIES: [LibDescriptor; LIBRARY_COUNT] = [");
+    let _ = writeln!(
+        o,
+        "pub(crate) static LIBRARIES: [LibDescriptor; LIBRARY_COUNT] = ["
+    );
     let mut names = Vec::new();
     for lib in libs {
         let name = lib
@@ -121,11 +128,21 @@ pub(crate) fn generate(json_path: &std::path::Path) -> Result<String, String> {
         for (key, field) in [
             ("site_packages_windows", "site_packages_windows"),
             ("anchor_rel_dirs_windows", "anchor_rel_dirs_windows"),
-            ("install_root_env_rel_dirs_windows", "install_root_env_rel_dirs_windows"),
-            ("program_files_root_globs_windows", "program_files_root_globs_windows"),
+            (
+                "install_root_env_rel_dirs_windows",
+                "install_root_env_rel_dirs_windows",
+            ),
+            (
+                "program_files_root_globs_windows",
+                "program_files_root_globs_windows",
+            ),
         ] {
             for arch in ["x64", "arm64"] {
-                let _ = writeln!(o, "        {field}_{arch}: {},", list(&arch_strs(lib, key, arch)?));
+                let _ = writeln!(
+                    o,
+                    "        {field}_{arch}: {},",
+                    list(&arch_strs(lib, key, arch)?)
+                );
             }
         }
         for key in [
@@ -139,7 +156,9 @@ pub(crate) fn generate(json_path: &std::path::Path) -> Result<String, String> {
     }
     o.push_str("];\n\n");
     o.push_str("/// The index of `name` in [`LIBRARIES`], by exact (case-sensitive) name.\n");
-    o.push_str("#[inline]\npub(crate) fn index_of(name: &str) -> Option<usize> {\n    match name {\n");
+    o.push_str(
+        "#[inline]\npub(crate) fn index_of(name: &str) -> Option<usize> {\n    match name {\n",
+    );
     for (i, n) in names.iter().enumerate() {
         let _ = writeln!(o, "        {n:?} => Some({i}),");
     }

@@ -37,7 +37,11 @@ pub(crate) struct FileSpec {
 }
 
 const CU13_INC: &str = "nvidia/cu13/include";
-const CTK_INC: &[&str] = &["include", "targets/x86_64-linux/include", "targets/sbsa-linux/include"];
+const CTK_INC: &[&str] = &[
+    "include",
+    "targets/x86_64-linux/include",
+    "targets/sbsa-linux/include",
+];
 
 macro_rules! header {
     ($name:literal, $file:literal, $pkg:literal) => {
@@ -60,21 +64,33 @@ pub(crate) static HEADERS: &[FileSpec] = &[
     FileSpec {
         name: "nvvm",
         file: "nvvm.h",
-        site_packages: &[CU13_INC, "nvidia/cu13/nvvm/include", "nvidia/cuda_nvcc/nvvm/include"],
+        site_packages: &[
+            CU13_INC,
+            "nvidia/cu13/nvvm/include",
+            "nvidia/cuda_nvcc/nvvm/include",
+        ],
         root_dirs: &["nvvm/include"],
         root_vars: &[],
     },
     FileSpec {
         name: "nvml",
         file: "nvml.h",
-        site_packages: &[CU13_INC, "nvidia/nvml_dev/include", "nvidia/cuda_nvml_dev/include"],
+        site_packages: &[
+            CU13_INC,
+            "nvidia/nvml_dev/include",
+            "nvidia/cuda_nvml_dev/include",
+        ],
         root_dirs: CTK_INC,
         root_vars: &[],
     },
     FileSpec {
         name: "cccl",
         file: "cuda/std/version",
-        site_packages: &["cuda/cccl/headers/include", "nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include"],
+        site_packages: &[
+            "cuda/cccl/headers/include",
+            "nvidia/cu13/include/cccl",
+            "nvidia/cuda_cccl/include",
+        ],
         root_dirs: &[
             "include/cccl",
             "targets/x86_64-linux/include/cccl",
@@ -131,7 +147,11 @@ macro_rules! tool {
     ($name:literal) => {
         FileSpec {
             name: $name,
-            file: if cfg!(windows) { concat!($name, ".exe") } else { $name },
+            file: if cfg!(windows) {
+                concat!($name, ".exe")
+            } else {
+                $name
+            },
             site_packages: TOOL_SP,
             root_dirs: &["bin"],
             root_vars: &[],
@@ -160,8 +180,15 @@ pub(crate) static BINARIES: &[FileSpec] = &[
     },
     FileSpec {
         name: "compute-sanitizer",
-        file: if cfg!(windows) { "compute-sanitizer.exe" } else { "compute-sanitizer" },
-        site_packages: &["nvidia/cu13/compute-sanitizer", "nvidia/cuda_sanitizer_api/compute-sanitizer"],
+        file: if cfg!(windows) {
+            "compute-sanitizer.exe"
+        } else {
+            "compute-sanitizer"
+        },
+        site_packages: &[
+            "nvidia/cu13/compute-sanitizer",
+            "nvidia/cuda_sanitizer_api/compute-sanitizer",
+        ],
         root_dirs: &["compute-sanitizer", "bin"],
         root_vars: &[],
     },
@@ -173,26 +200,43 @@ pub(crate) static BINARIES: &[FileSpec] = &[
 pub(crate) static BITCODE: &[FileSpec] = &[FileSpec {
     name: "libdevice",
     file: "libdevice.10.bc",
-    site_packages: &["nvidia/cu13/nvvm/libdevice", "nvidia/cuda_nvcc/nvvm/libdevice"],
+    site_packages: &[
+        "nvidia/cu13/nvvm/libdevice",
+        "nvidia/cuda_nvcc/nvvm/libdevice",
+    ],
     root_dirs: &["nvvm/libdevice"],
     root_vars: &[],
 }];
 
 const STATIC_SP: &[&str] = &["nvidia/cu13/lib", "nvidia/cuda_runtime/lib"];
-const STATIC_ROOT: &[&str] = &["lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib", "lib/x64"];
+const STATIC_ROOT: &[&str] = &[
+    "lib64",
+    "lib",
+    "targets/x86_64-linux/lib",
+    "targets/sbsa-linux/lib",
+    "lib/x64",
+];
 
 /// The static libraries [`find_static_lib`] knows.
 pub(crate) static STATIC_LIBS: &[FileSpec] = &[
     FileSpec {
         name: "cudadevrt",
-        file: if cfg!(windows) { "cudadevrt.lib" } else { "libcudadevrt.a" },
+        file: if cfg!(windows) {
+            "cudadevrt.lib"
+        } else {
+            "libcudadevrt.a"
+        },
         site_packages: STATIC_SP,
         root_dirs: STATIC_ROOT,
         root_vars: &[],
     },
     FileSpec {
         name: "cudart_static",
-        file: if cfg!(windows) { "cudart_static.lib" } else { "libcudart_static.a" },
+        file: if cfg!(windows) {
+            "cudart_static.lib"
+        } else {
+            "libcudart_static.a"
+        },
         site_packages: STATIC_SP,
         root_dirs: STATIC_ROOT,
         root_vars: &[],
@@ -206,12 +250,21 @@ pub(crate) static STATIC_LIBS: &[FileSpec] = &[
     },
 ];
 
-fn find(kind: ArtifactKind, table: &'static [FileSpec], name: &str, on_path: bool) -> Result<Located, PathfinderError> {
-    let spec = table.iter().find(|s| s.name == name).ok_or_else(|| PathfinderError::UnknownName {
-        kind,
-        name: name.to_string(),
-        supported: table.iter().map(|s| s.name).collect(),
-    })?;
+fn find(
+    kind: ArtifactKind,
+    table: &'static [FileSpec],
+    name: &str,
+    on_path: bool,
+) -> Result<Located, PathfinderError> {
+    let spec =
+        table
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| PathfinderError::UnknownName {
+                kind,
+                name: name.to_string(),
+                supported: table.iter().map(|s| s.name).collect(),
+            })?;
     let mut searched: Vec<SearchStep> = Vec::new();
     let want_dir = kind == ArtifactKind::HeaderDir;
     let files = [spec.file];
@@ -235,7 +288,9 @@ fn find(kind: ArtifactKind, table: &'static [FileSpec], name: &str, on_path: boo
     };
 
     let sp = crate::python::site_packages_dirs();
-    let dirs = sp.iter().flat_map(|s| spec.site_packages.iter().map(move |r| s.join(r)));
+    let dirs = sp
+        .iter()
+        .flat_map(|s| spec.site_packages.iter().map(move |r| s.join(r)));
     if let Some(p) = find_in_dirs(dirs, &files, "site-packages", &mut searched) {
         return located(p, FoundVia::SitePackages);
     }
@@ -253,7 +308,10 @@ fn find(kind: ArtifactKind, table: &'static [FileSpec], name: &str, on_path: boo
         }),
     }
     for var in spec.root_vars {
-        if let Some(root) = std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from) {
+        if let Some(root) = std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+        {
             let dirs = spec.root_dirs.iter().map(|r| root.join(r));
             if let Some(p) = find_in_dirs(dirs, &files, var, &mut searched) {
                 return located(p, FoundVia::InstallRootEnvVar(var));
@@ -290,7 +348,9 @@ fn find(kind: ArtifactKind, table: &'static [FileSpec], name: &str, on_path: boo
     if on_path {
         match std::env::var_os("PATH") {
             Some(path) => {
-                if let Some(p) = find_in_dirs(std::env::split_paths(&path), &files, "PATH", &mut searched) {
+                if let Some(p) =
+                    find_in_dirs(std::env::split_paths(&path), &files, "PATH", &mut searched)
+                {
                     return located(p, FoundVia::Path);
                 }
             }

@@ -342,7 +342,11 @@ fn search(d: &LibDescriptor, mode: Mode, searched: &mut Vec<SearchStep>) -> Opti
     // 3: already loaded by someone else.
     for n in names {
         if let Some(h) = sys::already_loaded(n) {
-            return Some(Candidate::Loaded(h, FoundVia::WasAlreadyLoadedFromElsewhere, true));
+            return Some(Candidate::Loaded(
+                h,
+                FoundVia::WasAlreadyLoadedFromElsewhere,
+                true,
+            ));
         }
     }
     searched.push(SearchStep {
@@ -376,7 +380,9 @@ fn search(d: &LibDescriptor, mode: Mode, searched: &mut Vec<SearchStep>) -> Opti
                     None => searched.push(SearchStep {
                         step: "system-search",
                         place: (*n).to_string(),
-                        outcome: "not on LD_LIBRARY_PATH, in /etc/ld.so.cache or the default directories".into(),
+                        outcome:
+                            "not on LD_LIBRARY_PATH, in /etc/ld.so.cache or the default directories"
+                                .into(),
                     }),
                 }
             }
@@ -389,7 +395,9 @@ fn search(d: &LibDescriptor, mode: Mode, searched: &mut Vec<SearchStep>) -> Opti
     // 5: the library's own root variables, then CUDA_PATH and CUDA_HOME.
     let (vars, rels) = d.install_roots();
     for var in vars {
-        let root = std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let root = std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
         if let Some(p) = rooted_step(root, var, rels, names, var, searched) {
             return Some(Candidate::File(p, FoundVia::InstallRootEnvVar(var)));
         }
@@ -403,7 +411,14 @@ fn search(d: &LibDescriptor, mode: Mode, searched: &mut Vec<SearchStep>) -> Opti
         });
     }
     for (var, root) in cuda_roots {
-        if let Some(p) = rooted_step(Some(root), var, d.anchor_rel_dirs(), names, "CUDA_PATH", searched) {
+        if let Some(p) = rooted_step(
+            Some(root),
+            var,
+            d.anchor_rel_dirs(),
+            names,
+            "CUDA_PATH",
+            searched,
+        ) {
             return Some(Candidate::File(p, FoundVia::CudaPath));
         }
     }
@@ -455,14 +470,15 @@ fn load_uncached(d: &'static LibDescriptor) -> Result<LoadedDl, PathfinderError>
             if d.name == "nvrtc" && matches!(found_via, FoundVia::SitePackages | FoundVia::Conda) {
                 load_nvrtc_builtins(d, &path, found_via)?;
             }
-            let handle = sys::open(path.as_os_str(), d.requires_rtld_deepbind).map_err(|message| {
-                PathfinderError::LoadFailed {
-                    name: d.name.to_string(),
-                    path: path.clone(),
-                    found_via,
-                    message,
-                }
-            })?;
+            let handle =
+                sys::open(path.as_os_str(), d.requires_rtld_deepbind).map_err(|message| {
+                    PathfinderError::LoadFailed {
+                        name: d.name.to_string(),
+                        path: path.clone(),
+                        found_via,
+                        message,
+                    }
+                })?;
             Ok(LoadedDl {
                 libname: d.name,
                 abs_path: path,
@@ -476,8 +492,13 @@ fn load_uncached(d: &'static LibDescriptor) -> Result<LoadedDl, PathfinderError>
 
 /// NVRTC from a wheel or conda: load its `nvrtc-builtins` companion from the same
 /// directory first, so that NVRTC's own lookup of it cannot pick another copy.
-fn load_nvrtc_builtins(d: &LibDescriptor, nvrtc: &Path, found_via: FoundVia) -> Result<(), PathfinderError> {
-    let (Some(dir), Some(file)) = (nvrtc.parent(), nvrtc.file_name().and_then(|f| f.to_str())) else {
+fn load_nvrtc_builtins(
+    d: &LibDescriptor,
+    nvrtc: &Path,
+    found_via: FoundVia,
+) -> Result<(), PathfinderError> {
+    let (Some(dir), Some(file)) = (nvrtc.parent(), nvrtc.file_name().and_then(|f| f.to_str()))
+    else {
         return Ok(());
     };
     // libnvrtc.so.13 -> libnvrtc-builtins.so.13.*; nvrtc64_130_0.dll -> nvrtc-builtins64_130.dll
@@ -528,7 +549,10 @@ mod tests {
         assert_eq!(FoundVia::SystemSearch.to_string(), "system-search");
         assert_eq!(FoundVia::CudaPath.to_string(), "CUDA_PATH");
         assert_eq!(FoundVia::SystemCtkRoot.to_string(), "system-ctk-root");
-        assert_eq!(FoundVia::InstallRootEnvVar("CUDNN_PATH").to_string(), "CUDNN_PATH");
+        assert_eq!(
+            FoundVia::InstallRootEnvVar("CUDNN_PATH").to_string(),
+            "CUDNN_PATH"
+        );
     }
 
     #[test]
@@ -544,8 +568,12 @@ mod tests {
     #[test]
     fn catalogue_dependencies_exist_and_are_acyclic() {
         fn visit(name: &str, stack: &mut Vec<String>) {
-            assert!(!stack.iter().any(|s| s == name), "dependency cycle: {stack:?} -> {name}");
-            let d = crate::catalog::descriptor(name).unwrap_or_else(|| panic!("unknown dependency {name}"));
+            assert!(
+                !stack.iter().any(|s| s == name),
+                "dependency cycle: {stack:?} -> {name}"
+            );
+            let d = crate::catalog::descriptor(name)
+                .unwrap_or_else(|| panic!("unknown dependency {name}"));
             stack.push(name.to_string());
             for dep in d.dependencies.iter().chain(d.optional_dependencies) {
                 visit(dep, stack);

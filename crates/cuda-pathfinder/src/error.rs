@@ -90,7 +90,10 @@ pub enum PathfinderError {
         platform: &'static str,
     },
     /// Every search step came up empty.
-    #[error("{kind} `{name}` not found; searched, in order:{}", render_steps(searched))]
+    #[error(
+        "{kind} `{name}` not found; searched, in order:{}",
+        render_steps(searched)
+    )]
     NotFound {
         /// What was asked for.
         kind: ArtifactKind,

@@ -28,9 +28,23 @@ pub(crate) fn resolve(soname: &str) -> Option<PathBuf> {
         }
     }
     let defaults: &[&str] = if cfg!(target_arch = "aarch64") {
-        &["/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+        &[
+            "/lib/aarch64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+            "/lib64",
+            "/usr/lib64",
+            "/lib",
+            "/usr/lib",
+        ]
     } else {
-        &["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+        &[
+            "/lib/x86_64-linux-gnu",
+            "/usr/lib/x86_64-linux-gnu",
+            "/lib64",
+            "/usr/lib64",
+            "/lib",
+            "/usr/lib",
+        ]
     };
     defaults
         .iter()
@@ -131,10 +145,17 @@ mod tests {
         let arch = arch_flag();
         let b = cache(&[
             (FLAG_ELF_LIBC6, "libcudart.so.13", "/lib32/libcudart.so.13"),
-            (FLAG_ELF_LIBC6 | arch, "libcudart.so.13", "/usr/local/cuda/lib64/libcudart.so.13"),
+            (
+                FLAG_ELF_LIBC6 | arch,
+                "libcudart.so.13",
+                "/usr/local/cuda/lib64/libcudart.so.13",
+            ),
             (FLAG_ELF_LIBC6 | arch, "libz.so.1", "/lib/libz.so.1"),
         ]);
-        assert_eq!(lookup(&b, "libcudart.so.13").as_deref(), Some("/usr/local/cuda/lib64/libcudart.so.13"));
+        assert_eq!(
+            lookup(&b, "libcudart.so.13").as_deref(),
+            Some("/usr/local/cuda/lib64/libcudart.so.13")
+        );
         assert_eq!(lookup(&b, "libz.so.1").as_deref(), Some("/lib/libz.so.1"));
         assert_eq!(lookup(&b, "libnvrtc.so.13"), None);
     }
@@ -142,7 +163,10 @@ mod tests {
     #[test]
     fn rejects_garbage_without_panicking() {
         assert_eq!(lookup(b"", "libc.so.6"), None);
-        assert_eq!(lookup(b"glibc-ld.so.cache1.1\xff\xff\xff\x7f", "libc.so.6"), None);
+        assert_eq!(
+            lookup(b"glibc-ld.so.cache1.1\xff\xff\xff\x7f", "libc.so.6"),
+            None
+        );
         let mut b = cache(&[(FLAG_ELF_LIBC6 | arch_flag(), "libz.so.1", "/lib/libz.so.1")]);
         b.truncate(b.len() - 5);
         let _ = lookup(&b, "libz.so.1");

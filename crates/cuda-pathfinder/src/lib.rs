@@ -91,11 +91,12 @@ mod roots;
 mod sys;
 
 pub use artifacts::{
-    Located, find_bitcode_lib, find_nvidia_binary_utility, find_nvidia_header_directory, find_static_lib,
-    supported_names,
+    Located, find_bitcode_lib, find_nvidia_binary_utility, find_nvidia_header_directory,
+    find_static_lib, supported_names,
 };
 pub use dynlib::{
-    FoundVia, LoadedDl, LocatedDynamicLib, load_nvidia_dynamic_lib, loaded_libraries, locate_nvidia_dynamic_lib,
+    FoundVia, LoadedDl, LocatedDynamicLib, load_nvidia_dynamic_lib, loaded_libraries,
+    locate_nvidia_dynamic_lib,
 };
 pub use error::{ArtifactKind, PathfinderError, SearchStep};
 pub use python::site_packages_dirs;

@@ -248,7 +248,10 @@ fn interpreter_site_packages(python: &Path, env: &Env) -> Vec<PathBuf> {
         // Debian and Ubuntu: pip's `/usr/local/lib/python3.X/dist-packages`, and the
         // distribution's `/usr/lib/python3/dist-packages`.
         if prefix == Path::new("/usr") {
-            out.extend(prefix_site_packages(Path::new("/usr/local"), version.as_deref()));
+            out.extend(prefix_site_packages(
+                Path::new("/usr/local"),
+                version.as_deref(),
+            ));
             out.push(PathBuf::from("/usr/lib/python3/dist-packages"));
         }
     }
@@ -270,7 +273,11 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         mkdirs(
             t.path(),
-            &["venv/lib/python3.12/site-packages", "extra", "conda/lib/python3.10/site-packages"],
+            &[
+                "venv/lib/python3.12/site-packages",
+                "extra",
+                "conda/lib/python3.10/site-packages",
+            ],
         );
         let env = Env {
             pythonpath: Some(t.path().join("extra").into_os_string()),
@@ -292,7 +299,15 @@ mod tests {
     #[test]
     fn venv_python_on_path_is_recognised_by_pyvenv_cfg() {
         let t = tempfile::tempdir().unwrap();
-        mkdirs(t.path(), &["v/bin", "v/lib/python3.11/site-packages", "base/lib/python3.11/site-packages", "base/bin"]);
+        mkdirs(
+            t.path(),
+            &[
+                "v/bin",
+                "v/lib/python3.11/site-packages",
+                "base/lib/python3.11/site-packages",
+                "base/bin",
+            ],
+        );
         std::fs::write(t.path().join("v/bin/python3"), "").unwrap();
         std::fs::write(
             t.path().join("v/pyvenv.cfg"),
@@ -321,7 +336,12 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         mkdirs(
             t.path(),
-            &["py/bin", "py/lib/python3.13/site-packages", "home/.local/lib/python3.13/site-packages", "home/.local/lib/python3.9/site-packages"],
+            &[
+                "py/bin",
+                "py/lib/python3.13/site-packages",
+                "home/.local/lib/python3.13/site-packages",
+                "home/.local/lib/python3.9/site-packages",
+            ],
         );
         std::fs::write(t.path().join("py/bin/python3.13"), "").unwrap();
         std::os::unix::fs::symlink("python3.13", t.path().join("py/bin/python3")).unwrap();
@@ -332,18 +352,30 @@ mod tests {
         };
         let got = discover(&env);
         let canon = |p: &str| std::fs::canonicalize(t.path().join(p)).unwrap();
-        let got: Vec<PathBuf> = got.iter().map(|p| std::fs::canonicalize(p).unwrap()).collect();
+        let got: Vec<PathBuf> = got
+            .iter()
+            .map(|p| std::fs::canonicalize(p).unwrap())
+            .collect();
         // Only the interpreter's own version of the user site, then its prefix.
         assert_eq!(
             got,
-            vec![canon("home/.local/lib/python3.13/site-packages"), canon("py/lib/python3.13/site-packages")]
+            vec![
+                canon("home/.local/lib/python3.13/site-packages"),
+                canon("py/lib/python3.13/site-packages")
+            ]
         );
     }
 
     #[test]
     fn pyenv_shim_uses_the_selected_version() {
         let t = tempfile::tempdir().unwrap();
-        mkdirs(t.path(), &["pyenv/shims", "pyenv/versions/3.11.7/lib/python3.11/site-packages"]);
+        mkdirs(
+            t.path(),
+            &[
+                "pyenv/shims",
+                "pyenv/versions/3.11.7/lib/python3.11/site-packages",
+            ],
+        );
         std::fs::write(t.path().join("pyenv/shims/python3"), "#!/bin/sh\n").unwrap();
         std::fs::write(t.path().join("pyenv/version"), "3.11.7\n").unwrap();
         let env = Env {
@@ -353,7 +385,10 @@ mod tests {
         };
         assert_eq!(
             discover(&env),
-            vec![t.path().join("pyenv/versions/3.11.7/lib/python3.11/site-packages")]
+            vec![
+                t.path()
+                    .join("pyenv/versions/3.11.7/lib/python3.11/site-packages")
+            ]
         );
     }
 

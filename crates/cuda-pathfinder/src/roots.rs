@@ -45,7 +45,11 @@ pub(crate) fn ctk_root_of(lib_file: &Path) -> Option<PathBuf> {
         "x64" | "arm64" if dir.parent()?.file_name()? == "bin" => dir.parent()?.parent()?,
         _ => return None,
     };
-    if root.parent().and_then(Path::file_name).is_some_and(|n| n == "targets") {
+    if root
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "targets")
+    {
         root = root.parent()?.parent()?;
     }
     Some(root.to_path_buf())
@@ -54,7 +58,8 @@ pub(crate) fn ctk_root_of(lib_file: &Path) -> Option<PathBuf> {
 /// Finds the toolkit root from where the OS loader finds the canary library `canary`
 /// (a catalogue name, e.g. `cudart`), without loading it.
 pub(crate) fn ctk_root_from_canary(canary: &str) -> Result<PathBuf, String> {
-    let d = crate::catalog::descriptor(canary).ok_or_else(|| format!("unknown canary `{canary}`"))?;
+    let d =
+        crate::catalog::descriptor(canary).ok_or_else(|| format!("unknown canary `{canary}`"))?;
     for soname in d.platform_names() {
         let file = match crate::sys::already_loaded(soname).and_then(crate::sys::path_of) {
             Some(p) => Some(p),
@@ -81,9 +86,18 @@ mod tests {
     #[test]
     fn toolkit_roots_from_library_paths() {
         let r = |p: &str| ctk_root_of(Path::new(p)).map(|p| p.display().to_string());
-        assert_eq!(r("/usr/local/cuda-13.0/lib64/libcudart.so.13").as_deref(), Some("/usr/local/cuda-13.0"));
-        assert_eq!(r("/opt/cuda/targets/x86_64-linux/lib/libcudart.so.13").as_deref(), Some("/opt/cuda"));
-        assert_eq!(r("/opt/cuda/lib/libcudart.so.12").as_deref(), Some("/opt/cuda"));
+        assert_eq!(
+            r("/usr/local/cuda-13.0/lib64/libcudart.so.13").as_deref(),
+            Some("/usr/local/cuda-13.0")
+        );
+        assert_eq!(
+            r("/opt/cuda/targets/x86_64-linux/lib/libcudart.so.13").as_deref(),
+            Some("/opt/cuda")
+        );
+        assert_eq!(
+            r("/opt/cuda/lib/libcudart.so.12").as_deref(),
+            Some("/opt/cuda")
+        );
         assert_eq!(r("/usr/lib/x86_64-linux-gnu/libcudart.so.12"), None);
     }
 }

@@ -1,0 +1,101 @@
+//! The library API inside one process: caching, concurrency, handles, symbols and
+//! the nvrtc-builtins companion. Each test re-runs itself in a child process with
+//! the venv of NVIDIA's wheels as its only environment.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use cuda_pathfinder::{FoundVia, load_nvidia_dynamic_lib, loaded_libraries};
+
+fn in_venv_child(test: &str) -> bool {
+    if cuda_rs_tests::in_child() {
+        return true;
+    }
+    if let Some(venv) =
+        cuda_rs_tests::require_env_or_skip(test, "CUDA_RS_TEST_VENV", "CUDA_RS_REQUIRE_WHEELS")
+    {
+        let venv = std::path::PathBuf::from(venv);
+        cuda_rs_tests::run_test_in_child(test, &[("VIRTUAL_ENV", OsStr::new(&venv))]);
+    }
+    false
+}
+
+#[test]
+fn cached_calls_return_the_same_reference() {
+    if !in_venv_child("cached_calls_return_the_same_reference") {
+        return;
+    }
+    let a = load_nvidia_dynamic_lib("nvJitLink").unwrap();
+    let b = load_nvidia_dynamic_lib("nvJitLink").unwrap();
+    assert!(std::ptr::eq(a, b));
+    assert_eq!(a.found_via(), FoundVia::SitePackages);
+    assert!(a.abs_path().is_absolute() && a.abs_path().is_file());
+    assert!(loaded_libraries().any(|l| std::ptr::eq(l, a)));
+    // A real symbol resolves; a made-up one does not.
+    assert!(a.symbol(c"nvJitLinkVersion").is_some());
+    assert!(a.symbol(c"nvJitLinkNoSuchFunction").is_none());
+}
+
+#[test]
+fn concurrent_first_calls_load_once() {
+    if !in_venv_child("concurrent_first_calls_load_once") {
+        return;
+    }
+    let barrier = std::sync::Barrier::new(16);
+    let addrs: Vec<usize> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    load_nvidia_dynamic_lib("cudart")
+                        .map(|l| l as *const _ as usize)
+                        .unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(addrs.windows(2).all(|w| w[0] == w[1]), "{addrs:?}");
+    assert_eq!(
+        loaded_libraries()
+            .filter(|l| l.libname() == "cudart")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn the_runtime_from_the_wheel_answers() {
+    if !in_venv_child("the_runtime_from_the_wheel_answers") {
+        return;
+    }
+    let rt = load_nvidia_dynamic_lib("cudart").unwrap();
+    let f = rt.symbol(c"cudaRuntimeGetVersion").unwrap();
+    type GetVersion = unsafe extern "C" fn(*mut i32) -> i32;
+    // SAFETY: cudaRuntimeGetVersion has this signature in cuda_runtime_api.h.
+    let f = unsafe { std::mem::transmute::<*mut std::ffi::c_void, GetVersion>(f.as_ptr()) };
+    let mut v = 0;
+    // SAFETY: `v` is a valid, writable int.
+    assert_eq!(unsafe { f(&mut v) }, 0);
+    assert_eq!(v / 1000, 13, "runtime version {v}");
+}
+
+#[test]
+fn nvrtc_from_a_wheel_brings_its_builtins() {
+    if !in_venv_child("nvrtc_from_a_wheel_brings_its_builtins") {
+        return;
+    }
+    let nvrtc = load_nvidia_dynamic_lib("nvrtc").unwrap();
+    assert_eq!(nvrtc.found_via(), FoundVia::SitePackages);
+    let dir = nvrtc.abs_path().parent().unwrap();
+    let builtins = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().into_string().unwrap())
+        .find(|n| n.starts_with("libnvrtc-builtins.so.13") && !n.contains(".alt."))
+        .unwrap();
+    let c = std::ffi::CString::new(Path::new(&builtins).as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: RTLD_NOLOAD only asks whether the library is loaded.
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    assert!(!h.is_null(), "{builtins} was not loaded with nvrtc");
+}
