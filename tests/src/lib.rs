@@ -7,6 +7,9 @@
 //! * [`require_env_or_skip`]: the same skip-or-fail rule for other prerequisites
 //!   (for example the NVIDIA wheels venv, required when `CUDA_RS_REQUIRE_WHEELS=1`).
 
+// A test-support crate: failing a test is done by panicking, as `assert!` does.
+#![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
+
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::OnceLock;
 

@@ -26,7 +26,12 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
     let mut cmd = cargo();
     cmd.current_dir(workspace_root())
         .args(args)
-        .args(["--workspace", "--release", "--no-run", "--message-format=json-render-diagnostics"])
+        .args([
+            "--workspace",
+            "--release",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
         .stdout(Stdio::piped());
     let shown = format!("{cmd:?}");
     let mut child = cmd.spawn().map_err(|e| format!("starting {shown}: {e}"))?;
@@ -67,7 +72,9 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
             path: PathBuf::from(exe),
         });
     }
-    let status = child.wait().map_err(|e| format!("waiting for cargo: {e}"))?;
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for cargo: {e}"))?;
     if !status.success() {
         return Err(format!("{shown} failed with {status}"));
     }
@@ -77,7 +84,11 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
 fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
     std::fs::copy(from, to).map_err(|e| format!("copying {}: {e}", from.display()))?;
     // `strip` is optional: without it the binary is only larger.
-    match Command::new("strip").arg("--strip-unneeded").arg(to).status() {
+    match Command::new("strip")
+        .arg("--strip-unneeded")
+        .arg(to)
+        .status()
+    {
         Ok(s) if s.success() => {}
         _ => eprintln!("package-tests: note: could not strip {}", to.display()),
     }
@@ -93,7 +104,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         std::fs::remove_dir_all(&out).map_err(|e| format!("clearing {}: {e}", out.display()))?;
     }
     let bin_dir = out.join("bin");
-    std::fs::create_dir_all(&bin_dir).map_err(|e| format!("creating {}: {e}", bin_dir.display()))?;
+    std::fs::create_dir_all(&bin_dir)
+        .map_err(|e| format!("creating {}: {e}", bin_dir.display()))?;
 
     let mut artifacts = build(&["test", "--all-targets"])?;
     artifacts.extend(build(&["bench"])?);
@@ -196,7 +208,9 @@ echo "$total_pass passed, $total_fail failed"
 
 fn bench_sh(benches: &[String]) -> String {
     let mut s = String::from(PRELUDE);
-    s.push_str("# Runs every benchmark; each prints JSON lines {\"peer\",\"metric\",\"value\"}.\nrc=0\n");
+    s.push_str(
+        "# Runs every benchmark; each prints JSON lines {\"peer\",\"metric\",\"value\"}.\nrc=0\n",
+    );
     for b in benches {
         s.push_str(&format!("\"$here/bin/{b}\" --bench \"$@\" || rc=1\n"));
     }

@@ -44,7 +44,13 @@ pub(crate) fn ensure_venv(venv: &Path) -> Result<(), String> {
     println!("xtask test: installing {}", pins.join(" "));
     run_cmd(
         Command::new(venv.join("bin").join("python"))
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
             .args(&pins),
     )?;
     std::fs::write(&stamp, want).map_err(|e| format!("writing {}: {e}", stamp.display()))

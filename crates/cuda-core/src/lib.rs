@@ -5,6 +5,6 @@
 //! `Library`, `Kernel`, `LaunchConfig` and launch, graphs, and system information,
 //! matching the capabilities of NVIDIA's `cuda.core`.
 //!
-//! ```
-//! // Nothing is exported yet; the crate builds without CUDA.
+//! ```text
+//! Nothing is exported yet: the crate builds and links without CUDA installed.
 //! ```

@@ -96,7 +96,7 @@ pub(crate) fn discover(env: &Env) -> Vec<PathBuf> {
             c.push(d);
         }
     }
-    if let Some(python) = env.path.as_ref().and_then(|p| find_python_on_path(p)) {
+    if let Some(python) = env.path.as_ref().and_then(find_python_on_path) {
         for d in interpreter_site_packages(&python, env) {
             c.push(d);
         }

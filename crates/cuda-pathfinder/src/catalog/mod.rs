@@ -2,9 +2,10 @@
 //! platform and where NVIDIA's packages put it.
 //!
 //! The data is owned by this crate as `data/pathfinder-catalog.json` (the catalogue of
-//! NVIDIA's `cuda.pathfinder`, read as data) and compiled into [`generated`] by
+//! NVIDIA's `cuda.pathfinder`, read as data) and compiled into `generated.rs` by
 //! `cargo xtask codegen`; a test fails when the generated file is stale.
 
+#[rustfmt::skip]
 mod generated;
 
 /// Who ships a library, which decides the search steps that apply to it.
