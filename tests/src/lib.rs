@@ -178,3 +178,37 @@ pub fn run_test_in_child(test: &str, envs: &[(&str, &std::ffi::OsStr)]) {
     );
     print!("{stdout}");
 }
+
+/// The environment variable that turns a missing NVIDIA wheel library (NVRTC,
+/// nvJitLink, NVVM, the runtime) from a skip into a failure. `cargo xtask test`
+/// sets it.
+pub const REQUIRE_WHEELS_VAR: &str = "CUDA_RS_REQUIRE_WHEELS";
+
+/// Whether the library `lib` (a pathfinder catalogue name) loads; skips (printing
+/// why) when it does not, or fails when [`REQUIRE_WHEELS_VAR`] or, for tests that
+/// also need a GPU, [`REQUIRE_GPU_VAR`] is set.
+pub fn require_lib(test: &str, lib: &str) -> bool {
+    let status = cuda_pathfinder::load_nvidia_dynamic_lib(lib)
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    let var = if truthy(REQUIRE_GPU_VAR) {
+        REQUIRE_GPU_VAR
+    } else {
+        REQUIRE_WHEELS_VAR
+    };
+    require_or_skip(test, &format!("the `{lib}` library"), var, status)
+}
+
+/// The first line of a test that needs NVIDIA libraries (`"nvrtc"`, `"nvJitLink"`,
+/// …): skips without them, fails without them under `cargo xtask test` or on a GPU
+/// run.
+#[macro_export]
+macro_rules! require_libs {
+    ($($lib:expr),+ $(,)?) => {
+        $(
+            if !$crate::require_lib(&$crate::current_test_name(), $lib) {
+                return;
+            }
+        )+
+    };
+}

@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use quote::ToTokens;
 
@@ -115,7 +114,7 @@ const APIS: [Api; 6] = [
 
 /// The result enums whose constant names get a generated `name()` table.
 const RESULT_ENUMS: [&str; 6] = [
-    "CUresult",
+    "cudaError_enum",
     "cudaError",
     "nvrtcResult",
     "nvJitLinkResult",
@@ -205,27 +204,46 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 }
 
 /// Generates every file of one major: file name to contents (already formatted).
-fn generate_major(major: u32, tmp: &Path) -> Result<BTreeMap<String, String>, String> {
+fn generate_major(major: u32, _tmp: &Path) -> Result<BTreeMap<String, String>, String> {
     let pins = headers::pins(major)?;
     let inc = headers::include_dir(major);
     let mut out = BTreeMap::new();
-    let mut mod_rs = banner(major, &pins, &["(all of the below)"]);
-    mod_rs.push_str(&format!(
-        "//! The generated bindings for CUDA {}: one module per API.\n\n",
-        pins.cuda_version
-    ));
     for api in &APIS {
         eprintln!("regen-bindings: CUDA {major} {}", api.module);
-        let text = generate_api(major, &pins, &inc, api)?;
-        let formatted = rustfmt(tmp, &format!("cuda{major}_{}.rs", api.module), &text)?;
-        out.insert(format!("{}.rs", api.module), formatted);
-        mod_rs.push_str(&format!(
-            "#[cfg(feature = \"{m}\")]\npub(crate) mod {m};\n",
-            m = api.module
-        ));
+        let body = generate_api(major, &pins, &inc, api)?;
+        let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
+        let mut text = banner(major, &pins, &header_list);
+        text.push_str(&format_rust(api.module, &body)?);
+        out.insert(format!("{}.rs", api.module), text);
     }
-    let formatted = rustfmt(tmp, &format!("cuda{major}_mod.rs"), &mod_rs)?;
-    out.insert("mod.rs".into(), formatted);
+    Ok(out)
+}
+
+/// Formats generated code with `prettyplease` (pinned by Cargo.lock, so the output
+/// does not depend on the installed rustfmt), then puts back the `// SAFETY:`
+/// comments that parsing drops.
+fn format_rust(module: &str, text: &str) -> Result<String, String> {
+    let file: syn::File = syn::parse_str(text)
+        .map_err(|e| format!("the generated {module} module does not parse: {e}"))?;
+    let pretty = prettyplease::unparse(&file);
+    let mut out = String::with_capacity(pretty.len() + pretty.len() / 8);
+    for line in pretty.lines() {
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        if trimmed.starts_with("let entry_fn = unsafe {") {
+            let _ = writeln!(
+                out,
+                "{indent}// SAFETY: this entry was resolved for this function, whose C signature this is."
+            );
+        } else if trimmed.starts_with("unsafe { entry_fn(") {
+            let _ = writeln!(
+                out,
+                "{indent}// SAFETY: the caller upholds the C function's contract (see `# Safety`)."
+            );
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
     Ok(out)
 }
 
@@ -249,28 +267,6 @@ fn banner(major: u32, pins: &headers::MajorPins, headers_used: &[&str]) -> Strin
     }
     s.push_str(".\n\n");
     s
-}
-
-/// Runs rustfmt (the toolchain's, with the workspace's rustfmt.toml) over `text`.
-fn rustfmt(tmp: &Path, name: &str, text: &str) -> Result<String, String> {
-    let path = tmp.join(name);
-    fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    let rustfmt = std::env::var("RUSTFMT").unwrap_or_else(|_| "rustfmt".into());
-    let out = Command::new(rustfmt)
-        .arg("--edition")
-        .arg("2024")
-        .arg("--config-path")
-        .arg(workspace_root().join("rustfmt.toml"))
-        .arg(&path)
-        .output()
-        .map_err(|e| format!("could not run rustfmt: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "rustfmt failed on {name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))
 }
 
 /// A `#define A <body>` that maps a public name to a symbol.
@@ -612,8 +608,7 @@ fn generate_api(
     entries.sort_by(|a, b| a.name.cmp(&b.name));
 
     // Assemble the file.
-    let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
-    let mut s = banner(major, pins, &header_list);
+    let mut s = String::new();
     s.push_str(&format!(
         "//! The `{}` API of CUDA {}: bindgen's types and constants, and run-time dispatching functions.\n",
         api.module, pins.cuda_version
@@ -628,7 +623,7 @@ fn generate_api(
     s.push_str(
         "#![allow(clippy::all, clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]\n",
     );
-    s.push_str("#![allow(rustdoc::all, unused_imports, dead_code)]\n\n");
+    s.push_str("#![allow(rustdoc::all, unused_imports, dead_code, unpredictable_function_pointer_comparisons)]\n\n");
     let kept_file = syn::File {
         shebang: None,
         attrs: vec![],
@@ -654,7 +649,8 @@ fn generate_api(
     // The entry table.
     let _ = writeln!(
         s,
-        "/// Every entry point of this API, in the order of the dispatch table.\npub(crate) static ENTRIES: [crate::loader::Entry; {}] = [",
+        "/// How many entry points this API has.\npub(crate) const ENTRY_COUNT: usize = {};\n\n\
+         /// Every entry point of this API, in the order of the dispatch table.\npub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [",
         entries.len()
     );
     for e in &entries {
@@ -690,16 +686,13 @@ fn generate_api(
         let fallback = match ret.as_deref() {
             None => "()".to_string(),
             Some(r) if r == api.result_type || aliases_to(r, api.result_type, &aliases) => {
-                format!("super::__unavailable({idx})")
+                format!("crate::{}::__unavailable({idx})", api.module)
             }
             Some(r) if r.starts_with("* const") => "::core::ptr::null()".into(),
             Some(r) if r.starts_with("* mut") => "::core::ptr::null_mut()".into(),
-            Some(r) => {
-                return Err(format!(
-                    "{}: no fallback for return type {r} of {}",
-                    api.module, e.name
-                ));
-            }
+            // Plain values (`cudaCreateChannelDesc`'s struct, `nvrtcVersion`-like
+            // integers): their zero value.
+            Some(_) => "::core::default::Default::default()".into(),
         };
         let how = if api.kind == Kind::Driver && e.version != 0 {
             format!(
@@ -730,21 +723,24 @@ fn generate_api(
              /// This calls the C function directly: every pointer, handle and size must satisfy the contract\n\
              /// of `{name}` in NVIDIA's documentation (<{docs}>).\n\
              #[inline]\npub unsafe fn {name}({args}){ret_sig} {{\n\
-             match super::__entry({idx}) {{\n\
-             Some(p) => {{\n\
-             let f = unsafe {{ ::core::mem::transmute::<*mut ::core::ffi::c_void, unsafe extern \"C\" fn({tys}){ret_sig}>(p.as_ptr()) }};\n\
-             unsafe {{ f({names}) }}\n\
+             match crate::{module}::__entry({idx}) {{\n\
+             Some(entry_fn) => {{\n\
+             let entry_fn = unsafe {{ ::core::mem::transmute::<unsafe extern \"C\" fn(), unsafe extern \"C\" fn({tys}){ret_sig}>(entry_fn) }};\n\
+             unsafe {{ entry_fn({names}) }}\n\
              }}\n\
              None => {fallback},\n\
              }}\n}}\n",
             name = e.name,
             ver = pins.cuda_version,
-            fb_doc = if fallback.starts_with("super::") {
+            module = api.module,
+            fb_doc = if fallback.starts_with("crate::") {
                 "the library's \"not found\" code (see the module docs)"
             } else if fallback == "()" {
                 "nothing"
-            } else {
+            } else if fallback.contains("null") {
                 "a null pointer"
+            } else {
+                "the type's zero value"
             },
             docs = api.docs,
             args = args.join(", "),

@@ -1,0 +1,202 @@
+//! Status codes as `Result`s: one error type per API, and the macro that writes the
+//! plumbing every API module shares.
+
+use std::borrow::Cow;
+
+/// Turns a C status code into a `Result`.
+///
+/// ```
+/// use cuda_bindings::IntoResult as _;
+/// use cuda_bindings::nvrtc::{nvrtcResult, NVRTC_SUCCESS, NVRTC_ERROR_COMPILATION};
+///
+/// assert!(NVRTC_SUCCESS.result().is_ok());
+/// let err = NVRTC_ERROR_COMPILATION.result().unwrap_err();
+/// assert_eq!(err.code(), NVRTC_ERROR_COMPILATION);
+/// assert_eq!(err.name(), "NVRTC_ERROR_COMPILATION");
+/// ```
+pub trait IntoResult: Sized {
+    /// The error type of this status code.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// `Ok(())` for the success code, the described error otherwise.
+    ///
+    /// # Errors
+    /// Every code other than the API's success code.
+    fn result(self) -> Result<(), Self::Error>;
+}
+
+/// The name and description of a status code, as the library describes it.
+pub(crate) struct Described {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) description: Cow<'static, str>,
+}
+
+/// Writes an API's error type, its `IntoResult` impl and the dispatch plumbing.
+macro_rules! api_plumbing {
+    (
+        kind: $kind:expr,
+        resolver: $resolver:expr,
+        code: $Code:ident,
+        success: $success:expr,
+        unavailable_code: $unavail:expr,
+        error: $(#[$emeta:meta])* $Error:ident,
+        describe: $describe:path $(,)?
+    ) => {
+        pub(crate) static API: $crate::loader::Api<ENTRY_COUNT> =
+            $crate::loader::Api::new($kind, $resolver, &ENTRIES);
+
+        #[doc(hidden)]
+        #[inline(always)]
+        pub(crate) fn __entry(idx: usize) -> Option<$crate::loader::RawFn> {
+            API.entry(idx)
+        }
+
+        #[doc(hidden)]
+        #[cold]
+        #[inline(never)]
+        pub(crate) fn __unavailable(idx: usize) -> $Code {
+            API.note_unavailable(idx);
+            $unavail(API.table().is_ok())
+        }
+
+        /// The loaded library (loading and resolving it if needed): its path and how
+        /// the pathfinder found it.
+        ///
+        /// # Errors
+        /// The pathfinder's error when the library cannot be found or loaded; it
+        /// lists every place searched.
+        pub fn library() -> Result<&'static cuda_pathfinder::LoadedDl, cuda_pathfinder::PathfinderError> {
+            API.table().map(|t| t.lib).map_err(Clone::clone)
+        }
+
+        /// Whether the entry point with this C name (`cuMemAlloc`, not
+        /// `cuMemAlloc_v2`) resolved. `false` when the library is missing.
+        pub fn is_available(name: &str) -> bool {
+            API.is_available(name)
+        }
+
+        /// How many entry points resolved, out of how many the bindings know;
+        /// `None` when the library is missing.
+        pub fn resolved_count() -> Option<(usize, usize)> {
+            API.counts()
+        }
+
+        /// Why the entry point `name` cannot be called, or `None` when it can (or is
+        /// not a name of this API).
+        pub fn why_unavailable(name: &str) -> Option<$crate::Unavailable> {
+            let idx = ENTRIES.iter().position(|e| e.name.to_bytes() == name.as_bytes())?;
+            API.why_unavailable(idx)
+        }
+
+        $(#[$emeta])*
+        ///
+        /// Carries the numeric code, its C name and the library's description of it;
+        /// when the code came from calling an entry point that could not be resolved,
+        /// also [`unavailable`](Self::unavailable): why (library not found, with
+        /// every place searched; symbol missing; driver too old).
+        #[derive(Debug, Clone)]
+        pub struct $Error {
+            code: $Code,
+            name: ::std::borrow::Cow<'static, str>,
+            description: ::std::borrow::Cow<'static, str>,
+            unavailable: Option<$crate::Unavailable>,
+        }
+
+        impl $Error {
+            /// Describes `code` (and picks up why an entry point called on this thread
+            /// was unavailable, if that is where the code came from).
+            pub fn new(code: $Code) -> Self {
+                let d: $crate::error::Described = $describe(code);
+                let unavailable = if code == $unavail(true) || code == $unavail(false) {
+                    API.take_unavailable()
+                } else {
+                    None
+                };
+                Self {
+                    code,
+                    name: d.name,
+                    description: d.description,
+                    unavailable,
+                }
+            }
+
+            /// The status code.
+            pub fn code(&self) -> $Code {
+                self.code
+            }
+
+            /// The code's C name (`CUDA_ERROR_OUT_OF_MEMORY`).
+            pub fn name(&self) -> &str {
+                &self.name
+            }
+
+            /// The library's description of the code.
+            pub fn description(&self) -> &str {
+                &self.description
+            }
+
+            /// Why the entry point that returned this code could not be called, when
+            /// that is what happened.
+            pub fn unavailable(&self) -> Option<&$crate::Unavailable> {
+                self.unavailable.as_ref()
+            }
+        }
+
+        impl ::std::fmt::Display for $Error {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                write!(f, "{} ({}): {}", self.name, self.code.0, self.description)?;
+                if let Some(u) = &self.unavailable {
+                    write!(f, "; {u}")?;
+                }
+                Ok(())
+            }
+        }
+
+        impl ::std::error::Error for $Error {
+            fn source(&self) -> Option<&(dyn ::std::error::Error + 'static)> {
+                self.unavailable
+                    .as_ref()
+                    .map(|u| u as &(dyn ::std::error::Error + 'static))
+            }
+        }
+
+        impl $crate::IntoResult for $Code {
+            type Error = $Error;
+
+            #[inline]
+            fn result(self) -> Result<(), $Error> {
+                if self == $success { Ok(()) } else { Err($Error::new(self)) }
+            }
+        }
+
+        impl From<$Code> for $Error {
+            fn from(code: $Code) -> Self {
+                Self::new(code)
+            }
+        }
+    };
+}
+pub(crate) use api_plumbing;
+
+/// Reads a C string the library owns for the life of the process.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string that outlives the process.
+pub(crate) unsafe fn static_cstr(p: *const std::ffi::c_char) -> Option<&'static str> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and NUL-terminated with static lifetime, per the contract.
+    unsafe { std::ffi::CStr::from_ptr(p) }.to_str().ok()
+}
+
+/// The fallback description when the library cannot describe a code.
+pub(crate) fn undescribed(name: Option<&'static str>, code: u32) -> Described {
+    Described {
+        name: name.map_or_else(
+            || Cow::Owned(format!("unknown status {code}")),
+            Cow::Borrowed,
+        ),
+        description: Cow::Borrowed("no description (the library could not be asked)"),
+    }
+}

@@ -1,0 +1,59 @@
+//! NVVM (`nvvm.h`), the compiler from NVVM IR (LLVM IR for CUDA) to PTX: every type,
+//! constant and function, looked up in `libnvvm` at run time. It runs on the CPU.
+//!
+//! An entry point that cannot be resolved returns
+//! `NVVM_ERROR_PROGRAM_CREATION_FAILURE`, and [`NvvmError`] says why.
+
+#[cfg(feature = "cuda-13")]
+#[path = "generated/cuda13/nvvm.rs"]
+#[rustfmt::skip]
+mod generated;
+#[cfg(feature = "cuda-12")]
+#[path = "generated/cuda12/nvvm.rs"]
+#[rustfmt::skip]
+mod generated;
+
+pub use generated::*;
+
+use crate::error::{Described, api_plumbing, static_cstr, undescribed};
+use crate::loader::{ApiKind, Resolver};
+
+api_plumbing! {
+    kind: ApiKind::Nvvm,
+    resolver: Resolver::Dlsym,
+    code: nvvmResult,
+    success: NVVM_SUCCESS,
+    unavailable_code: |_loaded: bool| NVVM_ERROR_PROGRAM_CREATION_FAILURE,
+    error:
+    /// An NVVM error: an `nvvmResult` other than `NVVM_SUCCESS`.
+    NvvmError,
+    describe: describe,
+}
+
+fn describe(code: nvvmResult) -> Described {
+    let fallback = undescribed(code.name(), code.0);
+    if API.table().is_err() {
+        return fallback;
+    }
+    // SAFETY: takes any code, returns a static string.
+    match unsafe { static_cstr(nvvmGetErrorString(code)) } {
+        Some(d) => Described {
+            name: fallback.name,
+            description: d.into(),
+        },
+        None => fallback,
+    }
+}
+
+/// The version of the loaded NVVM (`nvvmVersion`).
+///
+/// # Errors
+/// NVVM's error, or `NVVM_ERROR_PROGRAM_CREATION_FAILURE` with the pathfinder's
+/// message when `libnvvm` cannot be found.
+pub fn version() -> Result<crate::Version, NvvmError> {
+    use crate::IntoResult as _;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: both are valid for writes.
+    unsafe { nvvmVersion(&mut major, &mut minor) }.result()?;
+    Ok(crate::Version { major, minor })
+}
