@@ -427,6 +427,7 @@ fn generate_api(
     let mut aliases: BTreeMap<String, syn::Type> = BTreeMap::new();
     let mut pfns: BTreeMap<String, syn::TypeBareFn> = BTreeMap::new();
     let mut result_consts: Vec<(String, String, String)> = Vec::new();
+    let mut consts: BTreeSet<String> = BTreeSet::new();
     for item in file.items {
         match item {
             syn::Item::ForeignMod(fm) => {
@@ -481,6 +482,7 @@ fn generate_api(
                         }
                     }
                 }
+                consts.insert(c.ident.to_string());
                 kept.push(syn::Item::Const(c));
             }
             other => kept.push(other),
@@ -631,6 +633,7 @@ fn generate_api(
     };
     s.push_str(&prettyplease::unparse(&kept_file));
     s.push('\n');
+    s.push_str(&cast_defines(&header_text, &aliases, &consts));
 
     // name() for the result enum.
     if let Some((enum_name, _, _)) = result_consts.first() {
@@ -749,6 +752,74 @@ fn generate_api(
         );
     }
     Ok(s)
+}
+
+/// The `#define NAME ((TYPE)VALUE)` constants bindgen cannot evaluate
+/// (`CU_STREAM_LEGACY`, `CU_LAUNCH_PARAM_END`, `cudaCpuDeviceId`, …), as Rust
+/// constants of that type.
+fn cast_defines(
+    header_text: &str,
+    aliases: &BTreeMap<String, syn::Type>,
+    consts: &BTreeSet<String>,
+) -> String {
+    let mut out = String::new();
+    let mut seen = BTreeSet::new();
+    for line in header_text.lines() {
+        let Some(rest) = line.trim_start().strip_prefix('#') else {
+            continue;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix("define") else {
+            continue;
+        };
+        let mut parts = rest.split_whitespace();
+        let Some(name) = parts.next() else { continue };
+        let body: String = parts
+            .take_while(|p| !p.starts_with("/*") && !p.starts_with("//"))
+            .collect();
+        let Some(inner) = body.strip_prefix("((").and_then(|b| b.strip_suffix(')')) else {
+            continue;
+        };
+        let Some((ty, value)) = inner.split_once(')') else {
+            continue;
+        };
+        let rust_ty = match ty {
+            "void*" => "*mut ::core::ffi::c_void".to_string(),
+            "int" => "::core::ffi::c_int".to_string(),
+            t if is_ident(t) && aliases.contains_key(t) => t.to_string(),
+            _ => continue,
+        };
+        let value_ok = is_ident(value) && consts.contains(value)
+            || value
+                .strip_prefix('-')
+                .unwrap_or(value)
+                .strip_prefix("0x")
+                .map_or_else(
+                    || {
+                        value
+                            .strip_prefix('-')
+                            .unwrap_or(value)
+                            .chars()
+                            .all(|c| c.is_ascii_digit())
+                    },
+                    |h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()),
+                );
+        if !is_ident(name) || consts.contains(name) || !value_ok || !seen.insert(name.to_string()) {
+            continue;
+        }
+        let value = if value.starts_with('-') && rust_ty.starts_with('*') {
+            continue;
+        } else if value.starts_with('-') {
+            format!("({value})")
+        } else {
+            value.to_string()
+        };
+        let _ = writeln!(
+            out,
+            "/// `#define {name} (({ty}){})` in the C header.\npub const {name}: {rust_ty} = {value} as {rust_ty};",
+            value.trim_matches(|c| c == '(' || c == ')')
+        );
+    }
+    out
 }
 
 /// Whether the alias `name` resolves to `target`.

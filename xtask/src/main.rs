@@ -15,6 +15,9 @@ const HELP: &str = "\
 cargo xtask <command> [options]
 
 commands:
+  quickstart         the main job: NVIDIA's wheels into target/cuda-venv, then the
+                     cuda-bindings `quickstart` example (compile SAXPY with NVRTC,
+                     launch it, check it; diagnoses what is missing without a GPU)
   test [--no-venv] [-- <cargo test args>]
                      the project's test run: prepares the NVIDIA wheels venv
                      (target/cuda-venv) and runs `cargo test --workspace`
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
     };
     let result = match cmd {
         "test" => testrun::run(rest),
+        "quickstart" => testrun::quickstart(rest),
         "codegen" => catalog::run(rest),
         "package-tests" => package::run(rest),
         "fetch-headers" => headers::run(rest),

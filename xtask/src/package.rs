@@ -28,7 +28,6 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
         .args(args)
         .args([
             "--workspace",
-            "--release",
             "--no-run",
             "--message-format=json-render-diagnostics",
         ])
@@ -50,19 +49,16 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
         };
         let target_kind = msg["target"]["kind"][0].as_str().unwrap_or("");
         let target_name = msg["target"]["name"].as_str().unwrap_or("unnamed");
-        let package = msg["package_id"]
-            .as_str()
-            .and_then(|id| id.rsplit('#').next())
-            .and_then(|s| s.split('@').next())
-            .unwrap_or("pkg")
-            .rsplit('/')
-            .next()
-            .unwrap_or("pkg")
-            .to_string();
+        let package = package_name(msg["package_id"].as_str().unwrap_or("pkg"));
+        // The xtask is a tool of this checkout, not something to run on a GPU machine.
+        if package == "xtask" {
+            continue;
+        }
         let is_test = msg["profile"]["test"].as_bool().unwrap_or(false);
         let (kind, name) = match (target_kind, is_test) {
             ("bench", _) => ("bench", format!("{package}--{target_name}")),
             ("bin", false) => ("bin", target_name.to_string()),
+            ("example", false) => ("example", format!("{package}--example-{target_name}")),
             (_, true) => ("test", format!("{package}--{target_kind}-{target_name}")),
             _ => continue,
         };
@@ -79,6 +75,16 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
         return Err(format!("{shown} failed with {status}"));
     }
     Ok(out)
+}
+
+/// The package name in a package id: `path+file:///…/cuda-bindings#0.1.0` or
+/// `path+file:///…/tests#cuda-rs-tests@0.0.0` or `registry+…#name@1.0`.
+fn package_name(id: &str) -> String {
+    let (url, frag) = id.rsplit_once('#').unwrap_or((id, ""));
+    match frag.split_once('@') {
+        Some((name, _)) => name.to_string(),
+        None => url.rsplit('/').next().unwrap_or("pkg").to_string(),
+    }
 }
 
 fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
@@ -107,12 +113,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&bin_dir)
         .map_err(|e| format!("creating {}: {e}", bin_dir.display()))?;
 
-    let mut artifacts = build(&["test", "--all-targets"])?;
+    let mut artifacts = build(&["test", "--release", "--all-targets"])?;
     artifacts.extend(build(&["bench"])?);
     // The workspace's own binaries (the pathfinder CLI, …) that tests start.
     let mut seen = std::collections::BTreeSet::new();
     let mut tests = Vec::new();
     let mut benches = Vec::new();
+    let mut examples = Vec::new();
     let mut total: u64 = 0;
     for a in &artifacts {
         if !seen.insert(a.name.clone()) {
@@ -124,12 +131,14 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         match a.kind {
             "test" => tests.push(a.name.clone()),
             "bench" => benches.push(a.name.clone()),
+            "example" => examples.push(a.name.clone()),
             _ => {}
         }
     }
     tests.sort();
     benches.sort();
-    write_script(&out.join("run.sh"), &run_sh(&tests))?;
+    examples.sort();
+    write_script(&out.join("run.sh"), &run_sh(&tests, &examples))?;
     write_script(&out.join("bench.sh"), &bench_sh(&benches))?;
     println!(
         "package-tests: {} test binaries, {} benches, {:.1} MiB in {}",
@@ -164,7 +173,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export CUDA_PATHFINDER_BIN="$here/bin/cuda-pathfinder"
 "#;
 
-fn run_sh(tests: &[String]) -> String {
+fn run_sh(tests: &[String], examples: &[String]) -> String {
     let mut s = String::from(PRELUDE);
     s.push_str(
         r#"export CUDA_TEST_REQUIRE_GPU=1
@@ -177,6 +186,10 @@ total_pass=0; total_fail=0; bad_bins=0
     s.push_str("tests=(\n");
     for t in tests {
         s.push_str(&format!("  {t}\n"));
+    }
+    s.push_str(")\nexamples=(\n");
+    for e in examples {
+        s.push_str(&format!("  {e}\n"));
     }
     s.push_str(")\n");
     s.push_str(
@@ -195,6 +208,15 @@ total_pass=0; total_fail=0; bad_bins=0
     status=ok
   fi
   printf '%-60s %-4s %4d passed, %d failed, %d skipped\n' "$t" "$status" "$p" "$f" "$skipped"
+  total_pass=$((total_pass+p)); total_fail=$((total_fail+f))
+done
+# Examples count as one test each: they pass when they exit 0.
+for e in "${examples[@]}"; do
+  log="$logdir/$e.log"
+  "$here/bin/$e" >"$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then p=1; f=0; status=ok; else p=0; f=1; status=FAIL; bad_bins=$((bad_bins+1)); echo "---- $e (exit $rc) ----"; tail -n 30 "$log"; echo "----"; fi
+  printf '%-60s %-4s %4d passed, %d failed, %d skipped\n' "$e" "$status" "$p" "$f" 0
   total_pass=$((total_pass+p)); total_fail=$((total_fail+f))
 done
 echo "logs: $logdir"

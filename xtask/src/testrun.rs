@@ -86,3 +86,25 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .args(["test", "--workspace", "--doc"]);
     run_cmd(&mut doc)
 }
+
+/// `cargo xtask quickstart`: the README's main job. Prepares the wheels venv and
+/// runs the `quickstart` example (NVRTC compiles SAXPY, the driver launches it, the
+/// result is checked) with that environment.
+pub(crate) fn quickstart(args: &[String]) -> Result<(), String> {
+    crate::util::no_more(args)?;
+    let venv = venv_dir();
+    ensure_venv(&venv)?;
+    let mut cmd = cargo();
+    cmd.current_dir(workspace_root())
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "cuda-bindings",
+            "--example",
+            "quickstart",
+        ])
+        .env("VIRTUAL_ENV", &venv);
+    run_cmd(&mut cmd)
+}

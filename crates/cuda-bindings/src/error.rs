@@ -99,7 +99,7 @@ macro_rules! api_plumbing {
             code: $Code,
             name: ::std::borrow::Cow<'static, str>,
             description: ::std::borrow::Cow<'static, str>,
-            unavailable: Option<$crate::Unavailable>,
+            unavailable: Option<Box<$crate::Unavailable>>,
         }
 
         impl $Error {
@@ -108,7 +108,7 @@ macro_rules! api_plumbing {
             pub fn new(code: $Code) -> Self {
                 let d: $crate::error::Described = $describe(code);
                 let unavailable = if code == $unavail(true) || code == $unavail(false) {
-                    API.take_unavailable()
+                    API.take_unavailable().map(Box::new)
                 } else {
                     None
                 };
@@ -138,7 +138,7 @@ macro_rules! api_plumbing {
             /// Why the entry point that returned this code could not be called, when
             /// that is what happened.
             pub fn unavailable(&self) -> Option<&$crate::Unavailable> {
-                self.unavailable.as_ref()
+                self.unavailable.as_deref()
             }
         }
 
@@ -156,7 +156,7 @@ macro_rules! api_plumbing {
             fn source(&self) -> Option<&(dyn ::std::error::Error + 'static)> {
                 self.unavailable
                     .as_ref()
-                    .map(|u| u as &(dyn ::std::error::Error + 'static))
+                    .map(|u| &**u as &(dyn ::std::error::Error + 'static))
             }
         }
 

@@ -10949,6 +10949,23 @@ pub type PFN_cuCheckpointProcessUnlock_v12080 = ::core::option::Option<
         args: *mut CUcheckpointUnlockArgs,
     ) -> CUresult,
 >;
+/// `#define CU_STREAM_LEGACY ((CUstream)0x1)` in the C header.
+pub const CU_STREAM_LEGACY: CUstream = 0x1 as CUstream;
+/// `#define CU_STREAM_PER_THREAD ((CUstream)0x2)` in the C header.
+pub const CU_STREAM_PER_THREAD: CUstream = 0x2 as CUstream;
+/// `#define CU_LAUNCH_PARAM_END ((void*)CU_LAUNCH_PARAM_END_AS_INT)` in the C header.
+pub const CU_LAUNCH_PARAM_END: *mut ::core::ffi::c_void = CU_LAUNCH_PARAM_END_AS_INT
+    as *mut ::core::ffi::c_void;
+/// `#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void*)CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT)` in the C header.
+pub const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut ::core::ffi::c_void = CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT
+    as *mut ::core::ffi::c_void;
+/// `#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void*)CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT)` in the C header.
+pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut ::core::ffi::c_void = CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT
+    as *mut ::core::ffi::c_void;
+/// `#define CU_DEVICE_CPU ((CUdevice)-1)` in the C header.
+pub const CU_DEVICE_CPU: CUdevice = (-1) as CUdevice;
+/// `#define CU_DEVICE_INVALID ((CUdevice)-2)` in the C header.
+pub const CU_DEVICE_INVALID: CUdevice = (-2) as CUdevice;
 impl cudaError_enum {
     /// The C name of this code, when the headers know it.
     pub const fn name(self) -> Option<&'static str> {

@@ -6266,6 +6266,18 @@ pub type cudaStreamCallback_t = ::core::option::Option<
         userData: *mut ::core::ffi::c_void,
     ),
 >;
+/// `#define cudaStreamLegacy ((cudaStream_t)0x1)` in the C header.
+pub const cudaStreamLegacy: cudaStream_t = 0x1 as cudaStream_t;
+/// `#define cudaStreamPerThread ((cudaStream_t)0x2)` in the C header.
+pub const cudaStreamPerThread: cudaStream_t = 0x2 as cudaStream_t;
+/// `#define cudaCpuDeviceId ((int)-1)` in the C header.
+pub const cudaCpuDeviceId: ::core::ffi::c_int = (-1) as ::core::ffi::c_int;
+/// `#define cudaInvalidDeviceId ((int)-2)` in the C header.
+pub const cudaInvalidDeviceId: ::core::ffi::c_int = (-2) as ::core::ffi::c_int;
+/// `#define cudaStreamTailLaunch ((cudaStream_t)0x3)` in the C header.
+pub const cudaStreamTailLaunch: cudaStream_t = 0x3 as cudaStream_t;
+/// `#define cudaStreamFireAndForget ((cudaStream_t)0x4)` in the C header.
+pub const cudaStreamFireAndForget: cudaStream_t = 0x4 as cudaStream_t;
 impl cudaError {
     /// The C name of this code, when the headers know it.
     pub const fn name(self) -> Option<&'static str> {
