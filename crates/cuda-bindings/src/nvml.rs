@@ -61,3 +61,31 @@ fn describe(code: nvmlReturn_t) -> Described {
         None => fallback,
     }
 }
+
+/// The NVML version and the driver version NVML reports (`nvmlSystemGetNVMLVersion`,
+/// `nvmlSystemGetDriverVersion`), e.g. `("13.580.95.05", "580.95.05")`. Initialises
+/// NVML for the call and shuts it down after (NVML counts its initialisations).
+///
+/// # Errors
+/// NVML's error, or `NVML_ERROR_LIBRARY_NOT_FOUND` with the pathfinder's message when
+/// `libnvidia-ml` cannot be found.
+pub fn version() -> Result<(String, String), NvmlError> {
+    use crate::IntoResult as _;
+    // SAFETY: `nvmlInit` takes no arguments; it is balanced by `nvmlShutdown` below.
+    unsafe { nvmlInit() }.result()?;
+    let read = |f: unsafe fn(*mut ::core::ffi::c_char, u32) -> nvmlReturn_t| {
+        let mut buf = [0 as ::core::ffi::c_char; 96];
+        // SAFETY: `buf` holds 96 bytes, more than NVML's 80-byte version buffers.
+        unsafe { f(buf.as_mut_ptr(), 96) }.result()?;
+        // SAFETY: NVML wrote a NUL-terminated string into `buf`.
+        let s = unsafe { ::core::ffi::CStr::from_ptr(buf.as_ptr()) };
+        Ok::<_, NvmlError>(s.to_string_lossy().into_owned())
+    };
+    let out =
+        read(nvmlSystemGetNVMLVersion).and_then(|n| Ok((n, read(nvmlSystemGetDriverVersion)?)));
+    // SAFETY: balances the `nvmlInit` above.
+    let shut = unsafe { nvmlShutdown() }.result();
+    let out = out?;
+    shut?;
+    Ok(out)
+}

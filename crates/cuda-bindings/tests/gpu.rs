@@ -396,4 +396,9 @@ fn nvml_names_the_device_and_its_memory() {
         .unwrap_err();
     assert_eq!(e.code(), NVML_ERROR_INVALID_ARGUMENT);
     unsafe { nvmlShutdown() }.result().unwrap();
+    let (nvml_version, driver_version) = cuda_bindings::nvml::version().unwrap();
+    assert!(
+        nvml_version.contains(&driver_version),
+        "{nvml_version} / {driver_version}"
+    );
 }

@@ -120,7 +120,10 @@ fn run(args: &[&str], envs: &[(&str, &OsStr)]) -> Run {
 /// the temporary layouts leave out, and the tests expect that instead.
 fn system_ctk_visible() -> bool {
     let r = run(&["locate", "cudart", "--json"], &[]);
-    r.code == 0 && r.lines.first().is_some_and(|l| l["found_via"] == "system-search")
+    r.code == 0
+        && r.lines
+            .first()
+            .is_some_and(|l| l["found_via"] == "system-search")
 }
 
 fn os(p: &Path) -> &OsStr {
