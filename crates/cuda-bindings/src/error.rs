@@ -200,3 +200,25 @@ pub(crate) fn undescribed(name: Option<&'static str>, code: u32) -> Described {
         description: Cow::Borrowed("no description (the library could not be asked)"),
     }
 }
+
+/// Describes a code by its generated name and the string a library function
+/// returns for it (`nvrtcGetErrorString`, …), called only when the library loaded.
+pub(crate) fn described_by(
+    name: Option<&'static str>,
+    code: u32,
+    loaded: bool,
+    get: impl FnOnce() -> *const std::ffi::c_char,
+) -> Described {
+    let fallback = undescribed(name, code);
+    if !loaded {
+        return fallback;
+    }
+    // SAFETY: the libraries' error-string functions return static strings (or null).
+    match unsafe { static_cstr(get()) } {
+        Some(d) => Described {
+            name: fallback.name,
+            description: d.into(),
+        },
+        None => fallback,
+    }
+}

@@ -28,7 +28,7 @@ mod generated;
 
 pub use generated::*;
 
-use crate::error::{Described, api_plumbing, static_cstr, undescribed};
+use crate::error::{Described, api_plumbing, described_by};
 use crate::loader::{ApiKind, Resolver};
 
 api_plumbing! {
@@ -48,18 +48,10 @@ api_plumbing! {
 }
 
 fn describe(code: nvmlReturn_t) -> Described {
-    let fallback = undescribed(code.name(), code.0);
-    if API.table().is_err() {
-        return fallback;
-    }
-    // SAFETY: takes any code, returns a static string.
-    match unsafe { static_cstr(nvmlErrorString(code)) } {
-        Some(d) => Described {
-            name: fallback.name,
-            description: d.into(),
-        },
-        None => fallback,
-    }
+    // SAFETY: takes any code and returns a static string.
+    described_by(code.name(), code.0, API.table().is_ok(), || unsafe {
+        nvmlErrorString(code)
+    })
 }
 
 /// The NVML version and the driver version NVML reports (`nvmlSystemGetNVMLVersion`,

@@ -30,7 +30,7 @@ mod generated;
 
 pub use generated::*;
 
-use crate::error::{Described, api_plumbing, static_cstr, undescribed};
+use crate::error::{Described, api_plumbing, described_by};
 use crate::loader::{ApiKind, Resolver};
 
 api_plumbing! {
@@ -46,18 +46,10 @@ api_plumbing! {
 }
 
 fn describe(code: nvrtcResult) -> Described {
-    let fallback = undescribed(code.name(), code.0);
-    if API.table().is_err() {
-        return fallback;
-    }
-    // SAFETY: takes any code, returns a static string.
-    match unsafe { static_cstr(nvrtcGetErrorString(code)) } {
-        Some(d) => Described {
-            name: fallback.name,
-            description: d.into(),
-        },
-        None => fallback,
-    }
+    // SAFETY: takes any code and returns a static string.
+    described_by(code.name(), code.0, API.table().is_ok(), || unsafe {
+        nvrtcGetErrorString(code)
+    })
 }
 
 /// The version of the loaded NVRTC (`nvrtcVersion`).

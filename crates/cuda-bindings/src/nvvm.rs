@@ -15,7 +15,7 @@ mod generated;
 
 pub use generated::*;
 
-use crate::error::{Described, api_plumbing, static_cstr, undescribed};
+use crate::error::{Described, api_plumbing, described_by};
 use crate::loader::{ApiKind, Resolver};
 
 api_plumbing! {
@@ -31,18 +31,10 @@ api_plumbing! {
 }
 
 fn describe(code: nvvmResult) -> Described {
-    let fallback = undescribed(code.name(), code.0);
-    if API.table().is_err() {
-        return fallback;
-    }
-    // SAFETY: takes any code, returns a static string.
-    match unsafe { static_cstr(nvvmGetErrorString(code)) } {
-        Some(d) => Described {
-            name: fallback.name,
-            description: d.into(),
-        },
-        None => fallback,
-    }
+    // SAFETY: takes any code and returns a static string.
+    described_by(code.name(), code.0, API.table().is_ok(), || unsafe {
+        nvvmGetErrorString(code)
+    })
 }
 
 /// The version of the loaded NVVM (`nvvmVersion`).
