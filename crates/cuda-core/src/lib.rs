@@ -1,10 +1,42 @@
-//! Safe, idiomatic CUDA for Rust.
+//! Safe, idiomatic CUDA for Rust: the counterpart of NVIDIA's `cuda.core`.
 //!
-//! This crate is being built: it will offer `Device`, `Context`, `Stream`, `Event`,
-//! `Buffer` and memory resources, `Program` (NVRTC/NVVM), `Linker`, `ObjectCode`,
-//! `Library`, `Kernel`, `LaunchConfig` and launch, graphs, and system information,
-//! matching the capabilities of NVIDIA's `cuda.core`.
+//! ```no_run
+//! use std::sync::Arc;
+//! use cuda_core::{Buffer, Device, DeviceMemoryResource, StreamOptions};
 //!
-//! ```text
-//! Nothing is exported yet: the crate builds and links without CUDA installed.
+//! let dev = Device::new(0)?;
+//! dev.set_current()?;
+//! println!("{} ({})", dev.name()?, dev.arch()?);
+//! let stream = dev.create_stream(StreamOptions::default())?;
+//! let pool = Arc::new(DeviceMemoryResource::default_pool(&dev)?);
+//! let mut buf = Buffer::allocate(pool, 4 * 1024, &stream)?;
+//! buf.copy_from_host(&[1.0f32; 1024], &stream)?;
+//! let mut back = vec![0f32; 1024];
+//! buf.copy_to_host(&mut back, &stream)?;
+//! assert!(back.iter().all(|&x| x == 1.0));
+//! # Ok::<(), cuda_core::Error>(())
 //! ```
+//!
+//! Built on [`cuda_bindings`]; nothing links to CUDA at build time. Every failure
+//! is an [`Error`] that carries CUDA's error (code, name, description) and what was
+//! being done; a missing driver is an error that lists where it was searched for.
+//!
+//! This release covers devices, primary contexts, streams, events, buffers and
+//! memory resources. Programs (NVRTC/NVVM), linking, kernels and launch, and graphs
+//! are being built.
+
+mod device;
+mod error;
+mod event;
+mod memory;
+mod stream;
+
+pub use cuda_bindings;
+pub use device::Device;
+pub use error::{Error, Result};
+pub use event::{Event, EventOptions};
+pub use memory::{
+    Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, ManagedMemoryResource, MemoryKind,
+    MemoryResource, PinnedMemoryResource,
+};
+pub use stream::{Stream, StreamOptions};

@@ -1,0 +1,331 @@
+//! Devices and their primary contexts.
+
+use std::ffi::{CStr, c_char};
+use std::fmt;
+use std::sync::OnceLock;
+
+use cuda_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+
+/// `cuInit(0)`, once per process; its result is remembered.
+pub(crate) fn init() -> Result<()> {
+    static INIT: OnceLock<sys::CUresult> = OnceLock::new();
+    // SAFETY: `cuInit` takes flags by value and may be called from any thread.
+    let rc = *INIT.get_or_init(|| unsafe { sys::cuInit(0) });
+    rc.check(|| "initialising the CUDA driver (cuInit)")
+}
+
+/// A CUDA device, by ordinal.
+///
+/// `Device` is a plain `Copy` value (an ordinal and the driver's handle): it owns
+/// nothing, and it is `Send + Sync`. Work is issued through the device's primary
+/// context, which [`set_current`](Self::set_current) makes current on the calling
+/// thread; the crate retains each primary context once and keeps it for the life of
+/// the process, so no stream, event or buffer can outlive its context.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Device {
+    ordinal: i32,
+    handle: sys::CUdevice,
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device({})", self.ordinal)
+    }
+}
+
+impl Device {
+    /// How many CUDA devices there are.
+    ///
+    /// # Errors
+    /// The driver's error (with the pathfinder's message when there is no driver).
+    pub fn count() -> Result<usize> {
+        init()?;
+        let mut n = 0;
+        // SAFETY: `n` is valid for writes.
+        unsafe { sys::cuDeviceGetCount(&mut n) }.check(|| "counting CUDA devices")?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Every device, in ordinal order.
+    ///
+    /// # Errors
+    /// As [`count`](Self::count).
+    pub fn all() -> Result<Vec<Self>> {
+        (0..Self::count()?).map(Self::new).collect()
+    }
+
+    /// The device with this ordinal.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when there is no such device; the driver's error
+    /// otherwise.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        let count = Self::count()?;
+        if ordinal >= count {
+            return Err(Error::invalid(
+                format!("opening device {ordinal}"),
+                format!("there are {count} CUDA device(s)"),
+            ));
+        }
+        let ordinal = i32::try_from(ordinal)
+            .map_err(|_| Error::invalid("opening a device", "ordinal too large"))?;
+        let mut handle = 0;
+        // SAFETY: `handle` is valid for writes; the ordinal is in range.
+        unsafe { sys::cuDeviceGet(&mut handle, ordinal) }
+            .check(|| format!("opening device {ordinal}"))?;
+        Ok(Self { ordinal, handle })
+    }
+
+    /// The ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal as usize
+    }
+
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUdevice {
+        self.handle
+    }
+
+    /// The device's name (`NVIDIA H100 80GB HBM3`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn name(&self) -> Result<String> {
+        let mut buf = [0 as c_char; 256];
+        // SAFETY: `buf` holds 256 bytes.
+        unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), 256, self.handle) }
+            .check(|| format!("reading the name of device {}", self.ordinal))?;
+        // SAFETY: the driver wrote a NUL-terminated string.
+        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+
+    /// The device's UUID, as the 16 bytes the driver reports.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn uuid(&self) -> Result<[u8; 16]> {
+        let mut u = sys::CUuuid::default();
+        // SAFETY: `u` is valid for writes.
+        unsafe { sys::cuDeviceGetUuid(&mut u, self.handle) }
+            .check(|| format!("reading the UUID of device {}", self.ordinal))?;
+        Ok(u.bytes.map(|b| b as u8))
+    }
+
+    /// The UUID in `nvidia-smi`'s form: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn uuid_string(&self) -> Result<String> {
+        let b = self.uuid()?;
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        Ok(format!(
+            "GPU-{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        ))
+    }
+
+    /// The PCI bus id (`0000:3b:00.0`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn pci_bus_id(&self) -> Result<String> {
+        let mut buf = [0 as c_char; 32];
+        // SAFETY: `buf` holds 32 bytes, more than the 13 the id needs.
+        unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), 32, self.handle) }
+            .check(|| format!("reading the PCI bus id of device {}", self.ordinal))?;
+        // SAFETY: the driver wrote a NUL-terminated string.
+        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+
+    /// One raw attribute (`cuDeviceGetAttribute`).
+    ///
+    /// # Errors
+    /// The driver's error (an attribute this driver does not know is
+    /// `CUDA_ERROR_INVALID_VALUE`).
+    pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {
+        let mut v = 0;
+        // SAFETY: `v` is valid for writes.
+        unsafe { sys::cuDeviceGetAttribute(&mut v, attr, self.handle) }
+            .check(|| format!("reading attribute {} of device {}", attr.0, self.ordinal))?;
+        Ok(v)
+    }
+
+    /// The compute capability, `(major, minor)`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn compute_capability(&self) -> Result<(u32, u32)> {
+        let major = self.attribute(sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = self.attribute(sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        Ok((major as u32, minor as u32))
+    }
+
+    /// The architecture name compilers take: `sm_90`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn arch(&self) -> Result<String> {
+        let (major, minor) = self.compute_capability()?;
+        Ok(format!("sm_{major}{minor}"))
+    }
+
+    /// Total memory in bytes.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn total_memory(&self) -> Result<usize> {
+        let mut n = 0;
+        // SAFETY: `n` is valid for writes.
+        unsafe { sys::cuDeviceTotalMem(&mut n, self.handle) }
+            .check(|| format!("reading the memory size of device {}", self.ordinal))?;
+        Ok(n)
+    }
+
+    /// The device's primary context, retained once for the life of the process.
+    pub(crate) fn primary_context(&self) -> Result<sys::CUcontext> {
+        const MAX: usize = 64;
+        static PRIMARY: [OnceLock<usize>; MAX] = [const { OnceLock::new() }; MAX];
+        let slot = PRIMARY.get(self.ordinal as usize).ok_or_else(|| {
+            Error::unsupported(
+                "retaining a primary context",
+                format!("more than {MAX} devices"),
+            )
+        })?;
+        if let Some(c) = slot.get() {
+            return Ok(*c as sys::CUcontext);
+        }
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `ctx` is valid for writes; the retain is never released (see the
+        // type's docs), so the context lives as long as the process.
+        unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, self.handle) }
+            .check(|| format!("retaining the primary context of device {}", self.ordinal))?;
+        let kept = *slot.get_or_init(|| ctx as usize);
+        if kept != ctx as usize {
+            // Another thread won the race; give back this retain.
+            // SAFETY: balances the retain above.
+            let _ = unsafe { sys::cuDevicePrimaryCtxRelease(self.handle) };
+        }
+        Ok(kept as sys::CUcontext)
+    }
+
+    /// Makes this device's primary context current on the calling thread.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn set_current(&self) -> Result<()> {
+        let ctx = self.primary_context()?;
+        // SAFETY: a retained, live context.
+        unsafe { sys::cuCtxSetCurrent(ctx) }
+            .check(|| format!("making device {}'s context current", self.ordinal))
+    }
+
+    /// Makes the device current if it is not (every operation calls this first, so
+    /// that work goes to the right device whichever thread issues it).
+    pub(crate) fn ensure_current(&self) -> Result<()> {
+        let mut cur: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `cur` is valid for writes.
+        unsafe { sys::cuCtxGetCurrent(&mut cur) }.check(|| "reading the current context")?;
+        let want = self.primary_context()?;
+        if cur == want {
+            return Ok(());
+        }
+        // SAFETY: a retained, live context.
+        unsafe { sys::cuCtxSetCurrent(want) }
+            .check(|| format!("making device {}'s context current", self.ordinal))
+    }
+
+    /// Waits for all work on the device's primary context.
+    ///
+    /// # Errors
+    /// The driver's error, including errors of earlier asynchronous work.
+    pub fn sync(&self) -> Result<()> {
+        self.ensure_current()?;
+        // SAFETY: a current context.
+        unsafe { sys::cuCtxSynchronize() }
+            .check(|| format!("synchronising device {}", self.ordinal))
+    }
+
+    /// Whether this device can access `peer`'s memory directly.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn can_access_peer(&self, peer: &Device) -> Result<bool> {
+        if peer == self {
+            return Ok(true);
+        }
+        let mut v = 0;
+        // SAFETY: `v` is valid for writes.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut v, self.handle, peer.handle) }.check(|| {
+            format!(
+                "asking whether device {} can access device {}",
+                self.ordinal, peer.ordinal
+            )
+        })?;
+        Ok(v != 0)
+    }
+
+    /// Lets this device's context access `peer`'s memory. Enabling it twice is not
+    /// an error.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the devices cannot be peers; the driver's error.
+    pub fn enable_peer_access(&self, peer: &Device) -> Result<()> {
+        if !self.can_access_peer(peer)? {
+            return Err(Error::unsupported(
+                format!(
+                    "enabling peer access from device {} to {}",
+                    self.ordinal, peer.ordinal
+                ),
+                "the devices cannot access each other's memory",
+            ));
+        }
+        if peer == self {
+            return Ok(());
+        }
+        self.ensure_current()?;
+        let peer_ctx = peer.primary_context()?;
+        // SAFETY: a live peer context; flags must be 0.
+        let rc = unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) };
+        if rc == sys::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+            return Ok(());
+        }
+        rc.check(|| {
+            format!(
+                "enabling peer access from device {} to {}",
+                self.ordinal, peer.ordinal
+            )
+        })
+    }
+
+    /// The priority range of streams on this device: `(least, greatest)`; a
+    /// greater priority is a numerically smaller value.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        self.ensure_current()?;
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: both are valid for writes.
+        unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
+            .check(|| format!("reading the stream priorities of device {}", self.ordinal))?;
+        Ok((least, greatest))
+    }
+
+    /// A new stream on this device (see [`Stream::new`](crate::Stream::new)).
+    ///
+    /// # Errors
+    /// As [`Stream::new`](crate::Stream::new).
+    pub fn create_stream(&self, options: crate::StreamOptions) -> Result<crate::Stream> {
+        crate::Stream::new(self, options)
+    }
+}

@@ -1,0 +1,217 @@
+//! Streams: ordered queues of work on a device.
+
+use std::fmt;
+
+use cuda_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{Device, Event};
+
+/// How to create a [`Stream`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// `true`: the stream does not synchronise with the legacy default stream
+    /// (`CU_STREAM_NON_BLOCKING`).
+    pub non_blocking: bool,
+    /// The priority; `None` for the default. Must lie in
+    /// [`Device::stream_priority_range`].
+    pub priority: Option<i32>,
+}
+
+/// A stream: work issued to it runs in order, asynchronously to the host.
+///
+/// An owned stream is destroyed on drop (work already queued still completes, as
+/// the driver guarantees); [`Stream::from_raw`] wraps a handle someone else owns
+/// and leaves it alone. `Stream` is `Send + Sync`: the driver's stream functions
+/// may be called from any thread, and every method makes the stream's device
+/// current first.
+///
+/// `Stream` is a cheap handle: clones share one stream, which is destroyed when the
+/// last clone goes. Buffers keep a clone of the stream they free on, so a stream can
+/// never be destroyed under a pending free.
+#[derive(Clone)]
+pub struct Stream {
+    inner: std::sync::Arc<Inner>,
+}
+
+struct Inner {
+    handle: sys::CUstream,
+    device: Device,
+    owned: bool,
+}
+
+// SAFETY: a CUstream is a handle the driver lets any thread use; `Inner` holds no
+// thread-bound state.
+unsafe impl Send for Inner {}
+// SAFETY: as above; every method takes `&self` and the driver serialises.
+unsafe impl Sync for Inner {}
+
+impl Stream {
+    fn wrap(handle: sys::CUstream, device: Device, owned: bool) -> Self {
+        Self {
+            inner: std::sync::Arc::new(Inner {
+                handle,
+                device,
+                owned,
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("handle", &self.inner.handle)
+            .field("device", &self.inner.device)
+            .field("owned", &self.inner.owned)
+            .finish()
+    }
+}
+
+impl Stream {
+    /// Creates a stream on `device`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a priority outside the device's range; the
+    /// driver's error.
+    pub fn new(device: &Device, options: StreamOptions) -> Result<Self> {
+        device.ensure_current()?;
+        let flags = if options.non_blocking {
+            sys::CU_STREAM_NON_BLOCKING.0
+        } else {
+            sys::CU_STREAM_DEFAULT.0
+        };
+        let priority = match options.priority {
+            None => 0,
+            Some(p) => {
+                let (least, greatest) = device.stream_priority_range()?;
+                if p > least || p < greatest {
+                    return Err(Error::invalid(
+                        format!("creating a stream on device {}", device.ordinal()),
+                        format!("priority {p} is outside the device's range {greatest}..={least}"),
+                    ));
+                }
+                p
+            }
+        };
+        let mut handle: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: `handle` is valid for writes; the device's context is current.
+        unsafe { sys::cuStreamCreateWithPriority(&mut handle, flags, priority) }
+            .check(|| format!("creating a stream on device {}", device.ordinal()))?;
+        Ok(Self::wrap(handle, *device, true))
+    }
+
+    /// The legacy default stream of `device` (`CU_STREAM_LEGACY`), which
+    /// synchronises with every blocking stream. Not owned.
+    pub fn legacy_default(device: &Device) -> Self {
+        Self::wrap(sys::CU_STREAM_LEGACY, *device, false)
+    }
+
+    /// The per-thread default stream of `device` (`CU_STREAM_PER_THREAD`). Not owned.
+    pub fn per_thread_default(device: &Device) -> Self {
+        Self::wrap(sys::CU_STREAM_PER_THREAD, *device, false)
+    }
+
+    /// Wraps a stream handle created elsewhere, without owning it.
+    ///
+    /// # Safety
+    /// `handle` must be a valid stream of `device`'s primary context (or one of the
+    /// special handles) and stay valid for as long as the returned `Stream` and
+    /// everything that uses it.
+    pub unsafe fn from_raw(handle: sys::CUstream, device: &Device) -> Self {
+        Self::wrap(handle, *device, false)
+    }
+
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUstream {
+        self.inner.handle
+    }
+
+    /// The device the stream belongs to.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// Whether this `Stream` destroys its handle on drop.
+    pub fn is_owned(&self) -> bool {
+        self.inner.owned
+    }
+
+    /// The stream's priority.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn priority(&self) -> Result<i32> {
+        let mut p = 0;
+        // SAFETY: `p` is valid for writes; the handle is live.
+        unsafe { sys::cuStreamGetPriority(self.inner.handle, &mut p) }
+            .check(|| "reading a stream's priority")?;
+        Ok(p)
+    }
+
+    /// Waits until all work queued so far has completed.
+    ///
+    /// # Errors
+    /// The driver's error, including errors of the queued work.
+    pub fn sync(&self) -> Result<()> {
+        self.inner.device.ensure_current()?;
+        // SAFETY: a live stream.
+        unsafe { sys::cuStreamSynchronize(self.inner.handle) }.check(|| "synchronising a stream")
+    }
+
+    /// Whether all work queued so far has completed, without waiting.
+    ///
+    /// # Errors
+    /// The driver's error for failed work.
+    pub fn is_done(&self) -> Result<bool> {
+        self.inner.device.ensure_current()?;
+        // SAFETY: a live stream.
+        let rc = unsafe { sys::cuStreamQuery(self.inner.handle) };
+        if rc == sys::CUDA_ERROR_NOT_READY {
+            return Ok(false);
+        }
+        rc.check(|| "querying a stream")?;
+        Ok(true)
+    }
+
+    /// Records an event at this point of the stream.
+    ///
+    /// # Errors
+    /// As [`Event::record`].
+    pub fn record(&self, event: &Event) -> Result<()> {
+        event.record(self)
+    }
+
+    /// Makes later work on this stream wait until `event` has completed.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        self.inner.device.ensure_current()?;
+        // SAFETY: a live stream and a live event.
+        unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
+            .check(|| "making a stream wait for an event")
+    }
+
+    /// Makes later work on this stream wait for all work queued so far on `other`
+    /// (through an event recorded on `other`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn wait_stream(&self, other: &Stream) -> Result<()> {
+        let e = Event::new(other.device(), crate::EventOptions::default())?;
+        e.record(other)?;
+        self.wait_event(&e)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.owned {
+            // Errors cannot be reported from drop; the handle is gone either way.
+            let _ = self.device.ensure_current();
+            // SAFETY: an owned, live stream, destroyed once.
+            let _ = unsafe { sys::cuStreamDestroy(self.handle) };
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! GPU tests of devices, streams, events, buffers and memory resources. Without a
+//! GPU each test prints `SKIPPED`; with `CUDA_TEST_REQUIRE_GPU=1` it fails.
+
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuda_core::{
+    Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error, Event, EventOptions,
+    ManagedMemoryResource, MemoryKind, MemoryResource, PinnedMemoryResource, Stream, StreamOptions,
+};
+use cuda_rs_tests::require_gpu;
+
+fn dev0() -> Device {
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    d
+}
+
+/// A cheap deterministic pseudo-random sequence.
+fn random_u32(n: usize, seed: u64) -> Vec<u32> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u32
+        })
+        .collect()
+}
+
+#[test]
+fn device_identity() {
+    require_gpu!();
+    let d = dev0();
+    assert!(Device::count().unwrap() >= 1);
+    assert_eq!(Device::all().unwrap()[0], d);
+    let name = d.name().unwrap();
+    assert!(!name.is_empty());
+    let (major, minor) = d.compute_capability().unwrap();
+    assert!(major >= 5);
+    assert_eq!(d.arch().unwrap(), format!("sm_{major}{minor}"));
+    let uuid = d.uuid_string().unwrap();
+    assert!(uuid.starts_with("GPU-") && uuid.len() == 40, "{uuid}");
+    let pci = d.pci_bus_id().unwrap();
+    assert_eq!(pci.matches(':').count(), 2, "{pci}");
+    assert!(d.total_memory().unwrap() > 1 << 30);
+    assert!(d.can_access_peer(&d).unwrap());
+    d.enable_peer_access(&d).unwrap();
+    d.sync().unwrap();
+    let n = Device::count().unwrap();
+    let e = Device::new(n).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    println!("{name} {uuid} {pci}");
+}
+
+#[test]
+fn streams_with_options() {
+    require_gpu!();
+    let d = dev0();
+    let (least, greatest) = d.stream_priority_range().unwrap();
+    assert!(greatest <= least);
+    let s = d
+        .create_stream(StreamOptions {
+            non_blocking: true,
+            priority: Some(greatest),
+        })
+        .unwrap();
+    assert_eq!(s.priority().unwrap(), greatest);
+    assert!(s.is_owned());
+    s.sync().unwrap();
+    assert!(s.is_done().unwrap());
+    let bad = d.create_stream(StreamOptions {
+        non_blocking: false,
+        priority: Some(least + 1),
+    });
+    assert!(matches!(bad, Err(Error::InvalidArgument { .. })));
+    let legacy = Stream::legacy_default(&d);
+    assert!(!legacy.is_owned());
+    legacy.sync().unwrap();
+    Stream::per_thread_default(&d).sync().unwrap();
+    // A foreign handle is used but not destroyed.
+    // SAFETY: `s` outlives `foreign`, which does not own the handle.
+    let foreign = unsafe { Stream::from_raw(s.handle(), &d) };
+    foreign.sync().unwrap();
+    drop(foreign);
+    s.sync().unwrap();
+}
+
+#[test]
+fn buffers_round_trip_and_fill() {
+    require_gpu!();
+    let d = dev0();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let pool = Arc::new(DeviceMemoryResource::default_pool(&d).unwrap());
+    let n = 1 << 20;
+    let data = random_u32(n, 42);
+    let mut a = pool.allocate_buffer(n * 4, &s).unwrap();
+    assert_eq!(
+        (a.size(), a.kind(), a.device()),
+        (n * 4, MemoryKind::Device, &d)
+    );
+    assert!(a.is_device_accessible() && !a.is_host_accessible() && !a.is_managed());
+    a.copy_from_host(&data, &s).unwrap();
+    let mut b = Buffer::allocate(pool.clone(), n * 4, &s).unwrap();
+    b.copy_from(&a, &s).unwrap();
+    let mut back = vec![0u32; n];
+    b.copy_to_host(&mut back, &s).unwrap();
+    assert_eq!(back, data);
+    b.fill_u32(0xabcd_ef01, &s).unwrap();
+    b.copy_to_host(&mut back, &s).unwrap();
+    assert!(back.iter().all(|&x| x == 0xabcd_ef01));
+    b.fill_u16(0x1234, &s).unwrap();
+    b.copy_to_host(&mut back, &s).unwrap();
+    assert!(back.iter().all(|&x| x == 0x1234_1234));
+    b.fill_u8(0x5a, &s).unwrap();
+    let mut bytes = vec![0u8; n * 4];
+    b.copy_to_host(&mut bytes, &s).unwrap();
+    assert!(bytes.iter().all(|&x| x == 0x5a));
+    // Out-of-range and zero-size requests are errors, not crashes.
+    let mut too_big = vec![0u32; n + 1];
+    assert!(matches!(
+        b.copy_to_host(&mut too_big, &s),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        b.copy_from_host(&too_big, &s),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        Buffer::allocate(pool.clone(), 0, &s),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let mut odd = Buffer::allocate(pool.clone(), 3, &s).unwrap();
+    assert!(matches!(
+        odd.fill_u16(1, &s),
+        Err(Error::InvalidArgument { .. })
+    ));
+    // The free stream can change, and close reports errors.
+    let other = d
+        .create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })
+        .unwrap();
+    odd.set_free_stream(&other).unwrap();
+    odd.close(None).unwrap();
+    a.close(Some(&s)).unwrap();
+    // Dropping the stream before the buffer is safe: the buffer keeps it.
+    drop(s);
+    drop(b);
+    other.sync().unwrap();
+}
+
+#[test]
+fn every_resource_allocates() {
+    require_gpu!();
+    let d = dev0();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let own = Arc::new(
+        DeviceMemoryResource::new_pool(
+            &d,
+            DeviceMemoryPoolOptions {
+                max_size: 0,
+                release_threshold: Some(1 << 26),
+                ipc_enabled: false,
+            },
+        )
+        .unwrap(),
+    );
+    let resources: Vec<Arc<dyn MemoryResource>> = vec![
+        Arc::new(DeviceMemoryResource::default_pool(&d).unwrap()),
+        own.clone(),
+        Arc::new(PinnedMemoryResource::new(&d)),
+        Arc::new(ManagedMemoryResource::new(&d)),
+    ];
+    for mr in resources {
+        let data = random_u32(4096, 7);
+        let mut buf = Buffer::allocate(mr.clone(), 4096 * 4, &s).unwrap();
+        buf.copy_from_host(&data, &s).unwrap();
+        let mut back = vec![0u32; 4096];
+        buf.copy_to_host(&mut back, &s).unwrap();
+        assert_eq!(back, data, "{mr:?}");
+        if buf.is_host_accessible() {
+            // Host-visible kinds: a device-side fill is read by the host directly.
+            buf.fill_u32(99, &s).unwrap();
+            s.sync().unwrap();
+            // SAFETY: host-accessible memory of 4096 u32s, the stream is idle.
+            let host = unsafe { std::slice::from_raw_parts(buf.ptr() as *const u32, 4096) };
+            assert!(host.iter().all(|&x| x == 99), "{mr:?}");
+        }
+    }
+    assert!(own.reserved_bytes().unwrap() > 0);
+}
+
+#[test]
+fn events_order_work_across_streams_and_time_it() {
+    require_gpu!();
+    let d = dev0();
+    let a = d
+        .create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })
+        .unwrap();
+    let b = d
+        .create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })
+        .unwrap();
+    let pool = Arc::new(DeviceMemoryResource::default_pool(&d).unwrap());
+    let n = 64 << 20;
+    let mut x = pool.allocate_buffer(n, &a).unwrap();
+    let mut y = pool.allocate_buffer(n, &a).unwrap();
+    let timed = EventOptions {
+        timing: true,
+        ..Default::default()
+    };
+    let (start, end) = (
+        Event::new(&d, timed).unwrap(),
+        Event::new(&d, timed).unwrap(),
+    );
+    a.record(&start).unwrap();
+    for i in 0..20u8 {
+        x.fill_u8(i, &a).unwrap();
+    }
+    a.record(&end).unwrap();
+    // b copies x only after a's fills.
+    b.wait_event(&end).unwrap();
+    y.copy_from(&x, &b).unwrap();
+    y.set_free_stream(&b).unwrap();
+    let mut back = vec![0u8; 1024];
+    y.copy_to_host(&mut back, &b).unwrap();
+    assert!(back.iter().all(|&v| v == 19));
+    end.sync().unwrap();
+    assert!(end.is_done().unwrap());
+    let t = end.elapsed_since(&start).unwrap();
+    assert!(t > Duration::ZERO && t < Duration::from_secs(5), "{t:?}");
+    // Without timing, elapsed time is an error, not garbage.
+    let plain = Event::new(&d, EventOptions::default()).unwrap();
+    a.record(&plain).unwrap();
+    plain.sync().unwrap();
+    assert!(matches!(
+        plain.elapsed_since(&start),
+        Err(Error::Unsupported { .. })
+    ));
+    assert!(matches!(
+        Event::new(
+            &d,
+            EventOptions {
+                timing: true,
+                ipc: true,
+                blocking_sync: false
+            }
+        ),
+        Err(Error::InvalidArgument { .. })
+    ));
+    b.wait_stream(&a).unwrap();
+    b.sync().unwrap();
+    x.set_free_stream(&b).unwrap();
+}
+
+#[test]
+fn threads_and_devices() {
+    require_gpu!();
+    let devices = Device::all().unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..8usize {
+            let d = devices[t % devices.len()];
+            scope.spawn(move || {
+                let s = d
+                    .create_stream(StreamOptions {
+                        non_blocking: true,
+                        priority: None,
+                    })
+                    .unwrap();
+                let pool = Arc::new(DeviceMemoryResource::default_pool(&d).unwrap());
+                for i in 0..50u32 {
+                    let data = random_u32(1000, u64::from(i) * 31 + t as u64);
+                    let mut buf = Buffer::allocate(pool.clone(), 4000, &s).unwrap();
+                    buf.copy_from_host(&data, &s).unwrap();
+                    let mut back = vec![0u32; 1000];
+                    buf.copy_to_host(&mut back, &s).unwrap();
+                    assert_eq!(back, data);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn no_leak_over_many_allocations_and_streams() {
+    require_gpu!();
+    let d = dev0();
+    let free_bytes = || {
+        let (mut f, mut t) = (0usize, 0usize);
+        d.sync().unwrap();
+        // SAFETY: both are valid for writes; a context is current.
+        unsafe { cuda_core::cuda_bindings::driver::cuMemGetInfo(&mut f, &mut t) };
+        f
+    };
+    let pool =
+        Arc::new(DeviceMemoryResource::new_pool(&d, DeviceMemoryPoolOptions::default()).unwrap());
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    // Warm up the pool and the driver.
+    drop(pool.allocate_buffer(1 << 20, &s).unwrap());
+    let before = free_bytes();
+    for _ in 0..1_000_000 {
+        let b = pool.allocate_buffer(1 << 20, &s).unwrap();
+        drop(b);
+    }
+    for _ in 0..10_000 {
+        drop(d.create_stream(StreamOptions::default()).unwrap());
+    }
+    let after = free_bytes();
+    assert!(
+        after + (4 << 20) >= before,
+        "free device memory fell from {before} to {after} bytes"
+    );
+}
