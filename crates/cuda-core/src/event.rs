@@ -5,7 +5,7 @@ use std::time::Duration;
 use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Device, Stream};
+use crate::{Context, Device, Stream};
 
 /// How to create an [`Event`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ impl Default for EventOptions {
 #[derive(Debug)]
 pub struct Event {
     handle: sys::CUevent,
-    device: Device,
+    ctx: Context,
     options: EventOptions,
 }
 
@@ -45,18 +45,27 @@ unsafe impl Send for Event {}
 unsafe impl Sync for Event {}
 
 impl Event {
-    /// Creates an event on `device`.
+    /// Creates an event in `device`'s primary context.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for `ipc` with `timing`; the driver's error.
     pub fn new(device: &Device, options: EventOptions) -> Result<Self> {
+        Self::in_context(&Context::primary(device)?, options)
+    }
+
+    /// Creates an event in `ctx`.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn in_context(ctx: &Context, options: EventOptions) -> Result<Self> {
+        let device = ctx.device();
         if options.ipc && options.timing {
             return Err(Error::invalid(
                 "creating an event",
                 "an IPC event cannot record timing (set `timing: false`)",
             ));
         }
-        device.ensure_current()?;
+        ctx.ensure_current()?;
         let mut flags = 0;
         if !options.timing {
             flags |= sys::CU_EVENT_DISABLE_TIMING.0;
@@ -73,7 +82,7 @@ impl Event {
             .check(|| format!("creating an event on device {}", device.ordinal()))?;
         Ok(Self {
             handle,
-            device: *device,
+            ctx: ctx.clone(),
             options,
         })
     }
@@ -81,6 +90,16 @@ impl Event {
     /// The driver's handle.
     pub fn handle(&self) -> sys::CUevent {
         self.handle
+    }
+
+    /// The context it belongs to.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The device it belongs to.
+    pub fn device(&self) -> &Device {
+        self.ctx.device()
     }
 
     /// The options it was made with.
@@ -93,17 +112,17 @@ impl Event {
     /// # Errors
     /// [`Error::InvalidArgument`] for a stream of another device; the driver's error.
     pub fn record(&self, stream: &Stream) -> Result<()> {
-        if stream.device() != &self.device {
+        if stream.context() != &self.ctx {
             return Err(Error::invalid(
                 "recording an event",
                 format!(
-                    "the event belongs to device {} and the stream to device {}",
-                    self.device.ordinal(),
+                    "the event and the stream belong to different contexts (devices {} and {})",
+                    self.device().ordinal(),
                     stream.device().ordinal()
                 ),
             ));
         }
-        self.device.ensure_current()?;
+        self.ctx.ensure_current()?;
         // SAFETY: a live event and stream of the same context.
         unsafe { sys::cuEventRecord(self.handle, stream.handle()) }.check(|| "recording an event")
     }

@@ -25,18 +25,21 @@
 //! memory resources. Programs (NVRTC/NVVM), linking, kernels and launch, and graphs
 //! are being built.
 
+mod context;
 mod device;
 mod error;
 mod event;
 mod memory;
 mod stream;
 
+pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
 pub use device::Device;
 pub use error::{Error, Result};
 pub use event::{Event, EventOptions};
 pub use memory::{
-    Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, ManagedMemoryResource, MemoryKind,
-    MemoryResource, PinnedMemoryResource,
+    Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
+    ManagedMemoryResource, MemoryKind, MemoryResource, PinnedMemoryResource,
+    PinnedMemoryResourceOptions,
 };
 pub use stream::{Stream, StreamOptions};

@@ -57,6 +57,7 @@ pub struct DeviceMemoryResource {
     device: Device,
     pool: sys::CUmemoryPool,
     owned: bool,
+    ipc: bool,
 }
 
 // SAFETY: a CUmemoryPool is a handle any thread may use.
@@ -96,6 +97,7 @@ impl DeviceMemoryResource {
             device: *device,
             pool,
             owned: false,
+            ipc: false,
         })
     }
 
@@ -128,19 +130,36 @@ impl DeviceMemoryResource {
             device: *device,
             pool,
             owned: true,
+            ipc: options.ipc_enabled,
         };
-        if let Some(mut t) = options.release_threshold {
-            // SAFETY: the attribute takes a `cuuint64_t`.
-            unsafe {
-                sys::cuMemPoolSetAttribute(
-                    pool,
-                    sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                    (&raw mut t).cast(),
-                )
-            }
-            .check(|| "setting a memory pool's release threshold")?;
+        if let Some(t) = options.release_threshold {
+            set_release_threshold(pool, t)?;
         }
         Ok(mr)
+    }
+
+    /// Whether the pool's allocations can be shared with other processes.
+    pub fn is_ipc_enabled(&self) -> bool {
+        self.ipc
+    }
+
+    /// Sets the memory the pool keeps at a synchronisation point rather than
+    /// returning it to the system.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
+        set_release_threshold(self.pool, bytes)
+    }
+
+    /// Returns memory the pool holds beyond `keep` bytes to the system
+    /// (`cuMemPoolTrimTo`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn trim_to(&self, keep: usize) -> Result<()> {
+        // SAFETY: a live pool.
+        unsafe { sys::cuMemPoolTrimTo(self.pool, keep) }.check(|| "trimming a memory pool")
     }
 
     /// The driver's pool handle.
@@ -153,17 +172,16 @@ impl DeviceMemoryResource {
     /// # Errors
     /// The driver's error.
     pub fn reserved_bytes(&self) -> Result<u64> {
-        let mut v: u64 = 0;
-        // SAFETY: the attribute writes a `cuuint64_t`.
-        unsafe {
-            sys::cuMemPoolGetAttribute(
-                self.pool,
-                sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
-                (&raw mut v).cast(),
-            )
-        }
-        .check(|| "reading a memory pool's reserved size")?;
-        Ok(v)
+        pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+    }
+
+    /// Bytes of the pool's memory in use by allocations now
+    /// (`CU_MEMPOOL_ATTR_USED_MEM_CURRENT`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn used_bytes(&self) -> Result<u64> {
+        pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
     }
 
     /// Allocates a buffer of `size` bytes ordered on `stream` (see
@@ -174,6 +192,26 @@ impl DeviceMemoryResource {
     pub fn allocate_buffer(self: &Arc<Self>, size: usize, stream: &Stream) -> Result<Buffer> {
         Buffer::allocate(self.clone(), size, stream)
     }
+}
+
+fn set_release_threshold(pool: sys::CUmemoryPool, mut bytes: u64) -> Result<()> {
+    // SAFETY: the attribute takes a `cuuint64_t`.
+    unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&raw mut bytes).cast(),
+        )
+    }
+    .check(|| "setting a memory pool's release threshold")
+}
+
+fn pool_u64(pool: sys::CUmemoryPool, attr: sys::CUmemPool_attribute) -> Result<u64> {
+    let mut v: u64 = 0;
+    // SAFETY: these attributes write a `cuuint64_t`.
+    unsafe { sys::cuMemPoolGetAttribute(pool, attr, (&raw mut v).cast()) }
+        .check(|| format!("reading memory pool attribute {}", attr.0))?;
+    Ok(v)
 }
 
 impl Drop for DeviceMemoryResource {
@@ -190,7 +228,7 @@ impl Drop for DeviceMemoryResource {
 // `cuMemFreeAsync`, which takes exactly what `cuMemAllocFromPoolAsync` returned.
 unsafe impl MemoryResource for DeviceMemoryResource {
     fn allocate(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
-        self.device.ensure_current()?;
+        stream.context().ensure_current()?;
         let mut p: sys::CUdeviceptr = 0;
         // SAFETY: a live pool and stream; `p` is valid for writes.
         unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, self.pool, stream.handle()) }.check(
@@ -205,7 +243,7 @@ unsafe impl MemoryResource for DeviceMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
-        self.device.ensure_current()?;
+        stream.context().ensure_current()?;
         // SAFETY: per the trait's contract.
         unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }
             .check(|| format!("freeing {size} bytes on device {}", self.device.ordinal()))
@@ -220,14 +258,15 @@ unsafe impl MemoryResource for DeviceMemoryResource {
     }
 }
 
-/// Page-locked host memory (`cuMemHostAlloc`, portable to every context).
-/// Allocation is not stream-ordered: freeing waits for the buffer's free stream.
+/// Page-locked host memory the classic way (`cuMemHostAlloc`, portable to every
+/// context). Allocation is not stream-ordered: freeing waits for the buffer's free
+/// stream. [`PinnedMemoryResource`] is the stream-ordered pool.
 #[derive(Debug, Clone, Copy)]
-pub struct PinnedMemoryResource {
+pub struct LegacyPinnedMemoryResource {
     device: Device,
 }
 
-impl PinnedMemoryResource {
+impl LegacyPinnedMemoryResource {
     /// A pinned-memory resource whose buffers are used from `device`.
     pub fn new(device: &Device) -> Self {
         Self { device: *device }
@@ -236,7 +275,7 @@ impl PinnedMemoryResource {
 
 // SAFETY: `cuMemHostAlloc` memory is host memory the device can reach, freed by
 // `cuMemFreeHost` with the pointer it returned.
-unsafe impl MemoryResource for PinnedMemoryResource {
+unsafe impl MemoryResource for LegacyPinnedMemoryResource {
     fn allocate(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         self.device.ensure_current()?;
         let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
@@ -265,15 +304,35 @@ unsafe impl MemoryResource for PinnedMemoryResource {
 
 /// Managed (unified) memory (`cuMemAllocManaged`, attached globally).
 /// Allocation is not stream-ordered: freeing waits for the buffer's free stream.
+///
+/// With a preferred location, every allocation is advised to live there
+/// (`CU_MEM_ADVISE_SET_PREFERRED_LOCATION`).
 #[derive(Debug, Clone, Copy)]
 pub struct ManagedMemoryResource {
     device: Device,
+    preferred: Option<Location>,
 }
 
 impl ManagedMemoryResource {
-    /// A managed-memory resource for `device`.
+    /// A managed-memory resource for `device`, with no preferred location.
     pub fn new(device: &Device) -> Self {
-        Self { device: *device }
+        Self {
+            device: *device,
+            preferred: None,
+        }
+    }
+
+    /// A managed-memory resource whose allocations prefer to live at `location`.
+    pub fn with_preferred_location(device: &Device, location: Location) -> Self {
+        Self {
+            device: *device,
+            preferred: Some(location),
+        }
+    }
+
+    /// The preferred location of its allocations, if any.
+    pub fn preferred_location(&self) -> Option<Location> {
+        self.preferred
     }
 }
 
@@ -286,6 +345,22 @@ unsafe impl MemoryResource for ManagedMemoryResource {
         // SAFETY: `p` is valid for writes.
         unsafe { sys::cuMemAllocManaged(&mut p, size, sys::CU_MEM_ATTACH_GLOBAL.0) }
             .check(|| format!("allocating {size} bytes of managed memory"))?;
+        if let Some(loc) = self.preferred {
+            // SAFETY: `p` addresses `size` bytes of managed memory just allocated.
+            let rc = unsafe {
+                mem_advise(
+                    p,
+                    size,
+                    sys::CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+                    loc.raw(),
+                )
+            };
+            if let Err(e) = rc.check(|| "advising a preferred location for managed memory") {
+                // SAFETY: frees what was allocated above, once.
+                let _ = unsafe { sys::cuMemFree(p) };
+                return Err(e);
+            }
+        }
         Ok(p)
     }
 
@@ -304,6 +379,147 @@ unsafe impl MemoryResource for ManagedMemoryResource {
         self.device
     }
 }
+
+/// Stream-ordered page-locked host memory: a host-located memory pool
+/// (`cuMemPoolCreate` with a host NUMA location) that `device` may read and write.
+#[derive(Debug)]
+pub struct PinnedMemoryResource {
+    device: Device,
+    pool: sys::CUmemoryPool,
+    numa_id: i32,
+}
+
+// SAFETY: a CUmemoryPool is a handle any thread may use.
+unsafe impl Send for PinnedMemoryResource {}
+// SAFETY: as above; the driver serialises pool operations.
+unsafe impl Sync for PinnedMemoryResource {}
+
+/// Options for a [`PinnedMemoryResource`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PinnedMemoryResourceOptions {
+    /// The host NUMA node the memory lives on (0 on most machines).
+    pub numa_id: i32,
+    /// The most the pool may hold, in bytes; 0 for no limit.
+    pub max_size: usize,
+}
+
+impl PinnedMemoryResource {
+    /// A pinned host pool whose buffers `device` can access.
+    ///
+    /// # Errors
+    /// The driver's error (`CUDA_ERROR_NOT_SUPPORTED` on drivers without host
+    /// memory pools: use [`LegacyPinnedMemoryResource`] there).
+    pub fn new(device: &Device, options: PinnedMemoryResourceOptions) -> Result<Self> {
+        device.ensure_current()?;
+        let props = sys::CUmemPoolProps {
+            allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
+            handleTypes: sys::CU_MEM_HANDLE_TYPE_NONE,
+            location: sys::CUmemLocation {
+                type_: sys::CU_MEM_LOCATION_TYPE_HOST_NUMA,
+                id: options.numa_id,
+            },
+            maxSize: options.max_size,
+            ..Default::default()
+        };
+        let what = || {
+            format!(
+                "creating a pinned host memory pool on NUMA node {}",
+                options.numa_id
+            )
+        };
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: `props` is fully initialised; `pool` is valid for writes.
+        unsafe { sys::cuMemPoolCreate(&mut pool, &props) }.check(what)?;
+        let mr = Self {
+            device: *device,
+            pool,
+            numa_id: options.numa_id,
+        };
+        let access = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation {
+                type_: sys::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: device.ordinal() as i32,
+            },
+            flags: sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: one valid access descriptor.
+        unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }
+            .check(|| format!("letting device {} access a pinned pool", device.ordinal()))?;
+        Ok(mr)
+    }
+
+    /// The host NUMA node.
+    pub fn numa_id(&self) -> i32 {
+        self.numa_id
+    }
+
+    /// The driver's pool handle.
+    pub fn handle(&self) -> sys::CUmemoryPool {
+        self.pool
+    }
+}
+
+impl Drop for PinnedMemoryResource {
+    fn drop(&mut self) {
+        // SAFETY: an owned pool; buffers hold an `Arc` of this resource, so none is left.
+        let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
+    }
+}
+
+// SAFETY: host-pool allocations are page-locked host memory `device` may access,
+// freed with `cuMemFreeAsync`.
+unsafe impl MemoryResource for PinnedMemoryResource {
+    fn allocate(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
+        stream.context().ensure_current()?;
+        let mut p: sys::CUdeviceptr = 0;
+        // SAFETY: a live pool and stream; `p` is valid for writes.
+        unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, self.pool, stream.handle()) }
+            .check(|| format!("allocating {size} bytes of pinned host memory"))?;
+        Ok(p)
+    }
+
+    unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
+        stream.context().ensure_current()?;
+        // SAFETY: per the trait's contract.
+        unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }
+            .check(|| format!("freeing {size} bytes of pinned host memory"))
+    }
+
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Pinned
+    }
+
+    fn device(&self) -> Device {
+        self.device
+    }
+}
+
+/// Where managed memory should live or be prefetched to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// A device's memory.
+    Device(Device),
+    /// Host memory.
+    Host,
+    /// Host memory of one NUMA node.
+    HostNuma(i32),
+}
+
+impl Location {
+    fn raw(self) -> sys::CUmemLocation {
+        let (type_, id) = match self {
+            Self::Device(d) => (sys::CU_MEM_LOCATION_TYPE_DEVICE, d.ordinal() as i32),
+            Self::Host => (sys::CU_MEM_LOCATION_TYPE_HOST, 0),
+            Self::HostNuma(n) => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA, n),
+        };
+        sys::CUmemLocation { type_, id }
+    }
+}
+
+#[cfg(feature = "cuda-13")]
+use sys::{cuMemAdvise as mem_advise, cuMemPrefetchAsync as mem_prefetch};
+#[cfg(feature = "cuda-12")]
+use sys::{cuMemAdvise_v2 as mem_advise, cuMemPrefetchAsync_v2 as mem_prefetch};
 
 /// A span of memory from a [`MemoryResource`], or a foreign pointer.
 ///
@@ -440,7 +656,7 @@ impl Buffer {
                 ),
             ));
         }
-        self.device.ensure_current()
+        stream.context().ensure_current()
     }
 
     fn check_len(&self, bytes: usize, what: &'static str) -> Result<()> {
@@ -574,6 +790,123 @@ impl Buffer {
         self.check_stream(stream, "filling a buffer")?;
         f(self.ptr, self.size / width, stream.handle())
             .check(|| format!("filling {} bytes", self.size))
+    }
+
+    fn require_managed(&self, what: &'static str) -> Result<()> {
+        if self.kind != MemoryKind::Managed {
+            return Err(Error::unsupported(
+                what,
+                format!(
+                    "the buffer holds {:?} memory, not managed memory",
+                    self.kind
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Migrates managed memory to `location` ahead of use, ordered on `stream`.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn prefetch(&self, location: Location, stream: &Stream) -> Result<()> {
+        self.require_managed("prefetching a buffer")?;
+        self.check_stream(stream, "prefetching a buffer")?;
+        // SAFETY: `size` bytes of managed memory; stream-ordered.
+        unsafe { mem_prefetch(self.ptr, self.size, location.raw(), 0, stream.handle()) }
+            .check(|| format!("prefetching {} bytes to {location:?}", self.size))
+    }
+
+    /// Advises the driver that managed memory is mostly read (`true`), so it may
+    /// keep read-only copies where it is read, or withdraws that advice (`false`).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn set_read_mostly(&self, read_mostly: bool) -> Result<()> {
+        let advice = if read_mostly {
+            sys::CU_MEM_ADVISE_SET_READ_MOSTLY
+        } else {
+            sys::CU_MEM_ADVISE_UNSET_READ_MOSTLY
+        };
+        self.advise(
+            advice,
+            Location::Device(self.device),
+            "advising read-mostly",
+        )
+    }
+
+    /// Sets (or with `None` unsets) where managed memory prefers to live.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn set_preferred_location(&self, location: Option<Location>) -> Result<()> {
+        match location {
+            Some(l) => self.advise(
+                sys::CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+                l,
+                "setting a preferred location",
+            ),
+            None => self.advise(
+                sys::CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
+                Location::Device(self.device),
+                "unsetting the preferred location",
+            ),
+        }
+    }
+
+    /// Advises that `location` will access managed memory (`true`), keeping it
+    /// mapped there, or withdraws that advice.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn set_accessed_by(&self, location: Location, accessed: bool) -> Result<()> {
+        let advice = if accessed {
+            sys::CU_MEM_ADVISE_SET_ACCESSED_BY
+        } else {
+            sys::CU_MEM_ADVISE_UNSET_ACCESSED_BY
+        };
+        self.advise(advice, location, "advising an accessing location")
+    }
+
+    fn advise(
+        &self,
+        advice: sys::CUmem_advise,
+        location: Location,
+        what: &'static str,
+    ) -> Result<()> {
+        self.require_managed(what)?;
+        self.device.ensure_current()?;
+        // SAFETY: `size` bytes of managed memory.
+        unsafe { mem_advise(self.ptr, self.size, advice, location.raw()) }.check(|| what)
+    }
+
+    /// The host-visible contents as a slice, for pinned and managed memory.
+    ///
+    /// # Safety
+    /// No work that writes the buffer may be pending or start while the slice
+    /// lives (synchronise its streams first), and the buffer's bytes must be valid
+    /// `T`s (guaranteed for `Pod` types).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for device memory; [`Error::InvalidArgument`] when the
+    /// size or address does not fit `T`.
+    pub unsafe fn as_host_slice<T: Pod>(&self) -> Result<&[T]> {
+        if !self.is_host_accessible() {
+            return Err(Error::unsupported(
+                "reading a buffer from the host",
+                "device memory is not host-accessible",
+            ));
+        }
+        let t = std::mem::size_of::<T>().max(1);
+        if self.size % t != 0 || self.ptr as usize % std::mem::align_of::<T>() != 0 {
+            return Err(Error::invalid(
+                "reading a buffer from the host",
+                "the buffer's size or address does not fit the element type",
+            ));
+        }
+        // SAFETY: host-accessible memory of `size` bytes, aligned for `T`; the caller
+        // guarantees no concurrent writes.
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr as usize as *const T, self.size / t) })
     }
 
     /// Frees the buffer now (ordered on `stream`, or its free stream), reporting

@@ -5,7 +5,7 @@ use std::fmt;
 use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Device, Event};
+use crate::{Context, Device, Event};
 
 /// How to create a [`Stream`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub struct Stream {
 
 struct Inner {
     handle: sys::CUstream,
-    device: Device,
+    ctx: Context,
     owned: bool,
 }
 
@@ -47,13 +47,9 @@ unsafe impl Send for Inner {}
 unsafe impl Sync for Inner {}
 
 impl Stream {
-    fn wrap(handle: sys::CUstream, device: Device, owned: bool) -> Self {
+    fn wrap(handle: sys::CUstream, ctx: Context, owned: bool) -> Self {
         Self {
-            inner: std::sync::Arc::new(Inner {
-                handle,
-                device,
-                owned,
-            }),
+            inner: std::sync::Arc::new(Inner { handle, ctx, owned }),
         }
     }
 }
@@ -62,20 +58,28 @@ impl fmt::Debug for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Stream")
             .field("handle", &self.inner.handle)
-            .field("device", &self.inner.device)
+            .field("context", &self.inner.ctx)
             .field("owned", &self.inner.owned)
             .finish()
     }
 }
 
 impl Stream {
-    /// Creates a stream on `device`.
+    /// Creates a stream in `device`'s primary context.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a priority outside the device's range; the
     /// driver's error.
     pub fn new(device: &Device, options: StreamOptions) -> Result<Self> {
-        device.ensure_current()?;
+        Self::in_context(&Context::primary(device)?, options)
+    }
+
+    /// Creates a stream in `ctx`.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn in_context(ctx: &Context, options: StreamOptions) -> Result<Self> {
+        let device = ctx.device();
         let flags = if options.non_blocking {
             sys::CU_STREAM_NON_BLOCKING.0
         } else {
@@ -94,32 +98,47 @@ impl Stream {
                 p
             }
         };
+        ctx.ensure_current()?;
         let mut handle: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: `handle` is valid for writes; the device's context is current.
+        // SAFETY: `handle` is valid for writes; the context is current.
         unsafe { sys::cuStreamCreateWithPriority(&mut handle, flags, priority) }
             .check(|| format!("creating a stream on device {}", device.ordinal()))?;
-        Ok(Self::wrap(handle, *device, true))
+        Ok(Self::wrap(handle, ctx.clone(), true))
     }
 
-    /// The legacy default stream of `device` (`CU_STREAM_LEGACY`), which
-    /// synchronises with every blocking stream. Not owned.
-    pub fn legacy_default(device: &Device) -> Self {
-        Self::wrap(sys::CU_STREAM_LEGACY, *device, false)
+    /// The legacy default stream of `device`'s primary context (`CU_STREAM_LEGACY`),
+    /// which synchronises with every blocking stream. Not owned.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn legacy_default(device: &Device) -> Result<Self> {
+        Ok(Self::wrap(
+            sys::CU_STREAM_LEGACY,
+            Context::primary(device)?,
+            false,
+        ))
     }
 
-    /// The per-thread default stream of `device` (`CU_STREAM_PER_THREAD`). Not owned.
-    pub fn per_thread_default(device: &Device) -> Self {
-        Self::wrap(sys::CU_STREAM_PER_THREAD, *device, false)
+    /// The per-thread default stream of `device`'s primary context
+    /// (`CU_STREAM_PER_THREAD`). Not owned.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn per_thread_default(device: &Device) -> Result<Self> {
+        Ok(Self::wrap(
+            sys::CU_STREAM_PER_THREAD,
+            Context::primary(device)?,
+            false,
+        ))
     }
 
     /// Wraps a stream handle created elsewhere, without owning it.
     ///
     /// # Safety
-    /// `handle` must be a valid stream of `device`'s primary context (or one of the
-    /// special handles) and stay valid for as long as the returned `Stream` and
-    /// everything that uses it.
-    pub unsafe fn from_raw(handle: sys::CUstream, device: &Device) -> Self {
-        Self::wrap(handle, *device, false)
+    /// `handle` must be a valid stream of `ctx` (or one of the special handles) and
+    /// stay valid for as long as the returned `Stream` and everything that uses it.
+    pub unsafe fn from_raw(handle: sys::CUstream, ctx: &Context) -> Self {
+        Self::wrap(handle, ctx.clone(), false)
     }
 
     /// The driver's handle.
@@ -129,7 +148,24 @@ impl Stream {
 
     /// The device the stream belongs to.
     pub fn device(&self) -> &Device {
-        &self.inner.device
+        self.inner.ctx.device()
+    }
+
+    /// The context the stream belongs to.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// Whether the stream does not synchronise with the legacy default stream.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn is_non_blocking(&self) -> Result<bool> {
+        let mut flags = 0;
+        // SAFETY: `flags` is valid for writes; the handle is live.
+        unsafe { sys::cuStreamGetFlags(self.inner.handle, &mut flags) }
+            .check(|| "reading a stream's flags")?;
+        Ok(flags & sys::CU_STREAM_NON_BLOCKING.0 != 0)
     }
 
     /// Whether this `Stream` destroys its handle on drop.
@@ -154,7 +190,7 @@ impl Stream {
     /// # Errors
     /// The driver's error, including errors of the queued work.
     pub fn sync(&self) -> Result<()> {
-        self.inner.device.ensure_current()?;
+        self.inner.ctx.ensure_current()?;
         // SAFETY: a live stream.
         unsafe { sys::cuStreamSynchronize(self.inner.handle) }.check(|| "synchronising a stream")
     }
@@ -164,7 +200,7 @@ impl Stream {
     /// # Errors
     /// The driver's error for failed work.
     pub fn is_done(&self) -> Result<bool> {
-        self.inner.device.ensure_current()?;
+        self.inner.ctx.ensure_current()?;
         // SAFETY: a live stream.
         let rc = unsafe { sys::cuStreamQuery(self.inner.handle) };
         if rc == sys::CUDA_ERROR_NOT_READY {
@@ -187,7 +223,7 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        self.inner.device.ensure_current()?;
+        self.inner.ctx.ensure_current()?;
         // SAFETY: a live stream and a live event.
         unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
             .check(|| "making a stream wait for an event")
@@ -199,7 +235,7 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
-        let e = Event::new(other.device(), crate::EventOptions::default())?;
+        let e = Event::in_context(other.context(), crate::EventOptions::default())?;
         e.record(other)?;
         self.wait_event(&e)
     }
@@ -209,7 +245,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         if self.owned {
             // Errors cannot be reported from drop; the handle is gone either way.
-            let _ = self.device.ensure_current();
+            let _ = self.ctx.ensure_current();
             // SAFETY: an owned, live stream, destroyed once.
             let _ = unsafe { sys::cuStreamDestroy(self.handle) };
         }

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cuda_core::{
-    Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error, Event, EventOptions,
-    ManagedMemoryResource, MemoryKind, MemoryResource, PinnedMemoryResource, Stream, StreamOptions,
+    Buffer, ContextOptions, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error, Event,
+    EventOptions, LegacyPinnedMemoryResource, Location, ManagedMemoryResource, MemoryKind,
+    MemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions, Stream, StreamOptions,
 };
 use cuda_rs_tests::require_gpu;
 
@@ -78,13 +79,15 @@ fn streams_with_options() {
         priority: Some(least + 1),
     });
     assert!(matches!(bad, Err(Error::InvalidArgument { .. })));
-    let legacy = Stream::legacy_default(&d);
+    let legacy = Stream::legacy_default(&d).unwrap();
     assert!(!legacy.is_owned());
     legacy.sync().unwrap();
-    Stream::per_thread_default(&d).sync().unwrap();
+    Stream::per_thread_default(&d).unwrap().sync().unwrap();
+    assert!(s.is_non_blocking().unwrap());
+    d.default_stream().unwrap().sync().unwrap();
     // A foreign handle is used but not destroyed.
     // SAFETY: `s` outlives `foreign`, which does not own the handle.
-    let foreign = unsafe { Stream::from_raw(s.handle(), &d) };
+    let foreign = unsafe { Stream::from_raw(s.handle(), s.context()) };
     foreign.sync().unwrap();
     drop(foreign);
     s.sync().unwrap();
@@ -174,7 +177,8 @@ fn every_resource_allocates() {
     let resources: Vec<Arc<dyn MemoryResource>> = vec![
         Arc::new(DeviceMemoryResource::default_pool(&d).unwrap()),
         own.clone(),
-        Arc::new(PinnedMemoryResource::new(&d)),
+        Arc::new(PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap()),
+        Arc::new(LegacyPinnedMemoryResource::new(&d)),
         Arc::new(ManagedMemoryResource::new(&d)),
     ];
     for mr in resources {
@@ -321,4 +325,82 @@ fn no_leak_over_many_allocations_and_streams() {
         after + (4 << 20) >= before,
         "free device memory fell from {before} to {after} bytes"
     );
+}
+
+#[test]
+fn explicit_contexts_on_many_threads() {
+    require_gpu!();
+    let d = dev0();
+    let primary = d.context().unwrap();
+    assert!(primary.is_primary());
+    let ctx = d.create_context(ContextOptions::default()).unwrap();
+    assert!(!ctx.is_primary() && ctx != primary && ctx.device() == &d);
+    let s = ctx.create_stream(StreamOptions::default()).unwrap();
+    assert_eq!(s.context(), &ctx);
+    // Work in the explicit context from several threads, each switching contexts.
+    std::thread::scope(|scope| {
+        for t in 0..4u64 {
+            let (ctx, primary) = (ctx.clone(), primary.clone());
+            scope.spawn(move || {
+                for (i, c) in [&ctx, &primary].into_iter().enumerate() {
+                    let s = c.create_stream(StreamOptions::default()).unwrap();
+                    let pool = c.device().memory_resource().unwrap();
+                    let data = random_u32(10_000, t * 2 + i as u64);
+                    let mut b = Buffer::allocate(pool, 40_000, &s).unwrap();
+                    b.copy_from_host(&data, &s).unwrap();
+                    let mut back = vec![0u32; 10_000];
+                    b.copy_to_host(&mut back, &s).unwrap();
+                    assert_eq!(back, data);
+                    let e = Event::in_context(c, EventOptions::default()).unwrap();
+                    e.record(&s).unwrap();
+                    e.sync().unwrap();
+                }
+            });
+        }
+    });
+    // An event of one context cannot be recorded on a stream of another.
+    let e = Event::new(&d, EventOptions::default()).unwrap();
+    assert!(matches!(e.record(&s), Err(Error::InvalidArgument { .. })));
+    // The stream keeps the context alive after the last other handle goes.
+    drop(ctx);
+    s.sync().unwrap();
+    drop(s);
+    d.set_current().unwrap();
+}
+
+#[test]
+fn managed_memory_prefetch_and_advice() {
+    require_gpu!();
+    let d = dev0();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let mr = Arc::new(ManagedMemoryResource::with_preferred_location(
+        &d,
+        Location::Device(d),
+    ));
+    assert_eq!(mr.preferred_location(), Some(Location::Device(d)));
+    let n = 1 << 20;
+    let mut b = Buffer::allocate(mr, n * 4, &s).unwrap();
+    assert!(b.is_managed() && b.is_host_accessible());
+    b.prefetch(Location::Device(d), &s).unwrap();
+    b.fill_u32(0x0bad_cafe, &s).unwrap();
+    b.prefetch(Location::Host, &s).unwrap();
+    s.sync().unwrap();
+    // SAFETY: the stream is idle and nothing else writes the buffer.
+    let host: &[u32] = unsafe { b.as_host_slice() }.unwrap();
+    assert!(host.iter().all(|&x| x == 0x0bad_cafe));
+    b.set_read_mostly(true).unwrap();
+    b.set_read_mostly(false).unwrap();
+    b.set_accessed_by(Location::Device(d), true).unwrap();
+    b.set_accessed_by(Location::Device(d), false).unwrap();
+    b.set_preferred_location(Some(Location::Host)).unwrap();
+    b.set_preferred_location(None).unwrap();
+    // Device memory refuses managed-only operations.
+    let dev_buf = d.allocate(1024, &s).unwrap();
+    assert!(matches!(
+        dev_buf.prefetch(Location::Host, &s),
+        Err(Error::Unsupported { .. })
+    ));
+    // SAFETY: device memory is refused before anything is read.
+    let refused = unsafe { dev_buf.as_host_slice::<u8>() };
+    assert!(matches!(refused, Err(Error::Unsupported { .. })));
 }

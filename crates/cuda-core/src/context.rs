@@ -1,0 +1,230 @@
+//! Contexts: the primary context of each device, and explicit ones.
+
+use std::fmt;
+use std::sync::Arc;
+
+use cuda_bindings::driver as sys;
+
+use crate::error::{Check as _, Result};
+use crate::{Device, Stream, StreamOptions};
+
+/// A CUDA context: a device's primary context (what [`Device::set_current`] uses
+/// and what everything uses by default) or an explicit one from
+/// [`Context::create`].
+///
+/// `Context` is a cheap handle: clones share one context. An explicit context is
+/// destroyed when the last clone goes, and every stream and event made in it holds
+/// a clone, so it cannot be destroyed under them. Primary contexts are retained once
+/// per process and never released. `Send + Sync`: every operation makes the context
+/// current on the calling thread first, so many threads may use many contexts.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    handle: sys::CUcontext,
+    device: Device,
+    owned: bool,
+}
+
+// SAFETY: a CUcontext may be made current on any thread; `Inner` has no
+// thread-bound state.
+unsafe impl Send for Inner {}
+// SAFETY: as above; the driver serialises context operations.
+unsafe impl Sync for Inner {}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("handle", &self.inner.handle)
+            .field("device", &self.inner.device)
+            .field("primary", &!self.inner.owned)
+            .finish()
+    }
+}
+
+impl PartialEq for Context {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.handle == other.inner.handle
+    }
+}
+
+impl Eq for Context {}
+
+/// How to create an explicit [`Context`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContextOptions {
+    /// `CU_CTX_SCHED_BLOCKING_SYNC`: synchronising calls block the thread instead of
+    /// spinning.
+    pub blocking_sync: bool,
+    /// `CU_CTX_MAP_HOST`: allow mapped pinned host memory.
+    pub map_host: bool,
+}
+
+impl Context {
+    /// The primary context of `device` (retained once for the process).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn primary(device: &Device) -> Result<Self> {
+        let handle = device.primary_context()?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                handle,
+                device: *device,
+                owned: false,
+            }),
+        })
+    }
+
+    /// A new context on `device` (`cuCtxCreate`). It is current on the calling
+    /// thread afterwards, as the driver leaves it.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn create(device: &Device, options: ContextOptions) -> Result<Self> {
+        crate::device::init()?;
+        let mut flags = 0;
+        if options.blocking_sync {
+            flags |= sys::CU_CTX_SCHED_BLOCKING_SYNC.0;
+        }
+        if options.map_host {
+            flags |= sys::CU_CTX_MAP_HOST.0;
+        }
+        let mut handle: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `handle` is valid for writes; no creation parameters.
+        #[cfg(feature = "cuda-13")]
+        let rc =
+            unsafe { sys::cuCtxCreate(&mut handle, std::ptr::null_mut(), flags, device.handle()) };
+        // SAFETY: as above.
+        #[cfg(feature = "cuda-12")]
+        let rc = unsafe { sys::cuCtxCreate(&mut handle, flags, device.handle()) };
+        rc.check(|| format!("creating a context on device {}", device.ordinal()))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                handle,
+                device: *device,
+                owned: true,
+            }),
+        })
+    }
+
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUcontext {
+        self.inner.handle
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// Whether this is the device's primary context.
+    pub fn is_primary(&self) -> bool {
+        !self.inner.owned
+    }
+
+    /// Makes the context current on the calling thread.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn set_current(&self) -> Result<()> {
+        // SAFETY: a live context (clones keep it alive).
+        unsafe { sys::cuCtxSetCurrent(self.inner.handle) }.check(|| "making a context current")
+    }
+
+    /// Makes the context current if it is not.
+    pub(crate) fn ensure_current(&self) -> Result<()> {
+        let mut cur: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `cur` is valid for writes.
+        unsafe { sys::cuCtxGetCurrent(&mut cur) }.check(|| "reading the current context")?;
+        if cur == self.inner.handle {
+            return Ok(());
+        }
+        self.set_current()
+    }
+
+    /// Waits for all work in the context.
+    ///
+    /// # Errors
+    /// The driver's error, including errors of earlier asynchronous work.
+    pub fn sync(&self) -> Result<()> {
+        self.ensure_current()?;
+        // SAFETY: a current context.
+        unsafe { sys::cuCtxSynchronize() }.check(|| "synchronising a context")
+    }
+
+    /// A new stream in this context.
+    ///
+    /// # Errors
+    /// As [`Stream::new`].
+    pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
+        Stream::in_context(self, options)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: an owned context, destroyed once, after every stream and event
+            // made in it (they hold clones).
+            let _ = unsafe { sys::cuCtxDestroy(self.handle) };
+        }
+    }
+}
+
+impl Device {
+    /// The device's primary context.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn context(&self) -> Result<Context> {
+        Context::primary(self)
+    }
+
+    /// A new explicit context on this device (see [`Context::create`]).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn create_context(&self, options: ContextOptions) -> Result<Context> {
+        Context::create(self, options)
+    }
+
+    /// A new event in the primary context (see [`Event::new`](crate::Event::new)).
+    ///
+    /// # Errors
+    /// As [`Event::new`](crate::Event::new).
+    pub fn create_event(&self, options: crate::EventOptions) -> Result<crate::Event> {
+        crate::Event::new(self, options)
+    }
+
+    /// The stream work goes to when none is named: the legacy default stream, or the
+    /// per-thread default stream when `CUDA_RS_PER_THREAD_DEFAULT_STREAM=1`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn default_stream(&self) -> Result<Stream> {
+        if cuda_bindings::driver::per_thread_default_stream().unwrap_or(false) {
+            Stream::per_thread_default(self)
+        } else {
+            Stream::legacy_default(self)
+        }
+    }
+
+    /// The device's default memory resource: its default stream-ordered pool.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn memory_resource(&self) -> Result<Arc<crate::DeviceMemoryResource>> {
+        Ok(Arc::new(crate::DeviceMemoryResource::default_pool(self)?))
+    }
+
+    /// Allocates `size` bytes from the default memory resource, ordered on `stream`.
+    ///
+    /// # Errors
+    /// As [`Buffer::allocate`](crate::Buffer::allocate).
+    pub fn allocate(&self, size: usize, stream: &Stream) -> Result<crate::Buffer> {
+        crate::Buffer::allocate(self.memory_resource()?, size, stream)
+    }
+}
