@@ -160,6 +160,11 @@ impl Device {
         Ok(v)
     }
 
+    /// Every device attribute as a typed property.
+    pub fn properties(&self) -> crate::DeviceProperties {
+        crate::DeviceProperties::new(*self)
+    }
+
     /// The compute capability, `(major, minor)`.
     ///
     /// # Errors

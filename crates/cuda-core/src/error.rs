@@ -3,6 +3,9 @@
 use std::borrow::Cow;
 
 use cuda_bindings::driver::{CUresult, DriverError};
+use cuda_bindings::nvjitlink::NvJitLinkError;
+use cuda_bindings::nvrtc::NvrtcError;
+use cuda_bindings::nvvm::NvvmError;
 
 /// Everything that can go wrong in `cuda-core`.
 ///
@@ -32,6 +35,36 @@ pub enum Error {
         /// What is wrong with the argument.
         message: String,
     },
+    /// Compiling or linking failed: the tool's error and its log.
+    #[error("{context}: {source}{}", log_suffix(log))]
+    Compile {
+        /// What was being compiled or linked.
+        context: Cow<'static, str>,
+        /// The compiler's or linker's log (empty if it wrote none).
+        log: String,
+        /// The tool's error.
+        #[source]
+        source: ToolError,
+    },
+    /// A call into NVRTC, NVVM or nvJitLink failed outside compilation proper
+    /// (creating a program, reading a result, a missing library, …).
+    #[error("{context}: {source}")]
+    Tool {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// The tool's error.
+        #[source]
+        source: ToolError,
+    },
+    /// Reading or writing a file failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// An operation the object does not support (timing on an event made without
     /// it, host access to device-only memory, …).
     #[error("{context}: {message}")]
@@ -49,6 +82,24 @@ impl Error {
         match self {
             Self::Driver { source, .. } => Some(source.code()),
             _ => None,
+        }
+    }
+
+    /// The compiler's or linker's log, for [`Error::Compile`].
+    pub fn log(&self) -> Option<&str> {
+        match self {
+            Self::Compile { log, .. } => Some(log),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn tool(
+        context: impl Into<Cow<'static, str>>,
+        source: impl Into<ToolError>,
+    ) -> Self {
+        Self::Tool {
+            context: context.into(),
+            source: source.into(),
         }
     }
 
@@ -70,6 +121,33 @@ impl Error {
             context: context.into(),
             message: message.into(),
         }
+    }
+}
+
+/// The error of one of the compilation tools.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// NVRTC's error.
+    #[error(transparent)]
+    Nvrtc(#[from] NvrtcError),
+    /// NVVM's error.
+    #[error(transparent)]
+    Nvvm(#[from] NvvmError),
+    /// nvJitLink's error.
+    #[error(transparent)]
+    NvJitLink(#[from] NvJitLinkError),
+    /// The driver's JIT linker (`cuLink*`) or module loader.
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+}
+
+fn log_suffix(log: &str) -> String {
+    let log = log.trim_end_matches(['\0', '\n', ' ']);
+    if log.is_empty() {
+        String::new()
+    } else {
+        format!("\n{log}")
     }
 }
 

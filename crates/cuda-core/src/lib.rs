@@ -29,17 +29,31 @@ mod context;
 mod device;
 mod error;
 mod event;
+mod jit;
+mod kernel;
+mod launch;
+mod library;
 mod memory;
+mod module;
+mod object;
+mod properties;
 mod stream;
 
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
 pub use device::Device;
-pub use error::{Error, Result};
+pub use error::{Error, Result, ToolError};
 pub use event::{Event, EventOptions};
+pub use jit::JitOptions;
+pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
+pub use launch::{DevicePtr, Dim3, KernelArg, LaunchConfig, launch, launch_raw};
+pub use library::{Global, Library, LibraryOptions};
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
     ManagedMemoryResource, MemoryKind, MemoryResource, PinnedMemoryResource,
     PinnedMemoryResourceOptions,
 };
+pub use module::{LoadingMode, Module};
+pub use object::{CodeType, ObjectCode};
+pub use properties::DeviceProperties;
 pub use stream::{Stream, StreamOptions};

@@ -603,6 +603,11 @@ impl Buffer {
         self.ptr
     }
 
+    /// Where the device address is stored (a kernel argument points at it).
+    pub(crate) fn ptr_ref(&self) -> *const sys::CUdeviceptr {
+        &self.ptr
+    }
+
     /// The size in bytes.
     pub fn size(&self) -> usize {
         self.size

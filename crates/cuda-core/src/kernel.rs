@@ -1,0 +1,476 @@
+//! Kernels: attributes, occupancy and parameter layout.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use cuda_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{Device, Library, Module};
+
+/// A kernel: from a [`Library`] (context-independent `CUkernel`) or a [`Module`]
+/// (`CUfunction`). Keeps its library or module loaded. Cheap to clone;
+/// `Send + Sync`.
+#[derive(Clone)]
+pub struct Kernel {
+    inner: Arc<Inner>,
+}
+
+enum Handle {
+    Library(sys::CUkernel, #[allow(dead_code)] Library),
+    Module(sys::CUfunction, #[allow(dead_code)] Module),
+}
+
+struct Inner {
+    handle: Handle,
+    name: String,
+    /// `(offset, size)` of each parameter, read once.
+    params: OnceLock<Vec<(usize, usize)>>,
+}
+
+// SAFETY: kernel and function handles may be used from any thread.
+unsafe impl Send for Inner {}
+// SAFETY: as above.
+unsafe impl Sync for Inner {}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.inner.name)
+            .finish()
+    }
+}
+
+/// Cache preference of a kernel (`CUfunc_cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CachePreference {
+    /// No preference.
+    None,
+    /// More shared memory.
+    Shared,
+    /// More L1 cache.
+    L1,
+    /// Equal L1 and shared memory.
+    Equal,
+}
+
+impl Kernel {
+    pub(crate) fn from_library(k: sys::CUkernel, lib: Library, name: &str) -> Result<Self> {
+        Ok(Self {
+            inner: Arc::new(Inner {
+                handle: Handle::Library(k, lib),
+                name: name.to_string(),
+                params: OnceLock::new(),
+            }),
+        })
+    }
+
+    pub(crate) fn from_module(f: sys::CUfunction, m: Module, name: &str) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                handle: Handle::Module(f, m),
+                name: name.to_string(),
+                params: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The name it was looked up by.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The handle to launch: a `CUkernel` is accepted wherever a `CUfunction` is.
+    pub fn handle(&self) -> sys::CUfunction {
+        match &self.inner.handle {
+            Handle::Library(k, _) => *k as sys::CUfunction,
+            Handle::Module(f, _) => *f,
+        }
+    }
+
+    /// The `CUfunction` of the kernel in the current context (occupancy queries
+    /// need one).
+    fn function(&self, device: &Device) -> Result<sys::CUfunction> {
+        device.ensure_current()?;
+        match &self.inner.handle {
+            Handle::Library(k, _) => {
+                let mut f: sys::CUfunction = std::ptr::null_mut();
+                // SAFETY: a live kernel; a context is current.
+                unsafe { sys::cuKernelGetFunction(&mut f, *k) }
+                    .check(|| format!("getting the function of kernel `{}`", self.inner.name))?;
+                Ok(f)
+            }
+            Handle::Module(f, _) => Ok(*f),
+        }
+    }
+
+    /// The `(offset, size)` in bytes of each parameter, as the driver reports them.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn params(&self) -> Result<&[(usize, usize)]> {
+        if let Some(p) = self.inner.params.get() {
+            return Ok(p);
+        }
+        let mut out = Vec::new();
+        loop {
+            let (mut off, mut size) = (0usize, 0usize);
+            let i = out.len();
+            // An index past the end is `CUDA_ERROR_INVALID_VALUE`, which ends the loop.
+            let rc = match &self.inner.handle {
+                // SAFETY: both out-pointers are valid for writes; a live kernel.
+                Handle::Library(k, _) => unsafe {
+                    sys::cuKernelGetParamInfo(*k, i, &mut off, &mut size)
+                },
+                // SAFETY: as above.
+                Handle::Module(f, _) => unsafe {
+                    sys::cuFuncGetParamInfo(*f, i, &mut off, &mut size)
+                },
+            };
+            if rc == sys::CUDA_ERROR_INVALID_VALUE {
+                break;
+            }
+            rc.check(|| format!("reading the parameters of kernel `{}`", self.inner.name))?;
+            out.push((off, size));
+        }
+        Ok(self.inner.params.get_or_init(|| out))
+    }
+
+    /// How many parameters the kernel takes.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn num_arguments(&self) -> Result<usize> {
+        Ok(self.params()?.len())
+    }
+
+    /// One raw attribute on `device`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn attribute(&self, attr: sys::CUfunction_attribute, device: &Device) -> Result<i32> {
+        let mut v = 0;
+        let rc = match &self.inner.handle {
+            // SAFETY: `v` is valid for writes; a live kernel and device.
+            Handle::Library(k, _) => unsafe {
+                sys::cuKernelGetAttribute(&mut v, attr, *k, device.handle())
+            },
+            Handle::Module(f, _) => {
+                device.ensure_current()?;
+                // SAFETY: as above.
+                unsafe { sys::cuFuncGetAttribute(&mut v, attr, *f) }
+            }
+        };
+        rc.check(|| {
+            format!(
+                "reading attribute {} of kernel `{}`",
+                attr.0, self.inner.name
+            )
+        })?;
+        Ok(v)
+    }
+
+    /// Sets a settable attribute on `device`.
+    ///
+    /// # Errors
+    /// The driver's error (`CUDA_ERROR_INVALID_VALUE` for read-only attributes or
+    /// values out of range).
+    pub fn set_attribute(
+        &self,
+        attr: sys::CUfunction_attribute,
+        value: i32,
+        device: &Device,
+    ) -> Result<()> {
+        let rc = match &self.inner.handle {
+            // SAFETY: a live kernel and device.
+            Handle::Library(k, _) => unsafe {
+                sys::cuKernelSetAttribute(attr, value, *k, device.handle())
+            },
+            Handle::Module(f, _) => {
+                device.ensure_current()?;
+                // SAFETY: a live function.
+                unsafe { sys::cuFuncSetAttribute(*f, attr, value) }
+            }
+        };
+        rc.check(|| {
+            format!(
+                "setting attribute {} of kernel `{}` to {value}",
+                attr.0, self.inner.name
+            )
+        })
+    }
+
+    /// The typed attributes on `device`.
+    pub fn attributes<'a>(&'a self, device: &'a Device) -> KernelAttributes<'a> {
+        KernelAttributes {
+            kernel: self,
+            device,
+        }
+    }
+
+    /// Sets the kernel's cache preference on `device`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn set_cache_preference(&self, pref: CachePreference, device: &Device) -> Result<()> {
+        let c = match pref {
+            CachePreference::None => sys::CU_FUNC_CACHE_PREFER_NONE,
+            CachePreference::Shared => sys::CU_FUNC_CACHE_PREFER_SHARED,
+            CachePreference::L1 => sys::CU_FUNC_CACHE_PREFER_L1,
+            CachePreference::Equal => sys::CU_FUNC_CACHE_PREFER_EQUAL,
+        };
+        let rc = match &self.inner.handle {
+            // SAFETY: a live kernel and device.
+            Handle::Library(k, _) => unsafe { sys::cuKernelSetCacheConfig(*k, c, device.handle()) },
+            Handle::Module(f, _) => {
+                device.ensure_current()?;
+                // SAFETY: a live function.
+                unsafe { sys::cuFuncSetCacheConfig(*f, c) }
+            }
+        };
+        rc.check(|| {
+            format!(
+                "setting the cache preference of kernel `{}`",
+                self.inner.name
+            )
+        })
+    }
+
+    /// Occupancy queries for this kernel on `device`.
+    pub fn occupancy<'a>(&'a self, device: &'a Device) -> Occupancy<'a> {
+        Occupancy {
+            kernel: self,
+            device,
+        }
+    }
+}
+
+/// The attributes of a kernel on one device (`CUfunction_attribute`).
+#[derive(Debug, Clone, Copy)]
+pub struct KernelAttributes<'a> {
+    kernel: &'a Kernel,
+    device: &'a Device,
+}
+
+macro_rules! kernel_attrs {
+    ($($(#[$m:meta])* $name:ident = $attr:ident;)*) => {
+        impl KernelAttributes<'_> {
+            $(
+                $(#[$m])*
+                ///
+                /// # Errors
+                /// The driver's error.
+                pub fn $name(&self) -> Result<i32> {
+                    self.kernel.attribute(sys::$attr, self.device)
+                }
+            )*
+        }
+    };
+}
+
+kernel_attrs! {
+    /// The most threads a block of this kernel can have.
+    max_threads_per_block = CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+    /// Statically allocated shared memory, in bytes.
+    shared_size_bytes = CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES;
+    /// Constant memory, in bytes.
+    const_size_bytes = CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES;
+    /// Local memory per thread, in bytes.
+    local_size_bytes = CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES;
+    /// Registers per thread.
+    num_regs = CU_FUNC_ATTRIBUTE_NUM_REGS;
+    /// The PTX virtual architecture it was compiled for (`90` for 9.0).
+    ptx_version = CU_FUNC_ATTRIBUTE_PTX_VERSION;
+    /// The binary architecture it was compiled for (`90` for 9.0).
+    binary_version = CU_FUNC_ATTRIBUTE_BINARY_VERSION;
+    /// Whether it was compiled with `-Xptxas --dlcm=ca`.
+    cache_mode_ca = CU_FUNC_ATTRIBUTE_CACHE_MODE_CA;
+    /// The most dynamic shared memory a launch may ask for (settable).
+    max_dynamic_shared_size_bytes = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+    /// The preferred shared-memory carveout, in percent (settable).
+    preferred_shared_memory_carveout = CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+    /// Whether a launch must give a cluster size.
+    cluster_size_must_be_set = CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET;
+    /// The required cluster width (settable before first launch).
+    required_cluster_width = CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH;
+    /// The required cluster height.
+    required_cluster_height = CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT;
+    /// The required cluster depth.
+    required_cluster_depth = CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH;
+    /// Whether cluster sizes beyond the portable 8 are allowed (settable).
+    non_portable_cluster_size_allowed = CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED;
+    /// The cluster scheduling policy preference (settable).
+    cluster_scheduling_policy_preference = CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+}
+
+impl KernelAttributes<'_> {
+    /// Sets the most dynamic shared memory a launch may ask for.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn set_max_dynamic_shared_size_bytes(&self, bytes: i32) -> Result<()> {
+        self.kernel.set_attribute(
+            sys::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes,
+            self.device,
+        )
+    }
+
+    /// Sets the preferred shared-memory carveout, in percent (0–100, or -1 for the
+    /// default).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn set_preferred_shared_memory_carveout(&self, percent: i32) -> Result<()> {
+        self.kernel.set_attribute(
+            sys::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+            percent,
+            self.device,
+        )
+    }
+
+    /// Allows cluster sizes beyond the portable maximum of 8.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn set_non_portable_cluster_size_allowed(&self, allowed: bool) -> Result<()> {
+        self.kernel.set_attribute(
+            sys::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+            i32::from(allowed),
+            self.device,
+        )
+    }
+}
+
+/// Occupancy queries for a kernel on one device.
+#[derive(Debug, Clone, Copy)]
+pub struct Occupancy<'a> {
+    kernel: &'a Kernel,
+    device: &'a Device,
+}
+
+impl Occupancy<'_> {
+    /// How many blocks of `block_size` threads using `dynamic_smem` bytes of
+    /// dynamic shared memory fit on one multiprocessor.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn max_active_blocks_per_multiprocessor(
+        &self,
+        block_size: u32,
+        dynamic_smem: usize,
+    ) -> Result<u32> {
+        let f = self.kernel.function(self.device)?;
+        let mut n = 0;
+        let bs = i32::try_from(block_size)
+            .map_err(|_| Error::invalid("an occupancy query", "block size too large"))?;
+        // SAFETY: `n` is valid for writes; a live function in the current context.
+        unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, f, bs, dynamic_smem) }
+            .check(|| format!("asking the occupancy of kernel `{}`", self.kernel.name()))?;
+        Ok(n.max(0) as u32)
+    }
+
+    /// The block size that maximises occupancy and the smallest grid that reaches
+    /// it: `(min_grid_size, block_size)`, for a fixed `dynamic_smem` per block and
+    /// at most `block_size_limit` threads (0: no limit).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn max_potential_block_size(
+        &self,
+        dynamic_smem: usize,
+        block_size_limit: u32,
+    ) -> Result<(u32, u32)> {
+        let f = self.kernel.function(self.device)?;
+        let (mut grid, mut block) = (0, 0);
+        let limit = i32::try_from(block_size_limit).unwrap_or(i32::MAX);
+        // SAFETY: both are valid for writes; no per-block-size callback.
+        unsafe {
+            sys::cuOccupancyMaxPotentialBlockSize(
+                &mut grid,
+                &mut block,
+                f,
+                None,
+                dynamic_smem,
+                limit,
+            )
+        }
+        .check(|| {
+            format!(
+                "asking the best block size of kernel `{}`",
+                self.kernel.name()
+            )
+        })?;
+        Ok((grid.max(0) as u32, block.max(0) as u32))
+    }
+
+    /// The dynamic shared memory available per block when `num_blocks` blocks of
+    /// `block_size` threads run on one multiprocessor.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn available_dynamic_shared_memory_per_block(
+        &self,
+        num_blocks: u32,
+        block_size: u32,
+    ) -> Result<usize> {
+        let f = self.kernel.function(self.device)?;
+        let mut n = 0usize;
+        let nb = i32::try_from(num_blocks)
+            .map_err(|_| Error::invalid("an occupancy query", "too many blocks"))?;
+        let bs = i32::try_from(block_size)
+            .map_err(|_| Error::invalid("an occupancy query", "block size too large"))?;
+        // SAFETY: `n` is valid for writes.
+        unsafe { sys::cuOccupancyAvailableDynamicSMemPerBlock(&mut n, f, nb, bs) }.check(|| {
+            format!(
+                "asking the shared memory of kernel `{}`",
+                self.kernel.name()
+            )
+        })?;
+        Ok(n)
+    }
+
+    /// The largest cluster size a launch of `config` could use
+    /// (`cuOccupancyMaxPotentialClusterSize`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn max_potential_cluster_size(
+        &self,
+        config: &crate::LaunchConfig,
+        stream: &crate::Stream,
+    ) -> Result<u32> {
+        let f = self.kernel.function(self.device)?;
+        let mut attrs = crate::launch::Attrs::default();
+        let cfg = config.raw(stream, &mut attrs);
+        let mut n = 0;
+        // SAFETY: `cfg` and the attributes it points to live for the call.
+        unsafe { sys::cuOccupancyMaxPotentialClusterSize(&mut n, f, &cfg) }
+            .check(|| format!("asking the cluster size of kernel `{}`", self.kernel.name()))?;
+        Ok(n.max(0) as u32)
+    }
+
+    /// How many clusters of `config`'s cluster size can be resident at once
+    /// (`cuOccupancyMaxActiveClusters`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn max_active_clusters(
+        &self,
+        config: &crate::LaunchConfig,
+        stream: &crate::Stream,
+    ) -> Result<u32> {
+        let f = self.kernel.function(self.device)?;
+        let mut attrs = crate::launch::Attrs::default();
+        let cfg = config.raw(stream, &mut attrs);
+        let mut n = 0;
+        // SAFETY: `cfg` and the attributes it points to live for the call.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f, &cfg) }.check(|| {
+            format!(
+                "asking the active clusters of kernel `{}`",
+                self.kernel.name()
+            )
+        })?;
+        Ok(n.max(0) as u32)
+    }
+}
