@@ -33,9 +33,11 @@ mod jit;
 mod kernel;
 mod launch;
 mod library;
+mod linker;
 mod memory;
 mod module;
 mod object;
+mod program;
 mod properties;
 mod stream;
 
@@ -48,6 +50,7 @@ pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
 pub use launch::{DevicePtr, Dim3, KernelArg, LaunchConfig, launch, launch_raw};
 pub use library::{Global, Library, LibraryOptions};
+pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
     ManagedMemoryResource, MemoryKind, MemoryResource, PinnedMemoryResource,
@@ -55,5 +58,8 @@ pub use memory::{
 };
 pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
+pub use program::{
+    CompileTarget, Program, ProgramOptions, SourceCode, nvrtc_supported_archs, nvrtc_version,
+};
 pub use properties::DeviceProperties;
 pub use stream::{Stream, StreamOptions};

@@ -1,0 +1,1250 @@
+//! Run-time compilation: CUDA C++ through NVRTC, NVVM IR through NVVM, and PTX
+//! through the linker (the counterpart of `cuda.core`'s `Program` and
+//! `ProgramOptions`).
+//!
+//! ```no_run
+//! use cuda_core::{CompileTarget, Program, ProgramOptions, SourceCode};
+//!
+//! let src = "template<typename T> __global__ void add(T* x, T v) { x[threadIdx.x] += v; }";
+//! let options = ProgramOptions {
+//!     arch: Some("sm_90".into()),
+//!     std: Some("c++17".into()),
+//!     ..Default::default()
+//! };
+//! let program = Program::new(SourceCode::Cxx(src), options)?;
+//! let cubin = program.compile(CompileTarget::Cubin, &["add<float>"])?;
+//! println!("add<float> is {}", cubin.lowered_name("add<float>"));
+//! # Ok::<(), cuda_core::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::ffi::{CStr, CString, c_char, c_int};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use cuda_bindings::IntoResult as _;
+use cuda_bindings::{nvrtc, nvvm};
+
+use crate::error::{Error, Result, ToolError};
+use crate::linker::{Linker, LinkerOptions};
+use crate::object::{CodeType, ObjectCode};
+
+/// The name a program gets when [`ProgramOptions::name`] is `None`.
+const DEFAULT_NAME: &str = "default_program";
+
+/// The code a [`Program`] compiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceCode<'a> {
+    /// CUDA C++ source, compiled by NVRTC.
+    Cxx(&'a str),
+    /// PTX text: returned as is for [`CompileTarget::Ptx`], assembled and linked by
+    /// the [`Linker`] for [`CompileTarget::Cubin`].
+    Ptx(&'a str),
+    /// NVVM IR, as text (LLVM assembly) or bitcode, compiled by NVVM.
+    Nvvm(&'a [u8]),
+}
+
+/// What [`Program::compile`] produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompileTarget {
+    /// PTX text.
+    Ptx,
+    /// A cubin for one real architecture (needs `arch: Some("sm_XY")`).
+    Cubin,
+    /// LTO-IR for link-time optimisation (needs `link_time_optimization: true`).
+    Ltoir,
+}
+
+impl CompileTarget {
+    /// The kind of [`ObjectCode`] this target produces.
+    pub fn code_type(self) -> CodeType {
+        match self {
+            Self::Ptx => CodeType::Ptx,
+            Self::Cubin => CodeType::Cubin,
+            Self::Ltoir => CodeType::Ltoir,
+        }
+    }
+}
+
+impl fmt::Display for CompileTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Ptx => "PTX",
+            Self::Cubin => "cubin",
+            Self::Ltoir => "LTO-IR",
+        })
+    }
+}
+
+/// How to compile a [`Program`]: NVRTC's options, as `cuda.core`'s
+/// `ProgramOptions` spells them.
+///
+/// Every field defaults to "not given" (the compiler's own default). Build one with
+/// struct-update syntax:
+///
+/// ```
+/// use cuda_core::ProgramOptions;
+///
+/// let options = ProgramOptions {
+///     arch: Some("sm_90".into()),
+///     define_macro: vec![("N".into(), Some("128".into()))],
+///     ..Default::default()
+/// };
+/// let args = options.to_nvrtc_args()?;
+/// assert_eq!(args, ["--gpu-architecture=sm_90", "--define-macro=N=128"]);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+///
+/// For NVVM IR only the options NVVM has a counterpart for apply (see
+/// [`to_nvvm_args`](Self::to_nvvm_args)); the C++ front-end options (`std`, macros,
+/// include paths, diagnostics, …) are ignored. For PTX the code-generation options
+/// go to the [`Linker`] (see [`to_linker_options`](Self::to_linker_options)).
+/// Precompiled-header options have no field: pass them in [`extra`](Self::extra).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramOptions {
+    /// The program's name: the file name in diagnostics and the name of the
+    /// compiled [`ObjectCode`] (`default_program` when `None`).
+    pub name: Option<String>,
+    /// The target architecture: `sm_XY` (real: PTX and a cubin), `compute_XY`
+    /// (virtual: PTX only), either with an `a` or `f` suffix (`sm_90a`). `None`
+    /// leaves the compiler's default (`--gpu-architecture=`).
+    pub arch: Option<String>,
+    /// The C++ dialect, `c++03` to `c++20` (`--std=`).
+    pub std: Option<String>,
+    /// Relocatable device code, for separate compilation and linking
+    /// (`--relocatable-device-code=true`).
+    pub relocatable_device_code: bool,
+    /// Extensible whole-program mode (`--extensible-whole-program`).
+    pub extensible_whole_program: bool,
+    /// Device debug information (`--device-debug`; NVVM `-g`).
+    pub debug: bool,
+    /// Line information (`--generate-line-info`; NVVM `-generate-line-info`).
+    pub lineinfo: bool,
+    /// Device-code optimisation on or off (`--dopt=on|off`; NVVM `-opt=3|0`).
+    pub device_code_optimize: Option<bool>,
+    /// Options for ptxas, each passed as `--ptxas-options=<option>`.
+    pub ptxas_options: Vec<String>,
+    /// The most registers a kernel may use (`--maxrregcount=`); at least 1.
+    pub max_register_count: Option<u32>,
+    /// Flush denormals to zero (`--ftz=`; NVVM `-ftz=`).
+    pub ftz: Option<bool>,
+    /// IEEE-rounded square root (`--prec-sqrt=`; NVVM `-prec-sqrt=`).
+    pub prec_sqrt: Option<bool>,
+    /// IEEE-rounded division and reciprocal (`--prec-div=`; NVVM `-prec-div=`).
+    pub prec_div: Option<bool>,
+    /// Fused multiply-add contraction (`--fmad=`; NVVM `-fma=`).
+    pub fma: Option<bool>,
+    /// Fast math (`--use_fast_math`); for NVVM the `ftz`/`prec_div`/`prec_sqrt`/`fma`
+    /// settings it implies, where those are not given.
+    pub use_fast_math: bool,
+    /// More aggressive device-code vectorisation (`--extra-device-vectorization`).
+    pub extra_device_vectorization: bool,
+    /// Emit LTO-IR for link-time optimisation (`-dlto`; NVVM `-gen-lto`); needed for
+    /// [`CompileTarget::Ltoir`].
+    pub link_time_optimization: bool,
+    /// Optimise the LTO-IR further (`--gen-opt-lto`).
+    pub gen_opt_lto: bool,
+    /// Macros to define: `(name, None)` is `--define-macro=name`, `(name,
+    /// Some(value))` is `--define-macro=name=value`. A name is an identifier,
+    /// optionally with a parameter list (`F(a,b)`).
+    pub define_macro: Vec<(String, Option<String>)>,
+    /// Macros to undefine (`--undefine-macro=`).
+    pub undefine_macro: Vec<String>,
+    /// Directories searched for `#include` (`--include-path=`).
+    pub include_path: Vec<PathBuf>,
+    /// Headers included before the source (`--pre-include=`).
+    pub pre_include: Vec<String>,
+    /// Do not search the source's own directory for includes (`--no-source-include`).
+    pub no_source_include: bool,
+    /// Treat `std::move`/`std::forward` as built-ins (`--builtin-move-forward=`).
+    pub builtin_move_forward: Option<bool>,
+    /// Treat `std::initializer_list` as built-in (`--builtin-initializer-list=`).
+    pub builtin_initializer_list: Option<bool>,
+    /// Suppress all warnings (`--disable-warnings`).
+    pub disable_warnings: bool,
+    /// Assume kernel pointer parameters are `__restrict__` (`--restrict`).
+    pub restrict: bool,
+    /// Treat unannotated functions as `__device__` (`--device-as-default-execution-space`).
+    pub device_as_default_execution_space: bool,
+    /// Allow `__int128` in device code (`--device-int128`).
+    pub device_int128: bool,
+    /// Allow `__float128` in device code (`--device-float128`).
+    pub device_float128: bool,
+    /// Report optimisations of this kind (`--optimization-info=`; NVRTC knows `inline`).
+    pub optimization_info: Option<String>,
+    /// Leave diagnostic numbers out of messages (`--no-display-error-number`).
+    pub no_display_error_number: bool,
+    /// Diagnostics (by number) to turn into errors (`--diag-error=`).
+    pub diag_error: Vec<u32>,
+    /// Diagnostics (by number) to suppress (`--diag-suppress=`).
+    pub diag_suppress: Vec<u32>,
+    /// Diagnostics (by number) to turn into warnings (`--diag-warn=`).
+    pub diag_warn: Vec<u32>,
+    /// Shorter diagnostics (`--brief-diagnostics=`).
+    pub brief_diagnostics: Option<bool>,
+    /// Write the compiler's phase timings to this file, as CSV (`--time=`).
+    pub time: Option<PathBuf>,
+    /// Compile with up to this many threads, 0 for as many as there are CPUs
+    /// (`--split-compile=`).
+    pub split_compile: Option<u32>,
+    /// Check the device code's syntax only (`--fdevice-syntax-only`).
+    pub fdevice_syntax_only: bool,
+    /// Omit some implicit headers, for faster compiles (`--minimal`).
+    pub minimal: bool,
+    /// Do not use the compilation cache (`--no-cache`).
+    pub no_cache: bool,
+    /// Write a Chrome trace of the compile to this file (`--fdevice-time-trace=`).
+    pub fdevice_time_trace: Option<PathBuf>,
+    /// The seed of the compiler's random numbers (`--frandom-seed=`).
+    pub frandom_seed: Option<String>,
+    /// Faster compilation at some cost in code quality: `0`, `min`, `mid` or `max`
+    /// (`--Ofast-compile=`).
+    pub ofast_compile: Option<String>,
+    /// More NVVM IR modules (name, text or bitcode) compiled with an NVVM IR
+    /// program (libdevice, for instance); NVVM only.
+    pub extra_sources: Vec<(String, Vec<u8>)>,
+    /// More options, passed verbatim after all the others.
+    pub extra: Vec<String>,
+}
+
+const OPTIONS_CONTEXT: &str = "checking the program options";
+
+/// An option list under construction: every argument is checked for NUL bytes.
+struct Args {
+    context: &'static str,
+    out: Vec<String>,
+}
+
+impl Args {
+    fn new(context: &'static str) -> Self {
+        Self {
+            context,
+            out: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, field: &str, arg: String) -> Result<()> {
+        if arg.contains('\0') {
+            return Err(Error::invalid(
+                self.context,
+                format!("`{field}` contains a NUL byte: {arg:?}"),
+            ));
+        }
+        self.out.push(arg);
+        Ok(())
+    }
+
+    fn flag(&mut self, on: bool, arg: &str) {
+        if on {
+            self.out.push(arg.to_owned());
+        }
+    }
+
+    fn text(&mut self, field: &str, value: &str, option: &str) -> Result<()> {
+        if value.is_empty() {
+            return Err(Error::invalid(
+                self.context,
+                format!("`{field}` has an empty entry"),
+            ));
+        }
+        self.push(field, format!("{option}{value}"))
+    }
+
+    fn path(&mut self, field: &str, path: &Path, option: &str) -> Result<()> {
+        let Some(p) = path.to_str() else {
+            return Err(Error::invalid(
+                self.context,
+                format!("`{field}` is not valid UTF-8: {}", path.display()),
+            ));
+        };
+        self.text(field, p, option)
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b { "true" } else { "false" }
+}
+
+fn one_zero(b: bool) -> &'static str {
+    if b { "1" } else { "0" }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A macro name: an identifier, optionally with a parameter list (`F(a, b)`,
+/// `F()`, `F(...)`).
+fn is_macro_name(s: &str) -> bool {
+    let Some((name, rest)) = s.split_once('(') else {
+        return is_identifier(s);
+    };
+    let Some(params) = rest.strip_suffix(')') else {
+        return false;
+    };
+    is_identifier(name)
+        && (params.trim().is_empty()
+            || params
+                .split(',')
+                .map(str::trim)
+                .all(|p| p == "..." || is_identifier(p)))
+}
+
+/// A GPU architecture name, as the compilers and the linker spell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Arch {
+    /// `sm_` (a real architecture) rather than `compute_` (a virtual one).
+    pub(crate) real: bool,
+    /// `90` for `sm_90`.
+    pub(crate) number: u32,
+    /// `a` or `f`, for architecture- or family-specific features.
+    pub(crate) suffix: Option<char>,
+}
+
+impl Arch {
+    /// Parses `sm_XY`, `compute_XY`, either with an `a`/`f` suffix.
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        let (real, rest) = if let Some(r) = s.strip_prefix("sm_") {
+            (true, r)
+        } else {
+            (false, s.strip_prefix("compute_")?)
+        };
+        let (digits, suffix) = match rest.strip_suffix(['a', 'f']) {
+            Some(d) => (d, rest.chars().last()),
+            None => (rest, None),
+        };
+        if !(2..=4).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let number = digits.parse().ok()?;
+        (number >= 10).then_some(Self {
+            real,
+            number,
+            suffix,
+        })
+    }
+
+    /// Parses `arch` or says what is wrong with it.
+    pub(crate) fn parse_or_invalid(arch: &str, context: &'static str) -> Result<Self> {
+        Self::parse(arch).ok_or_else(|| {
+            Error::invalid(
+                context,
+                format!(
+                    "`arch` {arch:?} is not a GPU architecture: expected sm_XY or \
+                     compute_XY, optionally with an `a` or `f` suffix (sm_90, sm_90a, \
+                     compute_90)"
+                ),
+            )
+        })
+    }
+
+    /// The virtual architecture (`compute_XY…`) of the same number and suffix.
+    pub(crate) fn virtual_name(self) -> String {
+        let mut s = format!("compute_{}", self.number);
+        s.extend(self.suffix);
+        s
+    }
+}
+
+impl ProgramOptions {
+    /// The options as NVRTC takes them (`--gpu-architecture=sm_90`, …), in
+    /// `cuda.core`'s order, [`extra`](Self::extra) last.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the field, for an `arch` that is not
+    /// `sm_XY`/`compute_XY` (optionally with an `a`/`f` suffix), a macro name that
+    /// is not an identifier, a `std` that is not `c++NN`, a `max_register_count` of
+    /// 0, an unknown `ofast_compile` level, empty entries, non-UTF-8 paths or NUL
+    /// bytes.
+    pub fn to_nvrtc_args(&self) -> Result<Vec<String>> {
+        let mut a = Args::new(OPTIONS_CONTEXT);
+        self.check_name()?;
+        if let Some(arch) = &self.arch {
+            Arch::parse_or_invalid(arch, OPTIONS_CONTEXT)?;
+            a.push("arch", format!("--gpu-architecture={arch}"))?;
+        }
+        if self.relocatable_device_code {
+            a.flag(true, "--relocatable-device-code=true");
+        }
+        a.flag(self.extensible_whole_program, "--extensible-whole-program");
+        a.flag(self.debug, "--device-debug");
+        a.flag(self.lineinfo, "--generate-line-info");
+        if let Some(on) = self.device_code_optimize {
+            a.flag(true, if on { "--dopt=on" } else { "--dopt=off" });
+        }
+        for opt in &self.ptxas_options {
+            a.text("ptxas_options", opt, "--ptxas-options=")?;
+        }
+        if let Some(n) = self.max_register_count {
+            if n == 0 {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    "`max_register_count` must be at least 1",
+                ));
+            }
+            a.out.push(format!("--maxrregcount={n}"));
+        }
+        if let Some(b) = self.ftz {
+            a.out.push(format!("--ftz={}", on_off(b)));
+        }
+        if let Some(b) = self.prec_sqrt {
+            a.out.push(format!("--prec-sqrt={}", on_off(b)));
+        }
+        if let Some(b) = self.prec_div {
+            a.out.push(format!("--prec-div={}", on_off(b)));
+        }
+        if let Some(b) = self.fma {
+            a.out.push(format!("--fmad={}", on_off(b)));
+        }
+        a.flag(self.use_fast_math, "--use_fast_math");
+        a.flag(
+            self.extra_device_vectorization,
+            "--extra-device-vectorization",
+        );
+        a.flag(self.link_time_optimization, "-dlto");
+        a.flag(self.gen_opt_lto, "--gen-opt-lto");
+        for (name, value) in &self.define_macro {
+            if !is_macro_name(name) {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!(
+                        "`define_macro` name {name:?} is not an identifier (optionally with \
+                         a parameter list)"
+                    ),
+                ));
+            }
+            match value {
+                None => a.push("define_macro", format!("--define-macro={name}"))?,
+                Some(v) => a.push("define_macro", format!("--define-macro={name}={v}"))?,
+            }
+        }
+        for name in &self.undefine_macro {
+            if !is_identifier(name) {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!("`undefine_macro` name {name:?} is not an identifier"),
+                ));
+            }
+            a.out.push(format!("--undefine-macro={name}"));
+        }
+        for dir in &self.include_path {
+            a.path("include_path", dir, "--include-path=")?;
+        }
+        for header in &self.pre_include {
+            a.text("pre_include", header, "--pre-include=")?;
+        }
+        a.flag(self.no_source_include, "--no-source-include");
+        if let Some(std) = &self.std {
+            let ok = std
+                .strip_prefix("c++")
+                .is_some_and(|v| v.len() == 2 && v.bytes().all(|b| b.is_ascii_digit()));
+            if !ok {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!("`std` {std:?} is not a C++ dialect (c++11, c++14, c++17, c++20)"),
+                ));
+            }
+            a.out.push(format!("--std={std}"));
+        }
+        if let Some(b) = self.builtin_move_forward {
+            a.out.push(format!("--builtin-move-forward={}", on_off(b)));
+        }
+        if let Some(b) = self.builtin_initializer_list {
+            a.out
+                .push(format!("--builtin-initializer-list={}", on_off(b)));
+        }
+        a.flag(self.disable_warnings, "--disable-warnings");
+        a.flag(self.restrict, "--restrict");
+        a.flag(
+            self.device_as_default_execution_space,
+            "--device-as-default-execution-space",
+        );
+        a.flag(self.device_int128, "--device-int128");
+        a.flag(self.device_float128, "--device-float128");
+        if let Some(info) = &self.optimization_info {
+            a.text("optimization_info", info, "--optimization-info=")?;
+        }
+        a.flag(self.no_display_error_number, "--no-display-error-number");
+        for n in &self.diag_error {
+            a.out.push(format!("--diag-error={n}"));
+        }
+        for n in &self.diag_suppress {
+            a.out.push(format!("--diag-suppress={n}"));
+        }
+        for n in &self.diag_warn {
+            a.out.push(format!("--diag-warn={n}"));
+        }
+        if let Some(b) = self.brief_diagnostics {
+            a.out.push(format!("--brief-diagnostics={}", on_off(b)));
+        }
+        if let Some(path) = &self.time {
+            a.path("time", path, "--time=")?;
+        }
+        if let Some(n) = self.split_compile {
+            a.out.push(format!("--split-compile={n}"));
+        }
+        a.flag(self.fdevice_syntax_only, "--fdevice-syntax-only");
+        a.flag(self.minimal, "--minimal");
+        a.flag(self.no_cache, "--no-cache");
+        if let Some(path) = &self.fdevice_time_trace {
+            a.path("fdevice_time_trace", path, "--fdevice-time-trace=")?;
+        }
+        if let Some(seed) = &self.frandom_seed {
+            a.text("frandom_seed", seed, "--frandom-seed=")?;
+        }
+        if let Some(level) = &self.ofast_compile {
+            if !["0", "min", "mid", "max"].contains(&level.as_str()) {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!("`ofast_compile` {level:?} is not one of 0, min, mid, max"),
+                ));
+            }
+            a.out.push(format!("--Ofast-compile={level}"));
+        }
+        for extra in &self.extra {
+            a.text("extra", extra, "")?;
+        }
+        Ok(a.out)
+    }
+
+    /// The options NVVM understands, as it takes them: `-arch=compute_XY` (an
+    /// `sm_XY` arch becomes `compute_XY`), `-opt=0|3` from
+    /// [`device_code_optimize`](Self::device_code_optimize), `-g`,
+    /// `-generate-line-info`, `-ftz=`/`-prec-div=`/`-prec-sqrt=`/`-fma=` (`0`/`1`,
+    /// implied by `use_fast_math` where not given), `-gen-lto`, then
+    /// [`extra`](Self::extra). Other fields are C++ front-end options and are
+    /// ignored.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a malformed `arch`, or NUL bytes or empty
+    /// entries in `name` or `extra`.
+    pub fn to_nvvm_args(&self) -> Result<Vec<String>> {
+        let mut a = Args::new(OPTIONS_CONTEXT);
+        self.check_name()?;
+        if let Some(arch) = &self.arch {
+            let arch = Arch::parse_or_invalid(arch, OPTIONS_CONTEXT)?;
+            a.out.push(format!("-arch={}", arch.virtual_name()));
+        }
+        if let Some(on) = self.device_code_optimize {
+            a.out.push(if on { "-opt=3" } else { "-opt=0" }.to_owned());
+        }
+        a.flag(self.debug, "-g");
+        a.flag(self.lineinfo, "-generate-line-info");
+        let fast = |explicit: Option<bool>, implied: bool| {
+            explicit.or_else(|| self.use_fast_math.then_some(implied))
+        };
+        if let Some(b) = fast(self.ftz, true) {
+            a.out.push(format!("-ftz={}", one_zero(b)));
+        }
+        if let Some(b) = fast(self.prec_div, false) {
+            a.out.push(format!("-prec-div={}", one_zero(b)));
+        }
+        if let Some(b) = fast(self.prec_sqrt, false) {
+            a.out.push(format!("-prec-sqrt={}", one_zero(b)));
+        }
+        if let Some(b) = fast(self.fma, true) {
+            a.out.push(format!("-fma={}", one_zero(b)));
+        }
+        a.flag(self.link_time_optimization, "-gen-lto");
+        for extra in &self.extra {
+            a.text("extra", extra, "")?;
+        }
+        Ok(a.out)
+    }
+
+    /// The [`LinkerOptions`] that assemble and link PTX compiled with these
+    /// options: `arch`, `max_register_count`, `time` (on when a file is given),
+    /// `debug`, `lineinfo`, `ftz`, `prec_div`, `prec_sqrt`, `fma`,
+    /// `split_compile`, `ptxas_options` and `no_cache` carry over, and the name.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `arch` is not given (the linker needs one).
+    pub fn to_linker_options(&self) -> Result<LinkerOptions> {
+        let Some(arch) = &self.arch else {
+            return Err(Error::invalid(
+                OPTIONS_CONTEXT,
+                "linking needs an `arch` (sm_XY)",
+            ));
+        };
+        Ok(LinkerOptions {
+            name: Some(self.program_name().to_owned()),
+            max_register_count: self.max_register_count,
+            time: self.time.is_some(),
+            debug: self.debug,
+            lineinfo: self.lineinfo,
+            ftz: self.ftz,
+            prec_div: self.prec_div,
+            prec_sqrt: self.prec_sqrt,
+            fma: self.fma,
+            split_compile: self.split_compile,
+            ptxas_options: self.ptxas_options.clone(),
+            no_cache: self.no_cache,
+            ..LinkerOptions::new(arch.clone())
+        })
+    }
+
+    fn program_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(DEFAULT_NAME)
+    }
+
+    fn check_name(&self) -> Result<()> {
+        match &self.name {
+            Some(n) if n.is_empty() || n.contains('\0') => Err(Error::invalid(
+                OPTIONS_CONTEXT,
+                format!("`name` {n:?} is empty or contains a NUL byte"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the options ask NVRTC for LTO-IR (the field, or `-dlto` in `extra`).
+    fn wants_lto(&self) -> bool {
+        self.link_time_optimization
+            || self
+                .extra
+                .iter()
+                .any(|e| e == "-dlto" || e == "--dlink-time-opt")
+    }
+
+    /// The real architecture a cubin is built for, or why there is none.
+    fn real_arch(&self, context: &'static str) -> Result<&str> {
+        match &self.arch {
+            Some(arch) if Arch::parse(arch).is_some_and(|a| a.real) => Ok(arch),
+            Some(arch) => Err(Error::invalid(
+                context,
+                format!(
+                    "a cubin needs a real architecture (sm_XY), but `arch` is {arch:?}; \
+                     compile to PTX for a virtual one"
+                ),
+            )),
+            None => Err(Error::invalid(
+                context,
+                "a cubin needs a real architecture: set `arch: Some(\"sm_XY\".into())`",
+            )),
+        }
+    }
+}
+
+/// The source, owned.
+#[derive(Debug)]
+enum Source {
+    Cxx(CString),
+    Ptx(String),
+    Nvvm(Vec<u8>),
+}
+
+/// A program to compile: CUDA C++ (NVRTC), NVVM IR (NVVM) or PTX (the linker).
+///
+/// [`new`](Self::new) checks the source and options; [`compile`](Self::compile)
+/// compiles to PTX, a cubin or LTO-IR and returns [`ObjectCode`]. Each compile makes
+/// and destroys its own compiler program, so a `Program` may be compiled any number
+/// of times, for several targets, from any thread (`Send + Sync`).
+#[derive(Debug)]
+pub struct Program {
+    source: Source,
+    options: ProgramOptions,
+    log: Mutex<String>,
+}
+
+impl Program {
+    /// A program from source code and options.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for options the backend's argument check
+    /// rejects ([`ProgramOptions::to_nvrtc_args`], [`to_nvvm_args`](ProgramOptions::to_nvvm_args)),
+    /// C++ or PTX source containing a NUL byte, empty NVVM IR, or `extra_sources`
+    /// with a source that is not NVVM IR.
+    pub fn new(code: SourceCode<'_>, options: ProgramOptions) -> Result<Self> {
+        const CONTEXT: &str = "creating a program";
+        if !options.extra_sources.is_empty() && !matches!(code, SourceCode::Nvvm(_)) {
+            return Err(Error::invalid(
+                CONTEXT,
+                "`extra_sources` are NVVM IR modules: they apply to NVVM IR programs only",
+            ));
+        }
+        let source = match code {
+            SourceCode::Cxx(src) => {
+                options.to_nvrtc_args()?;
+                Source::Cxx(CString::new(src).map_err(|e| {
+                    Error::invalid(
+                        CONTEXT,
+                        format!("the C++ source has a NUL byte at {}", e.nul_position()),
+                    )
+                })?)
+            }
+            SourceCode::Ptx(src) => {
+                options.check_name()?;
+                if src.contains('\0') {
+                    return Err(Error::invalid(
+                        CONTEXT,
+                        "the PTX source contains a NUL byte",
+                    ));
+                }
+                Source::Ptx(src.to_owned())
+            }
+            SourceCode::Nvvm(ir) => {
+                options.to_nvvm_args()?;
+                if ir.is_empty() {
+                    return Err(Error::invalid(CONTEXT, "the NVVM IR is empty"));
+                }
+                for (name, module) in &options.extra_sources {
+                    if name.contains('\0') || module.is_empty() {
+                        return Err(Error::invalid(
+                            CONTEXT,
+                            format!(
+                                "`extra_sources` entry {name:?} is empty or its name contains \
+                                 a NUL byte"
+                            ),
+                        ));
+                    }
+                }
+                Source::Nvvm(ir.to_vec())
+            }
+        };
+        Ok(Self {
+            source,
+            options,
+            log: Mutex::new(String::new()),
+        })
+    }
+
+    /// The compiler behind this program: `"NVRTC"` (C++), `"NVVM"` (NVVM IR) or
+    /// `"nvJitLink"` (PTX).
+    pub fn backend(&self) -> &'static str {
+        match self.source {
+            Source::Cxx(_) => "NVRTC",
+            Source::Nvvm(_) => "NVVM",
+            Source::Ptx(_) => "nvJitLink",
+        }
+    }
+
+    /// The options the program was made with.
+    pub fn options(&self) -> &ProgramOptions {
+        &self.options
+    }
+
+    /// The log of the last compilation (warnings included; kept after a
+    /// successful compile too). Empty before the first.
+    pub fn log(&self) -> String {
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_log(&self, log: String) {
+        *self.log.lock().unwrap_or_else(PoisonError::into_inner) = log;
+    }
+
+    /// Compiles to `target`.
+    ///
+    /// `name_expressions` (C++ only) name the kernels and variables to look up
+    /// afterwards, such as `add<float>` or `&counter`: each is instantiated if it
+    /// is a template, and the result's [`ObjectCode::symbol_mapping`] maps it to its
+    /// mangled name.
+    ///
+    /// * C++ goes through NVRTC: PTX, a cubin (needs an `sm_XY` `arch`) or LTO-IR
+    ///   (needs `link_time_optimization`, which gives LTO-IR only).
+    /// * NVVM IR goes through NVVM: PTX or LTO-IR (needs `link_time_optimization`,
+    ///   which is `-gen-lto`); a cubin is linked from that by the [`Linker`].
+    /// * PTX is returned as is for [`CompileTarget::Ptx`] and linked into a cubin by
+    ///   the [`Linker`] for [`CompileTarget::Cubin`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a target the source or options cannot
+    /// produce, name expressions on a non-C++ program, or a name expression with a
+    /// NUL byte; [`Error::Compile`] with the compiler's log when compilation fails;
+    /// [`Error::Tool`] when another compiler call fails (the library missing, for
+    /// instance: the error says where it was searched for).
+    pub fn compile(&self, target: CompileTarget, name_expressions: &[&str]) -> Result<ObjectCode> {
+        if !name_expressions.is_empty() && !matches!(self.source, Source::Cxx(_)) {
+            return Err(Error::invalid(
+                format!("compiling a {} program to {target}", self.backend()),
+                "name expressions apply to C++ programs only",
+            ));
+        }
+        match &self.source {
+            Source::Cxx(src) => self.compile_nvrtc(src, target, name_expressions),
+            Source::Nvvm(ir) => self.compile_nvvm(ir, target),
+            Source::Ptx(ptx) => self.compile_ptx(ptx, target),
+        }
+    }
+
+    fn compile_nvrtc(
+        &self,
+        src: &CStr,
+        target: CompileTarget,
+        name_expressions: &[&str],
+    ) -> Result<ObjectCode> {
+        let opts = &self.options;
+        let name = opts.program_name();
+        let check = "compiling C++ with NVRTC";
+        match target {
+            CompileTarget::Ltoir if !opts.wants_lto() => {
+                return Err(Error::invalid(
+                    check,
+                    "LTO-IR needs `link_time_optimization: true` (NVRTC's -dlto)",
+                ));
+            }
+            CompileTarget::Ptx | CompileTarget::Cubin if opts.wants_lto() => {
+                return Err(Error::invalid(
+                    check,
+                    format!(
+                        "`link_time_optimization` makes NVRTC emit LTO-IR only: compile to \
+                         CompileTarget::Ltoir, or turn it off for {target}"
+                    ),
+                ));
+            }
+            CompileTarget::Cubin => {
+                opts.real_arch(check)?;
+            }
+            _ => {}
+        }
+        let args = cstrings(opts.to_nvrtc_args()?, check)?;
+        let arg_ptrs: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        let num_args = c_int::try_from(arg_ptrs.len())
+            .map_err(|_| Error::invalid(check, "too many options"))?;
+        let mut exprs = Vec::with_capacity(name_expressions.len());
+        for e in name_expressions {
+            let c = CString::new(*e).map_err(|_| {
+                Error::invalid(check, format!("name expression {e:?} contains a NUL byte"))
+            })?;
+            if !exprs.iter().any(|(s, _)| s == e) {
+                exprs.push((*e, c));
+            }
+        }
+        let c_name = CString::new(name)
+            .map_err(|_| Error::invalid(check, "the program name contains a NUL byte"))?;
+
+        let mut prog = NvrtcProgram(std::ptr::null_mut());
+        // SAFETY: `prog.0` is valid for writes; `src` and `c_name` are
+        // NUL-terminated and outlive the call; no headers are passed.
+        unsafe {
+            nvrtc::nvrtcCreateProgram(
+                &mut prog.0,
+                src.as_ptr(),
+                c_name.as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        }
+        .result()
+        .map_err(|e| Error::tool(format!("creating NVRTC program {name}"), e))?;
+        for (expr, c) in &exprs {
+            // SAFETY: `prog` is live; `c` is NUL-terminated and outlives the call.
+            unsafe { nvrtc::nvrtcAddNameExpression(prog.0, c.as_ptr()) }
+                .result()
+                .map_err(|e| {
+                    Error::tool(format!("adding name expression {expr:?} to {name}"), e)
+                })?;
+        }
+        // SAFETY: `prog` is live; `arg_ptrs` holds `num_args` pointers to
+        // NUL-terminated strings in `args`, which outlive the call.
+        let rc = unsafe { nvrtc::nvrtcCompileProgram(prog.0, num_args, arg_ptrs.as_ptr()) };
+        let log = prog
+            .bytes(nvrtc::nvrtcGetProgramLogSize, nvrtc::nvrtcGetProgramLog)
+            .map(|b| text(&b))
+            .unwrap_or_default();
+        self.set_log(log.clone());
+        if let Err(e) = rc.result() {
+            return Err(Error::Compile {
+                context: format!("compiling {name} with NVRTC").into(),
+                log,
+                source: ToolError::Nvrtc(e),
+            });
+        }
+
+        let mut mapping = BTreeMap::new();
+        for (expr, c) in &exprs {
+            let mut lowered: *const c_char = std::ptr::null();
+            // SAFETY: `prog` is live and compiled; `c` was added as a name
+            // expression before compiling; `lowered` is valid for writes.
+            unsafe { nvrtc::nvrtcGetLoweredName(prog.0, c.as_ptr(), &mut lowered) }
+                .result()
+                .map_err(|e| Error::tool(format!("looking up the lowered name of {expr:?}"), e))?;
+            if lowered.is_null() {
+                continue;
+            }
+            // SAFETY: NVRTC returns a NUL-terminated string owned by `prog`, which
+            // is still live; it is copied before `prog` is destroyed.
+            let mangled = unsafe { CStr::from_ptr(lowered) }
+                .to_string_lossy()
+                .into_owned();
+            mapping.insert((*expr).to_owned(), mangled);
+        }
+
+        let (code, what) = match target {
+            CompileTarget::Ptx => (
+                prog.bytes(nvrtc::nvrtcGetPTXSize, nvrtc::nvrtcGetPTX),
+                "PTX",
+            ),
+            CompileTarget::Cubin => (
+                prog.bytes(nvrtc::nvrtcGetCUBINSize, nvrtc::nvrtcGetCUBIN),
+                "cubin",
+            ),
+            CompileTarget::Ltoir => (
+                prog.bytes(nvrtc::nvrtcGetLTOIRSize, nvrtc::nvrtcGetLTOIR),
+                "LTO-IR",
+            ),
+        };
+        let mut code = code.map_err(|e| Error::tool(format!("reading {name}'s {what}"), e))?;
+        if target == CompileTarget::Ptx {
+            strip_nul(&mut code);
+        }
+        if code.is_empty() {
+            return Err(Error::invalid(
+                format!("reading {name}'s {what}"),
+                format!("NVRTC produced no {what} with these options"),
+            ));
+        }
+        Ok(ObjectCode::with_mapping(
+            code,
+            target.code_type(),
+            name.to_owned(),
+            mapping,
+        ))
+    }
+
+    fn compile_nvvm(&self, ir: &[u8], target: CompileTarget) -> Result<ObjectCode> {
+        let opts = &self.options;
+        let check = "compiling NVVM IR with NVVM";
+        match target {
+            CompileTarget::Ptx if opts.link_time_optimization => {
+                return Err(Error::invalid(
+                    check,
+                    "`link_time_optimization` makes NVVM emit LTO-IR: compile to \
+                     CompileTarget::Ltoir, or turn it off for PTX",
+                ));
+            }
+            CompileTarget::Ltoir if !opts.link_time_optimization => {
+                return Err(Error::invalid(
+                    check,
+                    "LTO-IR needs `link_time_optimization: true` (NVVM's -gen-lto)",
+                ));
+            }
+            CompileTarget::Cubin => {
+                // NVVM makes PTX (or LTO-IR); the linker makes the cubin.
+                let arch = opts.real_arch(check)?;
+                let mut lopts = opts.to_linker_options()?;
+                lopts.arch = arch.to_owned();
+                let step = if opts.link_time_optimization {
+                    lopts.link_time_optimization = true;
+                    CompileTarget::Ltoir
+                } else {
+                    CompileTarget::Ptx
+                };
+                let intermediate = self.compile_nvvm(ir, step)?;
+                let nvvm_log = self.log();
+                return link_into_cubin(self, &intermediate, lopts, nvvm_log);
+            }
+            _ => {}
+        }
+        let name = opts.program_name();
+        let args = cstrings(opts.to_nvvm_args()?, check)?;
+        let mut arg_ptrs: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        let num_args = c_int::try_from(arg_ptrs.len())
+            .map_err(|_| Error::invalid(check, "too many options"))?;
+        let mut modules: Vec<(CString, &[u8])> = Vec::with_capacity(1 + opts.extra_sources.len());
+        modules.push((
+            CString::new(name).map_err(|_| Error::invalid(check, "the name has a NUL byte"))?,
+            ir,
+        ));
+        for (n, m) in &opts.extra_sources {
+            modules.push((
+                CString::new(n.as_str())
+                    .map_err(|_| Error::invalid(check, "an extra source name has a NUL byte"))?,
+                m,
+            ));
+        }
+
+        let mut prog = NvvmProgram(std::ptr::null_mut());
+        // SAFETY: `prog.0` is valid for writes.
+        unsafe { nvvm::nvvmCreateProgram(&mut prog.0) }
+            .result()
+            .map_err(|e| Error::tool(format!("creating NVVM program {name}"), e))?;
+        for (module_name, module) in &modules {
+            // SAFETY: `prog` is live; `module` is `module.len()` readable bytes and
+            // `module_name` is NUL-terminated; NVVM copies both.
+            let rc = unsafe {
+                nvvm::nvvmAddModuleToProgram(
+                    prog.0,
+                    module.as_ptr().cast(),
+                    module.len(),
+                    module_name.as_ptr(),
+                )
+            };
+            if let Err(e) = rc.result() {
+                let log = prog.log();
+                self.set_log(log.clone());
+                return Err(Error::Compile {
+                    context: format!(
+                        "adding NVVM IR module {} to {name}",
+                        module_name.to_string_lossy()
+                    )
+                    .into(),
+                    log,
+                    source: ToolError::Nvvm(e),
+                });
+            }
+        }
+        // SAFETY: `prog` is live; `arg_ptrs` holds `num_args` pointers to
+        // NUL-terminated strings in `args`, which outlive the call (NVVM only reads
+        // them, whatever the header's pointer type says).
+        let rc = unsafe { nvvm::nvvmCompileProgram(prog.0, num_args, arg_ptrs.as_mut_ptr()) };
+        let log = prog.log();
+        self.set_log(log.clone());
+        if let Err(e) = rc.result() {
+            return Err(Error::Compile {
+                context: format!("compiling {name} with NVVM").into(),
+                log,
+                source: ToolError::Nvvm(e),
+            });
+        }
+        let mut code = prog
+            .bytes(nvvm::nvvmGetCompiledResultSize, nvvm::nvvmGetCompiledResult)
+            .map_err(|e| Error::tool(format!("reading {name}'s {target}"), e))?;
+        if target == CompileTarget::Ptx {
+            strip_nul(&mut code);
+        }
+        if code.is_empty() {
+            return Err(Error::invalid(
+                format!("reading {name}'s {target}"),
+                format!("NVVM produced no {target}"),
+            ));
+        }
+        Ok(ObjectCode::with_mapping(
+            code,
+            target.code_type(),
+            name.to_owned(),
+            BTreeMap::new(),
+        ))
+    }
+
+    fn compile_ptx(&self, ptx: &str, target: CompileTarget) -> Result<ObjectCode> {
+        let opts = &self.options;
+        let name = opts.program_name().to_owned();
+        let check = "compiling PTX";
+        match target {
+            CompileTarget::Ptx => {
+                self.set_log(String::new());
+                Ok(ObjectCode::with_mapping(
+                    ptx.as_bytes().to_vec(),
+                    CodeType::Ptx,
+                    name,
+                    BTreeMap::new(),
+                ))
+            }
+            CompileTarget::Ltoir => Err(Error::invalid(
+                check,
+                "PTX cannot be turned into LTO-IR; compile to PTX or a cubin",
+            )),
+            CompileTarget::Cubin => {
+                opts.real_arch(check)?;
+                let input = ObjectCode::with_mapping(
+                    ptx.as_bytes().to_vec(),
+                    CodeType::Ptx,
+                    name,
+                    BTreeMap::new(),
+                );
+                link_into_cubin(self, &input, opts.to_linker_options()?, String::new())
+            }
+        }
+    }
+}
+
+/// Links one compiled input into a cubin, recording the linker's log (after
+/// `prefix`, the compiler's) as the program's.
+fn link_into_cubin(
+    program: &Program,
+    input: &ObjectCode,
+    options: LinkerOptions,
+    prefix: String,
+) -> Result<ObjectCode> {
+    let join = |log: String| {
+        if prefix.trim().is_empty() {
+            log
+        } else if log.trim().is_empty() {
+            prefix.clone()
+        } else {
+            format!("{prefix}\n{log}")
+        }
+    };
+    let result = Linker::new(&[input], options).and_then(|linker| {
+        let out = linker.link();
+        program.set_log(join(linker.info_log()));
+        out
+    });
+    if let Err(Error::Compile { log, .. }) = &result {
+        program.set_log(join(log.clone()));
+    }
+    result
+}
+
+fn cstrings(args: Vec<String>, context: &'static str) -> Result<Vec<CString>> {
+    args.into_iter()
+        .map(|a| {
+            CString::new(a).map_err(|e| {
+                Error::invalid(context, format!("option {:?} has a NUL byte", e.into_vec()))
+            })
+        })
+        .collect()
+}
+
+/// Drops a trailing NUL (NVRTC and NVVM count it in PTX and logs).
+pub(crate) fn strip_nul(bytes: &mut Vec<u8>) {
+    while bytes.last() == Some(&0) {
+        bytes.pop();
+    }
+}
+
+/// A log's bytes as text, without the trailing NUL.
+pub(crate) fn text(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// An NVRTC program, destroyed on drop.
+struct NvrtcProgram(nvrtc::nvrtcProgram);
+
+type NvrtcSizeFn = unsafe fn(nvrtc::nvrtcProgram, *mut usize) -> nvrtc::nvrtcResult;
+type NvrtcGetFn = unsafe fn(nvrtc::nvrtcProgram, *mut c_char) -> nvrtc::nvrtcResult;
+
+impl NvrtcProgram {
+    /// One of the program's outputs, through its size and copy functions.
+    fn bytes(&self, size: NvrtcSizeFn, get: NvrtcGetFn) -> Result<Vec<u8>, nvrtc::NvrtcError> {
+        let mut n = 0usize;
+        // SAFETY: the program is live; `n` is valid for writes.
+        unsafe { size(self.0, &mut n) }.result()?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut buf = vec![0u8; n];
+        // SAFETY: `buf` holds the `n` bytes NVRTC said it will write.
+        unsafe { get(self.0, buf.as_mut_ptr().cast()) }.result()?;
+        Ok(buf)
+    }
+}
+
+impl Drop for NvrtcProgram {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: a program created by nvrtcCreateProgram, destroyed once here.
+            let _ = unsafe { nvrtc::nvrtcDestroyProgram(&mut self.0) };
+        }
+    }
+}
+
+/// An NVVM program, destroyed on drop.
+struct NvvmProgram(nvvm::nvvmProgram);
+
+type NvvmSizeFn = unsafe fn(nvvm::nvvmProgram, *mut usize) -> nvvm::nvvmResult;
+type NvvmGetFn = unsafe fn(nvvm::nvvmProgram, *mut c_char) -> nvvm::nvvmResult;
+
+impl NvvmProgram {
+    /// One of the program's outputs, through its size and copy functions.
+    fn bytes(&self, size: NvvmSizeFn, get: NvvmGetFn) -> Result<Vec<u8>, nvvm::NvvmError> {
+        let mut n = 0usize;
+        // SAFETY: the program is live; `n` is valid for writes.
+        unsafe { size(self.0, &mut n) }.result()?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut buf = vec![0u8; n];
+        // SAFETY: `buf` holds the `n` bytes NVVM said it will write.
+        unsafe { get(self.0, buf.as_mut_ptr().cast()) }.result()?;
+        Ok(buf)
+    }
+
+    /// The program's log (empty if it cannot be read).
+    fn log(&self) -> String {
+        self.bytes(nvvm::nvvmGetProgramLogSize, nvvm::nvvmGetProgramLog)
+            .map(|b| text(&b))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for NvvmProgram {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: a program created by nvvmCreateProgram, destroyed once here.
+            let _ = unsafe { nvvm::nvvmDestroyProgram(&mut self.0) };
+        }
+    }
+}
+
+/// The version of the loaded NVRTC, as `(major, minor)`.
+///
+/// # Errors
+/// [`Error::Tool`] when NVRTC cannot be loaded (the error says where it was
+/// searched for).
+pub fn nvrtc_version() -> Result<(i32, i32)> {
+    let v = nvrtc::version().map_err(|e| Error::tool("querying the NVRTC version", e))?;
+    Ok((v.major, v.minor))
+}
+
+/// The architectures the loaded NVRTC can compile for, as numbers (`90` for
+/// `sm_90`), in ascending order.
+///
+/// # Errors
+/// [`Error::Tool`] when NVRTC cannot be loaded or asked.
+pub fn nvrtc_supported_archs() -> Result<Vec<i32>> {
+    const CONTEXT: &str = "querying NVRTC's supported architectures";
+    let mut n: c_int = 0;
+    // SAFETY: `n` is valid for writes.
+    unsafe { nvrtc::nvrtcGetNumSupportedArchs(&mut n) }
+        .result()
+        .map_err(|e| Error::tool(CONTEXT, e))?;
+    let mut archs = vec![0 as c_int; usize::try_from(n).unwrap_or(0)];
+    if archs.is_empty() {
+        return Ok(archs);
+    }
+    // SAFETY: `archs` has room for the `n` entries NVRTC reported.
+    unsafe { nvrtc::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
+        .result()
+        .map_err(|e| Error::tool(CONTEXT, e))?;
+    Ok(archs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_names_parse() {
+        let a = Arch::parse("sm_90a").map(|a| (a.real, a.number, a.suffix));
+        assert_eq!(a, Some((true, 90, Some('a'))));
+        let a = Arch::parse("compute_120f").map(|a| (a.real, a.number, a.suffix));
+        assert_eq!(a, Some((false, 120, Some('f'))));
+        for bad in [
+            "sm90",
+            "sm_",
+            "sm_9",
+            "sm_9x",
+            "gfx90",
+            "compute_90b",
+            "sm_90 ",
+        ] {
+            assert!(Arch::parse(bad).is_none(), "{bad}");
+        }
+        assert_eq!(
+            Arch::parse("sm_90a").map(Arch::virtual_name).as_deref(),
+            Some("compute_90a")
+        );
+    }
+
+    #[test]
+    fn macro_names() {
+        for ok in ["N", "_x1", "F(a,b)", "F()", "F(a, ...)"] {
+            assert!(is_macro_name(ok), "{ok}");
+        }
+        for bad in ["", "1N", "A-B", "F(a", "F(1)", "A B"] {
+            assert!(!is_macro_name(bad), "{bad}");
+        }
+    }
+}

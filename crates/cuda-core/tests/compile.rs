@@ -1,0 +1,805 @@
+//! Compilation and linking without a GPU: C++ through NVRTC, NVVM IR through NVVM,
+//! PTX and relocatable code through nvJitLink, option checking and error logs.
+//! Each test skips (saying so) without the library it needs, and fails without it
+//! when `CUDA_RS_REQUIRE_WHEELS=1`.
+
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cuda_core::{
+    CodeType, CompileTarget, Error, Linker, LinkerBackend, LinkerOptions, ObjectCode, Program,
+    ProgramOptions, SourceCode, ToolError, nvrtc_supported_archs, nvrtc_version,
+};
+use cuda_rs_tests::require_libs;
+
+const ELF: &[u8] = b"\x7fELF";
+
+const SAXPY: &str = "extern \"C\" __global__ void saxpy(float a, const float* x, float* y, int n) {\n\
+  int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+  if (i < n) y[i] = a * x[i] + y[i];\n}\n";
+
+const CALLER: &str = "extern __device__ float scale(float x);\n\
+extern \"C\" __global__ void apply(float* p) { p[threadIdx.x] = scale(p[threadIdx.x]); }\n";
+const CALLEE: &str = "__device__ float scale(float x) { return 3.0f * x; }\n";
+
+/// The NVVM IR sample of `crates/cuda-bindings/tests/cpu.rs`.
+const NVVM_IR: &str = r#"target datalayout = "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+
+define void @ave(i32 %a, i32 %b, i32* %c) {
+entry:
+  %add = add nsw i32 %a, %b
+  %div = sdiv i32 %add, 2
+  store i32 %div, i32* %c, align 4
+  ret void
+}
+
+!nvvm.annotations = !{!0}
+!0 = !{void (i32, i32, i32*)* @ave, !"kernel", i32 1}
+!nvvmir.version = !{!1}
+!1 = !{i32 2, i32 0, i32 3, i32 1}
+"#;
+
+fn sm90() -> ProgramOptions {
+    ProgramOptions {
+        arch: Some("sm_90".into()),
+        ..Default::default()
+    }
+}
+
+fn rdc(lto: bool) -> ProgramOptions {
+    ProgramOptions {
+        relocatable_device_code: true,
+        link_time_optimization: lto,
+        ..sm90()
+    }
+}
+
+fn cxx(src: &str, options: ProgramOptions, target: CompileTarget) -> ObjectCode {
+    Program::new(SourceCode::Cxx(src), options)
+        .unwrap()
+        .compile(target, &[])
+        .unwrap()
+}
+
+fn is_invalid(r: Result<impl std::fmt::Debug, Error>, needle: &str) {
+    match r {
+        Err(e @ Error::InvalidArgument { .. }) => {
+            assert!(e.to_string().contains(needle), "{e} (expected {needle:?})")
+        }
+        other => panic!("expected InvalidArgument mentioning {needle:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn cxx_compiles_to_ptx_cubin_and_ltoir() {
+    require_libs!("nvrtc");
+    let (major, _) = nvrtc_version().unwrap();
+    assert!(major >= 12);
+    let archs = nvrtc_supported_archs().unwrap();
+    assert!(archs.contains(&90), "{archs:?}");
+    assert!(archs.windows(2).all(|w| w[0] < w[1]), "{archs:?}");
+
+    let program = Program::new(
+        SourceCode::Cxx(SAXPY),
+        ProgramOptions {
+            name: Some("saxpy.cu".into()),
+            ..sm90()
+        },
+    )
+    .unwrap();
+    assert_eq!(program.backend(), "NVRTC");
+    let ptx = program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert_eq!(ptx.code_type(), CodeType::Ptx);
+    assert_eq!(ptx.name(), "saxpy.cu");
+    let text = std::str::from_utf8(ptx.code()).unwrap();
+    assert!(
+        text.contains(".entry saxpy") && text.contains(".target sm_90"),
+        "{text}"
+    );
+    assert!(!text.ends_with('\0'));
+    assert!(ptx.symbol_mapping().is_empty());
+
+    let cubin = program.compile(CompileTarget::Cubin, &[]).unwrap();
+    assert_eq!(cubin.code_type(), CodeType::Cubin);
+    assert!(cubin.code().starts_with(ELF));
+
+    // A virtual architecture gives PTX, and no architecture NVRTC's default.
+    let virt = ProgramOptions {
+        arch: Some("compute_90".into()),
+        ..Default::default()
+    };
+    assert!(!cxx(SAXPY, virt, CompileTarget::Ptx).code().is_empty());
+    assert!(
+        !cxx(SAXPY, ProgramOptions::default(), CompileTarget::Ptx)
+            .code()
+            .is_empty()
+    );
+
+    let lto = ProgramOptions {
+        link_time_optimization: true,
+        ..sm90()
+    };
+    let ltoir = cxx(SAXPY, lto, CompileTarget::Ltoir);
+    assert_eq!(ltoir.code_type(), CodeType::Ltoir);
+    assert!(!ltoir.code().is_empty());
+    // With -dlto NVRTC makes LTO-IR only.
+    let lto_only = Program::new(
+        SourceCode::Cxx(SAXPY),
+        ProgramOptions {
+            link_time_optimization: true,
+            ..sm90()
+        },
+    )
+    .unwrap();
+    is_invalid(lto_only.compile(CompileTarget::Ptx, &[]), "LTO-IR only");
+    is_invalid(lto_only.compile(CompileTarget::Cubin, &[]), "LTO-IR only");
+    // The log is kept after success (empty or warnings only here).
+    assert!(!program.log().contains("error"), "{}", program.log());
+}
+
+#[test]
+fn template_kernels_by_name_expression() {
+    require_libs!("nvrtc");
+    let src = "template<typename T> __global__ void add(T* x, T v) { x[threadIdx.x] += v; }\n";
+    let program = Program::new(SourceCode::Cxx(src), sm90()).unwrap();
+    let ptx = program
+        .compile(
+            CompileTarget::Ptx,
+            &["add<float>", "add<int>", "add<float>"],
+        )
+        .unwrap();
+    let map = ptx.symbol_mapping();
+    assert_eq!(map.len(), 2, "{map:?}");
+    assert_eq!(map["add<float>"], "_Z3addIfEvPT_S0_");
+    assert_eq!(map["add<int>"], "_Z3addIiEvPT_S0_");
+    let text = std::str::from_utf8(ptx.code()).unwrap();
+    for mangled in map.values() {
+        assert!(
+            text.contains(&format!(".entry {mangled}")),
+            "{mangled}\n{text}"
+        );
+    }
+    assert_eq!(ptx.lowered_name("add<int>"), "_Z3addIiEvPT_S0_");
+    assert_eq!(ptx.lowered_name("other"), "other");
+    // The mapping comes with every target, and survives linking.
+    let rdc_program = Program::new(SourceCode::Cxx(src), rdc(false)).unwrap();
+    let cubin = rdc_program
+        .compile(CompileTarget::Cubin, &["add<float>"])
+        .unwrap();
+    assert_eq!(cubin.symbol_mapping()["add<float>"], "_Z3addIfEvPT_S0_");
+    let linked = Linker::new(&[&cubin], LinkerOptions::new("sm_90"))
+        .unwrap()
+        .link()
+        .unwrap();
+    assert_eq!(linked.symbol_mapping()["add<float>"], "_Z3addIfEvPT_S0_");
+    // A name expression that names nothing fails to compile, with a log.
+    let e = program
+        .compile(CompileTarget::Ptx, &["no_such_kernel<float>"])
+        .unwrap_err();
+    assert!(matches!(e, Error::Compile { .. }), "{e}");
+    assert!(e.log().unwrap().contains("no_such_kernel"), "{e}");
+}
+
+#[test]
+fn compile_errors_carry_the_log() {
+    require_libs!("nvrtc");
+    let program = Program::new(
+        SourceCode::Cxx("__global__ void k(int* p) { *p = undefined_name; }\n"),
+        ProgramOptions {
+            name: Some("bad.cu".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let e = program.compile(CompileTarget::Ptx, &[]).unwrap_err();
+    let Error::Compile {
+        log,
+        source,
+        context,
+        ..
+    } = &e
+    else {
+        panic!("expected a compile error, got {e:?}");
+    };
+    assert!(matches!(source, ToolError::Nvrtc(_)), "{source:?}");
+    assert!(context.contains("bad.cu"), "{context}");
+    assert!(
+        log.contains("undefined_name") && log.contains("bad.cu"),
+        "{log}"
+    );
+    assert_eq!(e.log(), Some(log.as_str()));
+    let msg = e.to_string();
+    assert!(
+        msg.contains("NVRTC_ERROR_COMPILATION") && msg.contains("undefined_name"),
+        "{msg}"
+    );
+    assert_eq!(program.log(), *log);
+    // An option NVRTC does not know fails the compile too.
+    let opts = ProgramOptions {
+        extra: vec!["--no-such-option".into()],
+        ..Default::default()
+    };
+    let e = Program::new(SourceCode::Cxx(SAXPY), opts)
+        .unwrap()
+        .compile(CompileTarget::Ptx, &[])
+        .unwrap_err();
+    assert!(e.to_string().contains("NVRTC_ERROR_INVALID_OPTION"), "{e}");
+}
+
+#[test]
+fn options_are_checked_before_compiling() {
+    require_libs!("nvrtc");
+    let args = ProgramOptions {
+        name: Some("x.cu".into()),
+        std: Some("c++17".into()),
+        debug: true,
+        lineinfo: true,
+        device_code_optimize: Some(false),
+        max_register_count: Some(32),
+        ftz: Some(true),
+        fma: Some(false),
+        use_fast_math: true,
+        relocatable_device_code: true,
+        link_time_optimization: true,
+        define_macro: vec![("A".into(), None), ("F(x)".into(), Some("(x)*2".into()))],
+        undefine_macro: vec!["B".into()],
+        include_path: vec!["/inc".into()],
+        pre_include: vec!["pre.h".into()],
+        diag_suppress: vec![177, 550],
+        split_compile: Some(0),
+        ptxas_options: vec!["-v".into()],
+        extra: vec!["--extra-thing".into()],
+        ..sm90()
+    }
+    .to_nvrtc_args()
+    .unwrap();
+    assert_eq!(
+        args,
+        [
+            "--gpu-architecture=sm_90",
+            "--relocatable-device-code=true",
+            "--device-debug",
+            "--generate-line-info",
+            "--dopt=off",
+            "--ptxas-options=-v",
+            "--maxrregcount=32",
+            "--ftz=true",
+            "--fmad=false",
+            "--use_fast_math",
+            "-dlto",
+            "--define-macro=A",
+            "--define-macro=F(x)=(x)*2",
+            "--undefine-macro=B",
+            "--include-path=/inc",
+            "--pre-include=pre.h",
+            "--std=c++17",
+            "--diag-suppress=177",
+            "--diag-suppress=550",
+            "--split-compile=0",
+            "--extra-thing",
+        ]
+    );
+    let nvvm = ProgramOptions {
+        arch: Some("sm_90a".into()),
+        debug: true,
+        device_code_optimize: Some(true),
+        use_fast_math: true,
+        prec_div: Some(true),
+        link_time_optimization: true,
+        std: Some("c++17".into()),
+        ..Default::default()
+    }
+    .to_nvvm_args()
+    .unwrap();
+    assert_eq!(
+        nvvm,
+        [
+            "-arch=compute_90a",
+            "-opt=3",
+            "-g",
+            "-ftz=1",
+            "-prec-div=1",
+            "-prec-sqrt=0",
+            "-fma=1",
+            "-gen-lto"
+        ]
+    );
+
+    let bad = |o: ProgramOptions, needle: &str| {
+        is_invalid(o.to_nvrtc_args(), needle);
+        is_invalid(Program::new(SourceCode::Cxx(SAXPY), o), needle);
+    };
+    for arch in ["sm90", "sm_9", "gfx90a", "compute_90x", ""] {
+        bad(
+            ProgramOptions {
+                arch: Some(arch.into()),
+                ..Default::default()
+            },
+            "`arch`",
+        );
+    }
+    for name in ["1X", "A-B", "", "F(1)", "A B"] {
+        bad(
+            ProgramOptions {
+                define_macro: vec![(name.into(), None)],
+                ..Default::default()
+            },
+            "`define_macro`",
+        );
+    }
+    bad(
+        ProgramOptions {
+            undefine_macro: vec!["X=1".into()],
+            ..Default::default()
+        },
+        "`undefine_macro`",
+    );
+    bad(
+        ProgramOptions {
+            define_macro: vec![("X".into(), Some("a\0b".into()))],
+            ..Default::default()
+        },
+        "NUL",
+    );
+    bad(
+        ProgramOptions {
+            extra: vec!["-a\0".into()],
+            ..Default::default()
+        },
+        "NUL",
+    );
+    bad(
+        ProgramOptions {
+            std: Some("gnu++17".into()),
+            ..Default::default()
+        },
+        "`std`",
+    );
+    bad(
+        ProgramOptions {
+            max_register_count: Some(0),
+            ..Default::default()
+        },
+        "max_register_count",
+    );
+    bad(
+        ProgramOptions {
+            ofast_compile: Some("fastest".into()),
+            ..Default::default()
+        },
+        "ofast_compile",
+    );
+    bad(
+        ProgramOptions {
+            name: Some("a\0b".into()),
+            ..Default::default()
+        },
+        "`name`",
+    );
+    // NVVM IR modules do not go with C++.
+    let extra = ProgramOptions {
+        extra_sources: vec![("m".into(), b"x".to_vec())],
+        ..Default::default()
+    };
+    is_invalid(Program::new(SourceCode::Cxx(SAXPY), extra), "extra_sources");
+    is_invalid(
+        Program::new(SourceCode::Cxx("a\0b"), ProgramOptions::default()),
+        "NUL",
+    );
+
+    // Targets the options cannot produce.
+    let no_arch = Program::new(SourceCode::Cxx(SAXPY), ProgramOptions::default()).unwrap();
+    is_invalid(
+        no_arch.compile(CompileTarget::Cubin, &[]),
+        "real architecture",
+    );
+    let virt = ProgramOptions {
+        arch: Some("compute_90".into()),
+        ..Default::default()
+    };
+    let virt = Program::new(SourceCode::Cxx(SAXPY), virt).unwrap();
+    is_invalid(virt.compile(CompileTarget::Cubin, &[]), "compute_90");
+    let no_lto = Program::new(SourceCode::Cxx(SAXPY), sm90()).unwrap();
+    is_invalid(
+        no_lto.compile(CompileTarget::Ltoir, &[]),
+        "link_time_optimization",
+    );
+    is_invalid(no_lto.compile(CompileTarget::Ptx, &["a\0"]), "NUL");
+
+    // The linker's options.
+    let args = LinkerOptions {
+        link_time_optimization: true,
+        optimization_level: Some(3),
+        max_register_count: Some(64),
+        ftz: Some(false),
+        kernels_used: vec!["apply".into()],
+        ptxas_options: vec!["-v".into()],
+        ..LinkerOptions::new("sm_90")
+    }
+    .to_nvjitlink_args()
+    .unwrap();
+    assert_eq!(
+        args,
+        [
+            "-arch=sm_90",
+            "-maxrregcount=64",
+            "-lto",
+            "-O3",
+            "-ftz=false",
+            "-kernels-used=apply",
+            "-Xptxas=-v"
+        ]
+    );
+    is_invalid(LinkerOptions::default().to_nvjitlink_args(), "required");
+    is_invalid(LinkerOptions::new("sm90").to_nvjitlink_args(), "`arch`");
+    is_invalid(
+        LinkerOptions::new("compute_90").to_nvjitlink_args(),
+        "virtual",
+    );
+    let ptx_out = LinkerOptions {
+        ptx: true,
+        ..LinkerOptions::new("compute_90")
+    };
+    assert!(ptx_out.to_nvjitlink_args().is_ok());
+    let o = LinkerOptions {
+        optimization_level: Some(4),
+        ..LinkerOptions::new("sm_90")
+    };
+    is_invalid(o.to_nvjitlink_args(), "optimization_level");
+    let o = LinkerOptions {
+        extra: vec![String::new()],
+        ..LinkerOptions::new("sm_90")
+    };
+    is_invalid(o.to_nvjitlink_args(), "`extra`");
+    is_invalid(Linker::new(&[], LinkerOptions::new("sm_90")), "no inputs");
+}
+
+#[test]
+fn defines_and_include_paths_take_effect() {
+    require_libs!("nvrtc");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("scale.h"),
+        "#pragma once\n#define SCALE_BY 7.0f\n",
+    )
+    .unwrap();
+    let src = "#include \"scale.h\"\n\
+        #ifndef LIMIT\n#error LIMIT is not defined\n#endif\n\
+        #ifdef GONE\n#error GONE is defined\n#endif\n\
+        extern \"C\" __global__ void scaled(float* p) {\n\
+          if (threadIdx.x < LIMIT) p[threadIdx.x] *= SCALE_BY * TWICE(1.5f);\n}\n\
+        #if ENABLE_EXTRA\nextern \"C\" __global__ void extra_kernel() {}\n#endif\n";
+    let options = ProgramOptions {
+        include_path: vec![dir.path().to_path_buf()],
+        define_macro: vec![
+            ("LIMIT".into(), Some("12345".into())),
+            ("TWICE(x)".into(), Some("((x) * 2)".into())),
+            ("ENABLE_EXTRA".into(), None),
+            ("GONE".into(), None),
+        ],
+        undefine_macro: vec!["GONE".into()],
+        name: Some("scaled.cu".into()),
+        ..sm90()
+    };
+    let ptx = cxx(src, options.clone(), CompileTarget::Ptx);
+    let text = std::str::from_utf8(ptx.code()).unwrap();
+    assert!(text.contains(".entry scaled"), "{text}");
+    // `i < 12345` compiles to `i > 12344` or the like.
+    assert!(
+        text.contains("12345") || text.contains("12344"),
+        "LIMIT did not reach the code:\n{text}"
+    );
+    assert!(text.contains(".entry extra_kernel"), "{text}");
+    // 7 * 3 = 21 = 0x41A80000: SCALE_BY and TWICE folded into one constant.
+    assert!(text.contains("0f41A80000"), "{text}");
+
+    // Without the include path the header is not found; the log says which.
+    let e = Program::new(
+        SourceCode::Cxx(src),
+        ProgramOptions {
+            include_path: Vec::new(),
+            ..options.clone()
+        },
+    )
+    .unwrap()
+    .compile(CompileTarget::Ptx, &[])
+    .unwrap_err();
+    assert!(e.log().unwrap().contains("scale.h"), "{e}");
+    // Without LIMIT the #error fires.
+    let e = Program::new(
+        SourceCode::Cxx(src),
+        ProgramOptions {
+            define_macro: Vec::new(),
+            ..options
+        },
+    )
+    .unwrap()
+    .compile(CompileTarget::Ptx, &[])
+    .unwrap_err();
+    assert!(e.log().unwrap().contains("LIMIT is not defined"), "{e}");
+}
+
+#[test]
+fn nvvm_ir_compiles_to_ptx_and_ltoir() {
+    require_libs!("nvvm");
+    let options = ProgramOptions {
+        arch: Some("sm_90".into()),
+        name: Some("ave".into()),
+        ..Default::default()
+    };
+    let program = Program::new(SourceCode::Nvvm(NVVM_IR.as_bytes()), options.clone()).unwrap();
+    assert_eq!(program.backend(), "NVVM");
+    let ptx = program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert_eq!(ptx.code_type(), CodeType::Ptx);
+    let text = std::str::from_utf8(ptx.code()).unwrap();
+    assert!(text.contains(".entry ave"), "{text}");
+    assert!(text.contains(".target sm_90"), "{text}");
+    is_invalid(
+        program.compile(CompileTarget::Ltoir, &[]),
+        "link_time_optimization",
+    );
+    is_invalid(program.compile(CompileTarget::Ptx, &["ave"]), "C++");
+    // Line information and explicit optimisation are NVVM options too.
+    let lineinfo = ProgramOptions {
+        lineinfo: true,
+        device_code_optimize: Some(false),
+        ..options.clone()
+    };
+    let ptx = Program::new(SourceCode::Nvvm(NVVM_IR.as_bytes()), lineinfo)
+        .unwrap()
+        .compile(CompileTarget::Ptx, &[])
+        .unwrap();
+    assert!(ptx.code().starts_with(b"//"), "{ptx:?}");
+
+    let lto = ProgramOptions {
+        link_time_optimization: true,
+        ..options
+    };
+    let program = Program::new(SourceCode::Nvvm(NVVM_IR.as_bytes()), lto).unwrap();
+    let ltoir = program.compile(CompileTarget::Ltoir, &[]).unwrap();
+    assert_eq!(ltoir.code_type(), CodeType::Ltoir);
+    assert!(!ltoir.code().is_empty());
+    is_invalid(program.compile(CompileTarget::Ptx, &[]), "LTO-IR");
+
+    // Garbage is a compile error with NVVM's error.
+    let bad = Program::new(
+        SourceCode::Nvvm(b"this is not IR"),
+        ProgramOptions::default(),
+    )
+    .unwrap()
+    .compile(CompileTarget::Ptx, &[])
+    .unwrap_err();
+    assert!(
+        matches!(
+            bad,
+            Error::Compile {
+                source: ToolError::Nvvm(_),
+                ..
+            }
+        ),
+        "{bad:?}"
+    );
+    is_invalid(
+        Program::new(SourceCode::Nvvm(b""), ProgramOptions::default()),
+        "empty",
+    );
+}
+
+#[test]
+fn nvvm_ir_links_into_a_cubin() {
+    require_libs!("nvvm", "nvJitLink");
+    for lto in [false, true] {
+        let options = ProgramOptions {
+            link_time_optimization: lto,
+            ..sm90()
+        };
+        let cubin = Program::new(SourceCode::Nvvm(NVVM_IR.as_bytes()), options)
+            .unwrap()
+            .compile(CompileTarget::Cubin, &[])
+            .unwrap();
+        assert_eq!(cubin.code_type(), CodeType::Cubin);
+        assert!(cubin.code().starts_with(ELF), "lto: {lto}");
+    }
+}
+
+#[test]
+fn ptx_is_kept_or_linked_into_a_cubin() {
+    require_libs!("nvrtc", "nvJitLink");
+    let ptx = cxx(SAXPY, sm90(), CompileTarget::Ptx);
+    let text = std::str::from_utf8(ptx.code()).unwrap();
+    let program = Program::new(
+        SourceCode::Ptx(text),
+        ProgramOptions {
+            name: Some("saxpy.ptx".into()),
+            ..sm90()
+        },
+    )
+    .unwrap();
+    assert_eq!(program.backend(), "nvJitLink");
+    let same = program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert_eq!(same.code(), ptx.code());
+    assert_eq!(same.code_type(), CodeType::Ptx);
+    let cubin = program.compile(CompileTarget::Cubin, &[]).unwrap();
+    assert!(cubin.code().starts_with(ELF));
+    assert_eq!(cubin.name(), "saxpy.ptx");
+    is_invalid(program.compile(CompileTarget::Ltoir, &[]), "LTO-IR");
+    let no_arch = Program::new(SourceCode::Ptx(text), ProgramOptions::default()).unwrap();
+    is_invalid(
+        no_arch.compile(CompileTarget::Cubin, &[]),
+        "real architecture",
+    );
+
+    // Through the linker directly, with the info log.
+    let linker = Linker::new(
+        &[&ptx],
+        LinkerOptions {
+            verbose: true,
+            ..LinkerOptions::new("sm_90")
+        },
+    )
+    .unwrap();
+    assert_eq!(linker.backend(), LinkerBackend::NvJitLink);
+    let linked = linker.link().unwrap();
+    assert!(linked.code().starts_with(ELF));
+    assert_eq!(linked.code_type(), CodeType::Cubin);
+    // A second link returns the same result.
+    assert_eq!(linker.link().unwrap().code(), linked.code());
+    assert!(linker.error_log().is_empty(), "{}", linker.error_log());
+
+    // Broken PTX fails when added, with nvJitLink's log.
+    let broken = ObjectCode::from_ptx(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n",
+    )
+    .unwrap();
+    let e = Linker::new(&[&broken], LinkerOptions::new("sm_90"))
+        .and_then(|l| l.link())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Compile {
+                source: ToolError::NvJitLink(_),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(!e.log().unwrap().is_empty(), "{e}");
+}
+
+#[test]
+fn relocatable_cubins_and_ltoir_link() {
+    require_libs!("nvrtc", "nvJitLink");
+    let caller = cxx(CALLER, rdc(false), CompileTarget::Cubin);
+    let callee = cxx(CALLEE, rdc(false), CompileTarget::Cubin);
+    let linker = Linker::new(&[&caller, &callee], LinkerOptions::new("sm_90")).unwrap();
+    assert_eq!(linker.backend(), LinkerBackend::NvJitLink);
+    let linked = linker.link().unwrap();
+    assert!(linked.code().starts_with(ELF));
+    assert_eq!(linked.name(), "linked");
+
+    let caller = cxx(CALLER, rdc(true), CompileTarget::Ltoir);
+    let callee = cxx(CALLEE, rdc(true), CompileTarget::Ltoir);
+    let lto = LinkerOptions {
+        name: Some("lto".into()),
+        link_time_optimization: true,
+        ..LinkerOptions::new("sm_90")
+    };
+    let linker = Linker::new(&[&caller, &callee], lto.clone()).unwrap();
+    let linked = linker.link().unwrap();
+    assert!(linked.code().starts_with(ELF));
+    assert_eq!(linked.name(), "lto");
+    // LTO to PTX.
+    let to_ptx = LinkerOptions {
+        ptx: true,
+        ..lto.clone()
+    };
+    let ptx = Linker::new(&[&caller, &callee], to_ptx)
+        .unwrap()
+        .link()
+        .unwrap();
+    assert_eq!(ptx.code_type(), CodeType::Ptx);
+    let text = std::str::from_utf8(ptx.code()).unwrap();
+    assert!(text.contains(".entry apply"), "{text}");
+
+    // Without the callee, `scale` is undefined: a link error with a log.
+    let linker = Linker::new(&[&caller], lto).unwrap();
+    let e = linker.link().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Compile {
+                source: ToolError::NvJitLink(_),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let log = e.log().unwrap();
+    assert!(!log.is_empty(), "{e}");
+    assert_eq!(linker.error_log(), log);
+    let caller = cxx(CALLER, rdc(false), CompileTarget::Cubin);
+    let e = Linker::new(&[&caller], LinkerOptions::new("sm_90"))
+        .unwrap()
+        .link()
+        .unwrap_err();
+    assert!(e.log().is_some_and(|l| l.contains("scale")), "{e}");
+}
+
+#[test]
+fn programs_and_linkers_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Program>();
+    send_sync::<Linker>();
+    send_sync::<ProgramOptions>();
+    send_sync::<LinkerOptions>();
+}
+
+/// PTX for any architecture from sm_52 up, written by hand so that the driver's
+/// linker can be tried without NVRTC.
+const HAND_PTX: &str = ".version 7.0\n.target sm_52\n.address_size 64\n\n\
+.visible .entry twice(.param .u64 p)\n{\n\
+  .reg .b64 %rd<3>;\n  .reg .f32 %f<3>;\n\
+  ld.param.u64 %rd1, [p];\n  cvta.to.global.u64 %rd2, %rd1;\n\
+  ld.global.f32 %f1, [%rd2];\n  add.f32 %f2, %f1, %f1;\n  st.global.f32 [%rd2], %f2;\n  ret;\n}\n";
+
+/// The driver's JIT linker, chosen explicitly: without a GPU it fails to start and
+/// says why; with one (and a current context) it links PTX into a cubin.
+#[test]
+fn driver_linker_backend() {
+    let ptx = ObjectCode::from_ptx(HAND_PTX).unwrap();
+    // Options it has no counterpart for are refused before the driver is called.
+    let timed = LinkerOptions {
+        time: true,
+        ..LinkerOptions::new("sm_90")
+    };
+    let e = Linker::with_backend(&[&ptx], timed, LinkerBackend::Driver).unwrap_err();
+    assert!(
+        matches!(e, Error::Unsupported { .. }) && e.to_string().contains("`time`"),
+        "{e}"
+    );
+    let Ok(_) = cuda_rs_tests::gpu_status() else {
+        let e = Linker::with_backend(&[&ptx], LinkerOptions::new("sm_90"), LinkerBackend::Driver)
+            .unwrap_err();
+        assert!(matches!(e, Error::Driver { .. }), "{e:?}");
+        assert!(e.to_string().contains("cuLinkCreate"), "{e}");
+        return;
+    };
+    let device = cuda_core::Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let arch = device.arch().unwrap();
+    let options = LinkerOptions {
+        verbose: true,
+        optimization_level: Some(3),
+        lineinfo: true,
+        ..LinkerOptions::new(arch.clone())
+    };
+    let linker = Linker::with_backend(&[&ptx], options, LinkerBackend::Driver).unwrap();
+    assert_eq!(linker.backend(), LinkerBackend::Driver);
+    let cubin = linker.link().unwrap();
+    assert!(cubin.code().starts_with(ELF));
+    assert_eq!(linker.link().unwrap().code(), cubin.code());
+    println!("driver linker info log: {}", linker.info_log());
+    assert!(linker.error_log().is_empty(), "{}", linker.error_log());
+    // Broken PTX: the driver's error log comes back in the error.
+    let broken = ObjectCode::from_ptx(
+        ".version 7.0\n.target sm_52\n.address_size 64\n\
+        .visible .entry k() { bogus_instruction; }\n",
+    )
+    .unwrap();
+    let e = Linker::with_backend(&[&broken], LinkerOptions::new(arch), LinkerBackend::Driver)
+        .and_then(|l| l.link())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Compile {
+                source: ToolError::Driver(_),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.log().is_some_and(|l| l.contains("bogus")), "{e}");
+}
