@@ -16,7 +16,7 @@ cargo xtask <command> [options]
 
 commands:
   quickstart         the main job: NVIDIA's wheels into target/cuda-venv, then the
-                     cuda-bindings `quickstart` example (compile SAXPY with NVRTC,
+                     cuda-core `quickstart` example (compile SAXPY with NVRTC,
                      launch it, check it; diagnoses what is missing without a GPU)
   test [--no-venv] [-- <cargo test args>]
                      the project's test run: prepares the NVIDIA wheels venv

@@ -88,7 +88,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 }
 
 /// `cargo xtask quickstart`: the README's main job. Prepares the wheels venv and
-/// runs the `quickstart` example (NVRTC compiles SAXPY, the driver launches it, the
+/// runs cuda-core's `quickstart` example (NVRTC compiles SAXPY, the driver launches it, the
 /// result is checked) with that environment.
 pub(crate) fn quickstart(args: &[String]) -> Result<(), String> {
     crate::util::no_more(args)?;
@@ -101,7 +101,7 @@ pub(crate) fn quickstart(args: &[String]) -> Result<(), String> {
             "--quiet",
             "--release",
             "-p",
-            "cuda-bindings",
+            "cuda-core",
             "--example",
             "quickstart",
         ])

@@ -197,7 +197,7 @@ pub(crate) fn undescribed(name: Option<&'static str>, code: u32) -> Described {
             || Cow::Owned(format!("unknown status {code}")),
             Cow::Borrowed,
         ),
-        description: Cow::Borrowed("no description (the library could not be asked)"),
+        description: Cow::Borrowed("not described (the library is not loaded)"),
     }
 }
 

@@ -689,13 +689,26 @@ impl Buffer {
         self.check_stream(stream, "copying host memory into a buffer")?;
         // SAFETY: `src` holds `bytes` readable bytes and the buffer at least as many;
         // the stream is synchronised before `src` can be touched again.
-        unsafe { sys::cuMemcpyHtoDAsync(self.ptr, src.as_ptr().cast(), bytes, stream.handle()) }
-            .check(|| {
-                format!(
-                    "copying {bytes} bytes from the host to device {}",
-                    self.device.ordinal()
+        // Device memory takes the explicit host-to-device path; host-visible memory the
+        // unified one, which infers both sides.
+        unsafe {
+            if self.kind == MemoryKind::Device {
+                sys::cuMemcpyHtoDAsync(self.ptr, src.as_ptr().cast(), bytes, stream.handle())
+            } else {
+                sys::cuMemcpyAsync(
+                    self.ptr,
+                    src.as_ptr() as usize as sys::CUdeviceptr,
+                    bytes,
+                    stream.handle(),
                 )
-            })?;
+            }
+        }
+        .check(|| {
+            format!(
+                "copying {bytes} bytes from the host to device {}",
+                self.device.ordinal()
+            )
+        })?;
         stream.sync()
     }
 
@@ -711,7 +724,16 @@ impl Buffer {
         // SAFETY: `dst` holds `bytes` writable bytes (any bit pattern is a valid `T`:
         // `Pod`); the stream is synchronised before `dst` is handed back.
         unsafe {
-            sys::cuMemcpyDtoHAsync(dst.as_mut_ptr().cast(), self.ptr, bytes, stream.handle())
+            if self.kind == MemoryKind::Device {
+                sys::cuMemcpyDtoHAsync(dst.as_mut_ptr().cast(), self.ptr, bytes, stream.handle())
+            } else {
+                sys::cuMemcpyAsync(
+                    dst.as_mut_ptr() as usize as sys::CUdeviceptr,
+                    self.ptr,
+                    bytes,
+                    stream.handle(),
+                )
+            }
         }
         .check(|| {
             format!(
