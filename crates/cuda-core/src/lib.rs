@@ -1,29 +1,50 @@
 //! Safe, idiomatic CUDA for Rust: the counterpart of NVIDIA's `cuda.core`.
 //!
 //! ```no_run
-//! use std::sync::Arc;
-//! use cuda_core::{Buffer, Device, DeviceMemoryResource, StreamOptions};
+//! use cuda_core::{launch, CompileTarget, Device, LaunchConfig, Program, ProgramOptions, SourceCode, StreamOptions};
 //!
 //! let dev = Device::new(0)?;
 //! dev.set_current()?;
-//! println!("{} ({})", dev.name()?, dev.arch()?);
 //! let stream = dev.create_stream(StreamOptions::default())?;
-//! let pool = Arc::new(DeviceMemoryResource::default_pool(&dev)?);
-//! let mut buf = Buffer::allocate(pool, 4 * 1024, &stream)?;
-//! buf.copy_from_host(&[1.0f32; 1024], &stream)?;
-//! let mut back = vec![0f32; 1024];
-//! buf.copy_to_host(&mut back, &stream)?;
-//! assert!(back.iter().all(|&x| x == 1.0));
+//!
+//! // Compile with NVRTC for this GPU, load, look the kernel up.
+//! let src = r#"extern "C" __global__ void scale(float *x, float a, unsigned n) {
+//!     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!     if (i < n) x[i] *= a;
+//! }"#;
+//! let options = ProgramOptions { arch: Some(dev.arch()?), ..Default::default() };
+//! let kernel = Program::new(SourceCode::Cxx(src), options)?
+//!     .compile(CompileTarget::Cubin, &[])?
+//!     .get_kernel("scale")?;
+//!
+//! // Memory from the device's stream-ordered pool, copies, a type-checked launch.
+//! let n = 1024u32;
+//! let mut x = dev.allocate(n as usize * 4, &stream)?;
+//! x.copy_from_host(&vec![1.0f32; n as usize], &stream)?;
+//! launch(&stream, &LaunchConfig::for_elements(n.into(), 256), &kernel, &[&x, &3.0f32, &n])?;
+//! let mut back = vec![0f32; n as usize];
+//! x.copy_to_host(&mut back, &stream)?;
+//! assert!(back.iter().all(|&v| v == 3.0));
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
 //!
 //! Built on [`cuda_bindings`]; nothing links to CUDA at build time. Every failure
 //! is an [`Error`] that carries CUDA's error (code, name, description) and what was
-//! being done; a missing driver is an error that lists where it was searched for.
+//! being done; a missing driver or compiler is an error that lists where it was
+//! searched for.
 //!
-//! This release covers devices, primary contexts, streams, events, buffers and
-//! memory resources. Programs (NVRTC/NVVM), linking, kernels and launch, and graphs
-//! are being built.
+//! | area | types |
+//! |---|---|
+//! | devices and contexts | [`Device`], [`DeviceProperties`], [`Context`] |
+//! | ordering and timing | [`Stream`], [`Event`] |
+//! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] |
+//! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`], [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
+//! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`], [`launch`] |
+//!
+//! Ownership follows CUDA's ordering rules: streams keep their context, buffers
+//! keep their memory resource and the stream they are freed on, kernels keep their
+//! library; so no drop order can destroy something under pending work.
+//! Graphs, IPC, virtual memory and NVML system information are being built.
 
 mod context;
 mod device;
@@ -46,6 +67,8 @@ pub use cuda_bindings;
 pub use device::Device;
 pub use error::{Error, Result, ToolError};
 pub use event::{Event, EventOptions};
+/// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
+pub use half;
 pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
 pub use launch::{DevicePtr, Dim3, KernelArg, LaunchConfig, launch, launch_raw};
