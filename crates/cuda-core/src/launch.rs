@@ -242,6 +242,29 @@ pub fn launch(
 ) -> Result<()> {
     config.validate()?;
     let params = kernel.params()?;
+    check_args(kernel, params, args)?;
+    let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_ARGS];
+    let mut heap = Vec::new();
+    let ptrs: &mut [*mut c_void] = if args.len() <= INLINE_ARGS {
+        &mut inline[..args.len()]
+    } else {
+        heap.resize(args.len(), std::ptr::null_mut());
+        &mut heap
+    };
+    for (p, a) in ptrs.iter_mut().zip(args) {
+        *p = a.arg_ptr().cast_mut();
+    }
+    // SAFETY: the arguments match the kernel's parameter sizes; they are copied
+    // by the driver before `cuLaunchKernelEx` returns.
+    unsafe { launch_raw(stream, config, kernel, ptrs.as_mut_ptr()) }
+}
+
+/// Checks `args` against the kernel's parameters.
+pub(crate) fn check_args(
+    kernel: &Kernel,
+    params: &[(usize, usize)],
+    args: &[&dyn KernelArg],
+) -> Result<()> {
     if params.len() != args.len() {
         return Err(Error::invalid(
             format!("launching kernel `{}`", kernel.name()),
@@ -263,20 +286,7 @@ pub fn launch(
             ));
         }
     }
-    let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_ARGS];
-    let mut heap = Vec::new();
-    let ptrs: &mut [*mut c_void] = if args.len() <= INLINE_ARGS {
-        &mut inline[..args.len()]
-    } else {
-        heap.resize(args.len(), std::ptr::null_mut());
-        &mut heap
-    };
-    for (p, a) in ptrs.iter_mut().zip(args) {
-        *p = a.arg_ptr().cast_mut();
-    }
-    // SAFETY: the arguments match the kernel's parameter sizes; they are copied
-    // by the driver before `cuLaunchKernelEx` returns.
-    unsafe { launch_raw(stream, config, kernel, ptrs.as_mut_ptr()) }
+    Ok(())
 }
 
 /// Launches with a prepared argument array, without checking it.

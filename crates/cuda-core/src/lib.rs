@@ -46,10 +46,13 @@
 //! library; so no drop order can destroy something under pending work.
 //! Graphs, IPC, virtual memory and NVML system information are being built.
 
+pub mod cache;
 mod context;
 mod device;
 mod error;
 mod event;
+#[cfg(feature = "cuda-13")]
+mod graph;
 mod jit;
 mod kernel;
 mod launch;
@@ -61,12 +64,18 @@ mod object;
 mod program;
 mod properties;
 mod stream;
+pub mod system;
 
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
 pub use device::Device;
 pub use error::{Error, Result, ToolError};
 pub use event::{Event, EventOptions};
+#[cfg(feature = "cuda-13")]
+pub use graph::{
+    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphCompleteOptions, GraphCondition,
+    GraphExec, GraphNode,
+};
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
 pub use jit::JitOptions;

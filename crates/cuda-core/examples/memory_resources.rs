@@ -1,0 +1,288 @@
+//! A buffer from every memory resource, and one of your own: the device's default
+//! pool, a new pool that keeps freed memory up to a release threshold, the
+//! stream-ordered pinned host pool, classic pinned memory, managed memory with a
+//! preferred location (prefetched to the host and read there), and a user-defined
+//! `MemoryResource` that counts the live bytes of the pool it wraps. Each buffer's
+//! contents make a round trip and are checked. Needs no compiler.
+//!
+//! `cargo run -p cuda-core --example memory_resources`
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cuda_core::cuda_bindings::driver::{CUDA_ERROR_NOT_SUPPORTED, CUdeviceptr};
+use cuda_core::{
+    Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error,
+    LegacyPinnedMemoryResource, Location, ManagedMemoryResource, MemoryKind, MemoryResource,
+    PinnedMemoryResource, PinnedMemoryResourceOptions, Result, Stream, StreamOptions,
+};
+
+/// Elements in each test buffer.
+const N: usize = 1 << 16;
+const BYTES: usize = N * 4;
+
+/// The error for a result that is not what it should be.
+fn wrong(context: &str, message: String) -> Error {
+    Error::Unsupported {
+        context: context.to_owned().into(),
+        message,
+    }
+}
+
+/// A memory resource of our own: forwards to a device pool and counts the bytes
+/// it has handed out and not yet had back.
+#[derive(Debug)]
+struct CountingResource {
+    inner: DeviceMemoryResource,
+    live: AtomicUsize,
+    peak: AtomicUsize,
+    allocations: AtomicUsize,
+}
+
+impl CountingResource {
+    fn new(inner: DeviceMemoryResource) -> Self {
+        Self {
+            inner,
+            live: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            allocations: AtomicUsize::new(0),
+        }
+    }
+
+    fn live(&self) -> usize {
+        self.live.load(Ordering::SeqCst)
+    }
+}
+
+// SAFETY: every allocation and free is the wrapped pool's, unchanged, so the
+// pool's guarantees (device memory of at least `size` bytes on its device, freed
+// with exactly what was allocated) are this resource's.
+unsafe impl MemoryResource for CountingResource {
+    fn allocate(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
+        let ptr = self.inner.allocate(size, stream)?;
+        let live = self.live.fetch_add(size, Ordering::SeqCst) + size;
+        self.peak.fetch_max(live, Ordering::SeqCst);
+        self.allocations.fetch_add(1, Ordering::SeqCst);
+        Ok(ptr)
+    }
+
+    unsafe fn deallocate(&self, ptr: CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
+        // SAFETY: our caller keeps the trait's contract, and `ptr`/`size` came from
+        // `self.inner.allocate` through our `allocate`.
+        unsafe { self.inner.deallocate(ptr, size, stream) }?;
+        self.live.fetch_sub(size, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn kind(&self) -> MemoryKind {
+        self.inner.kind()
+    }
+
+    fn device(&self) -> Device {
+        self.inner.device()
+    }
+}
+
+/// Writes `pattern` into `buf` from the host, reads it back and checks it.
+fn round_trip(name: &str, buf: &mut Buffer, pattern: &[u32], stream: &Stream) -> Result<()> {
+    buf.copy_from_host(pattern, stream)?;
+    let mut back = vec![0u32; pattern.len()];
+    buf.copy_to_host(&mut back, stream)?;
+    if let Some(i) = (0..back.len()).find(|&i| back[i] != pattern[i]) {
+        return Err(wrong(
+            &format!("checking the {name} buffer"),
+            format!("element {i} is {:#x}, not {:#x}", back[i], pattern[i]),
+        ));
+    }
+    println!(
+        "{name:<22} {:>8} bytes  {:<7}  host-accessible: {:<5}  round trip ok",
+        buf.size(),
+        format!("{:?}", buf.kind()),
+        buf.is_host_accessible()
+    );
+    Ok(())
+}
+
+/// For host-visible memory: a device-side fill, then a read through the host's
+/// own view of the buffer.
+fn check_host_view(name: &str, buf: &mut Buffer, value: u32, stream: &Stream) -> Result<()> {
+    buf.fill_u32(value, stream)?;
+    stream.sync()?;
+    // SAFETY: the fill (the only work that writes the buffer) has finished, and
+    // nothing else is issued while the slice lives; `u32` is `Pod`.
+    let host: &[u32] = unsafe { buf.as_host_slice() }?;
+    if let Some(i) = host.iter().position(|&x| x != value) {
+        return Err(wrong(
+            &format!("reading the {name} buffer from the host"),
+            format!("element {i} is {:#x}, not {value:#x}", host[i]),
+        ));
+    }
+    println!("{name:<22} the host reads the device's fill of {value:#x} directly");
+    Ok(())
+}
+
+fn run() -> Result<()> {
+    let dev = Device::new(0)?;
+    dev.set_current()?;
+    println!("device 0: {} ({})\n", dev.name()?, dev.arch()?);
+    let stream = dev.create_stream(StreamOptions::default())?;
+    let pattern: Vec<u32> = (0..N as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+
+    // 1. The device's default stream-ordered pool (what `Device::allocate` uses).
+    let default_pool = dev.memory_resource()?;
+    let mut buf = default_pool.allocate_buffer(BYTES, &stream)?;
+    round_trip("default pool", &mut buf, &pattern, &stream)?;
+    println!(
+        "{:<22} pool: {} bytes in use, {} reserved",
+        "",
+        default_pool.used_bytes()?,
+        default_pool.reserved_bytes()?
+    );
+    buf.close(None)?;
+
+    // 2. A pool of our own that keeps up to 64 MiB at synchronisation points
+    // instead of handing it back to the system.
+    let threshold: u64 = 64 << 20;
+    let own = Arc::new(DeviceMemoryResource::new_pool(
+        &dev,
+        DeviceMemoryPoolOptions {
+            release_threshold: Some(threshold),
+            ..Default::default()
+        },
+    )?);
+    let mut buf = own.allocate_buffer(BYTES, &stream)?;
+    round_trip("own pool", &mut buf, &pattern, &stream)?;
+    let used = own.used_bytes()?;
+    if used < BYTES as u64 {
+        return Err(wrong(
+            "checking the pool's accounting",
+            format!("{used} bytes in use with a {BYTES}-byte buffer live"),
+        ));
+    }
+    buf.close(None)?;
+    stream.sync()?;
+    let kept = own.reserved_bytes()?;
+    if kept == 0 {
+        return Err(wrong(
+            "checking the release threshold",
+            format!("the pool kept nothing after a free, with a threshold of {threshold} bytes"),
+        ));
+    }
+    own.trim_to(0)?;
+    println!(
+        "{:<22} after the free it keeps {kept} bytes (threshold {threshold}); \
+         trimmed: {} bytes",
+        "",
+        own.reserved_bytes()?
+    );
+
+    // 3. Stream-ordered pinned host memory (a host memory pool); drivers without
+    // host pools refuse it, and the classic pinned resource below is the fallback.
+    match PinnedMemoryResource::new(&dev, PinnedMemoryResourceOptions::default()) {
+        Ok(pinned) => {
+            let mut buf = Buffer::allocate(Arc::new(pinned), BYTES, &stream)?;
+            round_trip("pinned pool", &mut buf, &pattern, &stream)?;
+            check_host_view("pinned pool", &mut buf, 0x5eed_0001, &stream)?;
+        }
+        Err(e) if e.driver_code() == Some(CUDA_ERROR_NOT_SUPPORTED) => {
+            println!("{:<22} not supported by this driver: {e}", "pinned pool");
+        }
+        Err(e) => return Err(e),
+    }
+
+    // 4. Classic page-locked host memory (`cuMemHostAlloc`).
+    let legacy = Arc::new(LegacyPinnedMemoryResource::new(&dev));
+    let mut pinned = Buffer::allocate(legacy, BYTES, &stream)?;
+    round_trip("legacy pinned", &mut pinned, &pattern, &stream)?;
+    check_host_view("legacy pinned", &mut pinned, 0x5eed_0002, &stream)?;
+
+    // 5. Managed memory that prefers to live on the device: filled there by a
+    // device-to-device copy from the pinned buffer, then prefetched to the host
+    // and read in place.
+    let managed_mr = ManagedMemoryResource::with_preferred_location(&dev, Location::Device(dev));
+    println!(
+        "{:<22} preferred location {:?}",
+        "managed",
+        managed_mr.preferred_location()
+    );
+    let mut managed = Buffer::allocate(Arc::new(managed_mr), BYTES, &stream)?;
+    round_trip("managed", &mut managed, &pattern, &stream)?;
+    pinned.copy_from_host(&pattern, &stream)?;
+    managed.fill_u32(0, &stream)?;
+    managed.copy_from(&pinned, &stream)?;
+    if dev.properties().concurrent_managed_access()? {
+        managed.prefetch(Location::Host, &stream)?;
+        println!("{:<22} prefetched to the host", "");
+    } else {
+        println!(
+            "{:<22} (no concurrent managed access: pages migrate on first touch)",
+            ""
+        );
+    }
+    stream.sync()?;
+    // SAFETY: the copy and the prefetch (all the work on the buffer) have finished,
+    // and nothing else is issued while the slice lives; `u32` is `Pod`.
+    let host: &[u32] = unsafe { managed.as_host_slice() }?;
+    if host != pattern.as_slice() {
+        let i = host.iter().zip(&pattern).position(|(a, b)| a != b);
+        return Err(wrong(
+            "reading managed memory on the host",
+            format!("the contents differ from element {i:?} on"),
+        ));
+    }
+    println!(
+        "{:<22} the host reads the copied {} u32s in place",
+        "",
+        host.len()
+    );
+
+    // 6. Our own resource, through `Buffer::allocate` like any other.
+    let counting = Arc::new(CountingResource::new(DeviceMemoryResource::default_pool(
+        &dev,
+    )?));
+    let mut a = Buffer::allocate(counting.clone(), BYTES, &stream)?;
+    let b = Buffer::allocate(counting.clone(), 3 * BYTES, &stream)?;
+    round_trip("counting (user type)", &mut a, &pattern, &stream)?;
+    if counting.live() != 4 * BYTES {
+        return Err(wrong(
+            "counting live bytes",
+            format!("{} live with two buffers of {}", counting.live(), 4 * BYTES),
+        ));
+    }
+    println!("{:<22} two buffers: {} live bytes", "", counting.live());
+    a.close(None)?;
+    let after_close = counting.live();
+    drop(b);
+    stream.sync()?;
+    if after_close != 3 * BYTES || counting.live() != 0 {
+        return Err(wrong(
+            "counting live bytes",
+            format!(
+                "{after_close} live after one close (expected {}), {} after both (expected 0)",
+                3 * BYTES,
+                counting.live()
+            ),
+        ));
+    }
+    println!(
+        "{:<22} after close and drop: {} live, peak {}, {} allocations",
+        "",
+        counting.live(),
+        counting.peak.load(Ordering::SeqCst),
+        counting.allocations.load(Ordering::SeqCst)
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("memory_resources: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! A templated kernel compiled with NVRTC name expressions: `add<float>` and
+//! `add<int>` are instantiated, the compiler reports the mangled name of each, and
+//! both are looked up by their source names, launched and checked. A name that was
+//! not given to the compiler is not instantiated, and looking it up fails.
+//!
+//! `cargo run -p cuda-core --example templates_and_names`
+
+use std::process::ExitCode;
+
+use cuda_core::{
+    CompileTarget, Device, Error, LaunchConfig, Program, ProgramOptions, Result, SourceCode,
+    StreamOptions, launch,
+};
+
+const ADD: &str = r#"
+template <typename T>
+__global__ void add(const T *a, const T *b, T *out, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}
+"#;
+
+/// The source names to instantiate and look up.
+const NAMES: [&str; 2] = ["add<float>", "add<int>"];
+
+/// The error for a result that is not what it should be.
+fn wrong(context: &str, message: String) -> Error {
+    Error::Unsupported {
+        context: context.to_owned().into(),
+        message,
+    }
+}
+
+fn run() -> Result<()> {
+    let dev = Device::new(0)?;
+    dev.set_current()?;
+    let arch = dev.arch()?;
+    println!("device 0: {} ({arch})", dev.name()?);
+
+    let options = ProgramOptions {
+        name: Some("add.cu".into()),
+        arch: Some(arch),
+        std: Some("c++17".into()),
+        ..Default::default()
+    };
+    let code =
+        Program::new(SourceCode::Cxx(ADD), options)?.compile(CompileTarget::Cubin, &NAMES)?;
+    println!(
+        "compiled {} to a {}-byte {}; name expressions:",
+        code.name(),
+        code.code().len(),
+        code.code_type()
+    );
+    for (source, mangled) in code.symbol_mapping() {
+        println!("  {source:<12} -> {mangled}");
+    }
+    for name in NAMES {
+        if !code.symbol_mapping().contains_key(name) {
+            return Err(wrong(
+                "reading the name expressions",
+                format!("NVRTC reported no mangled name for {name}"),
+            ));
+        }
+    }
+
+    let stream = dev.create_stream(StreamOptions::default())?;
+    let n: u32 = 4096;
+    let config = LaunchConfig::for_elements(n.into(), 256);
+    let len = n as usize;
+
+    // add<float>, looked up by its source name.
+    let add_f32 = code.get_kernel("add<float>")?;
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 1000.0 - i as f32).collect();
+    let mut da = dev.allocate(len * 4, &stream)?;
+    let mut db = dev.allocate(len * 4, &stream)?;
+    let dout = dev.allocate(len * 4, &stream)?;
+    da.copy_from_host(&a, &stream)?;
+    db.copy_from_host(&b, &stream)?;
+    launch(&stream, &config, &add_f32, &[&da, &db, &dout, &n])?;
+    let mut out = vec![0f32; len];
+    dout.copy_to_host(&mut out, &stream)?;
+    if let Some(i) = (0..len).find(|&i| out[i] != a[i] + b[i]) {
+        return Err(wrong(
+            "checking add<float>",
+            format!("element {i} is {}, not {}", out[i], a[i] + b[i]),
+        ));
+    }
+    println!(
+        "add<float> ({}) on {n} elements is correct",
+        code.lowered_name("add<float>")
+    );
+
+    // add<int>: the same buffers hold i32s now (4 bytes each, as f32s were).
+    let add_i32 = code.get_kernel("add<int>")?;
+    let a: Vec<i32> = (0..n as i32).map(|i| i * 3 - 7000).collect();
+    let b: Vec<i32> = (0..n as i32).map(|i| 1 << (i % 20)).collect();
+    da.copy_from_host(&a, &stream)?;
+    db.copy_from_host(&b, &stream)?;
+    launch(&stream, &config, &add_i32, &[&da, &db, &dout, &n])?;
+    let mut out = vec![0i32; len];
+    dout.copy_to_host(&mut out, &stream)?;
+    if let Some(i) = (0..len).find(|&i| out[i] != a[i] + b[i]) {
+        return Err(wrong(
+            "checking add<int>",
+            format!("element {i} is {}, not {}", out[i], a[i] + b[i]),
+        ));
+    }
+    println!(
+        "add<int>   ({}) on {n} elements is correct",
+        code.lowered_name("add<int>")
+    );
+
+    // The mangled name works as well as the source name.
+    let by_mangled = code.get_kernel(code.lowered_name("add<int>"))?;
+    println!(
+        "looked up by its mangled name, add<int> takes {} arguments",
+        by_mangled.num_arguments()?
+    );
+
+    // add<double> was never named, so never instantiated.
+    match code.get_kernel("add<double>") {
+        Ok(_) => {
+            return Err(wrong(
+                "looking up add<double>",
+                "found a kernel that was never instantiated".into(),
+            ));
+        }
+        Err(e) => println!("add<double> is not in the cubin, as expected: {e}"),
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("templates_and_names: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

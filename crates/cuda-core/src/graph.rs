@@ -1,0 +1,702 @@
+//! CUDA graphs: captured from streams or defined node by node, instantiated,
+//! uploaded, launched and updated; conditional nodes with their condition handles.
+//!
+//! Available with the CUDA 13 bindings (the default `cuda-13` feature).
+
+use std::any::Any;
+use std::ffi::{CString, c_void};
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use cuda_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{Buffer, Context, Event, Kernel, KernelArg, LaunchConfig, Stream};
+
+/// Things a graph's nodes need alive: kernels (their libraries), host callbacks.
+type Keep = Arc<Mutex<Vec<Arc<dyn Any + Send + Sync>>>>;
+
+fn keep(k: &Keep, item: Arc<dyn Any + Send + Sync>) {
+    k.lock().unwrap_or_else(|e| e.into_inner()).push(item);
+}
+
+/// A node of a [`Graph`], to name as a dependency of later nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GraphNode(sys::CUgraphNode);
+
+// SAFETY: a node handle is an identifier; using it needs its graph, which is
+// externally synchronised (`&mut Graph`).
+unsafe impl Send for GraphNode {}
+// SAFETY: as above.
+unsafe impl Sync for GraphNode {}
+
+impl GraphNode {
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUgraphNode {
+        self.0
+    }
+}
+
+/// A graph definition (`CUgraph`): nodes and the edges between them.
+///
+/// Built by [`Stream::end_capture`] (from work issued to a capturing stream) or
+/// node by node with the `add_*` methods. Instantiate it with
+/// [`instantiate`](Self::instantiate) to launch it. Owned graphs are destroyed on
+/// drop; the bodies of conditional nodes belong to their parent graph.
+///
+/// `Send` but not `Sync`: the driver requires a graph to be modified from one
+/// thread at a time, which `&mut self` on every `add_*` method enforces.
+pub struct Graph {
+    handle: sys::CUgraph,
+    ctx: Context,
+    owned: bool,
+    keep: Keep,
+}
+
+// SAFETY: a graph may be used from any thread, one at a time (`&mut self`).
+unsafe impl Send for Graph {}
+
+impl fmt::Debug for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Graph")
+            .field("handle", &self.handle)
+            .field("owned", &self.owned)
+            .finish()
+    }
+}
+
+/// What a conditional node does with its condition value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConditionalKind {
+    /// Run the body once if the value is non-zero.
+    If,
+    /// Run the first body if non-zero, the second if zero.
+    IfElse,
+    /// Run the body while the value is non-zero (checked before each run).
+    While,
+    /// Run body `value` of `n` bodies (none if out of range).
+    Switch(u32),
+}
+
+/// A condition handle (`CUgraphConditionalHandle`): passed to kernels, which set it
+/// with `cudaGraphSetConditional(handle, value)` (link with `cudadevrt`), and
+/// named by conditional nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GraphCondition(pub sys::CUgraphConditionalHandle);
+
+// SAFETY: a condition handle is a 64-bit value; as a kernel argument it is its own bytes.
+unsafe impl KernelArg for GraphCondition {
+    fn arg_ptr(&self) -> *const c_void {
+        (&self.0 as *const sys::CUgraphConditionalHandle).cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<sys::CUgraphConditionalHandle>()
+    }
+}
+
+unsafe extern "C" fn host_trampoline(data: *mut c_void) {
+    // SAFETY: `data` is the `Box<dyn Fn>` that `add_host_callback` stored in the
+    // graph's keep list, alive for every instantiation of the graph.
+    let f = unsafe { &*(data as *const Box<dyn Fn() + Send + Sync>) };
+    // A panic must not unwind into the driver.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+}
+
+impl Graph {
+    /// An empty graph in `ctx`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn new(ctx: &Context) -> Result<Self> {
+        ctx.ensure_current()?;
+        let mut g: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: `g` is valid for writes; flags must be 0.
+        unsafe { sys::cuGraphCreate(&mut g, 0) }.check(|| "creating a graph")?;
+        Ok(Self::wrap(g, ctx.clone(), true, Keep::default()))
+    }
+
+    fn wrap(handle: sys::CUgraph, ctx: Context, owned: bool, keep: Keep) -> Self {
+        Self {
+            handle,
+            ctx,
+            owned,
+            keep,
+        }
+    }
+
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUgraph {
+        self.handle
+    }
+
+    fn deps(deps: &[GraphNode]) -> (*const sys::CUgraphNode, usize) {
+        (deps.as_ptr().cast(), deps.len())
+    }
+
+    /// An empty node: a join point.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_empty(&mut self, deps: &[GraphNode]) -> Result<GraphNode> {
+        let (d, n) = Self::deps(deps);
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: `d` holds `n` nodes of this graph (`GraphNode` is `repr` of the handle).
+        unsafe { sys::cuGraphAddEmptyNode(&mut node, self.handle, d, n) }
+            .check(|| "adding an empty node")?;
+        Ok(GraphNode(node))
+    }
+
+    /// A kernel launch with `config` and `args` (checked as [`crate::launch`]
+    /// checks them; the driver copies the argument values now). Cluster,
+    /// cooperative and priority settings are not part of kernel nodes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for wrong arguments; the driver's error.
+    pub fn add_kernel(
+        &mut self,
+        deps: &[GraphNode],
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn KernelArg],
+    ) -> Result<GraphNode> {
+        let params = kernel.params()?;
+        crate::launch::check_args(kernel, params, args)?;
+        let mut ptrs: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr().cast_mut()).collect();
+        let p = sys::CUDA_KERNEL_NODE_PARAMS {
+            func: kernel.handle(),
+            gridDimX: config.grid.x,
+            gridDimY: config.grid.y,
+            gridDimZ: config.grid.z,
+            blockDimX: config.block.x,
+            blockDimY: config.block.y,
+            blockDimZ: config.block.z,
+            sharedMemBytes: config.shmem_size,
+            kernelParams: ptrs.as_mut_ptr(),
+            ..Default::default()
+        };
+        let (d, n) = Self::deps(deps);
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        self.ctx.ensure_current()?;
+        // SAFETY: `p` points at argument values valid for the call; the driver copies
+        // them.
+        unsafe { sys::cuGraphAddKernelNode(&mut node, self.handle, d, n, &p) }
+            .check(|| format!("adding a node for kernel `{}`", kernel.name()))?;
+        keep(&self.keep, Arc::new(kernel.clone()));
+        Ok(GraphNode(node))
+    }
+
+    /// Fills `buffer` with a 1-, 2- or 4-byte `value`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for another element size or a size that is not a
+    /// multiple of it; the driver's error.
+    pub fn add_memset(
+        &mut self,
+        deps: &[GraphNode],
+        buffer: &Buffer,
+        value: u32,
+        element_size: u32,
+    ) -> Result<GraphNode> {
+        let es = element_size as usize;
+        if !matches!(element_size, 1 | 2 | 4) || buffer.size() % es != 0 {
+            return Err(Error::invalid(
+                "adding a memset node",
+                format!(
+                    "element size {element_size} for a buffer of {} bytes",
+                    buffer.size()
+                ),
+            ));
+        }
+        let p = sys::CUDA_MEMSET_NODE_PARAMS {
+            dst: buffer.ptr(),
+            pitch: 0,
+            value,
+            elementSize: element_size,
+            width: buffer.size() / es,
+            height: 1,
+        };
+        let (d, n) = Self::deps(deps);
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: a live buffer of that size; `p` is valid for the call.
+        unsafe { sys::cuGraphAddMemsetNode(&mut node, self.handle, d, n, &p, self.ctx.handle()) }
+            .check(|| "adding a memset node")?;
+        Ok(GraphNode(node))
+    }
+
+    /// Copies `bytes` from `src` to `dst` (any memory kinds).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when either is smaller than `bytes`; the driver's error.
+    pub fn add_memcpy(
+        &mut self,
+        deps: &[GraphNode],
+        dst: &Buffer,
+        src: &Buffer,
+        bytes: usize,
+    ) -> Result<GraphNode> {
+        if bytes == 0 || bytes > dst.size() || bytes > src.size() {
+            return Err(Error::invalid(
+                "adding a memcpy node",
+                format!(
+                    "{bytes} bytes between buffers of {} and {} bytes",
+                    src.size(),
+                    dst.size()
+                ),
+            ));
+        }
+        let p = sys::CUDA_MEMCPY3D {
+            srcMemoryType: sys::CU_MEMORYTYPE_UNIFIED,
+            srcDevice: src.ptr(),
+            dstMemoryType: sys::CU_MEMORYTYPE_UNIFIED,
+            dstDevice: dst.ptr(),
+            WidthInBytes: bytes,
+            Height: 1,
+            Depth: 1,
+            ..Default::default()
+        };
+        let (d, n) = Self::deps(deps);
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: live buffers of at least `bytes`; `p` is valid for the call.
+        unsafe { sys::cuGraphAddMemcpyNode(&mut node, self.handle, d, n, &p, self.ctx.handle()) }
+            .check(|| "adding a memcpy node")?;
+        Ok(GraphNode(node))
+    }
+
+    /// Calls `f` on a driver thread when the node runs. `f` must not call CUDA.
+    /// A panic in `f` is caught and discarded.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_host_callback(
+        &mut self,
+        deps: &[GraphNode],
+        f: impl Fn() + Send + Sync + 'static,
+    ) -> Result<GraphNode> {
+        let boxed: Arc<Box<dyn Fn() + Send + Sync>> = Arc::new(Box::new(f));
+        let data = Arc::as_ptr(&boxed) as *mut c_void;
+        let p = sys::CUDA_HOST_NODE_PARAMS {
+            fn_: Some(host_trampoline),
+            userData: data,
+        };
+        let (d, n) = Self::deps(deps);
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: `data` stays alive in the keep list as long as the graph and its
+        // instantiations.
+        unsafe { sys::cuGraphAddHostNode(&mut node, self.handle, d, n, &p) }
+            .check(|| "adding a host node")?;
+        keep(&self.keep, boxed);
+        Ok(GraphNode(node))
+    }
+
+    /// Records `event` when the node runs.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_event_record(
+        &mut self,
+        deps: &[GraphNode],
+        event: &Arc<Event>,
+    ) -> Result<GraphNode> {
+        let (d, n) = Self::deps(deps);
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: a live event, kept alive by the keep list.
+        unsafe { sys::cuGraphAddEventRecordNode(&mut node, self.handle, d, n, event.handle()) }
+            .check(|| "adding an event record node")?;
+        keep(&self.keep, event.clone());
+        Ok(GraphNode(node))
+    }
+
+    /// Waits for `event` before the node's dependents run.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_event_wait(&mut self, deps: &[GraphNode], event: &Arc<Event>) -> Result<GraphNode> {
+        let (d, n) = Self::deps(deps);
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: a live event, kept alive by the keep list.
+        unsafe { sys::cuGraphAddEventWaitNode(&mut node, self.handle, d, n, event.handle()) }
+            .check(|| "adding an event wait node")?;
+        keep(&self.keep, event.clone());
+        Ok(GraphNode(node))
+    }
+
+    /// Embeds a copy of `child`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_child(&mut self, deps: &[GraphNode], child: &Graph) -> Result<GraphNode> {
+        let (d, n) = Self::deps(deps);
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: a live child graph; the driver clones it.
+        unsafe { sys::cuGraphAddChildGraphNode(&mut node, self.handle, d, n, child.handle) }
+            .check(|| "adding a child graph node")?;
+        let items: Vec<_> = child.keep.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for i in items {
+            keep(&self.keep, i);
+        }
+        Ok(GraphNode(node))
+    }
+
+    /// Adds the edge `from → to`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_dependency(&mut self, from: GraphNode, to: GraphNode) -> Result<()> {
+        // SAFETY: two nodes of this graph; no edge data.
+        unsafe { sys::cuGraphAddDependencies(self.handle, &from.0, &to.0, std::ptr::null(), 1) }
+            .check(|| "adding a graph edge")
+    }
+
+    /// A condition handle for conditional nodes of this graph; with `default`, the
+    /// value is reset to it at the start of each launch.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn create_condition(&mut self, default: Option<u32>) -> Result<GraphCondition> {
+        self.ctx.ensure_current()?;
+        let mut h: sys::CUgraphConditionalHandle = 0;
+        let (value, flags) = match default {
+            Some(v) => (v, sys::CU_GRAPH_COND_ASSIGN_DEFAULT),
+            None => (0, 0),
+        };
+        // SAFETY: `h` is valid for writes; a live graph and context.
+        unsafe {
+            sys::cuGraphConditionalHandleCreate(
+                &mut h,
+                self.handle,
+                self.ctx.handle(),
+                value,
+                flags,
+            )
+        }
+        .check(|| "creating a graph condition")?;
+        Ok(GraphCondition(h))
+    }
+
+    /// A conditional node on `condition`; returns the node and its body graphs
+    /// (one for `If` and `While`, two for `IfElse`, `n` for `Switch(n)`), to fill
+    /// with nodes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `Switch(0)`; the driver's error.
+    pub fn add_conditional(
+        &mut self,
+        deps: &[GraphNode],
+        condition: GraphCondition,
+        kind: ConditionalKind,
+    ) -> Result<(GraphNode, Vec<Graph>)> {
+        let (type_, size) = match kind {
+            ConditionalKind::If => (sys::CU_GRAPH_COND_TYPE_IF, 1),
+            ConditionalKind::IfElse => (sys::CU_GRAPH_COND_TYPE_IF, 2),
+            ConditionalKind::While => (sys::CU_GRAPH_COND_TYPE_WHILE, 1),
+            ConditionalKind::Switch(0) => {
+                return Err(Error::invalid(
+                    "adding a switch node",
+                    "a switch needs at least one body",
+                ));
+            }
+            ConditionalKind::Switch(n) => (sys::CU_GRAPH_COND_TYPE_SWITCH, n),
+        };
+        let mut bodies: Vec<sys::CUgraph> = vec![std::ptr::null_mut(); size as usize];
+        let mut p = sys::CUgraphNodeParams {
+            type_: sys::CU_GRAPH_NODE_TYPE_CONDITIONAL,
+            ..Default::default()
+        };
+        p.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
+            handle: condition.0,
+            type_,
+            size,
+            phGraph_out: bodies.as_mut_ptr(),
+            ctx: self.ctx.handle(),
+        };
+        let (d, n) = Self::deps(deps);
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        self.ctx.ensure_current()?;
+        // SAFETY: `p` is a fully initialised conditional node description whose
+        // output array holds `size` slots.
+        unsafe { sys::cuGraphAddNode(&mut node, self.handle, d, std::ptr::null(), n, &mut p) }
+            .check(|| format!("adding a {kind:?} node"))?;
+        let bodies = bodies
+            .into_iter()
+            .map(|g| Graph::wrap(g, self.ctx.clone(), false, self.keep.clone()))
+            .collect();
+        Ok((GraphNode(node), bodies))
+    }
+
+    /// How many nodes the graph has (not counting conditional bodies).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn node_count(&self) -> Result<usize> {
+        let mut n = 0usize;
+        // SAFETY: a null array asks for the count only.
+        unsafe { sys::cuGraphGetNodes(self.handle, std::ptr::null_mut(), &mut n) }
+            .check(|| "counting graph nodes")?;
+        Ok(n)
+    }
+
+    /// Writes the graph as a Graphviz DOT file (`cuGraphDebugDotPrint`, verbose).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a path that is not UTF-8 or holds NUL; the
+    /// driver's error.
+    pub fn debug_dot_print(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let c = path
+            .to_str()
+            .and_then(|s| CString::new(s).ok())
+            .ok_or_else(|| {
+                Error::invalid(
+                    "writing a graph's DOT file",
+                    format!("unusable path {}", path.display()),
+                )
+            })?;
+        // SAFETY: a live graph and a NUL-terminated path.
+        unsafe {
+            sys::cuGraphDebugDotPrint(
+                self.handle,
+                c.as_ptr(),
+                sys::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE.0,
+            )
+        }
+        .check(|| format!("writing {}", path.display()))
+    }
+
+    /// Instantiates the graph for launching.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn instantiate(&self, options: GraphCompleteOptions) -> Result<GraphExec> {
+        self.ctx.ensure_current()?;
+        let mut flags = 0u64;
+        if options.auto_free_on_launch {
+            flags |= u64::from(sys::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH.0);
+        }
+        if options.use_node_priority {
+            flags |= u64::from(sys::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY.0);
+        }
+        if options.device_launch {
+            flags |= u64::from(sys::CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH.0);
+        }
+        let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+        // SAFETY: `exec` is valid for writes; a live graph.
+        unsafe { sys::cuGraphInstantiate(&mut exec, self.handle, flags) }
+            .check(|| "instantiating a graph")?;
+        Ok(GraphExec {
+            handle: exec,
+            ctx: self.ctx.clone(),
+            keep: self.keep.clone(),
+        })
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: an owned graph, destroyed once; instantiations are independent.
+            let _ = unsafe { sys::cuGraphDestroy(self.handle) };
+        }
+    }
+}
+
+/// Options of [`Graph::instantiate`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GraphCompleteOptions {
+    /// Free unfreed graph allocations before each relaunch.
+    pub auto_free_on_launch: bool,
+    /// Use the nodes' priorities.
+    pub use_node_priority: bool,
+    /// Make the graph launchable from the device.
+    pub device_launch: bool,
+}
+
+/// An instantiated graph (`CUgraphExec`), ready to launch. Destroyed on drop.
+/// `Send + Sync`: launching an executable graph from several threads is allowed
+/// (the driver serialises launches of one graph).
+pub struct GraphExec {
+    handle: sys::CUgraphExec,
+    ctx: Context,
+    keep: Keep,
+}
+
+// SAFETY: executable graph handles may be used from any thread.
+unsafe impl Send for GraphExec {}
+// SAFETY: as above.
+unsafe impl Sync for GraphExec {}
+
+impl fmt::Debug for GraphExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GraphExec")
+            .field("handle", &self.handle)
+            .finish()
+    }
+}
+
+impl GraphExec {
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUgraphExec {
+        self.handle
+    }
+
+    /// Uploads the graph's work to the device ahead of the first launch.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn upload(&self, stream: &Stream) -> Result<()> {
+        stream.context().ensure_current()?;
+        // SAFETY: live graph and stream.
+        unsafe { sys::cuGraphUpload(self.handle, stream.handle()) }.check(|| "uploading a graph")
+    }
+
+    /// Launches the graph on `stream`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        stream.context().ensure_current()?;
+        // SAFETY: live graph and stream.
+        unsafe { sys::cuGraphLaunch(self.handle, stream.handle()) }.check(|| "launching a graph")
+    }
+
+    /// Updates this instantiation in place to match `graph`, which must have the
+    /// same topology (parameters may differ).
+    ///
+    /// # Errors
+    /// The driver's error, with the reason the update was refused.
+    pub fn update(&mut self, graph: &Graph) -> Result<()> {
+        self.ctx.ensure_current()?;
+        let mut info = sys::CUgraphExecUpdateResultInfo::default();
+        // SAFETY: live graphs; `info` is valid for writes.
+        let rc = unsafe { sys::cuGraphExecUpdate(self.handle, graph.handle, &mut info) };
+        rc.check(|| {
+            format!(
+                "updating an instantiated graph (update result {})",
+                info.result.0
+            )
+        })?;
+        let items: Vec<_> = graph.keep.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for i in items {
+            keep(&self.keep, i);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        let _ = self.ctx.ensure_current();
+        // SAFETY: an owned executable graph, destroyed once (launched work completes).
+        let _ = unsafe { sys::cuGraphExecDestroy(self.handle) };
+    }
+}
+
+/// How a stream capture treats unsafe calls from other threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CaptureMode {
+    /// Unsafe calls from any thread are errors while capturing (the default).
+    #[default]
+    Global,
+    /// Only this thread's unsafe calls are errors.
+    ThreadLocal,
+    /// No calls are restricted.
+    Relaxed,
+}
+
+/// Whether a stream is capturing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureStatus {
+    /// Not capturing.
+    None,
+    /// Capturing.
+    Active,
+    /// Capturing, but an error invalidated the capture.
+    Invalidated,
+}
+
+impl Stream {
+    /// Starts capturing the work issued to this stream into a graph.
+    ///
+    /// # Errors
+    /// The driver's error (a legacy default stream cannot capture).
+    pub fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
+        self.context().ensure_current()?;
+        let m = match mode {
+            CaptureMode::Global => sys::CU_STREAM_CAPTURE_MODE_GLOBAL,
+            CaptureMode::ThreadLocal => sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            CaptureMode::Relaxed => sys::CU_STREAM_CAPTURE_MODE_RELAXED,
+        };
+        // SAFETY: a live stream.
+        unsafe { sys::cuStreamBeginCapture(self.handle(), m) }
+            .check(|| "beginning a stream capture")
+    }
+
+    /// Ends the capture and returns the captured graph.
+    ///
+    /// # Errors
+    /// The driver's error (an invalidated capture is `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
+    pub fn end_capture(&self) -> Result<Graph> {
+        self.context().ensure_current()?;
+        let mut g: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: `g` is valid for writes; a live stream.
+        unsafe { sys::cuStreamEndCapture(self.handle(), &mut g) }
+            .check(|| "ending a stream capture")?;
+        Ok(Graph::wrap(
+            g,
+            self.context().clone(),
+            true,
+            Keep::default(),
+        ))
+    }
+
+    /// Whether the stream is capturing.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn capture_status(&self) -> Result<CaptureStatus> {
+        let mut s = sys::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: `s` is valid for writes; a live stream.
+        unsafe { sys::cuStreamIsCapturing(self.handle(), &mut s) }
+            .check(|| "asking a stream's capture status")?;
+        Ok(if s == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE {
+            CaptureStatus::Active
+        } else if s == sys::CU_STREAM_CAPTURE_STATUS_INVALIDATED {
+            CaptureStatus::Invalidated
+        } else {
+            CaptureStatus::None
+        })
+    }
+
+    /// Forks `n` streams off this capturing stream: each waits for the work
+    /// captured so far, and work issued to them joins the same capture.
+    /// [`join`](Self::join) brings them back.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn fork(&self, n: usize) -> Result<Vec<Stream>> {
+        let e = Event::in_context(self.context(), crate::EventOptions::default())?;
+        e.record(self)?;
+        (0..n)
+            .map(|_| {
+                let s = self.context().create_stream(crate::StreamOptions {
+                    non_blocking: true,
+                    priority: None,
+                })?;
+                s.wait_event(&e)?;
+                Ok(s)
+            })
+            .collect()
+    }
+
+    /// Makes this stream wait for all work issued so far to `others` (ends a
+    /// [`fork`](Self::fork) inside a capture; works outside one too).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn join(&self, others: &[Stream]) -> Result<()> {
+        for o in others {
+            self.wait_stream(o)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,958 @@
+//! System and device information from NVML, the NVIDIA Management Library: the
+//! counterpart of `cuda.core.system`.
+//!
+//! ```no_run
+//! use cuda_core::system::{self, SystemDevice};
+//!
+//! println!("driver {} (CUDA {:?}), NVML {}", system::driver_version()?,
+//!          system::cuda_driver_version()?, system::nvml_version()?);
+//! for dev in SystemDevice::all()? {
+//!     let mem = dev.memory_info()?;
+//!     println!("{}: {} ({} of {} bytes used, {} °C)", dev.index(), dev.name()?,
+//!              mem.used, mem.total, dev.temperature_celsius()?);
+//! }
+//! // From a CUDA device to its NVML device and back.
+//! let nvml_dev = cuda_core::Device::new(0)?.to_system_device()?;
+//! assert_eq!(nvml_dev.to_device()?.ordinal(), 0);
+//! # Ok::<(), cuda_core::system::SystemError>(())
+//! ```
+//!
+//! | `cuda.core.system` | here |
+//! |---|---|
+//! | `get_num_devices` | [`device_count`] |
+//! | `get_driver_branch` | [`driver_branch`] |
+//! | `get_kernel_mode_driver_version` | [`driver_version`] |
+//! | `get_nvml_version` | [`nvml_version`] |
+//! | `get_process_name` | [`process_name`] |
+//! | `get_p2p_status`, `get_topology_common_ancestor` | [`SystemDevice::p2p_status`], [`SystemDevice::topology_common_ancestor`] |
+//! | `Device` | [`SystemDevice`] |
+//! | `cuda.core.Device.to_system_device` | [`Device::to_system_device`] |
+//! | `NvmlError` and its subclasses (`NotSupportedError`, `LibraryNotFoundError`, …) | [`SystemError::Nvml`], whose [`nvml_code`](SystemError::nvml_code) is the status code each subclass stands for |
+//!
+//! # NVML's lifetime
+//!
+//! The first call into this module initialises NVML (`nvmlInit`) once for the
+//! process, and the module never shuts it down. NVML counts its initialisations
+//! and only tears down when every `nvmlInit` has been matched by an
+//! `nvmlShutdown`, so other code in the process (another crate, a plugin,
+//! [`cuda_bindings::nvml::version`]) may initialise and shut down NVML as it likes
+//! without invalidating the handles held here; and since this module holds its
+//! one reference until the process exits, a [`SystemDevice`] stays valid for the
+//! life of the process. An initialisation failure is remembered, as is the
+//! driver's `cuInit` in [`Device`].
+//!
+//! NVML needs the driver's `libnvidia-ml.so.1` (`nvml.dll` on Windows), which is
+//! installed with the display driver rather than the CUDA toolkit; without it every
+//! function returns a [`SystemError::Nvml`] whose
+//! [`is_library_not_found`](SystemError::is_library_not_found) is true and whose
+//! message lists where the library was searched for.
+//!
+//! NVML numbers devices on its own: an NVML index is not a CUDA ordinal (NVML
+//! ignores `CUDA_VISIBLE_DEVICES` and sorts by PCI bus id). Convert between the two
+//! by UUID with [`Device::to_system_device`] and
+//! [`SystemDevice::to_device`].
+
+use std::borrow::Cow;
+use std::ffi::{CStr, CString, c_char, c_uint};
+use std::fmt;
+use std::sync::OnceLock;
+
+use cuda_bindings::IntoResult as _;
+use cuda_bindings::nvml::*;
+
+use crate::Device;
+use crate::error::Error;
+
+/// An error of this module: NVML's, or one of the crate's [`Error`]s (a CUDA
+/// driver call made while converting to a [`Device`], or a rejected argument).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SystemError {
+    /// An NVML call failed (or NVML is missing: the source says where it was
+    /// searched for).
+    #[error("{context}: {source}")]
+    Nvml {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// NVML's error: its code, name and description.
+        #[source]
+        source: NvmlError,
+    },
+    /// A CUDA driver call failed, or an argument was rejected before NVML was
+    /// called.
+    #[error(transparent)]
+    Core(#[from] Error),
+}
+
+impl SystemError {
+    /// NVML's status code, when the error came from NVML.
+    pub fn nvml_code(&self) -> Option<nvmlReturn_t> {
+        self.nvml_error().map(NvmlError::code)
+    }
+
+    /// NVML's error, when the error came from NVML.
+    pub fn nvml_error(&self) -> Option<&NvmlError> {
+        match self {
+            Self::Nvml { source, .. } => Some(source),
+            Self::Core(_) => None,
+        }
+    }
+
+    /// Whether NVML said the device or the driver does not support the query
+    /// (`NVML_ERROR_NOT_SUPPORTED`): a fan speed on a passively cooled GPU, a
+    /// serial number on a consumer board, …
+    pub fn is_not_supported(&self) -> bool {
+        self.nvml_code() == Some(NVML_ERROR_NOT_SUPPORTED)
+    }
+
+    /// Whether NVML itself could not be found or loaded
+    /// (`NVML_ERROR_LIBRARY_NOT_FOUND`): no NVIDIA driver is installed.
+    pub fn is_library_not_found(&self) -> bool {
+        self.nvml_code() == Some(NVML_ERROR_LIBRARY_NOT_FOUND)
+    }
+}
+
+/// `Result` with [`SystemError`].
+pub type SystemResult<T> = Result<T, SystemError>;
+
+/// Checks an NVML status, attaching what was being done (built only on failure).
+trait NvmlCheck {
+    fn check<C: Into<Cow<'static, str>>>(self, context: impl FnOnce() -> C) -> SystemResult<()>;
+}
+
+impl NvmlCheck for nvmlReturn_t {
+    #[inline]
+    fn check<C: Into<Cow<'static, str>>>(self, context: impl FnOnce() -> C) -> SystemResult<()> {
+        // `result()` builds the error at once, so that it picks up this thread's note
+        // of why an entry point was unavailable.
+        self.result().map_err(|source| SystemError::Nvml {
+            context: context().into(),
+            source,
+        })
+    }
+}
+
+/// `nvmlInit`, once per process and never undone (see the module docs); its result
+/// is remembered.
+fn init() -> SystemResult<()> {
+    static INIT: OnceLock<Result<(), NvmlError>> = OnceLock::new();
+    INIT.get_or_init(|| {
+        // SAFETY: `nvmlInit` takes no arguments and may be called from any thread.
+        unsafe { nvmlInit() }.result()
+    })
+    .clone()
+    .map_err(|source| SystemError::Nvml {
+        context: "initialising NVML (nvmlInit)".into(),
+        source,
+    })
+}
+
+/// The version number of a versioned NVML struct (`NVML_STRUCT_VERSION` in
+/// `nvml.h`): its size, with the version in the top byte.
+const fn struct_version<T>(version: u32) -> c_uint {
+    (std::mem::size_of::<T>() as c_uint) | (version << 24)
+}
+
+/// The string in a buffer NVML filled, up to its first NUL (or the whole buffer).
+fn from_c_buf(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf.iter().map(|&c| c as u8).collect();
+    match CStr::from_bytes_until_nul(&bytes) {
+        Ok(s) => s.to_string_lossy().into_owned(),
+        Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+/// Calls an NVML function that writes a NUL-terminated string into a buffer of
+/// `len` bytes, and reads the string back.
+fn read_string<C: Into<Cow<'static, str>>>(
+    len: u32,
+    context: impl FnOnce() -> C,
+    call: impl FnOnce(*mut c_char, c_uint) -> nvmlReturn_t,
+) -> SystemResult<String> {
+    let mut buf = vec![0 as c_char; len as usize];
+    call(buf.as_mut_ptr(), len).check(context)?;
+    Ok(from_c_buf(&buf))
+}
+
+/// A C string for NVML, or an argument error naming what it was for.
+fn c_string(s: &str, what: &'static str) -> SystemResult<CString> {
+    CString::new(s).map_err(|_| {
+        SystemError::Core(Error::invalid(
+            format!("looking up an NVML device by {what} {s:?}"),
+            "the string contains a NUL byte",
+        ))
+    })
+}
+
+/// The version of the installed display driver, as NVML reports it
+/// (`nvmlSystemGetDriverVersion`), e.g. `"580.95.05"`: the kernel-mode driver's
+/// version (`get_kernel_mode_driver_version` in Python).
+///
+/// # Errors
+/// NVML's error; [`SystemError::is_library_not_found`] without a driver.
+pub fn driver_version() -> SystemResult<String> {
+    init()?;
+    read_string(
+        NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE,
+        || "reading the driver version (nvmlSystemGetDriverVersion)",
+        |buf, len| {
+            // SAFETY: `buf` is valid for writes of `len` bytes; NVML is initialised.
+            unsafe { nvmlSystemGetDriverVersion(buf, len) }
+        },
+    )
+}
+
+/// NVML's own version (`nvmlSystemGetNVMLVersion`), e.g. `"13.580.95.05"`.
+///
+/// # Errors
+/// NVML's error; [`SystemError::is_library_not_found`] without a driver.
+pub fn nvml_version() -> SystemResult<String> {
+    init()?;
+    read_string(
+        NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE,
+        || "reading the NVML version (nvmlSystemGetNVMLVersion)",
+        |buf, len| {
+            // SAFETY: `buf` is valid for writes of `len` bytes; NVML is initialised.
+            unsafe { nvmlSystemGetNVMLVersion(buf, len) }
+        },
+    )
+}
+
+/// The driver's branch (`nvmlSystemGetDriverBranch`), e.g. `"r580_00"`.
+///
+/// # Errors
+/// NVML's error (`NVML_ERROR_FUNCTION_NOT_FOUND` from drivers older than the
+/// call); [`SystemError::is_library_not_found`] without a driver.
+pub fn driver_branch() -> SystemResult<String> {
+    init()?;
+    let mut info = nvmlSystemDriverBranchInfo_t {
+        version: struct_version::<nvmlSystemDriverBranchInfo_t>(1),
+        branch: [0; 80],
+    };
+    let len = info.branch.len() as c_uint;
+    // SAFETY: `info` is valid for writes and its version field is set; `len` is
+    // the length of its `branch` buffer, as `nvml.h` asks.
+    unsafe { nvmlSystemGetDriverBranch(&mut info, len) }
+        .check(|| "reading the driver branch (nvmlSystemGetDriverBranch)")?;
+    Ok(from_c_buf(&info.branch))
+}
+
+/// The highest CUDA version the driver supports, `(major, minor)`
+/// (`nvmlSystemGetCudaDriverVersion_v2`), e.g. `(13, 0)`.
+///
+/// # Errors
+/// NVML's error; [`SystemError::is_library_not_found`] without a driver.
+pub fn cuda_driver_version() -> SystemResult<(i32, i32)> {
+    init()?;
+    let mut v = 0;
+    // SAFETY: `v` is valid for writes; NVML is initialised.
+    unsafe { nvmlSystemGetCudaDriverVersion_v2(&mut v) }
+        .check(|| "reading the CUDA driver version (nvmlSystemGetCudaDriverVersion_v2)")?;
+    Ok((v / 1000, (v % 1000) / 10))
+}
+
+/// How many GPUs NVML sees (`nvmlDeviceGetCount`): every GPU in the machine,
+/// including those `CUDA_VISIBLE_DEVICES` hides from CUDA and those this process
+/// may not be allowed to use.
+///
+/// # Errors
+/// NVML's error; [`SystemError::is_library_not_found`] without a driver.
+pub fn device_count() -> SystemResult<u32> {
+    init()?;
+    let mut n = 0;
+    // SAFETY: `n` is valid for writes; NVML is initialised.
+    unsafe { nvmlDeviceGetCount(&mut n) }.check(|| "counting NVML devices (nvmlDeviceGetCount)")?;
+    Ok(n)
+}
+
+/// The name of the running process `pid` (`nvmlSystemGetProcessName`), e.g. the
+/// path of its executable.
+///
+/// # Errors
+/// NVML's error (`NVML_ERROR_NOT_FOUND` when there is no such process);
+/// [`SystemError::is_library_not_found`] without a driver.
+pub fn process_name(pid: u32) -> SystemResult<String> {
+    init()?;
+    read_string(
+        4096,
+        || format!("reading the name of process {pid} (nvmlSystemGetProcessName)"),
+        |buf, len| {
+            // SAFETY: `buf` is valid for writes of `len` bytes; NVML is initialised.
+            unsafe { nvmlSystemGetProcessName(pid, buf, len) }
+        },
+    )
+}
+
+/// A GPU as NVML sees it: the counterpart of `cuda.core.system.Device`.
+///
+/// A plain `Copy` value: NVML's handle and the device's NVML index. Handles are
+/// valid for as long as NVML stays initialised, which this module guarantees for
+/// the life of the process (see the module docs), so a `SystemDevice` never
+/// dangles.
+///
+/// `SystemDevice` is `Send + Sync`: the handle is an opaque pointer that NVML
+/// itself owns and never frees while initialised, nothing here dereferences it, and
+/// NVML is thread-safe (its documentation allows concurrent calls from any threads
+/// on the same device).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SystemDevice {
+    handle: nvmlDevice_t,
+    index: u32,
+}
+
+// SAFETY: see the type's docs: the handle is an opaque token owned by NVML for the
+// life of the process, and NVML's API is thread-safe.
+unsafe impl Send for SystemDevice {}
+// SAFETY: as for `Send`; no method mutates Rust-visible state through `&self`.
+unsafe impl Sync for SystemDevice {}
+
+impl fmt::Debug for SystemDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SystemDevice({})", self.index)
+    }
+}
+
+/// A device's memory, in bytes ([`SystemDevice::memory_info`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct MemoryInfo {
+    /// Total physical memory.
+    pub total: u64,
+    /// Memory reserved by the driver and firmware, counted neither as free nor as
+    /// used (0 when the driver cannot say). CUDA's total,
+    /// [`Device::total_memory`], leaves it out.
+    pub reserved: u64,
+    /// Unallocated memory.
+    pub free: u64,
+    /// Allocated memory.
+    pub used: u64,
+}
+
+/// How busy a device was over NVML's last sample period
+/// ([`SystemDevice::utilization`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct Utilization {
+    /// Percent of the time one or more kernels were running.
+    pub gpu_percent: u32,
+    /// Percent of the time device memory was being read or written.
+    pub memory_percent: u32,
+}
+
+/// A device's clocks, in MHz ([`SystemDevice::clocks`], [`SystemDevice::max_clocks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct Clocks {
+    /// The graphics clock.
+    pub graphics_mhz: u32,
+    /// The SM clock.
+    pub sm_mhz: u32,
+    /// The memory clock.
+    pub memory_mhz: u32,
+    /// The video encoder/decoder clock.
+    pub video_mhz: u32,
+}
+
+/// Where a device sits on the PCI bus ([`SystemDevice::pci_info`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct PciInfo {
+    /// The bus id, `domain:bus:device.function` in hex, as NVML writes it
+    /// (`00000000:3B:00.0`: NVML pads the domain to 8 digits).
+    pub bus_id: String,
+    /// The PCI domain.
+    pub domain: u32,
+    /// The bus number.
+    pub bus: u32,
+    /// The device number on the bus.
+    pub device: u32,
+    /// The combined device and vendor id (`0x233010DE`).
+    pub pci_device_id: u32,
+    /// The combined subsystem and subsystem-vendor id.
+    pub pci_subsystem_id: u32,
+}
+
+/// A kind of peer-to-peer access ([`SystemDevice::p2p_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum P2pCapability {
+    /// Peer reads.
+    Read,
+    /// Peer writes.
+    Write,
+    /// Peer access over NVLink.
+    Nvlink,
+    /// Peer atomics.
+    Atomics,
+    /// Peer access over PCIe.
+    Pci,
+}
+
+impl P2pCapability {
+    fn raw(self) -> nvmlGpuP2PCapsIndex_t {
+        match self {
+            Self::Read => NVML_P2P_CAPS_INDEX_READ,
+            Self::Write => NVML_P2P_CAPS_INDEX_WRITE,
+            Self::Nvlink => NVML_P2P_CAPS_INDEX_NVLINK,
+            Self::Atomics => NVML_P2P_CAPS_INDEX_ATOMICS,
+            Self::Pci => NVML_P2P_CAPS_INDEX_PCI,
+        }
+    }
+}
+
+/// Whether two devices can use a peer-to-peer capability, and if not, why
+/// ([`SystemDevice::p2p_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum P2pStatus {
+    /// Supported.
+    Ok,
+    /// The chipset does not support it.
+    ChipsetNotSupported,
+    /// One of the GPUs does not support it.
+    GpuNotSupported,
+    /// The I/O hub topology does not support it.
+    IohTopologyNotSupported,
+    /// Disabled by a registry key (driver setting).
+    DisabledByRegkey,
+    /// Not supported.
+    NotSupported,
+    /// NVML does not know, or reported a status this crate does not know.
+    Unknown,
+}
+
+impl P2pStatus {
+    fn from_raw(s: nvmlGpuP2PStatus_t) -> Self {
+        match s {
+            NVML_P2P_STATUS_OK => Self::Ok,
+            NVML_P2P_STATUS_CHIPSET_NOT_SUPPORTED => Self::ChipsetNotSupported,
+            NVML_P2P_STATUS_GPU_NOT_SUPPORTED => Self::GpuNotSupported,
+            NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED => Self::IohTopologyNotSupported,
+            NVML_P2P_STATUS_DISABLED_BY_REGKEY => Self::DisabledByRegkey,
+            NVML_P2P_STATUS_NOT_SUPPORTED => Self::NotSupported,
+            _ => Self::Unknown,
+        }
+    }
+
+    /// Whether the capability is supported.
+    pub fn is_ok(self) -> bool {
+        self == Self::Ok
+    }
+}
+
+/// The closest connection two devices share, nearest first
+/// ([`SystemDevice::topology_common_ancestor`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum TopologyLevel {
+    /// The same board (multi-GPU boards).
+    Internal,
+    /// A single PCIe switch.
+    Single,
+    /// Several PCIe switches, without crossing the host bridge.
+    Multiple,
+    /// The same host bridge.
+    HostBridge,
+    /// The same NUMA node, across host bridges.
+    Node,
+    /// Across NUMA nodes (an SMP interconnect such as QPI or UPI).
+    System,
+    /// A level this crate does not know (NVML's raw value).
+    Other(u32),
+}
+
+impl TopologyLevel {
+    fn from_raw(l: nvmlGpuTopologyLevel_t) -> Self {
+        match l {
+            NVML_TOPOLOGY_INTERNAL => Self::Internal,
+            NVML_TOPOLOGY_SINGLE => Self::Single,
+            NVML_TOPOLOGY_MULTIPLE => Self::Multiple,
+            NVML_TOPOLOGY_HOSTBRIDGE => Self::HostBridge,
+            NVML_TOPOLOGY_NODE => Self::Node,
+            NVML_TOPOLOGY_SYSTEM => Self::System,
+            other => Self::Other(other.0),
+        }
+    }
+}
+
+impl SystemDevice {
+    /// The device with this NVML index (`nvmlDeviceGetHandleByIndex`). NVML indices
+    /// are not CUDA ordinals: see the module docs.
+    ///
+    /// # Errors
+    /// NVML's error (`NVML_ERROR_INVALID_ARGUMENT` for an index out of range,
+    /// `NVML_ERROR_NO_PERMISSION` for a device this process may not use);
+    /// [`SystemError::is_library_not_found`] without a driver.
+    pub fn new(index: u32) -> SystemResult<Self> {
+        init()?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: `handle` is valid for writes; NVML is initialised.
+        unsafe { nvmlDeviceGetHandleByIndex(index, &mut handle) }
+            .check(|| format!("opening NVML device {index} (nvmlDeviceGetHandleByIndex)"))?;
+        Ok(Self { handle, index })
+    }
+
+    /// The device with this UUID (`nvmlDeviceGetHandleByUUID`), in the form
+    /// `nvidia-smi` prints and [`Device::uuid_string`]
+    /// returns: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+    ///
+    /// # Errors
+    /// NVML's error (`NVML_ERROR_NOT_FOUND` when no device has the UUID);
+    /// [`Error::InvalidArgument`] for a string with a NUL byte;
+    /// [`SystemError::is_library_not_found`] without a driver.
+    pub fn from_uuid(uuid: &str) -> SystemResult<Self> {
+        let c = c_string(uuid, "UUID")?;
+        init()?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: `c` is a NUL-terminated string and `handle` is valid for writes.
+        unsafe { nvmlDeviceGetHandleByUUID(c.as_ptr(), &mut handle) }
+            .check(|| format!("looking up the NVML device {uuid} (nvmlDeviceGetHandleByUUID)"))?;
+        Self::from_handle(handle)
+    }
+
+    /// The device at this PCI bus id (`nvmlDeviceGetHandleByPciBusId`), in either
+    /// NVML's form (`00000000:3B:00.0`) or CUDA's
+    /// ([`Device::pci_bus_id`], `0000:3b:00.0`).
+    ///
+    /// # Errors
+    /// NVML's error (`NVML_ERROR_NOT_FOUND` when no device is there);
+    /// [`Error::InvalidArgument`] for a string with a NUL byte;
+    /// [`SystemError::is_library_not_found`] without a driver.
+    pub fn from_pci_bus_id(bus_id: &str) -> SystemResult<Self> {
+        let c = c_string(bus_id, "PCI bus id")?;
+        init()?;
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: `c` is a NUL-terminated string and `handle` is valid for writes.
+        unsafe { nvmlDeviceGetHandleByPciBusId(c.as_ptr(), &mut handle) }.check(|| {
+            format!("looking up the NVML device at PCI {bus_id} (nvmlDeviceGetHandleByPciBusId)")
+        })?;
+        Self::from_handle(handle)
+    }
+
+    /// Every device NVML sees, in NVML index order.
+    ///
+    /// # Errors
+    /// As [`device_count`] and [`new`](Self::new).
+    pub fn all() -> SystemResult<Vec<Self>> {
+        (0..device_count()?).map(Self::new).collect()
+    }
+
+    /// Wraps a handle NVML returned, reading its index.
+    fn from_handle(handle: nvmlDevice_t) -> SystemResult<Self> {
+        let mut index = 0;
+        // SAFETY: `handle` came from NVML, which stays initialised; `index` is valid
+        // for writes.
+        unsafe { nvmlDeviceGetIndex(handle, &mut index) }
+            .check(|| "reading the index of an NVML device (nvmlDeviceGetIndex)")?;
+        Ok(Self { handle, index })
+    }
+
+    /// NVML's handle, for calls this type does not wrap. It stays valid for the
+    /// life of the process.
+    pub fn handle(&self) -> nvmlDevice_t {
+        self.handle
+    }
+
+    /// The device's NVML index (not its CUDA ordinal).
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Describes an operation on this device, for error contexts.
+    fn ctx(&self, what: &str, function: &str) -> String {
+        format!("{what} of NVML device {} ({function})", self.index)
+    }
+
+    /// Reads one `c_uint` through `call`.
+    fn read_uint(
+        &self,
+        what: &str,
+        function: &str,
+        call: impl FnOnce(nvmlDevice_t, *mut c_uint) -> nvmlReturn_t,
+    ) -> SystemResult<u32> {
+        let mut v = 0;
+        call(self.handle, &mut v).check(|| self.ctx(what, function))?;
+        Ok(v)
+    }
+
+    /// The product name (`nvmlDeviceGetName`), e.g. `NVIDIA H100 80GB HBM3`.
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn name(&self) -> SystemResult<String> {
+        read_string(
+            NVML_DEVICE_NAME_V2_BUFFER_SIZE,
+            || self.ctx("reading the name", "nvmlDeviceGetName"),
+            |buf, len| {
+                // SAFETY: the handle is valid (see the type's docs); `buf` is valid
+                // for writes of `len` bytes.
+                unsafe { nvmlDeviceGetName(self.handle, buf, len) }
+            },
+        )
+    }
+
+    /// The UUID (`nvmlDeviceGetUUID`), `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`,
+    /// as [`Device::uuid_string`] writes it.
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn uuid(&self) -> SystemResult<String> {
+        read_string(
+            NVML_DEVICE_UUID_V2_BUFFER_SIZE,
+            || self.ctx("reading the UUID", "nvmlDeviceGetUUID"),
+            |buf, len| {
+                // SAFETY: the handle is valid (see the type's docs); `buf` is valid
+                // for writes of `len` bytes.
+                unsafe { nvmlDeviceGetUUID(self.handle, buf, len) }
+            },
+        )
+    }
+
+    /// The board's serial number (`nvmlDeviceGetSerial`), as printed on it.
+    ///
+    /// # Errors
+    /// NVML's error; [`SystemError::is_not_supported`] on boards without one
+    /// (most GeForce boards).
+    pub fn serial(&self) -> SystemResult<String> {
+        read_string(
+            NVML_DEVICE_SERIAL_BUFFER_SIZE,
+            || self.ctx("reading the serial number", "nvmlDeviceGetSerial"),
+            |buf, len| {
+                // SAFETY: the handle is valid (see the type's docs); `buf` is valid
+                // for writes of `len` bytes.
+                unsafe { nvmlDeviceGetSerial(self.handle, buf, len) }
+            },
+        )
+    }
+
+    /// Total, reserved, free and used memory (`nvmlDeviceGetMemoryInfo_v2`; with
+    /// drivers that lack it, `nvmlDeviceGetMemoryInfo`, whose `used` includes the
+    /// reserved memory and whose `reserved` is then 0).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn memory_info(&self) -> SystemResult<MemoryInfo> {
+        let mut m = nvmlMemory_v2_t {
+            version: struct_version::<nvmlMemory_v2_t>(2),
+            ..Default::default()
+        };
+        // SAFETY: the handle is valid (see the type's docs); `m` is valid for writes
+        // and its version field is set.
+        let v2 = unsafe { nvmlDeviceGetMemoryInfo_v2(self.handle, &mut m) }
+            .check(|| self.ctx("reading the memory usage", "nvmlDeviceGetMemoryInfo_v2"));
+        match v2 {
+            Ok(()) => Ok(MemoryInfo {
+                total: m.total,
+                reserved: m.reserved,
+                free: m.free,
+                used: m.used,
+            }),
+            Err(e) if is_older_driver(&e) => {
+                let mut m = nvmlMemory_t::default();
+                // SAFETY: the handle is valid (see the type's docs); `m` is valid for
+                // writes.
+                unsafe { nvmlDeviceGetMemoryInfo(self.handle, &mut m) }
+                    .check(|| self.ctx("reading the memory usage", "nvmlDeviceGetMemoryInfo"))?;
+                Ok(MemoryInfo {
+                    total: m.total,
+                    reserved: 0,
+                    free: m.free,
+                    used: m.used,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// How busy the GPU and its memory were over the last sample period
+    /// (`nvmlDeviceGetUtilizationRates`).
+    ///
+    /// # Errors
+    /// NVML's error ([`SystemError::is_not_supported`] on some devices and in
+    /// some virtualised setups).
+    pub fn utilization(&self) -> SystemResult<Utilization> {
+        let mut u = nvmlUtilization_t::default();
+        // SAFETY: the handle is valid (see the type's docs); `u` is valid for writes.
+        unsafe { nvmlDeviceGetUtilizationRates(self.handle, &mut u) }
+            .check(|| self.ctx("reading the utilisation", "nvmlDeviceGetUtilizationRates"))?;
+        Ok(Utilization {
+            gpu_percent: u.gpu,
+            memory_percent: u.memory,
+        })
+    }
+
+    /// The GPU die's temperature in °C (`nvmlDeviceGetTemperatureV` with
+    /// `NVML_TEMPERATURE_GPU`, the versioned-struct query `nvml.h` offers in place
+    /// of `nvmlDeviceGetTemperature`; with drivers that lack it, the latter).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn temperature_celsius(&self) -> SystemResult<i32> {
+        let mut t = nvmlTemperature_t {
+            version: struct_version::<nvmlTemperature_t>(1),
+            sensorType: NVML_TEMPERATURE_GPU,
+            temperature: 0,
+        };
+        // SAFETY: the handle is valid (see the type's docs); `t` is valid for writes
+        // and its version and sensor fields are set.
+        let v = unsafe { nvmlDeviceGetTemperatureV(self.handle, &mut t) }
+            .check(|| self.ctx("reading the temperature", "nvmlDeviceGetTemperatureV"));
+        match v {
+            Ok(()) => Ok(t.temperature),
+            Err(e) if is_older_driver(&e) => {
+                let c = self.read_uint(
+                    "reading the temperature",
+                    "nvmlDeviceGetTemperature",
+                    |h, p| {
+                        // SAFETY: `h` is this device's valid handle; `p` is valid for
+                        // writes.
+                        unsafe { nvmlDeviceGetTemperature(h, NVML_TEMPERATURE_GPU, p) }
+                    },
+                )?;
+                Ok(i32::try_from(c).unwrap_or(i32::MAX))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The board's power draw in milliwatts (`nvmlDeviceGetPowerUsage`).
+    ///
+    /// # Errors
+    /// NVML's error ([`SystemError::is_not_supported`] on boards that cannot
+    /// measure it).
+    pub fn power_usage_milliwatts(&self) -> SystemResult<u32> {
+        self.read_uint(
+            "reading the power draw",
+            "nvmlDeviceGetPowerUsage",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetPowerUsage(h, p) }
+            },
+        )
+    }
+
+    /// The power limit in effect, in milliwatts (`nvmlDeviceGetEnforcedPowerLimit`:
+    /// the lowest of the limits set by the board, the administrator and the
+    /// system).
+    ///
+    /// # Errors
+    /// NVML's error ([`SystemError::is_not_supported`] on boards without power
+    /// management).
+    pub fn power_limit_milliwatts(&self) -> SystemResult<u32> {
+        self.read_uint(
+            "reading the power limit",
+            "nvmlDeviceGetEnforcedPowerLimit",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetEnforcedPowerLimit(h, p) }
+            },
+        )
+    }
+
+    /// Reads all four clocks with `get` (`nvmlDeviceGetClockInfo` or
+    /// `nvmlDeviceGetMaxClockInfo`).
+    fn read_clocks(
+        &self,
+        what: &str,
+        function: &str,
+        get: unsafe fn(nvmlDevice_t, nvmlClockType_t, *mut c_uint) -> nvmlReturn_t,
+    ) -> SystemResult<Clocks> {
+        let one = |kind: nvmlClockType_t, name: &str| {
+            self.read_uint(&format!("{what} ({name})"), function, |h, p| {
+                // SAFETY: `get` is one of NVML's clock queries; `h` is this device's
+                // valid handle and `p` is valid for writes.
+                unsafe { get(h, kind, p) }
+            })
+        };
+        Ok(Clocks {
+            graphics_mhz: one(NVML_CLOCK_GRAPHICS, "graphics")?,
+            sm_mhz: one(NVML_CLOCK_SM, "SM")?,
+            memory_mhz: one(NVML_CLOCK_MEM, "memory")?,
+            video_mhz: one(NVML_CLOCK_VIDEO, "video")?,
+        })
+    }
+
+    /// The current clocks (`nvmlDeviceGetClockInfo`).
+    ///
+    /// # Errors
+    /// NVML's error (for any one of the four clocks).
+    pub fn clocks(&self) -> SystemResult<Clocks> {
+        self.read_clocks(
+            "reading the current clock",
+            "nvmlDeviceGetClockInfo",
+            nvmlDeviceGetClockInfo,
+        )
+    }
+
+    /// The highest clocks the device supports (`nvmlDeviceGetMaxClockInfo`).
+    ///
+    /// # Errors
+    /// NVML's error (for any one of the four clocks).
+    pub fn max_clocks(&self) -> SystemResult<Clocks> {
+        self.read_clocks(
+            "reading the maximum clock",
+            "nvmlDeviceGetMaxClockInfo",
+            nvmlDeviceGetMaxClockInfo,
+        )
+    }
+
+    /// Where the device sits on the PCI bus (`nvmlDeviceGetPciInfo`).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn pci_info(&self) -> SystemResult<PciInfo> {
+        let mut p = nvmlPciInfo_t::default();
+        // SAFETY: the handle is valid (see the type's docs); `p` is valid for writes.
+        unsafe { nvmlDeviceGetPciInfo(self.handle, &mut p) }
+            .check(|| self.ctx("reading the PCI information", "nvmlDeviceGetPciInfo"))?;
+        Ok(PciInfo {
+            bus_id: from_c_buf(&p.busId),
+            domain: p.domain,
+            bus: p.bus,
+            device: p.device,
+            pci_device_id: p.pciDeviceId,
+            pci_subsystem_id: p.pciSubSystemId,
+        })
+    }
+
+    /// The compute capability, `(major, minor)`
+    /// (`nvmlDeviceGetCudaComputeCapability`).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn compute_capability(&self) -> SystemResult<(i32, i32)> {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: the handle is valid (see the type's docs); both outputs are valid
+        // for writes.
+        unsafe { nvmlDeviceGetCudaComputeCapability(self.handle, &mut major, &mut minor) }.check(
+            || {
+                self.ctx(
+                    "reading the compute capability",
+                    "nvmlDeviceGetCudaComputeCapability",
+                )
+            },
+        )?;
+        Ok((major, minor))
+    }
+
+    /// The performance state, `Some(0)` (P0, fastest) to `Some(15)` (P15,
+    /// slowest), or `None` when NVML reports it unknown
+    /// (`nvmlDeviceGetPerformanceState`).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn performance_state(&self) -> SystemResult<Option<u32>> {
+        let mut s = NVML_PSTATE_UNKNOWN;
+        // SAFETY: the handle is valid (see the type's docs); `s` is valid for writes.
+        unsafe { nvmlDeviceGetPerformanceState(self.handle, &mut s) }.check(|| {
+            self.ctx(
+                "reading the performance state",
+                "nvmlDeviceGetPerformanceState",
+            )
+        })?;
+        Ok((s.0 <= 15).then_some(s.0))
+    }
+
+    /// The speed the (first) fan is set to, in percent of its maximum
+    /// (`nvmlDeviceGetFanSpeed`); it may exceed 100 on some boards.
+    ///
+    /// # Errors
+    /// NVML's error; [`SystemError::is_not_supported`] on passively cooled boards
+    /// (most data-centre GPUs).
+    pub fn fan_speed_percent(&self) -> SystemResult<u32> {
+        self.read_uint("reading the fan speed", "nvmlDeviceGetFanSpeed", |h, p| {
+            // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+            unsafe { nvmlDeviceGetFanSpeed(h, p) }
+        })
+    }
+
+    /// Whether this device and `other` can use `capability` peer to peer
+    /// (`nvmlDeviceGetP2PStatus`; `get_p2p_status` in Python).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn p2p_status(
+        &self,
+        other: &SystemDevice,
+        capability: P2pCapability,
+    ) -> SystemResult<P2pStatus> {
+        let mut s = NVML_P2P_STATUS_UNKNOWN;
+        // SAFETY: both handles are valid (see the type's docs); `s` is valid for
+        // writes.
+        unsafe { nvmlDeviceGetP2PStatus(self.handle, other.handle, capability.raw(), &mut s) }
+            .check(|| {
+                format!(
+                    "reading the peer-to-peer {capability:?} status of NVML devices {} and {} \
+                     (nvmlDeviceGetP2PStatus)",
+                    self.index, other.index
+                )
+            })?;
+        Ok(P2pStatus::from_raw(s))
+    }
+
+    /// The closest connection this device and `other` share
+    /// (`nvmlDeviceGetTopologyCommonAncestor`; `get_topology_common_ancestor` in
+    /// Python).
+    ///
+    /// # Errors
+    /// NVML's error ([`SystemError::is_not_supported`] on platforms without
+    /// topology information).
+    pub fn topology_common_ancestor(&self, other: &SystemDevice) -> SystemResult<TopologyLevel> {
+        let mut l = NVML_TOPOLOGY_SYSTEM;
+        // SAFETY: both handles are valid (see the type's docs); `l` is valid for
+        // writes.
+        unsafe { nvmlDeviceGetTopologyCommonAncestor(self.handle, other.handle, &mut l) }.check(
+            || {
+                format!(
+                    "reading the common topology ancestor of NVML devices {} and {} \
+                     (nvmlDeviceGetTopologyCommonAncestor)",
+                    self.index, other.index
+                )
+            },
+        )?;
+        Ok(TopologyLevel::from_raw(l))
+    }
+
+    /// The CUDA device with the same UUID, among those CUDA sees.
+    ///
+    /// # Errors
+    /// NVML's error reading the UUID; the driver's error ([`SystemError::Core`]);
+    /// [`Error::Unsupported`] when no CUDA device has this UUID (it is hidden by
+    /// `CUDA_VISIBLE_DEVICES`, or not usable by CUDA).
+    pub fn to_device(&self) -> SystemResult<Device> {
+        let uuid = self.uuid()?;
+        for dev in Device::all()? {
+            if dev.uuid_string()?.eq_ignore_ascii_case(&uuid) {
+                return Ok(dev);
+            }
+        }
+        Err(Error::unsupported(
+            format!(
+                "finding the CUDA device of NVML device {} ({uuid})",
+                self.index
+            ),
+            "no CUDA device has this UUID (is it hidden by CUDA_VISIBLE_DEVICES?)",
+        )
+        .into())
+    }
+}
+
+/// Whether `e` says the driver predates the call or struct version used.
+fn is_older_driver(e: &SystemError) -> bool {
+    matches!(
+        e.nvml_code(),
+        Some(NVML_ERROR_FUNCTION_NOT_FOUND | NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+    )
+}
+
+impl Device {
+    /// This device as NVML sees it, found by UUID (`to_system_device` in Python).
+    ///
+    /// # Errors
+    /// The driver's error reading the UUID ([`SystemError::Core`]); NVML's error
+    /// ([`SystemError::is_library_not_found`] without NVML).
+    pub fn to_system_device(&self) -> SystemResult<SystemDevice> {
+        let uuid = self.uuid_string()?;
+        SystemDevice::from_uuid(&uuid)
+    }
+}

@@ -1,0 +1,244 @@
+//! GPU tests of graphs: capture and replay, explicit nodes, a conditional while
+//! loop, update of an instantiated graph, DOT output. Without a GPU each test
+//! prints `SKIPPED`; with `CUDA_TEST_REQUIRE_GPU=1` it fails.
+#![cfg(feature = "cuda-13")]
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cuda_core::{
+    CaptureMode, CaptureStatus, CompileTarget, ConditionalKind, Device, Event, EventOptions, Graph,
+    GraphCompleteOptions, LaunchConfig, Linker, LinkerOptions, ObjectCode, Program, ProgramOptions,
+    SourceCode, Stream, StreamOptions, launch,
+};
+use cuda_rs_tests::{require_gpu, require_libs};
+
+const SRC: &str = r#"
+typedef unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+extern "C" __global__ void add(int *x, int v) { x[threadIdx.x] += v; }
+extern "C" __global__ void mul(int *x, int v) { x[threadIdx.x] *= v; }
+extern "C" __global__ void countdown(int *counter, int *iterations, cudaGraphConditionalHandle h) {
+    if (threadIdx.x == 0) {
+        *iterations += 1;
+        int left = --*counter;
+        cudaGraphSetConditional(h, left > 0 ? 1u : 0u);
+    }
+}
+"#;
+
+fn setup() -> (Device, Stream, ObjectCode) {
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d
+        .create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })
+        .unwrap();
+    let arch = d.arch().unwrap();
+    // Relocatable, linked with the device runtime for `cudaGraphSetConditional`.
+    let obj = Program::new(
+        SourceCode::Cxx(SRC),
+        ProgramOptions {
+            arch: Some(arch.clone()),
+            relocatable_device_code: true,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .compile(CompileTarget::Cubin, &[])
+    .unwrap();
+    let devrt = cuda_pathfinder::find_static_lib("cudadevrt").unwrap();
+    let lib = ObjectCode::from_file(&devrt.abs_path, cuda_core::CodeType::Library).unwrap();
+    let linked = Linker::new(&[&obj, &lib], LinkerOptions::new(arch))
+        .unwrap()
+        .link()
+        .unwrap();
+    (d, s, linked)
+}
+
+#[test]
+fn captured_graph_of_two_kernels_replayed() {
+    require_gpu!();
+    require_libs!("nvrtc", "nvJitLink");
+    let (d, s, code) = setup();
+    let (add, mul) = (
+        code.get_kernel("add").unwrap(),
+        code.get_kernel("mul").unwrap(),
+    );
+    let mut x = d.allocate(32 * 4, &s).unwrap();
+    x.fill_u32(0, &s).unwrap();
+    s.sync().unwrap();
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
+    s.begin_capture(CaptureMode::Global).unwrap();
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::Active);
+    launch(&s, &LaunchConfig::new(1, 32), &add, &[&x, &1i32]).unwrap();
+    // Fork: a second stream joins the capture; join back.
+    let forks = s.fork(1).unwrap();
+    launch(&forks[0], &LaunchConfig::new(1, 32), &mul, &[&x, &2i32]).unwrap();
+    s.join(&forks).unwrap();
+    let graph = s.end_capture().unwrap();
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
+    assert!(graph.node_count().unwrap() >= 2);
+    let exec = graph.instantiate(GraphCompleteOptions::default()).unwrap();
+    exec.upload(&s).unwrap();
+    // x = (x + 1) * 2, 10 times: 2, 6, 14, 30, ...
+    for _ in 0..10 {
+        exec.launch(&s).unwrap();
+    }
+    let mut out = [0i32; 32];
+    x.copy_to_host(&mut out, &s).unwrap();
+    let mut expect = 0;
+    for _ in 0..10 {
+        expect = (expect + 1) * 2;
+    }
+    assert!(out.iter().all(|&v| v == expect), "{out:?} != {expect}");
+    let dot = tempfile::tempdir().unwrap().keep().join("g.dot");
+    graph.debug_dot_print(&dot).unwrap();
+    assert!(std::fs::read_to_string(&dot).unwrap().contains("digraph"));
+}
+
+#[test]
+fn explicit_graph_with_memset_copy_host_callback_events_and_child() {
+    require_gpu!();
+    require_libs!("nvrtc", "nvJitLink");
+    let (d, s, code) = setup();
+    let add = code.get_kernel("add").unwrap();
+    let a = d.allocate(32 * 4, &s).unwrap();
+    let b = d.allocate(32 * 4, &s).unwrap();
+    s.sync().unwrap();
+    let ctx = d.context().unwrap();
+    let mut child = Graph::new(&ctx).unwrap();
+    child
+        .add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&a, &5i32])
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let ev = Arc::new(Event::new(&d, EventOptions::default()).unwrap());
+    let mut g = Graph::new(&ctx).unwrap();
+    let set = g.add_memset(&[], &a, 7, 4).unwrap();
+    let kid = g.add_child(&[set], &child).unwrap();
+    let copy = g.add_memcpy(&[kid], &b, &a, 32 * 4).unwrap();
+    let c = calls.clone();
+    let host = g
+        .add_host_callback(&[copy], move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let rec = g.add_event_record(&[host], &ev).unwrap();
+    let join = g.add_empty(&[rec]).unwrap();
+    let wait = g.add_event_wait(&[], &ev).unwrap();
+    g.add_dependency(join, wait).unwrap();
+    assert_eq!(g.node_count().unwrap(), 8);
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    drop(child);
+    for _ in 0..3 {
+        exec.launch(&s).unwrap();
+    }
+    s.sync().unwrap();
+    let mut out = [0i32; 32];
+    b.copy_to_host(&mut out, &s).unwrap();
+    assert!(out.iter().all(|&v| v == 12), "{out:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // Bad arguments are refused.
+    assert!(g.add_memset(&[], &a, 0, 3).is_err());
+    assert!(
+        g.add_kernel(&[], &LaunchConfig::new(1, 1), &add, &[&a])
+            .is_err()
+    );
+}
+
+#[test]
+fn conditional_while_loops_a_counted_number_of_times() {
+    require_gpu!();
+    require_libs!("nvrtc", "nvJitLink");
+    let (d, s, code) = setup();
+    let countdown = code.get_kernel("countdown").unwrap();
+    let mut counter = d.allocate(4, &s).unwrap();
+    let mut iterations = d.allocate(4, &s).unwrap();
+    counter.copy_from_host(&[5i32], &s).unwrap();
+    iterations.copy_from_host(&[0i32], &s).unwrap();
+    let ctx = d.context().unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    // Enter the loop: the condition starts at 1 on every launch.
+    let cond = g.create_condition(Some(1)).unwrap();
+    let (_node, mut bodies) = g
+        .add_conditional(&[], cond, ConditionalKind::While)
+        .unwrap();
+    assert_eq!(bodies.len(), 1);
+    bodies[0]
+        .add_kernel(
+            &[],
+            &LaunchConfig::new(1, 1),
+            &countdown,
+            &[&counter, &iterations, &cond],
+        )
+        .unwrap();
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&s).unwrap();
+    let (mut c, mut it) = ([0i32], [0i32]);
+    counter.copy_to_host(&mut c, &s).unwrap();
+    iterations.copy_to_host(&mut it, &s).unwrap();
+    assert_eq!((c[0], it[0]), (0, 5));
+    // Launch again with 3 to go.
+    counter.copy_from_host(&[3i32], &s).unwrap();
+    exec.launch(&s).unwrap();
+    iterations.copy_to_host(&mut it, &s).unwrap();
+    assert_eq!(it[0], 8);
+    // If/else and switch nodes get their bodies.
+    let c2 = g.create_condition(Some(0)).unwrap();
+    assert_eq!(
+        g.add_conditional(&[], c2, ConditionalKind::IfElse)
+            .unwrap()
+            .1
+            .len(),
+        2
+    );
+    assert_eq!(
+        g.add_conditional(&[], c2, ConditionalKind::Switch(3))
+            .unwrap()
+            .1
+            .len(),
+        3
+    );
+    assert!(
+        g.add_conditional(&[], c2, ConditionalKind::Switch(0))
+            .is_err()
+    );
+}
+
+#[test]
+fn instantiated_graph_is_updated_in_place() {
+    require_gpu!();
+    require_libs!("nvrtc", "nvJitLink");
+    let (d, s, code) = setup();
+    let add = code.get_kernel("add").unwrap();
+    let x = d.allocate(32 * 4, &s).unwrap();
+    let ctx = d.context().unwrap();
+    let build = |v: i32| {
+        let mut g = Graph::new(&ctx).unwrap();
+        let m = g.add_memset(&[], &x, 0, 4).unwrap();
+        g.add_kernel(&[m], &LaunchConfig::new(1, 32), &add, &[&x, &v])
+            .unwrap();
+        g
+    };
+    let mut exec = build(1)
+        .instantiate(GraphCompleteOptions::default())
+        .unwrap();
+    exec.launch(&s).unwrap();
+    let mut out = [0i32; 32];
+    x.copy_to_host(&mut out, &s).unwrap();
+    assert!(out.iter().all(|&v| v == 1));
+    exec.update(&build(42)).unwrap();
+    exec.launch(&s).unwrap();
+    x.copy_to_host(&mut out, &s).unwrap();
+    assert!(out.iter().all(|&v| v == 42));
+    // A different topology is refused, with the reason.
+    let mut other = Graph::new(&ctx).unwrap();
+    other.add_empty(&[]).unwrap();
+    other.add_empty(&[]).unwrap();
+    other.add_empty(&[]).unwrap();
+    assert!(exec.update(&other).is_err());
+}

@@ -1,0 +1,282 @@
+//! `cuda_core::system` (NVML): the no-driver path on any machine, and on a GPU the
+//! figures NVML reports checked against CUDA's (and printed, to compare with
+//! `nvidia-smi`). Without a GPU the GPU tests print `SKIPPED`; with
+//! `CUDA_TEST_REQUIRE_GPU=1` they fail.
+
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::fmt::Debug;
+
+use cuda_core::system::{self, P2pCapability, SystemDevice, SystemError, SystemResult};
+use cuda_core::{Device, Error};
+use cuda_rs_tests::require_gpu;
+
+#[test]
+fn system_types_are_send_and_sync() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<SystemDevice>();
+    send_sync::<SystemError>();
+}
+
+#[test]
+fn a_nul_byte_is_rejected_before_nvml_is_called() {
+    for r in [
+        SystemDevice::from_uuid("GPU-\0"),
+        SystemDevice::from_pci_bus_id("0000:\0"),
+    ] {
+        let e = r.unwrap_err();
+        assert!(
+            matches!(e, SystemError::Core(Error::InvalidArgument { .. })),
+            "{e:?}"
+        );
+        assert_eq!(e.nvml_code(), None);
+        assert!(!e.is_library_not_found() && !e.is_not_supported());
+        assert!(e.to_string().contains("NUL"), "{e}");
+    }
+}
+
+/// Checks that `r` failed because NVML is missing, and that the message says so.
+fn assert_library_not_found<T: Debug>(what: &str, r: SystemResult<T>) {
+    let e = match r {
+        Ok(v) => panic!("{what}: succeeded without NVML: {v:?}"),
+        Err(e) => e,
+    };
+    let msg = e.to_string();
+    assert!(matches!(e, SystemError::Nvml { .. }), "{what}: {e:?}");
+    assert!(e.is_library_not_found(), "{what}: {msg}");
+    assert!(!e.is_not_supported(), "{what}: {msg}");
+    assert_eq!(
+        e.nvml_code(),
+        Some(cuda_core::cuda_bindings::nvml::NVML_ERROR_LIBRARY_NOT_FOUND)
+    );
+    assert!(
+        msg.contains("NVML_ERROR_LIBRARY_NOT_FOUND"),
+        "{what}: {msg}"
+    );
+    #[cfg(target_os = "linux")]
+    assert!(msg.contains("libnvidia-ml.so.1"), "{what}: {msg}");
+    // The pathfinder's error is reachable through `source()`.
+    assert!(std::error::Error::source(&e).is_some(), "{what}: {msg}");
+}
+
+#[test]
+fn without_nvml_every_function_says_where_it_looked() {
+    if let Ok(lib) = cuda_pathfinder::load_nvidia_dynamic_lib("nvml") {
+        println!(
+            "NVML is here ({}): the no-driver path is not exercised",
+            lib.abs_path().display()
+        );
+        return;
+    }
+    println!("{}", system::driver_version().unwrap_err());
+    assert_library_not_found("driver_version", system::driver_version());
+    assert_library_not_found("nvml_version", system::nvml_version());
+    assert_library_not_found("driver_branch", system::driver_branch());
+    assert_library_not_found("cuda_driver_version", system::cuda_driver_version());
+    assert_library_not_found("device_count", system::device_count());
+    assert_library_not_found("process_name", system::process_name(std::process::id()));
+    assert_library_not_found("SystemDevice::new", SystemDevice::new(0));
+    assert_library_not_found("SystemDevice::all", SystemDevice::all());
+    assert_library_not_found(
+        "SystemDevice::from_uuid",
+        SystemDevice::from_uuid("GPU-00000000-0000-0000-0000-000000000000"),
+    );
+    assert_library_not_found(
+        "SystemDevice::from_pci_bus_id",
+        SystemDevice::from_pci_bus_id("0000:01:00.0"),
+    );
+    // Twice: the remembered initialisation failure keeps its explanation.
+    assert_library_not_found("device_count (again)", system::device_count());
+    let on_another_thread = std::thread::spawn(system::driver_version).join().unwrap();
+    assert_library_not_found("driver_version (another thread)", on_another_thread);
+}
+
+/// `Ok(v)`, or `None` (printed) when NVML says the device does not support it.
+fn optional<T: Debug>(what: &str, r: SystemResult<T>) -> Option<T> {
+    match r {
+        Ok(v) => {
+            println!("{what}: {v:?}");
+            Some(v)
+        }
+        Err(e) if e.is_not_supported() => {
+            println!("{what}: not supported ({e})");
+            None
+        }
+        Err(e) => panic!("{what}: {e}"),
+    }
+}
+
+/// A PCI bus id in one form: lower case, the domain as 4 hex digits
+/// (NVML writes `00000000:3B:00.0`, CUDA `0000:3b:00.0`).
+fn normalise_bus_id(id: &str) -> String {
+    let id = id.trim().to_ascii_lowercase();
+    let (domain, rest) = id.split_once(':').unwrap();
+    let domain = u32::from_str_radix(domain, 16).unwrap();
+    format!("{domain:04x}:{rest}")
+}
+
+#[test]
+fn system_versions() {
+    require_gpu!();
+    let driver = system::driver_version().unwrap();
+    let nvml = system::nvml_version().unwrap();
+    let (major, minor) = system::cuda_driver_version().unwrap();
+    println!("driver version {driver}, NVML {nvml}, CUDA {major}.{minor}");
+    assert!(!driver.is_empty());
+    assert!(!nvml.is_empty());
+    assert!(major >= 12, "CUDA {major}.{minor}");
+    // NVML's version is the CUDA major version and the driver version.
+    assert!(nvml.ends_with(&driver), "NVML {nvml}, driver {driver}");
+    let cuda = cuda_core::cuda_bindings::driver::version().unwrap();
+    assert_eq!((major, minor), (cuda.major, cuda.minor));
+    match system::driver_branch() {
+        Ok(b) => println!("driver branch {b}"),
+        Err(e) => println!("driver branch unavailable: {e}"),
+    }
+    let count = system::device_count().unwrap();
+    println!(
+        "NVML devices: {count}, CUDA devices: {}",
+        Device::count().unwrap()
+    );
+    assert!(count >= 1);
+    let me = system::process_name(std::process::id()).unwrap();
+    println!("this process: {me}");
+    assert!(!me.is_empty());
+}
+
+#[test]
+fn device0_matches_cuda() {
+    require_gpu!();
+    let dev = Device::new(0).unwrap();
+    let sd = dev.to_system_device().unwrap();
+    println!("CUDA device 0 is NVML device {}", sd.index());
+
+    // Identity, both ways.
+    let name = sd.name().unwrap();
+    println!("name: {name}");
+    assert_eq!(name, dev.name().unwrap());
+    let uuid = sd.uuid().unwrap();
+    println!("uuid: {uuid}");
+    assert_eq!(uuid, dev.uuid_string().unwrap());
+    assert_eq!(sd.to_device().unwrap(), dev);
+    assert_eq!(SystemDevice::new(sd.index()).unwrap().uuid().unwrap(), uuid);
+    assert_eq!(SystemDevice::from_uuid(&uuid).unwrap().index(), sd.index());
+    let cuda_bus_id = dev.pci_bus_id().unwrap();
+    assert_eq!(
+        SystemDevice::from_pci_bus_id(&cuda_bus_id).unwrap().index(),
+        sd.index()
+    );
+    optional("serial", sd.serial());
+
+    // Memory.
+    let m = sd.memory_info().unwrap();
+    let cuda_total = dev.total_memory().unwrap() as u64;
+    let mib = |b: u64| b / (1 << 20);
+    println!(
+        "memory: total {} MiB, reserved {} MiB, used {} MiB, free {} MiB; CUDA total {} MiB \
+         (NVML total - reserved {} CUDA's total)",
+        mib(m.total),
+        mib(m.reserved),
+        mib(m.used),
+        mib(m.free),
+        mib(cuda_total),
+        if m.total - m.reserved == cuda_total {
+            "equals"
+        } else {
+            "differs from"
+        }
+    );
+    // CUDA's total leaves out what the driver reserves, so it is at most NVML's.
+    assert!(cuda_total <= m.total, "{m:?}, CUDA total {cuda_total}");
+    assert!(
+        m.total - cuda_total <= m.total / 50,
+        "{m:?}, CUDA total {cuda_total}"
+    );
+    let accounted = m.used + m.free + m.reserved;
+    assert!(accounted.abs_diff(m.total) <= m.total / 100, "{m:?}");
+
+    // Load, temperature, power, clocks.
+    let u = sd.utilization().unwrap();
+    println!(
+        "utilization: gpu {}%, memory {}%",
+        u.gpu_percent, u.memory_percent
+    );
+    assert!(u.gpu_percent <= 100 && u.memory_percent <= 100, "{u:?}");
+    let t = sd.temperature_celsius().unwrap();
+    println!("temperature: {t} C");
+    assert!((10..=110).contains(&t), "{t} C");
+    if let Some(p) = optional("power usage (mW)", sd.power_usage_milliwatts()) {
+        assert!(p > 0);
+    }
+    if let Some(p) = optional("power limit (mW)", sd.power_limit_milliwatts()) {
+        assert!(p > 0);
+    }
+    let c = sd.clocks().unwrap();
+    let max = sd.max_clocks().unwrap();
+    println!("clocks (MHz): current {c:?}, max {max:?}");
+    assert!(
+        c.graphics_mhz > 0 && c.sm_mhz > 0 && c.memory_mhz > 0,
+        "{c:?}"
+    );
+    assert!(
+        max.graphics_mhz > 0 && max.sm_mhz > 0 && max.memory_mhz > 0,
+        "{max:?}"
+    );
+    optional("performance state", sd.performance_state());
+    optional("fan speed (%)", sd.fan_speed_percent());
+
+    // PCI and compute capability.
+    let pci = sd.pci_info().unwrap();
+    println!("pci: {pci:?}; CUDA bus id {cuda_bus_id}");
+    assert_eq!(
+        normalise_bus_id(&pci.bus_id),
+        normalise_bus_id(&cuda_bus_id)
+    );
+    let (domain, rest) = pci.bus_id.split_once(':').unwrap();
+    assert_eq!(u32::from_str_radix(domain, 16).unwrap(), pci.domain);
+    assert_eq!(
+        u32::from_str_radix(&rest[..2], 16).unwrap(),
+        pci.bus,
+        "{pci:?}"
+    );
+    assert_eq!(
+        pci.pci_device_id & 0xffff,
+        0x10de,
+        "NVIDIA's vendor id: {pci:?}"
+    );
+    let cc = sd.compute_capability().unwrap();
+    println!("compute capability: {}.{}", cc.0, cc.1);
+    let (major, minor) = dev.compute_capability().unwrap();
+    assert_eq!(cc, (major as i32, minor as i32));
+}
+
+#[test]
+fn every_device_round_trips() {
+    require_gpu!();
+    let all = SystemDevice::all().unwrap();
+    assert_eq!(all.len() as u32, system::device_count().unwrap());
+    for (i, sd) in all.iter().enumerate() {
+        assert_eq!(sd.index() as usize, i);
+        let uuid = sd.uuid().unwrap();
+        println!("NVML device {i}: {} {uuid}", sd.name().unwrap());
+        match sd.to_device() {
+            Ok(dev) => assert_eq!(dev.to_system_device().unwrap().index(), sd.index()),
+            // Hidden from CUDA by CUDA_VISIBLE_DEVICES.
+            Err(SystemError::Core(Error::Unsupported { .. })) => {
+                println!("  not visible to CUDA")
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    if let [a, b, ..] = all.as_slice() {
+        optional("topology common ancestor", a.topology_common_ancestor(b));
+        for cap in [
+            P2pCapability::Read,
+            P2pCapability::Write,
+            P2pCapability::Nvlink,
+        ] {
+            optional(&format!("p2p {cap:?} 0-1"), a.p2p_status(b, cap));
+        }
+    }
+}
