@@ -140,6 +140,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     examples.sort();
     write_script(&out.join("run.sh"), &run_sh(&tests, &examples))?;
     write_script(&out.join("bench.sh"), &bench_sh(&benches))?;
+    // The benchmark comparison: rounds beside C (and Python), a table of medians.
+    let root = workspace_root();
+    for (from, to) in [
+        ("scripts/bench-rounds.sh", "bench-rounds.sh"),
+        ("scripts/bench_table.py", "bench_table.py"),
+        ("crates/cuda-core/benches/c/graph.c", "c/graph.c"),
+    ] {
+        let dest = out.join(to);
+        if let Some(p) = dest.parent() {
+            std::fs::create_dir_all(p).map_err(|e| format!("creating {}: {e}", p.display()))?;
+        }
+        std::fs::copy(root.join(from), &dest).map_err(|e| format!("copying {from}: {e}"))?;
+    }
     println!(
         "package-tests: {} test binaries, {} benches, {:.1} MiB in {}",
         tests.len(),

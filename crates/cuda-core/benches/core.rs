@@ -149,4 +149,50 @@ fn main() {
     }
     line("h2d_pinned_gbps", bytes as f64 / best_h2d / 1e9);
     line("d2h_pinned_gbps", bytes as f64 / best_d2h / 1e9);
+    graphs(&s, &empty, &buf);
 }
+
+/// `graph_launch_us`: one launch of a captured graph of 100 empty kernels, then a
+/// sync; `launch_100_us`: the same 100 kernels launched one by one, then a sync.
+#[cfg(feature = "cuda-13")]
+fn graphs(s: &cuda_core::Stream, empty: &cuda_core::Kernel, buf: &Buffer) {
+    use cuda_core::{CaptureMode, GraphCompleteOptions};
+    let cfg = LaunchConfig::new(1, 32);
+    let n0 = 0i32;
+    s.begin_capture(CaptureMode::Global).unwrap();
+    for _ in 0..100 {
+        launch(s, &cfg, empty, &[buf, &n0]).unwrap();
+    }
+    let graph = s.end_capture().unwrap();
+    let exec = graph.instantiate(GraphCompleteOptions::default()).unwrap();
+    exec.upload(s).unwrap();
+    let time = |f: &dyn Fn()| {
+        for _ in 0..20 {
+            f();
+        }
+        let mut v: Vec<f64> = (0..200)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let g = time(&|| {
+        exec.launch(s).unwrap();
+        s.sync().unwrap();
+    });
+    let l = time(&|| {
+        for _ in 0..100 {
+            launch(s, &cfg, empty, &[buf, &n0]).unwrap();
+        }
+        s.sync().unwrap();
+    });
+    line("graph_launch_us", g);
+    line("launch_100_us", l);
+}
+
+#[cfg(not(feature = "cuda-13"))]
+fn graphs(_: &cuda_core::Stream, _: &cuda_core::Kernel, _: &Buffer) {}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs the cuda-rs benchmarks beside the C driver API (and, when given, the
+# Python cuda.core peer), interleaved for several rounds, then prints a table of
+# medians and ratios to C. Runs in the folder `cargo xtask package-tests` made.
+#
+# usage: bench-rounds.sh [ROUNDS] [PEERS_DIR]
+#   PEERS_DIR may hold bench.c and bench_cuda_core.py (the peer benchmarks);
+#   c/graph.c (cuda-rs's own C graph benchmark) is in the package.
+set -u
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+rounds="${1:-3}"
+peers="${2:-}"
+out="${BENCH_OUT:-$(mktemp -d)}"
+mkdir -p "$out"
+tmp="$(mktemp -d)"
+cbench=""; cgraph=""
+if command -v nvcc >/dev/null; then
+  if [ -n "$peers" ] && [ -f "$peers/bench.c" ]; then
+    nvcc -O2 -o "$tmp/cbench" "$peers/bench.c" -lcuda -lnvrtc && cbench="$tmp/cbench"
+  fi
+  nvcc -O2 -o "$tmp/cgraph" "$here/c/graph.c" -lcuda -lnvrtc && cgraph="$tmp/cgraph"
+else
+  echo "bench-rounds: nvcc not found: no C figures" >&2
+fi
+py=""
+if [ -n "$peers" ] && [ -f "$peers/bench_cuda_core.py" ] && python3 -c "import cuda.core" 2>/dev/null; then
+  py="$peers/bench_cuda_core.py"
+fi
+for r in $(seq "$rounds"); do
+  echo "round $r" >&2
+  [ -n "$cbench" ] && "$cbench"
+  [ -n "$cgraph" ] && "$cgraph"
+  for b in "$here"/bin/*--driver "$here"/bin/*--core; do [ -x "$b" ] && "$b" --bench; done
+  [ -n "$py" ] && python3 "$py"
+done > "$out/bench.jsonl" 2>"$out/bench.err"
+"$here"/bin/*--pathfinder --bench > "$out/pathfinder.jsonl" 2>>"$out/bench.err"
+python3 "$here/bench_table.py" "$out/bench.jsonl"
+echo
+python3 "$here/bench_table.py" "$out/pathfinder.jsonl"
+echo "raw figures: $out" >&2
