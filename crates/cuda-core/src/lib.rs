@@ -40,11 +40,15 @@
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`], [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`], [`launch`] |
+//! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit and conditional nodes), [`GraphExec`] |
+//! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
+//! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on, kernels keep their
 //! library; so no drop order can destroy something under pending work.
-//! Graphs, IPC, virtual memory and NVML system information are being built.
+//! IPC, virtual memory, tensor maps, DLPack interop and green contexts are being
+//! built.
 
 pub mod cache;
 mod context;
