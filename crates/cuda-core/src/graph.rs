@@ -163,8 +163,11 @@ impl Graph {
         let params = kernel.params()?;
         crate::launch::check_args(kernel, params, args)?;
         let mut ptrs: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr().cast_mut()).collect();
+        self.ctx.ensure_current()?;
+        // Kernel nodes take the kernel's function in the graph's context.
+        let func = kernel.function_in_current()?;
         let p = sys::CUDA_KERNEL_NODE_PARAMS {
-            func: kernel.handle(),
+            func,
             gridDimX: config.grid.x,
             gridDimY: config.grid.y,
             gridDimZ: config.grid.z,
@@ -177,7 +180,6 @@ impl Graph {
         };
         let (d, n) = Self::deps(deps);
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
-        self.ctx.ensure_current()?;
         // SAFETY: `p` points at argument values valid for the call; the driver copies
         // them.
         unsafe { sys::cuGraphAddKernelNode(&mut node, self.handle, d, n, &p) }

@@ -104,6 +104,20 @@ impl Kernel {
         }
     }
 
+    /// The `CUfunction` of the kernel in the context current on this thread.
+    pub(crate) fn function_in_current(&self) -> Result<sys::CUfunction> {
+        match &self.inner.handle {
+            Handle::Library(k, _) => {
+                let mut f: sys::CUfunction = std::ptr::null_mut();
+                // SAFETY: a live kernel; the caller made a context current.
+                unsafe { sys::cuKernelGetFunction(&mut f, *k) }
+                    .check(|| format!("getting the function of kernel `{}`", self.inner.name))?;
+                Ok(f)
+            }
+            Handle::Module(f, _) => Ok(*f),
+        }
+    }
+
     /// The `(offset, size)` in bytes of each parameter, as the driver reports them.
     ///
     /// # Errors

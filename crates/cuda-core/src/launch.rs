@@ -216,7 +216,8 @@ pub struct DevicePtr(pub sys::CUdeviceptr);
 /// The most arguments a launch takes without allocating.
 const INLINE_ARGS: usize = 32;
 
-/// Launches `kernel` on `stream` with `config` and `args`, checking the number of
+/// Launches `kernel` on `stream` with `config` and `args` (`cuLaunchKernel`, or
+/// `cuLaunchKernelEx` when the configuration has launch attributes), checking the number of
 /// arguments and each one's size against the kernel's parameters.
 ///
 /// The arguments are copied by the driver when this returns; buffers passed must
@@ -304,9 +305,34 @@ pub unsafe fn launch_raw(
     args: *mut *mut c_void,
 ) -> Result<()> {
     stream.context().ensure_current()?;
-    let mut attrs = Attrs::default();
-    let cfg = config.raw(stream, &mut attrs);
-    // SAFETY: `cfg` and its attributes live for the call; `args` per the contract.
-    unsafe { sys::cuLaunchKernelEx(&cfg, kernel.handle(), args, std::ptr::null_mut()) }
-        .check(|| format!("launching kernel `{}`", kernel.name()))
+    let plain = config.cluster.is_none()
+        && !config.cooperative
+        && !config.programmatic_stream_serialization
+        && config.priority.is_none();
+    let rc = if plain {
+        // No launch attributes: the classic entry point, the driver's fastest path.
+        let (g, b) = (config.grid, config.block);
+        // SAFETY: a live kernel and stream; `args` per the contract.
+        unsafe {
+            sys::cuLaunchKernel(
+                kernel.handle(),
+                g.x,
+                g.y,
+                g.z,
+                b.x,
+                b.y,
+                b.z,
+                config.shmem_size,
+                stream.handle(),
+                args,
+                std::ptr::null_mut(),
+            )
+        }
+    } else {
+        let mut attrs = Attrs::default();
+        let cfg = config.raw(stream, &mut attrs);
+        // SAFETY: `cfg` and its attributes live for the call; `args` per the contract.
+        unsafe { sys::cuLaunchKernelEx(&cfg, kernel.handle(), args, std::ptr::null_mut()) }
+    };
+    rc.check(|| format!("launching kernel `{}`", kernel.name()))
 }

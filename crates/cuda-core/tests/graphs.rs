@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
     CaptureMode, CaptureStatus, CompileTarget, ConditionalKind, Device, Event, EventOptions, Graph,
-    GraphCompleteOptions, LaunchConfig, Linker, LinkerOptions, ObjectCode, Program, ProgramOptions,
-    SourceCode, Stream, StreamOptions, launch,
+    GraphCompleteOptions, LaunchConfig, ObjectCode, Program, ProgramOptions, SourceCode, Stream,
+    StreamOptions, launch,
 };
 use cuda_rs_tests::{require_gpu, require_libs};
 
@@ -38,32 +38,25 @@ fn setup() -> (Device, Stream, ObjectCode) {
             priority: None,
         })
         .unwrap();
-    let arch = d.arch().unwrap();
-    // Relocatable, linked with the device runtime for `cudaGraphSetConditional`.
-    let obj = Program::new(
+    // Whole-program cubin: the driver resolves `cudaGraphSetConditional` when it
+    // loads the code.
+    let code = Program::new(
         SourceCode::Cxx(SRC),
         ProgramOptions {
-            arch: Some(arch.clone()),
-            relocatable_device_code: true,
+            arch: Some(d.arch().unwrap()),
             ..Default::default()
         },
     )
     .unwrap()
     .compile(CompileTarget::Cubin, &[])
     .unwrap();
-    let devrt = cuda_pathfinder::find_static_lib("cudadevrt").unwrap();
-    let lib = ObjectCode::from_file(&devrt.abs_path, cuda_core::CodeType::Library).unwrap();
-    let linked = Linker::new(&[&obj, &lib], LinkerOptions::new(arch))
-        .unwrap()
-        .link()
-        .unwrap();
-    (d, s, linked)
+    (d, s, code)
 }
 
 #[test]
 fn captured_graph_of_two_kernels_replayed() {
     require_gpu!();
-    require_libs!("nvrtc", "nvJitLink");
+    require_libs!("nvrtc");
     let (d, s, code) = setup();
     let (add, mul) = (
         code.get_kernel("add").unwrap(),
@@ -104,7 +97,7 @@ fn captured_graph_of_two_kernels_replayed() {
 #[test]
 fn explicit_graph_with_memset_copy_host_callback_events_and_child() {
     require_gpu!();
-    require_libs!("nvrtc", "nvJitLink");
+    require_libs!("nvrtc");
     let (d, s, code) = setup();
     let add = code.get_kernel("add").unwrap();
     let a = d.allocate(32 * 4, &s).unwrap();
@@ -131,7 +124,7 @@ fn explicit_graph_with_memset_copy_host_callback_events_and_child() {
     let join = g.add_empty(&[rec]).unwrap();
     let wait = g.add_event_wait(&[], &ev).unwrap();
     g.add_dependency(join, wait).unwrap();
-    assert_eq!(g.node_count().unwrap(), 8);
+    assert_eq!(g.node_count().unwrap(), 7);
     let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
     drop(child);
     for _ in 0..3 {
@@ -151,9 +144,45 @@ fn explicit_graph_with_memset_copy_host_callback_events_and_child() {
 }
 
 #[test]
+fn conditional_if_runs_its_body_by_the_default_value() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add = code.get_kernel("add").unwrap();
+    let mut x = d.allocate(32 * 4, &s).unwrap();
+    x.fill_u32(0, &s).unwrap();
+    s.sync().unwrap();
+    let ctx = d.context().unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let yes = g.create_condition(Some(1)).unwrap();
+    let no = g.create_condition(Some(0)).unwrap();
+    let (n1, mut b1) = g.add_conditional(&[], yes, ConditionalKind::If).unwrap();
+    b1[0]
+        .add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &1i32])
+        .unwrap();
+    let (_n2, mut b2) = g
+        .add_conditional(&[n1], no, ConditionalKind::IfElse)
+        .unwrap();
+    b2[0]
+        .add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &100i32])
+        .unwrap();
+    b2[1]
+        .add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &10i32])
+        .unwrap();
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    for _ in 0..3 {
+        exec.launch(&s).unwrap();
+    }
+    let mut out = [0i32; 32];
+    x.copy_to_host(&mut out, &s).unwrap();
+    // Each launch: the `if` body adds 1, the `else` body adds 10.
+    assert!(out.iter().all(|&v| v == 33), "{out:?}");
+}
+
+#[test]
 fn conditional_while_loops_a_counted_number_of_times() {
     require_gpu!();
-    require_libs!("nvrtc", "nvJitLink");
+    require_libs!("nvrtc");
     let (d, s, code) = setup();
     let countdown = code.get_kernel("countdown").unwrap();
     let mut counter = d.allocate(4, &s).unwrap();
@@ -212,7 +241,7 @@ fn conditional_while_loops_a_counted_number_of_times() {
 #[test]
 fn instantiated_graph_is_updated_in_place() {
     require_gpu!();
-    require_libs!("nvrtc", "nvJitLink");
+    require_libs!("nvrtc");
     let (d, s, code) = setup();
     let add = code.get_kernel("add").unwrap();
     let x = d.allocate(32 * 4, &s).unwrap();
