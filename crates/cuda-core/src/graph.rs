@@ -166,7 +166,11 @@ impl Graph {
         self.ctx.ensure_current()?;
         // Kernel nodes take the kernel's function in the graph's context.
         let func = kernel.function_in_current()?;
-        let p = sys::CUDA_KERNEL_NODE_PARAMS {
+        let mut p = sys::CUgraphNodeParams {
+            type_: sys::CU_GRAPH_NODE_TYPE_KERNEL,
+            ..Default::default()
+        };
+        p.__bindgen_anon_1.kernel = sys::CUDA_KERNEL_NODE_PARAMS_v3 {
             func,
             gridDimX: config.grid.x,
             gridDimY: config.grid.y,
@@ -176,13 +180,16 @@ impl Graph {
             blockDimZ: config.block.z,
             sharedMemBytes: config.shmem_size,
             kernelParams: ptrs.as_mut_ptr(),
-            ..Default::default()
+            extra: std::ptr::null_mut(),
+            kern: std::ptr::null_mut(),
+            ctx: self.ctx.handle(),
         };
         let (d, n) = Self::deps(deps);
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
-        // SAFETY: `p` points at argument values valid for the call; the driver copies
-        // them.
-        unsafe { sys::cuGraphAddKernelNode(&mut node, self.handle, d, n, &p) }
+        // SAFETY: `p` is a kernel node description whose argument pointers are valid
+        // for the call; the driver copies the values. (`cuGraphAddNode` works in
+        // conditional bodies, where `cuGraphAddKernelNode` does not.)
+        unsafe { sys::cuGraphAddNode(&mut node, self.handle, d, std::ptr::null(), n, &mut p) }
             .check(|| format!("adding a node for kernel `{}`", kernel.name()))?;
         keep(&self.keep, Arc::new(kernel.clone()));
         Ok(GraphNode(node))
@@ -400,7 +407,6 @@ impl Graph {
             }
             ConditionalKind::Switch(n) => (sys::CU_GRAPH_COND_TYPE_SWITCH, n),
         };
-        let mut bodies: Vec<sys::CUgraph> = vec![std::ptr::null_mut(); size as usize];
         let mut p = sys::CUgraphNodeParams {
             type_: sys::CU_GRAPH_NODE_TYPE_CONDITIONAL,
             ..Default::default()
@@ -409,16 +415,27 @@ impl Graph {
             handle: condition.0,
             type_,
             size,
-            phGraph_out: bodies.as_mut_ptr(),
+            phGraph_out: std::ptr::null_mut(),
             ctx: self.ctx.handle(),
         };
         let (d, n) = Self::deps(deps);
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         self.ctx.ensure_current()?;
-        // SAFETY: `p` is a fully initialised conditional node description whose
-        // output array holds `size` slots.
+        // SAFETY: `p` is a fully initialised conditional node description.
         unsafe { sys::cuGraphAddNode(&mut node, self.handle, d, std::ptr::null(), n, &mut p) }
             .check(|| format!("adding a {kind:?} node"))?;
+        // SAFETY: reading back the union member written above; the driver set
+        // `phGraph_out` to its own array of `size` body graphs, valid while the node lives.
+        let out = unsafe { p.__bindgen_anon_1.conditional.phGraph_out };
+        if out.is_null() {
+            return Err(Error::unsupported(
+                "adding a conditional node",
+                "the driver returned no body graphs",
+            ));
+        }
+        // SAFETY: `out` holds `size` graph handles (see above).
+        let bodies: Vec<sys::CUgraph> =
+            unsafe { std::slice::from_raw_parts(out, size as usize) }.to_vec();
         let bodies = bodies
             .into_iter()
             .map(|g| Graph::wrap(g, self.ctx.clone(), false, self.keep.clone()))

@@ -66,7 +66,8 @@ fn captured_graph_of_two_kernels_replayed() {
     x.fill_u32(0, &s).unwrap();
     s.sync().unwrap();
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
-    s.begin_capture(CaptureMode::Global).unwrap();
+    // Thread-local: other tests on other threads keep working during the capture.
+    s.begin_capture(CaptureMode::ThreadLocal).unwrap();
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::Active);
     launch(&s, &LaunchConfig::new(1, 32), &add, &[&x, &1i32]).unwrap();
     // Fork: a second stream joins the capture; join back.
@@ -216,7 +217,7 @@ fn conditional_while_loops_a_counted_number_of_times() {
     exec.launch(&s).unwrap();
     iterations.copy_to_host(&mut it, &s).unwrap();
     assert_eq!(it[0], 8);
-    // If/else and switch nodes get their bodies.
+    // If/else and switch nodes get their bodies; a condition belongs to one node.
     let c2 = g.create_condition(Some(0)).unwrap();
     assert_eq!(
         g.add_conditional(&[], c2, ConditionalKind::IfElse)
@@ -225,15 +226,18 @@ fn conditional_while_loops_a_counted_number_of_times() {
             .len(),
         2
     );
+    assert!(g.add_conditional(&[], c2, ConditionalKind::If).is_err());
+    let c3 = g.create_condition(Some(0)).unwrap();
     assert_eq!(
-        g.add_conditional(&[], c2, ConditionalKind::Switch(3))
+        g.add_conditional(&[], c3, ConditionalKind::Switch(3))
             .unwrap()
             .1
             .len(),
         3
     );
+    let c4 = g.create_condition(None).unwrap();
     assert!(
-        g.add_conditional(&[], c2, ConditionalKind::Switch(0))
+        g.add_conditional(&[], c4, ConditionalKind::Switch(0))
             .is_err()
     );
 }
