@@ -82,26 +82,7 @@ fn main() {
         .result()
         .unwrap();
     unsafe { cuCtxSetCurrent(ctx) }.result().unwrap();
-    let (mut major, mut minor) = (0, 0);
-    unsafe {
-        cuDeviceGetAttribute(
-            &mut major,
-            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-            dev,
-        )
-    }
-    .result()
-    .unwrap();
-    unsafe {
-        cuDeviceGetAttribute(
-            &mut minor,
-            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-            dev,
-        )
-    }
-    .result()
-    .unwrap();
-    let arch = format!("--gpu-architecture=sm_{major}{minor}");
+    let arch = format!("--gpu-architecture={}", common::arch(dev));
     let compile = || {
         let t = Instant::now();
         let out = common::compile(common::BENCH_SRC, "bench.cu", &[&arch]).unwrap();

@@ -29,29 +29,6 @@ fn primary_context() -> (CUdevice, CUcontext) {
     (dev, ctx)
 }
 
-fn arch(dev: CUdevice) -> String {
-    let (mut major, mut minor) = (0, 0);
-    unsafe {
-        cuDeviceGetAttribute(
-            &mut major,
-            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-            dev,
-        )
-    }
-    .result()
-    .unwrap();
-    unsafe {
-        cuDeviceGetAttribute(
-            &mut minor,
-            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-            dev,
-        )
-    }
-    .result()
-    .unwrap();
-    format!("sm_{major}{minor}")
-}
-
 #[test]
 fn devices_have_names_and_memory() {
     require_gpu!();
@@ -180,7 +157,7 @@ fn nvrtc_kernel_through_cu_module_load_data() {
     require_gpu!();
     require_libs!("nvrtc");
     let (dev, _ctx) = primary_context();
-    let arch = arch(dev);
+    let arch = common::arch(dev);
     let out = common::compile(
         common::BENCH_SRC,
         "bench.cu",
@@ -243,7 +220,7 @@ fn nvrtc_kernel_through_cu_library_load_data() {
     let out = common::compile(
         common::BENCH_SRC,
         "bench.cu",
-        &[&format!("--gpu-architecture={}", arch(dev))],
+        &[&format!("--gpu-architecture={}", common::arch(dev))],
     )
     .unwrap();
     let mut lib: CUlibrary = std::ptr::null_mut();

@@ -92,16 +92,7 @@ impl Kernel {
     /// need one).
     fn function(&self, device: &Device) -> Result<sys::CUfunction> {
         device.ensure_current()?;
-        match &self.inner.handle {
-            Handle::Library(k, _) => {
-                let mut f: sys::CUfunction = std::ptr::null_mut();
-                // SAFETY: a live kernel; a context is current.
-                unsafe { sys::cuKernelGetFunction(&mut f, *k) }
-                    .check(|| format!("getting the function of kernel `{}`", self.inner.name))?;
-                Ok(f)
-            }
-            Handle::Module(f, _) => Ok(*f),
-        }
+        self.function_in_current()
     }
 
     /// The `CUfunction` of the kernel in the context current on this thread.

@@ -85,3 +85,30 @@ extern \"C\" __global__ void saxpy(float a, const float* x, float* y, unsigned l
   if (i < n) y[i] = a * x[i] + y[i];\n}\n";
 
 pub(crate) const ELF_MAGIC: &[u8] = b"\x7fELF";
+
+/// `sm_XY` of a device (the driver must be initialised).
+pub(crate) fn arch(dev: cuda_bindings::driver::CUdevice) -> String {
+    use cuda_bindings::driver::*;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: both are valid for writes; `dev` came from `cuDeviceGet`.
+    unsafe {
+        cuDeviceGetAttribute(
+            &mut major,
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            dev,
+        )
+    }
+    .result()
+    .unwrap();
+    // SAFETY: as above.
+    unsafe {
+        cuDeviceGetAttribute(
+            &mut minor,
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            dev,
+        )
+    }
+    .result()
+    .unwrap();
+    format!("sm_{major}{minor}")
+}
