@@ -60,12 +60,15 @@ fn main() {
         let mut dy = pool.allocate_buffer(x.len() * 4, &s).unwrap();
         dx.copy_from_host(&x, &s).unwrap();
         dy.copy_from_host(&vec![1.0f32; x.len()], &s).unwrap();
-        launch(
-            &s,
-            &LaunchConfig::for_elements(n, 256),
-            &saxpy,
-            &[&2.0f32, &dx, &dy, &n],
-        )
+        // SAFETY: the kernel only touches the buffers passed, within their sizes.
+        unsafe {
+            launch(
+                &s,
+                &LaunchConfig::for_elements(n, 256),
+                &saxpy,
+                &[&2.0f32, &dx, &dy, &n],
+            )
+        }
         .unwrap();
         let mut y = vec![0f32; x.len()];
         dy.copy_to_host(&mut y, &s).unwrap();
@@ -79,14 +82,16 @@ fn main() {
     let cfg = LaunchConfig::new(1, 32);
     let n0 = 0i32;
     for _ in 0..2000 {
-        launch(&s, &cfg, &empty, &[&buf, &n0]).unwrap();
+        // SAFETY: the kernel only touches the buffers passed, within their sizes.
+        unsafe { launch(&s, &cfg, &empty, &[&buf, &n0]) }.unwrap();
     }
     s.sync().unwrap();
     let mut per = Vec::with_capacity(400);
     for _ in 0..400 {
         let t = Instant::now();
         for _ in 0..256 {
-            launch(&s, &cfg, &empty, &[&buf, &n0]).unwrap();
+            // SAFETY: the kernel only touches the buffers passed, within their sizes.
+            unsafe { launch(&s, &cfg, &empty, &[&buf, &n0]) }.unwrap();
         }
         per.push(t.elapsed().as_secs_f64() / 256.0 * 1e6);
         s.sync().unwrap();
@@ -97,7 +102,8 @@ fn main() {
     let r = 20_000;
     let t = Instant::now();
     for _ in 0..r {
-        launch(&s, &cfg, &empty, &[&buf, &n0]).unwrap();
+        // SAFETY: the kernel only touches the buffers passed, within their sizes.
+        unsafe { launch(&s, &cfg, &empty, &[&buf, &n0]) }.unwrap();
         s.sync().unwrap();
     }
     line(
@@ -159,9 +165,11 @@ fn graphs(s: &cuda_core::Stream, empty: &cuda_core::Kernel, buf: &Buffer) {
     use cuda_core::{CaptureMode, GraphCompleteOptions};
     let cfg = LaunchConfig::new(1, 32);
     let n0 = 0i32;
-    s.begin_capture(CaptureMode::Global).unwrap();
+    // SAFETY: `buf` and `empty` outlive the graph and its instantiation.
+    unsafe { s.begin_capture(CaptureMode::Global) }.unwrap();
     for _ in 0..100 {
-        launch(s, &cfg, empty, &[buf, &n0]).unwrap();
+        // SAFETY: the kernel only touches the buffers passed, within their sizes.
+        unsafe { launch(s, &cfg, empty, &[buf, &n0]) }.unwrap();
     }
     let graph = s.end_capture().unwrap();
     let exec = graph.instantiate(GraphCompleteOptions::default()).unwrap();
@@ -186,7 +194,8 @@ fn graphs(s: &cuda_core::Stream, empty: &cuda_core::Kernel, buf: &Buffer) {
     });
     let l = time(&|| {
         for _ in 0..100 {
-            launch(s, &cfg, empty, &[buf, &n0]).unwrap();
+            // SAFETY: the kernel only touches the buffers passed, within their sizes.
+            unsafe { launch(s, &cfg, empty, &[buf, &n0]) }.unwrap();
         }
         s.sync().unwrap();
     });

@@ -50,9 +50,12 @@ fn run() -> Result<()> {
     // 1. Capture: x = (x + 1) * 2, recorded once, replayed 10 times.
     let mut x = dev.allocate(32 * 4, &stream)?;
     x.fill_u32(0, &stream)?;
-    stream.begin_capture(CaptureMode::ThreadLocal)?;
-    launch(&stream, &LaunchConfig::new(1, 32), &add, &[&x, &1i32])?;
-    launch(&stream, &LaunchConfig::new(1, 32), &mul, &[&x, &2i32])?;
+    // SAFETY: `x` and the kernels outlive the captured graph and its instantiation.
+    unsafe { stream.begin_capture(CaptureMode::ThreadLocal)? };
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&stream, &LaunchConfig::new(1, 32), &add, &[&x, &1i32]) }?;
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&stream, &LaunchConfig::new(1, 32), &mul, &[&x, &2i32]) }?;
     let captured = stream.end_capture()?;
     let exec = captured.instantiate(GraphCompleteOptions::default())?;
     exec.upload(&stream)?;
@@ -84,12 +87,15 @@ fn run() -> Result<()> {
     let body = bodies
         .first_mut()
         .ok_or_else(|| wrong("a while node has one body"))?;
-    body.add_kernel(
-        &[],
-        &LaunchConfig::new(1, 1),
-        &countdown,
-        &[&counter, &iterations, &cond],
-    )?;
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe {
+        body.add_kernel(
+            &[],
+            &LaunchConfig::new(1, 1),
+            &countdown,
+            &[&counter, &iterations, &cond],
+        )
+    }?;
     let looped = graph.instantiate(GraphCompleteOptions::default())?;
     looped.launch(&stream)?;
     let mut n = [0i32];

@@ -90,8 +90,10 @@ fn run() -> Result<()> {
     let scale = lib.get_kernel("scale_table")?;
     let sum = lib.get_kernel("sum_table")?;
     let out = dev.allocate(4, &stream)?;
-    launch(&stream, &LaunchConfig::new(1, 8), &scale, &[&3.0f32])?;
-    launch(&stream, &LaunchConfig::new(1, 1), &sum, &[&out])?;
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&stream, &LaunchConfig::new(1, 8), &scale, &[&3.0f32]) }?;
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&stream, &LaunchConfig::new(1, 1), &sum, &[&out]) }?;
 
     let mut now = [0f32; 8];
     table.read(&mut now, &stream)?;

@@ -103,12 +103,15 @@ fn run() -> Result<()> {
     let mut dx = dev.allocate(x.len() * 4, &stream)?;
     let dy = dev.allocate(x.len() * 4, &stream)?;
     dx.copy_from_host(&x, &stream)?;
-    launch(
-        &stream,
-        &LaunchConfig::for_elements(n.into(), 256),
-        &kernel,
-        &[&dx, &dy, &n],
-    )?;
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::for_elements(n.into(), 256),
+            &kernel,
+            &[&dx, &dy, &n],
+        )
+    }?;
     let mut y = vec![0f32; x.len()];
     dy.copy_to_host(&mut y, &stream)?;
     let expect = |v: f32| 2.0 * v * v + 1.0 + 10.0;

@@ -56,7 +56,8 @@ fn sum_ones(
     let mut x = dev.allocate(n as usize * 4, stream)?;
     x.copy_from_host(&vec![1.0f32; n as usize], stream)?;
     let partial = dev.allocate(blocks * 4, stream)?;
-    launch(stream, config, kernel, &[&x, &partial, &n])?;
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(stream, config, kernel, &[&x, &partial, &n]) }?;
     let mut sums = vec![0f32; blocks];
     partial.copy_to_host(&mut sums, stream)?;
     for (b, &got) in sums.iter().enumerate() {

@@ -66,12 +66,15 @@ fn run() -> Result<()> {
     let mut dy = dev.allocate(x.len() * 4, &stream)?;
     dx.copy_from_host(&x, &stream)?;
     dy.copy_from_host(&vec![1.0f32; x.len()], &stream)?;
-    launch(
-        &stream,
-        &LaunchConfig::for_elements(n, 256),
-        &kernel,
-        &[&2.0f32, &dx, &dy, &n],
-    )?;
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe {
+        launch(
+            &stream,
+            &LaunchConfig::for_elements(n, 256),
+            &kernel,
+            &[&2.0f32, &dx, &dy, &n],
+        )
+    }?;
     let mut y = vec![0f32; x.len()];
     dy.copy_to_host(&mut y, &stream)?;
     let run_ms = t.elapsed().as_secs_f64() * 1e3;

@@ -77,7 +77,8 @@ fn run() -> Result<()> {
     let dout = dev.allocate(len * 4, &stream)?;
     da.copy_from_host(&a, &stream)?;
     db.copy_from_host(&b, &stream)?;
-    launch(&stream, &config, &add_f32, &[&da, &db, &dout, &n])?;
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&stream, &config, &add_f32, &[&da, &db, &dout, &n]) }?;
     let mut out = vec![0f32; len];
     dout.copy_to_host(&mut out, &stream)?;
     if let Some(i) = (0..len).find(|&i| out[i] != a[i] + b[i]) {
@@ -97,7 +98,8 @@ fn run() -> Result<()> {
     let b: Vec<i32> = (0..n as i32).map(|i| 1 << (i % 20)).collect();
     da.copy_from_host(&a, &stream)?;
     db.copy_from_host(&b, &stream)?;
-    launch(&stream, &config, &add_i32, &[&da, &db, &dout, &n])?;
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&stream, &config, &add_i32, &[&da, &db, &dout, &n]) }?;
     let mut out = vec![0i32; len];
     dout.copy_to_host(&mut out, &stream)?;
     if let Some(i) = (0..len).find(|&i| out[i] != a[i] + b[i]) {

@@ -21,12 +21,16 @@ fn keep(k: &Keep, item: Arc<dyn Any + Send + Sync>) {
     k.lock().unwrap_or_else(|e| e.into_inner()).push(item);
 }
 
-/// A node of a [`Graph`], to name as a dependency of later nodes.
+/// A node of a [`Graph`], to name as a dependency of later nodes of the same graph
+/// (using it with another graph is an [`Error::InvalidArgument`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct GraphNode(sys::CUgraphNode);
+pub struct GraphNode {
+    handle: sys::CUgraphNode,
+    graph: u64,
+}
 
-// SAFETY: a node handle is an identifier; using it needs its graph, which is
-// externally synchronised (`&mut Graph`).
+// SAFETY: a node handle is an identifier; it is only handed to the driver together
+// with the graph it belongs to (checked by id), which `&mut Graph` serialises.
 unsafe impl Send for GraphNode {}
 // SAFETY: as above.
 unsafe impl Sync for GraphNode {}
@@ -34,7 +38,23 @@ unsafe impl Sync for GraphNode {}
 impl GraphNode {
     /// The driver's handle.
     pub fn handle(&self) -> sys::CUgraphNode {
-        self.0
+        self.handle
+    }
+}
+
+fn next_graph_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Destroys the root graph of a hierarchy when the last handle on it goes.
+struct Root(sys::CUgraph);
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        // SAFETY: the root graph, destroyed once, after every body graph handle
+        // (they hold this `Arc`); instantiations are independent of it.
+        let _ = unsafe { sys::cuGraphDestroy(self.0) };
     }
 }
 
@@ -45,23 +65,25 @@ impl GraphNode {
 /// [`instantiate`](Self::instantiate) to launch it. Owned graphs are destroyed on
 /// drop; the bodies of conditional nodes belong to their parent graph.
 ///
-/// `Send` but not `Sync`: the driver requires a graph to be modified from one
-/// thread at a time, which `&mut self` on every `add_*` method enforces.
+/// Neither `Send` nor `Sync`: the driver requires a graph hierarchy (a graph and
+/// the bodies of its conditional nodes) to be modified from one thread at a time,
+/// and the bodies are separate values; keeping them on one thread guarantees it.
+/// Instantiate, and send the [`GraphExec`], to launch from elsewhere.
 pub struct Graph {
     handle: sys::CUgraph,
+    id: u64,
     ctx: Context,
-    owned: bool,
+    /// The root of the hierarchy: a body keeps its root graph alive.
+    root: Option<std::rc::Rc<Root>>,
     keep: Keep,
+    _not_send: std::marker::PhantomData<*const ()>,
 }
-
-// SAFETY: a graph may be used from any thread, one at a time (`&mut self`).
-unsafe impl Send for Graph {}
 
 impl fmt::Debug for Graph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Graph")
             .field("handle", &self.handle)
-            .field("owned", &self.owned)
+            .field("id", &self.id)
             .finish()
     }
 }
@@ -113,16 +135,32 @@ impl Graph {
         let mut g: sys::CUgraph = std::ptr::null_mut();
         // SAFETY: `g` is valid for writes; flags must be 0.
         unsafe { sys::cuGraphCreate(&mut g, 0) }.check(|| "creating a graph")?;
-        Ok(Self::wrap(g, ctx.clone(), true, Keep::default()))
+        Ok(Self::owned(g, ctx.clone()))
     }
 
-    fn wrap(handle: sys::CUgraph, ctx: Context, owned: bool, keep: Keep) -> Self {
+    fn wrap(
+        handle: sys::CUgraph,
+        ctx: Context,
+        root: Option<std::rc::Rc<Root>>,
+        keep: Keep,
+    ) -> Self {
         Self {
             handle,
+            id: next_graph_id(),
             ctx,
-            owned,
+            root,
             keep,
+            _not_send: std::marker::PhantomData,
         }
+    }
+
+    fn owned(handle: sys::CUgraph, ctx: Context) -> Self {
+        Self::wrap(
+            handle,
+            ctx,
+            Some(std::rc::Rc::new(Root(handle))),
+            Keep::default(),
+        )
     }
 
     /// The driver's handle.
@@ -130,8 +168,22 @@ impl Graph {
         self.handle
     }
 
-    fn deps(deps: &[GraphNode]) -> (*const sys::CUgraphNode, usize) {
-        (deps.as_ptr().cast(), deps.len())
+    /// The dependencies as driver handles, checked to belong to this graph.
+    fn deps(&self, deps: &[GraphNode]) -> Result<Vec<sys::CUgraphNode>> {
+        if deps.iter().any(|d| d.graph != self.id) {
+            return Err(Error::invalid(
+                "adding a graph node",
+                "a dependency is a node of another graph",
+            ));
+        }
+        Ok(deps.iter().map(|d| d.handle).collect())
+    }
+
+    fn node(&self, handle: sys::CUgraphNode) -> GraphNode {
+        GraphNode {
+            handle,
+            graph: self.id,
+        }
     }
 
     /// An empty node: a join point.
@@ -139,21 +191,26 @@ impl Graph {
     /// # Errors
     /// The driver's error.
     pub fn add_empty(&mut self, deps: &[GraphNode]) -> Result<GraphNode> {
-        let (d, n) = Self::deps(deps);
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: `d` holds `n` nodes of this graph (`GraphNode` is `repr` of the handle).
         unsafe { sys::cuGraphAddEmptyNode(&mut node, self.handle, d, n) }
             .check(|| "adding an empty node")?;
-        Ok(GraphNode(node))
+        Ok(self.node(node))
     }
 
     /// A kernel launch with `config` and `args` (checked as [`crate::launch`]
     /// checks them; the driver copies the argument values now). Cluster,
     /// cooperative and priority settings are not part of kernel nodes.
     ///
+    /// # Safety
+    /// As [`crate::launch`], for every launch of every instantiation of the graph:
+    /// the memory the arguments point to must stay valid while the graph can run.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] for wrong arguments; the driver's error.
-    pub fn add_kernel(
+    pub unsafe fn add_kernel(
         &mut self,
         deps: &[GraphNode],
         config: &LaunchConfig,
@@ -184,7 +241,8 @@ impl Graph {
             kern: std::ptr::null_mut(),
             ctx: self.ctx.handle(),
         };
-        let (d, n) = Self::deps(deps);
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: `p` is a kernel node description whose argument pointers are valid
         // for the call; the driver copies the values. (`cuGraphAddNode` works in
@@ -192,10 +250,11 @@ impl Graph {
         unsafe { sys::cuGraphAddNode(&mut node, self.handle, d, std::ptr::null(), n, &mut p) }
             .check(|| format!("adding a node for kernel `{}`", kernel.name()))?;
         keep(&self.keep, Arc::new(kernel.clone()));
-        Ok(GraphNode(node))
+        Ok(self.node(node))
     }
 
-    /// Fills `buffer` with a 1-, 2- or 4-byte `value`.
+    /// Fills `buffer` with a 1-, 2- or 4-byte `value`. The graph keeps the buffer
+    /// alive.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for another element size or a size that is not a
@@ -203,7 +262,7 @@ impl Graph {
     pub fn add_memset(
         &mut self,
         deps: &[GraphNode],
-        buffer: &Buffer,
+        buffer: &Arc<Buffer>,
         value: u32,
         element_size: u32,
     ) -> Result<GraphNode> {
@@ -225,23 +284,26 @@ impl Graph {
             width: buffer.size() / es,
             height: 1,
         };
-        let (d, n) = Self::deps(deps);
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: a live buffer of that size; `p` is valid for the call.
         unsafe { sys::cuGraphAddMemsetNode(&mut node, self.handle, d, n, &p, self.ctx.handle()) }
             .check(|| "adding a memset node")?;
-        Ok(GraphNode(node))
+        keep(&self.keep, buffer.clone());
+        Ok(self.node(node))
     }
 
-    /// Copies `bytes` from `src` to `dst` (any memory kinds).
+    /// Copies `bytes` from `src` to `dst` (any memory kinds). The graph keeps both
+    /// buffers alive.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when either is smaller than `bytes`; the driver's error.
     pub fn add_memcpy(
         &mut self,
         deps: &[GraphNode],
-        dst: &Buffer,
-        src: &Buffer,
+        dst: &Arc<Buffer>,
+        src: &Arc<Buffer>,
         bytes: usize,
     ) -> Result<GraphNode> {
         if bytes == 0 || bytes > dst.size() || bytes > src.size() {
@@ -264,12 +326,15 @@ impl Graph {
             Depth: 1,
             ..Default::default()
         };
-        let (d, n) = Self::deps(deps);
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: live buffers of at least `bytes`; `p` is valid for the call.
         unsafe { sys::cuGraphAddMemcpyNode(&mut node, self.handle, d, n, &p, self.ctx.handle()) }
             .check(|| "adding a memcpy node")?;
-        Ok(GraphNode(node))
+        keep(&self.keep, dst.clone());
+        keep(&self.keep, src.clone());
+        Ok(self.node(node))
     }
 
     /// Calls `f` on a driver thread when the node runs. `f` must not call CUDA.
@@ -288,14 +353,15 @@ impl Graph {
             fn_: Some(host_trampoline),
             userData: data,
         };
-        let (d, n) = Self::deps(deps);
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: `data` stays alive in the keep list as long as the graph and its
         // instantiations.
         unsafe { sys::cuGraphAddHostNode(&mut node, self.handle, d, n, &p) }
             .check(|| "adding a host node")?;
         keep(&self.keep, boxed);
-        Ok(GraphNode(node))
+        Ok(self.node(node))
     }
 
     /// Records `event` when the node runs.
@@ -307,13 +373,14 @@ impl Graph {
         deps: &[GraphNode],
         event: &Arc<Event>,
     ) -> Result<GraphNode> {
-        let (d, n) = Self::deps(deps);
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: a live event, kept alive by the keep list.
         unsafe { sys::cuGraphAddEventRecordNode(&mut node, self.handle, d, n, event.handle()) }
             .check(|| "adding an event record node")?;
         keep(&self.keep, event.clone());
-        Ok(GraphNode(node))
+        Ok(self.node(node))
     }
 
     /// Waits for `event` before the node's dependents run.
@@ -321,13 +388,14 @@ impl Graph {
     /// # Errors
     /// The driver's error.
     pub fn add_event_wait(&mut self, deps: &[GraphNode], event: &Arc<Event>) -> Result<GraphNode> {
-        let (d, n) = Self::deps(deps);
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: a live event, kept alive by the keep list.
         unsafe { sys::cuGraphAddEventWaitNode(&mut node, self.handle, d, n, event.handle()) }
             .check(|| "adding an event wait node")?;
         keep(&self.keep, event.clone());
-        Ok(GraphNode(node))
+        Ok(self.node(node))
     }
 
     /// Embeds a copy of `child`.
@@ -335,7 +403,8 @@ impl Graph {
     /// # Errors
     /// The driver's error.
     pub fn add_child(&mut self, deps: &[GraphNode], child: &Graph) -> Result<GraphNode> {
-        let (d, n) = Self::deps(deps);
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: a live child graph; the driver clones it.
         unsafe { sys::cuGraphAddChildGraphNode(&mut node, self.handle, d, n, child.handle) }
@@ -344,7 +413,7 @@ impl Graph {
         for i in items {
             keep(&self.keep, i);
         }
-        Ok(GraphNode(node))
+        Ok(self.node(node))
     }
 
     /// Adds the edge `from → to`.
@@ -352,9 +421,12 @@ impl Graph {
     /// # Errors
     /// The driver's error.
     pub fn add_dependency(&mut self, from: GraphNode, to: GraphNode) -> Result<()> {
-        // SAFETY: two nodes of this graph; no edge data.
-        unsafe { sys::cuGraphAddDependencies(self.handle, &from.0, &to.0, std::ptr::null(), 1) }
-            .check(|| "adding a graph edge")
+        self.deps(&[from, to])?;
+        // SAFETY: two nodes of this graph (checked); no edge data.
+        unsafe {
+            sys::cuGraphAddDependencies(self.handle, &from.handle, &to.handle, std::ptr::null(), 1)
+        }
+        .check(|| "adding a graph edge")
     }
 
     /// A condition handle for conditional nodes of this graph; with `default`, the
@@ -418,7 +490,8 @@ impl Graph {
             phGraph_out: std::ptr::null_mut(),
             ctx: self.ctx.handle(),
         };
-        let (d, n) = Self::deps(deps);
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         self.ctx.ensure_current()?;
         // SAFETY: `p` is a fully initialised conditional node description.
@@ -438,9 +511,9 @@ impl Graph {
             unsafe { std::slice::from_raw_parts(out, size as usize) }.to_vec();
         let bodies = bodies
             .into_iter()
-            .map(|g| Graph::wrap(g, self.ctx.clone(), false, self.keep.clone()))
+            .map(|g| Graph::wrap(g, self.ctx.clone(), self.root.clone(), self.keep.clone()))
             .collect();
-        Ok((GraphNode(node), bodies))
+        Ok((self.node(node), bodies))
     }
 
     /// How many nodes the graph has (not counting conditional bodies).
@@ -506,16 +579,9 @@ impl Graph {
             handle: exec,
             ctx: self.ctx.clone(),
             keep: self.keep.clone(),
+            used_on: Mutex::new(Vec::new()),
+            _not_sync: std::marker::PhantomData,
         })
-    }
-}
-
-impl Drop for Graph {
-    fn drop(&mut self) {
-        if self.owned {
-            // SAFETY: an owned graph, destroyed once; instantiations are independent.
-            let _ = unsafe { sys::cuGraphDestroy(self.handle) };
-        }
     }
 }
 
@@ -530,19 +596,23 @@ pub struct GraphCompleteOptions {
     pub device_launch: bool,
 }
 
-/// An instantiated graph (`CUgraphExec`), ready to launch. Destroyed on drop.
-/// `Send + Sync`: launching an executable graph from several threads is allowed
-/// (the driver serialises launches of one graph).
+/// An instantiated graph (`CUgraphExec`), ready to launch.
+///
+/// On drop it waits for the streams it was launched or uploaded on (so no host
+/// callback or kernel it keeps alive is freed under a running launch), then is
+/// destroyed. `Send` but not `Sync`: launches of one executable graph must be
+/// serialised by the caller, which `&self` from one thread at a time guarantees.
 pub struct GraphExec {
     handle: sys::CUgraphExec,
     ctx: Context,
     keep: Keep,
+    used_on: Mutex<Vec<Stream>>,
+    _not_sync: std::marker::PhantomData<std::cell::Cell<()>>,
 }
 
-// SAFETY: executable graph handles may be used from any thread.
+// SAFETY: executable graph handles may be used from any thread, one at a time
+// (`GraphExec` is not `Sync`).
 unsafe impl Send for GraphExec {}
-// SAFETY: as above.
-unsafe impl Sync for GraphExec {}
 
 impl fmt::Debug for GraphExec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -558,12 +628,20 @@ impl GraphExec {
         self.handle
     }
 
+    fn note_stream(&self, stream: &Stream) {
+        let mut v = self.used_on.lock().unwrap_or_else(|e| e.into_inner());
+        if !v.iter().any(|s| s.handle() == stream.handle()) {
+            v.push(stream.clone());
+        }
+    }
+
     /// Uploads the graph's work to the device ahead of the first launch.
     ///
     /// # Errors
     /// The driver's error.
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         stream.context().ensure_current()?;
+        self.note_stream(stream);
         // SAFETY: live graph and stream.
         unsafe { sys::cuGraphUpload(self.handle, stream.handle()) }.check(|| "uploading a graph")
     }
@@ -574,6 +652,7 @@ impl GraphExec {
     /// The driver's error.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         stream.context().ensure_current()?;
+        self.note_stream(stream);
         // SAFETY: live graph and stream.
         unsafe { sys::cuGraphLaunch(self.handle, stream.handle()) }.check(|| "launching a graph")
     }
@@ -604,6 +683,14 @@ impl GraphExec {
 
 impl Drop for GraphExec {
     fn drop(&mut self) {
+        // Launched work may still use what `keep` holds: wait for it first.
+        let streams = std::mem::take(self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for s in &streams {
+            if s.sync().is_err() {
+                // A failed stream: fall back to the whole context.
+                let _ = self.ctx.sync();
+            }
+        }
         let _ = self.ctx.ensure_current();
         // SAFETY: an owned executable graph, destroyed once (launched work completes).
         let _ = unsafe { sys::cuGraphExecDestroy(self.handle) };
@@ -636,9 +723,14 @@ pub enum CaptureStatus {
 impl Stream {
     /// Starts capturing the work issued to this stream into a graph.
     ///
+    /// # Safety
+    /// The captured work (copies, fills, launches) refers to memory by address:
+    /// every buffer, kernel and other object it uses must stay alive as long as the
+    /// graph made from it, and its instantiations, can run.
+    ///
     /// # Errors
     /// The driver's error (a legacy default stream cannot capture).
-    pub fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
+    pub unsafe fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
         self.context().ensure_current()?;
         let m = match mode {
             CaptureMode::Global => sys::CU_STREAM_CAPTURE_MODE_GLOBAL,
@@ -660,12 +752,7 @@ impl Stream {
         // SAFETY: `g` is valid for writes; a live stream.
         unsafe { sys::cuStreamEndCapture(self.handle(), &mut g) }
             .check(|| "ending a stream capture")?;
-        Ok(Graph::wrap(
-            g,
-            self.context().clone(),
-            true,
-            Keep::default(),
-        ))
+        Ok(Graph::owned(g, self.context().clone()))
     }
 
     /// Whether the stream is capturing.

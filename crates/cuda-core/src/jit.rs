@@ -33,14 +33,14 @@ const LOG_BYTES: usize = 16 * 1024;
 pub(crate) struct RawJit {
     pub(crate) keys: Vec<sys::CUjit_option>,
     pub(crate) values: Vec<*mut c_void>,
-    info: Box<[u8; LOG_BYTES]>,
-    error: Box<[u8; LOG_BYTES]>,
+    /// Heap buffers the driver writes into; `Vec` (not `Box`), so moving the
+    /// struct keeps the raw pointers in `values` valid.
+    info: Vec<u8>,
+    error: Vec<u8>,
 }
 
 impl JitOptions {
     pub(crate) fn raw(&self) -> RawJit {
-        let mut info = Box::new([0u8; LOG_BYTES]);
-        let mut error = Box::new([0u8; LOG_BYTES]);
         let mut keys = vec![
             sys::CU_JIT_INFO_LOG_BUFFER,
             sys::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
@@ -48,10 +48,11 @@ impl JitOptions {
             sys::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
         ];
         // Integer option values travel in the pointer slots, as the driver expects.
+        // The buffer slots are filled in once the buffers sit in their final place.
         let mut values: Vec<*mut c_void> = vec![
-            info.as_mut_ptr().cast(),
+            std::ptr::null_mut(),
             LOG_BYTES as *mut c_void,
-            error.as_mut_ptr().cast(),
+            std::ptr::null_mut(),
             LOG_BYTES as *mut c_void,
         ];
         let mut push = |k: sys::CUjit_option, v: u32| {
@@ -68,7 +69,10 @@ impl JitOptions {
             push(sys::CU_JIT_THREADS_PER_BLOCK, v);
         }
         if let Some((major, minor)) = self.target {
-            push(sys::CU_JIT_TARGET, major * 10 + minor);
+            push(
+                sys::CU_JIT_TARGET,
+                major.saturating_mul(10).saturating_add(minor),
+            );
         }
         if self.generate_debug_info {
             push(sys::CU_JIT_GENERATE_DEBUG_INFO, 1);
@@ -79,12 +83,15 @@ impl JitOptions {
         if self.log_verbose {
             push(sys::CU_JIT_LOG_VERBOSE, 1);
         }
-        RawJit {
+        let mut raw = RawJit {
             keys,
             values,
-            info,
-            error,
-        }
+            info: vec![0u8; LOG_BYTES],
+            error: vec![0u8; LOG_BYTES],
+        };
+        raw.values[0] = raw.info.as_mut_ptr().cast();
+        raw.values[2] = raw.error.as_mut_ptr().cast();
+        raw
     }
 }
 
@@ -118,5 +125,78 @@ pub(crate) fn loadable(code: &crate::ObjectCode) -> std::borrow::Cow<'_, [u8]> {
         std::borrow::Cow::Owned(v)
     } else {
         std::borrow::Cow::Borrowed(bytes)
+    }
+}
+
+/// Checks that a cubin's or fat binary's own size fields stay inside its bytes:
+/// the driver's loaders take no length and trust the image's headers.
+pub(crate) fn check_image(code: &crate::ObjectCode) -> crate::Result<()> {
+    let b = code.code();
+    let what = || format!("loading {} `{}`", code.code_type(), code.name());
+    let bad = |why: &str| crate::Error::invalid(what(), format!("not a valid image: {why}"));
+    let u16_at = |o: usize| {
+        b.get(o..o + 2)
+            .map(|s| u64::from(u16::from_le_bytes([s[0], s[1]])))
+    };
+    let u32_at = |o: usize| {
+        b.get(o..o + 4)
+            .map(|s| u64::from(u32::from_le_bytes([s[0], s[1], s[2], s[3]])))
+    };
+    let u64_at = |o: usize| {
+        b.get(o..o + 8).map(|s| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(s);
+            u64::from_le_bytes(a)
+        })
+    };
+    let len = b.len() as u64;
+    let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
+    match code.code_type() {
+        crate::CodeType::Cubin => {
+            if b.len() < 64 || &b[..4] != b"\x7fELF" || b[4] != 2 || b[5] != 1 {
+                return Err(bad("a cubin is a 64-bit little-endian ELF file"));
+            }
+            let field = |v: Option<u64>| v.ok_or_else(|| bad("truncated ELF header"));
+            let phoff = field(u64_at(32))?;
+            let shoff = field(u64_at(40))?;
+            let phentsize = field(u16_at(54))?;
+            let phnum = field(u16_at(56))?;
+            let shentsize = field(u16_at(58))?;
+            let shnum = field(u16_at(60))?;
+            if !fits(phoff, phentsize * phnum) || !fits(shoff, shentsize * shnum) {
+                return Err(bad("the ELF header tables run past the end"));
+            }
+            if shnum > 0 && shentsize < 64 {
+                return Err(bad("ELF section headers are too small"));
+            }
+            for i in 0..shnum {
+                let h = shoff + i * shentsize;
+                let (Some(kind), Some(off), Some(size)) = (
+                    u32_at(h as usize + 4),
+                    u64_at(h as usize + 24),
+                    u64_at(h as usize + 32),
+                ) else {
+                    return Err(bad("truncated ELF section header"));
+                };
+                // SHT_NOBITS (8) sections take no space in the file.
+                if kind != 8 && !fits(off, size) {
+                    return Err(bad("an ELF section runs past the end"));
+                }
+            }
+            Ok(())
+        }
+        crate::CodeType::Fatbin => {
+            if u32_at(0) != Some(0xBA55_ED50) {
+                return Err(bad("a fat binary starts with the magic 0xBA55ED50"));
+            }
+            let (Some(header), Some(size)) = (u16_at(6), u64_at(8)) else {
+                return Err(bad("truncated fat binary header"));
+            };
+            if !fits(header, size) {
+                return Err(bad("the fat binary's size runs past the end"));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }

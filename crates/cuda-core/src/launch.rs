@@ -20,12 +20,6 @@ pub struct Dim3 {
     pub z: u32,
 }
 
-impl Dim3 {
-    fn count(self) -> u64 {
-        u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
-    }
-}
-
 impl From<u32> for Dim3 {
     fn from(x: u32) -> Self {
         Self { x, y: 1, z: 1 }
@@ -88,17 +82,15 @@ impl LaunchConfig {
 
     fn validate(&self) -> Result<()> {
         let what = "launching a kernel";
-        if self.grid.count() == 0 || self.block.count() == 0 {
+        let zero = |d: Dim3| d.x == 0 || d.y == 0 || d.z == 0;
+        if zero(self.grid) || zero(self.block) {
             return Err(Error::invalid(
                 what,
                 "grid and block dimensions must all be at least 1",
             ));
         }
         if let Some(c) = self.cluster {
-            if c.count() == 0
-                || self.grid.x % c.x != 0
-                || self.grid.y % c.y != 0
-                || self.grid.z % c.z != 0
+            if zero(c) || self.grid.x % c.x != 0 || self.grid.y % c.y != 0 || self.grid.z % c.z != 0
             {
                 return Err(Error::invalid(
                     what,
@@ -228,14 +220,22 @@ const INLINE_ARGS: usize = 32;
 /// # fn f(kernel: &cuda_core::Kernel, stream: &cuda_core::Stream, x: &cuda_core::Buffer, y: &cuda_core::Buffer) -> cuda_core::Result<()> {
 /// use cuda_core::{launch, LaunchConfig};
 /// let n: u64 = 1 << 20;
-/// launch(stream, &LaunchConfig::for_elements(n, 256), kernel, &[&2.0f32, x, y, &n])?;
+/// // SAFETY: saxpy reads `x` and writes `y`, both holding `n` floats.
+/// unsafe { launch(stream, &LaunchConfig::for_elements(n, 256), kernel, &[&2.0f32, x, y, &n])? };
 /// # Ok(()) }
 /// ```
+///
+/// # Safety
+/// A kernel is arbitrary device code: the checks above catch a wrong number of
+/// arguments or a wrong size, not a pointer to too little (or freed) memory. Every
+/// buffer or device pointer passed must be valid for all the accesses the kernel
+/// makes with the other arguments given (sizes, counts, strides), until the kernel
+/// has finished, and the kernel must not race with other work on that memory.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a wrong argument count or size, zero
 /// dimensions, or a grid that is not a multiple of the cluster; the driver's error.
-pub fn launch(
+pub unsafe fn launch(
     stream: &Stream,
     config: &LaunchConfig,
     kernel: &Kernel,
@@ -255,8 +255,8 @@ pub fn launch(
     for (p, a) in ptrs.iter_mut().zip(args) {
         *p = a.arg_ptr().cast_mut();
     }
-    // SAFETY: the arguments match the kernel's parameter sizes; they are copied
-    // by the driver before `cuLaunchKernelEx` returns.
+    // SAFETY: the arguments match the kernel's parameter sizes (the caller vouches
+    // for what they point to); the driver copies them before returning.
     unsafe { launch_raw(stream, config, kernel, ptrs.as_mut_ptr()) }
 }
 

@@ -21,7 +21,8 @@
 //! let n = 1024u32;
 //! let mut x = dev.allocate(n as usize * 4, &stream)?;
 //! x.copy_from_host(&vec![1.0f32; n as usize], &stream)?;
-//! launch(&stream, &LaunchConfig::for_elements(n.into(), 256), &kernel, &[&x, &3.0f32, &n])?;
+//! // SAFETY: `scale` touches `x[0..n]`, and `x` holds `n` floats.
+//! unsafe { launch(&stream, &LaunchConfig::for_elements(n.into(), 256), &kernel, &[&x, &3.0f32, &n])? };
 //! let mut back = vec![0f32; n as usize];
 //! x.copy_to_host(&mut back, &stream)?;
 //! assert!(back.iter().all(|&v| v == 3.0));
@@ -45,8 +46,10 @@
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
-//! keep their memory resource and the stream they are freed on, kernels keep their
-//! library; so no drop order can destroy something under pending work.
+//! keep their memory resource and the stream they are freed on (and work a safe
+//! method queues on another stream is ordered before that free), kernels keep their
+//! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
+//! stream are `unsafe`: device code can touch any memory its arguments point to.
 //! IPC, virtual memory, tensor maps, DLPack interop and green contexts are being
 //! built.
 

@@ -65,7 +65,6 @@ impl Library {
     /// objects, static libraries: link them first); [`Error::Compile`] with the
     /// JIT's error log when PTX does not compile; the driver's error.
     pub fn load(code: &ObjectCode, options: &LibraryOptions) -> Result<Self> {
-        crate::device::init()?;
         let what = || {
             format!(
                 "loading {} `{}` as a library",
@@ -82,6 +81,8 @@ impl Library {
                 "only cubin, PTX and fatbin load directly; link other kinds with `Linker` first",
             ));
         }
+        crate::jit::check_image(code)?;
+        crate::device::init()?;
         let bytes = loadable(code);
         let mut jit = options.jit.raw();
         let mut lib_keys: Vec<sys::CUlibraryOption> = Vec::new();

@@ -597,8 +597,8 @@ const DRIVER_LOG_BYTES: usize = 1 << 20;
 struct DriverLink {
     state: sys::CUlinkState,
     output: Option<ObjectCode>,
-    info_log: Box<[u8]>,
-    error_log: Box<[u8]>,
+    info_log: Vec<u8>, // `Vec`, not `Box`: moving it keeps the driver's pointer valid
+    error_log: Vec<u8>,
     /// The option keys and values given to `cuLinkCreate`: the driver keeps
     /// pointers into them for the state's life.
     _keys: Box<[sys::CUjit_option]>,
@@ -640,8 +640,8 @@ impl DriverLink {
                 format!("the driver's linker has no counterpart of `{field}` (nvJitLink has)"),
             ));
         }
-        let mut info_log = vec![0u8; DRIVER_LOG_BYTES].into_boxed_slice();
-        let mut error_log = vec![0u8; DRIVER_LOG_BYTES].into_boxed_slice();
+        let mut info_log = vec![0u8; DRIVER_LOG_BYTES];
+        let mut error_log = vec![0u8; DRIVER_LOG_BYTES];
         // Integer option values travel in the pointer itself, as cuda.h says.
         let int = |v: u32| v as usize as *mut c_void;
         let target = arch.number

@@ -756,7 +756,9 @@ impl Buffer {
         self.check_stream(stream, "copying between buffers")?;
         // SAFETY: both spans are live and large enough; the copy is stream-ordered.
         unsafe { sys::cuMemcpyAsync(self.ptr, src.ptr, src.size, stream.handle()) }
-            .check(|| format!("copying {} bytes between buffers", src.size))
+            .check(|| format!("copying {} bytes between buffers", src.size))?;
+        self.order_free_after(stream)?;
+        src.order_free_after(stream)
     }
 
     /// Copies this buffer into the start of `dst` (see [`copy_from`](Self::copy_from)).
@@ -775,7 +777,8 @@ impl Buffer {
         self.check_stream(stream, "filling a buffer")?;
         // SAFETY: `size` bytes are live.
         unsafe { sys::cuMemsetD8Async(self.ptr, value, self.size, stream.handle()) }
-            .check(|| format!("filling {} bytes", self.size))
+            .check(|| format!("filling {} bytes", self.size))?;
+        self.order_free_after(stream)
     }
 
     /// Fills the buffer with a 2-byte pattern, ordered on `stream`.
@@ -816,7 +819,8 @@ impl Buffer {
         }
         self.check_stream(stream, "filling a buffer")?;
         f(self.ptr, self.size / width, stream.handle())
-            .check(|| format!("filling {} bytes", self.size))
+            .check(|| format!("filling {} bytes", self.size))?;
+        self.order_free_after(stream)
     }
 
     fn require_managed(&self, what: &'static str) -> Result<()> {
@@ -936,6 +940,21 @@ impl Buffer {
         Ok(unsafe { std::slice::from_raw_parts(self.ptr as usize as *const T, self.size / t) })
     }
 
+    /// Orders this buffer's eventual free after the work queued so far on `stream`
+    /// (an event recorded there, waited for by the free stream), when `stream` is not
+    /// the free stream. Keeps stream-ordered frees from racing work on other streams.
+    fn order_free_after(&self, stream: &Stream) -> Result<()> {
+        let Some((_, free)) = &self.owner else {
+            return Ok(());
+        };
+        if free.handle() == stream.handle() && free.context() == stream.context() {
+            return Ok(());
+        }
+        let e = crate::Event::in_context(stream.context(), crate::EventOptions::default())?;
+        e.record(stream)?;
+        free.wait_event(&e)
+    }
+
     /// Frees the buffer now (ordered on `stream`, or its free stream), reporting
     /// errors that dropping it would swallow.
     ///
@@ -949,6 +968,25 @@ impl Buffer {
         let Some((mr, free_stream)) = self.owner.take() else {
             return Ok(());
         };
+        if let Some(other) = stream {
+            if other.device() != &self.device {
+                // Put the owner back: the buffer stays valid and is freed later.
+                self.owner = Some((mr, free_stream));
+                return Err(Error::invalid(
+                    "freeing a buffer",
+                    format!(
+                        "the buffer is on device {} and the stream on device {}",
+                        self.device.ordinal(),
+                        other.device().ordinal()
+                    ),
+                ));
+            }
+            // Work queued on the free stream must come before the free too.
+            let e =
+                crate::Event::in_context(free_stream.context(), crate::EventOptions::default())?;
+            e.record(&free_stream)?;
+            other.wait_event(&e)?;
+        }
         let s = stream.unwrap_or(&free_stream);
         // SAFETY: `ptr`/`size` came from `mr.allocate` and are freed once (the owner
         // was taken); later work cannot use them (the buffer is gone).

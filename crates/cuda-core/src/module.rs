@@ -71,6 +71,7 @@ impl Module {
             ));
         }
         ctx.ensure_current()?;
+        crate::jit::check_image(code)?;
         let bytes = loadable(code);
         let mut jit = options.raw();
         let mut handle: sys::CUmodule = std::ptr::null_mut();

@@ -67,12 +67,15 @@ fn captured_graph_of_two_kernels_replayed() {
     s.sync().unwrap();
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
     // Thread-local: other tests on other threads keep working during the capture.
-    s.begin_capture(CaptureMode::ThreadLocal).unwrap();
+    // SAFETY: `x` and the kernels outlive the graph and its instantiation.
+    unsafe { s.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::Active);
-    launch(&s, &LaunchConfig::new(1, 32), &add, &[&x, &1i32]).unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&s, &LaunchConfig::new(1, 32), &add, &[&x, &1i32]) }.unwrap();
     // Fork: a second stream joins the capture; join back.
     let forks = s.fork(1).unwrap();
-    launch(&forks[0], &LaunchConfig::new(1, 32), &mul, &[&x, &2i32]).unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&forks[0], &LaunchConfig::new(1, 32), &mul, &[&x, &2i32]) }.unwrap();
     s.join(&forks).unwrap();
     let graph = s.end_capture().unwrap();
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
@@ -101,14 +104,13 @@ fn explicit_graph_with_memset_copy_host_callback_events_and_child() {
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let add = code.get_kernel("add").unwrap();
-    let a = d.allocate(32 * 4, &s).unwrap();
-    let b = d.allocate(32 * 4, &s).unwrap();
+    let a = Arc::new(d.allocate(32 * 4, &s).unwrap());
+    let b = Arc::new(d.allocate(32 * 4, &s).unwrap());
     s.sync().unwrap();
     let ctx = d.context().unwrap();
     let mut child = Graph::new(&ctx).unwrap();
-    child
-        .add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&a, &5i32])
-        .unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { child.add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&*a, &5i32]) }.unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let ev = Arc::new(Event::new(&d, EventOptions::default()).unwrap());
     let mut g = Graph::new(&ctx).unwrap();
@@ -139,8 +141,8 @@ fn explicit_graph_with_memset_copy_host_callback_events_and_child() {
     // Bad arguments are refused.
     assert!(g.add_memset(&[], &a, 0, 3).is_err());
     assert!(
-        g.add_kernel(&[], &LaunchConfig::new(1, 1), &add, &[&a])
-            .is_err()
+        // SAFETY: the kernel only touches the buffers passed, within their sizes.
+        unsafe { g.add_kernel(&[], &LaunchConfig::new(1, 1), &add, &[&*a]) }.is_err()
     );
 }
 
@@ -158,18 +160,15 @@ fn conditional_if_runs_its_body_by_the_default_value() {
     let yes = g.create_condition(Some(1)).unwrap();
     let no = g.create_condition(Some(0)).unwrap();
     let (n1, mut b1) = g.add_conditional(&[], yes, ConditionalKind::If).unwrap();
-    b1[0]
-        .add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &1i32])
-        .unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { b1[0].add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &1i32]) }.unwrap();
     let (_n2, mut b2) = g
         .add_conditional(&[n1], no, ConditionalKind::IfElse)
         .unwrap();
-    b2[0]
-        .add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &100i32])
-        .unwrap();
-    b2[1]
-        .add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &10i32])
-        .unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { b2[0].add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &100i32]) }.unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { b2[1].add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &10i32]) }.unwrap();
     let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
     for _ in 0..3 {
         exec.launch(&s).unwrap();
@@ -198,14 +197,16 @@ fn conditional_while_loops_a_counted_number_of_times() {
         .add_conditional(&[], cond, ConditionalKind::While)
         .unwrap();
     assert_eq!(bodies.len(), 1);
-    bodies[0]
-        .add_kernel(
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe {
+        bodies[0].add_kernel(
             &[],
             &LaunchConfig::new(1, 1),
             &countdown,
             &[&counter, &iterations, &cond],
         )
-        .unwrap();
+    }
+    .unwrap();
     let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
     exec.launch(&s).unwrap();
     let (mut c, mut it) = ([0i32], [0i32]);
@@ -248,13 +249,13 @@ fn instantiated_graph_is_updated_in_place() {
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let add = code.get_kernel("add").unwrap();
-    let x = d.allocate(32 * 4, &s).unwrap();
+    let x = Arc::new(d.allocate(32 * 4, &s).unwrap());
     let ctx = d.context().unwrap();
     let build = |v: i32| {
         let mut g = Graph::new(&ctx).unwrap();
         let m = g.add_memset(&[], &x, 0, 4).unwrap();
-        g.add_kernel(&[m], &LaunchConfig::new(1, 32), &add, &[&x, &v])
-            .unwrap();
+        // SAFETY: the kernel only touches the buffers passed, within their sizes.
+        unsafe { g.add_kernel(&[m], &LaunchConfig::new(1, 32), &add, &[&*x, &v]) }.unwrap();
         g
     };
     let mut exec = build(1)

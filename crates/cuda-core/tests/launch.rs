@@ -55,12 +55,15 @@ fn saxpy_compiles_loads_launches_and_checks_arguments() {
     let mut by = d.allocate(n as usize * 4, &s).unwrap();
     bx.copy_from_host(&x, &s).unwrap();
     by.copy_from_host(&vec![1.0f32; n as usize], &s).unwrap();
-    launch(
-        &s,
-        &LaunchConfig::for_elements(n, 256),
-        &k,
-        &[&2.0f32, &bx, &by, &n],
-    )
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe {
+        launch(
+            &s,
+            &LaunchConfig::for_elements(n, 256),
+            &k,
+            &[&2.0f32, &bx, &by, &n],
+        )
+    }
     .unwrap();
     let mut y = vec![0f32; n as usize];
     by.copy_to_host(&mut y, &s).unwrap();
@@ -68,23 +71,31 @@ fn saxpy_compiles_loads_launches_and_checks_arguments() {
         assert_eq!(*v, 2.0 * i as f32 + 1.0, "saxpy wrong at {i}");
     }
     // Wrong argument count and sizes are refused before the driver is called.
-    let e = launch(&s, &LaunchConfig::new(1, 1), &k, &[&2.0f32, &bx, &by]).unwrap_err();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    let e = unsafe { launch(&s, &LaunchConfig::new(1, 1), &k, &[&2.0f32, &bx, &by]) }.unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
-    let e = launch(&s, &LaunchConfig::new(1, 1), &k, &[&2.0f64, &bx, &by, &n]).unwrap_err();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    let e =
+        unsafe { launch(&s, &LaunchConfig::new(1, 1), &k, &[&2.0f64, &bx, &by, &n]) }.unwrap_err();
     assert!(
         e.to_string()
             .contains("argument 0 is 8 bytes, the parameter 4"),
         "{e}"
     );
-    let e = launch(&s, &LaunchConfig::new(0, 1), &k, &[&2.0f32, &bx, &by, &n]).unwrap_err();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    let e =
+        unsafe { launch(&s, &LaunchConfig::new(0, 1), &k, &[&2.0f32, &bx, &by, &n]) }.unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
     // A raw device pointer works as an argument too.
-    launch(
-        &s,
-        &LaunchConfig::for_elements(n, 256),
-        &k,
-        &[&1.0f32, &DevicePtr(bx.ptr()), &by, &n],
-    )
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe {
+        launch(
+            &s,
+            &LaunchConfig::for_elements(n, 256),
+            &k,
+            &[&1.0f32, &DevicePtr(bx.ptr()), &by, &n],
+        )
+    }
     .unwrap();
     by.copy_to_host(&mut y, &s).unwrap();
     assert_eq!(y[10], 2.0 * 10.0 + 1.0 + 10.0);
@@ -116,8 +127,10 @@ fn templates_by_name_expression() {
     let mut bi = d.allocate(32 * 4, &s).unwrap();
     bf.fill_u32(0, &s).unwrap();
     bi.fill_u32(0, &s).unwrap();
-    launch(&s, &LaunchConfig::new(1, 32), &kf, &[&bf, &1.5f32]).unwrap();
-    launch(&s, &LaunchConfig::new(1, 32), &ki, &[&bi, &7i32]).unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&s, &LaunchConfig::new(1, 32), &kf, &[&bf, &1.5f32]) }.unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&s, &LaunchConfig::new(1, 32), &ki, &[&bi, &7i32]) }.unwrap();
     let (mut f, mut i) = (vec![0f32; 32], vec![0i32; 32]);
     bf.copy_to_host(&mut f, &s).unwrap();
     bi.copy_to_host(&mut i, &s).unwrap();
@@ -152,7 +165,8 @@ extern "C" __global__ void bump(int by) {
     assert_eq!(m.size(), 4);
     m.write(&[100i32], &s).unwrap();
     let k = lib.get_kernel("bump").unwrap();
-    launch(&s, &LaunchConfig::new(1, 4), &k, &[&10i32]).unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&s, &LaunchConfig::new(1, 4), &k, &[&10i32]) }.unwrap();
     let mut back = [0i32; 4];
     g.read(&mut back, &s).unwrap();
     assert_eq!(back, [11, 12, 13, 14]);
@@ -203,7 +217,8 @@ fn relocatable_two_file_program_linked_and_launched() {
     let mut b = d.allocate(64 * 4, &s).unwrap();
     b.copy_from_host(&(0..64).map(|i| i as f32).collect::<Vec<_>>(), &s)
         .unwrap();
-    launch(&s, &LaunchConfig::new(1, 64), &k, &[&b]).unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&s, &LaunchConfig::new(1, 64), &k, &[&b]) }.unwrap();
     let mut out = vec![0f32; 64];
     b.copy_to_host(&mut out, &s).unwrap();
     assert!(out.iter().enumerate().all(|(i, &v)| v == 3.0 * i as f32));
@@ -228,7 +243,8 @@ extern "C" __global__ void touch(unsigned *out) { if (threadIdx.x == 0) out[bloc
     let touch = code.get_kernel("touch").unwrap();
     let mut cfg = LaunchConfig::new(8, 32);
     cfg.cooperative = true;
-    launch(&s, &cfg, &touch, &[&out]).unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&s, &cfg, &touch, &[&out]) }.unwrap();
     let mut host = [0u32; 8];
     out.copy_to_host(&mut host, &s).unwrap();
     assert_eq!(host, [1, 2, 3, 4, 5, 6, 7, 8]);
@@ -239,7 +255,8 @@ extern "C" __global__ void touch(unsigned *out) { if (threadIdx.x == 0) out[bloc
         .unwrap();
     let mut too_big = LaunchConfig::new(sms * per_sm + 1, 32);
     too_big.cooperative = true;
-    let e = launch(&s, &too_big, &touch, &[&out]).unwrap_err();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    let e = unsafe { launch(&s, &too_big, &touch, &[&out]) }.unwrap_err();
     assert!(
         e.to_string().contains("COOPERATIVE_LAUNCH_TOO_LARGE"),
         "{e}"
@@ -249,7 +266,8 @@ extern "C" __global__ void touch(unsigned *out) { if (threadIdx.x == 0) out[bloc
         let ranks = code.get_kernel("ranks").unwrap();
         let mut cfg = LaunchConfig::new(8, 32);
         cfg.cluster = Some(2.into());
-        launch(&s, &cfg, &ranks, &[&out]).unwrap();
+        // SAFETY: the kernel only touches the buffers passed, within their sizes.
+        unsafe { launch(&s, &cfg, &ranks, &[&out]) }.unwrap();
         out.copy_to_host(&mut host, &s).unwrap();
         assert_eq!(host, [0, 1, 0, 1, 0, 1, 0, 1]);
         assert!(
@@ -262,7 +280,8 @@ extern "C" __global__ void touch(unsigned *out) { if (threadIdx.x == 0) out[bloc
         assert!(ranks.occupancy(&d).max_active_clusters(&cfg, &s).unwrap() >= 1);
         cfg.grid = 7.into();
         assert!(matches!(
-            launch(&s, &cfg, &ranks, &[&out]),
+            // SAFETY: the kernel only touches the buffers passed, within their sizes.
+            unsafe { launch(&s, &cfg, &ranks, &[&out]) },
             Err(Error::InvalidArgument { .. })
         ));
     }
@@ -371,7 +390,8 @@ fn modules_with_jit_options_and_logs() {
     assert!(k.attributes(&d).num_regs().unwrap() <= 32);
     let mut b = d.allocate(4, &s).unwrap();
     b.copy_from_host(&[1.0f32], &s).unwrap();
-    launch(&s, &LaunchConfig::new(1, 1), &k, &[&1.0f32, &b, &b, &1u64]).unwrap();
+    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    unsafe { launch(&s, &LaunchConfig::new(1, 1), &k, &[&1.0f32, &b, &b, &1u64]) }.unwrap();
     let mut out = [0f32];
     b.copy_to_host(&mut out, &s).unwrap();
     assert_eq!(out[0], 2.0);

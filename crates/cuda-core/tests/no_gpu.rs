@@ -76,3 +76,52 @@ fn kernel_arguments_have_their_c_sizes() {
     let bits = unsafe { *(v.arg_ptr() as *const u16) };
     assert_eq!(bits, v.to_bits());
 }
+
+#[test]
+fn damaged_images_are_refused_before_the_driver_sees_them() {
+    use cuda_core::{
+        CompileTarget, Library, LibraryOptions, ObjectCode, Program, ProgramOptions, SourceCode,
+    };
+    cuda_rs_tests::require_libs!("nvrtc");
+    let good = Program::new(
+        SourceCode::Cxx("extern \"C\" __global__ void k(int *p) { *p = 1; }"),
+        ProgramOptions {
+            arch: Some("sm_90".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .compile(CompileTarget::Cubin, &[])
+    .unwrap();
+    let bytes = good.code().to_vec();
+    let refused = |b: Vec<u8>, kind: fn(Vec<u8>) -> cuda_core::Result<ObjectCode>| {
+        let code = kind(b).unwrap();
+        match Library::load(&code, &LibraryOptions::default()) {
+            Err(Error::InvalidArgument { message, .. }) => message,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    };
+    // Cut short: the section table runs past the end.
+    let m = refused(bytes[..bytes.len() / 2].to_vec(), ObjectCode::from_cubin);
+    assert!(m.contains("past the end"), "{m}");
+    // Not an ELF file at all.
+    let m = refused(
+        b"definitely not a cubin, but long enough to hold a header........".to_vec(),
+        ObjectCode::from_cubin,
+    );
+    assert!(m.contains("ELF"), "{m}");
+    // A section header table offset far beyond the bytes.
+    let mut forged = bytes.clone();
+    forged[40..48].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let m = refused(forged, ObjectCode::from_cubin);
+    assert!(m.contains("past the end"), "{m}");
+    // A fat binary whose size field lies.
+    let mut fat = vec![0u8; 64];
+    fat[..4].copy_from_slice(&0xBA55_ED50u32.to_le_bytes());
+    fat[6..8].copy_from_slice(&16u16.to_le_bytes());
+    fat[8..16].copy_from_slice(&4096u64.to_le_bytes());
+    let m = refused(fat, ObjectCode::from_fatbin);
+    assert!(m.contains("past the end"), "{m}");
+    let m = refused(vec![1u8; 64], ObjectCode::from_fatbin);
+    assert!(m.contains("magic"), "{m}");
+}
