@@ -66,7 +66,7 @@ fn run() -> Result<()> {
         ));
     }
 
-    let table = lib.get_global("table")?;
+    let table = lib.get_global(&dev.context()?, "table")?;
     let launches = lib.get_managed("launches")?;
     println!(
         "__device__ table: {} bytes at {:#x}; __managed__ launches: {} bytes at {:#x}",

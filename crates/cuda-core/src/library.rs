@@ -9,7 +9,8 @@ use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result, ToolError};
 use crate::jit::{JitOptions, loadable};
-use crate::{CodeType, Kernel, Module, ObjectCode, Stream};
+use crate::memory::sync_after_host_copy;
+use crate::{CodeType, Context, Kernel, Module, ObjectCode, Stream};
 
 /// Options of [`Library::load`] (`CUlibraryOption`) and the JIT options for PTX.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -220,11 +221,12 @@ impl Library {
     }
 
     /// The `__device__` (or `__constant__`) variable `name`: its address and size
-    /// in the current context's copy.
+    /// in `ctx`'s copy (each context has its own). The [`Global`] keeps `ctx` alive.
     ///
     /// # Errors
     /// The driver's error (`CUDA_ERROR_NOT_FOUND` for an unknown name).
-    pub fn get_global(&self, name: &str) -> Result<Global> {
+    pub fn get_global(&self, ctx: &Context, name: &str) -> Result<Global> {
+        ctx.ensure_current()?;
         let cname = c_name(self.lowered(name), "looking up a global")?;
         let (mut ptr, mut size) = (0, 0);
         // SAFETY: both are valid for writes; a live library.
@@ -235,6 +237,7 @@ impl Library {
             size,
             name: name.to_string(),
             _library: self.clone(),
+            _ctx: Some(ctx.clone()),
         })
     }
 
@@ -254,6 +257,7 @@ impl Library {
             size,
             name: name.to_string(),
             _library: self.clone(),
+            _ctx: None,
         })
     }
 
@@ -270,16 +274,17 @@ impl Library {
         Ok(p)
     }
 
-    /// The module of the library in the current context.
+    /// The module of the library in `ctx` (the [`Module`] keeps `ctx` alive).
     ///
     /// # Errors
     /// The driver's error.
-    pub fn get_module(&self) -> Result<Module> {
+    pub fn get_module(&self, ctx: &Context) -> Result<Module> {
+        ctx.ensure_current()?;
         let mut m: sys::CUmodule = std::ptr::null_mut();
         // SAFETY: `m` is valid for writes; a live library.
         unsafe { sys::cuLibraryGetModule(&mut m, self.inner.handle) }
             .check(|| "getting a library's module")?;
-        Ok(Module::borrowed(m, self.clone()))
+        Ok(Module::borrowed(m, self.clone(), ctx.clone()))
     }
 }
 
@@ -300,6 +305,8 @@ pub struct Global {
     size: usize,
     name: String,
     _library: Library,
+    /// The context whose copy this is (`None` for managed variables).
+    _ctx: Option<Context>,
 }
 
 impl Global {
@@ -337,7 +344,7 @@ impl Global {
         // SAFETY: `bytes` readable bytes into a live global of that size; waited on.
         unsafe { sys::cuMemcpyHtoDAsync(self.ptr, value.as_ptr().cast(), bytes, stream.handle()) }
             .check(|| format!("writing global `{}`", self.name))?;
-        stream.sync()
+        sync_after_host_copy(stream)
     }
 
     /// Reads the variable into `out` (exactly its size) on `stream`, and waits.
@@ -353,7 +360,7 @@ impl Global {
             sys::cuMemcpyDtoHAsync(out.as_mut_ptr().cast(), self.ptr, bytes, stream.handle())
         }
         .check(|| format!("reading global `{}`", self.name))?;
-        stream.sync()
+        sync_after_host_copy(stream)
     }
 }
 

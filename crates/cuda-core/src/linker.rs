@@ -596,6 +596,9 @@ const DRIVER_LOG_BYTES: usize = 1 << 20;
 /// A driver link state and the buffers and option arrays it writes into.
 struct DriverLink {
     state: sys::CUlinkState,
+    /// The context current when the state was created: the driver's linker works
+    /// in it, so it is made current again before each later call.
+    ctx: sys::CUcontext,
     output: Option<ObjectCode>,
     info_log: Vec<u8>, // `Vec`, not `Box`: moving it keeps the driver's pointer valid
     error_log: Vec<u8>,
@@ -694,6 +697,7 @@ impl DriverLink {
             .map_err(|_| Error::invalid(OPTIONS_CONTEXT, "too many options"))?;
         let mut this = Self {
             state: std::ptr::null_mut(),
+            ctx: std::ptr::null_mut(),
             output: None,
             info_log,
             error_log,
@@ -717,6 +721,9 @@ impl DriverLink {
             "creating the driver's JIT linker (cuLinkCreate; nvJitLink is unavailable, and \
              the driver's linker needs a current context)"
         })?;
+        // SAFETY: `this.ctx` is valid for writes.
+        unsafe { sys::cuCtxGetCurrent(&mut this.ctx) }
+            .check(|| "reading the current context for the driver's JIT linker")?;
         this._keys = keys;
         this._values = values;
         for input in inputs {
@@ -762,7 +769,16 @@ impl DriverLink {
         Ok(this)
     }
 
+    /// Makes the creating context current on this thread.
+    fn enter(&self) -> Result<()> {
+        // SAFETY: the context the state was made in; the driver linker's docs
+        // require it to outlive the state.
+        unsafe { sys::cuCtxSetCurrent(self.ctx) }
+            .check(|| "making the driver JIT linker's context current")
+    }
+
     fn complete(&self, linker: &Linker) -> Result<Vec<u8>> {
+        self.enter()?;
         let mut cubin: *mut c_void = std::ptr::null_mut();
         let mut size = 0usize;
         // SAFETY: the state is live and every input has been added; both outputs
@@ -790,6 +806,7 @@ impl DriverLink {
 impl Drop for DriverLink {
     fn drop(&mut self) {
         if !self.state.is_null() {
+            let _ = self.enter();
             // SAFETY: a state from cuLinkCreate, destroyed once here.
             let _ = unsafe { sys::cuLinkDestroy(self.state) };
         }

@@ -286,8 +286,11 @@ unsafe impl MemoryResource for LegacyPinnedMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
-        // Not stream-ordered: wait for work that may still use it.
-        stream.sync()?;
+        // Not stream-ordered: wait for work that may still use it (the whole
+        // context if the stream cannot be waited for), then free regardless.
+        if stream.sync().is_err() {
+            let _ = stream.context().sync();
+        }
         // SAFETY: per the trait's contract, `ptr` came from `cuMemHostAlloc`.
         unsafe { sys::cuMemFreeHost(ptr as *mut std::ffi::c_void) }
             .check(|| format!("freeing {size} bytes of pinned host memory"))
@@ -365,7 +368,11 @@ unsafe impl MemoryResource for ManagedMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
-        stream.sync()?;
+        // Wait for work that may still use it (the whole context if the stream
+        // cannot be waited for), then free regardless.
+        if stream.sync().is_err() {
+            let _ = stream.context().sync();
+        }
         self.device.ensure_current()?;
         // SAFETY: per the trait's contract, `ptr` came from `cuMemAllocManaged`.
         unsafe { sys::cuMemFree(ptr) }.check(|| format!("freeing {size} bytes of managed memory"))
@@ -582,7 +589,9 @@ impl Buffer {
     ///
     /// # Safety
     /// `ptr` must address `size` bytes of memory of `kind` usable on `device`, valid
-    /// for as long as the buffer and the work issued through it.
+    /// for as long as the buffer and the work issued through it, and must not
+    /// overlap another buffer that a copy with this one could involve (overlapping
+    /// copies are undefined in CUDA).
     pub unsafe fn from_raw(
         ptr: sys::CUdeviceptr,
         size: usize,
@@ -709,7 +718,7 @@ impl Buffer {
                 self.device.ordinal()
             )
         })?;
-        stream.sync()
+        sync_after_host_copy(stream)
     }
 
     /// Copies the start of the buffer into `dst` on `stream`, and waits for the copy.
@@ -741,7 +750,7 @@ impl Buffer {
                 self.device.ordinal()
             )
         })?;
-        stream.sync()
+        sync_after_host_copy(stream)
     }
 
     /// Copies all of `src` into the start of this buffer, ordered on `stream`
@@ -999,4 +1008,15 @@ impl Drop for Buffer {
         // Errors cannot be reported from drop: `close` reports them.
         let _ = self.free(None);
     }
+}
+
+/// Waits for a copy involving caller-owned host memory before the memory is handed
+/// back; when the stream cannot be waited for, waits for the whole context so no
+/// copy is left pending into or out of that memory, then reports the error.
+pub(crate) fn sync_after_host_copy(stream: &Stream) -> Result<()> {
+    let r = stream.sync();
+    if r.is_err() {
+        let _ = stream.context().sync();
+    }
+    r
 }

@@ -29,9 +29,11 @@ pub struct Module {
 
 struct Inner {
     handle: sys::CUmodule,
-    /// `Some` for a module this crate loaded (unloaded on drop); `None` for a
-    /// library's module, owned by the library it keeps alive.
+    /// The context the module lives in.
     ctx: Option<Context>,
+    /// Whether this crate loaded it (and unloads it on drop); a library's module
+    /// belongs to the library it keeps alive.
+    owned: bool,
     _library: Option<Library>,
     info_log: String,
     symbol_mapping: std::collections::BTreeMap<String, String>,
@@ -111,6 +113,7 @@ impl Module {
             inner: Arc::new(Inner {
                 handle,
                 ctx: Some(ctx.clone()),
+                owned: true,
                 _library: None,
                 info_log: jit.info_log(),
                 symbol_mapping: code.symbol_mapping().clone(),
@@ -118,11 +121,12 @@ impl Module {
         })
     }
 
-    pub(crate) fn borrowed(handle: sys::CUmodule, library: Library) -> Self {
+    pub(crate) fn borrowed(handle: sys::CUmodule, library: Library, ctx: Context) -> Self {
         Self {
             inner: Arc::new(Inner {
                 handle,
-                ctx: None,
+                ctx: Some(ctx),
+                owned: false,
                 _library: Some(library),
                 info_log: String::new(),
                 symbol_mapping: Default::default(),
@@ -202,7 +206,7 @@ impl Module {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(ctx) = &self.ctx {
+        if let (true, Some(ctx)) = (self.owned, &self.ctx) {
             let _ = ctx.ensure_current();
             // SAFETY: an owned module, unloaded once, after every kernel from it.
             let _ = unsafe { sys::cuModuleUnload(self.handle) };

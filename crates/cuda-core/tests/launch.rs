@@ -158,7 +158,8 @@ extern "C" __global__ void bump(int by) {
             jit: JitOptions::default(),
         })
         .unwrap();
-    let g = lib.get_global("counter").unwrap();
+    let ctx = d.context().unwrap();
+    let g = lib.get_global(&ctx, "counter").unwrap();
     assert_eq!(g.size(), 16);
     g.write(&[1i32, 2, 3, 4], &s).unwrap();
     let m = lib.get_managed("shared_value").unwrap();
@@ -179,8 +180,8 @@ extern "C" __global__ void bump(int by) {
         g.write(&[1i32], &s),
         Err(Error::InvalidArgument { .. })
     ));
-    assert!(lib.get_global("nope").is_err());
-    let module = lib.get_module().unwrap();
+    assert!(lib.get_global(&ctx, "nope").is_err());
+    let module = lib.get_module(&ctx).unwrap();
     assert_eq!(module.get_global("counter").unwrap().1, 16);
 }
 

@@ -94,6 +94,12 @@ fn damaged_images_are_refused_before_the_driver_sees_them() {
     .compile(CompileTarget::Cubin, &[])
     .unwrap();
     let bytes = good.code().to_vec();
+    // A real cubin passes the checks and reaches the driver (absent here, or loaded).
+    if let Err(Error::InvalidArgument { message, .. }) =
+        Library::load(&good, &LibraryOptions::default())
+    {
+        panic!("a valid cubin was refused: {message}");
+    }
     let refused = |b: Vec<u8>, kind: fn(Vec<u8>) -> cuda_core::Result<ObjectCode>| {
         let code = kind(b).unwrap();
         match Library::load(&code, &LibraryOptions::default()) {
