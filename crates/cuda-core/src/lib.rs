@@ -44,18 +44,20 @@
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit and conditional nodes), [`GraphExec`] |
 //! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
+//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] (export) |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
 //! method queues on another stream is ordered before that free), kernels keep their
 //! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
-//! IPC, virtual memory, tensor maps, DLPack interop and green contexts are being
+//! IPC, virtual memory, tensor maps and green contexts are being
 //! built.
 
 pub mod cache;
 mod context;
 mod device;
+mod dlpack;
 mod error;
 mod event;
 #[cfg(feature = "cuda-13")]
@@ -76,6 +78,9 @@ pub mod system;
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
 pub use device::Device;
+pub use dlpack::{
+    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
+};
 pub use error::{Error, Result, ToolError};
 pub use event::{Event, EventOptions};
 #[cfg(feature = "cuda-13")]
