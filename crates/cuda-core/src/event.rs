@@ -34,9 +34,9 @@ impl Default for EventOptions {
 /// called from any thread.
 #[derive(Debug)]
 pub struct Event {
-    handle: sys::CUevent,
-    ctx: Context,
-    options: EventOptions,
+    pub(crate) handle: sys::CUevent,
+    pub(crate) ctx: Context,
+    pub(crate) options: EventOptions,
 }
 
 // SAFETY: a CUevent is a handle any thread may use.

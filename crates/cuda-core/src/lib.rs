@@ -44,14 +44,14 @@
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit and conditional nodes), [`GraphExec`] |
 //! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
-//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] (export) |
+//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] (export); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
 //! method queues on another stream is ordered before that free), kernels keep their
 //! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
-//! IPC, virtual memory, tensor maps and green contexts are being
+//! Virtual memory, tensor maps and green contexts are being
 //! built.
 
 pub mod cache;
@@ -62,6 +62,8 @@ mod error;
 mod event;
 #[cfg(feature = "cuda-13")]
 mod graph;
+#[cfg(unix)]
+mod ipc;
 mod jit;
 mod kernel;
 mod launch;
@@ -90,6 +92,8 @@ pub use graph::{
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
+#[cfg(unix)]
+pub use ipc::IpcBufferDescriptor;
 pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
 pub use launch::{DevicePtr, Dim3, KernelArg, LaunchConfig, launch, launch_raw};

@@ -54,10 +54,10 @@ pub unsafe trait MemoryResource: fmt::Debug + Send + Sync {
 /// default pool, or a pool of its own.
 #[derive(Debug)]
 pub struct DeviceMemoryResource {
-    device: Device,
-    pool: sys::CUmemoryPool,
-    owned: bool,
-    ipc: bool,
+    pub(crate) device: Device,
+    pub(crate) pool: sys::CUmemoryPool,
+    pub(crate) owned: bool,
+    pub(crate) ipc: bool,
 }
 
 // SAFETY: a CUmemoryPool is a handle any thread may use.
@@ -583,6 +583,24 @@ impl Buffer {
             device,
             owner: Some((mr, stream.clone())),
         })
+    }
+
+    /// An owned buffer from parts (the IPC import path).
+    pub(crate) fn owned_from_parts(
+        ptr: sys::CUdeviceptr,
+        size: usize,
+        kind: MemoryKind,
+        device: Device,
+        mr: Arc<dyn MemoryResource>,
+        stream: &Stream,
+    ) -> Self {
+        Self {
+            ptr,
+            size,
+            kind,
+            device,
+            owner: Some((mr, stream.clone())),
+        }
     }
 
     /// Wraps memory someone else owns; it is never freed by this buffer.

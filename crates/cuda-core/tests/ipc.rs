@@ -1,0 +1,133 @@
+//! IPC between two real processes: a pool, a buffer and an event exported by this
+//! process, imported by a child process (this test binary re-run), data checked
+//! both ways. Without a GPU it prints `SKIPPED`; with `CUDA_TEST_REQUIRE_GPU=1` it
+//! fails.
+#![cfg(unix)]
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::os::fd::{AsRawFd as _, BorrowedFd};
+use std::sync::Arc;
+
+use cuda_core::{
+    Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Event, EventOptions,
+    IpcBufferDescriptor, StreamOptions,
+};
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn descriptors_round_trip_as_bytes() {
+    let d = IpcBufferDescriptor {
+        data: [7u8; 64],
+        size: 1 << 20,
+    };
+    assert_eq!(IpcBufferDescriptor::from_bytes(&d.to_bytes()).unwrap(), d);
+    assert!(IpcBufferDescriptor::from_bytes(&[0u8; 71]).is_err());
+}
+
+/// The child's side: import, wait for the exporter's event, check, write back.
+fn child() {
+    let fd: i32 = std::env::var("IPC_FD").unwrap().parse().unwrap();
+    let desc =
+        IpcBufferDescriptor::from_bytes(&unhex(&std::env::var("IPC_DESC").unwrap())).unwrap();
+    let ev: [u8; 64] = unhex(&std::env::var("IPC_EVENT").unwrap())
+        .try_into()
+        .unwrap();
+    let dev = Device::new(0).unwrap();
+    dev.set_current().unwrap();
+    let s = dev.create_stream(StreamOptions::default()).unwrap();
+    // SAFETY: the parent left this descriptor open (no close-on-exec) for us.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let pool = Arc::new(DeviceMemoryResource::import(&dev, fd).unwrap());
+    let mut buf = Buffer::from_ipc_descriptor(&pool, &desc, &s).unwrap();
+    let done = Event::from_ipc_handle(&dev.context().unwrap(), &ev).unwrap();
+    s.wait_event(&done).unwrap();
+    let mut seen = vec![0u32; desc.size as usize / 4];
+    buf.copy_to_host(&mut seen, &s).unwrap();
+    assert!(
+        seen.iter().all(|&x| x == 0x1234_5678),
+        "the child saw other data"
+    );
+    buf.fill_u32(0x0bad_f00d, &s).unwrap();
+    s.sync().unwrap();
+    drop(buf);
+    s.sync().unwrap();
+}
+
+#[test]
+fn pool_buffer_and_event_shared_with_a_child_process() {
+    if std::env::var_os("IPC_FD").is_some() {
+        child();
+        return;
+    }
+    cuda_rs_tests::require_gpu!();
+    let dev = Device::new(0).unwrap();
+    dev.set_current().unwrap();
+    let s = dev.create_stream(StreamOptions::default()).unwrap();
+    let pool = Arc::new(
+        DeviceMemoryResource::new_pool(
+            &dev,
+            DeviceMemoryPoolOptions {
+                ipc_enabled: true,
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+    );
+    let mut buf = pool.allocate_buffer(1 << 20, &s).unwrap();
+    buf.fill_u32(0x1234_5678, &s).unwrap();
+    let ev = Event::new(
+        &dev,
+        EventOptions {
+            ipc: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    ev.record(&s).unwrap();
+    s.sync().unwrap();
+    let fd = pool.export_handle().unwrap();
+    // Let the child inherit the descriptor.
+    // SAFETY: clearing FD_CLOEXEC on a descriptor we own.
+    assert_eq!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) }, 0);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "pool_buffer_and_event_shared_with_a_child_process",
+            "--exact",
+            "--nocapture",
+        ])
+        .env("IPC_FD", fd.as_raw_fd().to_string())
+        .env("IPC_DESC", hex(&buf.ipc_descriptor().unwrap().to_bytes()))
+        .env("IPC_EVENT", hex(&ev.ipc_handle().unwrap()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "child failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The child's write is visible here.
+    let mut back = vec![0u32; 1 << 18];
+    buf.copy_to_host(&mut back, &s).unwrap();
+    assert!(back.iter().all(|&x| x == 0x0bad_f00d));
+    // Pools and events without IPC refuse to export.
+    let plain = DeviceMemoryResource::new_pool(&dev, DeviceMemoryPoolOptions::default()).unwrap();
+    assert!(plain.export_handle().is_err());
+    assert!(
+        Event::new(&dev, EventOptions::default())
+            .unwrap()
+            .ipc_handle()
+            .is_err()
+    );
+}
