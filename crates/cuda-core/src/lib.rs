@@ -38,7 +38,7 @@
 //! |---|---|
 //! | devices and contexts | [`Device`], [`DeviceProperties`], [`Context`] |
 //! | ordering and timing | [`Stream`], [`Event`] |
-//! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] |
+//! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`], [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`], [`launch`] |
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit and conditional nodes), [`GraphExec`] |
@@ -51,7 +51,7 @@
 //! method queues on another stream is ordered before that free), kernels keep their
 //! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
-//! Virtual memory, tensor maps and green contexts are being
+//! Tensor maps and green contexts are being
 //! built.
 
 pub mod cache;
@@ -76,6 +76,7 @@ mod program;
 mod properties;
 mod stream;
 pub mod system;
+mod vmm;
 
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
@@ -111,3 +112,4 @@ pub use program::{
 };
 pub use properties::DeviceProperties;
 pub use stream::{Stream, StreamOptions};
+pub use vmm::{Granularity, VirtualMemoryOptions, VirtualMemoryResource};

@@ -630,6 +630,11 @@ impl Buffer {
         self.ptr
     }
 
+    /// Changes the size (virtual memory growth).
+    pub(crate) fn set_size(&mut self, size: usize) {
+        self.size = size;
+    }
+
     /// Where the device address is stored (a kernel argument points at it).
     pub(crate) fn ptr_ref(&self) -> *const sys::CUdeviceptr {
         &self.ptr
