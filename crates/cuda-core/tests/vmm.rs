@@ -41,7 +41,10 @@ fn a_virtual_allocation_grows_in_place_and_keeps_its_data() {
     assert_eq!(&all[..g / 4], &first[..], "growing lost the data");
     buf.fill_u32(7, &s).unwrap();
     buf.copy_to_host(&mut all, &s).unwrap();
-    assert!(all.iter().all(|&x| x == 7), "the grown part is not writable");
+    assert!(
+        all.iter().all(|&x| x == 7),
+        "the grown part is not writable"
+    );
     // The reservation is 4 granules: growing past it is refused.
     assert!(matches!(
         vmm.grow(&mut buf, 5 * g),
