@@ -44,6 +44,7 @@
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit and conditional nodes), [`GraphExec`] |
 //! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
+//! | Hopper TMA | [`TensorMapDescriptor`] (tiled tensor maps, passed to kernels by value) |
 //! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] (export); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
@@ -51,7 +52,7 @@
 //! method queues on another stream is ordered before that free), kernels keep their
 //! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
-//! Tensor maps and green contexts are being
+//! Green contexts, checkpoints and SM/workqueue resources are being
 //! built.
 
 pub mod cache;
@@ -76,6 +77,7 @@ mod program;
 mod properties;
 mod stream;
 pub mod system;
+mod tensor_map;
 mod vmm;
 
 pub use context::{Context, ContextOptions};
@@ -112,4 +114,8 @@ pub use program::{
 };
 pub use properties::DeviceProperties;
 pub use stream::{Stream, StreamOptions};
+pub use tensor_map::{
+    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapInterleave,
+    TensorMapL2Promotion, TensorMapOobFill, TensorMapSwizzle,
+};
 pub use vmm::{Granularity, VirtualMemoryOptions, VirtualMemoryResource};
