@@ -136,13 +136,7 @@ impl Context {
 
     /// Makes the context current if it is not.
     pub(crate) fn ensure_current(&self) -> Result<()> {
-        let mut cur: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `cur` is valid for writes.
-        unsafe { sys::cuCtxGetCurrent(&mut cur) }.check(|| "reading the current context")?;
-        if cur == self.inner.handle {
-            return Ok(());
-        }
-        self.set_current()
+        ensure_current(self.inner.handle, || "making a context current".into())
     }
 
     /// Waits for all work in the context.
@@ -162,6 +156,19 @@ impl Context {
     pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
         Stream::in_context(self, options)
     }
+}
+
+/// Makes `ctx` (a live context) current on this thread unless it already is: one
+/// `cuCtxGetCurrent`, and `cuCtxSetCurrent` only when they differ.
+pub(crate) fn ensure_current(ctx: sys::CUcontext, what: impl FnOnce() -> String) -> Result<()> {
+    let mut cur: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: `cur` is valid for writes.
+    unsafe { sys::cuCtxGetCurrent(&mut cur) }.check(|| "reading the current context")?;
+    if cur == ctx {
+        return Ok(());
+    }
+    // SAFETY: the caller passes a live context.
+    unsafe { sys::cuCtxSetCurrent(ctx) }.check(what)
 }
 
 impl Drop for Inner {

@@ -237,16 +237,10 @@ impl Device {
     /// Makes the device current if it is not (every operation calls this first, so
     /// that work goes to the right device whichever thread issues it).
     pub(crate) fn ensure_current(&self) -> Result<()> {
-        let mut cur: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `cur` is valid for writes.
-        unsafe { sys::cuCtxGetCurrent(&mut cur) }.check(|| "reading the current context")?;
-        let want = self.primary_context()?;
-        if cur == want {
-            return Ok(());
-        }
-        // SAFETY: a retained, live context.
-        unsafe { sys::cuCtxSetCurrent(want) }
-            .check(|| format!("making device {}'s context current", self.ordinal))
+        // The primary context is retained for the life of the process.
+        crate::context::ensure_current(self.primary_context()?, || {
+            format!("making device {}'s context current", self.ordinal)
+        })
     }
 
     /// Waits for all work on the device's primary context.

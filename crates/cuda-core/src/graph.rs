@@ -21,6 +21,15 @@ fn keep(k: &Keep, item: Arc<dyn Any + Send + Sync>) {
     k.lock().unwrap_or_else(|e| e.into_inner()).push(item);
 }
 
+/// Adds everything `from` keeps alive to `into`.
+fn keep_all(into: &Keep, from: &Keep) {
+    if Arc::ptr_eq(into, from) {
+        return;
+    }
+    let items: Vec<_> = from.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    into.lock().unwrap_or_else(|e| e.into_inner()).extend(items);
+}
+
 /// A node of a [`Graph`], to name as a dependency of later nodes of the same graph
 /// (using it with another graph is an [`Error::InvalidArgument`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -409,10 +418,7 @@ impl Graph {
         // SAFETY: a live child graph; the driver clones it.
         unsafe { sys::cuGraphAddChildGraphNode(&mut node, self.handle, d, n, child.handle) }
             .check(|| "adding a child graph node")?;
-        let items: Vec<_> = child.keep.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        for i in items {
-            keep(&self.keep, i);
-        }
+        keep_all(&self.keep, &child.keep);
         Ok(self.node(node))
     }
 
@@ -673,10 +679,7 @@ impl GraphExec {
                 info.result.0
             )
         })?;
-        let items: Vec<_> = graph.keep.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        for i in items {
-            keep(&self.keep, i);
-        }
+        keep_all(&self.keep, &graph.keep);
         Ok(())
     }
 }
@@ -686,10 +689,7 @@ impl Drop for GraphExec {
         // Launched work may still use what `keep` holds: wait for it first.
         let streams = std::mem::take(self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()));
         for s in &streams {
-            if s.sync().is_err() {
-                // A failed stream: fall back to the whole context.
-                let _ = self.ctx.sync();
-            }
+            let _ = s.drain();
         }
         let _ = self.ctx.ensure_current();
         // SAFETY: an owned executable graph, destroyed once (launched work completes).

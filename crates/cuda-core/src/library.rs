@@ -9,7 +9,6 @@ use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result, ToolError};
 use crate::jit::{JitOptions, loadable};
-use crate::memory::sync_after_host_copy;
 use crate::{CodeType, Context, Kernel, Module, ObjectCode, Stream};
 
 /// Options of [`Library::load`] (`CUlibraryOption`) and the JIT options for PTX.
@@ -162,10 +161,7 @@ impl Library {
     }
 
     fn lowered<'a>(&'a self, name: &'a str) -> &'a str {
-        self.inner
-            .symbol_mapping
-            .get(name)
-            .map_or(name, String::as_str)
+        crate::object::lower(&self.inner.symbol_mapping, name)
     }
 
     /// The kernel `name` (a name expression given to the compiler, or the plain or
@@ -344,7 +340,7 @@ impl Global {
         // SAFETY: `bytes` readable bytes into a live global of that size; waited on.
         unsafe { sys::cuMemcpyHtoDAsync(self.ptr, value.as_ptr().cast(), bytes, stream.handle()) }
             .check(|| format!("writing global `{}`", self.name))?;
-        sync_after_host_copy(stream)
+        stream.drain()
     }
 
     /// Reads the variable into `out` (exactly its size) on `stream`, and waits.
@@ -360,7 +356,7 @@ impl Global {
             sys::cuMemcpyDtoHAsync(out.as_mut_ptr().cast(), self.ptr, bytes, stream.handle())
         }
         .check(|| format!("reading global `{}`", self.name))?;
-        sync_after_host_copy(stream)
+        stream.drain()
     }
 }
 

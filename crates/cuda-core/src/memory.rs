@@ -194,6 +194,35 @@ impl DeviceMemoryResource {
     }
 }
 
+/// A stream-ordered allocation from `pool` (`cuMemAllocFromPoolAsync`).
+fn pool_allocate(
+    pool: sys::CUmemoryPool,
+    size: usize,
+    stream: &Stream,
+    what: impl FnOnce() -> String,
+) -> Result<sys::CUdeviceptr> {
+    stream.context().ensure_current()?;
+    let mut p: sys::CUdeviceptr = 0;
+    // SAFETY: a live pool and stream; `p` is valid for writes.
+    unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, pool, stream.handle()) }.check(what)?;
+    Ok(p)
+}
+
+/// A stream-ordered free of a pool allocation (`cuMemFreeAsync`).
+///
+/// # Safety
+/// `ptr` came from a pool allocation, is freed once, and no work other than that
+/// ordered before this call on `stream` still uses it.
+unsafe fn pool_free(
+    ptr: sys::CUdeviceptr,
+    stream: &Stream,
+    what: impl FnOnce() -> String,
+) -> Result<()> {
+    stream.context().ensure_current()?;
+    // SAFETY: per this function's contract.
+    unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }.check(what)
+}
+
 fn set_release_threshold(pool: sys::CUmemoryPool, mut bytes: u64) -> Result<()> {
     // SAFETY: the attribute takes a `cuuint64_t`.
     unsafe {
@@ -228,25 +257,21 @@ impl Drop for DeviceMemoryResource {
 // `cuMemFreeAsync`, which takes exactly what `cuMemAllocFromPoolAsync` returned.
 unsafe impl MemoryResource for DeviceMemoryResource {
     fn allocate(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
-        stream.context().ensure_current()?;
-        let mut p: sys::CUdeviceptr = 0;
-        // SAFETY: a live pool and stream; `p` is valid for writes.
-        unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, self.pool, stream.handle()) }.check(
-            || {
-                format!(
-                    "allocating {size} bytes on device {}",
-                    self.device.ordinal()
-                )
-            },
-        )?;
-        Ok(p)
+        pool_allocate(self.pool, size, stream, || {
+            format!(
+                "allocating {size} bytes on device {}",
+                self.device.ordinal()
+            )
+        })
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
-        stream.context().ensure_current()?;
         // SAFETY: per the trait's contract.
-        unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }
-            .check(|| format!("freeing {size} bytes on device {}", self.device.ordinal()))
+        unsafe {
+            pool_free(ptr, stream, || {
+                format!("freeing {size} bytes on device {}", self.device.ordinal())
+            })
+        }
     }
 
     fn kind(&self) -> MemoryKind {
@@ -286,11 +311,9 @@ unsafe impl MemoryResource for LegacyPinnedMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
-        // Not stream-ordered: wait for work that may still use it (the whole
-        // context if the stream cannot be waited for), then free regardless.
-        if stream.sync().is_err() {
-            let _ = stream.context().sync();
-        }
+        // Not stream-ordered: wait for work that may still use it, then free
+        // regardless.
+        let _ = stream.drain();
         // SAFETY: per the trait's contract, `ptr` came from `cuMemHostAlloc`.
         unsafe { sys::cuMemFreeHost(ptr as *mut std::ffi::c_void) }
             .check(|| format!("freeing {size} bytes of pinned host memory"))
@@ -368,11 +391,8 @@ unsafe impl MemoryResource for ManagedMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
-        // Wait for work that may still use it (the whole context if the stream
-        // cannot be waited for), then free regardless.
-        if stream.sync().is_err() {
-            let _ = stream.context().sync();
-        }
+        // Wait for work that may still use it, then free regardless.
+        let _ = stream.drain();
         self.device.ensure_current()?;
         // SAFETY: per the trait's contract, `ptr` came from `cuMemAllocManaged`.
         unsafe { sys::cuMemFree(ptr) }.check(|| format!("freeing {size} bytes of managed memory"))
@@ -477,19 +497,18 @@ impl Drop for PinnedMemoryResource {
 // freed with `cuMemFreeAsync`.
 unsafe impl MemoryResource for PinnedMemoryResource {
     fn allocate(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
-        stream.context().ensure_current()?;
-        let mut p: sys::CUdeviceptr = 0;
-        // SAFETY: a live pool and stream; `p` is valid for writes.
-        unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, self.pool, stream.handle()) }
-            .check(|| format!("allocating {size} bytes of pinned host memory"))?;
-        Ok(p)
+        pool_allocate(self.pool, size, stream, || {
+            format!("allocating {size} bytes of pinned host memory")
+        })
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
-        stream.context().ensure_current()?;
         // SAFETY: per the trait's contract.
-        unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }
-            .check(|| format!("freeing {size} bytes of pinned host memory"))
+        unsafe {
+            pool_free(ptr, stream, || {
+                format!("freeing {size} bytes of pinned host memory")
+            })
+        }
     }
 
     fn kind(&self) -> MemoryKind {
@@ -741,7 +760,9 @@ impl Buffer {
                 self.device.ordinal()
             )
         })?;
-        sync_after_host_copy(stream)
+        // Waits before the caller's memory is handed back (the whole context if
+        // the stream cannot be waited for).
+        stream.drain()
     }
 
     /// Copies the start of the buffer into `dst` on `stream`, and waits for the copy.
@@ -773,7 +794,9 @@ impl Buffer {
                 self.device.ordinal()
             )
         })?;
-        sync_after_host_copy(stream)
+        // Waits before the caller's memory is handed back (the whole context if
+        // the stream cannot be waited for).
+        stream.drain()
     }
 
     /// Copies all of `src` into the start of this buffer, ordered on `stream`
@@ -1031,15 +1054,4 @@ impl Drop for Buffer {
         // Errors cannot be reported from drop: `close` reports them.
         let _ = self.free(None);
     }
-}
-
-/// Waits for a copy involving caller-owned host memory before the memory is handed
-/// back; when the stream cannot be waited for, waits for the whole context so no
-/// copy is left pending into or out of that memory, then reports the error.
-pub(crate) fn sync_after_host_copy(stream: &Stream) -> Result<()> {
-    let r = stream.sync();
-    if r.is_err() {
-        let _ = stream.context().sync();
-    }
-    r
 }

@@ -152,10 +152,7 @@ impl Module {
     }
 
     fn lowered<'a>(&'a self, name: &'a str) -> &'a str {
-        self.inner
-            .symbol_mapping
-            .get(name)
-            .map_or(name, String::as_str)
+        crate::object::lower(&self.inner.symbol_mapping, name)
     }
 
     /// The kernel `name` (`cuModuleGetFunction`).

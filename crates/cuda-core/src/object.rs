@@ -207,9 +207,11 @@ impl ObjectCode {
     /// The name to look a symbol up by: its mangled name if `name` is a name
     /// expression the compiler mapped, else `name` itself.
     pub fn lowered_name<'a>(&'a self, name: &'a str) -> &'a str {
-        self.inner
-            .symbol_mapping
-            .get(name)
-            .map_or(name, String::as_str)
+        lower(&self.inner.symbol_mapping, name)
     }
+}
+
+/// `name`'s mangled name in `mapping` (source names to mangled names), or `name`.
+pub(crate) fn lower<'a>(mapping: &'a BTreeMap<String, String>, name: &'a str) -> &'a str {
+    mapping.get(name).map_or(name, String::as_str)
 }

@@ -195,6 +195,17 @@ impl Stream {
         unsafe { sys::cuStreamSynchronize(self.inner.handle) }.check(|| "synchronising a stream")
     }
 
+    /// Waits for the stream; if that fails, waits for its whole context instead, so
+    /// no queued work is left running, and reports the stream's error. For paths
+    /// that release memory the queued work may still use.
+    pub(crate) fn drain(&self) -> Result<()> {
+        let r = self.sync();
+        if r.is_err() {
+            let _ = self.context().sync();
+        }
+        r
+    }
+
     /// Whether all work queued so far has completed, without waiting.
     ///
     /// # Errors

@@ -254,9 +254,7 @@ unsafe impl MemoryResource for VirtualMemoryResource {
         _size: usize,
         stream: &Stream,
     ) -> Result<()> {
-        if stream.sync().is_err() {
-            let _ = stream.context().sync();
-        }
+        let _ = stream.drain();
         let a = self
             .allocations
             .lock()
