@@ -26,11 +26,7 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
     let mut cmd = cargo();
     cmd.current_dir(workspace_root())
         .args(args)
-        .args([
-            "--workspace",
-            "--no-run",
-            "--message-format=json-render-diagnostics",
-        ])
+        .args(["--workspace", "--message-format=json-render-diagnostics"])
         .stdout(Stdio::piped());
     let shown = format!("{cmd:?}");
     let mut child = cmd.spawn().map_err(|e| format!("starting {shown}: {e}"))?;
@@ -55,12 +51,8 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
             continue;
         }
         let is_test = msg["profile"]["test"].as_bool().unwrap_or(false);
-        let (kind, name) = match (target_kind, is_test) {
-            ("bench", _) => ("bench", format!("{package}--{target_name}")),
-            ("bin", false) => ("bin", target_name.to_string()),
-            ("example", false) => ("example", format!("{package}--example-{target_name}")),
-            (_, true) => ("test", format!("{package}--{target_kind}-{target_name}")),
-            _ => continue,
+        let Some((kind, name)) = classify(target_kind, is_test, &package, target_name) else {
+            continue;
         };
         out.push(Artifact {
             kind,
@@ -75,6 +67,27 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
         return Err(format!("{shown} failed with {status}"));
     }
     Ok(out)
+}
+
+/// What a built target is in the package, and its file name there; `None` for
+/// targets that are not packaged.
+fn classify(
+    target_kind: &str,
+    is_test: bool,
+    package: &str,
+    target_name: &str,
+) -> Option<(&'static str, String)> {
+    Some(match (target_kind, is_test) {
+        ("bench", _) => ("bench", format!("{package}--{target_name}")),
+        ("bin", false) => ("bin", target_name.to_string()),
+        ("example", false) => ("example", format!("{package}--example-{target_name}")),
+        // `--all-targets` also builds each example as a test harness with no tests;
+        // packaging that under the example's name would make the runner "pass" an
+        // example it never ran.
+        ("example", true) => return None,
+        (_, true) => ("test", format!("{package}--{target_kind}-{target_name}")),
+        _ => return None,
+    })
 }
 
 /// The package name in a package id: `path+file:///…/cuda-bindings#0.1.0` or
@@ -113,8 +126,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&bin_dir)
         .map_err(|e| format!("creating {}: {e}", bin_dir.display()))?;
 
-    let mut artifacts = build(&["test", "--release", "--all-targets"])?;
-    artifacts.extend(build(&["bench"])?);
+    let mut artifacts = build(&["test", "--release", "--all-targets", "--no-run"])?;
+    artifacts.extend(build(&["bench", "--no-run"])?);
+    // The examples as programs (`test --all-targets` builds them only as harnesses).
+    artifacts.extend(build(&["build", "--release", "--examples"])?);
     // The workspace's own binaries (the pathfinder CLI, …) that tests start.
     let mut seen = std::collections::BTreeSet::new();
     let mut tests = Vec::new();
@@ -251,4 +266,27 @@ fn bench_sh(benches: &[String]) -> String {
     }
     s.push_str("exit $rc\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::classify;
+
+    #[test]
+    fn examples_are_packaged_as_programs_never_as_empty_test_harnesses() {
+        assert_eq!(
+            classify("example", false, "cuda-core", "ipc"),
+            Some(("example", "cuda-core--example-ipc".to_string()))
+        );
+        assert_eq!(classify("example", true, "cuda-core", "ipc"), None);
+        assert_eq!(
+            classify("test", true, "cuda-core", "gpu"),
+            Some(("test", "cuda-core--test-gpu".to_string()))
+        );
+        assert_eq!(
+            classify("bench", false, "cuda-core", "core"),
+            Some(("bench", "cuda-core--core".to_string()))
+        );
+        assert_eq!(classify("lib", false, "cuda-core", "cuda_core"), None);
+    }
 }

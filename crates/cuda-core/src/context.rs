@@ -26,6 +26,8 @@ struct Inner {
     handle: sys::CUcontext,
     device: Device,
     owned: bool,
+    /// The green context `handle` was made from (null for other contexts).
+    green: sys::CUgreenCtx,
 }
 
 // SAFETY: a CUcontext may be made current on any thread; `Inner` has no
@@ -40,6 +42,7 @@ impl fmt::Debug for Context {
             .field("handle", &self.inner.handle)
             .field("device", &self.inner.device)
             .field("primary", &!self.inner.owned)
+            .field("green", &!self.inner.green.is_null())
             .finish()
     }
 }
@@ -74,6 +77,7 @@ impl Context {
                 handle,
                 device: *device,
                 owned: false,
+                green: std::ptr::null_mut(),
             }),
         })
     }
@@ -106,13 +110,41 @@ impl Context {
                 handle,
                 device: *device,
                 owned: true,
+                green: std::ptr::null_mut(),
             }),
         })
     }
 
-    /// The driver's handle.
+    /// Wraps a context made from the live green context `green`, owning both.
+    pub(crate) fn wrap_green(
+        handle: sys::CUcontext,
+        green: sys::CUgreenCtx,
+        device: Device,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                handle,
+                device,
+                owned: true,
+                green,
+            }),
+        }
+    }
+
+    /// The driver's handle (for a green context, the `CUcontext` made from it).
     pub fn handle(&self) -> sys::CUcontext {
         self.inner.handle
+    }
+
+    /// The green context's handle, for a green context
+    /// ([`Context::create_green`]).
+    pub fn green_handle(&self) -> Option<sys::CUgreenCtx> {
+        (!self.inner.green.is_null()).then_some(self.inner.green)
+    }
+
+    /// Whether this is a green context.
+    pub fn is_green(&self) -> bool {
+        !self.inner.green.is_null()
     }
 
     /// The device.
@@ -173,7 +205,11 @@ pub(crate) fn ensure_current(ctx: sys::CUcontext, what: impl FnOnce() -> String)
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if self.owned {
+        if !self.green.is_null() {
+            // SAFETY: an owned green context (which owns `handle`), destroyed once,
+            // after every stream and event made in it (they hold clones).
+            let _ = unsafe { sys::cuGreenCtxDestroy(self.green) };
+        } else if self.owned {
             // SAFETY: an owned context, destroyed once, after every stream and event
             // made in it (they hold clones).
             let _ = unsafe { sys::cuCtxDestroy(self.handle) };

@@ -196,6 +196,20 @@ impl Device {
         Ok(n)
     }
 
+    /// Free and total memory in bytes, as the driver sees them now
+    /// (`cuMemGetInfo`, through the device's primary context).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        self.ensure_current()?;
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: both are valid for writes; the device's context is current.
+        unsafe { sys::cuMemGetInfo(&mut free, &mut total) }
+            .check(|| format!("reading the free memory of device {}", self.ordinal))?;
+        Ok((free, total))
+    }
+
     /// The device's primary context, retained once for the life of the process.
     pub(crate) fn primary_context(&self) -> Result<sys::CUcontext> {
         const MAX: usize = 64;

@@ -19,11 +19,41 @@ use crate::{
     Stream,
 };
 
+/// Exports `pool` (made with the POSIX file descriptor handle type) as a new
+/// descriptor.
+pub(crate) fn export_pool(pool: sys::CUmemoryPool) -> Result<OwnedFd> {
+    let mut fd: std::ffi::c_int = -1;
+    // SAFETY: `fd` receives an `int` for the POSIX file descriptor handle type; a
+    // live pool.
+    unsafe {
+        sys::cuMemPoolExportToShareableHandle(
+            (&raw mut fd).cast(),
+            pool,
+            sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0,
+        )
+    }
+    .check(|| "exporting a memory pool")?;
+    if fd < 0 {
+        return Err(Error::unsupported(
+            "exporting a memory pool",
+            "the driver returned no descriptor",
+        ));
+    }
+    // SAFETY: the driver handed us a new descriptor, which we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 impl DeviceMemoryResource {
     /// The pool's shareable handle: a file descriptor another process can import.
+    /// The pool is exported once, when it is created (the driver exports a pool's
+    /// buffers only after that); each call returns a new duplicate of that
+    /// descriptor, which the caller owns.
     ///
     /// # Errors
-    /// [`Error::Unsupported`] for a pool made without `ipc_enabled`; the driver's error.
+    /// [`Error::Unsupported`] for a pool made without `ipc_enabled` or imported
+    /// from another process; [`Error::Io`] when the descriptor cannot be
+    /// duplicated.
     pub fn export_handle(&self) -> Result<OwnedFd> {
         if !self.ipc {
             return Err(Error::unsupported(
@@ -31,25 +61,16 @@ impl DeviceMemoryResource {
                 "the pool was not created with `ipc_enabled: true`",
             ));
         }
-        let mut fd: std::ffi::c_int = -1;
-        // SAFETY: `fd` receives an `int` for the POSIX file descriptor handle type.
-        unsafe {
-            sys::cuMemPoolExportToShareableHandle(
-                (&raw mut fd).cast(),
-                self.pool,
-                sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                0,
-            )
-        }
-        .check(|| "exporting a memory pool")?;
-        if fd < 0 {
-            return Err(Error::unsupported(
+        let fd = self.ipc_fd.as_ref().ok_or_else(|| {
+            Error::unsupported(
                 "exporting a memory pool",
-                "the driver returned no descriptor",
-            ));
-        }
-        // SAFETY: the driver handed us a new descriptor, which we now own.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+                "an imported pool cannot be exported again",
+            )
+        })?;
+        fd.try_clone().map_err(|e| Error::Io {
+            context: "duplicating a memory pool's descriptor".into(),
+            source: e,
+        })
     }
 
     /// Imports a pool another process exported. The pool is released when this
@@ -77,6 +98,7 @@ impl DeviceMemoryResource {
             pool,
             owned: true,
             ipc: true,
+            ipc_fd: None,
         })
     }
 }
@@ -156,7 +178,8 @@ unsafe impl MemoryResource for Imported {
 
 impl Buffer {
     /// The descriptor another process needs to import this buffer (which must come
-    /// from a pool made with `ipc_enabled`).
+    /// from a pool made with `ipc_enabled`). The importer should wait for the
+    /// exporter's work on it (an IPC [`Event`]) before using it.
     ///
     /// # Errors
     /// The driver's error (`CUDA_ERROR_INVALID_VALUE` for memory not from an IPC pool).

@@ -37,6 +37,8 @@
 //! | area | types |
 //! |---|---|
 //! | devices and contexts | [`Device`], [`DeviceProperties`], [`Context`] |
+//! | green contexts | [`Device::resources`], [`SmResource`] (split into groups), [`Context::create_green`] |
+//! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
 //! | ordering and timing | [`Stream`], [`Event`] |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`], [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
@@ -52,10 +54,9 @@
 //! method queues on another stream is ordered before that free), kernels keep their
 //! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
-//! Green contexts, checkpoints and SM/workqueue resources are being
-//! built.
 
 pub mod cache;
+pub mod checkpoint;
 mod context;
 mod device;
 mod dlpack;
@@ -75,6 +76,7 @@ mod module;
 mod object;
 mod program;
 mod properties;
+mod resources;
 mod stream;
 pub mod system;
 mod tensor_map;
@@ -113,6 +115,7 @@ pub use program::{
     CompileTarget, Program, ProgramOptions, SourceCode, nvrtc_supported_archs, nvrtc_version,
 };
 pub use properties::DeviceProperties;
+pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
 pub use stream::{Stream, StreamOptions};
 pub use tensor_map::{
     TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapInterleave,

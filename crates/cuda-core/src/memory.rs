@@ -58,6 +58,10 @@ pub struct DeviceMemoryResource {
     pub(crate) pool: sys::CUmemoryPool,
     pub(crate) owned: bool,
     pub(crate) ipc: bool,
+    /// The pool's exported descriptor, made when an IPC pool is created (the driver
+    /// exports a pool's buffers only once the pool itself has been exported).
+    #[cfg(unix)]
+    pub(crate) ipc_fd: Option<std::os::fd::OwnedFd>,
 }
 
 // SAFETY: a CUmemoryPool is a handle any thread may use.
@@ -98,6 +102,8 @@ impl DeviceMemoryResource {
             pool,
             owned: false,
             ipc: false,
+            #[cfg(unix)]
+            ipc_fd: None,
         })
     }
 
@@ -126,12 +132,20 @@ impl DeviceMemoryResource {
         // SAFETY: `props` is fully initialised; `pool` is valid for writes.
         unsafe { sys::cuMemPoolCreate(&mut pool, &props) }
             .check(|| format!("creating a memory pool on device {}", device.ordinal()))?;
-        let mr = Self {
+        #[allow(unused_mut)]
+        let mut mr = Self {
             device: *device,
             pool,
             owned: true,
             ipc: options.ipc_enabled,
+            #[cfg(unix)]
+            ipc_fd: None,
         };
+        #[cfg(unix)]
+        if options.ipc_enabled {
+            // On failure `mr` is dropped, which destroys the pool.
+            mr.ipc_fd = Some(crate::ipc::export_pool(pool)?);
+        }
         if let Some(t) = options.release_threshold {
             set_release_threshold(pool, t)?;
         }

@@ -74,7 +74,9 @@ impl Stream {
         Self::in_context(&Context::primary(device)?, options)
     }
 
-    /// Creates a stream in `ctx`.
+    /// Creates a stream in `ctx`. In a green context the stream comes from
+    /// `cuGreenCtxStreamCreate` and is non-blocking whatever `options` say (the
+    /// driver allows no other kind there).
     ///
     /// # Errors
     /// As [`new`](Self::new).
@@ -98,8 +100,27 @@ impl Stream {
                 p
             }
         };
-        ctx.ensure_current()?;
         let mut handle: sys::CUstream = std::ptr::null_mut();
+        if let Some(green) = ctx.green_handle() {
+            // SAFETY: `handle` is valid for writes; `green` is live (`ctx` holds
+            // it); green-context streams must be non-blocking.
+            unsafe {
+                sys::cuGreenCtxStreamCreate(
+                    &mut handle,
+                    green,
+                    sys::CU_STREAM_NON_BLOCKING.0,
+                    priority,
+                )
+            }
+            .check(|| {
+                format!(
+                    "creating a stream in a green context on device {}",
+                    device.ordinal()
+                )
+            })?;
+            return Ok(Self::wrap(handle, ctx.clone(), true));
+        }
+        ctx.ensure_current()?;
         // SAFETY: `handle` is valid for writes; the context is current.
         unsafe { sys::cuStreamCreateWithPriority(&mut handle, flags, priority) }
             .check(|| format!("creating a stream on device {}", device.ordinal()))?;

@@ -280,3 +280,68 @@ fn every_device_round_trips() {
         }
     }
 }
+
+/// `nvidia-smi`'s answer to `--query-gpu=<fields>`, one row of fields per GPU.
+fn nvidia_smi(fields: &str) -> Result<Vec<Vec<String>>, String> {
+    let out = std::process::Command::new("nvidia-smi")
+        .args([
+            &format!("--query-gpu={fields}"),
+            "--format=csv,noheader,nounits",
+        ])
+        .output()
+        .map_err(|e| format!("cannot run nvidia-smi: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "nvidia-smi failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split(',').map(|f| f.trim().to_string()).collect())
+        .collect())
+}
+
+#[test]
+fn nvml_agrees_with_nvidia_smi() {
+    require_gpu!();
+    let rows = nvidia_smi(
+        "index,name,uuid,pci.bus_id,memory.total,driver_version,power.limit,temperature.gpu,clocks.max.sm,power.draw",
+    );
+    if !cuda_rs_tests::require_or_skip(
+        &cuda_rs_tests::current_test_name(),
+        "nvidia-smi",
+        cuda_rs_tests::REQUIRE_GPU_VAR,
+        rows.as_ref().map(|_| ()).map_err(Clone::clone),
+    ) {
+        return;
+    }
+    let rows = rows.unwrap();
+    assert_eq!(rows.len() as u32, system::device_count().unwrap());
+    assert_eq!(rows[0][5], system::driver_version().unwrap());
+    for r in &rows {
+        let num = |i: usize| -> f64 { r[i].parse().unwrap_or_else(|_| panic!("{r:?}")) };
+        let d = SystemDevice::new(r[0].parse().unwrap()).unwrap();
+        assert_eq!(d.name().unwrap(), r[1]);
+        assert_eq!(d.uuid().unwrap(), r[2]);
+        assert!(d.pci_info().unwrap().bus_id.eq_ignore_ascii_case(&r[3]));
+        let m = d.memory_info().unwrap();
+        let smi_total = num(4) as u64;
+        assert!(
+            [m.total >> 20, (m.total - m.reserved) >> 20].contains(&smi_total),
+            "nvidia-smi says {smi_total} MiB, NVML {m:?}"
+        );
+        let limit_w = d.power_limit_milliwatts().unwrap() as f64 / 1000.0;
+        assert!((limit_w - num(6)).abs() <= 1.0, "{limit_w} W vs {}", r[6]);
+        let t = d.temperature_celsius().unwrap() as f64;
+        assert!((t - num(7)).abs() <= 5.0, "{t} °C vs {}", r[7]);
+        assert_eq!(d.max_clocks().unwrap().sm_mhz as f64, num(8));
+        let draw_w = d.power_usage_milliwatts().unwrap() as f64 / 1000.0;
+        assert!(draw_w > 0.0 && num(9) > 0.0 && draw_w <= limit_w * 1.1);
+        println!(
+            "GPU {}: {} {} | {} MiB | {limit_w} W limit | {t} °C (smi {}) | {draw_w:.0} W (smi {}) | max SM {} MHz",
+            r[0], r[1], r[2], smi_total, r[7], r[9], r[8]
+        );
+    }
+}

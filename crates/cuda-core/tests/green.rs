@@ -1,0 +1,161 @@
+//! Green contexts on the GPU: the device's SMs split into groups, a green context
+//! on one group, and a kernel whose blocks report the SM they ran on, which must
+//! all lie within the group. Without a GPU each test prints `SKIPPED`; with
+//! `CUDA_TEST_REQUIRE_GPU=1` it fails.
+#![cfg(feature = "cuda-13")]
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+
+use cuda_core::{
+    CompileTarget, Context, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions,
+    SmResourceOptions, SourceCode, Stream, StreamOptions, launch,
+};
+use cuda_rs_tests::{require_gpu, require_libs};
+
+const WHERE: &str = r#"
+extern "C" __global__ void where_am_i(unsigned *out, long long spin) {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    long long t0 = clock64();
+    while (clock64() - t0 < spin) {}
+    if (threadIdx.x == 0) out[blockIdx.x] = id;
+}
+"#;
+
+fn kernel(d: &Device) -> Kernel {
+    let options = ProgramOptions {
+        arch: Some(d.arch().unwrap()),
+        ..Default::default()
+    };
+    Program::new(SourceCode::Cxx(WHERE), options)
+        .unwrap()
+        .compile(CompileTarget::Cubin, &[])
+        .unwrap()
+        .get_kernel("where_am_i")
+        .unwrap()
+}
+
+/// The distinct SMs that `blocks` blocks of `k` ran on, launched on `s`.
+fn sms_used(d: &Device, k: &Kernel, s: &Stream, blocks: u32) -> BTreeSet<u32> {
+    let mut out = d.allocate(blocks as usize * 4, s).unwrap();
+    out.fill_u32(u32::MAX, s).unwrap();
+    let spin: i64 = 200_000;
+    // SAFETY: `where_am_i` writes out[blockIdx.x] for `blocks` blocks; `out` holds
+    // `blocks` u32s.
+    unsafe { launch(s, &LaunchConfig::new(blocks, 64), k, &[&out, &spin]).unwrap() };
+    let mut ids = vec![0u32; blocks as usize];
+    out.copy_to_host(&mut ids, s).unwrap();
+    assert!(ids.iter().all(|&i| i != u32::MAX), "a block did not run");
+    ids.into_iter().collect()
+}
+
+#[test]
+fn a_green_context_runs_only_on_its_sms() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let all = d.resources().unwrap().sm;
+    let sms = d
+        .attribute(cuda_core::cuda_bindings::driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .unwrap() as u32;
+    assert_eq!(all.sm_count(), sms);
+    assert!(all.min_partition_size() >= 1);
+    assert!(all.coscheduled_alignment() >= 1);
+    println!("{all:?}");
+
+    let split = all
+        .split(SmResourceOptions {
+            count: 16,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(!split.groups.is_empty());
+    let grouped: u32 = split.groups.iter().map(|g| g.sm_count()).sum();
+    let left = split.remaining.map_or(0, |r| r.sm_count());
+    assert_eq!(grouped + left, sms, "{split:?}");
+    assert!(split.groups.iter().all(|g| g.sm_count() >= 16));
+    // At most two groups.
+    let two = all
+        .split(SmResourceOptions {
+            count: 16,
+            groups: Some(2),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(two.groups.len(), 2);
+    assert_eq!(
+        two.remaining.unwrap().sm_count(),
+        sms - two.groups[0].sm_count() - two.groups[1].sm_count()
+    );
+
+    let group = split.groups[0];
+    let green = Context::create_green(&d, &[group]).unwrap();
+    assert!(green.is_green());
+    assert!(!d.context().unwrap().is_green());
+    assert_eq!(green.resources().unwrap().sm.sm_count(), group.sm_count());
+    assert_eq!(d.context().unwrap().resources().unwrap().sm.sm_count(), sms);
+
+    let k = kernel(&d);
+    let blocks = sms * 4;
+    // On the whole device, the blocks spread over more SMs than the group has, so
+    // the check below can fail.
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let wide = sms_used(&d, &k, &s, blocks);
+    assert!(
+        wide.len() as u32 > group.sm_count(),
+        "{} SMs used on the whole device",
+        wide.len()
+    );
+    // In the green context, at most the group's SMs.
+    let gs = green.create_stream(StreamOptions::default()).unwrap();
+    assert!(gs.is_non_blocking().unwrap());
+    assert_eq!(gs.resources().unwrap().sm.sm_count(), group.sm_count());
+    let narrow = sms_used(&d, &k, &gs, blocks);
+    println!(
+        "whole device: {} SMs; green context of {}: {} SMs",
+        wide.len(),
+        group.sm_count(),
+        narrow.len()
+    );
+    assert!(!narrow.is_empty());
+    assert!(
+        narrow.len() as u32 <= group.sm_count(),
+        "{} SMs used by a green context of {}",
+        narrow.len(),
+        group.sm_count()
+    );
+    gs.sync().unwrap();
+    drop(gs);
+    drop(green);
+    // The primary context is unaffected.
+    d.set_current().unwrap();
+    d.sync().unwrap();
+}
+
+#[test]
+fn bad_splits_and_green_contexts_are_refused() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    let all = d.resources().unwrap().sm;
+    let bad = |o: SmResourceOptions| match all.split(o) {
+        Err(Error::InvalidArgument { .. }) => {}
+        other => panic!("{other:?}"),
+    };
+    bad(SmResourceOptions::default());
+    bad(SmResourceOptions {
+        count: all.sm_count() + 1,
+        ..Default::default()
+    });
+    bad(SmResourceOptions {
+        count: 8,
+        groups: Some(0),
+        ..Default::default()
+    });
+    assert!(matches!(
+        Context::create_green(&d, &[]),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
