@@ -21,6 +21,8 @@ commands:
   test [--no-venv] [-- <cargo test args>]
                      the project's test run: prepares the NVIDIA wheels venv
                      (target/cuda-venv) and runs `cargo test --workspace`
+  test-cuda12        the CUDA 12 build of cuda-bindings and cuda-core, tested
+                     against NVIDIA's CUDA 12.9 wheels (target/cuda12-venv)
   codegen [--check]  regenerate the pathfinder catalogue from its JSON
                      (--check: fail if the committed file is stale)
   package-tests --out DIR
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
     };
     let result = match cmd {
         "test" => testrun::run(rest),
+        "test-cuda12" => testrun::run_cuda12(rest),
         "quickstart" => testrun::quickstart(rest),
         "codegen" => catalog::run(rest),
         "package-tests" => package::run(rest),

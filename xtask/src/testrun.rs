@@ -20,11 +20,17 @@ pub(crate) fn venv_dir() -> PathBuf {
     }
 }
 
-/// Creates or refreshes the wheels venv; a stamp file records what was installed.
+/// Creates or refreshes the CUDA 13 wheels venv (`tests/wheels.txt`).
 pub(crate) fn ensure_venv(venv: &Path) -> Result<(), String> {
+    ensure_venv_from(venv, "tests/wheels.txt")
+}
+
+/// Creates or refreshes a venv holding the wheels pinned in `list` (relative to the
+/// workspace root); a stamp file records what was installed.
+fn ensure_venv_from(venv: &Path, list: &str) -> Result<(), String> {
     let root = workspace_root();
-    let wheels = std::fs::read_to_string(root.join("tests/wheels.txt"))
-        .map_err(|e| format!("reading tests/wheels.txt: {e}"))?;
+    let wheels =
+        std::fs::read_to_string(root.join(list)).map_err(|e| format!("reading {list}: {e}"))?;
     let pins: Vec<&str> = wheels
         .lines()
         .map(str::trim)
@@ -85,6 +91,41 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     doc.current_dir(workspace_root())
         .args(["test", "--workspace", "--doc"]);
     run_cmd(&mut doc)
+}
+
+/// `cargo xtask test-cuda12`: the CUDA 12 build of `cuda-bindings` and `cuda-core`
+/// tested against NVIDIA's CUDA 12.9 wheels (`tests/wheels-cu12.txt`, in
+/// `target/cuda12-venv`): the bindings generated from the 12.9 headers load,
+/// compile and link with real CUDA 12 libraries, and refuse CUDA 13 ones (the
+/// CUDA 13 venv of `cargo xtask test` is prepared too).
+pub(crate) fn run_cuda12(args: &[String]) -> Result<(), String> {
+    crate::util::no_more(args)?;
+    let venv = workspace_root().join("target").join("cuda12-venv");
+    ensure_venv_from(&venv, "tests/wheels-cu12.txt")?;
+    // The CUDA 13 wheels too: the bindings must refuse them.
+    let other = venv_dir();
+    ensure_venv(&other)?;
+    let mut cmd = cargo();
+    cmd.current_dir(workspace_root())
+        .args([
+            "test",
+            "-p",
+            "cuda-bindings",
+            "-p",
+            "cuda-core",
+            "--all-targets",
+            "--no-default-features",
+            "--features",
+            "cuda-core/cuda-12,cuda-bindings/cuda-12,cuda-bindings/driver,\
+             cuda-bindings/runtime,cuda-bindings/nvrtc,cuda-bindings/nvjitlink,\
+             cuda-bindings/nvvm,cuda-bindings/nvml",
+        ])
+        .env("VIRTUAL_ENV", &venv)
+        .env("CUDA_RS_TEST_VENV", &venv)
+        .env("CUDA_RS_REQUIRE_WHEELS", "1")
+        .env("CUDA_RS_OTHER_MAJOR_VENV", &other)
+        .env("CUDA_RS_REQUIRE_OTHER_MAJOR", "1");
+    run_cmd(&mut cmd)
 }
 
 /// `cargo xtask quickstart`: the README's main job. Prepares the wheels venv and

@@ -7,7 +7,7 @@
 //! acquire load, one branch and the indirect call.
 
 use std::cell::Cell;
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -133,6 +133,23 @@ pub enum Unavailable {
         /// What `cuGetProcAddress` said.
         reason: &'static str,
     },
+    /// The library found is of another CUDA major version than these bindings were
+    /// generated for; its ABI may differ, so none of its entry points is used.
+    #[error(
+        "{api} library {path} is CUDA {found}, but these bindings are for CUDA {expected} \
+         (build cuda-bindings with the `cuda-{found}` feature, or make a CUDA {expected} \
+         {api} the one found)"
+    )]
+    MajorVersion {
+        /// The API.
+        api: ApiKind,
+        /// The library that was loaded.
+        path: String,
+        /// Its CUDA major version.
+        found: i32,
+        /// The bindings' ([`CUDA_MAJOR`](crate::CUDA_MAJOR)).
+        expected: u32,
+    },
     /// The library was loaded but resolving its entry points failed as a whole.
     #[error("{api}: {message}")]
     Resolution {
@@ -159,6 +176,9 @@ pub(crate) struct Table<const N: usize> {
     /// The driver's version (driver API only).
     pub(crate) driver_version: i32,
     pub(crate) per_thread: bool,
+    /// The library's CUDA major version when it is not the bindings' (then every
+    /// entry of `fns` is `None`).
+    pub(crate) wrong_major: Option<i32>,
 }
 
 /// One API's lazily resolved table.
@@ -199,7 +219,7 @@ impl<const N: usize> Api<N> {
         self.table
             .get_or_init(|| {
                 let lib = cuda_pathfinder::load_nvidia_dynamic_lib(self.kind.library())?;
-                Ok(resolve(lib, self.resolver, self.entries))
+                Ok(resolve(lib, self.kind, self.resolver, self.entries))
             })
             .as_ref()
     }
@@ -223,6 +243,12 @@ impl<const N: usize> Api<N> {
                 error: error.clone(),
             }),
             Ok(t) if t.fns[idx].is_some() => None,
+            Ok(t) if t.wrong_major.is_some() => Some(Unavailable::MajorVersion {
+                api: self.kind,
+                path: t.lib.abs_path().display().to_string(),
+                found: t.wrong_major.unwrap_or_default(),
+                expected: crate::CUDA_MAJOR,
+            }),
             Ok(t) => Some(match self.resolver {
                 Resolver::Driver if e.version != 0 => {
                     let (version, flags) = driver_request(e, t.per_thread);
@@ -303,12 +329,23 @@ pub(crate) fn per_thread_requested() -> bool {
 
 fn resolve<const N: usize>(
     lib: &'static LoadedDl,
+    kind: ApiKind,
     resolver: Resolver,
     entries: &'static [Entry; N],
 ) -> Table<N> {
     let per_thread = per_thread_requested();
     let mut fns: [Option<RawFn>; N] = [None; N];
     let mut driver_version = 0;
+    let wrong_major = library_major(lib, kind).filter(|&m| m != crate::CUDA_MAJOR as i32);
+    if wrong_major.is_some() {
+        return Table {
+            fns,
+            lib,
+            driver_version,
+            per_thread,
+            wrong_major,
+        };
+    }
     match resolver {
         Resolver::Dlsym => {
             for (slot, e) in fns.iter_mut().zip(entries) {
@@ -337,6 +374,45 @@ fn resolve<const N: usize>(
         lib,
         driver_version,
         per_thread,
+        wrong_major: None,
+    }
+}
+
+/// The CUDA major version of a loaded runtime, NVRTC or nvJitLink library, asked of
+/// the library itself; `None` for the other APIs (the driver and NVML keep their
+/// ABI across CUDA versions, NVVM versions its IR instead) or when it cannot say.
+fn library_major(lib: &LoadedDl, kind: ApiKind) -> Option<i32> {
+    match kind {
+        ApiKind::Runtime => {
+            let f = lib.symbol(c"cudaRuntimeGetVersion")?;
+            // SAFETY: `cudaRuntimeGetVersion(int*)` in every CUDA version.
+            let f: unsafe extern "C" fn(*mut c_int) -> c_int =
+                unsafe { std::mem::transmute(f.as_ptr()) };
+            let mut v = 0;
+            // SAFETY: `v` is valid for writes.
+            (unsafe { f(&mut v) } == 0 && v > 0).then_some(v / 1000)
+        }
+        ApiKind::Nvrtc => {
+            let f = lib.symbol(c"nvrtcVersion")?;
+            // SAFETY: `nvrtcVersion(int*, int*)` in every CUDA version.
+            let f: unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int =
+                unsafe { std::mem::transmute(f.as_ptr()) };
+            let (mut major, mut minor) = (0, 0);
+            // SAFETY: both are valid for writes.
+            (unsafe { f(&mut major, &mut minor) } == 0 && major > 0).then_some(major)
+        }
+        ApiKind::NvJitLink => {
+            let f = lib.symbol(c"nvJitLinkVersion")?;
+            // SAFETY: `nvJitLinkVersion(unsigned*, unsigned*)` since CUDA 12.3.
+            let f: unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> c_int =
+                unsafe { std::mem::transmute(f.as_ptr()) };
+            let (mut major, mut minor) = (0, 0);
+            // SAFETY: both are valid for writes.
+            (unsafe { f(&mut major, &mut minor) } == 0 && major > 0)
+                .then(|| i32::try_from(major).ok())
+                .flatten()
+        }
+        ApiKind::Driver | ApiKind::Nvvm | ApiKind::Nvml => None,
     }
 }
 

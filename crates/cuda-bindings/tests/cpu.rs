@@ -42,7 +42,8 @@ fn runtime_from_the_wheels_reports_its_version() {
 fn nvrtc_compiles_to_ptx_and_cubin() {
     require_libs!("nvrtc");
     let v = nvrtc::version().unwrap();
-    assert!(v.major >= 12, "{v}");
+    // The bindings' major version, never another (its ABI would not match).
+    assert_eq!(v.major, cuda_bindings::CUDA_MAJOR as i32, "{v}");
     let out =
         common::compile(common::BENCH_SRC, "bench.cu", &["--gpu-architecture=sm_90"]).unwrap();
     let ptx = String::from_utf8_lossy(&out.ptx);
@@ -139,7 +140,7 @@ const CALLEE: &str = "__device__ float scale(float x) { return 3.0f * x; }\n";
 fn nvjitlink_links_two_cubins_and_two_ltoir_objects() {
     require_libs!("nvrtc", "nvJitLink");
     let v = nvjitlink::version().unwrap();
-    assert!(v.major >= 12, "{v}");
+    assert_eq!(v.major, cuda_bindings::CUDA_MAJOR as i32, "{v}");
     use nvjitlink::{NVJITLINK_INPUT_CUBIN, NVJITLINK_INPUT_LTOIR};
     let rdc = ["--gpu-architecture=sm_90", "--relocatable-device-code=true"];
     let a = common::compile(CALLER, "caller.cu", &rdc).unwrap();
@@ -374,4 +375,55 @@ fn struct_layouts_match_c() {
     assert_eq!(size_of::<runtime::cudaDeviceProp>(), 1008);
     assert_eq!(size_of::<nvml::nvmlMemory_t>(), 24);
     assert_eq!(size_of::<driver::CUdeviceptr>(), 8);
+}
+
+/// Libraries of another CUDA major version are refused, never called: their ABI can
+/// differ from the headers these bindings came from. `CUDA_RS_OTHER_MAJOR_VENV`
+/// names a venv of the other major version's wheels; `cargo xtask test-cuda12` sets
+/// it to the CUDA 13 venv, and `CUDA_RS_REQUIRE_OTHER_MAJOR=1` so that it cannot skip.
+#[test]
+fn libraries_of_another_major_version_are_refused() {
+    const VAR: &str = "CUDA_RS_OTHER_MAJOR_VENV";
+    if cuda_rs_tests::in_child() {
+        for (api, e) in [
+            (
+                "nvrtc",
+                nvrtc::version().map(|_| ()).unwrap_err().to_string(),
+            ),
+            (
+                "nvJitLink",
+                nvjitlink::version().map(|_| ()).unwrap_err().to_string(),
+            ),
+            (
+                "runtime",
+                runtime::version().map(|_| ()).unwrap_err().to_string(),
+            ),
+        ] {
+            assert!(
+                e.contains(&format!(
+                    "but these bindings are for CUDA {}",
+                    cuda_bindings::CUDA_MAJOR
+                )),
+                "{api}: {e}"
+            );
+            println!("{api}: {e}");
+        }
+        // Nothing resolved: every call reports the same reason.
+        let mut n = 0;
+        // SAFETY: `n` is valid for writes; the call is refused before it is made.
+        let rc = unsafe { nvrtc::nvrtcVersion(&mut n, &mut n) };
+        assert!(rc.result().unwrap_err().unavailable().is_some());
+        return;
+    }
+    let Some(other) = cuda_rs_tests::require_env_or_skip(
+        &cuda_rs_tests::current_test_name(),
+        VAR,
+        "CUDA_RS_REQUIRE_OTHER_MAJOR",
+    ) else {
+        return;
+    };
+    cuda_rs_tests::run_test_in_child(
+        "libraries_of_another_major_version_are_refused",
+        &[("VIRTUAL_ENV", std::ffi::OsStr::new(&other))],
+    );
 }
