@@ -82,6 +82,19 @@ fn main() {
         .result()
         .unwrap();
     unsafe { cuCtxSetCurrent(ctx) }.result().unwrap();
+    // What cuda-core's "is this context current?" check costs per operation.
+    let get_current_ns = (0..5)
+        .map(|_| {
+            let mut cur: CUcontext = std::ptr::null_mut();
+            let t = Instant::now();
+            for _ in 0..1_000_000 {
+                unsafe { cuCtxGetCurrent(std::hint::black_box(&mut cur)) };
+            }
+            assert_eq!(cur, ctx);
+            t.elapsed().as_secs_f64() * 1e9 / 1e6
+        })
+        .fold(f64::INFINITY, f64::min);
+    line("ctx_get_current_ns", get_current_ns);
     let arch = format!("--gpu-architecture={}", common::arch(dev));
     let compile = || {
         let t = Instant::now();

@@ -29,21 +29,31 @@ mod linux {
         }
     }
 
+    /// Room for one control message carrying one descriptor.
+    fn control_buffer() -> Vec<u8> {
+        // SAFETY: CMSG_SPACE only computes a size.
+        vec![0u8; unsafe { libc::CMSG_SPACE(size_of::<i32>() as u32) } as usize]
+    }
+
+    /// A message of one data buffer and the control buffer `control`.
+    fn header(iov: &mut libc::iovec, control: &mut [u8]) -> libc::msghdr {
+        // SAFETY: an all-zero msghdr is valid; the fields are set below.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = control.len() as _;
+        msg
+    }
+
     /// Sends `fd` and `payload` in one message (`SCM_RIGHTS`).
     fn send_fd(sock: &UnixStream, fd: BorrowedFd<'_>, payload: &[u8]) -> std::io::Result<()> {
         let mut iov = libc::iovec {
             iov_base: payload.as_ptr() as *mut _,
             iov_len: payload.len(),
         };
-        // SAFETY: CMSG_SPACE only computes a size.
-        let space = unsafe { libc::CMSG_SPACE(size_of::<i32>() as u32) } as usize;
-        let mut control = vec![0u8; space];
-        // SAFETY: an all-zero msghdr is valid; the fields are set below.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
+        let mut control = control_buffer();
+        let msg = header(&mut iov, &mut control);
         // SAFETY: `msg` points at `control`, which has room for one header and one
         // descriptor; CMSG_FIRSTHDR/CMSG_DATA stay within it.
         unsafe {
@@ -70,15 +80,8 @@ mod linux {
             iov_base: payload.as_mut_ptr().cast(),
             iov_len: payload.len(),
         };
-        // SAFETY: CMSG_SPACE only computes a size.
-        let space = unsafe { libc::CMSG_SPACE(size_of::<i32>() as u32) } as usize;
-        let mut control = vec![0u8; space];
-        // SAFETY: an all-zero msghdr is valid; the fields are set below.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
+        let mut control = control_buffer();
+        let mut msg = header(&mut iov, &mut control);
         // SAFETY: a connected socket; `msg`'s buffers outlive the call.
         let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
         if n < 0 {

@@ -26,6 +26,11 @@ struct Inner {
     name: String,
     /// `(offset, size)` of each parameter, read once.
     params: OnceLock<Vec<(usize, usize)>>,
+    /// For a library kernel: the primary context it was first launched in and its
+    /// `CUfunction` there (launching a `CUfunction` skips the driver's per-launch
+    /// lookup of a `CUkernel`). Primary contexts live as long as the process, so
+    /// the function stays valid as long as the kernel's library.
+    primary_fn: OnceLock<(usize, usize)>,
 }
 
 // SAFETY: kernel and function handles may be used from any thread.
@@ -61,6 +66,7 @@ impl Kernel {
                 handle: Handle::Library(k, lib),
                 name: name.to_string(),
                 params: OnceLock::new(),
+                primary_fn: OnceLock::new(),
             }),
         })
     }
@@ -71,6 +77,7 @@ impl Kernel {
                 handle: Handle::Module(f, m),
                 name: name.to_string(),
                 params: OnceLock::new(),
+                primary_fn: OnceLock::new(),
             }),
         }
     }
@@ -85,6 +92,35 @@ impl Kernel {
         match &self.inner.handle {
             Handle::Library(k, _) => *k as sys::CUfunction,
             Handle::Module(f, _) => *f,
+        }
+    }
+
+    /// What to pass to `cuLaunchKernel` for a launch in `ctx`, which is current:
+    /// the kernel's `CUfunction` in `ctx` when `ctx` is the primary context it was
+    /// first launched in (resolved once), otherwise the handle itself.
+    pub(crate) fn launch_handle(&self, ctx: &crate::Context) -> sys::CUfunction {
+        let Handle::Library(k, _) = &self.inner.handle else {
+            return self.handle();
+        };
+        if !ctx.is_primary() {
+            return *k as sys::CUfunction;
+        }
+        let c = ctx.handle() as usize;
+        let (cached_ctx, f) = match self.inner.primary_fn.get() {
+            Some(&cached) => cached,
+            None => {
+                let mut f: sys::CUfunction = std::ptr::null_mut();
+                // SAFETY: a live kernel; the caller made `ctx` current.
+                if unsafe { sys::cuKernelGetFunction(&mut f, *k) } != sys::CUDA_SUCCESS {
+                    return *k as sys::CUfunction;
+                }
+                *self.inner.primary_fn.get_or_init(|| (c, f as usize))
+            }
+        };
+        if cached_ctx == c {
+            f as sys::CUfunction
+        } else {
+            *k as sys::CUfunction
         }
     }
 

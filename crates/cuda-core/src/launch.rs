@@ -305,6 +305,7 @@ pub unsafe fn launch_raw(
     args: *mut *mut c_void,
 ) -> Result<()> {
     stream.context().ensure_current()?;
+    let func = kernel.launch_handle(stream.context());
     let plain = config.cluster.is_none()
         && !config.cooperative
         && !config.programmatic_stream_serialization
@@ -315,7 +316,7 @@ pub unsafe fn launch_raw(
         // SAFETY: a live kernel and stream; `args` per the contract.
         unsafe {
             sys::cuLaunchKernel(
-                kernel.handle(),
+                func,
                 g.x,
                 g.y,
                 g.z,
@@ -332,7 +333,7 @@ pub unsafe fn launch_raw(
         let mut attrs = Attrs::default();
         let cfg = config.raw(stream, &mut attrs);
         // SAFETY: `cfg` and its attributes live for the call; `args` per the contract.
-        unsafe { sys::cuLaunchKernelEx(&cfg, kernel.handle(), args, std::ptr::null_mut()) }
+        unsafe { sys::cuLaunchKernelEx(&cfg, func, args, std::ptr::null_mut()) }
     };
     rc.check(|| format!("launching kernel `{}`", kernel.name()))
 }
