@@ -103,6 +103,38 @@ mod linux {
         Ok((unsafe { OwnedFd::from_raw_fd(fd) }, n as usize))
     }
 
+    /// Waits (up to a minute) for the importer to connect, or to fail first.
+    fn accept(listener: &UnixListener, child: &mut std::process::Child) -> Result<UnixStream> {
+        listener
+            .set_nonblocking(true)
+            .map_err(io("polling the socket"))?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            match listener.accept() {
+                Ok((sock, _)) => {
+                    sock.set_nonblocking(false)
+                        .map_err(io("setting up the socket"))?;
+                    return Ok(sock);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(io("accepting the importer")(e)),
+            }
+            if let Some(status) = child.try_wait().map_err(io("watching the importer"))? {
+                return Err(Error::Io {
+                    context: "waiting for the importer to connect".into(),
+                    source: std::io::Error::other(format!("it exited first: {status}")),
+                });
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(Error::Io {
+                    context: "waiting for the importer to connect".into(),
+                    source: std::io::ErrorKind::TimedOut.into(),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     pub(crate) fn exporter() -> Result<()> {
         let dev = Device::new(0)?;
         dev.set_current()?;
@@ -134,7 +166,14 @@ mod linux {
             .arg(&path)
             .spawn()
             .map_err(io("starting the importing process"))?;
-        let (mut sock, _) = listener.accept().map_err(io("accepting the importer"))?;
+        let mut sock = match accept(&listener, &mut child) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
         // One message: the pool's descriptor, the buffer's descriptor, the event.
         let mut payload = buf.ipc_descriptor()?.to_bytes().to_vec();
         payload.extend_from_slice(&ready.ipc_handle()?);

@@ -1,7 +1,8 @@
 //! Contexts: the primary context of each device, and explicit ones.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::ThreadId;
 
 use cuda_bindings::driver as sys;
 
@@ -28,10 +29,78 @@ struct Inner {
     owned: bool,
     /// The green context `handle` was made from (null for other contexts).
     green: sys::CUgreenCtx,
+    /// For a green context: which thread has it current (the driver allows one at
+    /// a time and does not synchronise).
+    green_lock: Option<GreenLock>,
+}
+
+/// Who holds a green context current: a thread and how deeply it nested.
+#[derive(Default)]
+struct GreenLock {
+    owner: Mutex<(Option<ThreadId>, usize)>,
+    freed: Condvar,
+}
+
+impl GreenLock {
+    /// Waits until no other thread holds the context; `true` for the outermost
+    /// hold of this thread.
+    fn acquire(&self) -> bool {
+        let me = std::thread::current().id();
+        let mut g = self.owner.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            match g.0 {
+                None => {
+                    *g = (Some(me), 1);
+                    return true;
+                }
+                Some(t) if t == me => {
+                    g.1 += 1;
+                    return false;
+                }
+                Some(_) => g = self.freed.wait(g).unwrap_or_else(PoisonError::into_inner),
+            }
+        }
+    }
+
+    fn release(&self) {
+        let mut g = self.owner.lock().unwrap_or_else(PoisonError::into_inner);
+        g.1 = g.1.saturating_sub(1);
+        if g.1 == 0 {
+            g.0 = None;
+            self.freed.notify_one();
+        }
+    }
+}
+
+/// Proof that a context is current on this thread, for as long as it lives.
+///
+/// For most contexts this is nothing: the context stays current afterwards, as
+/// CUDA leaves it. A green context may be current on only one thread at a time, so
+/// for one the guard holds it for this thread, and on drop makes the previous
+/// context current again and lets other threads have it.
+#[must_use = "the context is only guaranteed current while the guard lives"]
+pub(crate) struct Current {
+    green: Option<(Context, sys::CUcontext, bool)>,
+}
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        if let Some((ctx, prev, outermost)) = self.green.take() {
+            if outermost {
+                // SAFETY: `prev` was current on this thread before the green context
+                // (or null: no context); restoring it is what the caller expects.
+                let _ = unsafe { sys::cuCtxSetCurrent(prev) };
+            }
+            if let Some(lock) = &ctx.inner.green_lock {
+                lock.release();
+            }
+        }
+    }
 }
 
 // SAFETY: a CUcontext may be made current on any thread; `Inner` has no
-// thread-bound state.
+// thread-bound state. A green context is current on one thread at a time:
+// `green_lock` sees to it.
 unsafe impl Send for Inner {}
 // SAFETY: as above; the driver serialises context operations.
 unsafe impl Sync for Inner {}
@@ -78,6 +147,7 @@ impl Context {
                 device: *device,
                 owned: false,
                 green: std::ptr::null_mut(),
+                green_lock: None,
             }),
         })
     }
@@ -111,6 +181,7 @@ impl Context {
                 device: *device,
                 owned: true,
                 green: std::ptr::null_mut(),
+                green_lock: None,
             }),
         })
     }
@@ -127,6 +198,7 @@ impl Context {
                 device,
                 owned: true,
                 green,
+                green_lock: Some(GreenLock::default()),
             }),
         }
     }
@@ -160,15 +232,59 @@ impl Context {
     /// Makes the context current on the calling thread.
     ///
     /// # Errors
-    /// The driver's error.
+    /// [`Error::Unsupported`](crate::Error::Unsupported) for a green context (the
+    /// driver lets one be current on only one thread at a time, so this crate makes
+    /// it current for the length of each operation and no longer); the driver's
+    /// error.
     pub fn set_current(&self) -> Result<()> {
+        if self.is_green() {
+            return Err(crate::Error::unsupported(
+                "making a context current",
+                "a green context is made current only for the length of each operation \
+                 (the driver allows one thread at a time); use its streams instead",
+            ));
+        }
         // SAFETY: a live context (clones keep it alive).
         unsafe { sys::cuCtxSetCurrent(self.inner.handle) }.check(|| "making a context current")
     }
 
-    /// Makes the context current if it is not.
-    pub(crate) fn ensure_current(&self) -> Result<()> {
-        ensure_current(self.inner.handle, || "making a context current".into())
+    /// Makes the context current if it is not; hold the guard for the length of the
+    /// operation (see [`Current`]).
+    #[inline]
+    pub(crate) fn ensure_current(&self) -> Result<Current> {
+        match &self.inner.green_lock {
+            None => {
+                ensure_current(self.inner.handle, || "making a context current".into())?;
+                Ok(Current { green: None })
+            }
+            Some(lock) => self.enter_green(lock),
+        }
+    }
+
+    #[cold]
+    fn enter_green(&self, lock: &GreenLock) -> Result<Current> {
+        if !lock.acquire() {
+            // This thread already holds it, further up the stack.
+            return Ok(Current {
+                green: Some((self.clone(), std::ptr::null_mut(), false)),
+            });
+        }
+        let mut prev: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `prev` is valid for writes.
+        let rc = unsafe { sys::cuCtxGetCurrent(&mut prev) };
+        if let Err(e) = rc.check(|| "reading the current context") {
+            lock.release();
+            return Err(e);
+        }
+        // From here on, dropping `guard` makes `prev` current again and releases the
+        // lock.
+        let guard = Current {
+            green: Some((self.clone(), prev, true)),
+        };
+        // SAFETY: a live green context's `CUcontext` (this clone keeps it).
+        unsafe { sys::cuCtxSetCurrent(self.inner.handle) }
+            .check(|| "making a green context current")?;
+        Ok(guard)
     }
 
     /// Waits for all work in the context.
@@ -176,7 +292,7 @@ impl Context {
     /// # Errors
     /// The driver's error, including errors of earlier asynchronous work.
     pub fn sync(&self) -> Result<()> {
-        self.ensure_current()?;
+        let _current = self.ensure_current()?;
         // SAFETY: a current context.
         unsafe { sys::cuCtxSynchronize() }.check(|| "synchronising a context")
     }

@@ -65,7 +65,7 @@ impl Event {
                 "an IPC event cannot record timing (set `timing: false`)",
             ));
         }
-        ctx.ensure_current()?;
+        let _current = ctx.ensure_current()?;
         let mut flags = 0;
         if !options.timing {
             flags |= sys::CU_EVENT_DISABLE_TIMING.0;
@@ -122,7 +122,7 @@ impl Event {
                 ),
             ));
         }
-        self.ctx.ensure_current()?;
+        let _current = self.ctx.ensure_current()?;
         // SAFETY: a live event and stream of the same context.
         unsafe { sys::cuEventRecord(self.handle, stream.handle()) }.check(|| "recording an event")
     }

@@ -140,7 +140,7 @@ impl Graph {
     /// # Errors
     /// The driver's error.
     pub fn new(ctx: &Context) -> Result<Self> {
-        ctx.ensure_current()?;
+        let _current = ctx.ensure_current()?;
         let mut g: sys::CUgraph = std::ptr::null_mut();
         // SAFETY: `g` is valid for writes; flags must be 0.
         unsafe { sys::cuGraphCreate(&mut g, 0) }.check(|| "creating a graph")?;
@@ -229,7 +229,7 @@ impl Graph {
         let params = kernel.params()?;
         crate::launch::check_args(kernel, params, args)?;
         let mut ptrs: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr().cast_mut()).collect();
-        self.ctx.ensure_current()?;
+        let _current = self.ctx.ensure_current()?;
         // Kernel nodes take the kernel's function in the graph's context.
         let func = kernel.function_in_current()?;
         let mut p = sys::CUgraphNodeParams {
@@ -441,7 +441,7 @@ impl Graph {
     /// # Errors
     /// The driver's error.
     pub fn create_condition(&mut self, default: Option<u32>) -> Result<GraphCondition> {
-        self.ctx.ensure_current()?;
+        let _current = self.ctx.ensure_current()?;
         let mut h: sys::CUgraphConditionalHandle = 0;
         let (value, flags) = match default {
             Some(v) => (v, sys::CU_GRAPH_COND_ASSIGN_DEFAULT),
@@ -499,7 +499,7 @@ impl Graph {
         let dv = self.deps(deps)?;
         let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
-        self.ctx.ensure_current()?;
+        let _current = self.ctx.ensure_current()?;
         // SAFETY: `p` is a fully initialised conditional node description.
         unsafe { sys::cuGraphAddNode(&mut node, self.handle, d, std::ptr::null(), n, &mut p) }
             .check(|| format!("adding a {kind:?} node"))?;
@@ -566,7 +566,7 @@ impl Graph {
     /// # Errors
     /// The driver's error.
     pub fn instantiate(&self, options: GraphCompleteOptions) -> Result<GraphExec> {
-        self.ctx.ensure_current()?;
+        let _current = self.ctx.ensure_current()?;
         let mut flags = 0u64;
         if options.auto_free_on_launch {
             flags |= u64::from(sys::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH.0);
@@ -646,7 +646,7 @@ impl GraphExec {
     /// # Errors
     /// The driver's error.
     pub fn upload(&self, stream: &Stream) -> Result<()> {
-        stream.context().ensure_current()?;
+        let _current = stream.context().ensure_current()?;
         self.note_stream(stream);
         // SAFETY: live graph and stream.
         unsafe { sys::cuGraphUpload(self.handle, stream.handle()) }.check(|| "uploading a graph")
@@ -657,7 +657,7 @@ impl GraphExec {
     /// # Errors
     /// The driver's error.
     pub fn launch(&self, stream: &Stream) -> Result<()> {
-        stream.context().ensure_current()?;
+        let _current = stream.context().ensure_current()?;
         self.note_stream(stream);
         // SAFETY: live graph and stream.
         unsafe { sys::cuGraphLaunch(self.handle, stream.handle()) }.check(|| "launching a graph")
@@ -669,7 +669,7 @@ impl GraphExec {
     /// # Errors
     /// The driver's error, with the reason the update was refused.
     pub fn update(&mut self, graph: &Graph) -> Result<()> {
-        self.ctx.ensure_current()?;
+        let _current = self.ctx.ensure_current()?;
         let mut info = sys::CUgraphExecUpdateResultInfo::default();
         // SAFETY: live graphs; `info` is valid for writes.
         let rc = unsafe { sys::cuGraphExecUpdate(self.handle, graph.handle, &mut info) };
@@ -691,7 +691,7 @@ impl Drop for GraphExec {
         for s in &streams {
             let _ = s.drain();
         }
-        let _ = self.ctx.ensure_current();
+        let _current = self.ctx.ensure_current();
         // SAFETY: an owned executable graph, destroyed once (launched work completes).
         let _ = unsafe { sys::cuGraphExecDestroy(self.handle) };
     }
@@ -731,7 +731,7 @@ impl Stream {
     /// # Errors
     /// The driver's error (a legacy default stream cannot capture).
     pub unsafe fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
-        self.context().ensure_current()?;
+        let _current = self.context().ensure_current()?;
         let m = match mode {
             CaptureMode::Global => sys::CU_STREAM_CAPTURE_MODE_GLOBAL,
             CaptureMode::ThreadLocal => sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
@@ -747,7 +747,7 @@ impl Stream {
     /// # Errors
     /// The driver's error (an invalidated capture is `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
     pub fn end_capture(&self) -> Result<Graph> {
-        self.context().ensure_current()?;
+        let _current = self.context().ensure_current()?;
         let mut g: sys::CUgraph = std::ptr::null_mut();
         // SAFETY: `g` is valid for writes; a live stream.
         unsafe { sys::cuStreamEndCapture(self.handle(), &mut g) }

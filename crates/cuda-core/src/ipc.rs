@@ -41,7 +41,13 @@ pub(crate) fn export_pool(pool: sys::CUmemoryPool) -> Result<OwnedFd> {
         ));
     }
     // SAFETY: the driver handed us a new descriptor, which we now own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // Keep a close-on-exec duplicate (std's `try_clone` sets it), so that processes
+    // this one starts do not inherit the pool by accident; the original closes here.
+    fd.try_clone().map_err(|e| Error::Io {
+        context: "duplicating a memory pool's descriptor".into(),
+        source: e,
+    })
 }
 
 impl DeviceMemoryResource {
@@ -217,7 +223,7 @@ impl Buffer {
                 "the stream is on another device",
             ));
         }
-        stream.context().ensure_current()?;
+        let _current = stream.context().ensure_current()?;
         let mut data = sys::CUmemPoolPtrExportData {
             reserved: descriptor.data,
         };
@@ -261,7 +267,7 @@ impl Event {
     /// # Errors
     /// The driver's error.
     pub fn from_ipc_handle(ctx: &Context, handle: &[u8; 64]) -> Result<Self> {
-        ctx.ensure_current()?;
+        let _current = ctx.ensure_current()?;
         let h = sys::CUipcEventHandle {
             reserved: handle.map(|b| b as std::ffi::c_char),
         };

@@ -28,8 +28,10 @@ struct Inner {
     params: OnceLock<Vec<(usize, usize)>>,
     /// For a library kernel: the primary context it was first launched in and its
     /// `CUfunction` there (launching a `CUfunction` skips the driver's per-launch
-    /// lookup of a `CUkernel`). Primary contexts live as long as the process, so
-    /// the function stays valid as long as the kernel's library.
+    /// lookup of a `CUkernel`). This crate retains primary contexts for the life of
+    /// the process, so the function stays valid as long as the kernel's library,
+    /// unless other code resets the primary context (`cuDevicePrimaryCtxReset`,
+    /// `cudaDeviceReset`), which invalidates every object made in it.
     primary_fn: OnceLock<(usize, usize)>,
 }
 

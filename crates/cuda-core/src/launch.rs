@@ -304,7 +304,7 @@ pub unsafe fn launch_raw(
     kernel: &Kernel,
     args: *mut *mut c_void,
 ) -> Result<()> {
-    stream.context().ensure_current()?;
+    let _current = stream.context().ensure_current()?;
     let func = kernel.launch_handle(stream.context());
     let plain = config.cluster.is_none()
         && !config.cooperative

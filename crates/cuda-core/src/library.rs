@@ -222,7 +222,7 @@ impl Library {
     /// # Errors
     /// The driver's error (`CUDA_ERROR_NOT_FOUND` for an unknown name).
     pub fn get_global(&self, ctx: &Context, name: &str) -> Result<Global> {
-        ctx.ensure_current()?;
+        let _current = ctx.ensure_current()?;
         let cname = c_name(self.lowered(name), "looking up a global")?;
         let (mut ptr, mut size) = (0, 0);
         // SAFETY: both are valid for writes; a live library.
@@ -275,7 +275,7 @@ impl Library {
     /// # Errors
     /// The driver's error.
     pub fn get_module(&self, ctx: &Context) -> Result<Module> {
-        ctx.ensure_current()?;
+        let _current = ctx.ensure_current()?;
         let mut m: sys::CUmodule = std::ptr::null_mut();
         // SAFETY: `m` is valid for writes; a live library.
         unsafe { sys::cuLibraryGetModule(&mut m, self.inner.handle) }
@@ -336,7 +336,7 @@ impl Global {
     pub fn write<T: Pod>(&self, value: &[T], stream: &Stream) -> Result<()> {
         let bytes = std::mem::size_of_val(value);
         self.check(bytes, "writing a global variable")?;
-        stream.context().ensure_current()?;
+        let _current = stream.context().ensure_current()?;
         // SAFETY: `bytes` readable bytes into a live global of that size; waited on.
         unsafe { sys::cuMemcpyHtoDAsync(self.ptr, value.as_ptr().cast(), bytes, stream.handle()) }
             .check(|| format!("writing global `{}`", self.name))?;
@@ -350,7 +350,7 @@ impl Global {
     pub fn read<T: Pod>(&self, out: &mut [T], stream: &Stream) -> Result<()> {
         let bytes = std::mem::size_of_val(out);
         self.check(bytes, "reading a global variable")?;
-        stream.context().ensure_current()?;
+        let _current = stream.context().ensure_current()?;
         // SAFETY: `bytes` writable bytes (any pattern is a valid `Pod`); waited on.
         unsafe {
             sys::cuMemcpyDtoHAsync(out.as_mut_ptr().cast(), self.ptr, bytes, stream.handle())

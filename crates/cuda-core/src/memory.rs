@@ -215,7 +215,7 @@ fn pool_allocate(
     stream: &Stream,
     what: impl FnOnce() -> String,
 ) -> Result<sys::CUdeviceptr> {
-    stream.context().ensure_current()?;
+    let _current = stream.context().ensure_current()?;
     let mut p: sys::CUdeviceptr = 0;
     // SAFETY: a live pool and stream; `p` is valid for writes.
     unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, pool, stream.handle()) }.check(what)?;
@@ -232,7 +232,7 @@ unsafe fn pool_free(
     stream: &Stream,
     what: impl FnOnce() -> String,
 ) -> Result<()> {
-    stream.context().ensure_current()?;
+    let _current = stream.context().ensure_current()?;
     // SAFETY: per this function's contract.
     unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }.check(what)
 }
@@ -708,14 +708,14 @@ impl Buffer {
     /// # Errors
     /// [`Error::InvalidArgument`] for a stream of another device.
     pub fn set_free_stream(&mut self, stream: &Stream) -> Result<()> {
-        self.check_stream(stream, "setting a buffer's free stream")?;
+        let _current = self.check_stream(stream, "setting a buffer's free stream")?;
         if let Some((_, s)) = &mut self.owner {
             *s = stream.clone();
         }
         Ok(())
     }
 
-    fn check_stream(&self, stream: &Stream, what: &'static str) -> Result<()> {
+    fn check_stream(&self, stream: &Stream, what: &'static str) -> Result<crate::context::Current> {
         if stream.device() != &self.device {
             return Err(Error::invalid(
                 what,
@@ -751,7 +751,7 @@ impl Buffer {
     pub fn copy_from_host<T: Pod>(&mut self, src: &[T], stream: &Stream) -> Result<()> {
         let bytes = std::mem::size_of_val(src);
         self.check_len(bytes, "copying host memory into a buffer")?;
-        self.check_stream(stream, "copying host memory into a buffer")?;
+        let _current = self.check_stream(stream, "copying host memory into a buffer")?;
         // SAFETY: `src` holds `bytes` readable bytes and the buffer at least as many;
         // the stream is synchronised before `src` can be touched again.
         // Device memory takes the explicit host-to-device path; host-visible memory the
@@ -787,7 +787,7 @@ impl Buffer {
     pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         let bytes = std::mem::size_of_val(dst);
         self.check_len(bytes, "copying a buffer to host memory")?;
-        self.check_stream(stream, "copying a buffer to host memory")?;
+        let _current = self.check_stream(stream, "copying a buffer to host memory")?;
         // SAFETY: `dst` holds `bytes` writable bytes (any bit pattern is a valid `T`:
         // `Pod`); the stream is synchronised before `dst` is handed back.
         unsafe {
@@ -822,7 +822,7 @@ impl Buffer {
     /// driver's error.
     pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
         self.check_len(src.size, "copying between buffers")?;
-        self.check_stream(stream, "copying between buffers")?;
+        let _current = self.check_stream(stream, "copying between buffers")?;
         // SAFETY: both spans are live and large enough; the copy is stream-ordered.
         unsafe { sys::cuMemcpyAsync(self.ptr, src.ptr, src.size, stream.handle()) }
             .check(|| format!("copying {} bytes between buffers", src.size))?;
@@ -843,7 +843,7 @@ impl Buffer {
     /// # Errors
     /// The driver's error; a stream of another device.
     pub fn fill_u8(&mut self, value: u8, stream: &Stream) -> Result<()> {
-        self.check_stream(stream, "filling a buffer")?;
+        let _current = self.check_stream(stream, "filling a buffer")?;
         // SAFETY: `size` bytes are live.
         unsafe { sys::cuMemsetD8Async(self.ptr, value, self.size, stream.handle()) }
             .check(|| format!("filling {} bytes", self.size))?;
@@ -886,7 +886,7 @@ impl Buffer {
                 ),
             ));
         }
-        self.check_stream(stream, "filling a buffer")?;
+        let _current = self.check_stream(stream, "filling a buffer")?;
         f(self.ptr, self.size / width, stream.handle())
             .check(|| format!("filling {} bytes", self.size))?;
         self.order_free_after(stream)
@@ -911,7 +911,7 @@ impl Buffer {
     /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
     pub fn prefetch(&self, location: Location, stream: &Stream) -> Result<()> {
         self.require_managed("prefetching a buffer")?;
-        self.check_stream(stream, "prefetching a buffer")?;
+        let _current = self.check_stream(stream, "prefetching a buffer")?;
         // SAFETY: `size` bytes of managed memory; stream-ordered.
         unsafe { mem_prefetch(self.ptr, self.size, location.raw(), 0, stream.handle()) }
             .check(|| format!("prefetching {} bytes to {location:?}", self.size))

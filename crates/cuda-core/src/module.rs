@@ -72,7 +72,7 @@ impl Module {
                 "only cubin, PTX and fatbin load directly",
             ));
         }
-        ctx.ensure_current()?;
+        let _current = ctx.ensure_current()?;
         crate::jit::check_image(code)?;
         let bytes = loadable(code);
         let mut jit = options.raw();
@@ -144,11 +144,12 @@ impl Module {
         &self.inner.info_log
     }
 
-    fn current(&self) -> Result<()> {
-        match &self.inner.ctx {
-            Some(c) => c.ensure_current(),
-            None => Ok(()),
-        }
+    fn current(&self) -> Result<Option<crate::context::Current>> {
+        self.inner
+            .ctx
+            .as_ref()
+            .map(Context::ensure_current)
+            .transpose()
     }
 
     fn lowered<'a>(&'a self, name: &'a str) -> &'a str {
@@ -160,7 +161,7 @@ impl Module {
     /// # Errors
     /// The driver's error (`CUDA_ERROR_NOT_FOUND` for an unknown name).
     pub fn get_function(&self, name: &str) -> Result<Kernel> {
-        self.current()?;
+        let _current = self.current()?;
         let cname = c_name(self.lowered(name), "looking up a function")?;
         let mut f: sys::CUfunction = std::ptr::null_mut();
         // SAFETY: a live module and a NUL-terminated name.
@@ -174,7 +175,7 @@ impl Module {
     /// # Errors
     /// The driver's error.
     pub fn get_global(&self, name: &str) -> Result<(sys::CUdeviceptr, usize)> {
-        self.current()?;
+        let _current = self.current()?;
         let cname = c_name(self.lowered(name), "looking up a global")?;
         let (mut p, mut n) = (0, 0);
         // SAFETY: both are valid for writes; a live module.
@@ -204,7 +205,7 @@ impl Module {
 impl Drop for Inner {
     fn drop(&mut self) {
         if let (true, Some(ctx)) = (self.owned, &self.ctx) {
-            let _ = ctx.ensure_current();
+            let _current = ctx.ensure_current();
             // SAFETY: an owned module, unloaded once, after every kernel from it.
             let _ = unsafe { sys::cuModuleUnload(self.handle) };
         }

@@ -3,6 +3,26 @@
 //!
 //! A green context ([`Context::create_green`]) runs its work only on the SMs it was
 //! given, so two green contexts on one device share it without competing for SMs.
+//!
+//! ```no_run
+//! use cuda_core::{Context, Device, SmResourceOptions, StreamOptions};
+//!
+//! let dev = Device::new(0)?;
+//! let sms = dev.resources()?.sm;
+//! // Groups of at least 16 SMs; the driver rounds to its partition granularity.
+//! let split = sms.split(SmResourceOptions { count: 16, groups: Some(2), ..Default::default() })?;
+//! let green = Context::create_green(&dev, &split.groups[..1])?;
+//! assert_eq!(green.resources()?.sm.sm_count(), split.groups[0].sm_count());
+//! // Work on this stream runs only on the first group's SMs.
+//! let stream = green.create_stream(StreamOptions::default())?;
+//! # Ok::<(), cuda_core::Error>(())
+//! ```
+//!
+//! `crates/cuda-core/examples/green_contexts.rs` runs a kernel in two green contexts
+//! at once and shows that their blocks never share an SM. Workqueue resources
+//! (`cuda.core`'s `WorkqueueResource`) and the finer `cuDevSmResourceSplit` came with
+//! CUDA 13.1; the bindings are generated from the CUDA 13.0 headers, so they are not
+//! offered yet.
 
 use std::fmt;
 
@@ -40,7 +60,8 @@ pub struct SmResourceOptions {
     /// resource's minimum partition size and co-scheduling alignment (unless
     /// `ignore_coscheduling`). Must be at least 1.
     pub count: u32,
-    /// How many groups to make at most; `None` for as many as fit.
+    /// How many groups to make at most (capped at the number of SMs); `None` for
+    /// as many as fit.
     pub groups: Option<u32>,
     /// `CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING`: groups need not be aligned
     /// for thread-block clusters (finer groups; clusters may not fit).
@@ -73,8 +94,9 @@ impl SmResource {
     }
 
     fn sm(&self) -> sys::CUdevSmResource {
-        // SAFETY: every `SmResource` holds a resource of type SM (checked where it
-        // is made), whose active union member is `sm`.
+        // SAFETY: the union's members are plain integers and byte arrays, so any
+        // bytes are a valid `CUdevSmResource`; every `SmResource` comes from the
+        // driver as an SM resource (or zeroed), so these are the bytes it wrote.
         unsafe { self.raw.__bindgen_anon_1.sm }
     }
 
@@ -141,7 +163,8 @@ impl SmResource {
             flags |= sys::CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE.0;
         }
         let mut n = match options.groups {
-            Some(n) => n,
+            // No split makes more groups than there are SMs.
+            Some(n) => n.min(self.sm_count()),
             None => {
                 let mut n = 0;
                 // SAFETY: a null result asks only for the number of groups, written to
@@ -255,6 +278,9 @@ impl Context {
     pub fn create_green(device: &Device, resources: &[SmResource]) -> Result<Self> {
         crate::device::init()?;
         let what = || format!("creating a green context on device {}", device.ordinal());
+        // The driver advises keeping the primary context alive while green contexts
+        // come and go (it is retained once for the process).
+        device.primary_context()?;
         if resources.is_empty() {
             return Err(Error::invalid(what(), "no resources given"));
         }

@@ -120,7 +120,7 @@ impl Stream {
             })?;
             return Ok(Self::wrap(handle, ctx.clone(), true));
         }
-        ctx.ensure_current()?;
+        let _current = ctx.ensure_current()?;
         // SAFETY: `handle` is valid for writes; the context is current.
         unsafe { sys::cuStreamCreateWithPriority(&mut handle, flags, priority) }
             .check(|| format!("creating a stream on device {}", device.ordinal()))?;
@@ -211,7 +211,7 @@ impl Stream {
     /// # Errors
     /// The driver's error, including errors of the queued work.
     pub fn sync(&self) -> Result<()> {
-        self.inner.ctx.ensure_current()?;
+        let _current = self.inner.ctx.ensure_current()?;
         // SAFETY: a live stream.
         unsafe { sys::cuStreamSynchronize(self.inner.handle) }.check(|| "synchronising a stream")
     }
@@ -232,7 +232,7 @@ impl Stream {
     /// # Errors
     /// The driver's error for failed work.
     pub fn is_done(&self) -> Result<bool> {
-        self.inner.ctx.ensure_current()?;
+        let _current = self.inner.ctx.ensure_current()?;
         // SAFETY: a live stream.
         let rc = unsafe { sys::cuStreamQuery(self.inner.handle) };
         if rc == sys::CUDA_ERROR_NOT_READY {
@@ -255,7 +255,7 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        self.inner.ctx.ensure_current()?;
+        let _current = self.inner.ctx.ensure_current()?;
         // SAFETY: a live stream and a live event.
         unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
             .check(|| "making a stream wait for an event")
@@ -277,7 +277,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         if self.owned {
             // Errors cannot be reported from drop; the handle is gone either way.
-            let _ = self.ctx.ensure_current();
+            let _current = self.ctx.ensure_current();
             // SAFETY: an owned, live stream, destroyed once.
             let _ = unsafe { sys::cuStreamDestroy(self.handle) };
         }

@@ -58,6 +58,19 @@ fn a_child_process_is_checkpointed_and_restored_with_its_data() {
         .spawn()
         .unwrap();
     let mut out = BufReader::new(c.stdout.take().unwrap());
+    // However this test ends, the child does not outlive it.
+    struct Reap(u32);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            if let Ok(p) = Process::new(self.0) {
+                let _ = p.restore(&[]);
+                let _ = p.unlock();
+            }
+            // SAFETY: signals our own child, still unreaped (its pid is not reused).
+            unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
+        }
+    }
+    let reap = Reap(c.id());
     let mut seen = String::new();
     loop {
         let mut line = String::new();
@@ -108,6 +121,8 @@ fn a_child_process_is_checkpointed_and_restored_with_its_data() {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     let status = c.wait().unwrap();
+    // Reaped: its pid may be reused now, so no signal.
+    std::mem::forget(reap);
     assert!(
         status.success() && rest.contains("VERIFIED") && rest.contains("1 passed"),
         "child: {seen}{rest}"
@@ -126,11 +141,16 @@ fn bad_pids_are_refused() {
     ));
     require_gpu!();
     // A process that does not use CUDA (a child that only sleeps) has no state.
-    let mut c = Command::new("sleep").arg("30").spawn().unwrap();
-    let p = Process::new(c.id()).unwrap();
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let c = Killed(Command::new("sleep").arg("30").spawn().unwrap());
+    let p = Process::new(c.0.id()).unwrap();
     let e = p.state().unwrap_err();
     assert!(e.driver_code().is_some(), "{e}");
     assert!(p.lock(Some(Duration::from_millis(100))).is_err());
-    c.kill().unwrap();
-    c.wait().unwrap();
 }

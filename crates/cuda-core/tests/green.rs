@@ -2,7 +2,6 @@
 //! on one group, and a kernel whose blocks report the SM they ran on, which must
 //! all lie within the group. Without a GPU each test prints `SKIPPED`; with
 //! `CUDA_TEST_REQUIRE_GPU=1` it fails.
-#![cfg(feature = "cuda-13")]
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -62,8 +61,11 @@ fn a_green_context_runs_only_on_its_sms() {
         .attribute(cuda_core::cuda_bindings::driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .unwrap() as u32;
     assert_eq!(all.sm_count(), sms);
-    assert!(all.min_partition_size() >= 1);
-    assert!(all.coscheduled_alignment() >= 1);
+    #[cfg(feature = "cuda-13")]
+    {
+        assert!(all.min_partition_size() >= 1);
+        assert!(all.coscheduled_alignment() >= 1);
+    }
     println!("{all:?}");
 
     let split = all
@@ -158,4 +160,52 @@ fn bad_splits_and_green_contexts_are_refused() {
         Context::create_green(&d, &[]),
         Err(Error::InvalidArgument { .. })
     ));
+}
+
+#[test]
+fn a_green_context_is_current_only_during_each_operation() {
+    require_gpu!();
+    use cuda_core::cuda_bindings::driver as sys;
+    let d = Device::new(0).unwrap();
+    let primary = d.context().unwrap();
+    let group = d
+        .resources()
+        .unwrap()
+        .sm
+        .split(SmResourceOptions {
+            count: 8,
+            groups: Some(1),
+            ..Default::default()
+        })
+        .unwrap()
+        .groups[0];
+    let green = Context::create_green(&d, &[group]).unwrap();
+    // It cannot be left current on a thread.
+    assert!(matches!(
+        green.set_current(),
+        Err(Error::Unsupported { .. })
+    ));
+    let s = green.create_stream(StreamOptions::default()).unwrap();
+    // Eight threads share one green stream; each operation holds the context for
+    // itself, and afterwards each thread's own current context is back.
+    std::thread::scope(|sc| {
+        for t in 0..8u32 {
+            let (d, s, primary) = (&d, &s, &primary);
+            sc.spawn(move || {
+                d.set_current().unwrap();
+                for i in 0..50u32 {
+                    let mut b = d.allocate(4096, s).unwrap();
+                    b.fill_u32(t << 16 | i, s).unwrap();
+                    let mut h = [0u32; 1024];
+                    b.copy_to_host(&mut h, s).unwrap();
+                    assert!(h.iter().all(|&x| x == t << 16 | i));
+                    let mut cur: sys::CUcontext = std::ptr::null_mut();
+                    // SAFETY: `cur` is valid for writes.
+                    unsafe { sys::cuCtxGetCurrent(&mut cur) };
+                    assert_eq!(cur, primary.handle(), "the green context was left current");
+                }
+            });
+        }
+    });
+    s.sync().unwrap();
 }

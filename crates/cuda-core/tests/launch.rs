@@ -412,3 +412,54 @@ fn modules_with_jit_options_and_logs() {
     ));
     drop(Buffer::allocate(d.memory_resource().unwrap(), 1, &s).unwrap());
 }
+
+/// A kernel is launched through its function in the primary context after the first
+/// launch; attributes set later (here, more dynamic shared memory) must still reach
+/// what is launched.
+#[test]
+fn attributes_set_after_a_launch_apply_to_later_launches() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s) = setup();
+    let src = r#"
+extern "C" __global__ void sum_shared(unsigned *out, unsigned n) {
+    extern __shared__ unsigned sh[];
+    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) sh[i] = i;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned long long t = 0;
+        for (unsigned i = 0; i < n; i++) t += sh[i];
+        out[0] = (unsigned)t;
+    }
+}
+"#;
+    let k = compile(&d, src, CompileTarget::Cubin, &[], false)
+        .get_kernel("sum_shared")
+        .unwrap();
+    let out = d.allocate(4, &s).unwrap();
+    let run = |n: u32| {
+        let cfg = LaunchConfig {
+            shmem_size: n * 4,
+            ..LaunchConfig::new(1, 256)
+        };
+        // SAFETY: the kernel writes out[0] and `n` u32s of dynamic shared memory,
+        // which the launch provides.
+        unsafe { launch(&s, &cfg, &k, &[&out, &n]) }
+    };
+    let check = |n: u32| {
+        let mut h = [0u32];
+        out.copy_to_host(&mut h, &s).unwrap();
+        assert_eq!(h[0], (0..n).sum::<u32>());
+    };
+    run(1024).unwrap();
+    check(1024);
+    // 100 KiB is over the default 48 KiB limit until the attribute is raised.
+    let big = 25 * 1024;
+    assert!(run(big).is_err());
+    s.sync().unwrap_or(());
+    k.attributes(&d)
+        .set_max_dynamic_shared_size_bytes((big * 4) as i32)
+        .unwrap();
+    run(big).unwrap();
+    check(big);
+}
