@@ -131,6 +131,21 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     // The examples as programs (`test --all-targets` builds them only as harnesses).
     artifacts.extend(build(&["build", "--release", "--examples"])?);
     // The workspace's own binaries (the pathfinder CLI, …) that tests start.
+    // Two targets that build to one file (examples of one name in two packages)
+    // would be packaged as the same program under two names.
+    let mut by_path = std::collections::BTreeMap::new();
+    for a in &artifacts {
+        if let Some(other) = by_path.insert(&a.path, &a.name)
+            && *other != a.name
+        {
+            return Err(format!(
+                "{} and {} are both built to {}; rename one of them",
+                other,
+                a.name,
+                a.path.display()
+            ));
+        }
+    }
     let mut seen = std::collections::BTreeSet::new();
     let mut tests = Vec::new();
     let mut benches = Vec::new();

@@ -1,8 +1,9 @@
 //! Compile a SAXPY kernel with NVRTC, launch it with the driver API, check the
 //! result, print timings: the raw bindings end to end, written as the C would be.
 //!
-//! `cargo xtask quickstart` runs it with NVIDIA's wheels in a venv; your own
-//! environment works too: `cargo run -p cuda-bindings --example quickstart`.
+//! `cargo run -p cuda-bindings --example raw_saxpy` (with a CUDA toolkit or
+//! NVIDIA's wheels where the pathfinder finds them; `cargo xtask quickstart` runs
+//! `cuda-core`'s safe version of the same program).
 //! Without a GPU it still compiles the kernel and then says what is missing.
 
 use std::error::Error;
@@ -220,7 +221,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("quickstart: {e}");
+            eprintln!("raw_saxpy: {e}");
             ExitCode::FAILURE
         }
     }
