@@ -97,6 +97,89 @@ impl fmt::Debug for Graph {
     }
 }
 
+/// Device memory a graph allocates when it runs ([`Graph::add_mem_alloc`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GraphAllocation {
+    /// The allocating node.
+    pub node: GraphNode,
+    /// The address, fixed when the node was added.
+    pub ptr: crate::DevicePtr,
+    /// The size in bytes.
+    pub size: usize,
+}
+
+/// How much memory graphs use on a device ([`Device::graph_mem_usage`](crate::Device::graph_mem_usage)), in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct GraphMemUsage {
+    /// Allocated by graphs now and not yet freed.
+    pub used: u64,
+    /// The most `used` has been since the last reset.
+    pub used_high: u64,
+    /// Reserved from the driver for graph allocations now.
+    pub reserved: u64,
+    /// The most `reserved` has been since the last reset.
+    pub reserved_high: u64,
+}
+
+impl crate::Device {
+    /// How much memory graphs use on this device (`cuDeviceGetGraphMemAttribute`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn graph_mem_usage(&self) -> Result<GraphMemUsage> {
+        let get = |attr: sys::CUgraphMem_attribute| -> Result<u64> {
+            let mut v: u64 = 0;
+            // SAFETY: these attributes are 64-bit values; `v` is valid for writes.
+            unsafe { sys::cuDeviceGetGraphMemAttribute(self.handle(), attr, (&raw mut v).cast()) }
+                .check(|| format!("reading the graph memory use of device {}", self.ordinal()))?;
+            Ok(v)
+        };
+        Ok(GraphMemUsage {
+            used: get(sys::CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT)?,
+            used_high: get(sys::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)?,
+            reserved: get(sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT)?,
+            reserved_high: get(sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)?,
+        })
+    }
+
+    /// Resets the high-water marks of [`graph_mem_usage`](Self::graph_mem_usage)
+    /// to the current figures.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn reset_graph_mem_high_watermarks(&self) -> Result<()> {
+        for attr in [
+            sys::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+            sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH,
+        ] {
+            let mut zero: u64 = 0;
+            // SAFETY: the high-water marks accept 0 (reset); `zero` is valid for reads.
+            unsafe {
+                sys::cuDeviceSetGraphMemAttribute(self.handle(), attr, (&raw mut zero).cast())
+            }
+            .check(|| {
+                format!(
+                    "resetting the graph memory marks of device {}",
+                    self.ordinal()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Returns memory reserved for graph allocations and not in use to the OS
+    /// (`cuDeviceGraphMemTrim`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn graph_mem_trim(&self) -> Result<()> {
+        // SAFETY: a valid device.
+        unsafe { sys::cuDeviceGraphMemTrim(self.handle()) }
+            .check(|| format!("trimming the graph memory of device {}", self.ordinal()))
+    }
+}
+
 /// What a conditional node does with its condition value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConditionalKind {
@@ -343,6 +426,85 @@ impl Graph {
             .check(|| "adding a memcpy node")?;
         keep(&self.keep, dst.clone());
         keep(&self.keep, src.clone());
+        Ok(self.node(node))
+    }
+
+    /// Allocates `size` bytes of device memory on the graph's device when the node
+    /// runs (`cuGraphAddMemAllocNode`). The address is fixed when the node is added,
+    /// so later nodes can take it ([`GraphAllocation::ptr`] is a kernel argument);
+    /// it is valid from this node until the [`add_mem_free`](Self::add_mem_free)
+    /// node that frees it.
+    ///
+    /// Free it in the same graph: an allocation left unfreed outlives the launch,
+    /// and the driver refuses to launch the graph again until it is freed
+    /// ([`Stream::free_graph_allocation`]). The memory comes from the device's
+    /// graph memory pool ([`Device::graph_mem_usage`](crate::Device::graph_mem_usage),
+    /// [`Device::graph_mem_trim`](crate::Device::graph_mem_trim)).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a size of 0; the driver's error (alloc nodes
+    /// are not allowed in conditional bodies or child graphs).
+    pub fn add_mem_alloc(&mut self, deps: &[GraphNode], size: usize) -> Result<GraphAllocation> {
+        if size == 0 {
+            return Err(Error::invalid(
+                "adding a memory allocation node",
+                "a size of 0",
+            ));
+        }
+        let device = *self.ctx.device();
+        let mut p = sys::CUDA_MEM_ALLOC_NODE_PARAMS {
+            poolProps: sys::CUmemPoolProps {
+                allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
+                location: sys::CUmemLocation {
+                    type_: sys::CU_MEM_LOCATION_TYPE_DEVICE,
+                    id: device.ordinal() as i32,
+                },
+                ..Default::default()
+            },
+            bytesize: size,
+            ..Default::default()
+        };
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        let _current = self.ctx.ensure_current()?;
+        // SAFETY: `p` describes a device allocation and is valid for the call; the
+        // driver writes the address into it.
+        unsafe { sys::cuGraphAddMemAllocNode(&mut node, self.handle, d, n, &mut p) }
+            .check(|| format!("adding a node allocating {size} bytes"))?;
+        Ok(GraphAllocation {
+            node: self.node(node),
+            ptr: crate::DevicePtr(p.dptr),
+            size,
+        })
+    }
+
+    /// Frees, when the node runs, memory that an
+    /// [`add_mem_alloc`](Self::add_mem_alloc) node of this graph allocates
+    /// (`cuGraphAddMemFreeNode`). Kernels that use the memory must be among
+    /// `deps` (or before them).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an allocation of another graph; the driver's
+    /// error (for example, a second free of the same allocation).
+    pub fn add_mem_free(
+        &mut self,
+        deps: &[GraphNode],
+        allocation: &GraphAllocation,
+    ) -> Result<GraphNode> {
+        if allocation.node.graph != self.id {
+            return Err(Error::invalid(
+                "adding a memory free node",
+                "the allocation belongs to another graph",
+            ));
+        }
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        let _current = self.ctx.ensure_current()?;
+        // SAFETY: the address of an allocation node of this graph.
+        unsafe { sys::cuGraphAddMemFreeNode(&mut node, self.handle, d, n, allocation.ptr.0) }
+            .check(|| format!("adding a node freeing {} bytes", allocation.size))?;
         Ok(self.node(node))
     }
 
@@ -740,6 +902,23 @@ impl Stream {
         // SAFETY: a live stream.
         unsafe { sys::cuStreamBeginCapture(self.handle(), m) }
             .check(|| "beginning a stream capture")
+    }
+
+    /// Frees graph-allocated memory that its graph left unfreed, ordered on this
+    /// stream (`cuMemFreeAsync`), so that the graph can be launched again.
+    ///
+    /// # Safety
+    /// `allocation` must be unfreed memory of a graph that has run (its launch is
+    /// ordered before this call on this stream), freed once, and no later work may
+    /// use it.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub unsafe fn free_graph_allocation(&self, allocation: &GraphAllocation) -> Result<()> {
+        let _current = self.context().ensure_current()?;
+        // SAFETY: per the contract, an allocated graph allocation on a live stream.
+        unsafe { sys::cuMemFreeAsync(allocation.ptr.0, self.handle()) }
+            .check(|| format!("freeing {} bytes a graph allocated", allocation.size))
     }
 
     /// Ends the capture and returns the captured graph.

@@ -92,8 +92,8 @@ pub use error::{Error, Result, ToolError};
 pub use event::{Event, EventOptions};
 #[cfg(feature = "cuda-13")]
 pub use graph::{
-    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphCompleteOptions, GraphCondition,
-    GraphExec, GraphNode,
+    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,
+    GraphCondition, GraphExec, GraphMemUsage, GraphNode,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;

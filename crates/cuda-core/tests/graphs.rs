@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
-    CaptureMode, CaptureStatus, CompileTarget, ConditionalKind, Device, Event, EventOptions, Graph,
-    GraphCompleteOptions, LaunchConfig, ObjectCode, Program, ProgramOptions, SourceCode, Stream,
-    StreamOptions, launch,
+    CaptureMode, CaptureStatus, CompileTarget, ConditionalKind, Device, Error, Event, EventOptions,
+    Graph, GraphCompleteOptions, LaunchConfig, ObjectCode, Program, ProgramOptions, SourceCode,
+    Stream, StreamOptions, launch,
 };
 use cuda_rs_tests::{require_gpu, require_libs};
 
@@ -20,6 +20,8 @@ typedef unsigned long long cudaGraphConditionalHandle;
 extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
 extern "C" __global__ void add(int *x, int v) { x[threadIdx.x] += v; }
 extern "C" __global__ void mul(int *x, int v) { x[threadIdx.x] *= v; }
+extern "C" __global__ void set(int *x, int v) { x[threadIdx.x] = v + (int)threadIdx.x; }
+extern "C" __global__ void copy(int *dst, const int *src) { dst[threadIdx.x] = src[threadIdx.x]; }
 extern "C" __global__ void countdown(int *counter, int *iterations, cudaGraphConditionalHandle h) {
     if (threadIdx.x == 0) {
         *iterations += 1;
@@ -275,4 +277,104 @@ fn instantiated_graph_is_updated_in_place() {
     other.add_empty(&[]).unwrap();
     other.add_empty(&[]).unwrap();
     assert!(exec.update(&other).is_err());
+}
+
+#[test]
+fn explicit_alloc_and_free_nodes_hold_memory_for_the_graph() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let (set, add, copy) = (
+        code.get_kernel("set").unwrap(),
+        code.get_kernel("add").unwrap(),
+        code.get_kernel("copy").unwrap(),
+    );
+    let out = d.allocate(32 * 4, &s).unwrap();
+    let ctx = d.context().unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    assert!(matches!(
+        g.add_mem_alloc(&[], 0),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let a = g.add_mem_alloc(&[], 32 * 4).unwrap();
+    assert_eq!(a.size, 128);
+    assert_ne!(a.ptr.0, 0);
+    let cfg = LaunchConfig::new(1, 32);
+    // SAFETY: each kernel touches 32 ints of `a` (alive from its alloc node to its
+    // free node, which depends on these) and of `out` (alive past the graph).
+    let (k1, k2, k3) = unsafe {
+        let k1 = g
+            .add_kernel(&[a.node], &cfg, &set, &[&a.ptr, &100i32])
+            .unwrap();
+        let k2 = g.add_kernel(&[k1], &cfg, &add, &[&a.ptr, &5i32]).unwrap();
+        let k3 = g.add_kernel(&[k2], &cfg, &copy, &[&out, &a.ptr]).unwrap();
+        (k1, k2, k3)
+    };
+    let _ = (k1, k2);
+    // Another graph's allocation cannot be freed here.
+    let mut other = Graph::new(&ctx).unwrap();
+    let b = other.add_mem_alloc(&[], 64).unwrap();
+    assert!(matches!(
+        g.add_mem_free(&[k3], &b),
+        Err(Error::InvalidArgument { .. })
+    ));
+    other.add_mem_free(&[b.node], &b).unwrap();
+    g.add_mem_free(&[k3], &a).unwrap();
+    assert_eq!(g.node_count().unwrap(), 5);
+    d.reset_graph_mem_high_watermarks().unwrap();
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    // Freed inside the graph, so it can run again and again.
+    for _ in 0..3 {
+        exec.launch(&s).unwrap();
+    }
+    let mut h = [0i32; 32];
+    out.copy_to_host(&mut h, &s).unwrap();
+    assert!(
+        h.iter().enumerate().all(|(i, &v)| v == 105 + i as i32),
+        "{h:?}"
+    );
+    let usage = d.graph_mem_usage().unwrap();
+    println!("{usage:?}");
+    assert!(
+        usage.used_high >= 128 && usage.reserved_high >= 128,
+        "{usage:?}"
+    );
+    d.graph_mem_trim().unwrap();
+}
+
+#[test]
+fn allocations_in_a_capture_become_graph_memory() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let (set, copy) = (
+        code.get_kernel("set").unwrap(),
+        code.get_kernel("copy").unwrap(),
+    );
+    let out = d.allocate(32 * 4, &s).unwrap();
+    s.sync().unwrap();
+    // SAFETY: the kernels and `out` outlive the graph; the temporary lives from its
+    // captured allocation to its captured free.
+    unsafe { s.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    {
+        let tmp = d.allocate(32 * 4, &s).unwrap();
+        let cfg = LaunchConfig::new(1, 32);
+        // SAFETY: 32 ints of each buffer.
+        unsafe { launch(&s, &cfg, &set, &[&tmp, &7i32]) }.unwrap();
+        // SAFETY: as above.
+        unsafe { launch(&s, &cfg, &copy, &[&out, &tmp]) }.unwrap();
+        // Dropped while capturing: the free is captured too.
+    }
+    let graph = s.end_capture().unwrap();
+    assert_eq!(graph.node_count().unwrap(), 4, "alloc, set, copy, free");
+    let exec = graph.instantiate(GraphCompleteOptions::default()).unwrap();
+    for _ in 0..3 {
+        exec.launch(&s).unwrap();
+    }
+    let mut h = [0i32; 32];
+    out.copy_to_host(&mut h, &s).unwrap();
+    assert!(
+        h.iter().enumerate().all(|(i, &v)| v == 7 + i as i32),
+        "{h:?}"
+    );
 }
