@@ -41,9 +41,10 @@
 //! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
 //! | ordering and timing | [`Stream`], [`Event`] |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
+//! | batched memory operations (CUDA 13) | [`copy_batch`], [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`], [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`], [`launch`] |
-//! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit and conditional nodes), [`GraphExec`] |
+//! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes), [`GraphExec`] |
 //! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //! | Hopper TMA | [`TensorMapDescriptor`] (tiled tensor maps, passed to kernels by value) |
@@ -55,6 +56,8 @@
 //! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
 
+#[cfg(feature = "cuda-13")]
+mod batch;
 pub mod cache;
 pub mod checkpoint;
 mod context;
@@ -82,6 +85,11 @@ pub mod system;
 mod tensor_map;
 mod vmm;
 
+#[cfg(feature = "cuda-13")]
+pub use batch::{
+    BatchCopy, CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch,
+    discard_prefetch_batch, prefetch_batch,
+};
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
 pub use device::Device;

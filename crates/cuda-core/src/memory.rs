@@ -535,7 +535,7 @@ unsafe impl MemoryResource for PinnedMemoryResource {
 }
 
 /// Where managed memory should live or be prefetched to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Location {
     /// A device's memory.
     Device(Device),
@@ -546,7 +546,7 @@ pub enum Location {
 }
 
 impl Location {
-    fn raw(self) -> sys::CUmemLocation {
+    pub(crate) fn raw(self) -> sys::CUmemLocation {
         let (type_, id) = match self {
             Self::Device(d) => (sys::CU_MEM_LOCATION_TYPE_DEVICE, d.ordinal() as i32),
             Self::Host => (sys::CU_MEM_LOCATION_TYPE_HOST, 0),
@@ -715,7 +715,11 @@ impl Buffer {
         Ok(())
     }
 
-    fn check_stream(&self, stream: &Stream, what: &'static str) -> Result<crate::context::Current> {
+    pub(crate) fn check_stream(
+        &self,
+        stream: &Stream,
+        what: &'static str,
+    ) -> Result<crate::context::Current> {
         if stream.device() != &self.device {
             return Err(Error::invalid(
                 what,
@@ -892,7 +896,7 @@ impl Buffer {
         self.order_free_after(stream)
     }
 
-    fn require_managed(&self, what: &'static str) -> Result<()> {
+    pub(crate) fn require_managed(&self, what: &'static str) -> Result<()> {
         if self.kind != MemoryKind::Managed {
             return Err(Error::unsupported(
                 what,
@@ -914,7 +918,8 @@ impl Buffer {
         let _current = self.check_stream(stream, "prefetching a buffer")?;
         // SAFETY: `size` bytes of managed memory; stream-ordered.
         unsafe { mem_prefetch(self.ptr, self.size, location.raw(), 0, stream.handle()) }
-            .check(|| format!("prefetching {} bytes to {location:?}", self.size))
+            .check(|| format!("prefetching {} bytes to {location:?}", self.size))?;
+        self.order_free_after(stream)
     }
 
     /// Advises the driver that managed memory is mostly read (`true`), so it may
@@ -1012,7 +1017,7 @@ impl Buffer {
     /// Orders this buffer's eventual free after the work queued so far on `stream`
     /// (an event recorded there, waited for by the free stream), when `stream` is not
     /// the free stream. Keeps stream-ordered frees from racing work on other streams.
-    fn order_free_after(&self, stream: &Stream) -> Result<()> {
+    pub(crate) fn order_free_after(&self, stream: &Stream) -> Result<()> {
         let Some((_, free)) = &self.owner else {
             return Ok(());
         };
