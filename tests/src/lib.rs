@@ -141,6 +141,39 @@ macro_rules! require_gpu {
     };
 }
 
+/// The environment variable that turns too few GPUs for a multi-GPU test from a skip
+/// into a failure (set it on machines with several GPUs).
+pub const REQUIRE_MULTI_GPU_VAR: &str = "CUDA_TEST_REQUIRE_MULTI_GPU";
+
+/// [`require_or_skip`] for at least `n` GPUs: a missing GPU follows
+/// [`require_gpu`]; too few GPUs skip, or fail when `CUDA_TEST_REQUIRE_MULTI_GPU=1`.
+pub fn require_gpus(test: &str, n: i32) -> bool {
+    if !require_gpu(test) {
+        return false;
+    }
+    let have = gpu_status().unwrap_or(0);
+    require_or_skip(
+        test,
+        &format!("{n} CUDA GPUs"),
+        REQUIRE_MULTI_GPU_VAR,
+        if have >= n {
+            Ok(())
+        } else {
+            Err(format!("this machine has {have}"))
+        },
+    )
+}
+
+/// The first line of a test that needs `n` GPUs (see [`require_gpus`]).
+#[macro_export]
+macro_rules! require_gpus {
+    ($n:expr) => {
+        if !$crate::require_gpus(&$crate::current_test_name(), $n) {
+            return;
+        }
+    };
+}
+
 /// The environment variable a test sets when it re-runs itself in a child process.
 pub const CHILD_VAR: &str = "CUDA_RS_TEST_CHILD";
 

@@ -157,6 +157,77 @@ impl DeviceMemoryResource {
         self.ipc
     }
 
+    /// The other devices that may read and write the pool's memory
+    /// (`cuMemPoolGetAccess` for each device).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn peer_accessible_by(&self) -> Result<Vec<Device>> {
+        let mut out = Vec::new();
+        for d in Device::all()? {
+            if d == self.device {
+                continue;
+            }
+            let mut flags = sys::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+            let mut loc = Location::Device(d).raw();
+            // SAFETY: `flags` is valid for writes, `loc` names a device; a live pool.
+            unsafe { sys::cuMemPoolGetAccess(&mut flags, self.pool, &mut loc) }.check(|| {
+                format!(
+                    "reading whether device {} may access a pool of device {}",
+                    d.ordinal(),
+                    self.device.ordinal()
+                )
+            })?;
+            if flags == sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Lets exactly `peers` (other devices) read and write the pool's memory, and
+    /// revokes the access of every other device (`cuMemPoolSetAccess`). Access
+    /// applies to buffers allocated before and after the call.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for the pool's own device among `peers`; the
+    /// driver's error (`CUDA_ERROR_INVALID_DEVICE` for a device that cannot reach
+    /// this one: see [`Device::can_access_peer`]).
+    pub fn set_peer_accessible_by(&self, peers: &[Device]) -> Result<()> {
+        let what = || {
+            format!(
+                "setting which devices may access a pool of device {}",
+                self.device.ordinal()
+            )
+        };
+        if peers.contains(&self.device) {
+            return Err(Error::invalid(
+                what(),
+                "the pool's own device is not a peer",
+            ));
+        }
+        // Grant `peers`; revoke only devices that have access now.
+        let now = self.peer_accessible_by()?;
+        let descs: Vec<sys::CUmemAccessDesc> = peers
+            .iter()
+            .map(|d| (*d, sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
+            .chain(
+                now.into_iter()
+                    .filter(|d| !peers.contains(d))
+                    .map(|d| (d, sys::CU_MEM_ACCESS_FLAGS_PROT_NONE)),
+            )
+            .map(|(d, flags)| sys::CUmemAccessDesc {
+                location: Location::Device(d).raw(),
+                flags,
+            })
+            .collect();
+        if descs.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `descs` holds `descs.len()` valid descriptors; a live pool.
+        unsafe { sys::cuMemPoolSetAccess(self.pool, descs.as_ptr(), descs.len()) }.check(what)
+    }
+
     /// Sets the memory the pool keeps at a synchronisation point rather than
     /// returning it to the system.
     ///
