@@ -4,14 +4,22 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
     DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, Error, StridedMemoryView,
 };
 
-static DELETED: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Deleter calls on this thread: the views are dropped on the test's own
+    /// thread, so tests running in parallel do not count each other's releases.
+    static DELETED: Cell<usize> = const { Cell::new(0) };
+}
+
+fn deleted() -> usize {
+    DELETED.with(Cell::get)
+}
 
 /// A producer's tensor: owns its data, shape and strides.
 struct Producer {
@@ -22,7 +30,7 @@ struct Producer {
 }
 
 unsafe extern "C" fn producer_deleter(t: *mut DLManagedTensor) {
-    DELETED.fetch_add(1, Ordering::SeqCst);
+    DELETED.with(|d| d.set(d.get() + 1));
     // SAFETY: `manager_ctx` is the leaked `Box<Producer>`.
     drop(unsafe { Box::from_raw((*t).manager_ctx.cast::<Producer>()) });
 }
@@ -69,7 +77,7 @@ fn produce(
 
 #[test]
 fn imported_tensors_describe_themselves_and_are_released_once() {
-    let before = DELETED.load(Ordering::SeqCst);
+    let before = deleted();
     let t = produce(vec![4, 8], None, 2, DLDataType::F32);
     // SAFETY: a fresh tensor, handed over.
     let v = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
@@ -83,7 +91,7 @@ fn imported_tensors_describe_themselves_and_are_released_once() {
     let first = unsafe { *(v.ptr() as usize as *const f32) };
     assert_eq!(first, 2.0);
     drop(v);
-    assert_eq!(DELETED.load(Ordering::SeqCst), before + 1);
+    assert_eq!(deleted(), before + 1);
 
     // A transposed (column-major) view.
     let t = produce(vec![4, 8], Some(vec![1, 4]), 2, DLDataType::F32);
@@ -98,7 +106,7 @@ fn malformed_tensors_are_refused_and_still_released() {
     // SAFETY: null is refused before anything is read.
     let null = unsafe { StridedMemoryView::from_dlpack(std::ptr::null_mut()) };
     assert!(matches!(null, Err(Error::InvalidArgument { .. })));
-    let before = DELETED.load(Ordering::SeqCst);
+    let before = deleted();
     let bad = [
         produce(vec![4], None, -1, DLDataType::F32),
         produce(vec![-4], None, 1, DLDataType::F32),
@@ -119,7 +127,7 @@ fn malformed_tensors_are_refused_and_still_released() {
         let r = unsafe { StridedMemoryView::from_dlpack(t) };
         assert!(matches!(r, Err(Error::InvalidArgument { .. })));
     }
-    assert_eq!(DELETED.load(Ordering::SeqCst), before + 4);
+    assert_eq!(deleted(), before + 4);
 }
 
 #[test]
