@@ -146,7 +146,7 @@ macro_rules! require_gpu {
 pub const REQUIRE_MULTI_GPU_VAR: &str = "CUDA_TEST_REQUIRE_MULTI_GPU";
 
 /// [`require_or_skip`] for at least `n` GPUs: a missing GPU follows
-/// [`require_gpu`]; too few GPUs skip, or fail when `CUDA_TEST_REQUIRE_MULTI_GPU=1`.
+/// [`require_gpu()`]; too few GPUs skip, or fail when `CUDA_TEST_REQUIRE_MULTI_GPU=1`.
 pub fn require_gpus(test: &str, n: i32) -> bool {
     if !require_gpu(test) {
         return false;
@@ -164,7 +164,7 @@ pub fn require_gpus(test: &str, n: i32) -> bool {
     )
 }
 
-/// The first line of a test that needs `n` GPUs (see [`require_gpus`]).
+/// The first line of a test that needs `n` GPUs (see [`require_gpus()`]).
 #[macro_export]
 macro_rules! require_gpus {
     ($n:expr) => {
