@@ -59,6 +59,12 @@ fn next_graph_id() -> u64 {
 /// Destroys the root graph of a hierarchy when the last handle on it goes.
 struct Root(sys::CUgraph);
 
+// SAFETY: the handle is only destroyed, once, by whichever holder goes last; no
+// other use is made of it through `Root`.
+unsafe impl Send for Root {}
+// SAFETY: as above: `Root` offers no access to the graph.
+unsafe impl Sync for Root {}
+
 impl Drop for Root {
     fn drop(&mut self) {
         // SAFETY: the root graph, destroyed once, after every body graph handle
@@ -83,7 +89,7 @@ pub struct Graph {
     id: u64,
     ctx: Context,
     /// The root of the hierarchy: a body keeps its root graph alive.
-    root: Option<std::rc::Rc<Root>>,
+    root: Option<Arc<Root>>,
     keep: Keep,
     _not_send: std::marker::PhantomData<*const ()>,
 }
@@ -217,6 +223,42 @@ unsafe extern "C" fn host_trampoline(data: *mut c_void) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
 }
 
+/// A kernel node's parameters in `ctx` (made current while the guard in the
+/// caller lives); `ptrs` receives the argument pointers, which `p` points into.
+fn kernel_node_params(
+    ctx: &Context,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    args: &[&dyn KernelArg],
+    ptrs: &mut Vec<*mut c_void>,
+) -> Result<sys::CUgraphNodeParams> {
+    let params = kernel.params()?;
+    crate::launch::check_args(kernel, params, args)?;
+    *ptrs = args.iter().map(|a| a.arg_ptr().cast_mut()).collect();
+    let _current = ctx.ensure_current()?;
+    // Kernel nodes take the kernel's function in the graph's context.
+    let func = kernel.function_in_current()?;
+    let mut p = sys::CUgraphNodeParams {
+        type_: sys::CU_GRAPH_NODE_TYPE_KERNEL,
+        ..Default::default()
+    };
+    p.__bindgen_anon_1.kernel = sys::CUDA_KERNEL_NODE_PARAMS_v3 {
+        func,
+        gridDimX: config.grid.x,
+        gridDimY: config.grid.y,
+        gridDimZ: config.grid.z,
+        blockDimX: config.block.x,
+        blockDimY: config.block.y,
+        blockDimZ: config.block.z,
+        sharedMemBytes: config.shmem_size,
+        kernelParams: ptrs.as_mut_ptr(),
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: ctx.handle(),
+    };
+    Ok(p)
+}
+
 impl Graph {
     /// An empty graph in `ctx`.
     ///
@@ -230,12 +272,7 @@ impl Graph {
         Ok(Self::owned(g, ctx.clone()))
     }
 
-    fn wrap(
-        handle: sys::CUgraph,
-        ctx: Context,
-        root: Option<std::rc::Rc<Root>>,
-        keep: Keep,
-    ) -> Self {
+    fn wrap(handle: sys::CUgraph, ctx: Context, root: Option<Arc<Root>>, keep: Keep) -> Self {
         Self {
             handle,
             id: next_graph_id(),
@@ -247,12 +284,7 @@ impl Graph {
     }
 
     fn owned(handle: sys::CUgraph, ctx: Context) -> Self {
-        Self::wrap(
-            handle,
-            ctx,
-            Some(std::rc::Rc::new(Root(handle))),
-            Keep::default(),
-        )
+        Self::wrap(handle, ctx, Some(Arc::new(Root(handle))), Keep::default())
     }
 
     /// The driver's handle.
@@ -309,30 +341,8 @@ impl Graph {
         kernel: &Kernel,
         args: &[&dyn KernelArg],
     ) -> Result<GraphNode> {
-        let params = kernel.params()?;
-        crate::launch::check_args(kernel, params, args)?;
-        let mut ptrs: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr().cast_mut()).collect();
-        let _current = self.ctx.ensure_current()?;
-        // Kernel nodes take the kernel's function in the graph's context.
-        let func = kernel.function_in_current()?;
-        let mut p = sys::CUgraphNodeParams {
-            type_: sys::CU_GRAPH_NODE_TYPE_KERNEL,
-            ..Default::default()
-        };
-        p.__bindgen_anon_1.kernel = sys::CUDA_KERNEL_NODE_PARAMS_v3 {
-            func,
-            gridDimX: config.grid.x,
-            gridDimY: config.grid.y,
-            gridDimZ: config.grid.z,
-            blockDimX: config.block.x,
-            blockDimY: config.block.y,
-            blockDimZ: config.block.z,
-            sharedMemBytes: config.shmem_size,
-            kernelParams: ptrs.as_mut_ptr(),
-            extra: std::ptr::null_mut(),
-            kern: std::ptr::null_mut(),
-            ctx: self.ctx.handle(),
-        };
+        let mut ptrs = Vec::new();
+        let mut p = kernel_node_params(&self.ctx, config, kernel, args, &mut ptrs)?;
         let dv = self.deps(deps)?;
         let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
@@ -747,6 +757,7 @@ impl Graph {
             handle: exec,
             ctx: self.ctx.clone(),
             keep: self.keep.clone(),
+            source: (self.id, self.root.clone()),
             used_on: Mutex::new(Vec::new()),
             _not_sync: std::marker::PhantomData,
         })
@@ -774,6 +785,9 @@ pub struct GraphExec {
     handle: sys::CUgraphExec,
     ctx: Context,
     keep: Keep,
+    /// The graph it was instantiated from: its id (its nodes address this
+    /// instantiation's nodes) and its root, kept so those node handles stay valid.
+    source: (u64, Option<Arc<Root>>),
     used_on: Mutex<Vec<Stream>>,
     _not_sync: std::marker::PhantomData<std::cell::Cell<()>>,
 }
@@ -843,6 +857,87 @@ impl GraphExec {
         })?;
         keep_all(&self.keep, &graph.keep);
         Ok(())
+    }
+}
+
+impl GraphExec {
+    fn check_node(&self, node: GraphNode, what: &'static str) -> Result<()> {
+        if node.graph != self.source.0 {
+            return Err(Error::invalid(
+                what,
+                "the node is not one of the graph this was instantiated from",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Changes what kernel node `node` (a node of the graph this was instantiated
+    /// from) launches in this instantiation, without instantiating again
+    /// (`cuGraphExecNodeSetParams`): another configuration, other arguments, or
+    /// another kernel. Later launches use the new parameters; the graph itself is
+    /// unchanged.
+    ///
+    /// # Safety
+    /// As [`Graph::add_kernel`], for every later launch of this instantiation.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a node of another graph or wrong arguments;
+    /// the driver's error (for example, a node that is not a kernel node).
+    pub unsafe fn set_kernel_node(
+        &mut self,
+        node: GraphNode,
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn KernelArg],
+    ) -> Result<()> {
+        self.check_node(node, "changing a kernel node of an instantiated graph")?;
+        let mut ptrs = Vec::new();
+        let mut p = kernel_node_params(&self.ctx, config, kernel, args, &mut ptrs)?;
+        let _current = self.ctx.ensure_current()?;
+        // SAFETY: a node of the source graph (kept alive by `source`); `p` is a
+        // kernel node description valid for the call (the driver copies it).
+        unsafe { sys::cuGraphExecNodeSetParams(self.handle, node.handle, &mut p) }.check(|| {
+            format!(
+                "changing a node of an instantiated graph to kernel `{}`",
+                kernel.name()
+            )
+        })?;
+        keep(&self.keep, Arc::new(kernel.clone()));
+        Ok(())
+    }
+
+    /// Turns node `node` (a kernel, memset or memcpy node of the source graph) off
+    /// or back on in this instantiation (`cuGraphNodeSetEnabled`): a disabled node
+    /// does nothing when the graph runs, and its dependencies still hold.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a node of another graph; the driver's error
+    /// (for other kinds of node).
+    pub fn set_node_enabled(&mut self, node: GraphNode, enabled: bool) -> Result<()> {
+        self.check_node(node, "enabling a node of an instantiated graph")?;
+        let _current = self.ctx.ensure_current()?;
+        // SAFETY: a node of the source graph (kept alive by `source`).
+        unsafe { sys::cuGraphNodeSetEnabled(self.handle, node.handle, u32::from(enabled)) }
+            .check(|| "enabling or disabling a node of an instantiated graph")
+    }
+
+    /// Whether node `node` is enabled in this instantiation
+    /// (`cuGraphNodeGetEnabled`).
+    ///
+    /// # Errors
+    /// As [`set_node_enabled`](Self::set_node_enabled).
+    pub fn is_node_enabled(&self, node: GraphNode) -> Result<bool> {
+        self.check_node(
+            node,
+            "reading whether a node of an instantiated graph is enabled",
+        )?;
+        let _current = self.ctx.ensure_current()?;
+        let mut on = 0;
+        // SAFETY: a node of the source graph (kept alive by `source`); `on` is valid
+        // for writes.
+        unsafe { sys::cuGraphNodeGetEnabled(self.handle, node.handle, &mut on) }
+            .check(|| "reading whether a node of an instantiated graph is enabled")?;
+        Ok(on != 0)
     }
 }
 

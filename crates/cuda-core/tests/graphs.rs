@@ -378,3 +378,64 @@ fn allocations_in_a_capture_become_graph_memory() {
         "{h:?}"
     );
 }
+
+#[test]
+fn nodes_of_an_instantiated_graph_are_changed_and_disabled_in_place() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let (set, add, mul) = (
+        code.get_kernel("set").unwrap(),
+        code.get_kernel("add").unwrap(),
+        code.get_kernel("mul").unwrap(),
+    );
+    let x = d.allocate(32 * 4, &s).unwrap();
+    let ctx = d.context().unwrap();
+    let cfg = LaunchConfig::new(1, 32);
+    let mut g = Graph::new(&ctx).unwrap();
+    // SAFETY: each kernel touches the 32 ints of `x`, which outlives the graph.
+    let (k_set, k_add) = unsafe {
+        let k_set = g.add_kernel(&[], &cfg, &set, &[&x, &0i32]).unwrap();
+        let k_add = g.add_kernel(&[k_set], &cfg, &add, &[&x, &1i32]).unwrap();
+        (k_set, k_add)
+    };
+    let empty = g.add_empty(&[k_add]).unwrap();
+    let mut exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    let run = |exec: &cuda_core::GraphExec| -> Vec<i32> {
+        exec.launch(&s).unwrap();
+        let mut h = vec![0i32; 32];
+        x.copy_to_host(&mut h, &s).unwrap();
+        h
+    };
+    let expect = |f: &dyn Fn(i32) -> i32| (0..32).map(f).collect::<Vec<_>>();
+    assert_eq!(run(&exec), expect(&|i| i + 1));
+    // Other arguments, then another kernel, in place.
+    // SAFETY: as above.
+    unsafe { exec.set_kernel_node(k_add, &cfg, &add, &[&x, &10i32]) }.unwrap();
+    assert_eq!(run(&exec), expect(&|i| i + 10));
+    // SAFETY: as above.
+    unsafe { exec.set_kernel_node(k_add, &cfg, &mul, &[&x, &3i32]) }.unwrap();
+    assert_eq!(run(&exec), expect(&|i| i * 3));
+    // Disabled: the node does nothing; enabled again: it is back.
+    assert!(exec.is_node_enabled(k_add).unwrap());
+    exec.set_node_enabled(k_add, false).unwrap();
+    assert!(!exec.is_node_enabled(k_add).unwrap());
+    assert_eq!(run(&exec), expect(&|i| i));
+    exec.set_node_enabled(k_add, true).unwrap();
+    assert_eq!(run(&exec), expect(&|i| i * 3));
+    // The graph itself is unchanged.
+    let fresh = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    assert_eq!(run(&fresh), expect(&|i| i + 1));
+    // Wrong arguments, nodes of another graph, nodes that cannot be disabled.
+    // SAFETY: refused before anything is launched.
+    let wrong = unsafe { exec.set_kernel_node(k_add, &cfg, &add, &[&x]) };
+    assert!(matches!(wrong, Err(Error::InvalidArgument { .. })));
+    let mut other = Graph::new(&ctx).unwrap();
+    let foreign = other.add_empty(&[]).unwrap();
+    assert!(matches!(
+        exec.set_node_enabled(foreign, false),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(exec.set_node_enabled(empty, false).is_err());
+    let _ = k_set;
+}
