@@ -47,6 +47,7 @@
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes), [`GraphExec`] |
 //! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
+//! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
 //! | Hopper TMA | [`TensorMapDescriptor`] (tiled tensor maps, passed to kernels by value) |
 //! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] (export); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
 //!
@@ -83,6 +84,7 @@ mod resources;
 mod stream;
 pub mod system;
 mod tensor_map;
+mod texture;
 mod vmm;
 
 #[cfg(feature = "cuda-13")]
@@ -128,5 +130,9 @@ pub use stream::{Stream, StreamOptions};
 pub use tensor_map::{
     TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapInterleave,
     TensorMapL2Promotion, TensorMapOobFill, TensorMapSwizzle,
+};
+pub use texture::{
+    AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
+    SurfaceObject, TextureObject, TextureOptions, TextureResource,
 };
 pub use vmm::{Granularity, VirtualMemoryOptions, VirtualMemoryResource};
