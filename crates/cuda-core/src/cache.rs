@@ -183,7 +183,8 @@ fn linker_identity() -> Result<String> {
 ///   [`to_nvvm_args`](ProgramOptions::to_nvvm_args) for NVVM IR, the
 ///   [linker's](ProgramOptions::to_linker_options) options for PTX (when an
 ///   `arch` is given), and for every backend the program's name, the include paths
-///   (in order), the `pre_include` headers and NVVM's `extra_sources`;
+///   (in order), the `pre_include` headers, NVVM's `extra_sources` and whether
+///   it links libdevice;
 /// * the source's bytes;
 /// * the name expressions, sorted and without duplicates (their order does not
 ///   change what is compiled);
@@ -293,6 +294,10 @@ pub fn make_program_cache_key(
             .iter()
             .map(|(n, m)| (n.as_bytes(), m.as_slice())),
     );
+    if options.use_libdevice {
+        // Only when set, so that keys made before the option existed still match.
+        h.field("libdevice", b"1");
+    }
     h.field("source", source);
 
     let mut exprs: Vec<&str> = name_expressions.to_vec();

@@ -122,7 +122,8 @@ pub use memory::{
 pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
 pub use program::{
-    CompileTarget, Program, ProgramOptions, SourceCode, nvrtc_supported_archs, nvrtc_version,
+    CompileTarget, PchStatus, Program, ProgramOptions, SourceCode, nvrtc_pch_heap_size,
+    nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size,
 };
 pub use properties::DeviceProperties;
 pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};

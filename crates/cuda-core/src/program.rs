@@ -202,8 +202,28 @@ pub struct ProgramOptions {
     /// (`--Ofast-compile=`).
     pub ofast_compile: Option<String>,
     /// More NVVM IR modules (name, text or bitcode) compiled with an NVVM IR
-    /// program (libdevice, for instance); NVVM only.
+    /// program; NVVM only.
     pub extra_sources: Vec<(String, Vec<u8>)>,
+    /// Link NVIDIA's libdevice (the math library as NVVM IR), found by the
+    /// pathfinder (`find_bitcode_lib("libdevice")`), lazily: only the functions
+    /// the program calls are kept. NVVM only.
+    pub use_libdevice: bool,
+    /// Precompiled headers, automatically: NVRTC creates a PCH for the headers
+    /// this program includes, or uses one it made before (`--pch`).
+    pub pch: bool,
+    /// Create a precompiled header at this path (`--create-pch=`).
+    pub create_pch: Option<PathBuf>,
+    /// Use the precompiled header at this path (`--use-pch=`).
+    pub use_pch: Option<PathBuf>,
+    /// Where automatic PCH files go (`--pch-dir=`).
+    pub pch_dir: Option<PathBuf>,
+    /// Report in the log whether a PCH was created or used (`--pch-messages=`).
+    pub pch_messages: Option<bool>,
+    /// Say in the log why a PCH could not be created or used (`--pch-verbose=`).
+    pub pch_verbose: Option<bool>,
+    /// Instantiate templates while creating the PCH
+    /// (`--instantiate-templates-in-pch=`).
+    pub instantiate_templates_in_pch: Option<bool>,
     /// More options, passed verbatim after all the others.
     pub extra: Vec<String>,
 }
@@ -506,6 +526,37 @@ impl ProgramOptions {
             }
             a.out.push(format!("--Ofast-compile={level}"));
         }
+        a.flag(self.pch, "--pch");
+        for (field, path, flag) in [
+            ("create_pch", &self.create_pch, "--create-pch="),
+            ("use_pch", &self.use_pch, "--use-pch="),
+            ("pch_dir", &self.pch_dir, "--pch-dir="),
+        ] {
+            if let Some(path) = path {
+                let path = path.to_str().ok_or_else(|| {
+                    Error::invalid(OPTIONS_CONTEXT, format!("`{field}` is not UTF-8: {path:?}"))
+                })?;
+                if path.is_empty() {
+                    return Err(Error::invalid(
+                        OPTIONS_CONTEXT,
+                        format!("`{field}` is empty"),
+                    ));
+                }
+                a.push(field, format!("{flag}{path}"))?;
+            }
+        }
+        for (on, flag) in [
+            (self.pch_messages, "--pch-messages="),
+            (self.pch_verbose, "--pch-verbose="),
+            (
+                self.instantiate_templates_in_pch,
+                "--instantiate-templates-in-pch=",
+            ),
+        ] {
+            if let Some(on) = on {
+                a.out.push(format!("{flag}{on}"));
+            }
+        }
         for extra in &self.extra {
             a.text("extra", extra, "")?;
         }
@@ -649,6 +700,68 @@ pub struct Program {
     source: Source,
     options: ProgramOptions,
     log: Mutex<String>,
+    /// What the last NVRTC compile did about a precompiled header.
+    pch: Mutex<Option<PchStatus>>,
+}
+
+/// What NVRTC did about creating a precompiled header
+/// (`nvrtcGetPCHCreateStatus`, after a compile with PCH options).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PchStatus {
+    /// A PCH was created.
+    Created,
+    /// None was attempted (no PCH options, or an existing one was used).
+    NotAttempted,
+    /// Creating it failed (the log says why with `pch_verbose`).
+    Failed,
+    /// The PCH heap was too small: it needs `required` bytes
+    /// ([`set_nvrtc_pch_heap_size`]).
+    HeapExhausted {
+        /// The heap size the PCH needs.
+        required: usize,
+    },
+}
+
+/// What `prog` (compiled) did about a PCH.
+fn pch_status(prog: nvrtc::nvrtcProgram) -> PchStatus {
+    // SAFETY: a live, compiled program.
+    match unsafe { nvrtc::nvrtcGetPCHCreateStatus(prog) } {
+        nvrtc::NVRTC_SUCCESS => PchStatus::Created,
+        nvrtc::NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED => {
+            let mut required = 0;
+            // SAFETY: a live program; `required` is valid for writes.
+            let _ = unsafe { nvrtc::nvrtcGetPCHHeapSizeRequired(prog, &mut required) };
+            PchStatus::HeapExhausted { required }
+        }
+        nvrtc::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED => PchStatus::NotAttempted,
+        _ => PchStatus::Failed,
+    }
+}
+
+/// The size of NVRTC's process-wide PCH heap (`nvrtcGetPCHHeapSize`).
+///
+/// # Errors
+/// NVRTC's error (or the library's absence).
+pub fn nvrtc_pch_heap_size() -> Result<usize> {
+    let mut n = 0;
+    // SAFETY: `n` is valid for writes.
+    unsafe { nvrtc::nvrtcGetPCHHeapSize(&mut n) }
+        .result()
+        .map_err(|e| Error::tool("reading NVRTC's PCH heap size", e))?;
+    Ok(n)
+}
+
+/// Sets the size of NVRTC's process-wide PCH heap (`nvrtcSetPCHHeapSize`); a
+/// PCH bigger than the heap is not created ([`PchStatus::HeapExhausted`]).
+///
+/// # Errors
+/// NVRTC's error (or the library's absence).
+pub fn set_nvrtc_pch_heap_size(bytes: usize) -> Result<()> {
+    // SAFETY: takes the size by value.
+    unsafe { nvrtc::nvrtcSetPCHHeapSize(bytes) }
+        .result()
+        .map_err(|e| Error::tool(format!("setting NVRTC's PCH heap size to {bytes}"), e))
 }
 
 impl Program {
@@ -665,6 +778,13 @@ impl Program {
             return Err(Error::invalid(
                 CONTEXT,
                 "`extra_sources` are NVVM IR modules: they apply to NVVM IR programs only",
+            ));
+        }
+        if options.use_libdevice && !matches!(code, SourceCode::Nvvm(_)) {
+            return Err(Error::invalid(
+                CONTEXT,
+                "`use_libdevice` links NVVM IR: it applies to NVVM IR programs only \
+                 (NVRTC links libdevice itself)",
             ));
         }
         let source = match code {
@@ -710,6 +830,7 @@ impl Program {
             source,
             options,
             log: Mutex::new(String::new()),
+            pch: Mutex::new(None),
         })
     }
 
@@ -735,6 +856,12 @@ impl Program {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// What the last NVRTC compile of this program with `pch` or `create_pch` did
+    /// about a precompiled header (`None` before such a compile).
+    pub fn pch_status(&self) -> Option<PchStatus> {
+        *self.pch.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn set_log(&self, log: String) {
@@ -852,6 +979,9 @@ impl Program {
             .map(|b| text(&b))
             .unwrap_or_default();
         self.set_log(log.clone());
+        if opts.pch || opts.create_pch.is_some() {
+            *self.pch.lock().unwrap_or_else(PoisonError::into_inner) = Some(pch_status(prog.0));
+        }
         if let Err(e) = rc.result() {
             return Err(Error::Compile {
                 context: format!("compiling {name} with NVRTC").into(),
@@ -988,6 +1118,34 @@ impl Program {
                         module_name.to_string_lossy()
                     )
                     .into(),
+                    log,
+                    source: ToolError::Nvvm(e),
+                });
+            }
+        }
+        if opts.use_libdevice {
+            let located = cuda_pathfinder::find_bitcode_lib("libdevice").map_err(|e| {
+                Error::unsupported(format!("linking libdevice into {name}"), e.to_string())
+            })?;
+            let bitcode = std::fs::read(&located.abs_path).map_err(|e| Error::Io {
+                context: format!("reading libdevice from {}", located.abs_path.display()).into(),
+                source: e,
+            })?;
+            // SAFETY: `prog` is live; `bitcode` is `bitcode.len()` readable bytes and
+            // the name is NUL-terminated; NVVM copies both.
+            let rc = unsafe {
+                nvvm::nvvmLazyAddModuleToProgram(
+                    prog.0,
+                    bitcode.as_ptr().cast(),
+                    bitcode.len(),
+                    c"libdevice".as_ptr(),
+                )
+            };
+            if let Err(e) = rc.result() {
+                let log = prog.log();
+                self.set_log(log.clone());
+                return Err(Error::Compile {
+                    context: format!("adding libdevice to {name}").into(),
                     log,
                     source: ToolError::Nvvm(e),
                 });

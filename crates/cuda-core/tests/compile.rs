@@ -803,3 +803,128 @@ fn driver_linker_backend() {
     );
     assert!(e.log().is_some_and(|l| l.contains("bogus")), "{e}");
 }
+
+/// NVVM IR calling libdevice's `__nv_sinf`.
+const NVVM_SINF: &str = r#"target datalayout = "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+
+declare float @__nv_sinf(float)
+
+define void @sine(float* %p) {
+entry:
+  %x = load float, float* %p, align 4
+  %y = call float @__nv_sinf(float %x)
+  store float %y, float* %p, align 4
+  ret void
+}
+
+!nvvm.annotations = !{!0}
+!0 = !{void (float*)* @sine, !"kernel", i32 1}
+!nvvmir.version = !{!1}
+!1 = !{i32 2, i32 0, i32 3, i32 1}
+"#;
+
+#[test]
+fn libdevice_is_linked_into_nvvm_programs_on_request() {
+    require_libs!("nvvm");
+    let compile = |use_libdevice: bool| {
+        let options = ProgramOptions {
+            use_libdevice,
+            ..sm90()
+        };
+        let code = Program::new(SourceCode::Nvvm(NVVM_SINF.as_bytes()), options)
+            .unwrap()
+            .compile(CompileTarget::Ptx, &[])
+            .unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8(code.code().to_vec()).unwrap()
+    };
+    let without = compile(false);
+    assert!(
+        without.contains(".extern .func") && without.contains("__nv_sinf"),
+        "without libdevice the call stays external:\n{without}"
+    );
+    let with = compile(true);
+    assert!(
+        !with.contains(".extern .func") && with.contains(".entry sine"),
+        "libdevice's sinf is linked in:\n{with}"
+    );
+    // Only for NVVM IR.
+    assert!(matches!(
+        Program::new(
+            SourceCode::Cxx("__global__ void k() {}"),
+            ProgramOptions {
+                use_libdevice: true,
+                ..sm90()
+            }
+        ),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
+
+#[test]
+fn precompiled_headers_are_created_and_reported() {
+    require_libs!("nvrtc");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("big.h"),
+        "#pragma once\ntemplate <typename T> __device__ T twice(T x) { return x + x; }\n",
+    )
+    .unwrap();
+    let pch_dir = dir.path().join("pch");
+    std::fs::create_dir(&pch_dir).unwrap();
+    let options = ProgramOptions {
+        include_path: vec![dir.path().to_path_buf()],
+        pch: true,
+        pch_dir: Some(pch_dir.clone()),
+        pch_messages: Some(true),
+        pch_verbose: Some(true),
+        ..sm90()
+    };
+    let args = options.to_nvrtc_args().unwrap();
+    for flag in ["--pch", "--pch-messages=true", "--pch-verbose=true"] {
+        assert!(args.iter().any(|a| a == flag), "{args:?}");
+    }
+    assert!(args.iter().any(|a| a.starts_with("--pch-dir=")));
+    let src =
+        "#include \"big.h\"\nextern \"C\" __global__ void k(float *p) { p[0] = twice(p[0]); }\n";
+    let program = Program::new(SourceCode::Cxx(src), options).unwrap();
+    assert_eq!(program.pch_status(), None);
+    program.compile(CompileTarget::Ptx, &[]).unwrap();
+    let status = program.pch_status();
+    println!("PCH status {status:?}; log:\n{}", program.log());
+    assert_eq!(
+        status,
+        Some(cuda_core::PchStatus::Created),
+        "{}",
+        program.log()
+    );
+    assert!(
+        std::fs::read_dir(&pch_dir).unwrap().count() > 0,
+        "no PCH file was written"
+    );
+    // A second program with the same headers uses it.
+    let again = Program::new(SourceCode::Cxx(src), program.options().clone()).unwrap();
+    again.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert_eq!(again.pch_status(), Some(cuda_core::PchStatus::NotAttempted));
+    assert!(
+        again.log().contains("using precompiled header"),
+        "{}",
+        again.log()
+    );
+    // The heap size can be read and set back.
+    let heap = cuda_core::nvrtc_pch_heap_size().unwrap();
+    assert!(heap > 0);
+    cuda_core::set_nvrtc_pch_heap_size(heap).unwrap();
+    assert_eq!(cuda_core::nvrtc_pch_heap_size().unwrap(), heap);
+    // Without PCH options there is nothing to report.
+    let plain = Program::new(
+        SourceCode::Cxx(src),
+        ProgramOptions {
+            include_path: vec![dir.path().to_path_buf()],
+            ..sm90()
+        },
+    )
+    .unwrap();
+    plain.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert_eq!(plain.pch_status(), None);
+}
