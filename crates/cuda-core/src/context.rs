@@ -306,6 +306,14 @@ impl Context {
     }
 }
 
+type ResourceMap = std::collections::HashMap<usize, Arc<dyn crate::MemoryResource>>;
+
+/// The resources set with [`Device::set_memory_resource`], by device ordinal.
+fn allocation_resources() -> &'static std::sync::RwLock<ResourceMap> {
+    static SET: std::sync::OnceLock<std::sync::RwLock<ResourceMap>> = std::sync::OnceLock::new();
+    SET.get_or_init(Default::default)
+}
+
 /// Makes `ctx` (a live context) current on this thread unless it already is: one
 /// `cuCtxGetCurrent`, and `cuCtxSetCurrent` only when they differ.
 pub(crate) fn ensure_current(ctx: sys::CUcontext, what: impl FnOnce() -> String) -> Result<()> {
@@ -379,11 +387,60 @@ impl Device {
         Ok(Arc::new(crate::DeviceMemoryResource::default_pool(self)?))
     }
 
-    /// Allocates `size` bytes from the default memory resource, ordered on `stream`.
+    /// Makes `mr` the resource [`allocate`](Self::allocate) uses on this device, for
+    /// the whole process (`None`: back to the default pool). Buffers already
+    /// allocated keep their own resource.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a resource of
+    /// another device.
+    pub fn set_memory_resource(&self, mr: Option<Arc<dyn crate::MemoryResource>>) -> Result<()> {
+        if let Some(m) = &mr
+            && m.device() != *self
+        {
+            return Err(crate::Error::invalid(
+                format!("setting the memory resource of device {}", self.ordinal()),
+                format!("the resource belongs to device {}", m.device().ordinal()),
+            ));
+        }
+        let mut set = allocation_resources()
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        match mr {
+            Some(m) => {
+                set.insert(self.ordinal(), m);
+            }
+            None => {
+                set.remove(&self.ordinal());
+            }
+        }
+        Ok(())
+    }
+
+    /// The resource [`allocate`](Self::allocate) uses: the one set with
+    /// [`set_memory_resource`](Self::set_memory_resource), or the default pool.
+    ///
+    /// # Errors
+    /// The driver's error (reading the default pool).
+    pub fn allocation_resource(&self) -> Result<Arc<dyn crate::MemoryResource>> {
+        let set = allocation_resources()
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&self.ordinal())
+            .cloned();
+        match set {
+            Some(m) => Ok(m),
+            None => Ok(self.memory_resource()?),
+        }
+    }
+
+    /// Allocates `size` bytes from the device's allocation resource
+    /// ([`allocation_resource`](Self::allocation_resource): the default pool unless
+    /// another was set), ordered on `stream`.
     ///
     /// # Errors
     /// As [`Buffer::allocate`](crate::Buffer::allocate).
     pub fn allocate(&self, size: usize, stream: &Stream) -> Result<crate::Buffer> {
-        crate::Buffer::allocate(self.memory_resource()?, size, stream)
+        crate::Buffer::allocate(self.allocation_resource()?, size, stream)
     }
 }

@@ -759,6 +759,22 @@ impl Buffer {
         self.kind
     }
 
+    /// The memory resource the buffer came from and returns its memory to
+    /// (`None` for memory it does not own: [`Buffer::from_raw`]).
+    pub fn memory_resource(&self) -> Option<&Arc<dyn MemoryResource>> {
+        self.owner.as_ref().map(|(mr, _)| mr)
+    }
+
+    /// The stream the buffer is freed on (`None` for memory it does not own).
+    pub fn free_stream(&self) -> Option<&Stream> {
+        self.owner.as_ref().map(|(_, s)| s)
+    }
+
+    /// Whether the buffer owns its memory (and frees it when dropped).
+    pub fn is_owned(&self) -> bool {
+        self.owner.is_some()
+    }
+
     /// Whether kernels can touch it (every kind can).
     pub fn is_device_accessible(&self) -> bool {
         true

@@ -174,6 +174,17 @@ fn read_string<C: Into<Cow<'static, str>>>(
     Ok(from_c_buf(&buf))
 }
 
+fn pci_from(p: &nvmlPciInfo_t) -> PciInfo {
+    PciInfo {
+        bus_id: from_c_buf(&p.busId),
+        domain: p.domain,
+        bus: p.bus,
+        device: p.device,
+        pci_device_id: p.pciDeviceId,
+        pci_subsystem_id: p.pciSubSystemId,
+    }
+}
+
 /// A C string for NVML, or an argument error naming what it was for.
 fn c_string(s: &str, what: &'static str) -> SystemResult<CString> {
     CString::new(s).map_err(|_| {
@@ -805,14 +816,7 @@ impl SystemDevice {
         // SAFETY: the handle is valid (see the type's docs); `p` is valid for writes.
         unsafe { nvmlDeviceGetPciInfo(self.handle, &mut p) }
             .check(|| self.ctx("reading the PCI information", "nvmlDeviceGetPciInfo"))?;
-        Ok(PciInfo {
-            bus_id: from_c_buf(&p.busId),
-            domain: p.domain,
-            bus: p.bus,
-            device: p.device,
-            pci_device_id: p.pciDeviceId,
-            pci_subsystem_id: p.pciSubSystemId,
-        })
+        Ok(pci_from(&p))
     }
 
     /// The compute capability, `(major, minor)`
@@ -954,5 +958,219 @@ impl Device {
     pub fn to_system_device(&self) -> SystemResult<SystemDevice> {
         let uuid = self.uuid_string()?;
         SystemDevice::from_uuid(&uuid)
+    }
+}
+
+/// A set of NVML event kinds (`nvmlEventType*` bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct EventTypes(pub u64);
+
+impl EventTypes {
+    /// A single-bit ECC error.
+    pub const SINGLE_BIT_ECC_ERROR: Self = Self(nvmlEventTypeSingleBitEccError as u64);
+    /// A double-bit ECC error.
+    pub const DOUBLE_BIT_ECC_ERROR: Self = Self(nvmlEventTypeDoubleBitEccError as u64);
+    /// A performance-state change.
+    pub const PSTATE: Self = Self(nvmlEventTypePState as u64);
+    /// A critical Xid error (the event's data is the Xid).
+    pub const XID_CRITICAL_ERROR: Self = Self(nvmlEventTypeXidCriticalError as u64);
+    /// A clock change.
+    pub const CLOCK: Self = Self(nvmlEventTypeClock as u64);
+    /// A power-source change.
+    pub const POWER_SOURCE_CHANGE: Self = Self(nvmlEventTypePowerSourceChange as u64);
+    /// Every kind NVML knows.
+    pub const ALL: Self = Self(nvmlEventTypeAll as u64);
+
+    /// Whether every kind in `other` is in this set.
+    pub fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl std::ops::BitOr for EventTypes {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+impl std::ops::BitAnd for EventTypes {
+    type Output = Self;
+    fn bitand(self, rhs: Self) -> Self {
+        Self(self.0 & rhs.0)
+    }
+}
+
+/// One event from [`EventSet::wait`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct SystemEvent {
+    /// The NVML index of the device it happened on.
+    pub device_index: u32,
+    /// Its kind (one bit).
+    pub event_type: EventTypes,
+    /// Kind-specific data (the Xid of an Xid error).
+    pub data: u64,
+    /// The GPU instance (MIG), or `u32::MAX` when not applicable.
+    pub gpu_instance_id: u32,
+    /// The compute instance (MIG), or `u32::MAX` when not applicable.
+    pub compute_instance_id: u32,
+}
+
+/// A set of devices and event kinds to wait on (`nvmlEventSet_t`;
+/// `register_events` in Python). Freed when dropped.
+#[derive(Debug)]
+pub struct EventSet {
+    set: nvmlEventSet_t,
+}
+
+// SAFETY: an NVML event set may be used from any thread; NVML serialises.
+unsafe impl Send for EventSet {}
+// SAFETY: as above.
+unsafe impl Sync for EventSet {}
+
+impl EventSet {
+    /// An empty set (`nvmlEventSetCreate`).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn new() -> SystemResult<Self> {
+        init()?;
+        let mut set: nvmlEventSet_t = std::ptr::null_mut();
+        // SAFETY: `set` is valid for writes.
+        unsafe { nvmlEventSetCreate(&mut set) }
+            .check(|| "creating an NVML event set (nvmlEventSetCreate)")?;
+        Ok(Self { set })
+    }
+
+    /// Adds `types` of events of `device` to the set (`nvmlDeviceRegisterEvents`).
+    ///
+    /// # Errors
+    /// NVML's error (`NVML_ERROR_NOT_SUPPORTED` for kinds the device does not
+    /// report: see [`SystemDevice::supported_event_types`]).
+    pub fn register(&self, device: &SystemDevice, types: EventTypes) -> SystemResult<()> {
+        // SAFETY: a live set and a valid device handle.
+        unsafe { nvmlDeviceRegisterEvents(device.handle, types.0, self.set) }.check(|| {
+            device.ctx(
+                &format!("registering events {:#x}", types.0),
+                "nvmlDeviceRegisterEvents",
+            )
+        })
+    }
+
+    /// Waits up to `timeout` (whole milliseconds) for an event
+    /// (`nvmlEventSetWait`): `None` when none came.
+    ///
+    /// # Errors
+    /// NVML's error; an Xid error on the GPU is reported as an event, not an
+    /// error.
+    pub fn wait(&self, timeout: std::time::Duration) -> SystemResult<Option<SystemEvent>> {
+        let ms = c_uint::try_from(timeout.as_millis()).unwrap_or(c_uint::MAX);
+        let mut data = nvmlEventData_t::default();
+        // SAFETY: a live set; `data` is valid for writes.
+        let rc = unsafe { nvmlEventSetWait(self.set, &mut data, ms) };
+        if rc == NVML_ERROR_TIMEOUT {
+            return Ok(None);
+        }
+        rc.check(|| "waiting for an NVML event (nvmlEventSetWait)")?;
+        let mut index = 0;
+        // SAFETY: the event's device handle comes from NVML; `index` is valid for
+        // writes.
+        unsafe { nvmlDeviceGetIndex(data.device, &mut index) }
+            .check(|| "reading the index of an event's device (nvmlDeviceGetIndex)")?;
+        Ok(Some(SystemEvent {
+            device_index: index,
+            event_type: EventTypes(data.eventType),
+            data: data.eventData,
+            gpu_instance_id: data.gpuInstanceId,
+            compute_instance_id: data.computeInstanceId,
+        }))
+    }
+}
+
+impl Drop for EventSet {
+    fn drop(&mut self) {
+        // SAFETY: a live set, freed once.
+        let _ = unsafe { nvmlEventSetFree(self.set) };
+    }
+}
+
+/// One NVLink of a device ([`SystemDevice::nvlinks`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct NvlinkInfo {
+    /// The link's number on the device.
+    pub link: u32,
+    /// Whether the link is up.
+    pub active: bool,
+    /// The NVLink version (`nvmlDeviceGetNvLinkVersion`), when known.
+    pub version: Option<u32>,
+    /// What is at the other end, when known.
+    pub remote: Option<PciInfo>,
+}
+
+impl SystemDevice {
+    /// The kinds of events this device can report
+    /// (`nvmlDeviceGetSupportedEventTypes`).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn supported_event_types(&self) -> SystemResult<EventTypes> {
+        let mut t = 0;
+        // SAFETY: a valid device handle; `t` is valid for writes.
+        unsafe { nvmlDeviceGetSupportedEventTypes(self.handle, &mut t) }.check(|| {
+            self.ctx(
+                "reading the supported event types",
+                "nvmlDeviceGetSupportedEventTypes",
+            )
+        })?;
+        Ok(EventTypes(t))
+    }
+
+    /// The device's NVLinks (`nvmlDeviceGetNvLinkState`, `…Version`,
+    /// `…RemotePciInfo` for each of the `NVML_NVLINK_MAX_LINKS` links); empty for
+    /// a device without NVLink.
+    ///
+    /// # Errors
+    /// NVML's error, other than "not supported" (no NVLink) and "invalid argument"
+    /// (no such link).
+    pub fn nvlinks(&self) -> SystemResult<Vec<NvlinkInfo>> {
+        let mut out = Vec::new();
+        for link in 0..NVML_NVLINK_MAX_LINKS {
+            let mut state = NVML_FEATURE_DISABLED;
+            // SAFETY: a valid device handle; `state` is valid for writes.
+            let rc = unsafe { nvmlDeviceGetNvLinkState(self.handle, link, &mut state) };
+            if rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_INVALID_ARGUMENT {
+                continue;
+            }
+            rc.check(|| {
+                self.ctx(
+                    &format!("reading NVLink {link}"),
+                    "nvmlDeviceGetNvLinkState",
+                )
+            })?;
+            let mut version = 0;
+            // SAFETY: as above.
+            let version = (unsafe { nvmlDeviceGetNvLinkVersion(self.handle, link, &mut version) }
+                == NVML_SUCCESS)
+                .then_some(version);
+            let mut p = nvmlPciInfo_t::default();
+            // SAFETY: as above.
+            let remote = (unsafe { nvmlDeviceGetNvLinkRemotePciInfo(self.handle, link, &mut p) }
+                == NVML_SUCCESS)
+                .then(|| pci_from(&p));
+            out.push(NvlinkInfo {
+                link,
+                active: state == NVML_FEATURE_ENABLED,
+                version,
+                remote,
+            });
+        }
+        Ok(out)
     }
 }

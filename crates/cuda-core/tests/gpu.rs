@@ -404,3 +404,41 @@ fn managed_memory_prefetch_and_advice() {
     let refused = unsafe { dev_buf.as_host_slice::<u8>() };
     assert!(matches!(refused, Err(Error::Unsupported { .. })));
 }
+
+/// The process-wide allocation resource of a device: set, used, reset. Runs in a
+/// child process, since it changes what every `Device::allocate` of the process uses.
+#[test]
+fn the_allocation_resource_of_a_device_can_be_replaced() {
+    if !cuda_rs_tests::in_child() {
+        cuda_rs_tests::require_gpu!();
+        cuda_rs_tests::run_test_in_child(
+            "the_allocation_resource_of_a_device_can_be_replaced",
+            &[],
+        );
+        return;
+    }
+    let d = Device::new(0).unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let pool = Arc::new(cuda_core::DeviceMemoryResource::new_pool(&d, Default::default()).unwrap());
+    d.set_memory_resource(Some(pool.clone())).unwrap();
+    let b = d.allocate(1 << 20, &s).unwrap();
+    assert!(b.is_owned() && b.free_stream().unwrap().handle() == s.handle());
+    assert_eq!(b.memory_resource().unwrap().device(), d);
+    s.sync().unwrap();
+    assert!(pool.used_bytes().unwrap() >= 1 << 20);
+    drop(b);
+    s.sync().unwrap();
+    assert_eq!(pool.used_bytes().unwrap(), 0);
+    // Back to the default pool: the replaced one sees no more allocations.
+    d.set_memory_resource(None).unwrap();
+    let c = d.allocate(1 << 20, &s).unwrap();
+    s.sync().unwrap();
+    assert_eq!(pool.used_bytes().unwrap(), 0);
+    // Memory a buffer does not own has no resource and no free stream.
+    // SAFETY: a non-owning view of `c`'s live allocation, dropped before it.
+    let view = unsafe { Buffer::from_raw(c.ptr(), c.size(), MemoryKind::Device, &d) };
+    assert!(!view.is_owned() && view.memory_resource().is_none() && view.free_stream().is_none());
+    drop(view);
+    drop(c);
+    s.sync().unwrap();
+}

@@ -8,7 +8,9 @@
 
 use std::fmt::Debug;
 
-use cuda_core::system::{self, P2pCapability, SystemDevice, SystemError, SystemResult};
+use cuda_core::system::{
+    self, EventSet, EventTypes, P2pCapability, SystemDevice, SystemError, SystemResult,
+};
 use cuda_core::{Device, Error};
 use cuda_rs_tests::require_gpu;
 
@@ -347,5 +349,52 @@ fn nvml_agrees_with_nvidia_smi() {
             "GPU {}: {} {} | {} MiB | {limit_w} W limit | {t} °C (smi {}) | {draw_w:.0} W (smi {}) | max SM {} MHz",
             r[0], r[1], r[2], smi_total, r[7], r[9], r[8]
         );
+    }
+}
+
+#[test]
+fn events_are_registered_and_waited_for() {
+    require_gpu!();
+    let d = SystemDevice::new(0).unwrap();
+    let supported = d.supported_event_types().unwrap();
+    println!("supported event types: {:#x}", supported.0);
+    assert!(EventTypes::ALL.contains(supported));
+    let set = EventSet::new().unwrap();
+    if !supported.is_empty() {
+        set.register(&d, supported).unwrap();
+    }
+    let t = std::time::Instant::now();
+    match set.wait(std::time::Duration::from_millis(50)).unwrap() {
+        // Something happened (a clock change, say): it is a registered kind.
+        Some(e) => {
+            assert!(supported.contains(e.event_type), "{e:?}");
+            assert_eq!(e.device_index, 0);
+        }
+        None => assert!(t.elapsed() >= std::time::Duration::from_millis(40)),
+    }
+    // Kinds the device does not report are refused.
+    let unsupported = EventTypes(EventTypes::ALL.0 & !supported.0);
+    if !unsupported.is_empty() {
+        let e = set.register(&d, unsupported).unwrap_err();
+        assert!(e.nvml_code().is_some(), "{e}");
+    }
+}
+
+#[test]
+fn nvlinks_are_listed() {
+    require_gpu!();
+    for d in SystemDevice::all().unwrap() {
+        let links = d.nvlinks().unwrap();
+        println!(
+            "NVML device {}: {} NVLink(s): {links:?}",
+            d.index(),
+            links.len()
+        );
+        for l in &links {
+            assert!(l.link < 18);
+            if l.active {
+                assert!(l.version.is_some_and(|v| v >= 1), "{l:?}");
+            }
+        }
     }
 }
