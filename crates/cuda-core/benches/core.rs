@@ -51,7 +51,7 @@ fn main() {
             priority: None,
         })
         .unwrap();
-    let pool = dev.memory_resource().unwrap();
+    let pool = dev.default_memory_resource().unwrap();
     let buf = pool.allocate_buffer(1 << 20, &s).unwrap();
     {
         let n: u64 = 1 << 20;

@@ -132,7 +132,7 @@ fn run() -> Result<()> {
         .collect();
 
     // 1. The device's default stream-ordered pool (what `Device::allocate` uses).
-    let default_pool = dev.memory_resource()?;
+    let default_pool = dev.default_memory_resource()?;
     let mut buf = default_pool.allocate_buffer(BYTES, &stream)?;
     round_trip("default pool", &mut buf, &pattern, &stream)?;
     println!(

@@ -99,7 +99,9 @@ fn check_batch<'b>(
 }
 
 /// Copies every entry of `copies` in one call (`cuMemcpyBatchAsync`), ordered on
-/// `stream`. Buffers of any kind (device, pinned, managed) may be mixed.
+/// `stream`. Buffers of any kind (device, pinned, managed) may be mixed. On a
+/// green context's stream the copies are issued one by one (`cuMemcpyAsync`,
+/// without `options`): the batch call crashed there with driver 580.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for an empty batch, a copy of 0 bytes or of more
@@ -143,6 +145,19 @@ pub fn copy_batch(
             }
         },
     };
+    if stream.context().is_green() {
+        // cuMemcpyBatchAsync on a green context's stream crashed the process with
+        // driver 580 (CUDA 13.0); there the copies go one by one.
+        for c in copies.iter() {
+            // SAFETY: both spans are live and hold `c.bytes` (checked above).
+            unsafe { sys::cuMemcpyAsync(c.dst.ptr(), c.src.ptr(), c.bytes, stream.handle()) }
+                .check(|| format!("copying {} bytes of a batch", c.bytes))?;
+        }
+        return crate::memory::order_frees_after(
+            copies.iter().flat_map(|c| [&*c.dst, c.src]),
+            stream,
+        );
+    }
     // One set of attributes, applying from copy 0 on.
     let mut attr_idx = [0usize];
     // SAFETY: the three arrays have `copies.len()` entries, each naming live memory
@@ -160,11 +175,7 @@ pub fn copy_batch(
         )
     }
     .check(|| format!("copying a batch of {} buffers", copies.len()))?;
-    for c in copies.iter() {
-        c.dst.order_free_after(stream)?;
-        c.src.order_free_after(stream)?;
-    }
-    Ok(())
+    crate::memory::order_frees_after(copies.iter().flat_map(|c| [&*c.dst, c.src]), stream)
 }
 
 /// Whole managed buffers for the batch calls, checked.
@@ -211,10 +222,7 @@ pub fn prefetch_batch(items: &[(&Buffer, Location)], stream: &Stream) -> Result<
         )
     }
     .check(|| format!("prefetching a batch of {} buffers", items.len()))?;
-    for (b, _) in items {
-        b.order_free_after(stream)?;
-    }
-    Ok(())
+    crate::memory::order_frees_after(items.iter().map(|(b, _)| *b), stream)
 }
 
 /// Discards the contents of each managed buffer in one call
@@ -239,10 +247,7 @@ pub fn discard_batch(buffers: &mut [&mut Buffer], stream: &Stream) -> Result<()>
         )
     }
     .check(|| format!("discarding a batch of {} buffers", buffers.len()))?;
-    for b in buffers.iter() {
-        b.order_free_after(stream)?;
-    }
-    Ok(())
+    crate::memory::order_frees_after(buffers.iter().map(|b| &**b), stream)
 }
 
 /// Discards each managed buffer's contents and prefetches its (now unspecified)
@@ -279,8 +284,5 @@ pub fn discard_prefetch_batch(
             items.len()
         )
     })?;
-    for (b, _) in items.iter() {
-        b.order_free_after(stream)?;
-    }
-    Ok(())
+    crate::memory::order_frees_after(items.iter().map(|(b, _)| &**b), stream)
 }

@@ -183,8 +183,8 @@ fn linker_identity() -> Result<String> {
 ///   [`to_nvvm_args`](ProgramOptions::to_nvvm_args) for NVVM IR, the
 ///   [linker's](ProgramOptions::to_linker_options) options for PTX (when an
 ///   `arch` is given), and for every backend the program's name, the include paths
-///   (in order), the `pre_include` headers, NVVM's `extra_sources` and whether
-///   it links libdevice;
+///   (in order), the `pre_include` headers, NVVM's `extra_sources` and, with
+///   `use_libdevice`, which libdevice file (path, size, modification time);
 /// * the source's bytes;
 /// * the name expressions, sorted and without duplicates (their order does not
 ///   change what is compiled);
@@ -296,7 +296,22 @@ pub fn make_program_cache_key(
     );
     if options.use_libdevice {
         // Only when set, so that keys made before the option existed still match.
-        h.field("libdevice", b"1");
+        // Which libdevice: its path, size and modification time (reading the
+        // bitcode for every key would cost more than the lookup it keys).
+        let id = cuda_pathfinder::find_bitcode_lib("libdevice")
+            .ok()
+            .and_then(|l| {
+                let m = std::fs::metadata(&l.abs_path).ok()?;
+                let modified = m
+                    .modified()
+                    .ok()?
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()?
+                    .as_nanos();
+                Some(format!("{}\0{}\0{modified}", l.abs_path.display(), m.len()))
+            })
+            .unwrap_or_default();
+        h.field("libdevice", id.as_bytes());
     }
     h.field("source", source);
 

@@ -42,20 +42,20 @@ struct GreenLock {
 }
 
 impl GreenLock {
-    /// Waits until no other thread holds the context; `true` for the outermost
-    /// hold of this thread.
-    fn acquire(&self) -> bool {
+    /// Waits until no other thread holds the context, then holds it (once more,
+    /// if this thread holds it already).
+    fn acquire(&self) {
         let me = std::thread::current().id();
         let mut g = self.owner.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             match g.0 {
                 None => {
                     *g = (Some(me), 1);
-                    return true;
+                    return;
                 }
                 Some(t) if t == me => {
                     g.1 += 1;
-                    return false;
+                    return;
                 }
                 Some(_) => g = self.freed.wait(g).unwrap_or_else(PoisonError::into_inner),
             }
@@ -76,22 +76,31 @@ impl GreenLock {
 ///
 /// For most contexts this is nothing: the context stays current afterwards, as
 /// CUDA leaves it. A green context may be current on only one thread at a time, so
-/// for one the guard holds it for this thread, and on drop makes the previous
-/// context current again and lets other threads have it.
+/// for one the guard holds it for this thread (a per-context lock that the same
+/// thread may take again, further down the stack), makes it current if it is not,
+/// and on drop makes the previous context current again and releases the lock.
+/// Guards are crate-internal and dropped in the reverse order of their making.
 #[must_use = "the context is only guaranteed current while the guard lives"]
 pub(crate) struct Current {
-    green: Option<(Context, sys::CUcontext, bool)>,
+    green: Option<GreenHold>,
+}
+
+struct GreenHold {
+    ctx: Context,
+    /// What was current before, restored on drop when `restore`.
+    prev: sys::CUcontext,
+    restore: bool,
 }
 
 impl Drop for Current {
     fn drop(&mut self) {
-        if let Some((ctx, prev, outermost)) = self.green.take() {
-            if outermost {
-                // SAFETY: `prev` was current on this thread before the green context
-                // (or null: no context); restoring it is what the caller expects.
-                let _ = unsafe { sys::cuCtxSetCurrent(prev) };
+        if let Some(h) = self.green.take() {
+            if h.restore {
+                // SAFETY: `prev` was current on this thread before this guard (or
+                // null: no context); putting it back is what the caller expects.
+                let _ = unsafe { sys::cuCtxSetCurrent(h.prev) };
             }
-            if let Some(lock) = &ctx.inner.green_lock {
+            if let Some(lock) = &h.ctx.inner.green_lock {
                 lock.release();
             }
         }
@@ -263,12 +272,7 @@ impl Context {
 
     #[cold]
     fn enter_green(&self, lock: &GreenLock) -> Result<Current> {
-        if !lock.acquire() {
-            // This thread already holds it, further up the stack.
-            return Ok(Current {
-                green: Some((self.clone(), std::ptr::null_mut(), false)),
-            });
-        }
+        lock.acquire();
         let mut prev: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: `prev` is valid for writes.
         let rc = unsafe { sys::cuCtxGetCurrent(&mut prev) };
@@ -276,14 +280,23 @@ impl Context {
             lock.release();
             return Err(e);
         }
-        // From here on, dropping `guard` makes `prev` current again and releases the
-        // lock.
+        // Even when this thread holds the context already, something nested may
+        // have made another one current since: check every time.
+        let restore = prev != self.inner.handle;
+        // From here on, dropping `guard` puts `prev` back (if it changes) and
+        // releases the lock.
         let guard = Current {
-            green: Some((self.clone(), prev, true)),
+            green: Some(GreenHold {
+                ctx: self.clone(),
+                prev,
+                restore,
+            }),
         };
-        // SAFETY: a live green context's `CUcontext` (this clone keeps it).
-        unsafe { sys::cuCtxSetCurrent(self.inner.handle) }
-            .check(|| "making a green context current")?;
+        if restore {
+            // SAFETY: a live green context's `CUcontext` (this clone keeps it).
+            unsafe { sys::cuCtxSetCurrent(self.inner.handle) }
+                .check(|| "making a green context current")?;
+        }
         Ok(guard)
     }
 
@@ -379,11 +392,12 @@ impl Device {
         }
     }
 
-    /// The device's default memory resource: its default stream-ordered pool.
+    /// The device's default memory resource: its default stream-ordered pool
+    /// (`cuDeviceGetDefaultMemPool`).
     ///
     /// # Errors
     /// The driver's error.
-    pub fn memory_resource(&self) -> Result<Arc<crate::DeviceMemoryResource>> {
+    pub fn default_memory_resource(&self) -> Result<Arc<crate::DeviceMemoryResource>> {
         Ok(Arc::new(crate::DeviceMemoryResource::default_pool(self)?))
     }
 
@@ -418,11 +432,12 @@ impl Device {
     }
 
     /// The resource [`allocate`](Self::allocate) uses: the one set with
-    /// [`set_memory_resource`](Self::set_memory_resource), or the default pool.
+    /// [`set_memory_resource`](Self::set_memory_resource), or else the default pool
+    /// ([`default_memory_resource`](Self::default_memory_resource)).
     ///
     /// # Errors
     /// The driver's error (reading the default pool).
-    pub fn allocation_resource(&self) -> Result<Arc<dyn crate::MemoryResource>> {
+    pub fn memory_resource(&self) -> Result<Arc<dyn crate::MemoryResource>> {
         let set = allocation_resources()
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -430,17 +445,17 @@ impl Device {
             .cloned();
         match set {
             Some(m) => Ok(m),
-            None => Ok(self.memory_resource()?),
+            None => Ok(self.default_memory_resource()?),
         }
     }
 
-    /// Allocates `size` bytes from the device's allocation resource
-    /// ([`allocation_resource`](Self::allocation_resource): the default pool unless
-    /// another was set), ordered on `stream`.
+    /// Allocates `size` bytes from the device's memory resource
+    /// ([`memory_resource`](Self::memory_resource): the default pool unless another
+    /// was set), ordered on `stream`.
     ///
     /// # Errors
     /// As [`Buffer::allocate`](crate::Buffer::allocate).
     pub fn allocate(&self, size: usize, stream: &Stream) -> Result<crate::Buffer> {
-        crate::Buffer::allocate(self.allocation_resource()?, size, stream)
+        crate::Buffer::allocate(self.memory_resource()?, size, stream)
     }
 }

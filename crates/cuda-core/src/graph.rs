@@ -447,7 +447,10 @@ impl Graph {
     ///
     /// Free it in the same graph: an allocation left unfreed outlives the launch,
     /// and the driver refuses to launch the graph again until it is freed
-    /// ([`Stream::free_graph_allocation`]). The memory comes from the device's
+    /// ([`Stream::free_graph_allocation`]), unless the graph was instantiated with
+    /// [`GraphCompleteOptions::auto_free_on_launch`]. (CUDA also lets a later
+    /// graph free it; [`add_mem_free`](Self::add_mem_free) takes only this graph's
+    /// allocations, which keeps the pairing checkable.) The memory comes from the device's
     /// graph memory pool ([`Device::graph_mem_usage`](crate::Device::graph_mem_usage),
     /// [`Device::graph_mem_trim`](crate::Device::graph_mem_trim)).
     ///
@@ -861,17 +864,23 @@ impl GraphExec {
 }
 
 impl GraphExec {
-    fn check_node(&self, node: GraphNode, what: &'static str) -> Result<()> {
-        if node.graph != self.source.0 {
+    /// Checks that `graph` is the one this was instantiated from and `node` one of
+    /// its nodes. Borrowing the (`!Send`) graph also proves that no other thread is
+    /// changing it while the driver reads its node.
+    fn check_node(&self, graph: &Graph, node: GraphNode, what: &'static str) -> Result<()> {
+        if graph.id != self.source.0 {
             return Err(Error::invalid(
                 what,
-                "the node is not one of the graph this was instantiated from",
+                "the graph is not the one this was instantiated from",
             ));
+        }
+        if node.graph != graph.id {
+            return Err(Error::invalid(what, "the node is not one of the graph's"));
         }
         Ok(())
     }
 
-    /// Changes what kernel node `node` (a node of the graph this was instantiated
+    /// Changes what kernel node `node` of `graph` (the graph this was instantiated
     /// from) launches in this instantiation, without instantiating again
     /// (`cuGraphExecNodeSetParams`): another configuration, other arguments, or
     /// another kernel. Later launches use the new parameters; the graph itself is
@@ -881,16 +890,22 @@ impl GraphExec {
     /// As [`Graph::add_kernel`], for every later launch of this instantiation.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a node of another graph or wrong arguments;
+    /// [`Error::InvalidArgument`] for another graph than the source, a node of
+    /// another graph, or wrong arguments;
     /// the driver's error (for example, a node that is not a kernel node).
     pub unsafe fn set_kernel_node(
         &mut self,
+        graph: &Graph,
         node: GraphNode,
         config: &LaunchConfig,
         kernel: &Kernel,
         args: &[&dyn KernelArg],
     ) -> Result<()> {
-        self.check_node(node, "changing a kernel node of an instantiated graph")?;
+        self.check_node(
+            graph,
+            node,
+            "changing a kernel node of an instantiated graph",
+        )?;
         let mut ptrs = Vec::new();
         let mut p = kernel_node_params(&self.ctx, config, kernel, args, &mut ptrs)?;
         let _current = self.ctx.ensure_current()?;
@@ -906,15 +921,20 @@ impl GraphExec {
         Ok(())
     }
 
-    /// Turns node `node` (a kernel, memset or memcpy node of the source graph) off
+    /// Turns node `node` (a kernel, memset or memcpy node of `graph`, the source) off
     /// or back on in this instantiation (`cuGraphNodeSetEnabled`): a disabled node
     /// does nothing when the graph runs, and its dependencies still hold.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a node of another graph; the driver's error
-    /// (for other kinds of node).
-    pub fn set_node_enabled(&mut self, node: GraphNode, enabled: bool) -> Result<()> {
-        self.check_node(node, "enabling a node of an instantiated graph")?;
+    /// [`Error::InvalidArgument`] for another graph than the source or a node of
+    /// another graph; the driver's error (for other kinds of node).
+    pub fn set_node_enabled(
+        &mut self,
+        graph: &Graph,
+        node: GraphNode,
+        enabled: bool,
+    ) -> Result<()> {
+        self.check_node(graph, node, "enabling a node of an instantiated graph")?;
         let _current = self.ctx.ensure_current()?;
         // SAFETY: a node of the source graph (kept alive by `source`).
         unsafe { sys::cuGraphNodeSetEnabled(self.handle, node.handle, u32::from(enabled)) }
@@ -926,8 +946,9 @@ impl GraphExec {
     ///
     /// # Errors
     /// As [`set_node_enabled`](Self::set_node_enabled).
-    pub fn is_node_enabled(&self, node: GraphNode) -> Result<bool> {
+    pub fn is_node_enabled(&self, graph: &Graph, node: GraphNode) -> Result<bool> {
         self.check_node(
+            graph,
             node,
             "reading whether a node of an instantiated graph is enabled",
         )?;

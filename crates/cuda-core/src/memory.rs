@@ -917,8 +917,7 @@ impl Buffer {
         // SAFETY: both spans are live and large enough; the copy is stream-ordered.
         unsafe { sys::cuMemcpyAsync(self.ptr, src.ptr, src.size, stream.handle()) }
             .check(|| format!("copying {} bytes between buffers", src.size))?;
-        self.order_free_after(stream)?;
-        src.order_free_after(stream)
+        order_frees_after([&*self, src].into_iter(), stream)
     }
 
     /// Copies this buffer into the start of `dst` (see [`copy_from`](Self::copy_from)).
@@ -1105,15 +1104,7 @@ impl Buffer {
     /// (an event recorded there, waited for by the free stream), when `stream` is not
     /// the free stream. Keeps stream-ordered frees from racing work on other streams.
     pub(crate) fn order_free_after(&self, stream: &Stream) -> Result<()> {
-        let Some((_, free)) = &self.owner else {
-            return Ok(());
-        };
-        if free.handle() == stream.handle() && free.context() == stream.context() {
-            return Ok(());
-        }
-        let e = crate::Event::in_context(stream.context(), crate::EventOptions::default())?;
-        e.record(stream)?;
-        free.wait_event(&e)
+        order_frees_after(std::iter::once(self), stream)
     }
 
     /// Frees the buffer now (ordered on `stream`, or its free stream), reporting
@@ -1153,6 +1144,41 @@ impl Buffer {
         // was taken); later work cannot use them (the buffer is gone).
         unsafe { mr.deallocate(self.ptr, self.size, s) }
     }
+}
+
+/// Orders the frees of `buffers` after the work queued on `stream` so far: one
+/// event recorded on `stream`, waited for by each distinct free stream that is not
+/// `stream`. If that fails, waits for `stream` instead, so that no free can
+/// overtake the work, and reports the error.
+pub(crate) fn order_frees_after<'a>(
+    buffers: impl Iterator<Item = &'a Buffer>,
+    stream: &Stream,
+) -> Result<()> {
+    let mut frees: Vec<&Stream> = Vec::new();
+    for b in buffers {
+        if let Some((_, free)) = &b.owner {
+            let same = |s: &Stream| s.handle() == free.handle() && s.context() == free.context();
+            if !same(stream) && !frees.iter().any(|s| same(s)) {
+                frees.push(free);
+            }
+        }
+    }
+    if frees.is_empty() {
+        return Ok(());
+    }
+    let order = || -> Result<()> {
+        let e = crate::Event::in_context(stream.context(), crate::EventOptions::default())?;
+        e.record(stream)?;
+        for free in &frees {
+            free.wait_event(&e)?;
+        }
+        Ok(())
+    };
+    let r = order();
+    if r.is_err() {
+        let _ = stream.drain();
+    }
+    r
 }
 
 impl Drop for Buffer {

@@ -723,19 +723,22 @@ pub enum PchStatus {
     },
 }
 
-/// What `prog` (compiled) did about a PCH.
-fn pch_status(prog: nvrtc::nvrtcProgram) -> PchStatus {
+/// What `prog` (compiled) did about a PCH; `None` when NVRTC cannot say (an older
+/// NVRTC without the call, or a status this crate does not know).
+fn pch_status(prog: nvrtc::nvrtcProgram) -> Option<PchStatus> {
     // SAFETY: a live, compiled program.
     match unsafe { nvrtc::nvrtcGetPCHCreateStatus(prog) } {
-        nvrtc::NVRTC_SUCCESS => PchStatus::Created,
+        nvrtc::NVRTC_SUCCESS => Some(PchStatus::Created),
+        nvrtc::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED => Some(PchStatus::NotAttempted),
+        nvrtc::NVRTC_ERROR_PCH_CREATE => Some(PchStatus::Failed),
         nvrtc::NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED => {
             let mut required = 0;
             // SAFETY: a live program; `required` is valid for writes.
-            let _ = unsafe { nvrtc::nvrtcGetPCHHeapSizeRequired(prog, &mut required) };
-            PchStatus::HeapExhausted { required }
+            (unsafe { nvrtc::nvrtcGetPCHHeapSizeRequired(prog, &mut required) }
+                == nvrtc::NVRTC_SUCCESS)
+                .then_some(PchStatus::HeapExhausted { required })
         }
-        nvrtc::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED => PchStatus::NotAttempted,
-        _ => PchStatus::Failed,
+        _ => None,
     }
 }
 
@@ -859,7 +862,9 @@ impl Program {
     }
 
     /// What the last NVRTC compile of this program with `pch` or `create_pch` did
-    /// about a precompiled header (`None` before such a compile).
+    /// about a precompiled header (`None` before such a compile, or when NVRTC
+    /// cannot say). A compile answered from a [program cache](crate::cache) runs
+    /// no compiler: it makes no PCH and leaves this as it was.
     pub fn pch_status(&self) -> Option<PchStatus> {
         *self.pch.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -980,7 +985,7 @@ impl Program {
             .unwrap_or_default();
         self.set_log(log.clone());
         if opts.pch || opts.create_pch.is_some() {
-            *self.pch.lock().unwrap_or_else(PoisonError::into_inner) = Some(pch_status(prog.0));
+            *self.pch.lock().unwrap_or_else(PoisonError::into_inner) = pch_status(prog.0);
         }
         if let Err(e) = rc.result() {
             return Err(Error::Compile {

@@ -272,6 +272,15 @@ impl Context {
     /// Streams made in a green context ([`Context::create_stream`]) come from
     /// `cuGreenCtxStreamCreate` and are always non-blocking, as the driver requires.
     ///
+    /// The driver lets a green context be current on one thread at a time, so each
+    /// operation in it holds it for its thread and then puts the thread's previous
+    /// context back; other threads wait their turn ([`Context::set_current`] is
+    /// refused for it), waits on its streams included: the driver does not
+    /// synchronise calls that touch one green context from several threads. An operation
+    /// that involves two green contexts at once (a buffer of one freed on a stream
+    /// of the other) holds both, in that order: threads that do this with two
+    /// green contexts in opposite orders can deadlock.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] for no resources or resources of another device;
     /// the driver's error.

@@ -211,6 +211,8 @@ impl Stream {
     /// # Errors
     /// The driver's error, including errors of the queued work.
     pub fn sync(&self) -> Result<()> {
+        // Held for green contexts too: the driver does not synchronise calls that
+        // touch one green context from several threads, waits included.
         let _current = self.inner.ctx.ensure_current()?;
         // SAFETY: a live stream.
         unsafe { sys::cuStreamSynchronize(self.inner.handle) }.check(|| "synchronising a stream")

@@ -12,7 +12,7 @@
 //!
 //! let dev = Device::new(0)?;
 //! let s = dev.create_stream(StreamOptions::default())?;
-//! let mut image = dev.create_opaque_array(&ArrayOptions::new_2d(ArrayFormat::F32, 1, 640, 480))?;
+//! let image = dev.create_opaque_array(&ArrayOptions::new_2d(ArrayFormat::F32, 1, 640, 480))?;
 //! image.copy_from_host(&vec![0.5f32; 640 * 480], &s)?;
 //! let tex = dev.create_texture_object(
 //!     TextureResource::Array(Arc::new(image)),
@@ -268,12 +268,14 @@ impl OpaqueArray {
     }
 
     /// Copies `data` (the whole array, rows of `width` elements, densely packed)
-    /// into the array, ordered on `stream`, and waits for it.
+    /// into the array, ordered on `stream`, and waits for it (so `data` is free
+    /// again on return). Takes `&self`: the array may be in use by textures and
+    /// surfaces, whose kernels the stream orders this copy with.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `data` is not exactly the array's size or the
     /// stream is of another device; the driver's error.
-    pub fn copy_from_host<T: Pod>(&mut self, data: &[T], stream: &Stream) -> Result<()> {
+    pub fn copy_from_host<T: Pod>(&self, data: &[T], stream: &Stream) -> Result<()> {
         const WHAT: &str = "copying host data into a CUDA array";
         self.check_stream(stream, WHAT)?;
         let bytes: &[u8] = bytemuck::cast_slice(data);
@@ -435,13 +437,15 @@ impl MipmappedArray {
         // SAFETY: a live mipmapped array and a level below its count.
         unsafe { sys::cuMipmappedArrayGetLevel(&mut handle, self.inner.handle, level) }
             .check(|| format!("getting level {level} of a mipmapped array"))?;
-        let shrink = |n: usize| if n == 0 { 0 } else { (n >> level).max(1) };
-        let o = &self.options;
+        let mut desc = sys::CUDA_ARRAY3D_DESCRIPTOR::default();
+        // SAFETY: a live level array; `desc` is valid for writes.
+        unsafe { sys::cuArray3DGetDescriptor(&mut desc, handle) }
+            .check(|| format!("reading the size of level {level} of a mipmapped array"))?;
         let options = ArrayOptions {
-            width: shrink(o.width),
-            height: shrink(o.height),
-            depth: if o.layered { o.depth } else { shrink(o.depth) },
-            ..*o
+            width: desc.Width,
+            height: desc.Height,
+            depth: desc.Depth,
+            ..self.options
         };
         Ok(OpaqueArray {
             handle,
@@ -563,6 +567,38 @@ impl TextureResource {
             }
         }
         Ok(r)
+    }
+
+    /// In words, for error messages.
+    fn describe(&self) -> String {
+        match self {
+            Self::Array(a) => {
+                let o = &a.options;
+                format!(
+                    "a {}×{}×{} array of {:?}×{}",
+                    o.width, o.height, o.depth, o.format, o.channels
+                )
+            }
+            Self::Mipmapped(m) => format!("a mipmapped array of {} levels", m.levels),
+            Self::Linear {
+                buffer,
+                format,
+                channels,
+            } => format!(
+                "{} bytes of linear memory as {format:?}×{channels}",
+                buffer.size()
+            ),
+            Self::Pitch2D {
+                format,
+                channels,
+                width,
+                height,
+                pitch,
+                ..
+            } => {
+                format!("{width}×{height} pitched memory (pitch {pitch}) as {format:?}×{channels}")
+            }
+        }
     }
 
     fn device(&self) -> Device {
@@ -730,7 +766,7 @@ impl TextureObject {
         // SAFETY: both descriptions are valid for the call and name live memory
         // that `resource` (kept below) holds.
         unsafe { sys::cuTexObjectCreate(&mut handle, &res, &tex, std::ptr::null()) }
-            .check(|| WHAT)?;
+            .check(|| format!("creating a texture object over {}", resource.describe()))?;
         Ok(Self {
             handle,
             ctx: ctx.clone(),
@@ -797,7 +833,13 @@ impl SurfaceObject {
         let _current = ctx.ensure_current()?;
         let mut handle: sys::CUsurfObject = 0;
         // SAFETY: `res` names the live array, kept below.
-        unsafe { sys::cuSurfObjectCreate(&mut handle, &res) }.check(|| WHAT)?;
+        unsafe { sys::cuSurfObjectCreate(&mut handle, &res) }.check(|| {
+            let o = &array.options;
+            format!(
+                "creating a surface object over a {}×{}×{} array of {:?}×{}",
+                o.width, o.height, o.depth, o.format, o.channels
+            )
+        })?;
         Ok(Self { handle, ctx, array })
     }
 

@@ -344,7 +344,7 @@ fn explicit_contexts_on_many_threads() {
             scope.spawn(move || {
                 for (i, c) in [&ctx, &primary].into_iter().enumerate() {
                     let s = c.create_stream(StreamOptions::default()).unwrap();
-                    let pool = c.device().memory_resource().unwrap();
+                    let pool = c.device().default_memory_resource().unwrap();
                     let data = random_u32(10_000, t * 2 + i as u64);
                     let mut b = Buffer::allocate(pool, 40_000, &s).unwrap();
                     b.copy_from_host(&data, &s).unwrap();
@@ -421,6 +421,7 @@ fn the_allocation_resource_of_a_device_can_be_replaced() {
     let s = d.create_stream(StreamOptions::default()).unwrap();
     let pool = Arc::new(cuda_core::DeviceMemoryResource::new_pool(&d, Default::default()).unwrap());
     d.set_memory_resource(Some(pool.clone())).unwrap();
+    assert_eq!(d.memory_resource().unwrap().kind(), MemoryKind::Device);
     let b = d.allocate(1 << 20, &s).unwrap();
     assert!(b.is_owned() && b.free_stream().unwrap().handle() == s.handle());
     assert_eq!(b.memory_resource().unwrap().device(), d);

@@ -411,31 +411,35 @@ fn nodes_of_an_instantiated_graph_are_changed_and_disabled_in_place() {
     assert_eq!(run(&exec), expect(&|i| i + 1));
     // Other arguments, then another kernel, in place.
     // SAFETY: as above.
-    unsafe { exec.set_kernel_node(k_add, &cfg, &add, &[&x, &10i32]) }.unwrap();
+    unsafe { exec.set_kernel_node(&g, k_add, &cfg, &add, &[&x, &10i32]) }.unwrap();
     assert_eq!(run(&exec), expect(&|i| i + 10));
     // SAFETY: as above.
-    unsafe { exec.set_kernel_node(k_add, &cfg, &mul, &[&x, &3i32]) }.unwrap();
+    unsafe { exec.set_kernel_node(&g, k_add, &cfg, &mul, &[&x, &3i32]) }.unwrap();
     assert_eq!(run(&exec), expect(&|i| i * 3));
     // Disabled: the node does nothing; enabled again: it is back.
-    assert!(exec.is_node_enabled(k_add).unwrap());
-    exec.set_node_enabled(k_add, false).unwrap();
-    assert!(!exec.is_node_enabled(k_add).unwrap());
+    assert!(exec.is_node_enabled(&g, k_add).unwrap());
+    exec.set_node_enabled(&g, k_add, false).unwrap();
+    assert!(!exec.is_node_enabled(&g, k_add).unwrap());
     assert_eq!(run(&exec), expect(&|i| i));
-    exec.set_node_enabled(k_add, true).unwrap();
+    exec.set_node_enabled(&g, k_add, true).unwrap();
     assert_eq!(run(&exec), expect(&|i| i * 3));
     // The graph itself is unchanged.
     let fresh = g.instantiate(GraphCompleteOptions::default()).unwrap();
     assert_eq!(run(&fresh), expect(&|i| i + 1));
     // Wrong arguments, nodes of another graph, nodes that cannot be disabled.
     // SAFETY: refused before anything is launched.
-    let wrong = unsafe { exec.set_kernel_node(k_add, &cfg, &add, &[&x]) };
+    let wrong = unsafe { exec.set_kernel_node(&g, k_add, &cfg, &add, &[&x]) };
     assert!(matches!(wrong, Err(Error::InvalidArgument { .. })));
     let mut other = Graph::new(&ctx).unwrap();
     let foreign = other.add_empty(&[]).unwrap();
     assert!(matches!(
-        exec.set_node_enabled(foreign, false),
+        exec.set_node_enabled(&g, foreign, false),
         Err(Error::InvalidArgument { .. })
     ));
-    assert!(exec.set_node_enabled(empty, false).is_err());
+    assert!(matches!(
+        exec.set_node_enabled(&other, foreign, false),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(exec.set_node_enabled(&g, empty, false).is_err());
     let _ = k_set;
 }

@@ -209,3 +209,65 @@ fn a_green_context_is_current_only_during_each_operation() {
     });
     s.sync().unwrap();
 }
+
+/// Work on a green stream with buffers freed on a primary-context stream: each
+/// operation orders those frees (events, waits in the primary context) while it
+/// holds the green context, and must leave the thread's context as it found it.
+#[cfg(feature = "cuda-13")]
+#[test]
+fn green_and_primary_streams_mix_in_one_operation() {
+    require_gpu!();
+    use cuda_core::cuda_bindings::driver as sys;
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let group = d
+        .resources()
+        .unwrap()
+        .sm
+        .split(SmResourceOptions {
+            count: 8,
+            groups: Some(1),
+            ..Default::default()
+        })
+        .unwrap()
+        .groups[0];
+    let green = Context::create_green(&d, &[group]).unwrap();
+    let gs = green.create_stream(StreamOptions::default()).unwrap();
+    let ps = d.create_stream(StreamOptions::default()).unwrap();
+    let mut a = d.allocate(4096, &ps).unwrap();
+    let mut b = d.allocate(4096, &ps).unwrap();
+    let mut c = d.allocate(4096, &gs).unwrap();
+    let mut e = d.allocate(4096, &gs).unwrap();
+    a.fill_u32(1, &gs).unwrap();
+    b.fill_u32(2, &gs).unwrap();
+    cuda_core::copy_batch(
+        &mut [
+            cuda_core::BatchCopy {
+                dst: &mut c,
+                src: &a,
+                bytes: 4096,
+            },
+            cuda_core::BatchCopy {
+                dst: &mut e,
+                src: &b,
+                bytes: 4096,
+            },
+        ],
+        &cuda_core::CopyOptions::default(),
+        &gs,
+    )
+    .unwrap();
+    c.copy_from(&b, &gs).unwrap();
+    let mut h = [0u32; 1024];
+    c.copy_to_host(&mut h, &gs).unwrap();
+    assert!(h.iter().all(|&x| x == 2));
+    e.copy_to_host(&mut h, &gs).unwrap();
+    assert!(h.iter().all(|&x| x == 2));
+    let mut cur: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: `cur` is valid for writes.
+    unsafe { sys::cuCtxGetCurrent(&mut cur) };
+    assert_eq!(cur, d.context().unwrap().handle());
+    drop((a, b, c, e));
+    gs.sync().unwrap();
+    ps.sync().unwrap();
+}

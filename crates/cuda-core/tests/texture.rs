@@ -114,7 +114,7 @@ fn a_2d_texture_filters_and_clamps_as_the_hardware_should() {
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     // texel (x, y) = x + 10 y, 4×4.
-    let mut a = d
+    let a = d
         .create_opaque_array(&ArrayOptions::new_2d(ArrayFormat::F32, 1, 4, 4))
         .unwrap();
     let texels: Vec<f32> = (0..16)
@@ -225,7 +225,7 @@ fn mipmap_levels_and_a_linear_texture() {
     );
     assert!(matches!(m.level(3), Err(Error::InvalidArgument { .. })));
     for (level, value) in [(0u32, 1.0f32), (1, 2.0), (2, 4.0)] {
-        let mut l = m.level(level).unwrap();
+        let l = m.level(level).unwrap();
         let side = 16 >> level;
         assert_eq!((l.options().width, l.options().height), (side, side));
         l.copy_from_host(&vec![value; side * side], &s).unwrap();
@@ -313,7 +313,7 @@ fn bad_arrays_textures_and_copies_are_refused() {
         d.create_mipmapped_array(&ArrayOptions::new_2d(ArrayFormat::F32, 1, 4, 4), 0)
             .map(drop),
     );
-    let mut a = d
+    let a = d
         .create_opaque_array(&ArrayOptions::new_2d(ArrayFormat::U8, 4, 8, 2))
         .unwrap();
     assert_eq!(a.options().bytes(), 64);
