@@ -195,6 +195,50 @@ fn managed_ranges<'b>(
     ))
 }
 
+/// The signature shared by `cuMemPrefetchBatchAsync` and
+/// `cuMemDiscardAndPrefetchBatchAsync`.
+type PrefetchCall = unsafe fn(
+    *mut sys::CUdeviceptr,
+    *mut usize,
+    usize,
+    *mut sys::CUmemLocation,
+    *mut usize,
+    usize,
+    std::ffi::c_ulonglong,
+    sys::CUstream,
+) -> sys::CUresult;
+
+/// Runs a batched prefetch-like `call` over whole managed buffers, each to its
+/// location.
+fn prefetch_like<'b>(
+    items: impl Iterator<Item = (&'b Buffer, Location)> + Clone,
+    stream: &Stream,
+    what: &'static str,
+    call: PrefetchCall,
+) -> Result<()> {
+    let (mut ptrs, mut sizes, _current) =
+        managed_ranges(items.clone().map(|(b, _)| b), stream, what)?;
+    let mut locs: Vec<sys::CUmemLocation> = items.clone().map(|(_, l)| l.raw()).collect();
+    let n = locs.len();
+    let mut idxs: Vec<usize> = (0..n).collect();
+    // SAFETY: `ptrs`/`sizes` name `n` live managed ranges; location `i` applies
+    // from range `i` on; `call` is one of the two batch entry points of this shape.
+    unsafe {
+        call(
+            ptrs.as_mut_ptr(),
+            sizes.as_mut_ptr(),
+            n,
+            locs.as_mut_ptr(),
+            idxs.as_mut_ptr(),
+            n,
+            0,
+            stream.handle(),
+        )
+    }
+    .check(|| format!("{what} ({n} buffers)"))?;
+    crate::memory::order_frees_after(items.map(|(b, _)| b), stream)
+}
+
 /// Prefetches each managed buffer to its location in one call
 /// (`cuMemPrefetchBatchAsync`), ordered on `stream`.
 ///
@@ -202,27 +246,12 @@ fn managed_ranges<'b>(
 /// [`Error::Unsupported`] for memory that is not managed; [`Error::InvalidArgument`]
 /// for an empty batch or a buffer of another device; the driver's error.
 pub fn prefetch_batch(items: &[(&Buffer, Location)], stream: &Stream) -> Result<()> {
-    const WHAT: &str = "prefetching a batch of buffers";
-    let (mut ptrs, mut sizes, _current) =
-        managed_ranges(items.iter().map(|(b, _)| *b), stream, WHAT)?;
-    let mut locs: Vec<sys::CUmemLocation> = items.iter().map(|(_, l)| l.raw()).collect();
-    let mut idxs: Vec<usize> = (0..items.len()).collect();
-    // SAFETY: `ptrs`/`sizes` name `items.len()` live managed ranges; location `i`
-    // applies from range `i` on.
-    unsafe {
-        sys::cuMemPrefetchBatchAsync(
-            ptrs.as_mut_ptr(),
-            sizes.as_mut_ptr(),
-            items.len(),
-            locs.as_mut_ptr(),
-            idxs.as_mut_ptr(),
-            items.len(),
-            0,
-            stream.handle(),
-        )
-    }
-    .check(|| format!("prefetching a batch of {} buffers", items.len()))?;
-    crate::memory::order_frees_after(items.iter().map(|(b, _)| *b), stream)
+    prefetch_like(
+        items.iter().map(|&(b, l)| (b, l)),
+        stream,
+        "prefetching a batch of buffers",
+        sys::cuMemPrefetchBatchAsync,
+    )
 }
 
 /// Discards the contents of each managed buffer in one call
@@ -260,29 +289,10 @@ pub fn discard_prefetch_batch(
     items: &mut [(&mut Buffer, Location)],
     stream: &Stream,
 ) -> Result<()> {
-    const WHAT: &str = "discarding and prefetching a batch of buffers";
-    let (mut ptrs, mut sizes, _current) =
-        managed_ranges(items.iter().map(|(b, _)| &**b), stream, WHAT)?;
-    let mut locs: Vec<sys::CUmemLocation> = items.iter().map(|(_, l)| l.raw()).collect();
-    let mut idxs: Vec<usize> = (0..items.len()).collect();
-    // SAFETY: as in `prefetch_batch`.
-    unsafe {
-        sys::cuMemDiscardAndPrefetchBatchAsync(
-            ptrs.as_mut_ptr(),
-            sizes.as_mut_ptr(),
-            items.len(),
-            locs.as_mut_ptr(),
-            idxs.as_mut_ptr(),
-            items.len(),
-            0,
-            stream.handle(),
-        )
-    }
-    .check(|| {
-        format!(
-            "discarding and prefetching a batch of {} buffers",
-            items.len()
-        )
-    })?;
-    crate::memory::order_frees_after(items.iter().map(|(b, _)| &**b), stream)
+    prefetch_like(
+        items.iter().map(|(b, l)| (&**b, *l)),
+        stream,
+        "discarding and prefetching a batch of buffers",
+        sys::cuMemDiscardAndPrefetchBatchAsync,
+    )
 }

@@ -36,6 +36,31 @@ use cuda_bindings::driver as sys;
 use crate::error::{Check as _, Error, Result};
 use crate::{Buffer, Context, Device, KernelArg, Stream};
 
+/// `Drop` (destroy the handle in its context) and `KernelArg` (the 64-bit handle,
+/// by value) for a texture or surface object.
+macro_rules! handle_object {
+    ($ty:ident, $destroy:ident) => {
+        impl Drop for $ty {
+            fn drop(&mut self) {
+                let _current = self.ctx.ensure_current();
+                // SAFETY: an owned object handle, destroyed once.
+                let _ = unsafe { sys::$destroy(self.handle) };
+            }
+        }
+
+        // SAFETY: the object is a 64-bit handle passed by value; as a kernel
+        // argument it is its own bytes.
+        unsafe impl KernelArg for $ty {
+            fn arg_ptr(&self) -> *const c_void {
+                (&raw const self.handle).cast()
+            }
+            fn arg_size(&self) -> usize {
+                std::mem::size_of_val(&self.handle)
+            }
+        }
+    };
+}
+
 /// The element type of an array or texture (`CUarray_format`), per channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -785,24 +810,7 @@ impl TextureObject {
     }
 }
 
-impl Drop for TextureObject {
-    fn drop(&mut self) {
-        let _current = self.ctx.ensure_current();
-        // SAFETY: an owned texture object, destroyed once.
-        let _ = unsafe { sys::cuTexObjectDestroy(self.handle) };
-    }
-}
-
-// SAFETY: a texture object is a 64-bit handle passed by value; as a kernel argument
-// it is its own bytes.
-unsafe impl KernelArg for TextureObject {
-    fn arg_ptr(&self) -> *const c_void {
-        (&raw const self.handle).cast()
-    }
-    fn arg_size(&self) -> usize {
-        std::mem::size_of::<sys::CUtexObject>()
-    }
-}
+handle_object!(TextureObject, cuTexObjectDestroy);
 
 /// A surface object (`CUsurfObject`): read and write access by coordinate to an
 /// array made with `surface_load_store`. Pass it to a kernel as a
@@ -854,23 +862,7 @@ impl SurfaceObject {
     }
 }
 
-impl Drop for SurfaceObject {
-    fn drop(&mut self) {
-        let _current = self.ctx.ensure_current();
-        // SAFETY: an owned surface object, destroyed once.
-        let _ = unsafe { sys::cuSurfObjectDestroy(self.handle) };
-    }
-}
-
-// SAFETY: a surface object is a 64-bit handle passed by value.
-unsafe impl KernelArg for SurfaceObject {
-    fn arg_ptr(&self) -> *const c_void {
-        (&raw const self.handle).cast()
-    }
-    fn arg_size(&self) -> usize {
-        std::mem::size_of::<sys::CUsurfObject>()
-    }
-}
+handle_object!(SurfaceObject, cuSurfObjectDestroy);
 
 impl Device {
     /// A CUDA array in the primary context (see [`OpaqueArray::new`]).
