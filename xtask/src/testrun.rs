@@ -80,9 +80,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if !no_venv {
         let venv = venv_dir();
         ensure_venv(&venv)?;
-        cmd.env("VIRTUAL_ENV", &venv)
-            .env("CUDA_RS_TEST_VENV", &venv)
-            .env("CUDA_RS_REQUIRE_WHEELS", "1");
+        wheels_env(&mut cmd, &venv);
     }
     cmd.args(&passthrough);
     run_cmd(&mut cmd)?;
@@ -120,12 +118,18 @@ pub(crate) fn run_cuda12(args: &[String]) -> Result<(), String> {
              cuda-bindings/runtime,cuda-bindings/nvrtc,cuda-bindings/nvjitlink,\
              cuda-bindings/nvvm,cuda-bindings/nvml",
         ])
-        .env("VIRTUAL_ENV", &venv)
-        .env("CUDA_RS_TEST_VENV", &venv)
-        .env("CUDA_RS_REQUIRE_WHEELS", "1")
         .env("CUDA_RS_OTHER_MAJOR_VENV", &other)
         .env("CUDA_RS_REQUIRE_OTHER_MAJOR", "1");
+    wheels_env(&mut cmd, &venv);
     run_cmd(&mut cmd)
+}
+
+/// Points a test run at the wheels in `venv` and makes tests that need them fail
+/// rather than skip when they are missing.
+fn wheels_env(cmd: &mut Command, venv: &Path) {
+    cmd.env("VIRTUAL_ENV", venv)
+        .env("CUDA_RS_TEST_VENV", venv)
+        .env("CUDA_RS_REQUIRE_WHEELS", "1");
 }
 
 /// `cargo xtask quickstart`: the README's main job. Prepares the wheels venv and

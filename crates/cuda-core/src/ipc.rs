@@ -42,8 +42,14 @@ pub(crate) fn export_pool(pool: sys::CUmemoryPool) -> Result<OwnedFd> {
     }
     // SAFETY: the driver handed us a new descriptor, which we now own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // Keep a close-on-exec duplicate (std's `try_clone` sets it), so that processes
-    // this one starts do not inherit the pool by accident; the original closes here.
+    // Keep a close-on-exec duplicate, so that processes this one starts do not
+    // inherit the pool by accident; the original closes here.
+    dup_pool_fd(&fd)
+}
+
+/// A close-on-exec duplicate of a pool's descriptor (std's `try_clone` sets the
+/// flag).
+fn dup_pool_fd(fd: &OwnedFd) -> Result<OwnedFd> {
     fd.try_clone().map_err(|e| Error::Io {
         context: "duplicating a memory pool's descriptor".into(),
         source: e,
@@ -73,10 +79,7 @@ impl DeviceMemoryResource {
                 "an imported pool cannot be exported again",
             )
         })?;
-        fd.try_clone().map_err(|e| Error::Io {
-            context: "duplicating a memory pool's descriptor".into(),
-            source: e,
-        })
+        dup_pool_fd(fd)
     }
 
     /// Imports a pool another process exported. The pool is released when this

@@ -110,14 +110,10 @@ impl Kernel {
         let c = ctx.handle() as usize;
         let (cached_ctx, f) = match self.inner.primary_fn.get() {
             Some(&cached) => cached,
-            None => {
-                let mut f: sys::CUfunction = std::ptr::null_mut();
-                // SAFETY: a live kernel; the caller made `ctx` current.
-                if unsafe { sys::cuKernelGetFunction(&mut f, *k) } != sys::CUDA_SUCCESS {
-                    return *k as sys::CUfunction;
-                }
-                *self.inner.primary_fn.get_or_init(|| (c, f as usize))
-            }
+            None => match self.function_in_current() {
+                Ok(f) => *self.inner.primary_fn.get_or_init(|| (c, f as usize)),
+                Err(_) => return *k as sys::CUfunction,
+            },
         };
         if cached_ctx == c {
             f as sys::CUfunction

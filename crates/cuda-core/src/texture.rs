@@ -156,6 +156,14 @@ impl ArrayOptions {
         }
     }
 
+    /// The shape and element type in words, for error messages.
+    fn describe(&self) -> String {
+        format!(
+            "a {}×{}×{} array of {:?}×{}",
+            self.width, self.height, self.depth, self.format, self.channels
+        )
+    }
+
     /// Bytes per element (all channels).
     pub fn element_size(&self) -> usize {
         self.format.size() * self.channels as usize
@@ -243,12 +251,8 @@ impl OpaqueArray {
         let desc = options.raw();
         let mut handle: sys::CUarray = std::ptr::null_mut();
         // SAFETY: `desc` is valid for the call; `handle` for writes.
-        unsafe { sys::cuArray3DCreate(&mut handle, &desc) }.check(|| {
-            format!(
-                "creating a {}×{}×{} CUDA array of {:?}×{}",
-                options.width, options.height, options.depth, options.format, options.channels
-            )
-        })?;
+        unsafe { sys::cuArray3DCreate(&mut handle, &desc) }
+            .check(|| format!("creating {}", options.describe()))?;
         Ok(Self {
             handle,
             ctx: ctx.clone(),
@@ -597,13 +601,7 @@ impl TextureResource {
     /// In words, for error messages.
     fn describe(&self) -> String {
         match self {
-            Self::Array(a) => {
-                let o = &a.options;
-                format!(
-                    "a {}×{}×{} array of {:?}×{}",
-                    o.width, o.height, o.depth, o.format, o.channels
-                )
-            }
+            Self::Array(a) => a.options.describe(),
             Self::Mipmapped(m) => format!("a mipmapped array of {} levels", m.levels),
             Self::Linear {
                 buffer,
@@ -842,10 +840,9 @@ impl SurfaceObject {
         let mut handle: sys::CUsurfObject = 0;
         // SAFETY: `res` names the live array, kept below.
         unsafe { sys::cuSurfObjectCreate(&mut handle, &res) }.check(|| {
-            let o = &array.options;
             format!(
-                "creating a surface object over a {}×{}×{} array of {:?}×{}",
-                o.width, o.height, o.depth, o.format, o.channels
+                "creating a surface object over {}",
+                array.options.describe()
             )
         })?;
         Ok(Self { handle, ctx, array })

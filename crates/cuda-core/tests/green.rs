@@ -36,6 +36,20 @@ fn kernel(d: &Device) -> Kernel {
         .unwrap()
 }
 
+/// One group of (at least) 8 of `d`'s SMs.
+fn one_group_of_8(d: &Device) -> cuda_core::SmResource {
+    d.resources()
+        .unwrap()
+        .sm
+        .split(SmResourceOptions {
+            count: 8,
+            groups: Some(1),
+            ..Default::default()
+        })
+        .unwrap()
+        .groups[0]
+}
+
 /// The distinct SMs that `blocks` blocks of `k` ran on, launched on `s`.
 fn sms_used(d: &Device, k: &Kernel, s: &Stream, blocks: u32) -> BTreeSet<u32> {
     let mut out = d.allocate(blocks as usize * 4, s).unwrap();
@@ -168,17 +182,7 @@ fn a_green_context_is_current_only_during_each_operation() {
     use cuda_core::cuda_bindings::driver as sys;
     let d = Device::new(0).unwrap();
     let primary = d.context().unwrap();
-    let group = d
-        .resources()
-        .unwrap()
-        .sm
-        .split(SmResourceOptions {
-            count: 8,
-            groups: Some(1),
-            ..Default::default()
-        })
-        .unwrap()
-        .groups[0];
+    let group = one_group_of_8(&d);
     let green = Context::create_green(&d, &[group]).unwrap();
     // It cannot be left current on a thread.
     assert!(matches!(
@@ -220,17 +224,7 @@ fn green_and_primary_streams_mix_in_one_operation() {
     use cuda_core::cuda_bindings::driver as sys;
     let d = Device::new(0).unwrap();
     d.set_current().unwrap();
-    let group = d
-        .resources()
-        .unwrap()
-        .sm
-        .split(SmResourceOptions {
-            count: 8,
-            groups: Some(1),
-            ..Default::default()
-        })
-        .unwrap()
-        .groups[0];
+    let group = one_group_of_8(&d);
     let green = Context::create_green(&d, &[group]).unwrap();
     let gs = green.create_stream(StreamOptions::default()).unwrap();
     let ps = d.create_stream(StreamOptions::default()).unwrap();
