@@ -245,3 +245,26 @@ macro_rules! require_libs {
         )+
     };
 }
+
+/// The CUDA major of the toolkit libraries (runtime, NVRTC, nvJitLink) this test
+/// run was pointed at: `CUDA_RS_EXPECT_MAJOR`, which `cargo xtask test` sets for
+/// each of its passes (12.9 wheels, 13.0 wheels). `None` when unset: then a test
+/// accepts either supported major.
+pub fn expected_major() -> Option<i32> {
+    std::env::var("CUDA_RS_EXPECT_MAJOR")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Asserts that a library's CUDA major is the one this run expects (or, when the
+/// run names none, one of the supported majors).
+#[track_caller]
+pub fn assert_expected_major(what: &str, major: i32) {
+    match expected_major() {
+        Some(m) => assert_eq!(major, m, "{what} is CUDA {major}, this run expects {m}"),
+        None => assert!(
+            major == 12 || major == 13,
+            "{what} is CUDA {major}, neither 12 nor 13"
+        ),
+    }
+}

@@ -14,12 +14,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use quote::ToTokens;
 
 use crate::headers;
-use crate::util::{no_more, take_flag, take_value, workspace_root};
+use crate::util::{no_more, take_flag, workspace_root};
 
 /// How an API's entry points are resolved at run time.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -46,6 +46,10 @@ struct Api {
     layout_tests: bool,
     /// The NVIDIA documentation of the API.
     docs: &'static str,
+    /// Whether the library is versioned by CUDA major (`libcudart.so.12` and
+    /// `.so.13` are different libraries with different ABIs), so that an entry
+    /// resolves only against a library of a major whose headers give its shape.
+    by_major: bool,
 }
 
 const APIS: [Api; 6] = [
@@ -57,6 +61,7 @@ const APIS: [Api; 6] = [
         result_type: "CUresult",
         layout_tests: true,
         docs: "https://docs.nvidia.com/cuda/cuda-driver-api/",
+        by_major: false,
     },
     Api {
         module: "runtime",
@@ -73,6 +78,7 @@ const APIS: [Api; 6] = [
         result_type: "cudaError_t",
         layout_tests: true,
         docs: "https://docs.nvidia.com/cuda/cuda-runtime-api/",
+        by_major: true,
     },
     Api {
         module: "nvrtc",
@@ -82,6 +88,7 @@ const APIS: [Api; 6] = [
         result_type: "nvrtcResult",
         layout_tests: true,
         docs: "https://docs.nvidia.com/cuda/nvrtc/",
+        by_major: true,
     },
     Api {
         module: "nvjitlink",
@@ -91,6 +98,7 @@ const APIS: [Api; 6] = [
         result_type: "nvJitLinkResult",
         layout_tests: true,
         docs: "https://docs.nvidia.com/cuda/nvjitlink/",
+        by_major: true,
     },
     Api {
         module: "nvvm",
@@ -100,6 +108,7 @@ const APIS: [Api; 6] = [
         result_type: "nvvmResult",
         layout_tests: true,
         docs: "https://docs.nvidia.com/cuda/libnvvm-api/",
+        by_major: false,
     },
     Api {
         module: "nvml",
@@ -109,6 +118,7 @@ const APIS: [Api; 6] = [
         result_type: "nvmlReturn_t",
         layout_tests: true,
         docs: "https://docs.nvidia.com/deploy/nvml-api/",
+        by_major: false,
     },
 ];
 
@@ -122,71 +132,63 @@ const RESULT_ENUMS: [&str; 6] = [
     "nvmlReturn_enum",
 ];
 
-/// Where the generated files of one major go, relative to the workspace root.
-fn out_rel(major: u32) -> PathBuf {
-    Path::new("crates/cuda-bindings/src/generated").join(format!("cuda{major}"))
-}
+/// Where the generated files go, relative to the workspace root.
+const OUT_REL: &str = "crates/cuda-bindings/src/generated";
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut args = args.to_vec();
     let check = take_flag(&mut args, "--check");
-    let cuda = take_value(&mut args, "--cuda")?;
     no_more(&args)?;
-    let majors: Vec<u32> = match cuda.as_deref() {
-        None | Some("all") => headers::MAJORS.to_vec(),
-        Some("12") => vec![12],
-        Some("13") => vec![13],
-        Some(o) => return Err(format!("--cuda takes 12, 13 or all, not `{o}`")),
-    };
     let root = workspace_root();
-    let tmp = tempfile::tempdir().map_err(|e| format!("creating a temporary folder: {e}"))?;
-    let mut differ = Vec::new();
-    for major in majors {
+    for major in headers::MAJORS {
         let bad = headers::verify(major)?;
         if !bad.is_empty() {
             return Err(format!(
                 "the CUDA {major} headers in .headers/ are missing or differ from headers/pins.json \
-                 (run `cargo xtask fetch-headers --cuda {major}` first):\n  {}",
+                 (run `cargo xtask fetch-headers` first):\n  {}",
                 bad.join("\n  ")
             ));
         }
-        let files = generate_major(major, tmp.path())?;
-        let committed_dir = root.join(out_rel(major));
-        // Files the generator no longer writes are stale too.
-        let mut expected: BTreeSet<String> = files.keys().cloned().collect();
-        if let Ok(rd) = fs::read_dir(&committed_dir) {
-            for e in rd.flatten() {
-                if let Some(n) = e.file_name().to_str() {
-                    if n.ends_with(".rs") && !expected.contains(n) {
-                        if check {
-                            differ.push(format!(
-                                "{} (no longer generated)",
-                                out_rel(major).join(n).display()
-                            ));
-                        } else {
-                            fs::remove_file(e.path())
-                                .map_err(|er| format!("removing {n}: {er}"))?;
-                        }
-                    }
-                }
+    }
+    let files = generate_all()?;
+    let out_dir = root.join(OUT_REL);
+    let mut differ = Vec::new();
+    // Files (and the per-major folders of earlier layouts) the generator no
+    // longer writes are stale too.
+    if let Ok(rd) = fs::read_dir(&out_dir) {
+        for e in rd.flatten() {
+            let Some(n) = e.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if files.contains_key(&n) {
+                continue;
+            }
+            let rel = Path::new(OUT_REL).join(&n);
+            if check {
+                differ.push(format!("{} (no longer generated)", rel.display()));
+            } else {
+                let removed = if e.path().is_dir() {
+                    fs::remove_dir_all(e.path())
+                } else {
+                    fs::remove_file(e.path())
+                };
+                removed.map_err(|er| format!("removing {}: {er}", rel.display()))?;
             }
         }
-        for (name, text) in files {
-            let rel = out_rel(major).join(&name);
-            let dst = root.join(&rel);
-            if check {
-                let old = fs::read_to_string(&dst).unwrap_or_default();
-                if old != text {
-                    differ.push(rel.display().to_string());
-                }
-            } else {
-                if let Some(p) = dst.parent() {
-                    fs::create_dir_all(p).map_err(|e| format!("creating {}: {e}", p.display()))?;
-                }
-                fs::write(&dst, text).map_err(|e| format!("writing {}: {e}", dst.display()))?;
-                eprintln!("regen-bindings: wrote {}", rel.display());
+    }
+    for (name, text) in files {
+        let rel = Path::new(OUT_REL).join(&name);
+        let dst = root.join(&rel);
+        if check {
+            let old = fs::read_to_string(&dst).unwrap_or_default();
+            if old != text {
+                differ.push(rel.display().to_string());
             }
-            expected.remove(&name);
+        } else {
+            fs::create_dir_all(&out_dir)
+                .map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
+            fs::write(&dst, text).map_err(|e| format!("writing {}: {e}", dst.display()))?;
+            eprintln!("regen-bindings: wrote {}", rel.display());
         }
     }
     if check {
@@ -203,18 +205,26 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Generates every file of one major: file name to contents (already formatted).
-fn generate_major(major: u32, _tmp: &Path) -> Result<BTreeMap<String, String>, String> {
-    let pins = headers::pins(major)?;
-    let inc = headers::include_dir(major);
+/// Generates every file: for each API, `<api>.rs` (the CUDA 13 declarations, each
+/// entry point carrying every ABI of the pinned majors that has its shape) and
+/// `<api>_cuda12.rs` (what CUDA 12 declares differently or only there). File name
+/// to contents, already formatted.
+fn generate_all() -> Result<BTreeMap<String, String>, String> {
+    let pins13 = headers::pins(13)?;
+    let pins12 = headers::pins(12)?;
     let mut out = BTreeMap::new();
     for api in &APIS {
-        eprintln!("regen-bindings: CUDA {major} {}", api.module);
-        let body = generate_api(major, &pins, &inc, api)?;
+        eprintln!("regen-bindings: {}", api.module);
+        let p13 = parse_api(13, &pins13, &headers::include_dir(13), api)?;
+        let p12 = parse_api(12, &pins12, &headers::include_dir(12), api)?;
+        let (main, diff) = assemble(api, &p13, &p12)?;
         let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
-        let mut text = banner(major, &pins, &header_list);
-        text.push_str(&format_rust(api.module, &body)?);
+        let mut text = banner(&[&pins13, &pins12], &header_list);
+        text.push_str(&format_rust(api.module, &main)?);
         out.insert(format!("{}.rs", api.module), text);
+        let mut text = banner(&[&pins12], &header_list);
+        text.push_str(&format_rust(api.module, &diff)?);
+        out.insert(format!("{}_cuda12.rs", api.module), text);
     }
     Ok(out)
 }
@@ -247,25 +257,27 @@ fn format_rust(module: &str, text: &str) -> Result<String, String> {
     Ok(out)
 }
 
-fn banner(major: u32, pins: &headers::MajorPins, headers_used: &[&str]) -> String {
+fn banner(pins: &[&headers::MajorPins], headers_used: &[&str]) -> String {
     let mut s = String::new();
     s.push_str(
         "// @generated by `cargo xtask regen-bindings` (bindgen over the pinned CUDA headers).\n",
     );
     s.push_str("// DO NOT EDIT: change xtask/src/bindings.rs or headers/pins.json and rerun\n");
-    s.push_str(&format!(
-        "// `cargo xtask fetch-headers --cuda {major} && cargo xtask regen-bindings --cuda {major}`.\n"
-    ));
-    s.push_str(&format!(
-        "// CUDA {}; headers: {}.\n",
-        pins.cuda_version,
-        headers_used.join(", ")
-    ));
-    s.push_str("// From the wheels:");
-    for p in &pins.packages {
-        s.push_str(&format!(" {}=={}", p.name, p.version));
+    s.push_str("// `cargo xtask fetch-headers && cargo xtask regen-bindings`.\n");
+    for p in pins {
+        let _ = writeln!(
+            s,
+            "// CUDA {}; headers: {}.",
+            p.cuda_version,
+            headers_used.join(", ")
+        );
+        s.push_str("// From the wheels:");
+        for w in &p.packages {
+            let _ = write!(s, " {}=={}", w.name, w.version);
+        }
+        s.push_str(".\n");
     }
-    s.push_str(".\n\n");
+    s.push('\n');
     s
 }
 
@@ -368,12 +380,28 @@ struct EntryGen {
     func: usize,
 }
 
-fn generate_api(
+/// What bindgen and the headers of one major give for one API.
+struct Parsed {
+    /// `13.0`, `12.9`.
+    cuda_version: String,
+    /// Types, constants, impls and layout checks (the `#define` casts included).
+    items: Vec<syn::Item>,
+    /// The declared functions.
+    fns: Vec<CFn>,
+    /// One per public name, sorted by it; `func` indexes `fns`.
+    entries: Vec<EntryGen>,
+    /// Type aliases, to compare signatures.
+    aliases: BTreeMap<String, syn::Type>,
+    /// The result enum's `name()` table, as Rust text.
+    name_impl: String,
+}
+
+fn parse_api(
     major: u32,
     pins: &headers::MajorPins,
     inc: &Path,
     api: &Api,
-) -> Result<String, String> {
+) -> Result<Parsed, String> {
     let wrapper: String = api
         .headers
         .iter()
@@ -609,16 +637,41 @@ fn generate_api(
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
 
-    // Assemble the file.
-    let mut s = String::new();
-    s.push_str(&format!(
-        "//! The `{}` API of CUDA {}: bindgen's types and constants, and run-time dispatching functions.\n",
-        api.module, pins.cuda_version
-    ));
-    s.push_str(
-        "//!\n//! Everything here mirrors the C headers one to one (names, layouts, values),\n",
-    );
-    s.push_str("//! so it is documented by NVIDIA's documentation of the C API rather than item by item.\n");
+    let casts = cast_defines(&header_text, &aliases, &consts);
+    let casts: syn::File = syn::parse_str(&casts)
+        .map_err(|e| format!("the `#define` casts of {} do not parse: {e}", api.module))?;
+    kept.extend(casts.items);
+
+    // name() for the result enum.
+    let mut name_impl = String::new();
+    if let Some((enum_name, _, _)) = result_consts.first() {
+        let mut seen = BTreeSet::new();
+        let _ = write!(
+            name_impl,
+            "impl {enum_name} {{\n/// The C name of this code, when the headers know it.\npub const fn name(self) -> Option<&'static str> {{\nmatch self.0 {{\n"
+        );
+        for (ty, cname, val) in &result_consts {
+            if ty == enum_name && seen.insert(val.clone()) {
+                let _ = writeln!(name_impl, "{val} => Some(\"{cname}\"),");
+            }
+        }
+        name_impl.push_str("_ => None,\n}\n}\n}\n\n");
+    }
+    Ok(Parsed {
+        cuda_version: pins.cuda_version.clone(),
+        items: kept,
+        fns,
+        entries,
+        aliases,
+        name_impl,
+    })
+}
+
+/// The module-level attributes and docs every generated file starts with.
+fn preamble(s: &mut String, doc: &str) {
+    for line in doc.lines() {
+        let _ = writeln!(s, "//! {line}");
+    }
     s.push_str(
         "#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, missing_docs, unreachable_pub)]\n",
     );
@@ -626,53 +679,290 @@ fn generate_api(
         "#![allow(clippy::all, clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]\n",
     );
     s.push_str("#![allow(rustdoc::all, unused_imports, dead_code, unpredictable_function_pointer_comparisons)]\n\n");
-    let kept_file = syn::File {
+}
+
+/// The name an item defines or belongs to: a type's, a constant's, an impl's
+/// self type, the type a layout check (`const _`) measures.
+fn item_key(item: &syn::Item) -> Option<String> {
+    match item {
+        syn::Item::Struct(i) => Some(i.ident.to_string()),
+        syn::Item::Union(i) => Some(i.ident.to_string()),
+        syn::Item::Enum(i) => Some(i.ident.to_string()),
+        syn::Item::Type(i) => Some(i.ident.to_string()),
+        syn::Item::Static(i) => Some(i.ident.to_string()),
+        syn::Item::Fn(i) => Some(i.sig.ident.to_string()),
+        syn::Item::Const(c) if c.ident != "_" => Some(c.ident.to_string()),
+        syn::Item::Const(c) => measured_type(&c.expr.to_token_stream()),
+        syn::Item::Impl(i) => match &*i.self_ty {
+            syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The `X` of the first `size_of::<X>` in a layout check.
+fn measured_type(ts: &proc_macro2::TokenStream) -> Option<String> {
+    let toks: Vec<proc_macro2::TokenTree> = ts.clone().into_iter().collect();
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            proc_macro2::TokenTree::Group(g) => {
+                if let Some(x) = measured_type(&g.stream()) {
+                    return Some(x);
+                }
+            }
+            proc_macro2::TokenTree::Ident(id) if id == "size_of" || id == "align_of" => {
+                // `size_of` `:` `:` `<` `X`
+                if let Some(proc_macro2::TokenTree::Ident(x)) = toks.get(i + 4) {
+                    return Some(x.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Every identifier in a token stream.
+fn idents(ts: proc_macro2::TokenStream, out: &mut BTreeSet<String>) {
+    for t in ts {
+        match t {
+            proc_macro2::TokenTree::Ident(i) => {
+                out.insert(i.to_string());
+            }
+            proc_macro2::TokenTree::Group(g) => idents(g.stream(), out),
+            _ => {}
+        }
+    }
+}
+
+/// Items grouped by [`item_key`], each group as its token text (to compare across
+/// majors) and the items themselves (in order).
+fn groups(items: &[syn::Item]) -> BTreeMap<String, (String, Vec<&syn::Item>)> {
+    let mut out: BTreeMap<String, (String, Vec<&syn::Item>)> = BTreeMap::new();
+    for item in items {
+        if let Some(k) = item_key(item) {
+            let e = out.entry(k).or_default();
+            e.0.push_str(&item.to_token_stream().to_string());
+            e.0.push('\n');
+            e.1.push(item);
+        }
+    }
+    out
+}
+
+/// A signature with every alias resolved and pointer mutability erased (`*mut T`
+/// and `*const T` are one ABI).
+fn abi_sig(f: &CFn, aliases: &BTreeMap<String, syn::Type>) -> String {
+    let tys: Vec<syn::Type> = f.inputs.iter().map(|(_, t)| t.clone()).collect();
+    canon_sig(&tys, f.output.as_ref(), aliases).replace("*const ", "*mut ")
+}
+
+/// The names a function's parameter and return types mention.
+fn fn_idents(f: &CFn) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (_, t) in &f.inputs {
+        idents(t.to_token_stream(), &mut out);
+    }
+    if let Some(o) = &f.output {
+        idents(o.to_token_stream(), &mut out);
+    }
+    out
+}
+
+/// One ABI of an entry point, as Rust text for the table.
+fn abi_text(major: u32, api: &Api, e: &EntryGen) -> String {
+    let ptds = match &e.ptds_symbol {
+        Some(p) => format!("Some(c\"{p}\")"),
+        None => "None".into(),
+    };
+    let base = if api.kind == Kind::Driver {
+        &e.base
+    } else {
+        &e.symbol
+    };
+    format!(
+        "crate::loader::Abi {{ major: {major}, base: c\"{base}\", symbol: c\"{}\", version: {}, ptds_symbol: {ptds}, ptds_version: {} }}",
+        e.symbol, e.version, e.ptds_version
+    )
+}
+
+/// The main module (CUDA 13 declarations; each entry with every ABI of the same
+/// shape) and the CUDA 12 module (what 12.9 declares differently or only there).
+fn assemble(api: &Api, p13: &Parsed, p12: &Parsed) -> Result<(String, String), String> {
+    let g13 = groups(&p13.items);
+    let g12 = groups(&p12.items);
+    let names12: BTreeSet<&String> = g12.keys().collect();
+    // What CUDA 12 declares differently or only there, closed over the items
+    // that mention it (a struct holding a changed struct is changed too).
+    let mut differ: BTreeSet<String> = g12
+        .iter()
+        .filter(|(k, (text, _))| g13.get(*k).map(|g| &g.0) != Some(text))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let refs: BTreeMap<&String, BTreeSet<String>> = g12
+        .iter()
+        .map(|(k, (_, items))| {
+            let mut ids = BTreeSet::new();
+            for i in items {
+                idents(i.to_token_stream(), &mut ids);
+            }
+            ids.retain(|x| x != k && names12.contains(x));
+            (k, ids)
+        })
+        .collect();
+    loop {
+        let grow: Vec<String> = refs
+            .iter()
+            .filter(|(k, r)| !differ.contains(**k) && r.iter().any(|x| differ.contains(x)))
+            .map(|(k, _)| (*k).clone())
+            .collect();
+        if grow.is_empty() {
+            break;
+        }
+        differ.extend(grow);
+    }
+
+    // Entries of 12.9 with the same shape as 13.0's (same ABI, no changed type).
+    let e12: BTreeMap<&str, &EntryGen> = p12.entries.iter().map(|e| (e.name.as_str(), e)).collect();
+    let same_shape = |e13: &EntryGen| -> Option<&EntryGen> {
+        let e = *e12.get(e13.name.as_str())?;
+        let (f12, f13) = (&p12.fns[e.func], &p13.fns[e13.func]);
+        let same = abi_sig(f12, &p12.aliases) == abi_sig(f13, &p13.aliases)
+            && fn_idents(f12).iter().all(|x| !differ.contains(x));
+        same.then_some(e)
+    };
+
+    // The main module.
+    let mut main = String::new();
+    preamble(
+        &mut main,
+        &format!(
+            "The `{m}` API: bindgen's types and constants from the CUDA {v13} headers, and\n\
+             run-time dispatching functions, each resolved at the newest ABI that the\n\
+             loaded library offers among those of CUDA {v13} and {v12} with the same shape.\n\
+             What CUDA {v12} declares differently is in [`cuda12`](super::cuda12).\n\n\
+             Everything here mirrors the C headers one to one (names, layouts, values),\n\
+             so it is documented by NVIDIA's documentation of the C API rather than item by item.",
+            m = api.module,
+            v13 = p13.cuda_version,
+            v12 = p12.cuda_version
+        ),
+    );
+    let file = syn::File {
+        shebang: None,
+        attrs: vec![],
+        items: p13.items.clone(),
+    };
+    main.push_str(&prettyplease::unparse(&file));
+    main.push('\n');
+    main.push_str(&p13.name_impl);
+    let mut rows = Vec::new();
+    let mut shared = 0usize;
+    for e in &p13.entries {
+        let mut abis = vec![abi_text(13, api, e)];
+        if let Some(old) = same_shape(e) {
+            shared += 1;
+            let differs = old.symbol != e.symbol
+                || old.version != e.version
+                || old.ptds_symbol != e.ptds_symbol
+                || old.ptds_version != e.ptds_version;
+            if api.by_major || differs {
+                abis.push(abi_text(12, api, old));
+            }
+        }
+        rows.push((e, &p13.fns[e.func], abis));
+    }
+    emit_entries(&mut main, api, "", &p13.cuda_version, &p13.aliases, &rows);
+
+    // The CUDA 12 module.
+    let mut diff = String::new();
+    preamble(
+        &mut diff,
+        &format!(
+            "The `{m}` API as CUDA {v12} declares it, where that differs from CUDA {v13}:\n\
+             the types, constants and functions whose shape changed or that CUDA {v13}\n\
+             dropped. Everything else is the parent module's (`use super::*`).\n\n\
+             A function here resolves {how}.",
+            m = api.module,
+            v13 = p13.cuda_version,
+            v12 = p12.cuda_version,
+            how = if api.by_major {
+                "only against a CUDA 12 library"
+            } else if api.kind == Kind::Driver {
+                "at its CUDA 12 ABI version, on any driver that offers it"
+            } else {
+                "by its CUDA 12 symbol"
+            }
+        ),
+    );
+    diff.push_str("use super::*;\n\n");
+    let kept: Vec<syn::Item> = p12
+        .items
+        .iter()
+        .filter(|i| item_key(i).is_some_and(|k| differ.contains(&k)))
+        .cloned()
+        .collect();
+    let file = syn::File {
         shebang: None,
         attrs: vec![],
         items: kept,
     };
-    s.push_str(&prettyplease::unparse(&kept_file));
-    s.push('\n');
-    s.push_str(&cast_defines(&header_text, &aliases, &consts));
-
-    // name() for the result enum.
-    if let Some((enum_name, _, _)) = result_consts.first() {
-        let mut seen = BTreeSet::new();
-        s.push_str(&format!(
-            "impl {enum_name} {{\n/// The C name of this code, when the headers know it.\npub const fn name(self) -> Option<&'static str> {{\nmatch self.0 {{\n"
-        ));
-        for (ty, cname, val) in &result_consts {
-            if ty == enum_name && seen.insert(val.clone()) {
-                let _ = writeln!(s, "{val} => Some(\"{cname}\"),");
-            }
+    diff.push_str(&prettyplease::unparse(&file));
+    diff.push('\n');
+    let e13: BTreeSet<&str> = p13.entries.iter().map(|e| e.name.as_str()).collect();
+    let mut rows = Vec::new();
+    for e in &p12.entries {
+        let keep = !e13.contains(e.name.as_str())
+            || p13
+                .entries
+                .iter()
+                .find(|x| x.name == e.name)
+                .is_some_and(|x| same_shape(x).is_none());
+        if keep {
+            rows.push((e, &p12.fns[e.func], vec![abi_text(12, api, e)]));
         }
-        s.push_str("_ => None,\n}\n}\n}\n\n");
     }
+    eprintln!(
+        "regen-bindings: {}: {} entry points ({} with a CUDA 12 ABI of the same shape), {} CUDA 12 only or reshaped, {} CUDA 12 items differ",
+        api.module,
+        p13.entries.len(),
+        shared,
+        rows.len(),
+        differ.len()
+    );
+    emit_entries(&mut diff, api, "12", &p12.cuda_version, &p12.aliases, &rows);
+    Ok((main, diff))
+}
 
-    // The entry table.
+/// The entry table and one dispatching `unsafe fn` per entry.
+fn emit_entries(
+    s: &mut String,
+    api: &Api,
+    sub: &str,
+    cuda_version: &str,
+    aliases: &BTreeMap<String, syn::Type>,
+    rows: &[(&EntryGen, &CFn, Vec<String>)],
+) {
     let _ = writeln!(
         s,
-        "/// How many entry points this API has.\npub(crate) const ENTRY_COUNT: usize = {};\n\n\
-         /// Every entry point of this API, in the order of the dispatch table.\npub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [",
-        entries.len()
+        "/// How many entry points this module has.\npub(crate) const ENTRY_COUNT: usize = {};\n\n\
+         /// Every entry point of this module, in the order of the dispatch table, each\n\
+         /// with its ABIs, newest first.\npub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [",
+        rows.len()
     );
-    for e in &entries {
-        let ptds = match &e.ptds_symbol {
-            Some(p) => format!("Some(c\"{p}\")"),
-            None => "None".into(),
-        };
+    for (e, _, abis) in rows {
         let _ = writeln!(
             s,
-            "crate::loader::Entry {{ name: c\"{}\", base: c\"{}\", symbol: c\"{}\", version: {}, ptds_symbol: {ptds}, ptds_version: {} }},",
-            e.name, e.base, e.symbol, e.version, e.ptds_version
+            "crate::loader::Entry {{ name: c\"{}\", abis: &[{}] }},",
+            e.name,
+            abis.join(", ")
         );
     }
     s.push_str("];\n\n");
-
-    // The functions.
+    let module = api.module;
     let header_of = api.headers[0];
-    for (idx, e) in entries.iter().enumerate() {
-        let f = &fns[e.func];
+    for (idx, (e, f, abis)) in rows.iter().enumerate() {
         let args: Vec<String> = f
             .inputs
             .iter()
@@ -688,8 +978,8 @@ fn generate_api(
         let ret_sig = ret.as_ref().map(|r| format!(" -> {r}")).unwrap_or_default();
         let fallback = match ret.as_deref() {
             None => "()".to_string(),
-            Some(r) if r == api.result_type || aliases_to(r, api.result_type, &aliases) => {
-                format!("crate::{}::__unavailable({idx})", api.module)
+            Some(r) if r == api.result_type || aliases_to(r, api.result_type, aliases) => {
+                format!("crate::{module}::__unavailable{sub}({idx})")
             }
             Some(r) if r.starts_with("* const") => "::core::ptr::null()".into(),
             Some(r) if r.starts_with("* mut") => "::core::ptr::null_mut()".into(),
@@ -698,8 +988,13 @@ fn generate_api(
             Some(_) => "::core::default::Default::default()".into(),
         };
         let how = if api.kind == Kind::Driver && e.version != 0 {
+            let more = if abis.len() > 1 {
+                " or, on an older driver, at its CUDA 12 ABI of the same shape"
+            } else {
+                ""
+            };
             format!(
-                "resolved through `cuGetProcAddress(\"{}\", .., {}, ..)`{}",
+                "resolved through `cuGetProcAddress(\"{}\", .., {}, ..)`{}{more}",
                 e.base,
                 e.version,
                 if e.ptds_version != 0 {
@@ -709,8 +1004,13 @@ fn generate_api(
                 }
             )
         } else {
+            let more = if abis.len() > 1 {
+                " (or its CUDA 12 symbol, against a CUDA 12 library)"
+            } else {
+                ""
+            };
             format!(
-                "resolved as the exported symbol `{}`{}",
+                "resolved as the exported symbol `{}`{}{more}",
                 e.symbol,
                 e.ptds_symbol
                     .as_ref()
@@ -726,7 +1026,7 @@ fn generate_api(
              /// This calls the C function directly: every pointer, handle and size must satisfy the contract\n\
              /// of `{name}` in NVIDIA's documentation (<{docs}>).\n\
              #[inline]\npub unsafe fn {name}({args}){ret_sig} {{\n\
-             match crate::{module}::__entry({idx}) {{\n\
+             match crate::{module}::__entry{sub}({idx}) {{\n\
              Some(entry_fn) => {{\n\
              let entry_fn = unsafe {{ ::core::mem::transmute::<unsafe extern \"C\" fn(), unsafe extern \"C\" fn({tys}){ret_sig}>(entry_fn) }};\n\
              unsafe {{ entry_fn({names}) }}\n\
@@ -734,8 +1034,7 @@ fn generate_api(
              None => {fallback},\n\
              }}\n}}\n",
             name = e.name,
-            ver = pins.cuda_version,
-            module = api.module,
+            ver = cuda_version,
             fb_doc = if fallback.starts_with("crate::") {
                 "the library's \"not found\" code (see the module docs)"
             } else if fallback == "()" {
@@ -751,7 +1050,6 @@ fn generate_api(
             names = names.join(", "),
         );
     }
-    Ok(s)
 }
 
 /// The `#define NAME ((TYPE)VALUE)` constants bindgen cannot evaluate

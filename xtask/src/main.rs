@@ -18,11 +18,10 @@ commands:
   quickstart         the main job: NVIDIA's wheels into target/cuda-venv, then the
                      cuda-core `quickstart` example (compile SAXPY with NVRTC,
                      launch it, check it; diagnoses what is missing without a GPU)
-  test [--no-venv] [-- <cargo test args>]
-                     the project's test run: prepares the NVIDIA wheels venv
-                     (target/cuda-venv) and runs `cargo test --workspace`
-  test-cuda12        the CUDA 12 build of cuda-bindings and cuda-core, tested
-                     against NVIDIA's CUDA 12.9 wheels (target/cuda12-venv)
+  test [--cuda 12|13|all] [--no-venv] [-- <cargo test args>]
+                     the project's test run: builds the tests once and runs them
+                     against NVIDIA's CUDA 13.0 wheels (target/cuda-venv) and
+                     again against the CUDA 12.9 wheels (target/cuda12-venv)
   codegen [--check]  regenerate the pathfinder catalogue from its JSON
                      (--check: fail if the committed file is stale)
   package-tests --out DIR
@@ -43,7 +42,6 @@ fn main() -> ExitCode {
     };
     let result = match cmd {
         "test" => testrun::run(rest),
-        "test-cuda12" => testrun::run_cuda12(rest),
         "quickstart" => testrun::quickstart(rest),
         "codegen" => catalog::run(rest),
         "package-tests" => package::run(rest),

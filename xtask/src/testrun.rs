@@ -1,11 +1,13 @@
 //! `cargo xtask test`: the project's test run, as the README gives it.
 //!
-//! Prepares a Python virtual environment holding NVIDIA's CUDA wheels (the versions
-//! pinned in `tests/wheels.txt`) under `target/cuda-venv`, then runs
-//! `cargo test --workspace` with `VIRTUAL_ENV` pointing at it, so the real NVRTC,
-//! nvJitLink, NVVM and runtime libraries are found, loaded and used without a GPU.
-//! `CUDA_RS_REQUIRE_WHEELS=1` is set so that a test needing them fails rather than
-//! skips if they are missing.
+//! Builds the tests once, then runs them twice: against NVIDIA's CUDA 13.0 wheels
+//! (`tests/wheels.txt`, in `target/cuda-venv`) and against the CUDA 12.9 wheels
+//! (`tests/wheels-cu12.txt`, in `target/cuda12-venv`), each pass with
+//! `VIRTUAL_ENV` pointing at its venv, so the real NVRTC, nvJitLink, NVVM and
+//! runtime libraries of both majors are found, loaded and used by the same
+//! binaries without a GPU. `CUDA_RS_EXPECT_MAJOR` tells the tests which major the
+//! pass is for; `CUDA_RS_REQUIRE_WHEELS=1` makes a test needing the wheels fail
+//! rather than skip if they are missing. `--cuda 12|13` runs one pass.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -72,18 +74,39 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         None => Vec::new(),
     };
     let no_venv = take_flag(&mut args, "--no-venv");
+    let cuda = crate::util::take_value(&mut args, "--cuda")?;
     crate::util::no_more(&args)?;
+    let majors: &[u32] = match cuda.as_deref() {
+        None | Some("all") => &[13, 12],
+        Some("13") => &[13],
+        Some("12") => &[12],
+        Some(o) => return Err(format!("--cuda takes 12, 13 or all, not `{o}`")),
+    };
 
-    let mut cmd = cargo();
-    cmd.current_dir(workspace_root())
-        .args(["test", "--workspace", "--all-targets"]);
-    if !no_venv {
-        let venv = venv_dir();
-        ensure_venv(&venv)?;
-        wheels_env(&mut cmd, &venv);
+    // One build, then one pass per major: the same binaries drive the CUDA 13.0
+    // and the CUDA 12.9 wheels.
+    let mut build = cargo();
+    build
+        .current_dir(workspace_root())
+        .args(["test", "--workspace", "--all-targets", "--no-run"]);
+    run_cmd(&mut build)?;
+    for &major in majors {
+        let mut cmd = cargo();
+        cmd.current_dir(workspace_root())
+            .args(["test", "--workspace", "--all-targets"]);
+        if !no_venv {
+            let venv = venv_for(major);
+            ensure_venv_from(&venv, wheels_list(major))?;
+            wheels_env(&mut cmd, &venv);
+            cmd.env("CUDA_RS_EXPECT_MAJOR", major.to_string());
+            println!("xtask test: the CUDA {major} pass ({})", venv.display());
+        }
+        cmd.args(&passthrough);
+        run_cmd(&mut cmd)?;
+        if no_venv {
+            break;
+        }
     }
-    cmd.args(&passthrough);
-    run_cmd(&mut cmd)?;
     // Doc tests run separately: `--all-targets` leaves them out.
     let mut doc = cargo();
     doc.current_dir(workspace_root())
@@ -91,37 +114,23 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     run_cmd(&mut doc)
 }
 
-/// `cargo xtask test-cuda12`: the CUDA 12 build of `cuda-bindings` and `cuda-core`
-/// tested against NVIDIA's CUDA 12.9 wheels (`tests/wheels-cu12.txt`, in
-/// `target/cuda12-venv`): the bindings generated from the 12.9 headers load,
-/// compile and link with real CUDA 12 libraries, and refuse CUDA 13 ones (the
-/// CUDA 13 venv of `cargo xtask test` is prepared too).
-pub(crate) fn run_cuda12(args: &[String]) -> Result<(), String> {
-    crate::util::no_more(args)?;
-    let venv = workspace_root().join("target").join("cuda12-venv");
-    ensure_venv_from(&venv, "tests/wheels-cu12.txt")?;
-    // The CUDA 13 wheels too: the bindings must refuse them.
-    let other = venv_dir();
-    ensure_venv(&other)?;
-    let mut cmd = cargo();
-    cmd.current_dir(workspace_root())
-        .args([
-            "test",
-            "-p",
-            "cuda-bindings",
-            "-p",
-            "cuda-core",
-            "--all-targets",
-            "--no-default-features",
-            "--features",
-            "cuda-core/cuda-12,cuda-bindings/cuda-12,cuda-bindings/driver,\
-             cuda-bindings/runtime,cuda-bindings/nvrtc,cuda-bindings/nvjitlink,\
-             cuda-bindings/nvvm,cuda-bindings/nvml",
-        ])
-        .env("CUDA_RS_OTHER_MAJOR_VENV", &other)
-        .env("CUDA_RS_REQUIRE_OTHER_MAJOR", "1");
-    wheels_env(&mut cmd, &venv);
-    run_cmd(&mut cmd)
+/// The wheels list of a major (relative to the workspace root).
+fn wheels_list(major: u32) -> &'static str {
+    if major == 12 {
+        "tests/wheels-cu12.txt"
+    } else {
+        "tests/wheels.txt"
+    }
+}
+
+/// The venv of a major's wheels: `venv_dir()` for CUDA 13, `target/cuda12-venv`
+/// for CUDA 12.
+pub(crate) fn venv_for(major: u32) -> PathBuf {
+    if major == 12 {
+        workspace_root().join("target").join("cuda12-venv")
+    } else {
+        venv_dir()
+    }
 }
 
 /// Points a test run at the wheels in `venv` and makes tests that need them fail

@@ -26,14 +26,12 @@
 //! # Ok::<(), DriverError>(())
 //! ```
 
-#[cfg(feature = "cuda-13")]
-#[path = "generated/cuda13/driver.rs"]
+#[path = "generated/driver.rs"]
 #[rustfmt::skip]
 mod generated;
-#[cfg(feature = "cuda-12")]
-#[path = "generated/cuda12/driver.rs"]
+#[path = "generated/driver_cuda12.rs"]
 #[rustfmt::skip]
-mod generated;
+mod cuda12_generated;
 
 pub use generated::*;
 
@@ -43,6 +41,7 @@ use crate::loader::{ApiKind, Resolver};
 api_plumbing! {
     kind: ApiKind::Driver,
     resolver: Resolver::Driver,
+    module: "driver",
     code: CUresult,
     success: CUDA_SUCCESS,
     unavailable_code: |_loaded: bool| CUDA_ERROR_NOT_FOUND,

@@ -31,11 +31,14 @@ pub(crate) struct Described {
     pub(crate) description: Cow<'static, str>,
 }
 
-/// Writes an API's error type, its `IntoResult` impl and the dispatch plumbing.
+/// Writes an API's error type, its `IntoResult` impl and the dispatch plumbing of
+/// its two modules: the main one (`generated`, CUDA 13's declarations) and
+/// `cuda12` (`cuda12_generated`, what CUDA 12 declares differently).
 macro_rules! api_plumbing {
     (
         kind: $kind:expr,
         resolver: $resolver:expr,
+        module: $module:literal,
         code: $Code:ident,
         success: $success:expr,
         unavailable_code: $unavail:expr,
@@ -43,7 +46,15 @@ macro_rules! api_plumbing {
         describe: $describe:path $(,)?
     ) => {
         pub(crate) static API: $crate::loader::Api<ENTRY_COUNT> =
-            $crate::loader::Api::new($kind, $resolver, &ENTRIES);
+            $crate::loader::Api::new($kind, $resolver, $module, &ENTRIES);
+
+        pub(crate) static API12: $crate::loader::Api<{ cuda12_generated::ENTRY_COUNT }> =
+            $crate::loader::Api::new(
+                $kind,
+                $resolver,
+                concat!($module, "::cuda12"),
+                &cuda12_generated::ENTRIES,
+            );
 
         #[doc(hidden)]
         #[inline(always)]
@@ -59,6 +70,20 @@ macro_rules! api_plumbing {
             $unavail(API.table().is_ok())
         }
 
+        #[doc(hidden)]
+        #[inline(always)]
+        pub(crate) fn __entry12(idx: usize) -> Option<$crate::loader::RawFn> {
+            API12.entry(idx)
+        }
+
+        #[doc(hidden)]
+        #[cold]
+        #[inline(never)]
+        pub(crate) fn __unavailable12(idx: usize) -> $Code {
+            API12.note_unavailable(idx);
+            $unavail(API12.table().is_ok())
+        }
+
         /// The loaded library (loading and resolving it if needed): its path and how
         /// the pathfinder found it.
         ///
@@ -67,6 +92,14 @@ macro_rules! api_plumbing {
         /// lists every place searched.
         pub fn library() -> Result<&'static cuda_pathfinder::LoadedDl, cuda_pathfinder::PathfinderError> {
             API.table().map(|t| t.lib).map_err(Clone::clone)
+        }
+
+        /// The loaded library's CUDA major version, for the libraries that have
+        /// one ABI per major (the runtime, NVRTC, nvJitLink): it decides which
+        /// entry points resolve (see [`cuda12`]). `None` for the others, when the
+        /// library is missing, or when it could not be told (then nothing resolves).
+        pub fn cuda_major() -> Option<u32> {
+            API.major().and_then(|m| u32::try_from(m).ok()).filter(|&m| m > 0)
         }
 
         /// Whether the entry point with this C name (`cuMemAlloc`, not
@@ -84,8 +117,43 @@ macro_rules! api_plumbing {
         /// Why the entry point `name` cannot be called, or `None` when it can (or is
         /// not a name of this API).
         pub fn why_unavailable(name: &str) -> Option<$crate::Unavailable> {
-            let idx = ENTRIES.iter().position(|e| e.name.to_bytes() == name.as_bytes())?;
-            API.why_unavailable(idx)
+            API.why_unavailable(API.position(name)?)
+        }
+
+        #[doc = concat!(
+            "The `", $module, "` API as CUDA 12 declares it where that differs from CUDA 13: ",
+            "types whose layout changed and functions whose signature or ABI changed or that ",
+            "CUDA 13 dropped (`cuda12::cuCtxCreate(pctx, flags, dev)`, ",
+            "`cuda12::cudaGetDeviceProperties` with CUDA 12's `cudaDeviceProp`, …). ",
+            "Everything the two majors share is the parent module's.\n\n",
+            "For the libraries with one ABI per CUDA major (the runtime, NVRTC, nvJitLink), ",
+            "a function here resolves only against a CUDA 12 library and a reshaped function ",
+            "of the parent only against a CUDA 13 one; calling the other returns the API's ",
+            "\"not found\" code and the error names the function to call instead ",
+            "([`Unavailable::OtherShape`](crate::Unavailable::OtherShape)). For the driver, ",
+            "a function here resolves at its CUDA 12 ABI version, which every driver since ",
+            "that version offers, CUDA 13 drivers included."
+        )]
+        pub mod cuda12 {
+            #[allow(unused_imports, unreachable_pub)]
+            pub use super::cuda12_generated::*;
+
+            /// Whether the entry point with this C name resolved in this module.
+            pub fn is_available(name: &str) -> bool {
+                super::API12.is_available(name)
+            }
+
+            /// How many of this module's entry points resolved, out of how many;
+            /// `None` when the library is missing.
+            pub fn resolved_count() -> Option<(usize, usize)> {
+                super::API12.counts()
+            }
+
+            /// Why this module's entry point `name` cannot be called, or `None` when
+            /// it can (or is not a name of this module).
+            pub fn why_unavailable(name: &str) -> Option<$crate::Unavailable> {
+                super::API12.why_unavailable(super::API12.position(name)?)
+            }
         }
 
         $(#[$emeta])*
@@ -108,7 +176,7 @@ macro_rules! api_plumbing {
             pub fn new(code: $Code) -> Self {
                 let d: $crate::error::Described = $describe(code);
                 let unavailable = if code == $unavail(true) || code == $unavail(false) {
-                    API.take_unavailable().map(Box::new)
+                    $crate::loader::take_unavailable($kind).map(Box::new)
                 } else {
                     None
                 };

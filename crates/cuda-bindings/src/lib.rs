@@ -59,14 +59,6 @@
 //! | `CUDA_RS_PER_THREAD_DEFAULT_STREAM` | `1`: stream-taking driver and runtime functions resolve to their per-thread default stream variants (`_ptds`/`_ptsz`), like C compiled with `CUDA_API_PER_THREAD_DEFAULT_STREAM`; read once, when each library is first used |
 //! | the pathfinder's variables | where libraries are searched for: see [`cuda_pathfinder`] |
 
-#[cfg(all(feature = "cuda-12", feature = "cuda-13"))]
-compile_error!(
-    "cuda-bindings: the features `cuda-12` and `cuda-13` are exclusive; \
-     use `default-features = false` to pick `cuda-12`"
-);
-#[cfg(not(any(feature = "cuda-12", feature = "cuda-13")))]
-compile_error!("cuda-bindings: enable one of the features `cuda-13` (default) or `cuda-12`");
-
 mod error;
 mod loader;
 
@@ -84,14 +76,7 @@ pub mod nvvm;
 pub mod runtime;
 
 pub use error::IntoResult;
-pub use loader::{ApiKind, PER_THREAD_DEFAULT_STREAM_VAR, Unavailable};
-
-/// The CUDA major version these bindings were generated for (12 or 13).
-#[cfg(feature = "cuda-13")]
-pub const CUDA_MAJOR: u32 = 13;
-/// The CUDA major version these bindings were generated for (12 or 13).
-#[cfg(feature = "cuda-12")]
-pub const CUDA_MAJOR: u32 = 12;
+pub use loader::{ApiKind, PER_THREAD_DEFAULT_STREAM_VAR, SUPPORTED_MAJORS, Unavailable};
 
 /// A library's `major.minor` version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

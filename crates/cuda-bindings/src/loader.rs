@@ -24,6 +24,16 @@ pub(crate) type RawFn = unsafe extern "C" fn();
 pub(crate) struct Entry {
     /// The public C name (`cuMemAlloc`).
     pub(crate) name: &'static CStr,
+    /// The ABIs of this shape, newest first: the CUDA 13 headers' and, where CUDA
+    /// 12 declares the same shape under another symbol or ABI version, CUDA 12's.
+    pub(crate) abis: &'static [Abi],
+}
+
+/// How to resolve one ABI of an entry point.
+#[derive(Debug)]
+pub(crate) struct Abi {
+    /// The CUDA major whose headers declare it (12 or 13).
+    pub(crate) major: u32,
     /// The name `cuGetProcAddress` takes (driver; `cuMemAlloc`).
     pub(crate) base: &'static CStr,
     /// The exported symbol (`cuMemAlloc_v2`).
@@ -35,6 +45,9 @@ pub(crate) struct Entry {
     /// The per-thread default stream ABI version (driver; 0 when none).
     pub(crate) ptds_version: u32,
 }
+
+/// The CUDA majors whose headers the bindings carry.
+pub const SUPPORTED_MAJORS: [u32; 2] = [12, 13];
 
 /// How an API's entries are resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,8 +89,10 @@ impl ApiKind {
         }
     }
 
-    fn index(self) -> u8 {
-        self as u8
+    /// Whether the library is versioned by CUDA major, with an ABI per major
+    /// (`libcudart.so.12` and `.so.13`): the runtime, NVRTC and nvJitLink.
+    pub fn versioned_by_major(self) -> bool {
+        matches!(self, Self::Runtime | Self::Nvrtc | Self::NvJitLink)
     }
 }
 
@@ -116,39 +131,58 @@ pub enum Unavailable {
         /// The library that was searched.
         path: String,
     },
-    /// The installed driver does not offer this entry point at the ABI version the
-    /// bindings were generated for.
+    /// The installed driver offers none of this entry point's ABIs.
     #[error(
-        "`{name}` (ABI version {version}) is not available from the installed driver \
-         (driver CUDA version {}): {reason}",
+        "`{name}` needs a CUDA {} driver (ABI version {version}); the installed driver is \
+         CUDA {}: {reason}",
+        fmt_version(*version as i32),
         fmt_version(*driver_version)
     )]
     DriverSymbol {
         /// The public C name.
         name: &'static str,
-        /// The ABI version asked for.
+        /// The oldest ABI version the bindings know for it (the driver version it
+        /// needs, as `1000 * major + 10 * minor`).
         version: u32,
         /// What `cuDriverGetVersion` reported (0 if it could not be asked).
         driver_version: i32,
-        /// What `cuGetProcAddress` said.
+        /// What went wrong.
         reason: &'static str,
     },
-    /// The library found is of another CUDA major version than these bindings were
-    /// generated for; its ABI may differ, so none of its entry points is used.
+    /// The library found is of a CUDA major version the bindings do not know; its
+    /// ABI may differ, so none of its entry points is used.
     #[error(
-        "{api} library {path} is CUDA {found}, but these bindings are for CUDA {expected} \
-         (build cuda-bindings with the `cuda-{found}` feature, or make a CUDA {expected} \
-         {api} the one found)"
+        "{api} library {path} is CUDA {found}; these bindings know CUDA 12 and 13 \
+         (make a CUDA 12 or 13 {api} the one found)"
     )]
     MajorVersion {
         /// The API.
         api: ApiKind,
         /// The library that was loaded.
         path: String,
+        /// Its CUDA major version (0 if it could not be told).
+        found: i32,
+    },
+    /// The entry point has another shape (signature or structure layout) in the
+    /// loaded library's CUDA major: the function of the same name in the other
+    /// module is the one to call.
+    #[error(
+        "`{name}` as called has the CUDA {shape} shape, but {api} library {path} is \
+         CUDA {found}: call {instead}"
+    )]
+    OtherShape {
+        /// The API.
+        api: ApiKind,
+        /// The public C name.
+        name: &'static str,
+        /// The major whose shape was called.
+        shape: u32,
+        /// The library that was loaded.
+        path: String,
         /// Its CUDA major version.
         found: i32,
-        /// The bindings' ([`CUDA_MAJOR`](crate::CUDA_MAJOR)).
-        expected: u32,
+        /// Where the function of that major's shape is (`cuda_bindings::runtime::cuda12::cudaGetDeviceProperties`).
+        instead: String,
     },
     /// The library was loaded but resolving its entry points failed as a whole.
     #[error("{api}: {message}")]
@@ -159,6 +193,28 @@ pub enum Unavailable {
         message: String,
     },
 }
+
+impl Unavailable {
+    /// When the entry point is missing because the driver is too old: the driver
+    /// version it needs and the installed driver's.
+    pub fn needs_driver(&self) -> Option<(crate::Version, crate::Version)> {
+        match self {
+            Self::DriverSymbol {
+                version,
+                driver_version,
+                reason,
+                ..
+            } if *reason == TOO_OLD => Some((
+                crate::Version::from_cuda(i32::try_from(*version).unwrap_or(i32::MAX)),
+                crate::Version::from_cuda(*driver_version),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// [`Unavailable::DriverSymbol`]'s reason when the driver is older than the ABI.
+const TOO_OLD: &str = "the driver is older than this entry point";
 
 /// `13000` → `13.0`.
 pub(crate) fn fmt_version(v: i32) -> String {
@@ -176,15 +232,27 @@ pub(crate) struct Table<const N: usize> {
     /// The driver's version (driver API only).
     pub(crate) driver_version: i32,
     pub(crate) per_thread: bool,
-    /// The library's CUDA major version when it is not the bindings' (then every
-    /// entry of `fns` is `None`).
-    pub(crate) wrong_major: Option<i32>,
+    /// The library's CUDA major, for the APIs versioned by major (0 when it
+    /// could not be told).
+    pub(crate) major: Option<i32>,
 }
 
-/// One API's lazily resolved table.
+impl<const N: usize> Table<N> {
+    /// Whether the library's major is one the bindings know (always, for the
+    /// APIs not versioned by major).
+    fn known_major(&self) -> bool {
+        self.major
+            .is_none_or(|m| SUPPORTED_MAJORS.iter().any(|&k| k as i32 == m))
+    }
+}
+
+/// One module's lazily resolved table: the main module's or its `cuda12`
+/// module's.
 pub(crate) struct Api<const N: usize> {
     pub(crate) kind: ApiKind,
     pub(crate) resolver: Resolver,
+    /// The Rust path of the module the entries are in (`driver`, `runtime::cuda12`).
+    pub(crate) module: &'static str,
     pub(crate) entries: &'static [Entry; N],
     table: OnceLock<Result<Table<N>, PathfinderError>>,
 }
@@ -193,11 +261,13 @@ impl<const N: usize> Api<N> {
     pub(crate) const fn new(
         kind: ApiKind,
         resolver: Resolver,
+        module: &'static str,
         entries: &'static [Entry; N],
     ) -> Self {
         Self {
             kind,
             resolver,
+            module,
             entries,
             table: OnceLock::new(),
         }
@@ -237,69 +307,84 @@ impl<const N: usize> Api<N> {
     pub(crate) fn why_unavailable(&self, idx: usize) -> Option<Unavailable> {
         let e = self.entries.get(idx)?;
         let name = e.name.to_str().unwrap_or("?");
-        match self.table() {
-            Err(error) => Some(Unavailable::Library {
+        let t = match self.table() {
+            Err(error) => {
+                return Some(Unavailable::Library {
+                    api: self.kind,
+                    error: error.clone(),
+                });
+            }
+            Ok(t) if t.fns[idx].is_some() => return None,
+            Ok(t) => t,
+        };
+        let path = || t.lib.abs_path().display().to_string();
+        if !t.known_major() {
+            return Some(Unavailable::MajorVersion {
                 api: self.kind,
-                error: error.clone(),
-            }),
-            Ok(t) if t.fns[idx].is_some() => None,
-            Ok(t) if t.wrong_major.is_some() => Some(Unavailable::MajorVersion {
-                api: self.kind,
-                path: t.lib.abs_path().display().to_string(),
-                found: t.wrong_major.unwrap_or_default(),
-                expected: crate::CUDA_MAJOR,
-            }),
-            Ok(t) => Some(match self.resolver {
-                Resolver::Driver if e.version != 0 => {
-                    let (version, flags) = driver_request(e, t.per_thread);
-                    let reason = match driver_lookup(t.lib, e.base, version, flags) {
-                        Err(Some(DriverLookupStatus::VersionNotSufficient)) => {
-                            "the driver is older than this entry point's ABI version"
-                        }
+                path: path(),
+                found: t.major.unwrap_or_default(),
+            });
+        }
+        if let Some(found) = t.major {
+            if !e.abis.iter().any(|a| a.major as i32 == found) {
+                let shape = e.abis.first().map_or(0, |a| a.major);
+                let other = if self.module.ends_with("::cuda12") {
+                    self.module.trim_end_matches("::cuda12").to_owned()
+                } else {
+                    format!("{}::cuda12", self.module)
+                };
+                return Some(Unavailable::OtherShape {
+                    api: self.kind,
+                    name,
+                    shape,
+                    path: path(),
+                    found,
+                    instead: format!("`cuda_bindings::{other}::{name}`"),
+                });
+            }
+        }
+        // The oldest ABI is the one whose failure says what is needed.
+        let abi = e.abis.last()?;
+        Some(match self.resolver {
+            Resolver::Driver if abi.version != 0 => {
+                let (version, flags) = driver_request(abi, t.per_thread);
+                let reason = if t.driver_version > 0 && version as i32 > t.driver_version {
+                    TOO_OLD
+                } else {
+                    match driver_lookup(t.lib, abi.base, version, flags) {
+                        Err(Some(DriverLookupStatus::VersionNotSufficient)) => TOO_OLD,
                         Err(Some(DriverLookupStatus::SymbolNotFound)) => {
                             "the driver does not know the symbol"
                         }
                         Err(None) => "cuGetProcAddress is missing or failed",
                         Ok(_) => "it resolved on a second attempt; resolution is done once",
-                    };
-                    Unavailable::DriverSymbol {
-                        name,
-                        version,
-                        driver_version: t.driver_version,
-                        reason,
                     }
+                };
+                Unavailable::DriverSymbol {
+                    name,
+                    version,
+                    driver_version: t.driver_version,
+                    reason,
                 }
-                _ => {
-                    let sym = if t.per_thread {
-                        e.ptds_symbol.unwrap_or(e.symbol)
-                    } else {
-                        e.symbol
-                    };
-                    Unavailable::Symbol {
-                        name,
-                        symbol: sym.to_str().unwrap_or("?"),
-                        path: t.lib.abs_path().display().to_string(),
-                    }
+            }
+            _ => {
+                let sym = match (t.per_thread, abi.ptds_symbol) {
+                    (true, Some(p)) => p,
+                    _ => abi.symbol,
+                };
+                Unavailable::Symbol {
+                    name,
+                    symbol: sym.to_str().unwrap_or("?"),
+                    path: path(),
                 }
-            }),
-        }
+            }
+        })
     }
 
     /// Records that entry `idx` was called while unavailable, for the error helpers.
     #[cold]
-    pub(crate) fn note_unavailable(&self, idx: usize) {
-        LAST_UNAVAILABLE.with(|c| c.set(Some((self.kind.index(), idx))));
-    }
-
-    /// Takes the note [`note_unavailable`](Self::note_unavailable) left on this
-    /// thread for this API, if any.
-    pub(crate) fn take_unavailable(&self) -> Option<Unavailable> {
-        let (api, idx) = LAST_UNAVAILABLE.with(Cell::get)?;
-        if api != self.kind.index() {
-            return None;
-        }
-        LAST_UNAVAILABLE.with(|c| c.set(None));
-        self.why_unavailable(idx)
+    pub(crate) fn note_unavailable(&'static self, idx: usize) {
+        LAST_UNAVAILABLE.with(|c| c.set(Some((self as &dyn Why, idx))));
     }
 
     /// The number of entries that resolved, and the total.
@@ -308,18 +393,53 @@ impl<const N: usize> Api<N> {
         Some((t.fns.iter().filter(|f| f.is_some()).count(), N))
     }
 
-    /// Whether the entry named `name` resolved.
-    pub(crate) fn is_available(&self, name: &str) -> bool {
-        let Ok(t) = self.table() else { return false };
+    /// The index of the entry named `name`.
+    pub(crate) fn position(&self, name: &str) -> Option<usize> {
         self.entries
             .iter()
             .position(|e| e.name.to_bytes() == name.as_bytes())
-            .is_some_and(|i| t.fns[i].is_some())
+    }
+
+    /// Whether the entry named `name` resolved.
+    pub(crate) fn is_available(&self, name: &str) -> bool {
+        let Ok(t) = self.table() else { return false };
+        self.position(name).is_some_and(|i| t.fns[i].is_some())
+    }
+
+    /// The loaded library's CUDA major, for the APIs versioned by major.
+    pub(crate) fn major(&self) -> Option<i32> {
+        self.table().ok()?.major
+    }
+}
+
+/// What the error helpers ask of a table, whatever its size.
+trait Why: Sync {
+    fn kind(&self) -> ApiKind;
+    fn why(&self, idx: usize) -> Option<Unavailable>;
+}
+
+impl<const N: usize> Why for Api<N> {
+    fn kind(&self) -> ApiKind {
+        self.kind
+    }
+    fn why(&self, idx: usize) -> Option<Unavailable> {
+        self.why_unavailable(idx)
     }
 }
 
 thread_local! {
-    static LAST_UNAVAILABLE: Cell<Option<(u8, usize)>> = const { Cell::new(None) };
+    static LAST_UNAVAILABLE: Cell<Option<(&'static dyn Why, usize)>> = const { Cell::new(None) };
+}
+
+/// Takes the note an unavailable entry point of `kind` (in either of its modules)
+/// left on this thread, and says why it was unavailable.
+pub(crate) fn take_unavailable(kind: ApiKind) -> Option<Unavailable> {
+    let (api, idx) = LAST_UNAVAILABLE.with(Cell::get)?;
+    if api.kind() != kind {
+        return None;
+    }
+    LAST_UNAVAILABLE.with(|c| c.set(None));
+    api.why(idx)
 }
 
 /// Whether per-thread default stream variants were asked for.
@@ -335,53 +455,109 @@ fn resolve<const N: usize>(
 ) -> Table<N> {
     let per_thread = per_thread_requested();
     let mut fns: [Option<RawFn>; N] = [None; N];
-    let mut driver_version = 0;
-    let wrong_major = library_major(lib, kind).filter(|&m| m != crate::CUDA_MAJOR as i32);
-    if wrong_major.is_some() {
-        return Table {
-            fns,
-            lib,
-            driver_version,
-            per_thread,
-            wrong_major,
-        };
-    }
-    match resolver {
-        Resolver::Dlsym => {
-            for (slot, e) in fns.iter_mut().zip(entries) {
-                let sym = match (per_thread, e.ptds_symbol) {
-                    (true, Some(p)) => p,
-                    _ => e.symbol,
-                };
-                *slot = dlsym(lib, sym);
-            }
-        }
-        Resolver::Driver => {
-            driver_version = query_driver_version(lib);
-            for (slot, e) in fns.iter_mut().zip(entries) {
-                *slot = if e.version == 0 {
-                    // No `PFN_` type recorded the ABI: take the exported symbol.
-                    dlsym(lib, e.symbol)
-                } else {
-                    let (version, flags) = driver_request(e, per_thread);
-                    driver_lookup(lib, e.base, version, flags).ok()
-                };
-            }
-        }
-    }
-    Table {
+    let major = kind
+        .versioned_by_major()
+        .then(|| library_major(lib, kind).unwrap_or(0));
+    let mut table = Table {
         fns,
         lib,
-        driver_version,
+        driver_version: 0,
         per_thread,
-        wrong_major: None,
+        major,
+    };
+    if !table.known_major() {
+        return table;
     }
+    if resolver == Resolver::Driver {
+        table.driver_version = query_driver_version(lib);
+    }
+    for (slot, e) in fns.iter_mut().zip(entries) {
+        *slot = resolve_entry(lib, kind, resolver, e, &table);
+    }
+    table.fns = fns;
+    table
+}
+
+/// The first ABI of `e` that the library offers: for an API versioned by major,
+/// the one of the library's major; for the driver, the newest whose ABI version
+/// the driver has (a driver asked for a newer version than its own hands back its
+/// newest ABI of the symbol, which may be another shape, so it is never asked);
+/// otherwise the first exported symbol.
+fn resolve_entry<const N: usize>(
+    lib: &LoadedDl,
+    kind: ApiKind,
+    resolver: Resolver,
+    e: &Entry,
+    t: &Table<N>,
+) -> Option<RawFn> {
+    for abi in e.abis {
+        if let Some(m) = t.major {
+            if abi.major as i32 != m {
+                continue;
+            }
+        }
+        let found = match resolver {
+            Resolver::Driver if abi.version != 0 => {
+                let (version, flags) = driver_request(abi, t.per_thread);
+                if t.driver_version > 0 && version as i32 > t.driver_version {
+                    continue;
+                }
+                driver_lookup(lib, abi.base, version, flags).ok()
+            }
+            _ => {
+                let sym = match (t.per_thread, abi.ptds_symbol) {
+                    (true, Some(p)) => p,
+                    _ => abi.symbol,
+                };
+                dlsym(lib, sym).or_else(|| {
+                    (kind == ApiKind::NvJitLink)
+                        .then(|| older_minor_symbol(lib, sym))
+                        .flatten()
+                })
+            }
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+/// nvJitLink exports each function under a `_<major>_<minor>` name for every
+/// minor release of its major up to its own (`__nvJitLinkCreate_12_0` …
+/// `__nvJitLinkCreate_12_4` in 12.4), all of one ABI. A library older than the
+/// headers lacks the headers' minor: take the newest it has.
+fn older_minor_symbol(lib: &LoadedDl, sym: &CStr) -> Option<RawFn> {
+    let text = sym.to_str().ok()?;
+    let (stem, minor) = text.rsplit_once('_')?;
+    let minor: u32 = minor.parse().ok()?;
+    (0..minor).rev().find_map(|m| {
+        let name = std::ffi::CString::new(format!("{stem}_{m}")).ok()?;
+        dlsym(lib, &name)
+    })
 }
 
 /// The CUDA major version of a loaded runtime, NVRTC or nvJitLink library, asked of
-/// the library itself; `None` for the other APIs (the driver and NVML keep their
-/// ABI across CUDA versions, NVVM versions its IR instead) or when it cannot say.
+/// the library itself, else read off its file name (`libnvJitLink.so.12`: nvJitLink
+/// before 12.3 cannot say); `None` for the other APIs (the driver and NVML keep
+/// their ABI across CUDA versions, NVVM versions its IR instead) or when neither
+/// tells.
 fn library_major(lib: &LoadedDl, kind: ApiKind) -> Option<i32> {
+    asked_major(lib, kind).or_else(|| {
+        kind.versioned_by_major()
+            .then(|| major_from_file_name(lib.abs_path()))
+            .flatten()
+    })
+}
+
+/// `libcudart.so.12.9.79` or `libnvrtc.so.13` → the number after `.so.`.
+fn major_from_file_name(path: &std::path::Path) -> Option<i32> {
+    let name = path.file_name()?.to_str()?;
+    let (_, rest) = name.split_once(".so.")?;
+    rest.split('.').next()?.parse().ok()
+}
+
+fn asked_major(lib: &LoadedDl, kind: ApiKind) -> Option<i32> {
     match kind {
         ApiKind::Runtime => {
             let f = lib.symbol(c"cudaRuntimeGetVersion")?;
@@ -429,7 +605,7 @@ const LEGACY_STREAM: u64 = 1 << 0;
 const PER_THREAD_DEFAULT_STREAM: u64 = 1 << 1;
 
 /// The version and flags to ask `cuGetProcAddress` for.
-fn driver_request(e: &Entry, per_thread: bool) -> (u32, u64) {
+fn driver_request(e: &Abi, per_thread: bool) -> (u32, u64) {
     if per_thread && e.ptds_version != 0 {
         (e.ptds_version, PER_THREAD_DEFAULT_STREAM)
     } else {

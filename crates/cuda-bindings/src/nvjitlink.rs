@@ -9,14 +9,12 @@
 //! An entry point that cannot be resolved returns `NVJITLINK_ERROR_INTERNAL`, and
 //! [`NvJitLinkError`] says why.
 
-#[cfg(feature = "cuda-13")]
-#[path = "generated/cuda13/nvjitlink.rs"]
+#[path = "generated/nvjitlink.rs"]
 #[rustfmt::skip]
 mod generated;
-#[cfg(feature = "cuda-12")]
-#[path = "generated/cuda12/nvjitlink.rs"]
+#[path = "generated/nvjitlink_cuda12.rs"]
 #[rustfmt::skip]
-mod generated;
+mod cuda12_generated;
 
 pub use generated::*;
 
@@ -26,6 +24,7 @@ use crate::loader::{ApiKind, Resolver};
 api_plumbing! {
     kind: ApiKind::NvJitLink,
     resolver: Resolver::Dlsym,
+    module: "nvjitlink",
     code: nvJitLinkResult,
     success: NVJITLINK_SUCCESS,
     unavailable_code: |_loaded: bool| NVJITLINK_ERROR_INTERNAL,

@@ -17,14 +17,12 @@
 //! # Ok::<(), NvmlError>(())
 //! ```
 
-#[cfg(feature = "cuda-13")]
-#[path = "generated/cuda13/nvml.rs"]
+#[path = "generated/nvml.rs"]
 #[rustfmt::skip]
 mod generated;
-#[cfg(feature = "cuda-12")]
-#[path = "generated/cuda12/nvml.rs"]
+#[path = "generated/nvml_cuda12.rs"]
 #[rustfmt::skip]
-mod generated;
+mod cuda12_generated;
 
 pub use generated::*;
 
@@ -34,6 +32,7 @@ use crate::loader::{ApiKind, Resolver};
 api_plumbing! {
     kind: ApiKind::Nvml,
     resolver: Resolver::Dlsym,
+    module: "nvml",
     code: nvmlReturn_t,
     success: NVML_SUCCESS,
     unavailable_code: |loaded: bool| if loaded {

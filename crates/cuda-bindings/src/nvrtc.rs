@@ -19,14 +19,12 @@
 //! # Ok::<(), NvrtcError>(())
 //! ```
 
-#[cfg(feature = "cuda-13")]
-#[path = "generated/cuda13/nvrtc.rs"]
+#[path = "generated/nvrtc.rs"]
 #[rustfmt::skip]
 mod generated;
-#[cfg(feature = "cuda-12")]
-#[path = "generated/cuda12/nvrtc.rs"]
+#[path = "generated/nvrtc_cuda12.rs"]
 #[rustfmt::skip]
-mod generated;
+mod cuda12_generated;
 
 pub use generated::*;
 
@@ -36,6 +34,7 @@ use crate::loader::{ApiKind, Resolver};
 api_plumbing! {
     kind: ApiKind::Nvrtc,
     resolver: Resolver::Dlsym,
+    module: "nvrtc",
     code: nvrtcResult,
     success: NVRTC_SUCCESS,
     unavailable_code: |_loaded: bool| NVRTC_ERROR_INTERNAL_ERROR,

@@ -4,14 +4,12 @@
 //! An entry point that cannot be resolved returns
 //! `NVVM_ERROR_PROGRAM_CREATION_FAILURE`, and [`NvvmError`] says why.
 
-#[cfg(feature = "cuda-13")]
-#[path = "generated/cuda13/nvvm.rs"]
+#[path = "generated/nvvm.rs"]
 #[rustfmt::skip]
 mod generated;
-#[cfg(feature = "cuda-12")]
-#[path = "generated/cuda12/nvvm.rs"]
+#[path = "generated/nvvm_cuda12.rs"]
 #[rustfmt::skip]
-mod generated;
+mod cuda12_generated;
 
 pub use generated::*;
 
@@ -21,6 +19,7 @@ use crate::loader::{ApiKind, Resolver};
 api_plumbing! {
     kind: ApiKind::Nvvm,
     resolver: Resolver::Dlsym,
+    module: "nvvm",
     code: nvvmResult,
     success: NVVM_SUCCESS,
     unavailable_code: |_loaded: bool| NVVM_ERROR_PROGRAM_CREATION_FAILURE,

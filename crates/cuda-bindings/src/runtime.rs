@@ -18,14 +18,12 @@
 //! # Ok::<(), RuntimeError>(())
 //! ```
 
-#[cfg(feature = "cuda-13")]
-#[path = "generated/cuda13/runtime.rs"]
+#[path = "generated/runtime.rs"]
 #[rustfmt::skip]
 mod generated;
-#[cfg(feature = "cuda-12")]
-#[path = "generated/cuda12/runtime.rs"]
+#[path = "generated/runtime_cuda12.rs"]
 #[rustfmt::skip]
-mod generated;
+mod cuda12_generated;
 
 pub use generated::*;
 
@@ -35,6 +33,7 @@ use crate::loader::{ApiKind, Resolver};
 api_plumbing! {
     kind: ApiKind::Runtime,
     resolver: Resolver::Dlsym,
+    module: "runtime",
     code: cudaError_t,
     success: cudaSuccess,
     unavailable_code: |_loaded: bool| cudaErrorSymbolNotFound,

@@ -20,7 +20,8 @@ use cuda_rs_tests::require_libs;
 fn runtime_from_the_wheels_reports_its_version() {
     require_libs!("cudart");
     let v = runtime::version().unwrap();
-    assert_eq!(v.major, cuda_bindings::CUDA_MAJOR as i32, "{v}");
+    cuda_rs_tests::assert_expected_major("the runtime", v.major);
+    assert_eq!(runtime::cuda_major(), Some(v.major as u32));
     let lib = runtime::library().unwrap();
     assert!(lib.abs_path().to_string_lossy().contains("libcudart.so"));
     let (resolved, total) = runtime::resolved_count().unwrap();
@@ -42,8 +43,7 @@ fn runtime_from_the_wheels_reports_its_version() {
 fn nvrtc_compiles_to_ptx_and_cubin() {
     require_libs!("nvrtc");
     let v = nvrtc::version().unwrap();
-    // The bindings' major version, never another (its ABI would not match).
-    assert_eq!(v.major, cuda_bindings::CUDA_MAJOR as i32, "{v}");
+    cuda_rs_tests::assert_expected_major("NVRTC", v.major);
     let out =
         common::compile(common::BENCH_SRC, "bench.cu", &["--gpu-architecture=sm_90"]).unwrap();
     let ptx = String::from_utf8_lossy(&out.ptx);
@@ -140,7 +140,7 @@ const CALLEE: &str = "__device__ float scale(float x) { return 3.0f * x; }\n";
 fn nvjitlink_links_two_cubins_and_two_ltoir_objects() {
     require_libs!("nvrtc", "nvJitLink");
     let v = nvjitlink::version().unwrap();
-    assert_eq!(v.major, cuda_bindings::CUDA_MAJOR as i32, "{v}");
+    cuda_rs_tests::assert_expected_major("nvJitLink", v.major);
     use nvjitlink::{NVJITLINK_INPUT_CUBIN, NVJITLINK_INPUT_LTOIR};
     let rdc = ["--gpu-architecture=sm_90", "--relocatable-device-code=true"];
     let a = common::compile(CALLER, "caller.cu", &rdc).unwrap();
@@ -360,7 +360,6 @@ fn status_codes_convert_with_names() {
 }
 
 /// Sizes and offsets from the C compiler (gcc, x86-64) over the pinned CUDA 13 headers.
-#[cfg(feature = "cuda-13")]
 #[test]
 fn struct_layouts_match_c() {
     use std::mem::{offset_of, size_of};
@@ -377,53 +376,56 @@ fn struct_layouts_match_c() {
     assert_eq!(size_of::<driver::CUdeviceptr>(), 8);
 }
 
-/// Libraries of another CUDA major version are refused, never called: their ABI can
-/// differ from the headers these bindings came from. `CUDA_RS_OTHER_MAJOR_VENV`
-/// names a venv of the other major version's wheels; `cargo xtask test-cuda12` sets
-/// it to the CUDA 13 venv, and `CUDA_RS_REQUIRE_OTHER_MAJOR=1` so that it cannot skip.
+/// One build drives both majors: an entry point whose shape differs between CUDA
+/// 12 and 13 (`cudaGetDeviceProperties`: `cudaDeviceProp` changed) resolves only
+/// in the module of the loaded runtime's major, and the other says which to call.
+/// `cargo xtask test` runs this against the 12.9 wheels and the 13.0 wheels.
 #[test]
-fn libraries_of_another_major_version_are_refused() {
-    const VAR: &str = "CUDA_RS_OTHER_MAJOR_VENV";
-    if cuda_rs_tests::in_child() {
-        for (api, e) in [
-            (
-                "nvrtc",
-                nvrtc::version().map(|_| ()).unwrap_err().to_string(),
-            ),
-            (
-                "nvJitLink",
-                nvjitlink::version().map(|_| ()).unwrap_err().to_string(),
-            ),
-            (
-                "runtime",
-                runtime::version().map(|_| ()).unwrap_err().to_string(),
-            ),
-        ] {
-            assert!(
-                e.contains(&format!(
-                    "but these bindings are for CUDA {}",
-                    cuda_bindings::CUDA_MAJOR
-                )),
-                "{api}: {e}"
-            );
-            println!("{api}: {e}");
-        }
-        // Nothing resolved: every call reports the same reason.
-        let mut n = 0;
-        // SAFETY: `n` is valid for writes; the call is refused before it is made.
-        let rc = unsafe { nvrtc::nvrtcVersion(&mut n, &mut n) };
-        assert!(rc.result().unwrap_err().unavailable().is_some());
-        return;
-    }
-    let Some(other) = cuda_rs_tests::require_env_or_skip(
-        &cuda_rs_tests::current_test_name(),
-        VAR,
-        "CUDA_RS_REQUIRE_OTHER_MAJOR",
-    ) else {
-        return;
+fn reshaped_entry_points_resolve_only_for_the_loaded_major() {
+    require_libs!("cudart", "nvrtc", "nvJitLink");
+    let major = runtime::cuda_major().unwrap();
+    cuda_rs_tests::assert_expected_major("the runtime", major as i32);
+    let (here, there) = if major == 12 {
+        (
+            runtime::cuda12::is_available("cudaGetDeviceProperties"),
+            runtime::why_unavailable("cudaGetDeviceProperties"),
+        )
+    } else {
+        (
+            runtime::is_available("cudaGetDeviceProperties"),
+            runtime::cuda12::why_unavailable("cudaGetDeviceProperties"),
+        )
     };
-    cuda_rs_tests::run_test_in_child(
-        "libraries_of_another_major_version_are_refused",
-        &[("VIRTUAL_ENV", std::ffi::OsStr::new(&other))],
-    );
+    assert!(here, "the CUDA {major} shape must resolve");
+    match there {
+        Some(Unavailable::OtherShape { found, instead, .. }) => {
+            assert_eq!(found, major as i32);
+            let want = if major == 12 {
+                "runtime::cuda12::cudaGetDeviceProperties"
+            } else {
+                "cuda_bindings::runtime::cudaGetDeviceProperties"
+            };
+            assert!(instead.contains(want), "{instead}");
+        }
+        other => panic!("the other shape must be refused, got {other:?}"),
+    }
+    // Entry points of one shape in both majors resolve with either, and so do
+    // the versioned nvJitLink symbols (`__nvJitLinkCreate_12_9` / `_13_0`).
+    assert!(runtime::is_available("cudaMalloc"));
+    assert!(nvrtc::is_available("nvrtcCompileProgram"));
+    assert!(nvjitlink::is_available("nvJitLinkCreate"));
+    assert_eq!(nvjitlink::cuda_major(), Some(major));
+    // A function CUDA 13 dropped exists only for CUDA 12 libraries.
+    assert_eq!(nvrtc::cuda12::is_available("nvrtcGetNVVMSize"), major == 12);
+    // Calling the refused shape returns "not found" and says why.
+    let mut prop = std::mem::MaybeUninit::<runtime::cudaDeviceProp>::zeroed();
+    if major == 12 {
+        let rc = unsafe { runtime::cudaGetDeviceProperties(prop.as_mut_ptr(), 0) };
+        let e = rc.result().unwrap_err();
+        assert!(
+            matches!(e.unavailable(), Some(Unavailable::OtherShape { .. })),
+            "{e}"
+        );
+        assert!(e.to_string().contains("cuda12"), "{e}");
+    }
 }

@@ -77,13 +77,17 @@ fn explicit_context_alloc_and_copy_round_trip() {
     let mut dev = 0;
     unsafe { cuDeviceGet(&mut dev, 0) }.result().unwrap();
     let mut ctx: CUcontext = std::ptr::null_mut();
-    // CUDA 13's cuCtxCreate takes optional creation parameters.
-    #[cfg(feature = "cuda-13")]
-    unsafe { cuCtxCreate(&mut ctx, std::ptr::null_mut(), 0, dev) }
-        .result()
-        .unwrap();
-    #[cfg(feature = "cuda-12")]
-    unsafe { cuCtxCreate(&mut ctx, 0, dev) }.result().unwrap();
+    // CUDA 12.5 and newer drivers take optional creation parameters; both shapes
+    // are there, and the driver's version picks.
+    if version().unwrap() >= cuda_bindings::Version::from_cuda(12050) {
+        unsafe { cuCtxCreate(&mut ctx, std::ptr::null_mut(), 0, dev) }
+            .result()
+            .unwrap();
+    } else {
+        unsafe { cuda12::cuCtxCreate(&mut ctx, 0, dev) }
+            .result()
+            .unwrap();
+    }
     let n = 1 << 20;
     let host: Vec<u32> = (0..n as u32)
         .map(|i| i.wrapping_mul(2_654_435_761))

@@ -160,7 +160,6 @@ fn main() {
 
 /// `graph_launch_us`: one launch of a captured graph of 100 empty kernels, then a
 /// sync; `launch_100_us`: the same 100 kernels launched one by one, then a sync.
-#[cfg(feature = "cuda-13")]
 fn graphs(s: &cuda_core::Stream, empty: &cuda_core::Kernel, buf: &Buffer) {
     use cuda_core::{CaptureMode, GraphCompleteOptions};
     let cfg = LaunchConfig::new(1, 32);
@@ -202,6 +201,3 @@ fn graphs(s: &cuda_core::Stream, empty: &cuda_core::Kernel, buf: &Buffer) {
     line("graph_launch_us", g);
     line("launch_100_us", l);
 }
-
-#[cfg(not(feature = "cuda-13"))]
-fn graphs(_: &cuda_core::Stream, _: &cuda_core::Kernel, _: &Buffer) {}

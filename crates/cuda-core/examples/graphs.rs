@@ -30,6 +30,7 @@ fn wrong(what: &str) -> Error {
     Error::Unsupported {
         context: "checking the graphs example".into(),
         message: what.to_string(),
+        requires: None,
     }
 }
 

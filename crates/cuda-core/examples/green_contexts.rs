@@ -27,13 +27,15 @@ fn run() -> Result<()> {
     let dev = Device::new(0)?;
     dev.set_current()?;
     let all = dev.resources()?.sm;
+    // The minimum group and its alignment are reported by CUDA 13 drivers.
+    let or_unknown = |v: Option<u32>| v.map_or_else(|| "?".to_owned(), |v| v.to_string());
     println!(
         "device 0: {} ({}): {} SMs, groups of at least {} SMs, aligned to {}",
         dev.name()?,
         dev.arch()?,
         all.sm_count(),
-        all.min_partition_size(),
-        all.coscheduled_alignment()
+        or_unknown(all.min_partition_size()),
+        or_unknown(all.coscheduled_alignment())
     );
     // Two groups of a quarter of the SMs each (rounded by the driver); the rest is
     // left over.
@@ -55,6 +57,7 @@ fn run() -> Result<()> {
         return Err(Error::Unsupported {
             context: "splitting the SMs in two".into(),
             message: format!("the driver made {} group(s)", split.groups.len()),
+            requires: None,
         });
     }
 
@@ -105,6 +108,7 @@ fn run() -> Result<()> {
             return Err(Error::Unsupported {
                 context: "checking a green context".into(),
                 message: format!("its blocks used {} SMs of {sms}", set.len()),
+                requires: None,
             });
         }
         used.push(set);
@@ -115,6 +119,7 @@ fn run() -> Result<()> {
         return Err(Error::Unsupported {
             context: "checking two green contexts".into(),
             message: "they shared SMs".into(),
+            requires: None,
         });
     }
     Ok(())

@@ -27,6 +27,7 @@ fn wrong(context: &str, message: String) -> Error {
     Error::Unsupported {
         context: context.to_owned().into(),
         message,
+        requires: None,
     }
 }
 

@@ -83,6 +83,7 @@ fn run() -> Result<()> {
         return Err(cuda_core::Error::Unsupported {
             context: "checking saxpy".into(),
             message: format!("wrong at {i}: {} != {}", y[i], 2.0 * i as f32 + 1.0),
+            requires: None,
         });
     }
     println!(

@@ -160,21 +160,43 @@ pub fn copy_batch(
     }
     // One set of attributes, applying from copy 0 on.
     let mut attr_idx = [0usize];
-    // SAFETY: the three arrays have `copies.len()` entries, each naming live memory
-    // of at least that size (checked above); one attribute block applies to all.
-    unsafe {
-        sys::cuMemcpyBatchAsync(
-            dsts.as_mut_ptr(),
-            srcs.as_mut_ptr(),
-            sizes.as_mut_ptr(),
-            copies.len(),
-            &mut attrs,
-            attr_idx.as_mut_ptr(),
-            1,
-            stream.handle(),
-        )
-    }
-    .check(|| format!("copying a batch of {} buffers", copies.len()))?;
+    let rc = if crate::versions::driver_at_least(13000) {
+        // SAFETY: the three arrays have `copies.len()` entries, each naming live
+        // memory of at least that size (checked above); one attribute block
+        // applies to all.
+        unsafe {
+            sys::cuMemcpyBatchAsync(
+                dsts.as_mut_ptr(),
+                srcs.as_mut_ptr(),
+                sizes.as_mut_ptr(),
+                copies.len(),
+                &mut attrs,
+                attr_idx.as_mut_ptr(),
+                1,
+                stream.handle(),
+            )
+        }
+    } else {
+        // CUDA 12.8 and 12.9 drivers take the call in its first shape (with the
+        // index of a failing copy); older ones have none and the call fails with
+        // `Error::Unsupported`.
+        let mut fail_idx = usize::MAX;
+        // SAFETY: as above; `fail_idx` is valid for writes.
+        unsafe {
+            sys::cuda12::cuMemcpyBatchAsync(
+                dsts.as_mut_ptr(),
+                srcs.as_mut_ptr(),
+                sizes.as_mut_ptr(),
+                copies.len(),
+                &mut attrs,
+                attr_idx.as_mut_ptr(),
+                1,
+                &mut fail_idx,
+                stream.handle(),
+            )
+        }
+    };
+    rc.check(|| format!("copying a batch of {} buffers", copies.len()))?;
     crate::memory::order_frees_after(copies.iter().flat_map(|c| [&*c.dst, c.src]), stream)
 }
 

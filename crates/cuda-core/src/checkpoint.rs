@@ -174,12 +174,19 @@ impl Process {
     /// the same GPUs).
     ///
     /// # Errors
-    /// [`Error::Unsupported`] for a non-empty `remap` with the CUDA 12 bindings,
+    /// [`Error::Unsupported`] for a non-empty `remap` on a driver older than CUDA
+    /// 13.0,
     /// [`Error::InvalidArgument`] for more pairs than the driver takes; the
     /// driver's error (`CUDA_ERROR_ILLEGAL_STATE` unless checkpointed).
     pub fn restore(&self, remap: &[GpuRemap]) -> Result<()> {
         let what = || format!("restoring process {} from a checkpoint", self.pid);
-        #[cfg(feature = "cuda-13")]
+        if !remap.is_empty() {
+            crate::versions::require_driver(
+                13000,
+                "moving a process to other GPUs at restore",
+                what,
+            )?;
+        }
         {
             let mut pairs: Vec<sys::CUcheckpointGpuPair> = remap
                 .iter()
@@ -201,19 +208,8 @@ impl Process {
                 reserved1: 0,
             };
             // SAFETY: `args` is a valid argument block; `gpuPairs` points to
-            // `count` pairs that outlive the call (or is null with a count of 0).
-            unsafe { sys::cuCheckpointProcessRestore(self.pid, &mut args) }.check(what)
-        }
-        #[cfg(feature = "cuda-12")]
-        {
-            if !remap.is_empty() {
-                return Err(Error::unsupported(
-                    what(),
-                    "moving a process to other GPUs at restore needs the CUDA 13 bindings",
-                ));
-            }
-            let mut args = sys::CUcheckpointRestoreArgs::default();
-            // SAFETY: `args` is a valid, zeroed argument block.
+            // `count` pairs that outlive the call (or is null with a count of 0,
+            // which is the all-zero block drivers before CUDA 13.0 take).
             unsafe { sys::cuCheckpointProcessRestore(self.pid, &mut args) }.check(what)
         }
     }
@@ -231,7 +227,6 @@ impl Process {
     }
 }
 
-#[cfg(feature = "cuda-13")]
 fn uuid(bytes: [u8; 16]) -> sys::CUuuid {
     sys::CUuuid {
         bytes: bytes.map(|b| b as std::ffi::c_char),

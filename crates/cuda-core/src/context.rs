@@ -176,13 +176,13 @@ impl Context {
             flags |= sys::CU_CTX_MAP_HOST.0;
         }
         let mut handle: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `handle` is valid for writes; no creation parameters.
-        #[cfg(feature = "cuda-13")]
-        let rc =
-            unsafe { sys::cuCtxCreate(&mut handle, std::ptr::null_mut(), flags, device.handle()) };
-        // SAFETY: as above.
-        #[cfg(feature = "cuda-12")]
-        let rc = unsafe { sys::cuCtxCreate(&mut handle, flags, device.handle()) };
+        let rc = if crate::versions::driver_at_least(12050) {
+            // SAFETY: `handle` is valid for writes; no creation parameters.
+            unsafe { sys::cuCtxCreate(&mut handle, std::ptr::null_mut(), flags, device.handle()) }
+        } else {
+            // SAFETY: as above (the shape of drivers before CUDA 12.5).
+            unsafe { sys::cuda12::cuCtxCreate(&mut handle, flags, device.handle()) }
+        };
         rc.check(|| format!("creating a context on device {}", device.ordinal()))?;
         Ok(Self {
             inner: Arc::new(Inner {

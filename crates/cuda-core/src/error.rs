@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use cuda_bindings::Version;
 use cuda_bindings::driver::{CUresult, DriverError};
 use cuda_bindings::nvjitlink::NvJitLinkError;
 use cuda_bindings::nvrtc::NvrtcError;
@@ -65,15 +66,43 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// An operation the object does not support (timing on an event made without
-    /// it, host access to device-only memory, …).
+    /// An operation that cannot be done here: the object does not support it
+    /// (timing on an event made without it, host access to device-only memory, …)
+    /// or the installed driver is too old for it (then `requires` says which
+    /// feature needs which driver version: "conditional `switch` nodes need a
+    /// CUDA 12.8 driver; this driver is CUDA 12.4").
     #[error("{context}: {message}")]
     Unsupported {
         /// What was being done.
         context: Cow<'static, str>,
         /// Why it cannot be done.
         message: String,
+        /// The driver version the feature needs, when that is why.
+        requires: Option<DriverRequirement>,
     },
+}
+
+/// A feature the installed driver is too old for: what it is, the driver version
+/// it needs and the installed one ([`Error::Unsupported`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverRequirement {
+    /// The feature, in words or as the driver function that provides it
+    /// (`conditional switch nodes`, `cuGreenCtxStreamCreate`).
+    pub feature: Cow<'static, str>,
+    /// The CUDA version of the oldest driver that has it.
+    pub needs: Version,
+    /// The installed driver's CUDA version.
+    pub driver: Version,
+}
+
+impl std::fmt::Display for DriverRequirement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} needs a CUDA {} driver; this driver is CUDA {}",
+            self.feature, self.needs, self.driver
+        )
+    }
 }
 
 impl Error {
@@ -120,6 +149,28 @@ impl Error {
         Self::Unsupported {
             context: context.into(),
             message: message.into(),
+            requires: None,
+        }
+    }
+
+    /// [`Error::Unsupported`] for a feature the installed driver is too old for.
+    pub(crate) fn driver_too_old(
+        context: impl Into<Cow<'static, str>>,
+        requires: DriverRequirement,
+    ) -> Self {
+        Self::Unsupported {
+            context: context.into(),
+            message: requires.to_string(),
+            requires: Some(requires),
+        }
+    }
+
+    /// The feature and driver version needed, when the installed driver is too
+    /// old for what was asked ([`Error::Unsupported`] with `requires`).
+    pub fn required_driver(&self) -> Option<&DriverRequirement> {
+        match self {
+            Self::Unsupported { requires, .. } => requires.as_ref(),
+            _ => None,
         }
     }
 }
@@ -165,10 +216,30 @@ impl Check for CUresult {
         if self == cuda_bindings::driver::CUDA_SUCCESS {
             Ok(())
         } else {
-            Err(Error::Driver {
-                context: context().into(),
-                source: DriverError::new(self),
-            })
+            Err(driver_error(context().into(), DriverError::new(self)))
         }
+    }
+}
+
+/// A driver error, or [`Error::Unsupported`] when it says that the entry point
+/// called is missing because the driver is older than the ABI it needs.
+#[cold]
+fn driver_error(context: Cow<'static, str>, source: DriverError) -> Error {
+    let too_old = source.unavailable().and_then(|u| match u {
+        cuda_bindings::Unavailable::DriverSymbol { name, .. } => u
+            .needs_driver()
+            .map(|(needs, driver)| (*name, needs, driver)),
+        _ => None,
+    });
+    match too_old {
+        Some((name, needs, driver)) => Error::driver_too_old(
+            context,
+            DriverRequirement {
+                feature: Cow::Owned(format!("`{name}`")),
+                needs,
+                driver,
+            },
+        ),
+        None => Error::Driver { context, source },
     }
 }

@@ -223,6 +223,29 @@ unsafe extern "C" fn host_trampoline(data: *mut c_void) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
 }
 
+/// `cuGraphAddNode` without edge data: the CUDA 12.3 shape where the driver has
+/// it, else the CUDA 12.2 one (older drivers have neither: the call fails with
+/// [`Error::Unsupported`]).
+///
+/// # Safety
+/// As `cuGraphAddNode`: `deps` holds `n` nodes of `graph`, `p` a valid node
+/// description.
+unsafe fn add_node(
+    node: &mut sys::CUgraphNode,
+    graph: sys::CUgraph,
+    deps: *const sys::CUgraphNode,
+    n: usize,
+    p: &mut sys::CUgraphNodeParams,
+) -> sys::CUresult {
+    if crate::versions::driver_at_least(12030) {
+        // SAFETY: per this function's contract; no edge data.
+        unsafe { sys::cuGraphAddNode(node, graph, deps, std::ptr::null(), n, p) }
+    } else {
+        // SAFETY: as above.
+        unsafe { sys::cuda12::cuGraphAddNode(node, graph, deps, n, p) }
+    }
+}
+
 /// A kernel node's parameters in `ctx` (made current while the guard in the
 /// caller lives); `ptrs` receives the argument pointers, which `p` points into.
 fn kernel_node_params(
@@ -232,8 +255,9 @@ fn kernel_node_params(
     args: &[&dyn KernelArg],
     ptrs: &mut Vec<*mut c_void>,
 ) -> Result<sys::CUgraphNodeParams> {
-    let params = kernel.params()?;
-    crate::launch::check_args(kernel, params, args)?;
+    if let Some(params) = kernel.params_if_known()? {
+        crate::launch::check_args(kernel, params, args)?;
+    }
     *ptrs = args.iter().map(|a| a.arg_ptr().cast_mut()).collect();
     let _current = ctx.ensure_current()?;
     // Kernel nodes take the kernel's function in the graph's context.
@@ -349,7 +373,7 @@ impl Graph {
         // SAFETY: `p` is a kernel node description whose argument pointers are valid
         // for the call; the driver copies the values. (`cuGraphAddNode` works in
         // conditional bodies, where `cuGraphAddKernelNode` does not.)
-        unsafe { sys::cuGraphAddNode(&mut node, self.handle, d, std::ptr::null(), n, &mut p) }
+        unsafe { add_node(&mut node, self.handle, d, n, &mut p) }
             .check(|| format!("adding a node for kernel `{}`", kernel.name()))?;
         keep(&self.keep, Arc::new(kernel.clone()));
         Ok(self.node(node))
@@ -603,11 +627,23 @@ impl Graph {
     /// The driver's error.
     pub fn add_dependency(&mut self, from: GraphNode, to: GraphNode) -> Result<()> {
         self.deps(&[from, to])?;
-        // SAFETY: two nodes of this graph (checked); no edge data.
-        unsafe {
-            sys::cuGraphAddDependencies(self.handle, &from.handle, &to.handle, std::ptr::null(), 1)
-        }
-        .check(|| "adding a graph edge")
+        // Two nodes of this graph (checked); no edge data.
+        let rc = if crate::versions::driver_at_least(12030) {
+            // SAFETY: as above.
+            unsafe {
+                sys::cuGraphAddDependencies(
+                    self.handle,
+                    &from.handle,
+                    &to.handle,
+                    std::ptr::null(),
+                    1,
+                )
+            }
+        } else {
+            // SAFETY: as above (the shape of drivers before CUDA 12.3).
+            unsafe { sys::cuda12::cuGraphAddDependencies(self.handle, &from.handle, &to.handle, 1) }
+        };
+        rc.check(|| "adding a graph edge")
     }
 
     /// A condition handle for conditional nodes of this graph; with `default`, the
@@ -648,6 +684,13 @@ impl Graph {
         condition: GraphCondition,
         kind: ConditionalKind,
     ) -> Result<(GraphNode, Vec<Graph>)> {
+        let (needs, feature) = match kind {
+            ConditionalKind::If => (12030, "conditional `if` nodes"),
+            ConditionalKind::While => (12030, "conditional `while` nodes"),
+            ConditionalKind::IfElse => (12080, "conditional `if`/`else` nodes"),
+            ConditionalKind::Switch(_) => (12080, "conditional `switch` nodes"),
+        };
+        crate::versions::require_driver(needs, feature, || format!("adding a {kind:?} node"))?;
         let (type_, size) = match kind {
             ConditionalKind::If => (sys::CU_GRAPH_COND_TYPE_IF, 1),
             ConditionalKind::IfElse => (sys::CU_GRAPH_COND_TYPE_IF, 2),
@@ -676,7 +719,7 @@ impl Graph {
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         let _current = self.ctx.ensure_current()?;
         // SAFETY: `p` is a fully initialised conditional node description.
-        unsafe { sys::cuGraphAddNode(&mut node, self.handle, d, std::ptr::null(), n, &mut p) }
+        unsafe { add_node(&mut node, self.handle, d, n, &mut p) }
             .check(|| format!("adding a {kind:?} node"))?;
         // SAFETY: reading back the union member written above; the driver set
         // `phGraph_out` to its own array of `size` body graphs, valid while the node lives.

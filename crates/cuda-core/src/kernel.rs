@@ -143,10 +143,21 @@ impl Kernel {
         }
     }
 
+    /// The parameters when the driver can report them (CUDA 12.4 and newer),
+    /// `None` otherwise: what launches check their arguments against.
+    pub(crate) fn params_if_known(&self) -> Result<Option<&[(usize, usize)]>> {
+        if crate::versions::driver_at_least(12040) {
+            self.params().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
     /// The `(offset, size)` in bytes of each parameter, as the driver reports them.
     ///
     /// # Errors
-    /// The driver's error.
+    /// [`Error::Unsupported`](crate::Error::Unsupported) from drivers before CUDA
+    /// 12.4, which cannot report them; the driver's error.
     pub fn params(&self) -> Result<&[(usize, usize)]> {
         if let Some(p) = self.inner.params.get() {
             return Ok(p);

@@ -231,6 +231,9 @@ const INLINE_ARGS: usize = 32;
 /// buffer or device pointer passed must be valid for all the accesses the kernel
 /// makes with the other arguments given (sizes, counts, strides), until the kernel
 /// has finished, and the kernel must not race with other work on that memory.
+/// Drivers before CUDA 12.4 cannot report a kernel's parameters: with them the
+/// count and sizes are not checked, and the caller must pass exactly the kernel's
+/// parameters, each of its type.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a wrong argument count or size, zero
@@ -242,8 +245,9 @@ pub unsafe fn launch(
     args: &[&dyn KernelArg],
 ) -> Result<()> {
     config.validate()?;
-    let params = kernel.params()?;
-    check_args(kernel, params, args)?;
+    if let Some(params) = kernel.params_if_known()? {
+        check_args(kernel, params, args)?;
+    }
     let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_ARGS];
     let mut heap = Vec::new();
     let ptrs: &mut [*mut c_void] = if args.len() <= INLINE_ARGS {

@@ -57,7 +57,6 @@
 //! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
 
-#[cfg(feature = "cuda-13")]
 mod batch;
 pub mod cache;
 pub mod checkpoint;
@@ -66,7 +65,6 @@ mod device;
 mod dlpack;
 mod error;
 mod event;
-#[cfg(feature = "cuda-13")]
 mod graph;
 #[cfg(unix)]
 mod ipc;
@@ -85,9 +83,9 @@ mod stream;
 pub mod system;
 mod tensor_map;
 mod texture;
+mod versions;
 mod vmm;
 
-#[cfg(feature = "cuda-13")]
 pub use batch::{
     BatchCopy, CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch,
     discard_prefetch_batch, prefetch_batch,
@@ -98,9 +96,8 @@ pub use device::Device;
 pub use dlpack::{
     DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
 };
-pub use error::{Error, Result, ToolError};
+pub use error::{DriverRequirement, Error, Result, ToolError};
 pub use event::{Event, EventOptions};
-#[cfg(feature = "cuda-13")]
 pub use graph::{
     CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,
     GraphCondition, GraphExec, GraphMemUsage, GraphNode,
@@ -136,4 +133,5 @@ pub use texture::{
     AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
     SurfaceObject, TextureObject, TextureOptions, TextureResource,
 };
+pub use versions::{Component, Versions, versions};
 pub use vmm::{Granularity, VirtualMemoryOptions, VirtualMemoryResource};

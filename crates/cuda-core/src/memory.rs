@@ -463,10 +463,11 @@ unsafe impl MemoryResource for ManagedMemoryResource {
                     p,
                     size,
                     sys::CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-                    loc.raw(),
+                    loc,
+                    &|| "advising a preferred location for managed memory".to_owned(),
                 )
             };
-            if let Err(e) = rc.check(|| "advising a preferred location for managed memory") {
+            if let Err(e) = rc {
                 // SAFETY: frees what was allocated above, once.
                 let _ = unsafe { sys::cuMemFree(p) };
                 return Err(e);
@@ -627,10 +628,65 @@ impl Location {
     }
 }
 
-#[cfg(feature = "cuda-13")]
-use sys::{cuMemAdvise as mem_advise, cuMemPrefetchAsync as mem_prefetch};
-#[cfg(feature = "cuda-12")]
-use sys::{cuMemAdvise_v2 as mem_advise, cuMemPrefetchAsync_v2 as mem_prefetch};
+impl Location {
+    /// The location as the CUDA 12.0 and 12.1 drivers take it: a device ordinal,
+    /// `CU_DEVICE_CPU` for the host; host NUMA nodes need a CUDA 12.2 driver.
+    fn legacy_device(self, what: &dyn Fn() -> String) -> Result<sys::CUdevice> {
+        match self {
+            Self::Device(d) => Ok(d.handle()),
+            Self::Host => Ok(sys::CU_DEVICE_CPU),
+            Self::HostNuma(_) => {
+                crate::versions::require_driver(12020, "host NUMA memory locations", what)?;
+                Err(Error::unsupported(what(), "host NUMA memory locations"))
+            }
+        }
+    }
+}
+
+/// `cuMemAdvise` at a `CUmemLocation` (CUDA 12.2 drivers and newer), else its
+/// CUDA 12.0 shape, by device ordinal.
+///
+/// # Safety
+/// `ptr` addresses `size` bytes of managed memory.
+unsafe fn mem_advise(
+    ptr: sys::CUdeviceptr,
+    size: usize,
+    advice: sys::CUmem_advise,
+    location: Location,
+    what: &dyn Fn() -> String,
+) -> Result<()> {
+    if crate::versions::driver_at_least(12020) {
+        // SAFETY: per this function's contract.
+        unsafe { sys::cuMemAdvise(ptr, size, advice, location.raw()) }.check(what)
+    } else {
+        let dev = location.legacy_device(what)?;
+        // SAFETY: as above.
+        unsafe { sys::cuda12::cuMemAdvise(ptr, size, advice, dev) }.check(what)
+    }
+}
+
+/// `cuMemPrefetchAsync` to a `CUmemLocation` (CUDA 12.2 drivers and newer), else
+/// its CUDA 12.0 shape, by device ordinal.
+///
+/// # Safety
+/// `ptr` addresses `size` bytes of managed memory that stays allocated until the
+/// work queued on `stream` has run.
+unsafe fn mem_prefetch(
+    ptr: sys::CUdeviceptr,
+    size: usize,
+    location: Location,
+    stream: sys::CUstream,
+    what: &dyn Fn() -> String,
+) -> Result<()> {
+    if crate::versions::driver_at_least(12020) {
+        // SAFETY: per this function's contract.
+        unsafe { sys::cuMemPrefetchAsync(ptr, size, location.raw(), 0, stream) }.check(what)
+    } else {
+        let dev = location.legacy_device(what)?;
+        // SAFETY: as above.
+        unsafe { sys::cuda12::cuMemPrefetchAsync(ptr, size, dev, stream) }.check(what)
+    }
+}
 
 /// A span of memory from a [`MemoryResource`], or a foreign pointer.
 ///
@@ -1002,9 +1058,12 @@ impl Buffer {
     pub fn prefetch(&self, location: Location, stream: &Stream) -> Result<()> {
         self.require_managed("prefetching a buffer")?;
         let _current = self.check_stream(stream, "prefetching a buffer")?;
-        // SAFETY: `size` bytes of managed memory; stream-ordered.
-        unsafe { mem_prefetch(self.ptr, self.size, location.raw(), 0, stream.handle()) }
-            .check(|| format!("prefetching {} bytes to {location:?}", self.size))?;
+        // SAFETY: `size` bytes of managed memory, freed only after the stream's work.
+        unsafe {
+            mem_prefetch(self.ptr, self.size, location, stream.handle(), &|| {
+                format!("prefetching {} bytes to {location:?}", self.size)
+            })
+        }?;
         self.order_free_after(stream)
     }
 
@@ -1068,7 +1127,7 @@ impl Buffer {
         self.require_managed(what)?;
         self.device.ensure_current()?;
         // SAFETY: `size` bytes of managed memory.
-        unsafe { mem_advise(self.ptr, self.size, advice, location.raw()) }.check(|| what)
+        unsafe { mem_advise(self.ptr, self.size, advice, location, &|| what.to_owned()) }
     }
 
     /// The host-visible contents as a slice, for pinned and managed memory.

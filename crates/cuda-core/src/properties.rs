@@ -32,7 +32,7 @@ macro_rules! props {
     (@conv bits, $v:expr) => { bits($v) };
     ($(
         $(#[doc = $doc:literal])*
-        $(#[cfg($cfg:meta)])?
+        $(#[needs_driver($needs:literal)])?
         $(#[deprecated = $dep:literal])?
         $name:ident : $kind:ident = $attr:ident;
     )*) => {
@@ -43,9 +43,21 @@ macro_rules! props {
                 /// # Errors
                 /// The driver's error (`CUDA_ERROR_INVALID_VALUE` when the driver is
                 /// older than the attribute).
-                $(#[cfg($cfg)])?
+                $(
+                    #[doc = concat!(
+                        "[`Error::Unsupported`](crate::Error::Unsupported) from drivers older than CUDA ",
+                        stringify!($needs), " (`1000 * major + 10 * minor`), which do not know it."
+                    )]
+                )?
                 $(#[deprecated = $dep])?
                 pub fn $name(&self) -> Result<props!(@ty $kind)> {
+                    $(
+                        crate::versions::require_driver(
+                            $needs,
+                            concat!("the device attribute `", stringify!($attr), "`"),
+                            || format!("reading {} of device {}", stringify!($name), self.device.ordinal()),
+                        )?;
+                    )?
                     let v = self.device.attribute(sys::$attr)?;
                     Ok(props!(@conv $kind, v))
                 }
@@ -55,22 +67,9 @@ macro_rules! props {
             /// (`true` is 1, `false` 0), in the driver's order; a property the driver
             /// cannot report (an older driver) carries the error instead. For printing
             /// a device report.
-            #[allow(
-                clippy::vec_init_then_push,
-                reason = "some pushes carry a #[cfg], which vec![] cannot"
-            )]
+            #[allow(deprecated, reason = "the report lists deprecated attributes too")]
             pub fn all(&self) -> Vec<(&'static str, Result<i64>)> {
-                let mut all = Vec::new();
-                $(
-                    $(#[cfg($cfg)])?
-                    all.push((
-                        stringify!($name),
-                        self.device
-                            .attribute(sys::$attr)
-                            .map(|v| i64::from(props!(@conv $kind, v))),
-                    ));
-                )*
-                all
+                vec![$((stringify!($name), self.$name().map(i64::from)),)*]
             }
         }
     };
@@ -412,15 +411,15 @@ props! {
     /// Whether host NUMA location IPC works between nodes of a multi-node system.
     host_numa_multinode_ipc_supported: bool = CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED;
     /// Whether host locations work with `cuMemAllocAsync` and the `cuMemPool` APIs.
-    #[cfg(feature = "cuda-13")]
+    #[needs_driver(13000)]
     host_memory_pools_supported: bool = CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED;
     /// Whether host locations work with the virtual memory management APIs.
-    #[cfg(feature = "cuda-13")]
+    #[needs_driver(13000)]
     host_virtual_memory_management_supported: bool = CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED;
     /// Whether page-locked host memory can be shared through dma_buf.
-    #[cfg(feature = "cuda-13")]
+    #[needs_driver(13000)]
     host_alloc_dma_buf_supported: bool = CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED;
     /// Whether the link between the device and the host supports only some native atomic operations.
-    #[cfg(feature = "cuda-13")]
+    #[needs_driver(13000)]
     only_partial_host_native_atomic_supported: bool = CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED;
 }

@@ -46,7 +46,6 @@ impl fmt::Debug for SmResource {
         let mut d = f.debug_struct("SmResource");
         d.field("device", &self.device.ordinal())
             .field("sm_count", &self.sm_count());
-        #[cfg(feature = "cuda-13")]
         d.field("min_partition_size", &self.min_partition_size())
             .field("coscheduled_alignment", &self.coscheduled_alignment());
         d.finish()
@@ -105,17 +104,16 @@ impl SmResource {
         self.sm().smCount
     }
 
-    /// The smallest group a split can make (CUDA 13 bindings).
-    #[cfg(feature = "cuda-13")]
-    pub fn min_partition_size(&self) -> u32 {
-        self.sm().minSmPartitionSize
+    /// The smallest group a split can make; `None` from drivers before CUDA 13.0,
+    /// which do not report it.
+    pub fn min_partition_size(&self) -> Option<u32> {
+        crate::versions::driver_at_least(13000).then(|| self.sm().minSmPartitionSize)
     }
 
     /// The multiple of SMs a group is rounded to so that thread-block clusters
-    /// fit (CUDA 13 bindings).
-    #[cfg(feature = "cuda-13")]
-    pub fn coscheduled_alignment(&self) -> u32 {
-        self.sm().smCoscheduledAlignment
+    /// fit; `None` from drivers before CUDA 13.0, which do not report it.
+    pub fn coscheduled_alignment(&self) -> Option<u32> {
+        crate::versions::driver_at_least(13000).then(|| self.sm().smCoscheduledAlignment)
     }
 
     /// The device the SMs belong to.

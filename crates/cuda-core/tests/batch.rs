@@ -1,7 +1,6 @@
 //! Batched copies, prefetches and discards on the GPU: data checked through every
 //! kind of buffer, and every bad batch refused before the driver is called. Without
 //! a GPU each test prints `SKIPPED`; with `CUDA_TEST_REQUIRE_GPU=1` it fails.
-#![cfg(feature = "cuda-13")]
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -1,7 +1,6 @@
 //! GPU tests of graphs: capture and replay, explicit nodes, a conditional while
 //! loop, update of an instantiated graph, DOT output. Without a GPU each test
 //! prints `SKIPPED`; with `CUDA_TEST_REQUIRE_GPU=1` it fails.
-#![cfg(feature = "cuda-13")]
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

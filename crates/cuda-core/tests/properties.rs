@@ -9,12 +9,9 @@ use std::collections::HashSet;
 use cuda_core::Device;
 use cuda_core::cuda_bindings::driver as sys;
 
-/// How many properties there are: every attribute both CUDA 12 and 13 define (less
-/// `..._MAX` and the aliases of another attribute's number), plus four of CUDA 13.
-#[cfg(feature = "cuda-13")]
+/// How many properties there are: every attribute CUDA 13 defines (less `..._MAX`
+/// and the aliases of another attribute's number).
 const PROPERTY_COUNT: usize = 147;
-#[cfg(not(feature = "cuda-13"))]
-const PROPERTY_COUNT: usize = 143;
 
 /// Properties a driver older than the bindings may not know (it answers
 /// `CUDA_ERROR_INVALID_VALUE`): the attributes added in CUDA 12.5 and later.
