@@ -34,17 +34,14 @@ fn probe_gpu() -> Result<i32, String> {
         .map_err(|e| format!("no CUDA driver: {e}"))?;
     type CuInit = unsafe extern "C" fn(c_uint) -> c_int;
     type CuDeviceGetCount = unsafe extern "C" fn(*mut c_int) -> c_int;
-    let init = lib
-        .symbol(c"cuInit")
-        .ok_or("the driver library has no cuInit")?;
-    let count = lib
-        .symbol(c"cuDeviceGetCount")
+    let init = driver_fn(lib, c"cuInit").ok_or("the driver library has no cuInit")?;
+    let count = driver_fn(lib, c"cuDeviceGetCount")
         .ok_or("the driver library has no cuDeviceGetCount")?;
     // SAFETY: both symbols come from libcuda and have these C signatures in cuda.h.
     let (init, count): (CuInit, CuDeviceGetCount) = unsafe {
         (
-            std::mem::transmute::<*mut c_void, CuInit>(init.as_ptr()),
-            std::mem::transmute::<*mut c_void, CuDeviceGetCount>(count.as_ptr()),
+            std::mem::transmute::<*mut c_void, CuInit>(init),
+            std::mem::transmute::<*mut c_void, CuDeviceGetCount>(count),
         )
     };
     // SAFETY: cuInit takes flags by value and may be called any number of times.
@@ -62,6 +59,80 @@ fn probe_gpu() -> Result<i32, String> {
         return Err("the driver reports no CUDA device".into());
     }
     Ok(n)
+}
+
+/// A driver function of CUDA 12.0's ABI, through `cuGetProcAddress_v2` (as the
+/// bindings resolve them, so that a driver shim that exports only that is enough),
+/// else by its exported symbol.
+fn driver_fn(lib: &cuda_pathfinder::LoadedDl, name: &std::ffi::CStr) -> Option<*mut c_void> {
+    type GetProcAddress = unsafe extern "C" fn(
+        *const std::ffi::c_char,
+        *mut *mut c_void,
+        c_int,
+        u64,
+        *mut c_int,
+    ) -> c_int;
+    if let Some(gpa) = lib.symbol(c"cuGetProcAddress_v2") {
+        // SAFETY: `cuGetProcAddress_v2` has this signature in every driver exporting it.
+        let gpa = unsafe { std::mem::transmute::<*mut c_void, GetProcAddress>(gpa.as_ptr()) };
+        let (mut p, mut status) = (std::ptr::null_mut(), 0);
+        // SAFETY: `name` is NUL-terminated; both out-pointers are valid for writes.
+        let rc = unsafe { gpa(name.as_ptr(), &mut p, 12000, 0, &mut status) };
+        if rc == 0 && !p.is_null() {
+            return Some(p);
+        }
+    }
+    lib.symbol(name).map(|p| p.as_ptr())
+}
+
+/// The installed driver's CUDA version (`cuDriverGetVersion`, as `1000 * major +
+/// 10 * minor`), 0 without a driver. Under the driver shim, the emulated one.
+pub fn driver_version() -> i32 {
+    static V: OnceLock<i32> = OnceLock::new();
+    *V.get_or_init(|| {
+        let Ok(lib) = cuda_pathfinder::load_nvidia_dynamic_lib("cuda") else {
+            return 0;
+        };
+        let Some(f) = driver_fn(lib, c"cuDriverGetVersion") else {
+            return 0;
+        };
+        // SAFETY: `CUresult cuDriverGetVersion(int *)`.
+        let f = unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_int) -> c_int>(f) };
+        let mut v = 0;
+        // SAFETY: `v` is valid for writes.
+        if unsafe { f(&mut v) } == 0 { v } else { 0 }
+    })
+}
+
+/// For a feature that needs a CUDA `needs` driver (`12080`): on an older driver
+/// (a real one or the shim's) asserts that `result` is the typed error saying so
+/// (its `required_driver()` names `needs`) and gives `None`; otherwise unwraps it.
+/// Tests of such features never skip: they check the error instead.
+#[macro_export]
+macro_rules! needs_driver {
+    ($needs:expr, $result:expr) => {{
+        let needs: i32 = $needs;
+        let have = $crate::driver_version();
+        let result = $result;
+        if have < needs {
+            let e = match result {
+                Ok(_) => panic!("a CUDA {needs} feature worked on a CUDA {have} driver"),
+                Err(e) => e,
+            };
+            let req = e
+                .required_driver()
+                .unwrap_or_else(|| panic!("expected a driver-version error, got: {e}"));
+            assert_eq!(
+                req.needs.major * 1000 + req.needs.minor * 10,
+                needs,
+                "the error names another version: {e}"
+            );
+            println!("as expected on a CUDA {have} driver: {e}");
+            None
+        } else {
+            Some(result.unwrap())
+        }
+    }};
 }
 
 /// Decides whether a test that needs `what` goes on.

@@ -45,13 +45,29 @@
 //! ([`Unavailable`]): the pathfinder's list of every place searched, or the symbol
 //! and the driver version.
 //!
-//! # CUDA 12 and 13
+//! # CUDA 12 and 13, in one build
 //!
-//! The features `cuda-13` (default) and `cuda-12` select the headers the bindings
-//! were generated from, as `cuda-bindings` 13.x and 12.x are separate packages in
-//! Python. Exactly one must be enabled: for CUDA 12 use
-//! `default-features = false, features = ["cuda-12", "driver", …]`.
+//! Every build carries both generations: the CUDA 13.0 declarations in each API
+//! module and, in its `cuda12` submodule ([`driver::cuda12`], [`runtime::cuda12`],
+//! …), what CUDA 12.9 declares differently (`cuCtxCreate` without creation
+//! parameters, `cuMemPrefetchAsync` by device, CUDA 12's `cudaDeviceProp`, …).
+//! Which ABI is called is decided once, when a library is loaded:
 //!
+//! * The driver: each entry point at the newest of its ABI versions that the
+//!   installed driver has (`cuDriverGetVersion`); a driver is never asked for an
+//!   ABI newer than itself, since it would hand back its own newest, possibly of
+//!   another shape. An entry point no ABI of which the driver has reports the
+//!   version it needs ([`Unavailable::DriverSymbol`], [`Unavailable::needs_driver`]).
+//! * The runtime, NVRTC and nvJitLink have one ABI per major: the major of the
+//!   library found (12 or 13) picks each entry point's symbol; an entry point whose
+//!   shape differs resolves only in the module of that major, and the other says
+//!   which to call ([`Unavailable::OtherShape`]). A library of another major (11,
+//!   14) is refused ([`Unavailable::MajorVersion`]). `runtime::cuda_major()` says
+//!   which major was found.
+//! * NVVM and NVML keep one ABI across majors.
+//!
+//! No cargo feature chooses a CUDA version.
+
 //! # Environment
 //!
 //! | variable | effect |

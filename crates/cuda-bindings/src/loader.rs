@@ -490,37 +490,40 @@ fn resolve_entry<const N: usize>(
     e: &Entry,
     t: &Table<N>,
 ) -> Option<RawFn> {
-    for abi in e.abis {
-        if let Some(m) = t.major {
-            if abi.major as i32 != m {
-                continue;
-            }
+    candidates(e, t.major, t.driver_version, resolver).find_map(|abi| match resolver {
+        Resolver::Driver if abi.version != 0 => {
+            let (version, flags) = driver_request(abi, t.per_thread);
+            driver_lookup(lib, abi.base, version, flags).ok()
         }
-        let found = match resolver {
-            Resolver::Driver if abi.version != 0 => {
-                let (version, flags) = driver_request(abi, t.per_thread);
-                if t.driver_version > 0 && version as i32 > t.driver_version {
-                    continue;
-                }
-                driver_lookup(lib, abi.base, version, flags).ok()
-            }
-            _ => {
-                let sym = match (t.per_thread, abi.ptds_symbol) {
-                    (true, Some(p)) => p,
-                    _ => abi.symbol,
-                };
-                dlsym(lib, sym).or_else(|| {
-                    (kind == ApiKind::NvJitLink)
-                        .then(|| older_minor_symbol(lib, sym))
-                        .flatten()
-                })
-            }
-        };
-        if found.is_some() {
-            return found;
+        _ => {
+            let sym = match (t.per_thread, abi.ptds_symbol) {
+                (true, Some(p)) => p,
+                _ => abi.symbol,
+            };
+            dlsym(lib, sym).or_else(|| {
+                (kind == ApiKind::NvJitLink)
+                    .then(|| older_minor_symbol(lib, sym))
+                    .flatten()
+            })
         }
-    }
-    None
+    })
+}
+
+/// The ABIs of `e` that may be asked for, newest first: those of the library's
+/// `major` when it has one; for the driver, those whose ABI version is not newer
+/// than `driver_version` (when known).
+fn candidates(
+    e: &Entry,
+    major: Option<i32>,
+    driver_version: i32,
+    resolver: Resolver,
+) -> impl Iterator<Item = &'static Abi> {
+    e.abis.iter().filter(move |abi| {
+        major.is_none_or(|m| abi.major as i32 == m)
+            && !(resolver == Resolver::Driver
+                && driver_version > 0
+                && abi.version.max(abi.ptds_version) as i32 > driver_version)
+    })
 }
 
 /// nvJitLink exports each function under a `_<major>_<minor>` name for every
@@ -670,4 +673,65 @@ fn query_driver_version(lib: &LoadedDl) -> i32 {
     let mut v: c_int = 0;
     // SAFETY: `v` is valid for writes; the call needs no `cuInit`.
     if unsafe { f(&mut v) } == 0 { v } else { 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static TWO: [Abi; 2] = [
+        Abi {
+            major: 13,
+            base: c"cuMemcpyBatchAsync",
+            symbol: c"cuMemcpyBatchAsync_v2",
+            version: 13000,
+            ptds_symbol: None,
+            ptds_version: 0,
+        },
+        Abi {
+            major: 12,
+            base: c"cuMemcpyBatchAsync",
+            symbol: c"cuMemcpyBatchAsync",
+            version: 12080,
+            ptds_symbol: None,
+            ptds_version: 0,
+        },
+    ];
+    static ENTRY: Entry = Entry {
+        name: c"cuMemcpyBatchAsync",
+        abis: &TWO,
+    };
+
+    fn versions(major: Option<i32>, driver: i32, resolver: Resolver) -> Vec<u32> {
+        candidates(&ENTRY, major, driver, resolver)
+            .map(|a| a.version)
+            .collect()
+    }
+
+    #[test]
+    fn a_driver_is_never_asked_for_an_abi_newer_than_itself() {
+        // A 12.8 driver asked at 13000 would return its own (other-shaped) newest.
+        assert_eq!(versions(None, 12080, Resolver::Driver), [12080]);
+        assert_eq!(versions(None, 13000, Resolver::Driver), [13000, 12080]);
+        assert!(versions(None, 12040, Resolver::Driver).is_empty());
+        // Unknown driver version: the driver's own status decides.
+        assert_eq!(versions(None, 0, Resolver::Driver), [13000, 12080]);
+    }
+
+    #[test]
+    fn a_library_of_one_major_gets_only_that_majors_abi() {
+        assert_eq!(versions(Some(12), 0, Resolver::Dlsym), [12080]);
+        assert_eq!(versions(Some(13), 0, Resolver::Dlsym), [13000]);
+        assert!(versions(Some(11), 0, Resolver::Dlsym).is_empty());
+        assert_eq!(versions(None, 0, Resolver::Dlsym), [13000, 12080]);
+    }
+
+    #[test]
+    fn the_major_is_read_off_the_file_name() {
+        use std::path::Path;
+        assert_eq!(major_from_file_name(Path::new("/x/libnvJitLink.so.12")), Some(12));
+        assert_eq!(major_from_file_name(Path::new("libcudart.so.13.0.96")), Some(13));
+        assert_eq!(major_from_file_name(Path::new("/x/libnvrtc.so")), None);
+        assert_eq!(major_from_file_name(Path::new("libnvrtc.so.x")), None);
+    }
 }
