@@ -120,6 +120,10 @@ fn classify(
         // packaging that under the example's name would make the runner "pass" an
         // example it never ran.
         ("example", true) => return None,
+        // A library's unit tests, whatever its crate types (`cdylib`, `rlib`, …).
+        ("cdylib" | "rlib" | "dylib" | "staticlib", true) => {
+            ("test", format!("{package}--lib-{target_name}"))
+        }
         (_, true) => ("test", format!("{package}--{target_kind}-{target_name}")),
         _ => return None,
     })
@@ -491,5 +495,18 @@ mod tests {
             Some(("bench", "cuda-core--core".to_string()))
         );
         assert_eq!(classify("lib", false, "cuda-core", "cuda_core"), None);
+        // The driver shim's unit tests (a cdylib and rlib) are named as any library's.
+        assert_eq!(
+            classify("cdylib", true, "cuda-rs-driver-shim", "cuda_rs_driver_shim"),
+            Some((
+                "test",
+                "cuda-rs-driver-shim--lib-cuda_rs_driver_shim".to_string()
+            ))
+        );
+        assert_eq!(
+            classify("lib", true, "cuda-core", "cuda_core"),
+            Some(("test", "cuda-core--lib-cuda_core".to_string()))
+        );
+        assert_eq!(classify("cdylib", false, "cuda-rs-driver-shim", "x"), None);
     }
 }
