@@ -26,7 +26,8 @@ commands:
                      (--check: fail if the committed file is stale)
   package-tests --out DIR
                      build every test and bench binary in release mode and
-                     copy them, stripped, into DIR with a run.sh runner
+                     copy them, stripped, into DIR with a run.sh runner,
+                     and the driver shim with run-shim.sh VERSION
   fetch-headers [--cuda 12|13] [--cuda-home DIR]
                      fetch and verify the pinned CUDA headers into .headers/
   regen-bindings [--check]

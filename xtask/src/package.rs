@@ -4,7 +4,9 @@
 //! running them, copies them (stripped) with the workspace's binaries into `DIR`, and
 //! writes `DIR/run.sh`, which runs each test binary with `CUDA_TEST_REQUIRE_GPU=1`
 //! and prints a per-binary and a total summary whose last line is
-//! `N passed, N failed`, and `DIR/bench.sh`, which runs the benchmarks.
+//! `N passed, N failed`, and `DIR/bench.sh`, which runs the benchmarks. The driver
+//! shim (`tests/driver-shim`) goes to `DIR/shim/libcuda.so.1`, and
+//! `DIR/run-shim.sh VERSION` runs `run.sh` over it, as if on an older driver.
 
 use serde_json::Value;
 use std::io::BufRead as _;
@@ -22,11 +24,16 @@ struct Artifact {
     path: PathBuf,
 }
 
-fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
+/// The package of the driver shim.
+const SHIM_PACKAGE: &str = "cuda-rs-driver-shim";
+
+/// Runs `cargo ARGS --message-format=json-render-diagnostics` in the workspace
+/// root and returns its `compiler-artifact` messages.
+fn cargo_artifacts(args: &[&str]) -> Result<Vec<Value>, String> {
     let mut cmd = cargo();
     cmd.current_dir(workspace_root())
         .args(args)
-        .args(["--workspace", "--message-format=json-render-diagnostics"])
+        .arg("--message-format=json-render-diagnostics")
         .stdout(Stdio::piped());
     let shown = format!("{cmd:?}");
     let mut child = cmd.spawn().map_err(|e| format!("starting {shown}: {e}"))?;
@@ -37,9 +44,26 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        if msg["reason"] != "compiler-artifact" {
-            continue;
+        if msg["reason"] == "compiler-artifact" {
+            out.push(msg);
         }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("{shown} failed with {status}"));
+    }
+    Ok(out)
+}
+
+/// Builds `args` over the whole workspace: the test, bench, example and binary
+/// targets to package.
+fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
+    let mut all = args.to_vec();
+    all.push("--workspace");
+    let mut out = Vec::new();
+    for msg in cargo_artifacts(&all)? {
         let Some(exe) = msg["executable"].as_str() else {
             continue;
         };
@@ -60,13 +84,24 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
             path: PathBuf::from(exe),
         });
     }
-    let status = child
-        .wait()
-        .map_err(|e| format!("waiting for cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!("{shown} failed with {status}"));
-    }
     Ok(out)
+}
+
+/// Builds the driver shim in release mode and returns its shared library.
+fn build_shim() -> Result<PathBuf, String> {
+    let msgs = cargo_artifacts(&["build", "--release", "-p", SHIM_PACKAGE, "--lib"])?;
+    shim_library(&msgs).ok_or_else(|| format!("cargo built no shared library for {SHIM_PACKAGE}"))
+}
+
+/// The shim's shared library among cargo's `compiler-artifact` messages.
+fn shim_library(msgs: &[Value]) -> Option<PathBuf> {
+    msgs.iter()
+        .filter(|m| package_name(m["package_id"].as_str().unwrap_or("")) == SHIM_PACKAGE)
+        .filter_map(|m| m["filenames"].as_array())
+        .flatten()
+        .filter_map(Value::as_str)
+        .find(|f| f.ends_with(".so"))
+        .map(PathBuf::from)
 }
 
 /// What a built target is in the package, and its file name there; `None` for
@@ -85,6 +120,10 @@ fn classify(
         // packaging that under the example's name would make the runner "pass" an
         // example it never ran.
         ("example", true) => return None,
+        // A library's unit tests, whatever its crate types (`cdylib`, `rlib`, …).
+        ("cdylib" | "rlib" | "dylib" | "staticlib", true) => {
+            ("test", format!("{package}--lib-{target_name}"))
+        }
         (_, true) => ("test", format!("{package}--{target_kind}-{target_name}")),
         _ => return None,
     })
@@ -168,7 +207,15 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     tests.sort();
     benches.sort();
     examples.sort();
+    // The driver shim: run.sh as if on an older driver (run-shim.sh).
+    let shim_dir = out.join("shim");
+    std::fs::create_dir_all(&shim_dir)
+        .map_err(|e| format!("creating {}: {e}", shim_dir.display()))?;
+    let shim = shim_dir.join("libcuda.so.1");
+    copy_stripped(&build_shim()?, &shim)?;
+    total += std::fs::metadata(&shim).map(|m| m.len()).unwrap_or(0);
     write_script(&out.join("run.sh"), &run_sh(&tests, &examples))?;
+    write_script(&out.join("run-shim.sh"), RUN_SHIM_SH)?;
     write_script(&out.join("bench.sh"), &bench_sh(&benches))?;
     // The benchmark comparison: rounds beside C (and Python), a table of medians.
     let root = workspace_root();
@@ -275,6 +322,44 @@ echo "$total_pass passed, $total_fail failed, $total_skip skipped"
     s
 }
 
+/// `run-shim.sh VERSION [run.sh args]`: `run.sh` with the driver shim first on
+/// the loader's path, emulating driver `VERSION` over the real driver.
+const RUN_SHIM_SH: &str = r#"#!/usr/bin/env bash
+# Generated by `cargo xtask package-tests`. Runs on a machine with a GPU and no Rust.
+# Usage: run-shim.sh VERSION [run.sh args]   (VERSION as cuDriverGetVersion says it: 12040 for 12.4)
+# Runs run.sh with shim/libcuda.so.1 first on the loader's path: programs see a driver
+# of VERSION (its version, entry points and ABIs) over the real one.
+set -u
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [ $# -lt 1 ]; then
+  echo "usage: run-shim.sh VERSION [run.sh args]   (e.g. run-shim.sh 12040 for CUDA 12.4)" >&2
+  exit 2
+fi
+version="$1"; shift
+case "$version" in
+  ''|*[!0-9]*) echo "run-shim.sh: VERSION must be an integer such as 12040 (CUDA 12.4), not '$version'" >&2; exit 2 ;;
+esac
+real="${CUDA_RS_SHIM_REAL_DRIVER:-}"
+if [ -z "$real" ]; then
+  # The loader's cache lists the 64-bit driver as "(libc6,x86-64)" or "(libc6,AArch64)"
+  # and a 32-bit one as "(libc6)": skip the latter.
+  for ldconfig in ldconfig /sbin/ldconfig /usr/sbin/ldconfig; do
+    real=$("$ldconfig" -p 2>/dev/null | awk '/libcuda\.so\.1 / && !/\(libc6\)/ {print $NF; exit}')
+    [ -n "$real" ] && break
+  done
+fi
+if [ -z "$real" ] || [ ! -e "$real" ]; then
+  echo "run-shim.sh: no real CUDA driver (libcuda.so.1) found${real:+ at $real}; set CUDA_RS_SHIM_REAL_DRIVER to it" >&2
+  exit 1
+fi
+export CUDA_RS_SHIM_REAL_DRIVER="$real"
+export CUDA_RS_SHIM_DRIVER_VERSION="$version"
+export LD_LIBRARY_PATH="$here/shim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+resolved="$(readlink -f "$real" 2>/dev/null || echo "$real")"
+echo "run-shim.sh: emulating CUDA driver $version over the real driver $real ($resolved)"
+exec "$here/run.sh" "$@"
+"#;
+
 fn bench_sh(benches: &[String]) -> String {
     let mut s = String::from(PRELUDE);
     s.push_str(
@@ -289,7 +374,110 @@ fn bench_sh(benches: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::classify;
+    use super::{RUN_SHIM_SH, SHIM_PACKAGE, classify, shim_library};
+    use serde_json::json;
+    use std::path::PathBuf;
+
+    #[test]
+    fn the_shim_is_the_shared_library_of_its_package() {
+        let msgs = [
+            json!({
+                "reason": "compiler-artifact",
+                "package_id": "path+file:///w/vendor/libc#libc@0.2.191",
+                "filenames": ["/t/release/deps/liblibc.rlib"],
+            }),
+            json!({
+                "reason": "compiler-artifact",
+                "package_id": format!("path+file:///w/tests/driver-shim#{SHIM_PACKAGE}@0.0.0"),
+                "filenames": [
+                    "/t/release/libcuda_rs_driver_shim.rlib",
+                    "/t/release/libcuda_rs_driver_shim.so",
+                ],
+            }),
+        ];
+        assert_eq!(
+            shim_library(&msgs),
+            Some(PathBuf::from("/t/release/libcuda_rs_driver_shim.so"))
+        );
+        assert_eq!(shim_library(&msgs[..1]), None);
+    }
+
+    /// Runs a copy of run-shim.sh beside a run.sh that prints what it was given.
+    #[cfg(unix)]
+    fn run_shim(args: &[&str], real: &str) -> (i32, String, String) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("run-shim.sh"), RUN_SHIM_SH).unwrap();
+        let run = dir.path().join("run.sh");
+        std::fs::write(
+            &run,
+            "#!/usr/bin/env bash\necho \"args=$*\"\necho \"real=$CUDA_RS_SHIM_REAL_DRIVER\"\n\
+             echo \"version=$CUDA_RS_SHIM_DRIVER_VERSION\"\necho \"path=$LD_LIBRARY_PATH\"\n\
+             echo '3 passed, 0 failed, 1 skipped'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = std::process::Command::new("bash")
+            .arg(dir.path().join("run-shim.sh"))
+            .args(args)
+            .env("CUDA_RS_SHIM_REAL_DRIVER", real)
+            .env("LD_LIBRARY_PATH", "/before")
+            .output()
+            .unwrap();
+        // run-shim.sh names its folder as `cd` and `pwd` see it.
+        let mut stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        for here in [dir.path().to_path_buf(), dir.path().canonicalize().unwrap()] {
+            stdout = stdout.replace(&*here.to_string_lossy(), "PKG");
+        }
+        (
+            out.status.code().unwrap_or(-1),
+            stdout,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn run_shim_puts_the_shim_first_and_runs_run_sh() {
+        let real = tempfile::NamedTempFile::new().unwrap();
+        let real = real.path().to_str().unwrap();
+        let (rc, out, err) = run_shim(&["12040", "green"], real);
+        assert_eq!(rc, 0, "{out}{err}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0].starts_with(&format!(
+                "run-shim.sh: emulating CUDA driver 12040 over the real driver {real}"
+            )),
+            "{out}"
+        );
+        assert_eq!(
+            &lines[1..],
+            [
+                "args=green",
+                &format!("real={real}"),
+                "version=12040",
+                "path=PKG/shim:/before",
+                "3 passed, 0 failed, 1 skipped",
+            ]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn run_shim_refuses_a_bad_version_or_a_missing_driver() {
+        let real = tempfile::NamedTempFile::new().unwrap();
+        let real = real.path().to_str().unwrap();
+        let (rc, _, err) = run_shim(&[], real);
+        assert_eq!(rc, 2);
+        assert!(err.contains("usage: run-shim.sh VERSION"), "{err}");
+        let (rc, _, err) = run_shim(&["12.4"], real);
+        assert_eq!(rc, 2);
+        assert!(err.contains("not '12.4'"), "{err}");
+        let (rc, out, err) = run_shim(&["12040"], "/nonexistent/libcuda.so.1");
+        assert_eq!(rc, 1);
+        assert!(out.is_empty(), "{out}");
+        assert!(err.contains("found at /nonexistent/libcuda.so.1"), "{err}");
+    }
 
     #[test]
     fn examples_are_packaged_as_programs_never_as_empty_test_harnesses() {
@@ -307,5 +495,18 @@ mod tests {
             Some(("bench", "cuda-core--core".to_string()))
         );
         assert_eq!(classify("lib", false, "cuda-core", "cuda_core"), None);
+        // The driver shim's unit tests (a cdylib and rlib) are named as any library's.
+        assert_eq!(
+            classify("cdylib", true, "cuda-rs-driver-shim", "cuda_rs_driver_shim"),
+            Some((
+                "test",
+                "cuda-rs-driver-shim--lib-cuda_rs_driver_shim".to_string()
+            ))
+        );
+        assert_eq!(
+            classify("lib", true, "cuda-core", "cuda_core"),
+            Some(("test", "cuda-core--lib-cuda_core".to_string()))
+        );
+        assert_eq!(classify("cdylib", false, "cuda-rs-driver-shim", "x"), None);
     }
 }

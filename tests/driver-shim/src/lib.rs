@@ -1,0 +1,206 @@
+//! A stand-in `libcuda.so.1` for tests: a program loaded with it believes it runs
+//! on an older CUDA driver.
+//!
+//! Built as a shared library and put first on the loader's path under the name
+//! `libcuda.so.1` (`run-shim.sh` of the GPU test package does this), the shim is
+//! what a program gets when it loads the driver. It exports three functions and
+//! forwards to the real driver, which it loads itself by absolute path:
+//!
+//! * `cuDriverGetVersion` reports the emulated version;
+//! * `cuGetProcAddress_v2` and `cuGetProcAddress` ask the real driver's
+//!   `cuGetProcAddress_v2` at `min(requested, emulated)`. The driver hands out, for
+//!   a version, the newest ABI of each function not newer than it and nothing for
+//!   functions that came later, so the program gets exactly the entry points and
+//!   ABIs of the older driver. Asked for `cuDriverGetVersion` or
+//!   `cuGetProcAddress` they hand out the shim's own (`_v2` from 12.0 on), so
+//!   nothing reaches the real driver around the emulation.
+//!
+//! What it cannot change: the GPU, and what the real driver's JIT compiler accepts
+//! (a PTX version newer than the emulated driver still loads). Code that takes
+//! driver functions other than these three straight from the library (`dlsym`, or
+//! linking with `-lcuda`) finds nothing: the shim serves code that resolves the
+//! driver through `cuGetProcAddress`, as cuda-rs does.
+//!
+//! # Environment
+//!
+//! Read once, at the first call into the shim:
+//!
+//! | variable | effect |
+//! |---|---|
+//! | `CUDA_RS_SHIM_REAL_DRIVER` | the real `libcuda.so.1`, an absolute path; unset: the first of [`real::WELL_KNOWN`] that exists and is not the shim |
+//! | `CUDA_RS_SHIM_DRIVER_VERSION` | the version to emulate, as `cuDriverGetVersion` writes it (`12040` for 12.4); unset: the real driver's. One above the real driver's is lowered to it, with a note on stderr |
+//! | `CUDA_RS_SHIM_HIDE` | comma-separated `cuGetProcAddress` base names (`cuMemcpyBatchAsync,cuGreenCtxCreate`) that are reported as not found (`CUDA_ERROR_NOT_FOUND`, status `CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND`, a NULL pointer) |
+//!
+//! # Failures
+//!
+//! The shim fails closed and says why once, on stderr, in a line starting with
+//! `cuda-rs-driver-shim:`. A variable that is set but malformed (an empty value, a
+//! version that is not an integer ≥ 1000, a hide list item that is not a name)
+//! makes every call return `CUDA_ERROR_INVALID_VALUE` (1); a real driver that
+//! cannot be found or loaded makes every call return
+//! `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303).
+//!
+//! # Structure
+//!
+//! The decisions are pure functions, tested without a GPU: [`config`] reads and
+//! checks the environment, [`route::route`] says who answers a lookup, and
+//! [`route::get_proc_address`] carries that out with the real driver's function
+//! passed in. [`real`] finds and loads the real driver; the exported functions
+//! only tie these together.
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::io::Write as _;
+use std::sync::OnceLock;
+
+pub mod config;
+pub mod real;
+pub mod route;
+
+use config::{Config, clamp_version};
+
+/// `CUresult`, the driver's status code (a C enum).
+pub type CUresult = c_uint;
+/// `CUdriverProcAddressQueryResult`, what `cuGetProcAddress_v2` says about a lookup.
+pub type CUdriverProcAddressQueryResult = c_uint;
+
+/// `CUDA_SUCCESS`.
+pub const CUDA_SUCCESS: CUresult = 0;
+/// `CUDA_ERROR_INVALID_VALUE`: also every call's answer under a malformed configuration.
+pub const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
+/// `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED`: every call's answer when the real
+/// driver cannot be loaded.
+pub const CUDA_ERROR_SHARED_OBJECT_INIT_FAILED: CUresult = 303;
+/// `CUDA_ERROR_NOT_FOUND`: a lookup found nothing.
+pub const CUDA_ERROR_NOT_FOUND: CUresult = 500;
+
+/// `CU_GET_PROC_ADDRESS_SUCCESS`.
+pub const CU_GET_PROC_ADDRESS_SUCCESS: CUdriverProcAddressQueryResult = 0;
+/// `CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND`.
+pub const CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND: CUdriverProcAddressQueryResult = 1;
+/// `CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`.
+pub const CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: CUdriverProcAddressQueryResult = 2;
+
+/// The shim once set up: the real driver and the configuration, its emulated
+/// version clamped and always set.
+struct Shim {
+    real: real::RealDriver,
+    config: Config,
+}
+
+/// Writes one line to stderr; a closed stderr is no reason to fail a call.
+fn say(message: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "cuda-rs-driver-shim: {message}");
+}
+
+fn set_up() -> Result<Shim, CUresult> {
+    let mut config = Config::from_env().map_err(|why| {
+        say(&format!(
+            "{why}; every call fails with CUDA_ERROR_INVALID_VALUE"
+        ));
+        CUDA_ERROR_INVALID_VALUE
+    })?;
+    let real = real::load(&config).map_err(|why| {
+        say(&format!(
+            "{why}; every call fails with CUDA_ERROR_SHARED_OBJECT_INIT_FAILED"
+        ));
+        CUDA_ERROR_SHARED_OBJECT_INIT_FAILED
+    })?;
+    let clamped = clamp_version(config.driver_version, real.version);
+    if let Some(note) = &clamped.note {
+        say(note);
+    }
+    config.driver_version = Some(clamped.version);
+    Ok(Shim { real, config })
+}
+
+/// The shim, set up by the first call of any thread; the error every call
+/// returns when that failed.
+fn shim() -> Result<&'static Shim, CUresult> {
+    static SHIM: OnceLock<Result<Shim, CUresult>> = OnceLock::new();
+    SHIM.get_or_init(set_up).as_ref().map_err(|&rc| rc)
+}
+
+/// `CUresult cuDriverGetVersion(int *driverVersion)`: the emulated version.
+///
+/// # Safety
+///
+/// `version` is NULL (refused with `CUDA_ERROR_INVALID_VALUE`) or valid for one write.
+#[allow(non_snake_case)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
+    match shim() {
+        // SAFETY: the caller's pointer, under the same contract.
+        Ok(s) => unsafe { route::driver_get_version(emulated(s), version) },
+        Err(rc) => rc,
+    }
+}
+
+/// The version the shim reports (set up always sets it; the real one otherwise).
+fn emulated(s: &Shim) -> c_int {
+    s.config.driver_version.unwrap_or(s.real.version)
+}
+
+/// `CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+/// cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)`: the real
+/// driver's lookup at `min(cudaVersion, emulated)` (see [`route::route`]).
+///
+/// # Safety
+///
+/// `symbol` is NULL or NUL-terminated; `pfn` is NULL or valid for one pointer
+/// write; `status` is NULL or valid for one write.
+#[allow(non_snake_case)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGetProcAddress_v2(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    cuda_version: c_int,
+    flags: u64,
+    status: *mut CUdriverProcAddressQueryResult,
+) -> CUresult {
+    match shim() {
+        // SAFETY: the caller's pointers, under the same contract; the real
+        // driver's `cuGetProcAddress_v2` takes them.
+        Ok(s) => unsafe {
+            route::get_proc_address(
+                s.real.get_proc_address,
+                &s.config,
+                symbol,
+                pfn,
+                cuda_version,
+                flags,
+                status,
+            )
+        },
+        Err(rc) => rc,
+    }
+}
+
+/// `CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+/// cuuint64_t flags)`: the CUDA 11 lookup, answered as [`cuGetProcAddress_v2`].
+///
+/// # Safety
+///
+/// As [`cuGetProcAddress_v2`].
+#[allow(non_snake_case)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGetProcAddress(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    cuda_version: c_int,
+    flags: u64,
+) -> CUresult {
+    match shim() {
+        // SAFETY: as in `cuGetProcAddress_v2`.
+        Ok(s) => unsafe {
+            route::get_proc_address_v1(
+                s.real.get_proc_address,
+                &s.config,
+                symbol,
+                pfn,
+                cuda_version,
+                flags,
+            )
+        },
+        Err(rc) => rc,
+    }
+}
