@@ -378,6 +378,14 @@ pub(crate) struct Attrs {
 /// the `half` crate's `bytemuck` feature, `#[repr(C)]` structs deriving `Pod`) and
 /// for [`Buffer`] and [`DevicePtr`], which pass their device address.
 ///
+/// **Pass device memory as `&Buffer`** (or, for an address from elsewhere, as a
+/// [`DevicePtr`], which says that it is one). A bare `u64` is a legitimate scalar
+/// argument (a count, a seed) and is accepted for any 8-byte parameter, pointer or
+/// not: the size check cannot tell an address from a number, and a `u64` address
+/// says nothing about who owns or frees the memory behind it. Allocate with
+/// [`Device::allocate`](crate::Device::allocate) or a resource's `allocate`, which
+/// return an owning [`Buffer`].
+///
 /// # Safety
 /// `arg_ptr` must point to `arg_size` readable bytes that stay valid while `self`
 /// is borrowed.
@@ -409,6 +417,10 @@ unsafe impl KernelArg for Buffer {
 }
 
 /// A raw device address as a kernel argument (a pointer parameter).
+///
+/// For memory this program allocates, pass the [`Buffer`] itself: it owns the
+/// memory and frees it. `DevicePtr` is for addresses owned elsewhere (a graph
+/// allocation, another library's memory), whose lifetime the caller vouches for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(transparent)]
 pub struct DevicePtr(pub sys::CUdeviceptr);

@@ -116,7 +116,7 @@ pub use library::{Global, Library, LibraryOptions};
 pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
-    ManagedMemoryResource, MemoryKind, MemoryResource, PinnedMemoryResource,
+    ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt, PinnedMemoryResource,
     PinnedMemoryResourceOptions,
 };
 pub use module::{LoadingMode, Module};

@@ -250,3 +250,103 @@ fn a_grid_of_clusters_too_large_for_a_u32_is_an_error() {
     assert_eq!(cfg.grid_blocks().x, u32::MAX);
     assert_eq!(cfg.total_blocks(), u64::from(u32::MAX));
 }
+
+/// A resource of a user's own, for the method-resolution check below (never asked
+/// to allocate: that needs a GPU).
+#[derive(Debug)]
+struct UserResource(Device);
+
+// SAFETY: it never hands out memory, so there is nothing to free.
+unsafe impl cuda_core::MemoryResource for UserResource {
+    unsafe fn allocate_raw(&self, _size: usize, _stream: &Stream) -> cuda_core::Result<u64> {
+        Err(Error::Unsupported {
+            context: "allocating from a test resource".into(),
+            message: "it has no memory".into(),
+        })
+    }
+
+    unsafe fn deallocate(
+        &self,
+        _ptr: u64,
+        _size: usize,
+        _stream: &Stream,
+    ) -> cuda_core::Result<()> {
+        Ok(())
+    }
+
+    fn kind(&self) -> cuda_core::MemoryKind {
+        cuda_core::MemoryKind::Device
+    }
+
+    fn device(&self) -> Device {
+        self.0
+    }
+}
+
+/// `allocate` on an `Arc` of every resource, `Arc<dyn MemoryResource>` first, is the
+/// owning allocation: a `Buffer`. These functions only have to compile (running
+/// them needs a GPU): the first with no trait in scope, the second with both.
+mod owning_allocate_resolves {
+    use std::sync::Arc;
+
+    use cuda_core::{
+        Buffer, DeviceMemoryResource, LegacyPinnedMemoryResource, ManagedMemoryResource,
+        PinnedMemoryResource, Result, Stream, VirtualMemoryResource,
+    };
+
+    pub(super) type Resources = (
+        Arc<dyn cuda_core::MemoryResource>,
+        Arc<DeviceMemoryResource>,
+        Arc<PinnedMemoryResource>,
+        Arc<LegacyPinnedMemoryResource>,
+        Arc<ManagedMemoryResource>,
+        Arc<VirtualMemoryResource>,
+    );
+
+    /// No trait imported: the inherent methods.
+    pub(super) fn without_traits(r: &Resources, s: &Stream) -> Result<[Buffer; 6]> {
+        Ok([
+            r.0.allocate(1, s)?,
+            r.1.allocate(1, s)?,
+            r.2.allocate(1, s)?,
+            r.3.allocate(1, s)?,
+            r.4.allocate(1, s)?,
+            r.5.allocate(1, s)?,
+        ])
+    }
+
+    pub(super) mod with_traits {
+        use std::sync::Arc;
+
+        // In scope to show that it does not capture `allocate` (so the compiler
+        // finds it unused).
+        #[allow(unused_imports)]
+        use cuda_core::MemoryResource as _;
+        use cuda_core::{Buffer, MemoryResourceExt as _, Result, Stream};
+
+        /// Both traits imported: still the owning `allocate`, with no ambiguity, and
+        /// a user's own resource has it too (from `MemoryResourceExt`).
+        pub(crate) fn f(
+            r: &super::Resources,
+            user: &Arc<super::super::UserResource>,
+            s: &Stream,
+        ) -> Result<[Buffer; 7]> {
+            Ok([
+                r.0.allocate(1, s)?,
+                r.1.allocate(1, s)?,
+                r.2.allocate(1, s)?,
+                r.3.allocate(1, s)?,
+                r.4.allocate(1, s)?,
+                r.5.allocate(1, s)?,
+                user.allocate(1, s)?,
+            ])
+        }
+    }
+}
+
+#[test]
+fn allocate_on_an_arc_of_any_resource_type_checks_as_the_owning_one() {
+    // Compiling `owning_allocate_resolves` is the test; this keeps it referenced.
+    let _ = owning_allocate_resolves::without_traits;
+    let _ = owning_allocate_resolves::with_traits::f;
+}
