@@ -52,12 +52,12 @@ fn main() {
         })
         .unwrap();
     let pool = dev.default_memory_resource().unwrap();
-    let buf = pool.allocate_buffer(1 << 20, &s).unwrap();
+    let buf = pool.allocate(1 << 20, &s).unwrap();
     {
         let n: u64 = 1 << 20;
         let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
-        let mut dx = pool.allocate_buffer(x.len() * 4, &s).unwrap();
-        let mut dy = pool.allocate_buffer(x.len() * 4, &s).unwrap();
+        let mut dx = pool.allocate(x.len() * 4, &s).unwrap();
+        let mut dy = pool.allocate(x.len() * 4, &s).unwrap();
         dx.copy_from_host(&x, &s).unwrap();
         dy.copy_from_host(&vec![1.0f32; x.len()], &s).unwrap();
         // SAFETY: the kernel only touches the buffers passed, within their sizes.
@@ -112,13 +112,13 @@ fn main() {
     );
 
     for _ in 0..1000 {
-        drop(pool.allocate_buffer(1 << 20, &s).unwrap());
+        drop(pool.allocate(1 << 20, &s).unwrap());
     }
     s.sync().unwrap();
     let a = 100_000;
     let t = Instant::now();
     for _ in 0..a {
-        drop(pool.allocate_buffer(1 << 20, &s).unwrap());
+        drop(pool.allocate(1 << 20, &s).unwrap());
     }
     s.sync().unwrap();
     line(
@@ -131,7 +131,7 @@ fn main() {
         Arc::new(PinnedMemoryResource::new(&dev, PinnedMemoryResourceOptions::default()).unwrap());
     let mut h = Buffer::allocate(pinned, bytes, &s).unwrap();
     h.fill_u8(1, &s).unwrap();
-    let mut d = pool.allocate_buffer(bytes, &s).unwrap();
+    let mut d = pool.allocate(bytes, &s).unwrap();
     let timed = EventOptions {
         timing: true,
         ..Default::default()

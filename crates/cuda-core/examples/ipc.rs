@@ -146,7 +146,7 @@ mod linux {
                 ..Default::default()
             },
         )?);
-        let mut buf = pool.allocate_buffer(N * 4, &s)?;
+        let mut buf = pool.allocate(N * 4, &s)?;
         buf.fill_u32(0x1234_5678, &s)?;
         let ready = Event::new(
             &dev,

@@ -5,6 +5,12 @@
 //! `MemoryResource` that counts the live bytes of the pool it wraps. Each buffer's
 //! contents make a round trip and are checked. Needs no compiler.
 //!
+//! Every resource behind an `Arc` (`Arc<dyn MemoryResource>` from
+//! `Device::memory_resource` included) allocates with `allocate(size, &stream)`,
+//! which returns a `Buffer` that frees itself. A resource of your own implements
+//! the raw `allocate_raw` and `deallocate`, and gets that `allocate` through
+//! `MemoryResourceExt`.
+//!
 //! `cargo run -p cuda-core --example memory_resources`
 
 use std::process::ExitCode;
@@ -15,7 +21,8 @@ use cuda_core::cuda_bindings::driver::{CUDA_ERROR_NOT_SUPPORTED, CUdeviceptr};
 use cuda_core::{
     Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error,
     LegacyPinnedMemoryResource, Location, ManagedMemoryResource, MemoryKind, MemoryResource,
-    PinnedMemoryResource, PinnedMemoryResourceOptions, Result, Stream, StreamOptions,
+    MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions, Result, Stream,
+    StreamOptions,
 };
 
 /// Elements in each test buffer.
@@ -60,8 +67,10 @@ impl CountingResource {
 // pool's guarantees (device memory of at least `size` bytes on its device, freed
 // with exactly what was allocated) are this resource's.
 unsafe impl MemoryResource for CountingResource {
-    fn allocate(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
-        let ptr = self.inner.allocate(size, stream)?;
+    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
+        // SAFETY: our caller takes the memory over on the trait's terms, and hands it
+        // back through our `deallocate`, which returns it to `self.inner`.
+        let ptr = unsafe { self.inner.allocate_raw(size, stream) }?;
         let live = self.live.fetch_add(size, Ordering::SeqCst) + size;
         self.peak.fetch_max(live, Ordering::SeqCst);
         self.allocations.fetch_add(1, Ordering::SeqCst);
@@ -70,7 +79,7 @@ unsafe impl MemoryResource for CountingResource {
 
     unsafe fn deallocate(&self, ptr: CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
         // SAFETY: our caller keeps the trait's contract, and `ptr`/`size` came from
-        // `self.inner.allocate` through our `allocate`.
+        // `self.inner.allocate_raw` through our `allocate_raw`.
         unsafe { self.inner.deallocate(ptr, size, stream) }?;
         self.live.fetch_sub(size, Ordering::SeqCst);
         Ok(())
@@ -132,9 +141,14 @@ fn run() -> Result<()> {
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
 
-    // 1. The device's default stream-ordered pool (what `Device::allocate` uses).
+    // 1. The device's memory resource (an `Arc<dyn MemoryResource>`: the default
+    // stream-ordered pool unless another was set; what `Device::allocate` uses).
+    // `allocate` returns a `Buffer`, freed when it is dropped or closed.
+    let mut buf = dev.memory_resource()?.allocate(BYTES, &stream)?;
+    round_trip("device's resource", &mut buf, &pattern, &stream)?;
+    buf.close(None)?;
     let default_pool = dev.default_memory_resource()?;
-    let mut buf = default_pool.allocate_buffer(BYTES, &stream)?;
+    let mut buf = default_pool.allocate(BYTES, &stream)?;
     round_trip("default pool", &mut buf, &pattern, &stream)?;
     println!(
         "{:<22} pool: {} bytes in use, {} reserved",
@@ -154,7 +168,7 @@ fn run() -> Result<()> {
             ..Default::default()
         },
     )?);
-    let mut buf = own.allocate_buffer(BYTES, &stream)?;
+    let mut buf = own.allocate(BYTES, &stream)?;
     round_trip("own pool", &mut buf, &pattern, &stream)?;
     let used = own.used_bytes()?;
     if used < BYTES as u64 {
@@ -184,7 +198,7 @@ fn run() -> Result<()> {
     // host pools refuse it, and the classic pinned resource below is the fallback.
     match PinnedMemoryResource::new(&dev, PinnedMemoryResourceOptions::default()) {
         Ok(pinned) => {
-            let mut buf = Buffer::allocate(Arc::new(pinned), BYTES, &stream)?;
+            let mut buf = Arc::new(pinned).allocate(BYTES, &stream)?;
             round_trip("pinned pool", &mut buf, &pattern, &stream)?;
             check_host_view("pinned pool", &mut buf, 0x5eed_0001, &stream)?;
         }
@@ -196,7 +210,7 @@ fn run() -> Result<()> {
 
     // 4. Classic page-locked host memory (`cuMemHostAlloc`).
     let legacy = Arc::new(LegacyPinnedMemoryResource::new(&dev));
-    let mut pinned = Buffer::allocate(legacy, BYTES, &stream)?;
+    let mut pinned = legacy.allocate(BYTES, &stream)?;
     round_trip("legacy pinned", &mut pinned, &pattern, &stream)?;
     check_host_view("legacy pinned", &mut pinned, 0x5eed_0002, &stream)?;
 
@@ -209,7 +223,7 @@ fn run() -> Result<()> {
         "managed",
         managed_mr.preferred_location()
     );
-    let mut managed = Buffer::allocate(Arc::new(managed_mr), BYTES, &stream)?;
+    let mut managed = Arc::new(managed_mr).allocate(BYTES, &stream)?;
     round_trip("managed", &mut managed, &pattern, &stream)?;
     pinned.copy_from_host(&pattern, &stream)?;
     managed.fill_u32(0, &stream)?;
@@ -240,12 +254,15 @@ fn run() -> Result<()> {
         host.len()
     );
 
-    // 6. Our own resource, through `Buffer::allocate` like any other.
+    // 6. Our own resource: `allocate` on its `Arc` comes from `MemoryResourceExt`,
+    // and is the inherent one of `dyn MemoryResource` once the type is erased (as
+    // when it is set as a device's resource).
     let counting = Arc::new(CountingResource::new(DeviceMemoryResource::default_pool(
         &dev,
     )?));
-    let mut a = Buffer::allocate(counting.clone(), BYTES, &stream)?;
-    let b = Buffer::allocate(counting.clone(), 3 * BYTES, &stream)?;
+    let mut a = counting.allocate(BYTES, &stream)?;
+    let erased: Arc<dyn MemoryResource> = counting.clone();
+    let b = erased.allocate(3 * BYTES, &stream)?;
     round_trip("counting (user type)", &mut a, &pattern, &stream)?;
     if counting.live() != 4 * BYTES {
         return Err(wrong(

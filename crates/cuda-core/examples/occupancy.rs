@@ -44,7 +44,7 @@ fn smem(block: u32) -> usize {
     block as usize * 4
 }
 
-/// Sums `n` ones with blocks of `config.block.x` threads and checks every partial sum.
+/// Sums `n` ones with blocks of `config.block().x` threads and checks every partial sum.
 fn sum_ones(
     dev: &Device,
     stream: &Stream,
@@ -52,8 +52,8 @@ fn sum_ones(
     config: &LaunchConfig,
     n: u32,
 ) -> Result<()> {
-    let block = config.block.x;
-    let blocks = config.grid.x as usize;
+    let block = config.block().x;
+    let blocks = config.grid_blocks().x as usize;
     let mut x = dev.allocate(n as usize * 4, stream)?;
     x.copy_from_host(&vec![1.0f32; n as usize], stream)?;
     let partial = dev.allocate(blocks * 4, stream)?;
@@ -175,7 +175,7 @@ fn run() -> Result<()> {
     sum_ones(&dev, &stream, &kernel, &config, n)?;
     println!(
         "\nblock_sum over {n} ones with {} blocks of {block} is correct",
-        config.grid.x
+        config.grid_blocks().x
     );
 
     if major < 9 {
@@ -186,16 +186,15 @@ fn run() -> Result<()> {
     // 2^20 / block blocks of any power-of-two block up to 1024).
     println!("\nclusters of blocks of {block} threads:");
     for size in [2u32, 4, 8] {
-        let mut cfg = config;
-        cfg.cluster = Some(size.into());
+        // The same grid of blocks, in clusters of `size` blocks.
+        let cfg = config.group_blocks_into_clusters(size)?;
         println!(
             "  cluster of {size}: at most {} clusters resident; largest cluster possible {}",
             occ.max_active_clusters(&cfg, &stream)?,
             occ.max_potential_cluster_size(&cfg, &stream)?
         );
     }
-    let mut cfg = config;
-    cfg.cluster = Some(2.into());
+    let cfg = config.group_blocks_into_clusters(2)?;
     let portable = occ.max_potential_cluster_size(&cfg, &stream)?;
     a.set_non_portable_cluster_size_allowed(true)?;
     let non_portable = occ.max_potential_cluster_size(&cfg, &stream)?;

@@ -164,7 +164,7 @@ struct Imported {
 // SAFETY: imported pointers are device memory of the pool's device, released with
 // `cuMemFreeAsync` on the importing side.
 unsafe impl MemoryResource for Imported {
-    fn allocate(&self, _size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
+    unsafe fn allocate_raw(&self, _size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         Err(Error::unsupported(
             "allocating",
             "an imported pool's buffers come from the exporter",

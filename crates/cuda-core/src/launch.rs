@@ -20,6 +20,22 @@ pub struct Dim3 {
     pub z: u32,
 }
 
+impl Dim3 {
+    /// `x * y * z`, which cannot overflow a `u64`.
+    pub(crate) fn count(self) -> u64 {
+        u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
+    }
+
+    fn has_zero(self) -> bool {
+        self.x == 0 || self.y == 0 || self.z == 0
+    }
+
+    /// The three dimensions with their names, for per-axis checks.
+    fn axes(self) -> [(&'static str, u32); 3] {
+        [("x", self.x), ("y", self.y), ("z", self.z)]
+    }
+}
+
 impl From<u32> for Dim3 {
     fn from(x: u32) -> Self {
         Self { x, y: 1, z: 1 }
@@ -38,16 +54,86 @@ impl From<(u32, u32, u32)> for Dim3 {
     }
 }
 
+/// The size of a clustered launch's grid, with its unit: blocks or clusters.
+///
+/// Used by [`LaunchConfig::with_clusters`]. There is deliberately no `From` a
+/// number: a grid with clusters must say what it counts, because Python's
+/// `cuda.core` counts **clusters** (`LaunchConfig(grid=4, cluster=2, block=32)`
+/// launches 8 blocks) while CUDA C's `gridDim` counts **blocks**.
+///
+/// ```
+/// use cuda_core::{Dim3, Grid};
+/// assert_eq!(Grid::clusters(4), Grid::Clusters(Dim3::from(4)));
+/// assert_eq!(Grid::blocks((8, 2)), Grid::Blocks(Dim3 { x: 8, y: 2, z: 1 }));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Grid {
+    /// This many blocks, in total (CUDA C's `gridDim`); each dimension must be a
+    /// multiple of the cluster's.
+    Blocks(Dim3),
+    /// This many clusters (Python's `grid` when `cluster` is given); the launch has
+    /// this times the cluster's blocks in each dimension.
+    Clusters(Dim3),
+}
+
+impl Grid {
+    /// [`Grid::Blocks`] from a `u32`, `(u32, u32)` or `(u32, u32, u32)`.
+    pub fn blocks(blocks: impl Into<Dim3>) -> Self {
+        Self::Blocks(blocks.into())
+    }
+
+    /// [`Grid::Clusters`] from a `u32`, `(u32, u32)` or `(u32, u32, u32)`.
+    pub fn clusters(clusters: impl Into<Dim3>) -> Self {
+        Self::Clusters(clusters.into())
+    }
+}
+
 /// How to launch a kernel: grid and block dimensions, optional thread-block
 /// cluster, dynamic shared memory and launch attributes (`cuLaunchKernelEx`).
+///
+/// **[`LaunchConfig::new`]'s grid counts blocks. With a cluster, Python's
+/// `cuda.core` counts the grid in clusters: `LaunchConfig(grid=4, cluster=2,
+/// block=32)` launches 8 blocks, and is
+/// `LaunchConfig::with_clusters(Grid::clusters(4), 2, 32)?` here.** The grid and
+/// cluster are therefore set only through constructors that name the grid's
+/// unit, and read back through [`grid_blocks`](Self::grid_blocks),
+/// [`grid_clusters`](Self::grid_clusters) and [`total_blocks`](Self::total_blocks):
+///
+/// | you mean | write |
+/// |---|---|
+/// | 8 blocks of 32 threads, no clusters | `LaunchConfig::new(8, 32)` |
+/// | 4 clusters of 2 blocks (Python's `grid=4, cluster=2`) | `LaunchConfig::with_clusters(Grid::clusters(4), 2, 32)?` |
+/// | 8 blocks, in clusters of 2 | `LaunchConfig::with_clusters(Grid::blocks(8), 2, 32)?` or `LaunchConfig::new(8, 32).group_blocks_into_clusters(2)?` |
+///
+/// ```
+/// use cuda_core::{Dim3, Grid, LaunchConfig};
+/// # fn main() -> cuda_core::Result<()> {
+/// let python = LaunchConfig::with_clusters(Grid::clusters(4), 2, 32)?;
+/// let blocks = LaunchConfig::with_clusters(Grid::blocks(8), 2, 32)?;
+/// assert_eq!(python, blocks);
+/// assert_eq!(python.total_blocks(), 8);
+/// assert_eq!(python.grid_blocks(), Dim3::from(8));
+/// assert_eq!(python.grid_clusters(), Some(Dim3::from(4)));
+/// // A grid of blocks that the cluster does not divide is an error, not a smaller grid.
+/// assert!(LaunchConfig::with_clusters(Grid::blocks(7), 2, 32).is_err());
+/// # Ok(()) }
+/// ```
+///
+/// Dynamic shared memory and the launch attributes are public fields:
+///
+/// ```
+/// let mut config = cuda_core::LaunchConfig::new(1, 256);
+/// config.shmem_size = 4096;
+/// config.cooperative = true;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
-    /// Blocks in the grid.
-    pub grid: Dim3,
+    /// Blocks in the grid (always blocks: a clustered grid is stored multiplied out).
+    pub(crate) grid: Dim3,
     /// Threads in a block.
-    pub block: Dim3,
-    /// Blocks in a cluster (sm_90 and later); `grid` must be a multiple of it.
-    pub cluster: Option<Dim3>,
+    pub(crate) block: Dim3,
+    /// Blocks in a cluster (sm_90 and later); `grid` is a multiple of it.
+    pub(crate) cluster: Option<Dim3>,
     /// Dynamic shared memory per block, in bytes.
     pub shmem_size: u32,
     /// A cooperative launch: all blocks resident at once, grid-wide sync allowed.
@@ -60,10 +146,12 @@ pub struct LaunchConfig {
 }
 
 impl LaunchConfig {
-    /// `grid` blocks of `block` threads, nothing else.
-    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
+    /// `grid_blocks` **blocks** (not clusters) of `block` threads, without clusters,
+    /// dynamic shared memory or attributes. For clusters, see
+    /// [`with_clusters`](Self::with_clusters).
+    pub fn new(grid_blocks: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
         Self {
-            grid: grid.into(),
+            grid: grid_blocks.into(),
             block: block.into(),
             cluster: None,
             shmem_size: 0,
@@ -80,26 +168,107 @@ impl LaunchConfig {
         Self::new(grid, block)
     }
 
+    /// A launch in thread-block clusters of `cluster` blocks (sm_90 and later), each
+    /// block of `block` threads, with a grid of `grid` **in the unit it names**:
+    ///
+    /// - [`Grid::Clusters`]: Python's spelling. `LaunchConfig(grid=4, cluster=2,
+    ///   block=32)` is `with_clusters(Grid::clusters(4), 2, 32)`, 8 blocks.
+    /// - [`Grid::Blocks`]: CUDA C's. `with_clusters(Grid::blocks(8), 2, 32)` is the
+    ///   same 8 blocks; each dimension must be a multiple of the cluster's.
+    ///
+    /// The argument order is Python's (`grid`, `cluster`, `block`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero dimension, a grid of blocks that is not
+    /// a multiple of the cluster (naming both numbers), or a grid of clusters whose
+    /// blocks do not fit a `u32` in some dimension.
+    pub fn with_clusters(
+        grid: Grid,
+        cluster: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+    ) -> Result<Self> {
+        let cluster = cluster.into();
+        let block = block.into();
+        let what = "making a clustered launch configuration";
+        let blocks = match grid {
+            Grid::Blocks(g) => g,
+            Grid::Clusters(g) => {
+                if g.has_zero() || cluster.has_zero() {
+                    return Err(zero_dims(what));
+                }
+                Dim3 {
+                    x: clusters_to_blocks(g.x, cluster.x, "x", what)?,
+                    y: clusters_to_blocks(g.y, cluster.y, "y", what)?,
+                    z: clusters_to_blocks(g.z, cluster.z, "z", what)?,
+                }
+            }
+        };
+        Self::new(blocks, block).group_blocks_into_clusters_as(cluster, what)
+    }
+
+    /// The same grid of **blocks** (and the same settings), grouped into clusters of
+    /// `cluster` blocks (sm_90 and later). `LaunchConfig::new(8, 32)
+    /// .group_blocks_into_clusters(2)?` launches 8 blocks, as 4 clusters. A clustered
+    /// configuration is regrouped: its grid of blocks stays.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero dimension or a grid of blocks that is
+    /// not a multiple of the cluster in some dimension (naming both numbers).
+    pub fn group_blocks_into_clusters(self, cluster: impl Into<Dim3>) -> Result<Self> {
+        let what = "grouping a grid's blocks into clusters";
+        self.group_blocks_into_clusters_as(cluster.into(), what)
+    }
+
+    fn group_blocks_into_clusters_as(mut self, cluster: Dim3, what: &'static str) -> Result<Self> {
+        if self.grid.has_zero() || self.block.has_zero() || cluster.has_zero() {
+            return Err(zero_dims(what));
+        }
+        check_multiple(self.grid, cluster, what)?;
+        self.cluster = Some(cluster);
+        Ok(self)
+    }
+
+    /// The grid in **blocks**: what the kernel sees as `gridDim`, whether or not the
+    /// launch is clustered.
+    pub fn grid_blocks(&self) -> Dim3 {
+        self.grid
+    }
+
+    /// The grid in **clusters** (Python's `LaunchConfig.grid` when a cluster is
+    /// set); `None` without clusters.
+    pub fn grid_clusters(&self) -> Option<Dim3> {
+        self.cluster.map(|c| Dim3 {
+            x: self.grid.x / c.x.max(1),
+            y: self.grid.y / c.y.max(1),
+            z: self.grid.z / c.z.max(1),
+        })
+    }
+
+    /// Threads in a block.
+    pub fn block(&self) -> Dim3 {
+        self.block
+    }
+
+    /// Blocks in a cluster; `None` without clusters.
+    pub fn cluster(&self) -> Option<Dim3> {
+        self.cluster
+    }
+
+    /// How many blocks the launch runs, in all.
+    pub fn total_blocks(&self) -> u64 {
+        self.grid.count()
+    }
+
     fn validate(&self) -> Result<()> {
         let what = "launching a kernel";
-        let zero = |d: Dim3| d.x == 0 || d.y == 0 || d.z == 0;
-        if zero(self.grid) || zero(self.block) {
-            return Err(Error::invalid(
-                what,
-                "grid and block dimensions must all be at least 1",
-            ));
+        if self.grid.has_zero() || self.block.has_zero() {
+            return Err(zero_dims(what));
         }
         if let Some(c) = self.cluster {
-            if zero(c) || self.grid.x % c.x != 0 || self.grid.y % c.y != 0 || self.grid.z % c.z != 0
-            {
-                return Err(Error::invalid(
-                    what,
-                    format!(
-                        "the grid {:?} is not a multiple of the cluster {c:?}",
-                        self.grid
-                    ),
-                ));
+            if c.has_zero() {
+                return Err(zero_dims(what));
             }
+            check_multiple(self.grid, c, what)?;
         }
         Ok(())
     }
@@ -157,6 +326,45 @@ impl LaunchConfig {
     }
 }
 
+/// `clusters` clusters of `cluster` blocks along `axis`, in blocks.
+fn clusters_to_blocks(clusters: u32, cluster: u32, axis: &str, what: &'static str) -> Result<u32> {
+    clusters.checked_mul(cluster).ok_or_else(|| {
+        Error::invalid(
+            what,
+            format!(
+                "{clusters} clusters of {cluster} blocks along {axis} are {} blocks, \
+                 more than a grid dimension holds ({})",
+                u64::from(clusters) * u64::from(cluster),
+                u32::MAX
+            ),
+        )
+    })
+}
+
+fn zero_dims(what: &'static str) -> Error {
+    Error::invalid(
+        what,
+        "grid, block and cluster dimensions must all be at least 1",
+    )
+}
+
+/// Checks that a grid of `grid` blocks is a multiple of `cluster` in each dimension.
+fn check_multiple(grid: Dim3, cluster: Dim3, what: &'static str) -> Result<()> {
+    for ((axis, g), (_, c)) in grid.axes().into_iter().zip(cluster.axes()) {
+        if c == 0 || g % c != 0 {
+            return Err(Error::invalid(
+                what,
+                format!(
+                    "the grid of {g} blocks along {axis} is not a multiple of the cluster's \
+                     {c} blocks along {axis} (to give the grid in clusters, as Python's \
+                     cuda.core does, use Grid::Clusters)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Launch attributes, on the stack.
 #[derive(Default)]
 pub(crate) struct Attrs {
@@ -169,6 +377,14 @@ pub(crate) struct Attrs {
 /// Implemented for every [`Pod`] type (integers, floats, `half::f16`/`bf16` with
 /// the `half` crate's `bytemuck` feature, `#[repr(C)]` structs deriving `Pod`) and
 /// for [`Buffer`] and [`DevicePtr`], which pass their device address.
+///
+/// **Pass device memory as `&Buffer`** (or, for an address from elsewhere, as a
+/// [`DevicePtr`], which says that it is one). A bare `u64` is a legitimate scalar
+/// argument (a count, a seed) and is accepted for any 8-byte parameter, pointer or
+/// not: the size check cannot tell an address from a number, and a `u64` address
+/// says nothing about who owns or frees the memory behind it. Allocate with
+/// [`Device::allocate`](crate::Device::allocate) or a resource's `allocate`, which
+/// return an owning [`Buffer`].
 ///
 /// # Safety
 /// `arg_ptr` must point to `arg_size` readable bytes that stay valid while `self`
@@ -201,6 +417,10 @@ unsafe impl KernelArg for Buffer {
 }
 
 /// A raw device address as a kernel argument (a pointer parameter).
+///
+/// For memory this program allocates, pass the [`Buffer`] itself: it owns the
+/// memory and frees it. `DevicePtr` is for addresses owned elsewhere (a graph
+/// allocation, another library's memory), whose lifetime the caller vouches for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(transparent)]
 pub struct DevicePtr(pub sys::CUdeviceptr);
@@ -236,8 +456,8 @@ const INLINE_ARGS: usize = 32;
 /// parameters, each of its type.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for a wrong argument count or size, zero
-/// dimensions, or a grid that is not a multiple of the cluster; the driver's error.
+/// [`Error::InvalidArgument`] for a wrong argument count or size, or zero
+/// dimensions; the driver's error.
 pub unsafe fn launch(
     stream: &Stream,
     config: &LaunchConfig,

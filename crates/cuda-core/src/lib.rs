@@ -43,7 +43,7 @@
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
 //! | batched memory operations (CUDA 13) | [`copy_batch`], [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`], [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
-//! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`], [`launch`] |
+//! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`launch`] |
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes), [`GraphExec`] |
 //! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
@@ -108,12 +108,12 @@ pub use half;
 pub use ipc::IpcBufferDescriptor;
 pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
-pub use launch::{DevicePtr, Dim3, KernelArg, LaunchConfig, launch, launch_raw};
+pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
 pub use library::{Global, Library, LibraryOptions};
 pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
-    ManagedMemoryResource, MemoryKind, MemoryResource, PinnedMemoryResource,
+    ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt, PinnedMemoryResource,
     PinnedMemoryResourceOptions,
 };
 pub use module::{LoadingMode, Module};

@@ -24,21 +24,76 @@ pub enum MemoryKind {
 
 /// An allocator of [`Buffer`]s. Implement it to plug in your own.
 ///
+/// **Allocate with `allocate`, which returns an owning [`Buffer`]** (freed, through
+/// the resource, when it is dropped or [closed](Buffer::close)). It is a method of
+/// every resource behind an `Arc`:
+///
+/// - `Arc<dyn MemoryResource>` (what [`Device::memory_resource`] returns): the
+///   inherent [`allocate`](#method.allocate) of `dyn MemoryResource`;
+/// - the crate's resources (`Arc<DeviceMemoryResource>`, `Arc<PinnedMemoryResource>`,
+///   `Arc<LegacyPinnedMemoryResource>`, `Arc<ManagedMemoryResource>`,
+///   `Arc<VirtualMemoryResource>`): an inherent `allocate` of each type, so no
+///   import is needed;
+/// - an `Arc` of your own resource type: [`MemoryResourceExt::allocate`] (import
+///   the trait), or erase the type to `Arc<dyn MemoryResource>`.
+///
+/// All of them are [`Buffer::allocate`]. The trait's raw allocation,
+/// [`allocate_raw`](Self::allocate_raw), returns an address that nothing frees: it
+/// is `unsafe` to call, and is what an implementation provides.
+///
+/// ```no_run
+/// # fn f() -> cuda_core::Result<()> {
+/// use cuda_core::{Device, StreamOptions};
+/// let dev = Device::new(0)?;
+/// let stream = dev.create_stream(StreamOptions::default())?;
+/// // A `Buffer`, freed when it goes out of scope (here: at once).
+/// let buf = dev.memory_resource()?.allocate(1024, &stream)?;
+/// assert_eq!(buf.size(), 1024);
+/// # Ok(()) }
+/// ```
+///
+/// The raw allocation is not called by accident: outside `unsafe` it does not
+/// compile,
+///
+/// ```compile_fail,E0133
+/// # fn f(dev: cuda_core::Device, stream: &cuda_core::Stream) -> cuda_core::Result<()> {
+/// let ptr = dev.memory_resource()?.allocate_raw(1024, stream)?;
+/// # Ok(()) }
+/// ```
+///
+/// and `allocate` is a [`Buffer`], not an address:
+///
+/// ```compile_fail,E0308
+/// # fn f(dev: cuda_core::Device, stream: &cuda_core::Stream) -> cuda_core::Result<()> {
+/// let ptr: u64 = dev.memory_resource()?.allocate(1024, stream)?;
+/// # Ok(()) }
+/// ```
+///
 /// # Safety
-/// `allocate` must return memory of at least `size` bytes of the resource's
+/// `allocate_raw` must return memory of at least `size` bytes of the resource's
 /// [`kind`](Self::kind), usable on `device()`, and `deallocate` must accept exactly
-/// what `allocate` returned.
+/// what `allocate_raw` returned.
 pub unsafe trait MemoryResource: fmt::Debug + Send + Sync {
-    /// Allocates `size` bytes, ordered on `stream` where the resource can be.
+    /// Allocates `size` bytes, ordered on `stream` where the resource can be, and
+    /// returns their address, which **nothing owns or frees**: call `allocate` for
+    /// a [`Buffer`] instead (see [`MemoryResource`]). This is the method an
+    /// implementation provides; [`Buffer::allocate`] calls it.
+    ///
+    /// # Safety
+    /// The caller takes the memory over. It must hand the address, with the same
+    /// `size`, to this resource's [`deallocate`](Self::deallocate) once, after the
+    /// last work that uses it, and free it no other way (or never: leaking is safe,
+    /// but nothing reclaims the memory). Where the resource is stream-ordered, the
+    /// memory exists only for work ordered after this call on `stream`.
     ///
     /// # Errors
     /// The resource's error.
-    fn allocate(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr>;
+    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr>;
 
-    /// Frees what `allocate` returned, ordered on `stream` where it can be.
+    /// Frees what `allocate_raw` returned, ordered on `stream` where it can be.
     ///
     /// # Safety
-    /// `ptr` and `size` must come from this resource's `allocate`, once, and no
+    /// `ptr` and `size` must come from this resource's `allocate_raw`, once, and no
     /// work still to run may use the memory, other than work ordered before this
     /// call on `stream`.
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()>;
@@ -49,6 +104,76 @@ pub unsafe trait MemoryResource: fmt::Debug + Send + Sync {
     /// The device the memory belongs to.
     fn device(&self) -> Device;
 }
+
+impl dyn MemoryResource {
+    /// Allocates an owning [`Buffer`] of `size` bytes from this resource, ordered on
+    /// `stream` (see [`Buffer::allocate`]): `dev.memory_resource()?.allocate(n,
+    /// &stream)?` is a buffer that frees itself.
+    ///
+    /// # Errors
+    /// As [`Buffer::allocate`].
+    pub fn allocate(self: &Arc<Self>, size: usize, stream: &Stream) -> Result<Buffer> {
+        Buffer::allocate(Arc::clone(self), size, stream)
+    }
+}
+
+/// The owning `allocate` for an `Arc` of any sized resource type, your own
+/// included: `Arc::new(MyResource::new()).allocate(size, &stream)?` is a [`Buffer`].
+///
+/// The crate's resource types and `dyn MemoryResource` have the same method as an
+/// inherent one, which method resolution picks first (no import needed); this trait
+/// adds it for other types. It is sealed: implemented for `Arc<R>` only.
+pub trait MemoryResourceExt: sealed::Sealed {
+    /// Allocates an owning [`Buffer`] of `size` bytes from this resource, ordered on
+    /// `stream` (see [`Buffer::allocate`]).
+    ///
+    /// # Errors
+    /// As [`Buffer::allocate`].
+    fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl<R: super::MemoryResource + 'static> Sealed for std::sync::Arc<R> {}
+}
+
+impl<R: MemoryResource + 'static> MemoryResourceExt for Arc<R> {
+    fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
+        Buffer::allocate(self.clone(), size, stream)
+    }
+}
+
+/// An inherent owning `allocate` for a resource type of the crate, so that
+/// `Arc<Type>::allocate` needs no import (method resolution picks it before
+/// [`MemoryResourceExt::allocate`]).
+macro_rules! owning_allocate {
+    ($t:ty $(, $doc:literal)?) => {
+        impl $t {
+            /// Allocates an owning [`Buffer`](crate::Buffer) of `size` bytes from this
+            /// resource, ordered on `stream` where the resource is stream-ordered;
+            /// `stream` becomes the buffer's free stream (see
+            /// [`Buffer::allocate`](crate::Buffer::allocate)).
+            $(#[doc = ""] #[doc = $doc])?
+            ///
+            /// # Errors
+            /// As [`Buffer::allocate`](crate::Buffer::allocate).
+            pub fn allocate(
+                self: &::std::sync::Arc<Self>,
+                size: usize,
+                stream: &$crate::Stream,
+            ) -> $crate::Result<$crate::Buffer> {
+                let mr: ::std::sync::Arc<dyn $crate::MemoryResource> = self.clone();
+                $crate::Buffer::allocate(mr, size, stream)
+            }
+        }
+    };
+}
+pub(crate) use owning_allocate;
+
+owning_allocate!(DeviceMemoryResource);
+owning_allocate!(LegacyPinnedMemoryResource);
+owning_allocate!(ManagedMemoryResource);
+owning_allocate!(PinnedMemoryResource);
 
 /// Device memory from a stream-ordered pool (`cuMemAllocFromPoolAsync`): the device's
 /// default pool, or a pool of its own.
@@ -268,15 +393,6 @@ impl DeviceMemoryResource {
     pub fn used_bytes(&self) -> Result<u64> {
         pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
     }
-
-    /// Allocates a buffer of `size` bytes ordered on `stream` (see
-    /// [`Buffer::allocate`]).
-    ///
-    /// # Errors
-    /// As [`Buffer::allocate`].
-    pub fn allocate_buffer(self: &Arc<Self>, size: usize, stream: &Stream) -> Result<Buffer> {
-        Buffer::allocate(self.clone(), size, stream)
-    }
 }
 
 /// A stream-ordered allocation from `pool` (`cuMemAllocFromPoolAsync`).
@@ -341,7 +457,7 @@ impl Drop for DeviceMemoryResource {
 // SAFETY: pool allocations are device memory of `self.device`, freed with
 // `cuMemFreeAsync`, which takes exactly what `cuMemAllocFromPoolAsync` returned.
 unsafe impl MemoryResource for DeviceMemoryResource {
-    fn allocate(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
+    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
         pool_allocate(self.pool, size, stream, || {
             format!(
                 "allocating {size} bytes on device {}",
@@ -386,7 +502,7 @@ impl LegacyPinnedMemoryResource {
 // SAFETY: `cuMemHostAlloc` memory is host memory the device can reach, freed by
 // `cuMemFreeHost` with the pointer it returned.
 unsafe impl MemoryResource for LegacyPinnedMemoryResource {
-    fn allocate(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
+    unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         self.device.ensure_current()?;
         let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
         // SAFETY: `p` is valid for writes.
@@ -450,7 +566,7 @@ impl ManagedMemoryResource {
 // SAFETY: `cuMemAllocManaged` memory is reachable from host and device and freed by
 // `cuMemFree` with the pointer it returned.
 unsafe impl MemoryResource for ManagedMemoryResource {
-    fn allocate(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
+    unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         self.device.ensure_current()?;
         let mut p: sys::CUdeviceptr = 0;
         // SAFETY: `p` is valid for writes.
@@ -582,7 +698,7 @@ impl Drop for PinnedMemoryResource {
 // SAFETY: host-pool allocations are page-locked host memory `device` may access,
 // freed with `cuMemFreeAsync`.
 unsafe impl MemoryResource for PinnedMemoryResource {
-    fn allocate(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
+    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
         pool_allocate(self.pool, size, stream, || {
             format!("allocating {size} bytes of pinned host memory")
         })
@@ -718,7 +834,8 @@ impl fmt::Debug for Buffer {
 
 impl Buffer {
     /// Allocates `size` bytes from `mr`, ordered on `stream`, which also becomes
-    /// the buffer's free stream.
+    /// the buffer's free stream. The same as `mr.allocate(size, &stream)` (see
+    /// [`MemoryResource`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a zero size or a stream of another device;
@@ -735,7 +852,10 @@ impl Buffer {
                 format!("the stream belongs to device {}", stream.device().ordinal()),
             ));
         }
-        let ptr = mr.allocate(size, stream)?;
+        // SAFETY: the buffer takes the memory over: `free` hands it, with `size`, to
+        // `mr.deallocate` once (the owner is taken first), ordered on the free stream
+        // after the buffer's own work.
+        let ptr = unsafe { mr.allocate_raw(size, stream) }?;
         Ok(Self {
             ptr,
             size,
@@ -1199,8 +1319,8 @@ impl Buffer {
             other.wait_event(&e)?;
         }
         let s = stream.unwrap_or(&free_stream);
-        // SAFETY: `ptr`/`size` came from `mr.allocate` and are freed once (the owner
-        // was taken); later work cannot use them (the buffer is gone).
+        // SAFETY: `ptr`/`size` came from `mr.allocate_raw` and are freed once (the
+        // owner was taken); later work cannot use them (the buffer is gone).
         unsafe { mr.deallocate(self.ptr, self.size, s) }
     }
 }

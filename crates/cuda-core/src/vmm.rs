@@ -2,7 +2,7 @@
 //! grow an allocation in place (`cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use cuda_bindings::driver as sys;
 
@@ -213,9 +213,9 @@ impl VirtualMemoryResource {
 }
 
 // SAFETY: allocations are device memory of `device`, mapped read-write for it;
-// `deallocate` undoes exactly what `allocate` made, found by address.
+// `deallocate` undoes exactly what `allocate_raw` made, found by address.
 unsafe impl MemoryResource for VirtualMemoryResource {
-    fn allocate(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
+    unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         self.device.ensure_current()?;
         let size = self.round(size)?;
         let reserve = if self.options.reserve == 0 {
@@ -288,12 +288,7 @@ impl Drop for VirtualMemoryResource {
     }
 }
 
-impl VirtualMemoryResource {
-    /// Allocates a buffer of `size` bytes (rounded up to the granularity).
-    ///
-    /// # Errors
-    /// As [`Buffer::allocate`].
-    pub fn allocate_buffer(self: &Arc<Self>, size: usize, stream: &Stream) -> Result<Buffer> {
-        Buffer::allocate(self.clone(), size, stream)
-    }
-}
+crate::memory::owning_allocate!(
+    VirtualMemoryResource,
+    "The size is rounded up to the granularity (see [`granularity`](Self::granularity))."
+);

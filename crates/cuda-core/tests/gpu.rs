@@ -4,15 +4,22 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use cuda_core::cuda_bindings::driver::CUdeviceptr;
 use cuda_core::{
     Buffer, ContextOptions, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error, Event,
     EventOptions, LegacyPinnedMemoryResource, Location, ManagedMemoryResource, MemoryKind,
-    MemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions, Stream, StreamOptions,
+    MemoryResource, MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions, Stream,
+    StreamOptions,
 };
 use cuda_rs_tests::require_gpu;
+
+/// Held by the tests that measure or fill the whole device's memory, so that one
+/// does not see the other's allocations.
+static DEVICE_MEMORY: Mutex<()> = Mutex::new(());
 
 fn dev0() -> Device {
     let d = Device::new(0).unwrap();
@@ -101,7 +108,7 @@ fn buffers_round_trip_and_fill() {
     let pool = Arc::new(DeviceMemoryResource::default_pool(&d).unwrap());
     let n = 1 << 20;
     let data = random_u32(n, 42);
-    let mut a = pool.allocate_buffer(n * 4, &s).unwrap();
+    let mut a = pool.allocate(n * 4, &s).unwrap();
     assert_eq!(
         (a.size(), a.kind(), a.device()),
         (n * 4, MemoryKind::Device, &d)
@@ -218,8 +225,8 @@ fn events_order_work_across_streams_and_time_it() {
         .unwrap();
     let pool = Arc::new(DeviceMemoryResource::default_pool(&d).unwrap());
     let n = 64 << 20;
-    let mut x = pool.allocate_buffer(n, &a).unwrap();
-    let mut y = pool.allocate_buffer(n, &a).unwrap();
+    let mut x = pool.allocate(n, &a).unwrap();
+    let mut y = pool.allocate(n, &a).unwrap();
     let timed = EventOptions {
         timing: true,
         ..Default::default()
@@ -299,6 +306,7 @@ fn threads_and_devices() {
 #[test]
 fn no_leak_over_many_allocations_and_streams() {
     require_gpu!();
+    let _whole_device = DEVICE_MEMORY.lock().unwrap_or_else(PoisonError::into_inner);
     let d = dev0();
     let free_bytes = || {
         let (mut f, mut t) = (0usize, 0usize);
@@ -311,10 +319,10 @@ fn no_leak_over_many_allocations_and_streams() {
         Arc::new(DeviceMemoryResource::new_pool(&d, DeviceMemoryPoolOptions::default()).unwrap());
     let s = d.create_stream(StreamOptions::default()).unwrap();
     // Warm up the pool and the driver.
-    drop(pool.allocate_buffer(1 << 20, &s).unwrap());
+    drop(pool.allocate(1 << 20, &s).unwrap());
     let before = free_bytes();
     for _ in 0..1_000_000 {
-        let b = pool.allocate_buffer(1 << 20, &s).unwrap();
+        let b = pool.allocate(1 << 20, &s).unwrap();
         drop(b);
     }
     for _ in 0..10_000 {
@@ -441,5 +449,161 @@ fn the_allocation_resource_of_a_device_can_be_replaced() {
     assert!(!view.is_owned() && view.memory_resource().is_none() && view.free_stream().is_none());
     drop(view);
     drop(c);
+    s.sync().unwrap();
+}
+
+/// A resource of our own: forwards to another and counts raw allocations and frees.
+#[derive(Debug)]
+struct Counting {
+    inner: Arc<dyn MemoryResource>,
+    allocs: AtomicUsize,
+    frees: AtomicUsize,
+}
+
+impl Counting {
+    fn new(inner: Arc<dyn MemoryResource>) -> Self {
+        Self {
+            inner,
+            allocs: AtomicUsize::new(0),
+            frees: AtomicUsize::new(0),
+        }
+    }
+
+    /// (raw allocations, frees) so far.
+    fn counts(&self) -> (usize, usize) {
+        (
+            self.allocs.load(Ordering::SeqCst),
+            self.frees.load(Ordering::SeqCst),
+        )
+    }
+}
+
+// SAFETY: every allocation and free is the inner resource's, unchanged.
+unsafe impl MemoryResource for Counting {
+    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> cuda_core::Result<CUdeviceptr> {
+        // SAFETY: our caller takes the memory over on the trait's terms, and returns
+        // it through our `deallocate`, which hands it back to `inner`.
+        let ptr = unsafe { self.inner.allocate_raw(size, stream) }?;
+        self.allocs.fetch_add(1, Ordering::SeqCst);
+        Ok(ptr)
+    }
+
+    unsafe fn deallocate(
+        &self,
+        ptr: CUdeviceptr,
+        size: usize,
+        stream: &Stream,
+    ) -> cuda_core::Result<()> {
+        // SAFETY: our caller keeps the trait's contract; `ptr` and `size` came from
+        // `inner.allocate_raw` through ours.
+        unsafe { self.inner.deallocate(ptr, size, stream) }?;
+        self.frees.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn kind(&self) -> MemoryKind {
+        self.inner.kind()
+    }
+
+    fn device(&self) -> Device {
+        self.inner.device()
+    }
+}
+
+/// The address of what an `Arc` points to, without the vtable.
+fn addr<T: ?Sized>(a: &Arc<T>) -> *const () {
+    Arc::as_ptr(a).cast()
+}
+
+/// Every spelling of the owning allocation (the `Arc` of your own type, the same
+/// erased to `Arc<dyn MemoryResource>`, `Buffer::allocate`) allocates once and frees
+/// once, when the buffer is dropped or closed.
+#[test]
+fn every_owning_allocate_frees_exactly_once() {
+    require_gpu!();
+    let d = dev0();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let counting = Arc::new(Counting::new(d.memory_resource().unwrap()));
+    // `Arc<Counting>`: `MemoryResourceExt::allocate`.
+    let b: Buffer = counting.allocate(4096, &s).unwrap();
+    assert!(b.is_owned());
+    assert_eq!((b.size(), b.kind()), (4096, MemoryKind::Device));
+    assert_eq!(addr(b.memory_resource().unwrap()), addr(&counting));
+    assert_eq!(counting.counts(), (1, 0));
+    drop(b);
+    assert_eq!(counting.counts(), (1, 1));
+    // `Arc<dyn MemoryResource>`: the inherent `allocate` of `dyn MemoryResource`.
+    let erased: Arc<dyn MemoryResource> = counting.clone();
+    let mut b = erased.allocate(4096, &s).unwrap();
+    b.fill_u32(7, &s).unwrap();
+    assert_eq!(counting.counts(), (2, 1));
+    b.close(None).unwrap();
+    assert_eq!(counting.counts(), (2, 2));
+    // `Buffer::allocate`, which the others are.
+    drop(Buffer::allocate(counting.clone(), 4096, &s).unwrap());
+    assert_eq!(counting.counts(), (3, 3));
+    // A size refused before the resource is asked allocates nothing.
+    assert!(matches!(
+        erased.allocate(0, &s),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(counting.counts(), (3, 3));
+    s.sync().unwrap();
+}
+
+/// `dev.memory_resource()?.allocate(n, &stream)?` is a `Buffer` that frees itself:
+/// a quarter of the free memory, allocated and dropped until about three times the
+/// whole device has gone through, would run out at the fifth round if a drop
+/// leaked.
+#[test]
+fn the_devices_resource_allocates_buffers_that_free_themselves() {
+    require_gpu!();
+    let _whole_device = DEVICE_MEMORY.lock().unwrap_or_else(PoisonError::into_inner);
+    let d = dev0();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let (free, total) = d.memory_info().unwrap();
+    let chunk = (free / 4).max(1);
+    let rounds = (total / chunk).saturating_mul(3).clamp(8, 64);
+    for round in 0..rounds {
+        let b = d
+            .memory_resource()
+            .unwrap()
+            .allocate(chunk, &s)
+            .unwrap_or_else(|e| panic!("round {round} of {rounds} ({chunk} bytes): {e}"));
+        assert_eq!(b.size(), chunk);
+        assert!(b.is_owned());
+    }
+    s.sync().unwrap();
+    let (after, _) = d.memory_info().unwrap();
+    assert!(
+        after + chunk >= free,
+        "free device memory fell from {free} to {after} bytes"
+    );
+}
+
+/// A resource of your own, set as the device's: `dev.memory_resource()?.allocate`
+/// goes through it and the buffer's drop returns the memory to it. In a child
+/// process, since the device's resource is process-wide.
+#[test]
+fn a_resource_of_your_own_set_on_the_device_allocates_owning_buffers() {
+    if !cuda_rs_tests::in_child() {
+        cuda_rs_tests::require_gpu!();
+        cuda_rs_tests::run_test_in_child(
+            "a_resource_of_your_own_set_on_the_device_allocates_owning_buffers",
+            &[],
+        );
+        return;
+    }
+    let d = Device::new(0).unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let counting = Arc::new(Counting::new(d.default_memory_resource().unwrap()));
+    d.set_memory_resource(Some(counting.clone())).unwrap();
+    let b = d.memory_resource().unwrap().allocate(1 << 20, &s).unwrap();
+    assert_eq!(counting.counts(), (1, 0));
+    drop(b);
+    assert_eq!(counting.counts(), (1, 1));
+    drop(d.allocate(1 << 20, &s).unwrap());
+    assert_eq!(counting.counts(), (2, 2));
+    d.set_memory_resource(None).unwrap();
     s.sync().unwrap();
 }

@@ -84,7 +84,7 @@ fn pool_buffer_and_event_shared_with_a_child_process() {
         )
         .unwrap(),
     );
-    let mut buf = pool.allocate_buffer(1 << 20, &s).unwrap();
+    let mut buf = pool.allocate(1 << 20, &s).unwrap();
     // Exportable at once: before any sync, and before the pool itself is exported.
     assert_eq!(buf.ipc_descriptor().unwrap().size, 1 << 20);
     buf.fill_u32(0x1234_5678, &s).unwrap();

@@ -7,9 +7,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cuda_core::{
-    Buffer, CodeType, CompileTarget, Device, DevicePtr, Error, JitOptions, LaunchConfig, Library,
-    LibraryOptions, Linker, LinkerOptions, Module, ObjectCode, Program, ProgramOptions, SourceCode,
-    Stream, StreamOptions, launch,
+    Buffer, CodeType, CompileTarget, Device, DevicePtr, Error, Grid, JitOptions, LaunchConfig,
+    Library, LibraryOptions, Linker, LinkerOptions, Module, ObjectCode, Program, ProgramOptions,
+    SourceCode, Stream, StreamOptions, launch,
 };
 use cuda_rs_tests::{require_gpu, require_libs};
 
@@ -265,8 +265,9 @@ extern "C" __global__ void touch(unsigned *out) { if (threadIdx.x == 0) out[bloc
     // Clusters of 2 blocks: each block learns its rank in its cluster.
     if d.compute_capability().unwrap().0 >= 9 {
         let ranks = code.get_kernel("ranks").unwrap();
-        let mut cfg = LaunchConfig::new(8, 32);
-        cfg.cluster = Some(2.into());
+        let cfg = LaunchConfig::new(8, 32)
+            .group_blocks_into_clusters(2)
+            .unwrap();
         // SAFETY: the kernel only touches the buffers passed, within their sizes.
         unsafe { launch(&s, &cfg, &ranks, &[&out]) }.unwrap();
         out.copy_to_host(&mut host, &s).unwrap();
@@ -279,14 +280,85 @@ extern "C" __global__ void touch(unsigned *out) { if (threadIdx.x == 0) out[bloc
                 >= 2
         );
         assert!(ranks.occupancy(&d).max_active_clusters(&cfg, &s).unwrap() >= 1);
-        cfg.grid = 7.into();
+        // 7 blocks cannot be grouped in twos: refused before anything is launched.
         assert!(matches!(
-            // SAFETY: the kernel only touches the buffers passed, within their sizes.
-            unsafe { launch(&s, &cfg, &ranks, &[&out]) },
+            LaunchConfig::new(7, 32).group_blocks_into_clusters(2),
             Err(Error::InvalidArgument { .. })
         ));
     }
     out.fill_u8(0, &s).unwrap();
+}
+
+/// Python's `LaunchConfig(grid=4, cluster=2, block=32)` launches 8 blocks: the grid
+/// counts clusters. Both ways of writing it here (the grid in clusters, or in
+/// blocks) must launch those 8 blocks, in 4 clusters of 2, as the kernel sees them.
+#[test]
+fn python_grid_of_4_clusters_of_2_launches_8_blocks_both_ways() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s) = setup();
+    if d.compute_capability().unwrap().0 < 9 {
+        println!(
+            "SKIPPED {}: thread-block clusters need sm_90 or later",
+            cuda_rs_tests::current_test_name()
+        );
+        return;
+    }
+    // out[0]: blocks that ran; out[1..4]: gridDim; out[4..7]: %nclusterid (clusters
+    // in the grid); out[7]: %cluster_nctarank (blocks in a cluster); out[8 + b]:
+    // b + 1 for each block b that ran.
+    let src = r#"
+extern "C" __global__ void census(unsigned *out) {
+    if (threadIdx.x != 0) return;
+    atomicAdd(&out[0], 1u);
+    out[8 + blockIdx.x] = blockIdx.x + 1;
+    if (blockIdx.x == 0) {
+        unsigned cx, cy, cz, ranks;
+        asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(cx));
+        asm volatile("mov.u32 %0, %%nclusterid.y;" : "=r"(cy));
+        asm volatile("mov.u32 %0, %%nclusterid.z;" : "=r"(cz));
+        asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(ranks));
+        out[1] = gridDim.x; out[2] = gridDim.y; out[3] = gridDim.z;
+        out[4] = cx; out[5] = cy; out[6] = cz; out[7] = ranks;
+    }
+}
+"#;
+    let census = compile(&d, src, CompileTarget::Cubin, &[], false)
+        .get_kernel("census")
+        .unwrap();
+    // 8 slots past the 8 blocks expected, so a larger grid would show too.
+    const WORDS: usize = 8 + 16;
+    let mut out = d.allocate(WORDS * 4, &s).unwrap();
+    let ways = [
+        (
+            "Grid::clusters(4)",
+            LaunchConfig::with_clusters(Grid::clusters(4), 2, 32).unwrap(),
+        ),
+        (
+            "Grid::blocks(8)",
+            LaunchConfig::with_clusters(Grid::blocks(8), 2, 32).unwrap(),
+        ),
+        (
+            "new(8).group_blocks_into_clusters(2)",
+            LaunchConfig::new(8, 32)
+                .group_blocks_into_clusters(2)
+                .unwrap(),
+        ),
+    ];
+    for (how, cfg) in ways {
+        assert_eq!(cfg.total_blocks(), 8, "{how}");
+        out.fill_u32(0, &s).unwrap();
+        // SAFETY: block b writes out[0..8] and out[8 + b], b < 8: within 24 words.
+        unsafe { launch(&s, &cfg, &census, &[&out]) }.unwrap();
+        let mut h = [0u32; WORDS];
+        out.copy_to_host(&mut h, &s).unwrap();
+        assert_eq!(h[0], 8, "{how}: blocks that ran");
+        assert_eq!(h[1..4], [8, 1, 1], "{how}: gridDim");
+        assert_eq!(h[4..7], [4, 1, 1], "{how}: %nclusterid");
+        assert_eq!(h[7], 2, "{how}: %cluster_nctarank");
+        let ids: Vec<u32> = (1..=8).chain(std::iter::repeat_n(0, 8)).collect();
+        assert_eq!(h[8..], ids[..], "{how}: block ids");
+    }
 }
 
 #[test]
@@ -438,10 +510,8 @@ extern "C" __global__ void sum_shared(unsigned *out, unsigned n) {
         .unwrap();
     let out = d.allocate(4, &s).unwrap();
     let run = |n: u32| {
-        let cfg = LaunchConfig {
-            shmem_size: n * 4,
-            ..LaunchConfig::new(1, 256)
-        };
+        let mut cfg = LaunchConfig::new(1, 256);
+        cfg.shmem_size = n * 4;
         // SAFETY: the kernel writes out[0] and `n` u32s of dynamic shared memory,
         // which the launch provides.
         unsafe { launch(&s, &cfg, &k, &[&out, &n]) }

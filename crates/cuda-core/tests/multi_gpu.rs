@@ -87,7 +87,7 @@ fn a_pool_is_shared_with_the_other_device_and_revoked() {
     ));
     pool.set_peer_accessible_by(&[d1]).unwrap();
     assert_eq!(pool.peer_accessible_by().unwrap(), vec![d1]);
-    let mut buf = pool.allocate_buffer(1 << 20, &s0).unwrap();
+    let mut buf = pool.allocate(1 << 20, &s0).unwrap();
     buf.fill_u32(41, &s0).unwrap();
     s0.sync().unwrap();
     // A kernel on device 1 writes device 0's pool memory.
@@ -117,7 +117,7 @@ fn a_virtual_allocation_is_mapped_for_the_other_device() {
         .unwrap(),
     );
     let g = vmm.granularity();
-    let mut buf = vmm.allocate_buffer(g, &s0).unwrap();
+    let mut buf = vmm.allocate(g, &s0).unwrap();
     buf.fill_u32(9, &s0).unwrap();
     s0.sync().unwrap();
     add_one_on(&k, &buf, &s1);

@@ -3,7 +3,9 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use cuda_core::{Buffer, Device, DeviceMemoryResource, Error, Event, Stream};
+use cuda_core::{
+    Buffer, Device, DeviceMemoryResource, Dim3, Error, Event, Grid, LaunchConfig, Stream,
+};
 
 #[test]
 fn handles_are_send_and_sync() {
@@ -130,4 +132,219 @@ fn damaged_images_are_refused_before_the_driver_sees_them() {
     assert!(m.contains("past the end"), "{m}");
     let m = refused(vec![1u8; 64], ObjectCode::from_fatbin);
     assert!(m.contains("magic"), "{m}");
+}
+
+/// Python's `LaunchConfig(grid=4, cluster=2, block=32)` is 8 blocks. Every spelling
+/// of it here says the grid's unit and comes to the same 8 blocks.
+#[test]
+fn every_spelling_of_a_clustered_grid_counts_the_same_blocks() {
+    let python = LaunchConfig::with_clusters(Grid::clusters(4), 2, 32).unwrap();
+    let blocks = LaunchConfig::with_clusters(Grid::blocks(8), 2, 32).unwrap();
+    let grouped = LaunchConfig::new(8, 32)
+        .group_blocks_into_clusters(2)
+        .unwrap();
+    for cfg in [python, blocks, grouped] {
+        assert_eq!(cfg.total_blocks(), 8);
+        assert_eq!(cfg.grid_blocks(), Dim3::from(8));
+        assert_eq!(cfg.grid_clusters(), Some(Dim3::from(4)));
+        assert_eq!(cfg.cluster(), Some(Dim3::from(2)));
+        assert_eq!(cfg.block(), Dim3::from(32));
+    }
+    assert_eq!(python, blocks);
+    assert_eq!(python, grouped);
+
+    // `new` counts blocks, and has no cluster.
+    let plain = LaunchConfig::new(4, 32);
+    assert_eq!(plain.total_blocks(), 4);
+    assert_eq!(plain.grid_clusters(), None);
+    assert_eq!(plain.cluster(), None);
+
+    // Three dimensions: 2x3x1 clusters of 2x1x2 blocks are 4x3x2 blocks.
+    let cfg = LaunchConfig::with_clusters(Grid::clusters((2, 3, 1)), (2, 1, 2), (8, 8)).unwrap();
+    assert_eq!(cfg.grid_blocks(), Dim3 { x: 4, y: 3, z: 2 });
+    assert_eq!(cfg.grid_clusters(), Some(Dim3 { x: 2, y: 3, z: 1 }));
+    assert_eq!(cfg.total_blocks(), 24);
+    assert_eq!(cfg.block(), Dim3 { x: 8, y: 8, z: 1 });
+
+    // Grouping keeps the grid of blocks and the other settings; regrouping too.
+    let mut base = LaunchConfig::new((4, 2), 64);
+    base.shmem_size = 128;
+    base.priority = Some(-1);
+    base.programmatic_stream_serialization = true;
+    let g = base.group_blocks_into_clusters((2, 2)).unwrap();
+    assert_eq!(g.grid_blocks(), Dim3::from((4, 2)));
+    assert_eq!(g.grid_clusters(), Some(Dim3::from((2, 1))));
+    assert_eq!(
+        (
+            g.shmem_size,
+            g.priority,
+            g.programmatic_stream_serialization
+        ),
+        (128, Some(-1), true)
+    );
+    let r = g.group_blocks_into_clusters(4).unwrap();
+    assert_eq!(r.grid_blocks(), Dim3::from((4, 2)));
+    assert_eq!(r.grid_clusters(), Some(Dim3::from((1, 2))));
+    assert_eq!(r.total_blocks(), 8);
+}
+
+#[test]
+fn a_grid_of_blocks_the_cluster_does_not_divide_is_an_error_naming_both() {
+    let check = |r: cuda_core::Result<LaunchConfig>, grid: &str, cluster: &str| {
+        let e = r.unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains(grid) && msg.contains(cluster), "{msg}");
+    };
+    check(
+        LaunchConfig::with_clusters(Grid::blocks(7), 2, 32),
+        "the grid of 7 blocks along x",
+        "the cluster's 2 blocks along x",
+    );
+    check(
+        LaunchConfig::new(7, 32).group_blocks_into_clusters(2),
+        "the grid of 7 blocks along x",
+        "the cluster's 2 blocks along x",
+    );
+    check(
+        LaunchConfig::with_clusters(Grid::blocks((8, 3)), (2, 2), 32),
+        "the grid of 3 blocks along y",
+        "the cluster's 2 blocks along y",
+    );
+    check(
+        LaunchConfig::new((4, 4, 5), 32).group_blocks_into_clusters((2, 2, 2)),
+        "the grid of 5 blocks along z",
+        "the cluster's 2 blocks along z",
+    );
+    // Zero anywhere is refused too.
+    for r in [
+        LaunchConfig::with_clusters(Grid::clusters(0), 2, 32),
+        LaunchConfig::with_clusters(Grid::clusters(4), 0, 32),
+        LaunchConfig::with_clusters(Grid::clusters(4), 2, 0),
+        LaunchConfig::with_clusters(Grid::blocks(0), 2, 32),
+        LaunchConfig::with_clusters(Grid::blocks(8), (2, 0), 32),
+        LaunchConfig::new(8, 32).group_blocks_into_clusters(0),
+        LaunchConfig::new(0, 32).group_blocks_into_clusters(1),
+    ] {
+        assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{r:?}");
+    }
+}
+
+#[test]
+fn a_grid_of_clusters_too_large_for_a_u32_is_an_error() {
+    let e = LaunchConfig::with_clusters(Grid::clusters(1 << 31), 2, 32).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("2147483648 clusters of 2 blocks along x are 4294967296 blocks"),
+        "{msg}"
+    );
+    let e =
+        LaunchConfig::with_clusters(Grid::clusters((1, 1 << 16)), (1, 1 << 16), 32).unwrap_err();
+    assert!(e.to_string().contains("along y"), "{e}");
+    let e =
+        LaunchConfig::with_clusters(Grid::clusters((1, 1, u32::MAX)), (1, 1, 2), 32).unwrap_err();
+    assert!(e.to_string().contains("along z"), "{e}");
+    // The largest grid that fits is fine: 3 x 1431655765 = u32::MAX blocks.
+    let cfg = LaunchConfig::with_clusters(Grid::clusters(u32::MAX / 3), 3, 32).unwrap();
+    assert_eq!(cfg.grid_blocks().x, u32::MAX);
+    assert_eq!(cfg.total_blocks(), u64::from(u32::MAX));
+}
+
+/// A resource of a user's own, for the method-resolution check below (never asked
+/// to allocate: that needs a GPU).
+#[derive(Debug)]
+struct UserResource(Device);
+
+// SAFETY: it never hands out memory (`allocate_raw` panics), so there is nothing
+// to free.
+unsafe impl cuda_core::MemoryResource for UserResource {
+    unsafe fn allocate_raw(&self, _size: usize, _stream: &Stream) -> cuda_core::Result<u64> {
+        panic!("never called: the resource is only type-checked")
+    }
+
+    unsafe fn deallocate(
+        &self,
+        _ptr: u64,
+        _size: usize,
+        _stream: &Stream,
+    ) -> cuda_core::Result<()> {
+        Ok(())
+    }
+
+    fn kind(&self) -> cuda_core::MemoryKind {
+        cuda_core::MemoryKind::Device
+    }
+
+    fn device(&self) -> Device {
+        self.0
+    }
+}
+
+/// `allocate` on an `Arc` of every resource, `Arc<dyn MemoryResource>` first, is the
+/// owning allocation: a `Buffer`. These functions only have to compile (running
+/// them needs a GPU): the first with no trait in scope, the second with both.
+mod owning_allocate_resolves {
+    use std::sync::Arc;
+
+    use cuda_core::{
+        Buffer, DeviceMemoryResource, LegacyPinnedMemoryResource, ManagedMemoryResource,
+        PinnedMemoryResource, Result, Stream, VirtualMemoryResource,
+    };
+
+    pub(super) type Resources = (
+        Arc<dyn cuda_core::MemoryResource>,
+        Arc<DeviceMemoryResource>,
+        Arc<PinnedMemoryResource>,
+        Arc<LegacyPinnedMemoryResource>,
+        Arc<ManagedMemoryResource>,
+        Arc<VirtualMemoryResource>,
+    );
+
+    /// No trait imported: the inherent methods.
+    pub(super) fn without_traits(r: &Resources, s: &Stream) -> Result<[Buffer; 6]> {
+        Ok([
+            r.0.allocate(1, s)?,
+            r.1.allocate(1, s)?,
+            r.2.allocate(1, s)?,
+            r.3.allocate(1, s)?,
+            r.4.allocate(1, s)?,
+            r.5.allocate(1, s)?,
+        ])
+    }
+
+    pub(super) mod with_traits {
+        use std::sync::Arc;
+
+        // In scope to show that it does not capture `allocate` (so the compiler
+        // finds it unused).
+        #[allow(unused_imports)]
+        use cuda_core::MemoryResource as _;
+        use cuda_core::{Buffer, MemoryResourceExt as _, Result, Stream};
+
+        /// Both traits imported: still the owning `allocate`, with no ambiguity, and
+        /// a user's own resource has it too (from `MemoryResourceExt`).
+        pub(crate) fn f(
+            r: &super::Resources,
+            user: &Arc<super::super::UserResource>,
+            s: &Stream,
+        ) -> Result<[Buffer; 7]> {
+            Ok([
+                r.0.allocate(1, s)?,
+                r.1.allocate(1, s)?,
+                r.2.allocate(1, s)?,
+                r.3.allocate(1, s)?,
+                r.4.allocate(1, s)?,
+                r.5.allocate(1, s)?,
+                user.allocate(1, s)?,
+            ])
+        }
+    }
+}
+
+#[test]
+fn allocate_on_an_arc_of_any_resource_type_checks_as_the_owning_one() {
+    // Compiling `owning_allocate_resolves` is the test; this keeps it referenced.
+    let _ = owning_allocate_resolves::without_traits;
+    let _ = owning_allocate_resolves::with_traits::f;
 }

@@ -29,7 +29,7 @@ fn a_virtual_allocation_grows_in_place_and_keeps_its_data() {
     );
     let g = vmm.granularity();
     assert!(g.is_power_of_two() && g >= 64 * 1024, "{g}");
-    let mut buf = vmm.allocate_buffer(g, &s).unwrap();
+    let mut buf = vmm.allocate(g, &s).unwrap();
     let addr = buf.ptr();
     let first: Vec<u32> = (0..(g / 4) as u32).collect();
     buf.copy_from_host(&first, &s).unwrap();
