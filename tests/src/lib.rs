@@ -35,8 +35,8 @@ fn probe_gpu() -> Result<i32, String> {
     type CuInit = unsafe extern "C" fn(c_uint) -> c_int;
     type CuDeviceGetCount = unsafe extern "C" fn(*mut c_int) -> c_int;
     let init = driver_fn(lib, c"cuInit").ok_or("the driver library has no cuInit")?;
-    let count = driver_fn(lib, c"cuDeviceGetCount")
-        .ok_or("the driver library has no cuDeviceGetCount")?;
+    let count =
+        driver_fn(lib, c"cuDeviceGetCount").ok_or("the driver library has no cuDeviceGetCount")?;
     // SAFETY: both symbols come from libcuda and have these C signatures in cuda.h.
     let (init, count): (CuInit, CuDeviceGetCount) = unsafe {
         (
@@ -97,7 +97,9 @@ pub fn driver_version() -> i32 {
             return 0;
         };
         // SAFETY: `CUresult cuDriverGetVersion(int *)`.
-        let f = unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_int) -> c_int>(f) };
+        let f = unsafe {
+            std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_int) -> c_int>(f)
+        };
         let mut v = 0;
         // SAFETY: `v` is valid for writes.
         if unsafe { f(&mut v) } == 0 { v } else { 0 }

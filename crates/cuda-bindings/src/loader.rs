@@ -729,8 +729,14 @@ mod tests {
     #[test]
     fn the_major_is_read_off_the_file_name() {
         use std::path::Path;
-        assert_eq!(major_from_file_name(Path::new("/x/libnvJitLink.so.12")), Some(12));
-        assert_eq!(major_from_file_name(Path::new("libcudart.so.13.0.96")), Some(13));
+        assert_eq!(
+            major_from_file_name(Path::new("/x/libnvJitLink.so.12")),
+            Some(12)
+        );
+        assert_eq!(
+            major_from_file_name(Path::new("libcudart.so.13.0.96")),
+            Some(13)
+        );
         assert_eq!(major_from_file_name(Path::new("/x/libnvrtc.so")), None);
         assert_eq!(major_from_file_name(Path::new("libnvrtc.so.x")), None);
     }

@@ -26,6 +26,22 @@ fn runtime_from_the_wheels_reports_its_version() {
     assert!(lib.abs_path().to_string_lossy().contains("libcudart.so"));
     let (resolved, total) = runtime::resolved_count().unwrap();
     assert!(total > 250, "{total} runtime entry points");
+    // A CUDA 12 runtime resolves the entry points of one shape in both majors
+    // here, and its own shape of the others in `cuda12`.
+    let (resolved12, total12) = runtime::cuda12::resolved_count().unwrap();
+    let resolved = if v.major == 12 {
+        assert!(
+            resolved12 * 10 > total12 * 9,
+            "{resolved12}/{total12} CUDA 12 shapes resolved"
+        );
+        resolved + resolved12
+    } else {
+        assert_eq!(
+            resolved12, 0,
+            "the CUDA 12 shapes never resolve against CUDA 13"
+        );
+        resolved
+    };
     assert!(resolved > total * 9 / 10, "{resolved}/{total} resolved");
     assert!(runtime::is_available("cudaMalloc"));
     assert!(!runtime::is_available("cudaNoSuchThing"));

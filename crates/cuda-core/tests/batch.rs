@@ -63,26 +63,26 @@ fn a_batch_copies_between_every_kind_of_buffer() {
         let done = cuda_rs_tests::needs_driver!(
             12080,
             copy_batch(
-            &mut [
-                BatchCopy {
-                    dst: &mut dst_pin,
-                    src: &src_dev,
-                    bytes: 1 << 20,
-                },
-                BatchCopy {
-                    dst: &mut dst_man,
-                    src: &src_pin,
-                    bytes: 64 << 10,
-                },
-                // Part of a buffer: the first 4096 bytes of 8192.
-                BatchCopy {
-                    dst: &mut dst_dev,
-                    src: &src_man,
-                    bytes: 4096,
-                },
-            ],
-            &options,
-            &s,
+                &mut [
+                    BatchCopy {
+                        dst: &mut dst_pin,
+                        src: &src_dev,
+                        bytes: 1 << 20,
+                    },
+                    BatchCopy {
+                        dst: &mut dst_man,
+                        src: &src_pin,
+                        bytes: 64 << 10,
+                    },
+                    // Part of a buffer: the first 4096 bytes of 8192.
+                    BatchCopy {
+                        dst: &mut dst_dev,
+                        src: &src_man,
+                        bytes: 4096,
+                    },
+                ],
+                &options,
+                &s,
             )
         );
         if done.is_none() {

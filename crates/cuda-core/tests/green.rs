@@ -125,7 +125,9 @@ fn a_green_context_runs_only_on_its_sms() {
         wide.len()
     );
     // In the green context, at most the group's SMs.
-    let Some(gs) = cuda_rs_tests::needs_driver!(12050, green.create_stream(StreamOptions::default())) else {
+    let Some(gs) =
+        cuda_rs_tests::needs_driver!(12050, green.create_stream(StreamOptions::default()))
+    else {
         return;
     };
     assert!(gs.is_non_blocking().unwrap());
@@ -190,7 +192,9 @@ fn a_green_context_is_current_only_during_each_operation() {
         green.set_current(),
         Err(Error::Unsupported { .. })
     ));
-    let Some(s) = cuda_rs_tests::needs_driver!(12050, green.create_stream(StreamOptions::default())) else {
+    let Some(s) =
+        cuda_rs_tests::needs_driver!(12050, green.create_stream(StreamOptions::default()))
+    else {
         return;
     };
     // Eight threads share one green stream; each operation holds the context for
@@ -228,7 +232,9 @@ fn green_and_primary_streams_mix_in_one_operation() {
     d.set_current().unwrap();
     let group = one_group_of_8(&d);
     let green = Context::create_green(&d, &[group]).unwrap();
-    let Some(gs) = cuda_rs_tests::needs_driver!(12050, green.create_stream(StreamOptions::default())) else {
+    let Some(gs) =
+        cuda_rs_tests::needs_driver!(12050, green.create_stream(StreamOptions::default()))
+    else {
         return;
     };
     let ps = d.create_stream(StreamOptions::default()).unwrap();

@@ -80,7 +80,7 @@ fn the_runtime_from_the_wheel_answers() {
     let mut v = 0;
     // SAFETY: `v` is a valid, writable int.
     assert_eq!(unsafe { f(&mut v) }, 0);
-    assert_eq!(v / 1000, 13, "runtime version {v}");
+    cuda_rs_tests::assert_expected_major("the wheel's runtime", v / 1000);
 }
 
 #[test]
@@ -95,7 +95,7 @@ fn nvrtc_from_a_wheel_brings_its_builtins() {
         .unwrap()
         .filter_map(Result::ok)
         .map(|e| e.file_name().into_string().unwrap())
-        .find(|n| n.starts_with("libnvrtc-builtins.so.13") && !n.contains(".alt."))
+        .find(|n| n.starts_with("libnvrtc-builtins.so.1") && !n.contains(".alt."))
         .unwrap();
     let c = std::ffi::CString::new(Path::new(&builtins).as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: RTLD_NOLOAD only asks whether the library is loaded.
