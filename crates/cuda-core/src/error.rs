@@ -69,7 +69,7 @@ pub enum Error {
     /// An operation that cannot be done here: the object does not support it
     /// (timing on an event made without it, host access to device-only memory, …)
     /// or the installed driver is too old for it (then `requires` says which
-    /// feature needs which driver version: "conditional `switch` nodes need a
+    /// feature needs which driver version: "a conditional `switch` node needs a
     /// CUDA 12.8 driver; this driver is CUDA 12.4").
     #[error("{context}: {message}")]
     Unsupported {
@@ -87,7 +87,7 @@ pub enum Error {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverRequirement {
     /// The feature, in words or as the driver function that provides it
-    /// (`conditional switch nodes`, `cuGreenCtxStreamCreate`).
+    /// (`a conditional switch node`, `` `cuGreenCtxStreamCreate` ``).
     pub feature: Cow<'static, str>,
     /// The CUDA version of the oldest driver that has it.
     pub needs: Version,

@@ -685,10 +685,10 @@ impl Graph {
         kind: ConditionalKind,
     ) -> Result<(GraphNode, Vec<Graph>)> {
         let (needs, feature) = match kind {
-            ConditionalKind::If => (12030, "conditional `if` nodes"),
-            ConditionalKind::While => (12030, "conditional `while` nodes"),
-            ConditionalKind::IfElse => (12080, "conditional `if`/`else` nodes"),
-            ConditionalKind::Switch(_) => (12080, "conditional `switch` nodes"),
+            ConditionalKind::If => (12030, "a conditional `if` node"),
+            ConditionalKind::While => (12030, "a conditional `while` node"),
+            ConditionalKind::IfElse => (12080, "a conditional `if`/`else` node"),
+            ConditionalKind::Switch(_) => (12080, "a conditional `switch` node"),
         };
         crate::versions::require_driver(needs, feature, || format!("adding a {kind:?} node"))?;
         let (type_, size) = match kind {

@@ -752,7 +752,7 @@ impl Location {
             Self::Device(d) => Ok(d.handle()),
             Self::Host => Ok(sys::CU_DEVICE_CPU),
             Self::HostNuma(_) => {
-                crate::versions::require_driver(12020, "host NUMA memory locations", what)?;
+                crate::versions::require_driver(12020, "a host NUMA memory location", what)?;
                 Err(Error::unsupported(what(), "host NUMA memory locations"))
             }
         }

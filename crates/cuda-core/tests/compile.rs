@@ -928,3 +928,27 @@ fn precompiled_headers_are_created_and_reported() {
     plain.compile(CompileTarget::Ptx, &[]).unwrap();
     assert_eq!(plain.pch_status(), None);
 }
+
+/// `versions()` says which toolkit libraries were loaded, of which version, from
+/// where: the CUDA 12.9 ones in the CUDA 12 pass of `cargo xtask test`, the 13.0
+/// ones in the other, from the same binary.
+#[test]
+fn versions_report_each_library_and_its_major() {
+    cuda_rs_tests::require_libs!("nvrtc", "nvJitLink", "cudart");
+    let v = cuda_core::versions();
+    for (name, c) in [
+        ("nvrtc", &v.nvrtc),
+        ("nvjitlink", &v.nvjitlink),
+        ("runtime", &v.runtime),
+    ] {
+        let version = c.version.unwrap_or_else(|| panic!("{name}: {c:?}"));
+        cuda_rs_tests::assert_expected_major(name, version.major);
+        assert!(c.path.is_some() && c.found_via.is_some(), "{name}: {c:?}");
+    }
+    let text = v.to_string();
+    assert!(
+        text.lines().count() == 6 && text.contains("libnvrtc.so"),
+        "{text}"
+    );
+    println!("{text}");
+}

@@ -247,6 +247,37 @@ fn driver_version(cuda: &LoadedDl) -> Result<(i32, i32), String> {
     Ok((v / 1000, (v % 1000) / 10))
 }
 
+/// The CUDA version a toolkit library reports of itself (`cudaRuntimeGetVersion`,
+/// `nvrtcVersion`, `nvJitLinkVersion`), as `major.minor`: what decides which ABI
+/// cuda-bindings drives it through.
+fn toolkit_version(name: &str, lib: &LoadedDl) -> Option<(i32, i32)> {
+    type One = unsafe extern "C" fn(*mut c_int) -> c_int;
+    type Two = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
+    match name {
+        "cudart" => {
+            let sym = lib.symbol(c"cudaRuntimeGetVersion")?;
+            // SAFETY: `cudaRuntimeGetVersion(int*)` in every CUDA version.
+            let f = unsafe { std::mem::transmute::<*mut c_void, One>(sym.as_ptr()) };
+            let mut v: c_int = 0;
+            // SAFETY: `v` is valid for writes.
+            (unsafe { f(&mut v) } == 0).then_some((v / 1000, (v % 1000) / 10))
+        }
+        "nvrtc" | "nvJitLink" => {
+            let sym = if name == "nvrtc" {
+                lib.symbol(c"nvrtcVersion")?
+            } else {
+                lib.symbol(c"nvJitLinkVersion")?
+            };
+            // SAFETY: both take two `int*` (nvJitLink's are `unsigned*`, same layout).
+            let f = unsafe { std::mem::transmute::<*mut c_void, Two>(sym.as_ptr()) };
+            let (mut a, mut b): (c_int, c_int) = (0, 0);
+            // SAFETY: both are valid for writes.
+            (unsafe { f(&mut a, &mut b) } == 0).then_some((a, b))
+        }
+        _ => None,
+    }
+}
+
 /// One line on why something was not found; `doctor --verbose` prints the whole error.
 fn short_reason(e: &PathfinderError) -> String {
     match e {
@@ -315,6 +346,23 @@ fn doctor(verbose: bool) -> ExitCode {
                 short_reason(&e)
             }
         )),
+    }
+
+    emit("\nToolkit libraries (their CUDA major picks the ABI cuda-bindings uses: 12 or 13)");
+    for name in ["cudart", "nvrtc", "nvJitLink"] {
+        match load_nvidia_dynamic_lib(name) {
+            Ok(l) => match toolkit_version(name, l) {
+                Some((maj, min)) => emit(&format!(
+                    "  {name:<10} CUDA {maj}.{min} at {}",
+                    l.abs_path().display()
+                )),
+                None => emit(&format!(
+                    "  {name:<10} at {} (it does not say its version)",
+                    l.abs_path().display()
+                )),
+            },
+            Err(e) => emit(&format!("  {name:<10} not found ({})", short_reason(&e))),
+        }
     }
 
     let mut found = 0usize;
