@@ -557,7 +557,18 @@ fn doctor_reports_what_it_finds() {
             .unwrap_or_else(|| panic!("no {name} row in:\n{text}"))
             .to_string()
     };
-    assert!(line("nvrtc").contains("found via site-packages"), "{text}");
+    let rows = |name: &str| -> Vec<&str> {
+        text.lines()
+            .filter(|l| l.split_whitespace().next() == Some(name))
+            .collect()
+    };
+    // The toolkit section gives NVRTC's CUDA version, the library table its origin.
+    let nvrtc = rows("nvrtc");
+    assert!(nvrtc.iter().any(|l| l.contains("CUDA 13.0 at")), "{text}");
+    assert!(
+        nvrtc.iter().any(|l| l.contains("found via site-packages")),
+        "{text}"
+    );
     assert!(line("cublas").contains("needs `cublasLt`"), "{text}");
     assert!(line("libdevice").contains("libdevice.10.bc"), "{text}");
     assert!(text.contains("Summary: "), "{text}");
