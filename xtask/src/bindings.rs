@@ -910,15 +910,13 @@ fn assemble(api: &Api, p13: &Parsed, p12: &Parsed) -> Result<(String, String), S
     };
     diff.push_str(&prettyplease::unparse(&file));
     diff.push('\n');
-    let e13: BTreeSet<&str> = p13.entries.iter().map(|e| e.name.as_str()).collect();
+    let e13: BTreeMap<&str, &EntryGen> = p13.entries.iter().map(|e| (e.name.as_str(), e)).collect();
     let mut rows = Vec::new();
     for e in &p12.entries {
-        let keep = !e13.contains(e.name.as_str())
-            || p13
-                .entries
-                .iter()
-                .find(|x| x.name == e.name)
-                .is_some_and(|x| same_shape(x).is_none());
+        // Only in CUDA 12, or of another shape there.
+        let keep = e13
+            .get(e.name.as_str())
+            .is_none_or(|x| same_shape(x).is_none());
         if keep {
             rows.push((e, &p12.fns[e.func], vec![abi_text(12, api, e)]));
         }

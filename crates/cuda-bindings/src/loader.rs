@@ -347,8 +347,8 @@ impl<const N: usize> Api<N> {
         let abi = e.abis.last()?;
         Some(match self.resolver {
             Resolver::Driver if abi.version != 0 => {
-                let (version, flags) = driver_request(abi, t.per_thread);
-                let reason = if t.driver_version > 0 && version as i32 > t.driver_version {
+                let (version, flags) = abi.driver_request(t.per_thread);
+                let reason = if newer_than_driver(version, t.driver_version) {
                     TOO_OLD
                 } else {
                     match driver_lookup(t.lib, abi.base, version, flags) {
@@ -368,10 +368,7 @@ impl<const N: usize> Api<N> {
                 }
             }
             _ => {
-                let sym = match (t.per_thread, abi.ptds_symbol) {
-                    (true, Some(p)) => p,
-                    _ => abi.symbol,
-                };
+                let sym = abi.symbol_for(t.per_thread);
                 Unavailable::Symbol {
                     name,
                     symbol: sym.to_str().unwrap_or("?"),
@@ -490,40 +487,45 @@ fn resolve_entry<const N: usize>(
     e: &Entry,
     t: &Table<N>,
 ) -> Option<RawFn> {
-    candidates(e, t.major, t.driver_version, resolver).find_map(|abi| match resolver {
-        Resolver::Driver if abi.version != 0 => {
-            let (version, flags) = driver_request(abi, t.per_thread);
-            driver_lookup(lib, abi.base, version, flags).ok()
-        }
-        _ => {
-            let sym = match (t.per_thread, abi.ptds_symbol) {
-                (true, Some(p)) => p,
-                _ => abi.symbol,
-            };
-            dlsym(lib, sym).or_else(|| {
-                (kind == ApiKind::NvJitLink)
-                    .then(|| older_minor_symbol(lib, sym))
-                    .flatten()
-            })
-        }
-    })
+    candidates(e, t.major, t.driver_version, t.per_thread, resolver).find_map(
+        |abi| match resolver {
+            Resolver::Driver if abi.version != 0 => {
+                let (version, flags) = abi.driver_request(t.per_thread);
+                driver_lookup(lib, abi.base, version, flags).ok()
+            }
+            _ => {
+                let sym = abi.symbol_for(t.per_thread);
+                dlsym(lib, sym).or_else(|| {
+                    (kind == ApiKind::NvJitLink)
+                        .then(|| older_minor_symbol(lib, sym))
+                        .flatten()
+                })
+            }
+        },
+    )
 }
 
 /// The ABIs of `e` that may be asked for, newest first: those of the library's
-/// `major` when it has one; for the driver, those whose ABI version is not newer
-/// than `driver_version` (when known).
+/// `major` when it has one; for the driver, those whose requested ABI version is
+/// not newer than `driver_version`.
 fn candidates(
     e: &Entry,
     major: Option<i32>,
     driver_version: i32,
+    per_thread: bool,
     resolver: Resolver,
 ) -> impl Iterator<Item = &'static Abi> {
     e.abis.iter().filter(move |abi| {
         major.is_none_or(|m| abi.major as i32 == m)
             && !(resolver == Resolver::Driver
-                && driver_version > 0
-                && abi.version.max(abi.ptds_version) as i32 > driver_version)
+                && newer_than_driver(abi.driver_request(per_thread).0, driver_version))
     })
+}
+
+/// Whether ABI `version` is newer than the driver (when its version is known):
+/// such a driver is never asked for it.
+fn newer_than_driver(version: u32, driver_version: i32) -> bool {
+    driver_version > 0 && i64::from(version) > i64::from(driver_version)
 }
 
 /// nvJitLink exports each function under a `_<major>_<minor>` name for every
@@ -607,12 +609,23 @@ const LEGACY_STREAM: u64 = 1 << 0;
 /// `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`.
 const PER_THREAD_DEFAULT_STREAM: u64 = 1 << 1;
 
-/// The version and flags to ask `cuGetProcAddress` for.
-fn driver_request(e: &Abi, per_thread: bool) -> (u32, u64) {
-    if per_thread && e.ptds_version != 0 {
-        (e.ptds_version, PER_THREAD_DEFAULT_STREAM)
-    } else {
-        (e.version, LEGACY_STREAM)
+impl Abi {
+    /// The version and flags to ask `cuGetProcAddress` for.
+    fn driver_request(&self, per_thread: bool) -> (u32, u64) {
+        if per_thread && self.ptds_version != 0 {
+            (self.ptds_version, PER_THREAD_DEFAULT_STREAM)
+        } else {
+            (self.version, LEGACY_STREAM)
+        }
+    }
+
+    /// The exported symbol to look up: the per-thread default stream variant when
+    /// asked for and there is one.
+    fn symbol_for(&self, per_thread: bool) -> &'static CStr {
+        match (per_thread, self.ptds_symbol) {
+            (true, Some(p)) => p,
+            _ => self.symbol,
+        }
     }
 }
 
@@ -703,7 +716,7 @@ mod tests {
     };
 
     fn versions(major: Option<i32>, driver: i32, resolver: Resolver) -> Vec<u32> {
-        candidates(&ENTRY, major, driver, resolver)
+        candidates(&ENTRY, major, driver, false, resolver)
             .map(|a| a.version)
             .collect()
     }

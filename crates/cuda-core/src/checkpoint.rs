@@ -187,31 +187,29 @@ impl Process {
                 what,
             )?;
         }
-        {
-            let mut pairs: Vec<sys::CUcheckpointGpuPair> = remap
-                .iter()
-                .map(|p| sys::CUcheckpointGpuPair {
-                    oldUuid: uuid(p.old_uuid),
-                    newUuid: uuid(p.new_uuid),
-                })
-                .collect();
-            let count = u32::try_from(pairs.len())
-                .map_err(|_| Error::invalid(what(), "too many GPU pairs"))?;
-            let mut args = sys::CUcheckpointRestoreArgs {
-                gpuPairs: if pairs.is_empty() {
-                    std::ptr::null_mut()
-                } else {
-                    pairs.as_mut_ptr()
-                },
-                gpuPairsCount: count,
-                reserved: [0; 44],
-                reserved1: 0,
-            };
-            // SAFETY: `args` is a valid argument block; `gpuPairs` points to
-            // `count` pairs that outlive the call (or is null with a count of 0,
-            // which is the all-zero block drivers before CUDA 13.0 take).
-            unsafe { sys::cuCheckpointProcessRestore(self.pid, &mut args) }.check(what)
-        }
+        let mut pairs: Vec<sys::CUcheckpointGpuPair> = remap
+            .iter()
+            .map(|p| sys::CUcheckpointGpuPair {
+                oldUuid: uuid(p.old_uuid),
+                newUuid: uuid(p.new_uuid),
+            })
+            .collect();
+        let count =
+            u32::try_from(pairs.len()).map_err(|_| Error::invalid(what(), "too many GPU pairs"))?;
+        let mut args = sys::CUcheckpointRestoreArgs {
+            gpuPairs: if pairs.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                pairs.as_mut_ptr()
+            },
+            gpuPairsCount: count,
+            reserved: [0; 44],
+            reserved1: 0,
+        };
+        // SAFETY: `args` is a valid argument block; `gpuPairs` points to
+        // `count` pairs that outlive the call (or is null with a count of 0,
+        // which is the all-zero block drivers before CUDA 13.0 take).
+        unsafe { sys::cuCheckpointProcessRestore(self.pid, &mut args) }.check(what)
     }
 
     /// Unlocks a locked process (`cuCheckpointProcessUnlock`): its CUDA calls go
