@@ -627,9 +627,8 @@ impl Graph {
     /// The driver's error.
     pub fn add_dependency(&mut self, from: GraphNode, to: GraphNode) -> Result<()> {
         self.deps(&[from, to])?;
-        // Two nodes of this graph (checked); no edge data.
         let rc = if crate::versions::driver_at_least(12030) {
-            // SAFETY: as above.
+            // SAFETY: two nodes of this graph (checked); no edge data.
             unsafe {
                 sys::cuGraphAddDependencies(
                     self.handle,

@@ -146,6 +146,10 @@ impl Kernel {
     /// The parameters when the driver can report them (CUDA 12.4 and newer),
     /// `None` otherwise: what launches check their arguments against.
     pub(crate) fn params_if_known(&self) -> Result<Option<&[(usize, usize)]>> {
+        // Once read, the launch path takes them without asking the version.
+        if let Some(p) = self.inner.params.get() {
+            return Ok(Some(p));
+        }
         if crate::versions::driver_at_least(12040) {
             self.params().map(Some)
         } else {
