@@ -223,6 +223,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         ("scripts/bench-rounds.sh", "bench-rounds.sh"),
         ("scripts/bench_table.py", "bench_table.py"),
         ("crates/cuda-core/benches/c/graph.c", "c/graph.c"),
+        ("crates/cuda-core/benches/c/peer.c", "c/peer.c"),
     ] {
         let dest = out.join(to);
         if let Some(p) = dest.parent() {

@@ -85,8 +85,15 @@ impl DeviceMemoryResource {
     /// Imports a pool another process exported. The pool is released when this
     /// resource and every buffer imported through it are gone.
     ///
+    /// `device` is the device whose memory the pool holds, in this process's
+    /// numbering (which `CUDA_VISIBLE_DEVICES` may make differ from the
+    /// exporter's). For kernels on other devices of this process, grant them access
+    /// with [`set_peer_accessible_by`](Self::set_peer_accessible_by): access
+    /// granted by the exporter does not carry over.
+    ///
     /// # Errors
-    /// The driver's error.
+    /// [`Error::InvalidArgument`] when the pool's memory is not on `device`; the
+    /// driver's error.
     pub fn import(device: &Device, fd: BorrowedFd<'_>) -> Result<Self> {
         device.ensure_current()?;
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
@@ -102,13 +109,23 @@ impl DeviceMemoryResource {
             )
         }
         .check(|| format!("importing a memory pool on device {}", device.ordinal()))?;
-        Ok(Self {
+        let imported = Self {
             device: *device,
             pool,
             owned: true,
             ipc: true,
             ipc_fd: None,
-        })
+        };
+        // The owning device always has access; any other device has none until
+        // this process grants it, so a wrong `device` shows here rather than as a
+        // fault in the first kernel.
+        if imported.access_of(*device)? != sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+            return Err(Error::invalid(
+                format!("importing a memory pool on device {}", device.ordinal()),
+                "the pool's memory is on another device (pass the device that holds it)",
+            ));
+        }
+        Ok(imported)
     }
 }
 

@@ -7,7 +7,7 @@ use bytemuck::Pod;
 use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Device, Stream};
+use crate::{Context, Device, Stream};
 
 /// What memory a resource hands out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -290,24 +290,26 @@ impl DeviceMemoryResource {
     pub fn peer_accessible_by(&self) -> Result<Vec<Device>> {
         let mut out = Vec::new();
         for d in Device::all()? {
-            if d == self.device {
-                continue;
-            }
-            let mut flags = sys::CU_MEM_ACCESS_FLAGS_PROT_NONE;
-            let mut loc = Location::Device(d).raw();
-            // SAFETY: `flags` is valid for writes, `loc` names a device; a live pool.
-            unsafe { sys::cuMemPoolGetAccess(&mut flags, self.pool, &mut loc) }.check(|| {
-                format!(
-                    "reading whether device {} may access a pool of device {}",
-                    d.ordinal(),
-                    self.device.ordinal()
-                )
-            })?;
-            if flags == sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+            if d != self.device && self.access_of(d)? == sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
                 out.push(d);
             }
         }
         Ok(out)
+    }
+
+    /// `cuMemPoolGetAccess` for one device.
+    pub(crate) fn access_of(&self, d: Device) -> Result<sys::CUmemAccess_flags> {
+        let mut flags = sys::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        let mut loc = Location::Device(d).raw();
+        // SAFETY: `flags` is valid for writes, `loc` names a device; a live pool.
+        unsafe { sys::cuMemPoolGetAccess(&mut flags, self.pool, &mut loc) }.check(|| {
+            format!(
+                "reading whether device {} may access a pool of device {}",
+                d.ordinal(),
+                self.device.ordinal()
+            )
+        })?;
+        Ok(flags)
     }
 
     /// Lets exactly `peers` (other devices) read and write the pool's memory, and
@@ -1084,15 +1086,66 @@ impl Buffer {
     /// (asynchronous: both buffers are freed in stream order, so put their free
     /// streams after `stream`, or use one stream).
     ///
+    /// Between buffers of two devices the copy is a peer copy
+    /// (`cuMemcpyPeerAsync`), which needs neither peer access nor pool access (the
+    /// driver stages it through the host where the devices cannot reach each
+    /// other), and `stream` may belong to either device.
+    ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when `src` is larger than this buffer; the
-    /// driver's error.
+    /// [`Error::InvalidArgument`] when `src` is larger than this buffer or the stream
+    /// belongs to neither buffer's device; the driver's error.
     pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
-        self.check_len(src.size, "copying between buffers")?;
-        let _current = self.check_stream(stream, "copying between buffers")?;
-        // SAFETY: both spans are live and large enough; the copy is stream-ordered.
-        unsafe { sys::cuMemcpyAsync(self.ptr, src.ptr, src.size, stream.handle()) }
-            .check(|| format!("copying {} bytes between buffers", src.size))?;
+        const WHAT: &str = "copying between buffers";
+        self.check_len(src.size, WHAT)?;
+        if src.device == self.device {
+            let _current = self.check_stream(stream, WHAT)?;
+            // SAFETY: both spans are live and large enough; the copy is stream-ordered.
+            unsafe { sys::cuMemcpyAsync(self.ptr, src.ptr, src.size, stream.handle()) }
+                .check(|| format!("copying {} bytes between buffers", src.size))?;
+        } else {
+            // The context of each side: the stream's for its own device, the
+            // primary context for the other.
+            let on = |d: &Device| -> Result<Context> {
+                if stream.device() == d {
+                    Ok(stream.context().clone())
+                } else {
+                    d.context()
+                }
+            };
+            if stream.device() != &self.device && stream.device() != &src.device {
+                return Err(Error::invalid(
+                    WHAT,
+                    format!(
+                        "the buffers are on devices {} and {}, the stream on device {}",
+                        src.device.ordinal(),
+                        self.device.ordinal(),
+                        stream.device().ordinal()
+                    ),
+                ));
+            }
+            let (dst_ctx, src_ctx) = (on(&self.device)?, on(&src.device)?);
+            let _current = stream.context().ensure_current()?;
+            // SAFETY: both spans are live and large enough, each in its device's
+            // context; the copy is stream-ordered.
+            unsafe {
+                sys::cuMemcpyPeerAsync(
+                    self.ptr,
+                    dst_ctx.handle(),
+                    src.ptr,
+                    src_ctx.handle(),
+                    src.size,
+                    stream.handle(),
+                )
+            }
+            .check(|| {
+                format!(
+                    "copying {} bytes from device {} to device {}",
+                    src.size,
+                    src.device.ordinal(),
+                    self.device.ordinal()
+                )
+            })?;
+        }
         order_frees_after([&*self, src].into_iter(), stream)
     }
 

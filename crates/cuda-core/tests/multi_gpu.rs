@@ -130,3 +130,165 @@ fn a_virtual_allocation_is_mapped_for_the_other_device() {
     buf.copy_to_host(&mut h, &s0).unwrap();
     assert!(h.iter().all(|&x| x == 100));
 }
+
+/// The child's side of [`a_pool_of_device_0_is_imported_and_written_by_device_1_in_another_process`].
+/// `IPC_MODE=wrong` imports naming device 1 and expects the typed error; otherwise
+/// it imports device 0's pool, grants device 1 access, and adds one with a kernel on
+/// device 1 after the exporter's event. Each mode imports once per process.
+#[cfg(unix)]
+fn ipc_child() {
+    use std::os::fd::BorrowedFd;
+    let step = |s: &str| eprintln!("ipc child: {s}");
+    let fd: i32 = std::env::var("IPC_FD").unwrap().parse().unwrap();
+    let (d0, d1, s0, s1) = two();
+    // SAFETY: the parent left this descriptor open (no close-on-exec) for us.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    if std::env::var("IPC_MODE").as_deref() == Ok("wrong") {
+        step("importing, naming device 1");
+        let r = DeviceMemoryResource::import(&d1, fd);
+        assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{r:?}");
+        step("refused as expected");
+        return;
+    }
+    let desc =
+        cuda_core::IpcBufferDescriptor::from_bytes(&unhex(&std::env::var("IPC_DESC").unwrap()))
+            .unwrap();
+    let ev: [u8; 64] = unhex(&std::env::var("IPC_EVENT").unwrap())
+        .try_into()
+        .unwrap();
+    let k = kernel(&d1);
+    step("importing on device 0");
+    let pool = Arc::new(DeviceMemoryResource::import(&d0, fd).unwrap());
+    // The exporter's grants do not carry over to this process.
+    step("reading access");
+    assert_eq!(pool.peer_accessible_by().unwrap(), vec![]);
+    step("granting device 1");
+    pool.set_peer_accessible_by(&[d1]).unwrap();
+    step("importing the buffer");
+    let buf = Buffer::from_ipc_descriptor(&pool, &desc, &s0).unwrap();
+    step("opening the event");
+    let done = cuda_core::Event::from_ipc_handle(&d0.context().unwrap(), &ev).unwrap();
+    // The exporter's event, waited for on its own device's stream; device 1's
+    // stream then waits for that stream.
+    s0.wait_event(&done).unwrap();
+    step("waiting for the exporter's work");
+    s1.wait_stream(&s0).unwrap();
+    step("launching on device 1");
+    add_one_on(&k, &buf, &s1);
+    drop(buf);
+    s0.sync().unwrap();
+    step("done");
+}
+
+#[cfg(unix)]
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(unix)]
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// IPC between two processes on different GPUs: this process exports a pool of
+/// device 0; a child process imports it and writes it with a kernel on device 1
+/// (and another child shows that naming the wrong device is a typed error).
+#[cfg(unix)]
+#[test]
+fn a_pool_of_device_0_is_imported_and_written_by_device_1_in_another_process() {
+    use std::os::fd::AsRawFd as _;
+    const NAME: &str = "a_pool_of_device_0_is_imported_and_written_by_device_1_in_another_process";
+    if std::env::var_os("IPC_FD").is_some() {
+        ipc_child();
+        return;
+    }
+    require_gpus!(2);
+    require_libs!("nvrtc");
+    let (d0, d1, s0, _s1) = two();
+    let pool = Arc::new(
+        DeviceMemoryResource::new_pool(
+            &d0,
+            DeviceMemoryPoolOptions {
+                ipc_enabled: true,
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+    );
+    // A grant here, to show that the child must make its own.
+    pool.set_peer_accessible_by(&[d1]).unwrap();
+    let mut buf = pool.allocate(4 << 20, &s0).unwrap();
+    buf.fill_u32(7, &s0).unwrap();
+    let ev = cuda_core::Event::new(
+        &d0,
+        cuda_core::EventOptions {
+            ipc: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    ev.record(&s0).unwrap();
+    s0.sync().unwrap();
+    let fd = pool.export_handle().unwrap();
+    // SAFETY: clearing FD_CLOEXEC on a descriptor we own, so the child inherits it.
+    assert_eq!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) }, 0);
+    for mode in ["wrong", "right"] {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([NAME, "--exact", "--nocapture"])
+            .env("IPC_MODE", mode)
+            .env("IPC_FD", fd.as_raw_fd().to_string())
+            .env("IPC_DESC", hex(&buf.ipc_descriptor().unwrap().to_bytes()))
+            .env("IPC_EVENT", hex(&ev.ipc_handle().unwrap()))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "child ({mode}) failed: {:?}\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut h = vec![0u32; 1 << 20];
+    buf.copy_to_host(&mut h, &s0).unwrap();
+    assert!(
+        h.iter().all(|&x| x == 8),
+        "device 1's kernel in the child wrote {}",
+        h[0]
+    );
+}
+
+/// Peer copies of pool memory in both directions, with the stream on either
+/// device, and without any access granted (`cuMemcpyPeerAsync` needs none).
+#[test]
+fn pool_buffers_copy_across_devices_without_access_either_stream() {
+    require_gpus!(2);
+    let (d0, d1, s0, s1) = two();
+    let mut a = d0.allocate(1 << 20, &s0).unwrap();
+    a.fill_u32(0xa0a0_a0a0, &s0).unwrap();
+    s0.sync().unwrap();
+    let mut b = d1.allocate(1 << 20, &s1).unwrap();
+    // Stream of the source's device.
+    b.copy_from(&a, &s0).unwrap();
+    s0.sync().unwrap();
+    let mut h = vec![0u32; 1 << 18];
+    b.copy_to_host(&mut h, &s1).unwrap();
+    assert!(h.iter().all(|&x| x == 0xa0a0_a0a0));
+    b.fill_u32(0x0b0b_0b0b, &s1).unwrap();
+    s1.sync().unwrap();
+    // Stream of the destination's device, the other way.
+    a.copy_from(&b, &s0).unwrap();
+    a.copy_to_host(&mut h, &s0).unwrap();
+    assert!(h.iter().all(|&x| x == 0x0b0b_0b0b));
+    // A stream of neither device is refused (only with a third device to offer);
+    // a source larger than the destination is refused.
+    let small = d1.allocate(1 << 10, &s1).unwrap();
+    let mut smaller = d0.allocate(1 << 9, &s0).unwrap();
+    assert!(matches!(
+        smaller.copy_from(&small, &s0),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
