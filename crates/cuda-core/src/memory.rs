@@ -79,6 +79,14 @@ pub enum MemoryKind {
 /// # Ok(()) }
 /// ```
 ///
+/// and a memory pool's own type takes no `None`:
+///
+/// ```compile_fail,E0308
+/// # fn f(dev: cuda_core::Device) -> cuda_core::Result<()> {
+/// let buf = dev.default_memory_resource()?.allocate(1024, None)?;
+/// # Ok(()) }
+/// ```
+///
 /// # Safety
 /// `allocate_raw` must return memory of at least `size` bytes of the resource's
 /// [`kind`](Self::kind), usable on `device()`, and `deallocate` must accept exactly
@@ -1229,8 +1237,9 @@ impl Buffer {
     /// `buf.fill(np.float32(1.5), stream)`. The bytes of `value` are repeated as they
     /// are in memory (`cuMemsetD8/D16/D32Async`).
     ///
-    /// The size is checked when the program is compiled: a value of another size
-    /// (`f64`, `u64`) does not build, as CUDA's memset has no wider pattern.
+    /// The size is checked when the call is compiled to code (`cargo build`, not
+    /// `cargo check`): a value of another size (`f64`, `u64`) does not build, as
+    /// CUDA's memset has no wider pattern.
     ///
     /// ```
     /// # fn f(buf: &mut cuda_core::Buffer, s: &cuda_core::Stream) -> cuda_core::Result<()> {
@@ -1244,7 +1253,10 @@ impl Buffer {
     /// # fn f(buf: &mut cuda_core::Buffer, s: &cuda_core::Stream) -> cuda_core::Result<()> {
     /// buf.fill(1.5f64, s)?; // 8 bytes: no such memset
     /// # Ok(()) }
-    /// # fn main() { let _ = f; }
+    /// # fn main() {
+    /// #     let g: fn(&mut cuda_core::Buffer, &cuda_core::Stream) -> cuda_core::Result<()> = f;
+    /// #     std::hint::black_box(g);
+    /// # }
     /// ```
     ///
     /// # Errors

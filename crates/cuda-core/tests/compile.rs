@@ -1109,7 +1109,9 @@ fn missing_cccl_headers_are_a_pathfinder_error_naming_them() {
             assert_eq!(options.include_path[0], cccl.abs_path);
         }
         Err(_) => {
-            let e = ProgramOptions::default().with_toolkit_headers().unwrap_err();
+            let e = ProgramOptions::default()
+                .with_toolkit_headers()
+                .unwrap_err();
             match &e {
                 PathfinderError::NotFound {
                     kind: ArtifactKind::HeaderDir,
@@ -1125,7 +1127,10 @@ fn missing_cccl_headers_are_a_pathfinder_error_naming_them() {
                 other => panic!("expected NotFound for cccl, got {other:?}"),
             }
             let msg = e.to_string();
-            assert!(msg.starts_with("header directory `cccl` not found"), "{msg}");
+            assert!(
+                msg.starts_with("header directory `cccl` not found"),
+                "{msg}"
+            );
             assert!(toolkit_include_dirs().is_err());
         }
     }
@@ -1164,7 +1169,10 @@ fn bundled_headers_need_nvrtc_13_3_and_say_so() {
             }
             other => panic!("expected Unsupported on NVRTC {major}.{minor}, got {other:?}"),
         }
-        assert!(!headers.exists(), "nothing is made for an NVRTC without them");
+        assert!(
+            !headers.exists(),
+            "nothing is made for an NVRTC without them"
+        );
     } else {
         let ptx = result.unwrap();
         assert!(!ptx.code().is_empty());
