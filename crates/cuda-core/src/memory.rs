@@ -90,7 +90,9 @@ pub enum MemoryKind {
 /// # Safety
 /// `allocate_raw` must return memory of at least `size` bytes of the resource's
 /// [`kind`](Self::kind), usable on `device()`, and `deallocate` must accept exactly
-/// what `allocate_raw` returned.
+/// what `allocate_raw` returned. A resource whose
+/// [`is_stream_ordered`](Self::is_stream_ordered) is `false` must return memory
+/// that any stream may use as soon as `allocate_raw` returns.
 pub unsafe trait MemoryResource: fmt::Debug + Send + Sync {
     /// Allocates `size` bytes, ordered on `stream` where the resource can be, and
     /// returns their address, which **nothing owns or frees**: call `allocate` for
