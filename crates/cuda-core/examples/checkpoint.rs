@@ -11,23 +11,40 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use cuda_core::checkpoint::{Process, ProcessState};
-use cuda_core::{Device, Error, Result, StreamOptions};
+use cuda_core::{Device, StreamOptions};
 
 const BYTES: usize = 1 << 30;
 const PATTERN: u32 = 0x5eed_c0de;
 
-fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> Error {
-    move |e| Error::Io {
-        context: what.into(),
-        source: e,
-    }
+/// This example's errors: CUDA's, talking to the worker process, or a check
+/// that failed (this program's findings, not CUDA's).
+#[derive(Debug, thiserror::Error)]
+enum ExampleError {
+    /// A CUDA call failed.
+    #[error(transparent)]
+    Cuda(#[from] cuda_core::Error),
+    /// Starting or talking to the worker failed.
+    #[error("{context}: {source}")]
+    Io {
+        context: &'static str,
+        source: std::io::Error,
+    },
+    /// Something is not as it should be.
+    #[error("{context}: {message}")]
+    Failed {
+        context: &'static str,
+        message: String,
+    },
 }
 
-fn failed(what: &'static str, message: String) -> Error {
-    Error::Io {
-        context: what.into(),
-        source: std::io::Error::other(message),
-    }
+type Result<T, E = ExampleError> = std::result::Result<T, E>;
+
+fn io(context: &'static str) -> impl FnOnce(std::io::Error) -> ExampleError {
+    move |source| ExampleError::Io { context, source }
+}
+
+fn failed(context: &'static str, message: String) -> ExampleError {
+    ExampleError::Failed { context, message }
 }
 
 /// The worker: fill, say READY, wait for a line, check.
@@ -59,7 +76,7 @@ fn worker() -> Result<()> {
     Ok(())
 }
 
-fn timed<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+fn timed<T>(what: &str, f: impl FnOnce() -> cuda_core::Result<T>) -> Result<T> {
     let t = Instant::now();
     let r = f()?;
     println!("{what:<12} {:>8.1} ms", t.elapsed().as_secs_f64() * 1e3);
@@ -154,7 +171,7 @@ fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         // An older driver lacks the feature: say which driver it needs.
-        Err(e) if e.required_driver().is_some() => {
+        Err(ExampleError::Cuda(e)) if e.required_driver().is_some() => {
             println!("checkpoint: not on this driver: {e}");
             ExitCode::SUCCESS
         }

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use cuda_core::{
-    CaptureMode, CompileTarget, ConditionalKind, Device, Error, Graph, GraphCompleteOptions,
-    LaunchConfig, Program, ProgramOptions, Result, SourceCode, StreamOptions, launch,
+    CaptureMode, CompileTarget, ConditionalKind, Device, Graph, GraphCompleteOptions, LaunchConfig,
+    Program, ProgramOptions, SourceCode, StreamOptions, launch,
 };
 
 const SRC: &str = r#"
@@ -26,11 +26,26 @@ extern "C" __global__ void countdown(int *counter, int *iterations, cudaGraphCon
 }
 "#;
 
-fn wrong(what: &str) -> Error {
-    Error::Unsupported {
-        context: "checking the graphs example".into(),
-        message: what.to_string(),
-        requires: None,
+/// This example's errors: a CUDA call failed ([`cuda_core::Error`], which says
+/// what was being done), or a result is not what it should be, a finding of
+/// this program and not of CUDA. `?` turns CUDA's errors into it (`#[from]`).
+#[derive(Debug, thiserror::Error)]
+enum ExampleError {
+    /// A CUDA call failed.
+    #[error(transparent)]
+    Cuda(#[from] cuda_core::Error),
+    /// A result is not what it should be.
+    #[error("{context}: wrong result: {message}")]
+    Wrong { context: String, message: String },
+}
+
+type Result<T, E = ExampleError> = std::result::Result<T, E>;
+
+/// The error for a result that is not what it should be.
+fn wrong(what: &str) -> ExampleError {
+    ExampleError::Wrong {
+        context: "checking the graphs example".to_owned(),
+        message: what.to_owned(),
     }
 }
 

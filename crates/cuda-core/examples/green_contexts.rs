@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::process::ExitCode;
 
 use cuda_core::{
-    CompileTarget, Context, Device, Error, LaunchConfig, Program, ProgramOptions, Result,
-    SmResourceOptions, SourceCode, StreamOptions, launch,
+    CompileTarget, Context, Device, LaunchConfig, Program, ProgramOptions, SmResourceOptions,
+    SourceCode, StreamOptions, launch,
 };
 
 const SRC: &str = r#"
@@ -22,6 +22,29 @@ extern "C" __global__ void where_am_i(unsigned *out, long long spin) {
     if (threadIdx.x == 0) out[blockIdx.x] = id;
 }
 "#;
+
+/// This example's errors: a CUDA call failed ([`cuda_core::Error`], which says
+/// what was being done), or a result is not what it should be, a finding of
+/// this program and not of CUDA. `?` turns CUDA's errors into it (`#[from]`).
+#[derive(Debug, thiserror::Error)]
+enum ExampleError {
+    /// A CUDA call failed.
+    #[error(transparent)]
+    Cuda(#[from] cuda_core::Error),
+    /// A result is not what it should be.
+    #[error("{context}: wrong result: {message}")]
+    Wrong { context: String, message: String },
+}
+
+type Result<T, E = ExampleError> = std::result::Result<T, E>;
+
+/// The error for a result that is not what it should be.
+fn wrong(context: &str, message: String) -> ExampleError {
+    ExampleError::Wrong {
+        context: context.to_owned(),
+        message,
+    }
+}
 
 fn run() -> Result<()> {
     let dev = Device::new(0)?;
@@ -54,11 +77,10 @@ fn run() -> Result<()> {
             .collect::<Vec<_>>()
     );
     if split.groups.len() < 2 {
-        return Err(Error::Unsupported {
-            context: "splitting the SMs in two".into(),
-            message: format!("the driver made {} group(s)", split.groups.len()),
-            requires: None,
-        });
+        return Err(wrong(
+            "splitting the SMs in two",
+            format!("the driver made {} group(s)", split.groups.len()),
+        ));
     }
 
     let kernel = Program::new(
@@ -105,22 +127,20 @@ fn run() -> Result<()> {
             set
         );
         if set.contains(&u32::MAX) || set.len() as u32 > *sms {
-            return Err(Error::Unsupported {
-                context: "checking a green context".into(),
-                message: format!("its blocks used {} SMs of {sms}", set.len()),
-                requires: None,
-            });
+            return Err(wrong(
+                "checking a green context",
+                format!("its blocks used {} SMs of {sms}", set.len()),
+            ));
         }
         used.push(set);
     }
     let shared: Vec<_> = used[0].intersection(&used[1]).collect();
     println!("SMs used by both contexts: {shared:?}");
     if !shared.is_empty() {
-        return Err(Error::Unsupported {
-            context: "checking two green contexts".into(),
-            message: "they shared SMs".into(),
-            requires: None,
-        });
+        return Err(wrong(
+            "checking two green contexts",
+            "they shared SMs".to_owned(),
+        ));
     }
     Ok(())
 }
@@ -129,7 +149,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         // An older driver lacks the feature: say which driver it needs.
-        Err(e) if e.required_driver().is_some() => {
+        Err(ExampleError::Cuda(e)) if e.required_driver().is_some() => {
             println!("green_contexts: not on this driver: {e}");
             ExitCode::SUCCESS
         }

@@ -10,8 +10,8 @@
 use std::process::ExitCode;
 
 use cuda_core::{
-    CompileTarget, Device, Error, LaunchConfig, Linker, LinkerOptions, ObjectCode, Program,
-    ProgramOptions, Result, SourceCode, StreamOptions, launch,
+    CompileTarget, Device, LaunchConfig, Linker, LinkerOptions, ObjectCode, Program,
+    ProgramOptions, SourceCode, StreamOptions, launch,
 };
 
 /// The kernel: calls `poly` and reads `offset`, both defined in the other file.
@@ -34,12 +34,26 @@ __device__ float poly(float x) {
 }
 "#;
 
+/// This example's errors: a CUDA call failed ([`cuda_core::Error`], which says
+/// what was being done), or a result is not what it should be, a finding of
+/// this program and not of CUDA. `?` turns CUDA's errors into it (`#[from]`).
+#[derive(Debug, thiserror::Error)]
+enum ExampleError {
+    /// A CUDA call failed.
+    #[error(transparent)]
+    Cuda(#[from] cuda_core::Error),
+    /// A result is not what it should be.
+    #[error("{context}: wrong result: {message}")]
+    Wrong { context: String, message: String },
+}
+
+type Result<T, E = ExampleError> = std::result::Result<T, E>;
+
 /// The error for a result that is not what it should be.
-fn wrong(context: &str, message: String) -> Error {
-    Error::Unsupported {
-        context: context.to_owned().into(),
+fn wrong(context: &str, message: String) -> ExampleError {
+    ExampleError::Wrong {
+        context: context.to_owned(),
         message,
-        requires: None,
     }
 }
 

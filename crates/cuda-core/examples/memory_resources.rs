@@ -7,9 +7,14 @@
 //!
 //! Every resource behind an `Arc` (`Arc<dyn MemoryResource>` from
 //! `Device::memory_resource` included) allocates with `allocate(size, &stream)`,
-//! which returns a `Buffer` that frees itself. A resource of your own implements
-//! the raw `allocate_raw` and `deallocate`, and gets that `allocate` through
-//! `MemoryResourceExt`.
+//! which returns a `Buffer` that frees itself; resources that are not
+//! stream-ordered (classic pinned, managed) also take `allocate(size, None)`. A
+//! resource of your own implements the raw `allocate_raw` and `deallocate`, and
+//! gets that `allocate` through `MemoryResourceExt`.
+//!
+//! Pinned and managed buffers are also read and written in place from the host
+//! (zero copy): `Buffer::host_slice_mut` waits for the device work queued on the
+//! buffer and lends its memory as a `&mut [T]`.
 //!
 //! `cargo run -p cuda-core --example memory_resources`
 
@@ -19,22 +24,35 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::cuda_bindings::driver::{CUDA_ERROR_NOT_SUPPORTED, CUdeviceptr};
 use cuda_core::{
-    Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error,
-    LegacyPinnedMemoryResource, Location, ManagedMemoryResource, MemoryKind, MemoryResource,
-    MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions, Result, Stream,
-    StreamOptions,
+    Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource,
+    Location, ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt,
+    PinnedMemoryResource, PinnedMemoryResourceOptions, Stream, StreamOptions,
 };
 
 /// Elements in each test buffer.
 const N: usize = 1 << 16;
 const BYTES: usize = N * 4;
 
+/// This example's errors: a CUDA call failed ([`cuda_core::Error`], which says
+/// what was being done), or a result is not what it should be, a finding of
+/// this program and not of CUDA. `?` turns CUDA's errors into it (`#[from]`).
+#[derive(Debug, thiserror::Error)]
+enum ExampleError {
+    /// A CUDA call failed.
+    #[error(transparent)]
+    Cuda(#[from] cuda_core::Error),
+    /// A result is not what it should be.
+    #[error("{context}: wrong result: {message}")]
+    Wrong { context: String, message: String },
+}
+
+type Result<T, E = ExampleError> = std::result::Result<T, E>;
+
 /// The error for a result that is not what it should be.
-fn wrong(context: &str, message: String) -> Error {
-    Error::Unsupported {
-        context: context.to_owned().into(),
+fn wrong(context: &str, message: String) -> ExampleError {
+    ExampleError::Wrong {
+        context: context.to_owned(),
         message,
-        requires: None,
     }
 }
 
@@ -67,7 +85,7 @@ impl CountingResource {
 // pool's guarantees (device memory of at least `size` bytes on its device, freed
 // with exactly what was allocated) are this resource's.
 unsafe impl MemoryResource for CountingResource {
-    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<CUdeviceptr> {
+    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> cuda_core::Result<CUdeviceptr> {
         // SAFETY: our caller takes the memory over on the trait's terms, and hands it
         // back through our `deallocate`, which returns it to `self.inner`.
         let ptr = unsafe { self.inner.allocate_raw(size, stream) }?;
@@ -77,7 +95,12 @@ unsafe impl MemoryResource for CountingResource {
         Ok(ptr)
     }
 
-    unsafe fn deallocate(&self, ptr: CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
+    unsafe fn deallocate(
+        &self,
+        ptr: CUdeviceptr,
+        size: usize,
+        stream: &Stream,
+    ) -> cuda_core::Result<()> {
         // SAFETY: our caller keeps the trait's contract, and `ptr`/`size` came from
         // `self.inner.allocate_raw` through our `allocate_raw`.
         unsafe { self.inner.deallocate(ptr, size, stream) }?;
@@ -114,21 +137,35 @@ fn round_trip(name: &str, buf: &mut Buffer, pattern: &[u32], stream: &Stream) ->
     Ok(())
 }
 
-/// For host-visible memory: a device-side fill, then a read through the host's
-/// own view of the buffer.
+/// For host-visible memory, zero copy both ways: a device-side fill read through
+/// the host's own view of the buffer, then host writes into that view read back
+/// by the device (a copy).
 fn check_host_view(name: &str, buf: &mut Buffer, value: u32, stream: &Stream) -> Result<()> {
-    buf.fill_u32(value, stream)?;
-    stream.sync()?;
-    // SAFETY: the fill (the only work that writes the buffer) has finished, and
-    // nothing else is issued while the slice lives; `u32` is `Pod`.
-    let host: &[u32] = unsafe { buf.as_host_slice() }?;
+    buf.fill(value, stream)?;
+    // Waits for the fill (and any other work queued on the buffer), then lends
+    // the memory itself; the `&mut` borrow keeps new work off the buffer meanwhile.
+    let host: &mut [u32] = buf.host_slice_mut()?;
     if let Some(i) = host.iter().position(|&x| x != value) {
         return Err(wrong(
             &format!("reading the {name} buffer from the host"),
             format!("element {i} is {:#x}, not {value:#x}", host[i]),
         ));
     }
-    println!("{name:<22} the host reads the device's fill of {value:#x} directly");
+    for (i, x) in host.iter_mut().enumerate() {
+        *x = i as u32 ^ value;
+    }
+    let mut back = vec![0u32; host.len()];
+    buf.copy_to_host(&mut back, stream)?;
+    if let Some(i) = (0..back.len()).find(|&i| back[i] != i as u32 ^ value) {
+        return Err(wrong(
+            &format!("reading the host's writes to the {name} buffer"),
+            format!("element {i} is {:#x}, not {:#x}", back[i], i as u32 ^ value),
+        ));
+    }
+    println!(
+        "{name:<22} the host reads the device's fill of {value:#x} in place, and \
+         writes the device reads"
+    );
     Ok(())
 }
 
@@ -205,12 +242,13 @@ fn run() -> Result<()> {
         Err(e) if e.driver_code() == Some(CUDA_ERROR_NOT_SUPPORTED) => {
             println!("{:<22} not supported by this driver: {e}", "pinned pool");
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     }
 
-    // 4. Classic page-locked host memory (`cuMemHostAlloc`).
+    // 4. Classic page-locked host memory (`cuMemHostAlloc`). It is not
+    // stream-ordered, so no stream is needed to allocate it.
     let legacy = Arc::new(LegacyPinnedMemoryResource::new(&dev));
-    let mut pinned = legacy.allocate(BYTES, &stream)?;
+    let mut pinned = legacy.allocate(BYTES, None)?;
     round_trip("legacy pinned", &mut pinned, &pattern, &stream)?;
     check_host_view("legacy pinned", &mut pinned, 0x5eed_0002, &stream)?;
 
@@ -223,10 +261,10 @@ fn run() -> Result<()> {
         "managed",
         managed_mr.preferred_location()
     );
-    let mut managed = Arc::new(managed_mr).allocate(BYTES, &stream)?;
+    let mut managed = Arc::new(managed_mr).allocate(BYTES, None)?;
     round_trip("managed", &mut managed, &pattern, &stream)?;
     pinned.copy_from_host(&pattern, &stream)?;
-    managed.fill_u32(0, &stream)?;
+    managed.fill(0u32, &stream)?;
     managed.copy_from(&pinned, &stream)?;
     if dev.properties().concurrent_managed_access()? {
         managed.prefetch(Location::Host, &stream)?;
@@ -237,10 +275,8 @@ fn run() -> Result<()> {
             ""
         );
     }
-    stream.sync()?;
-    // SAFETY: the copy and the prefetch (all the work on the buffer) have finished,
-    // and nothing else is issued while the slice lives; `u32` is `Pod`.
-    let host: &[u32] = unsafe { managed.as_host_slice() }?;
+    // Waits for the copy and the prefetch (both ordered before the buffer's free).
+    let host: &mut [u32] = managed.host_slice_mut()?;
     if host != pattern.as_slice() {
         let i = host.iter().zip(&pattern).position(|(a, b)| a != b);
         return Err(wrong(

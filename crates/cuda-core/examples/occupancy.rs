@@ -10,8 +10,8 @@
 use std::process::ExitCode;
 
 use cuda_core::{
-    CompileTarget, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions, Result,
-    SourceCode, Stream, StreamOptions, launch,
+    CompileTarget, Device, Kernel, LaunchConfig, Program, ProgramOptions, SourceCode, Stream,
+    StreamOptions, launch,
 };
 
 /// Sums each block's elements into `partial[blockIdx.x]`; needs a power-of-two
@@ -30,12 +30,26 @@ extern "C" __global__ void block_sum(const float *x, float *partial, unsigned n)
 }
 "#;
 
+/// This example's errors: a CUDA call failed ([`cuda_core::Error`], which says
+/// what was being done), or a result is not what it should be, a finding of
+/// this program and not of CUDA. `?` turns CUDA's errors into it (`#[from]`).
+#[derive(Debug, thiserror::Error)]
+enum ExampleError {
+    /// A CUDA call failed.
+    #[error(transparent)]
+    Cuda(#[from] cuda_core::Error),
+    /// A result is not what it should be.
+    #[error("{context}: wrong result: {message}")]
+    Wrong { context: String, message: String },
+}
+
+type Result<T, E = ExampleError> = std::result::Result<T, E>;
+
 /// The error for a result that is not what it should be.
-fn wrong(context: &str, message: String) -> Error {
-    Error::Unsupported {
-        context: context.to_owned().into(),
+fn wrong(context: &str, message: String) -> ExampleError {
+    ExampleError::Wrong {
+        context: context.to_owned(),
         message,
-        requires: None,
     }
 }
 

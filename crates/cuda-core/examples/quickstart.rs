@@ -9,9 +9,30 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use cuda_core::{
-    CompileTarget, Device, LaunchConfig, Program, ProgramOptions, Result, SourceCode,
-    StreamOptions, launch,
+    CompileTarget, Device, LaunchConfig, Program, ProgramOptions, SourceCode, StreamOptions, launch,
 };
+
+/// The errors of this program: CUDA's, or a wrong result.
+///
+/// A failed CUDA call is a [`cuda_core::Error`] (it says what was being done and
+/// what CUDA answered). A wrong answer is not a CUDA error: it is this program's
+/// finding, so it gets a variant of the program's own error type instead of
+/// borrowing one of `cuda_core::Error`'s. `#[from]` lets `?` convert CUDA's
+/// errors; `main` can tell the two apart. (`Box<dyn std::error::Error>` works as
+/// well where nobody matches on the error.)
+#[derive(Debug, thiserror::Error)]
+enum QuickstartError {
+    /// A CUDA call failed.
+    #[error(transparent)]
+    Cuda(#[from] cuda_core::Error),
+    /// saxpy computed a wrong element.
+    #[error("saxpy is wrong at element {index}: {got} != {expected}")]
+    WrongResult {
+        index: usize,
+        got: f32,
+        expected: f32,
+    },
+}
 
 const SAXPY: &str = r#"
 extern "C" __global__ void saxpy(float a, const float *x, float *y, unsigned long long n) {
@@ -20,7 +41,7 @@ extern "C" __global__ void saxpy(float a, const float *x, float *y, unsigned lon
 }
 "#;
 
-fn run() -> Result<()> {
+fn run() -> Result<(), QuickstartError> {
     let t0 = Instant::now();
     let (major, minor) = cuda_core::nvrtc_version()?;
     println!("NVRTC {major}.{minor}");
@@ -43,17 +64,16 @@ fn run() -> Result<()> {
                 "quickstart: cannot launch without a usable GPU and NVIDIA driver \
                  (`cargo run -p cuda-pathfinder -- doctor` shows what is found where):"
             );
-            return Err(e);
+            return Err(e.into());
         }
     };
     dev.set_current()?;
     println!("device 0: {} ({})", dev.name()?, dev.arch()?);
 
     let t = Instant::now();
-    let options = ProgramOptions {
-        arch: Some(dev.arch()?),
-        ..Default::default()
-    };
+    // Compile for this GPU (`ProgramOptions::default()` would leave NVRTC's
+    // oldest architecture, and no cubin).
+    let options = ProgramOptions::for_device(&dev)?;
     let code = Program::new(SourceCode::Cxx(SAXPY), options)?.compile(CompileTarget::Cubin, &[])?;
     let kernel = code.get_kernel("saxpy")?;
     let compile_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -80,10 +100,10 @@ fn run() -> Result<()> {
     let run_ms = t.elapsed().as_secs_f64() * 1e3;
 
     if let Some(i) = (0..y.len()).find(|&i| y[i] != 2.0 * i as f32 + 1.0) {
-        return Err(cuda_core::Error::Unsupported {
-            context: "checking saxpy".into(),
-            message: format!("wrong at {i}: {} != {}", y[i], 2.0 * i as f32 + 1.0),
-            requires: None,
+        return Err(QuickstartError::WrongResult {
+            index: i,
+            got: y[i],
+            expected: 2.0 * i as f32 + 1.0,
         });
     }
     println!(
@@ -97,9 +117,14 @@ fn run() -> Result<()> {
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(QuickstartError::Cuda(e)) => {
             eprintln!("quickstart: {e}");
             ExitCode::FAILURE
+        }
+        // Not CUDA's failure: the program ran and computed the wrong answer.
+        Err(e @ QuickstartError::WrongResult { .. }) => {
+            eprintln!("quickstart: {e}");
+            ExitCode::from(2)
         }
     }
 }

@@ -8,8 +8,7 @@
 use std::process::ExitCode;
 
 use cuda_core::{
-    CompileTarget, Device, Error, LaunchConfig, Program, ProgramOptions, Result, SourceCode,
-    StreamOptions, launch,
+    CompileTarget, Device, LaunchConfig, Program, ProgramOptions, SourceCode, StreamOptions, launch,
 };
 
 const ADD: &str = r#"
@@ -23,12 +22,26 @@ __global__ void add(const T *a, const T *b, T *out, unsigned n) {
 /// The source names to instantiate and look up.
 const NAMES: [&str; 2] = ["add<float>", "add<int>"];
 
+/// This example's errors: a CUDA call failed ([`cuda_core::Error`], which says
+/// what was being done), or a result is not what it should be, a finding of
+/// this program and not of CUDA. `?` turns CUDA's errors into it (`#[from]`).
+#[derive(Debug, thiserror::Error)]
+enum ExampleError {
+    /// A CUDA call failed.
+    #[error(transparent)]
+    Cuda(#[from] cuda_core::Error),
+    /// A result is not what it should be.
+    #[error("{context}: wrong result: {message}")]
+    Wrong { context: String, message: String },
+}
+
+type Result<T, E = ExampleError> = std::result::Result<T, E>;
+
 /// The error for a result that is not what it should be.
-fn wrong(context: &str, message: String) -> Error {
-    Error::Unsupported {
-        context: context.to_owned().into(),
+fn wrong(context: &str, message: String) -> ExampleError {
+    ExampleError::Wrong {
+        context: context.to_owned(),
         message,
-        requires: None,
     }
 }
 

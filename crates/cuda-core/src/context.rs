@@ -409,9 +409,7 @@ impl Device {
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a resource of
     /// another device.
     pub fn set_memory_resource(&self, mr: Option<Arc<dyn crate::MemoryResource>>) -> Result<()> {
-        if let Some(m) = &mr
-            && m.device() != *self
-        {
+        if let Some(m) = mr.as_ref().filter(|m| m.device() != *self) {
             return Err(crate::Error::invalid(
                 format!("setting the memory resource of device {}", self.ordinal()),
                 format!("the resource belongs to device {}", m.device().ordinal()),
@@ -451,11 +449,17 @@ impl Device {
 
     /// Allocates `size` bytes from the device's memory resource
     /// ([`memory_resource`](Self::memory_resource): the default pool unless another
-    /// was set), ordered on `stream`.
+    /// was set), ordered on `stream`. `None` for the stream works only when the
+    /// resource set is not stream-ordered (see
+    /// [`Buffer::allocate`](crate::Buffer::allocate)).
     ///
     /// # Errors
     /// As [`Buffer::allocate`](crate::Buffer::allocate).
-    pub fn allocate(&self, size: usize, stream: &Stream) -> Result<crate::Buffer> {
+    pub fn allocate<'s>(
+        &self,
+        size: usize,
+        stream: impl Into<Option<&'s Stream>>,
+    ) -> Result<crate::Buffer> {
         crate::Buffer::allocate(self.memory_resource()?, size, stream)
     }
 }

@@ -78,6 +78,47 @@ impl Device {
         Ok(Self { ordinal, handle })
     }
 
+    /// The device of the calling thread's current context, or device 0 when no
+    /// context is current: `cuda.core`'s `Device()` (and the CUDA runtime's
+    /// `cudaGetDevice`). It makes nothing current (call
+    /// [`set_current`](Self::set_current) for that).
+    ///
+    /// A context is current on a thread after [`set_current`](Self::set_current),
+    /// [`Context::set_current`](crate::Context::set_current) or any operation of
+    /// this crate on that thread (each makes its device's context current).
+    ///
+    /// # Errors
+    /// The driver's error (with the pathfinder's message when there is no
+    /// driver); [`Error::InvalidArgument`] when there is no device 0.
+    pub fn current() -> Result<Self> {
+        init()?;
+        let mut handle: sys::CUdevice = 0;
+        // SAFETY: `handle` is valid for writes.
+        let rc = unsafe { sys::cuCtxGetDevice(&mut handle) };
+        if rc == sys::CUDA_ERROR_INVALID_CONTEXT {
+            // No current context, or a current one that is not valid: tell them
+            // apart as `cuda.core` does, and only the first means device 0.
+            let mut ctx: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: `ctx` is valid for writes.
+            unsafe { sys::cuCtxGetCurrent(&mut ctx) }.check(|| "reading the current context")?;
+            if ctx.is_null() {
+                return Self::new(0);
+            }
+        }
+        rc.check(|| "reading the current context's device")?;
+        // A `CUdevice` is a handle; find the ordinal it belongs to.
+        for ordinal in 0..Self::count()? {
+            let dev = Self::new(ordinal)?;
+            if dev.handle == handle {
+                return Ok(dev);
+            }
+        }
+        Err(Error::invalid(
+            "reading the current context's device",
+            format!("the driver named device handle {handle}, which no ordinal has"),
+        ))
+    }
+
     /// The ordinal.
     pub fn ordinal(&self) -> usize {
         self.ordinal as usize

@@ -1017,15 +1017,26 @@ impl Drop for GraphExec {
     }
 }
 
-/// How a stream capture treats unsafe calls from other threads.
+/// Which calls that are unsafe during a stream capture (a synchronous
+/// allocation, a synchronisation, a query of another stream, …) CUDA refuses while
+/// the capture runs (`CUstreamCaptureMode`).
+///
+/// **The default is [`Relaxed`](Self::Relaxed), as for `cuda.core`'s
+/// `GraphBuilder.begin_building()`**, so that a port behaves as its Python
+/// original. CUDA's C examples usually capture with `Global`, which also catches
+/// mistakes: a capture in `Global` mode fails (and is invalidated) when any thread
+/// makes such a call, one in `Relaxed` mode lets them through.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum CaptureMode {
-    /// Unsafe calls from any thread are errors while capturing (the default).
-    #[default]
+    /// Such calls from any thread are errors while capturing
+    /// (`CU_STREAM_CAPTURE_MODE_GLOBAL`).
     Global,
-    /// Only this thread's unsafe calls are errors.
+    /// Only this thread's such calls are errors
+    /// (`CU_STREAM_CAPTURE_MODE_THREAD_LOCAL`).
     ThreadLocal,
-    /// No calls are restricted.
+    /// No calls are restricted (`CU_STREAM_CAPTURE_MODE_RELAXED`); the default,
+    /// as in `cuda.core`.
+    #[default]
     Relaxed,
 }
 
@@ -1042,6 +1053,10 @@ pub enum CaptureStatus {
 
 impl Stream {
     /// Starts capturing the work issued to this stream into a graph.
+    ///
+    /// `cuda.core`'s `begin_building()` is `begin_capture(CaptureMode::default())`,
+    /// that is [`CaptureMode::Relaxed`]; pass [`CaptureMode::Global`] to have CUDA
+    /// refuse calls that are unsafe during a capture.
     ///
     /// # Safety
     /// The captured work (copies, fills, launches) refers to memory by address:

@@ -450,7 +450,10 @@ const INLINE_ARGS: usize = 32;
 /// arguments or a wrong size, not a pointer to too little (or freed) memory. Every
 /// buffer or device pointer passed must be valid for all the accesses the kernel
 /// makes with the other arguments given (sizes, counts, strides), until the kernel
-/// has finished, and the kernel must not race with other work on that memory.
+/// has finished, and the kernel must not race with other work on that memory,
+/// host access included: a buffer's host view ([`Buffer::host_slice_mut`]) waits
+/// for the buffer's free stream, so a kernel that uses the buffer must be ordered
+/// before that stream (launched on it, or waited for by it), as its free is.
 /// Drivers before CUDA 12.4 cannot report a kernel's parameters: with them the
 /// count and sizes are not checked, and the caller must pass exactly the kernel's
 /// parameters, each of its type.

@@ -12,7 +12,8 @@
 //!     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
 //!     if (i < n) x[i] *= a;
 //! }"#;
-//! let options = ProgramOptions { arch: Some(dev.arch()?), ..Default::default() };
+//! // `arch` is this GPU's (`Default` leaves NVRTC's oldest default architecture).
+//! let options = ProgramOptions::for_device(&dev)?;
 //! let kernel = Program::new(SourceCode::Cxx(src), options)?
 //!     .compile(CompileTarget::Cubin, &[])?
 //!     .get_kernel("scale")?;
@@ -29,20 +30,21 @@
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
 //!
-//! Built on [`cuda_bindings`]; nothing links to CUDA at build time. Every failure
+//! Built on [`cuda_bindings`] (and [`cuda_pathfinder`], which finds the libraries
+//! and headers; both re-exported); nothing links to CUDA at build time. Every failure
 //! is an [`Error`] that carries CUDA's error (code, name, description) and what was
 //! being done; a missing driver or compiler is an error that lists where it was
 //! searched for.
 //!
 //! | area | types |
 //! |---|---|
-//! | devices and contexts | [`Device`], [`DeviceProperties`], [`Context`] |
+//! | devices and contexts | [`Device`] ([`Device::current`]), [`DeviceProperties`], [`Context`] |
 //! | green contexts | [`Device::resources`], [`SmResource`] (split into groups), [`Context::create_green`] |
 //! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
 //! | ordering and timing | [`Stream`], [`Event`] |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
 //! | batched memory operations (CUDA 13) | [`copy_batch`], [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] |
-//! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`], [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
+//! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`launch`] |
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes), [`GraphExec`] |
 //! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
@@ -92,6 +94,10 @@ pub use batch::{
 };
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
+/// The `cuda-pathfinder` crate this one finds CUDA's libraries and headers with
+/// (its `find_nvidia_header_directory`, `PathfinderError`, …), so that it need not
+/// be a dependency of its own.
+pub use cuda_pathfinder;
 pub use device::Device;
 pub use dlpack::{
     DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
@@ -120,7 +126,7 @@ pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
 pub use program::{
     CompileTarget, PchStatus, Program, ProgramOptions, SourceCode, nvrtc_pch_heap_size,
-    nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size,
+    nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size, toolkit_include_dirs,
 };
 pub use properties::DeviceProperties;
 pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};

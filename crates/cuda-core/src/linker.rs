@@ -111,6 +111,26 @@ impl Default for LinkerOptions {
 }
 
 impl LinkerOptions {
+    /// Options for `device`'s architecture ([`Device::arch`](crate::Device::arch):
+    /// `sm_90` on an H100), everything else left at nvJitLink's default.
+    ///
+    /// # Errors
+    /// The driver's error reading the compute capability.
+    pub fn for_device(device: &crate::Device) -> crate::Result<Self> {
+        Ok(Self::new(device.arch()?))
+    }
+
+    /// Options for the current device's architecture
+    /// ([`Device::current`](crate::Device::current)), which is what `cuda.core`'s
+    /// `LinkerOptions()` does when `arch` is not given.
+    ///
+    /// # Errors
+    /// As [`Device::current`](crate::Device::current) and
+    /// [`for_device`](Self::for_device).
+    pub fn for_current_device() -> crate::Result<Self> {
+        Self::for_device(&crate::Device::current()?)
+    }
+
     /// Options for `arch` (`sm_90`), everything else left at nvJitLink's default.
     pub fn new(arch: impl Into<String>) -> Self {
         Self {

@@ -41,6 +41,16 @@ pub enum MemoryKind {
 /// [`allocate_raw`](Self::allocate_raw), returns an address that nothing frees: it
 /// is `unsafe` to call, and is what an implementation provides.
 ///
+/// **The stream is optional where the resource is not stream-ordered**
+/// ([`is_stream_ordered`](Self::is_stream_ordered) is `false`:
+/// [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`],
+/// [`VirtualMemoryResource`](crate::VirtualMemoryResource)), as in `cuda.core`:
+/// `mr.allocate(size, None)` allocates at once, and the buffer is freed on the
+/// device's legacy default stream (see [`Buffer::allocate`]). A stream-ordered
+/// resource (a memory pool) needs `Some(&stream)` (or just `&stream`): the typed
+/// resources take only a `&Stream`, and `Arc<dyn MemoryResource>` and
+/// [`Buffer::allocate`] answer `None` with [`Error::InvalidArgument`].
+///
 /// ```no_run
 /// # fn f() -> cuda_core::Result<()> {
 /// use cuda_core::{Device, StreamOptions};
@@ -69,10 +79,20 @@ pub enum MemoryKind {
 /// # Ok(()) }
 /// ```
 ///
+/// and a memory pool's own type takes no `None`:
+///
+/// ```compile_fail,E0308
+/// # fn f(dev: cuda_core::Device) -> cuda_core::Result<()> {
+/// let buf = dev.default_memory_resource()?.allocate(1024, None)?;
+/// # Ok(()) }
+/// ```
+///
 /// # Safety
 /// `allocate_raw` must return memory of at least `size` bytes of the resource's
 /// [`kind`](Self::kind), usable on `device()`, and `deallocate` must accept exactly
-/// what `allocate_raw` returned.
+/// what `allocate_raw` returned. A resource whose
+/// [`is_stream_ordered`](Self::is_stream_ordered) is `false` must return memory
+/// that any stream may use as soon as `allocate_raw` returns.
 pub unsafe trait MemoryResource: fmt::Debug + Send + Sync {
     /// Allocates `size` bytes, ordered on `stream` where the resource can be, and
     /// returns their address, which **nothing owns or frees**: call `allocate` for
@@ -103,16 +123,33 @@ pub unsafe trait MemoryResource: fmt::Debug + Send + Sync {
 
     /// The device the memory belongs to.
     fn device(&self) -> Device;
+
+    /// Whether allocations and frees are ordered on a stream (a memory pool:
+    /// `true`, the default), or happen at once whatever stream is passed (`false`).
+    ///
+    /// An owning allocation from a resource that says `false` may be made without
+    /// a stream ([`Buffer::allocate`] with `None`); `allocate_raw` is then given the
+    /// device's legacy default stream, which it must accept (and may ignore).
+    /// Returning `true` is always safe: it only makes a stream required.
+    fn is_stream_ordered(&self) -> bool {
+        true
+    }
 }
 
 impl dyn MemoryResource {
     /// Allocates an owning [`Buffer`] of `size` bytes from this resource, ordered on
     /// `stream` (see [`Buffer::allocate`]): `dev.memory_resource()?.allocate(n,
-    /// &stream)?` is a buffer that frees itself.
+    /// &stream)?` is a buffer that frees itself. `None` for the stream allocates at
+    /// once from a resource that is not stream-ordered.
     ///
     /// # Errors
-    /// As [`Buffer::allocate`].
-    pub fn allocate(self: &Arc<Self>, size: usize, stream: &Stream) -> Result<Buffer> {
+    /// As [`Buffer::allocate`] (`None` for a stream-ordered resource is
+    /// [`Error::InvalidArgument`]).
+    pub fn allocate<'s>(
+        self: &Arc<Self>,
+        size: usize,
+        stream: impl Into<Option<&'s Stream>>,
+    ) -> Result<Buffer> {
         Buffer::allocate(Arc::clone(self), size, stream)
     }
 }
@@ -125,11 +162,12 @@ impl dyn MemoryResource {
 /// adds it for other types. It is sealed: implemented for `Arc<R>` only.
 pub trait MemoryResourceExt: sealed::Sealed {
     /// Allocates an owning [`Buffer`] of `size` bytes from this resource, ordered on
-    /// `stream` (see [`Buffer::allocate`]).
+    /// `stream` (see [`Buffer::allocate`]); `None` allocates at once from a resource
+    /// that is not stream-ordered.
     ///
     /// # Errors
     /// As [`Buffer::allocate`].
-    fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer>;
+    fn allocate<'s>(&self, size: usize, stream: impl Into<Option<&'s Stream>>) -> Result<Buffer>;
 }
 
 mod sealed {
@@ -138,21 +176,22 @@ mod sealed {
 }
 
 impl<R: MemoryResource + 'static> MemoryResourceExt for Arc<R> {
-    fn allocate(&self, size: usize, stream: &Stream) -> Result<Buffer> {
+    fn allocate<'s>(&self, size: usize, stream: impl Into<Option<&'s Stream>>) -> Result<Buffer> {
         Buffer::allocate(self.clone(), size, stream)
     }
 }
 
 /// An inherent owning `allocate` for a resource type of the crate, so that
 /// `Arc<Type>::allocate` needs no import (method resolution picks it before
-/// [`MemoryResourceExt::allocate`]).
+/// [`MemoryResourceExt::allocate`]). `ordered` resources take a `&Stream`;
+/// `unordered` ones an optional stream (`None`: allocate at once).
 macro_rules! owning_allocate {
-    ($t:ty $(, $doc:literal)?) => {
+    (ordered $t:ty $(, $doc:literal)?) => {
         impl $t {
             /// Allocates an owning [`Buffer`](crate::Buffer) of `size` bytes from this
-            /// resource, ordered on `stream` where the resource is stream-ordered;
-            /// `stream` becomes the buffer's free stream (see
-            /// [`Buffer::allocate`](crate::Buffer::allocate)).
+            /// resource, ordered on `stream`, which becomes the buffer's free stream
+            /// (see [`Buffer::allocate`](crate::Buffer::allocate)). The resource is
+            /// stream-ordered: the stream is required.
             $(#[doc = ""] #[doc = $doc])?
             ///
             /// # Errors
@@ -167,13 +206,35 @@ macro_rules! owning_allocate {
             }
         }
     };
+    (unordered $t:ty $(, $doc:literal)?) => {
+        impl $t {
+            /// Allocates an owning [`Buffer`](crate::Buffer) of `size` bytes from this
+            /// resource. The resource is not stream-ordered: the memory is allocated
+            /// at once, and the stream, optional, only becomes the buffer's free
+            /// stream (`None`: the device's legacy default stream; see
+            /// [`Buffer::allocate`](crate::Buffer::allocate)). `mr.allocate(n, None)`
+            /// and `mr.allocate(n, &stream)` both work.
+            $(#[doc = ""] #[doc = $doc])?
+            ///
+            /// # Errors
+            /// As [`Buffer::allocate`](crate::Buffer::allocate).
+            pub fn allocate<'s>(
+                self: &::std::sync::Arc<Self>,
+                size: usize,
+                stream: impl Into<Option<&'s $crate::Stream>>,
+            ) -> $crate::Result<$crate::Buffer> {
+                let mr: ::std::sync::Arc<dyn $crate::MemoryResource> = self.clone();
+                $crate::Buffer::allocate(mr, size, stream)
+            }
+        }
+    };
 }
 pub(crate) use owning_allocate;
 
-owning_allocate!(DeviceMemoryResource);
-owning_allocate!(LegacyPinnedMemoryResource);
-owning_allocate!(ManagedMemoryResource);
-owning_allocate!(PinnedMemoryResource);
+owning_allocate!(ordered DeviceMemoryResource);
+owning_allocate!(unordered LegacyPinnedMemoryResource);
+owning_allocate!(unordered ManagedMemoryResource);
+owning_allocate!(ordered PinnedMemoryResource);
 
 /// Device memory from a stream-ordered pool (`cuMemAllocFromPoolAsync`): the device's
 /// default pool, or a pool of its own.
@@ -529,6 +590,10 @@ unsafe impl MemoryResource for LegacyPinnedMemoryResource {
     fn device(&self) -> Device {
         self.device
     }
+
+    fn is_stream_ordered(&self) -> bool {
+        false
+    }
 }
 
 /// Managed (unified) memory (`cuMemAllocManaged`, attached globally).
@@ -608,6 +673,10 @@ unsafe impl MemoryResource for ManagedMemoryResource {
 
     fn device(&self) -> Device {
         self.device
+    }
+
+    fn is_stream_ordered(&self) -> bool {
+        false
     }
 }
 
@@ -839,15 +908,41 @@ impl Buffer {
     /// the buffer's free stream. The same as `mr.allocate(size, &stream)` (see
     /// [`MemoryResource`]).
     ///
+    /// `stream` is an `Option<&Stream>` (or a `&Stream`). `None` is for resources
+    /// that are not stream-ordered ([`MemoryResource::is_stream_ordered`] is
+    /// `false`): the memory is allocated at once and the buffer's free stream is
+    /// the device's legacy default stream ([`Stream::legacy_default`]), so that it
+    /// is freed after the work that this crate's methods queue on it, on any
+    /// stream, as for any buffer (see [`set_free_stream`](Self::set_free_stream)).
+    ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a zero size or a stream of another device;
-    /// the resource's error.
-    pub fn allocate(mr: Arc<dyn MemoryResource>, size: usize, stream: &Stream) -> Result<Self> {
+    /// [`Error::InvalidArgument`] for a zero size, a stream of another device, or
+    /// no stream for a stream-ordered resource; the resource's error.
+    pub fn allocate<'s>(
+        mr: Arc<dyn MemoryResource>,
+        size: usize,
+        stream: impl Into<Option<&'s Stream>>,
+    ) -> Result<Self> {
         let device = mr.device();
         let what = || format!("allocating {size} bytes on device {}", device.ordinal());
         if size == 0 {
             return Err(Error::invalid(what(), "the size is zero"));
         }
+        let legacy;
+        let stream = match stream.into() {
+            Some(s) => s,
+            None if mr.is_stream_ordered() => {
+                return Err(Error::invalid(
+                    what(),
+                    "the resource is stream-ordered (a memory pool): pass the stream to \
+                     allocate on; only resources that are not stream-ordered take `None`",
+                ));
+            }
+            None => {
+                legacy = Stream::legacy_default(&device)?;
+                &legacy
+            }
+        };
         if stream.device() != &device {
             return Err(Error::invalid(
                 what(),
@@ -1191,6 +1286,57 @@ impl Buffer {
         })
     }
 
+    /// Fills the buffer with copies of `value`, a 1-, 2- or 4-byte [`Pod`] value
+    /// (`f32`, `i16`, `half::f16`, `u8`, a `#[repr(C)]` pair of `u16`s, …),
+    /// ordered on `stream`: `buf.fill(1.5f32, &stream)` where Python writes
+    /// `buf.fill(np.float32(1.5), stream)`. The bytes of `value` are repeated as they
+    /// are in memory (`cuMemsetD8/D16/D32Async`).
+    ///
+    /// The size is checked when the call is compiled to code (`cargo build`, not
+    /// `cargo check`): a value of another size (`f64`, `u64`) does not build, as
+    /// CUDA's memset has no wider pattern.
+    ///
+    /// ```
+    /// # fn f(buf: &mut cuda_core::Buffer, s: &cuda_core::Stream) -> cuda_core::Result<()> {
+    /// buf.fill(1.5f32, s)?;
+    /// buf.fill(cuda_core::half::f16::from_f32(-2.0), s)?;
+    /// buf.fill(7i8, s)?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// ```compile_fail,E0080
+    /// # fn f(buf: &mut cuda_core::Buffer, s: &cuda_core::Stream) -> cuda_core::Result<()> {
+    /// buf.fill(1.5f64, s)?; // 8 bytes: no such memset
+    /// # Ok(()) }
+    /// # fn main() {
+    /// #     let g: fn(&mut cuda_core::Buffer, &cuda_core::Stream) -> cuda_core::Result<()> = f;
+    /// #     std::hint::black_box(g);
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the buffer's size or address is not a
+    /// multiple of the value's size; the driver's error; a stream of another device.
+    pub fn fill<T: Pod>(&mut self, value: T, stream: &Stream) -> Result<()> {
+        const {
+            assert!(
+                matches!(std::mem::size_of::<T>(), 1 | 2 | 4),
+                "Buffer::fill takes a value of 1, 2 or 4 bytes (CUDA's memset widths)"
+            );
+        }
+        let bytes = bytemuck::bytes_of(&value);
+        match *bytes {
+            [b] => self.fill_u8(b, stream),
+            [b0, b1] => self.fill_u16(u16::from_le_bytes([b0, b1]), stream),
+            [b0, b1, b2, b3] => self.fill_u32(u32::from_le_bytes([b0, b1, b2, b3]), stream),
+            // Excluded at compile time above.
+            _ => Err(Error::invalid(
+                "filling a buffer",
+                format!("a {}-byte value is not a memset width", bytes.len()),
+            )),
+        }
+    }
+
     fn fill_wide(
         &mut self,
         width: usize,
@@ -1314,22 +1460,110 @@ impl Buffer {
     /// [`Error::Unsupported`] for device memory; [`Error::InvalidArgument`] when the
     /// size or address does not fit `T`.
     pub unsafe fn as_host_slice<T: Pod>(&self) -> Result<&[T]> {
+        let len = self.host_len::<T>("reading a buffer from the host")?;
+        // SAFETY: host-accessible memory of `size` bytes, aligned for `T`; the caller
+        // guarantees no concurrent writes.
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr as usize as *const T, len) })
+    }
+
+    /// The host-visible contents as a mutable slice, for pinned and managed
+    /// memory, without waiting for anything: the zero-copy host view, for a caller
+    /// that has synchronised. [`host_slice_mut`](Self::host_slice_mut) is the safe
+    /// form, which waits first.
+    ///
+    /// The slice borrows the buffer mutably, so while it lives no method of this
+    /// crate can queue new work on the buffer. What the borrow cannot see is device
+    /// work queued before, or launched from elsewhere with the buffer's address:
+    /// that is what the caller vouches for.
+    ///
+    /// # Safety
+    /// No device work (copies, fills, kernels, graphs, on any stream, or in another
+    /// process) that reads or writes the buffer may be pending or start while the
+    /// slice lives: synchronise the streams that used it first (or call
+    /// [`host_slice_mut`](Self::host_slice_mut)). The host and the GPU writing the
+    /// same memory at once is a data race.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for device memory; [`Error::InvalidArgument`] when the
+    /// size or address does not fit `T`.
+    pub unsafe fn as_host_slice_mut<T: Pod>(&mut self) -> Result<&mut [T]> {
+        let len = self.host_len::<T>("writing a buffer from the host")?;
+        // SAFETY: host-accessible memory of `size` bytes, aligned for `T` (checked),
+        // any bit pattern of which is a valid `T` (`Pod`); the `&mut self` borrow
+        // excludes every other view through this buffer, and the caller guarantees
+        // that no device work touches it meanwhile.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr as usize as *mut T, len) })
+    }
+
+    /// Waits for the device work queued on the buffer, then gives its host-visible
+    /// contents (pinned or managed memory) as a mutable slice: zero-copy host reads
+    /// and writes, safely.
+    ///
+    /// ```no_run
+    /// # fn f(dev: cuda_core::Device, s: &cuda_core::Stream) -> cuda_core::Result<()> {
+    /// use std::sync::Arc;
+    /// use cuda_core::LegacyPinnedMemoryResource;
+    /// let mut buf = Arc::new(LegacyPinnedMemoryResource::new(&dev)).allocate(1024, None)?;
+    /// buf.fill(2.0f32, s)?; // on the GPU, on `s`
+    /// let host: &mut [f32] = buf.host_slice_mut()?; // waits for the fill
+    /// assert!(host.iter().all(|&x| x == 2.0));
+    /// host[0] = 1.0; // written straight into the pinned memory
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// What it waits for: the buffer's free stream
+    /// ([`free_stream`](Self::free_stream)). Every operation this crate queues on
+    /// the buffer, on whatever stream (copies, fills, prefetches, batches), makes
+    /// the free stream wait for it, so synchronising the free stream waits for all
+    /// of them; and `&mut self` means none can be queued while the slice lives.
+    /// A kernel or a graph that uses the buffer must be ordered before the free
+    /// stream too, as [`launch`](crate::launch) requires of a buffer it is given
+    /// (launch it on the free stream, or make the free stream wait for it).
+    ///
+    /// This costs a stream synchronisation; a caller that has synchronised already
+    /// can use [`as_host_slice_mut`](Self::as_host_slice_mut).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for device memory, and for a buffer that does not own
+    /// its memory ([`Buffer::from_raw`]: there is no free stream to wait for; use
+    /// `as_host_slice_mut`); [`Error::InvalidArgument`] when the size or address
+    /// does not fit `T`; the driver's error, including that of failed work.
+    pub fn host_slice_mut<T: Pod>(&mut self) -> Result<&mut [T]> {
+        const WHAT: &str = "viewing a buffer from the host";
+        self.host_len::<T>(WHAT)?;
+        let Some((_, free)) = &self.owner else {
+            return Err(Error::unsupported(
+                WHAT,
+                "the buffer does not own its memory, so it has no free stream to wait \
+                 for: synchronise its work and use `as_host_slice_mut`",
+            ));
+        };
+        free.sync()?;
+        // SAFETY: the free stream has been synchronised: every operation this
+        // crate queued on the buffer had made it wait (see above), and kernels and
+        // graphs given the buffer are ordered before it by their callers' contract.
+        // `&mut self` keeps any new work from being queued through the buffer while
+        // the slice lives.
+        unsafe { self.as_host_slice_mut() }
+    }
+
+    /// The number of `T`s in the host-visible buffer, or why it cannot be viewed
+    /// as `T`s.
+    fn host_len<T: Pod>(&self, what: &'static str) -> Result<usize> {
         if !self.is_host_accessible() {
             return Err(Error::unsupported(
-                "reading a buffer from the host",
+                what,
                 "device memory is not host-accessible",
             ));
         }
         let t = std::mem::size_of::<T>().max(1);
         if self.size % t != 0 || self.ptr as usize % std::mem::align_of::<T>() != 0 {
             return Err(Error::invalid(
-                "reading a buffer from the host",
+                what,
                 "the buffer's size or address does not fit the element type",
             ));
         }
-        // SAFETY: host-accessible memory of `size` bytes, aligned for `T`; the caller
-        // guarantees no concurrent writes.
-        Ok(unsafe { std::slice::from_raw_parts(self.ptr as usize as *const T, self.size / t) })
+        Ok(self.size / t)
     }
 
     /// Orders this buffer's eventual free after the work queued so far on `stream`

@@ -39,9 +39,27 @@ impl CodeType {
     }
 }
 
+impl CodeType {
+    /// The name `cuda.core` gives it (`ObjectCode.code_type`): `cubin`, `ptx`,
+    /// `ltoir`, `fatbin`, `object`, `library`. [`Display`](fmt::Display) writes
+    /// this, as does [`CompileTarget`](crate::CompileTarget)'s for the same kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cubin => "cubin",
+            Self::Ptx => "ptx",
+            Self::Ltoir => "ltoir",
+            Self::Fatbin => "fatbin",
+            Self::Object => "object",
+            Self::Library => "library",
+        }
+    }
+}
+
+/// Writes [`name`](CodeType::name): `cuda.core`'s spelling, the same as the
+/// matching [`CompileTarget`](crate::CompileTarget) writes.
 impl fmt::Display for CodeType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.extension())
+        f.write_str(self.name())
     }
 }
 

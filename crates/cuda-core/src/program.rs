@@ -26,6 +26,7 @@ use std::sync::{Mutex, PoisonError};
 use cuda_bindings::IntoResult as _;
 use cuda_bindings::{nvrtc, nvvm};
 
+use crate::Device;
 use crate::error::{Error, Result, ToolError};
 use crate::linker::{Linker, LinkerOptions};
 use crate::object::{CodeType, ObjectCode};
@@ -67,13 +68,12 @@ impl CompileTarget {
     }
 }
 
+/// Writes `cuda.core`'s `target_type` string (`ptx`, `cubin`, `ltoir`): the
+/// [`CodeType`] the target produces, as that writes itself, so
+/// `CompileTarget::Ltoir` and `CodeType::Ltoir` both print `ltoir`.
 impl fmt::Display for CompileTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Ptx => "PTX",
-            Self::Cubin => "cubin",
-            Self::Ltoir => "LTO-IR",
-        })
+        fmt::Display::fmt(&self.code_type(), f)
     }
 }
 
@@ -96,6 +96,32 @@ impl fmt::Display for CompileTarget {
 /// # Ok::<(), cuda_core::Error>(())
 /// ```
 ///
+/// **`Default` has no architecture, and nothing fills one in.** `cuda.core`'s
+/// `ProgramOptions()` targets the current device; here an unset
+/// [`arch`](Self::arch) is the compiler's own default (see that field), which is
+/// not your GPU. For the GPU, start from [`for_device`](Self::for_device) or, as
+/// Python does, [`for_current_device`](Self::for_current_device):
+///
+/// ```no_run
+/// use cuda_core::{Device, ProgramOptions};
+///
+/// let dev = Device::new(0)?;
+/// let options = ProgramOptions {
+///     std: Some("c++17".into()),
+///     ..ProgramOptions::for_device(&dev)? // arch: Some("sm_90") on an H100
+/// };
+/// // Python's `ProgramOptions(std="c++17")`: the current device (device 0 if none).
+/// let same = ProgramOptions { std: Some("c++17".into()), ..ProgramOptions::for_current_device()? };
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+///
+/// Headers: [`with_toolkit_headers`](Self::with_toolkit_headers) puts the CUDA
+/// runtime's and CCCL's include directories (from the wheels or a toolkit) on
+/// [`include_path`](Self::include_path), for `#include <cooperative_groups.h>`,
+/// `<cuda/std/…>`, `<cub/…>`; with NVRTC 13.3 or newer,
+/// [`use_bundled_headers`](Self::use_bundled_headers) uses the headers NVRTC
+/// carries instead.
+///
 /// For NVVM IR only the options NVVM has a counterpart for apply (see
 /// [`to_nvvm_args`](Self::to_nvvm_args)); the C++ front-end options (`std`, macros,
 /// include paths, diagnostics, …) are ignored. For PTX the code-generation options
@@ -107,8 +133,19 @@ pub struct ProgramOptions {
     /// compiled [`ObjectCode`] (`default_program` when `None`).
     pub name: Option<String>,
     /// The target architecture: `sm_XY` (real: PTX and a cubin), `compute_XY`
-    /// (virtual: PTX only), either with an `a` or `f` suffix (`sm_90a`). `None`
-    /// leaves the compiler's default (`--gpu-architecture=`).
+    /// (virtual: PTX only), either with an `a` or `f` suffix (`sm_90a`)
+    /// (`--gpu-architecture=`; NVVM `-arch=compute_XY`).
+    ///
+    /// **`None` is not the current device** (as it is in `cuda.core`): nothing is
+    /// passed and the compiler's own default applies. For NVRTC and NVVM that is
+    /// their oldest supported virtual architecture, `compute_75` for CUDA 13 and
+    /// `compute_52` for CUDA 12: PTX and LTO-IR are made for it (the driver
+    /// compiles such PTX for the GPU when it is loaded, and code for a newer
+    /// architecture, clusters for instance, does not compile). A cubin, and
+    /// linking ([`to_linker_options`](Self::to_linker_options)), need an `arch` and
+    /// refuse `None` with [`Error::InvalidArgument`]. Set it from a device with
+    /// [`for_device`](Self::for_device) or
+    /// [`for_current_device`](Self::for_current_device).
     pub arch: Option<String>,
     /// The C++ dialect, `c++03` to `c++20` (`--std=`).
     pub std: Option<String>,
@@ -224,6 +261,19 @@ pub struct ProgramOptions {
     /// Instantiate templates while creating the PCH
     /// (`--instantiate-templates-in-pch=`).
     pub instantiate_templates_in_pch: Option<bool>,
+    /// Use the CUDA runtime and CCCL headers that NVRTC carries
+    /// (`--use-bundled-headers=<dir>`, NVRTC 13.3 or newer): NVRTC installs them
+    /// into [`bundled_headers_dir`](Self::bundled_headers_dir) (once) and puts
+    /// them on the include path, so `#include <cuda/std/…>` or
+    /// `<cooperative_groups.h>` compile with no toolkit or wheel headers. With an
+    /// older NVRTC, compiling is [`Error::Unsupported`] (naming both versions);
+    /// [`with_toolkit_headers`](Self::with_toolkit_headers) works with any NVRTC.
+    pub use_bundled_headers: bool,
+    /// Where NVRTC installs its bundled headers for
+    /// [`use_bundled_headers`](Self::use_bundled_headers); `None`:
+    /// [`default_bundled_headers_dir`](Self::default_bundled_headers_dir) (a
+    /// directory per NVRTC version in the user's cache directory).
+    pub bundled_headers_dir: Option<PathBuf>,
     /// More options, passed verbatim after all the others.
     pub extra: Vec<String>,
 }
@@ -557,6 +607,13 @@ impl ProgramOptions {
                 a.out.push(format!("{flag}{on}"));
             }
         }
+        if self.use_bundled_headers {
+            let dir = match &self.bundled_headers_dir {
+                Some(d) => d.clone(),
+                None => Self::default_bundled_headers_dir()?,
+            };
+            a.path("bundled_headers_dir", &dir, "--use-bundled-headers=")?;
+        }
         for extra in &self.extra {
             a.text("extra", extra, "")?;
         }
@@ -636,6 +693,91 @@ impl ProgramOptions {
             ptxas_options: self.ptxas_options.clone(),
             no_cache: self.no_cache,
             ..LinkerOptions::new(arch.clone())
+        })
+    }
+
+    /// Options that compile for `device`: `arch` is its architecture (`sm_90`
+    /// on an H100, as [`Device::arch`] gives it), everything else is the default.
+    /// Update other fields with struct-update syntax (`ProgramOptions { std: …,
+    /// ..ProgramOptions::for_device(&dev)? }`).
+    ///
+    /// # Errors
+    /// The driver's error reading the compute capability.
+    pub fn for_device(device: &Device) -> Result<Self> {
+        Ok(Self {
+            arch: Some(device.arch()?),
+            ..Self::default()
+        })
+    }
+
+    /// Options that compile for the current device ([`Device::current`]: the
+    /// current context's device, or device 0 when no context is current), which is
+    /// what `cuda.core`'s `ProgramOptions()` does when `arch` is not given.
+    ///
+    /// # Errors
+    /// As [`Device::current`] and [`for_device`](Self::for_device) (no driver or
+    /// no device is an error: compiling without a GPU needs an explicit `arch`).
+    pub fn for_current_device() -> Result<Self> {
+        Self::for_device(&Device::current()?)
+    }
+
+    /// These options with the include directories of the CUDA runtime headers
+    /// (`cudart`: `cuda_runtime.h`, `cooperative_groups.h`, `cuda_fp16.h`, …) and
+    /// of CCCL (`cccl`: `<cuda/std/…>`, `<cub/…>`, `<thrust/…>`) added to
+    /// [`include_path`](Self::include_path), CCCL first, each once.
+    ///
+    /// They are found as [`toolkit_include_dirs`] finds them: by the pathfinder,
+    /// in NVIDIA's wheels (`nvidia-cuda-runtime` and `nvidia-cuda-cccl`, with
+    /// `-cu12` for CUDA 12), conda, `CUDA_PATH`/`CUDA_HOME` or the toolkit the
+    /// system's `libcudart` belongs to. Use headers of the same CUDA major as
+    /// NVRTC.
+    ///
+    /// ```no_run
+    /// use cuda_core::{CompileTarget, Program, ProgramOptions, SourceCode};
+    ///
+    /// let src = "#include <cooperative_groups.h>\n#include <cuda/std/type_traits>\n\
+    ///            extern \"C\" __global__ void k(int *o) { *o = cuda::std::is_integral<int>::value; }";
+    /// let options = ProgramOptions { arch: Some("sm_90".into()), ..Default::default() }
+    ///     .with_toolkit_headers()?;
+    /// let ptx = Program::new(SourceCode::Cxx(src), options)?.compile(CompileTarget::Ptx, &[])?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The pathfinder's [`PathfinderError`](cuda_pathfinder::PathfinderError):
+    /// `NotFound` names the headers that were not found (`cudart` or `cccl`) and
+    /// lists every place searched.
+    pub fn with_toolkit_headers(mut self) -> Result<Self, cuda_pathfinder::PathfinderError> {
+        for dir in toolkit_include_dirs()? {
+            if !self.include_path.contains(&dir) {
+                self.include_path.push(dir);
+            }
+        }
+        Ok(self)
+    }
+
+    /// The directory NVRTC installs its bundled headers into when
+    /// [`use_bundled_headers`](Self::use_bundled_headers) is set and
+    /// [`bundled_headers_dir`](Self::bundled_headers_dir) is not:
+    /// `<cache>/cuda-rs/nvrtc-bundled-headers/<major>.<minor>` for the loaded
+    /// NVRTC (`<cache>` is `$XDG_CACHE_HOME` or `~/.cache` on Linux), so that
+    /// NVRTC versions do not share headers. Without NVRTC, the version part is
+    /// left out.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the system has no cache directory (no home
+    /// directory): set `bundled_headers_dir`.
+    pub fn default_bundled_headers_dir() -> Result<PathBuf> {
+        let base = dirs::cache_dir().ok_or_else(|| {
+            Error::unsupported(
+                "choosing a directory for NVRTC's bundled headers",
+                "the system has no cache directory: set `bundled_headers_dir`",
+            )
+        })?;
+        let dir = base.join("cuda-rs").join("nvrtc-bundled-headers");
+        Ok(match nvrtc_version() {
+            Ok((major, minor)) => dir.join(format!("{major}.{minor}")),
+            Err(_) => dir,
         })
     }
 
@@ -937,6 +1079,9 @@ impl Program {
             }
             _ => {}
         }
+        if opts.use_bundled_headers {
+            prepare_bundled_headers(opts, name)?;
+        }
         let args = cstrings(opts.to_nvrtc_args()?, check)?;
         let arg_ptrs: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
         let num_args = c_int::try_from(arg_ptrs.len())
@@ -1221,6 +1366,57 @@ impl Program {
     }
 }
 
+/// The oldest NVRTC with `--use-bundled-headers`.
+const BUNDLED_HEADERS_NVRTC: (i32, i32) = (13, 3);
+
+/// Checks that NVRTC has bundled headers and makes the directory they go into.
+fn prepare_bundled_headers(opts: &ProgramOptions, name: &str) -> Result<()> {
+    let context = || format!("compiling {name} with NVRTC's bundled headers");
+    let have = nvrtc_version()?;
+    if have < BUNDLED_HEADERS_NVRTC {
+        let (major, minor) = BUNDLED_HEADERS_NVRTC;
+        return Err(Error::unsupported(
+            context(),
+            format!(
+                "`use_bundled_headers` needs NVRTC {major}.{minor} or newer; this NVRTC is \
+                 {}.{} (put the toolkit's headers on the include path instead: \
+                 `ProgramOptions::with_toolkit_headers`)",
+                have.0, have.1
+            ),
+        ));
+    }
+    let dir = match &opts.bundled_headers_dir {
+        Some(d) => d.clone(),
+        None => ProgramOptions::default_bundled_headers_dir()?,
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| Error::Io {
+        context: format!("{}: creating {}", context(), dir.display()).into(),
+        source: e,
+    })
+}
+
+/// The include directories of the CUDA runtime headers (`cudart`) and of CCCL
+/// (`cccl`), CCCL first, as [`ProgramOptions::with_toolkit_headers`] adds them
+/// (one directory when both are in the same place, as in CUDA 12 toolkits).
+///
+/// Found by [`cuda_pathfinder::find_nvidia_header_directory`]: NVIDIA's wheels
+/// (`nvidia-cuda-runtime` and `nvidia-cuda-cccl`), conda, `CUDA_PATH`/`CUDA_HOME`,
+/// or the toolkit of the system's `libcudart`.
+///
+/// # Errors
+/// [`PathfinderError::NotFound`](cuda_pathfinder::PathfinderError::NotFound)
+/// naming the headers not found (`cccl` or `cudart`), with every place searched.
+pub fn toolkit_include_dirs() -> Result<Vec<PathBuf>, cuda_pathfinder::PathfinderError> {
+    let mut dirs: Vec<PathBuf> = Vec::with_capacity(2);
+    for name in ["cccl", "cudart"] {
+        let dir = cuda_pathfinder::find_nvidia_header_directory(name)?.abs_path;
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    Ok(dirs)
+}
+
 /// Links one compiled input into a cubin, recording the linker's log (after
 /// `prefix`, the compiler's) as the program's.
 fn link_into_cubin(
@@ -1399,6 +1595,59 @@ mod tests {
             Arch::parse("sm_90a").map(Arch::virtual_name).as_deref(),
             Some("compute_90a")
         );
+    }
+
+    #[test]
+    fn targets_print_as_the_code_types_they_make() {
+        for (target, name) in [
+            (CompileTarget::Ptx, "ptx"),
+            (CompileTarget::Cubin, "cubin"),
+            (CompileTarget::Ltoir, "ltoir"),
+        ] {
+            assert_eq!(target.to_string(), name);
+            assert_eq!(target.code_type().to_string(), name);
+        }
+        for (code, name) in [
+            (CodeType::Fatbin, "fatbin"),
+            (CodeType::Object, "object"),
+            (CodeType::Library, "library"),
+        ] {
+            assert_eq!(code.to_string(), name);
+        }
+        assert_eq!(CodeType::Object.extension(), "o");
+    }
+
+    #[test]
+    fn bundled_headers_are_one_option_with_their_directory() {
+        let dir = PathBuf::from("/tmp/headers here");
+        let options = ProgramOptions {
+            use_bundled_headers: true,
+            bundled_headers_dir: Some(dir.clone()),
+            ..Default::default()
+        };
+        assert_eq!(
+            options.to_nvrtc_args().ok(),
+            Some(vec!["--use-bundled-headers=/tmp/headers here".to_owned()])
+        );
+        // The directory alone passes nothing.
+        let options = ProgramOptions {
+            bundled_headers_dir: Some(dir),
+            ..Default::default()
+        };
+        assert_eq!(options.to_nvrtc_args().ok(), Some(Vec::new()));
+        // Without a directory, the default one (under the user's cache).
+        let options = ProgramOptions {
+            use_bundled_headers: true,
+            ..Default::default()
+        };
+        if let Ok(default) = ProgramOptions::default_bundled_headers_dir() {
+            let shown = default.display().to_string();
+            assert!(shown.contains("cuda-rs/nvrtc-bundled-headers"), "{shown}");
+            assert_eq!(
+                options.to_nvrtc_args().ok(),
+                Some(vec![format!("--use-bundled-headers={}", default.display())])
+            );
+        }
     }
 
     #[test]

@@ -272,6 +272,10 @@ unsafe impl MemoryResource for VirtualMemoryResource {
     fn device(&self) -> Device {
         self.device
     }
+
+    fn is_stream_ordered(&self) -> bool {
+        false
+    }
 }
 
 impl Drop for VirtualMemoryResource {
@@ -289,6 +293,6 @@ impl Drop for VirtualMemoryResource {
 }
 
 crate::memory::owning_allocate!(
-    VirtualMemoryResource,
+    unordered VirtualMemoryResource,
     "The size is rounded up to the granularity (see [`granularity`](Self::granularity))."
 );

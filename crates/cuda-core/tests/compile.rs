@@ -6,9 +6,11 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use cuda_core::cuda_pathfinder::{self, ArtifactKind, PathfinderError};
 use cuda_core::{
     CodeType, CompileTarget, Error, Linker, LinkerBackend, LinkerOptions, ObjectCode, Program,
     ProgramOptions, SourceCode, ToolError, nvrtc_supported_archs, nvrtc_version,
+    toolkit_include_dirs,
 };
 use cuda_rs_tests::require_libs;
 
@@ -951,4 +953,229 @@ fn versions_report_each_library_and_its_major() {
         "{text}"
     );
     println!("{text}");
+}
+
+/// The architecture NVRTC and NVVM compile for when `arch` is unset: their oldest
+/// (`sm_75` for CUDA 13, `sm_52` for CUDA 12), whatever GPU there is.
+fn default_arch(major: i32) -> &'static str {
+    if major >= 13 { "sm_75" } else { "sm_52" }
+}
+
+#[test]
+fn an_unset_arch_is_the_compilers_oldest_not_the_gpu() {
+    require_libs!("nvrtc");
+    let (major, _) = nvrtc_version().unwrap();
+    let ptx = cxx(SAXPY, ProgramOptions::default(), CompileTarget::Ptx);
+    let text = std::str::from_utf8(ptx.code()).unwrap();
+    let target = format!(".target {}", default_arch(major));
+    assert!(text.contains(&target), "expected {target:?} in:\n{text}");
+    // LTO-IR is made for the same default; a cubin and linking need an `arch`.
+    let lto = ProgramOptions {
+        link_time_optimization: true,
+        ..Default::default()
+    };
+    assert!(!cxx(SAXPY, lto, CompileTarget::Ltoir).code().is_empty());
+    let program = Program::new(SourceCode::Cxx(SAXPY), ProgramOptions::default()).unwrap();
+    is_invalid(
+        program.compile(CompileTarget::Cubin, &[]),
+        "a cubin needs a real architecture",
+    );
+    is_invalid(ProgramOptions::default().to_linker_options(), "`arch`");
+}
+
+#[test]
+fn an_unset_arch_is_nvvms_oldest_too() {
+    // NVVM reports its own version; the toolkit's major is NVRTC's (one wheel set).
+    require_libs!("nvvm", "nvrtc");
+    let (major, _) = nvrtc_version().unwrap();
+    let program = Program::new(
+        SourceCode::Nvvm(NVVM_IR.as_bytes()),
+        ProgramOptions::default(),
+    )
+    .unwrap();
+    let ptx = program.compile(CompileTarget::Ptx, &[]).unwrap();
+    let text = std::str::from_utf8(ptx.code()).unwrap();
+    let target = format!(".target {}", default_arch(major));
+    assert!(text.contains(&target), "expected {target:?} in:\n{text}");
+}
+
+/// Cooperative groups (the CUDA runtime's headers) and CCCL: libcu++ and CUB.
+const WITH_HEADERS: &str = r#"
+#include <cooperative_groups.h>
+#include <cuda/std/type_traits>
+#include <cub/block/block_reduce.cuh>
+namespace cg = cooperative_groups;
+static_assert(cuda::std::is_integral<int>::value, "libcu++ works");
+extern "C" __global__ void block_sum(const int *in, int *out) {
+    using Reduce = cub::BlockReduce<int, 128>;
+    __shared__ typename Reduce::TempStorage tmp;
+    cg::thread_block block = cg::this_thread_block();
+    int sum = Reduce(tmp).Sum(in[block.thread_rank()]);
+    if (block.thread_rank() == 0) *out = sum;
+}
+"#;
+
+#[test]
+fn toolkit_headers_compile_cooperative_groups_and_cccl() {
+    require_libs!("nvrtc");
+    let dirs = toolkit_include_dirs();
+    let found = dirs.as_ref().map(|_| ()).map_err(|e| e.to_string());
+    if !cuda_rs_tests::require_or_skip(
+        &cuda_rs_tests::current_test_name(),
+        "the CUDA runtime and CCCL headers (the wheels, or a toolkit)",
+        cuda_rs_tests::REQUIRE_WHEELS_VAR,
+        found,
+    ) {
+        return;
+    }
+    let dirs = dirs.unwrap();
+    // CCCL first, then the runtime's headers (one directory if they share it).
+    assert!(
+        dirs[0].join("cuda/std/type_traits").is_file(),
+        "{}",
+        dirs[0].display()
+    );
+    let runtime = dirs.last().unwrap();
+    assert!(
+        runtime.join("cooperative_groups.h").is_file(),
+        "{}",
+        runtime.display()
+    );
+    // Under `cargo xtask test` they are the wheels' (nvidia-cuda-cccl, -runtime).
+    if let Ok(venv) = std::env::var("CUDA_RS_TEST_VENV") {
+        for d in &dirs {
+            assert!(d.starts_with(&venv), "{} is not in {venv}", d.display());
+        }
+    }
+
+    // Without them NVRTC cannot open the headers: the compile error names one.
+    let e = Program::new(SourceCode::Cxx(WITH_HEADERS), sm90())
+        .unwrap()
+        .compile(CompileTarget::Ptx, &[])
+        .unwrap_err();
+    assert!(matches!(e, Error::Compile { .. }), "{e}");
+    let log = e.log().unwrap();
+    assert!(
+        log.contains("cooperative_groups.h") && log.contains("could not open"),
+        "{log}"
+    );
+
+    let options = sm90().with_toolkit_headers().unwrap();
+    assert_eq!(options.include_path, dirs);
+    // Adding them again adds nothing; include paths given before are kept first.
+    let again = options.clone().with_toolkit_headers().unwrap();
+    assert_eq!(again.include_path, dirs);
+    let mine = ProgramOptions {
+        include_path: vec!["/opt/mine".into()],
+        ..sm90()
+    }
+    .with_toolkit_headers()
+    .unwrap();
+    assert_eq!(mine.include_path[0], std::path::Path::new("/opt/mine"));
+    assert_eq!(mine.include_path[1..], dirs[..]);
+
+    let ptx = cxx(WITH_HEADERS, options.clone(), CompileTarget::Ptx);
+    let text = std::str::from_utf8(ptx.code()).unwrap();
+    assert!(text.contains(".entry block_sum"), "{text}");
+    // And to a cubin, for the GPU machines' architecture.
+    assert!(
+        cxx(WITH_HEADERS, options, CompileTarget::Cubin)
+            .code()
+            .starts_with(ELF)
+    );
+}
+
+#[test]
+fn missing_cccl_headers_are_a_pathfinder_error_naming_them() {
+    const TEST: &str = "missing_cccl_headers_are_a_pathfinder_error_naming_them";
+    if !cuda_rs_tests::in_child() {
+        // A site-packages directory with the runtime's headers and no CCCL, as the
+        // only Python environment of a child process with nothing else set.
+        let site = tempfile::tempdir().unwrap();
+        let include = site.path().join("nvidia/cu13/include");
+        std::fs::create_dir_all(&include).unwrap();
+        std::fs::write(include.join("cuda_runtime.h"), "").unwrap();
+        cuda_rs_tests::run_test_in_child(TEST, &[("PYTHONPATH", site.path().as_os_str())]);
+        return;
+    }
+    let site = std::env::var_os("PYTHONPATH").unwrap();
+    let cudart = cuda_pathfinder::find_nvidia_header_directory("cudart").unwrap();
+    assert!(cudart.abs_path.starts_with(&site), "{cudart:?}");
+    match cuda_pathfinder::find_nvidia_header_directory("cccl") {
+        // A toolkit on this machine has CCCL: then it is what the helper adds.
+        Ok(cccl) => {
+            println!("CCCL found outside the test's site-packages: {cccl:?}");
+            let options = ProgramOptions::default().with_toolkit_headers().unwrap();
+            assert_eq!(options.include_path[0], cccl.abs_path);
+        }
+        Err(_) => {
+            let e = ProgramOptions::default()
+                .with_toolkit_headers()
+                .unwrap_err();
+            match &e {
+                PathfinderError::NotFound {
+                    kind: ArtifactKind::HeaderDir,
+                    name,
+                    searched,
+                } => {
+                    assert_eq!(name, "cccl");
+                    assert!(
+                        searched.iter().any(|s| s.place.contains("cccl")),
+                        "{searched:?}"
+                    );
+                }
+                other => panic!("expected NotFound for cccl, got {other:?}"),
+            }
+            let msg = e.to_string();
+            assert!(
+                msg.starts_with("header directory `cccl` not found"),
+                "{msg}"
+            );
+            assert!(toolkit_include_dirs().is_err());
+        }
+    }
+}
+
+#[test]
+fn bundled_headers_need_nvrtc_13_3_and_say_so() {
+    require_libs!("nvrtc");
+    const CCCL_ONLY: &str = "#include <cuda/std/type_traits>\n\
+        extern \"C\" __global__ void k(int *o) { *o = cuda::std::is_integral<int>::value; }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let headers = dir.path().join("bundled");
+    let options = ProgramOptions {
+        use_bundled_headers: true,
+        bundled_headers_dir: Some(headers.clone()),
+        ..sm90()
+    };
+    let expected = format!("--use-bundled-headers={}", headers.display());
+    assert!(
+        options.to_nvrtc_args().unwrap().contains(&expected),
+        "{expected}"
+    );
+    let result = Program::new(SourceCode::Cxx(CCCL_ONLY), options)
+        .unwrap()
+        .compile(CompileTarget::Ptx, &[]);
+    let (major, minor) = nvrtc_version().unwrap();
+    if (major, minor) < (13, 3) {
+        match result {
+            Err(e @ Error::Unsupported { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("NVRTC 13.3") && msg.contains(&format!("{major}.{minor}")),
+                    "{msg}"
+                );
+                assert!(msg.contains("with_toolkit_headers"), "{msg}");
+            }
+            other => panic!("expected Unsupported on NVRTC {major}.{minor}, got {other:?}"),
+        }
+        assert!(
+            !headers.exists(),
+            "nothing is made for an NVRTC without them"
+        );
+    } else {
+        let ptx = result.unwrap();
+        assert!(!ptx.code().is_empty());
+        assert!(headers.join("cccl/cuda/std/type_traits").is_file());
+    }
 }

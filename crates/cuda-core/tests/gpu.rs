@@ -8,14 +8,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use cuda_core::cuda_bindings::driver::CUdeviceptr;
+use cuda_core::cuda_bindings::driver::{self as sys, CUdeviceptr};
+use cuda_core::half::f16;
 use cuda_core::{
-    Buffer, ContextOptions, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error, Event,
-    EventOptions, LegacyPinnedMemoryResource, Location, ManagedMemoryResource, MemoryKind,
-    MemoryResource, MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions, Stream,
-    StreamOptions,
+    Buffer, CompileTarget, Context, ContextOptions, Device, DeviceMemoryPoolOptions,
+    DeviceMemoryResource, Error, Event, EventOptions, LaunchConfig, LegacyPinnedMemoryResource,
+    LinkerOptions, Location, ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt,
+    PinnedMemoryResource, PinnedMemoryResourceOptions, Program, ProgramOptions, SourceCode, Stream,
+    StreamOptions, VirtualMemoryOptions, VirtualMemoryResource, launch,
 };
-use cuda_rs_tests::require_gpu;
+use cuda_rs_tests::{require_gpu, require_libs};
 
 /// Held by the tests that measure or fill the whole device's memory, so that one
 /// does not see the other's allocations.
@@ -606,4 +608,243 @@ fn a_resource_of_your_own_set_on_the_device_allocates_owning_buffers() {
     assert_eq!(counting.counts(), (2, 2));
     d.set_memory_resource(None).unwrap();
     s.sync().unwrap();
+}
+
+/// Whether a context is current on this thread.
+fn has_current_context() -> bool {
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: `ctx` is valid for writes.
+    let rc = unsafe { sys::cuCtxGetCurrent(&mut ctx) };
+    assert_eq!(rc, sys::CUDA_SUCCESS);
+    !ctx.is_null()
+}
+
+#[test]
+fn the_current_device_is_the_current_contexts_or_device_0() {
+    require_gpu!();
+    // A new thread has no current context: device 0, as cuda.core's `Device()`
+    // and the runtime's `cudaGetDevice`, and asking makes nothing current.
+    std::thread::spawn(|| {
+        assert!(!has_current_context());
+        assert_eq!(Device::current().unwrap(), Device::new(0).unwrap());
+        assert!(!has_current_context());
+        // The last device made current (device 0 on a one-GPU machine).
+        let last = Device::new(Device::count().unwrap() - 1).unwrap();
+        last.set_current().unwrap();
+        assert_eq!(Device::current().unwrap(), last);
+        // The options for "the current device", as Python fills `arch` in.
+        let arch = last.arch().unwrap();
+        assert_eq!(
+            ProgramOptions::for_current_device().unwrap().arch,
+            Some(arch.clone())
+        );
+        assert_eq!(
+            ProgramOptions::for_device(&last).unwrap().arch,
+            Some(arch.clone())
+        );
+        assert_eq!(LinkerOptions::for_current_device().unwrap().arch, arch);
+        assert_eq!(LinkerOptions::for_device(&last).unwrap().arch, arch);
+        // An explicit context's device.
+        let ctx = Context::create(&last, ContextOptions::default()).unwrap();
+        ctx.set_current().unwrap();
+        assert_eq!(Device::current().unwrap(), last);
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn fill_takes_any_pod_value_of_1_2_or_4_bytes() {
+    require_gpu!();
+    let d = dev0();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let mut b = d.allocate(64, &s).unwrap();
+    b.fill(1.5f32, &s).unwrap();
+    let mut floats = [0f32; 16];
+    b.copy_to_host(&mut floats, &s).unwrap();
+    assert_eq!(floats, [1.5; 16]);
+    b.fill(f16::from_f32(-2.0), &s).unwrap();
+    let mut halves = [f16::ZERO; 32];
+    b.copy_to_host(&mut halves, &s).unwrap();
+    assert_eq!(halves, [f16::from_f32(-2.0); 32]);
+    b.fill(-3i8, &s).unwrap();
+    let mut bytes = [0i8; 64];
+    b.copy_to_host(&mut bytes, &s).unwrap();
+    assert_eq!(bytes, [-3; 64]);
+    // The value's bytes repeat as they are in memory.
+    b.fill([0x12u8, 0x34], &s).unwrap();
+    let mut raw = [0u8; 64];
+    b.copy_to_host(&mut raw, &s).unwrap();
+    assert!(raw.chunks(2).all(|c| c == [0x12, 0x34]), "{raw:?}");
+    b.fill(-7i32, &s).unwrap();
+    let mut ints = [0i32; 16];
+    b.copy_to_host(&mut ints, &s).unwrap();
+    assert_eq!(ints, [-7; 16]);
+    // A size the value does not divide is refused, and the contents stay.
+    let mut odd = d.allocate(6, &s).unwrap();
+    odd.fill(9u8, &s).unwrap();
+    assert!(matches!(
+        odd.fill(1.0f32, &s),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let mut six = [0u8; 6];
+    odd.copy_to_host(&mut six, &s).unwrap();
+    assert_eq!(six, [9; 6]);
+}
+
+/// Spins for about `cycles` clock cycles.
+const SPIN: &str = r#"
+extern "C" __global__ void spin(long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) {}
+}
+"#;
+
+#[test]
+fn host_views_of_pinned_and_managed_memory_wait_for_the_gpu_and_write_in_place() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let d = dev0();
+    let spin = Program::new(
+        SourceCode::Cxx(SPIN),
+        ProgramOptions::for_device(&d).unwrap(),
+    )
+    .unwrap()
+    .compile(CompileTarget::Cubin, &[])
+    .unwrap()
+    .get_kernel("spin")
+    .unwrap();
+    let clock_khz = i64::from(d.properties().clock_rate().unwrap());
+    let work = d
+        .create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })
+        .unwrap();
+    let n = 1 << 16;
+    let pattern = random_u32(n, 7);
+    let mut src = d.allocate(n * 4, &work).unwrap();
+    src.copy_from_host(&pattern, &work).unwrap();
+
+    let mut resources: Vec<(&str, Arc<dyn MemoryResource>)> = vec![
+        (
+            "legacy pinned",
+            Arc::new(LegacyPinnedMemoryResource::new(&d)),
+        ),
+        ("managed", Arc::new(ManagedMemoryResource::new(&d))),
+    ];
+    match PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()) {
+        Ok(p) => resources.push(("pinned pool", Arc::new(p))),
+        Err(e) => assert_eq!(e.driver_code(), Some(sys::CUDA_ERROR_NOT_SUPPORTED), "{e}"),
+    }
+    for (name, mr) in resources {
+        // Allocated on (and freed on) another stream than the work below.
+        let alloc = d.create_stream(StreamOptions::default()).unwrap();
+        let mut buf = mr.allocate(n * 4, &alloc).unwrap();
+        alloc.sync().unwrap();
+        buf.fill(0u32, &work).unwrap();
+        work.sync().unwrap();
+        // 50 ms of spinning on `work`, then a copy into the buffer behind it: the
+        // host view must wait for both.
+        // SAFETY: `spin` takes one integer and touches no memory.
+        unsafe { launch(&work, &LaunchConfig::new(1, 1), &spin, &[&(clock_khz * 50)]) }.unwrap();
+        buf.copy_from(&src, &work).unwrap();
+        let view: &mut [u32] = buf.host_slice_mut().unwrap();
+        assert!(
+            view == pattern.as_slice(),
+            "{name}: the view did not wait for the copy"
+        );
+        // Zero-copy writes: the device sees them.
+        for x in view.iter_mut() {
+            *x = !*x;
+        }
+        let mut back = vec![0u32; n];
+        buf.copy_to_host(&mut back, &work).unwrap();
+        assert!(
+            back.iter().zip(&pattern).all(|(b, p)| *b == !*p),
+            "{name}: the device did not see the host's writes"
+        );
+        // The unchecked view, after a synchronisation of our own.
+        buf.fill(5u32, &work).unwrap();
+        work.sync().unwrap();
+        // SAFETY: the fill, the only work queued on the buffer, has finished.
+        let view: &mut [u32] = unsafe { buf.as_host_slice_mut() }.unwrap();
+        assert!(view.iter().all(|&x| x == 5), "{name}");
+        view[0] = 6;
+        // SAFETY: as above, and the mutable view is gone.
+        assert_eq!(unsafe { buf.as_host_slice::<u32>() }.unwrap()[..2], [6, 5]);
+        // An element type the buffer does not divide into is refused.
+        assert!(matches!(
+            buf.host_slice_mut::<[u8; 3]>(),
+            Err(Error::InvalidArgument { .. })
+        ));
+        // Memory the buffer does not own has no free stream to wait for.
+        // SAFETY: `buf` outlives `alias`, which is never used for device work.
+        let mut alias = unsafe { Buffer::from_raw(buf.ptr(), buf.size(), buf.kind(), &d) };
+        assert!(matches!(
+            alias.host_slice_mut::<u32>(),
+            Err(Error::Unsupported { .. })
+        ));
+    }
+    // Device memory has no host view.
+    let mut device = d.allocate(64, &work).unwrap();
+    assert!(matches!(
+        device.host_slice_mut::<u32>(),
+        Err(Error::Unsupported { .. })
+    ));
+    // SAFETY: never reached: device memory is refused before any view is made.
+    assert!(unsafe { device.as_host_slice_mut::<u32>() }.is_err());
+}
+
+#[test]
+fn resources_that_are_not_stream_ordered_allocate_without_a_stream() {
+    require_gpu!();
+    let d = dev0();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let legacy = Arc::new(LegacyPinnedMemoryResource::new(&d));
+    let managed = Arc::new(ManagedMemoryResource::new(&d));
+    let vmm = Arc::new(VirtualMemoryResource::new(&d, VirtualMemoryOptions::default()).unwrap());
+    let pool = d.default_memory_resource().unwrap();
+    assert!(!legacy.is_stream_ordered() && !managed.is_stream_ordered());
+    assert!(!vmm.is_stream_ordered() && pool.is_stream_ordered());
+    let data = random_u32(1024, 3);
+    // The typed resources take `None` (and a stream as before).
+    let typed = [
+        legacy.allocate(4096, None).unwrap(),
+        managed.allocate(4096, None).unwrap(),
+        vmm.allocate(4096, None).unwrap(),
+        legacy.allocate(4096, &s).unwrap(),
+    ];
+    let erased: [Arc<dyn MemoryResource>; 3] = [legacy.clone(), managed.clone(), vmm.clone()];
+    let mut buffers: Vec<Buffer> = typed.into_iter().collect();
+    for mr in erased {
+        buffers.push(mr.allocate(4096, None).unwrap());
+        buffers.push(Buffer::allocate(mr, 4096, None).unwrap());
+    }
+    for (i, mut b) in buffers.into_iter().enumerate() {
+        let free = b.free_stream().unwrap().handle();
+        if i == 3 {
+            assert_eq!(free, s.handle());
+        } else {
+            // Freed on the device's legacy default stream.
+            assert_eq!(free, sys::CU_STREAM_LEGACY, "buffer {i}");
+        }
+        b.copy_from_host(&data, &s).unwrap();
+        let mut back = vec![0u32; 1024];
+        b.copy_to_host(&mut back, &s).unwrap();
+        assert_eq!(back, data, "buffer {i}");
+        // Work on another stream is ordered before the free.
+        b.fill(7u8, &s).unwrap();
+        b.close(None).unwrap();
+    }
+    // A stream-ordered resource needs its stream.
+    let erased: Arc<dyn MemoryResource> = pool.clone();
+    for e in [
+        erased.allocate(4096, None).unwrap_err(),
+        Buffer::allocate(erased.clone(), 4096, None).unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+        assert!(e.to_string().contains("stream-ordered"), "{e}");
+    }
+    assert_eq!(pool.allocate(4096, &s).unwrap().size(), 4096);
 }

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
     CaptureMode, CaptureStatus, CompileTarget, ConditionalKind, Device, Error, Event, EventOptions,
-    Graph, GraphCompleteOptions, LaunchConfig, ObjectCode, Program, ProgramOptions, SourceCode,
-    Stream, StreamOptions, launch,
+    Graph, GraphCompleteOptions, LaunchConfig, LegacyPinnedMemoryResource, ObjectCode, Program,
+    ProgramOptions, SourceCode, Stream, StreamOptions, launch,
 };
 use cuda_rs_tests::{require_gpu, require_libs};
 
@@ -451,4 +451,36 @@ fn nodes_of_an_instantiated_graph_are_changed_and_disabled_in_place() {
     ));
     assert!(exec.set_node_enabled(&g, empty, false).is_err());
     let _ = k_set;
+}
+
+#[test]
+fn captures_default_to_relaxed_as_cuda_cores_graph_builder() {
+    require_gpu!();
+    assert_eq!(CaptureMode::default(), CaptureMode::Relaxed);
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d
+        .create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })
+        .unwrap();
+    // A synchronous allocation is a call CUDA calls unsafe during a capture:
+    // relaxed lets this thread make it, thread-local refuses it.
+    let pinned = Arc::new(LegacyPinnedMemoryResource::new(&d));
+    // SAFETY: nothing is captured.
+    unsafe { s.begin_capture(CaptureMode::default()) }.unwrap();
+    let allowed = pinned.allocate(4096, &s);
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::Active);
+    s.end_capture().unwrap();
+    allowed.unwrap().close(None).unwrap();
+
+    // SAFETY: nothing is captured.
+    unsafe { s.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    let refused = pinned.allocate(4096, &s);
+    let ended = s.end_capture();
+    let e = refused.unwrap_err();
+    assert!(e.driver_code().is_some(), "{e}");
+    assert!(ended.is_err(), "the refused call invalidates the capture");
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
 }

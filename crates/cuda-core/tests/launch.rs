@@ -533,3 +533,56 @@ extern "C" __global__ void sum_shared(unsigned *out, unsigned n) {
     run(big).unwrap();
     check(big);
 }
+
+/// Cooperative groups and CUB's block reduction, from the toolkit's headers.
+const BLOCK_SUM: &str = r#"
+#include <cooperative_groups.h>
+#include <cub/block/block_reduce.cuh>
+namespace cg = cooperative_groups;
+extern "C" __global__ void block_sum(const int *in, int *out) {
+    using Reduce = cub::BlockReduce<int, 128>;
+    __shared__ typename Reduce::TempStorage tmp;
+    cg::thread_block block = cg::this_thread_block();
+    int sum = Reduce(tmp).Sum(in[block.thread_rank()]);
+    if (block.thread_rank() == 0) *out = sum;
+}
+"#;
+
+#[test]
+fn kernels_with_toolkit_headers_run_for_the_current_device() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let found = cuda_core::toolkit_include_dirs()
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    if !cuda_rs_tests::require_or_skip(
+        &cuda_rs_tests::current_test_name(),
+        "the CUDA runtime and CCCL headers",
+        cuda_rs_tests::REQUIRE_GPU_VAR,
+        found,
+    ) {
+        return;
+    }
+    let (d, s) = setup();
+    // `cuda.core`'s `ProgramOptions()`: the current device's architecture.
+    let options = ProgramOptions::for_current_device()
+        .unwrap()
+        .with_toolkit_headers()
+        .unwrap();
+    assert_eq!(options.arch, Some(d.arch().unwrap()));
+    let kernel = Program::new(SourceCode::Cxx(BLOCK_SUM), options)
+        .unwrap()
+        .compile(CompileTarget::Cubin, &[])
+        .unwrap_or_else(|e| panic!("{e}"))
+        .get_kernel("block_sum")
+        .unwrap();
+    let input: Vec<i32> = (1..=128).collect();
+    let mut inp = d.allocate(128 * 4, &s).unwrap();
+    inp.copy_from_host(&input, &s).unwrap();
+    let out = d.allocate(4, &s).unwrap();
+    // SAFETY: one block of 128 threads reads `inp[0..128]` and writes `out[0]`.
+    unsafe { launch(&s, &LaunchConfig::new(1, 128), &kernel, &[&inp, &out]) }.unwrap();
+    let mut sum = [0i32];
+    out.copy_to_host(&mut sum, &s).unwrap();
+    assert_eq!(sum[0], 128 * 129 / 2);
+}

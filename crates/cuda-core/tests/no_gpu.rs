@@ -39,6 +39,25 @@ fn without_a_driver_the_error_says_where_it_looked() {
     );
     assert!(matches!(Device::new(0), Err(Error::Driver { .. })));
     assert!(Device::all().is_err());
+    // No current device either, and so no "options for the current device":
+    // compiling without a GPU takes an explicit `arch`.
+    assert!(matches!(Device::current(), Err(Error::Driver { .. })));
+    assert!(matches!(
+        cuda_core::ProgramOptions::for_current_device(),
+        Err(Error::Driver { .. })
+    ));
+    assert!(matches!(
+        cuda_core::LinkerOptions::for_current_device(),
+        Err(Error::Driver { .. })
+    ));
+}
+
+#[test]
+fn stream_captures_default_to_relaxed_as_in_cuda_core() {
+    assert_eq!(
+        cuda_core::CaptureMode::default(),
+        cuda_core::CaptureMode::Relaxed
+    );
 }
 
 #[test]
@@ -313,6 +332,17 @@ mod owning_allocate_resolves {
         ])
     }
 
+    /// The resources that are not stream-ordered also allocate without a stream
+    /// (`None`), typed or erased.
+    pub(super) fn without_a_stream(r: &Resources) -> Result<[Buffer; 4]> {
+        Ok([
+            r.0.allocate(1, None)?,
+            r.3.allocate(1, None)?,
+            r.4.allocate(1, None)?,
+            r.5.allocate(1, None)?,
+        ])
+    }
+
     pub(super) mod with_traits {
         use std::sync::Arc;
 
@@ -339,6 +369,13 @@ mod owning_allocate_resolves {
                 user.allocate(1, s)?,
             ])
         }
+
+        /// A resource of the user's own takes an optional stream too.
+        pub(crate) fn user_without_a_stream(
+            user: &Arc<super::super::UserResource>,
+        ) -> Result<Buffer> {
+            user.allocate(1, None)
+        }
     }
 }
 
@@ -346,5 +383,7 @@ mod owning_allocate_resolves {
 fn allocate_on_an_arc_of_any_resource_type_checks_as_the_owning_one() {
     // Compiling `owning_allocate_resolves` is the test; this keeps it referenced.
     let _ = owning_allocate_resolves::without_traits;
+    let _ = owning_allocate_resolves::without_a_stream;
     let _ = owning_allocate_resolves::with_traits::f;
+    let _ = owning_allocate_resolves::with_traits::user_without_a_stream;
 }
