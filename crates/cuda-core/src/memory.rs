@@ -1327,8 +1327,8 @@ impl Buffer {
         let bytes = bytemuck::bytes_of(&value);
         match *bytes {
             [b] => self.fill_u8(b, stream),
-            [b0, b1] => self.fill_u16(u16::from_le_bytes([b0, b1]), stream),
-            [b0, b1, b2, b3] => self.fill_u32(u32::from_le_bytes([b0, b1, b2, b3]), stream),
+            [b0, b1] => self.fill_u16(u16::from_ne_bytes([b0, b1]), stream),
+            [b0, b1, b2, b3] => self.fill_u32(u32::from_ne_bytes([b0, b1, b2, b3]), stream),
             // Excluded at compile time above.
             _ => Err(Error::invalid(
                 "filling a buffer",
