@@ -259,7 +259,7 @@ impl LaunchConfig {
         self.grid.count()
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let what = "launching a kernel";
         if self.grid.has_zero() || self.block.has_zero() {
             return Err(zero_dims(what));
@@ -410,6 +410,36 @@ unsafe impl<T: Pod> KernelArg for T {
 unsafe impl KernelArg for Buffer {
     fn arg_ptr(&self) -> *const c_void {
         self.ptr_ref().cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<sys::CUdeviceptr>()
+    }
+}
+
+// SAFETY: points at the view's stored device address (8 bytes).
+unsafe impl<T: Pod> KernelArg for crate::DeviceView<'_, T> {
+    fn arg_ptr(&self) -> *const c_void {
+        (&self.ptr as *const sys::CUdeviceptr).cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<sys::CUdeviceptr>()
+    }
+}
+
+// SAFETY: as above.
+unsafe impl<T: Pod> KernelArg for crate::DeviceViewMut<'_, T> {
+    fn arg_ptr(&self) -> *const c_void {
+        (&self.ptr as *const sys::CUdeviceptr).cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<sys::CUdeviceptr>()
+    }
+}
+
+// SAFETY: points at the underlying buffer's stored device address (8 bytes).
+unsafe impl<T: Pod> KernelArg for crate::DeviceBuffer<T> {
+    fn arg_ptr(&self) -> *const c_void {
+        self.as_buffer().ptr_ref().cast()
     }
     fn arg_size(&self) -> usize {
         std::mem::size_of::<sys::CUdeviceptr>()

@@ -64,6 +64,7 @@ pub mod cache;
 pub mod checkpoint;
 mod context;
 mod device;
+mod device_buffer;
 mod dlpack;
 mod error;
 mod event;
@@ -78,6 +79,7 @@ mod linker;
 mod memory;
 mod module;
 mod object;
+mod pinned_buffer;
 mod program;
 mod properties;
 mod resources;
@@ -85,7 +87,9 @@ mod stream;
 pub mod system;
 mod tensor_map;
 mod texture;
+mod typed_kernel;
 mod versions;
+mod view;
 mod vmm;
 
 pub use batch::{
@@ -99,6 +103,7 @@ pub use cuda_bindings;
 /// be a dependency of its own.
 pub use cuda_pathfinder;
 pub use device::Device;
+pub use device_buffer::DeviceBuffer;
 pub use dlpack::{
     DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
 };
@@ -124,6 +129,7 @@ pub use memory::{
 };
 pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
+pub use pinned_buffer::PinnedBuffer;
 pub use program::{
     CompileTarget, PchStatus, Program, ProgramOptions, SourceCode, nvrtc_pch_heap_size,
     nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size, toolkit_include_dirs,
@@ -139,5 +145,7 @@ pub use texture::{
     AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
     SurfaceObject, TextureObject, TextureOptions, TextureResource,
 };
+pub use typed_kernel::{ConstPtr, MutPtr, Param, Signature, TypedKernel, Val};
 pub use versions::{Component, Versions, versions};
+pub use view::{DeviceView, DeviceViewMut};
 pub use vmm::{Granularity, VirtualMemoryOptions, VirtualMemoryResource};

@@ -1190,58 +1190,8 @@ impl Buffer {
     /// [`Error::InvalidArgument`] when `src` is larger than this buffer or the stream
     /// belongs to neither buffer's device; the driver's error.
     pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
-        const WHAT: &str = "copying between buffers";
-        self.check_len(src.size, WHAT)?;
-        if src.device == self.device {
-            let _current = self.check_stream(stream, WHAT)?;
-            // SAFETY: both spans are live and large enough; the copy is stream-ordered.
-            unsafe { sys::cuMemcpyAsync(self.ptr, src.ptr, src.size, stream.handle()) }
-                .check(|| format!("copying {} bytes between buffers", src.size))?;
-        } else {
-            // The context of each side: the stream's for its own device, the
-            // primary context for the other.
-            let on = |d: &Device| -> Result<Context> {
-                if stream.device() == d {
-                    Ok(stream.context().clone())
-                } else {
-                    d.context()
-                }
-            };
-            if stream.device() != &self.device && stream.device() != &src.device {
-                return Err(Error::invalid(
-                    WHAT,
-                    format!(
-                        "the buffers are on devices {} and {}, the stream on device {}",
-                        src.device.ordinal(),
-                        self.device.ordinal(),
-                        stream.device().ordinal()
-                    ),
-                ));
-            }
-            let (dst_ctx, src_ctx) = (on(&self.device)?, on(&src.device)?);
-            let _current = stream.context().ensure_current()?;
-            // SAFETY: both spans are live and large enough, each in its device's
-            // context; the copy is stream-ordered.
-            unsafe {
-                sys::cuMemcpyPeerAsync(
-                    self.ptr,
-                    dst_ctx.handle(),
-                    src.ptr,
-                    src_ctx.handle(),
-                    src.size,
-                    stream.handle(),
-                )
-            }
-            .check(|| {
-                format!(
-                    "copying {} bytes from device {} to device {}",
-                    src.size,
-                    src.device.ordinal(),
-                    self.device.ordinal()
-                )
-            })?;
-        }
-        order_frees_after([&*self, src].into_iter(), stream)
+        self.check_len(src.size, "copying between buffers")?;
+        copy_device(self, self.ptr, src, src.ptr, src.size, stream)
     }
 
     /// Copies this buffer into the start of `dst` (see [`copy_from`](Self::copy_from)).
@@ -1645,6 +1595,73 @@ pub(crate) fn order_frees_after<'a>(
         let _ = stream.drain();
     }
     r
+}
+
+/// Copies `bytes` bytes from `src_ptr` (inside `src`) to `dst_ptr` (inside `dst`),
+/// ordered on `stream`: `cuMemcpyAsync` on one device, `cuMemcpyPeerAsync` between
+/// two (the stream may then be either device's). Orders both buffers' frees after
+/// the copy. The caller checked that both spans lie in their buffers.
+pub(crate) fn copy_device(
+    dst: &Buffer,
+    dst_ptr: sys::CUdeviceptr,
+    src: &Buffer,
+    src_ptr: sys::CUdeviceptr,
+    bytes: usize,
+    stream: &Stream,
+) -> Result<()> {
+    const WHAT: &str = "copying between buffers";
+    if bytes == 0 {
+        return Ok(());
+    }
+    if src.device == dst.device {
+        let _current = dst.check_stream(stream, WHAT)?;
+        // SAFETY: both spans are live and large enough; the copy is stream-ordered.
+        unsafe { sys::cuMemcpyAsync(dst_ptr, src_ptr, bytes, stream.handle()) }
+            .check(|| format!("copying {bytes} bytes between buffers"))?;
+    } else {
+        if stream.device() != &dst.device && stream.device() != &src.device {
+            return Err(Error::invalid(
+                WHAT,
+                format!(
+                    "the buffers are on devices {} and {}, the stream on device {}",
+                    src.device.ordinal(),
+                    dst.device.ordinal(),
+                    stream.device().ordinal()
+                ),
+            ));
+        }
+        // The context of each side: the stream's for its own device, the primary
+        // context for the other.
+        let on = |d: &Device| -> Result<Context> {
+            if stream.device() == d {
+                Ok(stream.context().clone())
+            } else {
+                d.context()
+            }
+        };
+        let (dst_ctx, src_ctx) = (on(&dst.device)?, on(&src.device)?);
+        let _current = stream.context().ensure_current()?;
+        // SAFETY: both spans are live and large enough, each in its device's
+        // context; the copy is stream-ordered.
+        unsafe {
+            sys::cuMemcpyPeerAsync(
+                dst_ptr,
+                dst_ctx.handle(),
+                src_ptr,
+                src_ctx.handle(),
+                bytes,
+                stream.handle(),
+            )
+        }
+        .check(|| {
+            format!(
+                "copying {bytes} bytes from device {} to device {}",
+                src.device.ordinal(),
+                dst.device.ordinal()
+            )
+        })?;
+    }
+    order_frees_after([dst, src].into_iter(), stream)
 }
 
 impl Drop for Buffer {

@@ -254,9 +254,27 @@ impl Stream {
 
     /// Makes later work on this stream wait until `event` has completed.
     ///
+    /// An IPC event (`ipc: true`, or opened from another process) can be waited
+    /// for only on a stream of its own device: on the H200s of driver 580 a wait
+    /// on another device's stream crashed the process inside the driver. Wait on a
+    /// stream of the event's device, then [`wait_stream`](Self::wait_stream) on
+    /// that stream.
+    ///
     /// # Errors
-    /// The driver's error.
+    /// [`Error::Unsupported`](crate::Error::Unsupported) for an IPC event of
+    /// another device; the driver's error.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
+        if event.options().ipc && event.device() != self.device() {
+            return Err(crate::Error::unsupported(
+                "making a stream wait for an event",
+                format!(
+                    "the event is an IPC event of device {} and the stream is on device {} \
+                     (wait on a stream of device {0}, then wait for that stream)",
+                    event.device().ordinal(),
+                    self.device().ordinal()
+                ),
+            ));
+        }
         let _current = self.inner.ctx.ensure_current()?;
         // SAFETY: a live stream and a live event.
         unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
