@@ -1236,27 +1236,28 @@ impl Buffer {
         })
     }
 
-    /// Fills the buffer with copies of `value`, a 1-, 2- or 4-byte [`Pod`] value
-    /// (`f32`, `i16`, `half::f16`, `u8`, a `#[repr(C)]` pair of `u16`s, …),
+    /// Fills the buffer with copies of `value`, a 1-, 2-, 4- or 8-byte [`Pod`] value
+    /// (`f32`, `i16`, `half::f16`, `u8`, `f64`, a `#[repr(C)]` pair of `u16`s, …),
     /// ordered on `stream`: `buf.fill(1.5f32, &stream)` where Python writes
     /// `buf.fill(np.float32(1.5), stream)`. The bytes of `value` are repeated as they
     /// are in memory (`cuMemsetD8/D16/D32Async`).
     ///
     /// The size is checked when the call is compiled to code (`cargo build`, not
-    /// `cargo check`): a value of another size (`f64`, `u64`) does not build, as
-    /// CUDA's memset has no wider pattern.
+    /// `cargo check`): 1, 2 and 4 bytes are one driver memset, 8 bytes (`f64`,
+    /// `u64`) two strided 4-byte memsets; a value of another size does not build.
     ///
     /// ```
     /// # fn f(buf: &mut cuda_core::Buffer, s: &cuda_core::Stream) -> cuda_core::Result<()> {
     /// buf.fill(1.5f32, s)?;
     /// buf.fill(cuda_core::half::f16::from_f32(-2.0), s)?;
     /// buf.fill(7i8, s)?;
+    /// buf.fill(0.25f64, s)?;
     /// # Ok(()) }
     /// ```
     ///
     /// ```compile_fail,E0080
     /// # fn f(buf: &mut cuda_core::Buffer, s: &cuda_core::Stream) -> cuda_core::Result<()> {
-    /// buf.fill(1.5f64, s)?; // 8 bytes: no such memset
+    /// buf.fill([1u8, 2, 3], s)?; // 3 bytes: no such memset
     /// # Ok(()) }
     /// # fn main() {
     /// #     let g: fn(&mut cuda_core::Buffer, &cuda_core::Stream) -> cuda_core::Result<()> = f;
@@ -1270,21 +1271,18 @@ impl Buffer {
     pub fn fill<T: Pod>(&mut self, value: T, stream: &Stream) -> Result<()> {
         const {
             assert!(
-                matches!(std::mem::size_of::<T>(), 1 | 2 | 4),
-                "Buffer::fill takes a value of 1, 2 or 4 bytes (CUDA's memset widths)"
+                matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
+                "Buffer::fill takes a value of 1, 2, 4 or 8 bytes"
             );
         }
-        let bytes = bytemuck::bytes_of(&value);
-        match *bytes {
-            [b] => self.fill_u8(b, stream),
-            [b0, b1] => self.fill_u16(u16::from_ne_bytes([b0, b1]), stream),
-            [b0, b1, b2, b3] => self.fill_u32(u32::from_ne_bytes([b0, b1, b2, b3]), stream),
-            // Excluded at compile time above.
-            _ => Err(Error::invalid(
-                "filling a buffer",
-                format!("a {}-byte value is not a memset width", bytes.len()),
-            )),
+        let len = self.typed_len::<T>("filling a buffer")?;
+        crate::view::Span {
+            buf: self,
+            ptr: self.ptr,
+            len,
+            elem: std::mem::size_of::<T>(),
         }
+        .fill(bytemuck::bytes_of(&value), stream)
     }
 
     fn fill_wide(

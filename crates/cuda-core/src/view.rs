@@ -380,12 +380,19 @@ impl<'a, T: Pod> DeviceViewMut<'a, T> {
 
     /// Sets every element to `value`, ordered on `stream`. Elements of 1, 2 and 4
     /// bytes are one driver memset; 8-byte elements (`f64`, `u64`) are two strided
-    /// 4-byte memsets; other sizes are refused.
+    /// 4-byte memsets; other sizes do not build (checked when the call is compiled
+    /// to code).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an element of another size or a stream of
-    /// another device; the driver's error.
+    /// [`Error::InvalidArgument`] for a stream of another device; the driver's
+    /// error.
     pub fn fill(&mut self, value: T, stream: &Stream) -> Result<()> {
+        const {
+            assert!(
+                matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
+                "fill takes elements of 1, 2, 4 or 8 bytes"
+            );
+        }
         self.span().fill(bytemuck::bytes_of(&value), stream)
     }
 }
