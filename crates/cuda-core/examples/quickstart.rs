@@ -1,5 +1,5 @@
-//! Compile SAXPY with NVRTC, launch it, check the result, print timings: the safe
-//! API end to end. Without a GPU it still compiles the kernel and says what is
+//! Compile SAXPY with NVRTC, launch it through a typed handle on typed device
+//! arrays, check the result, print timings: the safe API end to end. Without a GPU it still compiles the kernel and says what is
 //! missing, in the pathfinder's words.
 //!
 //! `cargo xtask quickstart` (NVIDIA's wheels in a venv) or
@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use cuda_core::{
-    CompileTarget, Device, LaunchConfig, Program, ProgramOptions, SourceCode, StreamOptions, launch,
+    CompileTarget, ConstPtr, Device, DeviceBuffer, LaunchConfig, MutPtr, Program, ProgramOptions,
+    SourceCode, StreamOptions, TypedKernel,
 };
 
 /// The errors of this program: CUDA's, or a wrong result.
@@ -75,28 +76,28 @@ fn run() -> Result<(), QuickstartError> {
     // oldest architecture, and no cubin).
     let options = ProgramOptions::for_device(&dev)?;
     let code = Program::new(SourceCode::Cxx(SAXPY), options)?.compile(CompileTarget::Cubin, &[])?;
-    let kernel = code.get_kernel("saxpy")?;
+    // The kernel's parameter list as a type, checked once against the kernel.
+    let saxpy =
+        TypedKernel::<(f32, ConstPtr<f32>, MutPtr<f32>, u64)>::new(code.get_kernel("saxpy")?)?;
     let compile_ms = t.elapsed().as_secs_f64() * 1e3;
 
     let t = Instant::now();
     let stream = dev.create_stream(StreamOptions::default())?;
     let n: u64 = 1 << 20;
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    let mut dx = dev.allocate(x.len() * 4, &stream)?;
-    let mut dy = dev.allocate(x.len() * 4, &stream)?;
-    dx.copy_from_host(&x, &stream)?;
-    dy.copy_from_host(&vec![1.0f32; x.len()], &stream)?;
-    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    let dx = DeviceBuffer::from_host(&dev, &x, &stream)?;
+    let mut dy = DeviceBuffer::<f32>::allocate(&dev, x.len(), &stream)?;
+    dy.fill(1.0, &stream)?;
+    // SAFETY: saxpy reads x[0..n] and writes y[0..n]; both views hold n floats.
+    // (The views' borrows keep `dy` from being read or freed meanwhile.)
     unsafe {
-        launch(
+        saxpy.launch(
             &stream,
             &LaunchConfig::for_elements(n, 256),
-            &kernel,
-            &[&2.0f32, &dx, &dy, &n],
+            (2.0, dx.view(), dy.view_mut(), n),
         )
     }?;
-    let mut y = vec![0f32; x.len()];
-    dy.copy_to_host(&mut y, &stream)?;
+    let y = dy.to_vec(&stream)?;
     let run_ms = t.elapsed().as_secs_f64() * 1e3;
 
     if let Some(i) = (0..y.len()).find(|&i| y[i] != 2.0 * i as f32 + 1.0) {

@@ -1,32 +1,32 @@
 //! Safe, idiomatic CUDA for Rust: the counterpart of NVIDIA's `cuda.core`.
 //!
 //! ```no_run
-//! use cuda_core::{launch, CompileTarget, Device, LaunchConfig, Program, ProgramOptions, SourceCode, StreamOptions};
+//! use cuda_core::{
+//!     CompileTarget, ConstPtr, Device, DeviceBuffer, LaunchConfig, MutPtr, Program,
+//!     ProgramOptions, SourceCode, StreamOptions, TypedKernel,
+//! };
 //!
 //! let dev = Device::new(0)?;
 //! dev.set_current()?;
 //! let stream = dev.create_stream(StreamOptions::default())?;
 //!
-//! // Compile with NVRTC for this GPU, load, look the kernel up.
-//! let src = r#"extern "C" __global__ void scale(float *x, float a, unsigned n) {
+//! // Compile with NVRTC for this GPU, load, look the kernel up, type it (its
+//! // parameters are checked once, here).
+//! let src = r#"extern "C" __global__ void scale(const float *x, float *y, float a, unsigned n) {
 //!     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-//!     if (i < n) x[i] *= a;
+//!     if (i < n) y[i] = a * x[i];
 //! }"#;
-//! // `arch` is this GPU's (`Default` leaves NVRTC's oldest default architecture).
-//! let options = ProgramOptions::for_device(&dev)?;
-//! let kernel = Program::new(SourceCode::Cxx(src), options)?
-//!     .compile(CompileTarget::Cubin, &[])?
-//!     .get_kernel("scale")?;
+//! let code = Program::new(SourceCode::Cxx(src), ProgramOptions::for_device(&dev)?)?
+//!     .compile(CompileTarget::Cubin, &[])?;
+//! let scale = TypedKernel::<(ConstPtr<f32>, MutPtr<f32>, f32, u32)>::new(code.get_kernel("scale")?)?;
 //!
-//! // Memory from the device's stream-ordered pool, copies, a type-checked launch.
+//! // Typed arrays from the device's stream-ordered pool; views for the kernel.
 //! let n = 1024u32;
-//! let mut x = dev.allocate(n as usize * 4, &stream)?;
-//! x.copy_from_host(&vec![1.0f32; n as usize], &stream)?;
-//! // SAFETY: `scale` touches `x[0..n]`, and `x` holds `n` floats.
-//! unsafe { launch(&stream, &LaunchConfig::for_elements(n.into(), 256), &kernel, &[&x, &3.0f32, &n])? };
-//! let mut back = vec![0f32; n as usize];
-//! x.copy_to_host(&mut back, &stream)?;
-//! assert!(back.iter().all(|&v| v == 3.0));
+//! let x = DeviceBuffer::from_host(&dev, &vec![1.0f32; n as usize], &stream)?;
+//! let mut y = DeviceBuffer::<f32>::zeroed(&dev, n as usize, &stream)?;
+//! // SAFETY: `scale` reads x[0..n] and writes y[0..n]; both hold `n` floats.
+//! unsafe { scale.launch(&stream, &LaunchConfig::for_elements(n.into(), 256), (x.view(), y.view_mut(), 3.0, n))? };
+//! assert!(y.to_vec(&stream)?.iter().all(|&v| v == 3.0));
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
 //!
@@ -42,10 +42,11 @@
 //! | green contexts | [`Device::resources`], [`SmResource`] (split into groups), [`Context::create_green`] |
 //! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
 //! | ordering and timing | [`Stream`], [`Event`] |
+//! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`PinnedBuffer`] (asynchronous host copies) |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
 //! | batched memory operations (CUDA 13) | [`copy_batch`], [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
-//! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`launch`] |
+//! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes), [`GraphExec`] |
 //! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
