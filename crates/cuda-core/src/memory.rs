@@ -1115,29 +1115,9 @@ impl Buffer {
     pub fn copy_from_host<T: Pod>(&mut self, src: &[T], stream: &Stream) -> Result<()> {
         let bytes = std::mem::size_of_val(src);
         self.check_len(bytes, "copying host memory into a buffer")?;
-        let _current = self.check_stream(stream, "copying host memory into a buffer")?;
         // SAFETY: `src` holds `bytes` readable bytes and the buffer at least as many;
-        // the stream is synchronised before `src` can be touched again.
-        // Device memory takes the explicit host-to-device path; host-visible memory the
-        // unified one, which infers both sides.
-        unsafe {
-            if self.kind == MemoryKind::Device {
-                sys::cuMemcpyHtoDAsync(self.ptr, src.as_ptr().cast(), bytes, stream.handle())
-            } else {
-                sys::cuMemcpyAsync(
-                    self.ptr,
-                    src.as_ptr() as usize as sys::CUdeviceptr,
-                    bytes,
-                    stream.handle(),
-                )
-            }
-        }
-        .check(|| {
-            format!(
-                "copying {bytes} bytes from the host to device {}",
-                self.device.ordinal()
-            )
-        })?;
+        // the stream is drained before `src` can be touched again.
+        unsafe { self.start(bytes).upload(src.as_ptr().cast(), stream) }?;
         // Waits before the caller's memory is handed back (the whole context if
         // the stream cannot be waited for).
         stream.drain()
@@ -1151,30 +1131,20 @@ impl Buffer {
     pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
         let bytes = std::mem::size_of_val(dst);
         self.check_len(bytes, "copying a buffer to host memory")?;
-        let _current = self.check_stream(stream, "copying a buffer to host memory")?;
         // SAFETY: `dst` holds `bytes` writable bytes (any bit pattern is a valid `T`:
-        // `Pod`); the stream is synchronised before `dst` is handed back.
-        unsafe {
-            if self.kind == MemoryKind::Device {
-                sys::cuMemcpyDtoHAsync(dst.as_mut_ptr().cast(), self.ptr, bytes, stream.handle())
-            } else {
-                sys::cuMemcpyAsync(
-                    dst.as_mut_ptr() as usize as sys::CUdeviceptr,
-                    self.ptr,
-                    bytes,
-                    stream.handle(),
-                )
-            }
-        }
-        .check(|| {
-            format!(
-                "copying {bytes} bytes from device {} to the host",
-                self.device.ordinal()
-            )
-        })?;
-        // Waits before the caller's memory is handed back (the whole context if
-        // the stream cannot be waited for).
+        // `Pod`); the stream is drained before `dst` is handed back.
+        unsafe { self.start(bytes).download(dst.as_mut_ptr().cast(), stream) }?;
         stream.drain()
+    }
+
+    /// The first `bytes` bytes, as a span of bytes.
+    fn start(&self, bytes: usize) -> crate::view::Span<'_> {
+        crate::view::Span {
+            buf: self,
+            ptr: self.ptr,
+            len: bytes,
+            elem: 1,
+        }
     }
 
     /// Copies all of `src` into the start of this buffer, ordered on `stream`

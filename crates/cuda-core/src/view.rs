@@ -397,6 +397,13 @@ impl<'a, T: Pod> DeviceViewMut<'a, T> {
     }
 }
 
+/// Which way a host copy goes.
+#[derive(Clone, Copy)]
+enum Direction {
+    ToDevice,
+    ToHost,
+}
+
 /// The bytes a typed operation touches, in the buffer that holds them.
 pub(crate) struct Span<'a> {
     pub(crate) buf: &'a Buffer,
@@ -425,29 +432,8 @@ impl Span<'_> {
     /// # Safety
     /// `src` must stay readable for `bytes()` bytes until the copy has run.
     pub(crate) unsafe fn upload(&self, src: *const u8, stream: &Stream) -> Result<()> {
-        let n = self.bytes();
-        if n == 0 {
-            return Ok(());
-        }
-        let _current = self
-            .buf
-            .check_stream(stream, "copying host memory to the device")?;
-        // SAFETY: the span lies in the live buffer; `src` per the contract. Device
-        // memory takes the explicit path, host-visible memory the unified one.
-        unsafe {
-            if self.buf.kind() == MemoryKind::Device {
-                sys::cuMemcpyHtoDAsync(self.ptr, src.cast(), n, stream.handle())
-            } else {
-                sys::cuMemcpyAsync(self.ptr, src as usize as u64, n, stream.handle())
-            }
-        }
-        .check(|| {
-            format!(
-                "copying {n} bytes from the host to device {}",
-                self.buf.device().ordinal()
-            )
-        })?;
-        self.buf.order_free_after(stream)
+        // SAFETY: per this function's contract.
+        unsafe { self.host_copy(src as usize, Direction::ToDevice, stream) }
     }
 
     /// Queues a copy of the span into `dst`.
@@ -456,26 +442,44 @@ impl Span<'_> {
     /// `dst` must stay writable for `bytes()` bytes, and untouched, until the copy
     /// has run.
     pub(crate) unsafe fn download(&self, dst: *mut u8, stream: &Stream) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe { self.host_copy(dst as usize, Direction::ToHost, stream) }
+    }
+
+    /// A copy between the span and host memory at `host`, either way. Device
+    /// memory takes the explicit path, host-visible memory the unified one (which
+    /// infers both sides).
+    ///
+    /// # Safety
+    /// `host` must address `bytes()` bytes, readable (to the device) or writable
+    /// and untouched (to the host), until the copy has run.
+    unsafe fn host_copy(&self, host: usize, dir: Direction, stream: &Stream) -> Result<()> {
         let n = self.bytes();
         if n == 0 {
             return Ok(());
         }
-        let _current = self
-            .buf
-            .check_stream(stream, "copying device memory to the host")?;
-        // SAFETY: as in `upload`.
-        unsafe {
-            if self.buf.kind() == MemoryKind::Device {
-                sys::cuMemcpyDtoHAsync(dst.cast(), self.ptr, n, stream.handle())
-            } else {
-                sys::cuMemcpyAsync(dst as usize as u64, self.ptr, n, stream.handle())
+        let what = match dir {
+            Direction::ToDevice => "copying host memory to the device",
+            Direction::ToHost => "copying device memory to the host",
+        };
+        let _current = self.buf.check_stream(stream, what)?;
+        let explicit = self.buf.kind() == MemoryKind::Device;
+        let s = stream.handle();
+        // SAFETY: the span lies in the live buffer; `host` per the contract.
+        let rc = unsafe {
+            match (dir, explicit) {
+                (Direction::ToDevice, true) => sys::cuMemcpyHtoDAsync(self.ptr, host as _, n, s),
+                (Direction::ToHost, true) => sys::cuMemcpyDtoHAsync(host as _, self.ptr, n, s),
+                (Direction::ToDevice, false) => sys::cuMemcpyAsync(self.ptr, host as u64, n, s),
+                (Direction::ToHost, false) => sys::cuMemcpyAsync(host as u64, self.ptr, n, s),
             }
-        }
-        .check(|| {
-            format!(
-                "copying {n} bytes from device {} to the host",
-                self.buf.device().ordinal()
-            )
+        };
+        rc.check(|| {
+            let dev = self.buf.device().ordinal();
+            match dir {
+                Direction::ToDevice => format!("copying {n} bytes from the host to device {dev}"),
+                Direction::ToHost => format!("copying {n} bytes from device {dev} to the host"),
+            }
         })?;
         self.buf.order_free_after(stream)
     }
