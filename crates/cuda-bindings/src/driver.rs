@@ -62,10 +62,7 @@ fn describe(code: CUresult) -> Described {
     match (ok, unsafe { static_cstr(name) }, unsafe {
         static_cstr(desc)
     }) {
-        (true, Some(n), Some(d)) => Described {
-            name: n.into(),
-            description: d.into(),
-        },
+        (true, Some(n), Some(d)) => Described::new(n.into(), d.into()),
         _ => undescribed(code.name(), code.0),
     }
 }

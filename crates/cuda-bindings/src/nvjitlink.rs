@@ -58,10 +58,7 @@ fn describe(code: nvJitLinkResult) -> Described {
         Some("NVJITLINK_ERROR_LTO_NOT_ENABLED") => "link-time optimisation was not enabled",
         _ => return d,
     };
-    Described {
-        name: d.name,
-        description: description.into(),
-    }
+    Described::new(d.name, description.into())
 }
 
 /// The version of the loaded nvJitLink (`nvJitLinkVersion`).

@@ -51,10 +51,7 @@ fn describe(code: cudaError_t) -> Described {
     let (n, d) = unsafe { (cudaGetErrorName(code), cudaGetErrorString(code)) };
     // SAFETY: the runtime's error strings are static.
     match unsafe { (static_cstr(n), static_cstr(d)) } {
-        (Some(n), Some(d)) => Described {
-            name: n.into(),
-            description: d.into(),
-        },
+        (Some(n), Some(d)) => Described::new(n.into(), d.into()),
         _ => undescribed(code.name(), code.0),
     }
 }

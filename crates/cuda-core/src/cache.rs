@@ -161,10 +161,8 @@ fn linker_identity() -> Result<String> {
             .map_err(|e| Error::tool("querying the nvJitLink version for a cache key", e))?;
         Ok(format!("nvJitLink {}.{}", v.major, v.minor))
     } else {
-        let v = driver::version().map_err(|e| Error::Driver {
-            context: "querying the driver version for a cache key".into(),
-            source: e,
-        })?;
+        let v = driver::version()
+            .map_err(|e| Error::from_driver("querying the driver version for a cache key", e))?;
         Ok(format!("driver {}.{}", v.major, v.minor))
     }
 }

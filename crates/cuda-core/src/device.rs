@@ -64,13 +64,13 @@ impl Device {
     pub fn new(ordinal: usize) -> Result<Self> {
         let count = Self::count()?;
         if ordinal >= count {
-            return Err(Error::invalid(
+            return Err(Error::out_of_range(
                 format!("opening device {ordinal}"),
                 format!("there are {count} CUDA device(s)"),
             ));
         }
         let ordinal = i32::try_from(ordinal)
-            .map_err(|_| Error::invalid("opening a device", "ordinal too large"))?;
+            .map_err(|_| Error::out_of_range("opening a device", "ordinal too large"))?;
         let mut handle = 0;
         // SAFETY: `handle` is valid for writes; the ordinal is in range.
         unsafe { sys::cuDeviceGet(&mut handle, ordinal) }

@@ -238,7 +238,7 @@ impl Buffer {
             .filter(|&s| s > 0)
             .ok_or_else(|| Error::invalid("importing a buffer", "the size is zero or too large"))?;
         if stream.device() != &pool.device {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 "importing a buffer",
                 "the stream is on another device",
             ));

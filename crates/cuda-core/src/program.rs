@@ -27,7 +27,7 @@ use cuda_bindings::IntoResult as _;
 use cuda_bindings::{nvrtc, nvvm};
 
 use crate::Device;
-use crate::error::{Error, Result, ToolError};
+use crate::error::{Error, Result};
 use crate::linker::{Linker, LinkerOptions};
 use crate::object::{CodeType, ObjectCode};
 
@@ -1133,11 +1133,11 @@ impl Program {
             *self.pch.lock().unwrap_or_else(PoisonError::into_inner) = pch_status(prog.0);
         }
         if let Err(e) = rc.result() {
-            return Err(Error::Compile {
-                context: format!("compiling {name} with NVRTC").into(),
+            return Err(Error::compile(
+                format!("compiling {name} with NVRTC"),
                 log,
-                source: ToolError::Nvrtc(e),
-            });
+                e,
+            ));
         }
 
         let mut mapping = BTreeMap::new();
@@ -1262,15 +1262,14 @@ impl Program {
             if let Err(e) = rc.result() {
                 let log = prog.log();
                 self.set_log(log.clone());
-                return Err(Error::Compile {
-                    context: format!(
+                return Err(Error::compile(
+                    format!(
                         "adding NVVM IR module {} to {name}",
                         module_name.to_string_lossy()
-                    )
-                    .into(),
+                    ),
                     log,
-                    source: ToolError::Nvvm(e),
-                });
+                    e,
+                ));
             }
         }
         if opts.use_libdevice {
@@ -1294,11 +1293,11 @@ impl Program {
             if let Err(e) = rc.result() {
                 let log = prog.log();
                 self.set_log(log.clone());
-                return Err(Error::Compile {
-                    context: format!("adding libdevice to {name}").into(),
+                return Err(Error::compile(
+                    format!("adding libdevice to {name}"),
                     log,
-                    source: ToolError::Nvvm(e),
-                });
+                    e,
+                ));
             }
         }
         // SAFETY: `prog` is live; `arg_ptrs` holds `num_args` pointers to
@@ -1308,11 +1307,11 @@ impl Program {
         let log = prog.log();
         self.set_log(log.clone());
         if let Err(e) = rc.result() {
-            return Err(Error::Compile {
-                context: format!("compiling {name} with NVVM").into(),
+            return Err(Error::compile(
+                format!("compiling {name} with NVVM"),
                 log,
-                source: ToolError::Nvvm(e),
-            });
+                e,
+            ));
         }
         let mut code = prog
             .bytes(nvvm::nvvmGetCompiledResultSize, nvvm::nvvmGetCompiledResult)

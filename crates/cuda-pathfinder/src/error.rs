@@ -115,7 +115,7 @@ pub enum PathfinderError {
         message: String,
     },
     /// A library that must be loaded first could not be.
-    #[error("library `{name}` needs `{dependency}`, which could not be loaded: {source}")]
+    #[error("library `{name}` needs `{dependency}`, which could not be loaded")]
     Dependency {
         /// The library asked for.
         name: String,
