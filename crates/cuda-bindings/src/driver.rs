@@ -70,7 +70,7 @@ fn describe(code: CUresult) -> Described {
 /// The CUDA version the driver supports (`cuDriverGetVersion`), as `major.minor`.
 ///
 /// # Errors
-/// The driver's error, or `CUDA_ERROR_NOT_FOUND` with the pathfinder's message
+/// The driver's error, or `CUDA_ERROR_NOT_FOUND` whose [`unavailable`](DriverError::unavailable) reason (its source) carries the pathfinder's error
 /// when there is no driver.
 pub fn version() -> Result<crate::Version, DriverError> {
     use crate::IntoResult as _;

@@ -64,7 +64,7 @@ fn describe(code: nvJitLinkResult) -> Described {
 /// The version of the loaded nvJitLink (`nvJitLinkVersion`).
 ///
 /// # Errors
-/// nvJitLink's error, or `NVJITLINK_ERROR_INTERNAL` with the pathfinder's message
+/// nvJitLink's error, or `NVJITLINK_ERROR_INTERNAL` whose [`unavailable`](NvJitLinkError::unavailable) reason (its source) carries the pathfinder's error
 /// when `libnvJitLink` cannot be found.
 pub fn version() -> Result<crate::Version, NvJitLinkError> {
     use crate::IntoResult as _;

@@ -59,7 +59,7 @@ fn describe(code: cudaError_t) -> Described {
 /// The version of the loaded runtime library (`cudaRuntimeGetVersion`).
 ///
 /// # Errors
-/// The runtime's error, or `cudaErrorSymbolNotFound` with the pathfinder's message
+/// The runtime's error, or `cudaErrorSymbolNotFound` whose [`unavailable`](RuntimeError::unavailable) reason (its source) carries the pathfinder's error
 /// when `libcudart` cannot be found.
 pub fn version() -> Result<crate::Version, RuntimeError> {
     use crate::IntoResult as _;

@@ -458,10 +458,19 @@ fn reshaped_entry_points_resolve_only_for_the_loaded_major() {
     if major == 12 {
         let rc = unsafe { runtime::cudaGetDeviceProperties(prop.as_mut_ptr(), 0) };
         let e = rc.result().unwrap_err();
+        let chain = chain(&e);
         assert!(
             matches!(e.unavailable(), Some(Unavailable::OtherShape { .. })),
-            "{e}"
+            "{chain:?}"
         );
-        assert!(e.to_string().contains("cuda12"), "{e}");
+        // The code is this level's; the function to call instead is its source's.
+        assert_eq!(
+            chain[0],
+            "cudaErrorSymbolNotFound (500): the entry point could not be called"
+        );
+        assert!(
+            chain[1].contains("runtime::cuda12::cudaGetDeviceProperties"),
+            "{chain:?}"
+        );
     }
 }

@@ -197,8 +197,8 @@ fn linker_identity() -> Result<String> {
 /// # Errors
 /// [`Error::InvalidArgument`] for options the backend rejects;
 /// [`Error::Tool`] (or [`Error::Driver`], for the driver's linker) when the
-/// compiler's or linker's version cannot be had, the library missing for
-/// instance.
+/// compiler's or linker's version cannot be had; [`Error::Unavailable`] when
+/// its library cannot be loaded.
 pub fn make_program_cache_key(
     code: &SourceCode<'_>,
     options: &ProgramOptions,

@@ -39,7 +39,8 @@ impl Device {
     /// How many CUDA devices there are.
     ///
     /// # Errors
-    /// The driver's error (with the pathfinder's message when there is no driver).
+    /// The driver's error; [`Error::Unavailable`](crate::Error::Unavailable) when
+    /// there is no driver (its reason lists where it was searched for).
     pub fn count() -> Result<usize> {
         init()?;
         let mut n = 0;

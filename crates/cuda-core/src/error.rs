@@ -52,9 +52,10 @@ pub enum Error {
     Unavailable {
         /// What was being done.
         context: Cow<'static, str>,
-        /// Why the library or entry point cannot be used.
+        /// Why the library or entry point cannot be used (boxed: it is large
+        /// and rare).
         #[source]
-        reason: Unavailable,
+        reason: Box<Unavailable>,
     },
     /// An argument was rejected before CUDA was called (a zero size, an
     /// out-of-range copy, a buffer of another device, …); `kind` says which
@@ -268,11 +269,9 @@ impl Error {
         context: impl Into<Cow<'static, str>>,
         source: impl Into<ToolError>,
     ) -> Self {
-        let (context, source) = (context.into(), source.into());
-        match classify(&context, source.unavailable()) {
-            Some(e) => e,
-            None => Self::Tool { context, source },
-        }
+        let source = source.into();
+        classify(context.into(), source.unavailable())
+            .unwrap_or_else(|context| Self::Tool { context, source })
     }
 
     /// [`Error::Compile`], unless the tool could not be called at all.
@@ -281,24 +280,18 @@ impl Error {
         log: String,
         source: impl Into<ToolError>,
     ) -> Self {
-        let (context, source) = (context.into(), source.into());
-        match classify(&context, source.unavailable()) {
-            Some(e) => e,
-            None => Self::Compile {
-                context,
-                log,
-                source,
-            },
-        }
+        let source = source.into();
+        classify(context.into(), source.unavailable()).unwrap_or_else(|context| Self::Compile {
+            context,
+            log,
+            source,
+        })
     }
 
     /// [`Error::Nvml`], unless NVML or the entry point could not be called.
     pub(crate) fn nvml(context: impl Into<Cow<'static, str>>, source: NvmlError) -> Self {
-        let context = context.into();
-        match classify(&context, source.unavailable()) {
-            Some(e) => e,
-            None => Self::Nvml { context, source },
-        }
+        classify(context.into(), source.unavailable())
+            .unwrap_or_else(|context| Self::Nvml { context, source })
     }
 
     pub(crate) fn invalid(
@@ -485,20 +478,22 @@ impl Check for CUresult {
 /// for another reason.
 #[cold]
 fn driver_error(context: Cow<'static, str>, source: DriverError) -> Error {
-    match classify(&context, source.unavailable()) {
-        Some(e) => e,
-        None => Error::Driver { context, source },
-    }
+    classify(context, source.unavailable())
+        .unwrap_or_else(|context| Error::Driver { context, source })
 }
 
 /// What an error carrying `unavailable` is instead of a CUDA failure: a too-old
 /// driver is [`Error::Unsupported`] with the requirement, anything else
-/// [`Error::Unavailable`]. `None` when the call was made.
+/// [`Error::Unavailable`]. The context back when the call was made.
 #[cold]
-fn classify(context: &Cow<'static, str>, unavailable: Option<&Unavailable>) -> Option<Error> {
-    let u = unavailable?;
-    let context = context.clone();
-    Some(match (u, u.needs_driver()) {
+fn classify(
+    context: Cow<'static, str>,
+    unavailable: Option<&Unavailable>,
+) -> Result<Error, Cow<'static, str>> {
+    let Some(u) = unavailable else {
+        return Err(context);
+    };
+    Ok(match (u, u.needs_driver()) {
         (Unavailable::DriverSymbol { name, .. }, Some((needs, driver))) => Error::driver_too_old(
             context,
             DriverRequirement {
@@ -509,7 +504,7 @@ fn classify(context: &Cow<'static, str>, unavailable: Option<&Unavailable>) -> O
         ),
         _ => Error::Unavailable {
             context,
-            reason: u.clone(),
+            reason: Box::new(u.clone()),
         },
     })
 }

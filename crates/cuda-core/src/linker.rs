@@ -354,7 +354,8 @@ impl Linker {
     /// [`Error::InvalidArgument`] for no inputs or bad options
     /// ([`LinkerOptions::to_nvjitlink_args`]); [`Error::Compile`] with the error
     /// log when the linker rejects an input; [`Error::Tool`] (nvJitLink) or
-    /// [`Error::Driver`] when the linker cannot be created; [`Error::Unsupported`]
+    /// [`Error::Driver`] when the linker cannot be created; [`Error::Unavailable`]
+    /// when neither nvJitLink nor the driver can be loaded; [`Error::Unsupported`]
     /// for options the driver's linker lacks.
     pub fn new(inputs: &[&ObjectCode], options: LinkerOptions) -> Result<Self> {
         let backend = if jl::is_available("nvJitLinkCreate") {
@@ -368,8 +369,8 @@ impl Linker {
     /// [`new`](Self::new) with the backend chosen by the caller.
     ///
     /// # Errors
-    /// As [`new`](Self::new); [`Error::Tool`] when the backend is nvJitLink and
-    /// it cannot be loaded.
+    /// As [`new`](Self::new); [`Error::Unavailable`] when the chosen backend's
+    /// library cannot be loaded.
     pub fn with_backend(
         inputs: &[&ObjectCode],
         options: LinkerOptions,

@@ -1033,8 +1033,9 @@ impl Program {
     /// [`Error::InvalidArgument`] for a target the source or options cannot
     /// produce, name expressions on a non-C++ program, or a name expression with a
     /// NUL byte; [`Error::Compile`] with the compiler's log when compilation fails;
-    /// [`Error::Tool`] when another compiler call fails (the library missing, for
-    /// instance: the error says where it was searched for).
+    /// [`Error::Tool`] when another compiler call fails; [`Error::Unavailable`]
+    /// when the compiler's library cannot be loaded (its reason says where it
+    /// was searched for).
     pub fn compile(&self, target: CompileTarget, name_expressions: &[&str]) -> Result<ObjectCode> {
         if !name_expressions.is_empty() && !matches!(self.source, Source::Cxx(_)) {
             return Err(Error::invalid(
@@ -1539,8 +1540,8 @@ impl Drop for NvvmProgram {
 /// The version of the loaded NVRTC, as `(major, minor)`.
 ///
 /// # Errors
-/// [`Error::Tool`] when NVRTC cannot be loaded (the error says where it was
-/// searched for).
+/// [`Error::Unavailable`] when NVRTC cannot be loaded (its reason says where it
+/// was searched for).
 pub fn nvrtc_version() -> Result<(i32, i32)> {
     let v = nvrtc::version().map_err(|e| Error::tool("querying the NVRTC version", e))?;
     Ok((v.major, v.minor))
@@ -1550,7 +1551,8 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 /// `sm_90`), in ascending order.
 ///
 /// # Errors
-/// [`Error::Tool`] when NVRTC cannot be loaded or asked.
+/// [`Error::Unavailable`] when NVRTC cannot be loaded; [`Error::Tool`] when it
+/// cannot be asked.
 pub fn nvrtc_supported_archs() -> Result<Vec<i32>> {
     const CONTEXT: &str = "querying NVRTC's supported architectures";
     let mut n: c_int = 0;

@@ -12,10 +12,11 @@ use cuda_core::cuda_bindings::driver::{self as sys, CUdeviceptr};
 use cuda_core::half::f16;
 use cuda_core::{
     Buffer, CompileTarget, Context, ContextOptions, Device, DeviceMemoryPoolOptions,
-    DeviceMemoryResource, Error, Event, EventOptions, InvalidKind, LaunchConfig, LegacyPinnedMemoryResource,
-    LinkerOptions, Location, ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt,
-    PinnedMemoryResource, PinnedMemoryResourceOptions, Program, ProgramOptions, SourceCode, Stream,
-    StreamOptions, VirtualMemoryOptions, VirtualMemoryResource, launch,
+    DeviceMemoryResource, Error, Event, EventOptions, InvalidKind, LaunchConfig,
+    LegacyPinnedMemoryResource, LinkerOptions, Location, ManagedMemoryResource, MemoryKind,
+    MemoryResource, MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions, Program,
+    ProgramOptions, SourceCode, Stream, StreamOptions, VirtualMemoryOptions, VirtualMemoryResource,
+    launch,
 };
 use cuda_rs_tests::{require_gpu, require_libs};
 
