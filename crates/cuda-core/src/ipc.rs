@@ -120,7 +120,7 @@ impl DeviceMemoryResource {
         // this process grants it, so a wrong `device` shows here rather than as a
         // fault in the first kernel.
         if imported.access_of(*device)? != sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 format!("importing a memory pool on device {}", device.ordinal()),
                 "the pool's memory is on another device (pass the device that holds it)",
             ));

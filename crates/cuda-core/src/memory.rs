@@ -1208,7 +1208,7 @@ impl Buffer {
                 }
             };
             if stream.device() != &self.device && stream.device() != &src.device {
-                return Err(Error::invalid(
+                return Err(Error::other_device(
                     WHAT,
                     format!(
                         "the buffers are on devices {} and {}, the stream on device {}",
