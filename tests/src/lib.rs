@@ -13,6 +13,19 @@
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
+/// An error and each of its sources, joined by `": "`: every level says only its
+/// own part.
+pub fn report(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 /// The environment variable that turns a missing GPU from a skip into a failure.
 pub const REQUIRE_GPU_VAR: &str = "CUDA_TEST_REQUIRE_GPU";
 
@@ -31,7 +44,7 @@ pub fn gpu_status() -> Result<i32, String> {
 
 fn probe_gpu() -> Result<i32, String> {
     let lib = cuda_pathfinder::load_nvidia_dynamic_lib("cuda")
-        .map_err(|e| format!("no CUDA driver: {e}"))?;
+        .map_err(|e| format!("no CUDA driver: {}", report(&e)))?;
     type CuInit = unsafe extern "C" fn(c_uint) -> c_int;
     type CuDeviceGetCount = unsafe extern "C" fn(*mut c_int) -> c_int;
     let init = driver_fn(lib, c"cuInit").ok_or("the driver library has no cuInit")?;
@@ -123,7 +136,7 @@ macro_rules! needs_driver {
             };
             let req = e
                 .required_driver()
-                .unwrap_or_else(|| panic!("expected a driver-version error, got: {e}"));
+                .unwrap_or_else(|| panic!("expected a driver-version error, got: {}", e.report()));
             assert_eq!(
                 req.needs.major * 1000 + req.needs.minor * 10,
                 needs,
@@ -296,7 +309,7 @@ pub const REQUIRE_WHEELS_VAR: &str = "CUDA_RS_REQUIRE_WHEELS";
 pub fn require_lib(test: &str, lib: &str) -> bool {
     let status = cuda_pathfinder::load_nvidia_dynamic_lib(lib)
         .map(|_| ())
-        .map_err(|e| e.to_string());
+        .map_err(|e| report(&e));
     let var = if truthy(REQUIRE_GPU_VAR) {
         REQUIRE_GPU_VAR
     } else {

@@ -396,6 +396,29 @@ struct Parsed {
     name_impl: String,
 }
 
+/// The workspace's MSRV (`rust-version` in Cargo.toml, which xtask inherits) as
+/// bindgen's target, so the generated code uses nothing newer than the crates
+/// promise.
+fn msrv_target() -> Result<bindgen::RustTarget, String> {
+    let msrv = env!("CARGO_PKG_RUST_VERSION");
+    let mut parts = msrv.split('.').map(str::parse::<u64>);
+    let target = match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(Ok(1)), Some(Ok(minor)), patch, None) => {
+            let patch = match patch {
+                None => 0,
+                Some(Ok(p)) => p,
+                Some(Err(_)) => {
+                    return Err(format!("rust-version `{msrv}` is not 1.MINOR[.PATCH]"));
+                }
+            };
+            bindgen::RustTarget::stable(minor, patch)
+                .map_err(|e| format!("rust-version {msrv} as bindgen's target: {e}"))?
+        }
+        _ => return Err(format!("rust-version `{msrv}` is not 1.MINOR[.PATCH]")),
+    };
+    Ok(target)
+}
+
 fn parse_api(
     major: u32,
     pins: &headers::MajorPins,
@@ -426,9 +449,7 @@ fn parse_api(
         .merge_extern_blocks(true)
         .rust_edition(bindgen::RustEdition::Edition2024)
         .formatter(bindgen::Formatter::None);
-    if let Ok(t) = bindgen::RustTarget::stable(85, 0) {
-        builder = builder.rust_target(t);
-    }
+    builder = builder.rust_target(msrv_target()?);
     for h in api.headers.iter().chain(api.extra_files) {
         builder = builder.allowlist_file(format!(".*[/\\\\]{}", regex_escape(h)));
     }
@@ -1234,4 +1255,18 @@ fn regex_escape(s: &str) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bindgen_targets_the_workspace_msrv() {
+        let target = super::msrv_target().unwrap();
+        let msrv = env!("CARGO_PKG_RUST_VERSION");
+        let shown = target.to_string();
+        assert!(
+            shown == msrv || shown == format!("{msrv}.0"),
+            "bindgen targets {shown}, rust-version is {msrv}"
+        );
+    }
 }

@@ -174,8 +174,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     // would be packaged as the same program under two names.
     let mut by_path = std::collections::BTreeMap::new();
     for a in &artifacts {
-        if let Some(other) = by_path.insert(&a.path, &a.name)
-            && *other != a.name
+        if let Some(other) = by_path
+            .insert(&a.path, &a.name)
+            .filter(|other| **other != a.name)
         {
             return Err(format!(
                 "{} and {} are both built to {}; rename one of them",

@@ -71,6 +71,20 @@ fn compile(arch: &str) -> Result<Vec<u8>, Box<dyn Error>> {
     image
 }
 
+/// An error and its causes: each level says its own part (the code; why the
+/// call could not be made; where the library was searched for), so all are
+/// printed, joined by `": "`.
+fn report(e: &dyn Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 fn run() -> Result<(), Box<dyn Error>> {
     let t0 = Instant::now();
     let nvrtc = cuda_bindings::nvrtc::library()?;
@@ -91,9 +105,10 @@ fn run() -> Result<(), Box<dyn Error>> {
             t0.elapsed().as_secs_f64() * 1e3
         );
         return Err(format!(
-            "cannot launch: the CUDA driver is not usable.\n  {e}\n\
+            "cannot launch: the CUDA driver is not usable.\n  {}\n\
              A GPU with NVIDIA's driver installed is needed to run kernels; \
-             `cargo run -p cuda-pathfinder -- doctor` shows what is found where."
+             `cargo run -p cuda-pathfinder -- doctor` shows what is found where.",
+            report(&e)
         )
         .into());
     }
@@ -221,7 +236,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("raw_saxpy: {e}");
+            eprintln!("raw_saxpy: {}", report(&*e));
             ExitCode::FAILURE
         }
     }

@@ -62,10 +62,7 @@ fn describe(code: CUresult) -> Described {
     match (ok, unsafe { static_cstr(name) }, unsafe {
         static_cstr(desc)
     }) {
-        (true, Some(n), Some(d)) => Described {
-            name: n.into(),
-            description: d.into(),
-        },
+        (true, Some(n), Some(d)) => Described::new(n.into(), d.into()),
         _ => undescribed(code.name(), code.0),
     }
 }
@@ -73,7 +70,7 @@ fn describe(code: CUresult) -> Described {
 /// The CUDA version the driver supports (`cuDriverGetVersion`), as `major.minor`.
 ///
 /// # Errors
-/// The driver's error, or `CUDA_ERROR_NOT_FOUND` with the pathfinder's message
+/// The driver's error, or `CUDA_ERROR_NOT_FOUND` whose [`unavailable`](DriverError::unavailable) reason (its source) carries the pathfinder's error
 /// when there is no driver.
 pub fn version() -> Result<crate::Version, DriverError> {
     use crate::IntoResult as _;

@@ -28,7 +28,18 @@ pub trait IntoResult: Sized {
 /// The name and description of a status code, as the library describes it.
 pub(crate) struct Described {
     pub(crate) name: Cow<'static, str>,
-    pub(crate) description: Cow<'static, str>,
+    /// `None` when the library is not loaded, cannot describe the code, or
+    /// describes it only by its name.
+    pub(crate) description: Option<Cow<'static, str>>,
+}
+
+impl Described {
+    /// The library's description, unless it only repeats the name (NVRTC's and
+    /// NVVM's strings are the codes' names).
+    pub(crate) fn new(name: Cow<'static, str>, description: Cow<'static, str>) -> Self {
+        let description = (!description.is_empty() && description != name).then_some(description);
+        Self { name, description }
+    }
 }
 
 /// Writes an API's error type, its `IntoResult` impl and the dispatch plumbing of
@@ -161,12 +172,15 @@ macro_rules! api_plumbing {
         /// Carries the numeric code, its C name and the library's description of it;
         /// when the code came from calling an entry point that could not be resolved,
         /// also [`unavailable`](Self::unavailable): why (library not found, with
-        /// every place searched; symbol missing; driver too old).
+        /// every place searched; symbol missing; driver too old). That reason is the
+        /// error's [`source`](::std::error::Error::source), not part of its message:
+        /// the message is the code, its name and description (or, for an entry point
+        /// that could not be called, that it could not be), once.
         #[derive(Debug, Clone)]
         pub struct $Error {
             code: $Code,
             name: ::std::borrow::Cow<'static, str>,
-            description: ::std::borrow::Cow<'static, str>,
+            description: Option<::std::borrow::Cow<'static, str>>,
             unavailable: Option<Box<$crate::Unavailable>>,
         }
 
@@ -198,9 +212,11 @@ macro_rules! api_plumbing {
                 &self.name
             }
 
-            /// The library's description of the code.
-            pub fn description(&self) -> &str {
-                &self.description
+            /// The library's description of the code; `None` when the library is not
+            /// loaded (the code was not returned by it) or describes the code only by
+            /// its name.
+            pub fn description(&self) -> Option<&str> {
+                self.description.as_deref()
             }
 
             /// Why the entry point that returned this code could not be called, when
@@ -212,11 +228,16 @@ macro_rules! api_plumbing {
 
         impl ::std::fmt::Display for $Error {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                write!(f, "{} ({}): {}", self.name, self.code.0, self.description)?;
-                if let Some(u) = &self.unavailable {
-                    write!(f, "; {u}")?;
+                write!(f, "{} ({})", self.name, self.code.0)?;
+                if self.unavailable.is_some() {
+                    // The reason is the source; this level says only what the code
+                    // stands for here.
+                    f.write_str(": the entry point could not be called")
+                } else if let Some(d) = &self.description {
+                    write!(f, ": {d}")
+                } else {
+                    Ok(())
                 }
-                Ok(())
             }
         }
 
@@ -258,14 +279,15 @@ pub(crate) unsafe fn static_cstr(p: *const std::ffi::c_char) -> Option<&'static 
     unsafe { std::ffi::CStr::from_ptr(p) }.to_str().ok()
 }
 
-/// The fallback description when the library cannot describe a code.
+/// A code the library cannot describe (it is not loaded, or does not know the
+/// code): its generated name, and no description.
 pub(crate) fn undescribed(name: Option<&'static str>, code: u32) -> Described {
     Described {
         name: name.map_or_else(
             || Cow::Owned(format!("unknown status {code}")),
             Cow::Borrowed,
         ),
-        description: Cow::Borrowed("not described (the library is not loaded)"),
+        description: None,
     }
 }
 
@@ -283,10 +305,7 @@ pub(crate) fn described_by(
     }
     // SAFETY: the libraries' error-string functions return static strings (or null).
     match unsafe { static_cstr(get()) } {
-        Some(d) => Described {
-            name: fallback.name,
-            description: d.into(),
-        },
+        Some(d) => Described::new(fallback.name, d.into()),
         None => fallback,
     }
 }

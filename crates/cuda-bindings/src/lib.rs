@@ -41,9 +41,12 @@
 //! A program built with this crate starts on a machine without CUDA. Calling an
 //! entry point whose library is missing, or that the installed library lacks,
 //! returns that API's "not found" status without calling anything, and the
-//! [`IntoResult`] conversion turns it into an error that says why
-//! ([`Unavailable`]): the pathfinder's list of every place searched, or the symbol
-//! and the driver version.
+//! [`IntoResult`] conversion turns it into an error whose
+//! [`source`](std::error::Error::source) says why ([`Unavailable`]): the symbol
+//! and the driver version, or that the library could not be loaded, with the
+//! pathfinder's list of every place searched as its own source. Each level's
+//! message says only its own part, so walk the chain (`anyhow`'s `{:#}`,
+//! `cuda_core::Error::report`) to print it all.
 //!
 //! # CUDA 12 and 13, in one build
 //!

@@ -110,20 +110,27 @@ impl fmt::Display for ApiKind {
 }
 
 /// Why an entry point cannot be called.
+///
+/// Each message says what happened at this level; for a library that could not
+/// be loaded, the pathfinder's error (every place searched) is the
+/// [`source`](std::error::Error::source).
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Unavailable {
     /// The library itself could not be found or loaded.
-    #[error("{api} library could not be loaded: {error}")]
+    #[error("the {api} library could not be loaded")]
     Library {
         /// The API.
         api: ApiKind,
         /// The pathfinder's error, listing every place it searched.
+        #[source]
         error: PathfinderError,
     },
     /// The library was loaded but lacks the symbol.
     #[error("`{name}` is not exported by {path} (symbol `{symbol}`)")]
     Symbol {
+        /// The API.
+        api: ApiKind,
         /// The public C name.
         name: &'static str,
         /// The symbol that was looked up.
@@ -195,6 +202,27 @@ pub enum Unavailable {
 }
 
 impl Unavailable {
+    /// The API whose library or entry point is unavailable.
+    pub fn api(&self) -> ApiKind {
+        match self {
+            Self::Library { api, .. }
+            | Self::Symbol { api, .. }
+            | Self::MajorVersion { api, .. }
+            | Self::OtherShape { api, .. }
+            | Self::Resolution { api, .. } => *api,
+            Self::DriverSymbol { .. } => ApiKind::Driver,
+        }
+    }
+
+    /// When the library could not be found or loaded: the pathfinder's error,
+    /// with every place it searched.
+    pub fn library_error(&self) -> Option<&PathfinderError> {
+        match self {
+            Self::Library { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
     /// When the entry point is missing because the driver is too old: the driver
     /// version it needs and the installed driver's.
     pub fn needs_driver(&self) -> Option<(crate::Version, crate::Version)> {
@@ -370,6 +398,7 @@ impl<const N: usize> Api<N> {
             _ => {
                 let sym = abi.symbol_for(t.per_thread);
                 Unavailable::Symbol {
+                    api: self.kind,
                     name,
                     symbol: sym.to_str().unwrap_or("?"),
                     path: path(),

@@ -58,16 +58,13 @@ fn describe(code: nvJitLinkResult) -> Described {
         Some("NVJITLINK_ERROR_LTO_NOT_ENABLED") => "link-time optimisation was not enabled",
         _ => return d,
     };
-    Described {
-        name: d.name,
-        description: description.into(),
-    }
+    Described::new(d.name, description.into())
 }
 
 /// The version of the loaded nvJitLink (`nvJitLinkVersion`).
 ///
 /// # Errors
-/// nvJitLink's error, or `NVJITLINK_ERROR_INTERNAL` with the pathfinder's message
+/// nvJitLink's error, or `NVJITLINK_ERROR_INTERNAL` whose [`unavailable`](NvJitLinkError::unavailable) reason (its source) carries the pathfinder's error
 /// when `libnvJitLink` cannot be found.
 pub fn version() -> Result<crate::Version, NvJitLinkError> {
     use crate::IntoResult as _;

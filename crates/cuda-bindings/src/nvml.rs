@@ -58,7 +58,7 @@ fn describe(code: nvmlReturn_t) -> Described {
 /// NVML for the call and shuts it down after (NVML counts its initialisations).
 ///
 /// # Errors
-/// NVML's error, or `NVML_ERROR_LIBRARY_NOT_FOUND` with the pathfinder's message when
+/// NVML's error, or `NVML_ERROR_LIBRARY_NOT_FOUND` whose [`unavailable`](NvmlError::unavailable) reason (its source) carries the pathfinder's error when
 /// `libnvidia-ml` cannot be found.
 pub fn version() -> Result<(String, String), NvmlError> {
     use crate::IntoResult as _;

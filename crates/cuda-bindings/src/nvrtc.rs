@@ -54,7 +54,7 @@ fn describe(code: nvrtcResult) -> Described {
 /// The version of the loaded NVRTC (`nvrtcVersion`).
 ///
 /// # Errors
-/// NVRTC's error, or `NVRTC_ERROR_INTERNAL_ERROR` with the pathfinder's message
+/// NVRTC's error, or `NVRTC_ERROR_INTERNAL_ERROR` whose [`unavailable`](NvrtcError::unavailable) reason (its source) carries the pathfinder's error
 /// when `libnvrtc` cannot be found.
 pub fn version() -> Result<crate::Version, NvrtcError> {
     use crate::IntoResult as _;

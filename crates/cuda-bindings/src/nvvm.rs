@@ -39,8 +39,9 @@ fn describe(code: nvvmResult) -> Described {
 /// The version of the loaded NVVM (`nvvmVersion`).
 ///
 /// # Errors
-/// NVVM's error, or `NVVM_ERROR_PROGRAM_CREATION_FAILURE` with the pathfinder's
-/// message when `libnvvm` cannot be found.
+/// NVVM's error, or `NVVM_ERROR_PROGRAM_CREATION_FAILURE` whose
+/// [`unavailable`](NvvmError::unavailable) reason (its source) carries the
+/// pathfinder's error when `libnvvm` cannot be found.
 pub fn version() -> Result<crate::Version, NvvmError> {
     use crate::IntoResult as _;
     let (mut major, mut minor) = (0, 0);

@@ -51,10 +51,7 @@ fn describe(code: cudaError_t) -> Described {
     let (n, d) = unsafe { (cudaGetErrorName(code), cudaGetErrorString(code)) };
     // SAFETY: the runtime's error strings are static.
     match unsafe { (static_cstr(n), static_cstr(d)) } {
-        (Some(n), Some(d)) => Described {
-            name: n.into(),
-            description: d.into(),
-        },
+        (Some(n), Some(d)) => Described::new(n.into(), d.into()),
         _ => undescribed(code.name(), code.0),
     }
 }
@@ -62,7 +59,7 @@ fn describe(code: cudaError_t) -> Described {
 /// The version of the loaded runtime library (`cudaRuntimeGetVersion`).
 ///
 /// # Errors
-/// The runtime's error, or `cudaErrorSymbolNotFound` with the pathfinder's message
+/// The runtime's error, or `cudaErrorSymbolNotFound` whose [`unavailable`](RuntimeError::unavailable) reason (its source) carries the pathfinder's error
 /// when `libcudart` cannot be found.
 pub fn version() -> Result<crate::Version, RuntimeError> {
     use crate::IntoResult as _;

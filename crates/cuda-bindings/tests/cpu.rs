@@ -51,7 +51,7 @@ fn runtime_from_the_wheels_reports_its_version() {
     if cuda_rs_tests::gpu_status().is_err() {
         let e = rc.result().unwrap_err();
         assert_ne!(e.name(), "cudaSuccess");
-        assert!(!e.description().is_empty());
+        assert!(e.description().is_some_and(|d| !d.is_empty()), "{e}");
     }
 }
 
@@ -278,6 +278,13 @@ fn nvvm_compiles_a_module_to_ptx() {
     unsafe { nvvmDestroyProgram(&mut prog) }.result().unwrap();
 }
 
+/// The messages of an error and of each of its sources, in order.
+fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    std::iter::successors(Some(e), |&e| e.source())
+        .map(ToString::to_string)
+        .collect()
+}
+
 /// Without a driver, driver calls return `CUDA_ERROR_NOT_FOUND` and the error
 /// carries the pathfinder's list of places searched; with one, they work.
 #[test]
@@ -298,10 +305,20 @@ fn driver_calls_without_a_driver_say_what_is_missing() {
                 }
                 other => panic!("expected a library error, got {other:?}"),
             }
-            let msg = e.to_string();
+            // Each level says its own part: the code, then why the call could not be
+            // made, then where the library was searched for.
+            let chain = chain(&e);
+            assert_eq!(
+                chain,
+                [
+                    "CUDA_ERROR_NOT_FOUND (500): the entry point could not be called".to_string(),
+                    "the CUDA driver library could not be loaded".to_string(),
+                    pf.to_string(),
+                ]
+            );
             assert!(
-                msg.contains("libcuda.so.1") && msg.contains("system-search"),
-                "{msg}"
+                chain[2].contains("libcuda.so.1") && chain[2].contains("system-search"),
+                "{chain:?}"
             );
             assert!(driver::library().is_err());
             assert!(!driver::is_available("cuMemAlloc"));
@@ -326,7 +343,10 @@ fn nvml_without_a_driver_says_what_is_missing() {
         Err(_) => {
             let e = unsafe { nvml::nvmlInit() }.result().unwrap_err();
             assert_eq!(e.code(), nvml::NVML_ERROR_LIBRARY_NOT_FOUND);
-            assert!(e.to_string().contains("libnvidia-ml.so.1"), "{e}");
+            let chain = chain(&e);
+            assert_eq!(chain.len(), 3, "{chain:?}");
+            assert!(!chain[0].contains("libnvidia-ml.so.1"), "{chain:?}");
+            assert!(chain[2].contains("libnvidia-ml.so.1"), "{chain:?}");
             assert!(matches!(e.unavailable(), Some(Unavailable::Library { .. })));
             let e = nvml::version().unwrap_err();
             assert_eq!(e.code(), nvml::NVML_ERROR_LIBRARY_NOT_FOUND);
@@ -438,10 +458,19 @@ fn reshaped_entry_points_resolve_only_for_the_loaded_major() {
     if major == 12 {
         let rc = unsafe { runtime::cudaGetDeviceProperties(prop.as_mut_ptr(), 0) };
         let e = rc.result().unwrap_err();
+        let chain = chain(&e);
         assert!(
             matches!(e.unavailable(), Some(Unavailable::OtherShape { .. })),
-            "{e}"
+            "{chain:?}"
         );
-        assert!(e.to_string().contains("cuda12"), "{e}");
+        // The code is this level's; the function to call instead is its source's.
+        assert_eq!(
+            chain[0],
+            "cudaErrorSymbolNotFound (500): the entry point could not be called"
+        );
+        assert!(
+            chain[1].contains("runtime::cuda12::cudaGetDeviceProperties"),
+            "{chain:?}"
+        );
     }
 }

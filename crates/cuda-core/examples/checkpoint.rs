@@ -172,11 +172,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // An older driver lacks the feature: say which driver it needs.
         Err(ExampleError::Cuda(e)) if e.required_driver().is_some() => {
-            println!("checkpoint: not on this driver: {e}");
+            println!("checkpoint: not on this driver: {}", e.report());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("checkpoint: {e}");
+            eprintln!("checkpoint: {}", cuda_core::Report::new(&e));
             ExitCode::FAILURE
         }
     }

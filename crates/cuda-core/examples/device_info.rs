@@ -7,11 +7,8 @@ use std::process::ExitCode;
 use cuda_core::{Device, Result};
 
 fn run() -> Result<()> {
-    let version =
-        cuda_core::cuda_bindings::driver::version().map_err(|source| cuda_core::Error::Driver {
-            context: "asking the driver's version".into(),
-            source,
-        })?;
+    let version = cuda_core::cuda_bindings::driver::version()
+        .map_err(|source| cuda_core::Error::from_driver("asking the driver's version", source))?;
     let devices = Device::all()?;
     println!("CUDA driver {version}, {} device(s)", devices.len());
     for d in devices {
@@ -29,7 +26,7 @@ fn run() -> Result<()> {
         for (name, value) in d.properties().all() {
             match value {
                 Ok(v) => println!("  {name:<56} {v}"),
-                Err(e) => println!("  {name:<56} (unavailable: {e})"),
+                Err(e) => println!("  {name:<56} (unavailable: {})", cuda_core::Report::new(&e)),
             }
         }
     }
@@ -40,7 +37,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("device_info: {e}");
+            eprintln!("device_info: {}", cuda_core::Report::new(&e));
             ExitCode::FAILURE
         }
     }

@@ -130,7 +130,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("graphs: {e}");
+            eprintln!("graphs: {}", cuda_core::Report::new(&e));
             ExitCode::FAILURE
         }
     }

@@ -150,11 +150,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // An older driver lacks the feature: say which driver it needs.
         Err(ExampleError::Cuda(e)) if e.required_driver().is_some() => {
-            println!("green_contexts: not on this driver: {e}");
+            println!("green_contexts: not on this driver: {}", e.report());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("green_contexts: {e}");
+            eprintln!("green_contexts: {}", cuda_core::Report::new(&e));
             ExitCode::FAILURE
         }
     }

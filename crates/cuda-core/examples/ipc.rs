@@ -265,7 +265,7 @@ fn main() -> ExitCode {
         match r {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("ipc: {e}");
+                eprintln!("ipc: {}", cuda_core::Report::new(&e));
                 ExitCode::FAILURE
             }
         }

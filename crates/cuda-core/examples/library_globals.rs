@@ -156,7 +156,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("library_globals: {e}");
+            eprintln!("library_globals: {}", cuda_core::Report::new(&e));
             ExitCode::FAILURE
         }
     }

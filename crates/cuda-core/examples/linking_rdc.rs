@@ -150,7 +150,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("linking_rdc: {e}");
+            eprintln!("linking_rdc: {}", cuda_core::Report::new(&e));
             ExitCode::FAILURE
         }
     }

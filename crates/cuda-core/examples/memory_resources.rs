@@ -240,7 +240,11 @@ fn run() -> Result<()> {
             check_host_view("pinned pool", &mut buf, 0x5eed_0001, &stream)?;
         }
         Err(e) if e.driver_code() == Some(CUDA_ERROR_NOT_SUPPORTED) => {
-            println!("{:<22} not supported by this driver: {e}", "pinned pool");
+            println!(
+                "{:<22} not supported by this driver: {}",
+                "pinned pool",
+                cuda_core::Report::new(&e)
+            );
         }
         Err(e) => return Err(e.into()),
     }
@@ -335,7 +339,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("memory_resources: {e}");
+            eprintln!("memory_resources: {}", cuda_core::Report::new(&e));
             ExitCode::FAILURE
         }
     }

@@ -230,7 +230,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("occupancy: {e}");
+            eprintln!("occupancy: {}", cuda_core::Report::new(&e));
             ExitCode::FAILURE
         }
     }

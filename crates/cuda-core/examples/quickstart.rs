@@ -119,7 +119,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(QuickstartError::Cuda(e)) => {
-            eprintln!("quickstart: {e}");
+            eprintln!("quickstart: {}", e.report());
             ExitCode::FAILURE
         }
         // Not CUDA's failure: the program ran and computed the wrong answer.

@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("streams_and_events: {e}");
+            eprintln!("streams_and_events: {}", cuda_core::Report::new(&e));
             ExitCode::FAILURE
         }
     }

@@ -142,7 +142,10 @@ fn run() -> Result<()> {
                 "found a kernel that was never instantiated".into(),
             ));
         }
-        Err(e) => println!("add<double> is not in the cubin, as expected: {e}"),
+        Err(e) => println!(
+            "add<double> is not in the cubin, as expected: {}",
+            cuda_core::Report::new(&e)
+        ),
     }
     Ok(())
 }
@@ -151,7 +154,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("templates_and_names: {e}");
+            eprintln!("templates_and_names: {}", cuda_core::Report::new(&e));
             ExitCode::FAILURE
         }
     }

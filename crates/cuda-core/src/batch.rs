@@ -22,7 +22,7 @@
 
 use cuda_bindings::driver as sys;
 
-use crate::error::{Check as _, Error, Result};
+use crate::error::{Check as _, Error, Result, copy_size_kind};
 use crate::{Buffer, Location, Stream};
 
 /// When the driver may read a batch copy's sources (`CUmemcpySrcAccessOrder`).
@@ -115,7 +115,8 @@ pub fn copy_batch(
     const WHAT: &str = "copying a batch of buffers";
     for (i, c) in copies.iter().enumerate() {
         if c.bytes == 0 || c.bytes > c.dst.size() || c.bytes > c.src.size() {
-            return Err(Error::invalid(
+            return Err(Error::invalid_as(
+                copy_size_kind(c.bytes),
                 WHAT,
                 format!(
                     "copy {i}: {} bytes from a buffer of {} into one of {}",

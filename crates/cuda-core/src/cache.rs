@@ -161,10 +161,8 @@ fn linker_identity() -> Result<String> {
             .map_err(|e| Error::tool("querying the nvJitLink version for a cache key", e))?;
         Ok(format!("nvJitLink {}.{}", v.major, v.minor))
     } else {
-        let v = driver::version().map_err(|e| Error::Driver {
-            context: "querying the driver version for a cache key".into(),
-            source: e,
-        })?;
+        let v = driver::version()
+            .map_err(|e| Error::from_driver("querying the driver version for a cache key", e))?;
         Ok(format!("driver {}.{}", v.major, v.minor))
     }
 }
@@ -199,8 +197,8 @@ fn linker_identity() -> Result<String> {
 /// # Errors
 /// [`Error::InvalidArgument`] for options the backend rejects;
 /// [`Error::Tool`] (or [`Error::Driver`], for the driver's linker) when the
-/// compiler's or linker's version cannot be had, the library missing for
-/// instance.
+/// compiler's or linker's version cannot be had; [`Error::Unavailable`] when
+/// its library cannot be loaded.
 pub fn make_program_cache_key(
     code: &SourceCode<'_>,
     options: &ProgramOptions,

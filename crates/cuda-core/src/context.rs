@@ -410,7 +410,7 @@ impl Device {
     /// another device.
     pub fn set_memory_resource(&self, mr: Option<Arc<dyn crate::MemoryResource>>) -> Result<()> {
         if let Some(m) = mr.as_ref().filter(|m| m.device() != *self) {
-            return Err(crate::Error::invalid(
+            return Err(crate::Error::other_device(
                 format!("setting the memory resource of device {}", self.ordinal()),
                 format!("the resource belongs to device {}", m.device().ordinal()),
             ));

@@ -39,7 +39,8 @@ impl Device {
     /// How many CUDA devices there are.
     ///
     /// # Errors
-    /// The driver's error (with the pathfinder's message when there is no driver).
+    /// The driver's error; [`Error::Unavailable`](crate::Error::Unavailable) when
+    /// there is no driver (its reason lists where it was searched for).
     pub fn count() -> Result<usize> {
         init()?;
         let mut n = 0;
@@ -64,13 +65,13 @@ impl Device {
     pub fn new(ordinal: usize) -> Result<Self> {
         let count = Self::count()?;
         if ordinal >= count {
-            return Err(Error::invalid(
+            return Err(Error::out_of_range(
                 format!("opening device {ordinal}"),
                 format!("there are {count} CUDA device(s)"),
             ));
         }
         let ordinal = i32::try_from(ordinal)
-            .map_err(|_| Error::invalid("opening a device", "ordinal too large"))?;
+            .map_err(|_| Error::out_of_range("opening a device", "ordinal too large"))?;
         let mut handle = 0;
         // SAFETY: `handle` is valid for writes; the ordinal is in range.
         unsafe { sys::cuDeviceGet(&mut handle, ordinal) }

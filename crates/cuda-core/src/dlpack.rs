@@ -217,7 +217,7 @@ impl Buffer {
         let strides = row_major(shape);
         let need = extent_bytes(shape, &strides, elem)?;
         if need > self.size() as u64 {
-            return Err(Error::invalid(
+            return Err(Error::out_of_range(
                 what,
                 format!(
                     "{need} bytes do not fit in a buffer of {} bytes",

@@ -2,24 +2,37 @@
 
 use std::borrow::Cow;
 
-use cuda_bindings::Version;
 use cuda_bindings::driver::{CUresult, DriverError};
 use cuda_bindings::nvjitlink::NvJitLinkError;
+use cuda_bindings::nvml::{NVML_ERROR_NOT_SUPPORTED, NvmlError, nvmlReturn_t};
 use cuda_bindings::nvrtc::NvrtcError;
 use cuda_bindings::nvvm::NvvmError;
+use cuda_bindings::{Unavailable, Version};
 
 /// Everything that can go wrong in `cuda-core`.
 ///
 /// Each variant carries `context`: what was being done, in words
-/// (`allocating 1048576 bytes on device 0`), so that the message alone says which call
-/// failed and why. CUDA's own errors keep their code, name and description
-/// ([`DriverError`]).
+/// (`allocating 1048576 bytes on device 0`). Each level of an error says its own
+/// part once: a variant that wraps another error ([`Driver`](Self::Driver),
+/// [`Unavailable`](Self::Unavailable), [`Compile`](Self::Compile),
+/// [`Tool`](Self::Tool), [`Nvml`](Self::Nvml), [`Io`](Self::Io)) displays its
+/// context (and a compiler's log) and returns the wrapped error from
+/// [`source`](std::error::Error::source), never both. Print the whole chain with
+/// [`report`](Self::report) (or `anyhow`'s `{:#}`):
+///
+/// ```text
+/// allocating 1048576 bytes on device 0: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory
+/// initialising the CUDA driver (cuInit): the CUDA driver library could not be loaded: library `cuda` not found; searched, in order: …
+/// ```
+///
+/// CUDA's own errors keep their code, name and description ([`DriverError`],
+/// [`NvmlError`], [`ToolError`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A CUDA driver call failed (or the driver is missing: the source says where
-    /// it was searched for).
-    #[error("{context}: {source}")]
+    /// A CUDA driver call failed; the source is the driver's error (its code,
+    /// name and description).
+    #[error("{context}")]
     Driver {
         /// What was being done.
         context: Cow<'static, str>,
@@ -27,17 +40,38 @@ pub enum Error {
         #[source]
         source: DriverError,
     },
+    /// A library (the driver, NVRTC, nvJitLink, NVVM, the runtime, NVML) or one
+    /// of its entry points is not available: not installed or not found, a
+    /// symbol missing from the one found, a CUDA major the bindings do not know.
+    /// The source, `reason`, says which and why; for a library that was not
+    /// found, its source lists every place searched. No CUDA call was made.
+    ///
+    /// A driver too old for an entry point is [`Unsupported`](Self::Unsupported)
+    /// with [`required_driver`](Self::required_driver) instead.
+    #[error("{context}")]
+    Unavailable {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// Why the library or entry point cannot be used (boxed: it is large
+        /// and rare).
+        #[source]
+        reason: Box<Unavailable>,
+    },
     /// An argument was rejected before CUDA was called (a zero size, an
-    /// out-of-range copy, a buffer of another device, …).
+    /// out-of-range copy, a buffer of another device, …); `kind` says which
+    /// common case it is, for matching.
     #[error("{context}: {message}")]
     InvalidArgument {
         /// What was being done.
         context: Cow<'static, str>,
+        /// Which kind of mistake (`Other` for the rest).
+        kind: InvalidKind,
         /// What is wrong with the argument.
         message: String,
     },
-    /// Compiling or linking failed: the tool's error and its log.
-    #[error("{context}: {source}{}", log_suffix(log))]
+    /// Compiling or linking failed: the compiler's or linker's log, and the
+    /// tool's error as the source.
+    #[error("{context}{}", log_suffix(log))]
     Compile {
         /// What was being compiled or linked.
         context: Cow<'static, str>,
@@ -48,8 +82,8 @@ pub enum Error {
         source: ToolError,
     },
     /// A call into NVRTC, NVVM or nvJitLink failed outside compilation proper
-    /// (creating a program, reading a result, a missing library, …).
-    #[error("{context}: {source}")]
+    /// (creating a program, reading a result, …).
+    #[error("{context}")]
     Tool {
         /// What was being done.
         context: Cow<'static, str>,
@@ -57,8 +91,18 @@ pub enum Error {
         #[source]
         source: ToolError,
     },
+    /// An NVML call failed ([`system`](crate::system)); the source is NVML's
+    /// error (its code, name and description).
+    #[error("{context}")]
+    Nvml {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// NVML's error.
+        #[source]
+        source: NvmlError,
+    },
     /// Reading or writing a file failed.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         /// What was being done.
         context: Cow<'static, str>,
@@ -80,6 +124,34 @@ pub enum Error {
         /// The driver version the feature needs, when that is why.
         requires: Option<DriverRequirement>,
     },
+}
+
+/// The common kinds of [`Error::InvalidArgument`], for matching on them.
+///
+/// ```no_run
+/// use cuda_core::{Device, Error, InvalidKind, StreamOptions};
+///
+/// let dev = Device::new(0)?;
+/// let stream = dev.create_stream(StreamOptions::default())?;
+/// match dev.allocate(0, &stream) {
+///     Err(Error::InvalidArgument { kind: InvalidKind::ZeroSize, .. }) => {}
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InvalidKind {
+    /// A size of zero where at least one byte (or element) is needed.
+    ZeroSize,
+    /// An index, size, count or range beyond what it refers to (a device
+    /// ordinal, a copy longer than a buffer, …).
+    OutOfRange,
+    /// An object of another device or context than the one the call is for (a
+    /// stream of device 1 for a buffer of device 0, …).
+    OtherDevice,
+    /// Any other argument error: the message says what.
+    Other,
 }
 
 /// A feature the installed driver is too old for: what it is, the driver version
@@ -106,10 +178,72 @@ impl std::fmt::Display for DriverRequirement {
 }
 
 impl Error {
+    /// The error and its causes, each once, joined by `": "` (as `anyhow`'s
+    /// `{:#}` prints them): the line to log or show a user.
+    ///
+    /// ```no_run
+    /// if let Err(e) = cuda_core::Device::count() {
+    ///     eprintln!("{}", e.report());
+    /// }
+    /// ```
+    pub fn report(&self) -> Report<'_> {
+        Report(self)
+    }
+
     /// The driver's status code, when the error came from the driver.
     pub fn driver_code(&self) -> Option<CUresult> {
         match self {
             Self::Driver { source, .. } => Some(source.code()),
+            Self::Tool {
+                source: ToolError::Driver(source),
+                ..
+            }
+            | Self::Compile {
+                source: ToolError::Driver(source),
+                ..
+            } => Some(source.code()),
+            _ => None,
+        }
+    }
+
+    /// NVML's status code, when the error came from NVML
+    /// ([`system`](crate::system)).
+    pub fn nvml_code(&self) -> Option<nvmlReturn_t> {
+        match self {
+            Self::Nvml { source, .. } => Some(source.code()),
+            _ => None,
+        }
+    }
+
+    /// Whether NVML said the device or the driver does not support the query
+    /// (`NVML_ERROR_NOT_SUPPORTED`): a fan speed on a passively cooled GPU, a
+    /// serial number on a consumer board, …
+    pub fn is_nvml_not_supported(&self) -> bool {
+        self.nvml_code() == Some(NVML_ERROR_NOT_SUPPORTED)
+    }
+
+    /// Whether a library or entry point was not available
+    /// ([`Error::Unavailable`]): no driver installed, NVRTC not found, a symbol
+    /// missing, …
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Unavailable { .. })
+    }
+
+    /// Why a library or entry point was not available, for
+    /// [`Error::Unavailable`]: its [`api`](Unavailable::api) says which library,
+    /// its [`library_error`](Unavailable::library_error) where it was searched
+    /// for.
+    pub fn unavailable(&self) -> Option<&Unavailable> {
+        match self {
+            Self::Unavailable { reason, .. } => Some(reason),
+            _ => None,
+        }
+    }
+
+    /// The kind of argument error, for [`Error::InvalidArgument`].
+    pub fn invalid_kind(&self) -> Option<InvalidKind> {
+        match self {
+            Self::InvalidArgument { kind, .. } => Some(*kind),
             _ => None,
         }
     }
@@ -122,24 +256,82 @@ impl Error {
         }
     }
 
+    /// Wraps a driver error with what was being done, as `cuda-core` does for
+    /// its own calls: [`Error::Unavailable`] when the driver or the entry point
+    /// could not be called, [`Error::Unsupported`] (with
+    /// [`required_driver`](Self::required_driver)) when the driver is too old for
+    /// the entry point, [`Error::Driver`] otherwise.
+    pub fn from_driver(context: impl Into<Cow<'static, str>>, source: DriverError) -> Self {
+        driver_error(context.into(), source)
+    }
+
     pub(crate) fn tool(
         context: impl Into<Cow<'static, str>>,
         source: impl Into<ToolError>,
     ) -> Self {
-        Self::Tool {
-            context: context.into(),
-            source: source.into(),
-        }
+        let source = source.into();
+        classify(context.into(), source.unavailable())
+            .unwrap_or_else(|context| Self::Tool { context, source })
+    }
+
+    /// [`Error::Compile`], unless the tool could not be called at all.
+    pub(crate) fn compile(
+        context: impl Into<Cow<'static, str>>,
+        log: String,
+        source: impl Into<ToolError>,
+    ) -> Self {
+        let source = source.into();
+        classify(context.into(), source.unavailable()).unwrap_or_else(|context| Self::Compile {
+            context,
+            log,
+            source,
+        })
+    }
+
+    /// [`Error::Nvml`], unless NVML or the entry point could not be called.
+    pub(crate) fn nvml(context: impl Into<Cow<'static, str>>, source: NvmlError) -> Self {
+        classify(context.into(), source.unavailable())
+            .unwrap_or_else(|context| Self::Nvml { context, source })
     }
 
     pub(crate) fn invalid(
         context: impl Into<Cow<'static, str>>,
         message: impl Into<String>,
     ) -> Self {
+        Self::invalid_as(InvalidKind::Other, context, message)
+    }
+
+    pub(crate) fn invalid_as(
+        kind: InvalidKind,
+        context: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+    ) -> Self {
         Self::InvalidArgument {
             context: context.into(),
+            kind,
             message: message.into(),
         }
+    }
+
+    /// [`InvalidKind::ZeroSize`].
+    pub(crate) fn zero_size(context: impl Into<Cow<'static, str>>) -> Self {
+        Self::invalid_as(InvalidKind::ZeroSize, context, "the size is zero")
+    }
+
+    /// [`InvalidKind::OutOfRange`].
+    pub(crate) fn out_of_range(
+        context: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::invalid_as(InvalidKind::OutOfRange, context, message)
+    }
+
+    /// [`InvalidKind::OtherDevice`].
+    pub(crate) fn other_device(
+        context: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::invalid_as(InvalidKind::OtherDevice, context, message)
     }
 
     pub(crate) fn unsupported(
@@ -175,6 +367,52 @@ impl Error {
     }
 }
 
+/// The kind of a copy size that was refused: zero, or more than a buffer holds.
+pub(crate) fn copy_size_kind(bytes: usize) -> InvalidKind {
+    if bytes == 0 {
+        InvalidKind::ZeroSize
+    } else {
+        InvalidKind::OutOfRange
+    }
+}
+
+/// An error and its causes, each once, joined by `": "` (or a line break after
+/// a level that ends in a block of lines, such as a compiler's log)
+/// ([`Error::report`]); for any error, [`Report::new`].
+#[derive(Clone, Copy)]
+pub struct Report<'a>(&'a (dyn std::error::Error + 'static));
+
+impl<'a> Report<'a> {
+    /// The report of any error (a `cuda_bindings` error, an error of your own
+    /// whose source is an [`Error`], …).
+    pub fn new(error: &'a (dyn std::error::Error + 'static)) -> Self {
+        Self(error)
+    }
+}
+
+impl std::fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = self.0.to_string();
+        f.write_str(&text)?;
+        let mut cause = self.0.source();
+        while let Some(c) = cause {
+            // After a level that ends in a block of lines (a compiler's log), the
+            // cause starts a line of its own.
+            f.write_str(if text.contains('\n') { "\n" } else { ": " })?;
+            text = c.to_string();
+            f.write_str(&text)?;
+            cause = c.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Report<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
 /// The error of one of the compilation tools.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -191,6 +429,19 @@ pub enum ToolError {
     /// The driver's JIT linker (`cuLink*`) or module loader.
     #[error(transparent)]
     Driver(#[from] DriverError),
+}
+
+impl ToolError {
+    /// Why the entry point that returned this error could not be called, when
+    /// that is what happened.
+    pub fn unavailable(&self) -> Option<&Unavailable> {
+        match self {
+            Self::Nvrtc(e) => e.unavailable(),
+            Self::Nvvm(e) => e.unavailable(),
+            Self::NvJitLink(e) => e.unavailable(),
+            Self::Driver(e) => e.unavailable(),
+        }
+    }
 }
 
 fn log_suffix(log: &str) -> String {
@@ -222,17 +473,28 @@ impl Check for CUresult {
 }
 
 /// A driver error, or [`Error::Unsupported`] when it says that the entry point
-/// called is missing because the driver is older than the ABI it needs.
+/// called is missing because the driver is older than the ABI it needs, or
+/// [`Error::Unavailable`] when the driver or the entry point could not be called
+/// for another reason.
 #[cold]
 fn driver_error(context: Cow<'static, str>, source: DriverError) -> Error {
-    let too_old = source.unavailable().and_then(|u| match u {
-        cuda_bindings::Unavailable::DriverSymbol { name, .. } => u
-            .needs_driver()
-            .map(|(needs, driver)| (*name, needs, driver)),
-        _ => None,
-    });
-    match too_old {
-        Some((name, needs, driver)) => Error::driver_too_old(
+    classify(context, source.unavailable())
+        .unwrap_or_else(|context| Error::Driver { context, source })
+}
+
+/// What an error carrying `unavailable` is instead of a CUDA failure: a too-old
+/// driver is [`Error::Unsupported`] with the requirement, anything else
+/// [`Error::Unavailable`]. The context back when the call was made.
+#[cold]
+fn classify(
+    context: Cow<'static, str>,
+    unavailable: Option<&Unavailable>,
+) -> Result<Error, Cow<'static, str>> {
+    let Some(u) = unavailable else {
+        return Err(context);
+    };
+    Ok(match (u, u.needs_driver()) {
+        (Unavailable::DriverSymbol { name, .. }, Some((needs, driver))) => Error::driver_too_old(
             context,
             DriverRequirement {
                 feature: Cow::Owned(format!("`{name}`")),
@@ -240,6 +502,9 @@ fn driver_error(context: Cow<'static, str>, source: DriverError) -> Error {
                 driver,
             },
         ),
-        None => Error::Driver { context, source },
-    }
+        _ => Error::Unavailable {
+            context,
+            reason: Box::new(u.clone()),
+        },
+    })
 }

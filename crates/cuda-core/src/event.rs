@@ -113,7 +113,7 @@ impl Event {
     /// [`Error::InvalidArgument`] for a stream of another device; the driver's error.
     pub fn record(&self, stream: &Stream) -> Result<()> {
         if stream.context() != &self.ctx {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 "recording an event",
                 format!(
                     "the event and the stream belong to different contexts (devices {} and {})",

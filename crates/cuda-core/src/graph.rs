@@ -433,7 +433,8 @@ impl Graph {
         bytes: usize,
     ) -> Result<GraphNode> {
         if bytes == 0 || bytes > dst.size() || bytes > src.size() {
-            return Err(Error::invalid(
+            return Err(Error::invalid_as(
+                crate::error::copy_size_kind(bytes),
                 "adding a memcpy node",
                 format!(
                     "{bytes} bytes between buffers of {} and {} bytes",
@@ -483,10 +484,7 @@ impl Graph {
     /// are not allowed in conditional bodies or child graphs).
     pub fn add_mem_alloc(&mut self, deps: &[GraphNode], size: usize) -> Result<GraphAllocation> {
         if size == 0 {
-            return Err(Error::invalid(
-                "adding a memory allocation node",
-                "a size of 0",
-            ));
+            return Err(Error::zero_size("adding a memory allocation node"));
         }
         let device = *self.ctx.device();
         let mut p = sys::CUDA_MEM_ALLOC_NODE_PARAMS {

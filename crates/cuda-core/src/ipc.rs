@@ -120,7 +120,7 @@ impl DeviceMemoryResource {
         // this process grants it, so a wrong `device` shows here rather than as a
         // fault in the first kernel.
         if imported.access_of(*device)? != sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 format!("importing a memory pool on device {}", device.ordinal()),
                 "the pool's memory is on another device (pass the device that holds it)",
             ));
@@ -238,7 +238,7 @@ impl Buffer {
             .filter(|&s| s > 0)
             .ok_or_else(|| Error::invalid("importing a buffer", "the size is zero or too large"))?;
         if stream.device() != &pool.device {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 "importing a buffer",
                 "the stream is on another device",
             ));

@@ -342,7 +342,8 @@ fn clusters_to_blocks(clusters: u32, cluster: u32, axis: &str, what: &'static st
 }
 
 fn zero_dims(what: &'static str) -> Error {
-    Error::invalid(
+    Error::invalid_as(
+        crate::InvalidKind::ZeroSize,
         what,
         "grid, block and cluster dimensions must all be at least 1",
     )

@@ -32,9 +32,11 @@
 //!
 //! Built on [`cuda_bindings`] (and [`cuda_pathfinder`], which finds the libraries
 //! and headers; both re-exported); nothing links to CUDA at build time. Every failure
-//! is an [`Error`] that carries CUDA's error (code, name, description) and what was
-//! being done; a missing driver or compiler is an error that lists where it was
-//! searched for.
+//! is an [`Error`]: what was being done, with CUDA's error (code, name,
+//! description) as its [`source`](std::error::Error::source); a missing driver or
+//! compiler is [`Error::Unavailable`], whose reason lists where it was searched
+//! for. Each level of an error says its own part once: print the whole chain with
+//! [`Error::report`] (or `anyhow`'s `{:#}`), not `to_string()` alone.
 //!
 //! | area | types |
 //! |---|---|
@@ -108,7 +110,7 @@ pub use device_buffer::DeviceBuffer;
 pub use dlpack::{
     DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
 };
-pub use error::{DriverRequirement, Error, Result, ToolError};
+pub use error::{DriverRequirement, Error, InvalidKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
 pub use graph::{
     CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use cuda_bindings::driver as sys;
 
-use crate::error::{Check as _, Error, Result, ToolError};
+use crate::error::{Check as _, Error, Result};
 use crate::jit::{JitOptions, loadable};
 use crate::{CodeType, Context, Kernel, Module, ObjectCode, Stream};
 
@@ -117,16 +117,9 @@ impl Library {
             let source = cuda_bindings::driver::DriverError::new(rc);
             let log = jit.error_log();
             if !log.is_empty() {
-                return Err(Error::Compile {
-                    context: what().into(),
-                    log,
-                    source: ToolError::Driver(source),
-                });
+                return Err(Error::compile(what(), log, source));
             }
-            return Err(Error::Driver {
-                context: what().into(),
-                source,
-            });
+            return Err(Error::from_driver(what(), source));
         }
         Ok(Self {
             inner: Arc::new(Inner {

@@ -29,7 +29,7 @@ use cuda_bindings::IntoResult as _;
 use cuda_bindings::driver::{self as sys, DriverError};
 use cuda_bindings::nvjitlink as jl;
 
-use crate::error::{Check as _, Error, Result, ToolError};
+use crate::error::{Check as _, Error, Result};
 use crate::object::{CodeType, ObjectCode};
 use crate::program::{Arch, strip_nul, text};
 
@@ -354,7 +354,8 @@ impl Linker {
     /// [`Error::InvalidArgument`] for no inputs or bad options
     /// ([`LinkerOptions::to_nvjitlink_args`]); [`Error::Compile`] with the error
     /// log when the linker rejects an input; [`Error::Tool`] (nvJitLink) or
-    /// [`Error::Driver`] when the linker cannot be created; [`Error::Unsupported`]
+    /// [`Error::Driver`] when the linker cannot be created; [`Error::Unavailable`]
+    /// when neither nvJitLink nor the driver can be loaded; [`Error::Unsupported`]
     /// for options the driver's linker lacks.
     pub fn new(inputs: &[&ObjectCode], options: LinkerOptions) -> Result<Self> {
         let backend = if jl::is_available("nvJitLinkCreate") {
@@ -368,8 +369,8 @@ impl Linker {
     /// [`new`](Self::new) with the backend chosen by the caller.
     ///
     /// # Errors
-    /// As [`new`](Self::new); [`Error::Tool`] when the backend is nvJitLink and
-    /// it cannot be loaded.
+    /// As [`new`](Self::new); [`Error::Unavailable`] when the chosen backend's
+    /// library cannot be loaded.
     pub fn with_backend(
         inputs: &[&ObjectCode],
         options: LinkerOptions,
@@ -535,16 +536,15 @@ impl JitLink {
             };
             this._inputs.push(bytes);
             if let Err(e) = rc.result() {
-                return Err(Error::Compile {
-                    context: format!(
+                return Err(Error::compile(
+                    format!(
                         "adding {} input {} to the nvJitLink link",
                         input.code_type(),
                         input.name()
-                    )
-                    .into(),
-                    log: this.error_log(),
-                    source: ToolError::NvJitLink(e),
-                });
+                    ),
+                    this.error_log(),
+                    e,
+                ));
             }
         }
         Ok(this)
@@ -553,11 +553,11 @@ impl JitLink {
     fn complete(&self, linker: &Linker) -> Result<Vec<u8>> {
         // SAFETY: the handle is live and every input has been added.
         if let Err(e) = unsafe { jl::nvJitLinkComplete(self.handle) }.result() {
-            return Err(Error::Compile {
-                context: format!("linking {} with nvJitLink", linker.name).into(),
-                log: self.error_log(),
-                source: ToolError::NvJitLink(e),
-            });
+            return Err(Error::compile(
+                format!("linking {} with nvJitLink", linker.name),
+                self.error_log(),
+                e,
+            ));
         }
         let (code, what) = if self.ptx {
             let ptx = self.bytes(jl::nvJitLinkGetLinkedPtxSize, jl::nvJitLinkGetLinkedPtx);
@@ -774,16 +774,15 @@ impl DriverLink {
             };
             this._inputs.push(bytes);
             if rc != sys::CUDA_SUCCESS {
-                return Err(Error::Compile {
-                    context: format!(
+                return Err(Error::compile(
+                    format!(
                         "adding {} input {} to the driver's link",
                         input.code_type(),
                         input.name()
-                    )
-                    .into(),
-                    log: text(&this.error_log),
-                    source: ToolError::Driver(DriverError::new(rc)),
-                });
+                    ),
+                    text(&this.error_log),
+                    DriverError::new(rc),
+                ));
             }
         }
         Ok(this)
@@ -805,11 +804,11 @@ impl DriverLink {
         // are valid for writes.
         let rc = unsafe { sys::cuLinkComplete(self.state, &mut cubin, &mut size) };
         if rc != sys::CUDA_SUCCESS {
-            return Err(Error::Compile {
-                context: format!("linking {} with the driver's JIT linker", linker.name).into(),
-                log: text(&self.error_log),
-                source: ToolError::Driver(DriverError::new(rc)),
-            });
+            return Err(Error::compile(
+                format!("linking {} with the driver's JIT linker", linker.name),
+                text(&self.error_log),
+                DriverError::new(rc),
+            ));
         }
         if cubin.is_null() || size == 0 {
             return Err(Error::invalid(

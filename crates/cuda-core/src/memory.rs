@@ -926,7 +926,7 @@ impl Buffer {
         let device = mr.device();
         let what = || format!("allocating {size} bytes on device {}", device.ordinal());
         if size == 0 {
-            return Err(Error::invalid(what(), "the size is zero"));
+            return Err(Error::zero_size(what()));
         }
         let legacy;
         let stream = match stream.into() {
@@ -944,7 +944,7 @@ impl Buffer {
             }
         };
         if stream.device() != &device {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 what(),
                 format!("the stream belongs to device {}", stream.device().ordinal()),
             ));
@@ -1081,7 +1081,7 @@ impl Buffer {
         what: &'static str,
     ) -> Result<crate::context::Current> {
         if stream.device() != &self.device {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 what,
                 format!(
                     "the buffer is on device {} and the stream on device {}",
@@ -1095,7 +1095,7 @@ impl Buffer {
 
     fn check_len(&self, bytes: usize, what: &'static str) -> Result<()> {
         if bytes > self.size {
-            return Err(Error::invalid(
+            return Err(Error::out_of_range(
                 what,
                 format!(
                     "{bytes} bytes do not fit in a buffer of {} bytes",
@@ -1508,7 +1508,7 @@ impl Buffer {
             if other.device() != &self.device {
                 // Put the owner back: the buffer stays valid and is freed later.
                 self.owner = Some((mr, free_stream));
-                return Err(Error::invalid(
+                return Err(Error::other_device(
                     "freeing a buffer",
                     format!(
                         "the buffer is on device {} and the stream on device {}",
@@ -1588,7 +1588,7 @@ pub(crate) fn copy_device(
             .check(|| format!("copying {bytes} bytes between buffers"))?;
     } else {
         if stream.device() != &dst.device && stream.device() != &src.device {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 WHAT,
                 format!(
                     "the buffers are on devices {} and {}, the stream on device {}",

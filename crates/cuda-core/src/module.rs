@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cuda_bindings::driver as sys;
 
-use crate::error::{Check as _, Error, Result, ToolError};
+use crate::error::{Check as _, Error, Result};
 use crate::jit::{JitOptions, loadable};
 use crate::library::c_name;
 use crate::{CodeType, Context, Kernel, Library, ObjectCode};
@@ -97,16 +97,9 @@ impl Module {
             let source = cuda_bindings::driver::DriverError::new(rc);
             let log = jit.error_log();
             return Err(if log.is_empty() {
-                Error::Driver {
-                    context: what().into(),
-                    source,
-                }
+                Error::from_driver(what(), source)
             } else {
-                Error::Compile {
-                    context: what().into(),
-                    log,
-                    source: ToolError::Driver(source),
-                }
+                Error::compile(what(), log, source)
             });
         }
         Ok(Self {

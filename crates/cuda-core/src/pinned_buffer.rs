@@ -151,7 +151,7 @@ impl<T: Pod> PinnedBuffer<T> {
     /// Checks a copy of `len` elements on `stream` against this buffer.
     fn check(&self, len: usize, stream: &Stream, what: &'static str) -> Result<()> {
         if len != self.len {
-            return Err(Error::invalid(
+            return Err(Error::out_of_range(
                 what,
                 format!("the lengths differ: {len} and {} elements", self.len),
             ));

@@ -27,7 +27,7 @@ use cuda_bindings::IntoResult as _;
 use cuda_bindings::{nvrtc, nvvm};
 
 use crate::Device;
-use crate::error::{Error, Result, ToolError};
+use crate::error::{Error, Result};
 use crate::linker::{Linker, LinkerOptions};
 use crate::object::{CodeType, ObjectCode};
 
@@ -1033,8 +1033,9 @@ impl Program {
     /// [`Error::InvalidArgument`] for a target the source or options cannot
     /// produce, name expressions on a non-C++ program, or a name expression with a
     /// NUL byte; [`Error::Compile`] with the compiler's log when compilation fails;
-    /// [`Error::Tool`] when another compiler call fails (the library missing, for
-    /// instance: the error says where it was searched for).
+    /// [`Error::Tool`] when another compiler call fails; [`Error::Unavailable`]
+    /// when the compiler's library cannot be loaded (its reason says where it
+    /// was searched for).
     pub fn compile(&self, target: CompileTarget, name_expressions: &[&str]) -> Result<ObjectCode> {
         if !name_expressions.is_empty() && !matches!(self.source, Source::Cxx(_)) {
             return Err(Error::invalid(
@@ -1133,11 +1134,11 @@ impl Program {
             *self.pch.lock().unwrap_or_else(PoisonError::into_inner) = pch_status(prog.0);
         }
         if let Err(e) = rc.result() {
-            return Err(Error::Compile {
-                context: format!("compiling {name} with NVRTC").into(),
+            return Err(Error::compile(
+                format!("compiling {name} with NVRTC"),
                 log,
-                source: ToolError::Nvrtc(e),
-            });
+                e,
+            ));
         }
 
         let mut mapping = BTreeMap::new();
@@ -1262,15 +1263,14 @@ impl Program {
             if let Err(e) = rc.result() {
                 let log = prog.log();
                 self.set_log(log.clone());
-                return Err(Error::Compile {
-                    context: format!(
+                return Err(Error::compile(
+                    format!(
                         "adding NVVM IR module {} to {name}",
                         module_name.to_string_lossy()
-                    )
-                    .into(),
+                    ),
                     log,
-                    source: ToolError::Nvvm(e),
-                });
+                    e,
+                ));
             }
         }
         if opts.use_libdevice {
@@ -1294,11 +1294,11 @@ impl Program {
             if let Err(e) = rc.result() {
                 let log = prog.log();
                 self.set_log(log.clone());
-                return Err(Error::Compile {
-                    context: format!("adding libdevice to {name}").into(),
+                return Err(Error::compile(
+                    format!("adding libdevice to {name}"),
                     log,
-                    source: ToolError::Nvvm(e),
-                });
+                    e,
+                ));
             }
         }
         // SAFETY: `prog` is live; `arg_ptrs` holds `num_args` pointers to
@@ -1308,11 +1308,11 @@ impl Program {
         let log = prog.log();
         self.set_log(log.clone());
         if let Err(e) = rc.result() {
-            return Err(Error::Compile {
-                context: format!("compiling {name} with NVVM").into(),
+            return Err(Error::compile(
+                format!("compiling {name} with NVVM"),
                 log,
-                source: ToolError::Nvvm(e),
-            });
+                e,
+            ));
         }
         let mut code = prog
             .bytes(nvvm::nvvmGetCompiledResultSize, nvvm::nvvmGetCompiledResult)
@@ -1540,8 +1540,8 @@ impl Drop for NvvmProgram {
 /// The version of the loaded NVRTC, as `(major, minor)`.
 ///
 /// # Errors
-/// [`Error::Tool`] when NVRTC cannot be loaded (the error says where it was
-/// searched for).
+/// [`Error::Unavailable`] when NVRTC cannot be loaded (its reason says where it
+/// was searched for).
 pub fn nvrtc_version() -> Result<(i32, i32)> {
     let v = nvrtc::version().map_err(|e| Error::tool("querying the NVRTC version", e))?;
     Ok((v.major, v.minor))
@@ -1551,7 +1551,8 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 /// `sm_90`), in ascending order.
 ///
 /// # Errors
-/// [`Error::Tool`] when NVRTC cannot be loaded or asked.
+/// [`Error::Unavailable`] when NVRTC cannot be loaded; [`Error::Tool`] when it
+/// cannot be asked.
 pub fn nvrtc_supported_archs() -> Result<Vec<i32>> {
     const CONTEXT: &str = "querying NVRTC's supported architectures";
     let mut n: c_int = 0;

@@ -145,7 +145,7 @@ impl SmResource {
             return Err(Error::invalid(what(), "a group needs at least 1 SM"));
         }
         if options.count > self.sm_count() {
-            return Err(Error::invalid(
+            return Err(Error::out_of_range(
                 what(),
                 format!("the resource has only {} SMs", self.sm_count()),
             ));
@@ -292,7 +292,7 @@ impl Context {
             return Err(Error::invalid(what(), "no resources given"));
         }
         if let Some(r) = resources.iter().find(|r| r.device != *device) {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 what(),
                 format!("a resource belongs to device {}", r.device.ordinal()),
             ));

@@ -92,7 +92,7 @@ impl Stream {
             Some(p) => {
                 let (least, greatest) = device.stream_priority_range()?;
                 if p > least || p < greatest {
-                    return Err(Error::invalid(
+                    return Err(Error::out_of_range(
                         format!("creating a stream on device {}", device.ordinal()),
                         format!("priority {p} is outside the device's range {greatest}..={least}"),
                     ));

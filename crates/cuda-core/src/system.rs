@@ -14,7 +14,7 @@
 //! // From a CUDA device to its NVML device and back.
 //! let nvml_dev = cuda_core::Device::new(0)?.to_system_device()?;
 //! assert_eq!(nvml_dev.to_device()?.ordinal(), 0);
-//! # Ok::<(), cuda_core::system::SystemError>(())
+//! # Ok::<(), cuda_core::Error>(())
 //! ```
 //!
 //! | `cuda.core.system` | here |
@@ -27,7 +27,8 @@
 //! | `get_p2p_status`, `get_topology_common_ancestor` | [`SystemDevice::p2p_status`], [`SystemDevice::topology_common_ancestor`] |
 //! | `Device` | [`SystemDevice`] |
 //! | `cuda.core.Device.to_system_device` | [`Device::to_system_device`] |
-//! | `NvmlError` and its subclasses (`NotSupportedError`, `LibraryNotFoundError`, …) | [`SystemError::Nvml`], whose [`nvml_code`](SystemError::nvml_code) is the status code each subclass stands for |
+//! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`], whose [`nvml_code`](Error::nvml_code) is the status code each subclass stands for ([`is_nvml_not_supported`](Error::is_nvml_not_supported) for `NotSupportedError`) |
+//! | `LibraryNotFoundError` (no NVML) | [`Error::Unavailable`] ([`is_unavailable`](Error::is_unavailable)), as for any missing library |
 //!
 //! # NVML's lifetime
 //!
@@ -43,9 +44,11 @@
 //!
 //! NVML needs the driver's `libnvidia-ml.so.1` (`nvml.dll` on Windows), which is
 //! installed with the display driver rather than the CUDA toolkit; without it every
-//! function returns a [`SystemError::Nvml`] whose
-//! [`is_library_not_found`](SystemError::is_library_not_found) is true and whose
-//! message lists where the library was searched for.
+//! function returns an [`Error::Unavailable`] whose reason lists where the library
+//! was searched for.
+//!
+//! Errors are the crate's one [`Error`]: NVML's own failures are
+//! [`Error::Nvml`], with NVML's code, name and description as the source.
 //!
 //! NVML numbers devices on its own: an NVML index is not a CUDA ordinal (NVML
 //! ignores `CUDA_VISIBLE_DEVICES` and sorts by PCI bus id). Convert between the two
@@ -60,91 +63,36 @@ use std::sync::OnceLock;
 use cuda_bindings::IntoResult as _;
 use cuda_bindings::nvml::*;
 
+use cuda_bindings::Unavailable;
+
 use crate::Device;
-use crate::error::Error;
-
-/// An error of this module: NVML's, or one of the crate's [`Error`]s (a CUDA
-/// driver call made while converting to a [`Device`], or a rejected argument).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SystemError {
-    /// An NVML call failed (or NVML is missing: the source says where it was
-    /// searched for).
-    #[error("{context}: {source}")]
-    Nvml {
-        /// What was being done.
-        context: Cow<'static, str>,
-        /// NVML's error: its code, name and description.
-        #[source]
-        source: NvmlError,
-    },
-    /// A CUDA driver call failed, or an argument was rejected before NVML was
-    /// called.
-    #[error(transparent)]
-    Core(#[from] Error),
-}
-
-impl SystemError {
-    /// NVML's status code, when the error came from NVML.
-    pub fn nvml_code(&self) -> Option<nvmlReturn_t> {
-        self.nvml_error().map(NvmlError::code)
-    }
-
-    /// NVML's error, when the error came from NVML.
-    pub fn nvml_error(&self) -> Option<&NvmlError> {
-        match self {
-            Self::Nvml { source, .. } => Some(source),
-            Self::Core(_) => None,
-        }
-    }
-
-    /// Whether NVML said the device or the driver does not support the query
-    /// (`NVML_ERROR_NOT_SUPPORTED`): a fan speed on a passively cooled GPU, a
-    /// serial number on a consumer board, …
-    pub fn is_not_supported(&self) -> bool {
-        self.nvml_code() == Some(NVML_ERROR_NOT_SUPPORTED)
-    }
-
-    /// Whether NVML itself could not be found or loaded
-    /// (`NVML_ERROR_LIBRARY_NOT_FOUND`): no NVIDIA driver is installed.
-    pub fn is_library_not_found(&self) -> bool {
-        self.nvml_code() == Some(NVML_ERROR_LIBRARY_NOT_FOUND)
-    }
-}
-
-/// `Result` with [`SystemError`].
-pub type SystemResult<T> = Result<T, SystemError>;
+use crate::error::{Error, Result};
 
 /// Checks an NVML status, attaching what was being done (built only on failure).
 trait NvmlCheck {
-    fn check<C: Into<Cow<'static, str>>>(self, context: impl FnOnce() -> C) -> SystemResult<()>;
+    fn check<C: Into<Cow<'static, str>>>(self, context: impl FnOnce() -> C) -> Result<()>;
 }
 
 impl NvmlCheck for nvmlReturn_t {
     #[inline]
-    fn check<C: Into<Cow<'static, str>>>(self, context: impl FnOnce() -> C) -> SystemResult<()> {
+    fn check<C: Into<Cow<'static, str>>>(self, context: impl FnOnce() -> C) -> Result<()> {
         // `result()` builds the error at once, so that it picks up this thread's note
         // of why an entry point was unavailable.
-        self.result().map_err(|source| SystemError::Nvml {
-            context: context().into(),
-            source,
-        })
+        self.result()
+            .map_err(|source| Error::nvml(context(), source))
     }
 }
 
 /// `nvmlInit`, once per process and never undone (see the module docs); its result
 /// is remembered.
-fn init() -> SystemResult<()> {
+fn init() -> Result<()> {
     static INIT: OnceLock<Result<(), NvmlError>> = OnceLock::new();
     INIT.get_or_init(|| {
         // SAFETY: `nvmlInit` takes no arguments and may be called from any thread.
         unsafe { nvmlInit() }.result()
     })
     .clone()
-    .map_err(|source| SystemError::Nvml {
-        context: "initialising NVML (nvmlInit)".into(),
-        source,
-    })
+    .map_err(|source| Error::nvml("initialising NVML (nvmlInit)", source))
 }
 
 /// The version number of a versioned NVML struct (`NVML_STRUCT_VERSION` in
@@ -168,7 +116,7 @@ fn read_string<C: Into<Cow<'static, str>>>(
     len: u32,
     context: impl FnOnce() -> C,
     call: impl FnOnce(*mut c_char, c_uint) -> nvmlReturn_t,
-) -> SystemResult<String> {
+) -> Result<String> {
     let mut buf = vec![0 as c_char; len as usize];
     call(buf.as_mut_ptr(), len).check(context)?;
     Ok(from_c_buf(&buf))
@@ -186,12 +134,12 @@ fn pci_from(p: &nvmlPciInfo_t) -> PciInfo {
 }
 
 /// A C string for NVML, or an argument error naming what it was for.
-fn c_string(s: &str, what: &'static str) -> SystemResult<CString> {
+fn c_string(s: &str, what: &'static str) -> Result<CString> {
     CString::new(s).map_err(|_| {
-        SystemError::Core(Error::invalid(
+        Error::invalid(
             format!("looking up an NVML device by {what} {s:?}"),
             "the string contains a NUL byte",
-        ))
+        )
     })
 }
 
@@ -200,8 +148,8 @@ fn c_string(s: &str, what: &'static str) -> SystemResult<CString> {
 /// version (`get_kernel_mode_driver_version` in Python).
 ///
 /// # Errors
-/// NVML's error; [`SystemError::is_library_not_found`] without a driver.
-pub fn driver_version() -> SystemResult<String> {
+/// NVML's error; [`Error::is_unavailable`] without a driver.
+pub fn driver_version() -> Result<String> {
     init()?;
     read_string(
         NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE,
@@ -216,8 +164,8 @@ pub fn driver_version() -> SystemResult<String> {
 /// NVML's own version (`nvmlSystemGetNVMLVersion`), e.g. `"13.580.95.05"`.
 ///
 /// # Errors
-/// NVML's error; [`SystemError::is_library_not_found`] without a driver.
-pub fn nvml_version() -> SystemResult<String> {
+/// NVML's error; [`Error::is_unavailable`] without a driver.
+pub fn nvml_version() -> Result<String> {
     init()?;
     read_string(
         NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE,
@@ -233,8 +181,8 @@ pub fn nvml_version() -> SystemResult<String> {
 ///
 /// # Errors
 /// NVML's error (`NVML_ERROR_FUNCTION_NOT_FOUND` from drivers older than the
-/// call); [`SystemError::is_library_not_found`] without a driver.
-pub fn driver_branch() -> SystemResult<String> {
+/// call); [`Error::is_unavailable`] without a driver.
+pub fn driver_branch() -> Result<String> {
     init()?;
     let mut info = nvmlSystemDriverBranchInfo_t {
         version: struct_version::<nvmlSystemDriverBranchInfo_t>(1),
@@ -252,8 +200,8 @@ pub fn driver_branch() -> SystemResult<String> {
 /// (`nvmlSystemGetCudaDriverVersion_v2`), e.g. `(13, 0)`.
 ///
 /// # Errors
-/// NVML's error; [`SystemError::is_library_not_found`] without a driver.
-pub fn cuda_driver_version() -> SystemResult<(i32, i32)> {
+/// NVML's error; [`Error::is_unavailable`] without a driver.
+pub fn cuda_driver_version() -> Result<(i32, i32)> {
     init()?;
     let mut v = 0;
     // SAFETY: `v` is valid for writes; NVML is initialised.
@@ -267,8 +215,8 @@ pub fn cuda_driver_version() -> SystemResult<(i32, i32)> {
 /// may not be allowed to use.
 ///
 /// # Errors
-/// NVML's error; [`SystemError::is_library_not_found`] without a driver.
-pub fn device_count() -> SystemResult<u32> {
+/// NVML's error; [`Error::is_unavailable`] without a driver.
+pub fn device_count() -> Result<u32> {
     init()?;
     let mut n = 0;
     // SAFETY: `n` is valid for writes; NVML is initialised.
@@ -281,8 +229,8 @@ pub fn device_count() -> SystemResult<u32> {
 ///
 /// # Errors
 /// NVML's error (`NVML_ERROR_NOT_FOUND` when there is no such process);
-/// [`SystemError::is_library_not_found`] without a driver.
-pub fn process_name(pid: u32) -> SystemResult<String> {
+/// [`Error::is_unavailable`] without a driver.
+pub fn process_name(pid: u32) -> Result<String> {
     init()?;
     read_string(
         4096,
@@ -493,8 +441,8 @@ impl SystemDevice {
     /// # Errors
     /// NVML's error (`NVML_ERROR_INVALID_ARGUMENT` for an index out of range,
     /// `NVML_ERROR_NO_PERMISSION` for a device this process may not use);
-    /// [`SystemError::is_library_not_found`] without a driver.
-    pub fn new(index: u32) -> SystemResult<Self> {
+    /// [`Error::is_unavailable`] without a driver.
+    pub fn new(index: u32) -> Result<Self> {
         init()?;
         let mut handle = std::ptr::null_mut();
         // SAFETY: `handle` is valid for writes; NVML is initialised.
@@ -510,8 +458,8 @@ impl SystemDevice {
     /// # Errors
     /// NVML's error (`NVML_ERROR_NOT_FOUND` when no device has the UUID);
     /// [`Error::InvalidArgument`] for a string with a NUL byte;
-    /// [`SystemError::is_library_not_found`] without a driver.
-    pub fn from_uuid(uuid: &str) -> SystemResult<Self> {
+    /// [`Error::is_unavailable`] without a driver.
+    pub fn from_uuid(uuid: &str) -> Result<Self> {
         let c = c_string(uuid, "UUID")?;
         init()?;
         let mut handle = std::ptr::null_mut();
@@ -528,8 +476,8 @@ impl SystemDevice {
     /// # Errors
     /// NVML's error (`NVML_ERROR_NOT_FOUND` when no device is there);
     /// [`Error::InvalidArgument`] for a string with a NUL byte;
-    /// [`SystemError::is_library_not_found`] without a driver.
-    pub fn from_pci_bus_id(bus_id: &str) -> SystemResult<Self> {
+    /// [`Error::is_unavailable`] without a driver.
+    pub fn from_pci_bus_id(bus_id: &str) -> Result<Self> {
         let c = c_string(bus_id, "PCI bus id")?;
         init()?;
         let mut handle = std::ptr::null_mut();
@@ -544,12 +492,12 @@ impl SystemDevice {
     ///
     /// # Errors
     /// As [`device_count`] and [`new`](Self::new).
-    pub fn all() -> SystemResult<Vec<Self>> {
+    pub fn all() -> Result<Vec<Self>> {
         (0..device_count()?).map(Self::new).collect()
     }
 
     /// Wraps a handle NVML returned, reading its index.
-    fn from_handle(handle: nvmlDevice_t) -> SystemResult<Self> {
+    fn from_handle(handle: nvmlDevice_t) -> Result<Self> {
         let mut index = 0;
         // SAFETY: `handle` came from NVML, which stays initialised; `index` is valid
         // for writes.
@@ -580,7 +528,7 @@ impl SystemDevice {
         what: &str,
         function: &str,
         call: impl FnOnce(nvmlDevice_t, *mut c_uint) -> nvmlReturn_t,
-    ) -> SystemResult<u32> {
+    ) -> Result<u32> {
         let mut v = 0;
         call(self.handle, &mut v).check(|| self.ctx(what, function))?;
         Ok(v)
@@ -590,7 +538,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error.
-    pub fn name(&self) -> SystemResult<String> {
+    pub fn name(&self) -> Result<String> {
         read_string(
             NVML_DEVICE_NAME_V2_BUFFER_SIZE,
             || self.ctx("reading the name", "nvmlDeviceGetName"),
@@ -607,7 +555,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error.
-    pub fn uuid(&self) -> SystemResult<String> {
+    pub fn uuid(&self) -> Result<String> {
         read_string(
             NVML_DEVICE_UUID_V2_BUFFER_SIZE,
             || self.ctx("reading the UUID", "nvmlDeviceGetUUID"),
@@ -622,9 +570,9 @@ impl SystemDevice {
     /// The board's serial number (`nvmlDeviceGetSerial`), as printed on it.
     ///
     /// # Errors
-    /// NVML's error; [`SystemError::is_not_supported`] on boards without one
+    /// NVML's error; [`Error::is_nvml_not_supported`] on boards without one
     /// (most GeForce boards).
-    pub fn serial(&self) -> SystemResult<String> {
+    pub fn serial(&self) -> Result<String> {
         read_string(
             NVML_DEVICE_SERIAL_BUFFER_SIZE,
             || self.ctx("reading the serial number", "nvmlDeviceGetSerial"),
@@ -642,7 +590,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error.
-    pub fn memory_info(&self) -> SystemResult<MemoryInfo> {
+    pub fn memory_info(&self) -> Result<MemoryInfo> {
         let mut m = nvmlMemory_v2_t {
             version: struct_version::<nvmlMemory_v2_t>(2),
             ..Default::default()
@@ -679,9 +627,9 @@ impl SystemDevice {
     /// (`nvmlDeviceGetUtilizationRates`).
     ///
     /// # Errors
-    /// NVML's error ([`SystemError::is_not_supported`] on some devices and in
+    /// NVML's error ([`Error::is_nvml_not_supported`] on some devices and in
     /// some virtualised setups).
-    pub fn utilization(&self) -> SystemResult<Utilization> {
+    pub fn utilization(&self) -> Result<Utilization> {
         let mut u = nvmlUtilization_t::default();
         // SAFETY: the handle is valid (see the type's docs); `u` is valid for writes.
         unsafe { nvmlDeviceGetUtilizationRates(self.handle, &mut u) }
@@ -698,7 +646,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error.
-    pub fn temperature_celsius(&self) -> SystemResult<i32> {
+    pub fn temperature_celsius(&self) -> Result<i32> {
         let mut t = nvmlTemperature_t {
             version: struct_version::<nvmlTemperature_t>(1),
             sensorType: NVML_TEMPERATURE_GPU,
@@ -729,9 +677,9 @@ impl SystemDevice {
     /// The board's power draw in milliwatts (`nvmlDeviceGetPowerUsage`).
     ///
     /// # Errors
-    /// NVML's error ([`SystemError::is_not_supported`] on boards that cannot
+    /// NVML's error ([`Error::is_nvml_not_supported`] on boards that cannot
     /// measure it).
-    pub fn power_usage_milliwatts(&self) -> SystemResult<u32> {
+    pub fn power_usage_milliwatts(&self) -> Result<u32> {
         self.read_uint(
             "reading the power draw",
             "nvmlDeviceGetPowerUsage",
@@ -747,9 +695,9 @@ impl SystemDevice {
     /// system).
     ///
     /// # Errors
-    /// NVML's error ([`SystemError::is_not_supported`] on boards without power
+    /// NVML's error ([`Error::is_nvml_not_supported`] on boards without power
     /// management).
-    pub fn power_limit_milliwatts(&self) -> SystemResult<u32> {
+    pub fn power_limit_milliwatts(&self) -> Result<u32> {
         self.read_uint(
             "reading the power limit",
             "nvmlDeviceGetEnforcedPowerLimit",
@@ -767,7 +715,7 @@ impl SystemDevice {
         what: &str,
         function: &str,
         get: unsafe fn(nvmlDevice_t, nvmlClockType_t, *mut c_uint) -> nvmlReturn_t,
-    ) -> SystemResult<Clocks> {
+    ) -> Result<Clocks> {
         let one = |kind: nvmlClockType_t, name: &str| {
             self.read_uint(&format!("{what} ({name})"), function, |h, p| {
                 // SAFETY: `get` is one of NVML's clock queries; `h` is this device's
@@ -787,7 +735,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error (for any one of the four clocks).
-    pub fn clocks(&self) -> SystemResult<Clocks> {
+    pub fn clocks(&self) -> Result<Clocks> {
         self.read_clocks(
             "reading the current clock",
             "nvmlDeviceGetClockInfo",
@@ -799,7 +747,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error (for any one of the four clocks).
-    pub fn max_clocks(&self) -> SystemResult<Clocks> {
+    pub fn max_clocks(&self) -> Result<Clocks> {
         self.read_clocks(
             "reading the maximum clock",
             "nvmlDeviceGetMaxClockInfo",
@@ -811,7 +759,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error.
-    pub fn pci_info(&self) -> SystemResult<PciInfo> {
+    pub fn pci_info(&self) -> Result<PciInfo> {
         let mut p = nvmlPciInfo_t::default();
         // SAFETY: the handle is valid (see the type's docs); `p` is valid for writes.
         unsafe { nvmlDeviceGetPciInfo(self.handle, &mut p) }
@@ -824,7 +772,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error.
-    pub fn compute_capability(&self) -> SystemResult<(i32, i32)> {
+    pub fn compute_capability(&self) -> Result<(i32, i32)> {
         let (mut major, mut minor) = (0, 0);
         // SAFETY: the handle is valid (see the type's docs); both outputs are valid
         // for writes.
@@ -845,7 +793,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error.
-    pub fn performance_state(&self) -> SystemResult<Option<u32>> {
+    pub fn performance_state(&self) -> Result<Option<u32>> {
         let mut s = NVML_PSTATE_UNKNOWN;
         // SAFETY: the handle is valid (see the type's docs); `s` is valid for writes.
         unsafe { nvmlDeviceGetPerformanceState(self.handle, &mut s) }.check(|| {
@@ -861,9 +809,9 @@ impl SystemDevice {
     /// (`nvmlDeviceGetFanSpeed`); it may exceed 100 on some boards.
     ///
     /// # Errors
-    /// NVML's error; [`SystemError::is_not_supported`] on passively cooled boards
+    /// NVML's error; [`Error::is_nvml_not_supported`] on passively cooled boards
     /// (most data-centre GPUs).
-    pub fn fan_speed_percent(&self) -> SystemResult<u32> {
+    pub fn fan_speed_percent(&self) -> Result<u32> {
         self.read_uint("reading the fan speed", "nvmlDeviceGetFanSpeed", |h, p| {
             // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
             unsafe { nvmlDeviceGetFanSpeed(h, p) }
@@ -875,11 +823,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error.
-    pub fn p2p_status(
-        &self,
-        other: &SystemDevice,
-        capability: P2pCapability,
-    ) -> SystemResult<P2pStatus> {
+    pub fn p2p_status(&self, other: &SystemDevice, capability: P2pCapability) -> Result<P2pStatus> {
         let mut s = NVML_P2P_STATUS_UNKNOWN;
         // SAFETY: both handles are valid (see the type's docs); `s` is valid for
         // writes.
@@ -899,9 +843,9 @@ impl SystemDevice {
     /// Python).
     ///
     /// # Errors
-    /// NVML's error ([`SystemError::is_not_supported`] on platforms without
+    /// NVML's error ([`Error::is_nvml_not_supported`] on platforms without
     /// topology information).
-    pub fn topology_common_ancestor(&self, other: &SystemDevice) -> SystemResult<TopologyLevel> {
+    pub fn topology_common_ancestor(&self, other: &SystemDevice) -> Result<TopologyLevel> {
         let mut l = NVML_TOPOLOGY_SYSTEM;
         // SAFETY: both handles are valid (see the type's docs); `l` is valid for
         // writes.
@@ -920,10 +864,10 @@ impl SystemDevice {
     /// The CUDA device with the same UUID, among those CUDA sees.
     ///
     /// # Errors
-    /// NVML's error reading the UUID; the driver's error ([`SystemError::Core`]);
+    /// NVML's error reading the UUID; the driver's error ([`Error::Driver`]);
     /// [`Error::Unsupported`] when no CUDA device has this UUID (it is hidden by
     /// `CUDA_VISIBLE_DEVICES`, or not usable by CUDA).
-    pub fn to_device(&self) -> SystemResult<Device> {
+    pub fn to_device(&self) -> Result<Device> {
         let uuid = self.uuid()?;
         for dev in Device::all()? {
             if dev.uuid_string()?.eq_ignore_ascii_case(&uuid) {
@@ -936,26 +880,26 @@ impl SystemDevice {
                 self.index
             ),
             "no CUDA device has this UUID (is it hidden by CUDA_VISIBLE_DEVICES?)",
-        )
-        .into())
+        ))
     }
 }
 
-/// Whether `e` says the driver predates the call or struct version used.
-fn is_older_driver(e: &SystemError) -> bool {
+/// Whether `e` says the driver predates the call or struct version used: NVML
+/// lacks the entry point, or refused the struct version.
+fn is_older_driver(e: &Error) -> bool {
     matches!(
         e.nvml_code(),
         Some(NVML_ERROR_FUNCTION_NOT_FOUND | NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
-    )
+    ) || matches!(e.unavailable(), Some(Unavailable::Symbol { .. }))
 }
 
 impl Device {
     /// This device as NVML sees it, found by UUID (`to_system_device` in Python).
     ///
     /// # Errors
-    /// The driver's error reading the UUID ([`SystemError::Core`]); NVML's error
-    /// ([`SystemError::is_library_not_found`] without NVML).
-    pub fn to_system_device(&self) -> SystemResult<SystemDevice> {
+    /// The driver's error reading the UUID ([`Error::Driver`]); NVML's error
+    /// ([`Error::is_unavailable`] without NVML).
+    pub fn to_system_device(&self) -> Result<SystemDevice> {
         let uuid = self.uuid_string()?;
         SystemDevice::from_uuid(&uuid)
     }
@@ -1039,7 +983,7 @@ impl EventSet {
     ///
     /// # Errors
     /// NVML's error.
-    pub fn new() -> SystemResult<Self> {
+    pub fn new() -> Result<Self> {
         init()?;
         let mut set: nvmlEventSet_t = std::ptr::null_mut();
         // SAFETY: `set` is valid for writes.
@@ -1053,7 +997,7 @@ impl EventSet {
     /// # Errors
     /// NVML's error (`NVML_ERROR_NOT_SUPPORTED` for kinds the device does not
     /// report: see [`SystemDevice::supported_event_types`]).
-    pub fn register(&self, device: &SystemDevice, types: EventTypes) -> SystemResult<()> {
+    pub fn register(&self, device: &SystemDevice, types: EventTypes) -> Result<()> {
         // SAFETY: a live set and a valid device handle.
         unsafe { nvmlDeviceRegisterEvents(device.handle, types.0, self.set) }.check(|| {
             device.ctx(
@@ -1069,7 +1013,7 @@ impl EventSet {
     /// # Errors
     /// NVML's error; an Xid error on the GPU is reported as an event, not an
     /// error.
-    pub fn wait(&self, timeout: std::time::Duration) -> SystemResult<Option<SystemEvent>> {
+    pub fn wait(&self, timeout: std::time::Duration) -> Result<Option<SystemEvent>> {
         let ms = c_uint::try_from(timeout.as_millis()).unwrap_or(c_uint::MAX);
         let mut data = nvmlEventData_t::default();
         // SAFETY: a live set; `data` is valid for writes.
@@ -1120,7 +1064,7 @@ impl SystemDevice {
     ///
     /// # Errors
     /// NVML's error.
-    pub fn supported_event_types(&self) -> SystemResult<EventTypes> {
+    pub fn supported_event_types(&self) -> Result<EventTypes> {
         let mut t = 0;
         // SAFETY: a valid device handle; `t` is valid for writes.
         unsafe { nvmlDeviceGetSupportedEventTypes(self.handle, &mut t) }.check(|| {
@@ -1139,7 +1083,7 @@ impl SystemDevice {
     /// # Errors
     /// NVML's error, other than "not supported" (no NVLink) and "invalid argument"
     /// (no such link).
-    pub fn nvlinks(&self) -> SystemResult<Vec<NvlinkInfo>> {
+    pub fn nvlinks(&self) -> Result<Vec<NvlinkInfo>> {
         let mut out = Vec::new();
         for link in 0..NVML_NVLINK_MAX_LINKS {
             let mut state = NVML_FEATURE_DISABLED;

@@ -348,7 +348,7 @@ impl OpaqueArray {
 
     fn check_stream(&self, stream: &Stream, what: &'static str) -> Result<()> {
         if stream.device() != self.ctx.device() {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 what,
                 format!(
                     "the array is on device {} and the stream on device {}",
@@ -780,7 +780,10 @@ impl TextureObject {
     pub fn new(ctx: &Context, resource: TextureResource, options: &TextureOptions) -> Result<Self> {
         const WHAT: &str = "creating a texture object";
         if resource.device() != *ctx.device() {
-            return Err(Error::invalid(WHAT, "the resource is on another device"));
+            return Err(Error::other_device(
+                WHAT,
+                "the resource is on another device",
+            ));
         }
         let res = resource.raw(WHAT)?;
         let tex = options.raw();
@@ -901,7 +904,7 @@ impl Device {
     /// another device.
     pub fn create_surface_object(&self, array: Arc<OpaqueArray>) -> Result<SurfaceObject> {
         if array.ctx.device() != self {
-            return Err(Error::invalid(
+            return Err(Error::other_device(
                 "creating a surface object",
                 "the array is on another device",
             ));

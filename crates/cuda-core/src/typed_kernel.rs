@@ -104,7 +104,7 @@ scalar_params!(
 
 fn same_device(dev: &crate::Device, stream: &Stream) -> Result<()> {
     if dev != stream.device() {
-        return Err(Error::invalid(
+        return Err(Error::other_device(
             "launching a typed kernel",
             format!(
                 "a view on device {} passed to a launch on device {}",

@@ -149,7 +149,7 @@ fn bounds(
     };
     match (start, end) {
         (Some(s), Some(e)) if s <= e && e <= len => Ok((s, e)),
-        _ => Err(Error::invalid(
+        _ => Err(Error::out_of_range(
             what,
             format!(
                 "the range {:?}..{:?} is outside a view of {len} elements",
@@ -162,7 +162,7 @@ fn bounds(
 
 fn split_point(mid: usize, len: usize) -> Result<()> {
     if mid > len {
-        return Err(Error::invalid(
+        return Err(Error::out_of_range(
             "splitting a view",
             format!("the split point {mid} is past the view's {len} elements"),
         ));
@@ -419,7 +419,7 @@ impl Span<'_> {
 
     pub(crate) fn check_len(&self, other: usize, what: &'static str) -> Result<()> {
         if other != self.len {
-            return Err(Error::invalid(
+            return Err(Error::out_of_range(
                 what,
                 format!("the lengths differ: {other} and {} elements", self.len),
             ));

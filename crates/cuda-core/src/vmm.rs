@@ -197,7 +197,7 @@ impl VirtualMemoryResource {
             return Ok(());
         }
         if new_size > a.reserved {
-            return Err(Error::invalid(
+            return Err(Error::out_of_range(
                 what,
                 format!("{new_size} bytes exceed the {} reserved", a.reserved),
             ));

@@ -12,10 +12,11 @@ use cuda_core::cuda_bindings::driver::{self as sys, CUdeviceptr};
 use cuda_core::half::f16;
 use cuda_core::{
     Buffer, CompileTarget, Context, ContextOptions, Device, DeviceMemoryPoolOptions,
-    DeviceMemoryResource, Error, Event, EventOptions, LaunchConfig, LegacyPinnedMemoryResource,
-    LinkerOptions, Location, ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt,
-    PinnedMemoryResource, PinnedMemoryResourceOptions, Program, ProgramOptions, SourceCode, Stream,
-    StreamOptions, VirtualMemoryOptions, VirtualMemoryResource, launch,
+    DeviceMemoryResource, Error, Event, EventOptions, InvalidKind, LaunchConfig,
+    LegacyPinnedMemoryResource, LinkerOptions, Location, ManagedMemoryResource, MemoryKind,
+    MemoryResource, MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions, Program,
+    ProgramOptions, SourceCode, Stream, StreamOptions, VirtualMemoryOptions, VirtualMemoryResource,
+    launch,
 };
 use cuda_rs_tests::{require_gpu, require_libs};
 
@@ -63,7 +64,7 @@ fn device_identity() {
     d.sync().unwrap();
     let n = Device::count().unwrap();
     let e = Device::new(n).unwrap_err();
-    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange), "{e}");
     println!("{name} {uuid} {pci}");
 }
 
@@ -87,7 +88,13 @@ fn streams_with_options() {
         non_blocking: false,
         priority: Some(least + 1),
     });
-    assert!(matches!(bad, Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        bad,
+        Err(Error::InvalidArgument {
+            kind: InvalidKind::OutOfRange,
+            ..
+        })
+    ));
     let legacy = Stream::legacy_default(&d).unwrap();
     assert!(!legacy.is_owned());
     legacy.sync().unwrap();
@@ -136,15 +143,24 @@ fn buffers_round_trip_and_fill() {
     let mut too_big = vec![0u32; n + 1];
     assert!(matches!(
         b.copy_to_host(&mut too_big, &s),
-        Err(Error::InvalidArgument { .. })
+        Err(Error::InvalidArgument {
+            kind: InvalidKind::OutOfRange,
+            ..
+        })
     ));
     assert!(matches!(
         b.copy_from_host(&too_big, &s),
-        Err(Error::InvalidArgument { .. })
+        Err(Error::InvalidArgument {
+            kind: InvalidKind::OutOfRange,
+            ..
+        })
     ));
     assert!(matches!(
         Buffer::allocate(pool.clone(), 0, &s),
-        Err(Error::InvalidArgument { .. })
+        Err(Error::InvalidArgument {
+            kind: InvalidKind::ZeroSize,
+            ..
+        })
     ));
     let mut odd = Buffer::allocate(pool.clone(), 3, &s).unwrap();
     assert!(matches!(
@@ -370,7 +386,13 @@ fn explicit_contexts_on_many_threads() {
     });
     // An event of one context cannot be recorded on a stream of another.
     let e = Event::new(&d, EventOptions::default()).unwrap();
-    assert!(matches!(e.record(&s), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        e.record(&s),
+        Err(Error::InvalidArgument {
+            kind: InvalidKind::OtherDevice,
+            ..
+        })
+    ));
     // The stream keeps the context alive after the last other handle goes.
     drop(ctx);
     s.sync().unwrap();

@@ -8,17 +8,15 @@
 
 use std::fmt::Debug;
 
-use cuda_core::system::{
-    self, EventSet, EventTypes, P2pCapability, SystemDevice, SystemError, SystemResult,
-};
-use cuda_core::{Device, Error};
+use cuda_core::cuda_bindings::{ApiKind, Unavailable};
+use cuda_core::system::{self, EventSet, EventTypes, P2pCapability, SystemDevice};
+use cuda_core::{Device, Error, Result};
 use cuda_rs_tests::require_gpu;
 
 #[test]
 fn system_types_are_send_and_sync() {
     fn send_sync<T: Send + Sync + 'static>() {}
     send_sync::<SystemDevice>();
-    send_sync::<SystemError>();
 }
 
 #[test]
@@ -28,38 +26,43 @@ fn a_nul_byte_is_rejected_before_nvml_is_called() {
         SystemDevice::from_pci_bus_id("0000:\0"),
     ] {
         let e = r.unwrap_err();
-        assert!(
-            matches!(e, SystemError::Core(Error::InvalidArgument { .. })),
-            "{e:?}"
-        );
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
         assert_eq!(e.nvml_code(), None);
-        assert!(!e.is_library_not_found() && !e.is_not_supported());
+        assert!(!e.is_unavailable() && !e.is_nvml_not_supported());
         assert!(e.to_string().contains("NUL"), "{e}");
     }
 }
 
-/// Checks that `r` failed because NVML is missing, and that the message says so.
-fn assert_library_not_found<T: Debug>(what: &str, r: SystemResult<T>) {
+/// Checks that `r` failed because NVML is missing, and that the error says so:
+/// unavailable (not an NVML failure code), the search list in its chain.
+fn assert_library_not_found<T: Debug>(what: &str, r: Result<T>) {
     let e = match r {
         Ok(v) => panic!("{what}: succeeded without NVML: {v:?}"),
         Err(e) => e,
     };
-    let msg = e.to_string();
-    assert!(matches!(e, SystemError::Nvml { .. }), "{what}: {e:?}");
-    assert!(e.is_library_not_found(), "{what}: {msg}");
-    assert!(!e.is_not_supported(), "{what}: {msg}");
-    assert_eq!(
-        e.nvml_code(),
-        Some(cuda_core::cuda_bindings::nvml::NVML_ERROR_LIBRARY_NOT_FOUND)
-    );
+    let msg = e.report().to_string();
+    assert!(e.is_unavailable(), "{what}: {e:?}");
     assert!(
-        msg.contains("NVML_ERROR_LIBRARY_NOT_FOUND"),
-        "{what}: {msg}"
+        matches!(
+            e.unavailable(),
+            Some(Unavailable::Library {
+                api: ApiKind::Nvml,
+                ..
+            })
+        ),
+        "{what}: {e:?}"
     );
+    assert!(!e.is_nvml_not_supported(), "{what}: {msg}");
+    assert_eq!(e.nvml_code(), None, "{what}: {msg}");
+    assert!(!msg.contains("NVML_ERROR"), "{what}: {msg}");
     #[cfg(target_os = "linux")]
     assert!(msg.contains("libnvidia-ml.so.1"), "{what}: {msg}");
     // The pathfinder's error is reachable through `source()`.
-    assert!(std::error::Error::source(&e).is_some(), "{what}: {msg}");
+    let pf = e.unavailable().and_then(Unavailable::library_error);
+    assert!(
+        pf.is_some_and(|pf| !pf.searched().is_empty()),
+        "{what}: {msg}"
+    );
 }
 
 #[test]
@@ -71,7 +74,7 @@ fn without_nvml_every_function_says_where_it_looked() {
         );
         return;
     }
-    println!("{}", system::driver_version().unwrap_err());
+    println!("{}", system::driver_version().unwrap_err().report());
     assert_library_not_found("driver_version", system::driver_version());
     assert_library_not_found("nvml_version", system::nvml_version());
     assert_library_not_found("driver_branch", system::driver_branch());
@@ -95,17 +98,17 @@ fn without_nvml_every_function_says_where_it_looked() {
 }
 
 /// `Ok(v)`, or `None` (printed) when NVML says the device does not support it.
-fn optional<T: Debug>(what: &str, r: SystemResult<T>) -> Option<T> {
+fn optional<T: Debug>(what: &str, r: Result<T>) -> Option<T> {
     match r {
         Ok(v) => {
             println!("{what}: {v:?}");
             Some(v)
         }
-        Err(e) if e.is_not_supported() => {
-            println!("{what}: not supported ({e})");
+        Err(e) if e.is_nvml_not_supported() => {
+            println!("{what}: not supported ({})", e.report());
             None
         }
-        Err(e) => panic!("{what}: {e}"),
+        Err(e) => panic!("{what}: {}", e.report()),
     }
 }
 
@@ -134,7 +137,7 @@ fn system_versions() {
     assert_eq!((major, minor), (cuda.major, cuda.minor));
     match system::driver_branch() {
         Ok(b) => println!("driver branch {b}"),
-        Err(e) => println!("driver branch unavailable: {e}"),
+        Err(e) => println!("driver branch unavailable: {}", e.report()),
     }
     let count = system::device_count().unwrap();
     println!(
@@ -265,10 +268,10 @@ fn every_device_round_trips() {
         match sd.to_device() {
             Ok(dev) => assert_eq!(dev.to_system_device().unwrap().index(), sd.index()),
             // Hidden from CUDA by CUDA_VISIBLE_DEVICES.
-            Err(SystemError::Core(Error::Unsupported { .. })) => {
+            Err(Error::Unsupported { .. }) => {
                 println!("  not visible to CUDA")
             }
-            Err(e) => panic!("{e}"),
+            Err(e) => panic!("{}", e.report()),
         }
     }
     if let [a, b, ..] = all.as_slice() {

@@ -366,7 +366,11 @@ fn search(d: &LibDescriptor, mode: Mode, searched: &mut Vec<SearchStep>) -> Opti
                 Err(msg) => searched.push(SearchStep {
                     step: "system-search",
                     place: (*n).to_string(),
-                    outcome: msg,
+                    // `dlerror` starts with the name the step already shows.
+                    outcome: msg
+                        .strip_prefix(*n)
+                        .and_then(|m| m.strip_prefix(": "))
+                        .map_or_else(|| msg.clone(), str::to_owned),
                 }),
             },
             Mode::Locate => {

@@ -115,7 +115,7 @@ pub enum PathfinderError {
         message: String,
     },
     /// A library that must be loaded first could not be.
-    #[error("library `{name}` needs `{dependency}`, which could not be loaded: {source}")]
+    #[error("library `{name}` needs `{dependency}`, which could not be loaded")]
     Dependency {
         /// The library asked for.
         name: String,
@@ -165,5 +165,37 @@ pub(crate) fn platform_name() -> &'static str {
         "windows-x86_64"
     } else {
         "this operating system"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed dependency says which, and leaves why to its source: the
+    /// dependency's search list is in the chain once.
+    #[test]
+    fn a_failed_dependency_does_not_repeat_its_source() {
+        let missing = PathfinderError::NotFound {
+            kind: ArtifactKind::DynamicLib,
+            name: "cublasLt".into(),
+            searched: vec![SearchStep {
+                step: "system-search",
+                place: "libcublasLt.so.13".into(),
+                outcome: "cannot open shared object file".into(),
+            }],
+        };
+        let e = PathfinderError::Dependency {
+            name: "cublas".into(),
+            dependency: "cublasLt",
+            source: Box::new(missing.clone()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "library `cublas` needs `cublasLt`, which could not be loaded"
+        );
+        let source = std::error::Error::source(&e).map(ToString::to_string);
+        assert_eq!(source, Some(missing.to_string()));
+        assert_eq!(e.searched(), missing.searched());
     }
 }

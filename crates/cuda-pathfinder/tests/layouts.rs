@@ -361,7 +361,18 @@ fn dependencies_are_loaded_first_and_their_failure_is_named() {
     assert_eq!(r.code, 1);
     let e = &r.get("cublas")["error"];
     assert_eq!(e["kind"], "dependency", "{e}");
-    assert!(e["message"].as_str().unwrap().contains("`cublasLt`"), "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("`cublasLt`"), "{e}");
+    // The CLI prints the chain: the dependency's failure once, with its search list.
+    assert!(
+        message.starts_with("library `cublas` needs `cublasLt`, which could not be loaded: "),
+        "{message}"
+    );
+    assert_eq!(
+        message.matches("searched, in order").count(),
+        1,
+        "{message}"
+    );
     std::fs::copy(
         cu13.join("lib/libcudart.so.13"),
         home.join("lib64/libcublasLt.so.13"),

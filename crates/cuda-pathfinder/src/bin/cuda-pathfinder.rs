@@ -69,10 +69,23 @@ fn error_json(name: &str, e: &PathfinderError) -> serde_json::Value {
         "libname": name,
         "error": {
             "kind": e.kind_name(),
-            "message": e.to_string(),
+            "message": message(e),
             "searched": e.searched().iter().map(|s| json!({"step": s.step, "place": s.place, "outcome": s.outcome})).collect::<Vec<_>>(),
         }
     })
+}
+
+/// The error and its causes, each said once (`a: b: c`): a failed dependency's
+/// own error is its source, not part of its message.
+fn message(e: &PathfinderError) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 fn emit(line: &str) {
@@ -109,7 +122,7 @@ fn load(names: &[String], json: bool) -> ExitCode {
                 if json {
                     emit(&error_json(name, &e).to_string());
                 } else {
-                    eprintln!("{name}: error: {e}");
+                    eprintln!("{name}: error: {}", message(&e));
                 }
             }
         }
@@ -144,7 +157,7 @@ fn locate(names: &[String], json: bool) -> ExitCode {
                 if json {
                     emit(&error_json(name, &e).to_string());
                 } else {
-                    eprintln!("{name}: error: {e}");
+                    eprintln!("{name}: error: {}", message(&e));
                 }
             }
         }
@@ -200,7 +213,7 @@ fn find(kind: &str, names: &[String], json: bool) -> ExitCode {
                     }
                     emit(&v.to_string());
                 } else {
-                    eprintln!("{name}: error: {e}");
+                    eprintln!("{name}: error: {}", message(&e));
                 }
             }
         }
@@ -341,7 +354,7 @@ fn doctor(verbose: bool) -> ExitCode {
         Err(e) => emit(&format!(
             "  no CUDA driver ({}): libcuda.so.1 comes with the NVIDIA driver, not the toolkit or the wheels",
             if verbose {
-                e.to_string()
+                message(&e)
             } else {
                 short_reason(&e)
             }
@@ -386,7 +399,7 @@ fn doctor(verbose: bool) -> ExitCode {
                 (
                     s,
                     if verbose {
-                        e.to_string()
+                        message(&e)
                     } else {
                         short_reason(&e)
                     },
@@ -424,7 +437,7 @@ fn doctor(verbose: bool) -> ExitCode {
                         l.abs_path.display()
                     ));
                 }
-                Err(e) if verbose => emit(&format!("  {name:<18} {e}")),
+                Err(e) if verbose => emit(&format!("  {name:<18} {}", message(&e))),
                 Err(_) => emit(&format!("  {name:<18} not found")),
             }
         }
