@@ -258,9 +258,15 @@ extern "C" __global__ void touch(unsigned *out) { if (threadIdx.x == 0) out[bloc
     too_big.cooperative = true;
     // SAFETY: the kernel only touches the buffers passed, within their sizes.
     let e = unsafe { launch(&s, &too_big, &touch, &[&out]) }.unwrap_err();
+    // The launch's context is the error's own text; CUDA's code is its cause.
     assert!(
-        e.to_string().contains("COOPERATIVE_LAUNCH_TOO_LARGE"),
-        "{e}"
+        e.report().to_string().contains("COOPERATIVE_LAUNCH_TOO_LARGE"),
+        "{}",
+        e.report()
+    );
+    assert_eq!(
+        e.driver_code(),
+        Some(cuda_core::cuda_bindings::driver::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
     );
     // Clusters of 2 blocks: each block learns its rank in its cluster.
     if d.compute_capability().unwrap().0 >= 9 {
