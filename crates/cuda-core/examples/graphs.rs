@@ -26,27 +26,12 @@ extern "C" __global__ void countdown(int *counter, int *iterations, cudaGraphCon
 }
 "#;
 
-/// This example's errors: a CUDA call failed ([`cuda_core::Error`], which says
-/// what was being done), or a result is not what it should be, a finding of
-/// this program and not of CUDA. `?` turns CUDA's errors into it (`#[from]`).
-#[derive(Debug, thiserror::Error)]
-enum ExampleError {
-    /// A CUDA call failed.
-    #[error(transparent)]
-    Cuda(#[from] cuda_core::Error),
-    /// A result is not what it should be.
-    #[error("{context}: wrong result: {message}")]
-    Wrong { context: String, message: String },
-}
-
-type Result<T, E = ExampleError> = std::result::Result<T, E>;
+mod common;
+use common::{ExampleError, Result};
 
 /// The error for a result that is not what it should be.
 fn wrong(what: &str) -> ExampleError {
-    ExampleError::Wrong {
-        context: "checking the graphs example".to_owned(),
-        message: what.to_owned(),
-    }
+    common::wrong("checking the graphs example", what.to_owned())
 }
 
 fn run() -> Result<()> {

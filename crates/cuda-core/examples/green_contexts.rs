@@ -23,28 +23,8 @@ extern "C" __global__ void where_am_i(unsigned *out, long long spin) {
 }
 "#;
 
-/// This example's errors: a CUDA call failed ([`cuda_core::Error`], which says
-/// what was being done), or a result is not what it should be, a finding of
-/// this program and not of CUDA. `?` turns CUDA's errors into it (`#[from]`).
-#[derive(Debug, thiserror::Error)]
-enum ExampleError {
-    /// A CUDA call failed.
-    #[error(transparent)]
-    Cuda(#[from] cuda_core::Error),
-    /// A result is not what it should be.
-    #[error("{context}: wrong result: {message}")]
-    Wrong { context: String, message: String },
-}
-
-type Result<T, E = ExampleError> = std::result::Result<T, E>;
-
-/// The error for a result that is not what it should be.
-fn wrong(context: &str, message: String) -> ExampleError {
-    ExampleError::Wrong {
-        context: context.to_owned(),
-        message,
-    }
-}
+mod common;
+use common::{ExampleError, Result, wrong};
 
 fn run() -> Result<()> {
     let dev = Device::new(0)?;
