@@ -260,7 +260,9 @@ extern "C" __global__ void touch(unsigned *out) { if (threadIdx.x == 0) out[bloc
     let e = unsafe { launch(&s, &too_big, &touch, &[&out]) }.unwrap_err();
     // The launch's context is the error's own text; CUDA's code is its cause.
     assert!(
-        e.report().to_string().contains("COOPERATIVE_LAUNCH_TOO_LARGE"),
+        e.report()
+            .to_string()
+            .contains("COOPERATIVE_LAUNCH_TOO_LARGE"),
         "{}",
         e.report()
     );
