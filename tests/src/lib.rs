@@ -354,3 +354,46 @@ pub fn assert_expected_major(what: &str, major: i32) {
         ),
     }
 }
+
+/// Lowercase hex of `bytes`: how IPC tests hand handles to a child process in an
+/// environment variable.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The bytes [`hex`] wrote. Panics on anything else (test input).
+pub fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digits"))
+        .collect()
+}
+
+/// Re-runs the single test `test` of this test binary in a child process that
+/// inherits the open descriptor `fd` (its close-on-exec flag is cleared) and gets
+/// `envs` on top of this process's environment. Panics, with the child's exit
+/// status and output, unless the child ran that test and it passed.
+#[cfg(unix)]
+pub fn run_test_with_fd(test: &str, fd: std::os::fd::BorrowedFd<'_>, envs: &[(&str, String)]) {
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: clearing FD_CLOEXEC on a descriptor the caller holds open.
+    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) };
+    assert_eq!(
+        rc,
+        0,
+        "clearing FD_CLOEXEC: {}",
+        std::io::Error::last_os_error()
+    );
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary's path"))
+        .args([test, "--exact", "--nocapture"])
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("starting the child process");
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "child failed: {:?}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

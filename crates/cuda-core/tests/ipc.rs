@@ -6,24 +6,15 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::os::fd::{AsRawFd as _, BorrowedFd};
+use std::os::fd::{AsFd as _, AsRawFd as _, BorrowedFd};
 use std::sync::Arc;
+
+use cuda_rs_tests::{hex, unhex};
 
 use cuda_core::{
     Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Event, EventOptions,
     IpcBufferDescriptor, StreamOptions,
 };
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
 
 #[test]
 fn descriptors_round_trip_as_bytes() {
@@ -99,25 +90,14 @@ fn pool_buffer_and_event_shared_with_a_child_process() {
     ev.record(&s).unwrap();
     s.sync().unwrap();
     let fd = pool.export_handle().unwrap();
-    // Let the child inherit the descriptor.
-    // SAFETY: clearing FD_CLOEXEC on a descriptor we own.
-    assert_eq!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) }, 0);
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "pool_buffer_and_event_shared_with_a_child_process",
-            "--exact",
-            "--nocapture",
-        ])
-        .env("IPC_FD", fd.as_raw_fd().to_string())
-        .env("IPC_DESC", hex(&buf.ipc_descriptor().unwrap().to_bytes()))
-        .env("IPC_EVENT", hex(&ev.ipc_handle().unwrap()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-        "child failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    cuda_rs_tests::run_test_with_fd(
+        "pool_buffer_and_event_shared_with_a_child_process",
+        fd.as_fd(),
+        &[
+            ("IPC_FD", fd.as_raw_fd().to_string()),
+            ("IPC_DESC", hex(&buf.ipc_descriptor().unwrap().to_bytes())),
+            ("IPC_EVENT", hex(&ev.ipc_handle().unwrap())),
+        ],
     );
     // The child's write is visible here.
     let mut back = vec![0u32; 1 << 18];

@@ -137,6 +137,7 @@ fn a_virtual_allocation_is_mapped_for_the_other_device() {
 /// device 1 after the exporter's event. Each mode imports once per process.
 #[cfg(unix)]
 fn ipc_child() {
+    use cuda_rs_tests::unhex;
     use std::os::fd::BorrowedFd;
     let step = |s: &str| eprintln!("ipc child: {s}");
     let fd: i32 = std::env::var("IPC_FD").unwrap().parse().unwrap();
@@ -185,26 +186,14 @@ fn ipc_child() {
     step("done");
 }
 
-#[cfg(unix)]
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-#[cfg(unix)]
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 /// IPC between two processes on different GPUs: this process exports a pool of
 /// device 0; a child process imports it and writes it with a kernel on device 1
 /// (and another child shows that naming the wrong device is a typed error).
 #[cfg(unix)]
 #[test]
 fn a_pool_of_device_0_is_imported_and_written_by_device_1_in_another_process() {
-    use std::os::fd::AsRawFd as _;
+    use cuda_rs_tests::hex;
+    use std::os::fd::{AsFd as _, AsRawFd as _};
     const NAME: &str = "a_pool_of_device_0_is_imported_and_written_by_device_1_in_another_process";
     if std::env::var_os("IPC_FD").is_some() {
         ipc_child();
@@ -238,23 +227,16 @@ fn a_pool_of_device_0_is_imported_and_written_by_device_1_in_another_process() {
     ev.record(&s0).unwrap();
     s0.sync().unwrap();
     let fd = pool.export_handle().unwrap();
-    // SAFETY: clearing FD_CLOEXEC on a descriptor we own, so the child inherits it.
-    assert_eq!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) }, 0);
     for mode in ["wrong", "right"] {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([NAME, "--exact", "--nocapture"])
-            .env("IPC_MODE", mode)
-            .env("IPC_FD", fd.as_raw_fd().to_string())
-            .env("IPC_DESC", hex(&buf.ipc_descriptor().unwrap().to_bytes()))
-            .env("IPC_EVENT", hex(&ev.ipc_handle().unwrap()))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-            "child ({mode}) failed: {:?}\n{}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        cuda_rs_tests::run_test_with_fd(
+            NAME,
+            fd.as_fd(),
+            &[
+                ("IPC_MODE", mode.to_owned()),
+                ("IPC_FD", fd.as_raw_fd().to_string()),
+                ("IPC_DESC", hex(&buf.ipc_descriptor().unwrap().to_bytes())),
+                ("IPC_EVENT", hex(&ev.ipc_handle().unwrap())),
+            ],
         );
     }
     let mut h = vec![0u32; 1 << 20];
