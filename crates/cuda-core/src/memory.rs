@@ -1117,7 +1117,7 @@ impl Buffer {
         self.check_len(bytes, "copying host memory into a buffer")?;
         // SAFETY: `src` holds `bytes` readable bytes and the buffer at least as many;
         // the stream is drained before `src` can be touched again.
-        unsafe { self.start(bytes).upload(src.as_ptr().cast(), stream) }?;
+        unsafe { self.span(bytes, 1).upload(src.as_ptr().cast(), stream) }?;
         // Waits before the caller's memory is handed back (the whole context if
         // the stream cannot be waited for).
         stream.drain()
@@ -1133,17 +1133,20 @@ impl Buffer {
         self.check_len(bytes, "copying a buffer to host memory")?;
         // SAFETY: `dst` holds `bytes` writable bytes (any bit pattern is a valid `T`:
         // `Pod`); the stream is drained before `dst` is handed back.
-        unsafe { self.start(bytes).download(dst.as_mut_ptr().cast(), stream) }?;
+        unsafe {
+            self.span(bytes, 1)
+                .download(dst.as_mut_ptr().cast(), stream)
+        }?;
         stream.drain()
     }
 
-    /// The first `bytes` bytes, as a span of bytes.
-    fn start(&self, bytes: usize) -> crate::view::Span<'_> {
+    /// The first `len` elements of `elem` bytes, as a span.
+    fn span(&self, len: usize, elem: usize) -> crate::view::Span<'_> {
         crate::view::Span {
             buf: self,
             ptr: self.ptr,
-            len: bytes,
-            elem: 1,
+            len,
+            elem,
         }
     }
 
@@ -1177,11 +1180,7 @@ impl Buffer {
     /// # Errors
     /// The driver's error; a stream of another device.
     pub fn fill_u8(&mut self, value: u8, stream: &Stream) -> Result<()> {
-        let _current = self.check_stream(stream, "filling a buffer")?;
-        // SAFETY: `size` bytes are live.
-        unsafe { sys::cuMemsetD8Async(self.ptr, value, self.size, stream.handle()) }
-            .check(|| format!("filling {} bytes", self.size))?;
-        self.order_free_after(stream)
+        self.fill(value, stream)
     }
 
     /// Fills the buffer with a 2-byte pattern, ordered on `stream`.
@@ -1189,10 +1188,7 @@ impl Buffer {
     /// # Errors
     /// [`Error::InvalidArgument`] when the size is not a multiple of 2; the driver's error.
     pub fn fill_u16(&mut self, value: u16, stream: &Stream) -> Result<()> {
-        self.fill_wide(2, stream, |p, n, s| {
-            // SAFETY: `n` 2-byte elements are live.
-            unsafe { sys::cuMemsetD16Async(p, value, n, s) }
-        })
+        self.fill(value, stream)
     }
 
     /// Fills the buffer with a 4-byte pattern, ordered on `stream`.
@@ -1200,10 +1196,7 @@ impl Buffer {
     /// # Errors
     /// [`Error::InvalidArgument`] when the size is not a multiple of 4; the driver's error.
     pub fn fill_u32(&mut self, value: u32, stream: &Stream) -> Result<()> {
-        self.fill_wide(4, stream, |p, n, s| {
-            // SAFETY: `n` 4-byte elements are live.
-            unsafe { sys::cuMemsetD32Async(p, value, n, s) }
-        })
+        self.fill(value, stream)
     }
 
     /// Fills the buffer with copies of `value`, a 1-, 2-, 4- or 8-byte [`Pod`] value
@@ -1246,33 +1239,8 @@ impl Buffer {
             );
         }
         let len = self.typed_len::<T>("filling a buffer")?;
-        crate::view::Span {
-            buf: self,
-            ptr: self.ptr,
-            len,
-            elem: std::mem::size_of::<T>(),
-        }
-        .fill(bytemuck::bytes_of(&value), stream)
-    }
-
-    fn fill_wide(
-        &mut self,
-        width: usize,
-        stream: &Stream,
-        f: impl FnOnce(sys::CUdeviceptr, usize, sys::CUstream) -> sys::CUresult,
-    ) -> Result<()> {
-        if self.size % width != 0 || self.ptr % width as u64 != 0 {
-            return Err(Error::invalid(
-                "filling a buffer",
-                format!(
-                    "a {width}-byte pattern needs a size and address that are multiples of {width}"
-                ),
-            ));
-        }
-        let _current = self.check_stream(stream, "filling a buffer")?;
-        f(self.ptr, self.size / width, stream.handle())
-            .check(|| format!("filling {} bytes", self.size))?;
-        self.order_free_after(stream)
+        self.span(len, std::mem::size_of::<T>())
+            .fill(bytemuck::bytes_of(&value), stream)
     }
 
     pub(crate) fn require_managed(&self, what: &'static str) -> Result<()> {
@@ -1474,14 +1442,7 @@ impl Buffer {
                 "device memory is not host-accessible",
             ));
         }
-        let t = std::mem::size_of::<T>().max(1);
-        if self.size % t != 0 || self.ptr as usize % std::mem::align_of::<T>() != 0 {
-            return Err(Error::invalid(
-                what,
-                "the buffer's size or address does not fit the element type",
-            ));
-        }
-        Ok(self.size / t)
+        self.typed_len::<T>(what)
     }
 
     /// Orders this buffer's eventual free after the work queued so far on `stream`

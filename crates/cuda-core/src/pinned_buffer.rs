@@ -16,9 +16,11 @@ use std::sync::{Mutex, PoisonError};
 use bytemuck::Pod;
 use cuda_bindings::driver as sys;
 
-use crate::error::{Check as _, Error, Result};
+use crate::error::{Error, Result};
 use crate::view::{DeviceView, DeviceViewMut, NonZeroSize};
-use crate::{Buffer, Device, Event, EventOptions, LegacyPinnedMemoryResource, Stream};
+use crate::{
+    Buffer, CaptureStatus, Device, Event, EventOptions, LegacyPinnedMemoryResource, Stream,
+};
 
 /// An array of `len` elements of type `T` in page-locked host memory
 /// (`cuMemHostAlloc`, usable from every context). Copies between it and device
@@ -122,10 +124,9 @@ impl<T: Pod> PinnedBuffer<T> {
     pub fn as_slice(&self) -> Result<&[T]> {
         let mut p = self.lock();
         wait_all(&mut p.writes)?;
-        // SAFETY: page-locked host memory of `len` aligned `T`s (allocated so);
-        // no copy that writes it is in flight, and none can start while `&self`
-        // is borrowed (writing it takes `&mut self`).
-        Ok(unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) })
+        // SAFETY: no copy that writes the memory is in flight, and none can start
+        // while `&self` is borrowed (writing it takes `&mut self`).
+        unsafe { self.buf.as_host_slice() }
     }
 
     /// The elements, mutably, after waiting for every copy in flight.
@@ -139,9 +140,9 @@ impl<T: Pod> PinnedBuffer<T> {
             .unwrap_or_else(PoisonError::into_inner);
         wait_all(&mut p.reads)?;
         wait_all(&mut p.writes)?;
-        // SAFETY: as in `as_slice`; no copy touches the memory now, and `&mut self`
-        // keeps new ones from starting.
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.buf.ptr() as usize as *mut T, self.len) })
+        // SAFETY: no copy touches the memory now, and `&mut self` keeps new ones
+        // from starting.
+        unsafe { self.buf.as_host_slice_mut() }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -156,11 +157,7 @@ impl<T: Pod> PinnedBuffer<T> {
                 format!("the lengths differ: {len} and {} elements", self.len),
             ));
         }
-        let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
-        let _current = stream.context().ensure_current()?;
-        // SAFETY: a live stream; `status` is valid for writes.
-        unsafe { sys::cuStreamIsCapturing(stream.handle(), &mut status) }.check(|| what)?;
-        if status != sys::CU_STREAM_CAPTURE_STATUS_NONE {
+        if stream.capture_status()? != CaptureStatus::None {
             return Err(Error::invalid(
                 what,
                 "the stream is capturing a graph, which would read or write the host \
