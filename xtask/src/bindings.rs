@@ -52,7 +52,7 @@ struct Api {
     by_major: bool,
 }
 
-const APIS: [Api; 6] = [
+const APIS: [Api; 11] = [
     Api {
         module: "driver",
         headers: &["cuda.h", "cudaTypedefs.h"],
@@ -120,16 +120,70 @@ const APIS: [Api; 6] = [
         docs: "https://docs.nvidia.com/deploy/nvml-api/",
         by_major: false,
     },
+    Api {
+        module: "cublas",
+        headers: &["cublas_v2.h"],
+        extra_files: &["cublas_api.h"],
+        kind: Kind::Dlsym,
+        result_type: "cublasStatus_t",
+        layout_tests: true,
+        docs: "https://docs.nvidia.com/cuda/cublas/",
+        by_major: true,
+    },
+    Api {
+        module: "cublaslt",
+        headers: &["cublasLt.h"],
+        extra_files: &[],
+        kind: Kind::Dlsym,
+        result_type: "cublasStatus_t",
+        layout_tests: true,
+        docs: "https://docs.nvidia.com/cuda/cublas/#using-the-cublaslt-api",
+        by_major: true,
+    },
+    Api {
+        module: "curand",
+        headers: &["curand.h"],
+        extra_files: &[],
+        kind: Kind::Dlsym,
+        result_type: "curandStatus_t",
+        layout_tests: true,
+        docs: "https://docs.nvidia.com/cuda/curand/",
+        by_major: false,
+    },
+    Api {
+        module: "cufft",
+        headers: &["cufft.h", "cufftXt.h"],
+        extra_files: &["cudalibxt.h"],
+        kind: Kind::Dlsym,
+        result_type: "cufftResult",
+        layout_tests: true,
+        docs: "https://docs.nvidia.com/cuda/cufft/",
+        by_major: true,
+    },
+    Api {
+        module: "nccl",
+        headers: &["nccl.h"],
+        extra_files: &[],
+        kind: Kind::Dlsym,
+        result_type: "ncclResult_t",
+        layout_tests: true,
+        docs: "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api.html",
+        by_major: false,
+    },
 ];
 
 /// The result enums whose constant names get a generated `name()` table.
-const RESULT_ENUMS: [&str; 6] = [
+const RESULT_ENUMS: [&str; 10] = [
     "cudaError_enum",
     "cudaError",
     "nvrtcResult",
     "nvJitLinkResult",
     "nvvmResult",
     "nvmlReturn_enum",
+    "cublasStatus_t",
+    "curandStatus",
+    "cufftResult_t",
+    "ncclResult_t",
 ];
 
 /// Where the generated files go, relative to the workspace root.
@@ -419,6 +473,24 @@ fn msrv_target() -> Result<bindgen::RustTarget, String> {
     Ok(target)
 }
 
+/// CCCL's `<nv/target>`, which `cuda_fp16.h` and `cuda_bf16.h` include even when
+/// read as C, only for C++ and device code: an empty stand-in (in `target/`) keeps
+/// the bindings independent of the CCCL headers.
+fn stub_include_dir() -> Result<std::path::PathBuf, String> {
+    let dir = crate::util::workspace_root()
+        .join("target")
+        .join("bindgen-stubs");
+    let nv = dir.join("nv");
+    fs::create_dir_all(&nv).map_err(|e| format!("creating {}: {e}", nv.display()))?;
+    let target = nv.join("target");
+    fs::write(
+        &target,
+        "/* cuda-rs: empty stand-in for CCCL's <nv/target>, used only by C++ and device code */\n",
+    )
+    .map_err(|e| format!("writing {}: {e}", target.display()))?;
+    Ok(dir)
+}
+
 fn parse_api(
     major: u32,
     pins: &headers::MajorPins,
@@ -433,6 +505,7 @@ fn parse_api(
     let mut builder = bindgen::Builder::default()
         .header_contents("cuda_rs_bindgen_wrapper.h", &wrapper)
         .clang_arg(format!("-I{}", inc.display()))
+        .clang_arg(format!("-I{}", stub_include_dir()?.display()))
         .clang_arg("--target=x86_64-unknown-linux-gnu")
         .default_enum_style(bindgen::EnumVariation::NewType {
             is_bitfield: false,

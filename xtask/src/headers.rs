@@ -126,7 +126,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
-/// Downloads the pinned wheels (`pip download --no-deps`) and extracts the pinned headers.
+/// Extracts the pinned headers of every wheel of `major` into `.headers/`: from a
+/// wheel already in `.headers/wheels/`, else by reading only the headers' bytes out
+/// of the remote wheel (HTTP range requests on the zip's central directory and
+/// members), else by downloading the whole wheel (`pip download --no-deps`). The
+/// sha256 of every header is checked against the pins whichever way it came.
 fn fetch(major: u32) -> Result<(), String> {
     let pins = pins(major)?;
     let root = workspace_root();
@@ -140,32 +144,29 @@ fn fetch(major: u32) -> Result<(), String> {
         fs::remove_dir_all(&inc).map_err(|e| format!("clearing {}: {e}", inc.display()))?;
     }
     fs::create_dir_all(&inc).map_err(|e| format!("creating {}: {e}", inc.display()))?;
+    let mut remote: Vec<&Package> = Vec::new();
     for p in &pins.packages {
-        let wheel = match find_wheel(&wheels, p)? {
-            Some(w) => w,
-            None => {
-                eprintln!("fetch-headers: downloading {}=={}", p.name, p.version);
-                let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-                crate::util::run_cmd(
-                    Command::new(python)
-                        .args([
-                            "-m",
-                            "pip",
-                            "download",
-                            "--no-deps",
-                            "--only-binary=:all:",
-                            "-q",
-                            "-d",
-                        ])
-                        .arg(&wheels)
-                        .arg(format!("{}=={}", p.name, p.version)),
-                )?;
-                find_wheel(&wheels, p)?.ok_or_else(|| {
-                    format!("pip download left no wheel for {}=={}", p.name, p.version)
-                })?
+        match find_wheel(&wheels, p)? {
+            Some(wheel) => extract(&wheel.display().to_string(), p, &inc)?,
+            None => remote.push(p),
+        }
+    }
+    if !remote.is_empty() {
+        let urls = wheel_urls(&remote)?;
+        for p in remote {
+            let ranged = urls
+                .get(&p.name.to_ascii_lowercase())
+                .ok_or_else(|| format!("pip found no wheel for {}=={}", p.name, p.version))
+                .and_then(|url| extract(url, p, &inc));
+            if let Err(e) = ranged {
+                eprintln!(
+                    "fetch-headers: reading {}=={} in place failed ({e}); downloading it whole",
+                    p.name, p.version
+                );
+                let wheel = download(&wheels, p)?;
+                extract(&wheel.display().to_string(), p, &inc)?;
             }
-        };
-        extract(&wheel, p, &inc)?;
+        }
     }
     let bad = verify(major)?;
     if !bad.is_empty() {
@@ -183,6 +184,69 @@ fn fetch(major: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// The download URL of each pinned wheel (lower-case name to URL), as pip resolves
+/// it for this machine, without downloading anything (`pip install --dry-run --report`).
+fn wheel_urls(packages: &[&Package]) -> Result<BTreeMap<String, String>, String> {
+    let report = std::env::temp_dir().join(format!("cuda-rs-wheels-{}.json", std::process::id()));
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    crate::util::run_cmd(
+        Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--dry-run",
+                "--no-deps",
+                "--ignore-installed",
+                "--only-binary=:all:",
+                "-q",
+                "--report",
+            ])
+            .arg(&report)
+            .args(
+                packages
+                    .iter()
+                    .map(|p| format!("{}=={}", p.name, p.version)),
+            ),
+    )?;
+    let text =
+        fs::read_to_string(&report).map_err(|e| format!("reading {}: {e}", report.display()))?;
+    let _ = fs::remove_file(&report);
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("parsing pip's report: {e}"))?;
+    let mut out = BTreeMap::new();
+    for item in v["install"].as_array().into_iter().flatten() {
+        let name = item["metadata"]["name"].as_str();
+        let url = item["download_info"]["url"].as_str();
+        if let (Some(name), Some(url)) = (name, url) {
+            out.insert(name.to_ascii_lowercase(), url.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// Downloads one wheel whole (`pip download --no-deps`).
+fn download(wheels: &Path, p: &Package) -> Result<PathBuf, String> {
+    eprintln!("fetch-headers: downloading {}=={}", p.name, p.version);
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    crate::util::run_cmd(
+        Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "-q",
+                "-d",
+            ])
+            .arg(wheels)
+            .arg(format!("{}=={}", p.name, p.version)),
+    )?;
+    find_wheel(wheels, p)?
+        .ok_or_else(|| format!("pip download left no wheel for {}=={}", p.name, p.version))
+}
+
 fn find_wheel(dir: &Path, p: &Package) -> Result<Option<PathBuf>, String> {
     let prefix = format!("{}-{}-", p.name.replace('-', "_"), p.version);
     let rd = fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
@@ -198,12 +262,40 @@ fn find_wheel(dir: &Path, p: &Package) -> Result<Option<PathBuf>, String> {
     Ok(found.into_iter().next())
 }
 
-/// Extracts the pinned headers of `p` from `wheel` (a zip) into `inc` with Python's zipfile.
-fn extract(wheel: &Path, p: &Package, inc: &Path) -> Result<(), String> {
+/// Extracts the pinned headers of `p` from `wheel` (a zip: a local path, or an
+/// `https://` URL read with range requests) into `inc` with Python's zipfile.
+fn extract(wheel: &str, p: &Package, inc: &Path) -> Result<(), String> {
     const SCRIPT: &str = r#"
-import sys, zipfile, os
+import io, os, sys, urllib.request, zipfile
+
+class Ranged(io.RawIOBase):
+    """A remote file read with HTTP range requests."""
+    def __init__(self, url):
+        self.url, self.pos = url, 0
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60) as r:
+            self.size = int(r.headers["Content-Length"])
+    def readable(self): return True
+    def seekable(self): return True
+    def tell(self): return self.pos
+    def seek(self, off, whence=0):
+        self.pos = off if whence == 0 else self.pos + off if whence == 1 else self.size + off
+        return self.pos
+    def readinto(self, b):
+        n = min(len(b), self.size - self.pos)
+        if n <= 0:
+            return 0
+        req = urllib.request.Request(self.url, headers={"Range": "bytes=%d-%d" % (self.pos, self.pos + n - 1)})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            if r.status != 206:
+                raise OSError("the server ignored the range request")
+            data = r.read()
+        b[:len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
 wheel, prefix, dest = sys.argv[1], sys.argv[2], sys.argv[3]
-z = zipfile.ZipFile(wheel)
+src = io.BufferedReader(Ranged(wheel), 1 << 16) if wheel.startswith("https://") else wheel
+z = zipfile.ZipFile(src)
 for rel in sys.argv[4:]:
     data = z.read(prefix + "/" + rel)
     out = os.path.join(dest, rel)

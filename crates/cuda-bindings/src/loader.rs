@@ -74,6 +74,16 @@ pub enum ApiKind {
     Nvvm,
     /// NVML (`libnvidia-ml`).
     Nvml,
+    /// cuBLAS (`libcublas`).
+    Cublas,
+    /// cuBLASLt (`libcublasLt`).
+    CublasLt,
+    /// cuRAND (`libcurand`).
+    Curand,
+    /// cuFFT (`libcufft`).
+    Cufft,
+    /// NCCL (`libnccl`).
+    Nccl,
 }
 
 impl ApiKind {
@@ -86,13 +96,37 @@ impl ApiKind {
             Self::NvJitLink => "nvJitLink",
             Self::Nvvm => "nvvm",
             Self::Nvml => "nvml",
+            Self::Cublas => "cublas",
+            Self::CublasLt => "cublasLt",
+            Self::Curand => "curand",
+            Self::Cufft => "cufft",
+            Self::Nccl => "nccl",
         }
     }
 
     /// Whether the library is versioned by CUDA major, with an ABI per major
-    /// (`libcudart.so.12` and `.so.13`): the runtime, NVRTC and nvJitLink.
+    /// (`libcudart.so.12` and `.so.13`): the runtime, NVRTC, nvJitLink, cuBLAS,
+    /// cuBLASLt and cuFFT (`libcufft.so.11` is CUDA 12's, `.so.12` CUDA 13's).
     pub fn versioned_by_major(self) -> bool {
-        matches!(self, Self::Runtime | Self::Nvrtc | Self::NvJitLink)
+        matches!(
+            self,
+            Self::Runtime
+                | Self::Nvrtc
+                | Self::NvJitLink
+                | Self::Cublas
+                | Self::CublasLt
+                | Self::Cufft
+        )
+    }
+
+    /// The CUDA major that a library of this API with its own major version
+    /// `library_major` belongs to: the same number, except cuFFT's, which is one
+    /// behind (cuFFT 11 ships with CUDA 12, cuFFT 12 with CUDA 13).
+    fn cuda_major_of(self, library_major: i32) -> i32 {
+        match self {
+            Self::Cufft if library_major > 0 => library_major + 1,
+            _ => library_major,
+        }
     }
 }
 
@@ -105,6 +139,11 @@ impl fmt::Display for ApiKind {
             Self::NvJitLink => "nvJitLink",
             Self::Nvvm => "NVVM",
             Self::Nvml => "NVML",
+            Self::Cublas => "cuBLAS",
+            Self::CublasLt => "cuBLASLt",
+            Self::Curand => "cuRAND",
+            Self::Cufft => "cuFFT",
+            Self::Nccl => "NCCL",
         })
     }
 }
@@ -577,11 +616,13 @@ fn older_minor_symbol(lib: &LoadedDl, sym: &CStr) -> Option<RawFn> {
 /// their ABI across CUDA versions, NVVM versions its IR instead) or when neither
 /// tells.
 fn library_major(lib: &LoadedDl, kind: ApiKind) -> Option<i32> {
-    asked_major(lib, kind).or_else(|| {
-        kind.versioned_by_major()
-            .then(|| major_from_file_name(lib.abs_path()))
-            .flatten()
-    })
+    asked_major(lib, kind)
+        .or_else(|| {
+            kind.versioned_by_major()
+                .then(|| major_from_file_name(lib.abs_path()))
+                .flatten()
+        })
+        .map(|m| kind.cuda_major_of(m))
 }
 
 /// `libcudart.so.12.9.79` or `libnvrtc.so.13` → the number after `.so.`.
@@ -622,8 +663,25 @@ fn asked_major(lib: &LoadedDl, kind: ApiKind) -> Option<i32> {
                 .then(|| i32::try_from(major).ok())
                 .flatten()
         }
-        ApiKind::Driver | ApiKind::Nvvm | ApiKind::Nvml => None,
+        ApiKind::Cublas => property_major(lib, c"cublasGetProperty"),
+        ApiKind::CublasLt => property_major(lib, c"cublasLtGetProperty"),
+        ApiKind::Cufft => property_major(lib, c"cufftGetProperty"),
+        ApiKind::Driver | ApiKind::Nvvm | ApiKind::Nvml | ApiKind::Curand | ApiKind::Nccl => None,
     }
+}
+
+/// The library's own major version from its `*GetProperty(MAJOR_VERSION, int*)`
+/// (cuBLAS, cuBLASLt, cuFFT: one signature in every version that has it).
+fn property_major(lib: &LoadedDl, sym: &CStr) -> Option<i32> {
+    /// `MAJOR_VERSION` of `libraryPropertyType`.
+    const MAJOR_VERSION: c_uint = 0;
+    let f = lib.symbol(sym)?;
+    // SAFETY: `(libraryPropertyType, int*) -> status` in every version that exports it.
+    let f: unsafe extern "C" fn(c_uint, *mut c_int) -> c_int =
+        unsafe { std::mem::transmute(f.as_ptr()) };
+    let mut v = 0;
+    // SAFETY: `v` is valid for writes.
+    (unsafe { f(MAJOR_VERSION, &mut v) } == 0 && v > 0).then_some(v)
 }
 
 fn dlsym(lib: &LoadedDl, sym: &CStr) -> Option<RawFn> {
