@@ -51,7 +51,9 @@ fn curand_reports_its_version_or_why_it_is_missing() {
             let v = curand::version().unwrap();
             assert_eq!(v.major, 10, "cuRAND {v}");
             let mut n = 0;
-            unsafe { curand::curandGetVersion(&mut n) }.result().unwrap();
+            unsafe { curand::curandGetVersion(&mut n) }
+                .result()
+                .unwrap();
             assert_eq!(n / 1000, 10);
             assert_eq!(curand::library().unwrap().abs_path(), lib.abs_path());
             // One ABI across majors: no major is asked for.
@@ -87,14 +89,21 @@ fn cufft_maps_its_own_major_to_cuda_s() {
             let v = cufft::version().unwrap();
             // cuFFT 11 is CUDA 12's, cuFFT 12 CUDA 13's.
             assert_eq!(cufft::cuda_major(), Some(v.major as u32 + 1), "cuFFT {v}");
-            let name = lib.abs_path().file_name().unwrap().to_string_lossy().into_owned();
+            let name = lib
+                .abs_path()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             assert!(name.contains(&format!(".so.{}", v.major)), "{name}");
             let (resolved, total) = cufft::resolved_count().unwrap();
             assert!(resolved * 10 > total * 9, "{resolved}/{total}");
         }
         Err(pf) => {
             let mut plan = 0;
-            let e = unsafe { cufft::cufftCreate(&mut plan) }.result().unwrap_err();
+            let e = unsafe { cufft::cufftCreate(&mut plan) }
+                .result()
+                .unwrap_err();
             assert_eq!(e.code(), cufft::CUFFT_SETUP_FAILED);
             assert_missing(&e, e.unavailable(), ApiKind::Cufft, &pf);
             assert_eq!(cufft::cuda_major(), None);
@@ -115,7 +124,9 @@ fn cublas_and_cublaslt_report_their_major_or_why_they_are_missing() {
         }
         Err(pf) => {
             let mut h = std::ptr::null_mut();
-            let e = unsafe { cublas::cublasCreate(&mut h) }.result().unwrap_err();
+            let e = unsafe { cublas::cublasCreate(&mut h) }
+                .result()
+                .unwrap_err();
             assert_eq!(e.code(), cublas::CUBLAS_STATUS_NOT_INITIALIZED);
             assert_missing(&e, e.unavailable(), ApiKind::Cublas, &pf);
             assert!(h.is_null(), "nothing was called");
@@ -150,11 +161,20 @@ fn nccl_reports_its_version_or_why_it_is_missing() {
 /// error-string function are described by the bindings.
 #[test]
 fn status_codes_have_names_and_descriptions() {
-    let e = curand::CURAND_STATUS_LENGTH_NOT_MULTIPLE.result().unwrap_err();
+    let e = curand::CURAND_STATUS_LENGTH_NOT_MULTIPLE
+        .result()
+        .unwrap_err();
     assert_eq!(e.name(), "CURAND_STATUS_LENGTH_NOT_MULTIPLE");
-    assert!(e.to_string().starts_with("CURAND_STATUS_LENGTH_NOT_MULTIPLE (105): "), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("CURAND_STATUS_LENGTH_NOT_MULTIPLE (105): "),
+        "{e}"
+    );
     let e = cufft::CUFFT_INVALID_SIZE.result().unwrap_err();
-    assert_eq!(e.to_string(), "CUFFT_INVALID_SIZE (8): the transform size is invalid");
+    assert_eq!(
+        e.to_string(),
+        "CUFFT_INVALID_SIZE (8): the transform size is invalid"
+    );
     let e = cublas::CUBLAS_STATUS_INVALID_VALUE.result().unwrap_err();
     assert_eq!(e.name(), "CUBLAS_STATUS_INVALID_VALUE");
     let e = cublaslt::CUBLAS_STATUS_ARCH_MISMATCH.result().unwrap_err();
@@ -172,5 +192,8 @@ fn layouts_match_the_headers() {
     assert_eq!(std::mem::size_of::<cufft::cufftComplex>(), 8);
     assert_eq!(std::mem::size_of::<cufft::cufftDoubleComplex>(), 16);
     assert_eq!(std::mem::size_of::<cublaslt::cublasLtMatmulAlgo_t>(), 64);
-    assert_eq!(std::mem::size_of::<cublaslt::cublasLtMatmulHeuristicResult_t>(), 96);
+    assert_eq!(
+        std::mem::size_of::<cublaslt::cublasLtMatmulHeuristicResult_t>(),
+        96
+    );
 }
