@@ -225,6 +225,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         ("scripts/bench_table.py", "bench_table.py"),
         ("crates/cuda-core/benches/c/graph.c", "c/graph.c"),
         ("crates/cuda-core/benches/c/peer.c", "c/peer.c"),
+        ("crates/cuda-blas/benches/c/gemm.c", "c/gemm.c"),
+        ("crates/cuda-blas/benches/c/gemm_cupy.py", "c/gemm_cupy.py"),
     ] {
         let dest = out.join(to);
         if let Some(p) = dest.parent() {

@@ -24,6 +24,15 @@ pub enum Error {
         #[source]
         source: CublasError,
     },
+    /// A cuBLASLt call failed; the source is cuBLASLt's status.
+    #[error("{context}")]
+    BlasLt {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// cuBLASLt's error: its status code, name and description.
+        #[source]
+        source: cuda_bindings::cublaslt::CublasLtError,
+    },
     /// cuBLAS or one of its entry points is not available (not installed, not
     /// found, a symbol missing, a CUDA major the bindings do not know); the source
     /// says which and why. Nothing was called.
