@@ -156,6 +156,11 @@ fn copy_stripped(from: &Path, to: &Path) -> Result<(), String> {
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut args = args.to_vec();
     let out = take_value(&mut args, "--out")?.ok_or("--out DIR is required")?;
+    // `--packages cuda-blas,cuda-fft`: only those packages' tests, benches and
+    // examples (the workspace's binaries always), to keep a package under the
+    // size that travels to the GPU machine.
+    let only: Option<Vec<String>> = take_value(&mut args, "--packages")?
+        .map(|v| v.split(',').map(|p| format!("{}--", p.trim())).collect());
     no_more(&args)?;
     let out = PathBuf::from(out);
     if out.exists() {
@@ -194,6 +199,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     for a in &artifacts {
         if !seen.insert(a.name.clone()) {
             continue;
+        }
+        if let Some(only) = &only {
+            if a.kind != "bin" && !only.iter().any(|p| a.name.starts_with(p.as_str())) {
+                continue;
+            }
         }
         let dest = bin_dir.join(&a.name);
         copy_stripped(&a.path, &dest)?;
