@@ -8,9 +8,9 @@
 //! use cuda_bindings::curand::*;
 //! use cuda_bindings::IntoResult as _;
 //!
-//! let mut gen: curandGenerator_t = std::ptr::null_mut();
-//! unsafe { curandCreateGenerator(&mut gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) }.result()?;
-//! unsafe { curandDestroyGenerator(gen) }.result()?;
+//! let mut g: curandGenerator_t = std::ptr::null_mut();
+//! unsafe { curandCreateGenerator(&mut g, CURAND_RNG_PSEUDO_PHILOX4_32_10) }.result()?;
+//! unsafe { curandDestroyGenerator(g) }.result()?;
 //! println!("cuRAND {}", version()?);
 //! # Ok::<(), CurandError>(())
 //! ```

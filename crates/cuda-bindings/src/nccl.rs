@@ -12,7 +12,7 @@
 //!
 //! let mut id = ncclUniqueId::default();
 //! unsafe { ncclGetUniqueId(&mut id) }.result()?;
-//! println!("NCCL {}", version()?);
+//! println!("NCCL {:?}", version()?);
 //! # Ok::<(), NcclError>(())
 //! ```
 
