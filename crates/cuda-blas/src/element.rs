@@ -11,7 +11,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// An element type of the BLAS operations: `f32`, `f64`, [`f16`] and [`bf16`].
+/// An element type of the BLAS operations: `f32`, `f64`, [`struct@f16`] and [`bf16`].
 ///
 /// The half types compute in `f32` (cuBLAS's `CUBLAS_COMPUTE_32F`), as is the
 /// norm, and take `f32` scalars (`alpha`, `beta`); `f32` and `f64` compute and
