@@ -1448,7 +1448,18 @@ impl Buffer {
     /// Orders this buffer's eventual free after the work queued so far on `stream`
     /// (an event recorded there, waited for by the free stream), when `stream` is not
     /// the free stream. Keeps stream-ordered frees from racing work on other streams.
-    pub(crate) fn order_free_after(&self, stream: &Stream) -> Result<()> {
+    ///
+    /// cuda-core's own operations (copies, fills, typed launches) do this for the
+    /// buffers they touch. Code that queues work on a buffer through another
+    /// library (cuBLAS, cuFFT, NCCL, a raw driver call) calls it after queueing,
+    /// so that dropping the buffer cannot free memory the work still uses.
+    /// Nothing is done when `stream` is the free stream or the buffer does not own
+    /// its memory.
+    ///
+    /// # Errors
+    /// The driver's error recording or waiting for the event; the stream has then
+    /// been waited for, so the free still cannot overtake the work.
+    pub fn order_free_after(&self, stream: &Stream) -> Result<()> {
         order_frees_after(std::iter::once(self), stream)
     }
 
