@@ -5,8 +5,8 @@
 #
 # usage: bench-rounds.sh [ROUNDS] [PEERS_DIR]
 #   PEERS_DIR may hold bench.c and bench_cuda_core.py (the peer benchmarks);
-#   c/graph.c, c/peer.c and c/gemm.c (cuda-rs's own C graph, peer-copy and cuBLAS GEMM
-#   benchmarks) and c/gemm_cupy.py (CuPy's matmul) are in the package.
+#   c/graph.c, c/peer.c, c/gemm.c and c/fft.c (cuda-rs's own C graph, peer-copy, cuBLAS GEMM
+#   and cuFFT benchmarks) and c/gemm_cupy.py (CuPy's matmul) are in the package.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rounds="${1:-3}"
@@ -14,7 +14,7 @@ peers="${2:-}"
 out="${BENCH_OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 tmp="$(mktemp -d)"
-cbench=""; cgraph=""; cpeer=""; cgemm=""
+cbench=""; cgraph=""; cpeer=""; cgemm=""; cfft=""
 if command -v nvcc >/dev/null; then
   if [ -n "$peers" ] && [ -f "$peers/bench.c" ]; then
     nvcc -O2 -o "$tmp/cbench" "$peers/bench.c" -lcuda -lnvrtc && cbench="$tmp/cbench"
@@ -22,6 +22,7 @@ if command -v nvcc >/dev/null; then
   nvcc -O2 -o "$tmp/cgraph" "$here/c/graph.c" -lcuda -lnvrtc && cgraph="$tmp/cgraph"
   nvcc -O2 -o "$tmp/cpeer" "$here/c/peer.c" -lcuda && cpeer="$tmp/cpeer"
   nvcc -O2 -o "$tmp/cgemm" "$here/c/gemm.c" -lcublas && cgemm="$tmp/cgemm"
+  nvcc -O2 -o "$tmp/cfft" "$here/c/fft.c" -lcufft && cfft="$tmp/cfft"
 else
   echo "bench-rounds: nvcc not found: no C figures" >&2
 fi
@@ -36,7 +37,8 @@ for r in $(seq "$rounds"); do
   # Peer copies: with fewer than two GPUs both sides print nothing.
   [ -n "$cpeer" ] && "$cpeer"
   [ -n "$cgemm" ] && "$cgemm"
-  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm; do [ -x "$b" ] && "$b" --bench; done
+  [ -n "$cfft" ] && "$cfft"
+  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft; do [ -x "$b" ] && "$b" --bench; done
   python3 -c "import cupy" 2>/dev/null && python3 "$here/c/gemm_cupy.py"
   [ -n "$py" ] && python3 "$py"
 done > "$out/bench.jsonl" 2>"$out/bench.err"

@@ -237,6 +237,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         ("crates/cuda-core/benches/c/peer.c", "c/peer.c"),
         ("crates/cuda-blas/benches/c/gemm.c", "c/gemm.c"),
         ("crates/cuda-blas/benches/c/gemm_cupy.py", "c/gemm_cupy.py"),
+        ("crates/cuda-fft/benches/c/fft.c", "c/fft.c"),
     ] {
         let dest = out.join(to);
         if let Some(p) = dest.parent() {
