@@ -5,8 +5,8 @@
 #
 # usage: bench-rounds.sh [ROUNDS] [PEERS_DIR]
 #   PEERS_DIR may hold bench.c and bench_cuda_core.py (the peer benchmarks);
-#   c/graph.c, c/peer.c, c/gemm.c and c/fft.c (cuda-rs's own C graph, peer-copy, cuBLAS GEMM
-#   and cuFFT benchmarks) and c/gemm_cupy.py (CuPy's matmul) are in the package.
+#   c/graph.c, c/peer.c, c/gemm.c, c/fft.c and c/allreduce.c (cuda-rs's own C graph, peer-copy,
+#   cuBLAS GEMM, cuFFT and NCCL all-reduce benchmarks) and c/gemm_cupy.py (CuPy's matmul) are in the package.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rounds="${1:-3}"
@@ -14,7 +14,9 @@ peers="${2:-}"
 out="${BENCH_OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 tmp="$(mktemp -d)"
-cbench=""; cgraph=""; cpeer=""; cgemm=""; cfft=""
+cbench=""; cgraph=""; cpeer=""; cgemm=""; cfft=""; callreduce=""
+# NVLink multicast (NVLS) stays off: on shared multi-GPU hosts it can take the GPUs down.
+export NCCL_NVLS_ENABLE=0
 if command -v nvcc >/dev/null; then
   if [ -n "$peers" ] && [ -f "$peers/bench.c" ]; then
     nvcc -O2 -o "$tmp/cbench" "$peers/bench.c" -lcuda -lnvrtc && cbench="$tmp/cbench"
@@ -23,6 +25,12 @@ if command -v nvcc >/dev/null; then
   nvcc -O2 -o "$tmp/cpeer" "$here/c/peer.c" -lcuda && cpeer="$tmp/cpeer"
   nvcc -O2 -o "$tmp/cgemm" "$here/c/gemm.c" -lcublas && cgemm="$tmp/cgemm"
   nvcc -O2 -o "$tmp/cfft" "$here/c/fft.c" -lcufft && cfft="$tmp/cfft"
+  # NCCL from the Python environment's nvidia-nccl wheel, when it has one.
+  nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+  if [ -n "$nccl_dir" ] && [ -f "$nccl_dir/include/nccl.h" ]; then
+    nvcc -O2 -I"$nccl_dir/include" -o "$tmp/callreduce" "$here/c/allreduce.c" -L"$nccl_dir/lib" \
+      -l:libnccl.so.2 -Xlinker -rpath="$nccl_dir/lib" && callreduce="$tmp/callreduce"
+  fi
 else
   echo "bench-rounds: nvcc not found: no C figures" >&2
 fi
@@ -38,7 +46,8 @@ for r in $(seq "$rounds"); do
   [ -n "$cpeer" ] && "$cpeer"
   [ -n "$cgemm" ] && "$cgemm"
   [ -n "$cfft" ] && "$cfft"
-  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft; do [ -x "$b" ] && "$b" --bench; done
+  [ -n "$callreduce" ] && "$callreduce"
+  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--allreduce; do [ -x "$b" ] && "$b" --bench; done
   python3 -c "import cupy" 2>/dev/null && python3 "$here/c/gemm_cupy.py"
   [ -n "$py" ] && python3 "$py"
 done > "$out/bench.jsonl" 2>"$out/bench.err"
