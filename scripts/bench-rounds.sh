@@ -5,8 +5,9 @@
 #
 # usage: bench-rounds.sh [ROUNDS] [PEERS_DIR]
 #   PEERS_DIR may hold bench.c and bench_cuda_core.py (the peer benchmarks);
-#   c/graph.c, c/peer.c, c/gemm.c, c/fft.c and c/allreduce.c (cuda-rs's own C graph, peer-copy,
-#   cuBLAS GEMM, cuFFT and NCCL all-reduce benchmarks) and c/gemm_cupy.py (CuPy's matmul) are in the package.
+#   c/graph.c, c/peer.c, c/gemm.c, c/fft.c, c/allreduce.c and c/threads.c (cuda-rs's own C graph,
+#   peer-copy, cuBLAS GEMM, cuFFT, NCCL all-reduce and thread-scaling benchmarks),
+#   c/threads_cuda_core.py (Python cuda.core with threads) and c/gemm_cupy.py (CuPy's matmul) are in the package.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rounds="${1:-3}"
@@ -14,7 +15,7 @@ peers="${2:-}"
 out="${BENCH_OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 tmp="$(mktemp -d)"
-cbench=""; cgraph=""; cpeer=""; cgemm=""; cfft=""; callreduce=""
+cbench=""; cgraph=""; cpeer=""; cgemm=""; cfft=""; callreduce=""; cthreads=""
 # NVLink multicast (NVLS) stays off: on shared multi-GPU hosts it can take the GPUs down.
 export NCCL_NVLS_ENABLE=0
 if command -v nvcc >/dev/null; then
@@ -25,6 +26,7 @@ if command -v nvcc >/dev/null; then
   nvcc -O2 -o "$tmp/cpeer" "$here/c/peer.c" -lcuda && cpeer="$tmp/cpeer"
   nvcc -O2 -o "$tmp/cgemm" "$here/c/gemm.c" -lcublas && cgemm="$tmp/cgemm"
   nvcc -O2 -o "$tmp/cfft" "$here/c/fft.c" -lcufft && cfft="$tmp/cfft"
+  nvcc -O2 -o "$tmp/cthreads" "$here/c/threads.c" -lcuda -lnvrtc -lpthread && cthreads="$tmp/cthreads"
   # NCCL from the Python environment's nvidia-nccl wheel, when it has one.
   nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
   if [ -n "$nccl_dir" ] && [ -f "$nccl_dir/include/nccl.h" ]; then
@@ -47,8 +49,10 @@ for r in $(seq "$rounds"); do
   [ -n "$cgemm" ] && "$cgemm"
   [ -n "$cfft" ] && "$cfft"
   [ -n "$callreduce" ] && "$callreduce"
-  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--allreduce; do [ -x "$b" ] && "$b" --bench; done
+  [ -n "$cthreads" ] && "$cthreads"
+  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--allreduce "$here"/bin/*--threads; do [ -x "$b" ] && "$b" --bench; done
   python3 -c "import cupy" 2>/dev/null && python3 "$here/c/gemm_cupy.py"
+  python3 -c "import cuda.core" 2>/dev/null && python3 "$here/c/threads_cuda_core.py"
   [ -n "$py" ] && python3 "$py"
 done > "$out/bench.jsonl" 2>"$out/bench.err"
 "$here"/bin/*--pathfinder --bench > "$out/pathfinder.jsonl" 2>>"$out/bench.err"

@@ -239,6 +239,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         ("crates/cuda-blas/benches/c/gemm_cupy.py", "c/gemm_cupy.py"),
         ("crates/cuda-fft/benches/c/fft.c", "c/fft.c"),
         ("crates/cuda-nccl/benches/c/allreduce.c", "c/allreduce.c"),
+        ("crates/cuda-core/benches/c/threads.c", "c/threads.c"),
+        ("crates/cuda-core/benches/c/threads_cuda_core.py", "c/threads_cuda_core.py"),
     ] {
         let dest = out.join(to);
         if let Some(p) = dest.parent() {
