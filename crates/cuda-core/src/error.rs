@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use cuda_bindings::driver::{CUresult, DriverError};
+use cuda_bindings::driver::{CUDA_ERROR_OUT_OF_MEMORY, CUresult, DriverError};
 use cuda_bindings::nvjitlink::NvJitLinkError;
 use cuda_bindings::nvml::{NVML_ERROR_NOT_SUPPORTED, NvmlError, nvmlReturn_t};
 use cuda_bindings::nvrtc::NvrtcError;
@@ -220,6 +220,14 @@ impl Error {
     /// serial number on a consumer board, …
     pub fn is_nvml_not_supported(&self) -> bool {
         self.nvml_code() == Some(NVML_ERROR_NOT_SUPPORTED)
+    }
+
+    /// Whether the driver ran out of device memory
+    /// (`CUDA_ERROR_OUT_OF_MEMORY`): an allocation larger than what is free, or
+    /// a pool at its maximum size. Memory released later (buffers dropped, their
+    /// streams done) can be allocated again.
+    pub fn is_out_of_memory(&self) -> bool {
+        self.driver_code() == Some(CUDA_ERROR_OUT_OF_MEMORY)
     }
 
     /// Whether a library or entry point was not available
