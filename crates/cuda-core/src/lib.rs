@@ -62,6 +62,7 @@
 //! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
 
+mod arc_view;
 mod batch;
 pub mod cache;
 pub mod checkpoint;
@@ -95,6 +96,7 @@ mod versions;
 mod view;
 mod vmm;
 
+pub use arc_view::ArcView;
 pub use batch::{
     BatchCopy, CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch,
     discard_prefetch_batch, prefetch_batch,

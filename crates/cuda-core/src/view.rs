@@ -132,7 +132,7 @@ fn debug_view(
 }
 
 /// `range` of a view of `len` elements, as `start..end`, or a typed error.
-fn bounds(
+pub(crate) fn bounds(
     range: impl RangeBounds<usize>,
     len: usize,
     what: &'static str,
