@@ -1387,13 +1387,7 @@ impl Stream {
 mod tests {
     use super::*;
     use crate::InvalidKind;
-
-    fn kind<T: fmt::Debug>(r: Result<T>) -> InvalidKind {
-        match r {
-            Err(Error::InvalidArgument { kind, .. }) => kind,
-            other => panic!("expected an invalid argument, got {other:?}"),
-        }
-    }
+    use crate::error::kind_of as kind;
 
     #[test]
     fn memset_nodes_cover_every_element_width() {

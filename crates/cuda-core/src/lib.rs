@@ -110,7 +110,7 @@ pub use cuda_pathfinder;
 pub use device::Device;
 pub use device_buffer::DeviceBuffer;
 pub use dlpack::{
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
+    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, DLTensor, StridedMemoryView,
 };
 pub use error::{DriverRequirement, Error, InvalidKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
