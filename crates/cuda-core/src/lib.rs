@@ -98,8 +98,9 @@ mod vmm;
 
 pub use arc_view::ArcView;
 pub use batch::{
-    BatchCopy, CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch,
-    discard_prefetch_batch, prefetch_batch,
+    BatchCopy, BatchCopyEntry, BatchRange, BatchRangeMut, BatchViewCopy, CopyOptions,
+    MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch, discard_prefetch_batch,
+    prefetch_batch,
 };
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
