@@ -288,7 +288,7 @@ fn kernel_node_params(
 /// a memset's destination must be on the graph's device, a copy needs one side
 /// there (the other may be a peer's).
 fn check_node_devices(graph: &Device, memory: &[&Device], what: &'static str) -> Result<()> {
-    if memory.iter().any(|d| *d == graph) {
+    if memory.contains(&graph) {
         return Ok(());
     }
     let on: Vec<String> = memory.iter().map(|d| d.ordinal().to_string()).collect();
