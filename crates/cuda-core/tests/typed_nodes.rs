@@ -287,9 +287,10 @@ fn dlpack_round_trip_of_a_device_sub_range() {
     };
     let v = rows.view::<f32>().unwrap().to_vec(&s).unwrap();
     assert_eq!((v[0], v[3 * 16 + 7]), (host[36], host[36 + 3 * 16 + 7]));
+    // The tile reaches 56 elements; 55 are too few.
     assert_eq!(
         kind(
-            m.shared_slice(200..)
+            m.shared_slice(201..)
                 .unwrap()
                 .to_dlpack_strided(&[4, 8], &[16, 1])
         ),
