@@ -16,7 +16,7 @@ use bytemuck::Pod;
 use cuda_bindings::driver as sys;
 
 use crate::error::Result;
-use crate::view::{NonZeroSize, bounds};
+use crate::view::{NonZeroSize, bounds, view_accessors};
 use crate::{Buffer, Device, DeviceBuffer, DeviceView};
 
 /// An allocation an [`ArcView`] can hold: a byte [`Buffer`] or a typed
@@ -139,30 +139,7 @@ impl<T: Pod> ArcView<T> {
         DeviceView::new_unchecked(self.owner.buffer(), self.ptr, self.len)
     }
 
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the view has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device address of the first element.
-    pub fn ptr(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
-    /// The size in bytes.
-    pub fn byte_len(&self) -> usize {
-        self.len * std::mem::size_of::<T>()
-    }
-
-    /// The device the memory is on.
-    pub fn device(&self) -> &Device {
-        self.owner.buffer().device()
-    }
+    view_accessors!();
 
     /// The byte buffer the view lies in.
     pub fn buffer(&self) -> &Buffer {

@@ -117,39 +117,24 @@ impl AsRange for Buffer {
 impl BatchRange for Buffer {}
 impl BatchRangeMut for Buffer {}
 
-impl<T: Pod> AsRange for DeviceView<'_, T> {
-    fn range(&self) -> Range<'_> {
-        Range {
-            buffer: self.buffer(),
-            ptr: self.ptr(),
-            bytes: self.byte_len(),
+/// Typed views name their own bytes.
+macro_rules! view_ranges {
+    ($($view:ty),*) => {
+        $(impl<T: Pod> AsRange for $view {
+            fn range(&self) -> Range<'_> {
+                Range {
+                    buffer: self.buffer(),
+                    ptr: self.ptr(),
+                    bytes: self.byte_len(),
+                }
+            }
         }
-    }
+        impl<T: Pod> BatchRange for $view {})*
+    };
 }
-impl<T: Pod> BatchRange for DeviceView<'_, T> {}
 
-impl<T: Pod> AsRange for DeviceViewMut<'_, T> {
-    fn range(&self) -> Range<'_> {
-        Range {
-            buffer: self.buffer(),
-            ptr: self.ptr(),
-            bytes: self.byte_len(),
-        }
-    }
-}
-impl<T: Pod> BatchRange for DeviceViewMut<'_, T> {}
+view_ranges!(DeviceView<'_, T>, DeviceViewMut<'_, T>, ArcView<T>);
 impl<T: Pod> BatchRangeMut for DeviceViewMut<'_, T> {}
-
-impl<T: Pod> AsRange for ArcView<T> {
-    fn range(&self) -> Range<'_> {
-        Range {
-            buffer: self.buffer(),
-            ptr: self.ptr(),
-            bytes: self.byte_len(),
-        }
-    }
-}
-impl<T: Pod> BatchRange for ArcView<T> {}
 
 impl<R: AsRange + ?Sized> AsRange for &R {
     fn range(&self) -> Range<'_> {
