@@ -375,6 +375,16 @@ impl Error {
     }
 }
 
+/// The kind of an [`Error::InvalidArgument`] (a test helper: anything else fails
+/// the test).
+#[cfg(test)]
+pub(crate) fn kind_of<T: std::fmt::Debug>(r: Result<T>) -> InvalidKind {
+    match r {
+        Err(Error::InvalidArgument { kind, .. }) => kind,
+        other => panic!("expected an invalid argument, got {other:?}"),
+    }
+}
+
 /// The kind of a copy size that was refused: zero, or more than a buffer holds.
 pub(crate) fn copy_size_kind(bytes: usize) -> InvalidKind {
     if bytes == 0 {

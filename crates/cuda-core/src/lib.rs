@@ -44,17 +44,17 @@
 //! | green contexts | [`Device::resources`], [`SmResource`] (split into groups), [`Context::create_green`] |
 //! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
 //! | ordering and timing | [`Stream`], [`Event`] |
-//! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`PinnedBuffer`] (asynchronous host copies) |
+//! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies) |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
-//! | batched memory operations (CUDA 13) | [`copy_batch`], [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] |
+//! | batched memory operations (CUDA 13) | [`copy_batch`] ([`BatchCopy`], [`BatchViewCopy`]), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
-//! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes), [`GraphExec`] |
+//! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
 //! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
 //! | Hopper TMA | [`TensorMapDescriptor`] (tiled tensor maps, passed to kernels by value) |
-//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] (export); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
+//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
@@ -62,6 +62,7 @@
 //! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
 
+mod arc_view;
 mod batch;
 pub mod cache;
 pub mod checkpoint;
@@ -95,9 +96,11 @@ mod versions;
 mod view;
 mod vmm;
 
+pub use arc_view::ArcView;
 pub use batch::{
-    BatchCopy, CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch,
-    discard_prefetch_batch, prefetch_batch,
+    BatchCopy, BatchCopyEntry, BatchRange, BatchRangeMut, BatchViewCopy, CopyOptions,
+    MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch, discard_prefetch_batch,
+    prefetch_batch,
 };
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
@@ -108,7 +111,7 @@ pub use cuda_pathfinder;
 pub use device::Device;
 pub use device_buffer::DeviceBuffer;
 pub use dlpack::{
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
+    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, DLTensor, StridedMemoryView,
 };
 pub use error::{DriverRequirement, Error, InvalidKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
