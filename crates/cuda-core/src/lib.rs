@@ -63,6 +63,7 @@
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
 
 mod batch;
+mod callback;
 pub mod cache;
 pub mod checkpoint;
 mod context;
@@ -99,6 +100,7 @@ pub use batch::{
     BatchCopy, CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch,
     discard_prefetch_batch, prefetch_batch,
 };
+pub use callback::CallbackPanic;
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
 /// The `cuda-pathfinder` crate this one finds CUDA's libraries and headers with
