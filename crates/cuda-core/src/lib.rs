@@ -121,7 +121,7 @@ pub use graph::{
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
 #[cfg(unix)]
-pub use ipc::IpcBufferDescriptor;
+pub use ipc::{IpcBufferDescriptor, PoolUuid};
 pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
@@ -130,7 +130,7 @@ pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
     ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt, PinnedMemoryResource,
-    PinnedMemoryResourceOptions,
+    PinnedMemoryResourceOptions, PoolAttributes, PoolReuse,
 };
 pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
