@@ -1035,6 +1035,26 @@ impl Location {
     }
 }
 
+/// A location given as a device ordinal, `CU_DEVICE_CPU` for the host or
+/// `CU_DEVICE_INVALID` for none (`cuMemRangeGetAttribute`'s older form).
+fn legacy_location(d: sys::CUdevice, what: &'static str) -> Result<Option<Location>> {
+    if d == sys::CU_DEVICE_INVALID {
+        Ok(None)
+    } else if d == sys::CU_DEVICE_CPU {
+        Ok(Some(Location::Host))
+    } else {
+        device_of(d, what).map(Some)
+    }
+}
+
+/// The device location of the ordinal `d` the driver reported.
+fn device_of(d: i32, what: &'static str) -> Result<Location> {
+    let ordinal = usize::try_from(d).map_err(|_| {
+        Error::unsupported(what, format!("the driver reported device {d}"))
+    })?;
+    Ok(Location::Device(Device::new(ordinal)?))
+}
+
 /// `cuMemAdvise` at a `CUmemLocation` (CUDA 12.2 drivers and newer), else its
 /// CUDA 12.0 shape, by device ordinal.
 ///
@@ -1597,6 +1617,134 @@ impl Buffer {
             sys::CU_MEM_ADVISE_UNSET_ACCESSED_BY
         };
         self.advise(advice, location, "advising an accessing location")
+    }
+
+    /// Whether all of the managed memory is advised read-mostly
+    /// (`CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY`; see
+    /// [`set_read_mostly`](Self::set_read_mostly)).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn read_mostly(&self) -> Result<bool> {
+        let mut v = [0i32];
+        self.range_attribute(
+            sys::CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
+            &mut v,
+            "reading a buffer's read-mostly advice",
+        )?;
+        Ok(v[0] != 0)
+    }
+
+    /// Where the managed memory prefers to live (see
+    /// [`set_preferred_location`](Self::set_preferred_location)): `None` when no
+    /// preferred location is set, or when its parts prefer different ones
+    /// (`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION`, with its type and id on
+    /// CUDA 12.2 drivers and newer, so that a host NUMA node shows as such).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn preferred_location(&self) -> Result<Option<Location>> {
+        self.location_attribute(
+            sys::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
+            sys::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
+            sys::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
+            "reading a buffer's preferred location",
+        )
+    }
+
+    /// Where the managed memory was last prefetched to
+    /// ([`prefetch`](Self::prefetch)): `None` when it never was, or when its
+    /// parts were last prefetched to different places
+    /// (`CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION`, with type and id on CUDA
+    /// 12.2 drivers and newer). It says where a prefetch was asked to go, not
+    /// where the pages are now.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn last_prefetch_location(&self) -> Result<Option<Location>> {
+        self.location_attribute(
+            sys::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
+            sys::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+            sys::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
+            "reading a buffer's last prefetch location",
+        )
+    }
+
+    /// The locations advised to access all of the managed memory (see
+    /// [`set_accessed_by`](Self::set_accessed_by)): devices, and
+    /// [`Location::Host`] for the host (`CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY`).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn accessed_by(&self) -> Result<Vec<Location>> {
+        const WHAT: &str = "reading which locations access a buffer";
+        // One slot per device and one for the host; unused slots stay invalid.
+        let mut v = vec![sys::CU_DEVICE_INVALID; Device::count()? + 1];
+        self.range_attribute(sys::CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, &mut v, WHAT)?;
+        v.into_iter()
+            .filter(|&d| d != sys::CU_DEVICE_INVALID)
+            .map(|d| legacy_location(d, WHAT))
+            .collect::<Result<Vec<_>>>()
+            .map(|locs| locs.into_iter().flatten().collect())
+    }
+
+    /// `cuMemRangeGetAttribute` over the whole buffer into `out` (4-byte values).
+    fn range_attribute(
+        &self,
+        attr: sys::CUmem_range_attribute,
+        out: &mut [i32],
+        what: &'static str,
+    ) -> Result<()> {
+        self.require_managed(what)?;
+        self.device.ensure_current()?;
+        // SAFETY: `out` holds `size_of_val(out)` writable bytes, as many 4-byte
+        // values as the attribute writes; `size` bytes of managed memory.
+        unsafe {
+            sys::cuMemRangeGetAttribute(
+                out.as_mut_ptr().cast(),
+                std::mem::size_of_val(out),
+                attr,
+                self.ptr,
+                self.size,
+            )
+        }
+        .check(|| what)
+    }
+
+    /// A location attribute: as a type and an id where the driver has them
+    /// (CUDA 12.2), else as a device ordinal (`CU_DEVICE_CPU` for the host).
+    fn location_attribute(
+        &self,
+        legacy: sys::CUmem_range_attribute,
+        type_attr: sys::CUmem_range_attribute,
+        id_attr: sys::CUmem_range_attribute,
+        what: &'static str,
+    ) -> Result<Option<Location>> {
+        if !crate::versions::driver_at_least(12020) {
+            let mut d = [0i32];
+            self.range_attribute(legacy, &mut d, what)?;
+            return legacy_location(d[0], what);
+        }
+        let (mut t, mut id) = ([0i32], [0i32]);
+        self.range_attribute(type_attr, &mut t, what)?;
+        let t = sys::CUmemLocationType(t[0] as _);
+        if t == sys::CU_MEM_LOCATION_TYPE_INVALID {
+            return Ok(None);
+        }
+        self.range_attribute(id_attr, &mut id, what)?;
+        let id = id[0];
+        Ok(Some(if t == sys::CU_MEM_LOCATION_TYPE_DEVICE {
+            device_of(id, what)?
+        } else if t == sys::CU_MEM_LOCATION_TYPE_HOST {
+            Location::Host
+        } else if t == sys::CU_MEM_LOCATION_TYPE_HOST_NUMA {
+            Location::HostNuma(id)
+        } else {
+            return Err(Error::unsupported(
+                what,
+                format!("the driver reported location type {}", t.0),
+            ));
+        }))
     }
 
     fn advise(
