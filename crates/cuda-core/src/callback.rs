@@ -30,7 +30,11 @@ impl fmt::Display for CallbackPanic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "a host callback panicked: {}", self.message)?;
         if self.count > 1 {
-            write!(f, " ({} callbacks panicked; this was the first)", self.count)?;
+            write!(
+                f,
+                " ({} callbacks panicked; this was the first)",
+                self.count
+            )?;
         }
         Ok(())
     }
@@ -193,10 +197,7 @@ impl Stream {
     /// # Errors
     /// The driver's error (`f` is freed; once captured, the graph owns it even if
     /// queuing fails, and frees it with the graph).
-    pub fn launch_host_func_repeatable(
-        &self,
-        f: impl Fn() + Send + Sync + 'static,
-    ) -> Result<()> {
+    pub fn launch_host_func_repeatable(&self, f: impl Fn() + Send + Sync + 'static) -> Result<()> {
         const WHAT: &str = "queuing a host function on a stream";
         let _current = self.context().ensure_current()?;
         let Some(graph) = self.capture_graph()? else {

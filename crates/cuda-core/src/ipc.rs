@@ -414,10 +414,7 @@ impl DeviceMemoryResource {
         }
         let own = *self.uuid.get_or_init(|| uuid);
         if own != uuid {
-            return Err(Error::invalid(
-                what(),
-                format!("the pool's UUID is {own}"),
-            ));
+            return Err(Error::invalid(what(), format!("the pool's UUID is {own}")));
         }
         reg.insert(uuid, Arc::downgrade(self));
         Ok(())
@@ -458,7 +455,10 @@ impl DeviceMemoryResource {
         if let Ok(known) = Self::from_registry(uuid) {
             if known.device != *device {
                 return Err(Error::other_device(
-                    format!("importing memory pool {uuid} on device {}", device.ordinal()),
+                    format!(
+                        "importing memory pool {uuid} on device {}",
+                        device.ordinal()
+                    ),
                     format!(
                         "the pool registered under this UUID is on device {}",
                         known.device.ordinal()
@@ -490,7 +490,11 @@ impl Buffer {
         descriptor: &IpcBufferDescriptor,
         stream: &Stream,
     ) -> Result<Self> {
-        Self::from_ipc_descriptor(&DeviceMemoryResource::from_registry(pool)?, descriptor, stream)
+        Self::from_ipc_descriptor(
+            &DeviceMemoryResource::from_registry(pool)?,
+            descriptor,
+            stream,
+        )
     }
 }
 

@@ -63,8 +63,8 @@
 //! stream are `unsafe`: device code can touch any memory its arguments point to.
 
 mod batch;
-mod callback;
 pub mod cache;
+mod callback;
 pub mod checkpoint;
 mod context;
 mod device;

@@ -640,8 +640,7 @@ macro_rules! pool_attributes {
             /// The driver's error.
             pub fn trim_to(&self, keep: usize) -> Result<()> {
                 // SAFETY: a live pool.
-                unsafe { sys::cuMemPoolTrimTo(self.pool, keep) }
-                    .check(|| "trimming a memory pool")
+                unsafe { sys::cuMemPoolTrimTo(self.pool, keep) }.check(|| "trimming a memory pool")
             }
 
             /// Bytes the pool holds from the system now
@@ -1049,9 +1048,8 @@ fn legacy_location(d: sys::CUdevice, what: &'static str) -> Result<Option<Locati
 
 /// The device location of the ordinal `d` the driver reported.
 fn device_of(d: i32, what: &'static str) -> Result<Location> {
-    let ordinal = usize::try_from(d).map_err(|_| {
-        Error::unsupported(what, format!("the driver reported device {d}"))
-    })?;
+    let ordinal = usize::try_from(d)
+        .map_err(|_| Error::unsupported(what, format!("the driver reported device {d}")))?;
     Ok(Location::Device(Device::new(ordinal)?))
 }
 

@@ -415,7 +415,10 @@ fn context_device(ctx: sys::CUcontext, what: &'static str) -> Result<Device> {
     rc.check(|| what)?;
     pop.check(|| what)?;
     let ordinal = usize::try_from(dev).map_err(|_| {
-        Error::unsupported(what, format!("the driver named device {dev}, not an ordinal"))
+        Error::unsupported(
+            what,
+            format!("the driver named device {dev}, not an ordinal"),
+        )
     })?;
     Device::new(ordinal)
 }

@@ -13,10 +13,9 @@ use cuda_core::cuda_bindings::driver as sys;
 use cuda_core::{
     Buffer, CallbackPanic, CaptureMode, CaptureStatus, CompileTarget, Context, ContextOptions,
     Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error, GraphCompleteOptions,
-    InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource, Location,
-    ManagedMemoryResource, MemoryKind, ObjectCode, PinnedMemoryResource,
-    PinnedMemoryResourceOptions, PoolReuse, Program, ProgramOptions, SourceCode, Stream,
-    StreamOptions, launch,
+    InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource, Location, ManagedMemoryResource,
+    MemoryKind, ObjectCode, PinnedMemoryResource, PinnedMemoryResourceOptions, PoolReuse, Program,
+    ProgramOptions, SourceCode, Stream, StreamOptions, launch,
 };
 use cuda_rs_tests::{require_gpu, require_libs};
 
@@ -209,7 +208,10 @@ fn a_refused_callback_is_freed() {
     );
     assert_eq!(Arc::strong_count(&token), 1);
     let t = token.clone();
-    assert!(s.launch_host_func_repeatable(move || drop(t.clone())).is_err());
+    assert!(
+        s.launch_host_func_repeatable(move || drop(t.clone()))
+            .is_err()
+    );
     assert_eq!(Arc::strong_count(&token), 1);
     assert!(s.end_capture().is_err());
     // The stream works again.
@@ -312,7 +314,11 @@ fn adopted_kernels_launch_and_leave_their_library_alone() {
     let code = compile(&d);
     let lib = code.library().unwrap();
     assert_eq!(code.handle().unwrap(), lib.handle());
-    assert_eq!(code.library().unwrap().handle(), lib.handle(), "loaded once");
+    assert_eq!(
+        code.library().unwrap().handle(),
+        lib.handle(),
+        "loaded once"
+    );
     let add = lib.get_kernel("add").unwrap();
     // SAFETY: `lib` (held below) keeps the kernel loaded.
     let adopted = unsafe { Kernel::from_handle(add.handle().cast(), None) }.unwrap();
@@ -362,9 +368,8 @@ fn pool_attributes_read_back_and_high_water_marks_reset() {
     require_gpu!();
     let d = dev0();
     let s = stream(&d);
-    let pool = Arc::new(
-        DeviceMemoryResource::new_pool(&d, DeviceMemoryPoolOptions::default()).unwrap(),
-    );
+    let pool =
+        Arc::new(DeviceMemoryResource::new_pool(&d, DeviceMemoryPoolOptions::default()).unwrap());
     pool.set_release_threshold(8 << 20).unwrap();
     assert_eq!(pool.release_threshold().unwrap(), 8 << 20);
     for policy in [
@@ -377,7 +382,8 @@ fn pool_attributes_read_back_and_high_water_marks_reset() {
         pool.set_reuse(policy, true).unwrap();
         assert!(pool.reuse(policy).unwrap(), "{policy:?}");
     }
-    pool.set_reuse(PoolReuse::AllowOpportunistic, false).unwrap();
+    pool.set_reuse(PoolReuse::AllowOpportunistic, false)
+        .unwrap();
     let a = pool.attributes().unwrap();
     assert_eq!(a.release_threshold, 8 << 20);
     assert!(a.reuse_follow_event_dependencies && a.reuse_allow_internal_dependencies);
@@ -447,10 +453,7 @@ fn ipc_pools_register_under_their_uuid() {
     let plain =
         Arc::new(DeviceMemoryResource::new_pool(&d, DeviceMemoryPoolOptions::default()).unwrap());
     assert_eq!(plain.uuid(), None);
-    assert!(matches!(
-        plain.register(ua),
-        Err(Error::Unsupported { .. })
-    ));
+    assert!(matches!(plain.register(ua), Err(Error::Unsupported { .. })));
     // The registry does not keep a pool alive.
     drop(a);
     assert!(DeviceMemoryResource::from_registry(ua).is_err());
@@ -498,7 +501,8 @@ fn managed_getters_read_what_the_setters_advised() {
     assert!(!buf.read_mostly().unwrap());
 
     assert_eq!(buf.preferred_location().unwrap(), None);
-    buf.set_preferred_location(Some(Location::Device(d))).unwrap();
+    buf.set_preferred_location(Some(Location::Device(d)))
+        .unwrap();
     assert_eq!(buf.preferred_location().unwrap(), Some(Location::Device(d)));
     buf.set_preferred_location(Some(Location::Host)).unwrap();
     assert_eq!(buf.preferred_location().unwrap(), Some(Location::Host));
