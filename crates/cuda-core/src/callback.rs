@@ -309,6 +309,14 @@ impl Stream {
 mod tests {
     use super::*;
 
+    type Counter = Arc<std::sync::atomic::AtomicUsize>;
+
+    /// A panic slot, a call counter and a clone of it for the closure.
+    fn slot_and_counter() -> (Arc<PanicSlot>, Counter, Counter) {
+        let hit = Counter::default();
+        (Arc::default(), hit.clone(), hit)
+    }
+
     #[test]
     fn panics_are_caught_counted_and_taken() {
         let slot = PanicSlot::default();
@@ -333,9 +341,7 @@ mod tests {
 
     #[test]
     fn the_once_trampoline_runs_frees_and_records() {
-        let slot = Arc::new(PanicSlot::default());
-        let hit = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let h = hit.clone();
+        let (slot, hit, h) = slot_and_counter();
         let data = Box::into_raw(Box::new(Once {
             f: Box::new(move || {
                 h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -357,9 +363,7 @@ mod tests {
 
     #[test]
     fn the_repeat_trampoline_runs_until_destroyed() {
-        let slot = Arc::new(PanicSlot::default());
-        let hit = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let h = hit.clone();
+        let (slot, hit, h) = slot_and_counter();
         let data = Box::into_raw(Box::new(Repeat {
             f: Box::new(move || {
                 if h.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
