@@ -1846,7 +1846,7 @@ impl Buffer {
                  for: synchronise its work and use `as_host_slice_mut`",
             ));
         };
-        free.sync()?;
+        free.wait()?;
         // SAFETY: the free stream has been synchronised: every operation this
         // crate queued on the buffer had made it wait (see above), and kernels and
         // graphs given the buffer are ordered before it by their callers' contract.

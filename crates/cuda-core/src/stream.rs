@@ -300,8 +300,10 @@ impl Stream {
         }
     }
 
-    /// `cuStreamSynchronize`, leaving panic records alone.
-    fn wait(&self) -> Result<()> {
+    /// `cuStreamSynchronize`, leaving panic records for [`sync`](Self::sync): what
+    /// the crate's own waits use, so that only the user's `sync` reports a host
+    /// function's panic.
+    pub(crate) fn wait(&self) -> Result<()> {
         // Held for green contexts too: the driver does not synchronise calls that
         // touch one green context from several threads, waits included.
         let _current = self.inner.ctx.ensure_current()?;
