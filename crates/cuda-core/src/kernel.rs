@@ -124,7 +124,8 @@ impl Kernel {
     /// let lib = code.to_library(&Default::default())?;
     /// let k = lib.get_kernel("scale")?;
     /// // SAFETY: the handle is a kernel of `lib`, which the adopted kernel keeps.
-    /// let same = unsafe { cuda_core::Kernel::from_handle(k.handle().cast(), Some(lib.clone()))? };
+    /// let raw = k.kernel_handle().expect("a library kernel");
+    /// let same = unsafe { cuda_core::Kernel::from_handle(raw, Some(lib.clone()))? };
     /// assert_eq!(same.name(), "scale");
     /// # Ok(()) }
     /// ```
@@ -218,6 +219,16 @@ impl Kernel {
         match &self.inner.handle {
             Handle::Library(k, _) => *k as sys::CUfunction,
             Handle::Module(f, _) => *f,
+        }
+    }
+
+    /// The `CUkernel` of a library kernel (what [`from_handle`](Self::from_handle)
+    /// adopts); `None` for a module's function, whose [`handle`](Self::handle)
+    /// is a `CUfunction` ([`from_function`](Self::from_function)).
+    pub fn kernel_handle(&self) -> Option<sys::CUkernel> {
+        match &self.inner.handle {
+            Handle::Library(k, _) => Some(*k),
+            Handle::Module(..) => None,
         }
     }
 

@@ -321,7 +321,7 @@ fn adopted_kernels_launch_and_leave_their_library_alone() {
     );
     let add = lib.get_kernel("add").unwrap();
     // SAFETY: `lib` (held below) keeps the kernel loaded.
-    let adopted = unsafe { Kernel::from_handle(add.handle().cast(), None) }.unwrap();
+    let adopted = unsafe { Kernel::from_handle(add.kernel_handle().unwrap(), None) }.unwrap();
     assert!(!adopted.owns_code());
     if cuda_rs_tests::driver_version() >= 12030 {
         assert_eq!(adopted.name(), "add");
@@ -341,11 +341,12 @@ fn adopted_kernels_launch_and_leave_their_library_alone() {
 
     // With its library, kept and checked.
     // SAFETY: a kernel of `lib`.
-    let kept = unsafe { Kernel::from_handle(add.handle().cast(), Some(lib.clone())) }.unwrap();
+    let kept =
+        unsafe { Kernel::from_handle(add.kernel_handle().unwrap(), Some(lib.clone())) }.unwrap();
     assert!(kept.owns_code());
     let other = compile(&d).library().unwrap();
     // SAFETY: a live kernel (of `lib`, not of `other`).
-    let e = unsafe { Kernel::from_handle(add.handle().cast(), Some(other)) }.unwrap_err();
+    let e = unsafe { Kernel::from_handle(add.kernel_handle().unwrap(), Some(other)) }.unwrap_err();
     assert_eq!(e.invalid_kind(), Some(InvalidKind::Other), "{e}");
 
     // Module functions, through the object code's module.
@@ -354,6 +355,7 @@ fn adopted_kernels_launch_and_leave_their_library_alone() {
     assert_eq!(module.handle(), lib.get_module(&ctx).unwrap().handle());
     let f = module.get_function("add").unwrap();
     // SAFETY: a function of `module`, which the adopted kernel keeps.
+    assert_eq!(f.kernel_handle(), None);
     let g = unsafe { Kernel::from_function(f.handle(), Some(module.clone())) }.unwrap();
     // SAFETY: as above.
     unsafe { launch(&s, &LaunchConfig::new(1, 32), &g, &[&x, &-43i32]) }.unwrap();
