@@ -354,8 +354,8 @@ fn adopted_kernels_launch_and_leave_their_library_alone() {
     let module = code.get_module(&ctx).unwrap();
     assert_eq!(module.handle(), lib.get_module(&ctx).unwrap().handle());
     let f = module.get_function("add").unwrap();
-    // SAFETY: a function of `module`, which the adopted kernel keeps.
     assert_eq!(f.kernel_handle(), None);
+    // SAFETY: a function of `module`, which the adopted kernel keeps.
     let g = unsafe { Kernel::from_function(f.handle(), Some(module.clone())) }.unwrap();
     // SAFETY: as above.
     unsafe { launch(&s, &LaunchConfig::new(1, 32), &g, &[&x, &-43i32]) }.unwrap();
