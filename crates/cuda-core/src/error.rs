@@ -124,6 +124,17 @@ pub enum Error {
         /// The driver version the feature needs, when that is why.
         requires: Option<DriverRequirement>,
     },
+    /// A host function queued on the stream
+    /// ([`Stream::launch_host_func`](crate::Stream::launch_host_func)) panicked;
+    /// the panic was caught on the driver's thread and is reported here, by the
+    /// next [`Stream::sync`](crate::Stream::sync). The stream stays usable.
+    #[error("{context}: {panic}")]
+    HostCallbackPanicked {
+        /// What was being done when the panic was reported.
+        context: Cow<'static, str>,
+        /// The panic's message and how many host functions panicked.
+        panic: crate::CallbackPanic,
+    },
 }
 
 /// The common kinds of [`Error::InvalidArgument`], for matching on them.

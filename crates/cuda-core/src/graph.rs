@@ -1285,7 +1285,10 @@ impl Stream {
     /// # Safety
     /// The captured work (copies, fills, launches) refers to memory by address:
     /// every buffer, kernel and other object it uses must stay alive as long as the
-    /// graph made from it, and its instantiations, can run.
+    /// graph made from it, and its instantiations, can run. No other thread may be
+    /// queuing a run-once host function on this stream
+    /// ([`launch_host_func`](Self::launch_host_func)) as the capture begins: one
+    /// captured that way would be freed after the graph's first run.
     ///
     /// # Errors
     /// The driver's error (a legacy default stream cannot capture).

@@ -65,6 +65,7 @@
 mod arc_view;
 mod batch;
 pub mod cache;
+mod callback;
 pub mod checkpoint;
 mod context;
 mod device;
@@ -102,6 +103,7 @@ pub use batch::{
     MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch, discard_prefetch_batch,
     prefetch_batch,
 };
+pub use callback::CallbackPanic;
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
 /// The `cuda-pathfinder` crate this one finds CUDA's libraries and headers with
@@ -122,7 +124,7 @@ pub use graph::{
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
 #[cfg(unix)]
-pub use ipc::IpcBufferDescriptor;
+pub use ipc::{IpcBufferDescriptor, PoolUuid};
 pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
@@ -131,7 +133,7 @@ pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
     ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt, PinnedMemoryResource,
-    PinnedMemoryResourceOptions,
+    PinnedMemoryResourceOptions, PoolAttributes, PoolReuse,
 };
 pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
