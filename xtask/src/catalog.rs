@@ -8,7 +8,8 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::util::{no_more, take_flag, workspace_root};
+use crate::codegen::{Generator, Outcome, ensure_file_contents};
+use crate::util::{no_more, report, take_flag, workspace_root};
 
 const JSON: &str = "crates/cuda-pathfinder/data/pathfinder-catalog.json";
 const OUT: &str = "crates/cuda-pathfinder/src/catalog/generated.rs";
@@ -19,18 +20,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     no_more(&args)?;
     let root = workspace_root();
     let fresh = generate(&root.join(JSON))?;
-    let out = out_path();
-    if check {
-        let current = std::fs::read_to_string(&out).unwrap_or_default();
-        if current != fresh {
-            return Err(format!(
-                "{OUT} is stale: run `cargo xtask codegen` and commit the result"
-            ));
-        }
-        println!("{OUT} is up to date");
-    } else {
-        std::fs::write(&out, fresh).map_err(|e| format!("writing {}: {e}", out.display()))?;
-        println!("wrote {OUT}");
+    match ensure_file_contents(Generator::Catalog, &out_path(), &fresh, check) {
+        Ok(Outcome::Unchanged) => eprintln!("codegen: {OUT} is up to date"),
+        Ok(Outcome::Written) => {}
+        Err(e) => return Err(report(&e)),
     }
     Ok(())
 }
@@ -172,15 +165,14 @@ fn out_path() -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    use crate::codegen::{Generator, ensure_file_contents};
+
     #[test]
     fn generated_catalogue_is_fresh() {
         let root = super::workspace_root();
         let fresh = super::generate(&root.join(super::JSON)).unwrap();
-        let current = std::fs::read_to_string(super::out_path()).unwrap();
-        assert!(
-            current == fresh,
-            "{} is stale: run `cargo xtask codegen`",
-            super::OUT
-        );
+        if let Err(e) = ensure_file_contents(Generator::Catalog, &super::out_path(), &fresh, true) {
+            panic!("{}", crate::util::report(&e));
+        }
     }
 }
