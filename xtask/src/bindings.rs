@@ -270,8 +270,16 @@ fn generate_all() -> Result<BTreeMap<PathBuf, String>, String> {
         let (main, diff) = assemble(api, &p13, &p12)?;
         let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
         let dirs = [
-            (api.module.to_string(), main, banner(&[&pins13, &pins12], &header_list)),
-            (format!("{}_cuda12", api.module), diff, banner(&[&pins12], &header_list)),
+            (
+                api.module.to_string(),
+                main,
+                banner(&[&pins13, &pins12], &header_list),
+            ),
+            (
+                format!("{}_cuda12", api.module),
+                diff,
+                banner(&[&pins12], &header_list),
+            ),
         ];
         for (dir, module, banner) in dirs {
             for (file, text) in module.render(&dir, &banner)? {
@@ -709,7 +717,9 @@ fn parse_api(
         let mut seen = BTreeSet::new();
         let arms = result_consts
             .iter()
-            .filter(|(ty, _, val)| ty == enum_name && seen.insert(val.to_token_stream().to_string()))
+            .filter(|(ty, _, val)| {
+                ty == enum_name && seen.insert(val.to_token_stream().to_string())
+            })
             .map(|(_, cname, val)| quote! { #val => Some(#cname), });
         let enum_ident = ident(enum_name)?;
         name_impl = Some(quote! {
@@ -743,7 +753,8 @@ fn parse_api(
 
 /// `s` as an identifier, or why it is not one.
 fn ident(s: &str) -> Result<proc_macro2::Ident, String> {
-    syn::parse_str::<proc_macro2::Ident>(s).map_err(|e| format!("`{s}` is not a Rust identifier: {e}"))
+    syn::parse_str::<proc_macro2::Ident>(s)
+        .map_err(|e| format!("`{s}` is not a Rust identifier: {e}"))
 }
 
 /// `s` as a C string literal (`c"s"`).
@@ -1074,7 +1085,15 @@ fn assemble(api: &Api, p13: &Parsed, p12: &Parsed) -> Result<(ModuleParts, Modul
             abis,
         });
     }
-    let main = module_parts(api, false, main_doc, types13, &p13.cuda_version, &p13.aliases, &rows)?;
+    let main = module_parts(
+        api,
+        false,
+        main_doc,
+        types13,
+        &p13.cuda_version,
+        &p13.aliases,
+        &rows,
+    )?;
 
     // The CUDA 12 module.
     let diff_doc = format!(
@@ -1122,7 +1141,15 @@ fn assemble(api: &Api, p13: &Parsed, p12: &Parsed) -> Result<(ModuleParts, Modul
         rows.len(),
         differ.len()
     );
-    let diff = module_parts(api, true, diff_doc, kept, &p12.cuda_version, &p12.aliases, &rows)?;
+    let diff = module_parts(
+        api,
+        true,
+        diff_doc,
+        kept,
+        &p12.cuda_version,
+        &p12.aliases,
+        &rows,
+    )?;
     Ok((main, diff))
 }
 
@@ -1161,7 +1188,15 @@ fn module_parts(
     let mut safety = SafetyComments::new(WRAPPER_SAFETY);
     let mut functions = TokenStream::new();
     for (idx, r) in rows.iter().enumerate() {
-        functions.extend(wrapper(api, child, cuda_version, aliases, idx, r, &mut safety)?);
+        functions.extend(wrapper(
+            api,
+            child,
+            cuda_version,
+            aliases,
+            idx,
+            r,
+            &mut safety,
+        )?);
     }
     Ok(ModuleParts {
         doc,
@@ -1337,7 +1372,9 @@ fn cast_defines(
         } else {
             magnitude
         };
-        let doc = doc_lines(&format!("`#define {name} (({ty}){value})` in the C header."));
+        let doc = doc_lines(&format!(
+            "`#define {name} (({ty}){value})` in the C header."
+        ));
         let name = ident(name)?;
         out.extend(quote! {
             #doc
@@ -1467,6 +1504,9 @@ fn regex_escape(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::codegen::check_safety_comments;
+
     #[test]
     fn bindgen_targets_the_workspace_msrv() {
         let target = super::msrv_target().unwrap();
@@ -1476,5 +1516,171 @@ mod tests {
             shown == msrv || shown == format!("{msrv}.0"),
             "bindgen targets {shown}, rust-version is {msrv}"
         );
+    }
+
+    /// The stale-file check of `cargo xtask regen-bindings --check`, under
+    /// `cargo test`: regenerates every file from the pinned headers and fails
+    /// naming each one that differs. Without the headers (`cargo xtask
+    /// fetch-headers` puts them in `.headers/`, which is not committed) it says
+    /// so and passes; CI fetches them and runs `--check` as well.
+    #[test]
+    fn generated_bindings_are_fresh() {
+        let absent: Vec<PathBuf> = headers::MAJORS
+            .iter()
+            .map(|&m| headers::include_dir(m))
+            .filter(|d| !d.is_dir())
+            .collect();
+        if !absent.is_empty() {
+            eprintln!(
+                "SKIPPED generated_bindings_are_fresh: no pinned headers in {} \
+                 (run `cargo xtask fetch-headers`; CI runs `cargo xtask regen-bindings --check`)",
+                absent
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return;
+        }
+        require_headers().unwrap();
+        let files = generate_all().unwrap();
+        let stale = write_all(&files, true).unwrap();
+        let shown: Vec<String> = stale.iter().map(|e| report(e)).collect();
+        assert!(
+            shown.is_empty(),
+            "stale generated files:\n  {}",
+            shown.join("\n  ")
+        );
+    }
+
+    /// Every committed `functions.rs` has its two `// SAFETY:` comments in each
+    /// of its functions, directly above each `unsafe` block (clippy's
+    /// `undocumented_unsafe_blocks` checks the same when the crate is linted).
+    #[test]
+    fn committed_functions_comment_every_unsafe_block() {
+        let out = workspace_root().join(OUT_REL);
+        let mut dirs = 0;
+        for api in &APIS {
+            for dir in [api.module.to_string(), format!("{}_cuda12", api.module)] {
+                let path = out.join(&dir).join("functions.rs");
+                let text = fs::read_to_string(&path).unwrap();
+                let fns = text.matches("\npub unsafe fn ").count();
+                let blocks = check_safety_comments(&path.display().to_string(), &text)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(blocks, 2 * fns, "{}", path.display());
+                assert!(
+                    !text.contains("__cuda_rs_safety_comment"),
+                    "{}",
+                    path.display()
+                );
+                dirs += 1;
+            }
+        }
+        assert_eq!(dirs, 2 * APIS.len());
+    }
+
+    fn ptr(t: &str) -> syn::Type {
+        syn::parse_str(t).unwrap()
+    }
+
+    /// The generator's output for a made-up API, without headers: every file
+    /// parses, the table and the functions agree, and both `unsafe` blocks of
+    /// every function carry their comment, however long the signature (a long
+    /// one makes prettyplease break the call over several lines).
+    #[test]
+    fn a_module_renders_with_its_comments_and_parts() {
+        let api = &APIS[2]; // nvrtc: exported symbols
+        let short = CFn {
+            symbol: "nvrtcShort".into(),
+            inputs: vec![("p".into(), ptr("*mut ::core::ffi::c_int"))],
+            output: Some(ptr("nvrtcResult")),
+        };
+        let long = CFn {
+            symbol: "nvrtcLong".into(),
+            inputs: (0..9)
+                .map(|i| {
+                    (
+                        format!("argument_number_{i}"),
+                        ptr("*const ::core::ffi::c_char"),
+                    )
+                })
+                .collect(),
+            output: Some(ptr("*mut ::core::ffi::c_void")),
+        };
+        let entry = |name: &str, func: usize| EntryGen {
+            name: name.into(),
+            base: name.into(),
+            symbol: name.into(),
+            version: 0,
+            ptds_symbol: None,
+            ptds_version: 0,
+            func,
+        };
+        let (e0, e1) = (entry("nvrtcShort", 0), entry("nvrtcLong", 1));
+        let rows = vec![
+            Row {
+                entry: &e0,
+                func: &short,
+                abis: vec![abi_tokens(13, api, &e0).unwrap()],
+            },
+            Row {
+                entry: &e1,
+                func: &long,
+                abis: vec![abi_tokens(13, api, &e1).unwrap()],
+            },
+        ];
+        let types: Vec<syn::Item> = vec![
+            syn::parse_quote! { pub struct nvrtcResult(pub u32); },
+            syn::parse_quote! { pub const NVRTC_SUCCESS: nvrtcResult = nvrtcResult(0); },
+        ];
+        let parts = module_parts(
+            api,
+            true,
+            "Doc.".into(),
+            types,
+            "13.0",
+            &BTreeMap::new(),
+            &rows,
+        )
+        .unwrap();
+        let files: BTreeMap<&str, String> = parts
+            .render("nvrtc_cuda12", "// banner\n")
+            .unwrap()
+            .into_iter()
+            .collect();
+        assert_eq!(
+            files.keys().copied().collect::<Vec<_>>(),
+            ["functions.rs", "mod.rs", "table.rs", "types.rs"]
+        );
+        for (name, text) in &files {
+            assert!(text.starts_with("// banner\n"), "{name}");
+            syn::parse_file(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        let fns = &files["functions.rs"];
+        assert_eq!(check_safety_comments("functions.rs", fns), Ok(4));
+        assert!(fns.contains("crate::nvrtc::__entry12(1)"), "{fns}");
+        assert!(
+            fns.contains("None => crate::nvrtc::__unavailable12(0)"),
+            "{fns}"
+        );
+        assert!(fns.contains("None => ::core::ptr::null_mut()"), "{fns}");
+        let table = &files["table.rs"];
+        assert!(table.contains("ENTRY_COUNT: usize = 2;"), "{table}");
+        assert!(table.contains("name: c\"nvrtcLong\""), "{table}");
+        let module = &files["mod.rs"];
+        assert!(module.contains("use super::*;"), "{module}");
+        assert!(
+            module.contains("pub use self::functions::{nvrtcShort, nvrtcLong};"),
+            "{module}"
+        );
+        assert!(
+            module.contains("pub use self::types::{NVRTC_SUCCESS, nvrtcResult};"),
+            "{module}"
+        );
+        // The functions keep clippy's `undocumented_unsafe_blocks` on: only
+        // bindgen's types allow it.
+        assert!(!fns.contains("undocumented_unsafe_blocks"), "{fns}");
+        assert!(!module.contains("undocumented_unsafe_blocks"), "{module}");
+        assert!(files["types.rs"].contains("undocumented_unsafe_blocks"));
     }
 }

@@ -74,7 +74,10 @@ pub(crate) enum FileError {
 /// `path` relative to the workspace root when it lies inside it.
 fn rel(path: &Path) -> String {
     let root = workspace_root();
-    path.strip_prefix(&root).unwrap_or(path).display().to_string()
+    path.strip_prefix(&root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// What [`ensure_file_contents`] did.
@@ -274,7 +277,9 @@ pub(crate) enum SafetyCommentError {
         expected: usize,
     },
     /// A marker that is not a statement on its own line after formatting.
-    #[error("{what}, line {line}: a `// SAFETY:` marker is not on a line of its own after formatting: {text}")]
+    #[error(
+        "{what}, line {line}: a `// SAFETY:` marker is not on a line of its own after formatting: {text}"
+    )]
     Unplaced {
         /// The file being generated.
         what: String,
@@ -294,7 +299,9 @@ pub(crate) enum SafetyCommentError {
         index: usize,
     },
     /// An `unsafe` block whose line is not directly after a `// SAFETY:` comment.
-    #[error("{what}, line {line}: this `unsafe` block has no `// SAFETY:` comment on the line above: {text}")]
+    #[error(
+        "{what}, line {line}: this `unsafe` block has no `// SAFETY:` comment on the line above: {text}"
+    )]
     Missing {
         /// The file.
         what: String,
@@ -304,7 +311,9 @@ pub(crate) enum SafetyCommentError {
         text: String,
     },
     /// Several `unsafe` blocks open on one line, so one comment cannot serve each.
-    #[error("{what}, line {line}: several `unsafe` blocks open on this line; each needs its own `// SAFETY:` comment: {text}")]
+    #[error(
+        "{what}, line {line}: several `unsafe` blocks open on this line; each needs its own `// SAFETY:` comment: {text}"
+    )]
     Crowded {
         /// The file.
         what: String,
@@ -421,12 +430,12 @@ impl SafetyComments {
 /// that those lines account for every `unsafe` block in the tokens. Returns
 /// how many blocks there are.
 pub(crate) fn check_safety_comments(what: &str, text: &str) -> Result<usize, SafetyCommentError> {
-    let tokens: TokenStream = text.parse().map_err(|e: proc_macro2::LexError| {
-        SafetyCommentError::Lex {
-            what: what.to_string(),
-            message: e.to_string(),
-        }
-    })?;
+    let tokens: TokenStream =
+        text.parse()
+            .map_err(|e: proc_macro2::LexError| SafetyCommentError::Lex {
+                what: what.to_string(),
+                message: e.to_string(),
+            })?;
     let blocks = count_unsafe_blocks(tokens);
     let mut lines = 0usize;
     let mut prev = "";
@@ -512,9 +521,15 @@ mod tests {
         assert!(!placed.contains(MARKER), "{placed}");
         assert!(placed.starts_with("// banner\n"), "{placed}");
         let lines: Vec<&str> = placed.lines().map(str::trim).collect();
-        let first = lines.iter().position(|l| l.starts_with("let q = unsafe {")).unwrap();
+        let first = lines
+            .iter()
+            .position(|l| l.starts_with("let q = unsafe {"))
+            .unwrap();
         assert_eq!(lines[first - 1], "// SAFETY: first reason.");
-        let second = lines.iter().position(|l| l.starts_with("unsafe { *q }")).unwrap();
+        let second = lines
+            .iter()
+            .position(|l| l.starts_with("unsafe { *q }"))
+            .unwrap();
         assert_eq!(lines[second - 1], "// SAFETY: second reason.");
         assert_eq!(check_safety_comments("sample", &placed), Ok(2));
     }
@@ -586,14 +601,26 @@ mod tests {
         // Missing: check fails naming the file and the command; writing creates it.
         let err = ensure_file_contents(g, &path, "a\n", true).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("gen.rs") && msg.contains("cargo xtask codegen"), "{msg}");
+        assert!(
+            msg.contains("gen.rs") && msg.contains("cargo xtask codegen"),
+            "{msg}"
+        );
         assert!(!path.exists());
-        assert_eq!(ensure_file_contents(g, &path, "a\n", false).unwrap(), Outcome::Written);
+        assert_eq!(
+            ensure_file_contents(g, &path, "a\n", false).unwrap(),
+            Outcome::Written
+        );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\n");
         // Same contents (line endings aside): nothing written, check passes.
         std::fs::write(&path, "a\r\n").unwrap();
-        assert_eq!(ensure_file_contents(g, &path, "a\n", true).unwrap(), Outcome::Unchanged);
-        assert_eq!(ensure_file_contents(g, &path, "a\n", false).unwrap(), Outcome::Unchanged);
+        assert_eq!(
+            ensure_file_contents(g, &path, "a\n", true).unwrap(),
+            Outcome::Unchanged
+        );
+        assert_eq!(
+            ensure_file_contents(g, &path, "a\n", false).unwrap(),
+            Outcome::Unchanged
+        );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\r\n");
         // Different: check fails and leaves the file alone; writing replaces it.
         assert!(matches!(
@@ -601,7 +628,10 @@ mod tests {
             Err(FileError::Stale { .. })
         ));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\r\n");
-        assert_eq!(ensure_file_contents(g, &path, "b\n", false).unwrap(), Outcome::Written);
+        assert_eq!(
+            ensure_file_contents(g, &path, "b\n", false).unwrap(),
+            Outcome::Written
+        );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "b\n");
     }
 
@@ -614,14 +644,22 @@ mod tests {
         std::fs::write(d.join("api").join("types.rs"), "").unwrap();
         std::fs::write(d.join("api.rs"), "").unwrap();
         std::fs::write(d.join("old").join("x.rs"), "").unwrap();
-        let keep: std::collections::BTreeSet<PathBuf> =
-            [PathBuf::from("api").join("types.rs")].into_iter().collect();
+        let keep: std::collections::BTreeSet<PathBuf> = [PathBuf::from("api").join("types.rs")]
+            .into_iter()
+            .collect();
         let orphans = prune_dir(Generator::Bindings, d, &keep, true).unwrap();
         let shown: Vec<String> = orphans.iter().map(ToString::to_string).collect();
         assert_eq!(orphans.len(), 2, "{shown:?}");
-        assert!(shown.iter().all(|s| s.contains("regen-bindings")), "{shown:?}");
+        assert!(
+            shown.iter().all(|s| s.contains("regen-bindings")),
+            "{shown:?}"
+        );
         assert!(d.join("api.rs").exists());
-        assert!(prune_dir(Generator::Bindings, d, &keep, false).unwrap().is_empty());
+        assert!(
+            prune_dir(Generator::Bindings, d, &keep, false)
+                .unwrap()
+                .is_empty()
+        );
         assert!(!d.join("api.rs").exists());
         assert!(!d.join("old").exists());
         assert!(d.join("api").join("types.rs").exists());
