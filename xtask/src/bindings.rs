@@ -1,15 +1,21 @@
 //! `cargo xtask regen-bindings`: bindgen over the pinned CUDA headers.
 //!
 //! For every CUDA major in `headers/pins.json` and every API (driver, runtime,
-//! NVRTC, nvJitLink, NVVM, NVML) this runs bindgen (as a library) over the
-//! headers that `cargo xtask fetch-headers` put in `.headers/`, keeps bindgen's
-//! types, constants and layout checks, and turns its function declarations into
-//! run-time dispatch: a table of entry points (`ENTRIES`) the hand-written loader
-//! resolves once, and one `unsafe fn` per public C name that calls through it.
-//! The result is `crates/cuda-bindings/src/generated/cuda<major>/<api>.rs`.
+//! NVRTC, nvJitLink, NVVM, NVML, the math and communication libraries) this runs
+//! bindgen (as a library) over the headers that `cargo xtask fetch-headers` put
+//! in `.headers/`, keeps bindgen's types, constants and layout checks, and turns
+//! its function declarations into run-time dispatch: a table of entry points
+//! (`ENTRIES`) the hand-written loader resolves once, and one `unsafe fn` per
+//! public C name that calls through it. Everything it adds is built as `quote!`
+//! token streams and formatted by `prettyplease`; the `// SAFETY:` comments go
+//! through formatting as markers that [`SafetyComments`] places and counts.
 //!
-//! `--check` generates into a temporary folder and fails naming every file that
-//! differs from the committed one.
+//! The result is, per API, `crates/cuda-bindings/src/generated/<api>/` and
+//! `<api>_cuda12/`, each with `types.rs`, `table.rs`, `functions.rs` and the
+//! `mod.rs` that joins them. Every file goes through
+//! [`ensure_file_contents`]: written only when it changes, or, with `--check`,
+//! named (with the command that fixes it) when it is stale; files the generator
+//! no longer makes are removed (or, with `--check`, named).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
