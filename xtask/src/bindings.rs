@@ -772,14 +772,10 @@ fn c_lit(s: &str) -> Result<proc_macro2::Literal, String> {
 /// The name an item defines or belongs to: a type's, a constant's, an impl's
 /// self type, the type a layout check (`const _`) measures.
 fn item_key(item: &syn::Item) -> Option<String> {
+    if let Some(name) = defined_name(item) {
+        return Some(name);
+    }
     match item {
-        syn::Item::Struct(i) => Some(i.ident.to_string()),
-        syn::Item::Union(i) => Some(i.ident.to_string()),
-        syn::Item::Enum(i) => Some(i.ident.to_string()),
-        syn::Item::Type(i) => Some(i.ident.to_string()),
-        syn::Item::Static(i) => Some(i.ident.to_string()),
-        syn::Item::Fn(i) => Some(i.sig.ident.to_string()),
-        syn::Item::Const(c) if c.ident != "_" => Some(c.ident.to_string()),
         syn::Item::Const(c) => measured_type(&c.expr.to_token_stream()),
         syn::Item::Impl(i) => match &*i.self_ty {
             syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),

@@ -233,28 +233,26 @@ pub(crate) fn reformat(what: &str, banner: &str, tokens: TokenStream) -> Result<
 /// One `#[doc = " line"]` attribute per line of `text`, which `prettyplease`
 /// prints as `/// line`.
 pub(crate) fn doc_lines(text: &str) -> TokenStream {
-    let attrs = text.lines().map(|l| {
-        let l = if l.is_empty() {
-            String::new()
-        } else {
-            format!(" {l}")
-        };
-        quote! { #[doc = #l] }
-    });
+    let attrs = doc_values(text).map(|l| quote! { #[doc = #l] });
     quote! { #(#attrs)* }
 }
 
 /// Like [`doc_lines`], as inner attributes (`//! line`).
 pub(crate) fn inner_doc_lines(text: &str) -> TokenStream {
-    let attrs = text.lines().map(|l| {
-        let l = if l.is_empty() {
+    let attrs = doc_values(text).map(|l| quote! { #![doc = #l] });
+    quote! { #(#attrs)* }
+}
+
+/// Each line of `text` as a doc attribute's value: a space before it, as
+/// `///` comments have, unless it is empty.
+fn doc_values(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.lines().map(|l| {
+        if l.is_empty() {
             String::new()
         } else {
             format!(" {l}")
-        };
-        quote! { #![doc = #l] }
-    });
-    quote! { #(#attrs)* }
+        }
+    })
 }
 
 /// The name of the marker macro; a marker that survived into a file would not
