@@ -110,7 +110,7 @@ pub use device_buffer::DeviceBuffer;
 pub use dlpack::{
     DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
 };
-pub use error::{DriverRequirement, Error, InvalidKind, Report, Result, ToolError};
+pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
 pub use graph::{
     CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,

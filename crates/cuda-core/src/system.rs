@@ -66,7 +66,19 @@ use cuda_bindings::nvml::*;
 use cuda_bindings::Unavailable;
 
 use crate::Device;
+pub use crate::error::NvmlErrorKind;
 use crate::error::{Error, Result};
+
+mod clocks;
+mod fields;
+mod hardware;
+
+pub use clocks::{ClockId, ClockType, ClocksEventReasons};
+pub use fields::{FieldId, FieldSample, FieldValue};
+pub use hardware::{
+    AffinityScope, Bar1MemoryInfo, Brand, CoolerControl, CoolerInfo, CoolerTarget, DeviceArch, Fan,
+    FanControlPolicy, InforomObject, MigMode,
+};
 
 /// Checks an NVML status, attaching what was being done (built only on failure).
 trait NvmlCheck {
@@ -256,7 +268,10 @@ pub fn process_name(pid: u32) -> Result<String> {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SystemDevice {
     handle: nvmlDevice_t,
+    /// The NVML index (of the parent GPU, for a MIG device).
     index: u32,
+    /// For a MIG device, its index under the parent GPU.
+    mig: Option<u32>,
 }
 
 // SAFETY: see the type's docs: the handle is an opaque token owned by NVML for the
@@ -267,7 +282,10 @@ unsafe impl Sync for SystemDevice {}
 
 impl fmt::Debug for SystemDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SystemDevice({})", self.index)
+        match self.mig {
+            None => write!(f, "SystemDevice({})", self.index),
+            Some(m) => write!(f, "SystemDevice({}, MIG {m})", self.index),
+        }
     }
 }
 
@@ -448,7 +466,11 @@ impl SystemDevice {
         // SAFETY: `handle` is valid for writes; NVML is initialised.
         unsafe { nvmlDeviceGetHandleByIndex(index, &mut handle) }
             .check(|| format!("opening NVML device {index} (nvmlDeviceGetHandleByIndex)"))?;
-        Ok(Self { handle, index })
+        Ok(Self {
+            handle,
+            index,
+            mig: None,
+        })
     }
 
     /// The device with this UUID (`nvmlDeviceGetHandleByUUID`), in the form
@@ -503,7 +525,11 @@ impl SystemDevice {
         // for writes.
         unsafe { nvmlDeviceGetIndex(handle, &mut index) }
             .check(|| "reading the index of an NVML device (nvmlDeviceGetIndex)")?;
-        Ok(Self { handle, index })
+        Ok(Self {
+            handle,
+            index,
+            mig: None,
+        })
     }
 
     /// NVML's handle, for calls this type does not wrap. It stays valid for the
@@ -512,14 +538,21 @@ impl SystemDevice {
         self.handle
     }
 
-    /// The device's NVML index (not its CUDA ordinal).
+    /// The device's NVML index (not its CUDA ordinal); for a MIG device
+    /// ([`mig_device`](Self::mig_device)), its parent GPU's.
     pub fn index(&self) -> u32 {
         self.index
     }
 
     /// Describes an operation on this device, for error contexts.
     fn ctx(&self, what: &str, function: &str) -> String {
-        format!("{what} of NVML device {} ({function})", self.index)
+        match self.mig {
+            None => format!("{what} of NVML device {} ({function})", self.index),
+            Some(m) => format!(
+                "{what} of MIG device {m} of NVML device {} ({function})",
+                self.index
+            ),
+        }
     }
 
     /// Reads one `c_uint` through `call`.
