@@ -134,8 +134,9 @@ pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
 pub use pinned_buffer::PinnedBuffer;
 pub use program::{
-    CompileTarget, PchStatus, Program, ProgramOptions, SourceCode, nvrtc_pch_heap_size,
-    nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size, toolkit_include_dirs,
+    CompileTarget, CompilerBackend, PchStatus, Program, ProgramOptions, SourceCode,
+    nvrtc_pch_heap_size, nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size,
+    toolkit_include_dirs,
 };
 pub use properties::DeviceProperties;
 pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
