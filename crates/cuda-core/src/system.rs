@@ -27,7 +27,14 @@
 //! | `get_p2p_status`, `get_topology_common_ancestor` | [`SystemDevice::p2p_status`], [`SystemDevice::topology_common_ancestor`] |
 //! | `Device` | [`SystemDevice`] |
 //! | `cuda.core.Device.to_system_device` | [`Device::to_system_device`] |
-//! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`], whose [`nvml_code`](Error::nvml_code) is the status code each subclass stands for ([`is_nvml_not_supported`](Error::is_nvml_not_supported) for `NotSupportedError`) |
+//! | `Device.arch`, `brand`, `numa_node_id`, `is_persistence_mode_enabled`, `bar1_memory_info` | [`SystemDevice::arch`], [`brand`](SystemDevice::brand), [`numa_node_id`](SystemDevice::numa_node_id), [`is_persistence_mode_enabled`](SystemDevice::is_persistence_mode_enabled), [`bar1_memory_info`](SystemDevice::bar1_memory_info) |
+//! | `Device.mig` | [`SystemDevice::mig_mode`], [`mig_device_count`](SystemDevice::mig_device_count), [`mig_devices`](SystemDevice::mig_devices), [`mig_parent`](SystemDevice::mig_parent), … |
+//! | `Device.get_field_values` | [`SystemDevice::field_values`] ([`FieldId`], [`FieldSample`], [`FieldValue`]) |
+//! | `Device.inforom` | [`SystemDevice::inforom_image_version`], [`inforom_version`](SystemDevice::inforom_version), … |
+//! | `Device.get_cpu_affinity`, `get_memory_affinity` | [`SystemDevice::cpu_affinity`], [`memory_affinity`](SystemDevice::memory_affinity) |
+//! | `Device.get_fan`, `num_fans`, `cooler` | [`SystemDevice::fan`] ([`Fan`]), [`fan_count`](SystemDevice::fan_count), [`cooler_info`](SystemDevice::cooler_info) |
+//! | `Device.current_clock_event_reasons`, `get_clock` | [`SystemDevice::current_clock_event_reasons`] ([`ClocksEventReasons`]), [`clock`](SystemDevice::clock), [`applications_clock`](SystemDevice::applications_clock), … |
+//! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`], whose [`nvml_kind`](Error::nvml_kind) is the [`NvmlErrorKind`] each subclass stands for, to `match` on ([`is_nvml_not_supported`](Error::is_nvml_not_supported) for `NotSupportedError`) |
 //! | `LibraryNotFoundError` (no NVML) | [`Error::Unavailable`] ([`is_unavailable`](Error::is_unavailable)), as for any missing library |
 //!
 //! # NVML's lifetime
