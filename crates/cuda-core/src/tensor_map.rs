@@ -462,6 +462,43 @@ impl Layout {
     }
 }
 
+/// The checked layout of an im2col or im2col-wide map over `buffer`: rank 3 to
+/// 5, `channels_per_pixel` and `pixels_per_column` (`counts`) in range, the
+/// channels within the swizzle, the buffer aligned and large enough.
+#[allow(clippy::too_many_arguments)]
+fn im2col_layout(
+    what: &'static str,
+    buffer: &Buffer,
+    data_type: TensorMapDataType,
+    dims: &[u64],
+    strides: &[u64],
+    element_strides: &[u32],
+    interleave: TensorMapInterleave,
+    swizzle: TensorMapSwizzle,
+    (channels, pixels): (u32, u32),
+) -> Result<Layout> {
+    let layout = Layout::new(
+        what,
+        data_type,
+        dims,
+        strides,
+        element_strides,
+        3..=5,
+        interleave,
+    )?;
+    check_im2col_counts(what, channels, pixels)?;
+    layout.check_inner_box(
+        what,
+        "`channels_per_pixel`",
+        channels,
+        false,
+        interleave,
+        swizzle,
+    )?;
+    layout.check_memory(what, buffer.ptr(), buffer.size() as u64)?;
+    Ok(layout)
+}
+
 /// Checks `channels_per_pixel` and `pixels_per_column` of an im2col map.
 fn check_im2col_counts(what: &'static str, channels: u32, pixels: u32) -> Result<()> {
     if !(1..=256).contains(&channels) {
@@ -623,18 +660,20 @@ impl TensorMapDescriptor {
     /// [`Error::InvalidArgument`] naming the field: rank 3–5; extents, strides,
     /// element strides and the address as for [`tiled`](Self::tiled);
     /// `rank - 2` corner offsets each in the rank's range; 1–256 channels per
-    /// pixel (a multiple of 16 bytes, within the swizzle, without interleave);
-    /// 1–1024 pixels per column. The driver's error for what it rejects.
+    /// pixel (within the swizzle, without interleave); 1–1024 pixels per
+    /// column. The driver's error for what it rejects.
     pub fn im2col(buffer: &Buffer, options: &TensorMapIm2colOptions) -> Result<Self> {
         let what = "encoding an im2col tensor map";
-        let layout = Layout::new(
+        let layout = im2col_layout(
             what,
+            buffer,
             options.data_type,
             &options.global_dims,
             &options.global_strides,
             &options.element_strides,
-            3..=5,
             options.interleave,
+            options.swizzle,
+            (options.channels_per_pixel, options.pixels_per_column),
         )?;
         check_pixel_box(
             what,
@@ -642,16 +681,6 @@ impl TensorMapDescriptor {
             &options.pixel_box_lower_corner,
             &options.pixel_box_upper_corner,
         )?;
-        check_im2col_counts(what, options.channels_per_pixel, options.pixels_per_column)?;
-        layout.check_inner_box(
-            what,
-            "`channels_per_pixel`",
-            options.channels_per_pixel,
-            false,
-            options.interleave,
-            options.swizzle,
-        )?;
-        layout.check_memory(what, buffer.ptr(), buffer.size() as u64)?;
         let mut map = sys::CUtensorMap::default();
         // SAFETY: every array holds the counts the driver reads for the rank, and
         // each corner `rank - 2` offsets (checked above); the address is the
@@ -691,30 +720,22 @@ impl TensorMapDescriptor {
     /// driver's error for what it rejects.
     pub fn im2col_wide(buffer: &Buffer, options: &TensorMapIm2colWideOptions) -> Result<Self> {
         let what = "encoding an im2col-wide tensor map";
-        let layout = Layout::new(
+        let layout = im2col_layout(
             what,
+            buffer,
             options.data_type,
             &options.global_dims,
             &options.global_strides,
             &options.element_strides,
-            3..=5,
             options.interleave,
+            options.swizzle,
+            (options.channels_per_pixel, options.pixels_per_column),
         )?;
         check_wide_box(
             what,
             options.pixel_box_lower_corner_width,
             options.pixel_box_upper_corner_width,
         )?;
-        check_im2col_counts(what, options.channels_per_pixel, options.pixels_per_column)?;
-        layout.check_inner_box(
-            what,
-            "`channels_per_pixel`",
-            options.channels_per_pixel,
-            false,
-            options.interleave,
-            options.swizzle,
-        )?;
-        layout.check_memory(what, buffer.ptr(), buffer.size() as u64)?;
         crate::versions::require_driver(12080, "an im2col-wide tensor map", || what)?;
         let device = buffer.device();
         let (major, minor) = device.compute_capability()?;

@@ -37,6 +37,21 @@ extern "C" __global__ void tma_tile(const __grid_constant__ TmaDesc map, float *
 }
 "#;
 
+/// A packed 64×64 `f32` matrix read in 16×16 tiles.
+fn tiles_of_64x64() -> TensorMapDescriptorOptions {
+    TensorMapDescriptorOptions {
+        data_type: TensorMapDataType::F32,
+        global_dims: vec![64, 64],
+        global_strides: vec![],
+        box_dims: vec![16, 16],
+        element_strides: vec![],
+        interleave: Default::default(),
+        swizzle: Default::default(),
+        l2_promotion: Default::default(),
+        oob_fill: Default::default(),
+    }
+}
+
 #[test]
 fn tiled_tensor_map_feeds_a_bulk_tensor_copy() {
     require_gpu!();
@@ -52,17 +67,7 @@ fn tiled_tensor_map_feeds_a_bulk_tensor_copy() {
     let mut src = d.allocate(n * n * 4, &s).unwrap();
     src.copy_from_host(&(0..n * n).map(|i| i as f32).collect::<Vec<_>>(), &s)
         .unwrap();
-    let options = TensorMapDescriptorOptions {
-        data_type: TensorMapDataType::F32,
-        global_dims: vec![n as u64, n as u64],
-        global_strides: vec![],
-        box_dims: vec![16, 16],
-        element_strides: vec![],
-        interleave: Default::default(),
-        swizzle: Default::default(),
-        l2_promotion: Default::default(),
-        oob_fill: Default::default(),
-    };
+    let options = tiles_of_64x64();
     let map = TensorMapDescriptor::tiled(&src, &options).unwrap();
     // Bad shapes are refused before the driver.
     let too_big = TensorMapDescriptorOptions {
@@ -82,16 +87,7 @@ fn tiled_tensor_map_feeds_a_bulk_tensor_copy() {
         Err(Error::InvalidArgument { .. })
     ));
 
-    let code = Program::new(
-        SourceCode::Cxx(SRC),
-        ProgramOptions {
-            arch: Some(d.arch().unwrap()),
-            ..Default::default()
-        },
-    )
-    .unwrap()
-    .compile(CompileTarget::Cubin, &[])
-    .unwrap();
+    let code = tma_code(&d);
     // The descriptor arrives intact, by value.
     let echo = code.get_kernel("echo").unwrap();
     let mut out = d.allocate(128, &s).unwrap();
@@ -128,6 +124,20 @@ fn tiled_tensor_map_feeds_a_bulk_tensor_copy() {
         }
     }
     out.fill_u8(0, &s).unwrap();
+}
+
+/// `SRC` compiled for `d`.
+fn tma_code(d: &Device) -> ObjectCode {
+    Program::new(
+        SourceCode::Cxx(SRC),
+        ProgramOptions {
+            arch: Some(d.arch().unwrap()),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .compile(CompileTarget::Cubin, &[])
+    .unwrap()
 }
 
 /// Device 0 and a stream on it, when it has the TMA (sm_90 or later).
@@ -181,17 +191,7 @@ fn replace_address_points_a_map_at_another_buffer() {
     let Some((d, s)) = hopper() else { return };
     let a = matrix(&d, &s, 0.0);
     let b = matrix(&d, &s, 100_000.0);
-    let options = TensorMapDescriptorOptions {
-        data_type: TensorMapDataType::F32,
-        global_dims: vec![64, 64],
-        global_strides: vec![],
-        box_dims: vec![16, 16],
-        element_strides: vec![],
-        interleave: Default::default(),
-        swizzle: Default::default(),
-        l2_promotion: Default::default(),
-        oob_fill: Default::default(),
-    };
+    let options = tiles_of_64x64();
     let map = TensorMapDescriptor::tiled(&a, &options).unwrap();
     assert_eq!(map.device(), d);
     assert_eq!(map.span(), 64 * 64 * 4);
@@ -203,16 +203,7 @@ fn replace_address_points_a_map_at_another_buffer() {
     };
     assert_ne!(words(&map), words(&moved));
 
-    let code = Program::new(
-        SourceCode::Cxx(SRC),
-        ProgramOptions {
-            arch: Some(d.arch().unwrap()),
-            ..Default::default()
-        },
-    )
-    .unwrap()
-    .compile(CompileTarget::Cubin, &[])
-    .unwrap();
+    let code = tma_code(&d);
     let expect = |offset: f32| {
         (0..256)
             .map(|i| ((32 + i / 16) * 64 + 16 + i % 16) as f32 + offset)
