@@ -525,8 +525,32 @@ impl SystemDevice {
         (0..device_count()?).map(Self::new).collect()
     }
 
-    /// Wraps a handle NVML returned, reading its index.
+    /// Wraps a handle NVML returned, reading its index; a MIG device's handle
+    /// (from a `MIG-…` UUID) is found among its parent's MIG devices.
     fn from_handle(handle: nvmlDevice_t) -> Result<Self> {
+        let mut is_mig = 0;
+        // SAFETY: `handle` came from NVML; `is_mig` is valid for writes. A driver
+        // without MIG (or the call) answers with an error: not a MIG device.
+        let mig = unsafe { nvmlDeviceIsMigDeviceHandle(handle, &mut is_mig) } == NVML_SUCCESS
+            && is_mig != 0;
+        if mig {
+            let mut parent = std::ptr::null_mut();
+            // SAFETY: `handle` is a MIG device's; `parent` is valid for writes.
+            unsafe { nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle, &mut parent) }.check(
+                || "finding the GPU of an NVML MIG device (nvmlDeviceGetDeviceHandleFromMigDeviceHandle)",
+            )?;
+            let parent = Self::from_handle(parent)?;
+            for i in 0..parent.mig_device_count()? {
+                match parent.mig_device(i) {
+                    Ok(m) if m.handle == handle => return Ok(m),
+                    _ => {}
+                }
+            }
+            return Err(Error::unsupported(
+                format!("finding an NVML MIG device of NVML device {}", parent.index),
+                "it is not among the GPU's MIG devices (was MIG reconfigured?)",
+            ));
+        }
         let mut index = 0;
         // SAFETY: `handle` came from NVML, which stays initialised; `index` is valid
         // for writes.

@@ -733,6 +733,8 @@ fn mig_is_reported_or_typed_not_supported() {
             assert!(m.is_mig_device().unwrap());
             assert_eq!(m.index(), sd.index());
             assert_eq!(m.mig_parent().unwrap().uuid().unwrap(), sd.uuid().unwrap());
+            // A MIG UUID finds the same MIG device.
+            assert_eq!(SystemDevice::from_uuid(&m.uuid().unwrap()).unwrap(), m);
         }
     } else {
         // A whole GPU is no MIG device's child: NVML says so, typed.
