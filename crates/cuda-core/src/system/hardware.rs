@@ -978,9 +978,9 @@ impl Fan {
 }
 
 /// Reads a list NVML fills by the two-call protocol: asked with a count of 0 it
-/// says how many there are (`NVML_ERROR_INSUFFICIENT_SIZE`, or success when
-/// there are none); asked again with room for them, it fills them in. The list
-/// may grow between the calls, so a second "insufficient size" asks again.
+/// says how many there are (with `NVML_ERROR_INSUFFICIENT_SIZE`, or, for some
+/// calls, success); asked again with room for them, it fills them in. The list
+/// may grow between the calls, so a count larger than the room asks again.
 pub(super) fn read_list<T: Copy, C: Into<std::borrow::Cow<'static, str>>>(
     zero: T,
     context: impl Fn() -> C,
@@ -995,6 +995,11 @@ pub(super) fn read_list<T: Copy, C: Into<std::borrow::Cow<'static, str>>>(
             continue;
         }
         rc.check(&context)?;
+        if count as usize > out.len() {
+            // Only counted (a call that answers a count of 0 with success).
+            out = vec![zero; count as usize];
+            continue;
+        }
         out.truncate(count as usize);
         return Ok(out);
     }
@@ -1077,6 +1082,26 @@ mod tests {
         .unwrap();
         assert_eq!(got, [10, 11, 12, 13, 14]);
         assert_eq!(calls, 3);
+        // A call that counts with success is asked again with room.
+        let mut calls = 0;
+        let got = read_list(
+            0,
+            || "test",
+            |count: *mut c_uint, out: *mut u32| {
+                calls += 1;
+                // SAFETY: `count` points to the caller's count; `out` holds it.
+                unsafe {
+                    if *count >= 2 {
+                        *out = 7;
+                        *out.add(1) = 8;
+                    }
+                    *count = 2;
+                }
+                NVML_SUCCESS
+            },
+        )
+        .unwrap();
+        assert_eq!((got, calls), (vec![7, 8], 2));
         // An empty list answers the first call with success.
         let empty: Vec<u32> = read_list(0, || "test", |_, _| NVML_SUCCESS).unwrap();
         assert!(empty.is_empty());
