@@ -240,7 +240,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         ("crates/cuda-fft/benches/c/fft.c", "c/fft.c"),
         ("crates/cuda-nccl/benches/c/allreduce.c", "c/allreduce.c"),
         ("crates/cuda-core/benches/c/threads.c", "c/threads.c"),
-        ("crates/cuda-core/benches/c/threads_cuda_core.py", "c/threads_cuda_core.py"),
+        (
+            "crates/cuda-core/benches/c/threads_cuda_core.py",
+            "c/threads_cuda_core.py",
+        ),
     ] {
         let dest = out.join(to);
         if let Some(p) = dest.parent() {

@@ -304,7 +304,11 @@ impl Blas {
             )
         };
         check(status, context)?;
-        self.order_frees(&[a.mat.view.buffer(), b.mat.view.buffer(), c.mat.view.buffer()])
+        self.order_frees(&[
+            a.mat.view.buffer(),
+            b.mat.view.buffer(),
+            c.mat.view.buffer(),
+        ])
     }
 
     /// `y = alpha·op(A)·x + beta·y`: `op(A)` is `m × n`, `x` holds `n` elements
