@@ -767,11 +767,14 @@ impl SystemDevice {
     pub fn all_with_cpu_affinity(cpu: u32) -> Result<Vec<SystemDevice>> {
         super::init()?;
         let context = || format!("finding the GPUs near CPU {cpu} (nvmlSystemGetTopologyGpuSet)");
-        let handles = read_list(std::ptr::null_mut(), context, |count, out| {
-            // SAFETY: `count` is valid for writes and `out` holds `*count` handles
-            // (or is null when it is 0).
-            unsafe { nvmlSystemGetTopologyGpuSet(cpu, count, out) }
-        })?;
+        // Room for every GPU at once: some drivers refuse the size query (a count
+        // of 0) of this call with `NVML_ERROR_INVALID_ARGUMENT`.
+        let mut handles = vec![std::ptr::null_mut(); super::device_count()?.max(1) as usize];
+        let mut count = handles.len() as c_uint;
+        // SAFETY: `count` is valid for writes and `handles` holds `count` handles.
+        unsafe { nvmlSystemGetTopologyGpuSet(cpu, &mut count, handles.as_mut_ptr()) }
+            .check(context)?;
+        handles.truncate(count as usize);
         handles.into_iter().map(SystemDevice::from_handle).collect()
     }
 
