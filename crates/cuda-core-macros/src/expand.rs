@@ -434,8 +434,9 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             }
 
             /// Compiles [`SOURCE`](Self::SOURCE) with NVRTC: a cubin when
-            /// `options.arch` is set, else PTX (which the driver compiles for the
-            /// GPU when it is loaded); through `cache` when given. A program with
+            /// `options.arch` is a real architecture (`sm_90`), else PTX (for a
+            /// virtual one, `compute_90`, or NVRTC's default; the driver compiles
+            /// it for the GPU when it is loaded); through `cache` when given. A program with
             /// no name is named [`PROGRAM_NAME`](Self::PROGRAM_NAME).
             ///
             /// # Errors
@@ -448,7 +449,7 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
                 if options.name.is_none() {
                     options.name = ::core::option::Option::Some(Self::PROGRAM_NAME.into());
                 }
-                let target = if options.arch.is_some() {
+                let target = if options.arch.as_deref().is_some_and(|a| a.starts_with("sm_")) {
                     ::cuda_core::CompileTarget::Cubin
                 } else {
                     ::cuda_core::CompileTarget::Ptx

@@ -14,9 +14,8 @@ mod expand;
 
 use proc_macro::TokenStream;
 
-/// Generates a struct holding the typed kernels of a CUDA C++ source: one
-/// `unsafe fn` per `extern "C" __global__` function, with named, typed
-/// parameters. See `cuda_core::kernels!` for the documentation.
+/// (The procedural macro is `cuda-core-macros`'s; its generated code names
+/// `::cuda_core`.)
 #[proc_macro]
 pub fn kernels(input: TokenStream) -> TokenStream {
     match syn::parse::<expand::Input>(input) {

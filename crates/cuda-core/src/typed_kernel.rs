@@ -28,7 +28,7 @@ pub struct ConstPtr<T>(PhantomData<T>);
 pub struct MutPtr<T>(PhantomData<T>);
 
 /// A parameter type of a [`TypedKernel`] signature: a number (`f32`, `u64`,
-/// `half::f16`, …), any other [`Pod`] value wrapped in [`Val`] (a `#[repr(C)]`
+/// `half::f16`, …) or `bool` (one byte, as CUDA's), any other [`Pod`] value wrapped in [`Val`] (a `#[repr(C)]`
 /// struct, a `__grid_constant__` parameter), or a pointer ([`ConstPtr`],
 /// [`MutPtr`]).
 ///
@@ -99,7 +99,8 @@ scalar_params!(
     usize,
     isize,
     half::f16,
-    half::bf16
+    half::bf16,
+    bool
 );
 
 fn same_device(dev: &crate::Device, stream: &Stream) -> Result<()> {
@@ -254,6 +255,34 @@ impl<S: Signature> TypedKernel<S> {
     /// [`Error::InvalidArgument`] naming the first parameter that differs; the
     /// driver's error.
     pub fn new(kernel: Kernel) -> Result<Self> {
+        Self::check(kernel, &[])
+    }
+
+    /// As [`new`](Self::new), with the parameters' declarations (`"const float*
+    /// x"`, one per parameter of `S`, in order) for the error messages: a
+    /// mismatch names the parameter as well as its index. This is what
+    /// `cuda_core::kernels!` generates.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`Error::InvalidArgument`] when `params` does not
+    /// have one entry per parameter of `S`.
+    pub fn with_param_names(kernel: Kernel, params: &[&str]) -> Result<Self> {
+        if params.len() != S::SIZES.len() {
+            return Err(Error::invalid(
+                format!("typing kernel `{}`", kernel.name()),
+                format!(
+                    "{} parameter names for a signature of {}",
+                    params.len(),
+                    S::SIZES.len()
+                ),
+            ));
+        }
+        Self::check(kernel, params)
+    }
+
+    /// Checks `S` against the kernel; `names` (empty or one per parameter) name
+    /// the parameters in errors.
+    fn check(kernel: Kernel, names: &[&str]) -> Result<Self> {
         if let Some(params) = kernel.params_if_known()? {
             let what = || format!("typing kernel `{}`", kernel.name());
             if params.len() != S::SIZES.len() {
@@ -268,9 +297,10 @@ impl<S: Signature> TypedKernel<S> {
             }
             for (i, ((_, size), want)) in params.iter().zip(S::SIZES).enumerate() {
                 if size != want {
+                    let name = names.get(i).map_or(String::new(), |n| format!(" (`{n}`)"));
                     return Err(Error::invalid(
                         what(),
-                        format!("parameter {i} is {size} bytes, the signature's {want}"),
+                        format!("parameter {i}{name} is {size} bytes, the signature's {want}"),
                     ));
                 }
             }
@@ -340,6 +370,7 @@ mod tests {
             n: u32,
         }
         assert_eq!(<(Val<P>, Val<u8>)>::SIZES, &[16, 1]);
+        assert_eq!(<(bool, half::f16)>::SIZES, &[1, 2]);
         let args: <(Val<u32>, Val<u16>) as Signature>::Args<'_> = (7, 9);
         <(Val<u32>, Val<u16>)>::with_args(&args, |p| {
             // SAFETY: two pointers, to the tuple's u32 and u16.

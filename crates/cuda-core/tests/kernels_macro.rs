@@ -1,0 +1,274 @@
+//! `cuda_core::kernels!`: typed launch functions generated from
+//! `tests/kernels/generated.cu`. That this file compiles tests the expansion;
+//! the compile tests need only NVRTC, the launch tests a GPU (without one they
+//! print `SKIPPED`; with `CUDA_TEST_REQUIRE_GPU=1` they fail).
+
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cuda_core::cache::{InMemoryProgramCache, ProgramCache};
+use cuda_core::{
+    CodeType, Device, DeviceBuffer, Error, InvalidKind, LaunchConfig, ProgramOptions, Stream,
+    StreamOptions,
+};
+use cuda_rs_tests::{require_gpu, require_libs};
+
+/// The C `struct Affine` of the source.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Affine {
+    scale: f32,
+    shift: f32,
+    n: u32,
+}
+
+/// A Rust type two bytes short of the C struct: loading must refuse it.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct ShortAffine {
+    scale: f32,
+    shift: f32,
+}
+
+cuda_core::kernels! {
+    /// The kernels of the test source.
+    pub struct Generated = "tests/kernels/generated.cu";
+    type Affine = Affine;
+}
+
+cuda_core::kernels! {
+    /// The same source with a wrong Rust type for `Affine`.
+    struct Mismatched = "tests/kernels/generated.cu";
+    type Affine = crate::ShortAffine;
+}
+
+cuda_core::kernels! {
+    /// An inline source, with C names that are Rust keywords or the launch's own.
+    struct Inline = source r#"
+        extern "C" __global__ void type(int* in, int stream, int config) {}
+        extern "C" __global__ void scale(float* type, float match, unsigned) {}
+    "#;
+}
+
+const SOURCE: &str = include_str!("kernels/generated.cu");
+
+fn sm90() -> ProgramOptions {
+    ProgramOptions {
+        arch: Some("sm_90".into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_struct_embeds_the_source_and_lists_the_extern_c_kernels() {
+    assert_eq!(Generated::SOURCE, SOURCE);
+    assert_eq!(Generated::PROGRAM_NAME, "generated.cu");
+    // Source order; the template `twice` has no C name and is left out.
+    assert_eq!(
+        Generated::KERNELS,
+        ["saxpy", "affine", "add_scaled", "fill_if"]
+    );
+    assert_eq!(Inline::KERNELS, ["type", "scale"]);
+    assert_eq!(Inline::PROGRAM_NAME, "Inline.cu");
+}
+
+#[test]
+fn the_embedded_source_compiles_with_nvrtc_through_the_cache() {
+    require_libs!("nvrtc");
+    let cache = InMemoryProgramCache::new();
+    let cubin = Generated::compile(sm90(), Some(&cache)).unwrap();
+    assert_eq!(cubin.code_type(), CodeType::Cubin);
+    assert!(cubin.code().starts_with(b"\x7fELF"));
+    assert_eq!(cubin.name(), "generated.cu");
+    assert_eq!(cache.len(), 1);
+    // The second compilation is the cache's entry.
+    let again = Generated::compile(sm90(), Some(&cache)).unwrap();
+    assert_eq!(again.code(), cubin.code());
+    assert_eq!(cache.len(), 1);
+    // For a virtual architecture: PTX, whose entry points are the C names.
+    let ptx = Generated::compile(
+        ProgramOptions {
+            arch: Some("compute_75".into()),
+            ..Default::default()
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(ptx.code_type(), CodeType::Ptx);
+    let text = String::from_utf8_lossy(ptx.code());
+    for k in Generated::KERNELS {
+        assert!(text.contains(&format!(".entry {k}(")), "{k} in\n{text}");
+    }
+    // A name given in the options is kept.
+    let named = Generated::compile(
+        ProgramOptions {
+            name: Some("mine.cu".into()),
+            ..sm90()
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(named.name(), "mine.cu");
+    let inline = Inline::compile(sm90(), None).unwrap();
+    assert!(inline.code().starts_with(b"\x7fELF"));
+    assert!(!cache.contains(&cuda_core::cache::ProgramCacheKey::from_bytes([0; 32])).unwrap());
+}
+
+#[test]
+fn a_compile_error_carries_the_log_under_the_program_name() {
+    require_libs!("nvrtc");
+    cuda_core::kernels! {
+        struct Broken = source r#"extern "C" __global__ void k(float* y) { y[0] = undefined_name; }"#;
+    }
+    let e = Broken::compile(sm90(), None).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, Error::Compile { .. }), "{e:?}");
+    assert!(text.contains("Broken.cu"), "{text}");
+    assert!(text.contains("undefined_name"), "{text}");
+}
+
+fn setup() -> (Device, Stream) {
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    (d, s)
+}
+
+#[test]
+fn generated_launches_on_sub_ranges_structs_integers_and_bools() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s) = setup();
+    let cache = InMemoryProgramCache::new();
+    let k = Generated::load_cached(&d, &cache).unwrap();
+    assert_eq!(cache.len(), 1);
+    assert!(k.saxpy_kernel().is_checked());
+    assert_eq!(k.affine_kernel().kernel().name(), "affine");
+
+    // saxpy on views at offsets: y[256..768] = 2 * x[0..512] + y[256..768].
+    let x: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let dx = DeviceBuffer::from_host(&d, &x, &s).unwrap();
+    let mut dy = DeviceBuffer::<f32>::zeroed(&d, 1024, &s).unwrap();
+    dy.fill(1.0, &s).unwrap();
+    let cfg = LaunchConfig::for_elements(512, 128);
+    // SAFETY: saxpy touches x[0..512] and y[0..512] of the views, which hold 512.
+    unsafe {
+        k.saxpy(
+            &s,
+            &cfg,
+            2.0,
+            dx.slice(0..512).unwrap(),
+            dy.slice_mut(256..768).unwrap(),
+            512,
+        )
+    }
+    .unwrap();
+    let y = dy.to_vec(&s).unwrap();
+    for (i, v) in y.iter().enumerate() {
+        let want = if (256..768).contains(&i) {
+            2.0 * (i - 256) as f32 + 1.0
+        } else {
+            1.0
+        };
+        assert_eq!(*v, want, "y[{i}]");
+    }
+
+    // A `__grid_constant__` struct, on the second half only.
+    let p = Affine {
+        scale: 0.5,
+        shift: -1.0,
+        n: 512,
+    };
+    // SAFETY: affine touches y[0..p.n] of the view, which holds 512.
+    unsafe {
+        k.affine(
+            &s,
+            &LaunchConfig::for_elements(512, 256),
+            &p,
+            dy.slice_mut(512..).unwrap(),
+        )
+    }
+    .unwrap();
+    let y2 = dy.to_vec(&s).unwrap();
+    for i in 0..1024 {
+        let want = if i < 512 { y[i] } else { 0.5 * y[i] - 1.0 };
+        assert_eq!(y2[i], want, "y[{i}]");
+    }
+
+    // Integers: b[10..110] += 3 * a[0..100] with a size_t count.
+    let a: Vec<u64> = (0..100).map(|i| (i as u64) << 33).collect();
+    let da = DeviceBuffer::from_host(&d, &a, &s).unwrap();
+    let mut db = DeviceBuffer::from_host(&d, &[7u64; 128], &s).unwrap();
+    // SAFETY: add_scaled touches a[0..n] and b[0..n]; both views hold n = 100.
+    unsafe {
+        k.add_scaled(
+            &s,
+            &LaunchConfig::for_elements(100, 64),
+            da.view(),
+            db.slice_mut(10..110).unwrap(),
+            3,
+            100,
+        )
+    }
+    .unwrap();
+    let b = db.to_vec(&s).unwrap();
+    for (i, v) in b.iter().enumerate() {
+        let want = if (10..110).contains(&i) {
+            7 + 3 * a[i - 10]
+        } else {
+            7
+        };
+        assert_eq!(*v, want, "b[{i}]");
+    }
+
+    // A bool: false writes nothing, true writes.
+    let mut out = DeviceBuffer::<i64>::zeroed(&d, 64, &s).unwrap();
+    let cfg = LaunchConfig::for_elements(64, 64);
+    // SAFETY: fill_if touches out[0..n], n = 64 = the view's length.
+    unsafe { k.fill_if(&s, &cfg, out.view_mut(), false, -5, 64) }.unwrap();
+    assert!(out.to_vec(&s).unwrap().iter().all(|&v| v == 0));
+    // SAFETY: as above, on the first 32.
+    unsafe { k.fill_if(&s, &cfg, out.slice_mut(..32).unwrap(), true, -5, 32) }.unwrap();
+    let o = out.to_vec(&s).unwrap();
+    assert!(o[..32].iter().all(|&v| v == -5) && o[32..].iter().all(|&v| v == 0));
+
+    // The inline kernels with renamed parameters load and launch too.
+    let inline = Inline::load(&d).unwrap();
+    let mut ints = DeviceBuffer::<i32>::zeroed(&d, 1, &s).unwrap();
+    let one = LaunchConfig::for_elements(1, 1);
+    // SAFETY: the kernel does nothing.
+    unsafe { inline.r#type(&s, &one, ints.view_mut(), 1, 2) }.unwrap();
+    let mut floats = DeviceBuffer::<f32>::zeroed(&d, 1, &s).unwrap();
+    // SAFETY: the kernel does nothing.
+    unsafe { inline.scale(&s, &one, floats.view_mut(), 1.0, 0) }.unwrap();
+    s.sync().unwrap();
+}
+
+#[test]
+fn a_rust_type_of_the_wrong_size_is_refused_at_load() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, _s) = setup();
+    let probe = Generated::load(&d).unwrap();
+    if !probe.affine_kernel().is_checked() {
+        println!("SKIPPED: this driver does not report kernels' parameters (before CUDA 12.4)");
+        return;
+    }
+    let e = Mismatched::load(&d).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidArgument {
+                kind: InvalidKind::Other,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let text = e.to_string();
+    assert!(text.contains("typing kernel `affine`"), "{text}");
+    assert!(
+        text.contains("parameter 0 (`const __grid_constant__ Affine p`) is 12 bytes, the signature's 8"),
+        "{text}"
+    );
+}
