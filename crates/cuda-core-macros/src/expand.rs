@@ -482,3 +482,107 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    // Test code: a failed step is a failed test, reported by panicking.
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    fn run(input: &str) -> Result<String, String> {
+        let input: Input = syn::parse_str(input).map_err(|e| format!("parse: {e}"))?;
+        expand(&input)
+            .map(|t| t.to_string())
+            .map_err(|e| e.to_string())
+    }
+
+    fn fails(input: &str, want: &str) {
+        match run(input) {
+            Ok(code) => panic!("expected an error containing {want:?}, got\n{code}"),
+            Err(e) => assert!(e.contains(want), "{e}\n(expected {want:?})"),
+        }
+    }
+
+    #[test]
+    fn generates_typed_methods_with_views_scalars_and_mapped_structs() {
+        let code = run(r##"
+            pub struct K = source r#"
+                struct P { float a; };
+                extern "C" __global__ void k(const float* x, float* y, P p, unsigned n, void* raw) {}
+            "#;
+            type P = crate::P;
+            type void = u8;
+        "##)
+        .unwrap();
+        let code = code.replace(' ', "");
+        assert!(code.contains("pubstructK{k:::cuda_core::TypedKernel<(::cuda_core::ConstPtr<f32>,::cuda_core::MutPtr<f32>,::cuda_core::Val<crate::P>,u32,::cuda_core::MutPtr<u8>,)>,}"), "{code}");
+        assert!(code.contains("x:::cuda_core::DeviceView<'_,f32>,y:::cuda_core::DeviceViewMut<'_,f32>,p:&crate::P,n:u32,raw:::cuda_core::DeviceViewMut<'_,u8>"), "{code}");
+        assert!(code.contains("(x,y,*p,n,raw,)"), "{code}");
+        assert!(code.contains("with_param_names(code.get_kernel(\"k\")?,&[\"constfloat*x\",\"float*y\",\"Pp\",\"unsignedn\",\"void*raw\"])"), "{code}");
+        assert!(code.contains("pubfnk_kernel(&self)"), "{code}");
+    }
+
+    #[test]
+    fn keywords_and_the_launch_names_are_renamed() {
+        let code = run(r##"struct K = source r#"extern "C" __global__ void type(int* in, int stream, int config, int self, float) {}"#;"##).unwrap();
+        let code = code.replace(' ', "");
+        assert!(code.contains("pubunsafefnr#type(&self,stream:&::cuda_core::Stream,config:&::cuda_core::LaunchConfig,r#in:::cuda_core::DeviceViewMut<'_,i32>,stream_:i32,config_:i32,self_:i32,arg4:f32)"), "{code}");
+    }
+
+    #[test]
+    fn errors_name_the_file_line_kernel_parameter_and_type() {
+        fails(
+            r##"struct K = source r#"
+
+                extern "C" __global__ void k(float* y, Params p) {}"#;"##,
+            "the inline source line 3: kernel `k`, parameter 1 (`Params p`): the C type `Params` has no Rust type: name a `Pod` type of the same layout (`type Params = MyType;`)",
+        );
+        fails(
+            r##"struct K = source r#"extern "C" __global__ void k(const void* p) {}"#;"##,
+            "`void*` has no element type: name one (`type void = u8;`)",
+        );
+        fails(
+            r##"struct K = source r#"extern "C" __global__ void k(float** p) {}"#;"##,
+            "the inline source line 1:30: kernel `k`, parameter 0 (`float** p`): a pointer to a pointer",
+        );
+        fails(
+            r##"struct K = source r#"extern "C" __global__ void k(float* p) {}"#; type Unused = u32;"##,
+            "no kernel parameter of the inline source has the type `Unused`",
+        );
+        fails(
+            r##"struct K = source r#"__global__ void k(float* p) {} template <int N> __global__ void t() {}"#;"##,
+            "the inline source has no `extern \"C\" __global__` function; `k` (line 1) is not `extern \"C\"` (its name is mangled); `t` (line 1) is a template",
+        );
+        fails(
+            r##"struct K = source r#"extern "C" __global__ void load(float* p) {}"#;"##,
+            "kernel `load`: its name is one of the generated type's own functions",
+        );
+        fails(
+            r##"struct K = source r#"extern "C" __global__ void f() {} extern "C" __global__ void f_kernel() {}"#;"##,
+            "kernel `f_kernel`: its name is that of the accessor of kernel `f`",
+        );
+        fails(
+            r##"struct K = source r#"extern "C" __global__ void self() {}"#;"##,
+            "kernel `self`: its name cannot be a Rust function's",
+        );
+        fails(
+            r#"struct K = "no/such/file.cu";"#,
+            "cannot read",
+        );
+        fails(r#"struct K = "a.cu"; type T = u8; type T = u16;"#, "parse: `T` is mapped twice");
+        fails(r#"struct K = 5;"#, "expected the source's path");
+    }
+
+    #[test]
+    fn a_file_is_read_relative_to_the_manifest_and_embedded() {
+        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+        let code = run(r#"struct K = "tests/sample.cu";"#).unwrap();
+        let path = std::path::Path::new(&dir).join("tests/sample.cu");
+        assert!(
+            code.contains(&format!("include_str ! ({:?})", path.to_str().unwrap())),
+            "{code}"
+        );
+        assert!(code.contains("\"sample.cu\""), "{code}");
+    }
+}
