@@ -27,7 +27,11 @@ pub(crate) struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}:{}: {}", self.pos.line, self.pos.col, self.message)
+        write!(
+            f,
+            "line {}:{}: {}",
+            self.pos.line, self.pos.col, self.message
+        )
     }
 }
 
@@ -477,8 +481,7 @@ fn join(tokens: &[Token]) -> String {
         let glue_left = matches!(
             t.tok,
             Tok::Punct('*' | '&' | ',' | ')' | ']' | '[' | ':' | '<' | '>')
-        )
-            || (matches!(t.tok, Tok::Punct('(')) && !t.spaced)
+        ) || (matches!(t.tok, Tok::Punct('(')) && !t.spaced)
             || (matches!(t.tok, Tok::Punct('.')) && !t.spaced);
         let after_open = k > 0
             && (matches!(tokens[k - 1].tok, Tok::Punct('(' | '[' | ':' | '<'))
@@ -573,11 +576,17 @@ impl<'a> Parser<'a> {
                 }
                 Tok::Punct('(' | '[') => self.i = self.skip_group(self.i)?,
                 Tok::Punct(')' | ']') => {
-                    return Err(self.err(t.pos, format!("an unmatched `{}`", join(&self.t[self.i..=self.i]))));
+                    return Err(self.err(
+                        t.pos,
+                        format!("an unmatched `{}`", join(&self.t[self.i..=self.i])),
+                    ));
                 }
                 Tok::Punct('{') => {
                     let decl = &self.t[start..self.i];
-                    let first = decl.iter().find(|t| !t.is_ident("inline")).and_then(Token::ident);
+                    let first = decl
+                        .iter()
+                        .find(|t| !t.is_ident("inline"))
+                        .and_then(Token::ident);
                     if first == Some("namespace") {
                         let pos = t.pos;
                         self.i += 1;
@@ -599,9 +608,7 @@ impl<'a> Parser<'a> {
                             _ => {}
                         }
                     }
-                    let function = !is_type
-                        && !initializer
-                        && decl.iter().any(|t| t.is_punct('('));
+                    let function = !is_type && !initializer && decl.iter().any(|t| t.is_punct('('));
                     let end = self.skip_group(self.i)?;
                     if function {
                         // A function body: the declaration ends with it.
@@ -662,7 +669,10 @@ impl<'a> Parser<'a> {
         }
         let template = d.first().is_some_and(|t| t.is_ident("template"));
         let Some((n, open, close)) = name_at else {
-            return Err(self.err(d[0].pos, "a `__global__` declaration without a parameter list"));
+            return Err(self.err(
+                d[0].pos,
+                "a `__global__` declaration without a parameter list",
+            ));
         };
         let name = d[n].ident().unwrap_or_default().to_string();
         let pos = d[n].pos;
@@ -700,7 +710,11 @@ impl<'a> Parser<'a> {
         };
         if let Some(prev) = self.out.kernels.iter().find(|k| k.name == kernel.name) {
             let same = prev.params.len() == kernel.params.len()
-                && prev.params.iter().zip(&kernel.params).all(|(a, b)| a.kind == b.kind);
+                && prev
+                    .params
+                    .iter()
+                    .zip(&kernel.params)
+                    .all(|(a, b)| a.kind == b.kind);
             if !same {
                 return Err(self.err(
                     pos,
@@ -740,7 +754,13 @@ impl<'a> Parser<'a> {
         Ok(out)
     }
 
-    fn param(&self, kernel: &str, index: usize, d: &[Token], near: Pos) -> Result<Param, ParseError> {
+    fn param(
+        &self,
+        kernel: &str,
+        index: usize,
+        d: &[Token],
+        near: Pos,
+    ) -> Result<Param, ParseError> {
         let decl = join(d);
         let pos = d.first().map_or(near, |t| t.pos);
         let fail = |why: &str| {
@@ -756,7 +776,9 @@ impl<'a> Parser<'a> {
             return Err(fail("a variadic parameter list has no Rust counterpart"));
         }
         if d.iter().any(|t| t.is_punct('=')) {
-            return Err(fail("default arguments are not supported; pass every argument"));
+            return Err(fail(
+                "default arguments are not supported; pass every argument",
+            ));
         }
         if d.iter().any(|t| t.is_punct('&')) {
             return Err(fail(
@@ -769,7 +791,9 @@ impl<'a> Parser<'a> {
             ));
         }
         if d.iter().any(|t| t.is_punct('(')) {
-            return Err(fail("a function pointer or parenthesised declarator is not supported"));
+            return Err(fail(
+                "a function pointer or parenthesised declarator is not supported",
+            ));
         }
         // Qualified names: `std::size_t`, `::uint32_t` are their last part when
         // that is a standard type; other qualified names are refused.
@@ -899,7 +923,15 @@ const QUALIFIERS: &[&str] = &[
 fn is_type_word(w: &str) -> bool {
     matches!(
         w,
-        "signed" | "unsigned" | "short" | "long" | "int" | "char" | "float" | "double" | "bool"
+        "signed"
+            | "unsigned"
+            | "short"
+            | "long"
+            | "int"
+            | "char"
+            | "float"
+            | "double"
+            | "bool"
             | "void"
     )
 }
@@ -943,7 +975,12 @@ fn base_type(words: &[&str]) -> Result<Base, String> {
     let count = |k: &str| words.iter().filter(|w| **w == k).count();
     let (signed, unsigned) = (count("signed"), count("unsigned"));
     let (short, long, int, char_) = (count("short"), count("long"), count("int"), count("char"));
-    let (float, double, bool_, void) = (count("float"), count("double"), count("bool"), count("void"));
+    let (float, double, bool_, void) = (
+        count("float"),
+        count("double"),
+        count("bool"),
+        count("void"),
+    );
     let bad = || format!("`{written}` is not a C type");
     if signed + unsigned > 1 || short > 1 || long > 2 || int > 1 || char_ > 1 || short * long > 0 {
         return Err(bad());

@@ -152,7 +152,13 @@ impl Ctx<'_> {
         syn::Error::new(self.span(), message)
     }
 
-    fn base(&mut self, k: &Kernel, index: usize, decl: &str, b: &Base) -> syn::Result<Result<TokenStream, Type>> {
+    fn base(
+        &mut self,
+        k: &Kernel,
+        index: usize,
+        decl: &str,
+        b: &Base,
+    ) -> syn::Result<Result<TokenStream, Type>> {
         match b {
             Base::Scalar(s) => Ok(Ok(scalar_type(*s))),
             Base::Named(n) => match self.input.mappings.iter().find(|m| m.c_name == n) {
@@ -187,14 +193,14 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         Origin::File(lit) => {
             let rel = lit.value();
             let dir = std::env::var_os("CARGO_MANIFEST_DIR").ok_or_else(|| {
-                syn::Error::new(lit.span(), "CARGO_MANIFEST_DIR is not set (is cargo building this?)")
+                syn::Error::new(
+                    lit.span(),
+                    "CARGO_MANIFEST_DIR is not set (is cargo building this?)",
+                )
             })?;
             let path = PathBuf::from(dir).join(&rel);
             let text = std::fs::read_to_string(&path).map_err(|e| {
-                syn::Error::new(
-                    lit.span(),
-                    format!("cannot read `{}`: {e}", path.display()),
-                )
+                syn::Error::new(lit.span(), format!("cannot read `{}`: {e}", path.display()))
             })?;
             let abs = path.to_str().ok_or_else(|| {
                 syn::Error::new(lit.span(), "the source's path is not valid UTF-8")
@@ -244,22 +250,28 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
                 RESERVED.join(", ")
             )));
         }
-        if kname.strip_suffix("_kernel").is_some_and(|b| names.contains(&b)) {
+        if kname
+            .strip_suffix("_kernel")
+            .is_some_and(|b| names.contains(&b))
+        {
             return Err(ctx.error(format!(
                 "{where_}: its name is that of the accessor of kernel `{}`",
                 &kname[..kname.len() - 7]
             )));
         }
-        let method = rust_ident(kname).ok_or_else(|| {
-            ctx.error(format!("{where_}: its name cannot be a Rust function's"))
-        })?;
+        let method = rust_ident(kname)
+            .ok_or_else(|| ctx.error(format!("{where_}: its name cannot be a Rust function's")))?;
         let accessor = format_ident!("{}_kernel", kname);
-        let mut taken: HashSet<String> = ["stream", "config"].iter().map(|s| s.to_string()).collect();
+        let mut taken: HashSet<String> =
+            ["stream", "config"].iter().map(|s| s.to_string()).collect();
         let mut params = Vec::new();
         for (i, p) in k.params.iter().enumerate() {
             let pname = match &p.name {
                 Some(n) if !taken.contains(n) && rust_ident(n).is_some() => n.clone(),
-                Some(n) if !taken.contains(&format!("{n}_")) && rust_ident(&format!("{n}_")).is_some() => {
+                Some(n)
+                    if !taken.contains(&format!("{n}_"))
+                        && rust_ident(&format!("{n}_")).is_some() =>
+                {
                     format!("{n}_")
                 }
                 _ => format!("arg{i}"),
@@ -382,7 +394,10 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
          ([`load`](Self::load)) and checked against their parameters.",
         ctx.file
     );
-    let source_doc = format!(" The CUDA C++ source ({}), embedded at build time.", ctx.file);
+    let source_doc = format!(
+        " The CUDA C++ source ({}), embedded at build time.",
+        ctx.file
+    );
     Ok(quote! {
         #(#attrs)*
         ///
@@ -566,11 +581,11 @@ mod tests {
             r##"struct K = source r#"extern "C" __global__ void self() {}"#;"##,
             "kernel `self`: its name cannot be a Rust function's",
         );
+        fails(r#"struct K = "no/such/file.cu";"#, "cannot read");
         fails(
-            r#"struct K = "no/such/file.cu";"#,
-            "cannot read",
+            r#"struct K = "a.cu"; type T = u8; type T = u16;"#,
+            "parse: `T` is mapped twice",
         );
-        fails(r#"struct K = "a.cu"; type T = u8; type T = u16;"#, "parse: `T` is mapped twice");
         fails(r#"struct K = 5;"#, "expected the source's path");
     }
 

@@ -104,54 +104,6 @@ pub use batch::{
 };
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
-/// The `cuda-pathfinder` crate this one finds CUDA's libraries and headers with
-/// (its `find_nvidia_header_directory`, `PathfinderError`, …), so that it need not
-/// be a dependency of its own.
-pub use cuda_pathfinder;
-pub use device::Device;
-pub use device_buffer::DeviceBuffer;
-pub use dlpack::{
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
-};
-pub use error::{DriverRequirement, Error, InvalidKind, Report, Result, ToolError};
-pub use event::{Event, EventOptions};
-pub use graph::{
-    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,
-    GraphCondition, GraphExec, GraphMemUsage, GraphNode,
-};
-/// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
-pub use half;
-#[cfg(unix)]
-pub use ipc::IpcBufferDescriptor;
-pub use jit::JitOptions;
-pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
-pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
-pub use library::{Global, Library, LibraryOptions};
-pub use linker::{Linker, LinkerBackend, LinkerOptions};
-pub use memory::{
-    Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
-    ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt, PinnedMemoryResource,
-    PinnedMemoryResourceOptions,
-};
-pub use module::{LoadingMode, Module};
-pub use object::{CodeType, ObjectCode};
-pub use pinned_buffer::PinnedBuffer;
-pub use program::{
-    CompileTarget, PchStatus, Program, ProgramOptions, SourceCode, nvrtc_pch_heap_size,
-    nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size, toolkit_include_dirs,
-};
-pub use properties::DeviceProperties;
-pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
-pub use stream::{Stream, StreamOptions};
-pub use tensor_map::{
-    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapInterleave,
-    TensorMapL2Promotion, TensorMapOobFill, TensorMapSwizzle,
-};
-pub use texture::{
-    AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
-    SurfaceObject, TextureObject, TextureOptions, TextureResource,
-};
-pub use typed_kernel::{ConstPtr, MutPtr, Param, Signature, TypedKernel, Val};
 /// Typed launch functions generated from the `extern "C" __global__` kernels of
 /// a CUDA C++ file.
 ///
@@ -277,6 +229,54 @@ pub use typed_kernel::{ConstPtr, MutPtr, Param, Signature, TypedKernel, Val};
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use cuda_core_macros::kernels;
+/// The `cuda-pathfinder` crate this one finds CUDA's libraries and headers with
+/// (its `find_nvidia_header_directory`, `PathfinderError`, …), so that it need not
+/// be a dependency of its own.
+pub use cuda_pathfinder;
+pub use device::Device;
+pub use device_buffer::DeviceBuffer;
+pub use dlpack::{
+    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
+};
+pub use error::{DriverRequirement, Error, InvalidKind, Report, Result, ToolError};
+pub use event::{Event, EventOptions};
+pub use graph::{
+    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,
+    GraphCondition, GraphExec, GraphMemUsage, GraphNode,
+};
+/// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
+pub use half;
+#[cfg(unix)]
+pub use ipc::IpcBufferDescriptor;
+pub use jit::JitOptions;
+pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
+pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
+pub use library::{Global, Library, LibraryOptions};
+pub use linker::{Linker, LinkerBackend, LinkerOptions};
+pub use memory::{
+    Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
+    ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt, PinnedMemoryResource,
+    PinnedMemoryResourceOptions,
+};
+pub use module::{LoadingMode, Module};
+pub use object::{CodeType, ObjectCode};
+pub use pinned_buffer::PinnedBuffer;
+pub use program::{
+    CompileTarget, PchStatus, Program, ProgramOptions, SourceCode, nvrtc_pch_heap_size,
+    nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size, toolkit_include_dirs,
+};
+pub use properties::DeviceProperties;
+pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
+pub use stream::{Stream, StreamOptions};
+pub use tensor_map::{
+    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapInterleave,
+    TensorMapL2Promotion, TensorMapOobFill, TensorMapSwizzle,
+};
+pub use texture::{
+    AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
+    SurfaceObject, TextureObject, TextureOptions, TextureResource,
+};
+pub use typed_kernel::{ConstPtr, MutPtr, Param, Signature, TypedKernel, Val};
 pub use versions::{Component, Versions, versions};
 pub use view::{DeviceView, DeviceViewMut};
 pub use vmm::{Granularity, VirtualMemoryOptions, VirtualMemoryResource};

@@ -111,7 +111,11 @@ fn the_embedded_source_compiles_with_nvrtc_through_the_cache() {
     assert_eq!(named.name(), "mine.cu");
     let inline = Inline::compile(sm90(), None).unwrap();
     assert!(inline.code().starts_with(b"\x7fELF"));
-    assert!(!cache.contains(&cuda_core::cache::ProgramCacheKey::from_bytes([0; 32])).unwrap());
+    assert!(
+        !cache
+            .contains(&cuda_core::cache::ProgramCacheKey::from_bytes([0; 32]))
+            .unwrap()
+    );
 }
 
 #[test]
@@ -268,7 +272,9 @@ fn a_rust_type_of_the_wrong_size_is_refused_at_load() {
     let text = e.to_string();
     assert!(text.contains("typing kernel `affine`"), "{text}");
     assert!(
-        text.contains("parameter 0 (`const __grid_constant__ Affine p`) is 12 bytes, the signature's 8"),
+        text.contains(
+            "parameter 0 (`const __grid_constant__ Affine p`) is 12 bytes, the signature's 8"
+        ),
         "{text}"
     );
 }

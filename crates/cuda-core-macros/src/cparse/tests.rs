@@ -75,8 +75,10 @@ fn saxpy_maps_pointers_and_scalars() {
 
 #[test]
 fn const_placement_restrict_and_pointer_constness() {
-    let k = one("extern \"C\" __global__ void k(float const *a, const float* __restrict__ b, \
-                 float* const c, const float* const d, volatile int* e, float *__restrict__ f) {}");
+    let k = one(
+        "extern \"C\" __global__ void k(float const *a, const float* __restrict__ b, \
+                 float* const c, const float* const d, volatile int* e, float *__restrict__ f) {}",
+    );
     assert_eq!(
         kinds(&k),
         [
@@ -134,15 +136,23 @@ fn every_scalar_spelling() {
         ("cudaTextureObject_t", Scalar::U64),
     ];
     for (c, want) in cases {
-        let k = one(&format!("extern \"C\" __global__ void k({c} v, {c} const w) {{}}"));
+        let k = one(&format!(
+            "extern \"C\" __global__ void k({c} v, {c} const w) {{}}"
+        ));
         assert_eq!(
             kinds(&k),
             [(Some("v"), val(*want)), (Some("w"), val(*want))],
             "{c}"
         );
         if *want != Scalar::Bool {
-            let k = one(&format!("extern \"C\" __global__ void k(const {c}* p, {c}* q);"));
-            assert_eq!(kinds(&k), [(Some("p"), cptr(*want)), (Some("q"), mptr(*want))], "{c}");
+            let k = one(&format!(
+                "extern \"C\" __global__ void k(const {c}* p, {c}* q);"
+            ));
+            assert_eq!(
+                kinds(&k),
+                [(Some("p"), cptr(*want)), (Some("q"), mptr(*want))],
+                "{c}"
+            );
         }
     }
 }
@@ -159,7 +169,11 @@ fn unnamed_parameters_and_empty_lists() {
         ]
     );
     assert!(one("extern \"C\" __global__ void k() {}").params.is_empty());
-    assert!(one("extern \"C\" __global__ void k(void) {}").params.is_empty());
+    assert!(
+        one("extern \"C\" __global__ void k(void) {}")
+            .params
+            .is_empty()
+    );
 }
 
 #[test]
@@ -195,7 +209,13 @@ fn structs_grid_constant_and_named_types() {
 #[test]
 fn arrays_decay_to_pointers() {
     let k = one("extern \"C\" __global__ void k(const float x[], int y[4]) {}");
-    assert_eq!(kinds(&k), [(Some("x"), cptr(Scalar::F32)), (Some("y"), mptr(Scalar::I32))]);
+    assert_eq!(
+        kinds(&k),
+        [
+            (Some("x"), cptr(Scalar::F32)),
+            (Some("y"), mptr(Scalar::I32))
+        ]
+    );
 }
 
 #[test]
@@ -223,7 +243,10 @@ extern "C" __global__ void real(/* a comment */ int a, // the count
     assert_eq!(k.name, "real");
     assert_eq!(
         kinds(&k),
-        [(Some("a"), val(Scalar::I32)), (Some("out"), mptr(Scalar::F32))]
+        [
+            (Some("a"), val(Scalar::I32)),
+            (Some("out"), mptr(Scalar::F32))
+        ]
     );
     assert_eq!(k.pos.line, 14);
 }
@@ -255,8 +278,10 @@ extern "C++" { __global__ void f(int) {} }
 
 #[test]
 fn multi_line_signatures() {
-    let k = one("extern \"C\"\n__global__\nvoid\nscale(\n    const float* __restrict__ x,\n\
-                 float* __restrict__ y,\n    float a,\n    size_t n\n)\n{\n}\n");
+    let k = one(
+        "extern \"C\"\n__global__\nvoid\nscale(\n    const float* __restrict__ x,\n\
+                 float* __restrict__ y,\n    float a,\n    size_t n\n)\n{\n}\n",
+    );
     assert_eq!(k.name, "scale");
     assert_eq!(k.pos.line, 4);
     assert_eq!(k.params.len(), 4);
@@ -279,7 +304,12 @@ fn templates_and_cxx_kernels_are_skipped_with_a_reason() {
         .collect();
     assert_eq!(
         skipped,
-        [("add", true), ("mangled", false), ("hidden", false), ("add", true)]
+        [
+            ("add", true),
+            ("mangled", false),
+            ("hidden", false),
+            ("add", true)
+        ]
     );
 }
 
@@ -314,7 +344,10 @@ fn a_kernel_declared_twice_the_same_way_is_one() {
          extern \"C\" __global__ void k(float* x) {}\n#endif\n",
     );
     assert!(e.starts_with("line 4:"), "{e}");
-    assert!(e.contains("declared again with other parameters (first at line 2)"), "{e}");
+    assert!(
+        e.contains("declared again with other parameters (first at line 2)"),
+        "{e}"
+    );
 }
 
 #[test]
