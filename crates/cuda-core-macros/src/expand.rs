@@ -224,7 +224,11 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
     };
     let parsed = cparse::parse(&text).map_err(|e| ctx.error(format!("{} {e}", ctx.file)))?;
     if parsed.kernels.is_empty() {
-        let mut msg = format!("{} has no `extern \"C\" __global__` function", ctx.file);
+        let mut msg = format!(
+            "{} has no `extern \"C\" __global__` function (the preprocessor is not run: \
+             write `extern \"C\"` and `__global__` out, not through macros)",
+            ctx.file
+        );
         for s in &parsed.skipped {
             msg.push_str(&format!(
                 "; `{}` (line {}) is {}",
@@ -567,7 +571,7 @@ mod tests {
         );
         fails(
             r##"struct K = source r#"__global__ void k(float* p) {} template <int N> __global__ void t() {}"#;"##,
-            "the inline source has no `extern \"C\" __global__` function; `k` (line 1) is not `extern \"C\"` (its name is mangled); `t` (line 1) is a template",
+            "the inline source has no `extern \"C\" __global__` function (the preprocessor is not run: write `extern \"C\"` and `__global__` out, not through macros); `k` (line 1) is not `extern \"C\"` (its name is mangled); `t` (line 1) is a template",
         );
         fails(
             r##"struct K = source r#"extern "C" __global__ void load(float* p) {}"#;"##,

@@ -156,7 +156,11 @@ pub use cuda_bindings;
 /// `extern "C"` (templates, C++ names) have no name to load by and are left
 /// out. The preprocessor is not run: write kernel signatures without macros
 /// (a kernel under both arms of an `#if` must be declared the same way in
-/// both).
+/// both). Only the named file is embedded and watched for changes: a header it
+/// includes from its own directory needs that directory in
+/// [`ProgramOptions::include_path`] (`load_with`) and, with a cache, is not part
+/// of the cache key (see [`cache::make_program_cache_key`]). The struct derives
+/// `Debug` and `Clone`; the generated code names `::cuda_core`.
 ///
 /// ```no_run
 /// # fn main() -> cuda_core::Result<()> {

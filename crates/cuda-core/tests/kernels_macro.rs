@@ -6,7 +6,7 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use cuda_core::cache::{InMemoryProgramCache, ProgramCache};
+use cuda_core::cache::InMemoryProgramCache;
 use cuda_core::{
     CodeType, Device, DeviceBuffer, Error, InvalidKind, LaunchConfig, ProgramOptions, Stream,
     StreamOptions,
@@ -111,11 +111,6 @@ fn the_embedded_source_compiles_with_nvrtc_through_the_cache() {
     assert_eq!(named.name(), "mine.cu");
     let inline = Inline::compile(sm90(), None).unwrap();
     assert!(inline.code().starts_with(b"\x7fELF"));
-    assert!(
-        !cache
-            .contains(&cuda_core::cache::ProgramCacheKey::from_bytes([0; 32]))
-            .unwrap()
-    );
 }
 
 #[test]
