@@ -408,7 +408,9 @@ pub(crate) struct Param {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Kernel {
     pub(crate) name: String,
-    pub(crate) params: Vec<Param>,
+    /// The parameters, or why one of them has no Rust type (an error only if
+    /// the kernel is wanted).
+    pub(crate) params: Result<Vec<Param>, ParseError>,
     /// The signature as written (tokens joined, attributes included).
     pub(crate) signature: String,
     pub(crate) pos: Pos,
@@ -700,7 +702,7 @@ impl<'a> Parser<'a> {
             });
             return Ok(());
         }
-        let params = self.params(&name, &d[open + 1..close - 1])?;
+        let params = self.params(&name, &d[open + 1..close - 1]);
         let signature = join(d);
         let kernel = Kernel {
             name,
@@ -709,12 +711,13 @@ impl<'a> Parser<'a> {
             pos,
         };
         if let Some(prev) = self.out.kernels.iter().find(|k| k.name == kernel.name) {
-            let same = prev.params.len() == kernel.params.len()
-                && prev
-                    .params
-                    .iter()
-                    .zip(&kernel.params)
-                    .all(|(a, b)| a.kind == b.kind);
+            let same = match (&prev.params, &kernel.params) {
+                (Ok(a), Ok(b)) => {
+                    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.kind == b.kind)
+                }
+                (Err(a), Err(b)) => a.message == b.message,
+                _ => false,
+            };
             if !same {
                 return Err(self.err(
                     pos,

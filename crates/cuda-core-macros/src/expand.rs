@@ -12,6 +12,7 @@ use crate::cparse::{self, Base, Kernel, ParamKind, Scalar};
 
 mod kw {
     syn::custom_keyword!(source);
+    syn::custom_keyword!(only);
 }
 
 /// Where the CUDA source comes from.
@@ -33,6 +34,7 @@ pub(crate) struct Mapping {
 /// ```text
 /// #[attributes] VIS struct NAME = "path/to/file.cu";   (or: = source "…";)
 /// type CName = RustType;                               (any number)
+/// only kernel_a, kernel_b;                             (optional)
 /// ```
 pub(crate) struct Input {
     attrs: Vec<Attribute>,
@@ -40,6 +42,8 @@ pub(crate) struct Input {
     name: Ident,
     origin: Origin,
     mappings: Vec<Mapping>,
+    /// The kernels wanted (`only a, b;`); all when `None`.
+    only: Option<Vec<Ident>>,
 }
 
 impl Parse for Input {
@@ -63,7 +67,32 @@ impl Parse for Input {
         };
         input.parse::<Token![;]>()?;
         let mut mappings: Vec<Mapping> = Vec::new();
+        let mut only: Option<Vec<Ident>> = None;
         while !input.is_empty() {
+            if input.peek(kw::only) {
+                let kw = input.parse::<kw::only>()?;
+                if only.is_some() {
+                    return Err(syn::Error::new(kw.span, "`only` is given twice"));
+                }
+                let mut names: Vec<Ident> = Vec::new();
+                loop {
+                    let name = input.call(syn::ext::IdentExt::parse_any)?;
+                    if names.contains(&name) {
+                        return Err(syn::Error::new(
+                            name.span(),
+                            format!("`{name}` is listed twice"),
+                        ));
+                    }
+                    names.push(name);
+                    if input.peek(Token![;]) {
+                        break;
+                    }
+                    input.parse::<Token![,]>()?;
+                }
+                input.parse::<Token![;]>()?;
+                only = Some(names);
+                continue;
+            }
             input.parse::<Token![type]>()?;
             let c_name: Ident = input.call(syn::ext::IdentExt::parse_any)?;
             input.parse::<Token![=]>()?;
@@ -83,6 +112,7 @@ impl Parse for Input {
             name,
             origin,
             mappings,
+            only,
         })
     }
 }
@@ -223,7 +253,36 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         used: HashSet::new(),
     };
     let parsed = cparse::parse(&text).map_err(|e| ctx.error(format!("{} {e}", ctx.file)))?;
-    if parsed.kernels.is_empty() {
+    let kernels: Vec<&Kernel> = match &input.only {
+        None => parsed.kernels.iter().collect(),
+        Some(wanted) => {
+            let mut out = Vec::new();
+            for w in wanted {
+                let name = w.to_string();
+                let name = name.strip_prefix("r#").unwrap_or(&name);
+                if let Some(k) = parsed.kernels.iter().find(|k| k.name == name) {
+                    out.push(k);
+                } else if let Some(s) = parsed.skipped.iter().find(|s| s.name == name) {
+                    return Err(syn::Error::new(
+                        w.span(),
+                        format!("`{name}` ({} line {}) is {}", ctx.file, s.pos.line, s.why),
+                    ));
+                } else {
+                    let all: Vec<&str> = parsed.kernels.iter().map(|k| k.name.as_str()).collect();
+                    return Err(syn::Error::new(
+                        w.span(),
+                        format!(
+                            "{} has no `extern \"C\" __global__` function `{name}`; it has: {}",
+                            ctx.file,
+                            all.join(", ")
+                        ),
+                    ));
+                }
+            }
+            out
+        }
+    };
+    if kernels.is_empty() {
         let mut msg = format!(
             "{} has no `extern \"C\" __global__` function (the preprocessor is not run: \
              write `extern \"C\"` and `__global__` out, not through macros)",
@@ -244,8 +303,8 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
     let mut fields = Vec::new();
     let mut loads = Vec::new();
     let mut methods = Vec::new();
-    let names: Vec<&str> = parsed.kernels.iter().map(|k| k.name.as_str()).collect();
-    for k in &parsed.kernels {
+    let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+    for k in kernels.iter().copied() {
         let kname = &k.name;
         let where_ = format!("{} line {}: kernel `{kname}`", ctx.file, k.pos.line);
         if RESERVED.contains(&kname.as_str()) {
@@ -268,8 +327,12 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         let accessor = format_ident!("{}_kernel", kname);
         let mut taken: HashSet<String> =
             ["stream", "config"].iter().map(|s| s.to_string()).collect();
+        let c_params = k
+            .params
+            .as_ref()
+            .map_err(|e| ctx.error(format!("{} {e}", ctx.file)))?;
         let mut params = Vec::new();
-        for (i, p) in k.params.iter().enumerate() {
+        for (i, p) in c_params.iter().enumerate() {
             let pname = match &p.name {
                 Some(n) if !taken.contains(n) && rust_ident(n).is_some() => n.clone(),
                 Some(n)
@@ -320,7 +383,7 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         let sigs: Vec<&TokenStream> = params.iter().map(|p| &p.sig).collect();
         let args: Vec<&TokenStream> = params.iter().map(|p| &p.arg).collect();
         let values: Vec<&TokenStream> = params.iter().map(|p| &p.value).collect();
-        let decls: Vec<&str> = k.params.iter().map(|p| p.decl.as_str()).collect();
+        let decls: Vec<&str> = c_params.iter().map(|p| p.decl.as_str()).collect();
         let sig = quote!((#(#sigs,)*));
         let field = &method;
         fields.push(quote!(#field: ::cuda_core::TypedKernel<#sig>));
@@ -331,7 +394,7 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         let doc_where = format!(" ({}, line {})", ctx.file.trim_matches('`'), k.pos.line);
         let launch_doc = format!(" Launches `{kname}` on `stream` with `config`:");
         let accessor_doc = format!(
-            " The typed kernel behind [`{kname}`](Self::{kname}) (attributes, occupancy, graphs)."
+            " The typed kernel behind [`{kname}`](Self::{method}) (attributes, occupancy, graphs)."
         );
         methods.push(quote! {
             #[doc = #launch_doc]
@@ -390,7 +453,10 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
     }
     let list = names
         .iter()
-        .map(|n| format!("[`{n}`](Self::{n})"))
+        .map(|n| {
+            let id = rust_ident(n).map_or_else(|| n.to_string(), |i| i.to_string());
+            format!("[`{n}`](Self::{id})")
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let struct_doc = format!(
@@ -591,6 +657,47 @@ mod tests {
             "parse: `T` is mapped twice",
         );
         fails(r#"struct K = 5;"#, "expected the source's path");
+    }
+
+    #[test]
+    fn only_selects_kernels_and_names_what_cannot_be_selected() {
+        let src = r##"struct K = source r#"
+            extern "C" __global__ void bad(float** p) {}
+            extern "C" __global__ void good(float* p) {}
+            extern "C" __global__ void type(int n) {}
+            template <typename T> __global__ void tmpl(T* p) {}
+            __global__ void mangled(float* p) {}
+        "#;"##;
+        let code = run(&format!("{src} only good, r#type;")).unwrap();
+        assert!(code.contains("pub unsafe fn good"), "{code}");
+        assert!(code.contains("pub unsafe fn r#type"), "{code}");
+        assert!(!code.contains("fn bad"), "{code}");
+        assert!(code.contains("[`type`](Self::r#type)"), "{code}");
+        assert!(
+            code.contains("KERNELS : & 'static [& 'static str] = & [\"good\" , \"type\"]"),
+            "{code}"
+        );
+        fails(src, "line 2:44: kernel `bad`, parameter 0 (`float** p`)");
+        fails(
+            &format!("{src} only tmpl;"),
+            "`tmpl` (the inline source line 5) is a template (templates have no C name",
+        );
+        fails(
+            &format!("{src} only mangled;"),
+            "`mangled` (the inline source line 6) is not `extern \"C\"`",
+        );
+        fails(
+            &format!("{src} only nothere;"),
+            "the inline source has no `extern \"C\" __global__` function `nothere`; it has: bad, good, type",
+        );
+        fails(
+            &format!("{src} only good, good;"),
+            "parse: `good` is listed twice",
+        );
+        fails(
+            &format!("{src} only good; only bad;"),
+            "parse: `only` is given twice",
+        );
     }
 
     #[test]

@@ -112,6 +112,7 @@ pub use cuda_bindings;
 ///     /// Documentation and attributes of the generated struct.
 ///     pub struct Ops = "kernels/ops.cu";     // relative to the crate's Cargo.toml
 ///     type Affine = crate::Affine;           // a C type name → a Rust `Pod` type
+///     only saxpy, affine;                    // optional: these kernels alone
 /// }
 /// ```
 ///
@@ -132,7 +133,10 @@ pub use cuda_bindings;
 ///   kernel's parameters by their C names, with the C signature in its
 ///   documentation, and `name_kernel(&self) -> &TypedKernel<…>`.
 ///
-/// `= source "…"` takes the source inline instead of from a file.
+/// `= source "…"` takes the source inline instead of from a file;
+/// `only saxpy, affine;` generates those kernels alone (the others' parameters
+/// are not looked at), and names why when one cannot be had (a template, a C++
+/// name, no such kernel).
 ///
 /// | C parameter | Rust argument |
 /// |---|---|

@@ -43,11 +43,14 @@ cuda_core::kernels! {
 }
 
 cuda_core::kernels! {
-    /// An inline source, with C names that are Rust keywords or the launch's own.
+    /// An inline source, with C names that are Rust keywords or the launch's own,
+    /// and a kernel with no Rust signature, left out by `only`.
     struct Inline = source r#"
         extern "C" __global__ void type(int* in, int stream, int config) {}
+        extern "C" __global__ void rows(float** r) {}
         extern "C" __global__ void scale(float* type, float match, unsigned) {}
     "#;
+    only r#type, scale;
 }
 
 const SOURCE: &str = include_str!("kernels/generated.cu");

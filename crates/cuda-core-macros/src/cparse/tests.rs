@@ -17,17 +17,29 @@ fn one(src: &str) -> Kernel {
 }
 
 fn kinds(k: &Kernel) -> Vec<(Option<&str>, ParamKind)> {
-    k.params
+    let params = match &k.params {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    params
         .iter()
         .map(|p| (p.name.as_deref(), p.kind.clone()))
         .collect()
 }
 
+/// The source's error, or its first kernel's parameter error.
 fn err(src: &str) -> String {
     match parse(src) {
-        Ok(s) => panic!("expected an error, got {s:?}"),
+        Ok(s) => match s.kernels.iter().find_map(|k| k.params.as_ref().err()) {
+            Some(e) => e.to_string(),
+            None => panic!("expected an error, got {s:?}"),
+        },
         Err(e) => e.to_string(),
     }
+}
+
+fn params(k: &Kernel) -> &[Param] {
+    k.params.as_deref().unwrap()
 }
 
 use Base::{Named, Scalar as S};
@@ -70,7 +82,7 @@ fn saxpy_maps_pointers_and_scalars() {
         k.signature,
         "extern \"C\" __global__ void saxpy(float a, const float* x, float* y, int n)"
     );
-    assert_eq!(k.params[1].decl, "const float* x");
+    assert_eq!(params(&k)[1].decl, "const float* x");
 }
 
 #[test]
@@ -168,12 +180,8 @@ fn unnamed_parameters_and_empty_lists() {
             (None, val(Scalar::U64)),
         ]
     );
-    assert!(one("extern \"C\" __global__ void k() {}").params.is_empty());
-    assert!(
-        one("extern \"C\" __global__ void k(void) {}")
-            .params
-            .is_empty()
-    );
+    assert!(params(&one("extern \"C\" __global__ void k() {}")).is_empty());
+    assert!(params(&one("extern \"C\" __global__ void k(void) {}")).is_empty());
 }
 
 #[test]
@@ -284,8 +292,8 @@ fn multi_line_signatures() {
     );
     assert_eq!(k.name, "scale");
     assert_eq!(k.pos.line, 4);
-    assert_eq!(k.params.len(), 4);
-    assert_eq!(k.params[3].kind, val(Scalar::Usize));
+    assert_eq!(params(&k).len(), 4);
+    assert_eq!(params(&k)[3].kind, val(Scalar::Usize));
 }
 
 #[test]
@@ -404,4 +412,17 @@ fn lexical_errors_say_where() {
 fn no_kernels_is_an_empty_list() {
     assert!(kernels("__device__ float f(float x) { return x; }").is_empty());
     assert!(kernels("").is_empty());
+}
+
+#[test]
+fn a_bad_parameter_is_the_error_of_its_kernel_only() {
+    let s = parse(
+        "extern \"C\" __global__ void bad(float** p) {}\n\
+         extern \"C\" __global__ void good(float* p) {}\n",
+    )
+    .unwrap();
+    assert_eq!(s.kernels.len(), 2);
+    let e = s.kernels[0].params.as_ref().unwrap_err();
+    assert!(e.message.contains("kernel `bad`, parameter 0"), "{e}");
+    assert_eq!(kinds(&s.kernels[1]), [(Some("p"), mptr(Scalar::F32))]);
 }
