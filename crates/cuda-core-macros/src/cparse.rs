@@ -436,7 +436,8 @@ pub(crate) struct Source {
 /// Reads `src`.
 pub(crate) fn parse(src: &str) -> Result<Source, ParseError> {
     let tokens = Lexer {
-        src: src.as_bytes(),
+        // A byte-order mark is not part of the source.
+        src: src.strip_prefix('\u{feff}').unwrap_or(src).as_bytes(),
         i: 0,
         line: 1,
         col: 1,

@@ -426,3 +426,21 @@ fn a_bad_parameter_is_the_error_of_its_kernel_only() {
     assert!(e.message.contains("kernel `bad`, parameter 0"), "{e}");
     assert_eq!(kinds(&s.kernels[1]), [(Some("p"), mptr(Scalar::F32))]);
 }
+
+#[test]
+fn crlf_line_ends_a_byte_order_mark_and_non_ascii_text() {
+    let src = "\u{feff}// é ü\r\n#define A \\\r\n  1\r\n/* ∑ */ extern \"C\" __global__ void k(float* y,\r\n  int n) {}\r\n";
+    let k = one(src);
+    assert_eq!(k.pos, Pos { line: 4, col: 36 });
+    assert_eq!(
+        kinds(&k),
+        [
+            (Some("y"), mptr(Scalar::F32)),
+            (Some("n"), val(Scalar::I32))
+        ]
+    );
+    assert_eq!(
+        k.signature,
+        "extern \"C\" __global__ void k(float* y, int n)"
+    );
+}
