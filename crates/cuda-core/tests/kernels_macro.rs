@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cuda_core::cache::InMemoryProgramCache;
+use cuda_core::half::{bf16, f16};
 use cuda_core::{
     CodeType, Device, DeviceBuffer, Error, InvalidKind, LaunchConfig, ProgramOptions, Stream,
     StreamOptions,
@@ -53,7 +54,38 @@ cuda_core::kernels! {
     only r#type, scale;
 }
 
+cuda_core::kernels! {
+    /// Half-precision parameters and views (`cuda_fp16.h`, `cuda_bf16.h`: the
+    /// toolkit's headers).
+    struct Halves = source r#"
+        #include <cuda_fp16.h>
+        #include <cuda_bf16.h>
+        extern "C" __global__ void axpy_half(__half a, const __half* x, __half* y, unsigned n) {
+            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = __hadd(__hmul(a, x[i]), y[i]);
+        }
+        extern "C" __global__ void add_bf16(__nv_bfloat16 b, __nv_bfloat16* y, unsigned n) {
+            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = __hadd(y[i], b);
+        }
+    "#;
+}
+
 const SOURCE: &str = include_str!("kernels/generated.cu");
+
+/// Whether the toolkit's headers are found; skips (or, on a GPU run, fails)
+/// without them.
+fn toolkit_headers(required_by: &str) -> bool {
+    let found = cuda_core::toolkit_include_dirs()
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    cuda_rs_tests::require_or_skip(
+        &cuda_rs_tests::current_test_name(),
+        "the CUDA runtime headers",
+        required_by,
+        found,
+    )
+}
 
 fn sm90() -> ProgramOptions {
     ProgramOptions {
@@ -114,6 +146,16 @@ fn the_embedded_source_compiles_with_nvrtc_through_the_cache() {
     assert_eq!(named.name(), "mine.cu");
     let inline = Inline::compile(sm90(), None).unwrap();
     assert!(inline.code().starts_with(b"\x7fELF"));
+}
+
+#[test]
+fn half_precision_kernels_compile_with_the_toolkit_headers() {
+    require_libs!("nvrtc");
+    if !toolkit_headers(cuda_rs_tests::REQUIRE_WHEELS_VAR) {
+        return;
+    }
+    let code = Halves::compile(sm90().with_toolkit_headers().unwrap(), None).unwrap();
+    assert!(code.code().starts_with(b"\x7fELF"));
 }
 
 #[test]
@@ -244,6 +286,46 @@ fn generated_launches_on_sub_ranges_structs_integers_and_bools() {
     // SAFETY: the kernel does nothing.
     unsafe { inline.scale(&s, &one, floats.view_mut(), 1.0, 0) }.unwrap();
     s.sync().unwrap();
+}
+
+#[test]
+fn half_precision_launches() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    if !toolkit_headers(cuda_rs_tests::REQUIRE_GPU_VAR) {
+        return;
+    }
+    let (d, s) = setup();
+    let options = ProgramOptions::for_device(&d)
+        .unwrap()
+        .with_toolkit_headers()
+        .unwrap();
+    let k = Halves::load_with(options, None).unwrap();
+    let x: Vec<f16> = (0..100).map(|i| f16::from_f32(i as f32)).collect();
+    let dx = DeviceBuffer::from_host(&d, &x, &s).unwrap();
+    let mut dy = DeviceBuffer::from_host(&d, &[f16::ONE; 100], &s).unwrap();
+    let cfg = LaunchConfig::for_elements(100, 128);
+    // SAFETY: axpy_half touches x[0..n] and y[0..n]; both hold n = 100.
+    unsafe { k.axpy_half(&s, &cfg, f16::from_f32(0.5), dx.view(), dy.view_mut(), 100) }.unwrap();
+    let y = dy.to_vec(&s).unwrap();
+    for (i, v) in y.iter().enumerate() {
+        assert_eq!(v.to_f32(), 0.5 * i as f32 + 1.0, "y[{i}]");
+    }
+    let mut db = DeviceBuffer::from_host(&d, &[bf16::from_f32(2.0); 64], &s).unwrap();
+    // SAFETY: add_bf16 touches y[0..n] of the view, which holds 32.
+    unsafe {
+        k.add_bf16(
+            &s,
+            &cfg,
+            bf16::from_f32(0.25),
+            db.slice_mut(32..).unwrap(),
+            32,
+        )
+    }
+    .unwrap();
+    let b = db.to_vec(&s).unwrap();
+    assert!(b[..32].iter().all(|v| v.to_f32() == 2.0));
+    assert!(b[32..].iter().all(|v| v.to_f32() == 2.25));
 }
 
 #[test]
