@@ -117,6 +117,9 @@ impl Parse for Input {
     }
 }
 
+/// The longest parameter list `cuda_core::Signature` is implemented for.
+const MAX_PARAMS: usize = 16;
+
 /// Names the generated type's own items take: no kernel may be called so.
 const RESERVED: &[&str] = &["load", "load_cached", "load_with", "compile", "from_object"];
 
@@ -331,6 +334,13 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             .params
             .as_ref()
             .map_err(|e| ctx.error(format!("{} {e}", ctx.file)))?;
+        if c_params.len() > MAX_PARAMS {
+            return Err(ctx.error(format!(
+                "{where_}: {} parameters; a typed kernel takes up to {MAX_PARAMS} \
+                 (pass the others in a struct)",
+                c_params.len()
+            )));
+        }
         let mut params = Vec::new();
         for (i, p) in c_params.iter().enumerate() {
             let pname = match &p.name {
@@ -657,6 +667,24 @@ mod tests {
             "parse: `T` is mapped twice",
         );
         fails(r#"struct K = 5;"#, "expected the source's path");
+        let many = (0..17)
+            .map(|i| format!("int p{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        fails(
+            &format!("struct K = source r#\"extern \"C\" __global__ void k({many}) {{}}\"#;"),
+            "kernel `k`: 17 parameters; a typed kernel takes up to 16",
+        );
+        let sixteen = (0..16)
+            .map(|i| format!("int p{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert!(
+            run(&format!(
+                "struct K = source r#\"extern \"C\" __global__ void k({sixteen}) {{}}\"#;"
+            ))
+            .is_ok()
+        );
     }
 
     #[test]

@@ -154,9 +154,9 @@ pub use cuda_bindings;
 /// | `const Name*`, `Name*`, `void*` | views of `T`, with `type Name = T;` (`type void = u8;`) |
 ///
 /// Any other parameter (a pointer to a pointer, a reference, a template type,
-/// a default argument, `long double`, a `bool*`, a C type with no mapping) is
-/// a compile error naming the file, line, kernel, parameter and type; so is a
-/// mapping no parameter uses. `__global__` functions that are not
+/// a default argument, `long double`, a `bool*`, a C type with no mapping), or
+/// more than 16 parameters, is a compile error naming the file, line, kernel,
+/// parameter and type; so is a mapping no parameter uses. `__global__` functions that are not
 /// `extern "C"` (templates, C++ names) have no name to load by and are left
 /// out. The preprocessor is not run: write kernel signatures without macros
 /// (a kernel under both arms of an `#if` must be declared the same way in

@@ -143,7 +143,7 @@ unsafe impl<T: Pod> Param for MutPtr<T> {
     }
 }
 
-/// A kernel's parameter list as a tuple of [`Param`]s, up to 12:
+/// A kernel's parameter list as a tuple of [`Param`]s, up to 16:
 /// `(f32, ConstPtr<f32>, MutPtr<f32>, u64)` for
 /// `saxpy(float a, const float* x, float* y, unsigned long long n)`.
 ///
@@ -197,6 +197,10 @@ signature!(9; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
 signature!(10; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 signature!(11; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 signature!(12; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+signature!(13; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+signature!(14; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+signature!(15; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+signature!(16; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
 
 /// A [`Kernel`] with its parameter list as a type, checked once against the
 /// kernel's parameter information; launches take a tuple of arguments.

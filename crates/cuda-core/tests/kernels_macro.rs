@@ -71,6 +71,18 @@ cuda_core::kernels! {
     "#;
 }
 
+cuda_core::kernels! {
+    /// The longest parameter list: 16.
+    struct Wide = source r#"
+        extern "C" __global__ void sum16(long long* out, char a, signed char b, unsigned char c,
+            short d, unsigned short e, int f, unsigned g, long h, unsigned long i, long long j,
+            unsigned long long k, float l, double m, bool n, size_t o) {
+            *out = a + b + c + d + e + f + g + h + (long long)i + j + (long long)k
+                 + (long long)l + (long long)m + n + (long long)o;
+        }
+    "#;
+}
+
 const SOURCE: &str = include_str!("kernels/generated.cu");
 
 /// Whether the toolkit's headers are found; skips (or, on a GPU run, fails)
@@ -144,6 +156,12 @@ fn the_embedded_source_compiles_with_nvrtc_through_the_cache() {
     )
     .unwrap();
     assert_eq!(named.name(), "mine.cu");
+    assert!(
+        Wide::compile(sm90(), None)
+            .unwrap()
+            .code()
+            .starts_with(b"\x7fELF")
+    );
     let inline = Inline::compile(sm90(), None).unwrap();
     assert!(inline.code().starts_with(b"\x7fELF"));
 }
@@ -275,6 +293,38 @@ fn generated_launches_on_sub_ranges_structs_integers_and_bools() {
     unsafe { k.fill_if(&s, &cfg, out.slice_mut(..32).unwrap(), true, -5, 32) }.unwrap();
     let o = out.to_vec(&s).unwrap();
     assert!(o[..32].iter().all(|&v| v == -5) && o[32..].iter().all(|&v| v == 0));
+
+    // Sixteen parameters of every scalar width.
+    let wide = Wide::load(&d).unwrap();
+    let mut sum = DeviceBuffer::<i64>::zeroed(&d, 1, &s).unwrap();
+    // SAFETY: one thread writes out[0], which the view holds.
+    unsafe {
+        wide.sum16(
+            &s,
+            &LaunchConfig::for_elements(1, 1),
+            sum.view_mut(),
+            1,
+            -2,
+            3,
+            -4,
+            5,
+            -6,
+            7,
+            -8,
+            9,
+            -10,
+            11,
+            12.0,
+            -13.0,
+            true,
+            15,
+        )
+    }
+    .unwrap();
+    assert_eq!(
+        sum.to_vec(&s).unwrap(),
+        [1 - 2 + 3 - 4 + 5 - 6 + 7 - 8 + 9 - 10 + 11 + 12 - 13 + 1 + 15]
+    );
 
     // The inline kernels with renamed parameters load and launch too.
     let inline = Inline::load(&d).unwrap();
