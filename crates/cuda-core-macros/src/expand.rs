@@ -168,6 +168,12 @@ struct GenParam {
     value: TokenStream,
 }
 
+/// A C type resolved to Rust: a built-in scalar, or the user's mapped type.
+enum Resolved {
+    Scalar(TokenStream),
+    Mapped(Type),
+}
+
 struct Ctx<'a> {
     input: &'a Input,
     file: String,
@@ -185,19 +191,13 @@ impl Ctx<'_> {
         syn::Error::new(self.span(), message)
     }
 
-    fn base(
-        &mut self,
-        k: &Kernel,
-        index: usize,
-        decl: &str,
-        b: &Base,
-    ) -> syn::Result<Result<TokenStream, Type>> {
+    fn base(&mut self, k: &Kernel, index: usize, decl: &str, b: &Base) -> syn::Result<Resolved> {
         match b {
-            Base::Scalar(s) => Ok(Ok(scalar_type(*s))),
+            Base::Scalar(s) => Ok(Resolved::Scalar(scalar_type(*s))),
             Base::Named(n) => match self.input.mappings.iter().find(|m| m.c_name == n) {
                 Some(m) => {
                     self.used.insert(n.clone());
-                    Ok(Err(m.rust.clone()))
+                    Ok(Resolved::Mapped(m.rust.clone()))
                 }
                 None => {
                     let hint = if n == "void" {
@@ -357,12 +357,12 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             let id = rust_ident(&pname).unwrap_or_else(|| format_ident!("arg{}", i));
             let gp = match &p.kind {
                 ParamKind::Value(b) => match ctx.base(k, i, &p.decl, b)? {
-                    Ok(s) => GenParam {
+                    Resolved::Scalar(s) => GenParam {
                         sig: s.clone(),
                         arg: quote!(#id: #s),
                         value: quote!(#id),
                     },
-                    Err(t) => GenParam {
+                    Resolved::Mapped(t) => GenParam {
                         sig: quote!(::cuda_core::Val<#t>),
                         arg: quote!(#id: &#t),
                         value: quote!(*#id),
@@ -370,8 +370,8 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
                 },
                 ParamKind::Pointer { elem, constant } => {
                     let t = match ctx.base(k, i, &p.decl, elem)? {
-                        Ok(s) => s,
-                        Err(t) => quote!(#t),
+                        Resolved::Scalar(s) => s,
+                        Resolved::Mapped(t) => quote!(#t),
                     };
                     if *constant {
                         GenParam {
