@@ -432,7 +432,8 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             /// # Errors
             /// `cuda_core::Error::InvalidArgument` for a view of another device or
             /// invalid dimensions; the driver's error.
-            #[allow(clippy::too_many_arguments)]
+            // The parameters keep their C names (`N`, `lda`), and kernels theirs.
+            #[allow(clippy::too_many_arguments, non_snake_case)]
             pub unsafe fn #method(
                 &self,
                 stream: &::cuda_core::Stream,
@@ -445,6 +446,7 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             }
 
             #[doc = #accessor_doc]
+            #[allow(non_snake_case)]
             pub fn #accessor(&self) -> &::cuda_core::TypedKernel<#sig> {
                 &self.#field
             }
@@ -483,6 +485,7 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         ///
         #[doc = #struct_doc]
         #[derive(Debug, Clone)]
+        #[allow(non_snake_case)]
         #vis struct #ty {
             #(#fields,)*
         }

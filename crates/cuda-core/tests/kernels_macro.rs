@@ -50,8 +50,12 @@ cuda_core::kernels! {
         extern "C" __global__ void type(int* in, int stream, int config) {}
         extern "C" __global__ void rows(float** r) {}
         extern "C" __global__ void scale(float* type, float match, unsigned) {}
+        extern "C" __global__ void Fill(float* Out, float V, int N) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < N) Out[i] = V;
+        }
     "#;
-    only r#type, scale;
+    only r#type, scale, Fill;
 }
 
 cuda_core::kernels! {
@@ -115,7 +119,7 @@ fn the_struct_embeds_the_source_and_lists_the_extern_c_kernels() {
         Generated::KERNELS,
         ["saxpy", "affine", "add_scaled", "fill_if"]
     );
-    assert_eq!(Inline::KERNELS, ["type", "scale"]);
+    assert_eq!(Inline::KERNELS, ["type", "scale", "Fill"]);
     assert_eq!(Inline::PROGRAM_NAME, "Inline.cu");
 }
 
@@ -335,6 +339,9 @@ fn generated_launches_on_sub_ranges_structs_integers_and_bools() {
     let mut floats = DeviceBuffer::<f32>::zeroed(&d, 1, &s).unwrap();
     // SAFETY: the kernel does nothing.
     unsafe { inline.scale(&s, &one, floats.view_mut(), 1.0, 0) }.unwrap();
+    // SAFETY: Fill writes Out[0..N], N = 1 = the view's length.
+    unsafe { inline.Fill(&s, &one, floats.view_mut(), 4.5, 1) }.unwrap();
+    assert_eq!(floats.to_vec(&s).unwrap(), [4.5]);
     s.sync().unwrap();
 }
 
