@@ -44,18 +44,18 @@
 //! | green contexts | [`Device::resources`], [`SmResource`] (split into groups), [`Context::create_green`] |
 //! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
 //! | ordering and timing | [`Stream`], [`Event`] |
-//! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`PinnedBuffer`] (asynchronous host copies) |
+//! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies) |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
-//! | batched memory operations (CUDA 13) | [`copy_batch`], [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] |
+//! | batched memory operations (CUDA 13) | [`copy_batch`] ([`BatchCopy`], [`BatchViewCopy`]), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
 //! | kernels from a `.cu` file | `kernels!` (feature `macros`, on by default): a struct with one typed launch function per `extern "C"` kernel, compiled with NVRTC at run time |
-//! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes), [`GraphExec`] |
-//! | system information | [`system`] (NVML: versions, memory, utilisation, temperature, power, clocks, PCI) |
+//! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
+//! | system information | [`system`] (NVML: versions, memory, BAR1, utilisation, temperature, power, clocks and clock event reasons, PCI, MIG, field values, InfoROM, CPU and memory affinity, fans; errors by [`NvmlErrorKind`]) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
-//! | Hopper TMA | [`TensorMapDescriptor`] (tiled tensor maps, passed to kernels by value) |
-//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] (export); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
+//! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::replace_address`]) |
+//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
@@ -65,8 +65,10 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod arc_view;
 mod batch;
 pub mod cache;
+mod callback;
 pub mod checkpoint;
 mod context;
 mod device;
@@ -98,10 +100,13 @@ mod versions;
 mod view;
 mod vmm;
 
+pub use arc_view::ArcView;
 pub use batch::{
-    BatchCopy, CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch,
-    discard_prefetch_batch, prefetch_batch,
+    BatchCopy, BatchCopyEntry, BatchRange, BatchRangeMut, BatchViewCopy, CopyOptions,
+    MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch, discard_prefetch_batch,
+    prefetch_batch,
 };
+pub use callback::CallbackPanic;
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
 /// Typed launch functions generated from the `extern "C" __global__` kernels of
@@ -244,9 +249,9 @@ pub use cuda_pathfinder;
 pub use device::Device;
 pub use device_buffer::DeviceBuffer;
 pub use dlpack::{
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, StridedMemoryView,
+    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, DLTensor, StridedMemoryView,
 };
-pub use error::{DriverRequirement, Error, InvalidKind, Report, Result, ToolError};
+pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
 pub use graph::{
     CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,
@@ -255,7 +260,7 @@ pub use graph::{
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
 #[cfg(unix)]
-pub use ipc::IpcBufferDescriptor;
+pub use ipc::{IpcBufferDescriptor, PoolUuid};
 pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
@@ -264,21 +269,23 @@ pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
     ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt, PinnedMemoryResource,
-    PinnedMemoryResourceOptions,
+    PinnedMemoryResourceOptions, PoolAttributes, PoolReuse,
 };
 pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
 pub use pinned_buffer::PinnedBuffer;
 pub use program::{
-    CompileTarget, PchStatus, Program, ProgramOptions, SourceCode, nvrtc_pch_heap_size,
-    nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size, toolkit_include_dirs,
+    CompileTarget, CompilerBackend, PchStatus, Program, ProgramOptions, SourceCode,
+    nvrtc_pch_heap_size, nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size,
+    toolkit_include_dirs,
 };
 pub use properties::DeviceProperties;
 pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
 pub use stream::{Stream, StreamOptions};
 pub use tensor_map::{
-    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapInterleave,
-    TensorMapL2Promotion, TensorMapOobFill, TensorMapSwizzle,
+    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
+    TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,
+    TensorMapOobFill, TensorMapSwizzle,
 };
 pub use texture::{
     AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,

@@ -296,7 +296,6 @@ fn options_are_checked_before_compiling() {
         use_fast_math: true,
         prec_div: Some(true),
         link_time_optimization: true,
-        std: Some("c++17".into()),
         ..Default::default()
     }
     .to_nvvm_args()
@@ -1189,5 +1188,53 @@ fn bundled_headers_need_nvrtc_13_3_and_say_so() {
         let ptx = result.unwrap();
         assert!(!ptx.code().is_empty());
         assert!(headers.join("cccl/cuda/std/type_traits").is_file());
+    }
+}
+
+/// Compiles `code` with `numba_debug`: it compiles, or the compiler says it
+/// does not know the option (NVRTC 13.0 does not), typed and naming it.
+fn numba_debug_compile(code: SourceCode<'_>, invalid: &str) {
+    let options = ProgramOptions {
+        numba_debug: true,
+        debug: true,
+        ..sm90()
+    };
+    let program = Program::new(code, options).unwrap();
+    match program.compile(CompileTarget::Ptx, &[]) {
+        Ok(ptx) => {
+            println!("{}: compiled with numba_debug", program.backend());
+            assert_eq!(ptx.code_type(), CodeType::Ptx);
+        }
+        Err(e) => {
+            println!("{}: {}", program.backend(), e.report());
+            let Error::Compile { log, source, .. } = &e else {
+                panic!("{e:?}")
+            };
+            assert!(source.to_string().contains(invalid), "{source}");
+            assert!(log.contains("numba-debug"), "{log}");
+        }
+    }
+}
+
+#[test]
+fn numba_debug_reaches_nvrtc_and_nvvm_and_ptx_refuses_cxx_options() {
+    require_libs!("nvrtc", "nvvm");
+    numba_debug_compile(SourceCode::Cxx(SAXPY), "NVRTC_ERROR_INVALID_OPTION");
+    numba_debug_compile(
+        SourceCode::Nvvm(NVVM_IR.as_bytes()),
+        "NVVM_ERROR_INVALID_OPTION",
+    );
+    // The C++ front-end options are refused by name for NVVM IR and PTX.
+    let cxx = ProgramOptions {
+        std: Some("c++17".into()),
+        ..sm90()
+    };
+    for code in [
+        SourceCode::Nvvm(NVVM_IR.as_bytes()),
+        SourceCode::Ptx(".version 8.0"),
+    ] {
+        let e = Program::new(code, cxx.clone()).unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        assert!(e.to_string().contains("`std`"), "{e}");
     }
 }
