@@ -47,7 +47,7 @@
 //! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies) |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
 //! | batched memory operations (CUDA 13) | [`copy_batch`] ([`BatchCopy`], [`BatchViewCopy`]), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
-//! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
+//! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
 //! | kernels from a `.cu` file | `kernels!` (feature `macros`, on by default): a struct with one typed launch function per `extern "C"` kernel, compiled with NVRTC at run time |
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
@@ -66,10 +66,12 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod arc_view;
+mod arch;
 mod batch;
 pub mod cache;
 mod callback;
 pub mod checkpoint;
+mod compile;
 mod context;
 mod device;
 mod device_buffer;
@@ -88,10 +90,10 @@ mod memory;
 mod module;
 mod object;
 mod pinned_buffer;
-mod program;
 mod properties;
 mod resources;
 mod stream;
+mod strings;
 pub mod system;
 mod tensor_map;
 mod texture;
@@ -107,6 +109,11 @@ pub use batch::{
     prefetch_batch,
 };
 pub use callback::CallbackPanic;
+pub use compile::nvrtc;
+pub use compile::{
+    CompileTarget, CompilerBackend, PchStatus, Program, ProgramBackend, ProgramOptions, SourceCode,
+    toolkit_include_dirs,
+};
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
 /// Typed launch functions generated from the `extern "C" __global__` kernels of
@@ -274,11 +281,6 @@ pub use memory::{
 pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
 pub use pinned_buffer::PinnedBuffer;
-pub use program::{
-    CompileTarget, CompilerBackend, PchStatus, Program, ProgramOptions, SourceCode,
-    nvrtc_pch_heap_size, nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size,
-    toolkit_include_dirs,
-};
 pub use properties::DeviceProperties;
 pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
 pub use stream::{Stream, StreamOptions};

@@ -29,9 +29,10 @@ use cuda_bindings::IntoResult as _;
 use cuda_bindings::driver::{self as sys, DriverError};
 use cuda_bindings::nvjitlink as jl;
 
+use crate::arch::Arch;
 use crate::error::{Check as _, Error, Result};
 use crate::object::{CodeType, ObjectCode};
-use crate::program::{Arch, strip_nul, text};
+use crate::strings::{strip_nul, text};
 
 const OPTIONS_CONTEXT: &str = "checking the linker options";
 
