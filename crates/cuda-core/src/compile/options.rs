@@ -14,7 +14,7 @@ use super::CompileTarget;
 /// The name a program gets when [`ProgramOptions::name`] is `None`.
 const DEFAULT_NAME: &str = "default_program";
 
-/// How to compile a [`Program`]: NVRTC's options, as `cuda.core`'s
+/// How to compile a [`Program`](crate::Program): NVRTC's options, as `cuda.core`'s
 /// `ProgramOptions` spells them.
 ///
 /// Every field defaults to "not given" (the compiler's own default). Build one with
@@ -61,14 +61,14 @@ const DEFAULT_NAME: &str = "default_program";
 ///
 /// For NVVM IR only the options NVVM has a counterpart for apply (see
 /// [`to_nvvm_args`](Self::to_nvvm_args)); for PTX the code-generation options go
-/// to the [`Linker`] (see [`to_linker_options`](Self::to_linker_options)). Setting
+/// to the [`Linker`](crate::Linker) (see [`to_linker_options`](Self::to_linker_options)). Setting
 /// an option the backend has no counterpart for (a C++ front-end option such as
 /// `std`, macros, include paths or diagnostics, for NVVM IR or PTX) is
 /// [`Error::Unsupported`] naming it, never silently ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProgramOptions {
     /// The program's name: the file name in diagnostics and the name of the
-    /// compiled [`ObjectCode`] (`default_program` when `None`).
+    /// compiled [`ObjectCode`](crate::ObjectCode) (`default_program` when `None`).
     pub name: Option<String>,
     /// The target architecture: `sm_XY` (real: PTX and a cubin), `compute_XY`
     /// (virtual: PTX only), either with an `a` or `f` suffix (`sm_90a`)
@@ -235,7 +235,7 @@ impl std::str::FromStr for CompilerBackend {
     type Err = Error;
 
     /// `nvrtc` or `nvvm`, in any case, as `cuda.core`'s `as_bytes` takes them
-    /// (and as [`Program::backend`] names them).
+    /// (and as [`Program::backend`](crate::Program::backend) names them).
     fn from_str(s: &str) -> Result<Self> {
         if s.eq_ignore_ascii_case("nvrtc") {
             Ok(Self::Nvrtc)

@@ -18,7 +18,7 @@ pub enum SourceCode<'a> {
     /// CUDA C++ source, compiled by NVRTC.
     Cxx(&'a str),
     /// PTX text: returned as is for [`CompileTarget::Ptx`], assembled and linked by
-    /// the [`Linker`] for [`CompileTarget::Cubin`].
+    /// the [`Linker`](crate::Linker) for [`CompileTarget::Cubin`].
     Ptx(&'a str),
     /// NVVM IR, as text (LLVM assembly) or bitcode, compiled by NVVM.
     Nvvm(&'a [u8]),
@@ -226,9 +226,9 @@ impl Program {
     /// * C++ goes through NVRTC: PTX, a cubin (needs an `sm_XY` `arch`) or LTO-IR
     ///   (needs `link_time_optimization`, which gives LTO-IR only).
     /// * NVVM IR goes through NVVM: PTX or LTO-IR (needs `link_time_optimization`,
-    ///   which is `-gen-lto`); a cubin is linked from that by the [`Linker`].
+    ///   which is `-gen-lto`); a cubin is linked from that by the [`Linker`](crate::Linker).
     /// * PTX is returned as is for [`CompileTarget::Ptx`] and linked into a cubin by
-    ///   the [`Linker`] for [`CompileTarget::Cubin`].
+    ///   the [`Linker`](crate::Linker) for [`CompileTarget::Cubin`].
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a target the source or options cannot

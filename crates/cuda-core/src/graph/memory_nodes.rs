@@ -414,8 +414,8 @@ impl Graph {
     ///
     /// Free it in the same graph: an allocation left unfreed outlives the launch,
     /// and the driver refuses to launch the graph again until it is freed
-    /// ([`Stream::free_graph_allocation`]), unless the graph was instantiated with
-    /// [`GraphCompleteOptions::auto_free_on_launch`]. (CUDA also lets a later
+    /// ([`Stream::free_graph_allocation`](crate::Stream::free_graph_allocation)), unless the graph was instantiated with
+    /// [`GraphCompleteOptions::auto_free_on_launch`](crate::GraphCompleteOptions::auto_free_on_launch). (CUDA also lets a later
     /// graph free it; [`add_mem_free`](Self::add_mem_free) takes only this graph's
     /// allocations, which keeps the pairing checkable.) The memory comes from the device's
     /// graph memory pool ([`Device::graph_mem_usage`](crate::Device::graph_mem_usage),

@@ -87,7 +87,7 @@ impl Drop for Root {
 
 /// A graph definition (`CUgraph`): nodes and the edges between them.
 ///
-/// Built by [`Stream::end_capture`] (from work issued to a capturing stream) or
+/// Built by [`Stream::end_capture`](crate::Stream::end_capture) (from work issued to a capturing stream) or
 /// node by node with the `add_*` methods. Instantiate it with
 /// [`instantiate`](Self::instantiate) to launch it. Owned graphs are destroyed on
 /// drop; the bodies of conditional nodes belong to their parent graph.
