@@ -957,18 +957,6 @@ fn is_older_driver(e: &Error) -> bool {
     ) || matches!(e.unavailable(), Some(Unavailable::Symbol { .. }))
 }
 
-impl Device {
-    /// This device as NVML sees it, found by UUID (`to_system_device` in Python).
-    ///
-    /// # Errors
-    /// The driver's error reading the UUID ([`Error::Driver`]); NVML's error
-    /// ([`Error::is_unavailable`] without NVML).
-    pub fn to_system_device(&self) -> Result<SystemDevice> {
-        let uuid = self.uuid_string()?;
-        SystemDevice::from_uuid(&uuid)
-    }
-}
-
 /// A set of NVML event kinds (`nvmlEventType*` bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct EventTypes(pub u64);

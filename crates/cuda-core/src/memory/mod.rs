@@ -344,3 +344,11 @@ unsafe fn mem_prefetch(
         unsafe { sys::cuda12::cuMemPrefetchAsync(ptr, size, dev, stream) }.check(what)
     }
 }
+
+pub(crate) type ResourceMap = std::collections::HashMap<usize, Arc<dyn crate::MemoryResource>>;
+
+/// The resources set with [`Device::set_memory_resource`](crate::Device::set_memory_resource), by device ordinal.
+pub(crate) fn allocation_resources() -> &'static std::sync::RwLock<ResourceMap> {
+    static SET: std::sync::OnceLock<std::sync::RwLock<ResourceMap>> = std::sync::OnceLock::new();
+    SET.get_or_init(Default::default)
+}
