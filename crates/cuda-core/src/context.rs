@@ -293,10 +293,7 @@ impl Context {
     #[inline]
     pub(crate) fn ensure_current(&self) -> Result<Current> {
         match &self.inner.green_lock {
-            None => {
-                ensure_current(self.inner.handle, || "making a context current".into())?;
-                Ok(Current { green: None })
-            }
+            None => ensure_current(self.inner.handle, || "making a context current".into()),
             Some(lock) => self.enter_green(lock),
         }
     }
@@ -350,17 +347,23 @@ impl Context {
     }
 }
 
-/// Makes `ctx` (a live context) current on this thread unless it already is: one
-/// `cuCtxGetCurrent`, and `cuCtxSetCurrent` only when they differ.
-pub(crate) fn ensure_current(ctx: sys::CUcontext, what: impl FnOnce() -> String) -> Result<()> {
+/// Makes `ctx` (a live context that is not green) current on this thread unless
+/// it already is: one `cuCtxGetCurrent`, and `cuCtxSetCurrent` only when they
+/// differ. The one way the crate makes a context current before an operation
+/// ([`Context::ensure_current`] and [`Device::ensure_current`] both come here);
+/// the guard restores nothing for such a context.
+pub(crate) fn ensure_current(
+    ctx: sys::CUcontext,
+    what: impl FnOnce() -> String,
+) -> Result<Current> {
     let mut cur: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: `cur` is valid for writes.
     unsafe { sys::cuCtxGetCurrent(&mut cur) }.check(|| "reading the current context")?;
-    if cur == ctx {
-        return Ok(());
+    if cur != ctx {
+        // SAFETY: the caller passes a live context.
+        unsafe { sys::cuCtxSetCurrent(ctx) }.check(what)?;
     }
-    // SAFETY: the caller passes a live context.
-    unsafe { sys::cuCtxSetCurrent(ctx) }.check(what)
+    Ok(Current { green: None })
 }
 
 impl Drop for Inner {

@@ -263,7 +263,7 @@ impl Device {
     /// # Errors
     /// The driver's error.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
-        self.ensure_current()?;
+        let _current = self.ensure_current()?;
         let (mut free, mut total) = (0, 0);
         // SAFETY: both are valid for writes; the device's context is current.
         unsafe { sys::cuMemGetInfo(&mut free, &mut total) }
@@ -311,7 +311,7 @@ impl Device {
 
     /// Makes the device current if it is not (every operation calls this first, so
     /// that work goes to the right device whichever thread issues it).
-    pub(crate) fn ensure_current(&self) -> Result<()> {
+    pub(crate) fn ensure_current(&self) -> Result<crate::context::Current> {
         // The primary context is retained for the life of the process.
         crate::context::ensure_current(self.primary_context()?, || {
             format!("making device {}'s context current", self.ordinal)
@@ -323,7 +323,7 @@ impl Device {
     /// # Errors
     /// The driver's error, including errors of earlier asynchronous work.
     pub fn sync(&self) -> Result<()> {
-        self.ensure_current()?;
+        let _current = self.ensure_current()?;
         // SAFETY: a current context.
         unsafe { sys::cuCtxSynchronize() }
             .check(|| format!("synchronising device {}", self.ordinal))
@@ -366,7 +366,7 @@ impl Device {
         if peer == self {
             return Ok(());
         }
-        self.ensure_current()?;
+        let _current = self.ensure_current()?;
         let peer_ctx = peer.primary_context()?;
         // SAFETY: a live peer context; flags must be 0.
         let rc = unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) };
@@ -387,7 +387,7 @@ impl Device {
     /// # Errors
     /// The driver's error.
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
-        self.ensure_current()?;
+        let _current = self.ensure_current()?;
         let (mut least, mut greatest) = (0, 0);
         // SAFETY: both are valid for writes.
         unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }

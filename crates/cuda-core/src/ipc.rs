@@ -105,7 +105,7 @@ impl DeviceMemoryResource {
     /// [`Error::InvalidArgument`] when the pool's memory is not on `device`; the
     /// driver's error.
     pub fn import(device: &Device, fd: BorrowedFd<'_>) -> Result<Self> {
-        device.ensure_current()?;
+        let _current = device.ensure_current()?;
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
         // The handle is passed by value, as an `int` in a pointer-sized slot.
         let raw = fd.as_raw_fd() as usize as *mut std::ffi::c_void;
@@ -223,7 +223,7 @@ impl Buffer {
     /// The driver's error (`CUDA_ERROR_INVALID_VALUE` for memory not from an IPC pool).
     pub fn ipc_descriptor(&self) -> Result<IpcBufferDescriptor> {
         let mut d = sys::CUmemPoolPtrExportData::default();
-        self.device().ensure_current()?;
+        let _current = self.device().ensure_current()?;
         // SAFETY: `d` is valid for writes; the pointer is this buffer's.
         unsafe { sys::cuMemPoolExportPointer(&mut d, self.ptr()) }
             .check(|| "exporting a buffer")?;

@@ -611,7 +611,7 @@ impl Buffer {
         what: &'static str,
     ) -> Result<()> {
         self.require_managed(what)?;
-        self.device.ensure_current()?;
+        let _current = self.device.ensure_current()?;
         // SAFETY: `out` holds `size_of_val(out)` writable bytes, as many 4-byte
         // values as the attribute writes; `size` bytes of managed memory.
         unsafe {
@@ -669,7 +669,7 @@ impl Buffer {
         what: &'static str,
     ) -> Result<()> {
         self.require_managed(what)?;
-        self.device.ensure_current()?;
+        let _current = self.device.ensure_current()?;
         // SAFETY: `size` bytes of managed memory.
         unsafe { mem_advise(self.ptr, self.size, advice, location, &|| what.to_owned()) }
     }

@@ -49,7 +49,7 @@ impl ManagedMemoryResource {
 // `cuMemFree` with the pointer it returned.
 unsafe impl MemoryResource for ManagedMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
-        self.device.ensure_current()?;
+        let _current = self.device.ensure_current()?;
         let mut p: sys::CUdeviceptr = 0;
         // SAFETY: `p` is valid for writes.
         unsafe { sys::cuMemAllocManaged(&mut p, size, sys::CU_MEM_ATTACH_GLOBAL.0) }
@@ -77,7 +77,7 @@ unsafe impl MemoryResource for ManagedMemoryResource {
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
         // Wait for work that may still use it, then free regardless.
         let _ = stream.drain();
-        self.device.ensure_current()?;
+        let _current = self.device.ensure_current()?;
         // SAFETY: per the trait's contract, `ptr` came from `cuMemAllocManaged`.
         unsafe { sys::cuMemFree(ptr) }.check(|| format!("freeing {size} bytes of managed memory"))
     }

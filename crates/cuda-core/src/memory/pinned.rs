@@ -35,7 +35,7 @@ impl LegacyPinnedMemoryResource {
 // `cuMemFreeHost` with the pointer it returned.
 unsafe impl MemoryResource for LegacyPinnedMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
-        self.device.ensure_current()?;
+        let _current = self.device.ensure_current()?;
         let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
         // SAFETY: `p` is valid for writes.
         unsafe { sys::cuMemHostAlloc(&mut p, size, sys::CU_MEMHOSTALLOC_PORTABLE) }
@@ -95,7 +95,7 @@ impl PinnedMemoryResource {
     /// The driver's error (`CUDA_ERROR_NOT_SUPPORTED` on drivers without host
     /// memory pools: use [`LegacyPinnedMemoryResource`] there).
     pub fn new(device: &Device, options: PinnedMemoryResourceOptions) -> Result<Self> {
-        device.ensure_current()?;
+        let _current = device.ensure_current()?;
         let props = sys::CUmemPoolProps {
             allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
             handleTypes: sys::CU_MEM_HANDLE_TYPE_NONE,

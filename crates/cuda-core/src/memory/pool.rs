@@ -55,7 +55,7 @@ impl DeviceMemoryResource {
     /// # Errors
     /// The driver's error.
     pub fn default_pool(device: &Device) -> Result<Self> {
-        device.ensure_current()?;
+        let _current = device.ensure_current()?;
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
         // SAFETY: `pool` is valid for writes.
         unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, device.handle()) }.check(|| {
@@ -83,7 +83,7 @@ impl DeviceMemoryResource {
     /// # Errors
     /// The driver's error.
     pub fn new_pool(device: &Device, options: DeviceMemoryPoolOptions) -> Result<Self> {
-        device.ensure_current()?;
+        let _current = device.ensure_current()?;
         let props = sys::CUmemPoolProps {
             allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
             handleTypes: if options.ipc_enabled {
