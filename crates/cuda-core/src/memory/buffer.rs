@@ -9,7 +9,8 @@ use bytemuck::Pod;
 use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Context, Device, Stream};
+use crate::view::NonZeroSize;
+use crate::{Context, Device, DeviceView, DeviceViewMut, Stream};
 
 use super::{
     Location, MemoryKind, MemoryResource, device_of, legacy_location, mem_advise, mem_prefetch,
@@ -947,5 +948,44 @@ impl Drop for Buffer {
     fn drop(&mut self) {
         // Errors cannot be reported from drop: `close` reports them.
         let _ = self.free(None);
+    }
+}
+
+// Typed views of the whole buffer (the view types live in `crate::view`).
+impl Buffer {
+    /// The whole buffer as a shared view of `T`s.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the size is not a multiple of `T`'s or the
+    /// address is not aligned for `T`.
+    pub fn view<T: Pod>(&self) -> Result<DeviceView<'_, T>> {
+        let len = self.typed_len::<T>("viewing a buffer as typed elements")?;
+        Ok(DeviceView::new_unchecked(self, self.ptr(), len))
+    }
+
+    /// The whole buffer as a mutable view of `T`s.
+    ///
+    /// # Errors
+    /// As [`view`](Self::view).
+    pub fn view_mut<T: Pod>(&mut self) -> Result<DeviceViewMut<'_, T>> {
+        let len = self.typed_len::<T>("viewing a buffer as typed elements")?;
+        Ok(DeviceViewMut::new_unchecked(self, self.ptr(), len))
+    }
+
+    /// How many `T`s the buffer holds, if it holds a whole number of aligned ones.
+    pub(crate) fn typed_len<T>(&self, what: &'static str) -> Result<usize> {
+        let () = NonZeroSize::<T>::OK;
+        let t = std::mem::size_of::<T>();
+        if self.size() % t != 0 || self.ptr() % std::mem::align_of::<T>() as u64 != 0 {
+            return Err(Error::invalid(
+                what,
+                format!(
+                    "{} bytes at {:#x} are not a whole number of aligned {t}-byte elements",
+                    self.size(),
+                    self.ptr()
+                ),
+            ));
+        }
+        Ok(self.size() / t)
     }
 }
