@@ -55,7 +55,7 @@
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
 //! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::replace_address`]) |
-//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
+//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
@@ -75,7 +75,7 @@ mod compile;
 mod context;
 mod device;
 mod device_buffer;
-mod dlpack;
+pub mod dlpack;
 mod error;
 mod event;
 mod graph;
@@ -255,9 +255,7 @@ pub use cuda_core_macros::kernels;
 pub use cuda_pathfinder;
 pub use device::Device;
 pub use device_buffer::DeviceBuffer;
-pub use dlpack::{
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, DLTensor, StridedMemoryView,
-};
+pub use dlpack::{DLPackDType, StridedMemoryView};
 pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
 pub use graph::{
