@@ -66,6 +66,7 @@ fn dup_pool_fd(fd: &OwnedFd) -> Result<OwnedFd> {
     })
 }
 
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 impl DeviceMemoryResource {
     /// The pool's shareable handle: a file descriptor another process can import.
     /// The pool is exported once, when it is created (the driver exports a pool's
@@ -144,6 +145,7 @@ impl DeviceMemoryResource {
 /// What another process needs to import one buffer of a shared pool: 64 opaque
 /// bytes from the driver and the size. Plain data: send it any way you like
 /// ([`to_bytes`](Self::to_bytes)).
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IpcBufferDescriptor {
     /// `CUmemPoolPtrExportData`.
@@ -214,6 +216,7 @@ unsafe impl MemoryResource for Imported {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 impl Buffer {
     /// The descriptor another process needs to import this buffer (which must come
     /// from a pool made with `ipc_enabled`). The importer should wait for the
@@ -275,6 +278,7 @@ impl Buffer {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 impl Event {
     /// The 64-byte handle another process opens this event with. The event must
     /// have been made with `ipc: true`.
@@ -325,6 +329,7 @@ impl Event {
 /// ([`DeviceMemoryResource::register`]) and finds it again
 /// ([`DeviceMemoryResource::from_registry`]). It prints in the usual
 /// `8-4-4-4-12` hexadecimal form.
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PoolUuid(pub [u8; 16]);
 
@@ -372,6 +377,7 @@ fn registry() -> &'static Mutex<Registry> {
     REGISTRY.get_or_init(Default::default)
 }
 
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 impl DeviceMemoryResource {
     /// The pool's identity across processes, for an IPC-enabled pool: made when
     /// the pool was created here, or the one an imported pool was registered
@@ -477,6 +483,7 @@ impl DeviceMemoryResource {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 impl Buffer {
     /// Imports a buffer another process exported from the pool registered under
     /// `pool` ([`DeviceMemoryResource::from_registry`], then
