@@ -4,7 +4,7 @@
 //! ```no_run
 //! use cuda_core::system::{self, SystemDevice};
 //!
-//! println!("driver {} (CUDA {:?}), NVML {}", system::driver_version()?,
+//! println!("driver {} (CUDA {}), NVML {}", system::driver_version()?,
 //!          system::cuda_driver_version()?, system::nvml_version()?);
 //! for dev in SystemDevice::all()? {
 //!     let mem = dev.memory_info()?;
@@ -215,18 +215,18 @@ pub fn driver_branch() -> Result<String> {
     Ok(from_c_buf(&info.branch))
 }
 
-/// The highest CUDA version the driver supports, `(major, minor)`
-/// (`nvmlSystemGetCudaDriverVersion_v2`), e.g. `(13, 0)`.
+/// The highest CUDA version the driver supports
+/// (`nvmlSystemGetCudaDriverVersion_v2`), e.g. 13.0.
 ///
 /// # Errors
 /// NVML's error; [`Error::is_unavailable`] without a driver.
-pub fn cuda_driver_version() -> Result<(i32, i32)> {
+pub fn cuda_driver_version() -> Result<cuda_bindings::Version> {
     init()?;
     let mut v = 0;
     // SAFETY: `v` is valid for writes; NVML is initialised.
     unsafe { nvmlSystemGetCudaDriverVersion_v2(&mut v) }
         .check(|| "reading the CUDA driver version (nvmlSystemGetCudaDriverVersion_v2)")?;
-    Ok((v / 1000, (v % 1000) / 10))
+    Ok(cuda_bindings::Version::from_cuda(v))
 }
 
 /// How many GPUs NVML sees (`nvmlDeviceGetCount`): every GPU in the machine,

@@ -136,7 +136,8 @@ fn system_versions() {
     require_gpu!();
     let driver = system::driver_version().unwrap();
     let nvml = system::nvml_version().unwrap();
-    let (major, minor) = system::cuda_driver_version().unwrap();
+    let cuda = system::cuda_driver_version().unwrap();
+    let (major, minor) = (cuda.major, cuda.minor);
     println!("driver version {driver}, NVML {nvml}, CUDA {major}.{minor}");
     assert!(!driver.is_empty());
     assert!(!nvml.is_empty());
