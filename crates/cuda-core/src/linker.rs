@@ -789,16 +789,18 @@ impl DriverLink {
         Ok(this)
     }
 
-    /// Makes the creating context current on this thread.
-    fn enter(&self) -> Result<()> {
-        // SAFETY: the context the state was made in; the driver linker's docs
-        // require it to outlive the state.
-        unsafe { sys::cuCtxSetCurrent(self.ctx) }
-            .check(|| "making the driver JIT linker's context current")
+    /// Makes the creating context current on this thread (through the crate's one
+    /// current-context guard); hold the guard for the length of the call.
+    fn enter(&self) -> Result<crate::context::Current> {
+        // The context the state was made in; the driver linker's docs require it
+        // to outlive the state.
+        crate::context::ensure_current(self.ctx, || {
+            "making the driver JIT linker's context current".into()
+        })
     }
 
     fn complete(&self, linker: &Linker) -> Result<Vec<u8>> {
-        self.enter()?;
+        let _current = self.enter()?;
         let mut cubin: *mut c_void = std::ptr::null_mut();
         let mut size = 0usize;
         // SAFETY: the state is live and every input has been added; both outputs
@@ -826,7 +828,7 @@ impl DriverLink {
 impl Drop for DriverLink {
     fn drop(&mut self) {
         if !self.state.is_null() {
-            let _ = self.enter();
+            let _current = self.enter();
             // SAFETY: a state from cuLinkCreate, destroyed once here.
             let _ = unsafe { sys::cuLinkDestroy(self.state) };
         }
