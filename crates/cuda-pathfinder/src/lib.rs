@@ -85,6 +85,7 @@ mod artifacts;
 pub mod catalog;
 mod dynlib;
 mod error;
+#[cfg(unix)]
 mod ldcache;
 mod python;
 mod roots;
