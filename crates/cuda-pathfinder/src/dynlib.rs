@@ -274,6 +274,9 @@ fn find_in_dirs_where(
     accept: impl Fn(&Path) -> bool,
 ) -> Option<PathBuf> {
     for dir in dirs {
+        // Native separators: relative directories are written `a/b` (Windows accepts
+        // both, but paths shown to users should read as the platform's).
+        let dir: PathBuf = dir.components().collect();
         let mut refused = Vec::new();
         for n in names {
             let p = dir.join(n);
