@@ -460,3 +460,43 @@ pub fn supported_names(kind: ArtifactKind) -> Vec<&'static str> {
 fn names_of(s: &'static FileSpec) -> impl Iterator<Item = &'static str> {
     std::iter::once(s.name).chain(s.aliases.iter().copied())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_cuda_pathfinder_knows_is_accepted() {
+        let tools = supported_names(ArtifactKind::BinaryUtility);
+        for n in [
+            "nvcc",
+            "nvdisasm",
+            "cuobjdump",
+            "nvprune",
+            "fatbinary",
+            "bin2c",
+            "nvlink",
+            "cuda-gdb",
+            "cuda-gdbserver",
+            "compute-sanitizer",
+            "nvprof",
+            "nsys",
+            "nsight-sys",
+            "ncu",
+            "nsight-compute",
+        ] {
+            assert!(tools.contains(&n), "{n} missing from {tools:?}");
+        }
+        assert_eq!(
+            supported_names(ArtifactKind::BitcodeLib),
+            ["libdevice", "device"]
+        );
+        // A misspelt name lists both spellings.
+        let e = find_bitcode_lib("devic").unwrap_err();
+        assert!(matches!(e, PathfinderError::UnknownName { .. }), "{e:?}");
+        assert!(
+            e.to_string().contains("libdevice") && e.to_string().contains("device"),
+            "{e}"
+        );
+    }
+}

@@ -631,6 +631,20 @@ fn binary_utilities_from_cuda_home_then_path() {
         &["find", "binary", "nvcc", "--json"],
         &[("PATH", os(&elsewhere))],
     );
+    // Nsight Systems' wheel keeps `nsys` in a directory of its own.
+    let sp = t.path().join("site-packages");
+    let nsys_dir = sp.join("nvidia/nsight_systems/bin");
+    let nsys = if cfg!(windows) { "nsys.exe" } else { "nsys" };
+    std::fs::create_dir_all(&nsys_dir).unwrap();
+    std::fs::write(nsys_dir.join(nsys), b"").unwrap();
+    let r3 = run(
+        &["find", "binary", "nsys", "--json"],
+        &[("PYTHONPATH", os(&sp))],
+    );
+    assert_eq!(
+        (r3.via("nsys"), r3.path("nsys")),
+        ("site-packages", nsys_dir.join(nsys))
+    );
     let r2 = run(&["find", "binary", "ptxas", "--json"], &[]);
     if system_ctk_visible() {
         // The machine's toolkit root comes before `PATH`.
