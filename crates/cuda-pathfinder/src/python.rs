@@ -290,7 +290,8 @@ fn interpreter_site_packages(python: &Path, env: &Env) -> Vec<PathBuf> {
 }
 
 // Windows layouts (`Lib\site-packages`, `Scripts\python.exe`): see `windows_tests`.
-#[cfg(all(test, windows))]
+#[cfg(test)]
+#[cfg(windows)]
 mod windows_tests {
     use super::*;
 
@@ -327,7 +328,8 @@ mod windows_tests {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
 
