@@ -541,28 +541,24 @@ fn load_uncached(d: &'static LibDescriptor) -> Result<LoadedDl, PathfinderError>
     let mut searched = Vec::new();
     match search(d, Mode::Load, &mut searched) {
         None => Err(not_found(d, searched)),
-        Some(Candidate::Loaded(handle, found_via, already)) => Ok(LoadedDl {
-            libname: d.name,
-            abs_path: sys::path_of(handle).unwrap_or_default(),
-            was_already_loaded_from_elsewhere: already,
-            found_via,
-            handle,
-        }),
+        Some(Candidate::Loaded(handle, found_via, already)) => {
+            let abs_path = sys::path_of(handle).unwrap_or_default();
+            // Windows: the same companions as for a file we load, so that what NVRTC
+            // (or cuFFT, cuDNN) loads by bare name does not depend on who loaded it.
+            if cfg!(windows) && abs_path.is_absolute() {
+                prepare_companions(d, &abs_path, found_via)?;
+            }
+            Ok(LoadedDl {
+                libname: d.name,
+                abs_path,
+                was_already_loaded_from_elsewhere: already,
+                found_via,
+                handle,
+            })
+        }
         Some(Candidate::File(path, found_via)) => {
             let path = std::path::absolute(&path).unwrap_or(path);
-            #[cfg(windows)]
-            if d.requires_add_dll_directory {
-                if let Some(dir) = path.parent() {
-                    sys::add_dll_directory(dir);
-                }
-            }
-            // Windows has no run path: NVRTC finds its builtins by bare name wherever
-            // it was found; on Linux only wheels and conda need the help.
-            if d.name == "nvrtc"
-                && (cfg!(windows) || matches!(found_via, FoundVia::SitePackages | FoundVia::Conda))
-            {
-                load_nvrtc_builtins(d, &path, found_via)?;
-            }
+            prepare_companions(d, &path, found_via)?;
             let handle =
                 sys::open(path.as_os_str(), d.requires_rtld_deepbind).map_err(|message| {
                     PathfinderError::LoadFailed {
@@ -581,6 +577,29 @@ fn load_uncached(d: &'static LibDescriptor) -> Result<LoadedDl, PathfinderError>
             })
         }
     }
+}
+
+/// Makes the DLLs that `d` (at `path`) loads by bare name findable: on Windows the
+/// directory of a `requires_add_dll_directory` library is added to the search path;
+/// NVRTC's builtins are preloaded (on Linux only for wheels and conda, where no run
+/// path leads to them; Windows has no run path at all).
+fn prepare_companions(
+    d: &LibDescriptor,
+    path: &Path,
+    found_via: FoundVia,
+) -> Result<(), PathfinderError> {
+    #[cfg(windows)]
+    if d.requires_add_dll_directory {
+        if let Some(dir) = path.parent() {
+            sys::add_dll_directory(dir);
+        }
+    }
+    if d.name == "nvrtc"
+        && (cfg!(windows) || matches!(found_via, FoundVia::SitePackages | FoundVia::Conda))
+    {
+        load_nvrtc_builtins(d, path, found_via)?;
+    }
+    Ok(())
 }
 
 /// NVRTC from a wheel or conda (on Windows: from any directory): load its

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::ffi::OsStr;
+use std::path::Path;
 
 use cuda_pathfinder::{FoundVia, load_nvidia_dynamic_lib, loaded_libraries};
 
@@ -95,19 +96,46 @@ fn nvrtc_from_a_wheel_brings_its_builtins() {
     }
     let nvrtc = load_nvidia_dynamic_lib("nvrtc").unwrap();
     assert_eq!(nvrtc.found_via(), FoundVia::SitePackages);
-    let dir = nvrtc.abs_path().parent().unwrap();
+    let builtins = builtins_beside(nvrtc.abs_path());
+    assert!(is_loaded(&builtins), "{builtins} was not loaded with nvrtc");
+}
+
+/// The file name of the `nvrtc-builtins` library beside NVRTC at `nvrtc`.
+fn builtins_beside(nvrtc: &Path) -> String {
     let prefix = if cfg!(windows) {
         "nvrtc-builtins64_1"
     } else {
         "libnvrtc-builtins.so.1"
     };
-    let builtins = std::fs::read_dir(dir)
+    std::fs::read_dir(nvrtc.parent().unwrap())
         .unwrap()
         .filter_map(Result::ok)
         .map(|e| e.file_name().into_string().unwrap())
         .find(|n| n.starts_with(prefix) && !n.contains(".alt."))
-        .unwrap();
-    assert!(is_loaded(&builtins), "{builtins} was not loaded with nvrtc");
+        .unwrap()
+}
+
+/// Windows has no run path: NVRTC that other code loaded finds its builtins (by bare
+/// name) once the pathfinder has been asked for it.
+#[cfg(windows)]
+#[test]
+fn nvrtc_loaded_by_other_code_gets_its_builtins_on_windows() {
+    if !in_venv_child("nvrtc_loaded_by_other_code_gets_its_builtins_on_windows") {
+        return;
+    }
+    let located = cuda_pathfinder::locate_nvidia_dynamic_lib("nvrtc").unwrap();
+    // SAFETY: loading NVIDIA's library runs its initialisers, which need nothing.
+    let lib = unsafe { libloading::Library::new(&located.abs_path) }.unwrap();
+    std::mem::forget(lib);
+    let builtins = builtins_beside(&located.abs_path);
+    assert!(!is_loaded(&builtins), "{builtins} loaded with NVRTC itself");
+    let nvrtc = load_nvidia_dynamic_lib("nvrtc").unwrap();
+    assert_eq!(nvrtc.found_via(), FoundVia::WasAlreadyLoadedFromElsewhere);
+    assert!(is_loaded(&builtins), "{builtins} was not preloaded");
+    // Its directory is on PATH for anything else it loads by bare name.
+    let dir = nvrtc.abs_path().parent().unwrap();
+    let path = std::env::var_os("PATH").unwrap();
+    assert!(std::env::split_paths(&path).any(|p| p == dir), "{path:?}");
 }
 
 /// Whether the process has loaded a library of this file name (not loading it).
