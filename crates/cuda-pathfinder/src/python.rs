@@ -143,14 +143,7 @@ fn prefix_site_packages(prefix: &Path, version: Option<&str>) -> Vec<PathBuf> {
         let libdir = prefix.join(lib);
         let mut versions: Vec<String> = match version {
             Some(v) => vec![format!("python{v}")],
-            None => std::fs::read_dir(&libdir)
-                .map(|rd| {
-                    rd.filter_map(Result::ok)
-                        .filter_map(|e| e.file_name().into_string().ok())
-                        .filter(|n| n.starts_with("python3"))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            None => names_starting_with(&libdir, "python3"),
         };
         // Newest first: python3.13 before python3.9.
         versions.sort_by_key(|n| {
@@ -167,6 +160,18 @@ fn prefix_site_packages(prefix: &Path, version: Option<&str>) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The names of the entries of `dir` that start with `prefix` (none if it is unreadable).
+fn names_starting_with(dir: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Reads `key = value` from a `pyvenv.cfg`.
@@ -190,14 +195,7 @@ fn user_site(env: &Env, version: Option<&str>) -> Vec<PathBuf> {
         };
         let versions: Vec<String> = match version {
             Some(v) => vec![format!("Python{}", v.replace('.', ""))],
-            None => std::fs::read_dir(&base)
-                .map(|rd| {
-                    rd.filter_map(Result::ok)
-                        .filter_map(|e| e.file_name().into_string().ok())
-                        .filter(|n| n.starts_with("Python3"))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            None => names_starting_with(&base, "Python3"),
         };
         return versions
             .into_iter()
