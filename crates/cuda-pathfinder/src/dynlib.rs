@@ -102,8 +102,8 @@ impl LoadedDl {
         self.found_via
     }
 
-    /// The loader's handle (`void *` from `dlopen`). Never closed: do not pass it to
-    /// `dlclose`.
+    /// The loader's handle (`void *` from `dlopen`; on Windows the `HMODULE`). Never
+    /// closed: do not pass it to `dlclose` or `FreeLibrary`.
     pub fn raw_handle(&self) -> *mut c_void {
         self.handle.as_ptr()
     }
