@@ -103,6 +103,7 @@ scalar_params!(
     bool
 );
 
+#[inline]
 fn same_device(dev: &crate::Device, stream: &Stream) -> Result<()> {
     if dev != stream.device() {
         return Err(Error::other_device(

@@ -799,8 +799,18 @@ impl Buffer {
     /// # Errors
     /// The driver's error recording or waiting for the event; the stream has then
     /// been waited for, so the free still cannot overtake the work.
+    #[inline]
     pub fn order_free_after(&self, stream: &Stream) -> Result<()> {
-        order_frees_after(std::iter::once(self), stream)
+        match &self.owner {
+            // The common case, on every typed launch: work on the free stream
+            // itself (or memory this buffer does not free) needs nothing.
+            Some((_, free))
+                if !(free.handle() == stream.handle() && free.context() == stream.context()) =>
+            {
+                order_frees_after(std::iter::once(self), stream)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Frees the buffer now (ordered on `stream`, or its free stream), reporting
