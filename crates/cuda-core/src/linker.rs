@@ -834,3 +834,123 @@ impl Drop for DriverLink {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::InvalidKind;
+    use crate::error::kind_of as kind;
+
+    #[test]
+    fn every_option_is_spelled_in_cuda_cores_order() {
+        let all = LinkerOptions {
+            name: Some("out".into()),
+            max_register_count: Some(32),
+            time: true,
+            verbose: true,
+            link_time_optimization: true,
+            ptx: true,
+            optimization_level: Some(2),
+            debug: true,
+            lineinfo: true,
+            ftz: Some(true),
+            prec_div: Some(false),
+            prec_sqrt: Some(true),
+            fma: Some(false),
+            kernels_used: vec!["k".into()],
+            variables_used: vec!["v".into()],
+            optimize_unused_variables: true,
+            ptxas_options: vec!["-v".into()],
+            split_compile: Some(0),
+            split_compile_extended: Some(4),
+            no_cache: true,
+            extra: vec!["-X".into()],
+            ..LinkerOptions::new("compute_90a")
+        };
+        assert_eq!(
+            all.to_nvjitlink_args().unwrap(),
+            [
+                "-arch=compute_90a",
+                "-maxrregcount=32",
+                "-time",
+                "-verbose",
+                "-lto",
+                "-ptx",
+                "-O2",
+                "-g",
+                "-lineinfo",
+                "-ftz=true",
+                "-prec-div=false",
+                "-prec-sqrt=true",
+                "-fma=false",
+                "-kernels-used=k",
+                "-variables-used=v",
+                "-optimize-unused-variables",
+                "-Xptxas=-v",
+                "-split-compile=0",
+                "-split-compile-extended=4",
+                "-no-cache",
+                "-X"
+            ]
+        );
+        // The name is the output's, never an option.
+        assert_eq!(
+            LinkerOptions::new("sm_90").to_nvjitlink_args().unwrap(),
+            ["-arch=sm_90"]
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_field() {
+        let refused = |o: LinkerOptions, field: &str| {
+            let r = o.to_nvjitlink_args();
+            let msg = r.as_ref().map_err(ToString::to_string).unwrap_err();
+            assert!(msg.contains(field), "{msg}");
+            assert_eq!(kind(r), InvalidKind::Other);
+        };
+        let sm90 = || LinkerOptions::new("sm_90");
+        refused(
+            LinkerOptions {
+                max_register_count: Some(0),
+                ..sm90()
+            },
+            "`max_register_count`",
+        );
+        refused(
+            LinkerOptions {
+                name: Some(String::new()),
+                ..sm90()
+            },
+            "`name`",
+        );
+        refused(
+            LinkerOptions {
+                name: Some("a\0b".into()),
+                ..sm90()
+            },
+            "`name`",
+        );
+        refused(
+            LinkerOptions {
+                kernels_used: vec!["k\0".into()],
+                ..sm90()
+            },
+            "`kernels_used`",
+        );
+        refused(
+            LinkerOptions {
+                variables_used: vec![String::new()],
+                ..sm90()
+            },
+            "`variables_used`",
+        );
+        refused(
+            LinkerOptions {
+                ptxas_options: vec![String::new()],
+                ..sm90()
+            },
+            "`ptxas_options`",
+        );
+        refused(LinkerOptions::new("sm_90b"), "`arch`");
+    }
+}
