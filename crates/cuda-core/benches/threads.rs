@@ -1,7 +1,7 @@
 //! Launch throughput with 1, 2, 4, 8 and 16 host threads, each on its own
 //! stream, the workload of `benches/c/threads.c` (pthreads over the driver API)
 //! and `benches/c/threads_cuda_core.py` (Python cuda.core with threads): every
-//! thread launches an empty kernel (one block of 32 threads, a pointer and an
+//! thread (its stream non-blocking, as in C) launches an empty kernel (one block of 32 threads, a pointer and an
 //! `int`) 10 000 times on its stream, then waits for it; the time runs from
 //! releasing the threads together to the last one done. Median of 5 rounds per
 //! thread count. JSON lines (peer `cuda-rs`): `launch_mt_<n>_mlaunch_per_s`,
@@ -47,7 +47,12 @@ fn main() {
                         .map(|_| {
                             scope.spawn(move || {
                                 dev.set_current().unwrap();
-                                let s = dev.create_stream(StreamOptions::default()).unwrap();
+                                let s = dev
+                                    .create_stream(StreamOptions {
+                                        non_blocking: true,
+                                        ..StreamOptions::default()
+                                    })
+                                    .unwrap();
                                 let mut buf = DeviceBuffer::<f32>::zeroed(&dev, 256, &s).unwrap();
                                 s.sync().unwrap();
                                 start.wait();
