@@ -6,6 +6,7 @@
 //! * [`gpu_status`]: whether this process can use a GPU, and if not, why.
 //! * [`require_env_or_skip`]: the same skip-or-fail rule for other prerequisites
 //!   (for example the NVIDIA wheels venv, required when `CUDA_RS_REQUIRE_WHEELS=1`).
+//! * [`proptest_cases`]: how many cases a property test runs (`PROPTEST_CASES`).
 
 // A test-support crate: failing a test is done by panicking, as `assert!` does.
 #![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
@@ -396,4 +397,18 @@ pub fn run_test_with_fd(test: &str, fd: std::os::fd::BorrowedFd<'_>, envs: &[(&s
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The variable that sets how many cases each property test runs (proptest's own).
+pub const PROPTEST_CASES_VAR: &str = "PROPTEST_CASES";
+
+/// How many cases a property test runs: `PROPTEST_CASES` when it is set to a
+/// number, else `default`. The defaults keep the whole property suite of the
+/// workspace to a few seconds on a small CI machine; a longer hunt sets the
+/// variable (`PROPTEST_CASES=100000 cargo test -p cuda-core hostile`).
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var(PROPTEST_CASES_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
 }
