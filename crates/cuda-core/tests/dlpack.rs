@@ -7,6 +7,8 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+use proptest::prelude::*;
+
 use cuda_core::{
     DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, Error, StridedMemoryView,
 };
@@ -128,6 +130,117 @@ fn malformed_tensors_are_refused_and_still_released() {
         assert!(matches!(r, Err(Error::InvalidArgument { .. })));
     }
     assert_eq!(deleted(), before + 4);
+}
+
+/// A tensor of 2^62 x 2^62 elements with zero strides spans 4 bytes, but its
+/// element count does not fit in 64 bits; one with huge strides spans more bytes
+/// than 64 bits count. Both were an arithmetic overflow (a panic in debug builds).
+#[test]
+fn overflowing_tensors_are_refused_not_wrapped() {
+    let before = deleted();
+    let big = 1i64 << 62;
+    for (shape, strides) in [
+        (vec![big, big], vec![0, 0]),
+        (vec![i64::MAX, 2], vec![i64::MAX, i64::MAX]),
+        (vec![2, 2, 2, 2], vec![i64::MAX; 4]),
+        (vec![i64::MAX], vec![1]),
+    ] {
+        let t = produce(
+            shape.clone(),
+            Some(strides),
+            shape.len() as i32,
+            DLDataType::F64,
+        );
+        // SAFETY: a fresh tensor, handed over; shape and strides hold ndim entries.
+        let r = unsafe { StridedMemoryView::from_dlpack(t) };
+        match r {
+            Err(Error::InvalidArgument { message, .. }) => {
+                assert!(message.contains("64 bits"), "{shape:?}: {message}");
+            }
+            other => panic!("{shape:?}: expected a refusal, got {other:?}"),
+        }
+    }
+    assert_eq!(deleted(), before + 4);
+}
+
+/// What a tensor of `shape` and `strides` spans, in bytes, computed wide: `None`
+/// for a negative extent or stride, `Some(None)` when it does not fit in 64 bits.
+fn reference_extent(shape: &[i64], strides: &[i64], elem: u64) -> Option<Option<u64>> {
+    if shape.iter().any(|&n| n < 0) {
+        return None;
+    }
+    if shape.contains(&0) {
+        return Some(Some(0));
+    }
+    let mut last: u128 = 0;
+    for (&n, &st) in shape.iter().zip(strides) {
+        let st = u128::try_from(st).ok()?;
+        last = match (n as u128 - 1)
+            .checked_mul(st)
+            .and_then(|s| last.checked_add(s))
+        {
+            Some(l) => l,
+            None => return Some(None),
+        };
+    }
+    Some(
+        (last + 1)
+            .checked_mul(u128::from(elem))
+            .and_then(|b| u64::try_from(b).ok()),
+    )
+}
+
+fn extent() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        -2i64..=4,
+        0i64..1_000_000,
+        Just(i64::MAX),
+        Just(i64::MIN),
+        Just(1 << 32),
+        Just(1 << 62),
+        any::<i64>(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(512)))]
+
+    /// Any shape, strides, ndim and dtype: a view or a typed refusal, the
+    /// producer's deleter called exactly once either way, and a view's figures
+    /// agree with a wide computation.
+    #[test]
+    fn hostile_tensors_give_a_view_or_a_typed_error(
+        dims in proptest::collection::vec((extent(), extent()), 0..6),
+        with_strides in any::<bool>(),
+        ndim_override in prop_oneof![Just(None), Just(Some(-1)), Just(Some(i32::MIN))],
+        (code, bits, lanes) in (any::<u8>(), any::<u8>(), prop_oneof![Just(1u16), any::<u16>()]),
+    ) {
+        let shape: Vec<i64> = dims.iter().map(|d| d.0).collect();
+        let strides: Vec<i64> = dims.iter().map(|d| d.1).collect();
+        // The ndim given never claims more entries than the arrays hold.
+        let ndim = ndim_override.unwrap_or(shape.len() as i32);
+        let dtype = DLDataType { code, bits, lanes };
+        let before = deleted();
+        let t = produce(shape.clone(), with_strides.then(|| strides.clone()), ndim, dtype);
+        // SAFETY: a fresh tensor, handed over; shape and strides hold ndim entries.
+        let r = unsafe { StridedMemoryView::from_dlpack(t) };
+        match r {
+            Ok(v) => {
+                prop_assert!(ndim >= 0);
+                prop_assert_eq!(v.shape(), &shape[..]);
+                let elem = dtype.size_bytes().unwrap() as u64;
+                let expected = reference_extent(v.shape(), v.strides(), elem);
+                prop_assert_eq!(expected, Some(Some(v.extent_bytes())));
+                let count = shape.iter().try_fold(1u128, |c, &n| c.checked_mul(n as u128));
+                prop_assert_eq!(count.and_then(|c| u64::try_from(c).ok()), Some(v.len()));
+                prop_assert_eq!(deleted(), before);
+                drop(v);
+            }
+            Err(Error::InvalidArgument { .. }) => {}
+            Err(other) => prop_assert!(false, "an untyped refusal: {other:?}"),
+        }
+        prop_assert_eq!(deleted(), before + 1);
+    }
 }
 
 #[test]
