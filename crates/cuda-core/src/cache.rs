@@ -1108,4 +1108,103 @@ mod tests {
         assert!("g".repeat(64).parse::<ProgramCacheKey>().is_err());
         assert!("é".repeat(32).parse::<ProgramCacheKey>().is_err());
     }
+
+    mod hostile {
+        //! Hostile cache files: decoding answers every byte string with an entry
+        //! or a miss, and an entry only for the exact bytes that were stored.
+
+        use super::*;
+        use proptest::prelude::*;
+
+        fn object() -> impl Strategy<Value = ObjectCode> {
+            (
+                proptest::collection::vec(any::<u8>(), 1..256),
+                1u8..=6,
+                ".{0,16}",
+                proptest::collection::btree_map(".{0,8}", ".{0,8}", 0..4),
+            )
+                .prop_map(|(code, tag, name, mapping)| {
+                    let kind = code_type_from_tag(tag).unwrap_or(CodeType::Cubin);
+                    ObjectCode::with_mapping(code, kind, name, mapping)
+                })
+        }
+
+        fn same(a: &ObjectCode, b: &ObjectCode) -> bool {
+            a.code() == b.code()
+                && a.code_type() == b.code_type()
+                && a.name() == b.name()
+                && a.symbol_mapping() == b.symbol_mapping()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(256)))]
+
+            #[test]
+            fn arbitrary_files_are_misses(file in proptest::collection::vec(any::<u8>(), 0..512)) {
+                prop_assert!(decode_entry(&file, &ProgramCacheKey([1; 32])).is_none());
+            }
+
+            #[test]
+            fn entries_round_trip(code in object(), key in any::<[u8; 32]>()) {
+                let key = ProgramCacheKey(key);
+                let back = decode_entry(&encode_entry(&key, &code), &key);
+                prop_assert!(back.is_some_and(|b| same(&b, &code)));
+            }
+
+            /// Damage to the file (bit flips, truncation, a grown tail) is a miss.
+            #[test]
+            fn damaged_files_are_misses(
+                code in object(),
+                flips in proptest::collection::vec((any::<usize>(), 0u8..8), 1..4),
+                cut in any::<Option<usize>>(),
+            ) {
+                let key = ProgramCacheKey([9; 32]);
+                let mut file = encode_entry(&key, &code);
+                let good = file.clone();
+                for (at, bit) in flips {
+                    let n = file.len();
+                    file[at % n] ^= 1 << bit;
+                }
+                if let Some(cut) = cut {
+                    file.truncate(cut % (file.len() + 1));
+                }
+                let back = decode_entry(&file, &key);
+                if file == good {
+                    prop_assert!(back.is_some_and(|b| same(&b, &code)));
+                } else {
+                    prop_assert!(back.is_none());
+                }
+            }
+
+            /// The payload's parser behind a valid header and checksum: damaged
+            /// or forged lengths (up to `u64::MAX`) are misses, never a panic or
+            /// a huge allocation.
+            #[test]
+            fn forged_payloads_are_misses_or_exact(
+                code in object(),
+                pokes in proptest::collection::vec((any::<usize>(), prop_oneof![any::<u64>(), Just(u64::MAX), 0u64..64]), 1..3),
+                cut in any::<Option<usize>>(),
+            ) {
+                let key = ProgramCacheKey([5; 32]);
+                let good = encode_entry(&key, &code);
+                let mut payload = good[HEADER_LEN..].to_vec();
+                for (at, value) in pokes {
+                    let n = payload.len();
+                    let at = at % n;
+                    for (i, b) in value.to_le_bytes().iter().enumerate() {
+                        if let Some(slot) = payload.get_mut(at + i) {
+                            *slot = *b;
+                        }
+                    }
+                }
+                if let Some(cut) = cut {
+                    payload.truncate(cut % (payload.len() + 1));
+                }
+                // Whatever decodes must encode back to the same file.
+                if let Some(back) = decode_entry(&with_header(&payload), &key) {
+                    prop_assert_eq!(encode_entry(&key, &back), with_header(&payload));
+                }
+            }
+        }
+    }
 }
