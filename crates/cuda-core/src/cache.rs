@@ -96,7 +96,8 @@ impl FromStr for ProgramCacheKey {
                 format!("{s:?} is not 64 hex digits"),
             )
         };
-        if s.len() != 64 {
+        // `from_str_radix` alone would take a sign (`+f`): only hex digits pass.
+        if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad());
         }
         let mut out = [0u8; 32];
@@ -1107,6 +1108,8 @@ mod tests {
         assert!("xyz".parse::<ProgramCacheKey>().is_err());
         assert!("g".repeat(64).parse::<ProgramCacheKey>().is_err());
         assert!("é".repeat(32).parse::<ProgramCacheKey>().is_err());
+        // A sign is not a hex digit (`u8::from_str_radix` takes `+f`).
+        assert!("+f".repeat(32).parse::<ProgramCacheKey>().is_err());
     }
 
     mod hostile {
@@ -1138,6 +1141,19 @@ mod tests {
 
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(256)))]
+
+            /// A key parses exactly from 64 hex digits, and writes back the same
+            /// digits in lowercase.
+            #[test]
+            fn keys_parse_only_from_hex(text in prop_oneof!["[0-9a-fA-F+ -]{64}", ".{0,70}"]) {
+                match text.parse::<ProgramCacheKey>() {
+                    Ok(k) => prop_assert_eq!(k.to_string(), text.to_lowercase()),
+                    Err(Error::InvalidArgument { .. }) => prop_assert!(
+                        text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit())
+                    ),
+                    Err(other) => prop_assert!(false, "{other:?}"),
+                }
+            }
 
             #[test]
             fn arbitrary_files_are_misses(file in proptest::collection::vec(any::<u8>(), 0..512)) {
