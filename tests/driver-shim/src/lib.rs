@@ -249,7 +249,8 @@ pub unsafe extern "C" fn cuGetProcAddress(
 
 /// `CUresult cuda_rs_shim_set_faults(const char *rules)`: replaces the fault plan
 /// with `rules` (as `CUDA_RS_SHIM_FAIL` writes them; NULL or empty: none) and
-/// starts every call count again from zero, so `N` counts from this call. Not a
+/// starts every call and failure count again from zero, so `N` counts from this
+/// call (the handle counts go on). Not a
 /// driver function: a test finds it with `dlsym` in the loaded `libcuda.so.1`,
 /// which tells it the shim is there.
 ///
@@ -295,8 +296,8 @@ pub unsafe extern "C" fn cuda_rs_shim_set_faults(rules: *const c_char) -> CUresu
 /// `CUresult cuda_rs_shim_set_random_faults(uint64_t seed, uint32_t rate_ppb,
 /// CUresult error)`: replaces the fault plan with a random schedule (each call
 /// that does not release something fails with probability `rate_ppb` / 10^9,
-/// with `error`, the same calls for the same seed) and starts the call counts
-/// again.
+/// with `error`, the same calls for the same seed) and starts the call and
+/// failure counts again.
 ///
 /// Returns `CUDA_ERROR_INVALID_VALUE` for a rate above 10^9 or an `error` of
 /// `CUDA_SUCCESS`.

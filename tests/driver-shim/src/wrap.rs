@@ -285,11 +285,11 @@ fn leave(index: usize, rc: c_uint) {
     }
 }
 
-/// Installs `plan` and starts the call counts again from zero (a rule's `N`
-/// counts from here). The handle counts go on.
+/// Installs `plan` and starts the call and failure counts again from zero (a
+/// rule's `N` counts from here). The handle counts go on.
 pub fn install(plan: Plan) {
     let mut current = PLAN.write().unwrap_or_else(PoisonError::into_inner);
-    for c in &CALLS {
+    for c in CALLS.iter().chain(&INJECTED) {
         c.store(0, Ordering::Relaxed);
     }
     *current = plan;
