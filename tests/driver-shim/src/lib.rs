@@ -1,10 +1,11 @@
 //! A stand-in `libcuda.so.1` for tests: a program loaded with it believes it runs
-//! on an older CUDA driver.
+//! on an older CUDA driver, and chosen driver calls fail.
 //!
 //! Built as a shared library and put first on the loader's path under the name
 //! `libcuda.so.1` (`run-shim.sh` of the GPU test package does this), the shim is
-//! what a program gets when it loads the driver. It exports three functions and
-//! forwards to the real driver, which it loads itself by absolute path:
+//! what a program gets when it loads the driver. It exports three driver
+//! functions (and the test controls of [fault injection](#wrapped-functions-faults-and-counts))
+//! and forwards to the real driver, which it loads itself by absolute path:
 //!
 //! * `cuDriverGetVersion` reports the emulated version;
 //! * `cuGetProcAddress_v2` and `cuGetProcAddress` ask the real driver's

@@ -1,5 +1,5 @@
 //! Typed trampolines in front of chosen driver functions: they count calls,
-//! fail the calls a fault [`Plan`](crate::fault::Plan) names, and count the
+//! fail the calls a fault [`Plan`] names, and count the
 //! handles that succeeding calls create and release.
 //!
 //! A trampoline stands in for the real function that `cuGetProcAddress` hands
