@@ -405,6 +405,7 @@ mod tests {
         assert_eq!(discover(&env), vec![sp]);
     }
 
+    #[cfg(unix)]
     mod hostile {
         use super::*;
         use proptest::prelude::*;
