@@ -675,7 +675,7 @@ impl<'a> Reader<'a> {
 
 /// The entry in `file` if it is whole, undamaged and stored under `key`; `None`
 /// for anything else (wrong magic or version, short, checksum mismatch, bad
-/// encoding, another key).
+/// encoding, another key, a file `encode_entry` would not have written).
 fn decode_entry(file: &[u8], key: &ProgramCacheKey) -> Option<ObjectCode> {
     let mut r = Reader(file);
     if r.take(MAGIC.len())? != MAGIC || u32::from_le_bytes(r.array()?) != FILE_VERSION {
@@ -699,9 +699,15 @@ fn decode_entry(file: &[u8], key: &ProgramCacheKey) -> Option<ObjectCode> {
     for _ in 0..count {
         let source = r.string()?;
         let mangled = r.string()?;
-        if mapping.insert(source, mangled).is_some() {
+        // In the order `encode_entry` writes them (a map's: sorted, no two
+        // alike), so that one entry has exactly one file.
+        if mapping
+            .last_key_value()
+            .is_some_and(|(last, _): (&String, _)| *last >= source)
+        {
             return None;
         }
+        mapping.insert(source, mangled);
     }
     let code = r.bytes()?;
     if code.is_empty() || !r.0.is_empty() {
@@ -765,8 +771,9 @@ fn remove_if_present(path: &Path) -> io::Result<bool> {
 /// All integers little-endian: the magic `CUDARSPC`; the format version (u32);
 /// the payload's length (u64); the payload's SHA-256 (32 bytes); the payload:
 /// the key (32 bytes), the [`CodeType`] (u8), the name, the number of
-/// symbol-mapping entries (u64) and each entry's two names, then the code, each
-/// string and the code as a length (u64) and bytes.
+/// symbol-mapping entries (u64) and each entry's two names (sorted by the first,
+/// no two alike), then the code, each string and the code as a length (u64) and
+/// bytes.
 #[doc(alias = "FileStreamProgramCache")]
 #[derive(Debug, Clone)]
 pub struct FileProgramCache {
@@ -1216,7 +1223,8 @@ mod tests {
                 if let Some(cut) = cut {
                     payload.truncate(cut % (payload.len() + 1));
                 }
-                // Whatever decodes must encode back to the same file.
+                // Whatever decodes must encode back to the same file: one entry,
+                // one file (a symbol mapping out of order once decoded too).
                 if let Some(back) = decode_entry(&with_header(&payload), &key) {
                     prop_assert_eq!(encode_entry(&key, &back), with_header(&payload));
                 }
