@@ -163,6 +163,48 @@ fn overflowing_tensors_are_refused_not_wrapped() {
     assert_eq!(deleted(), before + 4);
 }
 
+/// A null `shape` with dimensions, or a null `strides` (compact row-major), as
+/// the producer hands them.
+#[test]
+fn null_pointers_in_a_tensor() {
+    let before = deleted();
+    let t = produce(vec![4, 8], None, 2, DLDataType::F32);
+    // SAFETY: `t` is live and ours until handed over; null is what is tested.
+    unsafe { (*t).dl_tensor.shape = std::ptr::null_mut() };
+    // SAFETY: handed over; a null shape is refused before it is read.
+    let r = unsafe { StridedMemoryView::from_dlpack(t) };
+    match r {
+        Err(Error::InvalidArgument { message, .. }) => {
+            assert!(message.contains("shape pointer is null"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(deleted(), before + 1);
+    // A null data pointer is an address like any other (a tensor of no elements).
+    let t = produce(vec![0], None, 1, DLDataType::F32);
+    // SAFETY: as above; nothing reads through `data`.
+    unsafe {
+        (*t).dl_tensor.data = std::ptr::null_mut();
+        (*t).dl_tensor.byte_offset = 0;
+    }
+    // SAFETY: a fresh tensor, handed over.
+    let v = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+    assert_eq!((v.ptr(), v.len(), v.extent_bytes()), (0, 0, 0));
+    drop(v);
+    // A tensor without a deleter is released by nobody, and that is fine.
+    let t = produce(vec![2], None, 1, DLDataType::F32);
+    // SAFETY: as above; the producer's memory is reclaimed by hand below.
+    let ctx = unsafe {
+        (*t).deleter = None;
+        (*t).manager_ctx
+    };
+    // SAFETY: handed over.
+    drop(unsafe { StridedMemoryView::from_dlpack(t) }.unwrap());
+    // SAFETY: the leaked producer, reclaimed once (no deleter ran).
+    drop(unsafe { Box::from_raw(ctx.cast::<Producer>()) });
+    assert_eq!(deleted(), before + 2);
+}
+
 /// What a tensor of `shape` and `strides` spans, in bytes, computed wide: `None`
 /// for a negative extent or stride, `Some(None)` when it does not fit in 64 bits.
 fn reference_extent(shape: &[i64], strides: &[i64], elem: u64) -> Option<Option<u64>> {
@@ -256,6 +298,34 @@ fn buffers_export_and_round_trip() {
         .unwrap();
     let b = Arc::new(b);
     assert!(b.to_dlpack(&[7], DLDataType::F32).is_err());
+    // Hostile shapes: negative, overflowing, a dtype of no whole bytes; each a
+    // typed refusal that keeps no reference to the buffer.
+    for (shape, dtype) in [
+        (&[-1i64, 3][..], DLDataType::F32),
+        (&[i64::MAX, 2], DLDataType::F32),
+        (&[1 << 62, 1 << 62], DLDataType::F64),
+        (&[i64::MAX; 8], DLDataType::U8),
+        (
+            &[2, 3],
+            DLDataType {
+                code: 2,
+                bits: 4,
+                lanes: 1,
+            },
+        ),
+    ] {
+        match b.to_dlpack(shape, dtype) {
+            Err(Error::InvalidArgument { .. }) => {}
+            other => panic!("{shape:?}: expected a refusal, got {other:?}"),
+        }
+    }
+    assert_eq!(Arc::strong_count(&b), 1);
+    // A zero extent exports an empty tensor.
+    let t = b.to_dlpack(&[0, 5], DLDataType::F32).unwrap();
+    // SAFETY: a fresh export, handed over.
+    let v = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+    assert!(v.is_empty());
+    drop(v);
     let t = b.to_dlpack(&[2, 3], DLDataType::F32).unwrap();
     assert_eq!(Arc::strong_count(&b), 2);
     // SAFETY: a fresh export, handed over.
