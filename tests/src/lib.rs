@@ -536,3 +536,25 @@ pub fn require_shim(test: &str) -> Option<DriverShim> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shims_report_is_read_by_section() {
+        let json = r#"{"calls":{"cuMemAlloc":3,"cuMemFree":2},"injected":{},"live":{"memory":-1,"streams":0}}"#;
+        let calls = parse_counts(json, "calls");
+        assert_eq!(calls.get("cuMemAlloc"), Some(&3));
+        assert_eq!(calls.len(), 2);
+        assert!(parse_counts(json, "injected").is_empty());
+        assert_eq!(parse_counts(json, "live").get("memory"), Some(&-1));
+    }
+
+    #[test]
+    fn proptest_cases_default_unless_set() {
+        if std::env::var_os(PROPTEST_CASES_VAR).is_none() {
+            assert_eq!(proptest_cases(17), 17);
+        }
+    }
+}
