@@ -348,7 +348,7 @@ const RUN_SHIM_SH: &str = r#"#!/usr/bin/env bash
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ $# -lt 1 ]; then
-  echo "usage: run-shim.sh VERSION [run.sh args]   (e.g. run-shim.sh 12040 for CUDA 12.4, run-shim.sh real faults)" >&2
+  echo "usage: run-shim.sh VERSION [run.sh args]   (e.g. run-shim.sh 12040 for CUDA 12.4, run-shim.sh real fault_sweep)" >&2
   exit 2
 fi
 version="$1"; shift
@@ -489,7 +489,7 @@ mod tests {
             ]
         );
         // `real`: the shim without emulating a version, for its faults and counts.
-        let (rc, out, err) = run_shim(&["real", "faults"], real);
+        let (rc, out, err) = run_shim(&["real", "fault_sweep"], real);
         assert_eq!(rc, 0, "{out}{err}");
         let lines: Vec<&str> = out.lines().collect();
         assert!(
@@ -501,7 +501,7 @@ mod tests {
         assert_eq!(
             &lines[1..5],
             [
-                "args=faults",
+                "args=fault_sweep",
                 &format!("real={real}"),
                 "version=unset",
                 "path=PKG/shim:/before",

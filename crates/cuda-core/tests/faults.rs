@@ -163,10 +163,11 @@ fn with_leaks(
 }
 
 #[test]
-fn every_failing_driver_call_is_a_typed_error_and_leaks_nothing() {
+fn fault_sweep_every_failing_driver_call_is_a_typed_error_and_leaks_nothing() {
     require_gpu!();
     require_libs!("nvrtc");
-    let Some(shim) = require_shim("every_failing_driver_call_is_a_typed_error_and_leaks_nothing")
+    let Some(shim) =
+        require_shim("fault_sweep_every_failing_driver_call_is_a_typed_error_and_leaks_nothing")
     else {
         return;
     };
