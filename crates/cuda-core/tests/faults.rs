@@ -1,9 +1,10 @@
 //! Fault injection on a GPU, under the driver shim (`run-shim.sh`): a small
 //! workload (allocate, copy, fill, load a library and a module, launch, copy
-//! back, pinned memory, events) runs once per call site, with that one driver
-//! call failing; every failure must come back as a typed error that names the
-//! injected `CUresult` (or be absorbed with correct results), never a panic, and
-//! leave no handle behind by the shim's counts. Then seeded random schedules.
+//! back, pinned memory, events, a second stream and a free ordered on it) runs
+//! once per call site, with that one driver call failing; every failure must come
+//! back as a typed error that names the injected `CUresult` (or be absorbed with
+//! correct results), never a panic, and leave no handle behind by the shim's
+//! counts. Then seeded random schedules.
 //!
 //! Without the shim this test skips (it fails under `CUDA_RS_REQUIRE_SHIM=1`,
 //! which `run-shim.sh` sets); without a GPU it skips as every GPU test does.
@@ -87,6 +88,12 @@ fn workload(d: &Device, cubin: &[u8]) -> cuda_core::Result<(Vec<f32>, Vec<f32>)>
     // SAFETY: as above.
     unsafe { k.launch(&s, &cfg, (x.view(), y.view_mut(), N as u32)) }?;
     let from_module = y.to_vec(&s)?;
+    // A copy on a second stream, then a free there, ordered after both streams.
+    let s2 = d.create_stream(StreamOptions::default())?;
+    let mut z = DeviceBuffer::<f32>::allocate(d, N, &s)?;
+    z.copy_from(y.view(), &s2)?;
+    z.into_buffer().close(Some(&s2))?;
+    s2.sync()?;
     s.sync()?;
     Ok((from_library, from_module))
 }
