@@ -1,10 +1,10 @@
 //! Fault injection on a GPU, under the driver shim (`run-shim.sh`): a small
 //! workload (allocate, copy, fill, load a library and a module, launch, copy
-//! back, pinned memory, events, a second stream and a free ordered on it) runs
-//! once per call site, with that one driver call failing; every failure must come
-//! back as a typed error that names the injected `CUresult` (or be absorbed with
-//! correct results), never a panic, and leave no handle behind by the shim's
-//! counts. Then seeded random schedules.
+//! back, pinned memory, events, a pool of its own, a second stream and a free
+//! ordered on it) runs once per call site, with that one driver call failing;
+//! every failure must come back as a typed error that names the injected
+//! `CUresult` (or be absorbed with correct results), never a panic, and leave no
+//! handle behind by the shim's counts. Then seeded random schedules.
 //!
 //! Without the shim this test skips (it fails under `CUDA_RS_REQUIRE_SHIM=1`,
 //! which `run-shim.sh` sets); without a GPU it skips as every GPU test does.
@@ -15,11 +15,12 @@
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
 use cuda_core::{
-    CompileTarget, ConstPtr, Device, DeviceBuffer, Event, EventOptions, JitOptions, LaunchConfig,
-    Library, LibraryOptions, Module, MutPtr, ObjectCode, PinnedBuffer, Program, ProgramOptions,
-    SourceCode, StreamOptions, TypedKernel,
+    CompileTarget, ConstPtr, Device, DeviceBuffer, DeviceMemoryPoolOptions, DeviceMemoryResource,
+    Event, EventOptions, JitOptions, LaunchConfig, Library, LibraryOptions, Module, MutPtr,
+    ObjectCode, PinnedBuffer, Program, ProgramOptions, SourceCode, StreamOptions, TypedKernel,
 };
 use cuda_rs_tests::{DriverShim, require_gpu, require_libs, require_shim};
 
@@ -88,9 +89,11 @@ fn workload(d: &Device, cubin: &[u8]) -> cuda_core::Result<(Vec<f32>, Vec<f32>)>
     // SAFETY: as above.
     unsafe { k.launch(&s, &cfg, (x.view(), y.view_mut(), N as u32)) }?;
     let from_module = y.to_vec(&s)?;
-    // A copy on a second stream, then a free there, ordered after both streams.
+    // From a pool of its own: a copy on a second stream, then a free there,
+    // ordered after both streams.
     let s2 = d.create_stream(StreamOptions::default())?;
-    let mut z = DeviceBuffer::<f32>::allocate(d, N, &s)?;
+    let pool = DeviceMemoryResource::new_pool(d, DeviceMemoryPoolOptions::default())?;
+    let mut z = DeviceBuffer::<f32>::allocate_from(Arc::new(pool), N, &s)?;
     z.copy_from(y.view(), &s2)?;
     z.into_buffer().close(Some(&s2))?;
     s2.sync()?;
