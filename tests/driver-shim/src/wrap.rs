@@ -117,6 +117,17 @@ macro_rules! trampolines {
         /// How many ABIs are wrapped.
         pub const COUNT: usize = [$($idx),*].len();
 
+        // An entry's index is its place in `ENTRIES`: `trampoline` picks the
+        // function (and its signature) by it.
+        const _: () = {
+            let indices: [usize; COUNT] = [$($idx),*];
+            let mut i = 0;
+            while i < COUNT {
+                assert!(indices[i] == i, "trampoline indices must count 0, 1, 2, … in order");
+                i += 1;
+            }
+        };
+
         $(
             #[allow(non_snake_case)]
             mod $module {
