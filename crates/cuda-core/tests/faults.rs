@@ -194,8 +194,21 @@ fn fault_sweep_every_failing_driver_call_is_a_typed_error_and_leaks_nothing() {
     .to_vec();
 
     // A clean run: it works, and says which wrapped functions it calls how often.
+    // Under an emulated driver too old for the workload (`run-shim.sh 11080`)
+    // there is nothing to sweep: said as a skip.
     shim.set_faults("");
-    let (a, b) = workload(&d, &cubin).unwrap();
+    let (a, b) = match workload(&d, &cubin) {
+        Ok(results) => results,
+        Err(e) if e.required_driver().is_some() || e.is_unavailable() => {
+            println!(
+                "SKIPPED fault_sweep_every_failing_driver_call_is_a_typed_error_and_leaks_nothing: \
+                 needs a driver that runs the workload: {}",
+                e.report()
+            );
+            return;
+        }
+        Err(e) => panic!("the clean run failed: {}", e.report()),
+    };
     assert_eq!((a, b), (expected(), expected()));
     d.sync().unwrap();
     let calls = shim.counts("calls");
