@@ -5,8 +5,9 @@
 #
 # usage: bench-rounds.sh [ROUNDS] [PEERS_DIR]
 #   PEERS_DIR may hold bench.c and bench_cuda_core.py (the peer benchmarks);
-#   c/graph.c, c/peer.c and c/gemm.c (cuda-rs's own C graph, peer-copy and cuBLAS GEMM
-#   benchmarks) and c/gemm_cupy.py (CuPy's matmul) are in the package.
+#   c/graph.c, c/peer.c, c/gemm.c, c/fft.c, c/allreduce.c and c/threads.c (cuda-rs's own C graph,
+#   peer-copy, cuBLAS GEMM, cuFFT, NCCL all-reduce and thread-scaling benchmarks),
+#   c/threads_cuda_core.py (Python cuda.core with threads) and c/gemm_cupy.py (CuPy's matmul) are in the package.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rounds="${1:-3}"
@@ -14,7 +15,9 @@ peers="${2:-}"
 out="${BENCH_OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 tmp="$(mktemp -d)"
-cbench=""; cgraph=""; cpeer=""; cgemm=""
+cbench=""; cgraph=""; cpeer=""; cgemm=""; cfft=""; callreduce=""; cthreads=""
+# NVLink multicast (NVLS) stays off: on shared multi-GPU hosts it can take the GPUs down.
+export NCCL_NVLS_ENABLE=0
 if command -v nvcc >/dev/null; then
   if [ -n "$peers" ] && [ -f "$peers/bench.c" ]; then
     nvcc -O2 -o "$tmp/cbench" "$peers/bench.c" -lcuda -lnvrtc && cbench="$tmp/cbench"
@@ -22,6 +25,14 @@ if command -v nvcc >/dev/null; then
   nvcc -O2 -o "$tmp/cgraph" "$here/c/graph.c" -lcuda -lnvrtc && cgraph="$tmp/cgraph"
   nvcc -O2 -o "$tmp/cpeer" "$here/c/peer.c" -lcuda && cpeer="$tmp/cpeer"
   nvcc -O2 -o "$tmp/cgemm" "$here/c/gemm.c" -lcublas && cgemm="$tmp/cgemm"
+  nvcc -O2 -o "$tmp/cfft" "$here/c/fft.c" -lcufft && cfft="$tmp/cfft"
+  nvcc -O2 -o "$tmp/cthreads" "$here/c/threads.c" -lcuda -lnvrtc -lpthread && cthreads="$tmp/cthreads"
+  # NCCL from the Python environment's nvidia-nccl wheel, when it has one.
+  nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+  if [ -n "$nccl_dir" ] && [ -f "$nccl_dir/include/nccl.h" ]; then
+    nvcc -O2 -I"$nccl_dir/include" -o "$tmp/callreduce" "$here/c/allreduce.c" -L"$nccl_dir/lib" \
+      -l:libnccl.so.2 -Xlinker -rpath="$nccl_dir/lib" && callreduce="$tmp/callreduce"
+  fi
 else
   echo "bench-rounds: nvcc not found: no C figures" >&2
 fi
@@ -36,8 +47,12 @@ for r in $(seq "$rounds"); do
   # Peer copies: with fewer than two GPUs both sides print nothing.
   [ -n "$cpeer" ] && "$cpeer"
   [ -n "$cgemm" ] && "$cgemm"
-  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm; do [ -x "$b" ] && "$b" --bench; done
+  [ -n "$cfft" ] && "$cfft"
+  [ -n "$callreduce" ] && "$callreduce"
+  [ -n "$cthreads" ] && "$cthreads"
+  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--allreduce "$here"/bin/*--threads; do [ -x "$b" ] && "$b" --bench; done
   python3 -c "import cupy" 2>/dev/null && python3 "$here/c/gemm_cupy.py"
+  python3 -c "import cuda.core" 2>/dev/null && python3 "$here/c/threads_cuda_core.py"
   [ -n "$py" ] && python3 "$py"
 done > "$out/bench.jsonl" 2>"$out/bench.err"
 "$here"/bin/*--pathfinder --bench > "$out/pathfinder.jsonl" 2>>"$out/bench.err"

@@ -282,7 +282,16 @@ pub fn run_test_in_child(test: &str, envs: &[(&str, &std::ffi::OsStr)]) {
     cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env_clear()
         .env(CHILD_VAR, "1");
-    for var in [REQUIRE_GPU_VAR, "CUDA_RS_REQUIRE_WHEELS"] {
+    // Windows itself needs `SystemRoot` in every process's environment.
+    let system = if cfg!(windows) {
+        &["SystemRoot"][..]
+    } else {
+        &[]
+    };
+    for var in [REQUIRE_GPU_VAR, "CUDA_RS_REQUIRE_WHEELS"]
+        .iter()
+        .chain(system)
+    {
         if let Some(v) = std::env::var_os(var) {
             cmd.env(var, v);
         }

@@ -1,25 +1,36 @@
 //! `cargo xtask regen-bindings`: bindgen over the pinned CUDA headers.
 //!
 //! For every CUDA major in `headers/pins.json` and every API (driver, runtime,
-//! NVRTC, nvJitLink, NVVM, NVML) this runs bindgen (as a library) over the
-//! headers that `cargo xtask fetch-headers` put in `.headers/`, keeps bindgen's
-//! types, constants and layout checks, and turns its function declarations into
-//! run-time dispatch: a table of entry points (`ENTRIES`) the hand-written loader
-//! resolves once, and one `unsafe fn` per public C name that calls through it.
-//! The result is `crates/cuda-bindings/src/generated/cuda<major>/<api>.rs`.
+//! NVRTC, nvJitLink, NVVM, NVML, the math and communication libraries) this runs
+//! bindgen (as a library) over the headers that `cargo xtask fetch-headers` put
+//! in `.headers/`, keeps bindgen's types, constants and layout checks, and turns
+//! its function declarations into run-time dispatch: a table of entry points
+//! (`ENTRIES`) the hand-written loader resolves once, and one `unsafe fn` per
+//! public C name that calls through it. Everything it adds is built as `quote!`
+//! token streams and formatted by `prettyplease`; the `// SAFETY:` comments go
+//! through formatting as markers that [`SafetyComments`] places and counts.
 //!
-//! `--check` generates into a temporary folder and fails naming every file that
-//! differs from the committed one.
+//! The result is, per API, `crates/cuda-bindings/src/generated/<api>/` and
+//! `<api>_cuda12/`, each with `types.rs`, `table.rs`, `functions.rs` and the
+//! `mod.rs` that joins them. Every file goes through
+//! [`ensure_file_contents`]: written only when it changes, or, with `--check`,
+//! named (with the command that fixes it) when it is stale; files the generator
+//! no longer makes are removed (or, with `--check`, named).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use quote::ToTokens;
+use proc_macro2::{Literal, TokenStream};
+use quote::{ToTokens, quote};
 
+use crate::codegen::{
+    FileError, Generator, SafetyComments, doc_lines, ensure_file_contents, inner_doc_lines,
+    prune_dir, reformat,
+};
 use crate::headers;
-use crate::util::{no_more, take_flag, workspace_root};
+use crate::util::{no_more, report, take_flag, workspace_root};
 
 /// How an API's entry points are resolved at run time.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -193,7 +204,29 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut args = args.to_vec();
     let check = take_flag(&mut args, "--check");
     no_more(&args)?;
-    let root = workspace_root();
+    require_headers()?;
+    let files = generate_all()?;
+    let stale = write_all(&files, check)?;
+    if check {
+        if stale.is_empty() {
+            eprintln!("regen-bindings --check: the generated bindings are up to date");
+        } else {
+            for e in &stale {
+                eprintln!("regen-bindings --check: {e}");
+            }
+            return Err(format!(
+                "{} generated files differ from what the pinned headers give (run `{}`)",
+                stale.len(),
+                Generator::Bindings.command()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Fails, saying how to fetch them, unless the pinned headers of every major
+/// are in `.headers/` with their pinned checksums.
+fn require_headers() -> Result<(), String> {
     for major in headers::MAJORS {
         let bad = headers::verify(major)?;
         if !bad.is_empty() {
@@ -204,66 +237,35 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             ));
         }
     }
-    let files = generate_all()?;
-    let out_dir = root.join(OUT_REL);
-    let mut differ = Vec::new();
-    // Files (and the per-major folders of earlier layouts) the generator no
-    // longer writes are stale too.
-    if let Ok(rd) = fs::read_dir(&out_dir) {
-        for e in rd.flatten() {
-            let Some(n) = e.file_name().to_str().map(str::to_owned) else {
-                continue;
-            };
-            if files.contains_key(&n) {
-                continue;
-            }
-            let rel = Path::new(OUT_REL).join(&n);
-            if check {
-                differ.push(format!("{} (no longer generated)", rel.display()));
-            } else {
-                let removed = if e.path().is_dir() {
-                    fs::remove_dir_all(e.path())
-                } else {
-                    fs::remove_file(e.path())
-                };
-                removed.map_err(|er| format!("removing {}: {er}", rel.display()))?;
-            }
-        }
-    }
-    for (name, text) in files {
-        let rel = Path::new(OUT_REL).join(&name);
-        let dst = root.join(&rel);
-        if check {
-            let old = fs::read_to_string(&dst).unwrap_or_default();
-            if old != text {
-                differ.push(rel.display().to_string());
-            }
-        } else {
-            fs::create_dir_all(&out_dir)
-                .map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
-            fs::write(&dst, text).map_err(|e| format!("writing {}: {e}", dst.display()))?;
-            eprintln!("regen-bindings: wrote {}", rel.display());
-        }
-    }
-    if check {
-        if differ.is_empty() {
-            eprintln!("regen-bindings --check: the generated bindings are up to date");
-        } else {
-            return Err(format!(
-                "these generated files differ from what the pinned headers give \
-                 (run `cargo xtask fetch-headers && cargo xtask regen-bindings`):\n  {}",
-                differ.join("\n  ")
-            ));
-        }
-    }
     Ok(())
 }
 
-/// Generates every file: for each API, `<api>.rs` (the CUDA 13 declarations, each
-/// entry point carrying every ABI of the pinned majors that has its shape) and
-/// `<api>_cuda12.rs` (what CUDA 12 declares differently or only there). File name
-/// to contents, already formatted.
-fn generate_all() -> Result<BTreeMap<String, String>, String> {
+/// Brings every generated file (relative path under [`OUT_REL`] to contents)
+/// up to date and removes the files of [`OUT_REL`] the generator no longer
+/// makes; with `check`, changes nothing and returns each stale or orphaned
+/// file instead.
+fn write_all(files: &BTreeMap<PathBuf, String>, check: bool) -> Result<Vec<FileError>, String> {
+    let out_dir = workspace_root().join(OUT_REL);
+    let keep: BTreeSet<PathBuf> = files.keys().cloned().collect();
+    let mut stale =
+        prune_dir(Generator::Bindings, &out_dir, &keep, check).map_err(|e| report(&e))?;
+    for (rel, text) in files {
+        match ensure_file_contents(Generator::Bindings, &out_dir.join(rel), text, check) {
+            Ok(_) => {}
+            Err(e @ FileError::Stale { .. }) => stale.push(e),
+            Err(e) => return Err(report(&e)),
+        }
+    }
+    Ok(stale)
+}
+
+/// Generates every file, as paths relative to [`OUT_REL`] and their contents:
+/// for each API, `<api>/` (the CUDA 13 declarations, each entry point carrying
+/// every ABI of the pinned majors that has its shape) and `<api>_cuda12/` (what
+/// CUDA 12 declares differently or only there), each of them split into
+/// `types.rs` (bindgen's types and constants), `table.rs` (the entry table),
+/// `functions.rs` (the dispatching `unsafe fn`s) and the `mod.rs` that joins them.
+fn generate_all() -> Result<BTreeMap<PathBuf, String>, String> {
     let pins13 = headers::pins(13)?;
     let pins12 = headers::pins(12)?;
     let mut out = BTreeMap::new();
@@ -273,40 +275,23 @@ fn generate_all() -> Result<BTreeMap<String, String>, String> {
         let p12 = parse_api(12, &pins12, &headers::include_dir(12), api)?;
         let (main, diff) = assemble(api, &p13, &p12)?;
         let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
-        let mut text = banner(&[&pins13, &pins12], &header_list);
-        text.push_str(&format_rust(api.module, &main)?);
-        out.insert(format!("{}.rs", api.module), text);
-        let mut text = banner(&[&pins12], &header_list);
-        text.push_str(&format_rust(api.module, &diff)?);
-        out.insert(format!("{}_cuda12.rs", api.module), text);
-    }
-    Ok(out)
-}
-
-/// Formats generated code with `prettyplease` (pinned by Cargo.lock, so the output
-/// does not depend on the installed rustfmt), then puts back the `// SAFETY:`
-/// comments that parsing drops.
-fn format_rust(module: &str, text: &str) -> Result<String, String> {
-    let file: syn::File = syn::parse_str(text)
-        .map_err(|e| format!("the generated {module} module does not parse: {e}"))?;
-    let pretty = prettyplease::unparse(&file);
-    let mut out = String::with_capacity(pretty.len() + pretty.len() / 8);
-    for line in pretty.lines() {
-        let trimmed = line.trim_start();
-        let indent = &line[..line.len() - trimmed.len()];
-        if trimmed.starts_with("let entry_fn = unsafe {") {
-            let _ = writeln!(
-                out,
-                "{indent}// SAFETY: this entry was resolved for this function, whose C signature this is."
-            );
-        } else if trimmed.starts_with("unsafe { entry_fn(") {
-            let _ = writeln!(
-                out,
-                "{indent}// SAFETY: the caller upholds the C function's contract (see `# Safety`)."
-            );
+        let dirs = [
+            (
+                api.module.to_string(),
+                main,
+                banner(&[&pins13, &pins12], &header_list),
+            ),
+            (
+                format!("{}_cuda12", api.module),
+                diff,
+                banner(&[&pins12], &header_list),
+            ),
+        ];
+        for (dir, module, banner) in dirs {
+            for (file, text) in module.render(&dir, &banner)? {
+                out.insert(Path::new(&dir).join(file), text);
+            }
         }
-        out.push_str(line);
-        out.push('\n');
     }
     Ok(out)
 }
@@ -446,8 +431,8 @@ struct Parsed {
     entries: Vec<EntryGen>,
     /// Type aliases, to compare signatures.
     aliases: BTreeMap<String, syn::Type>,
-    /// The result enum's `name()` table, as Rust text.
-    name_impl: String,
+    /// The result enum's `name()` table.
+    name_impl: Option<syn::Item>,
 }
 
 /// The workspace's MSRV (`rust-version` in Cargo.toml, which xtask inherits) as
@@ -548,7 +533,7 @@ fn parse_api(
     let mut fns: Vec<CFn> = Vec::new();
     let mut aliases: BTreeMap<String, syn::Type> = BTreeMap::new();
     let mut pfns: BTreeMap<String, syn::TypeBareFn> = BTreeMap::new();
-    let mut result_consts: Vec<(String, String, String)> = Vec::new();
+    let mut result_consts: Vec<(String, String, syn::Expr)> = Vec::new();
     let mut consts: BTreeSet<String> = BTreeSet::new();
     for item in file.items {
         match item {
@@ -596,11 +581,7 @@ fn parse_api(
                 if RESULT_ENUMS.contains(&ty.as_str()) {
                     if let syn::Expr::Call(call) = &*c.expr {
                         if let Some(arg) = call.args.first() {
-                            result_consts.push((
-                                ty.clone(),
-                                c.ident.to_string(),
-                                arg.to_token_stream().to_string(),
-                            ));
+                            result_consts.push((ty.clone(), c.ident.to_string(), arg.clone()));
                         }
                     }
                 }
@@ -731,26 +712,41 @@ fn parse_api(
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
 
-    let casts = cast_defines(&header_text, &aliases, &consts);
-    let casts: syn::File = syn::parse_str(&casts)
+    let casts = cast_defines(&header_text, &aliases, &consts)?;
+    let casts: syn::File = syn::parse2(casts)
         .map_err(|e| format!("the `#define` casts of {} do not parse: {e}", api.module))?;
     kept.extend(casts.items);
 
     // name() for the result enum.
-    let mut name_impl = String::new();
+    let mut name_impl = None;
     if let Some((enum_name, _, _)) = result_consts.first() {
         let mut seen = BTreeSet::new();
-        let _ = write!(
-            name_impl,
-            "impl {enum_name} {{\n/// The C name of this code, when the headers know it.\npub const fn name(self) -> Option<&'static str> {{\nmatch self.0 {{\n"
-        );
-        for (ty, cname, val) in &result_consts {
-            if ty == enum_name && seen.insert(val.clone()) {
-                let _ = writeln!(name_impl, "{val} => Some(\"{cname}\"),");
+        let arms = result_consts
+            .iter()
+            .filter(|(ty, _, val)| {
+                ty == enum_name && seen.insert(val.to_token_stream().to_string())
+            })
+            .map(|(_, cname, val)| quote! { #val => Some(#cname), });
+        let enum_ident = ident(enum_name)?;
+        name_impl = Some(quote! {
+            impl #enum_ident {
+                /// The C name of this code, when the headers know it.
+                pub const fn name(self) -> Option<&'static str> {
+                    match self.0 {
+                        #(#arms)*
+                        _ => None,
+                    }
+                }
             }
-        }
-        name_impl.push_str("_ => None,\n}\n}\n}\n\n");
+        });
     }
+    let name_impl = match name_impl {
+        Some(ts) => Some(
+            syn::parse2::<syn::Item>(ts)
+                .map_err(|e| format!("the `name()` impl of {} does not parse: {e}", api.module))?,
+        ),
+        None => None,
+    };
     Ok(Parsed {
         cuda_version: pins.cuda_version.clone(),
         items: kept,
@@ -761,31 +757,25 @@ fn parse_api(
     })
 }
 
-/// The module-level attributes and docs every generated file starts with.
-fn preamble(s: &mut String, doc: &str) {
-    for line in doc.lines() {
-        let _ = writeln!(s, "//! {line}");
-    }
-    s.push_str(
-        "#![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, missing_docs, unreachable_pub)]\n",
-    );
-    s.push_str(
-        "#![allow(clippy::all, clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]\n",
-    );
-    s.push_str("#![allow(rustdoc::all, unused_imports, dead_code, unpredictable_function_pointer_comparisons)]\n\n");
+/// `s` as an identifier, or why it is not one.
+fn ident(s: &str) -> Result<proc_macro2::Ident, String> {
+    syn::parse_str::<proc_macro2::Ident>(s)
+        .map_err(|e| format!("`{s}` is not a Rust identifier: {e}"))
+}
+
+/// `s` as a C string literal (`c"s"`).
+fn c_lit(s: &str) -> Result<proc_macro2::Literal, String> {
+    let c = std::ffi::CString::new(s).map_err(|e| format!("`{s}` as a C string: {e}"))?;
+    Ok(proc_macro2::Literal::c_string(&c))
 }
 
 /// The name an item defines or belongs to: a type's, a constant's, an impl's
 /// self type, the type a layout check (`const _`) measures.
 fn item_key(item: &syn::Item) -> Option<String> {
+    if let Some(name) = defined_name(item) {
+        return Some(name);
+    }
     match item {
-        syn::Item::Struct(i) => Some(i.ident.to_string()),
-        syn::Item::Union(i) => Some(i.ident.to_string()),
-        syn::Item::Enum(i) => Some(i.ident.to_string()),
-        syn::Item::Type(i) => Some(i.ident.to_string()),
-        syn::Item::Static(i) => Some(i.ident.to_string()),
-        syn::Item::Fn(i) => Some(i.sig.ident.to_string()),
-        syn::Item::Const(c) if c.ident != "_" => Some(c.ident.to_string()),
         syn::Item::Const(c) => measured_type(&c.expr.to_token_stream()),
         syn::Item::Impl(i) => match &*i.self_ty {
             syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
@@ -864,26 +854,160 @@ fn fn_idents(f: &CFn) -> BTreeSet<String> {
     out
 }
 
-/// One ABI of an entry point, as Rust text for the table.
-fn abi_text(major: u32, api: &Api, e: &EntryGen) -> String {
+/// One ABI of an entry point, as an expression of the table.
+fn abi_tokens(major: u32, api: &Api, e: &EntryGen) -> Result<TokenStream, String> {
     let ptds = match &e.ptds_symbol {
-        Some(p) => format!("Some(c\"{p}\")"),
-        None => "None".into(),
+        Some(p) => {
+            let p = c_lit(p)?;
+            quote! { Some(#p) }
+        }
+        None => quote! { None },
     };
-    let base = if api.kind == Kind::Driver {
+    let base = c_lit(if api.kind == Kind::Driver {
         &e.base
     } else {
         &e.symbol
-    };
-    format!(
-        "crate::loader::Abi {{ major: {major}, base: c\"{base}\", symbol: c\"{}\", version: {}, ptds_symbol: {ptds}, ptds_version: {} }}",
-        e.symbol, e.version, e.ptds_version
-    )
+    })?;
+    let symbol = c_lit(&e.symbol)?;
+    let major = Literal::u32_unsuffixed(major);
+    let version = Literal::u32_unsuffixed(e.version);
+    let ptds_version = Literal::u32_unsuffixed(e.ptds_version);
+    Ok(quote! {
+        crate::loader::Abi {
+            major: #major,
+            base: #base,
+            symbol: #symbol,
+            version: #version,
+            ptds_symbol: #ptds,
+            ptds_version: #ptds_version,
+        }
+    })
+}
+
+/// The `// SAFETY:` comments of a dispatching function, in the order of its
+/// two `unsafe` blocks.
+const WRAPPER_SAFETY: &[&str] = &[
+    "this entry was resolved for this function, whose C signature this is.",
+    "the caller upholds the C function's contract (see `# Safety`).",
+];
+
+/// One generated module (an API's main module or its `cuda12` module), in the
+/// parts its files hold.
+struct ModuleParts {
+    /// The module's documentation (`//!` in its `mod.rs`).
+    doc: String,
+    /// The CUDA 12 module: it sees its parent's items (`use super::*`) and
+    /// re-exports its own by name, so that they shadow the parent's.
+    child: bool,
+    /// bindgen's types, constants, impls and layout checks.
+    types: Vec<syn::Item>,
+    /// The entry table.
+    table: TokenStream,
+    /// The dispatching functions.
+    functions: TokenStream,
+    /// The names of the functions, in order.
+    function_names: Vec<String>,
+    /// The `// SAFETY:` comments `functions` carries as markers.
+    safety: SafetyComments,
+}
+
+impl ModuleParts {
+    /// The module's files, formatted, each after `banner`: `mod.rs`, `types.rs`,
+    /// `table.rs`, `functions.rs`.
+    fn render(&self, dir: &str, banner: &str) -> Result<Vec<(&'static str, String)>, String> {
+        let what = |f: &str| format!("{OUT_REL}/{dir}/{f}");
+        let doc = inner_doc_lines(&self.doc);
+        let parent = if self.child {
+            quote! { use super::*; }
+        } else {
+            quote! {}
+        };
+        let exports = if self.child {
+            let mut type_names: Vec<String> = self.types.iter().filter_map(defined_name).collect();
+            type_names.sort();
+            type_names.dedup();
+            let types = idents_of(&type_names)?;
+            let fns = idents_of(&self.function_names)?;
+            let types = (!types.is_empty()).then(|| quote! { pub use self::types::{#(#types),*}; });
+            let fns = (!fns.is_empty()).then(|| quote! { pub use self::functions::{#(#fns),*}; });
+            quote! {
+                #fns
+                pub(crate) use self::table::{ENTRIES, ENTRY_COUNT};
+                #types
+            }
+        } else {
+            quote! {
+                pub use self::functions::*;
+                pub(crate) use self::table::{ENTRIES, ENTRY_COUNT};
+                pub use self::types::*;
+            }
+        };
+        let module = quote! {
+            #doc
+            #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, missing_docs, unreachable_pub)]
+            #![allow(rustdoc::all, unused_imports, dead_code, clippy::all)]
+            #parent
+            mod functions;
+            mod table;
+            mod types;
+            #exports
+        };
+        let items = &self.types;
+        let types = quote! {
+            //! bindgen's types, constants and layout checks, as it wrote them.
+            #![allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+            #![allow(unpredictable_function_pointer_comparisons)]
+            #parent
+            #(#items)*
+        };
+        let table = &self.table;
+        let table = quote! {
+            //! The entry points the loader resolves, in the order of the dispatch table.
+            #table
+        };
+        let functions = &self.functions;
+        let functions = quote! {
+            //! One `unsafe fn` per entry point, with the C name and signature, calling
+            //! through the entry table.
+            use super::*;
+            #functions
+        };
+        let fns_text = reformat(&what("functions.rs"), banner, functions)?;
+        let fns_text = self
+            .safety
+            .place(&what("functions.rs"), &fns_text)
+            .map_err(|e| report(&e))?;
+        Ok(vec![
+            ("mod.rs", reformat(&what("mod.rs"), banner, module)?),
+            ("types.rs", reformat(&what("types.rs"), banner, types)?),
+            ("table.rs", reformat(&what("table.rs"), banner, table)?),
+            ("functions.rs", fns_text),
+        ])
+    }
+}
+
+/// The names, as identifiers.
+fn idents_of(names: &[String]) -> Result<Vec<proc_macro2::Ident>, String> {
+    names.iter().map(|n| ident(n)).collect()
+}
+
+/// The name an item defines in its module (what a `use` can name).
+fn defined_name(item: &syn::Item) -> Option<String> {
+    match item {
+        syn::Item::Struct(i) => Some(i.ident.to_string()),
+        syn::Item::Union(i) => Some(i.ident.to_string()),
+        syn::Item::Enum(i) => Some(i.ident.to_string()),
+        syn::Item::Type(i) => Some(i.ident.to_string()),
+        syn::Item::Static(i) => Some(i.ident.to_string()),
+        syn::Item::Fn(i) => Some(i.sig.ident.to_string()),
+        syn::Item::Const(c) if c.ident != "_" => Some(c.ident.to_string()),
+        _ => None,
+    }
 }
 
 /// The main module (CUDA 13 declarations; each entry with every ABI of the same
 /// shape) and the CUDA 12 module (what 12.9 declares differently or only there).
-fn assemble(api: &Api, p13: &Parsed, p12: &Parsed) -> Result<(String, String), String> {
+fn assemble(api: &Api, p13: &Parsed, p12: &Parsed) -> Result<(ModuleParts, ModuleParts), String> {
     let g13 = groups(&p13.items);
     let g12 = groups(&p12.items);
     let names12: BTreeSet<&String> = g12.keys().collect();
@@ -928,33 +1052,25 @@ fn assemble(api: &Api, p13: &Parsed, p12: &Parsed) -> Result<(String, String), S
     };
 
     // The main module.
-    let mut main = String::new();
-    preamble(
-        &mut main,
-        &format!(
-            "The `{m}` API: bindgen's types and constants from the CUDA {v13} headers, and\n\
-             run-time dispatching functions, each resolved at the newest ABI that the\n\
-             loaded library offers among those of CUDA {v13} and {v12} with the same shape.\n\
-             What CUDA {v12} declares differently is in [`cuda12`](super::cuda12).\n\n\
-             Everything here mirrors the C headers one to one (names, layouts, values),\n\
-             so it is documented by NVIDIA's documentation of the C API rather than item by item.",
-            m = api.module,
-            v13 = p13.cuda_version,
-            v12 = p12.cuda_version
-        ),
+    let main_doc = format!(
+        "The `{m}` API: bindgen's types and constants from the CUDA {v13} headers, and\n\
+         run-time dispatching functions, each resolved at the newest ABI that the\n\
+         loaded library offers among those of CUDA {v13} and {v12} with the same shape.\n\
+         What CUDA {v12} declares differently is in [`cuda12`](super::cuda12).\n\n\
+         Everything here mirrors the C headers one to one (names, layouts, values),\n\
+         so it is documented by NVIDIA's documentation of the C API rather than item by item.\n\n\
+         The parts: `types.rs` (bindgen's types and constants), `table.rs` (the entry\n\
+         table the loader resolves) and `functions.rs` (one `unsafe fn` per entry).",
+        m = api.module,
+        v13 = p13.cuda_version,
+        v12 = p12.cuda_version
     );
-    let file = syn::File {
-        shebang: None,
-        attrs: vec![],
-        items: p13.items.clone(),
-    };
-    main.push_str(&prettyplease::unparse(&file));
-    main.push('\n');
-    main.push_str(&p13.name_impl);
+    let mut types13 = p13.items.clone();
+    types13.extend(p13.name_impl.clone());
     let mut rows = Vec::new();
     let mut shared = 0usize;
     for e in &p13.entries {
-        let mut abis = vec![abi_text(13, api, e)];
+        let mut abis = vec![abi_tokens(13, api, e)?];
         if let Some(old) = same_shape(e) {
             shared += 1;
             let differs = old.symbol != e.symbol
@@ -962,48 +1078,48 @@ fn assemble(api: &Api, p13: &Parsed, p12: &Parsed) -> Result<(String, String), S
                 || old.ptds_symbol != e.ptds_symbol
                 || old.ptds_version != e.ptds_version;
             if api.by_major || differs {
-                abis.push(abi_text(12, api, old));
+                abis.push(abi_tokens(12, api, old)?);
             }
         }
-        rows.push((e, &p13.fns[e.func], abis));
+        rows.push(Row {
+            entry: e,
+            func: &p13.fns[e.func],
+            abis,
+        });
     }
-    emit_entries(&mut main, api, "", &p13.cuda_version, &p13.aliases, &rows);
+    let main = module_parts(
+        api,
+        false,
+        main_doc,
+        types13,
+        &p13.cuda_version,
+        &p13.aliases,
+        &rows,
+    )?;
 
     // The CUDA 12 module.
-    let mut diff = String::new();
-    preamble(
-        &mut diff,
-        &format!(
-            "The `{m}` API as CUDA {v12} declares it, where that differs from CUDA {v13}:\n\
-             the types, constants and functions whose shape changed or that CUDA {v13}\n\
-             dropped. Everything else is the parent module's (`use super::*`).\n\n\
-             A function here resolves {how}.",
-            m = api.module,
-            v13 = p13.cuda_version,
-            v12 = p12.cuda_version,
-            how = if api.by_major {
-                "only against a CUDA 12 library"
-            } else if api.kind == Kind::Driver {
-                "at its CUDA 12 ABI version, on any driver that offers it"
-            } else {
-                "by its CUDA 12 symbol"
-            }
-        ),
+    let diff_doc = format!(
+        "The `{m}` API as CUDA {v12} declares it, where that differs from CUDA {v13}:\n\
+         the types, constants and functions whose shape changed or that CUDA {v13}\n\
+         dropped. Everything else is the parent module's (`use super::*`).\n\n\
+         A function here resolves {how}.",
+        m = api.module,
+        v13 = p13.cuda_version,
+        v12 = p12.cuda_version,
+        how = if api.by_major {
+            "only against a CUDA 12 library"
+        } else if api.kind == Kind::Driver {
+            "at its CUDA 12 ABI version, on any driver that offers it"
+        } else {
+            "by its CUDA 12 symbol"
+        }
     );
-    diff.push_str("use super::*;\n\n");
     let kept: Vec<syn::Item> = p12
         .items
         .iter()
         .filter(|i| item_key(i).is_some_and(|k| differ.contains(&k)))
         .cloned()
         .collect();
-    let file = syn::File {
-        shebang: None,
-        attrs: vec![],
-        items: kept,
-    };
-    diff.push_str(&prettyplease::unparse(&file));
-    diff.push('\n');
     let e13: BTreeMap<&str, &EntryGen> = p13.entries.iter().map(|e| (e.name.as_str(), e)).collect();
     let mut rows = Vec::new();
     for e in &p12.entries {
@@ -1012,7 +1128,11 @@ fn assemble(api: &Api, p13: &Parsed, p12: &Parsed) -> Result<(String, String), S
             .get(e.name.as_str())
             .is_none_or(|x| same_shape(x).is_none());
         if keep {
-            rows.push((e, &p12.fns[e.func], vec![abi_text(12, api, e)]));
+            rows.push(Row {
+                entry: e,
+                func: &p12.fns[e.func],
+                abis: vec![abi_tokens(12, api, e)?],
+            });
         }
     }
     eprintln!(
@@ -1023,125 +1143,180 @@ fn assemble(api: &Api, p13: &Parsed, p12: &Parsed) -> Result<(String, String), S
         rows.len(),
         differ.len()
     );
-    emit_entries(&mut diff, api, "12", &p12.cuda_version, &p12.aliases, &rows);
+    let diff = module_parts(
+        api,
+        true,
+        diff_doc,
+        kept,
+        &p12.cuda_version,
+        &p12.aliases,
+        &rows,
+    )?;
     Ok((main, diff))
 }
 
-/// The entry table and one dispatching `unsafe fn` per entry.
-fn emit_entries(
-    s: &mut String,
+/// One entry point of a module: its entry, its C declaration, its ABIs (newest first).
+struct Row<'a> {
+    entry: &'a EntryGen,
+    func: &'a CFn,
+    abis: Vec<TokenStream>,
+}
+
+/// A module's parts: its types, its entry table and one dispatching `unsafe fn`
+/// per entry (`child`: the CUDA 12 module, dispatching through `__entry12`).
+fn module_parts(
     api: &Api,
-    sub: &str,
+    child: bool,
+    doc: String,
+    types: Vec<syn::Item>,
     cuda_version: &str,
     aliases: &BTreeMap<String, syn::Type>,
-    rows: &[(&EntryGen, &CFn, Vec<String>)],
-) {
-    let _ = writeln!(
-        s,
-        "/// How many entry points this module has.\npub(crate) const ENTRY_COUNT: usize = {};\n\n\
-         /// Every entry point of this module, in the order of the dispatch table, each\n\
-         /// with its ABIs, newest first.\npub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [",
-        rows.len()
-    );
-    for (e, _, abis) in rows {
-        let _ = writeln!(
-            s,
-            "crate::loader::Entry {{ name: c\"{}\", abis: &[{}] }},",
-            e.name,
-            abis.join(", ")
-        );
+    rows: &[Row<'_>],
+) -> Result<ModuleParts, String> {
+    let count = Literal::usize_unsuffixed(rows.len());
+    let mut entries = Vec::with_capacity(rows.len());
+    for r in rows {
+        let name = c_lit(&r.entry.name)?;
+        let abis = &r.abis;
+        entries.push(quote! { crate::loader::Entry { name: #name, abis: &[#(#abis),*] } });
     }
-    s.push_str("];\n\n");
-    let module = api.module;
-    let header_of = api.headers[0];
-    for (idx, (e, f, abis)) in rows.iter().enumerate() {
-        let args: Vec<String> = f
-            .inputs
-            .iter()
-            .map(|(n, t)| format!("{n}: {}", t.to_token_stream()))
-            .collect();
-        let tys: Vec<String> = f
-            .inputs
-            .iter()
-            .map(|(_, t)| t.to_token_stream().to_string())
-            .collect();
-        let names: Vec<&str> = f.inputs.iter().map(|(n, _)| n.as_str()).collect();
-        let ret = f.output.as_ref().map(|t| t.to_token_stream().to_string());
-        let ret_sig = ret.as_ref().map(|r| format!(" -> {r}")).unwrap_or_default();
-        let fallback = match ret.as_deref() {
-            None => "()".to_string(),
-            Some(r) if r == api.result_type || aliases_to(r, api.result_type, aliases) => {
-                format!("crate::{module}::__unavailable{sub}({idx})")
-            }
-            Some(r) if r.starts_with("* const") => "::core::ptr::null()".into(),
-            Some(r) if r.starts_with("* mut") => "::core::ptr::null_mut()".into(),
-            // Plain values (`cudaCreateChannelDesc`'s struct, `nvrtcVersion`-like
-            // integers): their zero value.
-            Some(_) => "::core::default::Default::default()".into(),
-        };
-        let how = if api.kind == Kind::Driver && e.version != 0 {
-            let more = if abis.len() > 1 {
-                " or, on an older driver, at its CUDA 12 ABI of the same shape"
-            } else {
-                ""
-            };
-            format!(
-                "resolved through `cuGetProcAddress(\"{}\", .., {}, ..)`{}{more}",
-                e.base,
-                e.version,
-                if e.ptds_version != 0 {
-                    format!(" (per-thread default stream: version {})", e.ptds_version)
-                } else {
-                    String::new()
-                }
-            )
+    let table = quote! {
+        /// How many entry points this module has.
+        pub(crate) const ENTRY_COUNT: usize = #count;
+        /// Every entry point of this module, in the order of the dispatch table, each
+        /// with its ABIs, newest first.
+        pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [#(#entries),*];
+    };
+    let mut safety = SafetyComments::new(WRAPPER_SAFETY);
+    let mut functions = TokenStream::new();
+    for (idx, r) in rows.iter().enumerate() {
+        functions.extend(wrapper(
+            api,
+            child,
+            cuda_version,
+            aliases,
+            idx,
+            r,
+            &mut safety,
+        )?);
+    }
+    Ok(ModuleParts {
+        doc,
+        child,
+        types,
+        table,
+        functions,
+        function_names: rows.iter().map(|r| r.entry.name.clone()).collect(),
+        safety,
+    })
+}
+
+/// The dispatching `unsafe fn` of entry `idx`: the C name and signature, a call
+/// through the resolved entry, the API's fallback when it did not resolve.
+fn wrapper(
+    api: &Api,
+    child: bool,
+    cuda_version: &str,
+    aliases: &BTreeMap<String, syn::Type>,
+    idx: usize,
+    r: &Row<'_>,
+    safety: &mut SafetyComments,
+) -> Result<TokenStream, String> {
+    let (e, f) = (r.entry, r.func);
+    let module = ident(api.module)?;
+    let (entry_fn, unavailable) = if child {
+        (quote! { __entry12 }, quote! { __unavailable12 })
+    } else {
+        (quote! { __entry }, quote! { __unavailable })
+    };
+    let idx_lit = Literal::usize_unsuffixed(idx);
+    let names = f
+        .inputs
+        .iter()
+        .map(|(n, _)| ident(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let tys: Vec<&syn::Type> = f.inputs.iter().map(|(_, t)| t).collect();
+    let ret = f.output.as_ref().map(|t| t.to_token_stream().to_string());
+    let ret_sig = match &f.output {
+        Some(t) => quote! { -> #t },
+        None => quote! {},
+    };
+    let (fallback, fb_doc) = match ret.as_deref() {
+        None => (quote! { () }, "nothing"),
+        Some(r) if r == api.result_type || aliases_to(r, api.result_type, aliases) => (
+            quote! { crate::#module::#unavailable(#idx_lit) },
+            "the library's \"not found\" code (see the module docs)",
+        ),
+        Some(r) if r.starts_with("* const") => (quote! { ::core::ptr::null() }, "a null pointer"),
+        Some(r) if r.starts_with("* mut") => (quote! { ::core::ptr::null_mut() }, "a null pointer"),
+        // Plain values (`cudaCreateChannelDesc`'s struct, `nvrtcVersion`-like
+        // integers): their zero value.
+        Some(_) => (
+            quote! { ::core::default::Default::default() },
+            "the type's zero value",
+        ),
+    };
+    let how = if api.kind == Kind::Driver && e.version != 0 {
+        let more = if r.abis.len() > 1 {
+            " or, on an older driver, at its CUDA 12 ABI of the same shape"
         } else {
-            let more = if abis.len() > 1 {
-                " (or its CUDA 12 symbol, against a CUDA 12 library)"
-            } else {
-                ""
-            };
-            format!(
-                "resolved as the exported symbol `{}`{}{more}",
-                e.symbol,
-                e.ptds_symbol
-                    .as_ref()
-                    .map(|p| format!(" (per-thread default stream: `{p}`)"))
-                    .unwrap_or_default()
-            )
+            ""
         };
-        let _ = writeln!(
-            s,
-            "/// `{name}` from `{header_of}` (CUDA {ver}), {how}.\n///\n\
-             /// When the library or this entry point cannot be loaded, returns {fb_doc} without calling anything.\n///\n\
-             /// # Safety\n///\n\
-             /// This calls the C function directly: every pointer, handle and size must satisfy the contract\n\
-             /// of `{name}` in NVIDIA's documentation (<{docs}>).\n\
-             #[inline]\npub unsafe fn {name}({args}){ret_sig} {{\n\
-             match crate::{module}::__entry{sub}({idx}) {{\n\
-             Some(entry_fn) => {{\n\
-             let entry_fn = unsafe {{ ::core::mem::transmute::<unsafe extern \"C\" fn(), unsafe extern \"C\" fn({tys}){ret_sig}>(entry_fn) }};\n\
-             unsafe {{ entry_fn({names}) }}\n\
-             }}\n\
-             None => {fallback},\n\
-             }}\n}}\n",
-            name = e.name,
-            ver = cuda_version,
-            fb_doc = if fallback.starts_with("crate::") {
-                "the library's \"not found\" code (see the module docs)"
-            } else if fallback == "()" {
-                "nothing"
-            } else if fallback.contains("null") {
-                "a null pointer"
+        format!(
+            "resolved through `cuGetProcAddress(\"{}\", .., {}, ..)`{}{more}",
+            e.base,
+            e.version,
+            if e.ptds_version != 0 {
+                format!(" (per-thread default stream: version {})", e.ptds_version)
             } else {
-                "the type's zero value"
-            },
-            docs = api.docs,
-            args = args.join(", "),
-            tys = tys.join(", "),
-            names = names.join(", "),
-        );
-    }
+                String::new()
+            }
+        )
+    } else {
+        let more = if r.abis.len() > 1 {
+            " (or its CUDA 12 symbol, against a CUDA 12 library)"
+        } else {
+            ""
+        };
+        format!(
+            "resolved as the exported symbol `{}`{}{more}",
+            e.symbol,
+            e.ptds_symbol
+                .as_ref()
+                .map(|p| format!(" (per-thread default stream: `{p}`)"))
+                .unwrap_or_default()
+        )
+    };
+    let doc = doc_lines(&format!(
+        "`{name}` from `{header}` (CUDA {cuda_version}), {how}.\n\n\
+         When the library or this entry point cannot be loaded, returns {fb_doc} without calling anything.\n\n\
+         # Safety\n\n\
+         This calls the C function directly: every pointer, handle and size must satisfy the contract\n\
+         of `{name}` in NVIDIA's documentation (<{docs}>).",
+        name = e.name,
+        header = api.headers[0],
+        docs = api.docs,
+    ));
+    let name = ident(&e.name)?;
+    let resolved = safety.marker(0);
+    let contract = safety.marker(1);
+    Ok(quote! {
+        #doc
+        #[inline]
+        pub unsafe fn #name(#(#names: #tys),*) #ret_sig {
+            match crate::#module::#entry_fn(#idx_lit) {
+                Some(entry_fn) => {
+                    #resolved
+                    let entry_fn = unsafe {
+                        ::core::mem::transmute::<unsafe extern "C" fn(), unsafe extern "C" fn(#(#tys),*) #ret_sig>(entry_fn)
+                    };
+                    #contract
+                    unsafe { entry_fn(#(#names),*) }
+                }
+                None => #fallback,
+            }
+        }
+    })
 }
 
 /// The `#define NAME ((TYPE)VALUE)` constants bindgen cannot evaluate
@@ -1151,8 +1326,8 @@ fn cast_defines(
     header_text: &str,
     aliases: &BTreeMap<String, syn::Type>,
     consts: &BTreeSet<String>,
-) -> String {
-    let mut out = String::new();
+) -> Result<TokenStream, String> {
+    let mut out = TokenStream::new();
     let mut seen = BTreeSet::new();
     for line in header_text.lines() {
         let Some(rest) = line.trim_start().strip_prefix('#') else {
@@ -1173,43 +1348,42 @@ fn cast_defines(
             continue;
         };
         let rust_ty = match ty {
-            "void*" => "*mut ::core::ffi::c_void".to_string(),
-            "int" => "::core::ffi::c_int".to_string(),
-            t if is_ident(t) && aliases.contains_key(t) => t.to_string(),
+            "void*" => quote! { *mut ::core::ffi::c_void },
+            "int" => quote! { ::core::ffi::c_int },
+            t if is_ident(t) && aliases.contains_key(t) => ident(t)?.into_token_stream(),
             _ => continue,
         };
+        let digits = value.strip_prefix('-').unwrap_or(value);
         let value_ok = is_ident(value) && consts.contains(value)
-            || value
-                .strip_prefix('-')
-                .unwrap_or(value)
-                .strip_prefix("0x")
-                .map_or_else(
-                    || {
-                        value
-                            .strip_prefix('-')
-                            .unwrap_or(value)
-                            .chars()
-                            .all(|c| c.is_ascii_digit())
-                    },
-                    |h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()),
-                );
+            || digits.strip_prefix("0x").map_or_else(
+                || !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()),
+                |h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()),
+            );
         if !is_ident(name) || consts.contains(name) || !value_ok || !seen.insert(name.to_string()) {
             continue;
         }
-        let value = if value.starts_with('-') && rust_ty.starts_with('*') {
+        let negative = value.starts_with('-');
+        if negative && ty == "void*" {
             continue;
-        } else if value.starts_with('-') {
-            format!("({value})")
+        }
+        let magnitude: TokenStream = digits
+            .parse()
+            .map_err(|e| format!("the value of `#define {name}` ({value}): {e}"))?;
+        let value_tokens = if negative {
+            quote! { (-#magnitude) }
         } else {
-            value.to_string()
+            magnitude
         };
-        let _ = writeln!(
-            out,
-            "/// `#define {name} (({ty}){})` in the C header.\npub const {name}: {rust_ty} = {value} as {rust_ty};",
-            value.trim_matches(|c| c == '(' || c == ')')
-        );
+        let doc = doc_lines(&format!(
+            "`#define {name} (({ty}){value})` in the C header."
+        ));
+        let name = ident(name)?;
+        out.extend(quote! {
+            #doc
+            pub const #name: #rust_ty = #value_tokens as #rust_ty;
+        });
     }
-    out
+    Ok(out)
 }
 
 /// Whether the alias `name` resolves to `target`.
@@ -1332,6 +1506,9 @@ fn regex_escape(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::codegen::check_safety_comments;
+
     #[test]
     fn bindgen_targets_the_workspace_msrv() {
         let target = super::msrv_target().unwrap();
@@ -1341,5 +1518,171 @@ mod tests {
             shown == msrv || shown == format!("{msrv}.0"),
             "bindgen targets {shown}, rust-version is {msrv}"
         );
+    }
+
+    /// The stale-file check of `cargo xtask regen-bindings --check`, under
+    /// `cargo test`: regenerates every file from the pinned headers and fails
+    /// naming each one that differs. Without the headers (`cargo xtask
+    /// fetch-headers` puts them in `.headers/`, which is not committed) it says
+    /// so and passes; CI fetches them and runs `--check` as well.
+    #[test]
+    fn generated_bindings_are_fresh() {
+        let absent: Vec<PathBuf> = headers::MAJORS
+            .iter()
+            .map(|&m| headers::include_dir(m))
+            .filter(|d| !d.is_dir())
+            .collect();
+        if !absent.is_empty() {
+            eprintln!(
+                "SKIPPED generated_bindings_are_fresh: no pinned headers in {} \
+                 (run `cargo xtask fetch-headers`; CI runs `cargo xtask regen-bindings --check`)",
+                absent
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return;
+        }
+        require_headers().unwrap();
+        let files = generate_all().unwrap();
+        let stale = write_all(&files, true).unwrap();
+        let shown: Vec<String> = stale.iter().map(|e| report(e)).collect();
+        assert!(
+            shown.is_empty(),
+            "stale generated files:\n  {}",
+            shown.join("\n  ")
+        );
+    }
+
+    /// Every committed `functions.rs` has its two `// SAFETY:` comments in each
+    /// of its functions, directly above each `unsafe` block (clippy's
+    /// `undocumented_unsafe_blocks` checks the same when the crate is linted).
+    #[test]
+    fn committed_functions_comment_every_unsafe_block() {
+        let out = workspace_root().join(OUT_REL);
+        let mut dirs = 0;
+        for api in &APIS {
+            for dir in [api.module.to_string(), format!("{}_cuda12", api.module)] {
+                let path = out.join(&dir).join("functions.rs");
+                let text = fs::read_to_string(&path).unwrap();
+                let fns = text.matches("\npub unsafe fn ").count();
+                let blocks = check_safety_comments(&path.display().to_string(), &text)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(blocks, 2 * fns, "{}", path.display());
+                assert!(
+                    !text.contains("__cuda_rs_safety_comment"),
+                    "{}",
+                    path.display()
+                );
+                dirs += 1;
+            }
+        }
+        assert_eq!(dirs, 2 * APIS.len());
+    }
+
+    fn ptr(t: &str) -> syn::Type {
+        syn::parse_str(t).unwrap()
+    }
+
+    /// The generator's output for a made-up API, without headers: every file
+    /// parses, the table and the functions agree, and both `unsafe` blocks of
+    /// every function carry their comment, however long the signature (a long
+    /// one makes prettyplease break the call over several lines).
+    #[test]
+    fn a_module_renders_with_its_comments_and_parts() {
+        let api = &APIS[2]; // nvrtc: exported symbols
+        let short = CFn {
+            symbol: "nvrtcShort".into(),
+            inputs: vec![("p".into(), ptr("*mut ::core::ffi::c_int"))],
+            output: Some(ptr("nvrtcResult")),
+        };
+        let long = CFn {
+            symbol: "nvrtcLong".into(),
+            inputs: (0..9)
+                .map(|i| {
+                    (
+                        format!("argument_number_{i}"),
+                        ptr("*const ::core::ffi::c_char"),
+                    )
+                })
+                .collect(),
+            output: Some(ptr("*mut ::core::ffi::c_void")),
+        };
+        let entry = |name: &str, func: usize| EntryGen {
+            name: name.into(),
+            base: name.into(),
+            symbol: name.into(),
+            version: 0,
+            ptds_symbol: None,
+            ptds_version: 0,
+            func,
+        };
+        let (e0, e1) = (entry("nvrtcShort", 0), entry("nvrtcLong", 1));
+        let rows = vec![
+            Row {
+                entry: &e0,
+                func: &short,
+                abis: vec![abi_tokens(13, api, &e0).unwrap()],
+            },
+            Row {
+                entry: &e1,
+                func: &long,
+                abis: vec![abi_tokens(13, api, &e1).unwrap()],
+            },
+        ];
+        let types: Vec<syn::Item> = vec![
+            syn::parse_quote! { pub struct nvrtcResult(pub u32); },
+            syn::parse_quote! { pub const NVRTC_SUCCESS: nvrtcResult = nvrtcResult(0); },
+        ];
+        let parts = module_parts(
+            api,
+            true,
+            "Doc.".into(),
+            types,
+            "13.0",
+            &BTreeMap::new(),
+            &rows,
+        )
+        .unwrap();
+        let files: BTreeMap<&str, String> = parts
+            .render("nvrtc_cuda12", "// banner\n")
+            .unwrap()
+            .into_iter()
+            .collect();
+        assert_eq!(
+            files.keys().copied().collect::<Vec<_>>(),
+            ["functions.rs", "mod.rs", "table.rs", "types.rs"]
+        );
+        for (name, text) in &files {
+            assert!(text.starts_with("// banner\n"), "{name}");
+            syn::parse_file(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        let fns = &files["functions.rs"];
+        assert_eq!(check_safety_comments("functions.rs", fns), Ok(4));
+        assert!(fns.contains("crate::nvrtc::__entry12(1)"), "{fns}");
+        assert!(
+            fns.contains("None => crate::nvrtc::__unavailable12(0)"),
+            "{fns}"
+        );
+        assert!(fns.contains("None => ::core::ptr::null_mut()"), "{fns}");
+        let table = &files["table.rs"];
+        assert!(table.contains("ENTRY_COUNT: usize = 2;"), "{table}");
+        assert!(table.contains("name: c\"nvrtcLong\""), "{table}");
+        let module = &files["mod.rs"];
+        assert!(module.contains("use super::*;"), "{module}");
+        assert!(
+            module.contains("pub use self::functions::{nvrtcShort, nvrtcLong};"),
+            "{module}"
+        );
+        assert!(
+            module.contains("pub use self::types::{NVRTC_SUCCESS, nvrtcResult};"),
+            "{module}"
+        );
+        // The functions keep clippy's `undocumented_unsafe_blocks` on: only
+        // bindgen's types allow it.
+        assert!(!fns.contains("undocumented_unsafe_blocks"), "{fns}");
+        assert!(!module.contains("undocumented_unsafe_blocks"), "{module}");
+        assert!(files["types.rs"].contains("undocumented_unsafe_blocks"));
     }
 }

@@ -4,6 +4,7 @@
 
 mod bindings;
 mod catalog;
+mod codegen;
 mod headers;
 mod package;
 mod testrun;

@@ -237,6 +237,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         ("crates/cuda-core/benches/c/peer.c", "c/peer.c"),
         ("crates/cuda-blas/benches/c/gemm.c", "c/gemm.c"),
         ("crates/cuda-blas/benches/c/gemm_cupy.py", "c/gemm_cupy.py"),
+        ("crates/cuda-fft/benches/c/fft.c", "c/fft.c"),
+        ("crates/cuda-nccl/benches/c/allreduce.c", "c/allreduce.c"),
+        ("crates/cuda-core/benches/c/threads.c", "c/threads.c"),
+        (
+            "crates/cuda-core/benches/c/threads_cuda_core.py",
+            "c/threads_cuda_core.py",
+        ),
     ] {
         let dest = out.join(to);
         if let Some(p) = dest.parent() {
@@ -281,6 +288,8 @@ fn run_sh(tests: &[String], examples: &[String]) -> String {
     let mut s = String::from(PRELUDE);
     s.push_str(
         r#"export CUDA_TEST_REQUIRE_GPU=1
+# NVLink multicast (NVLS) stays off: on shared multi-GPU hosts it can take the GPUs down.
+export NCCL_NVLS_ENABLE=0
 # Usage: run.sh [filter]   (the filter is passed to every test binary)
 logdir="${CUDA_RS_TEST_LOGS:-$(mktemp -d)}"
 mkdir -p "$logdir"

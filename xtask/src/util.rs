@@ -61,3 +61,16 @@ pub(crate) fn no_more(args: &[String]) -> Result<(), String> {
         Err(format!("unexpected arguments: {}", args.join(" ")))
     }
 }
+
+/// An error and each of its sources, joined by `: ` (each level says only its
+/// own part, so the chain is the whole story).
+pub(crate) fn report(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}

@@ -21,10 +21,10 @@
 //! # Ok::<(), CublasError>(())
 //! ```
 
-#[path = "generated/cublas.rs"]
+#[path = "generated/cublas/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/cublas_cuda12.rs"]
+#[path = "generated/cublas_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

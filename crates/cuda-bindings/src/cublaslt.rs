@@ -18,10 +18,10 @@
 //! # Ok::<(), CublasLtError>(())
 //! ```
 
-#[path = "generated/cublaslt.rs"]
+#[path = "generated/cublaslt/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/cublaslt_cuda12.rs"]
+#[path = "generated/cublaslt_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

@@ -19,10 +19,10 @@
 //! # Ok::<(), CufftError>(())
 //! ```
 
-#[path = "generated/cufft.rs"]
+#[path = "generated/cufft/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/cufft_cuda12.rs"]
+#[path = "generated/cufft_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

@@ -15,10 +15,10 @@
 //! # Ok::<(), CurandError>(())
 //! ```
 
-#[path = "generated/curand.rs"]
+#[path = "generated/curand/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/curand_cuda12.rs"]
+#[path = "generated/curand_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

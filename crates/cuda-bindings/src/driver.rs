@@ -26,10 +26,10 @@
 //! # Ok::<(), DriverError>(())
 //! ```
 
-#[path = "generated/driver.rs"]
+#[path = "generated/driver/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/driver_cuda12.rs"]
+#[path = "generated/driver_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

@@ -640,9 +640,18 @@ fn library_major(lib: &LoadedDl, kind: ApiKind) -> Option<i32> {
         .map(|m| kind.cuda_major_of(m))
 }
 
-/// `libcudart.so.12.9.79` or `libnvrtc.so.13` → the number after `.so.`.
+/// `libcudart.so.12.9.79` or `libnvrtc.so.13` → the number after `.so.`; Windows
+/// DLLs: `cudart64_13.dll`, `cufft64_12.dll` → the number after the first `_`,
+/// `nvrtc64_130_0.dll`, `nvJitLink_120_0.dll` → its tens (`130` is 13.0).
 fn major_from_file_name(path: &std::path::Path) -> Option<i32> {
     let name = path.file_name()?.to_str()?;
+    if let Some(stem) = name
+        .strip_suffix(".dll")
+        .or_else(|| name.strip_suffix(".DLL"))
+    {
+        let n: i32 = stem.split('_').nth(1)?.parse().ok()?;
+        return Some(if n >= 100 { n / 10 } else { n });
+    }
     let (_, rest) = name.split_once(".so.")?;
     rest.split('.').next()?.parse().ok()
 }
@@ -854,5 +863,15 @@ mod tests {
         );
         assert_eq!(major_from_file_name(Path::new("/x/libnvrtc.so")), None);
         assert_eq!(major_from_file_name(Path::new("libnvrtc.so.x")), None);
+        for (dll, major) in [
+            ("cudart64_13.dll", 13),
+            ("cufft64_12.dll", 12),
+            ("nvrtc64_130_0.dll", 13),
+            ("nvJitLink_120_0.dll", 12),
+        ] {
+            assert_eq!(major_from_file_name(Path::new(dll)), Some(major), "{dll}");
+        }
+        assert_eq!(major_from_file_name(Path::new("nvcuda.dll")), None);
+        assert_eq!(major_from_file_name(Path::new("cudnn64_x.dll")), None);
     }
 }

@@ -16,10 +16,10 @@
 //! # Ok::<(), NcclError>(())
 //! ```
 
-#[path = "generated/nccl.rs"]
+#[path = "generated/nccl/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/nccl_cuda12.rs"]
+#[path = "generated/nccl_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

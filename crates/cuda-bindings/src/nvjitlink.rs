@@ -9,10 +9,10 @@
 //! An entry point that cannot be resolved returns `NVJITLINK_ERROR_INTERNAL`, and
 //! [`NvJitLinkError`] says why.
 
-#[path = "generated/nvjitlink.rs"]
+#[path = "generated/nvjitlink/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/nvjitlink_cuda12.rs"]
+#[path = "generated/nvjitlink_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

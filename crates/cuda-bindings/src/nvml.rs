@@ -17,10 +17,10 @@
 //! # Ok::<(), NvmlError>(())
 //! ```
 
-#[path = "generated/nvml.rs"]
+#[path = "generated/nvml/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/nvml_cuda12.rs"]
+#[path = "generated/nvml_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

@@ -19,10 +19,10 @@
 //! # Ok::<(), NvrtcError>(())
 //! ```
 
-#[path = "generated/nvrtc.rs"]
+#[path = "generated/nvrtc/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/nvrtc_cuda12.rs"]
+#[path = "generated/nvrtc_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

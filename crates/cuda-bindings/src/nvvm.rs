@@ -4,10 +4,10 @@
 //! An entry point that cannot be resolved returns
 //! `NVVM_ERROR_PROGRAM_CREATION_FAILURE`, and [`NvvmError`] says why.
 
-#[path = "generated/nvvm.rs"]
+#[path = "generated/nvvm/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/nvvm_cuda12.rs"]
+#[path = "generated/nvvm_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

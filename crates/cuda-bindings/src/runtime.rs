@@ -18,10 +18,10 @@
 //! # Ok::<(), RuntimeError>(())
 //! ```
 
-#[path = "generated/runtime.rs"]
+#[path = "generated/runtime/mod.rs"]
 #[rustfmt::skip]
 mod generated;
-#[path = "generated/runtime_cuda12.rs"]
+#[path = "generated/runtime_cuda12/mod.rs"]
 #[rustfmt::skip]
 mod cuda12_generated;
 

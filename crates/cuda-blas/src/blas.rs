@@ -185,7 +185,8 @@ impl Blas {
                 sys::CUBLAS_GEMM_DEFAULT,
             )
         };
-        check(status, context)
+        check(status, context)?;
+        self.order_frees(&[a.view.buffer(), b.view.buffer(), c.view.buffer()])
     }
 
     /// `batch` independent GEMMs `Cᵢ = alpha·op(Aᵢ)·op(Bᵢ) + beta·Cᵢ`, where
@@ -302,7 +303,12 @@ impl Blas {
                 sys::CUBLAS_GEMM_DEFAULT,
             )
         };
-        check(status, context)
+        check(status, context)?;
+        self.order_frees(&[
+            a.mat.view.buffer(),
+            b.mat.view.buffer(),
+            c.mat.view.buffer(),
+        ])
     }
 
     /// `y = alpha·op(A)·x + beta·y`: `op(A)` is `m × n`, `x` holds `n` elements
@@ -355,7 +361,8 @@ impl Blas {
                 T::SCALAR_TYPE,
             )
         };
-        check(status, context)
+        check(status, context)?;
+        self.order_frees(&[x.buffer(), y.buffer()])
     }
 
     /// `x = alpha·x`.
@@ -379,7 +386,8 @@ impl Blas {
                 T::SCALAR_TYPE,
             )
         };
-        check(status, context)
+        check(status, context)?;
+        self.order_frees(&[x.buffer()])
     }
 
     /// The dot product `x·y` of two views of equal length, accumulated in
@@ -412,6 +420,16 @@ impl Blas {
         };
         check(status, context)?;
         Ok(out)
+    }
+
+    /// Orders the frees of the operands' buffers after the work just queued on
+    /// the handle's stream, so that dropping one cannot free memory cuBLAS still
+    /// uses.
+    fn order_frees(&self, buffers: &[&cuda_core::Buffer]) -> Result<()> {
+        for b in buffers {
+            b.order_free_after(&self.stream)?;
+        }
+        Ok(())
     }
 
     fn same_len(&self, x: usize, y: usize, context: &dyn Fn() -> String) -> Result<i32> {

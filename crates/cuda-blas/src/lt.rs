@@ -385,7 +385,16 @@ impl BlasLt {
                 self.stream.handle().cast(),
             )
         };
-        check(status, context)
+        check(status, context)?;
+        // Dropping an operand right after must not free memory cuBLASLt still uses.
+        let bias = epilogue.bias.as_ref().map(|(v, _)| v.buffer());
+        for buf in [a.view.buffer(), b.view.buffer(), d.view.buffer()]
+            .into_iter()
+            .chain(bias)
+        {
+            buf.order_free_after(&self.stream)?;
+        }
+        Ok(())
     }
 }
 

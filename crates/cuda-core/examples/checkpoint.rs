@@ -11,7 +11,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use cuda_core::checkpoint::{Process, ProcessState};
-use cuda_core::{Device, StreamOptions};
+use cuda_core::{Device, DeviceBuffer, StreamOptions};
 
 const BYTES: usize = 1 << 30;
 const PATTERN: u32 = 0x5eed_c0de;
@@ -52,8 +52,8 @@ fn worker() -> Result<()> {
     let dev = Device::new(0)?;
     dev.set_current()?;
     let s = dev.create_stream(StreamOptions::default())?;
-    let mut b = dev.allocate(BYTES, &s)?;
-    b.fill_u32(PATTERN, &s)?;
+    let mut b = DeviceBuffer::<u32>::allocate(&dev, BYTES / 4, &s)?;
+    b.fill(PATTERN, &s)?;
     s.sync()?;
     println!("READY");
     std::io::stdout()
@@ -63,8 +63,7 @@ fn worker() -> Result<()> {
     std::io::stdin()
         .read_line(&mut line)
         .map_err(io("waiting for the parent"))?;
-    let mut back = vec![0u32; BYTES / 4];
-    b.copy_to_host(&mut back, &s)?;
+    let back = b.to_vec(&s)?;
     let good = back.iter().filter(|&&x| x == PATTERN).count();
     println!(
         "worker: {good} of {} words intact after the restore",

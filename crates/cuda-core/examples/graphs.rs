@@ -1,15 +1,17 @@
 //! CUDA graphs: capture two kernels from a stream and replay them, then a graph
-//! defined node by node with a conditional `while` loop whose kernel decides, on
-//! the device, whether to run again.
+//! defined node by node: fill nodes that set two sub-ranges of one typed array,
+//! and a conditional `while` loop whose kernel decides, on the device, whether to
+//! run again.
 //!
 //! `cargo run -p cuda-core --example graphs`
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use cuda_core::{
-    CaptureMode, CompileTarget, ConditionalKind, Device, Graph, GraphCompleteOptions, LaunchConfig,
-    Program, ProgramOptions, SourceCode, StreamOptions, launch,
+    CaptureMode, CompileTarget, ConditionalKind, Device, DeviceBuffer, Graph, GraphCompleteOptions,
+    LaunchConfig, MutPtr, Program, ProgramOptions, SourceCode, StreamOptions, TypedKernel,
 };
 
 const SRC: &str = r#"
@@ -17,10 +19,11 @@ typedef unsigned long long cudaGraphConditionalHandle;
 extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
 extern "C" __global__ void add(int *x, int v) { x[threadIdx.x] += v; }
 extern "C" __global__ void mul(int *x, int v) { x[threadIdx.x] *= v; }
-extern "C" __global__ void countdown(int *counter, int *iterations, cudaGraphConditionalHandle h) {
+// state[0] counts down, state[1] counts the iterations.
+extern "C" __global__ void countdown(int *state, cudaGraphConditionalHandle h) {
     if (threadIdx.x == 0) {
-        *iterations += 1;
-        int left = --*counter;
+        state[1] += 1;
+        int left = --state[0];
         cudaGraphSetConditional(h, left > 0 ? 1u : 0u);
     }
 }
@@ -46,17 +49,18 @@ fn run() -> Result<()> {
         ..Default::default()
     };
     let code = Program::new(SourceCode::Cxx(SRC), options)?.compile(CompileTarget::Cubin, &[])?;
-    let (add, mul) = (code.get_kernel("add")?, code.get_kernel("mul")?);
+    // The kernels' parameter lists, checked once.
+    let add = TypedKernel::<(MutPtr<i32>, i32)>::new(code.get_kernel("add")?)?;
+    let mul = TypedKernel::<(MutPtr<i32>, i32)>::new(code.get_kernel("mul")?)?;
 
     // 1. Capture: x = (x + 1) * 2, recorded once, replayed 10 times.
-    let mut x = dev.allocate(32 * 4, &stream)?;
-    x.fill_u32(0, &stream)?;
+    let mut x = DeviceBuffer::<i32>::zeroed(&dev, 32, &stream)?;
     // SAFETY: `x` and the kernels outlive the captured graph and its instantiation.
     unsafe { stream.begin_capture(CaptureMode::ThreadLocal)? };
-    // SAFETY: the kernel only touches the buffers passed, within their sizes.
-    unsafe { launch(&stream, &LaunchConfig::new(1, 32), &add, &[&x, &1i32]) }?;
-    // SAFETY: the kernel only touches the buffers passed, within their sizes.
-    unsafe { launch(&stream, &LaunchConfig::new(1, 32), &mul, &[&x, &2i32]) }?;
+    // SAFETY: each kernel touches x[threadIdx.x] for 32 threads; `x` holds 32.
+    unsafe { add.launch(&stream, &LaunchConfig::new(1, 32), (x.view_mut(), 1)) }?;
+    // SAFETY: as above.
+    unsafe { mul.launch(&stream, &LaunchConfig::new(1, 32), (x.view_mut(), 2)) }?;
     let captured = stream.end_capture()?;
     let exec = captured.instantiate(GraphCompleteOptions::default())?;
     exec.upload(&stream)?;
@@ -64,8 +68,7 @@ fn run() -> Result<()> {
     for _ in 0..10 {
         exec.launch(&stream)?;
     }
-    let mut out = [0i32; 32];
-    x.copy_to_host(&mut out, &stream)?;
+    let out = x.to_vec(&stream)?;
     if out.iter().any(|&v| v != 2046) {
         return Err(wrong("the captured graph computed the wrong value"));
     }
@@ -76,35 +79,38 @@ fn run() -> Result<()> {
         out[0]
     );
 
-    // 2. A conditional while loop: the body runs until the kernel clears the condition.
+    // 2. Fill nodes set the two halves of `state` (the counter to 5, the
+    // iteration count to 0) on every launch; then a conditional while loop runs
+    // its body until the kernel clears the condition. The fill nodes hold `state`
+    // (an `Arc`), so the graph keeps it alive.
     let countdown = code.get_kernel("countdown")?;
-    let mut counter = dev.allocate(4, &stream)?;
-    let mut iterations = dev.allocate(4, &stream)?;
-    counter.copy_from_host(&[5i32], &stream)?;
-    iterations.copy_from_host(&[0i32], &stream)?;
+    let state = Arc::new(DeviceBuffer::<i32>::allocate(&dev, 2, &stream)?);
     let mut graph = Graph::new(&dev.context()?)?;
+    let start = graph.add_fill(&[], state.shared_slice(..1)?, 5)?;
+    let zero = graph.add_fill(&[], state.shared_slice(1..)?, 0)?;
     let cond = graph.create_condition(Some(1))?;
-    let (_, mut bodies) = graph.add_conditional(&[], cond, ConditionalKind::While)?;
+    let (_, mut bodies) = graph.add_conditional(&[start, zero], cond, ConditionalKind::While)?;
     let body = bodies
         .first_mut()
         .ok_or_else(|| wrong("a while node has one body"))?;
-    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    // SAFETY: countdown writes state[0] and state[1], which `state` holds (passed
+    // as its byte buffer: the graph, not a borrow, orders the writes); the graph
+    // keeps `state` alive (its fill nodes hold it).
     unsafe {
         body.add_kernel(
             &[],
             &LaunchConfig::new(1, 1),
             &countdown,
-            &[&counter, &iterations, &cond],
+            &[state.as_buffer(), &cond],
         )
     }?;
     let looped = graph.instantiate(GraphCompleteOptions::default())?;
     looped.launch(&stream)?;
-    let mut n = [0i32];
-    iterations.copy_to_host(&mut n, &stream)?;
-    if n[0] != 5 {
+    let n = state.to_vec(&stream)?;
+    if n != [0, 5] {
         return Err(wrong("the while loop did not run 5 times"));
     }
-    println!("conditional while node looped {} times", n[0]);
+    println!("conditional while node looped {} times", n[1]);
     let dot = std::env::temp_dir().join("cuda-rs-graph.dot");
     graph.debug_dot_print(&dot)?;
     println!("graph written to {}", dot.display());

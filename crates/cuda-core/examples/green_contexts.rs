@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::process::ExitCode;
 
 use cuda_core::{
-    CompileTarget, Context, Device, LaunchConfig, Program, ProgramOptions, SmResourceOptions,
-    SourceCode, StreamOptions, launch,
+    CompileTarget, Context, Device, DeviceBuffer, LaunchConfig, MutPtr, Program, ProgramOptions,
+    SmResourceOptions, SourceCode, StreamOptions, TypedKernel,
 };
 
 const SRC: &str = r#"
@@ -72,6 +72,8 @@ fn run() -> Result<()> {
     )?
     .compile(CompileTarget::Cubin, &[])?
     .get_kernel("where_am_i")?;
+    // The parameter list, checked once against the kernel.
+    let where_am_i = TypedKernel::<(MutPtr<u32>, i64)>::new(kernel)?;
 
     let blocks = all.sm_count() * 4;
     let spin: i64 = 1_000_000;
@@ -79,16 +81,15 @@ fn run() -> Result<()> {
     for group in &split.groups[..2] {
         let ctx = Context::create_green(&dev, std::slice::from_ref(group))?;
         let stream = ctx.create_stream(StreamOptions::default())?;
-        let mut out = dev.allocate(blocks as usize * 4, &stream)?;
-        out.fill_u32(u32::MAX, &stream)?;
+        let mut out = DeviceBuffer::<u32>::allocate(&dev, blocks as usize, &stream)?;
+        out.fill(u32::MAX, &stream)?;
         // SAFETY: `where_am_i` writes out[blockIdx.x] for `blocks` blocks, and `out`
         // holds `blocks` u32s.
         unsafe {
-            launch(
+            where_am_i.launch(
                 &stream,
                 &LaunchConfig::new(blocks, 64),
-                &kernel,
-                &[&out, &spin],
+                (out.view_mut(), spin),
             )?
         };
         runs.push((ctx, stream, out, group.sm_count()));
@@ -96,8 +97,7 @@ fn run() -> Result<()> {
     // Both launches are in flight together; read each back.
     let mut used = Vec::new();
     for (ctx, stream, out, sms) in &runs {
-        let mut ids = vec![0u32; blocks as usize];
-        out.copy_to_host(&mut ids, stream)?;
+        let ids = out.to_vec(stream)?;
         let set: BTreeSet<u32> = ids.iter().copied().collect();
         println!(
             "green context ({} SMs, {:?}): {blocks} blocks ran on {} SMs: {:?}",

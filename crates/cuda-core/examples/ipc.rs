@@ -16,8 +16,8 @@ mod linux {
     use std::sync::Arc;
 
     use cuda_core::{
-        Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error, Event, EventOptions,
-        IpcBufferDescriptor, Result, StreamOptions,
+        Buffer, Device, DeviceBuffer, DeviceMemoryPoolOptions, DeviceMemoryResource, Error, Event,
+        EventOptions, IpcBufferDescriptor, Result, StreamOptions,
     };
 
     const N: usize = 1 << 20;
@@ -146,8 +146,9 @@ mod linux {
                 ..Default::default()
             },
         )?);
-        let mut buf = pool.allocate(N * 4, &s)?;
-        buf.fill_u32(0x1234_5678, &s)?;
+        // `N` words from the IPC pool; the IPC descriptor is the byte buffer's.
+        let mut buf = DeviceBuffer::<u32>::allocate_from(pool.clone(), N, &s)?;
+        buf.fill(0x1234_5678, &s)?;
         let ready = Event::new(
             &dev,
             EventOptions {
@@ -175,7 +176,7 @@ mod linux {
             }
         };
         // One message: the pool's descriptor, the buffer's descriptor, the event.
-        let mut payload = buf.ipc_descriptor()?.to_bytes().to_vec();
+        let mut payload = buf.as_buffer().ipc_descriptor()?.to_bytes().to_vec();
         payload.extend_from_slice(&ready.ipc_handle()?);
         let fd = pool.export_handle()?;
         send_fd(&sock, fd.as_fd(), &payload).map_err(io("sending the pool"))?;
@@ -190,8 +191,7 @@ mod linux {
                 source: std::io::Error::other(format!("it failed: {status}")),
             });
         }
-        let mut back = vec![0u32; N];
-        buf.copy_to_host(&mut back, &s)?;
+        let back = buf.to_vec(&s)?;
         let good = back.iter().filter(|&&x| x == 0x0bad_f00d).count();
         println!("exporter: the importer's writes are visible here: {good} of {N} words");
         if good != N {
@@ -221,11 +221,12 @@ mod linux {
         dev.set_current()?;
         let s = dev.create_stream(StreamOptions::default())?;
         let pool = Arc::new(DeviceMemoryResource::import(&dev, fd.as_fd())?);
-        let mut buf = Buffer::from_ipc_descriptor(&pool, &desc, &s)?;
+        // The imported byte buffer, taken over as `u32`s without copying.
+        let imported = Buffer::from_ipc_descriptor(&pool, &desc, &s)?;
+        let mut buf = DeviceBuffer::<u32>::from_buffer(imported).map_err(|(e, _)| e)?;
         let ready = Event::from_ipc_handle(&dev.context()?, &handle)?;
         s.wait_event(&ready)?;
-        let mut seen = vec![0u32; N];
-        buf.copy_to_host(&mut seen, &s)?;
+        let seen = buf.to_vec(&s)?;
         let good = seen.iter().filter(|&&x| x == 0x1234_5678).count();
         println!(
             "importer (pid {}): {good} of {N} words as the exporter wrote them",
@@ -237,7 +238,7 @@ mod linux {
                 source: std::io::Error::other("data mismatch"),
             });
         }
-        buf.fill_u32(0x0bad_f00d, &s)?;
+        buf.fill(0x0bad_f00d, &s)?;
         s.sync()?;
         drop(buf);
         s.sync()?;

@@ -9,8 +9,8 @@
 use std::process::ExitCode;
 
 use cuda_core::{
-    CompileTarget, Device, LaunchConfig, LibraryOptions, Program, ProgramOptions, SourceCode,
-    StreamOptions, launch,
+    CompileTarget, Device, DeviceBuffer, LaunchConfig, LibraryOptions, MutPtr, Program,
+    ProgramOptions, SourceCode, StreamOptions, TypedKernel,
 };
 
 const SRC: &str = r#"
@@ -82,13 +82,14 @@ fn run() -> Result<()> {
         ));
     }
 
-    let scale = lib.get_kernel("scale_table")?;
-    let sum = lib.get_kernel("sum_table")?;
-    let out = dev.allocate(4, &stream)?;
-    // SAFETY: the kernel only touches the buffers passed, within their sizes.
-    unsafe { launch(&stream, &LaunchConfig::new(1, 8), &scale, &[&3.0f32]) }?;
-    // SAFETY: the kernel only touches the buffers passed, within their sizes.
-    unsafe { launch(&stream, &LaunchConfig::new(1, 1), &sum, &[&out]) }?;
+    // The kernels' parameter lists, checked once against the library's kernels.
+    let scale = TypedKernel::<(f32,)>::new(lib.get_kernel("scale_table")?)?;
+    let sum = TypedKernel::<(MutPtr<f32>,)>::new(lib.get_kernel("sum_table")?)?;
+    let mut out = DeviceBuffer::<f32>::zeroed(&dev, 1, &stream)?;
+    // SAFETY: scale_table touches table[0..8] with 8 threads: its own global.
+    unsafe { scale.launch(&stream, &LaunchConfig::new(1, 8), (3.0,)) }?;
+    // SAFETY: sum_table writes out[0], which `out` holds.
+    unsafe { sum.launch(&stream, &LaunchConfig::new(1, 1), (out.view_mut(),)) }?;
 
     let mut now = [0f32; 8];
     table.read(&mut now, &stream)?;
@@ -99,8 +100,7 @@ fn run() -> Result<()> {
             format!("{now:?}, not {expect:?}"),
         ));
     }
-    let mut total = [0f32];
-    out.copy_to_host(&mut total, &stream)?;
+    let total = out.to_vec(&stream)?;
     if total[0] != 108.0 {
         return Err(wrong(
             "checking sum_table",

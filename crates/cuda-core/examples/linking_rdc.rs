@@ -10,8 +10,8 @@
 use std::process::ExitCode;
 
 use cuda_core::{
-    CompileTarget, Device, LaunchConfig, Linker, LinkerOptions, ObjectCode, Program,
-    ProgramOptions, SourceCode, StreamOptions, launch,
+    CompileTarget, ConstPtr, Device, DeviceBuffer, LaunchConfig, Linker, LinkerOptions, MutPtr,
+    ObjectCode, Program, ProgramOptions, SourceCode, StreamOptions, TypedKernel,
 };
 
 /// The kernel: calls `poly` and reads `offset`, both defined in the other file.
@@ -90,25 +90,23 @@ fn run() -> Result<()> {
         }
     }
 
-    let kernel = linked.get_kernel("apply")?;
+    // The parameter list, checked once against the linked kernel.
+    let apply = TypedKernel::<(ConstPtr<f32>, MutPtr<f32>, u32)>::new(linked.get_kernel("apply")?)?;
     let stream = dev.create_stream(StreamOptions::default())?;
     // Small integers keep 2x² + 1 + 10 exact in f32, with or without FMA.
     let n: u32 = 1024;
     let x: Vec<f32> = (0..n).map(|i| i as f32 - 512.0).collect();
-    let mut dx = dev.allocate(x.len() * 4, &stream)?;
-    let dy = dev.allocate(x.len() * 4, &stream)?;
-    dx.copy_from_host(&x, &stream)?;
-    // SAFETY: the kernel only touches the buffers passed, within their sizes.
+    let dx = DeviceBuffer::from_host(&dev, &x, &stream)?;
+    let mut dy = DeviceBuffer::<f32>::allocate(&dev, x.len(), &stream)?;
+    // SAFETY: apply reads x[0..n] and writes y[0..n]; both views hold n floats.
     unsafe {
-        launch(
+        apply.launch(
             &stream,
             &LaunchConfig::for_elements(n.into(), 256),
-            &kernel,
-            &[&dx, &dy, &n],
+            (dx.view(), dy.view_mut(), n),
         )
     }?;
-    let mut y = vec![0f32; x.len()];
-    dy.copy_to_host(&mut y, &stream)?;
+    let y = dy.to_vec(&stream)?;
     let expect = |v: f32| 2.0 * v * v + 1.0 + 10.0;
     if let Some(i) = (0..y.len()).find(|&i| y[i] != expect(x[i])) {
         return Err(wrong(

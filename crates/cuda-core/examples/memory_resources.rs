@@ -16,6 +16,12 @@
 //! (zero copy): `Buffer::host_slice_mut` waits for the device work queued on the
 //! buffer and lends its memory as a `&mut [T]`.
 //!
+//! This is the one example on the byte API (`Buffer`: sizes in bytes, fills and
+//! copies of whole buffers), since memory resources hand out bytes; the others
+//! use typed arrays (`DeviceBuffer<T>` and its views). `DeviceBuffer::from_buffer`
+//! takes any of these buffers over as `T`s without copying, and
+//! `DeviceBuffer::allocate_from` allocates typed arrays from any resource.
+//!
 //! `cargo run -p cuda-core --example memory_resources`
 
 use std::process::ExitCode;

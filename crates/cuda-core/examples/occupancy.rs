@@ -10,8 +10,8 @@
 use std::process::ExitCode;
 
 use cuda_core::{
-    CompileTarget, Device, Kernel, LaunchConfig, Program, ProgramOptions, SourceCode, Stream,
-    StreamOptions, launch,
+    CompileTarget, ConstPtr, Device, DeviceBuffer, Kernel, LaunchConfig, MutPtr, Program,
+    ProgramOptions, SourceCode, Stream, StreamOptions, TypedKernel,
 };
 
 /// Sums each block's elements into `partial[blockIdx.x]`; needs a power-of-two
@@ -48,13 +48,14 @@ fn sum_ones(
 ) -> Result<()> {
     let block = config.block().x;
     let blocks = config.grid_blocks().x as usize;
-    let mut x = dev.allocate(n as usize * 4, stream)?;
-    x.copy_from_host(&vec![1.0f32; n as usize], stream)?;
-    let partial = dev.allocate(blocks * 4, stream)?;
-    // SAFETY: the kernel only touches the buffers passed, within their sizes.
-    unsafe { launch(stream, config, kernel, &[&x, &partial, &n]) }?;
-    let mut sums = vec![0f32; blocks];
-    partial.copy_to_host(&mut sums, stream)?;
+    // The parameter list, checked once against the kernel.
+    let block_sum = TypedKernel::<(ConstPtr<f32>, MutPtr<f32>, u32)>::new(kernel.clone())?;
+    let x = DeviceBuffer::from_host(dev, &vec![1.0f32; n as usize], stream)?;
+    let mut partial = DeviceBuffer::<f32>::allocate(dev, blocks, stream)?;
+    // SAFETY: block_sum reads x[0..n] and writes partial[0..blocks], one element
+    // per block of the grid; both arrays hold that many.
+    unsafe { block_sum.launch(stream, config, (x.view(), partial.view_mut(), n)) }?;
+    let sums = partial.to_vec(stream)?;
     for (b, &got) in sums.iter().enumerate() {
         let start = b as u64 * u64::from(block);
         let expect = u64::from(n).saturating_sub(start).min(u64::from(block)) as f32;

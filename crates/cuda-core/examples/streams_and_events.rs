@@ -1,10 +1,11 @@
-//! Two streams ordered by an event, timed with events, buffers from the default pool.
+//! Two streams ordered by an event, timed with events, typed arrays from the
+//! default pool.
 //!
 //! `cargo run -p cuda-core --example streams_and_events`
 
 use std::process::ExitCode;
 
-use cuda_core::{Device, EventOptions, Result, StreamOptions};
+use cuda_core::{Device, DeviceBuffer, EventOptions, Result, StreamOptions};
 
 fn run() -> Result<()> {
     let dev = Device::new(0)?;
@@ -24,17 +25,17 @@ fn run() -> Result<()> {
     let (start, done) = (dev.create_event(timed)?, dev.create_event(timed)?);
 
     let bytes = 256 << 20;
-    let mut a = dev.allocate(bytes, &producer)?;
-    let mut b = dev.allocate(bytes, &producer)?;
+    let words = bytes / 4;
+    let mut a = DeviceBuffer::<u32>::allocate(&dev, words, &producer)?;
+    let mut b = DeviceBuffer::<u32>::allocate(&dev, words, &producer)?;
     producer.record(&start)?;
-    a.fill_u32(0x1234_5678, &producer)?;
+    a.fill(0x1234_5678, &producer)?;
     producer.record(&done)?;
     // The consumer copies only after the producer's fill.
     consumer.wait_event(&done)?;
-    b.copy_from(&a, &consumer)?;
+    b.copy_from(a.view(), &consumer)?;
     b.set_free_stream(&consumer)?;
-    let mut head = [0u32; 4];
-    b.copy_to_host(&mut head, &consumer)?;
+    let head = b.slice(..4)?.to_vec(&consumer)?;
     assert!(head.iter().all(|&x| x == 0x1234_5678));
     let t = done.elapsed_since(&start)?;
     println!(

@@ -8,7 +8,8 @@
 use std::process::ExitCode;
 
 use cuda_core::{
-    CompileTarget, Device, LaunchConfig, Program, ProgramOptions, SourceCode, StreamOptions, launch,
+    CompileTarget, ConstPtr, Device, DeviceBuffer, LaunchConfig, MutPtr, Program, ProgramOptions,
+    SourceCode, StreamOptions, TypedKernel,
 };
 
 const ADD: &str = r#"
@@ -62,19 +63,21 @@ fn run() -> Result<()> {
     let config = LaunchConfig::for_elements(n.into(), 256);
     let len = n as usize;
 
-    // add<float>, looked up by its source name.
-    let add_f32 = code.get_kernel("add<float>")?;
+    // add<float>, looked up by its source name and typed with its instantiation's
+    // parameters (checked once, here).
+    let add_f32 = TypedKernel::<(ConstPtr<f32>, ConstPtr<f32>, MutPtr<f32>, u32)>::new(
+        code.get_kernel("add<float>")?,
+    )?;
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
     let b: Vec<f32> = (0..n).map(|i| 1000.0 - i as f32).collect();
-    let mut da = dev.allocate(len * 4, &stream)?;
-    let mut db = dev.allocate(len * 4, &stream)?;
-    let dout = dev.allocate(len * 4, &stream)?;
-    da.copy_from_host(&a, &stream)?;
-    db.copy_from_host(&b, &stream)?;
-    // SAFETY: the kernel only touches the buffers passed, within their sizes.
-    unsafe { launch(&stream, &config, &add_f32, &[&da, &db, &dout, &n]) }?;
-    let mut out = vec![0f32; len];
-    dout.copy_to_host(&mut out, &stream)?;
+    let (da, db) = (
+        DeviceBuffer::from_host(&dev, &a, &stream)?,
+        DeviceBuffer::from_host(&dev, &b, &stream)?,
+    );
+    let mut dout = DeviceBuffer::<f32>::allocate(&dev, len, &stream)?;
+    // SAFETY: add reads a[0..n] and b[0..n] and writes out[0..n]; each holds n.
+    unsafe { add_f32.launch(&stream, &config, (da.view(), db.view(), dout.view_mut(), n)) }?;
+    let out = dout.to_vec(&stream)?;
     if let Some(i) = (0..len).find(|&i| out[i] != a[i] + b[i]) {
         return Err(wrong(
             "checking add<float>",
@@ -86,16 +89,20 @@ fn run() -> Result<()> {
         code.lowered_name("add<float>")
     );
 
-    // add<int>: the same buffers hold i32s now (4 bytes each, as f32s were).
-    let add_i32 = code.get_kernel("add<int>")?;
+    // add<int>: another instantiation, another signature, arrays of i32.
+    let add_i32 = TypedKernel::<(ConstPtr<i32>, ConstPtr<i32>, MutPtr<i32>, u32)>::new(
+        code.get_kernel("add<int>")?,
+    )?;
     let a: Vec<i32> = (0..n as i32).map(|i| i * 3 - 7000).collect();
     let b: Vec<i32> = (0..n as i32).map(|i| 1 << (i % 20)).collect();
-    da.copy_from_host(&a, &stream)?;
-    db.copy_from_host(&b, &stream)?;
-    // SAFETY: the kernel only touches the buffers passed, within their sizes.
-    unsafe { launch(&stream, &config, &add_i32, &[&da, &db, &dout, &n]) }?;
-    let mut out = vec![0i32; len];
-    dout.copy_to_host(&mut out, &stream)?;
+    let (da, db) = (
+        DeviceBuffer::from_host(&dev, &a, &stream)?,
+        DeviceBuffer::from_host(&dev, &b, &stream)?,
+    );
+    let mut dout = DeviceBuffer::<i32>::allocate(&dev, len, &stream)?;
+    // SAFETY: as for add<float>.
+    unsafe { add_i32.launch(&stream, &config, (da.view(), db.view(), dout.view_mut(), n)) }?;
+    let out = dout.to_vec(&stream)?;
     if let Some(i) = (0..len).find(|&i| out[i] != a[i] + b[i]) {
         return Err(wrong(
             "checking add<int>",

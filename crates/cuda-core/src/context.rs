@@ -26,7 +26,10 @@ pub struct Context {
 struct Inner {
     handle: sys::CUcontext,
     device: Device,
+    /// Whether this crate made the context (and destroys it on drop).
     owned: bool,
+    /// Whether it is the device's primary context.
+    primary: bool,
     /// The green context `handle` was made from (null for other contexts).
     green: sys::CUgreenCtx,
     /// For a green context: which thread has it current (the driver allows one at
@@ -119,7 +122,8 @@ impl fmt::Debug for Context {
         f.debug_struct("Context")
             .field("handle", &self.inner.handle)
             .field("device", &self.inner.device)
-            .field("primary", &!self.inner.owned)
+            .field("primary", &self.inner.primary)
+            .field("owned", &self.inner.owned)
             .field("green", &!self.inner.green.is_null())
             .finish()
     }
@@ -155,6 +159,7 @@ impl Context {
                 handle,
                 device: *device,
                 owned: false,
+                primary: true,
                 green: std::ptr::null_mut(),
                 green_lock: None,
             }),
@@ -189,6 +194,7 @@ impl Context {
                 handle,
                 device: *device,
                 owned: true,
+                primary: false,
                 green: std::ptr::null_mut(),
                 green_lock: None,
             }),
@@ -206,6 +212,7 @@ impl Context {
                 handle,
                 device,
                 owned: true,
+                primary: false,
                 green,
                 green_lock: Some(GreenLock::default()),
             }),
@@ -235,7 +242,31 @@ impl Context {
 
     /// Whether this is the device's primary context.
     pub fn is_primary(&self) -> bool {
-        !self.inner.owned
+        self.inner.primary
+    }
+
+    /// The context `handle` (neither a green context nor made from one) of
+    /// `device`: the device's primary context when it is that one, otherwise a
+    /// borrowed handle, never destroyed by this crate.
+    ///
+    /// # Safety
+    /// `handle` must be a live context of `device` that stays alive as long as the
+    /// returned `Context` and everything made or adopted in it.
+    pub(crate) unsafe fn adopt(handle: sys::CUcontext, device: &Device) -> Result<Self> {
+        let primary = Self::primary(device)?;
+        if primary.handle() == handle {
+            return Ok(primary);
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                handle,
+                device: *device,
+                owned: false,
+                primary: false,
+                green: std::ptr::null_mut(),
+                green_lock: None,
+            }),
+        })
     }
 
     /// Makes the context current on the calling thread.

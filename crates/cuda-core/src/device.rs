@@ -36,6 +36,16 @@ impl fmt::Debug for Device {
 }
 
 impl Device {
+    /// A device value for unit tests that make no driver call (its handle is
+    /// the ordinal).
+    #[cfg(test)]
+    pub(crate) fn for_tests(ordinal: i32) -> Self {
+        Self {
+            ordinal,
+            handle: ordinal,
+        }
+    }
+
     /// How many CUDA devices there are.
     ///
     /// # Errors

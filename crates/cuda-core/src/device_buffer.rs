@@ -134,6 +134,15 @@ impl<T: Pod> DeviceBuffer<T> {
         &self.buf
     }
 
+    /// Changes the stream the array is freed on
+    /// ([`Buffer::set_free_stream`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a stream of another device.
+    pub fn set_free_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.buf.set_free_stream(stream)
+    }
+
     /// The number of elements.
     pub fn len(&self) -> usize {
         self.len

@@ -4,11 +4,14 @@
 //! The C structures follow `dlpack.h` (ABI version 0.8/1.x `DLManagedTensor`, the
 //! unversioned capsule form that every framework accepts).
 
+use std::any::Any;
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use bytemuck::Pod;
+
 use crate::error::{Error, Result};
-use crate::{Buffer, MemoryKind};
+use crate::{ArcView, Buffer, DeviceBuffer, MemoryKind};
 
 /// `DLDeviceType`: where a tensor's memory lives.
 #[repr(transparent)]
@@ -85,10 +88,40 @@ impl DLDataType {
         bits: 64,
         lanes: 1,
     };
+    /// `int8`.
+    pub const I8: Self = Self {
+        code: 0,
+        bits: 8,
+        lanes: 1,
+    };
+    /// `int16`.
+    pub const I16: Self = Self {
+        code: 0,
+        bits: 16,
+        lanes: 1,
+    };
     /// `uint8`.
     pub const U8: Self = Self {
         code: 1,
         bits: 8,
+        lanes: 1,
+    };
+    /// `uint16`.
+    pub const U16: Self = Self {
+        code: 1,
+        bits: 16,
+        lanes: 1,
+    };
+    /// `uint32`.
+    pub const U32: Self = Self {
+        code: 1,
+        bits: 32,
+        lanes: 1,
+    };
+    /// `uint64`.
+    pub const U64: Self = Self {
+        code: 1,
+        bits: 64,
         lanes: 1,
     };
     /// `bool` (one byte).
@@ -104,6 +137,28 @@ impl DLDataType {
         (bits % 8 == 0 && bits > 0).then_some(bits / 8)
     }
 }
+
+/// An element type with a DLPack dtype: what a typed export
+/// ([`ArcView::to_dlpack`]) writes in the tensor's `dtype`. Implemented for the
+/// integers of 8 to 64 bits, `f32`, `f64`, [`half::f16`] and [`half::bf16`].
+pub trait DLPackDType: Pod {
+    /// The dtype of one element.
+    const DTYPE: DLDataType;
+}
+
+macro_rules! dlpack_dtypes {
+    ($($t:ty => $d:ident),* $(,)?) => {
+        $(impl DLPackDType for $t {
+            const DTYPE: DLDataType = DLDataType::$d;
+        })*
+    };
+}
+
+dlpack_dtypes!(
+    i8 => I8, i16 => I16, i32 => I32, i64 => I64,
+    u8 => U8, u16 => U16, u32 => U32, u64 => U64,
+    f32 => F32, f64 => F64, half::f16 => F16, half::bf16 => BF16,
+);
 
 /// `DLTensor`.
 #[repr(C)]
@@ -137,22 +192,22 @@ pub struct DLManagedTensor {
     pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
 }
 
-/// What an exported tensor owns: the buffer and the shape/stride arrays.
+/// What an exported tensor owns: the allocation and the shape/stride arrays.
 struct Export {
     tensor: DLManagedTensor,
     _shape: Vec<i64>,
     _strides: Vec<i64>,
-    _buffer: Arc<Buffer>,
+    _owner: Arc<dyn Any + Send + Sync>,
 }
 
 unsafe extern "C" fn export_deleter(t: *mut DLManagedTensor) {
     if t.is_null() {
         return;
     }
-    // SAFETY: `t` came from `Buffer::to_dlpack`, so it lives inside a leaked
+    // SAFETY: `t` came from `export`, so it lives inside a leaked
     // `Export` whose address is in `manager_ctx`; DLPack calls the deleter once.
     let ctx = unsafe { (*t).manager_ctx };
-    // SAFETY: `manager_ctx` is the `Box<Export>` leaked by `to_dlpack`.
+    // SAFETY: `manager_ctx` is the `Box<Export>` leaked by `export`.
     drop(unsafe { Box::from_raw(ctx.cast::<Export>()) });
 }
 
@@ -211,9 +266,82 @@ fn element_count(shape: &[i64]) -> Option<u64> {
         .try_fold(1u64, |count, &n| count.checked_mul(u64::try_from(n).ok()?))
 }
 
+/// What a tensor export describes: the memory (in `buffer`, at `data`, with
+/// `avail` bytes from there), its layout and dtype, and what keeps it alive.
+struct ExportSpec<'a> {
+    buffer: &'a Buffer,
+    data: u64,
+    avail: usize,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    dtype: DLDataType,
+    owner: Arc<dyn Any + Send + Sync>,
+}
+
+/// Checks `spec` and hands it out as a `DLManagedTensor` whose deleter releases
+/// the owner. The data pointer is the first element's address and
+/// `byte_offset` is 0, as `cuda.core`, CuPy and PyTorch export (consumers are
+/// told by `dlpack.h` not to rely on the pointer's alignment).
+fn export(spec: ExportSpec<'_>, what: &'static str) -> Result<*mut DLManagedTensor> {
+    let elem = spec
+        .dtype
+        .size_bytes()
+        .ok_or_else(|| Error::invalid(what, "the dtype is not a whole number of bytes"))?;
+    if spec.shape.len() != spec.strides.len() {
+        return Err(Error::invalid(
+            what,
+            format!(
+                "{} extents and {} strides",
+                spec.shape.len(),
+                spec.strides.len()
+            ),
+        ));
+    }
+    let ndim =
+        i32::try_from(spec.shape.len()).map_err(|_| Error::invalid(what, "too many dimensions"))?;
+    let need = extent_bytes(&spec.shape, &spec.strides, elem)?;
+    if need > spec.avail as u64 {
+        return Err(Error::out_of_range(
+            what,
+            format!(
+                "the tensor spans {need} bytes and the memory holds {}",
+                spec.avail
+            ),
+        ));
+    }
+    let mut export = Box::new(Export {
+        tensor: DLManagedTensor {
+            dl_tensor: DLTensor {
+                data: spec.data as usize as *mut c_void,
+                device: device_of(spec.buffer),
+                ndim,
+                dtype: spec.dtype,
+                shape: std::ptr::null_mut(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(export_deleter),
+        },
+        _shape: spec.shape,
+        _strides: spec.strides,
+        _owner: spec.owner,
+    });
+    export.tensor.dl_tensor.shape = export._shape.as_mut_ptr();
+    export.tensor.dl_tensor.strides = export._strides.as_mut_ptr();
+    let raw = Box::into_raw(export);
+    // SAFETY: `raw` is a live, leaked `Export`; the deleter reclaims it.
+    unsafe {
+        (*raw).tensor.manager_ctx = raw.cast();
+        Ok(&raw mut (*raw).tensor)
+    }
+}
+
 impl Buffer {
     /// Exports the buffer as a DLPack tensor of `shape` (row-major) and `dtype`.
     /// The tensor keeps the buffer alive until the consumer calls its deleter.
+    /// [`ArcView::to_dlpack`] exports a typed array, or part of one, with the
+    /// dtype of its elements.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the tensor does not fit in the buffer or the
@@ -223,49 +351,102 @@ impl Buffer {
         shape: &[i64],
         dtype: DLDataType,
     ) -> Result<*mut DLManagedTensor> {
-        let what = "exporting a buffer as a DLPack tensor";
-        let elem = dtype
-            .size_bytes()
-            .ok_or_else(|| Error::invalid(what, "the dtype is not a whole number of bytes"))?;
-        let ndim =
-            i32::try_from(shape.len()).map_err(|_| Error::invalid(what, "too many dimensions"))?;
-        let strides = row_major(shape);
-        let need = extent_bytes(shape, &strides, elem)?;
-        if need > self.size() as u64 {
-            return Err(Error::out_of_range(
-                what,
-                format!(
-                    "{need} bytes do not fit in a buffer of {} bytes",
-                    self.size()
-                ),
-            ));
-        }
-        let mut export = Box::new(Export {
-            tensor: DLManagedTensor {
-                dl_tensor: DLTensor {
-                    data: self.ptr() as usize as *mut c_void,
-                    device: device_of(self),
-                    ndim,
-                    dtype,
-                    shape: std::ptr::null_mut(),
-                    strides: std::ptr::null_mut(),
-                    byte_offset: 0,
-                },
-                manager_ctx: std::ptr::null_mut(),
-                deleter: Some(export_deleter),
+        export(
+            ExportSpec {
+                buffer: self,
+                data: self.ptr(),
+                avail: self.size(),
+                shape: shape.to_vec(),
+                strides: row_major(shape),
+                dtype,
+                owner: self.clone(),
             },
-            _shape: shape.to_vec(),
-            _strides: strides,
-            _buffer: self.clone(),
-        });
-        export.tensor.dl_tensor.shape = export._shape.as_mut_ptr();
-        export.tensor.dl_tensor.strides = export._strides.as_mut_ptr();
-        let raw = Box::into_raw(export);
-        // SAFETY: `raw` is a live, leaked `Export`; the deleter reclaims it.
-        unsafe {
-            (*raw).tensor.manager_ctx = raw.cast();
-            Ok(&raw mut (*raw).tensor)
-        }
+            "exporting a buffer as a DLPack tensor",
+        )
+    }
+}
+
+impl<T: DLPackDType> ArcView<T> {
+    /// Exports the view as a one-dimensional DLPack tensor of its `len()`
+    /// elements, with `T`'s dtype (`f32` → `float32`, `half::bf16` →
+    /// `bfloat16`, …). The data pointer is the view's first element (its
+    /// offset in the allocation included) and `byte_offset` is 0, as
+    /// `cuda.core`, CuPy and PyTorch export. The tensor keeps the allocation
+    /// alive until the consumer calls its deleter.
+    ///
+    /// ```no_run
+    /// # fn f(dev: &cuda_core::Device, s: &cuda_core::Stream) -> cuda_core::Result<()> {
+    /// use std::sync::Arc;
+    /// use cuda_core::{DeviceBuffer, StridedMemoryView};
+    /// let x = Arc::new(DeviceBuffer::from_host(dev, &[0.5f32; 100], s)?);
+    /// let t = x.shared_slice(10..40)?.to_dlpack()?;
+    /// // SAFETY: a fresh tensor, handed over once.
+    /// let seen = unsafe { StridedMemoryView::from_dlpack(t) }?;
+    /// assert_eq!((seen.shape(), seen.ptr()), (&[30][..], x.as_buffer().ptr() + 40));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the length does not fit in DLPack's
+    /// 64-bit extent.
+    pub fn to_dlpack(&self) -> Result<*mut DLManagedTensor> {
+        let what = "exporting a view as a DLPack tensor";
+        let len = i64::try_from(self.len())
+            .map_err(|_| Error::out_of_range(what, "the length does not fit in an i64"))?;
+        self.export_as(vec![len], vec![1], what)
+    }
+
+    /// Exports the view as a DLPack tensor of `shape` and `strides` (in
+    /// elements, as DLPack counts them) starting at the view's first element:
+    /// a 2-D tile of a row-major matrix, for example, is `[rows, cols]` with
+    /// strides `[ld, 1]`. Every element the layout reaches must lie in the
+    /// view.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for as many strides as extents, negative
+    /// extents or strides, or a layout that reaches past the view
+    /// ([`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange)).
+    pub fn to_dlpack_strided(
+        &self,
+        shape: &[i64],
+        strides: &[i64],
+    ) -> Result<*mut DLManagedTensor> {
+        self.export_as(
+            shape.to_vec(),
+            strides.to_vec(),
+            "exporting a view as a strided DLPack tensor",
+        )
+    }
+
+    fn export_as(
+        &self,
+        shape: Vec<i64>,
+        strides: Vec<i64>,
+        what: &'static str,
+    ) -> Result<*mut DLManagedTensor> {
+        export(
+            ExportSpec {
+                buffer: self.buffer(),
+                data: self.ptr(),
+                avail: self.byte_len(),
+                shape,
+                strides,
+                dtype: T::DTYPE,
+                owner: self.keep_alive(),
+            },
+            what,
+        )
+    }
+}
+
+impl<T: DLPackDType + Send + Sync> DeviceBuffer<T> {
+    /// Exports the whole array as a one-dimensional DLPack tensor with `T`'s
+    /// dtype ([`ArcView::to_dlpack`]); the tensor keeps the array alive.
+    ///
+    /// # Errors
+    /// As [`ArcView::to_dlpack`].
+    pub fn to_dlpack(self: &Arc<Self>) -> Result<*mut DLManagedTensor> {
+        self.shared_view().to_dlpack()
     }
 }
 
@@ -425,5 +606,111 @@ impl Drop for StridedMemoryView {
             // SAFETY: as above.
             unsafe { d(self.managed) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::InvalidKind;
+    use crate::arc_view::host_backed;
+    use crate::error::kind_of as kind;
+
+    #[test]
+    fn element_types_map_to_their_dtypes() {
+        let cases = [
+            (<f32 as DLPackDType>::DTYPE, (2, 32)),
+            (<f64 as DLPackDType>::DTYPE, (2, 64)),
+            (<half::f16 as DLPackDType>::DTYPE, (2, 16)),
+            (<half::bf16 as DLPackDType>::DTYPE, (4, 16)),
+            (<i8 as DLPackDType>::DTYPE, (0, 8)),
+            (<i16 as DLPackDType>::DTYPE, (0, 16)),
+            (<i32 as DLPackDType>::DTYPE, (0, 32)),
+            (<i64 as DLPackDType>::DTYPE, (0, 64)),
+            (<u8 as DLPackDType>::DTYPE, (1, 8)),
+            (<u16 as DLPackDType>::DTYPE, (1, 16)),
+            (<u32 as DLPackDType>::DTYPE, (1, 32)),
+            (<u64 as DLPackDType>::DTYPE, (1, 64)),
+        ];
+        for (d, (code, bits)) in cases {
+            assert_eq!((d.code, d.bits, d.lanes), (code, bits, 1));
+        }
+        assert_eq!(<f64 as DLPackDType>::DTYPE.size_bytes(), Some(8));
+    }
+
+    /// Export then import through this crate's own reader, on host memory: the
+    /// pointer, layout, dtype and values of a sub-range come back, and the
+    /// allocation lives exactly as long as the tensor.
+    #[test]
+    fn a_typed_sub_range_round_trips_and_is_kept_alive() {
+        let values: Vec<f32> = (0..24).map(|i| i as f32).collect();
+        let mut mem: Vec<u8> = bytemuck::cast_slice(&values).to_vec();
+        let buf = host_backed(&mut mem);
+        let all = ArcView::<f32>::of_buffer(&buf).unwrap();
+        let part = all.slice(6..18).unwrap();
+        drop(all);
+        let t = part.to_dlpack().unwrap();
+        drop(part);
+        assert_eq!(Arc::strong_count(&buf), 2, "the tensor holds the buffer");
+        // SAFETY: a fresh tensor from `to_dlpack`, handed over once.
+        let seen = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+        assert_eq!(seen.ptr(), buf.ptr() + 24);
+        assert_eq!((seen.shape(), seen.strides()), (&[12i64][..], &[1i64][..]));
+        assert_eq!(seen.dtype(), DLDataType::F32);
+        assert_eq!(seen.device().device_type, DLDeviceType::CUDA_HOST);
+        assert_eq!(seen.extent_bytes(), 48);
+        // SAFETY: the memory is the host vector `mem`, alive and unchanged.
+        let back = unsafe { std::slice::from_raw_parts(seen.ptr() as usize as *const f32, 12) };
+        assert_eq!(back, &values[6..18]);
+        drop(seen);
+        assert_eq!(Arc::strong_count(&buf), 1, "the deleter let the buffer go");
+
+        // A 3x4 tile of a 4x6 row-major matrix, from element 1 on.
+        let tile = ArcView::<f32>::of_buffer(&buf).unwrap().slice(1..).unwrap();
+        let t = tile.to_dlpack_strided(&[3, 4], &[6, 1]).unwrap();
+        // SAFETY: as above.
+        let seen = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+        assert_eq!(
+            (seen.shape(), seen.strides()),
+            (&[3i64, 4][..], &[6i64, 1][..])
+        );
+        assert!(!seen.is_c_contiguous());
+        let at = |r: usize, c: usize| {
+            // SAFETY: inside the tile, checked by the export.
+            unsafe { *(seen.ptr() as usize as *const f32).add(r * 6 + c) }
+        };
+        assert_eq!((at(0, 0), at(2, 3)), (1.0, 16.0));
+        drop(seen);
+
+        // Layouts that reach past the view, or do not describe one, are refused.
+        let short = tile.slice(..15).unwrap(); // the tile reaches 16 elements
+        assert_eq!(
+            kind(short.to_dlpack_strided(&[3, 4], &[6, 1])),
+            InvalidKind::OutOfRange
+        );
+        assert_eq!(
+            kind(tile.to_dlpack_strided(&[3, 4], &[6])),
+            InvalidKind::Other
+        );
+        assert_eq!(
+            kind(tile.to_dlpack_strided(&[-1], &[1])),
+            InvalidKind::Other
+        );
+        assert_eq!(
+            kind(tile.to_dlpack_strided(&[2], &[-1])),
+            InvalidKind::Other
+        );
+        drop((tile, short));
+        assert_eq!(Arc::strong_count(&buf), 1, "refused exports keep nothing");
+
+        // The byte export keeps its checks.
+        assert_eq!(
+            kind(buf.to_dlpack(&[25], DLDataType::F32)),
+            InvalidKind::OutOfRange
+        );
+        let t = buf.to_dlpack(&[4, 6], DLDataType::F32).unwrap();
+        // SAFETY: as above.
+        let seen = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+        assert_eq!((seen.ptr(), seen.strides()), (buf.ptr(), &[6i64, 1][..]));
     }
 }

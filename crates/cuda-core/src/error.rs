@@ -2,9 +2,9 @@
 
 use std::borrow::Cow;
 
-use cuda_bindings::driver::{CUresult, DriverError};
+use cuda_bindings::driver::{CUDA_ERROR_OUT_OF_MEMORY, CUresult, DriverError};
 use cuda_bindings::nvjitlink::NvJitLinkError;
-use cuda_bindings::nvml::{NVML_ERROR_NOT_SUPPORTED, NvmlError, nvmlReturn_t};
+use cuda_bindings::nvml::{self as nvml, NvmlError, nvmlReturn_t};
 use cuda_bindings::nvrtc::NvrtcError;
 use cuda_bindings::nvvm::NvvmError;
 use cuda_bindings::{Unavailable, Version};
@@ -124,6 +124,17 @@ pub enum Error {
         /// The driver version the feature needs, when that is why.
         requires: Option<DriverRequirement>,
     },
+    /// A host function queued on the stream
+    /// ([`Stream::launch_host_func`](crate::Stream::launch_host_func)) panicked;
+    /// the panic was caught on the driver's thread and is reported here, by the
+    /// next [`Stream::sync`](crate::Stream::sync). The stream stays usable.
+    #[error("{context}: {panic}")]
+    HostCallbackPanicked {
+        /// What was being done when the panic was reported.
+        context: Cow<'static, str>,
+        /// The panic's message and how many host functions panicked.
+        panic: crate::CallbackPanic,
+    },
 }
 
 /// The common kinds of [`Error::InvalidArgument`], for matching on them.
@@ -152,6 +163,122 @@ pub enum InvalidKind {
     OtherDevice,
     /// Any other argument error: the message says what.
     Other,
+}
+
+/// The kinds of NVML failure ([`Error::nvml_kind`]), one per `nvmlReturn_t`
+/// error code; `cuda.core.system` raises one exception class for each
+/// (`NotSupportedError`, `NoPermissionError`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NvmlErrorKind {
+    /// NVML was not initialised (`NVML_ERROR_UNINITIALIZED`).
+    Uninitialized,
+    /// An argument NVML rejected (`NVML_ERROR_INVALID_ARGUMENT`).
+    InvalidArgument,
+    /// The device or the driver does not support the query
+    /// (`NVML_ERROR_NOT_SUPPORTED`).
+    NotSupported,
+    /// The caller lacks the permission (`NVML_ERROR_NO_PERMISSION`).
+    NoPermission,
+    /// Already initialised (`NVML_ERROR_ALREADY_INITIALIZED`; deprecated).
+    AlreadyInitialized,
+    /// The object asked for does not exist (`NVML_ERROR_NOT_FOUND`).
+    NotFound,
+    /// A buffer was too small (`NVML_ERROR_INSUFFICIENT_SIZE`).
+    InsufficientSize,
+    /// External power cables are not connected (`NVML_ERROR_INSUFFICIENT_POWER`).
+    InsufficientPower,
+    /// The NVIDIA driver is not loaded (`NVML_ERROR_DRIVER_NOT_LOADED`).
+    DriverNotLoaded,
+    /// The request timed out (`NVML_ERROR_TIMEOUT`).
+    Timeout,
+    /// The kernel detected an interrupt problem (`NVML_ERROR_IRQ_ISSUE`).
+    IrqIssue,
+    /// NVML's shared library was not found (`NVML_ERROR_LIBRARY_NOT_FOUND`).
+    LibraryNotFound,
+    /// The library lacks the function (`NVML_ERROR_FUNCTION_NOT_FOUND`).
+    FunctionNotFound,
+    /// The InfoROM is corrupted (`NVML_ERROR_CORRUPTED_INFOROM`).
+    CorruptedInforom,
+    /// The GPU fell off the bus or is otherwise inaccessible
+    /// (`NVML_ERROR_GPU_IS_LOST`).
+    GpuIsLost,
+    /// The GPU needs a reset (`NVML_ERROR_RESET_REQUIRED`).
+    ResetRequired,
+    /// The operating system blocked the call (`NVML_ERROR_OPERATING_SYSTEM`).
+    OperatingSystem,
+    /// The driver's kernel module and NVML are of different versions
+    /// (`NVML_ERROR_LIB_RM_VERSION_MISMATCH`).
+    LibRmVersionMismatch,
+    /// The GPU is in use (`NVML_ERROR_IN_USE`).
+    InUse,
+    /// Out of memory (`NVML_ERROR_MEMORY`).
+    Memory,
+    /// No data (`NVML_ERROR_NO_DATA`).
+    NoData,
+    /// ECC is enabled, which vGPU does not support
+    /// (`NVML_ERROR_VGPU_ECC_NOT_SUPPORTED`).
+    VgpuEccNotSupported,
+    /// Not enough resources (`NVML_ERROR_INSUFFICIENT_RESOURCES`).
+    InsufficientResources,
+    /// The frequency is not supported (`NVML_ERROR_FREQ_NOT_SUPPORTED`).
+    FreqNotSupported,
+    /// The struct version passed is not one NVML knows
+    /// (`NVML_ERROR_ARGUMENT_VERSION_MISMATCH`).
+    ArgumentVersionMismatch,
+    /// The feature is deprecated (`NVML_ERROR_DEPRECATED`).
+    Deprecated,
+    /// Not ready (`NVML_ERROR_NOT_READY`).
+    NotReady,
+    /// No GPU was found (`NVML_ERROR_GPU_NOT_FOUND`).
+    GpuNotFound,
+    /// The object is in a state that does not allow it
+    /// (`NVML_ERROR_INVALID_STATE`).
+    InvalidState,
+    /// The reset type is not supported (`NVML_ERROR_RESET_TYPE_NOT_SUPPORTED`).
+    ResetTypeNotSupported,
+    /// `NVML_ERROR_UNKNOWN`, or a code this crate does not know (its value).
+    Unknown(u32),
+}
+
+impl NvmlErrorKind {
+    /// The kind of an NVML status code (`NVML_SUCCESS` is `Unknown(0)`: not an
+    /// error kind).
+    pub fn from_code(code: nvmlReturn_t) -> Self {
+        match code {
+            nvml::NVML_ERROR_UNINITIALIZED => Self::Uninitialized,
+            nvml::NVML_ERROR_INVALID_ARGUMENT => Self::InvalidArgument,
+            nvml::NVML_ERROR_NOT_SUPPORTED => Self::NotSupported,
+            nvml::NVML_ERROR_NO_PERMISSION => Self::NoPermission,
+            nvml::NVML_ERROR_ALREADY_INITIALIZED => Self::AlreadyInitialized,
+            nvml::NVML_ERROR_NOT_FOUND => Self::NotFound,
+            nvml::NVML_ERROR_INSUFFICIENT_SIZE => Self::InsufficientSize,
+            nvml::NVML_ERROR_INSUFFICIENT_POWER => Self::InsufficientPower,
+            nvml::NVML_ERROR_DRIVER_NOT_LOADED => Self::DriverNotLoaded,
+            nvml::NVML_ERROR_TIMEOUT => Self::Timeout,
+            nvml::NVML_ERROR_IRQ_ISSUE => Self::IrqIssue,
+            nvml::NVML_ERROR_LIBRARY_NOT_FOUND => Self::LibraryNotFound,
+            nvml::NVML_ERROR_FUNCTION_NOT_FOUND => Self::FunctionNotFound,
+            nvml::NVML_ERROR_CORRUPTED_INFOROM => Self::CorruptedInforom,
+            nvml::NVML_ERROR_GPU_IS_LOST => Self::GpuIsLost,
+            nvml::NVML_ERROR_RESET_REQUIRED => Self::ResetRequired,
+            nvml::NVML_ERROR_OPERATING_SYSTEM => Self::OperatingSystem,
+            nvml::NVML_ERROR_LIB_RM_VERSION_MISMATCH => Self::LibRmVersionMismatch,
+            nvml::NVML_ERROR_IN_USE => Self::InUse,
+            nvml::NVML_ERROR_MEMORY => Self::Memory,
+            nvml::NVML_ERROR_NO_DATA => Self::NoData,
+            nvml::NVML_ERROR_VGPU_ECC_NOT_SUPPORTED => Self::VgpuEccNotSupported,
+            nvml::NVML_ERROR_INSUFFICIENT_RESOURCES => Self::InsufficientResources,
+            nvml::NVML_ERROR_FREQ_NOT_SUPPORTED => Self::FreqNotSupported,
+            nvml::NVML_ERROR_ARGUMENT_VERSION_MISMATCH => Self::ArgumentVersionMismatch,
+            nvml::NVML_ERROR_DEPRECATED => Self::Deprecated,
+            nvml::NVML_ERROR_NOT_READY => Self::NotReady,
+            nvml::NVML_ERROR_GPU_NOT_FOUND => Self::GpuNotFound,
+            nvml::NVML_ERROR_INVALID_STATE => Self::InvalidState,
+            nvml::NVML_ERROR_RESET_TYPE_NOT_SUPPORTED => Self::ResetTypeNotSupported,
+            other => Self::Unknown(other.0),
+        }
+    }
 }
 
 /// A feature the installed driver is too old for: what it is, the driver version
@@ -219,7 +346,39 @@ impl Error {
     /// (`NVML_ERROR_NOT_SUPPORTED`): a fan speed on a passively cooled GPU, a
     /// serial number on a consumer board, …
     pub fn is_nvml_not_supported(&self) -> bool {
-        self.nvml_code() == Some(NVML_ERROR_NOT_SUPPORTED)
+        self.nvml_kind() == Some(NvmlErrorKind::NotSupported)
+    }
+
+    /// What kind of NVML failure this is, when the error came from NVML
+    /// ([`system`](crate::system)): the counterpart of `cuda.core.system`'s
+    /// `NvmlError` subclasses, to `match` on.
+    ///
+    /// ```no_run
+    /// use cuda_core::{NvmlErrorKind, system::SystemDevice};
+    ///
+    /// let dev = SystemDevice::new(0)?;
+    /// match dev.fan_count() {
+    ///     Ok(n) => println!("{n} fans"),
+    ///     Err(e) if e.nvml_kind() == Some(NvmlErrorKind::NotSupported) => {
+    ///         println!("passively cooled")
+    ///     }
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    ///
+    /// NVML's library or an entry point missing is not an NVML kind but
+    /// [`Error::Unavailable`] ([`is_unavailable`](Self::is_unavailable)).
+    pub fn nvml_kind(&self) -> Option<NvmlErrorKind> {
+        self.nvml_code().map(NvmlErrorKind::from_code)
+    }
+
+    /// Whether the driver ran out of device memory
+    /// (`CUDA_ERROR_OUT_OF_MEMORY`): an allocation larger than what is free, or
+    /// a pool at its maximum size. Memory released later (buffers dropped, their
+    /// streams done) can be allocated again.
+    pub fn is_out_of_memory(&self) -> bool {
+        self.driver_code() == Some(CUDA_ERROR_OUT_OF_MEMORY)
     }
 
     /// Whether a library or entry point was not available
@@ -367,6 +526,16 @@ impl Error {
     }
 }
 
+/// The kind of an [`Error::InvalidArgument`] (a test helper: anything else fails
+/// the test).
+#[cfg(test)]
+pub(crate) fn kind_of<T: std::fmt::Debug>(r: Result<T>) -> InvalidKind {
+    match r {
+        Err(Error::InvalidArgument { kind, .. }) => kind,
+        other => panic!("expected an invalid argument, got {other:?}"),
+    }
+}
+
 /// The kind of a copy size that was refused: zero, or more than a buffer holds.
 pub(crate) fn copy_size_kind(bytes: usize) -> InvalidKind {
     if bytes == 0 {
@@ -507,4 +676,40 @@ fn classify(
             reason: Box::new(u.clone()),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvml_codes_have_kinds_and_nvml_errors_are_matchable() {
+        for (code, kind) in [
+            (nvml::NVML_ERROR_NOT_SUPPORTED, NvmlErrorKind::NotSupported),
+            (nvml::NVML_ERROR_NO_PERMISSION, NvmlErrorKind::NoPermission),
+            (nvml::NVML_ERROR_NOT_FOUND, NvmlErrorKind::NotFound),
+            (
+                nvml::NVML_ERROR_INSUFFICIENT_SIZE,
+                NvmlErrorKind::InsufficientSize,
+            ),
+            (nvml::NVML_ERROR_GPU_IS_LOST, NvmlErrorKind::GpuIsLost),
+            (nvml::NVML_ERROR_UNINITIALIZED, NvmlErrorKind::Uninitialized),
+            (
+                nvml::NVML_ERROR_RESET_TYPE_NOT_SUPPORTED,
+                NvmlErrorKind::ResetTypeNotSupported,
+            ),
+            (nvml::NVML_ERROR_UNKNOWN, NvmlErrorKind::Unknown(999)),
+            (nvmlReturn_t(12345), NvmlErrorKind::Unknown(12345)),
+        ] {
+            assert_eq!(NvmlErrorKind::from_code(code), kind);
+        }
+        let e = Error::nvml(
+            "reading the fan speed",
+            NvmlError::new(nvml::NVML_ERROR_NOT_SUPPORTED),
+        );
+        assert_eq!(e.nvml_kind(), Some(NvmlErrorKind::NotSupported));
+        assert!(e.is_nvml_not_supported());
+        let other = Error::invalid("x", "y");
+        assert_eq!(other.nvml_kind(), None);
+    }
 }

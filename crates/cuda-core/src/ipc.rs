@@ -7,9 +7,19 @@
 //! sends each buffer's [`IpcBufferDescriptor`] (plain bytes). The importer
 //! rebuilds the pool ([`DeviceMemoryResource::import`]) and the buffers
 //! ([`Buffer::from_ipc_descriptor`]). IPC events order work across the processes.
+//!
+//! A process that imports several pools can find them again by their
+//! [`PoolUuid`]: the exporter sends [`DeviceMemoryResource::uuid`] along with the
+//! descriptor, and the importer's [`DeviceMemoryResource::import_registered`] and
+//! [`Buffer::from_registered_ipc_descriptor`] go through the process-wide
+//! registry ([`DeviceMemoryResource::register`],
+//! [`DeviceMemoryResource::from_registry`]).
 
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasher as _, Hasher as _};
 use std::os::fd::{AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use cuda_bindings::driver as sys;
 
@@ -114,6 +124,8 @@ impl DeviceMemoryResource {
             pool,
             owned: true,
             ipc: true,
+            mapped: true,
+            uuid: std::sync::OnceLock::new(),
             ipc_fd: None,
         };
         // The owning device always has access; any other device has none until
@@ -261,7 +273,7 @@ impl Buffer {
             return Err(e);
         }
         let mr: Arc<dyn MemoryResource> = Arc::new(Imported { pool: pool.clone() });
-        Ok(Buffer::owned_from_parts(
+        Ok(Buffer::mapped_from_parts(
             ptr,
             size,
             MemoryKind::Device,
@@ -332,5 +344,204 @@ impl Event {
                 ipc: true,
             },
         })
+    }
+}
+
+/// The identity of an IPC memory pool across processes (`cuda.core`'s
+/// `DeviceMemoryResource.uuid`): 16 random bytes, a version 4 UUID, made when an
+/// IPC-enabled pool is created. The exporter sends it with the pool's descriptor;
+/// an importer registers the imported pool under it
+/// ([`DeviceMemoryResource::register`]) and finds it again
+/// ([`DeviceMemoryResource::from_registry`]). It prints in the usual
+/// `8-4-4-4-12` hexadecimal form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PoolUuid(pub [u8; 16]);
+
+impl PoolUuid {
+    /// A new random (version 4) UUID, from the standard library's per-process
+    /// random hash keys (seeded from the operating system) and a counter.
+    pub(crate) fn new_random() -> Self {
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let half = |salt: u64| {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(n);
+            h.write_u64(salt);
+            h.write_u32(std::process::id());
+            h.finish().to_le_bytes()
+        };
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&half(0));
+        b[8..].copy_from_slice(&half(1));
+        b[6] = (b[6] & 0x0f) | 0x40; // version 4
+        b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
+        Self(b)
+    }
+}
+
+impl fmt::Display for PoolUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, byte) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+type Registry = HashMap<PoolUuid, Weak<DeviceMemoryResource>>;
+
+/// The process-wide registry of IPC pools by UUID. It holds weak references: a
+/// registered pool is still destroyed when its last `Arc` goes, and its entry is
+/// then dead (pruned at the next registration).
+fn registry() -> &'static Mutex<Registry> {
+    static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
+    REGISTRY.get_or_init(Default::default)
+}
+
+impl DeviceMemoryResource {
+    /// The pool's identity across processes, for an IPC-enabled pool: made when
+    /// the pool was created here, or the one an imported pool was registered
+    /// under ([`register`](Self::register)); `None` for other pools and for an
+    /// imported pool not registered yet.
+    pub fn uuid(&self) -> Option<PoolUuid> {
+        self.uuid.get().copied()
+    }
+
+    /// Registers this IPC pool in the process-wide registry under `uuid`
+    /// (`cuda.core`'s `register`), so that
+    /// [`from_registry`](Self::from_registry) finds it. An imported pool takes
+    /// `uuid` as its [`uuid`](Self::uuid); a pool made here must be registered
+    /// under its own. Registering the same pool again under its UUID does
+    /// nothing. The registry holds a weak reference: it does not keep the pool
+    /// alive.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a pool that is not IPC-enabled;
+    /// [`Error::InvalidArgument`] when the pool already has another UUID, or
+    /// another live pool is registered under `uuid`.
+    pub fn register(self: &Arc<Self>, uuid: PoolUuid) -> Result<()> {
+        let what = || format!("registering a memory pool as {uuid}");
+        if !self.ipc {
+            return Err(Error::unsupported(
+                what(),
+                "only IPC-enabled pools are registered (made with `ipc_enabled: true`, or imported)",
+            ));
+        }
+        let mut reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
+        reg.retain(|_, w| w.strong_count() > 0);
+        if let Some(other) = reg.get(&uuid).and_then(Weak::upgrade) {
+            if Arc::ptr_eq(&other, self) {
+                return Ok(());
+            }
+            return Err(Error::invalid(
+                what(),
+                "another memory pool is registered under this UUID",
+            ));
+        }
+        let own = *self.uuid.get_or_init(|| uuid);
+        if own != uuid {
+            return Err(Error::invalid(what(), format!("the pool's UUID is {own}")));
+        }
+        reg.insert(uuid, Arc::downgrade(self));
+        Ok(())
+    }
+
+    /// The live pool registered under `uuid` (`cuda.core`'s `from_registry`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when no pool registered under `uuid` is alive.
+    pub fn from_registry(uuid: PoolUuid) -> Result<Arc<Self>> {
+        registry()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&uuid)
+            .and_then(Weak::upgrade)
+            .ok_or_else(|| {
+                Error::invalid(
+                    format!("looking up memory pool {uuid} in the registry"),
+                    "no live pool is registered under this UUID",
+                )
+            })
+    }
+
+    /// Imports a pool another process exported, once per process: the pool
+    /// registered under `uuid` (the exporter's [`uuid`](Self::uuid)) when there
+    /// is one, else the pool [`import`](Self::import)ed from `fd` and registered
+    /// under `uuid`. `fd` is only read; the caller still owns it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the registered pool is of another device
+    /// than `device`; as [`import`](Self::import) and
+    /// [`register`](Self::register).
+    pub fn import_registered(
+        device: &Device,
+        fd: BorrowedFd<'_>,
+        uuid: PoolUuid,
+    ) -> Result<Arc<Self>> {
+        if let Ok(known) = Self::from_registry(uuid) {
+            if known.device != *device {
+                return Err(Error::other_device(
+                    format!(
+                        "importing memory pool {uuid} on device {}",
+                        device.ordinal()
+                    ),
+                    format!(
+                        "the pool registered under this UUID is on device {}",
+                        known.device.ordinal()
+                    ),
+                ));
+            }
+            return Ok(known);
+        }
+        let pool = Arc::new(Self::import(device, fd)?);
+        match pool.register(uuid) {
+            Ok(()) => Ok(pool),
+            // Another thread imported and registered it meanwhile: use that one
+            // (this import is released when `pool` drops).
+            Err(e) => Self::from_registry(uuid).map_err(|_| e),
+        }
+    }
+}
+
+impl Buffer {
+    /// Imports a buffer another process exported from the pool registered under
+    /// `pool` ([`DeviceMemoryResource::from_registry`], then
+    /// [`from_ipc_descriptor`](Self::from_ipc_descriptor)).
+    ///
+    /// # Errors
+    /// As [`DeviceMemoryResource::from_registry`] and
+    /// [`from_ipc_descriptor`](Self::from_ipc_descriptor).
+    pub fn from_registered_ipc_descriptor(
+        pool: PoolUuid,
+        descriptor: &IpcBufferDescriptor,
+        stream: &Stream,
+    ) -> Result<Self> {
+        Self::from_ipc_descriptor(
+            &DeviceMemoryResource::from_registry(pool)?,
+            descriptor,
+            stream,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PoolUuid;
+
+    #[test]
+    fn uuids_are_version_4_distinct_and_print_as_uuids() {
+        let a = PoolUuid::new_random();
+        let b = PoolUuid::new_random();
+        assert_ne!(a, b);
+        assert_eq!(a.0[6] >> 4, 4);
+        assert_eq!(a.0[8] >> 6, 0b10);
+        let fixed = PoolUuid([
+            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0x4d, 0xef, 0x80, 0x11, 0x22, 0x33, 0x44, 0x55,
+            0x66, 0x77,
+        ]);
+        assert_eq!(fixed.to_string(), "12345678-9abc-4def-8011-223344556677");
     }
 }

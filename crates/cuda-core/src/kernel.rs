@@ -16,9 +16,11 @@ pub struct Kernel {
     inner: Arc<Inner>,
 }
 
+/// The kernel's handle and what keeps it loaded (`None` for an adopted handle
+/// whose owner the caller keeps alive).
 enum Handle {
-    Library(sys::CUkernel, #[allow(dead_code)] Library),
-    Module(sys::CUfunction, #[allow(dead_code)] Module),
+    Library(sys::CUkernel, #[allow(dead_code)] Option<Library>),
+    Module(sys::CUfunction, #[allow(dead_code)] Option<Module>),
 }
 
 struct Inner {
@@ -39,6 +41,20 @@ struct Inner {
 unsafe impl Send for Inner {}
 // SAFETY: as above.
 unsafe impl Sync for Inner {}
+
+/// The name the driver gave (`rc` and `name` from `cuKernelGetName` or
+/// `cuFuncGetName`), or `kernel@<address>` when it gave none.
+fn driver_name(rc: sys::CUresult, name: *const std::ffi::c_char, handle: *const ()) -> String {
+    if rc == sys::CUDA_SUCCESS && !name.is_null() {
+        // SAFETY: on success the driver points `name` at a NUL-terminated string
+        // that lives as long as the kernel.
+        unsafe { std::ffi::CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned()
+    } else {
+        format!("kernel@{handle:p}")
+    }
+}
 
 impl fmt::Debug for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -65,7 +81,7 @@ impl Kernel {
     pub(crate) fn from_library(k: sys::CUkernel, lib: Library, name: &str) -> Result<Self> {
         Ok(Self {
             inner: Arc::new(Inner {
-                handle: Handle::Library(k, lib),
+                handle: Handle::Library(k, Some(lib)),
                 name: name.to_string(),
                 params: OnceLock::new(),
                 primary_fn: OnceLock::new(),
@@ -76,11 +92,120 @@ impl Kernel {
     pub(crate) fn from_module(f: sys::CUfunction, m: Module, name: &str) -> Self {
         Self {
             inner: Arc::new(Inner {
-                handle: Handle::Module(f, m),
+                handle: Handle::Module(f, Some(m)),
                 name: name.to_string(),
                 params: OnceLock::new(),
                 primary_fn: OnceLock::new(),
             }),
+        }
+    }
+
+    fn adopted(handle: Handle, name: String) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                handle,
+                name,
+                params: OnceLock::new(),
+                primary_fn: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// Adopts a library kernel (`CUkernel`) made elsewhere (`cuda.core`'s
+    /// `Kernel.from_handle`). The handle is **borrowed**: nothing here unloads
+    /// its library. With `library`, the kernel keeps that [`Library`] loaded, as
+    /// a kernel from [`Library::get_kernel`] does, and the handle is checked to
+    /// belong to it (`cuKernelGetLibrary`). Its [`name`](Self::name) is the
+    /// driver's (`cuKernelGetName`, CUDA 12.3 drivers and newer), else
+    /// `kernel@<address>`.
+    ///
+    /// ```no_run
+    /// # fn f(code: &cuda_core::ObjectCode) -> cuda_core::Result<()> {
+    /// let lib = code.to_library(&Default::default())?;
+    /// let k = lib.get_kernel("scale")?;
+    /// // SAFETY: the handle is a kernel of `lib`, which the adopted kernel keeps.
+    /// let raw = k.kernel_handle().expect("a library kernel");
+    /// let same = unsafe { cuda_core::Kernel::from_handle(raw, Some(lib.clone()))? };
+    /// assert_eq!(same.name(), "scale");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// `handle` must be a live `CUkernel`. Without `library`, its library must stay
+    /// loaded (nobody may call `cuLibraryUnload` on it) for as long as the
+    /// returned `Kernel`, its clones, and every launch or graph that uses it exist.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a null handle, or a kernel of another library
+    /// than `library`; the driver's error.
+    pub unsafe fn from_handle(handle: sys::CUkernel, library: Option<Library>) -> Result<Self> {
+        const WHAT: &str = "adopting a kernel handle";
+        if handle.is_null() {
+            return Err(Error::invalid(WHAT, "the handle is null"));
+        }
+        crate::device::init()?;
+        if let Some(lib) = &library {
+            let mut owner: sys::CUlibrary = std::ptr::null_mut();
+            // SAFETY: `owner` is valid for writes; the caller vouches for the handle.
+            unsafe { sys::cuKernelGetLibrary(&mut owner, handle) }.check(|| WHAT)?;
+            if owner != lib.handle() {
+                return Err(Error::invalid(
+                    WHAT,
+                    "the kernel belongs to another library than the one given",
+                ));
+            }
+        }
+        let mut name: *const std::ffi::c_char = std::ptr::null();
+        // SAFETY: `name` is valid for writes; a live kernel.
+        let rc = unsafe { sys::cuKernelGetName(&mut name, handle) };
+        let name = driver_name(rc, name, handle.cast());
+        Ok(Self::adopted(Handle::Library(handle, library), name))
+    }
+
+    /// Adopts a module function (`CUfunction`) made elsewhere. As
+    /// [`from_handle`](Self::from_handle): borrowed; with `module`, kept loaded
+    /// and checked to belong to it (`cuFuncGetModule`); named by the driver
+    /// (`cuFuncGetName`), else `kernel@<address>`.
+    ///
+    /// # Safety
+    /// `function` must be a live `CUfunction`. Without `module`, its module (and
+    /// context) must stay loaded for as long as the returned `Kernel`, its clones,
+    /// and every launch or graph that uses it exist. It is launched only in its
+    /// own context.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a null handle, or a function of another
+    /// module than `module`; the driver's error.
+    pub unsafe fn from_function(function: sys::CUfunction, module: Option<Module>) -> Result<Self> {
+        const WHAT: &str = "adopting a function handle";
+        if function.is_null() {
+            return Err(Error::invalid(WHAT, "the handle is null"));
+        }
+        crate::device::init()?;
+        if let Some(m) = &module {
+            let mut owner: sys::CUmodule = std::ptr::null_mut();
+            // SAFETY: `owner` is valid for writes; the caller vouches for the handle.
+            unsafe { sys::cuFuncGetModule(&mut owner, function) }.check(|| WHAT)?;
+            if owner != m.handle() {
+                return Err(Error::invalid(
+                    WHAT,
+                    "the function belongs to another module than the one given",
+                ));
+            }
+        }
+        let mut name: *const std::ffi::c_char = std::ptr::null();
+        // SAFETY: `name` is valid for writes; a live function.
+        let rc = unsafe { sys::cuFuncGetName(&mut name, function) };
+        let name = driver_name(rc, name, function.cast());
+        Ok(Self::adopted(Handle::Module(function, module), name))
+    }
+
+    /// Whether the kernel keeps its library or module loaded (`false` for a
+    /// handle adopted without one: [`from_handle`](Self::from_handle)).
+    pub fn owns_code(&self) -> bool {
+        match &self.inner.handle {
+            Handle::Library(_, l) => l.is_some(),
+            Handle::Module(_, m) => m.is_some(),
         }
     }
 
@@ -94,6 +219,16 @@ impl Kernel {
         match &self.inner.handle {
             Handle::Library(k, _) => *k as sys::CUfunction,
             Handle::Module(f, _) => *f,
+        }
+    }
+
+    /// The `CUkernel` of a library kernel (what [`from_handle`](Self::from_handle)
+    /// adopts); `None` for a module's function, whose [`handle`](Self::handle)
+    /// is a `CUfunction` ([`from_function`](Self::from_function)).
+    pub fn kernel_handle(&self) -> Option<sys::CUkernel> {
+        match &self.inner.handle {
+            Handle::Library(k, _) => Some(*k),
+            Handle::Module(..) => None,
         }
     }
 

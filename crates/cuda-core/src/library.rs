@@ -368,13 +368,42 @@ impl ObjectCode {
     /// # Errors
     /// As [`Library::load`] and [`Library::get_kernel`].
     pub fn get_kernel(&self, name: &str) -> Result<Kernel> {
-        let lib = match self.inner.loaded.get() {
-            Some(l) => l.clone(),
-            None => {
-                let l = Library::load(self, &LibraryOptions::default())?;
-                self.inner.loaded.get_or_init(|| l).clone()
-            }
-        };
-        lib.get_kernel(name)
+        self.library()?.get_kernel(name)
+    }
+
+    /// The [`Library`] this code is loaded as, with the default options, on
+    /// first use (by this call, [`get_kernel`](Self::get_kernel),
+    /// [`handle`](Self::handle) or [`get_module`](Self::get_module)) and kept:
+    /// every later call returns the same library.
+    ///
+    /// # Errors
+    /// As [`Library::load`].
+    pub fn library(&self) -> Result<Library> {
+        if let Some(l) = self.inner.loaded.get() {
+            return Ok(l.clone());
+        }
+        let l = Library::load(self, &LibraryOptions::default())?;
+        Ok(self.inner.loaded.get_or_init(|| l).clone())
+    }
+
+    /// The driver's handle of the loaded code (`cuda.core`'s
+    /// `ObjectCode.handle`): the `CUlibrary` of [`library`](Self::library),
+    /// loaded on first use. It stays valid as long as this `ObjectCode` (or a
+    /// clone of the library) lives.
+    ///
+    /// # Errors
+    /// As [`Library::load`].
+    pub fn handle(&self) -> Result<sys::CUlibrary> {
+        Ok(self.library()?.handle())
+    }
+
+    /// The module of the loaded code in `ctx` (`cuda.core`'s
+    /// `ObjectCode.get_module`): [`library`](Self::library)'s module there
+    /// (`cuLibraryGetModule`). The [`Module`] keeps the library and `ctx` alive.
+    ///
+    /// # Errors
+    /// As [`Library::load`] and [`Library::get_module`].
+    pub fn get_module(&self, ctx: &Context) -> Result<Module> {
+        self.library()?.get_module(ctx)
     }
 }

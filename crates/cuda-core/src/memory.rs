@@ -1,5 +1,6 @@
 //! Buffers and the memory resources that allocate them.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -244,6 +245,12 @@ pub struct DeviceMemoryResource {
     pub(crate) pool: sys::CUmemoryPool,
     pub(crate) owned: bool,
     pub(crate) ipc: bool,
+    /// Imported from another process ([`DeviceMemoryResource::import`]).
+    pub(crate) mapped: bool,
+    /// The pool's identity across processes, for IPC pools: made when the pool
+    /// is, or given when an imported pool is registered.
+    #[cfg(unix)]
+    pub(crate) uuid: std::sync::OnceLock<crate::PoolUuid>,
     /// The pool's exported descriptor, made when an IPC pool is created (the driver
     /// exports a pool's buffers only once the pool itself has been exported).
     #[cfg(unix)]
@@ -288,6 +295,9 @@ impl DeviceMemoryResource {
             pool,
             owned: false,
             ipc: false,
+            mapped: false,
+            #[cfg(unix)]
+            uuid: std::sync::OnceLock::new(),
             #[cfg(unix)]
             ipc_fd: None,
         })
@@ -324,6 +334,9 @@ impl DeviceMemoryResource {
             pool,
             owned: true,
             ipc: options.ipc_enabled,
+            mapped: false,
+            #[cfg(unix)]
+            uuid: std::sync::OnceLock::new(),
             #[cfg(unix)]
             ipc_fd: None,
         };
@@ -331,6 +344,7 @@ impl DeviceMemoryResource {
         if options.ipc_enabled {
             // On failure `mr` is dropped, which destroys the pool.
             mr.ipc_fd = Some(crate::ipc::export_pool(pool)?);
+            let _ = mr.uuid.set(crate::PoolUuid::new_random());
         }
         if let Some(t) = options.release_threshold {
             set_release_threshold(pool, t)?;
@@ -416,45 +430,16 @@ impl DeviceMemoryResource {
         unsafe { sys::cuMemPoolSetAccess(self.pool, descs.as_ptr(), descs.len()) }.check(what)
     }
 
-    /// Sets the memory the pool keeps at a synchronisation point rather than
-    /// returning it to the system.
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
-        set_release_threshold(self.pool, bytes)
-    }
-
-    /// Returns memory the pool holds beyond `keep` bytes to the system
-    /// (`cuMemPoolTrimTo`).
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn trim_to(&self, keep: usize) -> Result<()> {
-        // SAFETY: a live pool.
-        unsafe { sys::cuMemPoolTrimTo(self.pool, keep) }.check(|| "trimming a memory pool")
-    }
-
     /// The driver's pool handle.
     pub fn handle(&self) -> sys::CUmemoryPool {
         self.pool
     }
 
-    /// Bytes the pool holds from the system now (`CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`).
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn reserved_bytes(&self) -> Result<u64> {
-        pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
-    }
-
-    /// Bytes of the pool's memory in use by allocations now
-    /// (`CU_MEMPOOL_ATTR_USED_MEM_CURRENT`).
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn used_bytes(&self) -> Result<u64> {
-        pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+    /// Whether the pool was imported from another process
+    /// ([`import`](Self::import)): its memory is allocated by the exporter, so
+    /// allocating from it is refused.
+    pub fn is_mapped(&self) -> bool {
+        self.mapped
     }
 }
 
@@ -487,25 +472,237 @@ unsafe fn pool_free(
     unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }.check(what)
 }
 
-fn set_release_threshold(pool: sys::CUmemoryPool, mut bytes: u64) -> Result<()> {
-    // SAFETY: the attribute takes a `cuuint64_t`.
-    unsafe {
-        sys::cuMemPoolSetAttribute(
-            pool,
-            sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&raw mut bytes).cast(),
-        )
-    }
-    .check(|| "setting a memory pool's release threshold")
+fn set_release_threshold(pool: sys::CUmemoryPool, bytes: u64) -> Result<()> {
+    pool_set_u64(pool, sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, bytes)
 }
 
-fn pool_u64(pool: sys::CUmemoryPool, attr: sys::CUmemPool_attribute) -> Result<u64> {
+/// The name of a pool attribute, for error messages.
+fn pool_attr_name(attr: sys::CUmemPool_attribute) -> &'static str {
+    match attr {
+        sys::CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES => "reuse-follow-event-dependencies",
+        sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC => "reuse-allow-opportunistic",
+        sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES => {
+            "reuse-allow-internal-dependencies"
+        }
+        sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD => "release threshold",
+        sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT => "reserved memory",
+        sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH => "reserved memory high-water mark",
+        sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT => "used memory",
+        sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH => "used memory high-water mark",
+        _ => "attribute",
+    }
+}
+
+pub(crate) fn pool_u64(pool: sys::CUmemoryPool, attr: sys::CUmemPool_attribute) -> Result<u64> {
     let mut v: u64 = 0;
-    // SAFETY: these attributes write a `cuuint64_t`.
+    // SAFETY: these attributes write a `cuuint64_t`; a live pool.
     unsafe { sys::cuMemPoolGetAttribute(pool, attr, (&raw mut v).cast()) }
-        .check(|| format!("reading memory pool attribute {}", attr.0))?;
+        .check(|| format!("reading a memory pool's {}", pool_attr_name(attr)))?;
     Ok(v)
 }
+
+fn pool_set_u64(pool: sys::CUmemoryPool, attr: sys::CUmemPool_attribute, mut v: u64) -> Result<()> {
+    // SAFETY: these attributes take a `cuuint64_t`; a live pool.
+    unsafe { sys::cuMemPoolSetAttribute(pool, attr, (&raw mut v).cast()) }
+        .check(|| format!("setting a memory pool's {}", pool_attr_name(attr)))
+}
+
+fn pool_bool(pool: sys::CUmemoryPool, attr: sys::CUmemPool_attribute) -> Result<bool> {
+    let mut v: std::ffi::c_int = 0;
+    // SAFETY: the reuse attributes write an `int`; a live pool.
+    unsafe { sys::cuMemPoolGetAttribute(pool, attr, (&raw mut v).cast()) }
+        .check(|| format!("reading a memory pool's {} policy", pool_attr_name(attr)))?;
+    Ok(v != 0)
+}
+
+fn pool_set_bool(pool: sys::CUmemoryPool, attr: sys::CUmemPool_attribute, on: bool) -> Result<()> {
+    let mut v = std::ffi::c_int::from(on);
+    // SAFETY: the reuse attributes take an `int`; a live pool.
+    unsafe { sys::cuMemPoolSetAttribute(pool, attr, (&raw mut v).cast()) }
+        .check(|| format!("setting a memory pool's {} policy", pool_attr_name(attr)))
+}
+
+/// A policy by which a memory pool may reuse memory freed on one stream for an
+/// allocation on another (`CU_MEMPOOL_ATTR_REUSE_*`; all three are on by
+/// default). [`DeviceMemoryResource::reuse`], [`set_reuse`](DeviceMemoryResource::set_reuse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoolReuse {
+    /// Reuse memory whose free is ordered before the allocation through events
+    /// the allocating stream has waited for
+    /// (`CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES`).
+    FollowEventDependencies,
+    /// Reuse memory whose free has already completed, without any dependency
+    /// (`CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC`): the result depends on timing.
+    AllowOpportunistic,
+    /// Reuse memory whose free is still pending by making the allocating stream
+    /// wait for it (`CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES`).
+    AllowInternalDependencies,
+}
+
+impl PoolReuse {
+    fn attr(self) -> sys::CUmemPool_attribute {
+        match self {
+            Self::FollowEventDependencies => sys::CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+            Self::AllowOpportunistic => sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+            Self::AllowInternalDependencies => {
+                sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES
+            }
+        }
+    }
+}
+
+/// A memory pool's attributes at one moment (`cuda.core`'s `attributes`):
+/// [`DeviceMemoryResource::attributes`], [`PinnedMemoryResource::attributes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolAttributes {
+    /// [`PoolReuse::FollowEventDependencies`].
+    pub reuse_follow_event_dependencies: bool,
+    /// [`PoolReuse::AllowOpportunistic`].
+    pub reuse_allow_opportunistic: bool,
+    /// [`PoolReuse::AllowInternalDependencies`].
+    pub reuse_allow_internal_dependencies: bool,
+    /// Bytes the pool keeps at a synchronisation point rather than returning
+    /// them to the system.
+    pub release_threshold: u64,
+    /// Bytes the pool holds from the system.
+    pub reserved_mem_current: u64,
+    /// The most bytes it has held since it was made or the mark was reset.
+    pub reserved_mem_high: u64,
+    /// Bytes in use by allocations.
+    pub used_mem_current: u64,
+    /// The most bytes in use since the pool was made or the mark was reset.
+    pub used_mem_high: u64,
+}
+
+/// The attribute methods of a memory pool resource (a type with a `pool` field):
+/// one text for the device and the pinned pools.
+macro_rules! pool_attributes {
+    ($t:ty) => {
+        impl $t {
+            /// All the pool's attributes (`cuMemPoolGetAttribute`, one call each).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn attributes(&self) -> Result<PoolAttributes> {
+                Ok(PoolAttributes {
+                    reuse_follow_event_dependencies: self
+                        .reuse(PoolReuse::FollowEventDependencies)?,
+                    reuse_allow_opportunistic: self.reuse(PoolReuse::AllowOpportunistic)?,
+                    reuse_allow_internal_dependencies: self
+                        .reuse(PoolReuse::AllowInternalDependencies)?,
+                    release_threshold: self.release_threshold()?,
+                    reserved_mem_current: self.reserved_bytes()?,
+                    reserved_mem_high: self.reserved_high_bytes()?,
+                    used_mem_current: self.used_bytes()?,
+                    used_mem_high: self.used_high_bytes()?,
+                })
+            }
+
+            /// Whether the pool may reuse memory under `policy`.
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn reuse(&self, policy: PoolReuse) -> Result<bool> {
+                pool_bool(self.pool, policy.attr())
+            }
+
+            /// Allows (`true`) or forbids reusing memory under `policy`.
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn set_reuse(&self, policy: PoolReuse, allowed: bool) -> Result<()> {
+                pool_set_bool(self.pool, policy.attr(), allowed)
+            }
+
+            /// The bytes the pool keeps at a synchronisation point rather than
+            /// returning them to the system (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn release_threshold(&self) -> Result<u64> {
+                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+            }
+
+            /// Sets the memory the pool keeps at a synchronisation point rather
+            /// than returning it to the system (`u64::MAX`: keep everything).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
+                set_release_threshold(self.pool, bytes)
+            }
+
+            /// Returns memory the pool holds beyond `keep` bytes to the system
+            /// (`cuMemPoolTrimTo`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn trim_to(&self, keep: usize) -> Result<()> {
+                // SAFETY: a live pool.
+                unsafe { sys::cuMemPoolTrimTo(self.pool, keep) }.check(|| "trimming a memory pool")
+            }
+
+            /// Bytes the pool holds from the system now
+            /// (`CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn reserved_bytes(&self) -> Result<u64> {
+                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+            }
+
+            /// The most bytes the pool has held from the system since it was made
+            /// or [`reset_reserved_high`](Self::reset_reserved_high) was called
+            /// (`CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn reserved_high_bytes(&self) -> Result<u64> {
+                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+            }
+
+            /// Resets the reserved high-water mark to the bytes held now.
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn reset_reserved_high(&self) -> Result<()> {
+                // The driver takes only 0 here, which resets the mark.
+                pool_set_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 0)
+            }
+
+            /// Bytes of the pool's memory in use by allocations now
+            /// (`CU_MEMPOOL_ATTR_USED_MEM_CURRENT`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn used_bytes(&self) -> Result<u64> {
+                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+            }
+
+            /// The most bytes in use by allocations since the pool was made or
+            /// [`reset_used_high`](Self::reset_used_high) was called
+            /// (`CU_MEMPOOL_ATTR_USED_MEM_HIGH`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn used_high_bytes(&self) -> Result<u64> {
+                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+            }
+
+            /// Resets the used high-water mark to the bytes in use now.
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn reset_used_high(&self) -> Result<()> {
+                // The driver takes only 0 here, which resets the mark.
+                pool_set_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0)
+            }
+        }
+    };
+}
+pool_attributes!(DeviceMemoryResource);
+pool_attributes!(PinnedMemoryResource);
 
 impl Drop for DeviceMemoryResource {
     fn drop(&mut self) {
@@ -521,12 +718,19 @@ impl Drop for DeviceMemoryResource {
 // `cuMemFreeAsync`, which takes exactly what `cuMemAllocFromPoolAsync` returned.
 unsafe impl MemoryResource for DeviceMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
-        pool_allocate(self.pool, size, stream, || {
+        let what = || {
             format!(
                 "allocating {size} bytes on device {}",
                 self.device.ordinal()
             )
-        })
+        };
+        if self.mapped {
+            return Err(Error::unsupported(
+                what(),
+                "the pool was imported from another process, which allocates its memory",
+            ));
+        }
+        pool_allocate(self.pool, size, stream, what)
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
@@ -830,6 +1034,25 @@ impl Location {
     }
 }
 
+/// A location given as a device ordinal, `CU_DEVICE_CPU` for the host or
+/// `CU_DEVICE_INVALID` for none (`cuMemRangeGetAttribute`'s older form).
+fn legacy_location(d: sys::CUdevice, what: &'static str) -> Result<Option<Location>> {
+    if d == sys::CU_DEVICE_INVALID {
+        Ok(None)
+    } else if d == sys::CU_DEVICE_CPU {
+        Ok(Some(Location::Host))
+    } else {
+        device_of(d, what).map(Some)
+    }
+}
+
+/// The device location of the ordinal `d` the driver reported.
+fn device_of(d: i32, what: &'static str) -> Result<Location> {
+    let ordinal = usize::try_from(d)
+        .map_err(|_| Error::unsupported(what, format!("the driver reported device {d}")))?;
+    Ok(Location::Device(Device::new(ordinal)?))
+}
+
 /// `cuMemAdvise` at a `CUmemLocation` (CUDA 12.2 drivers and newer), else its
 /// CUDA 12.0 shape, by device ordinal.
 ///
@@ -889,6 +1112,10 @@ pub struct Buffer {
     kind: MemoryKind,
     device: Device,
     owner: Option<(Arc<dyn MemoryResource>, Stream)>,
+    /// Imported from another process (IPC).
+    mapped: bool,
+    /// What keeps foreign memory alive ([`Buffer::from_raw_with_owner`]).
+    keep: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl fmt::Debug for Buffer {
@@ -899,6 +1126,8 @@ impl fmt::Debug for Buffer {
             .field("kind", &self.kind)
             .field("device", &self.device)
             .field("owned", &self.owner.is_some())
+            .field("mapped", &self.mapped)
+            .field("has_owner", &self.keep.is_some())
             .finish()
     }
 }
@@ -959,11 +1188,13 @@ impl Buffer {
             kind: mr.kind(),
             device,
             owner: Some((mr, stream.clone())),
+            mapped: false,
+            keep: None,
         })
     }
 
-    /// An owned buffer from parts (the IPC import path).
-    pub(crate) fn owned_from_parts(
+    /// An owned buffer imported from another process (the IPC import path).
+    pub(crate) fn mapped_from_parts(
         ptr: sys::CUdeviceptr,
         size: usize,
         kind: MemoryKind,
@@ -977,6 +1208,8 @@ impl Buffer {
             kind,
             device,
             owner: Some((mr, stream.clone())),
+            mapped: true,
+            keep: None,
         }
     }
 
@@ -999,7 +1232,68 @@ impl Buffer {
             kind,
             device: *device,
             owner: None,
+            mapped: false,
+            keep: None,
         }
+    }
+
+    /// As [`from_raw`](Self::from_raw), keeping `owner` alive as long as the
+    /// buffer (`cuda.core`'s `Buffer.from_handle(ptr, size, owner=…)`): the object
+    /// that owns the memory, or anything whose life bounds it. [`owner`](Self::owner)
+    /// hands it back. The buffer still never frees the memory; dropping it drops
+    /// its reference to `owner`, at once, without waiting for work queued on the
+    /// memory.
+    ///
+    /// ```no_run
+    /// # fn f(dev: cuda_core::Device, s: &cuda_core::Stream) -> cuda_core::Result<()> {
+    /// use std::sync::Arc;
+    /// use cuda_core::{Buffer, MemoryKind};
+    /// let theirs = Arc::new(dev.allocate(256, s)?);
+    /// // SAFETY: `theirs` holds 256 bytes of device memory and lives as long as
+    /// // `view` (which keeps it), and `view`'s work is synchronised before it drops.
+    /// let view = unsafe {
+    ///     Buffer::from_raw_with_owner(theirs.ptr(), 256, MemoryKind::Device, &dev, theirs.clone())
+    /// };
+    /// assert!(view.owner().is_some_and(|o| o.downcast_ref::<Buffer>().is_some()));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw), where "valid for as long as the buffer and
+    /// the work issued through it" may be met by `owner`: the memory must stay
+    /// valid while `owner` lives, and work issued through the buffer must
+    /// complete before the last reference to `owner` goes.
+    pub unsafe fn from_raw_with_owner(
+        ptr: sys::CUdeviceptr,
+        size: usize,
+        kind: MemoryKind,
+        device: &Device,
+        owner: Arc<dyn Any + Send + Sync>,
+    ) -> Self {
+        Self {
+            ptr,
+            size,
+            kind,
+            device: *device,
+            owner: None,
+            mapped: false,
+            keep: Some(owner),
+        }
+    }
+
+    /// The object that keeps this buffer's foreign memory alive, given to
+    /// [`from_raw_with_owner`](Self::from_raw_with_owner) (`None` otherwise: an
+    /// owning buffer's memory is its [`memory_resource`](Self::memory_resource)'s).
+    /// Downcast it to the type given.
+    pub fn owner(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.keep.as_ref()
+    }
+
+    /// Whether the buffer was imported from another process
+    /// ([`from_ipc_descriptor`](Self::from_ipc_descriptor)): its memory belongs to
+    /// the exporter's pool.
+    pub fn is_mapped(&self) -> bool {
+        self.mapped
     }
 
     /// The device address.
@@ -1323,6 +1617,134 @@ impl Buffer {
         self.advise(advice, location, "advising an accessing location")
     }
 
+    /// Whether all of the managed memory is advised read-mostly
+    /// (`CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY`; see
+    /// [`set_read_mostly`](Self::set_read_mostly)).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn read_mostly(&self) -> Result<bool> {
+        let mut v = [0i32];
+        self.range_attribute(
+            sys::CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
+            &mut v,
+            "reading a buffer's read-mostly advice",
+        )?;
+        Ok(v[0] != 0)
+    }
+
+    /// Where the managed memory prefers to live (see
+    /// [`set_preferred_location`](Self::set_preferred_location)): `None` when no
+    /// preferred location is set, or when its parts prefer different ones
+    /// (`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION`, with its type and id on
+    /// CUDA 12.2 drivers and newer, so that a host NUMA node shows as such).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn preferred_location(&self) -> Result<Option<Location>> {
+        self.location_attribute(
+            sys::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
+            sys::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
+            sys::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
+            "reading a buffer's preferred location",
+        )
+    }
+
+    /// Where the managed memory was last prefetched to
+    /// ([`prefetch`](Self::prefetch)): `None` when it never was, or when its
+    /// parts were last prefetched to different places
+    /// (`CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION`, with type and id on CUDA
+    /// 12.2 drivers and newer). It says where a prefetch was asked to go, not
+    /// where the pages are now.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn last_prefetch_location(&self) -> Result<Option<Location>> {
+        self.location_attribute(
+            sys::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
+            sys::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+            sys::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
+            "reading a buffer's last prefetch location",
+        )
+    }
+
+    /// The locations advised to access all of the managed memory (see
+    /// [`set_accessed_by`](Self::set_accessed_by)): devices, and
+    /// [`Location::Host`] for the host (`CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY`).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
+    pub fn accessed_by(&self) -> Result<Vec<Location>> {
+        const WHAT: &str = "reading which locations access a buffer";
+        // One slot per device and one for the host; unused slots stay invalid.
+        let mut v = vec![sys::CU_DEVICE_INVALID; Device::count()? + 1];
+        self.range_attribute(sys::CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, &mut v, WHAT)?;
+        v.into_iter()
+            .filter(|&d| d != sys::CU_DEVICE_INVALID)
+            .map(|d| legacy_location(d, WHAT))
+            .collect::<Result<Vec<_>>>()
+            .map(|locs| locs.into_iter().flatten().collect())
+    }
+
+    /// `cuMemRangeGetAttribute` over the whole buffer into `out` (4-byte values).
+    fn range_attribute(
+        &self,
+        attr: sys::CUmem_range_attribute,
+        out: &mut [i32],
+        what: &'static str,
+    ) -> Result<()> {
+        self.require_managed(what)?;
+        self.device.ensure_current()?;
+        // SAFETY: `out` holds `size_of_val(out)` writable bytes, as many 4-byte
+        // values as the attribute writes; `size` bytes of managed memory.
+        unsafe {
+            sys::cuMemRangeGetAttribute(
+                out.as_mut_ptr().cast(),
+                std::mem::size_of_val(out),
+                attr,
+                self.ptr,
+                self.size,
+            )
+        }
+        .check(|| what)
+    }
+
+    /// A location attribute: as a type and an id where the driver has them
+    /// (CUDA 12.2), else as a device ordinal (`CU_DEVICE_CPU` for the host).
+    fn location_attribute(
+        &self,
+        legacy: sys::CUmem_range_attribute,
+        type_attr: sys::CUmem_range_attribute,
+        id_attr: sys::CUmem_range_attribute,
+        what: &'static str,
+    ) -> Result<Option<Location>> {
+        if !crate::versions::driver_at_least(12020) {
+            let mut d = [0i32];
+            self.range_attribute(legacy, &mut d, what)?;
+            return legacy_location(d[0], what);
+        }
+        let (mut t, mut id) = ([0i32], [0i32]);
+        self.range_attribute(type_attr, &mut t, what)?;
+        let t = sys::CUmemLocationType(t[0] as _);
+        if t == sys::CU_MEM_LOCATION_TYPE_INVALID {
+            return Ok(None);
+        }
+        self.range_attribute(id_attr, &mut id, what)?;
+        let id = id[0];
+        Ok(Some(if t == sys::CU_MEM_LOCATION_TYPE_DEVICE {
+            device_of(id, what)?
+        } else if t == sys::CU_MEM_LOCATION_TYPE_HOST {
+            Location::Host
+        } else if t == sys::CU_MEM_LOCATION_TYPE_HOST_NUMA {
+            Location::HostNuma(id)
+        } else {
+            return Err(Error::unsupported(
+                what,
+                format!("the driver reported location type {}", t.0),
+            ));
+        }))
+    }
+
     fn advise(
         &self,
         advice: sys::CUmem_advise,
@@ -1424,7 +1846,7 @@ impl Buffer {
                  for: synchronise its work and use `as_host_slice_mut`",
             ));
         };
-        free.sync()?;
+        free.wait()?;
         // SAFETY: the free stream has been synchronised: every operation this
         // crate queued on the buffer had made it wait (see above), and kernels and
         // graphs given the buffer are ordered before it by their callers' contract.
@@ -1448,8 +1870,29 @@ impl Buffer {
     /// Orders this buffer's eventual free after the work queued so far on `stream`
     /// (an event recorded there, waited for by the free stream), when `stream` is not
     /// the free stream. Keeps stream-ordered frees from racing work on other streams.
-    pub(crate) fn order_free_after(&self, stream: &Stream) -> Result<()> {
-        order_frees_after(std::iter::once(self), stream)
+    ///
+    /// cuda-core's own operations (copies, fills, typed launches) do this for the
+    /// buffers they touch. Code that queues work on a buffer through another
+    /// library (cuBLAS, cuFFT, NCCL, a raw driver call) calls it after queueing,
+    /// so that dropping the buffer cannot free memory the work still uses.
+    /// Nothing is done when `stream` is the free stream or the buffer does not own
+    /// its memory.
+    ///
+    /// # Errors
+    /// The driver's error recording or waiting for the event; the stream has then
+    /// been waited for, so the free still cannot overtake the work.
+    #[inline]
+    pub fn order_free_after(&self, stream: &Stream) -> Result<()> {
+        match &self.owner {
+            // The common case, on every typed launch: work on the free stream
+            // itself (or memory this buffer does not free) needs nothing.
+            Some((_, free))
+                if !(free.handle() == stream.handle() && free.context() == stream.context()) =>
+            {
+                order_frees_after(std::iter::once(self), stream)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Frees the buffer now (ordered on `stream`, or its free stream), reporting

@@ -123,10 +123,11 @@ impl fmt::Display for CompileTarget {
 /// carries instead.
 ///
 /// For NVVM IR only the options NVVM has a counterpart for apply (see
-/// [`to_nvvm_args`](Self::to_nvvm_args)); the C++ front-end options (`std`, macros,
-/// include paths, diagnostics, …) are ignored. For PTX the code-generation options
-/// go to the [`Linker`] (see [`to_linker_options`](Self::to_linker_options)).
-/// Precompiled-header options have no field: pass them in [`extra`](Self::extra).
+/// [`to_nvvm_args`](Self::to_nvvm_args)); for PTX the code-generation options go
+/// to the [`Linker`] (see [`to_linker_options`](Self::to_linker_options)). Setting
+/// an option the backend has no counterpart for (a C++ front-end option such as
+/// `std`, macros, include paths or diagnostics, for NVVM IR or PTX) is
+/// [`Error::Unsupported`] naming it, never silently ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProgramOptions {
     /// The program's name: the file name in diagnostics and the name of the
@@ -223,7 +224,8 @@ pub struct ProgramOptions {
     /// Write the compiler's phase timings to this file, as CSV (`--time=`).
     pub time: Option<PathBuf>,
     /// Compile with up to this many threads, 0 for as many as there are CPUs
-    /// (`--split-compile=`).
+    /// (`--split-compile=`); at most `i32::MAX` (NVRTC aborts the process on
+    /// more, so a larger value is refused before it is called).
     pub split_compile: Option<u32>,
     /// Check the device code's syntax only (`--fdevice-syntax-only`).
     pub fdevice_syntax_only: bool,
@@ -274,9 +276,79 @@ pub struct ProgramOptions {
     /// [`default_bundled_headers_dir`](Self::default_bundled_headers_dir) (a
     /// directory per NVRTC version in the user's cache directory).
     pub bundled_headers_dir: Option<PathBuf>,
+    /// Extra debug information for Numba's CUDA debugger support, with `debug`
+    /// (`--numba-debug`; NVVM `-numba-debug`). Compilers that do not know the
+    /// option fail the compile with their invalid-option error
+    /// ([`Error::Compile`], whose log names it): NVRTC 13.0 does.
+    pub numba_debug: bool,
     /// More options, passed verbatim after all the others.
     pub extra: Vec<String>,
 }
+
+/// The compilers [`ProgramOptions::as_bytes`] writes options for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CompilerBackend {
+    /// NVRTC (CUDA C++).
+    Nvrtc,
+    /// NVVM (NVVM IR).
+    Nvvm,
+}
+
+impl std::str::FromStr for CompilerBackend {
+    type Err = Error;
+
+    /// `nvrtc` or `nvvm`, in any case, as `cuda.core`'s `as_bytes` takes them
+    /// (and as [`Program::backend`] names them).
+    fn from_str(s: &str) -> Result<Self> {
+        if s.eq_ignore_ascii_case("nvrtc") {
+            Ok(Self::Nvrtc)
+        } else if s.eq_ignore_ascii_case("nvvm") {
+            Ok(Self::Nvvm)
+        } else {
+            Err(Error::invalid(
+                "choosing a compiler backend",
+                format!("{s:?} is not a compiler backend: expected `nvrtc` or `nvvm`"),
+            ))
+        }
+    }
+}
+
+/// The options NVVM takes (every other field set is refused for NVVM IR).
+const NVVM_FIELDS: &[&str] = &[
+    "name",
+    "arch",
+    "debug",
+    "lineinfo",
+    "device_code_optimize",
+    "ftz",
+    "prec_sqrt",
+    "prec_div",
+    "fma",
+    "use_fast_math",
+    "link_time_optimization",
+    "extra_sources",
+    "use_libdevice",
+    "numba_debug",
+    "extra",
+];
+
+/// The options the linker takes for PTX ([`ProgramOptions::to_linker_options`]).
+const LINKER_FIELDS: &[&str] = &[
+    "name",
+    "arch",
+    "max_register_count",
+    "time",
+    "debug",
+    "lineinfo",
+    "ftz",
+    "prec_div",
+    "prec_sqrt",
+    "fma",
+    "split_compile",
+    "ptxas_options",
+    "no_cache",
+];
 
 const OPTIONS_CONTEXT: &str = "checking the program options";
 
@@ -556,6 +628,17 @@ impl ProgramOptions {
             a.path("time", path, "--time=")?;
         }
         if let Some(n) = self.split_compile {
+            // NVRTC reads the count as a C `int` and aborts the whole process
+            // (an uncaught `std::out_of_range`) on anything larger.
+            if i32::try_from(n).is_err() {
+                return Err(Error::out_of_range(
+                    a.context,
+                    format!(
+                        "`split_compile` is {n}; NVRTC takes at most {} threads (0 for one per CPU)",
+                        i32::MAX
+                    ),
+                ));
+            }
             a.out.push(format!("--split-compile={n}"));
         }
         a.flag(self.fdevice_syntax_only, "--fdevice-syntax-only");
@@ -614,26 +697,166 @@ impl ProgramOptions {
             };
             a.path("bundled_headers_dir", &dir, "--use-bundled-headers=")?;
         }
+        a.flag(self.numba_debug, "--numba-debug");
         for extra in &self.extra {
             a.text("extra", extra, "")?;
         }
         Ok(a.out)
     }
 
+    /// The fields that are set (differ from the default), by name.
+    fn set_fields(&self) -> Vec<&'static str> {
+        let d = Self::default();
+        [
+            ("name", self.name != d.name),
+            ("arch", self.arch != d.arch),
+            ("std", self.std != d.std),
+            ("relocatable_device_code", self.relocatable_device_code),
+            ("extensible_whole_program", self.extensible_whole_program),
+            ("debug", self.debug),
+            ("lineinfo", self.lineinfo),
+            ("device_code_optimize", self.device_code_optimize.is_some()),
+            ("ptxas_options", !self.ptxas_options.is_empty()),
+            ("max_register_count", self.max_register_count.is_some()),
+            ("ftz", self.ftz.is_some()),
+            ("prec_sqrt", self.prec_sqrt.is_some()),
+            ("prec_div", self.prec_div.is_some()),
+            ("fma", self.fma.is_some()),
+            ("use_fast_math", self.use_fast_math),
+            (
+                "extra_device_vectorization",
+                self.extra_device_vectorization,
+            ),
+            ("link_time_optimization", self.link_time_optimization),
+            ("gen_opt_lto", self.gen_opt_lto),
+            ("define_macro", !self.define_macro.is_empty()),
+            ("undefine_macro", !self.undefine_macro.is_empty()),
+            ("include_path", !self.include_path.is_empty()),
+            ("pre_include", !self.pre_include.is_empty()),
+            ("no_source_include", self.no_source_include),
+            ("builtin_move_forward", self.builtin_move_forward.is_some()),
+            (
+                "builtin_initializer_list",
+                self.builtin_initializer_list.is_some(),
+            ),
+            ("disable_warnings", self.disable_warnings),
+            ("restrict", self.restrict),
+            (
+                "device_as_default_execution_space",
+                self.device_as_default_execution_space,
+            ),
+            ("device_int128", self.device_int128),
+            ("device_float128", self.device_float128),
+            ("optimization_info", self.optimization_info.is_some()),
+            ("no_display_error_number", self.no_display_error_number),
+            ("diag_error", !self.diag_error.is_empty()),
+            ("diag_suppress", !self.diag_suppress.is_empty()),
+            ("diag_warn", !self.diag_warn.is_empty()),
+            ("brief_diagnostics", self.brief_diagnostics.is_some()),
+            ("time", self.time.is_some()),
+            ("split_compile", self.split_compile.is_some()),
+            ("fdevice_syntax_only", self.fdevice_syntax_only),
+            ("minimal", self.minimal),
+            ("no_cache", self.no_cache),
+            ("fdevice_time_trace", self.fdevice_time_trace.is_some()),
+            ("frandom_seed", self.frandom_seed.is_some()),
+            ("ofast_compile", self.ofast_compile.is_some()),
+            ("extra_sources", !self.extra_sources.is_empty()),
+            ("use_libdevice", self.use_libdevice),
+            ("pch", self.pch),
+            ("create_pch", self.create_pch.is_some()),
+            ("use_pch", self.use_pch.is_some()),
+            ("pch_dir", self.pch_dir.is_some()),
+            ("pch_messages", self.pch_messages.is_some()),
+            ("pch_verbose", self.pch_verbose.is_some()),
+            (
+                "instantiate_templates_in_pch",
+                self.instantiate_templates_in_pch.is_some(),
+            ),
+            ("use_bundled_headers", self.use_bundled_headers),
+            ("bundled_headers_dir", self.bundled_headers_dir.is_some()),
+            ("numba_debug", self.numba_debug),
+            ("extra", !self.extra.is_empty()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect()
+    }
+
+    /// [`Error::Unsupported`] naming the fields set here that `backend` (which
+    /// takes the fields `supported`) has no counterpart for.
+    fn refuse_unsupported(&self, backend: &str, supported: &[&str]) -> Result<()> {
+        let refused: Vec<String> = self
+            .set_fields()
+            .into_iter()
+            .filter(|f| !supported.contains(f))
+            .map(|f| format!("`{f}`"))
+            .collect();
+        if refused.is_empty() {
+            return Ok(());
+        }
+        Err(Error::unsupported(
+            OPTIONS_CONTEXT,
+            format!("{backend} has no counterpart for {}", refused.join(", ")),
+        ))
+    }
+
+    /// The options as `backend` takes them, as bytes (`as_bytes` in Python):
+    /// [`to_nvrtc_args`](Self::to_nvrtc_args) or
+    /// [`to_nvvm_args`](Self::to_nvvm_args), plus NVVM's `-gen-lto` when
+    /// `target` is [`CompileTarget::Ltoir`] (which NVVM needs for LTO-IR). Pass
+    /// a backend by name with `"nvvm".parse()?`.
+    ///
+    /// ```
+    /// use cuda_core::{CompileTarget, CompilerBackend, ProgramOptions};
+    ///
+    /// let options = ProgramOptions { arch: Some("sm_90".into()), debug: true, ..Default::default() };
+    /// assert_eq!(
+    ///     options.as_bytes(CompilerBackend::Nvvm, Some(CompileTarget::Ltoir))?,
+    ///     [b"-arch=compute_90".to_vec(), b"-g".to_vec(), b"-gen-lto".to_vec()]
+    /// );
+    /// assert_eq!(options.as_bytes("nvrtc".parse()?, None)?[1], b"--device-debug");
+    /// # Ok::<(), cuda_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`to_nvrtc_args`](Self::to_nvrtc_args) and
+    /// [`to_nvvm_args`](Self::to_nvvm_args).
+    pub fn as_bytes(
+        &self,
+        backend: CompilerBackend,
+        target: Option<CompileTarget>,
+    ) -> Result<Vec<Vec<u8>>> {
+        let mut args = match backend {
+            CompilerBackend::Nvrtc => self.to_nvrtc_args()?,
+            CompilerBackend::Nvvm => {
+                let mut args = self.to_nvvm_args()?;
+                if target == Some(CompileTarget::Ltoir) && !args.iter().any(|a| a == "-gen-lto") {
+                    args.push("-gen-lto".to_owned());
+                }
+                args
+            }
+        };
+        Ok(args.drain(..).map(String::into_bytes).collect())
+    }
+
     /// The options NVVM understands, as it takes them: `-arch=compute_XY` (an
     /// `sm_XY` arch becomes `compute_XY`), `-opt=0|3` from
     /// [`device_code_optimize`](Self::device_code_optimize), `-g`,
     /// `-generate-line-info`, `-ftz=`/`-prec-div=`/`-prec-sqrt=`/`-fma=` (`0`/`1`,
-    /// implied by `use_fast_math` where not given), `-gen-lto`, then
-    /// [`extra`](Self::extra). Other fields are C++ front-end options and are
-    /// ignored.
+    /// implied by `use_fast_math` where not given), `-gen-lto`, `-numba-debug`, then
+    /// [`extra`](Self::extra). `name`, `extra_sources` and `use_libdevice` apply
+    /// to the program, not the option list.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a malformed `arch`, or NUL bytes or empty
-    /// entries in `name` or `extra`.
+    /// [`Error::Unsupported`] naming every other field that is set (C++
+    /// front-end and NVRTC options NVVM has no counterpart for: `std`,
+    /// `define_macro`, `max_register_count`, …); [`Error::InvalidArgument`] for
+    /// a malformed `arch`, or NUL bytes or empty entries in `name` or `extra`.
     pub fn to_nvvm_args(&self) -> Result<Vec<String>> {
         let mut a = Args::new(OPTIONS_CONTEXT);
         self.check_name()?;
+        self.refuse_unsupported("NVVM", NVVM_FIELDS)?;
         if let Some(arch) = &self.arch {
             let arch = Arch::parse_or_invalid(arch, OPTIONS_CONTEXT)?;
             a.out.push(format!("-arch={}", arch.virtual_name()));
@@ -659,6 +882,7 @@ impl ProgramOptions {
             a.out.push(format!("-fma={}", one_zero(b)));
         }
         a.flag(self.link_time_optimization, "-gen-lto");
+        a.flag(self.numba_debug, "-numba-debug");
         for extra in &self.extra {
             a.text("extra", extra, "")?;
         }
@@ -913,8 +1137,12 @@ impl Program {
     /// A program from source code and options.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for options the backend's argument check
-    /// rejects ([`ProgramOptions::to_nvrtc_args`], [`to_nvvm_args`](ProgramOptions::to_nvvm_args)),
+    /// [`Error::Unsupported`] naming the options set that the backend has no
+    /// counterpart for (for NVVM IR see [`to_nvvm_args`](ProgramOptions::to_nvvm_args);
+    /// PTX takes those [`to_linker_options`](ProgramOptions::to_linker_options)
+    /// carries over, and `name` and `arch`); [`Error::InvalidArgument`] for options
+    /// the backend's argument check rejects ([`ProgramOptions::to_nvrtc_args`],
+    /// [`to_nvvm_args`](ProgramOptions::to_nvvm_args)),
     /// C++ or PTX source containing a NUL byte, empty NVVM IR, or `extra_sources`
     /// with a source that is not NVVM IR.
     pub fn new(code: SourceCode<'_>, options: ProgramOptions) -> Result<Self> {
@@ -944,6 +1172,7 @@ impl Program {
             }
             SourceCode::Ptx(src) => {
                 options.check_name()?;
+                options.refuse_unsupported("the PTX linker", LINKER_FIELDS)?;
                 if src.contains('\0') {
                     return Err(Error::invalid(
                         CONTEXT,
@@ -1574,6 +1803,216 @@ pub fn nvrtc_supported_archs() -> Result<Vec<i32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sm90() -> ProgramOptions {
+        ProgramOptions {
+            arch: Some("sm_90".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn numba_debug_is_spelled_per_backend_and_refused_for_ptx() {
+        let o = ProgramOptions {
+            numba_debug: true,
+            debug: true,
+            extra: vec!["-X".into()],
+            ..sm90()
+        };
+        assert_eq!(
+            o.to_nvrtc_args().unwrap(),
+            [
+                "--gpu-architecture=sm_90",
+                "--device-debug",
+                "--numba-debug",
+                "-X"
+            ]
+        );
+        assert_eq!(
+            o.to_nvvm_args().unwrap(),
+            ["-arch=compute_90", "-g", "-numba-debug", "-X"]
+        );
+        let e = Program::new(SourceCode::Ptx(".version 8.0"), o).unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .ends_with("the PTX linker has no counterpart for `numba_debug`, `extra`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn backends_refuse_every_option_they_cannot_take_by_name() {
+        let cxx_only = ProgramOptions {
+            std: Some("c++17".into()),
+            define_macro: vec![("N".into(), None)],
+            max_register_count: Some(32),
+            pch: true,
+            lineinfo: true,
+            ..sm90()
+        };
+        let e = cxx_only.to_nvvm_args().unwrap_err();
+        assert!(e.required_driver().is_none());
+        assert!(
+            e.to_string().ends_with(
+                "NVVM has no counterpart for `std`, `max_register_count`, `define_macro`, `pch`"
+            ),
+            "{e}"
+        );
+        // The linker takes `max_register_count` and `lineinfo`, not the C++ ones.
+        let e = Program::new(SourceCode::Ptx(".version 8.0"), cxx_only).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("the PTX linker has no counterpart for `std`, `define_macro`, `pch`"),
+            "{e}"
+        );
+        // What each backend takes is accepted.
+        let nvvm = ProgramOptions {
+            name: Some("k".into()),
+            debug: true,
+            lineinfo: true,
+            device_code_optimize: Some(false),
+            ftz: Some(true),
+            prec_sqrt: Some(true),
+            prec_div: Some(true),
+            fma: Some(false),
+            use_fast_math: true,
+            link_time_optimization: true,
+            extra: vec!["-opt=2".into()],
+            ..sm90()
+        };
+        assert!(nvvm.to_nvvm_args().is_ok());
+        let ptx = ProgramOptions {
+            name: Some("k".into()),
+            max_register_count: Some(64),
+            time: Some("t.csv".into()),
+            debug: true,
+            lineinfo: true,
+            ftz: Some(true),
+            prec_div: Some(false),
+            prec_sqrt: Some(false),
+            fma: Some(true),
+            split_compile: Some(2),
+            ptxas_options: vec!["-v".into()],
+            no_cache: true,
+            ..sm90()
+        };
+        assert!(Program::new(SourceCode::Ptx(".version 8.0"), ptx).is_ok());
+        // Every field of the struct is known to the check. The literal below
+        // names each field (no `..`), so a new field must be added to it, and
+        // the count to `set_fields`.
+        let all_set = ProgramOptions {
+            name: Some("n".into()),
+            arch: Some("sm_90".into()),
+            std: Some("c++17".into()),
+            relocatable_device_code: true,
+            extensible_whole_program: true,
+            debug: true,
+            lineinfo: true,
+            device_code_optimize: Some(true),
+            ptxas_options: vec!["-v".into()],
+            max_register_count: Some(1),
+            ftz: Some(true),
+            prec_sqrt: Some(true),
+            prec_div: Some(true),
+            fma: Some(true),
+            use_fast_math: true,
+            extra_device_vectorization: true,
+            link_time_optimization: true,
+            gen_opt_lto: true,
+            define_macro: vec![("A".into(), None)],
+            undefine_macro: vec!["B".into()],
+            include_path: vec!["/i".into()],
+            pre_include: vec!["p.h".into()],
+            no_source_include: true,
+            builtin_move_forward: Some(true),
+            builtin_initializer_list: Some(true),
+            disable_warnings: true,
+            restrict: true,
+            device_as_default_execution_space: true,
+            device_int128: true,
+            device_float128: true,
+            optimization_info: Some("inline".into()),
+            no_display_error_number: true,
+            diag_error: vec![1],
+            diag_suppress: vec![2],
+            diag_warn: vec![3],
+            brief_diagnostics: Some(true),
+            time: Some("t".into()),
+            split_compile: Some(0),
+            fdevice_syntax_only: true,
+            minimal: true,
+            no_cache: true,
+            fdevice_time_trace: Some("t.json".into()),
+            frandom_seed: Some("1".into()),
+            ofast_compile: Some("min".into()),
+            extra_sources: vec![("m".into(), b"x".to_vec())],
+            use_libdevice: true,
+            pch: true,
+            create_pch: Some("a.pch".into()),
+            use_pch: Some("b.pch".into()),
+            pch_dir: Some("d".into()),
+            pch_messages: Some(true),
+            pch_verbose: Some(true),
+            instantiate_templates_in_pch: Some(true),
+            use_bundled_headers: true,
+            bundled_headers_dir: Some("h".into()),
+            numba_debug: true,
+            extra: vec!["-x".into()],
+        };
+        assert_eq!(all_set.set_fields().len(), 57);
+        let refused = all_set.to_nvvm_args().unwrap_err().to_string();
+        assert_eq!(
+            refused.matches('`').count() / 2,
+            57 - NVVM_FIELDS.len(),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn options_as_bytes_per_backend() {
+        let o = ProgramOptions {
+            debug: true,
+            ..sm90()
+        };
+        assert_eq!(
+            o.as_bytes(CompilerBackend::Nvrtc, Some(CompileTarget::Ltoir))
+                .unwrap(),
+            [
+                b"--gpu-architecture=sm_90".to_vec(),
+                b"--device-debug".to_vec()
+            ]
+        );
+        assert_eq!(
+            o.as_bytes(CompilerBackend::Nvvm, Some(CompileTarget::Ltoir))
+                .unwrap(),
+            [
+                b"-arch=compute_90".to_vec(),
+                b"-g".to_vec(),
+                b"-gen-lto".to_vec()
+            ]
+        );
+        assert_eq!(o.as_bytes(CompilerBackend::Nvvm, None).unwrap().len(), 2);
+        let lto = ProgramOptions {
+            link_time_optimization: true,
+            ..o
+        };
+        // `-gen-lto` once, however it is asked for.
+        let args = lto
+            .as_bytes(CompilerBackend::Nvvm, Some(CompileTarget::Ltoir))
+            .unwrap();
+        assert_eq!(args.iter().filter(|a| *a == b"-gen-lto").count(), 1);
+        assert_eq!(
+            "NVRTC".parse::<CompilerBackend>().unwrap(),
+            CompilerBackend::Nvrtc
+        );
+        assert_eq!(
+            "nvvm".parse::<CompilerBackend>().unwrap(),
+            CompilerBackend::Nvvm
+        );
+        let e = "nvjitlink".parse::<CompilerBackend>().unwrap_err();
+        assert_eq!(e.invalid_kind(), Some(crate::InvalidKind::Other));
+    }
 
     #[test]
     fn arch_names_parse() {

@@ -4,6 +4,7 @@ use std::fmt;
 
 use cuda_bindings::driver as sys;
 
+use crate::callback::PanicSlot;
 use crate::error::{Check as _, Error, Result};
 use crate::{Context, Device, Event};
 
@@ -38,6 +39,8 @@ struct Inner {
     handle: sys::CUstream,
     ctx: Context,
     owned: bool,
+    /// Panics of host functions queued on the stream, until reported.
+    panics: std::sync::Arc<PanicSlot>,
 }
 
 // SAFETY: a CUstream is a handle the driver lets any thread use; `Inner` holds no
@@ -49,7 +52,12 @@ unsafe impl Sync for Inner {}
 impl Stream {
     fn wrap(handle: sys::CUstream, ctx: Context, owned: bool) -> Self {
         Self {
-            inner: std::sync::Arc::new(Inner { handle, ctx, owned }),
+            inner: std::sync::Arc::new(Inner {
+                handle,
+                ctx,
+                owned,
+                panics: Default::default(),
+            }),
         }
     }
 }
@@ -162,6 +170,72 @@ impl Stream {
         Self::wrap(handle, ctx.clone(), false)
     }
 
+    /// Adopts a stream another library made (`cuda.core`'s `Stream.from_handle`),
+    /// finding its context and device from the driver (`cuStreamGetCtx`,
+    /// `cuCtxGetDevice`). The stream is **borrowed**: this `Stream` and its clones
+    /// never destroy it ([`is_owned`](Self::is_owned) is `false`), and neither is
+    /// its context. Its context is the device's primary context when it is that
+    /// one, and otherwise a borrowed [`Context`] (not primary, never destroyed).
+    /// [`from_raw`](Self::from_raw) does the same for a caller that knows the
+    /// context.
+    ///
+    /// The special handles (null, `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`)
+    /// stand for the default streams of the context current on the calling
+    /// thread, which is what the driver then reports;
+    /// [`legacy_default`](Self::legacy_default) and
+    /// [`per_thread_default`](Self::per_thread_default) name a device instead.
+    ///
+    /// ```no_run
+    /// # fn f(dev: cuda_core::Device) -> cuda_core::Result<()> {
+    /// let theirs = dev.create_stream(Default::default())?;
+    /// // SAFETY: `theirs` outlives `ours` and everything queued through it.
+    /// let ours = unsafe { cuda_core::Stream::from_handle(theirs.handle())? };
+    /// assert_eq!(ours.device(), theirs.device());
+    /// assert!(!ours.is_owned());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// `handle` must be a live stream (or one of the special handles) whose
+    /// stream and context stay alive, and are destroyed by nobody, for as long as
+    /// the returned `Stream`, its clones and everything that holds one (buffers
+    /// freed on it, pending frees included) exist. Buffers keep their free stream
+    /// until they are freed, so adopt a stream for allocation only if its owner
+    /// outlives them.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a stream of a green context (adopt it with
+    /// [`from_raw`](Self::from_raw) and the green [`Context`], which serialises
+    /// the threads that use it); the driver's error (an invalid handle is
+    /// `CUDA_ERROR_INVALID_HANDLE` or `CUDA_ERROR_INVALID_CONTEXT`, as far as the
+    /// driver can tell).
+    pub unsafe fn from_handle(handle: sys::CUstream) -> Result<Self> {
+        const WHAT: &str = "adopting a stream handle";
+        crate::device::init()?;
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        if crate::versions::driver_at_least(12050) {
+            let mut green: sys::CUgreenCtx = std::ptr::null_mut();
+            // SAFETY: both outputs are valid for writes; the caller vouches for
+            // the handle.
+            unsafe { sys::cuStreamGetCtx_v2(handle, &mut ctx, &mut green) }.check(|| WHAT)?;
+            if !green.is_null() {
+                return Err(Error::unsupported(
+                    WHAT,
+                    "the stream belongs to a green context: adopt it with `Stream::from_raw` \
+                     and the green `Context`",
+                ));
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe { sys::cuStreamGetCtx(handle, &mut ctx) }.check(|| WHAT)?;
+        }
+        let device = context_device(ctx, WHAT)?;
+        // SAFETY: the driver names `ctx` as the live stream's context, which the
+        // caller keeps alive.
+        let ctx = unsafe { Context::adopt(ctx, &device) }?;
+        Ok(Self::wrap(handle, ctx, false))
+    }
+
     /// The driver's handle.
     pub fn handle(&self) -> sys::CUstream {
         self.inner.handle
@@ -206,11 +280,30 @@ impl Stream {
         Ok(p)
     }
 
-    /// Waits until all work queued so far has completed.
+    /// Waits until all work queued so far has completed, then reports host
+    /// functions of this stream that panicked
+    /// ([`launch_host_func`](Self::launch_host_func)), once: the record is taken,
+    /// and the stream stays usable.
     ///
     /// # Errors
-    /// The driver's error, including errors of the queued work.
+    /// The driver's error, including errors of the queued work (a panic record
+    /// then waits for the next call); [`Error::HostCallbackPanicked`] when the
+    /// work completed but a host function panicked.
     pub fn sync(&self) -> Result<()> {
+        self.wait()?;
+        match self.inner.panics.take() {
+            None => Ok(()),
+            Some(panic) => Err(Error::HostCallbackPanicked {
+                context: "synchronising a stream".into(),
+                panic,
+            }),
+        }
+    }
+
+    /// `cuStreamSynchronize`, leaving panic records for [`sync`](Self::sync): what
+    /// the crate's own waits use, so that only the user's `sync` reports a host
+    /// function's panic.
+    pub(crate) fn wait(&self) -> Result<()> {
         // Held for green contexts too: the driver does not synchronise calls that
         // touch one green context from several threads, waits included.
         let _current = self.inner.ctx.ensure_current()?;
@@ -218,11 +311,17 @@ impl Stream {
         unsafe { sys::cuStreamSynchronize(self.inner.handle) }.check(|| "synchronising a stream")
     }
 
+    /// Where host functions of this stream record their panics.
+    pub(crate) fn panic_slot(&self) -> &std::sync::Arc<PanicSlot> {
+        &self.inner.panics
+    }
+
     /// Waits for the stream; if that fails, waits for its whole context instead, so
     /// no queued work is left running, and reports the stream's error. For paths
-    /// that release memory the queued work may still use.
+    /// that release memory the queued work may still use (a host function's panic
+    /// is left for [`sync`](Self::sync) to report).
     pub(crate) fn drain(&self) -> Result<()> {
-        let r = self.sync();
+        let r = self.wait();
         if r.is_err() {
             let _ = self.context().sync();
         }
@@ -302,4 +401,26 @@ impl Drop for Inner {
             let _ = unsafe { sys::cuStreamDestroy(self.handle) };
         }
     }
+}
+
+/// The device of the live context `ctx`: pushed current for `cuCtxGetDevice`,
+/// then popped, so the calling thread's current context is left as it was.
+fn context_device(ctx: sys::CUcontext, what: &'static str) -> Result<Device> {
+    // SAFETY: the caller passes a live context.
+    unsafe { sys::cuCtxPushCurrent(ctx) }.check(|| what)?;
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: `dev` is valid for writes; `ctx` is current.
+    let rc = unsafe { sys::cuCtxGetDevice(&mut dev) };
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops what was pushed above.
+    let pop = unsafe { sys::cuCtxPopCurrent(&mut popped) };
+    rc.check(|| what)?;
+    pop.check(|| what)?;
+    let ordinal = usize::try_from(dev).map_err(|_| {
+        Error::unsupported(
+            what,
+            format!("the driver named device {dev}, not an ordinal"),
+        )
+    })?;
+    Device::new(ordinal)
 }

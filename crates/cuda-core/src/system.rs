@@ -27,7 +27,14 @@
 //! | `get_p2p_status`, `get_topology_common_ancestor` | [`SystemDevice::p2p_status`], [`SystemDevice::topology_common_ancestor`] |
 //! | `Device` | [`SystemDevice`] |
 //! | `cuda.core.Device.to_system_device` | [`Device::to_system_device`] |
-//! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`], whose [`nvml_code`](Error::nvml_code) is the status code each subclass stands for ([`is_nvml_not_supported`](Error::is_nvml_not_supported) for `NotSupportedError`) |
+//! | `Device.arch`, `brand`, `numa_node_id`, `is_persistence_mode_enabled`, `bar1_memory_info` | [`SystemDevice::arch`], [`brand`](SystemDevice::brand), [`numa_node_id`](SystemDevice::numa_node_id), [`is_persistence_mode_enabled`](SystemDevice::is_persistence_mode_enabled), [`bar1_memory_info`](SystemDevice::bar1_memory_info) |
+//! | `Device.mig` | [`SystemDevice::mig_mode`], [`mig_device_count`](SystemDevice::mig_device_count), [`mig_devices`](SystemDevice::mig_devices), [`mig_parent`](SystemDevice::mig_parent), … |
+//! | `Device.get_field_values` | [`SystemDevice::field_values`] ([`FieldId`], [`FieldSample`], [`FieldValue`]) |
+//! | `Device.inforom` | [`SystemDevice::inforom_image_version`], [`inforom_version`](SystemDevice::inforom_version), … |
+//! | `Device.get_cpu_affinity`, `get_memory_affinity` | [`SystemDevice::cpu_affinity`], [`memory_affinity`](SystemDevice::memory_affinity) |
+//! | `Device.get_fan`, `num_fans`, `cooler` | [`SystemDevice::fan`] ([`Fan`]), [`fan_count`](SystemDevice::fan_count), [`cooler_info`](SystemDevice::cooler_info) |
+//! | `Device.current_clock_event_reasons`, `get_clock` | [`SystemDevice::current_clock_event_reasons`] ([`ClocksEventReasons`]), [`clock`](SystemDevice::clock), [`applications_clock`](SystemDevice::applications_clock), … |
+//! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`], whose [`nvml_kind`](Error::nvml_kind) is the [`NvmlErrorKind`] each subclass stands for, to `match` on ([`is_nvml_not_supported`](Error::is_nvml_not_supported) for `NotSupportedError`) |
 //! | `LibraryNotFoundError` (no NVML) | [`Error::Unavailable`] ([`is_unavailable`](Error::is_unavailable)), as for any missing library |
 //!
 //! # NVML's lifetime
@@ -66,7 +73,19 @@ use cuda_bindings::nvml::*;
 use cuda_bindings::Unavailable;
 
 use crate::Device;
+pub use crate::error::NvmlErrorKind;
 use crate::error::{Error, Result};
+
+mod clocks;
+mod fields;
+mod hardware;
+
+pub use clocks::{ClockId, ClockType, ClocksEventReasons};
+pub use fields::{FieldId, FieldSample, FieldValue};
+pub use hardware::{
+    AffinityScope, Bar1MemoryInfo, Brand, CoolerControl, CoolerInfo, CoolerTarget, DeviceArch, Fan,
+    FanControlPolicy, InforomObject, MigMode,
+};
 
 /// Checks an NVML status, attaching what was being done (built only on failure).
 trait NvmlCheck {
@@ -256,7 +275,10 @@ pub fn process_name(pid: u32) -> Result<String> {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SystemDevice {
     handle: nvmlDevice_t,
+    /// The NVML index (of the parent GPU, for a MIG device).
     index: u32,
+    /// For a MIG device, its index under the parent GPU.
+    mig: Option<u32>,
 }
 
 // SAFETY: see the type's docs: the handle is an opaque token owned by NVML for the
@@ -267,7 +289,10 @@ unsafe impl Sync for SystemDevice {}
 
 impl fmt::Debug for SystemDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SystemDevice({})", self.index)
+        match self.mig {
+            None => write!(f, "SystemDevice({})", self.index),
+            Some(m) => write!(f, "SystemDevice({}, MIG {m})", self.index),
+        }
     }
 }
 
@@ -448,7 +473,11 @@ impl SystemDevice {
         // SAFETY: `handle` is valid for writes; NVML is initialised.
         unsafe { nvmlDeviceGetHandleByIndex(index, &mut handle) }
             .check(|| format!("opening NVML device {index} (nvmlDeviceGetHandleByIndex)"))?;
-        Ok(Self { handle, index })
+        Ok(Self {
+            handle,
+            index,
+            mig: None,
+        })
     }
 
     /// The device with this UUID (`nvmlDeviceGetHandleByUUID`), in the form
@@ -496,14 +525,42 @@ impl SystemDevice {
         (0..device_count()?).map(Self::new).collect()
     }
 
-    /// Wraps a handle NVML returned, reading its index.
+    /// Wraps a handle NVML returned, reading its index; a MIG device's handle
+    /// (from a `MIG-…` UUID) is found among its parent's MIG devices.
     fn from_handle(handle: nvmlDevice_t) -> Result<Self> {
+        let mut is_mig = 0;
+        // SAFETY: `handle` came from NVML; `is_mig` is valid for writes. A driver
+        // without MIG (or the call) answers with an error: not a MIG device.
+        let mig = unsafe { nvmlDeviceIsMigDeviceHandle(handle, &mut is_mig) } == NVML_SUCCESS
+            && is_mig != 0;
+        if mig {
+            let mut parent = std::ptr::null_mut();
+            // SAFETY: `handle` is a MIG device's; `parent` is valid for writes.
+            unsafe { nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle, &mut parent) }.check(
+                || "finding the GPU of an NVML MIG device (nvmlDeviceGetDeviceHandleFromMigDeviceHandle)",
+            )?;
+            let parent = Self::from_handle(parent)?;
+            for i in 0..parent.mig_device_count()? {
+                match parent.mig_device(i) {
+                    Ok(m) if m.handle == handle => return Ok(m),
+                    _ => {}
+                }
+            }
+            return Err(Error::unsupported(
+                format!("finding an NVML MIG device of NVML device {}", parent.index),
+                "it is not among the GPU's MIG devices (was MIG reconfigured?)",
+            ));
+        }
         let mut index = 0;
         // SAFETY: `handle` came from NVML, which stays initialised; `index` is valid
         // for writes.
         unsafe { nvmlDeviceGetIndex(handle, &mut index) }
             .check(|| "reading the index of an NVML device (nvmlDeviceGetIndex)")?;
-        Ok(Self { handle, index })
+        Ok(Self {
+            handle,
+            index,
+            mig: None,
+        })
     }
 
     /// NVML's handle, for calls this type does not wrap. It stays valid for the
@@ -512,14 +569,21 @@ impl SystemDevice {
         self.handle
     }
 
-    /// The device's NVML index (not its CUDA ordinal).
+    /// The device's NVML index (not its CUDA ordinal); for a MIG device
+    /// ([`mig_device`](Self::mig_device)), its parent GPU's.
     pub fn index(&self) -> u32 {
         self.index
     }
 
     /// Describes an operation on this device, for error contexts.
     fn ctx(&self, what: &str, function: &str) -> String {
-        format!("{what} of NVML device {} ({function})", self.index)
+        match self.mig {
+            None => format!("{what} of NVML device {} ({function})", self.index),
+            Some(m) => format!(
+                "{what} of MIG device {m} of NVML device {} ({function})",
+                self.index
+            ),
+        }
     }
 
     /// Reads one `c_uint` through `call`.

@@ -28,7 +28,7 @@ pub struct ConstPtr<T>(PhantomData<T>);
 pub struct MutPtr<T>(PhantomData<T>);
 
 /// A parameter type of a [`TypedKernel`] signature: a number (`f32`, `u64`,
-/// `half::f16`, …), any other [`Pod`] value wrapped in [`Val`] (a `#[repr(C)]`
+/// `half::f16`, …) or `bool` (one byte, as CUDA's), any other [`Pod`] value wrapped in [`Val`] (a `#[repr(C)]`
 /// struct, a `__grid_constant__` parameter), or a pointer ([`ConstPtr`],
 /// [`MutPtr`]).
 ///
@@ -99,9 +99,11 @@ scalar_params!(
     usize,
     isize,
     half::f16,
-    half::bf16
+    half::bf16,
+    bool
 );
 
+#[inline]
 fn same_device(dev: &crate::Device, stream: &Stream) -> Result<()> {
     if dev != stream.device() {
         return Err(Error::other_device(
@@ -142,7 +144,7 @@ unsafe impl<T: Pod> Param for MutPtr<T> {
     }
 }
 
-/// A kernel's parameter list as a tuple of [`Param`]s, up to 12:
+/// A kernel's parameter list as a tuple of [`Param`]s, up to 16:
 /// `(f32, ConstPtr<f32>, MutPtr<f32>, u64)` for
 /// `saxpy(float a, const float* x, float* y, unsigned long long n)`.
 ///
@@ -196,6 +198,10 @@ signature!(9; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
 signature!(10; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 signature!(11; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 signature!(12; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+signature!(13; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+signature!(14; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+signature!(15; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+signature!(16; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
 
 /// A [`Kernel`] with its parameter list as a type, checked once against the
 /// kernel's parameter information; launches take a tuple of arguments.
@@ -254,6 +260,34 @@ impl<S: Signature> TypedKernel<S> {
     /// [`Error::InvalidArgument`] naming the first parameter that differs; the
     /// driver's error.
     pub fn new(kernel: Kernel) -> Result<Self> {
+        Self::check(kernel, &[])
+    }
+
+    /// As [`new`](Self::new), with the parameters' declarations (`"const float*
+    /// x"`, one per parameter of `S`, in order) for the error messages: a
+    /// mismatch names the parameter as well as its index. This is what
+    /// `cuda_core::kernels!` generates.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`Error::InvalidArgument`] when `params` does not
+    /// have one entry per parameter of `S`.
+    pub fn with_param_names(kernel: Kernel, params: &[&str]) -> Result<Self> {
+        if params.len() != S::SIZES.len() {
+            return Err(Error::invalid(
+                format!("typing kernel `{}`", kernel.name()),
+                format!(
+                    "{} parameter names for a signature of {}",
+                    params.len(),
+                    S::SIZES.len()
+                ),
+            ));
+        }
+        Self::check(kernel, params)
+    }
+
+    /// Checks `S` against the kernel; `names` (empty or one per parameter) name
+    /// the parameters in errors.
+    fn check(kernel: Kernel, names: &[&str]) -> Result<Self> {
         if let Some(params) = kernel.params_if_known()? {
             let what = || format!("typing kernel `{}`", kernel.name());
             if params.len() != S::SIZES.len() {
@@ -268,9 +302,10 @@ impl<S: Signature> TypedKernel<S> {
             }
             for (i, ((_, size), want)) in params.iter().zip(S::SIZES).enumerate() {
                 if size != want {
+                    let name = names.get(i).map_or(String::new(), |n| format!(" (`{n}`)"));
                     return Err(Error::invalid(
                         what(),
-                        format!("parameter {i} is {size} bytes, the signature's {want}"),
+                        format!("parameter {i}{name} is {size} bytes, the signature's {want}"),
                     ));
                 }
             }
@@ -340,6 +375,7 @@ mod tests {
             n: u32,
         }
         assert_eq!(<(Val<P>, Val<u8>)>::SIZES, &[16, 1]);
+        assert_eq!(<(bool, half::f16)>::SIZES, &[1, 2]);
         let args: <(Val<u32>, Val<u16>) as Signature>::Args<'_> = (7, 9);
         <(Val<u32>, Val<u16>)>::with_args(&args, |p| {
             // SAFETY: two pointers, to the tuple's u32 and u16.

@@ -132,7 +132,7 @@ fn debug_view(
 }
 
 /// `range` of a view of `len` elements, as `start..end`, or a typed error.
-fn bounds(
+pub(crate) fn bounds(
     range: impl RangeBounds<usize>,
     len: usize,
     what: &'static str,
@@ -170,7 +170,9 @@ fn split_point(mid: usize, len: usize) -> Result<()> {
     Ok(())
 }
 
-macro_rules! shared_view_methods {
+/// The accessors every view type shares (borrowed and owned): for a type with
+/// `ptr` and `len` fields of `T`s and a `buffer()` method.
+macro_rules! view_accessors {
     () => {
         /// The number of elements.
         pub fn len(&self) -> usize {
@@ -194,8 +196,15 @@ macro_rules! shared_view_methods {
 
         /// The device the memory is on.
         pub fn device(&self) -> &Device {
-            self.buf.device()
+            self.buffer().device()
         }
+    };
+}
+pub(crate) use view_accessors;
+
+macro_rules! shared_view_methods {
+    () => {
+        view_accessors!();
 
         /// The buffer the view lies in.
         pub fn buffer(&self) -> &Buffer {

@@ -105,7 +105,11 @@ fn bad_batches_are_refused() {
         Err(Error::InvalidArgument { .. }) => {}
         other => panic!("{other:?}"),
     };
-    invalid(copy_batch(&mut [], &CopyOptions::default(), &s));
+    invalid(copy_batch::<BatchCopy<'_>>(
+        &mut [],
+        &CopyOptions::default(),
+        &s,
+    ));
     invalid(copy_batch(
         &mut [BatchCopy {
             dst: &mut b,
@@ -124,7 +128,7 @@ fn bad_batches_are_refused() {
         &CopyOptions::default(),
         &s,
     ));
-    invalid(prefetch_batch(&[], &s));
+    invalid(prefetch_batch::<&Buffer>(&[], &s));
     // Device memory cannot be prefetched or discarded.
     assert!(matches!(
         prefetch_batch(&[(&a, Location::Host)], &s),

@@ -296,7 +296,6 @@ fn options_are_checked_before_compiling() {
         use_fast_math: true,
         prec_div: Some(true),
         link_time_optimization: true,
-        std: Some("c++17".into()),
         ..Default::default()
     }
     .to_nvvm_args()
@@ -1192,6 +1191,31 @@ fn bundled_headers_need_nvrtc_13_3_and_say_so() {
     }
 }
 
+/// `split_compile` above `i32::MAX` made NVRTC abort the whole process (its
+/// `std::stoi` throws, and nothing catches it); found by the property test below.
+/// It is refused before NVRTC is called, and the largest value NVRTC reads passes.
+#[test]
+fn a_split_compile_count_nvrtc_cannot_read_is_refused() {
+    let options = |n| ProgramOptions {
+        split_compile: Some(n),
+        ..Default::default()
+    };
+    for n in [i32::MAX as u32 + 1, 3_836_487_377, u32::MAX] {
+        let e = options(n).to_nvrtc_args().unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidArgument { .. })
+                && e.to_string().contains("at most 2147483647"),
+            "{e}"
+        );
+    }
+    assert!(options(i32::MAX as u32).to_nvrtc_args().is_ok());
+    require_libs!("nvrtc");
+    // Through a compilation: a typed error, and this process is still here.
+    let e = Program::new(SourceCode::Cxx(SAXPY), options(u32::MAX))
+        .and_then(|p| p.compile(CompileTarget::Ptx, &[]));
+    assert!(matches!(e, Err(Error::InvalidArgument { .. })), "{e:?}");
+}
+
 mod hostile {
     //! Hostile options and sources: every option string a user may pass, and any
     //! source text and name expressions, give arguments, a compiled object or a
@@ -1264,7 +1288,7 @@ mod hostile {
 
     fn typed<T: std::fmt::Debug>(r: cuda_core::Result<T>, what: &str) -> Result<(), TestCaseError> {
         match r {
-            Ok(_) | Err(Error::InvalidArgument { .. }) => Ok(()),
+            Ok(_) | Err(Error::InvalidArgument { .. } | Error::Unsupported { .. }) => Ok(()),
             Err(other) => Err(TestCaseError::fail(format!("{what}: {other:?}"))),
         }
     }
@@ -1328,5 +1352,53 @@ mod hostile {
             panic!("{e}");
         }
         println!("{} hostile programs compiled", compiled.get());
+    }
+}
+
+/// Compiles `code` with `numba_debug`: it compiles, or the compiler says it
+/// does not know the option (NVRTC 13.0 does not), typed and naming it.
+fn numba_debug_compile(code: SourceCode<'_>, invalid: &str) {
+    let options = ProgramOptions {
+        numba_debug: true,
+        debug: true,
+        ..sm90()
+    };
+    let program = Program::new(code, options).unwrap();
+    match program.compile(CompileTarget::Ptx, &[]) {
+        Ok(ptx) => {
+            println!("{}: compiled with numba_debug", program.backend());
+            assert_eq!(ptx.code_type(), CodeType::Ptx);
+        }
+        Err(e) => {
+            println!("{}: {}", program.backend(), e.report());
+            let Error::Compile { log, source, .. } = &e else {
+                panic!("{e:?}")
+            };
+            assert!(source.to_string().contains(invalid), "{source}");
+            assert!(log.contains("numba-debug"), "{log}");
+        }
+    }
+}
+
+#[test]
+fn numba_debug_reaches_nvrtc_and_nvvm_and_ptx_refuses_cxx_options() {
+    require_libs!("nvrtc", "nvvm");
+    numba_debug_compile(SourceCode::Cxx(SAXPY), "NVRTC_ERROR_INVALID_OPTION");
+    numba_debug_compile(
+        SourceCode::Nvvm(NVVM_IR.as_bytes()),
+        "NVVM_ERROR_INVALID_OPTION",
+    );
+    // The C++ front-end options are refused by name for NVVM IR and PTX.
+    let cxx = ProgramOptions {
+        std: Some("c++17".into()),
+        ..sm90()
+    };
+    for code in [
+        SourceCode::Nvvm(NVVM_IR.as_bytes()),
+        SourceCode::Ptx(".version 8.0"),
+    ] {
+        let e = Program::new(code, cxx.clone()).unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        assert!(e.to_string().contains("`std`"), "{e}");
     }
 }

@@ -13,7 +13,7 @@ use cuda_rs_tests::{hex, unhex};
 
 use cuda_core::{
     Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Event, EventOptions,
-    IpcBufferDescriptor, StreamOptions,
+    IpcBufferDescriptor, PoolUuid, StreamOptions,
 };
 
 #[test]
@@ -54,21 +54,37 @@ fn child() {
     let s = dev.create_stream(StreamOptions::default()).unwrap();
     // SAFETY: the parent left this descriptor open (no close-on-exec) for us.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    let pool = Arc::new(DeviceMemoryResource::import(&dev, fd).unwrap());
+    let uuid = PoolUuid(
+        unhex(&std::env::var("IPC_UUID").unwrap())
+            .try_into()
+            .unwrap(),
+    );
+    // Imported once per process: the second import finds the first in the registry.
+    let pool = DeviceMemoryResource::import_registered(&dev, fd, uuid).unwrap();
+    assert!(Arc::ptr_eq(
+        &pool,
+        &DeviceMemoryResource::import_registered(&dev, fd, uuid).unwrap()
+    ));
+    assert!(pool.is_mapped());
+    assert_eq!(pool.uuid(), Some(uuid));
+    // The exporter allocates an imported pool's memory.
+    let e = pool.allocate(256, &s).unwrap_err();
+    assert!(matches!(e, cuda_core::Error::Unsupported { .. }), "{e:?}");
     // A descriptor that claims more than was exported is refused (and the
     // pointer it imported released), never a buffer larger than its memory.
     let inflated = IpcBufferDescriptor {
         size: desc.size + 4096,
         ..desc
     };
-    match Buffer::from_ipc_descriptor(&pool, &inflated, &s) {
+    match Buffer::from_registered_ipc_descriptor(uuid, &inflated, &s) {
         Err(cuda_core::Error::InvalidArgument { message, .. }) => {
             assert!(message.contains("exported allocation holds"), "{message}");
         }
         other => panic!("an inflated descriptor was not refused: {other:?}"),
     }
     s.sync().unwrap();
-    let mut buf = Buffer::from_ipc_descriptor(&pool, &desc, &s).unwrap();
+    let mut buf = Buffer::from_registered_ipc_descriptor(uuid, &desc, &s).unwrap();
+    assert!(buf.is_mapped());
     let done = Event::from_ipc_handle(&dev.context().unwrap(), &ev).unwrap();
     s.wait_event(&done).unwrap();
     let mut seen = vec![0u32; desc.size as usize / 4];
@@ -104,6 +120,7 @@ fn pool_buffer_and_event_shared_with_a_child_process() {
         .unwrap(),
     );
     let mut buf = pool.allocate(1 << 20, &s).unwrap();
+    assert!(!buf.is_mapped() && !pool.is_mapped());
     // Exportable at once: before any sync, and before the pool itself is exported.
     assert_eq!(buf.ipc_descriptor().unwrap().size, 1 << 20);
     buf.fill_u32(0x1234_5678, &s).unwrap();
@@ -125,6 +142,7 @@ fn pool_buffer_and_event_shared_with_a_child_process() {
             ("IPC_FD", fd.as_raw_fd().to_string()),
             ("IPC_DESC", hex(&buf.ipc_descriptor().unwrap().to_bytes())),
             ("IPC_EVENT", hex(&ev.ipc_handle().unwrap())),
+            ("IPC_UUID", hex(&pool.uuid().unwrap().0)),
         ],
     );
     // The child's write is visible here.

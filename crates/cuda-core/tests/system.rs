@@ -8,9 +8,15 @@
 
 use std::fmt::Debug;
 
+use cuda_core::cuda_bindings::nvml::{
+    NVML_FI_DEV_ECC_CURRENT, NVML_FI_DEV_MEMORY_TEMP, NVML_FI_DEV_NVLINK_LINK_COUNT,
+};
 use cuda_core::cuda_bindings::{ApiKind, Unavailable};
-use cuda_core::system::{self, EventSet, EventTypes, P2pCapability, SystemDevice};
-use cuda_core::{Device, Error, Result};
+use cuda_core::system::{
+    self, AffinityScope, Brand, ClockId, ClockType, DeviceArch, EventSet, EventTypes, FieldId,
+    InforomObject, P2pCapability, SystemDevice,
+};
+use cuda_core::{Device, Error, NvmlErrorKind, Result};
 use cuda_rs_tests::require_gpu;
 
 #[test]
@@ -83,6 +89,10 @@ fn without_nvml_every_function_says_where_it_looked() {
     assert_library_not_found("process_name", system::process_name(std::process::id()));
     assert_library_not_found("SystemDevice::new", SystemDevice::new(0));
     assert_library_not_found("SystemDevice::all", SystemDevice::all());
+    assert_library_not_found(
+        "SystemDevice::all_with_cpu_affinity",
+        SystemDevice::all_with_cpu_affinity(0),
+    );
     assert_library_not_found(
         "SystemDevice::from_uuid",
         SystemDevice::from_uuid("GPU-00000000-0000-0000-0000-000000000000"),
@@ -399,5 +409,350 @@ fn nvlinks_are_listed() {
                 assert!(l.version.is_some_and(|v| v >= 1), "{l:?}");
             }
         }
+    }
+}
+
+/// `Ok(v)`, or `None` (printed) when NVML fails with one of `kinds`: what a GPU
+/// may lack. Any other error fails the test; so does an entry point missing
+/// from the driver, unless `new_in_driver` (a function newer drivers added).
+fn allowed<T: Debug>(
+    what: &str,
+    r: Result<T>,
+    kinds: &[NvmlErrorKind],
+    new_in_driver: bool,
+) -> Option<T> {
+    match r {
+        Ok(v) => {
+            println!("{what}: {v:?}");
+            Some(v)
+        }
+        Err(e) if e.nvml_kind().is_some_and(|k| kinds.contains(&k)) => {
+            println!("{what}: {:?} ({})", e.nvml_kind(), e.report());
+            None
+        }
+        Err(e) if new_in_driver && e.is_unavailable() => {
+            println!("{what}: not in this driver ({})", e.report());
+            None
+        }
+        Err(e) => panic!("{what}: {}", e.report()),
+    }
+}
+
+const NOT_SUPPORTED: &[NvmlErrorKind] = &[NvmlErrorKind::NotSupported];
+
+/// The architecture NVML should report for a compute capability.
+fn arch_of(major: u32, minor: u32) -> Option<DeviceArch> {
+    Some(match (major, minor) {
+        (7, 0 | 2) => DeviceArch::Volta,
+        (7, 5) => DeviceArch::Turing,
+        (8, 9) => DeviceArch::Ada,
+        (8, _) => DeviceArch::Ampere,
+        (9, _) => DeviceArch::Hopper,
+        (10..=12, _) => DeviceArch::Blackwell,
+        _ => return None,
+    })
+}
+
+#[test]
+fn hardware_queries_give_plausible_values_or_typed_not_supported() {
+    require_gpu!();
+    let dev = Device::new(0).unwrap();
+    let sd = dev.to_system_device().unwrap();
+    let name = sd.name().unwrap();
+
+    // Architecture and brand, checked against CUDA.
+    let arch = sd.arch().unwrap();
+    let (major, minor) = dev.compute_capability().unwrap();
+    println!("{name}: arch {arch:?} (sm_{major}{minor})");
+    if let Some(expected) = arch_of(major, minor) {
+        assert_eq!(arch, expected);
+    }
+    let brand = sd.brand().unwrap();
+    println!("brand: {brand} ({brand:?})");
+    assert!(
+        !matches!(brand, Brand::Unknown | Brand::Other(_)),
+        "{brand:?}"
+    );
+    if name.contains("H100") || name.contains("H200") || name.contains("A100") {
+        assert!(matches!(brand, Brand::Tesla | Brand::Nvidia), "{brand:?}");
+    }
+
+    // BAR1.
+    let bar1 = sd.bar1_memory_info().unwrap();
+    println!("BAR1: {bar1:?}");
+    assert!(bar1.total > 0, "{bar1:?}");
+    assert!(
+        bar1.used <= bar1.total && bar1.free <= bar1.total,
+        "{bar1:?}"
+    );
+    assert!(
+        (bar1.used + bar1.free).abs_diff(bar1.total) <= bar1.total / 100,
+        "{bar1:?}"
+    );
+
+    // NUMA, persistence, display, device node, module.
+    allowed("NUMA node", sd.numa_node_id(), NOT_SUPPORTED, false);
+    allowed(
+        "persistence mode",
+        sd.is_persistence_mode_enabled(),
+        NOT_SUPPORTED,
+        false,
+    );
+    allowed(
+        "display connected",
+        sd.is_display_connected(),
+        NOT_SUPPORTED,
+        false,
+    );
+    allowed(
+        "display active",
+        sd.is_display_active(),
+        NOT_SUPPORTED,
+        false,
+    );
+    allowed("module id", sd.module_id(), NOT_SUPPORTED, false);
+    #[cfg(target_os = "linux")]
+    {
+        // GPUs have minors 0 to 254 (255 is /dev/nvidiactl).
+        let minor = sd.minor_number().unwrap();
+        let node = format!("/dev/nvidia{minor}");
+        println!(
+            "device node: {node} (here: {})",
+            std::path::Path::new(&node).exists()
+        );
+        assert!(minor < 255, "{minor}");
+    }
+
+    // CPU and memory affinity; the GPUs near one of its CPUs include it.
+    if let Some(cpus) = allowed(
+        "CPU affinity (NUMA nodes)",
+        sd.cpu_affinity(AffinityScope::Node),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        assert!(!cpus.is_empty());
+        assert!(cpus.windows(2).all(|w| w[0] < w[1]), "{cpus:?}");
+        // A virtual machine may have no CPU–GPU topology for NVML to read: it
+        // then answers "invalid argument" (seen on the H100 VM), typed.
+        let near = allowed(
+            &format!("GPUs near CPU {}", cpus[0]),
+            SystemDevice::all_with_cpu_affinity(cpus[0] as u32),
+            &[NvmlErrorKind::NotSupported, NvmlErrorKind::InvalidArgument],
+            false,
+        );
+        if let Some(near) = near {
+            assert!(near.iter().any(|d| d.index() == sd.index()), "{near:?}");
+        }
+    }
+    allowed(
+        "CPU affinity (sockets)",
+        sd.cpu_affinity(AffinityScope::Socket),
+        NOT_SUPPORTED,
+        false,
+    );
+    if let Some(nodes) = allowed(
+        "memory affinity (NUMA nodes)",
+        sd.memory_affinity(AffinityScope::Node),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        assert!(!nodes.is_empty());
+    }
+
+    // InfoROM.
+    if let Some(v) = allowed(
+        "InfoROM image",
+        sd.inforom_image_version(),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        assert!(!v.is_empty());
+    }
+    for object in [InforomObject::Oem, InforomObject::Ecc, InforomObject::Power] {
+        allowed(
+            &format!("InfoROM {object:?} version"),
+            sd.inforom_version(object),
+            NOT_SUPPORTED,
+            false,
+        );
+    }
+    allowed(
+        "InfoROM checksum",
+        sd.inforom_configuration_checksum(),
+        NOT_SUPPORTED,
+        false,
+    );
+    allowed(
+        "InfoROM validation",
+        sd.validate_inforom(),
+        &[NvmlErrorKind::NotSupported, NvmlErrorKind::NoPermission],
+        false,
+    );
+    allowed(
+        "board part number",
+        sd.board_part_number(),
+        NOT_SUPPORTED,
+        false,
+    );
+
+    // Fans and coolers: most data-centre boards have none NVML can see.
+    if let Some(n) = allowed("fan count", sd.fan_count(), NOT_SUPPORTED, false) {
+        for f in 0..n {
+            let fan = sd.fan(f);
+            if let Some(speed) = allowed("fan speed", fan.speed(), NOT_SUPPORTED, false) {
+                assert!(speed <= 200, "{speed}%");
+            }
+            allowed("fan RPM", fan.speed_rpm(), NOT_SUPPORTED, true);
+            allowed("fan target", fan.target_speed(), NOT_SUPPORTED, false);
+            allowed("fan policy", fan.control_policy(), NOT_SUPPORTED, false);
+        }
+        // A fan past the last is NVML's typed argument error.
+        let e = sd.fan(n + 7).speed().unwrap_err();
+        assert!(
+            matches!(
+                e.nvml_kind(),
+                Some(NvmlErrorKind::InvalidArgument | NvmlErrorKind::NotSupported)
+            ),
+            "{}",
+            e.report()
+        );
+    }
+    allowed(
+        "fan speed range",
+        sd.fan_min_max_speed(),
+        NOT_SUPPORTED,
+        false,
+    );
+    allowed(
+        "cooler 0",
+        sd.cooler_info(0),
+        &[NvmlErrorKind::NotSupported, NvmlErrorKind::InvalidArgument],
+        true,
+    );
+
+    // Clocks: why they are held down is among the reasons the device reports.
+    let current = sd.current_clock_event_reasons().unwrap();
+    println!("clock event reasons now: {:?}", current.names());
+    if let Some(supported) = allowed(
+        "supported clock event reasons",
+        sd.supported_clock_event_reasons(),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        println!("supported: {:?}", supported.names());
+        assert!(
+            supported.contains(current),
+            "{current:?} not in {supported:?}"
+        );
+        assert!(!supported.is_empty());
+    }
+    let now = sd.clock(ClockType::Sm, ClockId::Current).unwrap();
+    assert!(now > 0);
+    allowed(
+        "SM customer boost max",
+        sd.clock(ClockType::Sm, ClockId::CustomerBoostMax),
+        NOT_SUPPORTED,
+        false,
+    );
+    allowed(
+        "max customer boost (graphics)",
+        sd.max_customer_boost_clock(ClockType::Graphics),
+        NOT_SUPPORTED,
+        false,
+    );
+    allowed(
+        "auto boost",
+        sd.auto_boosted_clocks_enabled(),
+        NOT_SUPPORTED,
+        false,
+    );
+    let app_mem = allowed(
+        "application memory clock",
+        sd.applications_clock(ClockType::Memory),
+        NOT_SUPPORTED,
+        false,
+    );
+    allowed(
+        "default application graphics clock",
+        sd.default_applications_clock(ClockType::Graphics),
+        NOT_SUPPORTED,
+        false,
+    );
+    if let Some(mems) = allowed(
+        "supported memory clocks",
+        sd.supported_memory_clocks(),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        assert!(!mems.is_empty());
+        if let Some(m) = app_mem {
+            assert!(mems.contains(&m), "{m} MHz not in {mems:?}");
+        }
+        let graphics = sd.supported_graphics_clocks(mems[0]).unwrap();
+        println!(
+            "graphics clocks with memory at {} MHz: {graphics:?}",
+            mems[0]
+        );
+        assert!(!graphics.is_empty() && graphics.iter().all(|&g| g > 0));
+    }
+}
+
+#[test]
+fn field_values_are_typed_with_errors_per_field() {
+    require_gpu!();
+    let sd = Device::new(0).unwrap().to_system_device().unwrap();
+    let fields = [
+        FieldId::new(NVML_FI_DEV_ECC_CURRENT),
+        FieldId::new(NVML_FI_DEV_MEMORY_TEMP),
+        NVML_FI_DEV_NVLINK_LINK_COUNT.into(),
+    ];
+    let samples = sd.field_values(&fields).unwrap();
+    assert_eq!(samples.len(), fields.len());
+    for (s, f) in samples.iter().zip(&fields) {
+        println!("{s:?}");
+        assert_eq!(s.field, *f);
+        match &s.value {
+            Ok(v) => {
+                assert!(s.timestamp_us > 0, "{s:?}");
+                assert!(v.as_integer().is_some() || v.as_f64().is_finite(), "{v:?}");
+            }
+            Err(e) => assert!(e.nvml_kind().is_some(), "{}", e.report()),
+        }
+    }
+    assert!(sd.field_values(&[]).unwrap().is_empty());
+    // A field NVML does not know fails alone, or the whole call fails, typed.
+    match sd.field_values(&[FieldId::new(0xfff0)]) {
+        Ok(s) => {
+            let e = s[0].value.as_ref().unwrap_err();
+            assert!(e.nvml_kind().is_some(), "{}", e.report());
+        }
+        Err(e) => assert!(e.nvml_kind().is_some(), "{}", e.report()),
+    }
+}
+
+#[test]
+fn mig_is_reported_or_typed_not_supported() {
+    require_gpu!();
+    let sd = Device::new(0).unwrap().to_system_device().unwrap();
+    let is_mig = allowed("is a MIG device", sd.is_mig_device(), NOT_SUPPORTED, false);
+    assert_ne!(is_mig, Some(true), "a whole GPU");
+    let Some(mode) = allowed("MIG mode", sd.mig_mode(), NOT_SUPPORTED, false) else {
+        return;
+    };
+    let count = sd.mig_device_count().unwrap();
+    println!("MIG devices possible: {count}");
+    if mode.current {
+        for m in sd.mig_devices().unwrap() {
+            println!("{m:?}: {}", m.uuid().unwrap());
+            assert!(m.is_mig_device().unwrap());
+            assert_eq!(m.index(), sd.index());
+            assert_eq!(m.mig_parent().unwrap().uuid().unwrap(), sd.uuid().unwrap());
+            // A MIG UUID finds the same MIG device.
+            assert_eq!(SystemDevice::from_uuid(&m.uuid().unwrap()).unwrap(), m);
+        }
+    } else {
+        // A whole GPU is no MIG device's child: NVML says so, typed.
+        let e = sd.mig_parent().unwrap_err();
+        assert!(e.nvml_kind().is_some(), "{}", e.report());
     }
 }

@@ -378,7 +378,8 @@ where
                 dir(direction),
             )
         };
-        check(status, context)
+        check(status, context)?;
+        self.order_frees(&[input.buffer(), output.buffer()])
     }
 
     /// A complex-to-complex transform in place.
@@ -401,7 +402,8 @@ where
         let p = data.ptr() as *mut Complex<T>;
         // SAFETY: the view holds the plan's elements on its device, exclusively.
         let status = unsafe { T::c2c(self.handle, p, p, dir(direction)) };
-        check(status, context)
+        check(status, context)?;
+        self.order_frees(&[data.buffer()])
     }
 
     /// A real-to-complex (forward) transform: `output` receives the half
@@ -431,7 +433,8 @@ where
                 output.ptr() as *mut Complex<T>,
             )
         };
-        check(status, context)
+        check(status, context)?;
+        self.order_frees(&[input.buffer(), output.buffer()])
     }
 
     /// A complex-to-real (inverse) transform of a half spectrum. cuFFT uses
@@ -461,7 +464,17 @@ where
                 output.ptr() as *mut T,
             )
         };
-        check(status, context)
+        check(status, context)?;
+        self.order_frees(&[input.buffer(), output.buffer()])
+    }
+
+    /// Orders the frees of the views' buffers after the work just queued on the
+    /// plan's stream, so that dropping one cannot free memory cuFFT still uses.
+    fn order_frees(&self, buffers: &[&cuda_core::Buffer]) -> Result<()> {
+        for b in buffers {
+            b.order_free_after(&self.stream)?;
+        }
+        Ok(())
     }
 }
 

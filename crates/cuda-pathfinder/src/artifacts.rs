@@ -26,6 +26,8 @@ pub struct Located {
 pub(crate) struct FileSpec {
     /// The name users ask for.
     pub(crate) name: &'static str,
+    /// Other names it answers to (`cuda.pathfinder`'s, where they differ).
+    pub(crate) aliases: &'static [&'static str],
     /// The file that must exist (relative to the directory searched).
     pub(crate) file: &'static str,
     /// Sub-directories of site-packages.
@@ -47,6 +49,7 @@ macro_rules! header {
     ($name:literal, $file:literal, $pkg:literal) => {
         FileSpec {
             name: $name,
+            aliases: &[],
             file: $file,
             site_packages: &[CU13_INC, concat!("nvidia/", $pkg, "/include")],
             root_dirs: CTK_INC,
@@ -63,6 +66,7 @@ pub(crate) static HEADERS: &[FileSpec] = &[
     header!("nvjitlink", "nvJitLink.h", "nvjitlink"),
     FileSpec {
         name: "nvvm",
+        aliases: &[],
         file: "nvvm.h",
         site_packages: &[
             CU13_INC,
@@ -74,6 +78,7 @@ pub(crate) static HEADERS: &[FileSpec] = &[
     },
     FileSpec {
         name: "nvml",
+        aliases: &[],
         file: "nvml.h",
         site_packages: &[
             CU13_INC,
@@ -85,6 +90,7 @@ pub(crate) static HEADERS: &[FileSpec] = &[
     },
     FileSpec {
         name: "cccl",
+        aliases: &[],
         file: "cuda/std/version",
         site_packages: &[
             "cuda/cccl/headers/include",
@@ -113,6 +119,7 @@ pub(crate) static HEADERS: &[FileSpec] = &[
     header!("cupti", "cupti.h", "cuda_cupti"),
     FileSpec {
         name: "cudnn",
+        aliases: &[],
         file: "cudnn.h",
         site_packages: &["nvidia/cudnn/include"],
         root_dirs: &["include"],
@@ -120,6 +127,7 @@ pub(crate) static HEADERS: &[FileSpec] = &[
     },
     FileSpec {
         name: "nccl",
+        aliases: &[],
         file: "nccl.h",
         site_packages: &["nvidia/nccl/include"],
         root_dirs: &["include", "build/include"],
@@ -127,6 +135,7 @@ pub(crate) static HEADERS: &[FileSpec] = &[
     },
     FileSpec {
         name: "cutensor",
+        aliases: &[],
         file: "cutensor.h",
         site_packages: &["cutensor/include"],
         root_dirs: &["include"],
@@ -134,6 +143,8 @@ pub(crate) static HEADERS: &[FileSpec] = &[
     },
 ];
 
+const NSYS_SP: &[&str] = &["nvidia/nsight_systems/bin"];
+const NCU_SP: &[&str] = &["nvidia/nsight_compute/bin"];
 const TOOL_SP: &[&str] = &[
     "nvidia/cu13/bin",
     "nvidia/cuda_nvcc/bin",
@@ -145,14 +156,18 @@ const TOOL_SP: &[&str] = &[
 
 macro_rules! tool {
     ($name:literal) => {
+        tool!($name, TOOL_SP)
+    };
+    ($name:literal, $sp:expr) => {
         FileSpec {
             name: $name,
+            aliases: &[],
             file: if cfg!(windows) {
                 concat!($name, ".exe")
             } else {
                 $name
             },
-            site_packages: TOOL_SP,
+            site_packages: $sp,
             root_dirs: &["bin"],
             root_vars: &[],
         }
@@ -173,6 +188,7 @@ pub(crate) static BINARIES: &[FileSpec] = &[
     tool!("cudafe++"),
     FileSpec {
         name: "cicc",
+        aliases: &[],
         file: if cfg!(windows) { "cicc.exe" } else { "cicc" },
         site_packages: &["nvidia/cu13/nvvm/bin", "nvidia/cuda_nvcc/nvvm/bin"],
         root_dirs: &["nvvm/bin"],
@@ -180,6 +196,7 @@ pub(crate) static BINARIES: &[FileSpec] = &[
     },
     FileSpec {
         name: "compute-sanitizer",
+        aliases: &[],
         file: if cfg!(windows) {
             "compute-sanitizer.exe"
         } else {
@@ -192,13 +209,19 @@ pub(crate) static BINARIES: &[FileSpec] = &[
         root_dirs: &["compute-sanitizer", "bin"],
         root_vars: &[],
     },
-    tool!("nsys"),
-    tool!("ncu"),
+    tool!("cuda-gdb"),
+    tool!("cuda-gdbserver"),
+    tool!("nvprof"),
+    tool!("nsys", NSYS_SP),
+    tool!("nsight-sys", NSYS_SP),
+    tool!("ncu", NCU_SP),
+    tool!("nsight-compute", NCU_SP),
 ];
 
 /// The bitcode libraries [`find_bitcode_lib`] knows.
 pub(crate) static BITCODE: &[FileSpec] = &[FileSpec {
     name: "libdevice",
+    aliases: &["device"],
     file: "libdevice.10.bc",
     site_packages: &[
         "nvidia/cu13/nvvm/libdevice",
@@ -208,7 +231,11 @@ pub(crate) static BITCODE: &[FileSpec] = &[FileSpec {
     root_vars: &[],
 }];
 
-const STATIC_SP: &[&str] = &["nvidia/cu13/lib", "nvidia/cuda_runtime/lib"];
+const STATIC_SP: &[&str] = if cfg!(windows) {
+    &["nvidia/cu13/lib/x64", "nvidia/cuda_runtime/lib/x64"]
+} else {
+    &["nvidia/cu13/lib", "nvidia/cuda_runtime/lib"]
+};
 const STATIC_ROOT: &[&str] = &[
     "lib64",
     "lib",
@@ -221,6 +248,7 @@ const STATIC_ROOT: &[&str] = &[
 pub(crate) static STATIC_LIBS: &[FileSpec] = &[
     FileSpec {
         name: "cudadevrt",
+        aliases: &[],
         file: if cfg!(windows) {
             "cudadevrt.lib"
         } else {
@@ -232,6 +260,7 @@ pub(crate) static STATIC_LIBS: &[FileSpec] = &[
     },
     FileSpec {
         name: "cudart_static",
+        aliases: &[],
         file: if cfg!(windows) {
             "cudart_static.lib"
         } else {
@@ -243,6 +272,7 @@ pub(crate) static STATIC_LIBS: &[FileSpec] = &[
     },
     FileSpec {
         name: "culibos",
+        aliases: &[],
         file: "libculibos.a",
         site_packages: STATIC_SP,
         root_dirs: STATIC_ROOT,
@@ -256,15 +286,14 @@ fn find(
     name: &str,
     on_path: bool,
 ) -> Result<Located, PathfinderError> {
-    let spec =
-        table
-            .iter()
-            .find(|s| s.name == name)
-            .ok_or_else(|| PathfinderError::UnknownName {
-                kind,
-                name: name.to_string(),
-                supported: table.iter().map(|s| s.name).collect(),
-            })?;
+    let (spec, asked) = table
+        .iter()
+        .find_map(|s| names_of(s).find(|n| *n == name).map(|n| (s, n)))
+        .ok_or_else(|| PathfinderError::UnknownName {
+            kind,
+            name: name.to_string(),
+            supported: table.iter().flat_map(names_of).collect(),
+        })?;
     let mut searched: Vec<SearchStep> = Vec::new();
     let want_dir = kind == ArtifactKind::HeaderDir;
     let files = [spec.file];
@@ -281,7 +310,7 @@ fn find(
         };
         Ok(Located {
             kind,
-            name: spec.name,
+            name: asked,
             abs_path: std::path::absolute(&abs_path).unwrap_or(abs_path),
             found_via,
         })
@@ -294,7 +323,7 @@ fn find(
     if let Some(p) = find_in_dirs(dirs, &files, "site-packages", &mut searched) {
         return located(p, FoundVia::SitePackages);
     }
-    match crate::roots::conda_prefix() {
+    match crate::roots::conda_anchor() {
         Some(root) => {
             let dirs = spec.root_dirs.iter().map(|r| root.join(r));
             if let Some(p) = find_in_dirs(dirs, &files, "conda", &mut searched) {
@@ -385,7 +414,9 @@ pub fn find_nvidia_header_directory(name: &str) -> Result<Located, PathfinderErr
 
 /// Finds an NVIDIA command-line tool: `nvcc`, `ptxas`, `nvdisasm`, `cuobjdump`,
 /// `fatbinary`, `nvlink`, `nvprune`, `cu++filt`, `bin2c`, `cudafe++`, `cicc`,
-/// `compute-sanitizer`, `nsys`, `ncu`.
+/// `compute-sanitizer`, `cuda-gdb`, `cuda-gdbserver`, `nvprof`, `nsys`,
+/// `nsight-sys`, `ncu`, `nsight-compute` (every name `cuda.pathfinder` knows, and
+/// more). On Windows the file is `<name>.exe`.
 ///
 /// Searched as headers are, then `PATH`.
 ///
@@ -396,7 +427,7 @@ pub fn find_nvidia_binary_utility(name: &str) -> Result<Located, PathfinderError
 }
 
 /// Finds an LLVM bitcode library: `libdevice` (`libdevice.10.bc`, which NVVM links
-/// for the maths functions).
+/// for the maths functions), also known by `cuda.pathfinder`'s name `device`.
 ///
 /// # Errors
 /// [`PathfinderError::UnknownName`] or [`PathfinderError::NotFound`].
@@ -422,5 +453,50 @@ pub fn supported_names(kind: ArtifactKind) -> Vec<&'static str> {
         ArtifactKind::BitcodeLib => BITCODE,
         ArtifactKind::StaticLib => STATIC_LIBS,
     };
-    table.iter().map(|s| s.name).collect()
+    table.iter().flat_map(names_of).collect()
+}
+
+/// A spec's name, then its aliases.
+fn names_of(s: &'static FileSpec) -> impl Iterator<Item = &'static str> {
+    std::iter::once(s.name).chain(s.aliases.iter().copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_cuda_pathfinder_knows_is_accepted() {
+        let tools = supported_names(ArtifactKind::BinaryUtility);
+        for n in [
+            "nvcc",
+            "nvdisasm",
+            "cuobjdump",
+            "nvprune",
+            "fatbinary",
+            "bin2c",
+            "nvlink",
+            "cuda-gdb",
+            "cuda-gdbserver",
+            "compute-sanitizer",
+            "nvprof",
+            "nsys",
+            "nsight-sys",
+            "ncu",
+            "nsight-compute",
+        ] {
+            assert!(tools.contains(&n), "{n} missing from {tools:?}");
+        }
+        assert_eq!(
+            supported_names(ArtifactKind::BitcodeLib),
+            ["libdevice", "device"]
+        );
+        // A misspelt name lists both spellings.
+        let e = find_bitcode_lib("devic").unwrap_err();
+        assert!(matches!(e, PathfinderError::UnknownName { .. }), "{e:?}");
+        assert!(
+            e.to_string().contains("libdevice") && e.to_string().contains("device"),
+            "{e}"
+        );
+    }
 }

@@ -31,13 +31,17 @@ pub enum FoundVia {
     CudaPath,
     /// Under the toolkit root found from a canary library: `system-ctk-root`.
     SystemCtkRoot,
+    /// Under a versioned install root in `Program Files` (Windows; cuDNN's
+    /// `NVIDIA\CUDNN\v9.*`): `ProgramFiles`.
+    ProgramFiles,
     /// On `PATH` (binary utilities only): `PATH`.
     Path,
 }
 
 impl FoundVia {
     /// The step's label: `site-packages`, `conda`, `was-already-loaded-from-elsewhere`,
-    /// `system-search`, `CUDA_PATH`, `system-ctk-root`, `PATH`, or a root variable's name.
+    /// `system-search`, `CUDA_PATH`, `ProgramFiles`, `system-ctk-root`, `PATH`, or a
+    /// root variable's name. The labels are the same on Linux and Windows.
     pub fn label(&self) -> &'static str {
         match self {
             Self::SitePackages => "site-packages",
@@ -47,6 +51,7 @@ impl FoundVia {
             Self::InstallRootEnvVar(var) => var,
             Self::CudaPath => "CUDA_PATH",
             Self::SystemCtkRoot => "system-ctk-root",
+            Self::ProgramFiles => "ProgramFiles",
             Self::Path => "PATH",
         }
     }
@@ -97,8 +102,8 @@ impl LoadedDl {
         self.found_via
     }
 
-    /// The loader's handle (`void *` from `dlopen`). Never closed: do not pass it to
-    /// `dlclose`.
+    /// The loader's handle (`void *` from `dlopen`; on Windows the `HMODULE`). Never
+    /// closed: do not pass it to `dlclose` or `FreeLibrary`.
     pub fn raw_handle(&self) -> *mut c_void {
         self.handle.as_ptr()
     }
@@ -257,14 +262,38 @@ pub(crate) fn find_in_dirs(
     step: &'static str,
     searched: &mut Vec<SearchStep>,
 ) -> Option<PathBuf> {
+    find_in_dirs_where(dirs, names, step, searched, |_| true)
+}
+
+/// As [`find_in_dirs`], taking only files that `accept` passes.
+fn find_in_dirs_where(
+    dirs: impl IntoIterator<Item = PathBuf>,
+    names: &[&str],
+    step: &'static str,
+    searched: &mut Vec<SearchStep>,
+    accept: impl Fn(&Path) -> bool,
+) -> Option<PathBuf> {
     for dir in dirs {
+        // Native separators: relative directories are written `a/b` (Windows accepts
+        // both, but paths shown to users should read as the platform's).
+        let dir: PathBuf = dir.components().collect();
+        let mut refused = Vec::new();
         for n in names {
             let p = dir.join(n);
             if p.is_file() {
-                return Some(p);
+                if accept(&p) {
+                    return Some(p);
+                }
+                refused.push(*n);
             }
         }
-        let outcome = if dir.is_dir() {
+        let outcome = if !refused.is_empty() {
+            format!(
+                "{} not built for this machine ({})",
+                refused.join(" and "),
+                std::env::consts::ARCH
+            )
+        } else if dir.is_dir() {
             format!("no {}", names.join(" or "))
         } else {
             "no such directory".to_string()
@@ -276,6 +305,45 @@ pub(crate) fn find_in_dirs(
         });
     }
     None
+}
+
+/// Looks for library `d` in `dirs`. Where the catalogue asks for it
+/// (`requires_windows_binary_arch_check`, on Windows) a DLL built for another
+/// architecture is passed over.
+fn find_lib_in_dirs(
+    d: &LibDescriptor,
+    dirs: impl IntoIterator<Item = PathBuf>,
+    step: &'static str,
+    searched: &mut Vec<SearchStep>,
+) -> Option<PathBuf> {
+    let check = cfg!(windows) && d.requires_windows_binary_arch_check;
+    find_in_dirs_where(dirs, d.platform_names(), step, searched, |p| {
+        !check || pe_machine(p) == Some(PE_MACHINE)
+    })
+}
+
+/// The PE machine type of programs built for this architecture.
+const PE_MACHINE: u16 = if cfg!(target_arch = "aarch64") {
+    0xaa64
+} else {
+    0x8664
+};
+
+/// The machine type in a PE file's COFF header (`0x8664` for x64), or `None` for a
+/// file that is not a PE image.
+fn pe_machine(path: &Path) -> Option<u16> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut dos = [0u8; 64];
+    f.read_exact(&mut dos).ok()?;
+    if &dos[..2] != b"MZ" {
+        return None;
+    }
+    let pe_offset = u32::from_le_bytes([dos[60], dos[61], dos[62], dos[63]]);
+    f.seek(SeekFrom::Start(u64::from(pe_offset))).ok()?;
+    let mut sig = [0u8; 6];
+    f.read_exact(&mut sig).ok()?;
+    (&sig[..4] == b"PE\0\0").then(|| u16::from_le_bytes([sig[4], sig[5]]))
 }
 
 fn site_packages_step(d: &LibDescriptor, searched: &mut Vec<SearchStep>) -> Option<PathBuf> {
@@ -291,14 +359,14 @@ fn site_packages_step(d: &LibDescriptor, searched: &mut Vec<SearchStep>) -> Opti
     let dirs = sp
         .iter()
         .flat_map(|s| d.site_packages_dirs().iter().map(move |rel| s.join(rel)));
-    find_in_dirs(dirs, d.platform_names(), "site-packages", searched)
+    find_lib_in_dirs(d, dirs, "site-packages", searched)
 }
 
 fn rooted_step(
+    d: &LibDescriptor,
     root: Option<PathBuf>,
     var: &'static str,
     rels: &[&str],
-    names: &[&str],
     step: &'static str,
     searched: &mut Vec<SearchStep>,
 ) -> Option<PathBuf> {
@@ -311,7 +379,7 @@ fn rooted_step(
             });
             None
         }
-        Some(root) => find_in_dirs(rels.iter().map(|r| root.join(r)), names, step, searched),
+        Some(root) => find_lib_in_dirs(d, rels.iter().map(|r| root.join(r)), step, searched),
     }
 }
 
@@ -328,10 +396,10 @@ fn search(d: &LibDescriptor, mode: Mode, searched: &mut Vec<SearchStep>) -> Opti
             .map(|p| (p, FoundVia::SitePackages))
             .or_else(|| {
                 rooted_step(
-                    crate::roots::conda_prefix(),
+                    d,
+                    crate::roots::conda_anchor(),
                     "CONDA_PREFIX",
                     d.anchor_rel_dirs(),
-                    names,
                     "conda",
                     searched,
                 )
@@ -373,23 +441,14 @@ fn search(d: &LibDescriptor, mode: Mode, searched: &mut Vec<SearchStep>) -> Opti
                         .map_or_else(|| msg.clone(), str::to_owned),
                 }),
             },
-            Mode::Locate => {
-                let hit = if cfg!(target_os = "linux") {
-                    crate::ldcache::resolve(n)
-                } else {
-                    None
-                };
-                match hit {
-                    Some(p) => return Some(Candidate::File(p, FoundVia::SystemSearch)),
-                    None => searched.push(SearchStep {
-                        step: "system-search",
-                        place: (*n).to_string(),
-                        outcome:
-                            "not on LD_LIBRARY_PATH, in /etc/ld.so.cache or the default directories"
-                                .into(),
-                    }),
-                }
-            }
+            Mode::Locate => match sys::resolve_by_name(n) {
+                Some(p) => return Some(Candidate::File(p, FoundVia::SystemSearch)),
+                None => searched.push(SearchStep {
+                    step: "system-search",
+                    place: (*n).to_string(),
+                    outcome: sys::SYSTEM_SEARCH_PLACES.into(),
+                }),
+            },
         }
     }
     if driver {
@@ -402,7 +461,7 @@ fn search(d: &LibDescriptor, mode: Mode, searched: &mut Vec<SearchStep>) -> Opti
         let root = std::env::var_os(var)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
-        if let Some(p) = rooted_step(root, var, rels, names, var, searched) {
+        if let Some(p) = rooted_step(d, root, var, rels, var, searched) {
             return Some(Candidate::File(p, FoundVia::InstallRootEnvVar(var)));
         }
     }
@@ -416,14 +475,34 @@ fn search(d: &LibDescriptor, mode: Mode, searched: &mut Vec<SearchStep>) -> Opti
     }
     for (var, root) in cuda_roots {
         if let Some(p) = rooted_step(
+            d,
             Some(root),
             var,
             d.anchor_rel_dirs(),
-            names,
             "CUDA_PATH",
             searched,
         ) {
             return Some(Candidate::File(p, FoundVia::CudaPath));
+        }
+    }
+
+    // 5 (Windows): versioned install roots under Program Files.
+    let globs = d.program_files_root_globs();
+    if !globs.is_empty() {
+        match crate::roots::program_files() {
+            None => searched.push(SearchStep {
+                step: "ProgramFiles",
+                place: "%ProgramW6432%, %ProgramFiles%".into(),
+                outcome: "not set".into(),
+            }),
+            Some(base) => {
+                for root in crate::roots::expand_globs(&base, globs) {
+                    let dirs = d.anchor_rel_dirs().iter().map(|r| root.join(r));
+                    if let Some(p) = find_lib_in_dirs(d, dirs, "ProgramFiles", searched) {
+                        return Some(Candidate::File(p, FoundVia::ProgramFiles));
+                    }
+                }
+            }
         }
     }
 
@@ -432,7 +511,7 @@ fn search(d: &LibDescriptor, mode: Mode, searched: &mut Vec<SearchStep>) -> Opti
         match crate::roots::ctk_root_from_canary(canary) {
             Ok(root) => {
                 let dirs = d.anchor_rel_dirs().iter().map(|r| root.join(r));
-                if let Some(p) = find_in_dirs(dirs, names, "system-ctk-root", searched) {
+                if let Some(p) = find_lib_in_dirs(d, dirs, "system-ctk-root", searched) {
                     return Some(Candidate::File(p, FoundVia::SystemCtkRoot));
                 }
             }
@@ -462,18 +541,24 @@ fn load_uncached(d: &'static LibDescriptor) -> Result<LoadedDl, PathfinderError>
     let mut searched = Vec::new();
     match search(d, Mode::Load, &mut searched) {
         None => Err(not_found(d, searched)),
-        Some(Candidate::Loaded(handle, found_via, already)) => Ok(LoadedDl {
-            libname: d.name,
-            abs_path: sys::path_of(handle).unwrap_or_default(),
-            was_already_loaded_from_elsewhere: already,
-            found_via,
-            handle,
-        }),
+        Some(Candidate::Loaded(handle, found_via, already)) => {
+            let abs_path = sys::path_of(handle).unwrap_or_default();
+            // Windows: the same companions as for a file we load, so that what NVRTC
+            // (or cuFFT, cuDNN) loads by bare name does not depend on who loaded it.
+            if cfg!(windows) && abs_path.is_absolute() {
+                prepare_companions(d, &abs_path, found_via)?;
+            }
+            Ok(LoadedDl {
+                libname: d.name,
+                abs_path,
+                was_already_loaded_from_elsewhere: already,
+                found_via,
+                handle,
+            })
+        }
         Some(Candidate::File(path, found_via)) => {
             let path = std::path::absolute(&path).unwrap_or(path);
-            if d.name == "nvrtc" && matches!(found_via, FoundVia::SitePackages | FoundVia::Conda) {
-                load_nvrtc_builtins(d, &path, found_via)?;
-            }
+            prepare_companions(d, &path, found_via)?;
             let handle =
                 sys::open(path.as_os_str(), d.requires_rtld_deepbind).map_err(|message| {
                     PathfinderError::LoadFailed {
@@ -494,8 +579,32 @@ fn load_uncached(d: &'static LibDescriptor) -> Result<LoadedDl, PathfinderError>
     }
 }
 
-/// NVRTC from a wheel or conda: load its `nvrtc-builtins` companion from the same
-/// directory first, so that NVRTC's own lookup of it cannot pick another copy.
+/// Makes the DLLs that `d` (at `path`) loads by bare name findable: on Windows the
+/// directory of a `requires_add_dll_directory` library is added to the search path;
+/// NVRTC's builtins are preloaded (on Linux only for wheels and conda, where no run
+/// path leads to them; Windows has no run path at all).
+fn prepare_companions(
+    d: &LibDescriptor,
+    path: &Path,
+    found_via: FoundVia,
+) -> Result<(), PathfinderError> {
+    #[cfg(windows)]
+    if d.requires_add_dll_directory {
+        if let Some(dir) = path.parent() {
+            sys::add_dll_directory(dir);
+        }
+    }
+    if d.name == "nvrtc"
+        && (cfg!(windows) || matches!(found_via, FoundVia::SitePackages | FoundVia::Conda))
+    {
+        load_nvrtc_builtins(d, path, found_via)?;
+    }
+    Ok(())
+}
+
+/// NVRTC from a wheel or conda (on Windows: from any directory): load its
+/// `nvrtc-builtins` companion from the same directory first, so that NVRTC's own
+/// lookup of it (by bare name on Windows) finds this copy and no other.
 fn load_nvrtc_builtins(
     d: &LibDescriptor,
     nvrtc: &Path,
@@ -556,6 +665,47 @@ mod tests {
         assert_eq!(
             FoundVia::InstallRootEnvVar("CUDNN_PATH").to_string(),
             "CUDNN_PATH"
+        );
+    }
+
+    #[test]
+    fn pe_machine_types_are_read_from_the_coff_header() {
+        let t = tempfile::tempdir().unwrap();
+        let mut image = vec![0u8; 0x90];
+        image[..2].copy_from_slice(b"MZ");
+        image[60..64].copy_from_slice(&0x80u32.to_le_bytes());
+        image[0x80..0x84].copy_from_slice(b"PE\0\0");
+        image[0x84..0x86].copy_from_slice(&0xaa64u16.to_le_bytes());
+        let arm = t.path().join("arm64.dll");
+        std::fs::write(&arm, &image).unwrap();
+        assert_eq!(pe_machine(&arm), Some(0xaa64));
+        image[0x84..0x86].copy_from_slice(&0x8664u16.to_le_bytes());
+        let x64 = t.path().join("x64.dll");
+        std::fs::write(&x64, &image).unwrap();
+        assert_eq!(pe_machine(&x64), Some(0x8664));
+        let elf = t.path().join("libx.so");
+        std::fs::write(
+            &elf,
+            b"\x7fELF and more bytes than a DOS header needs, and then some more....",
+        )
+        .unwrap();
+        assert_eq!(pe_machine(&elf), None);
+        assert_eq!(pe_machine(&t.path().join("missing.dll")), None);
+        // A directory with only another architecture's DLL says so.
+        let mut searched = Vec::new();
+        let found = find_in_dirs_where(
+            [t.path().to_path_buf()],
+            &["arm64.dll"],
+            "CUDA_PATH",
+            &mut searched,
+            |p| pe_machine(p) == Some(0x8664),
+        );
+        assert_eq!(found, None);
+        assert!(
+            searched[0]
+                .outcome
+                .contains("arm64.dll not built for this machine"),
+            "{searched:?}"
         );
     }
 

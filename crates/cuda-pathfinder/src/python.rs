@@ -48,7 +48,8 @@ impl Env {
             virtual_env: non_empty("VIRTUAL_ENV"),
             conda_prefix: non_empty("CONDA_PREFIX"),
             path: non_empty("PATH"),
-            home: non_empty("HOME"),
+            // The user site's base: `~/.local` on Unix, `%APPDATA%\Python` on Windows.
+            home: non_empty(if cfg!(windows) { "APPDATA" } else { "HOME" }),
             python_user_base: non_empty("PYTHONUSERBASE"),
             no_user_site: non_empty("PYTHONNOUSERSITE").is_some(),
             pyenv_version: non_empty("PYENV_VERSION"),
@@ -142,14 +143,7 @@ fn prefix_site_packages(prefix: &Path, version: Option<&str>) -> Vec<PathBuf> {
         let libdir = prefix.join(lib);
         let mut versions: Vec<String> = match version {
             Some(v) => vec![format!("python{v}")],
-            None => std::fs::read_dir(&libdir)
-                .map(|rd| {
-                    rd.filter_map(Result::ok)
-                        .filter_map(|e| e.file_name().into_string().ok())
-                        .filter(|n| n.starts_with("python3"))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            None => names_starting_with(&libdir, "python3"),
         };
         // Newest first: python3.13 before python3.9.
         versions.sort_by_key(|n| {
@@ -168,6 +162,18 @@ fn prefix_site_packages(prefix: &Path, version: Option<&str>) -> Vec<PathBuf> {
     out
 }
 
+/// The names of the entries of `dir` that start with `prefix` (none if it is unreadable).
+fn names_starting_with(dir: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Reads `key = value` from a `pyvenv.cfg`.
 fn pyvenv_value(cfg: &str, key: &str) -> Option<String> {
     cfg.lines().find_map(|line| {
@@ -179,6 +185,22 @@ fn pyvenv_value(cfg: &str, key: &str) -> Option<String> {
 fn user_site(env: &Env, version: Option<&str>) -> Vec<PathBuf> {
     if env.no_user_site {
         return Vec::new();
+    }
+    if cfg!(windows) {
+        // `%PYTHONUSERBASE%` or `%APPDATA%\Python`, then `Python313\site-packages`.
+        let base = match (&env.python_user_base, &env.home) {
+            (Some(b), _) => PathBuf::from(b),
+            (None, Some(appdata)) => Path::new(appdata).join("Python"),
+            (None, None) => return Vec::new(),
+        };
+        let versions: Vec<String> = match version {
+            Some(v) => vec![format!("Python{}", v.replace('.', ""))],
+            None => names_starting_with(&base, "Python3"),
+        };
+        return versions
+            .into_iter()
+            .map(|v| base.join(v).join("site-packages"))
+            .collect();
     }
     let base = match (&env.python_user_base, &env.home) {
         (Some(b), _) => PathBuf::from(b),
@@ -235,13 +257,20 @@ fn interpreter_site_packages(python: &Path, env: &Env) -> Vec<PathBuf> {
         return Vec::new();
     }
     // A plain interpreter: resolve symlinks (`/usr/bin/python3` → `python3.11`).
-    let real = std::fs::canonicalize(python).unwrap_or_else(|_| python.to_path_buf());
+    // Not on Windows, where it would give a `\\?\` path and there is nothing to resolve.
+    let real = if cfg!(windows) {
+        python.to_path_buf()
+    } else {
+        std::fs::canonicalize(python).unwrap_or_else(|_| python.to_path_buf())
+    };
     let version = version_of(&real).or_else(|| version_of(python));
-    let prefix = real
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(root)
-        .to_path_buf();
+    // Unix: `<prefix>/bin/python3`; Windows: `<prefix>\python.exe`.
+    let prefix = if cfg!(windows) {
+        real.parent().unwrap_or(bin)
+    } else {
+        real.parent().and_then(Path::parent).unwrap_or(root)
+    }
+    .to_path_buf();
     let mut out = user_site(env, version.as_deref());
     out.extend(prefix_site_packages(&prefix, version.as_deref()));
     if !cfg!(windows) {
@@ -258,7 +287,47 @@ fn interpreter_site_packages(python: &Path, env: &Env) -> Vec<PathBuf> {
     out
 }
 
+// Windows layouts (`Lib\site-packages`, `Scripts\python.exe`): see `windows_tests`.
 #[cfg(test)]
+#[cfg(windows)]
+mod windows_tests {
+    use super::*;
+
+    #[test]
+    fn venv_plain_interpreter_and_user_site_on_windows() {
+        let t = tempfile::tempdir().unwrap();
+        for rel in [
+            "venv/Scripts",
+            "venv/Lib/site-packages",
+            "Python313/Lib/site-packages",
+            "appdata/Python/Python313/site-packages",
+        ] {
+            std::fs::create_dir_all(t.path().join(rel)).unwrap();
+        }
+        std::fs::write(t.path().join("venv/Scripts/python.exe"), b"").unwrap();
+        std::fs::write(t.path().join("venv/pyvenv.cfg"), b"version_info = 3.13.1\n").unwrap();
+        std::fs::write(t.path().join("Python313/python.exe"), b"").unwrap();
+        let env = |path: &str| Env {
+            path: Some(t.path().join(path).into_os_string()),
+            home: Some(t.path().join("appdata").into_os_string()),
+            ..Env::default()
+        };
+        assert_eq!(
+            discover(&env("venv/Scripts")),
+            [t.path().join("venv/Lib/site-packages")]
+        );
+        assert_eq!(
+            discover(&env("Python313")),
+            [
+                t.path().join("appdata/Python/Python313/site-packages"),
+                t.path().join("Python313/Lib/site-packages"),
+            ]
+        );
+    }
+}
+
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
 

@@ -14,6 +14,12 @@ pub(crate) fn conda_prefix() -> Option<PathBuf> {
     env_dir("CONDA_PREFIX")
 }
 
+/// The root under `$CONDA_PREFIX` that conda's CUDA packages use: the prefix on
+/// Linux, `%CONDA_PREFIX%\Library` on Windows (DLLs in `Library\bin`).
+pub(crate) fn conda_anchor() -> Option<PathBuf> {
+    conda_prefix().map(|p| if cfg!(windows) { p.join("Library") } else { p })
+}
+
 /// The toolkit roots named by `CUDA_PATH` then `CUDA_HOME` (a second one only when
 /// it differs), each with the variable that named it.
 pub(crate) fn cuda_roots() -> Vec<(&'static str, PathBuf)> {
@@ -32,6 +38,95 @@ pub(crate) fn cuda_roots() -> Vec<(&'static str, PathBuf)> {
 /// `cuda.pathfinder.get_cuda_path_or_home` gives it).
 pub fn get_cuda_path_or_home() -> Option<PathBuf> {
     cuda_roots().into_iter().next().map(|(_, p)| p)
+}
+
+/// The `Program Files` directory for 64-bit programs: `%ProgramW6432%`, else
+/// `%ProgramFiles%` (Windows).
+pub(crate) fn program_files() -> Option<PathBuf> {
+    env_dir("ProgramW6432").or_else(|| env_dir("ProgramFiles"))
+}
+
+/// The directories under `base` that match any of `globs` (`/`-separated, `*` in a
+/// component matches any run of characters, case-insensitively), each glob's
+/// matches newest first by a number-aware order (`v9.10` before `v9.9`).
+pub(crate) fn expand_globs(base: &Path, globs: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for glob in globs {
+        let mut level = vec![base.to_path_buf()];
+        for part in glob.split('/').filter(|p| !p.is_empty()) {
+            let mut next = Vec::new();
+            for dir in &level {
+                if !part.contains('*') {
+                    next.push(dir.join(part));
+                    continue;
+                }
+                let Ok(entries) = std::fs::read_dir(dir) else {
+                    continue;
+                };
+                next.extend(
+                    entries
+                        .filter_map(Result::ok)
+                        .filter(|e| {
+                            e.file_name()
+                                .to_str()
+                                .is_some_and(|n| wildcard_match(part, n))
+                        })
+                        .map(|e| e.path()),
+                );
+            }
+            level = next;
+        }
+        level.retain(|p| p.is_dir());
+        level.sort_by_key(|p| std::cmp::Reverse(numeric_key(p)));
+        out.extend(level);
+    }
+    out
+}
+
+/// Whether `name` matches `pattern`, where `*` is any run of characters; ASCII
+/// case is ignored (Windows file names).
+fn wildcard_match(pattern: &str, name: &str) -> bool {
+    let (p, n) = (pattern.to_ascii_lowercase(), name.to_ascii_lowercase());
+    let mut parts = p.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = n.strip_prefix(first) else {
+        return false;
+    };
+    let tail: Vec<&str> = parts.collect();
+    let Some((last, middle)) = tail.split_last() else {
+        return rest.is_empty();
+    };
+    for m in middle {
+        match rest.find(m) {
+            Some(i) => rest = &rest[i + m.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// A sort key that orders runs of digits by value: `v9.10` after `v9.9`.
+fn numeric_key(p: &Path) -> Vec<(u64, String)> {
+    let name = p.to_string_lossy();
+    let mut key = Vec::new();
+    let mut text = String::new();
+    let mut digits = String::new();
+    for c in name.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else {
+            if !digits.is_empty() {
+                key.push((
+                    digits.parse().unwrap_or(u64::MAX),
+                    std::mem::take(&mut text),
+                ));
+                digits.clear();
+            }
+            text.push(c);
+        }
+    }
+    key.push((digits.parse().unwrap_or(0), text));
+    key
 }
 
 /// The toolkit root that holds `lib_file` (`<root>/lib64/libcudart.so.13`,
@@ -61,11 +156,9 @@ pub(crate) fn ctk_root_from_canary(canary: &str) -> Result<PathBuf, String> {
     let d =
         crate::catalog::descriptor(canary).ok_or_else(|| format!("unknown canary `{canary}`"))?;
     for soname in d.platform_names() {
-        let file = match crate::sys::already_loaded(soname).and_then(crate::sys::path_of) {
-            Some(p) => Some(p),
-            None if cfg!(target_os = "linux") => crate::ldcache::resolve(soname),
-            None => None,
-        };
+        let file = crate::sys::already_loaded(soname)
+            .and_then(crate::sys::path_of)
+            .or_else(|| crate::sys::resolve_by_name(soname));
         if let Some(file) = file {
             let real = std::fs::canonicalize(&file).unwrap_or(file.clone());
             return ctk_root_of(&file)
@@ -166,5 +259,31 @@ mod tests {
                 prop_assert!(searched.len() < dirs.len());
             }
         }
+    }
+
+    #[test]
+    fn wildcards_match_whole_names() {
+        assert!(wildcard_match("v9.*", "v9.10"));
+        assert!(wildcard_match("V9.*", "v9.1"));
+        assert!(wildcard_match("*", "anything"));
+        assert!(wildcard_match("a*b*c", "aXXbYYc"));
+        assert!(!wildcard_match("v9.*", "v10.0"));
+        assert!(!wildcard_match("a*bc", "abcX"));
+        assert!(!wildcard_match("v9", "v9.1"));
+    }
+
+    #[test]
+    fn program_files_globs_expand_newest_first() {
+        let t = tempfile::tempdir().unwrap();
+        for v in ["v9.9", "v9.10", "v8.0", "v9.2"] {
+            std::fs::create_dir_all(t.path().join("NVIDIA/CUDNN").join(v)).unwrap();
+        }
+        std::fs::write(t.path().join("NVIDIA/CUDNN/v9.99"), b"a file").unwrap();
+        let found: Vec<String> = expand_globs(t.path(), &["NVIDIA/CUDNN/v9.*"])
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(found, ["v9.10", "v9.9", "v9.2"]);
+        assert!(expand_globs(&t.path().join("missing"), &["NVIDIA/CUDNN/v9.*"]).is_empty());
     }
 }

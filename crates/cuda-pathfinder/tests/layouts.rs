@@ -1,11 +1,15 @@
 //! The search order against real NVIDIA libraries laid out as a venv, a conda
-//! prefix, a `CUDA_HOME` tree, an `LD_LIBRARY_PATH` directory and a toolkit found by
-//! its canary. Each case runs the `cuda-pathfinder` CLI in a child process with an
-//! environment built from nothing, so no test sees another's variables.
+//! prefix, a `CUDA_HOME` tree, a directory the OS loader searches (`LD_LIBRARY_PATH`
+//! on Linux, `PATH` on Windows) and a toolkit found by its canary. Each case runs the
+//! `cuda-pathfinder` CLI in a child process with an environment built from nothing,
+//! so no test sees another's variables.
 //!
 //! The libraries come from NVIDIA's wheels in the venv named by `CUDA_RS_TEST_VENV`
-//! (`cargo xtask test` makes it). Without it these tests skip, saying so, unless
-//! `CUDA_RS_REQUIRE_WHEELS=1`, when they fail.
+//! (`cargo xtask test` makes it; for Windows, a venv-shaped directory of the
+//! `win_amd64` wheels, see `scripts/windows-tests.sh`). Without it these tests skip,
+//! saying so, unless `CUDA_RS_REQUIRE_WHEELS=1`, when they fail. The same tests run
+//! on Linux and, built for `x86_64-pc-windows-gnu`, under Wine: [`plat`] holds the
+//! file names and directories that differ.
 
 // Test and benchmark code: a failed step is a failed run, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -17,9 +21,78 @@ use std::process::Command;
 use serde_json::Value;
 
 fn cli() -> PathBuf {
-    match std::env::var_os("CUDA_PATHFINDER_BIN") {
+    if let Some(p) = std::env::var_os("CUDA_PATHFINDER_BIN") {
+        return PathBuf::from(p);
+    }
+    match option_env!("CARGO_BIN_EXE_cuda-pathfinder") {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_BIN_EXE_cuda-pathfinder")),
+        // Cargo 1.85 with `-Zbuild-std` (the Windows cross build) does not set it: the
+        // tool is built beside `deps/`, where this test binary is.
+        None => {
+            let exe = std::env::current_exe().unwrap();
+            let dir = exe.parent().and_then(Path::parent).unwrap();
+            dir.join(format!("cuda-pathfinder{}", std::env::consts::EXE_SUFFIX))
+        }
+    }
+}
+
+/// What differs between the platforms: where the wheels put each file (relative to
+/// `nvidia/cu13`) and where a toolkit, conda and the OS loader look.
+#[cfg(unix)]
+mod plat {
+    pub(crate) const NVRTC: &str = "lib/libnvrtc.so.13";
+    pub(crate) const NVJITLINK: &str = "lib/libnvJitLink.so.13";
+    pub(crate) const CUDART: &str = "lib/libcudart.so.13";
+    pub(crate) const NVVM: &str = "lib/libnvvm.so.4";
+    pub(crate) const CUDADEVRT: &str = "lib/libcudadevrt.a";
+    /// cuBLAS and cuBLASLt's file names (stand-ins are made under these names).
+    pub(crate) const CUBLAS: [&str; 2] = ["libcublas.so.13", "libcublasLt.so.13"];
+    /// Where conda keeps libraries and NVVM, under `$CONDA_PREFIX`.
+    pub(crate) const CONDA_LIB: &str = "lib";
+    pub(crate) const CONDA_NVVM: &str = "nvvm/lib64";
+    /// Where a toolkit keeps libraries and NVVM, under its root.
+    pub(crate) const CTK_LIB: &str = "lib64";
+    pub(crate) const CTK_NVVM: &str = "nvvm/lib64";
+    /// The variable the OS loader searches.
+    pub(crate) const LOADER_PATH: &str = "LD_LIBRARY_PATH";
+    /// Where site-packages is under a venv.
+    pub(crate) fn site_packages(venv: &std::path::Path) -> Option<std::path::PathBuf> {
+        std::fs::read_dir(venv.join("lib"))
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path().join("site-packages"))
+            .find(|p| p.join("nvidia/cu13").join(NVRTC).is_file())
+    }
+    /// The venv's interpreter directory.
+    pub(crate) const VENV_BIN: &str = "bin";
+    /// Links `src` as `dst` (a symbolic link).
+    pub(crate) fn link(src: &std::path::Path, dst: &std::path::Path) -> std::io::Result<()> {
+        std::os::unix::fs::symlink(src, dst)
+    }
+}
+
+#[cfg(windows)]
+mod plat {
+    pub(crate) const NVRTC: &str = "bin/x86_64/nvrtc64_130_0.dll";
+    pub(crate) const NVJITLINK: &str = "bin/x86_64/nvJitLink_130_0.dll";
+    pub(crate) const CUDART: &str = "bin/x86_64/cudart64_13.dll";
+    pub(crate) const NVVM: &str = "bin/x86_64/nvvm64_40_0.dll";
+    pub(crate) const CUDADEVRT: &str = "lib/x64/cudadevrt.lib";
+    pub(crate) const CUBLAS: [&str; 2] = ["cublas64_13.dll", "cublasLt64_13.dll"];
+    pub(crate) const CONDA_LIB: &str = "Library/bin";
+    pub(crate) const CONDA_NVVM: &str = "Library/nvvm/bin";
+    pub(crate) const CTK_LIB: &str = "bin/x64";
+    pub(crate) const CTK_NVVM: &str = "nvvm/bin/x64";
+    pub(crate) const LOADER_PATH: &str = "PATH";
+    pub(crate) fn site_packages(venv: &std::path::Path) -> Option<std::path::PathBuf> {
+        let sp = venv.join("Lib/site-packages");
+        sp.join("nvidia/cu13").join(NVRTC).is_file().then_some(sp)
+    }
+    pub(crate) const VENV_BIN: &str = "Scripts";
+    /// Links `src` as `dst`: a hard link, else a copy (symbolic links need a
+    /// privilege on Windows).
+    pub(crate) fn link(src: &std::path::Path, dst: &std::path::Path) -> std::io::Result<()> {
+        std::fs::hard_link(src, dst).or_else(|_| std::fs::copy(src, dst).map(drop))
     }
 }
 
@@ -27,13 +100,11 @@ fn cli() -> PathBuf {
 fn wheels(test: &str) -> Option<PathBuf> {
     let venv =
         cuda_rs_tests::require_env_or_skip(test, "CUDA_RS_TEST_VENV", "CUDA_RS_REQUIRE_WHEELS")?;
-    let lib = Path::new(&venv).join("lib");
-    let found = std::fs::read_dir(&lib)
-        .unwrap_or_else(|e| panic!("{}: {e}", lib.display()))
-        .filter_map(Result::ok)
-        .map(|e| e.path().join("site-packages/nvidia/cu13"))
-        .find(|p| p.join("lib/libnvrtc.so.13").is_file());
-    Some(found.unwrap_or_else(|| panic!("no nvidia/cu13 wheels under {}", lib.display())))
+    // Absolute (under Wine a Unix path becomes `Z:\...`), as the CLI reports paths.
+    let venv = std::path::absolute(&venv).unwrap();
+    let sp = plat::site_packages(&venv)
+        .unwrap_or_else(|| panic!("no nvidia/cu13 wheels under {}", venv.display()));
+    Some(sp.join("nvidia/cu13"))
 }
 
 fn site_packages_of(cu13: &Path) -> PathBuf {
@@ -41,25 +112,28 @@ fn site_packages_of(cu13: &Path) -> PathBuf {
 }
 
 fn venv_of(cu13: &Path) -> PathBuf {
-    // <venv>/lib/python3.X/site-packages/nvidia/cu13
-    cu13.ancestors().nth(5).unwrap().to_path_buf()
+    // Linux: <venv>/lib/python3.X/site-packages/nvidia/cu13;
+    // Windows: <venv>/Lib/site-packages/nvidia/cu13.
+    let up = if cfg!(windows) { 4 } else { 5 };
+    cu13.ancestors().nth(up).unwrap().to_path_buf()
 }
 
-/// Symlinks the wheel's `files` (relative to `nvidia/cu13`) into `dir`.
+/// Links the wheel's `files` (relative to `nvidia/cu13`) into `dir`.
 fn place(cu13: &Path, dir: &Path, files: &[&str]) {
     std::fs::create_dir_all(dir).unwrap();
     for f in files {
         let src = cu13.join(f);
         assert!(src.is_file(), "{} missing from the wheels", src.display());
-        std::os::unix::fs::symlink(&src, dir.join(src.file_name().unwrap())).unwrap();
+        plat::link(&src, &dir.join(src.file_name().unwrap())).unwrap();
     }
 }
 
-const CORE_LIBS: &[&str] = &[
-    "lib/libnvrtc.so.13",
-    "lib/libnvJitLink.so.13",
-    "lib/libcudart.so.13",
-];
+/// The file name of a wheel file given relative to `nvidia/cu13`.
+fn file(rel: &str) -> &str {
+    rel.rsplit('/').next().unwrap()
+}
+
+const CORE_LIBS: &[&str] = &[plat::NVRTC, plat::NVJITLINK, plat::CUDART];
 
 struct Run {
     code: i32,
@@ -100,6 +174,10 @@ fn run(args: &[&str], envs: &[(&str, &OsStr)]) -> Run {
         .env_clear()
         .env("PATH", empty.path())
         .env("HOME", empty.path());
+    // Windows itself needs `SystemRoot` in every process's environment.
+    if let Some(root) = std::env::var_os("SystemRoot").filter(|_| cfg!(windows)) {
+        cmd.env("SystemRoot", root);
+    }
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -142,10 +220,10 @@ fn venv_wheels_are_found_via_site_packages() {
     );
     assert_eq!(r.code, 0, "{:?} {}", r.lines, r.stderr);
     for (name, file) in [
-        ("nvrtc", "lib/libnvrtc.so.13"),
-        ("nvJitLink", "lib/libnvJitLink.so.13"),
-        ("cudart", "lib/libcudart.so.13"),
-        ("nvvm", "lib/libnvvm.so.4"),
+        ("nvrtc", plat::NVRTC),
+        ("nvJitLink", plat::NVJITLINK),
+        ("cudart", plat::CUDART),
+        ("nvvm", plat::NVVM),
     ] {
         assert_eq!(r.via(name), "site-packages");
         assert_eq!(r.path(name), cu13.join(file));
@@ -179,14 +257,14 @@ fn site_packages_found_through_pythonpath_and_python_on_path() {
     let r = run(&["load", "nvJitLink", "--json"], &[("PYTHONPATH", os(&sp))]);
     assert_eq!(
         (r.via("nvJitLink"), r.path("nvJitLink")),
-        ("site-packages", cu13.join("lib/libnvJitLink.so.13"))
+        ("site-packages", cu13.join(plat::NVJITLINK))
     );
     // No VIRTUAL_ENV: the venv is found from the python3 on PATH and its pyvenv.cfg.
-    let bin = venv_of(&cu13).join("bin");
+    let bin = venv_of(&cu13).join(plat::VENV_BIN);
     let r = run(&["load", "nvJitLink", "--json"], &[("PATH", os(&bin))]);
     assert_eq!(
         (r.via("nvJitLink"), r.path("nvJitLink")),
-        ("site-packages", cu13.join("lib/libnvJitLink.so.13"))
+        ("site-packages", cu13.join(plat::NVJITLINK))
     );
 }
 
@@ -197,8 +275,8 @@ fn conda_prefix_is_searched() {
     };
     let t = tempfile::tempdir().unwrap();
     let conda = t.path().join("conda");
-    place(&cu13, &conda.join("lib"), CORE_LIBS);
-    place(&cu13, &conda.join("nvvm/lib64"), &["lib/libnvvm.so.4"]);
+    place(&cu13, &conda.join(plat::CONDA_LIB), CORE_LIBS);
+    place(&cu13, &conda.join(plat::CONDA_NVVM), &[plat::NVVM]);
     let r = run(
         &["load", "nvrtc", "cudart", "nvvm", "--json"],
         &[("CONDA_PREFIX", os(&conda))],
@@ -206,15 +284,18 @@ fn conda_prefix_is_searched() {
     assert_eq!(r.code, 0, "{:?}", r.lines);
     assert_eq!(
         (r.via("nvrtc"), r.path("nvrtc")),
-        ("conda", conda.join("lib/libnvrtc.so.13"))
+        ("conda", conda.join(plat::CONDA_LIB).join(file(plat::NVRTC)))
     );
     assert_eq!(
         (r.via("cudart"), r.path("cudart")),
-        ("conda", conda.join("lib/libcudart.so.13"))
+        (
+            "conda",
+            conda.join(plat::CONDA_LIB).join(file(plat::CUDART))
+        )
     );
     assert_eq!(
         (r.via("nvvm"), r.path("nvvm")),
-        ("conda", conda.join("nvvm/lib64/libnvvm.so.4"))
+        ("conda", conda.join(plat::CONDA_NVVM).join(file(plat::NVVM)))
     );
 }
 
@@ -227,34 +308,29 @@ fn cuda_home_and_cuda_path_are_labelled_cuda_path_and_cuda_path_wins() {
     let t = tempfile::tempdir().unwrap();
     let (a, b) = (t.path().join("cuda-a"), t.path().join("cuda-b"));
     for root in [&a, &b] {
-        place(&cu13, &root.join("lib64"), CORE_LIBS);
-        place(&cu13, &root.join("nvvm/lib64"), &["lib/libnvvm.so.4"]);
+        place(&cu13, &root.join(plat::CTK_LIB), CORE_LIBS);
+        place(&cu13, &root.join(plat::CTK_NVVM), &[plat::NVVM]);
     }
+    let nvrtc = |root: &Path| root.join(plat::CTK_LIB).join(file(plat::NVRTC));
     let r = run(
         &["load", "nvrtc", "nvvm", "--json"],
         &[("CUDA_HOME", os(&b))],
     );
-    assert_eq!(
-        (r.via("nvrtc"), r.path("nvrtc")),
-        ("CUDA_PATH", b.join("lib64/libnvrtc.so.13"))
-    );
+    assert_eq!((r.via("nvrtc"), r.path("nvrtc")), ("CUDA_PATH", nvrtc(&b)));
     assert_eq!(
         (r.via("nvvm"), r.path("nvvm")),
-        ("CUDA_PATH", b.join("nvvm/lib64/libnvvm.so.4"))
+        ("CUDA_PATH", b.join(plat::CTK_NVVM).join(file(plat::NVVM)))
     );
     let r = run(
         &["load", "nvrtc", "--json"],
         &[("CUDA_HOME", os(&b)), ("CUDA_PATH", os(&a))],
     );
-    assert_eq!(
-        (r.via("nvrtc"), r.path("nvrtc")),
-        ("CUDA_PATH", a.join("lib64/libnvrtc.so.13"))
-    );
+    assert_eq!((r.via("nvrtc"), r.path("nvrtc")), ("CUDA_PATH", nvrtc(&a)));
 }
 
 #[test]
-fn ld_library_path_is_system_search() {
-    let Some(cu13) = wheels("ld_library_path_is_system_search") else {
+fn the_loader_search_path_is_system_search() {
+    let Some(cu13) = wheels("the_loader_search_path_is_system_search") else {
         return;
     };
     let t = tempfile::tempdir().unwrap();
@@ -262,13 +338,22 @@ fn ld_library_path_is_system_search() {
     place(&cu13, &dir, CORE_LIBS);
     let r = run(
         &["load", "nvJitLink", "cudart", "--json"],
-        &[("LD_LIBRARY_PATH", os(&dir))],
+        &[(plat::LOADER_PATH, os(&dir))],
     );
     assert_eq!(
         (r.via("nvJitLink"), r.path("nvJitLink")),
-        ("system-search", dir.join("libnvJitLink.so.13"))
+        ("system-search", dir.join(file(plat::NVJITLINK)))
     );
     assert_eq!(r.via("cudart"), "system-search");
+    // Located without loading: the same file, by reading the loader's search path.
+    let r = run(
+        &["locate", "nvJitLink", "--json"],
+        &[(plat::LOADER_PATH, os(&dir))],
+    );
+    assert_eq!(
+        (r.via("nvJitLink"), r.path("nvJitLink")),
+        ("system-search", dir.join(file(plat::NVJITLINK)))
+    );
 }
 
 #[test]
@@ -278,20 +363,23 @@ fn nvvm_is_found_from_the_cudart_canary() {
     };
     let t = tempfile::tempdir().unwrap();
     let ctk = t.path().join("ctk");
-    place(&cu13, &ctk.join("lib64"), CORE_LIBS);
-    place(&cu13, &ctk.join("nvvm/lib64"), &["lib/libnvvm.so.4"]);
+    place(&cu13, &ctk.join(plat::CTK_LIB), CORE_LIBS);
+    place(&cu13, &ctk.join(plat::CTK_NVVM), &[plat::NVVM]);
     let r = run(
         &["load", "nvvm", "--json"],
-        &[("LD_LIBRARY_PATH", os(&ctk.join("lib64")))],
+        &[(plat::LOADER_PATH, os(&ctk.join(plat::CTK_LIB)))],
     );
     assert_eq!(
         (r.via("nvvm"), r.path("nvvm")),
-        ("system-ctk-root", ctk.join("nvvm/lib64/libnvvm.so.4"))
+        (
+            "system-ctk-root",
+            ctk.join(plat::CTK_NVVM).join(file(plat::NVVM))
+        )
     );
     // The canary was only read, not loaded: cudart still loads by the usual steps.
     let r = run(
         &["load", "nvvm", "cudart", "--json"],
-        &[("LD_LIBRARY_PATH", os(&ctk.join("lib64")))],
+        &[(plat::LOADER_PATH, os(&ctk.join(plat::CTK_LIB)))],
     );
     assert_eq!(r.via("cudart"), "system-search");
 }
@@ -305,14 +393,14 @@ fn steps_are_taken_in_order() {
     let conda = t.path().join("conda");
     let home = t.path().join("cuda");
     let ld = t.path().join("ld");
-    place(&cu13, &conda.join("lib"), CORE_LIBS);
-    place(&cu13, &home.join("lib64"), CORE_LIBS);
+    place(&cu13, &conda.join(plat::CONDA_LIB), CORE_LIBS);
+    place(&cu13, &home.join(plat::CTK_LIB), CORE_LIBS);
     place(&cu13, &ld, CORE_LIBS);
     let venv = venv_of(&cu13);
     let all: Vec<(&str, &OsStr)> = vec![
         ("VIRTUAL_ENV", os(&venv)),
         ("CONDA_PREFIX", os(&conda)),
-        ("LD_LIBRARY_PATH", os(&ld)),
+        (plat::LOADER_PATH, os(&ld)),
         ("CUDA_HOME", os(&home)),
     ];
     let expect = ["site-packages", "conda", "system-search", "CUDA_PATH"];
@@ -322,12 +410,14 @@ fn steps_are_taken_in_order() {
     }
 }
 
+// LD_PRELOAD has no Windows counterpart; `inprocess.rs` covers the Windows case.
+#[cfg(unix)]
 #[test]
 fn a_library_loaded_before_is_reported_as_already_loaded() {
     let Some(cu13) = wheels("a_library_loaded_before_is_reported_as_already_loaded") else {
         return;
     };
-    let so = cu13.join("lib/libnvJitLink.so.13");
+    let so = cu13.join(plat::NVJITLINK);
     // LD_PRELOAD loads it at process start, before the pathfinder looks; even with the
     // venv available, the loaded copy wins.
     let r = run(
@@ -350,13 +440,11 @@ fn dependencies_are_loaded_first_and_their_failure_is_named() {
     };
     let t = tempfile::tempdir().unwrap();
     let home = t.path().join("cuda");
-    std::fs::create_dir_all(home.join("lib64")).unwrap();
-    // Stand-ins: real, loadable ELF files under cuBLAS's names (cublas needs cublasLt).
-    std::fs::copy(
-        cu13.join("lib/libnvJitLink.so.13"),
-        home.join("lib64/libcublas.so.13"),
-    )
-    .unwrap();
+    let lib = home.join(plat::CTK_LIB);
+    std::fs::create_dir_all(&lib).unwrap();
+    // Stand-ins: real, loadable libraries under cuBLAS's names (cublas needs cublasLt).
+    let [cublas, cublas_lt] = plat::CUBLAS;
+    std::fs::copy(cu13.join(plat::NVJITLINK), lib.join(cublas)).unwrap();
     let r = run(&["load", "cublas", "--json"], &[("CUDA_HOME", os(&home))]);
     assert_eq!(r.code, 1);
     let e = &r.get("cublas")["error"];
@@ -373,18 +461,14 @@ fn dependencies_are_loaded_first_and_their_failure_is_named() {
         1,
         "{message}"
     );
-    std::fs::copy(
-        cu13.join("lib/libcudart.so.13"),
-        home.join("lib64/libcublasLt.so.13"),
-    )
-    .unwrap();
+    std::fs::copy(cu13.join(plat::CUDART), lib.join(cublas_lt)).unwrap();
     let r = run(
         &["load", "cublas", "cublasLt", "--json"],
         &[("CUDA_HOME", os(&home))],
     );
     assert_eq!(r.code, 0, "{:?}", r.lines);
-    assert_eq!(r.path("cublas"), home.join("lib64/libcublas.so.13"));
-    assert_eq!(r.path("cublasLt"), home.join("lib64/libcublasLt.so.13"));
+    assert_eq!(r.path("cublas"), lib.join(cublas));
+    assert_eq!(r.path("cublasLt"), lib.join(cublas_lt));
 }
 
 #[test]
@@ -423,20 +507,29 @@ fn not_found_lists_every_place_in_order_and_exits_1() {
         "{e}"
     );
     let msg = e["message"].as_str().unwrap();
-    assert!(
-        msg.contains(&conda.join("nvvm/lib64").display().to_string()),
-        "{msg}"
-    );
-    assert!(msg.contains("libnvvm.so.4"), "{msg}");
+    let conda_nvvm = if cfg!(windows) {
+        "Library/nvvm/bin/x64"
+    } else {
+        "nvvm/lib64"
+    };
+    let conda_nvvm: PathBuf = conda.join(conda_nvvm).components().collect();
+    assert!(msg.contains(&conda_nvvm.display().to_string()), "{msg}");
+    assert!(msg.contains(file(plat::NVVM)), "{msg}");
 }
 
 #[test]
 fn the_driver_is_only_looked_for_by_the_loader() {
     let t = tempfile::tempdir().unwrap();
     let home = t.path().join("cuda");
-    std::fs::create_dir_all(home.join("lib64")).unwrap();
-    // A libcuda.so.1 under CUDA_HOME is never taken: the driver comes from the loader.
-    std::fs::write(home.join("lib64/libcuda.so.1"), b"not a library").unwrap();
+    let lib = home.join(plat::CTK_LIB);
+    std::fs::create_dir_all(&lib).unwrap();
+    // A driver library under CUDA_HOME is never taken: the driver comes from the loader.
+    let driver = if cfg!(windows) {
+        "nvcuda.dll"
+    } else {
+        "libcuda.so.1"
+    };
+    std::fs::write(lib.join(driver), b"not a library").unwrap();
     let r = run(
         &["load", "cuda", "nvml", "--json"],
         &[("CUDA_HOME", os(&home))],
@@ -503,13 +596,17 @@ fn headers_bitcode_and_static_libs_come_from_the_wheels() {
             ("site-packages", cu13.join("include"))
         );
     }
-    let r = run(&["find", "bitcode", "libdevice", "--json"], &env);
-    assert_eq!(
-        r.path("libdevice"),
-        cu13.join("nvvm/libdevice/libdevice.10.bc")
-    );
+    // `device` is cuda.pathfinder's name for libdevice; both work.
+    let r = run(&["find", "bitcode", "libdevice", "device", "--json"], &env);
+    assert_eq!(r.code, 0, "{:?}", r.lines);
+    for n in ["libdevice", "device"] {
+        assert_eq!(
+            (r.via(n), r.path(n)),
+            ("site-packages", cu13.join("nvvm/libdevice/libdevice.10.bc"))
+        );
+    }
     let r = run(&["find", "static", "cudadevrt", "--json"], &env);
-    assert_eq!(r.path("cudadevrt"), cu13.join("lib/libcudadevrt.a"));
+    assert_eq!(r.path("cudadevrt"), cu13.join(plat::CUDADEVRT));
 }
 
 #[test]
@@ -517,9 +614,10 @@ fn binary_utilities_from_cuda_home_then_path() {
     let t = tempfile::tempdir().unwrap();
     let home = t.path().join("cuda");
     let elsewhere = t.path().join("elsewhere");
+    let nvcc = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
     for d in [home.join("bin"), elsewhere.clone()] {
         std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("nvcc"), b"#!/bin/sh\n").unwrap();
+        std::fs::write(d.join(nvcc), b"#!/bin/sh\n").unwrap();
     }
     let r = run(
         &["find", "binary", "nvcc", "--json"],
@@ -527,11 +625,25 @@ fn binary_utilities_from_cuda_home_then_path() {
     );
     assert_eq!(
         (r.via("nvcc"), r.path("nvcc")),
-        ("CUDA_PATH", home.join("bin/nvcc"))
+        ("CUDA_PATH", home.join("bin").join(nvcc))
     );
     let r = run(
         &["find", "binary", "nvcc", "--json"],
         &[("PATH", os(&elsewhere))],
+    );
+    // Nsight Systems' wheel keeps `nsys` in a directory of its own.
+    let sp = t.path().join("site-packages");
+    let nsys_dir = sp.join("nvidia/nsight_systems/bin");
+    let nsys = if cfg!(windows) { "nsys.exe" } else { "nsys" };
+    std::fs::create_dir_all(&nsys_dir).unwrap();
+    std::fs::write(nsys_dir.join(nsys), b"").unwrap();
+    let r3 = run(
+        &["find", "binary", "nsys", "--json"],
+        &[("PYTHONPATH", os(&sp))],
+    );
+    assert_eq!(
+        (r3.via("nsys"), r3.path("nsys")),
+        ("site-packages", nsys_dir.join(nsys))
     );
     let r2 = run(&["find", "binary", "ptxas", "--json"], &[]);
     if system_ctk_visible() {
@@ -542,7 +654,7 @@ fn binary_utilities_from_cuda_home_then_path() {
     }
     assert_eq!(
         (r.via("nvcc"), r.path("nvcc")),
-        ("PATH", elsewhere.join("nvcc"))
+        ("PATH", elsewhere.join(nvcc))
     );
     assert_eq!(r2.code, 1);
     assert_eq!(r2.get("ptxas")["error"]["kind"], "not-found");
@@ -554,12 +666,12 @@ fn doctor_reports_what_it_finds() {
         return;
     };
     let venv = venv_of(&cu13);
-    let out = Command::new(cli())
-        .arg("doctor")
-        .env_clear()
-        .env("VIRTUAL_ENV", &venv)
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(cli());
+    cmd.arg("doctor").env_clear().env("VIRTUAL_ENV", &venv);
+    if let Some(root) = std::env::var_os("SystemRoot").filter(|_| cfg!(windows)) {
+        cmd.env("SystemRoot", root);
+    }
+    let out = cmd.output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let line = |name: &str| {

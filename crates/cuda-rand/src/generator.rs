@@ -261,7 +261,8 @@ impl Generator {
         let (p, n) = (out.view_ptr(), out.len());
         // SAFETY: `out` holds `n` elements on the generator's device, exclusively borrowed.
         let status = unsafe { T::uniform(self.raw, p, n) };
-        check(status, what)
+        check(status, what)?;
+        Ok(out.buffer().order_free_after(&self.stream)?)
     }
 
     /// Fills `out` with 32-bit random integers.
@@ -278,7 +279,8 @@ impl Generator {
         let (p, n) = (out.view_ptr(), out.len());
         // SAFETY: `out` holds `n` elements on the generator's device, exclusively borrowed.
         let status = unsafe { sys::curandGenerate(self.raw, p, n) };
-        check(status, what)
+        check(status, what)?;
+        Ok(out.buffer().order_free_after(&self.stream)?)
     }
 
     /// Fills `out` with normal numbers of mean `mean` and standard deviation
@@ -351,7 +353,8 @@ impl Generator {
             out.slice_mut(even..)?
                 .copy_from(pair.slice(..1)?, &self.stream)?;
         }
-        Ok(())
+        // Dropping `out`'s buffer right after must not free memory cuRAND still fills.
+        Ok(out.buffer().order_free_after(&self.stream)?)
     }
 }
 

@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn every_name_of_cuda_h_is_here() {
-        let generated = include_str!("../../../crates/cuda-bindings/src/generated/driver.rs");
+        let generated = include_str!("../../../crates/cuda-bindings/src/generated/driver/types.rs");
         let in_header: Vec<&str> = generated
             .lines()
             .filter_map(|l| l.strip_prefix("pub const "))

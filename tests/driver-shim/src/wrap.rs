@@ -414,8 +414,8 @@ mod tests {
     fn header_abis() -> BTreeMap<String, Vec<c_int>> {
         let mut out: BTreeMap<String, Vec<c_int>> = BTreeMap::new();
         for text in [
-            include_str!("../../../crates/cuda-bindings/src/generated/driver.rs"),
-            include_str!("../../../crates/cuda-bindings/src/generated/driver_cuda12.rs"),
+            include_str!("../../../crates/cuda-bindings/src/generated/driver/types.rs"),
+            include_str!("../../../crates/cuda-bindings/src/generated/driver_cuda12/types.rs"),
         ] {
             for line in text.lines() {
                 let Some(rest) = line.strip_prefix("pub type PFN_") else {

@@ -2,10 +2,8 @@
 // (cuda-pathfinder 1.9.0 (PyPI), DESCRIPTOR_CATALOG, read as data). Do not edit by hand: edit the JSON and regenerate.
 
 use super::{LibDescriptor, PackagedWith};
-
 /// How many libraries the catalogue holds.
 pub(crate) const LIBRARY_COUNT: usize = 50;
-
 /// Every library of the catalogue, in catalogue order.
 pub(crate) static LIBRARIES: [LibDescriptor; LIBRARY_COUNT] = [
     LibDescriptor {
@@ -22,7 +20,10 @@ pub(crate) static LIBRARIES: [LibDescriptor; LIBRARY_COUNT] = [
         install_root_env_rel_dirs_linux: &[],
         install_root_env_vars_windows: &[],
         ctk_root_canary_anchor_libnames: &[],
-        site_packages_windows_x64: &["nvidia/cu13/bin/x86_64", "nvidia/cuda_runtime/bin"],
+        site_packages_windows_x64: &[
+            "nvidia/cu13/bin/x86_64",
+            "nvidia/cuda_runtime/bin",
+        ],
         site_packages_windows_arm64: &["nvidia/cu13/bin/arm64"],
         anchor_rel_dirs_windows_x64: &["bin/x64", "bin"],
         anchor_rel_dirs_windows_arm64: &["bin/arm64"],
@@ -126,7 +127,10 @@ pub(crate) static LIBRARIES: [LibDescriptor; LIBRARY_COUNT] = [
         install_root_env_rel_dirs_linux: &[],
         install_root_env_vars_windows: &[],
         ctk_root_canary_anchor_libnames: &["cudart"],
-        site_packages_windows_x64: &["nvidia/cu13/bin/x86_64", "nvidia/cuda_nvcc/nvvm/bin"],
+        site_packages_windows_x64: &[
+            "nvidia/cu13/bin/x86_64",
+            "nvidia/cuda_nvcc/nvvm/bin",
+        ],
         site_packages_windows_arm64: &["nvidia/cu13/bin/arm64"],
         anchor_rel_dirs_windows_x64: &["nvvm/bin/x64", "nvvm/bin"],
         anchor_rel_dirs_windows_arm64: &["nvvm/bin"],
@@ -714,7 +718,27 @@ pub(crate) static LIBRARIES: [LibDescriptor; LIBRARY_COUNT] = [
         name: "cupti",
         packaged_with: PackagedWith::Ctk,
         linux_sonames: &["libcupti.so.13", "libcupti.so.12"],
-        windows_dlls: &["cupti64_13.dll", "cupti64_2026.3.1.dll", "cupti64_2026.3.0.dll", "cupti64_2026.2.1.dll", "cupti64_2026.2.0.dll", "cupti64_2026.1.2.dll", "cupti64_2026.1.1.dll", "cupti64_2026.1.0.dll", "cupti64_2025.4.1.dll", "cupti64_2025.3.1.dll", "cupti64_2025.2.1.dll", "cupti64_2025.1.1.dll", "cupti64_2024.3.2.dll", "cupti64_2024.2.1.dll", "cupti64_2024.1.1.dll", "cupti64_2023.3.1.dll", "cupti64_2023.2.2.dll", "cupti64_2023.1.1.dll", "cupti64_2022.4.1.dll"],
+        windows_dlls: &[
+            "cupti64_13.dll",
+            "cupti64_2026.3.1.dll",
+            "cupti64_2026.3.0.dll",
+            "cupti64_2026.2.1.dll",
+            "cupti64_2026.2.0.dll",
+            "cupti64_2026.1.2.dll",
+            "cupti64_2026.1.1.dll",
+            "cupti64_2026.1.0.dll",
+            "cupti64_2025.4.1.dll",
+            "cupti64_2025.3.1.dll",
+            "cupti64_2025.2.1.dll",
+            "cupti64_2025.1.1.dll",
+            "cupti64_2024.3.2.dll",
+            "cupti64_2024.2.1.dll",
+            "cupti64_2024.1.1.dll",
+            "cupti64_2023.3.1.dll",
+            "cupti64_2023.2.2.dll",
+            "cupti64_2023.1.1.dll",
+            "cupti64_2022.4.1.dll",
+        ],
         supported_windows_arch: &["x64", "arm64"],
         site_packages_linux: &["nvidia/cu13/lib", "nvidia/cuda_cupti/lib"],
         dependencies: &[],
@@ -726,7 +750,11 @@ pub(crate) static LIBRARIES: [LibDescriptor; LIBRARY_COUNT] = [
         ctk_root_canary_anchor_libnames: &["cudart"],
         site_packages_windows_x64: &["nvidia/cu13/bin/x86_64", "nvidia/cuda_cupti/bin"],
         site_packages_windows_arm64: &["nvidia/cu13/bin/arm64"],
-        anchor_rel_dirs_windows_x64: &["extras/CUPTI/lib/x64", "extras/CUPTI/lib64", "bin"],
+        anchor_rel_dirs_windows_x64: &[
+            "extras/CUPTI/lib/x64",
+            "extras/CUPTI/lib64",
+            "bin",
+        ],
         anchor_rel_dirs_windows_arm64: &["extras/CUPTI/lib/arm64"],
         install_root_env_rel_dirs_windows_x64: &[],
         install_root_env_rel_dirs_windows_arm64: &[],
@@ -1029,7 +1057,16 @@ pub(crate) static LIBRARIES: [LibDescriptor; LIBRARY_COUNT] = [
         windows_dlls: &[],
         supported_windows_arch: &[],
         site_packages_linux: &["cuquantum/lib"],
-        dependencies: &["cutensornet", "cutensor", "cusolver", "cublasLt", "cublas", "curand", "cusparse", "nvJitLink"],
+        dependencies: &[
+            "cutensornet",
+            "cutensor",
+            "cusolver",
+            "cublasLt",
+            "cublas",
+            "curand",
+            "cusparse",
+            "nvJitLink",
+        ],
         optional_dependencies: &[],
         anchor_rel_dirs_linux: &["lib64", "lib"],
         install_root_env_vars_linux: &[],
@@ -1309,7 +1346,6 @@ pub(crate) static LIBRARIES: [LibDescriptor; LIBRARY_COUNT] = [
         requires_windows_binary_arch_check: false,
     },
 ];
-
 /// The index of `name` in [`LIBRARIES`], by exact (case-sensitive) name.
 #[inline]
 pub(crate) fn index_of(name: &str) -> Option<usize> {

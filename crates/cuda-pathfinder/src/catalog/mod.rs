@@ -126,6 +126,18 @@ impl LibDescriptor {
         }
     }
 
+    /// `Program Files` globs for this platform (relative to `%ProgramW6432%` or
+    /// `%ProgramFiles%`; empty off Windows).
+    pub fn program_files_root_globs(&self) -> &'static [&'static str] {
+        if cfg!(all(windows, target_arch = "aarch64")) {
+            self.program_files_root_globs_windows_arm64
+        } else if cfg!(windows) {
+            self.program_files_root_globs_windows_x64
+        } else {
+            &[]
+        }
+    }
+
     /// Library-specific root variables and the directories under them, for this platform.
     pub fn install_roots(&self) -> (&'static [&'static str], &'static [&'static str]) {
         if cfg!(all(windows, target_arch = "aarch64")) {

@@ -118,5 +118,19 @@ pub(crate) fn path_of(_h: RawDl) -> Option<PathBuf> {
     None
 }
 
+/// Where the OS loader would find `soname`, without loading it: read from its
+/// search path (`LD_LIBRARY_PATH`, `/etc/ld.so.cache`, the default directories).
+pub(crate) fn resolve_by_name(soname: &str) -> Option<PathBuf> {
+    if cfg!(target_os = "linux") {
+        crate::ldcache::resolve(soname)
+    } else {
+        None
+    }
+}
+
+/// Where [`resolve_by_name`] looks, for "not found" messages.
+pub(crate) const SYSTEM_SEARCH_PLACES: &str =
+    "not on LD_LIBRARY_PATH, in /etc/ld.so.cache or the default directories";
+
 /// Whether this platform can load libraries at all.
 pub(crate) const CAN_LOAD: bool = true;

@@ -35,4 +35,10 @@ pub(crate) fn path_of(_h: RawDl) -> Option<PathBuf> {
     None
 }
 
+pub(crate) fn resolve_by_name(_name: &str) -> Option<PathBuf> {
+    None
+}
+
+pub(crate) const SYSTEM_SEARCH_PLACES: &str = "no loader on this platform";
+
 pub(crate) const CAN_LOAD: bool = false;

@@ -1,0 +1,142 @@
+//! The crate's error type: what was being done, and NCCL's or cuda-core's error.
+
+use std::borrow::Cow;
+
+use cuda_bindings::Unavailable;
+use cuda_bindings::nccl::{self as sys, NcclError};
+use cuda_core::InvalidKind;
+
+/// Everything that can go wrong in this crate.
+///
+/// Each variant says what was being done (`context`); the library's error (its
+/// status code, name and description) or cuda-core's is the
+/// [`source`](std::error::Error::source), never repeated in the message. Print
+/// the whole chain with [`report`](Self::report).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A NCCL call failed; the source is NCCL's status. `detail` is NCCL's own
+    /// account of the last failure (`ncclGetLastError`), when it gave one.
+    #[error("{context}{}", detail.as_ref().map(|d| format!(" (NCCL: {d})")).unwrap_or_default())]
+    Nccl {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// NCCL's last error message, when it had one.
+        detail: Option<String>,
+        /// NCCL's error: its status code, name and description.
+        #[source]
+        source: NcclError,
+    },
+    /// NCCL or one of its entry points is not available (not installed, not
+    /// found, a symbol missing); the source says which and why. Nothing was
+    /// called.
+    #[error("{context}")]
+    Unavailable {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// Why the library or entry point cannot be used.
+        #[source]
+        reason: Box<Unavailable>,
+    },
+    /// An argument was rejected before NCCL was called; `kind` says which
+    /// common case it is, for matching.
+    #[error("{context}: {message}")]
+    InvalidArgument {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// Which kind of mistake.
+        kind: InvalidKind,
+        /// What is wrong with the argument.
+        message: String,
+    },
+    /// A cuda-core operation (a context, a stream, an allocation) failed.
+    #[error(transparent)]
+    Core(#[from] cuda_core::Error),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The error and its causes, each once, joined by `": "`: the line to log.
+    pub fn report(&self) -> cuda_core::Report<'_> {
+        cuda_core::Report::new(self)
+    }
+
+    /// NCCL's status, when NCCL returned the error.
+    pub fn status(&self) -> Option<&NcclError> {
+        match self {
+            Self::Nccl { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The kind of argument error, for [`Error::InvalidArgument`] (cuda-core's
+    /// own argument errors included).
+    pub fn invalid_kind(&self) -> Option<InvalidKind> {
+        match self {
+            Self::InvalidArgument { kind, .. } => Some(*kind),
+            Self::Core(e) => e.invalid_kind(),
+            _ => None,
+        }
+    }
+
+    /// Whether NCCL (or cuda-core's driver) was not available.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Unavailable { .. } => true,
+            Self::Core(e) => e.is_unavailable(),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn invalid(
+        context: impl Into<Cow<'static, str>>,
+        kind: InvalidKind,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::InvalidArgument {
+            context: context.into(),
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// Turns a NCCL status into a `Result`, saying what was being done: an entry
+/// point that could not be called becomes [`Error::Unavailable`]; a failure of a
+/// call that reached NCCL carries NCCL's last error message.
+pub(crate) fn check(code: sys::ncclResult_t, context: impl FnOnce() -> String) -> Result<()> {
+    use cuda_bindings::IntoResult as _;
+    code.result().map_err(|source| {
+        let context = Cow::Owned(context());
+        match source.unavailable() {
+            Some(reason) => Error::Unavailable {
+                context,
+                reason: Box::new(reason.clone()),
+            },
+            None => Error::Nccl {
+                context,
+                detail: last_error(),
+                source,
+            },
+        }
+    })
+}
+
+/// NCCL's message about its last failure (`ncclGetLastError`), if it has one.
+fn last_error() -> Option<String> {
+    // SAFETY: NCCL is loaded (a call just reached it); the argument is unused by
+    // NCCL and may be null; the result is null or a NUL-terminated string NCCL
+    // owns, copied here before any other NCCL call.
+    let p = unsafe { sys::ncclGetLastError(std::ptr::null_mut()) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-null, NUL-terminated, alive until the next NCCL call.
+    let s = unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .trim()
+        .to_owned();
+    (!s.is_empty()).then_some(s)
+}

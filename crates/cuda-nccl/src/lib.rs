@@ -1,0 +1,64 @@
+//! NCCL for Rust: communicators over several GPUs, in one process or one per
+//! GPU, running collectives and point-to-point transfers on cuda-core streams
+//! and typed device views.
+//!
+//! ```no_run
+//! use cuda_core::{Device, DeviceBuffer, StreamOptions};
+//! use cuda_nccl::{Communicator, ReduceOp};
+//!
+//! // One rank on GPU 0 (with N GPUs: `Communicator::init_all` and a `Group`).
+//! let dev = Device::new(0)?;
+//! let comm = Communicator::init_all(std::slice::from_ref(&dev))?.remove(0);
+//! let stream = dev.create_stream(StreamOptions::default())?;
+//! let mut x = DeviceBuffer::from_host(&dev, &[1.0f32, 2.0, 3.0], &stream)?;
+//! comm.all_reduce_in_place(x.view_mut(), ReduceOp::Sum, &stream)?;
+//! assert_eq!(x.to_vec(&stream)?, [1.0, 2.0, 3.0]);
+//! # Ok::<(), cuda_nccl::Error>(())
+//! ```
+//!
+//! - [`Communicator`]: [`init_all`](Communicator::init_all) for one process
+//!   driving several GPUs, [`init_rank`](Communicator::init_rank) with a
+//!   [`UniqueId`] for one GPU per process (the id travels as bytes or hex text),
+//!   [`split`](Communicator::split), [`abort`](Communicator::abort),
+//!   [`async_error`](Communicator::async_error).
+//! - Collectives on typed views ([`Element`]: integers, `f16`, `bf16`, `f32`,
+//!   `f64`): all-reduce, broadcast, reduce, all-gather, reduce-scatter (each also
+//!   in place), and send/receive; [`Group`] issues several as one NCCL group.
+//! - Every length, rank and device is checked before NCCL is called
+//!   ([`Error::InvalidArgument`]), and each buffer's stream-ordered free is
+//!   ordered after the stream the operation ran on.
+//!
+//! NCCL is found at run time by the pathfinder (NVIDIA's `nvidia-nccl` wheels,
+//! conda, the system); a missing library is [`Error::Unavailable`].
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod comm;
+mod error;
+mod group;
+mod id;
+mod types;
+
+pub use comm::{CommConfig, Communicator};
+pub use error::{Error, Result};
+pub use group::Group;
+pub use id::{UNIQUE_ID_BYTES, UniqueId};
+pub use types::{Element, ReduceOp};
+
+/// The loaded NCCL's version: major, minor and patch, e.g. `(2, 28, 9)`.
+///
+/// # Errors
+/// [`Error::Unavailable`] when NCCL cannot be loaded; NCCL's error.
+pub fn version() -> Result<(i32, i32, i32)> {
+    cuda_bindings::nccl::version().map_err(|source| match source.unavailable() {
+        Some(reason) => Error::Unavailable {
+            context: "asking NCCL for its version".into(),
+            reason: Box::new(reason.clone()),
+        },
+        None => Error::Nccl {
+            context: "asking NCCL for its version".into(),
+            detail: None,
+            source,
+        },
+    })
+}
