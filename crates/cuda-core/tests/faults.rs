@@ -8,7 +8,8 @@
 //!
 //! Without the shim this test skips (it fails under `CUDA_RS_REQUIRE_SHIM=1`,
 //! which `run-shim.sh` sets); without a GPU it skips as every GPU test does.
-//! One test in its own binary: the shim's counts are the whole process's.
+//! The tests of this binary take turns (`SERIAL`): the shim's counts and rules
+//! are the whole process's.
 
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -153,6 +154,16 @@ fn round(
     injected
 }
 
+/// Held by each test for its whole run, so that no test's driver calls shift
+/// another's call numbers or counts.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The handles live now, by kind.
 fn live(shim: &DriverShim) -> BTreeMap<String, i64> {
     shim.counts("live")
@@ -174,6 +185,7 @@ fn with_leaks(
 
 #[test]
 fn fault_sweep_every_failing_driver_call_is_a_typed_error_and_leaks_nothing() {
+    let _serial = serial();
     require_gpu!();
     require_libs!("nvrtc");
     let Some(shim) =
@@ -258,6 +270,86 @@ fn fault_sweep_every_failing_driver_call_is_a_typed_error_and_leaks_nothing() {
             live(&shim),
             before,
             "{what}: handles leaked (injected {injected:?})"
+        );
+    }
+}
+
+/// The rule a child of [`fault_sweep_failures_while_starting_are_typed_errors`] runs under.
+const CHILD_RULE: &str = "CUDA_RS_FAULTS_CHILD_RULE";
+
+/// Failures of the calls made once per process, before any work (initialising
+/// the driver, retaining the primary context, making it current): each in a
+/// child process started under the shim with `CUDA_RS_SHIM_FAIL` naming its
+/// first call. The first use of the device must be a typed error naming the
+/// injected `CUresult`, never a panic.
+#[test]
+fn fault_sweep_failures_while_starting_are_typed_errors() {
+    if cuda_rs_tests::in_child() {
+        let rule = std::env::var(CHILD_RULE).expect("the child's rule");
+        let error = rule.rsplit(':').next().expect("an error name");
+        let outcome = catch_unwind(|| {
+            let d = Device::new(0)?;
+            d.set_current()?;
+            let s = d.create_stream(StreamOptions::default())?;
+            DeviceBuffer::<u32>::zeroed(&d, 16, &s)?.to_vec(&s)
+        });
+        let shim = DriverShim::find().expect("the child runs under the shim");
+        let injected = shim.counts("injected");
+        match outcome {
+            Err(_) => panic!("{rule}: the first use of the device panicked"),
+            Ok(Err(e)) => {
+                let report = e.report().to_string();
+                assert!(
+                    !injected.is_empty(),
+                    "{rule}: an error with nothing injected: {report}"
+                );
+                assert!(
+                    report.contains(error),
+                    "{rule}: the error does not name {error}: {report}"
+                );
+                println!("{rule}: {report}");
+            }
+            Ok(Ok(v)) => {
+                assert_eq!(
+                    v, [0; 16],
+                    "{rule}: wrong results after an absorbed failure"
+                );
+                println!("{rule}: absorbed or not reached (injected: {injected:?})");
+            }
+        }
+        return;
+    }
+    let _serial = serial();
+    require_gpu!();
+    if require_shim("fault_sweep_failures_while_starting_are_typed_errors").is_none() {
+        return;
+    }
+    // The child loads the driver as this process does: through the shim.
+    let inherited: Vec<(&str, std::ffi::OsString)> = [
+        "LD_LIBRARY_PATH",
+        "CUDA_RS_SHIM_REAL_DRIVER",
+        "CUDA_RS_SHIM_DRIVER_VERSION",
+        "PATH",
+        "HOME",
+    ]
+    .into_iter()
+    .filter_map(|k| std::env::var_os(k).map(|v| (k, v)))
+    .collect();
+    for rule in [
+        "cuInit:1:CUDA_ERROR_UNKNOWN",
+        "cuDeviceGet:1:CUDA_ERROR_UNKNOWN",
+        "cuDevicePrimaryCtxRetain:1:CUDA_ERROR_OUT_OF_MEMORY",
+        "cuCtxSetCurrent:1:CUDA_ERROR_UNKNOWN",
+        "cuStreamCreateWithPriority:1:CUDA_ERROR_OUT_OF_MEMORY",
+        "cuMemAllocFromPoolAsync:1:CUDA_ERROR_OUT_OF_MEMORY",
+    ] {
+        let mut envs: Vec<(&str, &std::ffi::OsStr)> =
+            inherited.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+        envs.push(("CUDA_RS_SHIM_FAIL", std::ffi::OsStr::new(rule)));
+        envs.push((CHILD_RULE, std::ffi::OsStr::new(rule)));
+        cuda_rs_tests::run_test_in_child(
+            "fault_sweep_failures_while_starting_are_typed_errors",
+            &envs,
         );
     }
 }
