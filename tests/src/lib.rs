@@ -6,6 +6,9 @@
 //! * [`gpu_status`]: whether this process can use a GPU, and if not, why.
 //! * [`require_env_or_skip`]: the same skip-or-fail rule for other prerequisites
 //!   (for example the NVIDIA wheels venv, required when `CUDA_RS_REQUIRE_WHEELS=1`).
+//! * [`proptest_cases`]: how many cases a property test runs (`PROPTEST_CASES`).
+//! * [`DriverShim`] / [`require_shim`]: the driver shim's fault rules and handle
+//!   counts, for tests run under it (`run-shim.sh`).
 
 // A test-support crate: failing a test is done by panicking, as `assert!` does.
 #![allow(clippy::panic, clippy::expect_used, clippy::unwrap_used)]
@@ -405,4 +408,162 @@ pub fn run_test_with_fd(test: &str, fd: std::os::fd::BorrowedFd<'_>, envs: &[(&s
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The variable that sets how many cases each property test runs (proptest's own).
+pub const PROPTEST_CASES_VAR: &str = "PROPTEST_CASES";
+
+/// How many cases a property test runs: `PROPTEST_CASES` when it is set to a
+/// number, else `default`. The defaults keep the whole property suite of the
+/// workspace to a few seconds on a small CI machine; a longer hunt sets the
+/// variable (`PROPTEST_CASES=100000 cargo test -p cuda-core hostile`).
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var(PROPTEST_CASES_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// The variable that turns "not running under the driver shim" from a skip into
+/// a failure (`run-shim.sh` sets it).
+pub const REQUIRE_SHIM_VAR: &str = "CUDA_RS_REQUIRE_SHIM";
+
+/// The driver shim's test controls (`tests/driver-shim`), found in the loaded
+/// `libcuda.so.1` when it is the shim: set fault rules or a random schedule,
+/// and read the call and handle counts.
+#[derive(Clone, Copy)]
+pub struct DriverShim {
+    set_faults: unsafe extern "C" fn(*const std::ffi::c_char) -> c_uint,
+    set_random: unsafe extern "C" fn(u64, u32, c_uint) -> c_uint,
+    report: unsafe extern "C" fn(*mut std::ffi::c_char, usize) -> usize,
+}
+
+impl DriverShim {
+    /// The shim's controls, or why they are not there (no driver, or a driver
+    /// that is not the shim).
+    pub fn find() -> Result<Self, String> {
+        let lib = cuda_pathfinder::load_nvidia_dynamic_lib("cuda")
+            .map_err(|e| format!("no CUDA driver: {}", report(&e)))?;
+        let sym = |name: &std::ffi::CStr| {
+            lib.symbol(name).map(|p| p.as_ptr()).ok_or_else(|| {
+                format!(
+                    "the loaded driver {} is not the driver shim (no {name:?}); run under run-shim.sh",
+                    lib.abs_path().display()
+                )
+            })
+        };
+        let (set_faults, set_random, report) = (
+            sym(c"cuda_rs_shim_set_faults")?,
+            sym(c"cuda_rs_shim_set_random_faults")?,
+            sym(c"cuda_rs_shim_report")?,
+        );
+        // SAFETY: the shim exports these three functions with these C signatures.
+        unsafe {
+            Ok(Self {
+                set_faults: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(*const std::ffi::c_char) -> c_uint,
+                >(set_faults),
+                set_random: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(u64, u32, c_uint) -> c_uint,
+                >(set_random),
+                report: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(*mut std::ffi::c_char, usize) -> usize,
+                >(report),
+            })
+        }
+    }
+
+    /// Replaces the fault plan with `rules` (`cuMemAlloc:2:CUDA_ERROR_OUT_OF_MEMORY`,
+    /// empty for none) and restarts the call counts. Panics if the shim refuses them.
+    pub fn set_faults(&self, rules: &str) {
+        let c = std::ffi::CString::new(rules).expect("rules without NUL");
+        // SAFETY: a NUL-terminated string.
+        let rc = unsafe { (self.set_faults)(c.as_ptr()) };
+        assert_eq!(rc, 0, "the shim refused the fault rules {rules:?}");
+    }
+
+    /// Replaces the fault plan with a random schedule: each call that releases
+    /// nothing fails with probability `rate_ppb` / 10^9, returning `error`.
+    pub fn set_random_faults(&self, seed: u64, rate_ppb: u32, error: c_uint) {
+        // SAFETY: plain values.
+        let rc = unsafe { (self.set_random)(seed, rate_ppb, error) };
+        assert_eq!(rc, 0, "the shim refused the random schedule");
+    }
+
+    /// The counts, as the shim's JSON.
+    pub fn report_json(&self) -> String {
+        // SAFETY: a NULL buffer asks for the length only.
+        let n = unsafe { (self.report)(std::ptr::null_mut(), 0) };
+        // Room for growth between the two calls (more calls, longer numbers).
+        let mut buf = vec![0u8; n + 4096];
+        // SAFETY: `buf` is valid for `buf.len()` bytes.
+        let m = unsafe { (self.report)(buf.as_mut_ptr().cast(), buf.len()) };
+        assert!(m < buf.len(), "the report grew past its buffer");
+        buf.truncate(m);
+        String::from_utf8(buf).expect("the report is UTF-8")
+    }
+
+    /// One object of the report (`calls`, `injected`, `created`, `released`,
+    /// `live`): name to number.
+    pub fn counts(&self, section: &str) -> std::collections::BTreeMap<String, i64> {
+        parse_counts(&self.report_json(), section)
+    }
+}
+
+/// The `"section":{"name":n,…}` object of the shim's flat JSON report.
+pub fn parse_counts(json: &str, section: &str) -> std::collections::BTreeMap<String, i64> {
+    let start = format!("\"{section}\":{{");
+    let Some(at) = json.find(&start) else {
+        panic!("no {section} in the shim's report: {json}");
+    };
+    let body = &json[at + start.len()..];
+    let body = &body[..body.find('}').expect("a closed object")];
+    body.split(',')
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            let (name, n) = item.split_once(':').expect("name:number");
+            (
+                name.trim_matches('"').to_string(),
+                n.parse().expect("a number"),
+            )
+        })
+        .collect()
+}
+
+/// The driver shim's controls, or `None` after printing a skip line (or a
+/// failure under `CUDA_RS_REQUIRE_SHIM=1`) when the process is not running
+/// under the shim.
+pub fn require_shim(test: &str) -> Option<DriverShim> {
+    match DriverShim::find() {
+        Ok(s) => Some(s),
+        Err(why) => {
+            require_or_skip(test, "the driver shim", REQUIRE_SHIM_VAR, Err(why));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shims_report_is_read_by_section() {
+        let json = r#"{"calls":{"cuMemAlloc":3,"cuMemFree":2},"injected":{},"live":{"memory":-1,"streams":0}}"#;
+        let calls = parse_counts(json, "calls");
+        assert_eq!(calls.get("cuMemAlloc"), Some(&3));
+        assert_eq!(calls.len(), 2);
+        assert!(parse_counts(json, "injected").is_empty());
+        assert_eq!(parse_counts(json, "live").get("memory"), Some(&-1));
+    }
+
+    #[test]
+    fn proptest_cases_default_unless_set() {
+        if std::env::var_os(PROPTEST_CASES_VAR).is_none() {
+            assert_eq!(proptest_cases(17), 17);
+        }
+    }
 }

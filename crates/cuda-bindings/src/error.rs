@@ -293,6 +293,17 @@ pub(crate) fn undescribed(name: Option<&'static str>, code: u32) -> Described {
 
 /// Describes a code by its generated name and the string a library function
 /// returns for it (`nvrtcGetErrorString`, …), called only when the library loaded.
+#[cfg_attr(
+    not(any(
+        feature = "nvrtc",
+        feature = "nvvm",
+        feature = "nvml",
+        feature = "cublas",
+        feature = "cublaslt",
+        feature = "nccl"
+    )),
+    allow(dead_code, reason = "used by the APIs of these features only")
+)]
 pub(crate) fn described_by(
     name: Option<&'static str>,
     code: u32,

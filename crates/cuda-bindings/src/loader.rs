@@ -55,6 +55,21 @@ pub(crate) enum Resolver {
     /// `cuGetProcAddress` at each entry's ABI version.
     Driver,
     /// The exported symbol, looked up in the loaded library.
+    #[cfg_attr(
+        not(any(
+            feature = "runtime",
+            feature = "nvrtc",
+            feature = "nvjitlink",
+            feature = "nvvm",
+            feature = "nvml",
+            feature = "cublas",
+            feature = "cublaslt",
+            feature = "curand",
+            feature = "cufft",
+            feature = "nccl"
+        )),
+        allow(dead_code, reason = "every API but the driver's is resolved so")
+    )]
     Dlsym,
 }
 

@@ -96,7 +96,8 @@ impl FromStr for ProgramCacheKey {
                 format!("{s:?} is not 64 hex digits"),
             )
         };
-        if s.len() != 64 {
+        // `from_str_radix` alone would take a sign (`+f`): only hex digits pass.
+        if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad());
         }
         let mut out = [0u8; 32];
@@ -674,7 +675,7 @@ impl<'a> Reader<'a> {
 
 /// The entry in `file` if it is whole, undamaged and stored under `key`; `None`
 /// for anything else (wrong magic or version, short, checksum mismatch, bad
-/// encoding, another key).
+/// encoding, another key, a file `encode_entry` would not have written).
 fn decode_entry(file: &[u8], key: &ProgramCacheKey) -> Option<ObjectCode> {
     let mut r = Reader(file);
     if r.take(MAGIC.len())? != MAGIC || u32::from_le_bytes(r.array()?) != FILE_VERSION {
@@ -698,9 +699,15 @@ fn decode_entry(file: &[u8], key: &ProgramCacheKey) -> Option<ObjectCode> {
     for _ in 0..count {
         let source = r.string()?;
         let mangled = r.string()?;
-        if mapping.insert(source, mangled).is_some() {
+        // In the order `encode_entry` writes them (a map's: sorted, no two
+        // alike), so that one entry has exactly one file.
+        if mapping
+            .last_key_value()
+            .is_some_and(|(last, _): (&String, _)| *last >= source)
+        {
             return None;
         }
+        mapping.insert(source, mangled);
     }
     let code = r.bytes()?;
     if code.is_empty() || !r.0.is_empty() {
@@ -764,8 +771,9 @@ fn remove_if_present(path: &Path) -> io::Result<bool> {
 /// All integers little-endian: the magic `CUDARSPC`; the format version (u32);
 /// the payload's length (u64); the payload's SHA-256 (32 bytes); the payload:
 /// the key (32 bytes), the [`CodeType`] (u8), the name, the number of
-/// symbol-mapping entries (u64) and each entry's two names, then the code, each
-/// string and the code as a length (u64) and bytes.
+/// symbol-mapping entries (u64) and each entry's two names (sorted by the first,
+/// no two alike), then the code, each string and the code as a length (u64) and
+/// bytes.
 #[doc(alias = "FileStreamProgramCache")]
 #[derive(Debug, Clone)]
 pub struct FileProgramCache {
@@ -1107,5 +1115,120 @@ mod tests {
         assert!("xyz".parse::<ProgramCacheKey>().is_err());
         assert!("g".repeat(64).parse::<ProgramCacheKey>().is_err());
         assert!("é".repeat(32).parse::<ProgramCacheKey>().is_err());
+        // A sign is not a hex digit (`u8::from_str_radix` takes `+f`).
+        assert!("+f".repeat(32).parse::<ProgramCacheKey>().is_err());
+    }
+
+    mod hostile {
+        //! Hostile cache files: decoding answers every byte string with an entry
+        //! or a miss, and an entry only for the exact bytes that were stored.
+
+        use super::*;
+        use proptest::prelude::*;
+
+        fn object() -> impl Strategy<Value = ObjectCode> {
+            (
+                proptest::collection::vec(any::<u8>(), 1..256),
+                1u8..=6,
+                ".{0,16}",
+                proptest::collection::btree_map(".{0,8}", ".{0,8}", 0..4),
+            )
+                .prop_map(|(code, tag, name, mapping)| {
+                    let kind = code_type_from_tag(tag).unwrap_or(CodeType::Cubin);
+                    ObjectCode::with_mapping(code, kind, name, mapping)
+                })
+        }
+
+        fn same(a: &ObjectCode, b: &ObjectCode) -> bool {
+            a.code() == b.code()
+                && a.code_type() == b.code_type()
+                && a.name() == b.name()
+                && a.symbol_mapping() == b.symbol_mapping()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(256)))]
+
+            /// A key parses exactly from 64 hex digits, and writes back the same
+            /// digits in lowercase.
+            #[test]
+            fn keys_parse_only_from_hex(text in prop_oneof!["[0-9a-fA-F+ -]{64}", ".{0,70}"]) {
+                match text.parse::<ProgramCacheKey>() {
+                    Ok(k) => prop_assert_eq!(k.to_string(), text.to_lowercase()),
+                    Err(Error::InvalidArgument { .. }) => prop_assert!(
+                        text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit())
+                    ),
+                    Err(other) => prop_assert!(false, "{other:?}"),
+                }
+            }
+
+            #[test]
+            fn arbitrary_files_are_misses(file in proptest::collection::vec(any::<u8>(), 0..512)) {
+                prop_assert!(decode_entry(&file, &ProgramCacheKey([1; 32])).is_none());
+            }
+
+            #[test]
+            fn entries_round_trip(code in object(), key in any::<[u8; 32]>()) {
+                let key = ProgramCacheKey(key);
+                let back = decode_entry(&encode_entry(&key, &code), &key);
+                prop_assert!(back.is_some_and(|b| same(&b, &code)));
+            }
+
+            /// Damage to the file (bit flips, truncation, a grown tail) is a miss.
+            #[test]
+            fn damaged_files_are_misses(
+                code in object(),
+                flips in proptest::collection::vec((any::<usize>(), 0u8..8), 1..4),
+                cut in any::<Option<usize>>(),
+            ) {
+                let key = ProgramCacheKey([9; 32]);
+                let mut file = encode_entry(&key, &code);
+                let good = file.clone();
+                for (at, bit) in flips {
+                    let n = file.len();
+                    file[at % n] ^= 1 << bit;
+                }
+                if let Some(cut) = cut {
+                    file.truncate(cut % (file.len() + 1));
+                }
+                let back = decode_entry(&file, &key);
+                if file == good {
+                    prop_assert!(back.is_some_and(|b| same(&b, &code)));
+                } else {
+                    prop_assert!(back.is_none());
+                }
+            }
+
+            /// The payload's parser behind a valid header and checksum: damaged
+            /// or forged lengths (up to `u64::MAX`) are misses, never a panic or
+            /// a huge allocation.
+            #[test]
+            fn forged_payloads_are_misses_or_exact(
+                code in object(),
+                pokes in proptest::collection::vec((any::<usize>(), prop_oneof![any::<u64>(), Just(u64::MAX), 0u64..64]), 1..3),
+                cut in any::<Option<usize>>(),
+            ) {
+                let key = ProgramCacheKey([5; 32]);
+                let good = encode_entry(&key, &code);
+                let mut payload = good[HEADER_LEN..].to_vec();
+                for (at, value) in pokes {
+                    let n = payload.len();
+                    let at = at % n;
+                    for (i, b) in value.to_le_bytes().iter().enumerate() {
+                        if let Some(slot) = payload.get_mut(at + i) {
+                            *slot = *b;
+                        }
+                    }
+                }
+                if let Some(cut) = cut {
+                    payload.truncate(cut % (payload.len() + 1));
+                }
+                // Whatever decodes must encode back to the same file: one entry,
+                // one file (a symbol mapping out of order once decoded too).
+                if let Some(back) = decode_entry(&with_header(&payload), &key) {
+                    prop_assert_eq!(encode_entry(&key, &back), with_header(&payload));
+                }
+            }
+        }
     }
 }

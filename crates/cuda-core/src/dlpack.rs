@@ -233,7 +233,8 @@ fn row_major(shape: &[i64]) -> Vec<i64> {
     strides
 }
 
-/// The span of bytes a strided tensor touches, or an error for negative extents.
+/// The span of bytes a strided tensor touches, or an error for negative extents
+/// or strides and for a span that does not fit in 64 bits.
 fn extent_bytes(shape: &[i64], strides: &[i64], elem: usize) -> Result<u64> {
     let what = "describing a strided tensor";
     if shape.iter().any(|&s| s < 0) {
@@ -242,15 +243,29 @@ fn extent_bytes(shape: &[i64], strides: &[i64], elem: usize) -> Result<u64> {
     if shape.contains(&0) {
         return Ok(0);
     }
-    let mut last: i128 = 0;
+    let too_large = || Error::invalid(what, "the tensor spans more bytes than 64 bits count");
+    let mut last: u64 = 0;
     for (&n, &st) in shape.iter().zip(strides) {
-        if st < 0 {
+        let Ok(st) = u64::try_from(st) else {
             return Err(Error::invalid(what, "negative strides are not supported"));
-        }
-        last += i128::from(n - 1) * i128::from(st);
+        };
+        // `n` is at least 1 here.
+        let step = (n.unsigned_abs() - 1)
+            .checked_mul(st)
+            .ok_or_else(too_large)?;
+        last = last.checked_add(step).ok_or_else(too_large)?;
     }
-    let bytes = (last + 1) * elem as i128;
-    u64::try_from(bytes).map_err(|_| Error::invalid(what, "the tensor is too large"))
+    last.checked_add(1)
+        .and_then(|elements| elements.checked_mul(elem as u64))
+        .ok_or_else(too_large)
+}
+
+/// The number of elements of `shape` (non-negative extents), or `None` when it
+/// does not fit in 64 bits.
+fn element_count(shape: &[i64]) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(1u64, |count, &n| count.checked_mul(u64::try_from(n).ok()?))
 }
 
 /// What a tensor export describes: the memory (in `buffer`, at `data`, with
@@ -443,6 +458,8 @@ impl<T: DLPackDType + Send + Sync> DeviceBuffer<T> {
 #[derive(Debug)]
 pub struct StridedMemoryView {
     ptr: u64,
+    /// The number of elements (checked to fit when imported).
+    len: u64,
     shape: Vec<i64>,
     strides: Vec<i64>,
     dtype: DLDataType,
@@ -465,8 +482,10 @@ impl StridedMemoryView {
     /// must hold `ndim` entries.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a null tensor, a negative `ndim`, negative
-    /// extents or strides, or a dtype with no whole byte size; the tensor is
+    /// [`Error::InvalidArgument`] for a null tensor, a negative `ndim`, a null
+    /// `shape` with `ndim > 0`, negative extents or strides, a dtype with no whole
+    /// byte size, or a tensor whose span in bytes or number of elements does not
+    /// fit in 64 bits; the tensor is
     /// released (its deleter called) in every error case but the null one.
     pub unsafe fn from_dlpack(tensor: *mut DLManagedTensor) -> Result<Self> {
         let what = "importing a DLPack tensor";
@@ -512,8 +531,17 @@ impl StridedMemoryView {
             release(tensor);
             return Err(e);
         }
+        // Zero strides can make a tensor of many elements span a few bytes.
+        let Some(len) = element_count(&shape) else {
+            release(tensor);
+            return Err(Error::invalid(
+                what,
+                "the number of elements does not fit in 64 bits",
+            ));
+        };
         Ok(Self {
             ptr: (t.data as u64).wrapping_add(t.byte_offset),
+            len,
             shape,
             strides,
             dtype: t.dtype,
@@ -549,7 +577,7 @@ impl StridedMemoryView {
 
     /// The number of elements.
     pub fn len(&self) -> u64 {
-        self.shape.iter().map(|&n| n.max(0) as u64).product()
+        self.len
     }
 
     /// Whether it has no elements.

@@ -241,8 +241,9 @@ impl Buffer {
     /// exporter must keep its buffer until then.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a zero size or a stream of another device; the
-    /// driver's error.
+    /// [`Error::InvalidArgument`] for a zero size, a size larger than the
+    /// exported allocation (the import is released) or a stream of another
+    /// device; the driver's error.
     pub fn from_ipc_descriptor(
         pool: &Arc<DeviceMemoryResource>,
         descriptor: &IpcBufferDescriptor,
@@ -266,6 +267,14 @@ impl Buffer {
         // SAFETY: `data` holds the exporter's 64 bytes; `ptr` is valid for writes.
         unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool.pool, &mut data) }
             .check(|| "importing a buffer")?;
+        // The size comes from the other process: a buffer must never claim more
+        // than the allocation the driver imported, or safe copies would run past it.
+        if let Err(e) = check_imported_size(ptr, size) {
+            // SAFETY: `ptr` was imported just now into this stream's context and
+            // nothing else holds it.
+            let _ = unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) };
+            return Err(e);
+        }
         let mr: Arc<dyn MemoryResource> = Arc::new(Imported { pool: pool.clone() });
         Ok(Buffer::mapped_from_parts(
             ptr,
@@ -276,6 +285,26 @@ impl Buffer {
             stream,
         ))
     }
+}
+
+/// Checks that `size` bytes from `ptr` lie inside the allocation that holds `ptr`.
+fn check_imported_size(ptr: sys::CUdeviceptr, size: usize) -> Result<()> {
+    let what = "importing a buffer";
+    let mut base: sys::CUdeviceptr = 0;
+    let mut extent: usize = 0;
+    // SAFETY: both outputs are locals; `ptr` is an address the driver just imported.
+    unsafe { sys::cuMemGetAddressRange(&mut base, &mut extent, ptr) }
+        .check(|| "querying the size of an imported buffer's allocation")?;
+    let available = (base as u128 + extent as u128).saturating_sub(ptr as u128);
+    if size as u128 > available {
+        return Err(Error::out_of_range(
+            what,
+            format!(
+                "the descriptor says {size} bytes, but the exported allocation holds {available} from that address"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg_attr(docsrs, doc(cfg(unix)))]

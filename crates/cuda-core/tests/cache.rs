@@ -691,6 +691,111 @@ fn file_cache_many_processes() {
     );
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(64)))]
+
+    /// Whatever bytes sit in an entry's file (another program's, a crash's), a
+    /// read is a miss that removes them, or the entry a `put` wrote.
+    #[test]
+    fn any_file_in_an_entrys_place_is_a_miss(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+        from_a_real_entry in proptest::prelude::any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FileProgramCache::new(dir.path()).unwrap();
+        let k = key(1);
+        let mut file = Vec::new();
+        if from_a_real_entry {
+            // A real entry's first bytes (magic, version, lengths) before the garbage.
+            cache.put(&k, &object("p", b"code")).unwrap();
+            file = fs::read(cache.path_of(&k)).unwrap();
+            file.truncate(bytes.len() % (file.len() + 1));
+        }
+        file.extend_from_slice(&bytes);
+        fs::write(cache.path_of(&k), &file).unwrap();
+        match cache.get(&k).unwrap() {
+            None => proptest::prop_assert!(!cache.path_of(&k).exists()),
+            Some(hit) => same(&hit, &object("p", b"code")),
+        }
+    }
+}
+
+/// Threads of one process store and read the same keys while another writes
+/// damaged files (truncated copies of entries, garbage) straight over the
+/// entries, without the cache's atomic rename. Every read is a miss or a whole
+/// entry that some writer stored under that key: never torn, never another
+/// key's, never an error or a panic.
+#[test]
+fn file_cache_threads_and_a_vandal() {
+    const THREADS: u8 = 6;
+    const ROUNDS: u8 = 40;
+    const KEYS: u8 = 4;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileProgramCache::new(dir.path()).unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (hits, misses) = std::thread::scope(|scope| {
+        let vandal = scope.spawn(|| {
+            let mut n = 0usize;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let k = shared_key((n % usize::from(KEYS)) as u8);
+                let path = cache.path_of(&k);
+                let damaged = match fs::read(&path) {
+                    Ok(whole) if !whole.is_empty() && n % 3 != 0 => {
+                        whole[..(n * 7919) % whole.len()].to_vec()
+                    }
+                    _ => (0..(n % 300)).map(|i| (i * n) as u8).collect(),
+                };
+                // A plain write: truncate, then fill, visible half-done.
+                let _ = fs::write(&path, &damaged);
+                n += 1;
+                std::thread::yield_now();
+            }
+            n
+        });
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let cache = &cache;
+                scope.spawn(move || {
+                    let (mut hits, mut misses) = (0u32, 0u32);
+                    for i in 0..ROUNDS {
+                        let k = shared_key((i + t) % KEYS);
+                        cache.put(&k, &stress_object(&k, t, i)).unwrap();
+                        for r in 0..KEYS {
+                            let k = shared_key(r);
+                            match cache.get(&k).unwrap() {
+                                Some(code) => {
+                                    check_stress_entry(&k, &code);
+                                    hits += 1;
+                                }
+                                None => misses += 1,
+                            }
+                        }
+                    }
+                    (hits, misses)
+                })
+            })
+            .collect();
+        let counts: Vec<(u32, u32)> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let vandalised = vandal.join().unwrap();
+        println!("the vandal wrote {vandalised} damaged files");
+        counts.iter().fold((0, 0), |(h, m), (a, b)| (h + a, m + b))
+    });
+    println!("{THREADS} threads x {ROUNDS} rounds: {hits} whole hits, {misses} misses");
+    assert!(hits > 0, "no read ever hit");
+    // With the vandal gone, a store reads back whole, and no temporary file is left.
+    for r in 0..KEYS {
+        let k = shared_key(r);
+        cache.put(&k, &stress_object(&k, 99, r)).unwrap();
+        check_stress_entry(&k, &cache.get(&k).unwrap().expect("entry after the vandal"));
+    }
+    assert!(
+        files_in(dir.path()).iter().all(|f| f.ends_with(".bin")),
+        "{:?}",
+        files_in(dir.path())
+    );
+}
+
 // ---------------------------------------------------------------- compile_cached
 
 #[test]

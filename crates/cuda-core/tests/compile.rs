@@ -1191,6 +1191,170 @@ fn bundled_headers_need_nvrtc_13_3_and_say_so() {
     }
 }
 
+/// `split_compile` above `i32::MAX` made NVRTC abort the whole process (its
+/// `std::stoi` throws, and nothing catches it); found by the property test below.
+/// It is refused before NVRTC is called, and the largest value NVRTC reads passes.
+#[test]
+fn a_split_compile_count_nvrtc_cannot_read_is_refused() {
+    let options = |n| ProgramOptions {
+        split_compile: Some(n),
+        ..Default::default()
+    };
+    for n in [i32::MAX as u32 + 1, 3_836_487_377, u32::MAX] {
+        let e = options(n).to_nvrtc_args().unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidArgument { .. })
+                && e.to_string().contains("at most 2147483647"),
+            "{e}"
+        );
+    }
+    assert!(options(i32::MAX as u32).to_nvrtc_args().is_ok());
+    require_libs!("nvrtc");
+    // Through a compilation: a typed error, and this process is still here.
+    let e = Program::new(SourceCode::Cxx(SAXPY), options(u32::MAX))
+        .and_then(|p| p.compile(CompileTarget::Ptx, &[]));
+    assert!(matches!(e, Err(Error::InvalidArgument { .. })), "{e:?}");
+}
+
+mod hostile {
+    //! Hostile options and sources: every option string a user may pass, and any
+    //! source text and name expressions, give arguments, a compiled object or a
+    //! typed error, never a panic.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Text with the characters that break command lines and C strings.
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just("sm_90".to_string()),
+            Just("compute_90a".to_string()),
+            Just("c++17".to_string()),
+            "[ -~]{0,16}",
+            "(?s).{0,16}",
+            "[a-z_=\\- \u{0}\"']{0,12}",
+        ]
+    }
+
+    fn options() -> impl Strategy<Value = ProgramOptions> {
+        (
+            (
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+                proptest::collection::vec(text(), 0..3),
+                proptest::collection::vec((text(), proptest::option::of(text())), 0..3),
+            ),
+            (
+                proptest::collection::vec(text(), 0..2),
+                proptest::collection::vec(text(), 0..2),
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+                proptest::option::of(any::<u32>()),
+                proptest::option::of(any::<u32>()),
+                proptest::collection::vec(text(), 0..2),
+            ),
+        )
+            .prop_map(
+                |(
+                    (name, arch, std, ptxas_options, define_macro),
+                    (
+                        undefine_macro,
+                        pre_include,
+                        optimization_info,
+                        frandom_seed,
+                        regs,
+                        split,
+                        paths,
+                    ),
+                )| ProgramOptions {
+                    name,
+                    arch,
+                    std,
+                    ptxas_options,
+                    define_macro,
+                    undefine_macro,
+                    pre_include,
+                    optimization_info,
+                    frandom_seed,
+                    max_register_count: regs,
+                    split_compile: split,
+                    include_path: paths.into_iter().map(Into::into).collect(),
+                    ..Default::default()
+                },
+            )
+    }
+
+    fn typed<T: std::fmt::Debug>(r: cuda_core::Result<T>, what: &str) -> Result<(), TestCaseError> {
+        match r {
+            Ok(_) | Err(Error::InvalidArgument { .. } | Error::Unsupported { .. }) => Ok(()),
+            Err(other) => Err(TestCaseError::fail(format!("{what}: {other:?}"))),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(512)))]
+
+        /// The option translations need no library: arguments or a refusal.
+        #[test]
+        fn hostile_options_translate_or_are_refused(o in options()) {
+            typed(o.to_nvrtc_args(), "NVRTC arguments")?;
+            typed(o.to_nvvm_args(), "NVVM arguments")?;
+            if let Ok(l) = o.to_linker_options() {
+                typed(l.to_nvjitlink_args(), "nvJitLink arguments")?;
+            }
+        }
+    }
+
+    /// NVRTC itself, on hostile sources, options and name expressions (few cases:
+    /// each is a compilation).
+    #[test]
+    fn hostile_sources_compile_or_fail_typed() {
+        require_libs!("nvrtc");
+        let config = ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(8));
+        let sources = prop_oneof![
+            Just(SAXPY.to_string()),
+            "(?s).{0,64}",
+            Just(format!("{SAXPY}\0trailing")),
+        ];
+        let exprs =
+            proptest::collection::vec(prop_oneof![Just("saxpy".to_string()), "(?s).{0,8}"], 0..3);
+        let mut runner = proptest::test_runner::TestRunner::new(config);
+        let compiled = std::cell::Cell::new(0);
+        let outcome = runner.run(
+            &(sources, exprs, options(), any::<bool>()),
+            |(src, exprs, mut o, plain)| {
+                if plain {
+                    // Options NVRTC accepts, so that the source reaches it.
+                    o = ProgramOptions::default();
+                }
+                let exprs: Vec<&str> = exprs.iter().map(String::as_str).collect();
+                match Program::new(SourceCode::Cxx(&src), o) {
+                    Ok(p) => match p.compile(CompileTarget::Ptx, &exprs) {
+                        Ok(code) => {
+                            compiled.set(compiled.get() + 1);
+                            prop_assert!(!code.code().is_empty());
+                        }
+                        Err(
+                            Error::InvalidArgument { .. }
+                            | Error::Compile { .. }
+                            | Error::Tool { .. },
+                        ) => {}
+                        Err(other) => prop_assert!(false, "compiling: {other:?}"),
+                    },
+                    Err(e) => typed::<()>(Err(e), "making the program")?,
+                }
+                Ok(())
+            },
+        );
+        if let Err(e) = outcome {
+            panic!("{e}");
+        }
+        println!("{} hostile programs compiled", compiled.get());
+    }
+}
+
 /// Compiles `code` with `numba_debug`: it compiles, or the compiler says it
 /// does not know the option (NVRTC 13.0 does not), typed and naming it.
 fn numba_debug_compile(code: SourceCode<'_>, invalid: &str) {

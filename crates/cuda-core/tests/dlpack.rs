@@ -7,6 +7,8 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+use proptest::prelude::*;
+
 use cuda_core::dlpack::{DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor};
 use cuda_core::{Error, StridedMemoryView};
 
@@ -129,6 +131,159 @@ fn malformed_tensors_are_refused_and_still_released() {
     assert_eq!(deleted(), before + 4);
 }
 
+/// A tensor of 2^62 x 2^62 elements with zero strides spans 4 bytes, but its
+/// element count does not fit in 64 bits; one with huge strides spans more bytes
+/// than 64 bits count. Both were an arithmetic overflow (a panic in debug builds).
+#[test]
+fn overflowing_tensors_are_refused_not_wrapped() {
+    let before = deleted();
+    let big = 1i64 << 62;
+    for (shape, strides) in [
+        (vec![big, big], vec![0, 0]),
+        (vec![i64::MAX, 2], vec![i64::MAX, i64::MAX]),
+        (vec![2, 2, 2, 2], vec![i64::MAX; 4]),
+        (vec![i64::MAX], vec![1]),
+    ] {
+        let t = produce(
+            shape.clone(),
+            Some(strides),
+            shape.len() as i32,
+            DLDataType::F64,
+        );
+        // SAFETY: a fresh tensor, handed over; shape and strides hold ndim entries.
+        let r = unsafe { StridedMemoryView::from_dlpack(t) };
+        match r {
+            Err(Error::InvalidArgument { message, .. }) => {
+                assert!(message.contains("64 bits"), "{shape:?}: {message}");
+            }
+            other => panic!("{shape:?}: expected a refusal, got {other:?}"),
+        }
+    }
+    assert_eq!(deleted(), before + 4);
+}
+
+/// A null `shape` with dimensions, or a null `strides` (compact row-major), as
+/// the producer hands them.
+#[test]
+fn null_pointers_in_a_tensor() {
+    let before = deleted();
+    let t = produce(vec![4, 8], None, 2, DLDataType::F32);
+    // SAFETY: `t` is live and ours until handed over; null is what is tested.
+    unsafe { (*t).dl_tensor.shape = std::ptr::null_mut() };
+    // SAFETY: handed over; a null shape is refused before it is read.
+    let r = unsafe { StridedMemoryView::from_dlpack(t) };
+    match r {
+        Err(Error::InvalidArgument { message, .. }) => {
+            assert!(message.contains("shape pointer is null"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(deleted(), before + 1);
+    // A null data pointer is an address like any other (a tensor of no elements).
+    let t = produce(vec![0], None, 1, DLDataType::F32);
+    // SAFETY: as above; nothing reads through `data`.
+    unsafe {
+        (*t).dl_tensor.data = std::ptr::null_mut();
+        (*t).dl_tensor.byte_offset = 0;
+    }
+    // SAFETY: a fresh tensor, handed over.
+    let v = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+    assert_eq!((v.ptr(), v.len(), v.extent_bytes()), (0, 0, 0));
+    drop(v);
+    // A tensor without a deleter is released by nobody, and that is fine.
+    let t = produce(vec![2], None, 1, DLDataType::F32);
+    // SAFETY: as above; the producer's memory is reclaimed by hand below.
+    let ctx = unsafe {
+        (*t).deleter = None;
+        (*t).manager_ctx
+    };
+    // SAFETY: handed over.
+    drop(unsafe { StridedMemoryView::from_dlpack(t) }.unwrap());
+    // SAFETY: the leaked producer, reclaimed once (no deleter ran).
+    drop(unsafe { Box::from_raw(ctx.cast::<Producer>()) });
+    assert_eq!(deleted(), before + 2);
+}
+
+/// What a tensor of `shape` and `strides` spans, in bytes, computed wide: `None`
+/// for a negative extent or stride, `Some(None)` when it does not fit in 64 bits.
+fn reference_extent(shape: &[i64], strides: &[i64], elem: u64) -> Option<Option<u64>> {
+    if shape.iter().any(|&n| n < 0) {
+        return None;
+    }
+    if shape.contains(&0) {
+        return Some(Some(0));
+    }
+    let mut last: u128 = 0;
+    for (&n, &st) in shape.iter().zip(strides) {
+        let st = u128::try_from(st).ok()?;
+        last = match (n as u128 - 1)
+            .checked_mul(st)
+            .and_then(|s| last.checked_add(s))
+        {
+            Some(l) => l,
+            None => return Some(None),
+        };
+    }
+    Some(
+        (last + 1)
+            .checked_mul(u128::from(elem))
+            .and_then(|b| u64::try_from(b).ok()),
+    )
+}
+
+fn extent() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        -2i64..=4,
+        0i64..1_000_000,
+        Just(i64::MAX),
+        Just(i64::MIN),
+        Just(1 << 32),
+        Just(1 << 62),
+        any::<i64>(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(512)))]
+
+    /// Any shape, strides, ndim and dtype: a view or a typed refusal, the
+    /// producer's deleter called exactly once either way, and a view's figures
+    /// agree with a wide computation.
+    #[test]
+    fn hostile_tensors_give_a_view_or_a_typed_error(
+        dims in proptest::collection::vec((extent(), extent()), 0..6),
+        with_strides in any::<bool>(),
+        ndim_override in prop_oneof![Just(None), Just(Some(-1)), Just(Some(i32::MIN))],
+        (code, bits, lanes) in (any::<u8>(), any::<u8>(), prop_oneof![Just(1u16), any::<u16>()]),
+    ) {
+        let shape: Vec<i64> = dims.iter().map(|d| d.0).collect();
+        let strides: Vec<i64> = dims.iter().map(|d| d.1).collect();
+        // The ndim given never claims more entries than the arrays hold.
+        let ndim = ndim_override.unwrap_or(shape.len() as i32);
+        let dtype = DLDataType { code, bits, lanes };
+        let before = deleted();
+        let t = produce(shape.clone(), with_strides.then(|| strides.clone()), ndim, dtype);
+        // SAFETY: a fresh tensor, handed over; shape and strides hold ndim entries.
+        let r = unsafe { StridedMemoryView::from_dlpack(t) };
+        match r {
+            Ok(v) => {
+                prop_assert!(ndim >= 0);
+                prop_assert_eq!(v.shape(), &shape[..]);
+                let elem = dtype.size_bytes().unwrap() as u64;
+                let expected = reference_extent(v.shape(), v.strides(), elem);
+                prop_assert_eq!(expected, Some(Some(v.extent_bytes())));
+                let count = shape.iter().try_fold(1u128, |c, &n| c.checked_mul(n as u128));
+                prop_assert_eq!(count.and_then(|c| u64::try_from(c).ok()), Some(v.len()));
+                prop_assert_eq!(deleted(), before);
+                drop(v);
+            }
+            Err(Error::InvalidArgument { .. }) => {}
+            Err(other) => prop_assert!(false, "an untyped refusal: {other:?}"),
+        }
+        prop_assert_eq!(deleted(), before + 1);
+    }
+}
+
 #[test]
 fn buffers_export_and_round_trip() {
     cuda_rs_tests::require_gpu!();
@@ -142,6 +297,34 @@ fn buffers_export_and_round_trip() {
         .unwrap();
     let b = Arc::new(b);
     assert!(b.to_dlpack(&[7], DLDataType::F32).is_err());
+    // Hostile shapes: negative, overflowing, a dtype of no whole bytes; each a
+    // typed refusal that keeps no reference to the buffer.
+    for (shape, dtype) in [
+        (&[-1i64, 3][..], DLDataType::F32),
+        (&[i64::MAX, 2], DLDataType::F32),
+        (&[1 << 62, 1 << 62], DLDataType::F64),
+        (&[i64::MAX; 8], DLDataType::U8),
+        (
+            &[2, 3],
+            DLDataType {
+                code: 2,
+                bits: 4,
+                lanes: 1,
+            },
+        ),
+    ] {
+        match b.to_dlpack(shape, dtype) {
+            Err(Error::InvalidArgument { .. }) => {}
+            other => panic!("{shape:?}: expected a refusal, got {other:?}"),
+        }
+    }
+    assert_eq!(Arc::strong_count(&b), 1);
+    // A zero extent exports an empty tensor.
+    let t = b.to_dlpack(&[0, 5], DLDataType::F32).unwrap();
+    // SAFETY: a fresh export, handed over.
+    let v = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+    assert!(v.is_empty());
+    drop(v);
     let t = b.to_dlpack(&[2, 3], DLDataType::F32).unwrap();
     assert_eq!(Arc::strong_count(&b), 2);
     // SAFETY: a fresh export, handed over.

@@ -26,6 +26,21 @@ fn descriptors_round_trip_as_bytes() {
     assert!(IpcBufferDescriptor::from_bytes(&[0u8; 71]).is_err());
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(256)))]
+
+    /// Any bytes: a descriptor exactly when there are 72 of them, which writes
+    /// back to the same bytes; a typed refusal otherwise.
+    #[test]
+    fn descriptor_bytes_of_any_length(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..160)) {
+        match IpcBufferDescriptor::from_bytes(&bytes) {
+            Ok(d) => proptest::prop_assert_eq!(&d.to_bytes()[..], &bytes[..]),
+            Err(cuda_core::Error::InvalidArgument { .. }) => proptest::prop_assert_ne!(bytes.len(), 72),
+            Err(other) => proptest::prop_assert!(false, "{other:?}"),
+        }
+    }
+}
+
 /// The child's side: import, wait for the exporter's event, check, write back.
 fn child() {
     let fd: i32 = std::env::var("IPC_FD").unwrap().parse().unwrap();
@@ -55,6 +70,19 @@ fn child() {
     // The exporter allocates an imported pool's memory.
     let e = pool.allocate(256, &s).unwrap_err();
     assert!(matches!(e, cuda_core::Error::Unsupported { .. }), "{e:?}");
+    // A descriptor that claims more than was exported is refused (and the
+    // pointer it imported released), never a buffer larger than its memory.
+    let inflated = IpcBufferDescriptor {
+        size: desc.size + 4096,
+        ..desc
+    };
+    match Buffer::from_registered_ipc_descriptor(uuid, &inflated, &s) {
+        Err(cuda_core::Error::InvalidArgument { message, .. }) => {
+            assert!(message.contains("exported allocation holds"), "{message}");
+        }
+        other => panic!("an inflated descriptor was not refused: {other:?}"),
+    }
+    s.sync().unwrap();
     let mut buf = Buffer::from_registered_ipc_descriptor(uuid, &desc, &s).unwrap();
     assert!(buf.is_mapped());
     let done = Event::from_ipc_handle(&dev.context().unwrap(), &ev).unwrap();

@@ -71,7 +71,9 @@ fn arch_flag() -> i32 {
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    Some(u32::from_ne_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 fn cstr_at(b: &[u8], at: usize) -> Option<&str> {
@@ -88,10 +90,11 @@ pub(crate) fn lookup(bytes: &[u8], soname: &str) -> Option<String> {
     let nlibs = u32_at(b, MAGIC.len())? as usize;
     let want_arch = arch_flag();
     for i in 0..nlibs {
-        let e = HEADER_LEN + i * ENTRY_LEN;
+        // A count larger than the file ends the walk at the first missing entry.
+        let e = i.checked_mul(ENTRY_LEN)?.checked_add(HEADER_LEN)?;
         let flags = u32_at(b, e)? as i32;
-        let key = u32_at(b, e + 4)? as usize;
-        let value = u32_at(b, e + 8)? as usize;
+        let key = u32_at(b, e.checked_add(4)?)? as usize;
+        let value = u32_at(b, e.checked_add(8)?)? as usize;
         if flags & FLAG_TYPE_MASK != FLAG_ELF_LIBC6 {
             continue;
         }
@@ -170,6 +173,62 @@ mod tests {
         let mut b = cache(&[(FLAG_ELF_LIBC6 | arch_flag(), "libz.so.1", "/lib/libz.so.1")]);
         b.truncate(b.len() - 5);
         let _ = lookup(&b, "libz.so.1");
+    }
+
+    mod hostile {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn real_cache() -> Vec<u8> {
+            cache(&[
+                (FLAG_ELF_LIBC6 | arch_flag(), "libz.so.1", "/lib/libz.so.1"),
+                (
+                    FLAG_ELF_LIBC6 | arch_flag(),
+                    "libcudart.so.13",
+                    "/opt/cuda/lib64/libcudart.so.13",
+                ),
+            ])
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(256)))]
+
+            #[test]
+            fn arbitrary_bytes_find_nothing_or_a_string(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+                let mut b = MAGIC.to_vec();
+                b.extend(bytes);
+                let _ = lookup(&b, "libz.so.1");
+            }
+
+            /// A damaged cache (bit flips, truncation, huge counts and offsets) answers
+            /// with nothing or with one of the strings it holds.
+            #[test]
+            fn damaged_caches_answer_with_their_own_strings(
+                flips in proptest::collection::vec((any::<usize>(), 0u8..8), 0..6),
+                count in prop_oneof![Just(None), Just(Some(u32::MAX)), any::<u32>().prop_map(Some)],
+                cut in any::<Option<usize>>(),
+                prefix in proptest::collection::vec(any::<u8>(), 0..64),
+            ) {
+                let mut b = real_cache();
+                if let Some(c) = count {
+                    b[MAGIC.len()..MAGIC.len() + 4].copy_from_slice(&c.to_ne_bytes());
+                }
+                let n = b.len();
+                for (at, bit) in flips {
+                    b[at % n] ^= 1 << bit;
+                }
+                if let Some(cut) = cut {
+                    b.truncate(cut % (n + 1));
+                }
+                // The old format's table may come first.
+                let mut file = prefix;
+                file.extend_from_slice(&b);
+                if let Some(found) = lookup(&file, "libcudart.so.13") {
+                    let text = String::from_utf8_lossy(&file);
+                    prop_assert!(text.contains(found.as_str()), "{found:?}");
+                }
+            }
+        }
     }
 
     #[test]

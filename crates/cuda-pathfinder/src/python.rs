@@ -473,4 +473,64 @@ mod tests {
         };
         assert_eq!(discover(&env), vec![sp]);
     }
+
+    #[cfg(unix)]
+    mod hostile {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Bytes that are not always UTF-8, with separators and path pieces in them.
+        fn os_string() -> impl Strategy<Value = OsString> {
+            use std::os::unix::ffi::OsStringExt as _;
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..40).prop_map(OsString::from_vec),
+                "[:/.a-z0-9 \\n=]{0,40}".prop_map(OsString::from),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(64)))]
+
+            #[test]
+            fn pyvenv_cfg_of_any_text_never_panics(cfg in "(?s).{0,200}", key in "[a-z_-]{0,12}") {
+                if let Some(v) = pyvenv_value(&cfg, &key) {
+                    prop_assert!(cfg.contains(v.as_str()));
+                }
+            }
+
+            /// Any environment and any `pyvenv.cfg`: a list of directories that exist.
+            #[test]
+            fn any_environment_gives_existing_directories(
+                pythonpath in proptest::option::of(os_string()),
+                virtual_env in proptest::option::of(os_string()),
+                conda_prefix in proptest::option::of(os_string()),
+                home in proptest::option::of(os_string()),
+                pyenv_version in proptest::option::of(os_string()),
+                cfg in "(?s)[ -~\n]{0,200}",
+                version_file in "(?s).{0,40}",
+            ) {
+                let t = tempfile::tempdir().unwrap();
+                mkdirs(t.path(), &["v/bin", "v/lib/python3.11/site-packages", "pyenv/shims", "pyenv/versions"]);
+                std::fs::write(t.path().join("v/bin/python3"), "").unwrap();
+                std::fs::write(t.path().join("v/pyvenv.cfg"), &cfg).unwrap();
+                std::fs::write(t.path().join("pyenv/shims/python3"), "").unwrap();
+                std::fs::write(t.path().join("pyenv/version"), &version_file).unwrap();
+                for bin in ["v/bin", "pyenv/shims"] {
+                    let env = Env {
+                        pythonpath: pythonpath.clone(),
+                        virtual_env: virtual_env.clone(),
+                        conda_prefix: conda_prefix.clone(),
+                        path: Some(t.path().join(bin).into_os_string()),
+                        home: home.clone(),
+                        python_user_base: None,
+                        no_user_site: false,
+                        pyenv_version: pyenv_version.clone(),
+                    };
+                    for dir in discover(&env) {
+                        prop_assert!(dir.is_dir(), "{}", dir.display());
+                    }
+                }
+            }
+        }
+    }
 }

@@ -194,6 +194,73 @@ mod tests {
         assert_eq!(r("/usr/lib/x86_64-linux-gnu/libcudart.so.12"), None);
     }
 
+    #[cfg(unix)]
+    mod hostile {
+        use super::*;
+        use crate::dynlib::find_in_dirs;
+        use proptest::prelude::*;
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt as _;
+
+        /// Odd path pieces: separators, dots, blanks, bytes that are not UTF-8.
+        fn piece() -> impl Strategy<Value = OsString> {
+            prop_oneof![
+                Just(OsString::from("lib")),
+                Just(OsString::from("lib64")),
+                Just(OsString::from("bin")),
+                Just(OsString::from("targets")),
+                Just(OsString::from("..")),
+                Just(OsString::from(".")),
+                Just(OsString::new()),
+                "[a-z0-9_. -]{1,8}".prop_map(OsString::from),
+                proptest::collection::vec(1u8..=255, 1..8).prop_map(OsString::from_vec),
+            ]
+        }
+
+        fn path() -> impl Strategy<Value = PathBuf> {
+            (any::<bool>(), proptest::collection::vec(piece(), 0..7)).prop_map(
+                |(absolute, parts)| {
+                    let mut p = PathBuf::from(if absolute { "/" } else { "" });
+                    for part in parts {
+                        p.push(part);
+                    }
+                    p
+                },
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(cuda_rs_tests::proptest_cases(256)))]
+
+            /// A toolkit root worked out of any path is one of its ancestors.
+            #[test]
+            fn a_root_is_an_ancestor_of_the_library(lib in path()) {
+                if let Some(root) = ctk_root_of(&lib) {
+                    prop_assert!(lib.starts_with(&root), "{} from {}", root.display(), lib.display());
+                }
+            }
+
+            /// Any directories (missing, files, odd names): a file that exists, or
+            /// nothing, with one step recorded per directory searched.
+            #[test]
+            fn odd_directories_are_searched_without_panicking(
+                dirs in proptest::collection::vec(path(), 0..5),
+                names in proptest::collection::vec("[a-z0-9_.]{0,12}", 1..3),
+            ) {
+                let t = tempfile::tempdir().unwrap();
+                std::fs::write(t.path().join("libfoo.so.1"), b"").unwrap();
+                let mut dirs: Vec<PathBuf> = dirs.iter().map(|d| t.path().join(d)).collect();
+                dirs.push(t.path().to_path_buf());
+                let names: Vec<&str> = names.iter().map(String::as_str).chain(["libfoo.so.1"]).collect();
+                let mut searched = Vec::new();
+                let found = find_in_dirs(dirs.clone(), &names, "test", &mut searched);
+                let found = found.expect("the last directory holds libfoo.so.1");
+                prop_assert!(found.is_file());
+                prop_assert!(searched.len() < dirs.len());
+            }
+        }
+    }
+
     #[test]
     fn wildcards_match_whole_names() {
         assert!(wildcard_match("v9.*", "v9.10"));

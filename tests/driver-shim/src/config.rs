@@ -5,12 +5,23 @@
 use std::ffi::{OsStr, OsString, c_int};
 use std::path::PathBuf;
 
+use crate::fault::{Plan, Random, parse_rate, parse_rules, parse_seed};
+
 /// The real driver to forward to: an absolute path to its `libcuda.so.1`.
 pub const ENV_REAL_DRIVER: &str = "CUDA_RS_SHIM_REAL_DRIVER";
 /// The driver version to emulate, as `cuDriverGetVersion` writes it (`12040` for 12.4).
 pub const ENV_DRIVER_VERSION: &str = "CUDA_RS_SHIM_DRIVER_VERSION";
 /// Comma-separated `cuGetProcAddress` base names to report as not found.
 pub const ENV_HIDE: &str = "CUDA_RS_SHIM_HIDE";
+
+/// Comma-separated fault rules, `function:N:ERROR` (see [`crate::fault::parse_rules`]).
+pub const ENV_FAIL: &str = "CUDA_RS_SHIM_FAIL";
+/// The seed of a random fault schedule (with [`ENV_FAIL_RATE`]).
+pub const ENV_FAIL_SEED: &str = "CUDA_RS_SHIM_FAIL_SEED";
+/// The probability of a random fault, `P` or `P:ERROR` (with [`ENV_FAIL_SEED`]).
+pub const ENV_FAIL_RATE: &str = "CUDA_RS_SHIM_FAIL_RATE";
+/// Where to write the call and handle counts as JSON when the process exits.
+pub const ENV_REPORT: &str = "CUDA_RS_SHIM_REPORT";
 
 /// The lowest version a driver has ever reported (CUDA 1.0 is `1000`).
 pub const MIN_DRIVER_VERSION: c_int = 1000;
@@ -26,6 +37,10 @@ pub struct Config {
     pub driver_version: Option<c_int>,
     /// [`ENV_HIDE`]: base names that `cuGetProcAddress` reports as not found.
     pub hide: Vec<String>,
+    /// [`ENV_FAIL`], [`ENV_FAIL_SEED`] and [`ENV_FAIL_RATE`]: the calls that fail.
+    pub faults: Plan,
+    /// [`ENV_REPORT`]: where the counts go at exit.
+    pub report: Option<PathBuf>,
 }
 
 impl Config {
@@ -67,10 +82,51 @@ impl Config {
                 parse_hide_list(utf8(ENV_HIDE, &v)?).map_err(|why| format!("{ENV_HIDE}: {why}"))?
             }
         };
+        let rules = match get(ENV_FAIL) {
+            None => Vec::new(),
+            Some(v) if v.is_empty() => {
+                return Err(format!(
+                    "{ENV_FAIL} is set but empty; set it to rules such as cuMemAllocAsync:3:CUDA_ERROR_OUT_OF_MEMORY or unset it"
+                ));
+            }
+            Some(v) => {
+                parse_rules(utf8(ENV_FAIL, &v)?).map_err(|why| format!("{ENV_FAIL}: {why}"))?
+            }
+        };
+        let random = match (get(ENV_FAIL_SEED), get(ENV_FAIL_RATE)) {
+            (None, None) => None,
+            (Some(seed), Some(rate)) => {
+                let seed = parse_seed(utf8(ENV_FAIL_SEED, &seed)?)
+                    .map_err(|why| format!("{ENV_FAIL_SEED}: {why}"))?;
+                let (rate_ppb, error) = parse_rate(utf8(ENV_FAIL_RATE, &rate)?)
+                    .map_err(|why| format!("{ENV_FAIL_RATE}: {why}"))?;
+                Some(Random {
+                    seed,
+                    rate_ppb,
+                    error,
+                })
+            }
+            _ => {
+                return Err(format!(
+                    "{ENV_FAIL_SEED} and {ENV_FAIL_RATE} go together: set both for a random fault schedule, or neither"
+                ));
+            }
+        };
+        let report = match get(ENV_REPORT) {
+            None => None,
+            Some(v) if v.is_empty() => {
+                return Err(format!(
+                    "{ENV_REPORT} is set but empty; set it to a file to write the counts to or unset it"
+                ));
+            }
+            Some(v) => Some(PathBuf::from(v)),
+        };
         Ok(Self {
             real_driver,
             driver_version,
             hide,
+            faults: Plan { rules, random },
+            report,
         })
     }
 
@@ -272,6 +328,57 @@ mod tests {
         assert!(config(&[(ENV_REAL_DRIVER, "")]).is_err());
         let err = config(&[(ENV_HIDE, "cuA cuB")]).unwrap_err();
         assert!(err.starts_with(ENV_HIDE), "{err}");
+    }
+
+    #[test]
+    fn fault_variables_are_read_into_a_plan() {
+        let c = config(&[
+            (
+                ENV_FAIL,
+                "cuMemAllocAsync:3:CUDA_ERROR_OUT_OF_MEMORY,cuStreamCreate:*:CUDA_ERROR_UNKNOWN",
+            ),
+            (ENV_FAIL_SEED, "7"),
+            (ENV_FAIL_RATE, "0.25:CUDA_ERROR_OUT_OF_MEMORY"),
+            (ENV_REPORT, "/tmp/shim.json"),
+        ])
+        .unwrap();
+        assert_eq!(c.faults.rules.len(), 2);
+        assert_eq!(
+            c.faults.random,
+            Some(Random {
+                seed: 7,
+                rate_ppb: 250_000_000,
+                error: 2
+            })
+        );
+        assert_eq!(
+            c.report.as_deref(),
+            Some(std::path::Path::new("/tmp/shim.json"))
+        );
+        assert!(config(&[]).unwrap().faults.is_empty());
+    }
+
+    #[test]
+    fn malformed_fault_variables_fail_the_whole_config() {
+        for (vars, says) in [
+            (&[(ENV_FAIL, "")][..], "set but empty"),
+            (&[(ENV_FAIL, "cuMemAlloc:x:CUDA_ERROR_UNKNOWN")], ENV_FAIL),
+            (
+                &[(ENV_FAIL, "cuNope:1:CUDA_ERROR_UNKNOWN")],
+                "not a function the shim can fail",
+            ),
+            (&[(ENV_FAIL_SEED, "7")], "go together"),
+            (&[(ENV_FAIL_RATE, "0.5")], "go together"),
+            (
+                &[(ENV_FAIL_SEED, "seven"), (ENV_FAIL_RATE, "0.5")],
+                ENV_FAIL_SEED,
+            ),
+            (&[(ENV_FAIL_SEED, "7"), (ENV_FAIL_RATE, "2")], ENV_FAIL_RATE),
+            (&[(ENV_REPORT, "")], "set but empty"),
+        ] {
+            let err = config(vars).unwrap_err();
+            assert!(err.contains(says), "{vars:?}: {err}");
+        }
     }
 
     #[cfg(unix)]

@@ -1,10 +1,11 @@
 //! A stand-in `libcuda.so.1` for tests: a program loaded with it believes it runs
-//! on an older CUDA driver.
+//! on an older CUDA driver, and chosen driver calls fail.
 //!
 //! Built as a shared library and put first on the loader's path under the name
 //! `libcuda.so.1` (`run-shim.sh` of the GPU test package does this), the shim is
-//! what a program gets when it loads the driver. It exports three functions and
-//! forwards to the real driver, which it loads itself by absolute path:
+//! what a program gets when it loads the driver. It exports three driver
+//! functions (and the test controls of [fault injection](#wrapped-functions-faults-and-counts))
+//! and forwards to the real driver, which it loads itself by absolute path:
 //!
 //! * `cuDriverGetVersion` reports the emulated version;
 //! * `cuGetProcAddress_v2` and `cuGetProcAddress` ask the real driver's
@@ -30,13 +31,29 @@
 //! | `CUDA_RS_SHIM_REAL_DRIVER` | the real `libcuda.so.1`, an absolute path; unset: the first of [`real::WELL_KNOWN`] that exists and is not the shim |
 //! | `CUDA_RS_SHIM_DRIVER_VERSION` | the version to emulate, as `cuDriverGetVersion` writes it (`12040` for 12.4); unset: the real driver's. One above the real driver's is lowered to it, with a note on stderr |
 //! | `CUDA_RS_SHIM_HIDE` | comma-separated `cuGetProcAddress` base names (`cuMemcpyBatchAsync,cuGreenCtxCreate`) that are reported as not found (`CUDA_ERROR_NOT_FOUND`, status `CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND`, a NULL pointer) |
+//! | `CUDA_RS_SHIM_FAIL` | comma-separated fault rules `function:N:ERROR`: the `N`th call (from 1; `*`: every call) of a wrapped function returns `ERROR` (a `CUresult` name) without reaching the driver (`cuMemAllocAsync:3:CUDA_ERROR_OUT_OF_MEMORY`) |
+//! | `CUDA_RS_SHIM_FAIL_SEED`, `CUDA_RS_SHIM_FAIL_RATE` | together: a seeded random schedule; each call of a wrapped function that releases nothing fails with probability `P` (`0.01`, or `0.01:CUDA_ERROR_OUT_OF_MEMORY`; default error `CUDA_ERROR_UNKNOWN`) |
+//! | `CUDA_RS_SHIM_REPORT` | a file the call, failure and handle counts are written to as JSON when the process exits |
+//!
+//! # Wrapped functions, faults and counts
+//!
+//! The driver functions cuda-core uses to allocate, copy, launch, load and
+//! release (the list is [`wrap::ENTRIES`]) are handed out behind typed
+//! trampolines ([`wrap`]): each call is counted, may be failed as the fault plan
+//! ([`fault`]) says, and, when it succeeds, counts the handle it creates or
+//! releases (memory, streams, events, modules, libraries, linkers, pools). Besides
+//! the variables, a test drives this through three functions the shim exports
+//! beside the driver's (found with `dlsym`): [`cuda_rs_shim_set_faults`],
+//! [`cuda_rs_shim_set_random_faults`] and [`cuda_rs_shim_report`].
 //!
 //! # Failures
 //!
 //! The shim fails closed and says why once, on stderr, in a line starting with
 //! `cuda-rs-driver-shim:`. A variable that is set but malformed (an empty value, a
-//! version that is not an integer ≥ 1000, a hide list item that is not a name)
-//! makes every call return `CUDA_ERROR_INVALID_VALUE` (1); a real driver that
+//! version that is not an integer ≥ 1000, a hide list item that is not a name, a
+//! fault rule that does not parse or names a function the shim does not wrap, a
+//! seed without a rate) makes every call return `CUDA_ERROR_INVALID_VALUE` (1), so
+//! `cuInit` cannot even be looked up; a real driver that
 //! cannot be found or loaded makes every call return
 //! `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED` (303).
 //!
@@ -53,8 +70,11 @@ use std::io::Write as _;
 use std::sync::OnceLock;
 
 pub mod config;
+pub mod errors;
+pub mod fault;
 pub mod real;
 pub mod route;
+pub mod wrap;
 
 use config::{Config, clamp_version};
 
@@ -88,7 +108,7 @@ struct Shim {
 }
 
 /// Writes one line to stderr; a closed stderr is no reason to fail a call.
-fn say(message: &str) {
+pub(crate) fn say(message: &str) {
     let _ = writeln!(std::io::stderr().lock(), "cuda-rs-driver-shim: {message}");
 }
 
@@ -110,7 +130,28 @@ fn set_up() -> Result<Shim, CUresult> {
         say(note);
     }
     config.driver_version = Some(clamped.version);
+    wrap::install(config.faults.clone());
+    if config.report.is_some() {
+        // SAFETY: registers a plain function; it runs once, at exit (or when the
+        // shim is unloaded), and reads only the set-up shim.
+        if unsafe { libc::atexit(report_at_exit) } != 0 {
+            say("could not register the exit report; CUDA_RS_SHIM_REPORT will not be written");
+        }
+    }
     Ok(Shim { real, config })
+}
+
+/// Writes the counts to `CUDA_RS_SHIM_REPORT`, at exit.
+extern "C" fn report_at_exit() {
+    if let Ok(Shim {
+        config: Config {
+            report: Some(path), ..
+        },
+        ..
+    }) = shim()
+    {
+        wrap::write_report(path);
+    }
 }
 
 /// The shim, set up by the first call of any thread; the error every call
@@ -164,6 +205,7 @@ pub unsafe extern "C" fn cuGetProcAddress_v2(
             route::get_proc_address(
                 s.real.get_proc_address,
                 &s.config,
+                true,
                 symbol,
                 pfn,
                 cuda_version,
@@ -195,6 +237,7 @@ pub unsafe extern "C" fn cuGetProcAddress(
             route::get_proc_address_v1(
                 s.real.get_proc_address,
                 &s.config,
+                true,
                 symbol,
                 pfn,
                 cuda_version,
@@ -203,4 +246,102 @@ pub unsafe extern "C" fn cuGetProcAddress(
         },
         Err(rc) => rc,
     }
+}
+
+/// `CUresult cuda_rs_shim_set_faults(const char *rules)`: replaces the fault plan
+/// with `rules` (as `CUDA_RS_SHIM_FAIL` writes them; NULL or empty: none) and
+/// starts every call and failure count again from zero, so `N` counts from this
+/// call (the handle counts go on). Not a
+/// driver function: a test finds it with `dlsym` in the loaded `libcuda.so.1`,
+/// which tells it the shim is there.
+///
+/// Returns `CUDA_ERROR_INVALID_VALUE`, says why on stderr and keeps the plan in
+/// force when `rules` is malformed or not UTF-8.
+///
+/// # Safety
+///
+/// `rules` is NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuda_rs_shim_set_faults(rules: *const c_char) -> CUresult {
+    let text = if rules.is_null() {
+        ""
+    } else {
+        // SAFETY: NUL-terminated, by the caller's contract.
+        match unsafe { std::ffi::CStr::from_ptr(rules) }.to_str() {
+            Ok(t) => t,
+            Err(_) => {
+                say(
+                    "cuda_rs_shim_set_faults: the rules are not valid UTF-8; the plan is unchanged",
+                );
+                return CUDA_ERROR_INVALID_VALUE;
+            }
+        }
+    };
+    match fault::parse_rules(text) {
+        Ok(rules) => {
+            wrap::install(fault::Plan {
+                rules,
+                random: None,
+            });
+            CUDA_SUCCESS
+        }
+        Err(why) => {
+            say(&format!(
+                "cuda_rs_shim_set_faults: {why}; the plan is unchanged"
+            ));
+            CUDA_ERROR_INVALID_VALUE
+        }
+    }
+}
+
+/// `CUresult cuda_rs_shim_set_random_faults(uint64_t seed, uint32_t rate_ppb,
+/// CUresult error)`: replaces the fault plan with a random schedule (each call
+/// that does not release something fails with probability `rate_ppb` / 10^9,
+/// with `error`, the same calls for the same seed) and starts the call and
+/// failure counts again.
+///
+/// Returns `CUDA_ERROR_INVALID_VALUE` for a rate above 10^9 or an `error` of
+/// `CUDA_SUCCESS`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuda_rs_shim_set_random_faults(
+    seed: u64,
+    rate_ppb: u32,
+    error: CUresult,
+) -> CUresult {
+    if rate_ppb > fault::BILLION || error == CUDA_SUCCESS {
+        say(
+            "cuda_rs_shim_set_random_faults: the rate is above 10^9 or the error is CUDA_SUCCESS; the plan is unchanged",
+        );
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    wrap::install(fault::Plan {
+        rules: Vec::new(),
+        random: Some(fault::Random {
+            seed,
+            rate_ppb,
+            error,
+        }),
+    });
+    CUDA_SUCCESS
+}
+
+/// `size_t cuda_rs_shim_report(char *buf, size_t len)`: the call and handle
+/// counts as JSON (see [`wrap::report_json`]), written NUL-terminated into `buf`
+/// when it holds them; returns their length without the NUL, so a caller with a
+/// buffer too small (or NULL) learns the size to ask again with.
+///
+/// # Safety
+///
+/// `buf` is NULL or valid for `len` bytes of writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuda_rs_shim_report(buf: *mut c_char, len: usize) -> usize {
+    let json = wrap::report_json();
+    if !buf.is_null() && json.len() < len {
+        // SAFETY: `buf` holds `len` > `json.len()` bytes, by the caller's contract.
+        unsafe {
+            std::ptr::copy_nonoverlapping(json.as_ptr().cast::<c_char>(), buf, json.len());
+            buf.add(json.len()).write(0);
+        }
+    }
+    json.len()
 }

@@ -116,16 +116,23 @@ pub fn shim_fn_address(f: ShimFn) -> *mut c_void {
 }
 
 /// `cuGetProcAddress_v2` under `config`: answers as [`route`] decides, forwarding
-/// to `real` (the real driver's `cuGetProcAddress_v2`) at the capped version.
+/// to `real` (the real driver's `cuGetProcAddress_v2`) at the capped version;
+/// with `wrap`, a forwarded function the shim wraps is handed out behind its
+/// trampoline ([`crate::wrap::wrap_lookup`]).
 ///
 /// # Safety
 ///
 /// `symbol` is NULL or a NUL-terminated string; `pfn` is NULL or valid for one
 /// pointer write; `status` is NULL or valid for one write; `real` may be called
 /// with these arguments (the real driver's function, or a test's).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the C function's five arguments, then what the shim forwards them with"
+)]
 pub unsafe fn get_proc_address(
     real: GetProcAddressV2,
     config: &Config,
+    wrap: bool,
     symbol: *const c_char,
     pfn: *mut *mut c_void,
     requested: c_int,
@@ -140,7 +147,20 @@ pub unsafe fn get_proc_address(
     let (rc, out, st) = match route(name.to_bytes(), requested, config) {
         Route::Forward { version } => {
             // SAFETY: the caller's pointers, passed on unchanged; `real` accepts them.
-            return unsafe { real(symbol, pfn, version, flags, status) };
+            let rc = unsafe { real(symbol, pfn, version, flags, status) };
+            if wrap && rc == CUDA_SUCCESS {
+                // SAFETY: `pfn` is valid for reads and writes, by the caller's contract.
+                let found = unsafe { pfn.read() };
+                if !found.is_null() {
+                    // SAFETY: `found` is the real driver's answer for `name` at
+                    // `version` with `flags`.
+                    let out =
+                        unsafe { crate::wrap::wrap_lookup(name.to_bytes(), version, flags, found) };
+                    // SAFETY: as above.
+                    unsafe { pfn.write(out) };
+                }
+            }
+            return rc;
         }
         Route::Shim(f) => (
             CUDA_SUCCESS,
@@ -176,6 +196,7 @@ pub unsafe fn get_proc_address(
 pub unsafe fn get_proc_address_v1(
     real: GetProcAddressV2,
     config: &Config,
+    wrap: bool,
     symbol: *const c_char,
     pfn: *mut *mut c_void,
     requested: c_int,
@@ -183,7 +204,18 @@ pub unsafe fn get_proc_address_v1(
 ) -> CUresult {
     let mut status: CUdriverProcAddressQueryResult = CU_GET_PROC_ADDRESS_SUCCESS;
     // SAFETY: the caller's pointers under the same contract; `status` is a local.
-    unsafe { get_proc_address(real, config, symbol, pfn, requested, flags, &mut status) }
+    unsafe {
+        get_proc_address(
+            real,
+            config,
+            wrap,
+            symbol,
+            pfn,
+            requested,
+            flags,
+            &mut status,
+        )
+    }
 }
 
 /// `cuDriverGetVersion` reporting `version`.
@@ -346,6 +378,7 @@ mod tests {
             get_proc_address(
                 fake_real,
                 config,
+                false,
                 symbol.as_ptr(),
                 &mut pfn,
                 requested,
@@ -437,6 +470,7 @@ mod tests {
             get_proc_address(
                 fake_real,
                 &c,
+                false,
                 std::ptr::null(),
                 &mut pfn,
                 13000,
@@ -450,6 +484,7 @@ mod tests {
             get_proc_address(
                 fake_real,
                 &c,
+                false,
                 c"cuMemAlloc".as_ptr(),
                 std::ptr::null_mut(),
                 13000,
@@ -467,6 +502,7 @@ mod tests {
                 get_proc_address(
                     fake_real,
                     &c,
+                    false,
                     name.as_ptr(),
                     &mut pfn,
                     13000,
@@ -484,12 +520,56 @@ mod tests {
     }
 
     #[test]
+    fn wrapped_functions_are_handed_out_behind_their_trampolines() {
+        let c = emulating(12080);
+        let ask = |name: &CStr, version: c_int| {
+            let mut pfn: *mut c_void = std::ptr::null_mut();
+            // SAFETY: a NUL-terminated name and a local; the fake's answer is
+            // never called (the per-thread slot of cuStreamSynchronize is this
+            // test's alone).
+            let rc = unsafe {
+                get_proc_address(
+                    fake_real,
+                    &c,
+                    true,
+                    name.as_ptr(),
+                    &mut pfn,
+                    version,
+                    2,
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(rc, CUDA_SUCCESS);
+            pfn
+        };
+        let wrapped = ask(c"cuStreamSynchronize", 2000);
+        assert!(!wrapped.is_null());
+        assert_ne!(
+            wrapped,
+            fake_fn(),
+            "a wrapped function comes behind a trampoline"
+        );
+        assert_eq!(ask(c"cuStreamSynchronize", 2000), wrapped);
+        // Not a wrapped function: the driver's answer, untouched.
+        assert_eq!(ask(c"cuMemsetD2D8Async", 3020), fake_fn());
+        asked();
+    }
+
+    #[test]
     fn the_status_less_lookup_forwards_the_same_way() {
         let c = emulating(11080);
         let mut pfn: *mut c_void = std::ptr::null_mut();
         // SAFETY: a NUL-terminated name and a local.
         let rc = unsafe {
-            get_proc_address_v1(fake_real, &c, c"cuMemAlloc".as_ptr(), &mut pfn, 12000, 0)
+            get_proc_address_v1(
+                fake_real,
+                &c,
+                false,
+                c"cuMemAlloc".as_ptr(),
+                &mut pfn,
+                12000,
+                0,
+            )
         };
         assert_eq!(rc, CUDA_SUCCESS);
         assert_eq!(pfn, fake_fn());

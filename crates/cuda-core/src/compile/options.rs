@@ -161,7 +161,8 @@ pub struct ProgramOptions {
     /// Write the compiler's phase timings to this file, as CSV (`--time=`).
     pub time: Option<PathBuf>,
     /// Compile with up to this many threads, 0 for as many as there are CPUs
-    /// (`--split-compile=`).
+    /// (`--split-compile=`); at most `i32::MAX` (NVRTC aborts the process on
+    /// more, so a larger value is refused before it is called).
     pub split_compile: Option<u32>,
     /// Check the device code's syntax only (`--fdevice-syntax-only`).
     pub fdevice_syntax_only: bool,
@@ -508,6 +509,17 @@ impl ProgramOptions {
             a.path("time", path, "--time=")?;
         }
         if let Some(n) = self.split_compile {
+            // NVRTC reads the count as a C `int` and aborts the whole process
+            // (an uncaught `std::out_of_range`) on anything larger.
+            if i32::try_from(n).is_err() {
+                return Err(Error::out_of_range(
+                    a.context,
+                    format!(
+                        "`split_compile` is {n}; NVRTC takes at most {} threads (0 for one per CPU)",
+                        i32::MAX
+                    ),
+                ));
+            }
             a.out.push(format!("--split-compile={n}"));
         }
         a.flag(self.fdevice_syntax_only, "--fdevice-syntax-only");

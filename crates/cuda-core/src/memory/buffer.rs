@@ -817,7 +817,9 @@ impl Buffer {
     /// errors that dropping it would swallow.
     ///
     /// # Errors
-    /// The resource's error.
+    /// The resource's error; when ordering the free on `stream` after the free
+    /// stream's work fails, that error, and the buffer is freed on its own
+    /// stream instead (it is dropped).
     pub fn close(mut self, stream: Option<&Stream>) -> Result<()> {
         self.free(stream)
     }
@@ -840,10 +842,20 @@ impl Buffer {
                 ));
             }
             // Work queued on the free stream must come before the free too.
-            let e =
-                crate::Event::in_context(free_stream.context(), crate::EventOptions::default())?;
-            e.record(&free_stream)?;
-            other.wait_event(&e)?;
+            let ordered = (|| {
+                let e = crate::Event::in_context(
+                    free_stream.context(),
+                    crate::EventOptions::default(),
+                )?;
+                e.record(&free_stream)?;
+                other.wait_event(&e)
+            })();
+            if let Err(e) = ordered {
+                // Nothing was freed: put the owner back, so that dropping the
+                // buffer frees it on its own stream instead of leaking it.
+                self.owner = Some((mr, free_stream));
+                return Err(e);
+            }
         }
         let s = stream.unwrap_or(&free_stream);
         // SAFETY: `ptr`/`size` came from `mr.allocate_raw` and are freed once (the

@@ -27,11 +27,23 @@ exit code: 0 when everything asked for was found, 1 when something was not, 2 on
 ";
 
 fn main() -> ExitCode {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // `std::env::args` would panic on an argument that is not UTF-8.
+    let mut args: Vec<String> = Vec::new();
+    for arg in std::env::args_os().skip(1) {
+        match arg.into_string() {
+            Ok(a) => args.push(a),
+            Err(bad) => {
+                emit_err(&format!(
+                    "cuda-pathfinder: the argument {bad:?} is not valid UTF-8"
+                ));
+                return ExitCode::from(2);
+            }
+        }
+    }
     let json = take_flag(&mut args, "--json");
     let verbose = take_flag(&mut args, "--verbose") | take_flag(&mut args, "-v");
     let Some(cmd) = (!args.is_empty()).then(|| args.remove(0)) else {
-        eprint!("{USAGE}");
+        emit_err(USAGE.trim_end());
         return ExitCode::from(2);
     };
     match cmd.as_str() {
@@ -44,15 +56,15 @@ fn main() -> ExitCode {
         "doctor" => doctor(verbose),
         "list" => list(),
         "--version" | "-V" => {
-            println!("cuda-pathfinder {}", env!("CARGO_PKG_VERSION"));
+            emit(&format!("cuda-pathfinder {}", env!("CARGO_PKG_VERSION")));
             ExitCode::SUCCESS
         }
         "help" | "--help" | "-h" => {
-            print!("{USAGE}");
+            emit(USAGE.trim_end());
             ExitCode::SUCCESS
         }
         _ => {
-            eprint!("{USAGE}");
+            emit_err(USAGE.trim_end());
             ExitCode::from(2)
         }
     }
@@ -86,6 +98,11 @@ fn message(e: &PathfinderError) -> String {
         cause = c.source();
     }
     text
+}
+
+/// One line on stderr; a closed stderr is not worth a panic either.
+fn emit_err(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn emit(line: &str) {
@@ -122,7 +139,7 @@ fn load(names: &[String], json: bool) -> ExitCode {
                 if json {
                     emit(&error_json(name, &e).to_string());
                 } else {
-                    eprintln!("{name}: error: {}", message(&e));
+                    emit_err(&format!("{name}: error: {}", message(&e)));
                 }
             }
         }
@@ -157,7 +174,7 @@ fn locate(names: &[String], json: bool) -> ExitCode {
                 if json {
                     emit(&error_json(name, &e).to_string());
                 } else {
-                    eprintln!("{name}: error: {}", message(&e));
+                    emit_err(&format!("{name}: error: {}", message(&e)));
                 }
             }
         }
@@ -186,7 +203,9 @@ fn finder(kind: &str) -> Option<(ArtifactKind, Finder)> {
 
 fn find(kind: &str, names: &[String], json: bool) -> ExitCode {
     let Some((_, f)) = finder(kind) else {
-        eprintln!("unknown kind `{kind}`: use header, binary, bitcode or static");
+        emit_err(&format!(
+            "unknown kind `{kind}`: use header, binary, bitcode or static"
+        ));
         return ExitCode::from(2);
     };
     let mut ok = true;
@@ -213,7 +232,7 @@ fn find(kind: &str, names: &[String], json: bool) -> ExitCode {
                     }
                     emit(&v.to_string());
                 } else {
-                    eprintln!("{name}: error: {}", message(&e));
+                    emit_err(&format!("{name}: error: {}", message(&e)));
                 }
             }
         }

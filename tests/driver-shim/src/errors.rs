@@ -1,0 +1,154 @@
+//! The driver's `CUresult` names and codes, for fault rules
+//! (`CUDA_ERROR_OUT_OF_MEMORY` → 2). The codes are cuda-bindings' constants, so a
+//! name here that `cuda.h` lacks does not compile; a test checks that every
+//! name `cuda.h` has is here.
+
+use std::ffi::c_uint;
+
+macro_rules! names {
+    ($($name:ident,)*) => {
+        /// Every `CUresult` of `cuda.h` (CUDA 13.0), by name.
+        pub const ALL: &[(&str, c_uint)] = &[$((stringify!($name), cuda_bindings::driver::$name.0)),*];
+    };
+}
+
+names! {
+    CUDA_SUCCESS,
+    CUDA_ERROR_INVALID_VALUE,
+    CUDA_ERROR_OUT_OF_MEMORY,
+    CUDA_ERROR_NOT_INITIALIZED,
+    CUDA_ERROR_DEINITIALIZED,
+    CUDA_ERROR_PROFILER_DISABLED,
+    CUDA_ERROR_PROFILER_NOT_INITIALIZED,
+    CUDA_ERROR_PROFILER_ALREADY_STARTED,
+    CUDA_ERROR_PROFILER_ALREADY_STOPPED,
+    CUDA_ERROR_STUB_LIBRARY,
+    CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER,
+    CUDA_ERROR_DEVICE_UNAVAILABLE,
+    CUDA_ERROR_NO_DEVICE,
+    CUDA_ERROR_INVALID_DEVICE,
+    CUDA_ERROR_DEVICE_NOT_LICENSED,
+    CUDA_ERROR_INVALID_IMAGE,
+    CUDA_ERROR_INVALID_CONTEXT,
+    CUDA_ERROR_CONTEXT_ALREADY_CURRENT,
+    CUDA_ERROR_MAP_FAILED,
+    CUDA_ERROR_UNMAP_FAILED,
+    CUDA_ERROR_ARRAY_IS_MAPPED,
+    CUDA_ERROR_ALREADY_MAPPED,
+    CUDA_ERROR_NO_BINARY_FOR_GPU,
+    CUDA_ERROR_ALREADY_ACQUIRED,
+    CUDA_ERROR_NOT_MAPPED,
+    CUDA_ERROR_NOT_MAPPED_AS_ARRAY,
+    CUDA_ERROR_NOT_MAPPED_AS_POINTER,
+    CUDA_ERROR_ECC_UNCORRECTABLE,
+    CUDA_ERROR_UNSUPPORTED_LIMIT,
+    CUDA_ERROR_CONTEXT_ALREADY_IN_USE,
+    CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+    CUDA_ERROR_INVALID_PTX,
+    CUDA_ERROR_INVALID_GRAPHICS_CONTEXT,
+    CUDA_ERROR_NVLINK_UNCORRECTABLE,
+    CUDA_ERROR_JIT_COMPILER_NOT_FOUND,
+    CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+    CUDA_ERROR_JIT_COMPILATION_DISABLED,
+    CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY,
+    CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC,
+    CUDA_ERROR_CONTAINED,
+    CUDA_ERROR_INVALID_SOURCE,
+    CUDA_ERROR_FILE_NOT_FOUND,
+    CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND,
+    CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,
+    CUDA_ERROR_OPERATING_SYSTEM,
+    CUDA_ERROR_INVALID_HANDLE,
+    CUDA_ERROR_ILLEGAL_STATE,
+    CUDA_ERROR_LOSSY_QUERY,
+    CUDA_ERROR_NOT_FOUND,
+    CUDA_ERROR_NOT_READY,
+    CUDA_ERROR_ILLEGAL_ADDRESS,
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+    CUDA_ERROR_LAUNCH_TIMEOUT,
+    CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING,
+    CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
+    CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,
+    CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE,
+    CUDA_ERROR_CONTEXT_IS_DESTROYED,
+    CUDA_ERROR_ASSERT,
+    CUDA_ERROR_TOO_MANY_PEERS,
+    CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+    CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+    CUDA_ERROR_HARDWARE_STACK_ERROR,
+    CUDA_ERROR_ILLEGAL_INSTRUCTION,
+    CUDA_ERROR_MISALIGNED_ADDRESS,
+    CUDA_ERROR_INVALID_ADDRESS_SPACE,
+    CUDA_ERROR_INVALID_PC,
+    CUDA_ERROR_LAUNCH_FAILED,
+    CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+    CUDA_ERROR_TENSOR_MEMORY_LEAK,
+    CUDA_ERROR_NOT_PERMITTED,
+    CUDA_ERROR_NOT_SUPPORTED,
+    CUDA_ERROR_SYSTEM_NOT_READY,
+    CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,
+    CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,
+    CUDA_ERROR_MPS_CONNECTION_FAILED,
+    CUDA_ERROR_MPS_RPC_FAILURE,
+    CUDA_ERROR_MPS_SERVER_NOT_READY,
+    CUDA_ERROR_MPS_MAX_CLIENTS_REACHED,
+    CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED,
+    CUDA_ERROR_MPS_CLIENT_TERMINATED,
+    CUDA_ERROR_CDP_NOT_SUPPORTED,
+    CUDA_ERROR_CDP_VERSION_MISMATCH,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+    CUDA_ERROR_STREAM_CAPTURE_MERGE,
+    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+    CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+    CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+    CUDA_ERROR_CAPTURED_EVENT,
+    CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+    CUDA_ERROR_TIMEOUT,
+    CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+    CUDA_ERROR_EXTERNAL_DEVICE,
+    CUDA_ERROR_INVALID_CLUSTER_SIZE,
+    CUDA_ERROR_FUNCTION_NOT_LOADED,
+    CUDA_ERROR_INVALID_RESOURCE_TYPE,
+    CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION,
+    CUDA_ERROR_KEY_ROTATION,
+    CUDA_ERROR_UNKNOWN,
+}
+
+/// `CUDA_ERROR_UNKNOWN`: a random schedule's error unless one is named.
+pub const CUDA_ERROR_UNKNOWN: c_uint = cuda_bindings::driver::CUDA_ERROR_UNKNOWN.0;
+
+/// The code of the `CUresult` named `name`.
+pub fn code_of(name: &str) -> Option<c_uint> {
+    ALL.iter().find(|(n, _)| *n == name).map(|&(_, c)| c)
+}
+
+/// The name of `code`, if `cuda.h` has one.
+pub fn name_of(code: c_uint) -> Option<&'static str> {
+    ALL.iter().find(|&&(_, c)| c == code).map(|&(n, _)| n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_of_cuda_h_is_here() {
+        let generated = include_str!("../../../crates/cuda-bindings/src/generated/driver/types.rs");
+        let in_header: Vec<&str> = generated
+            .lines()
+            .filter_map(|l| l.strip_prefix("pub const "))
+            .filter_map(|l| l.split_once(": cudaError_enum"))
+            .map(|(name, _)| name)
+            .collect();
+        assert!(in_header.len() > 100, "{}", in_header.len());
+        for name in &in_header {
+            assert!(code_of(name).is_some(), "{name} is missing");
+        }
+        assert_eq!(ALL.len(), in_header.len());
+        assert_eq!(code_of("CUDA_ERROR_OUT_OF_MEMORY"), Some(2));
+        assert_eq!(name_of(2), Some("CUDA_ERROR_OUT_OF_MEMORY"));
+        assert_eq!(code_of("CUDA_ERROR_NOPE"), None);
+    }
+}
