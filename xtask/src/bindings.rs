@@ -183,6 +183,39 @@ const APIS: [Api; 11] = [
     },
 ];
 
+/// The operating systems the bindings are generated for. Their C types differ
+/// (C's `long` is 8 bytes on Linux and 4 on Windows, so are the structs that
+/// hold one), so bindgen runs once per OS; a file whose text differs between
+/// them is written twice (`types.rs` and `types_windows.rs`), and the module's
+/// `mod.rs` picks one with `#[cfg_attr(windows, path = ..)]`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Os {
+    /// Linux x86_64 (and every other non-Windows target).
+    Linux,
+    /// Windows x64.
+    Windows,
+}
+
+impl Os {
+    const ALL: [Os; 2] = [Os::Linux, Os::Windows];
+
+    /// The target clang parses the headers for.
+    fn clang_target(self) -> &'static str {
+        match self {
+            Os::Linux => "x86_64-unknown-linux-gnu",
+            Os::Windows => "x86_64-pc-windows-msvc",
+        }
+    }
+
+    /// The name used in file names and messages.
+    fn name(self) -> &'static str {
+        match self {
+            Os::Linux => "linux",
+            Os::Windows => "windows",
+        }
+    }
+}
+
 /// The result enums whose constant names get a generated `name()` table.
 const RESULT_ENUMS: [&str; 10] = [
     "cudaError_enum",
@@ -265,30 +298,40 @@ fn write_all(files: &BTreeMap<PathBuf, String>, check: bool) -> Result<Vec<FileE
 /// CUDA 12 declares differently or only there), each of them split into
 /// `types.rs` (bindgen's types and constants), `table.rs` (the entry table),
 /// `functions.rs` (the dispatching `unsafe fn`s) and the `mod.rs` that joins them.
+/// bindgen runs for each [`Os`]; a part whose text differs between them is
+/// written per OS (see [`render_per_os`]).
 fn generate_all() -> Result<BTreeMap<PathBuf, String>, String> {
     let pins13 = headers::pins(13)?;
     let pins12 = headers::pins(12)?;
     let mut out = BTreeMap::new();
     for api in &APIS {
         eprintln!("regen-bindings: {}", api.module);
-        let p13 = parse_api(13, &pins13, &headers::include_dir(13), api)?;
-        let p12 = parse_api(12, &pins12, &headers::include_dir(12), api)?;
-        let (main, diff) = assemble(api, &p13, &p12)?;
+        let mut per_os = Vec::new();
+        for os in Os::ALL {
+            let p13 = parse_api(13, &pins13, &headers::include_dir(13), api, os)?;
+            let p12 = parse_api(12, &pins12, &headers::include_dir(12), api, os)?;
+            per_os.push(assemble(api, &p13, &p12)?);
+        }
+        let [(main, diff), (main_win, diff_win)]: [(ModuleParts, ModuleParts); 2] = per_os
+            .try_into()
+            .map_err(|_| "one module pair per OS".to_string())?;
         let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
         let dirs = [
             (
                 api.module.to_string(),
                 main,
+                main_win,
                 banner(&[&pins13, &pins12], &header_list),
             ),
             (
                 format!("{}_cuda12", api.module),
                 diff,
+                diff_win,
                 banner(&[&pins12], &header_list),
             ),
         ];
-        for (dir, module, banner) in dirs {
-            for (file, text) in module.render(&dir, &banner)? {
+        for (dir, linux, windows, banner) in dirs {
+            for (file, text) in render_per_os(&dir, &banner, &linux, &windows)? {
                 out.insert(Path::new(&dir).join(file), text);
             }
         }
@@ -461,26 +504,114 @@ fn msrv_target() -> Result<bindgen::RustTarget, String> {
 /// CCCL's `<nv/target>`, which `cuda_fp16.h` and `cuda_bf16.h` include even when
 /// read as C, only for C++ and device code: an empty stand-in (in `target/`) keeps
 /// the bindings independent of the CCCL headers.
-fn stub_include_dir() -> Result<std::path::PathBuf, String> {
+///
+/// For Windows, also the C library headers the CUDA headers include
+/// ([`WINDOWS_LIBC_STANDINS`]): there is no Windows C library (nor a clang
+/// resource folder) here, and bindgen keeps only the CUDA headers' items anyway.
+/// The stand-ins define the C types and limits from clang's predefined macros
+/// for the target (`__SIZE_TYPE__`, `__LONG_MAX__`, …), so they are the target's
+/// own; a CUDA header that used anything more of the C library would fail to
+/// parse (an unknown name is clang's error) rather than bind wrongly.
+fn stub_include_dir(os: Os) -> Result<std::path::PathBuf, String> {
     let dir = crate::util::workspace_root()
         .join("target")
-        .join("bindgen-stubs");
-    let nv = dir.join("nv");
-    fs::create_dir_all(&nv).map_err(|e| format!("creating {}: {e}", nv.display()))?;
-    let target = nv.join("target");
-    fs::write(
-        &target,
+        .join("bindgen-stubs")
+        .join(os.name());
+    let write = |rel: &str, text: &str| -> Result<(), String> {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+        }
+        fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+    };
+    write(
+        "nv/target",
         "/* cuda-rs: empty stand-in for CCCL's <nv/target>, used only by C++ and device code */\n",
-    )
-    .map_err(|e| format!("writing {}: {e}", target.display()))?;
+    )?;
+    if os == Os::Windows {
+        for (h, body) in WINDOWS_LIBC_STANDINS {
+            write(
+                h,
+                &format!(
+                    "/* cuda-rs: stand-in for the C library's <{h}>, from clang's target macros */\n\
+                     #pragma once\n{body}"
+                ),
+            )?;
+        }
+    }
     Ok(dir)
 }
+
+/// The C library headers the bound CUDA headers include, as stand-ins built on
+/// clang's predefined macros (see [`stub_include_dir`]).
+const WINDOWS_LIBC_STANDINS: [(&str, &str); 6] = [
+    (
+        "stddef.h",
+        "typedef __SIZE_TYPE__ size_t;\n\
+         typedef __PTRDIFF_TYPE__ ptrdiff_t;\n\
+         typedef __WCHAR_TYPE__ wchar_t;\n\
+         #define NULL ((void *)0)\n\
+         #define offsetof(t, m) __builtin_offsetof(t, m)\n",
+    ),
+    (
+        "stdint.h",
+        "typedef __INT8_TYPE__ int8_t;\n\
+         typedef __INT16_TYPE__ int16_t;\n\
+         typedef __INT32_TYPE__ int32_t;\n\
+         typedef __INT64_TYPE__ int64_t;\n\
+         typedef __UINT8_TYPE__ uint8_t;\n\
+         typedef __UINT16_TYPE__ uint16_t;\n\
+         typedef __UINT32_TYPE__ uint32_t;\n\
+         typedef __UINT64_TYPE__ uint64_t;\n\
+         typedef __INTPTR_TYPE__ intptr_t;\n\
+         typedef __UINTPTR_TYPE__ uintptr_t;\n\
+         #define INT32_MAX __INT32_MAX__\n\
+         #define INT64_MAX __INT64_MAX__\n\
+         #define UINT32_MAX __UINT32_MAX__\n\
+         #define UINT64_MAX __UINT64_MAX__\n",
+    ),
+    (
+        "limits.h",
+        "#define CHAR_BIT __CHAR_BIT__\n\
+         #define SCHAR_MAX __SCHAR_MAX__\n\
+         #define SHRT_MAX __SHRT_MAX__\n\
+         #define INT_MAX __INT_MAX__\n\
+         #define LONG_MAX __LONG_MAX__\n\
+         #define LLONG_MAX __LONG_LONG_MAX__\n\
+         #define INT_MIN (-__INT_MAX__ - 1)\n\
+         #define LONG_MIN (-__LONG_MAX__ - 1L)\n\
+         #define LLONG_MIN (-__LONG_LONG_MAX__ - 1LL)\n\
+         #define UCHAR_MAX (__SCHAR_MAX__ * 2 + 1)\n\
+         #define USHRT_MAX (__SHRT_MAX__ * 2 + 1)\n\
+         #define UINT_MAX (__INT_MAX__ * 2U + 1U)\n\
+         #define ULONG_MAX (__LONG_MAX__ * 2UL + 1UL)\n\
+         #define ULLONG_MAX (__LONG_LONG_MAX__ * 2ULL + 1ULL)\n",
+    ),
+    ("stdlib.h", "#include <stddef.h>\n"),
+    (
+        // `cuComplex.h`'s inline functions call these.
+        "math.h",
+        "double fabs(double);\n\
+         float fabsf(float);\n\
+         double sqrt(double);\n\
+         float sqrtf(float);\n\
+         double hypot(double, double);\n\
+         float hypotf(float, float);\n",
+    ),
+    (
+        // `cublasLtLoggerSetFile` takes a `FILE *`, whose layout is the C
+        // library's own: opaque here, as the Windows C library declares it to users.
+        "stdio.h",
+        "#include <stddef.h>\ntypedef struct _iobuf FILE;\n",
+    ),
+];
 
 fn parse_api(
     major: u32,
     pins: &headers::MajorPins,
     inc: &Path,
     api: &Api,
+    os: Os,
 ) -> Result<Parsed, String> {
     let wrapper: String = api
         .headers
@@ -490,8 +621,8 @@ fn parse_api(
     let mut builder = bindgen::Builder::default()
         .header_contents("cuda_rs_bindgen_wrapper.h", &wrapper)
         .clang_arg(format!("-I{}", inc.display()))
-        .clang_arg(format!("-I{}", stub_include_dir()?.display()))
-        .clang_arg("--target=x86_64-unknown-linux-gnu")
+        .clang_arg(format!("-I{}", stub_include_dir(os)?.display()))
+        .clang_arg(format!("--target={}", os.clang_target()))
         .default_enum_style(bindgen::EnumVariation::NewType {
             is_bitfield: false,
             is_global: true,
@@ -513,8 +644,9 @@ fn parse_api(
     }
     let bindings = builder.generate().map_err(|e| {
         format!(
-            "bindgen over {} (CUDA {major}): {e}",
-            api.headers.join(", ")
+            "bindgen over {} (CUDA {major}, {}): {e}",
+            api.headers.join(", "),
+            os.clang_target()
         )
     })?;
     let code = bindings.to_string();
@@ -538,6 +670,21 @@ fn parse_api(
     for item in file.items {
         match item {
             syn::Item::ForeignMod(fm) => {
+                // The dispatching functions call through `extern "C"` pointers.
+                // That is every function's ABI on both OSes: on x86_64 Windows the
+                // headers' `__stdcall` (`CUDAAPI`, `CUDARTAPI`, `CUBLASWINAPI`, …)
+                // is ignored by the compiler and the one C calling convention
+                // applies (`extern "system"` is the same there). A target where it
+                // is not ignored (32-bit x86) would need the ABI carried per entry.
+                let abi = fm.abi.name.as_ref().map(syn::LitStr::value);
+                if abi.as_deref() != Some("C") {
+                    return Err(format!(
+                        "{} (CUDA {major}, {}): bindgen declared functions with the ABI {abi:?}, \
+                         but the dispatch table calls through `extern \"C\"`",
+                        api.module,
+                        os.clang_target()
+                    ));
+                }
                 for fi in fm.items {
                     if let syn::ForeignItem::Fn(f) = fi {
                         if f.sig.variadic.is_some() {
@@ -911,11 +1058,14 @@ struct ModuleParts {
     safety: SafetyComments,
 }
 
+/// The parts of a module that may differ between the OSes, each a file of
+/// the module's folder (and, when it differs, `<part>_windows.rs` beside it).
+const PARTS: [&str; 3] = ["functions", "table", "types"];
+
 impl ModuleParts {
-    /// The module's files, formatted, each after `banner`: `mod.rs`, `types.rs`,
-    /// `table.rs`, `functions.rs`.
-    fn render(&self, dir: &str, banner: &str) -> Result<Vec<(&'static str, String)>, String> {
-        let what = |f: &str| format!("{OUT_REL}/{dir}/{f}");
+    /// The module's `mod.rs`, after `banner`; each part named in `per_os` is
+    /// loaded from `<part>_windows.rs` on Windows.
+    fn render_mod(&self, dir: &str, banner: &str, per_os: &[&str]) -> Result<String, String> {
         let doc = inner_doc_lines(&self.doc);
         let parent = if self.child {
             quote! { use super::*; }
@@ -942,48 +1092,134 @@ impl ModuleParts {
                 pub use self::types::*;
             }
         };
+        let mut mods = TokenStream::new();
+        for part in PARTS {
+            let name = ident(part)?;
+            if per_os.contains(&part) {
+                let windows = Literal::string(&format!("{part}_windows.rs"));
+                mods.extend(quote! {
+                    #[cfg_attr(windows, path = #windows)]
+                    mod #name;
+                });
+            } else {
+                mods.extend(quote! { mod #name; });
+            }
+        }
         let module = quote! {
             #doc
             #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, missing_docs, unreachable_pub)]
             #![allow(rustdoc::all, unused_imports, dead_code, clippy::all)]
             #parent
-            mod functions;
-            mod table;
-            mod types;
+            #mods
             #exports
         };
-        let items = &self.types;
-        let types = quote! {
-            //! bindgen's types, constants and layout checks, as it wrote them.
-            #![allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
-            #![allow(unpredictable_function_pointer_comparisons)]
-            #parent
-            #(#items)*
-        };
-        let table = &self.table;
-        let table = quote! {
-            //! The entry points the loader resolves, in the order of the dispatch table.
-            #table
-        };
-        let functions = &self.functions;
-        let functions = quote! {
-            //! One `unsafe fn` per entry point, with the C name and signature, calling
-            //! through the entry table.
-            use super::*;
-            #functions
-        };
-        let fns_text = reformat(&what("functions.rs"), banner, functions)?;
-        let fns_text = self
-            .safety
-            .place(&what("functions.rs"), &fns_text)
-            .map_err(|e| report(&e))?;
-        Ok(vec![
-            ("mod.rs", reformat(&what("mod.rs"), banner, module)?),
-            ("types.rs", reformat(&what("types.rs"), banner, types)?),
-            ("table.rs", reformat(&what("table.rs"), banner, table)?),
-            ("functions.rs", fns_text),
-        ])
+        reformat(&format!("{OUT_REL}/{dir}/mod.rs"), banner, module)
     }
+
+    /// The file of `part` (one of [`PARTS`]), formatted after `banner`.
+    fn render_part(&self, dir: &str, part: &str, banner: &str) -> Result<String, String> {
+        let what = format!("{OUT_REL}/{dir}/{part}.rs");
+        let parent = if self.child {
+            quote! { use super::*; }
+        } else {
+            quote! {}
+        };
+        match part {
+            "types" => {
+                let items = &self.types;
+                let types = quote! {
+                    //! bindgen's types, constants and layout checks, as it wrote them.
+                    #![allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+                    #![allow(unpredictable_function_pointer_comparisons)]
+                    #parent
+                    #(#items)*
+                };
+                reformat(&what, banner, types)
+            }
+            "table" => {
+                let table = &self.table;
+                let table = quote! {
+                    //! The entry points the loader resolves, in the order of the dispatch table.
+                    #table
+                };
+                reformat(&what, banner, table)
+            }
+            "functions" => {
+                let functions = &self.functions;
+                let functions = quote! {
+                    //! One `unsafe fn` per entry point, with the C name and signature, calling
+                    //! through the entry table.
+                    use super::*;
+                    #functions
+                };
+                let text = reformat(&what, banner, functions)?;
+                self.safety.place(&what, &text).map_err(|e| report(&e))
+            }
+            other => Err(format!("{what}: no module part {other}")),
+        }
+    }
+
+    /// The module's files, formatted, each after `banner`: `mod.rs`, `types.rs`,
+    /// `table.rs`, `functions.rs`.
+    #[cfg(test)]
+    fn render(&self, dir: &str, banner: &str) -> Result<Vec<(String, String)>, String> {
+        let mut out = vec![("mod.rs".to_string(), self.render_mod(dir, banner, &[])?)];
+        for part in PARTS {
+            out.push((format!("{part}.rs"), self.render_part(dir, part, banner)?));
+        }
+        Ok(out)
+    }
+}
+
+/// The files of one module folder from its Linux and Windows parts, as file
+/// names and contents: each part once when both OSes give the same text, else
+/// `<part>.rs` (every OS but Windows) and `<part>_windows.rs`, each saying so in
+/// its banner, with `mod.rs` choosing between them. `mod.rs` itself must be the
+/// same for both (it is: the OSes differ in layouts and integer types, never in
+/// which items a module has).
+fn render_per_os(
+    dir: &str,
+    banner: &str,
+    linux: &ModuleParts,
+    windows: &ModuleParts,
+) -> Result<Vec<(String, String)>, String> {
+    let mut files = Vec::new();
+    let mut per_os = Vec::new();
+    for part in PARTS {
+        let l = linux.render_part(dir, part, banner)?;
+        let w = windows.render_part(dir, part, banner)?;
+        if l == w {
+            files.push((format!("{part}.rs"), l));
+        } else {
+            per_os.push(part);
+            let note = |os: Os, other: &str| {
+                format!(
+                    "{banner}// This file is for {} (bindgen for {}); {other}.\n\n",
+                    match os {
+                        Os::Linux => "every OS but Windows",
+                        Os::Windows => "Windows",
+                    },
+                    os.clang_target(),
+                )
+            };
+            let linux_banner = note(Os::Linux, &format!("Windows' is {part}_windows.rs"));
+            let windows_banner = note(Os::Windows, &format!("the other OSes' is {part}.rs"));
+            files.push((format!("{part}.rs"), linux.render_part(dir, part, &linux_banner)?));
+            files.push((
+                format!("{part}_windows.rs"),
+                windows.render_part(dir, part, &windows_banner)?,
+            ));
+        }
+    }
+    let module = linux.render_mod(dir, banner, &per_os)?;
+    if module != windows.render_mod(dir, banner, &per_os)? {
+        return Err(format!(
+            "{OUT_REL}/{dir}/mod.rs differs between Linux and Windows (the module's items \
+             differ, not only their layouts): the generator writes only the parts {PARTS:?} per OS"
+        ));
+    }
+    files.insert(0, ("mod.rs".to_string(), module));
+    Ok(files)
 }
 
 /// The names, as identifiers.
