@@ -197,8 +197,6 @@ enum Os {
 }
 
 impl Os {
-    const ALL: [Os; 2] = [Os::Linux, Os::Windows];
-
     /// The target clang parses the headers for.
     fn clang_target(self) -> &'static str {
         match self {
@@ -306,15 +304,13 @@ fn generate_all() -> Result<BTreeMap<PathBuf, String>, String> {
     let mut out = BTreeMap::new();
     for api in &APIS {
         eprintln!("regen-bindings: {}", api.module);
-        let mut per_os = Vec::new();
-        for os in Os::ALL {
-            let p13 = parse_api(13, &pins13, &headers::include_dir(13), api, os)?;
-            let p12 = parse_api(12, &pins12, &headers::include_dir(12), api, os)?;
-            per_os.push(assemble(api, &p13, &p12)?);
-        }
-        let [(main, diff), (main_win, diff_win)]: [(ModuleParts, ModuleParts); 2] = per_os
-            .try_into()
-            .map_err(|_| "one module pair per OS".to_string())?;
+        let (inc13, inc12) = (headers::include_dir(13), headers::include_dir(12));
+        let p13 = parse_api(13, &pins13, &inc13, api, Os::Linux, None)?;
+        let p12 = parse_api(12, &pins12, &inc12, api, Os::Linux, None)?;
+        let w13 = parse_api(13, &pins13, &inc13, api, Os::Windows, Some(&p13))?;
+        let w12 = parse_api(12, &pins12, &inc12, api, Os::Windows, Some(&p12))?;
+        let (main, diff) = assemble(api, &p13, &p12)?;
+        let (main_win, diff_win) = assemble(api, &w13, &w12)?;
         let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
         let dirs = [
             (
@@ -542,6 +538,88 @@ fn stub_include_dir(os: Os) -> Result<std::path::PathBuf, String> {
     Ok(dir)
 }
 
+/// Gives each C enum of `items` (bindgen's newtypes, `struct E(pub c_int)`)
+/// the integer type it has in `host` (the Linux parse), and its constants
+/// `host`'s values. MSVC makes every C enum an `int`, GCC an `unsigned int`
+/// unless a value is negative: the same 4 bytes, passed the same way, and the
+/// same bits for every value, so one Rust type per enum serves both OSes and
+/// code that reads `.0` compiles for either. Anything else (another width, a
+/// constant `host` lacks) is an error: that would be a real difference.
+fn unify_enum_types(items: &mut [syn::Item], host: &[syn::Item]) -> Result<(), String> {
+    let host_enums = enum_newtypes(host);
+    let host_consts: BTreeMap<String, &syn::ItemConst> = host
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Const(c) => Some((c.ident.to_string(), c)),
+            _ => None,
+        })
+        .collect();
+    let mut changed = BTreeSet::new();
+    for item in items.iter_mut() {
+        let syn::Item::Struct(st) = item else {
+            continue;
+        };
+        let name = st.ident.to_string();
+        let (Some(field), Some(host_ty)) = (enum_field(st), host_enums.get(&name)) else {
+            continue;
+        };
+        if field.ty.to_token_stream().to_string() != host_ty.to_token_stream().to_string() {
+            field.ty = host_ty.clone();
+            changed.insert(name);
+        }
+    }
+    for item in items.iter_mut() {
+        let syn::Item::Const(c) = item else { continue };
+        let ty = c.ty.to_token_stream().to_string();
+        if !changed.contains(&ty) {
+            continue;
+        }
+        let same = host_consts
+            .get(&c.ident.to_string())
+            .filter(|h| h.ty.to_token_stream().to_string() == ty)
+            .ok_or_else(|| {
+                format!(
+                    "the enum constant {} ({ty}) has no counterpart of that type on Linux",
+                    c.ident
+                )
+            })?;
+        c.expr = same.expr.clone();
+    }
+    Ok(())
+}
+
+/// bindgen's C enums among `items` (`#[repr(transparent)] struct E(pub c_int)`
+/// or `c_uint`), by name, with their integer type.
+fn enum_newtypes(items: &[syn::Item]) -> BTreeMap<String, syn::Type> {
+    let mut out = BTreeMap::new();
+    for item in items {
+        if let syn::Item::Struct(st) = item {
+            let name = st.ident.to_string();
+            let mut st = st.clone();
+            if let Some(f) = enum_field(&mut st) {
+                out.insert(name, f.ty.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The one field of a C enum's newtype (see [`enum_newtypes`]).
+fn enum_field(st: &mut syn::ItemStruct) -> Option<&mut syn::Field> {
+    let transparent = st.attrs.iter().any(|a| {
+        a.path().is_ident("repr") && a.meta.to_token_stream().to_string().contains("transparent")
+    });
+    let syn::Fields::Unnamed(fields) = &mut st.fields else {
+        return None;
+    };
+    if !transparent || fields.unnamed.len() != 1 {
+        return None;
+    }
+    let field = fields.unnamed.first_mut()?;
+    let ty = field.ty.to_token_stream().to_string().replace(' ', "");
+    matches!(ty.as_str(), "::core::ffi::c_int" | "::core::ffi::c_uint").then_some(field)
+}
+
 /// The C library headers the bound CUDA headers include, as stand-ins built on
 /// clang's predefined macros (see [`stub_include_dir`]).
 const WINDOWS_LIBC_STANDINS: [(&str, &str); 6] = [
@@ -612,6 +690,7 @@ fn parse_api(
     inc: &Path,
     api: &Api,
     os: Os,
+    host: Option<&Parsed>,
 ) -> Result<Parsed, String> {
     let wrapper: String = api
         .headers
@@ -658,8 +737,12 @@ fn parse_api(
             api.module
         ));
     }
-    let file: syn::File = syn::parse_str(&code)
+    let mut file: syn::File = syn::parse_str(&code)
         .map_err(|e| format!("parsing bindgen's output for {}: {e}", api.module))?;
+    if let Some(host) = host {
+        unify_enum_types(&mut file.items, &host.items)
+            .map_err(|e| format!("{} (CUDA {major}, {}): {e}", api.module, os.clang_target()))?;
+    }
 
     let mut kept: Vec<syn::Item> = Vec::new();
     let mut fns: Vec<CFn> = Vec::new();

@@ -75,14 +75,14 @@ pub const CUDA_R_6F_E3M2: cudaDataType_t = cudaDataType_t(32);
 pub const CUDA_R_4F_E2M1: cudaDataType_t = cudaDataType_t(33);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaDataType_t(pub ::core::ffi::c_int);
+pub struct cudaDataType_t(pub ::core::ffi::c_uint);
 pub use self::cudaDataType_t as cudaDataType;
 pub const MAJOR_VERSION: libraryPropertyType_t = libraryPropertyType_t(0);
 pub const MINOR_VERSION: libraryPropertyType_t = libraryPropertyType_t(1);
 pub const PATCH_LEVEL: libraryPropertyType_t = libraryPropertyType_t(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct libraryPropertyType_t(pub ::core::ffi::c_int);
+pub struct libraryPropertyType_t(pub ::core::ffi::c_uint);
 pub use self::libraryPropertyType_t as libraryPropertyType;
 pub const CUBLAS_STATUS_SUCCESS: cublasStatus_t = cublasStatus_t(0);
 pub const CUBLAS_STATUS_NOT_INITIALIZED: cublasStatus_t = cublasStatus_t(1);
@@ -96,7 +96,7 @@ pub const CUBLAS_STATUS_NOT_SUPPORTED: cublasStatus_t = cublasStatus_t(15);
 pub const CUBLAS_STATUS_LICENSE_ERROR: cublasStatus_t = cublasStatus_t(16);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasStatus_t(pub ::core::ffi::c_int);
+pub struct cublasStatus_t(pub ::core::ffi::c_uint);
 pub const CUBLAS_COMPUTE_16F: cublasComputeType_t = cublasComputeType_t(64);
 pub const CUBLAS_COMPUTE_16F_PEDANTIC: cublasComputeType_t = cublasComputeType_t(65);
 pub const CUBLAS_COMPUTE_32F: cublasComputeType_t = cublasComputeType_t(68);
@@ -113,7 +113,7 @@ pub const CUBLAS_COMPUTE_32I: cublasComputeType_t = cublasComputeType_t(72);
 pub const CUBLAS_COMPUTE_32I_PEDANTIC: cublasComputeType_t = cublasComputeType_t(73);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasComputeType_t(pub ::core::ffi::c_int);
+pub struct cublasComputeType_t(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct _iobuf {
@@ -857,7 +857,7 @@ pub const CUBLASLT_MATMUL_TILE_512x1024: cublasLtMatmulTile_t = cublasLtMatmulTi
 pub const CUBLASLT_MATMUL_TILE_END: cublasLtMatmulTile_t = cublasLtMatmulTile_t(635);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatmulTile_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatmulTile_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_MATMUL_STAGES_UNDEFINED: cublasLtMatmulStages_t = cublasLtMatmulStages_t(
     0,
 );
@@ -974,7 +974,7 @@ pub const CUBLASLT_MATMUL_STAGES_END: cublasLtMatmulStages_t = cublasLtMatmulSta
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatmulStages_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatmulStages_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_CLUSTER_SHAPE_AUTO: cublasLtClusterShape_t = cublasLtClusterShape_t(
     0,
 );
@@ -1133,7 +1133,7 @@ pub const CUBLASLT_CLUSTER_SHAPE_END: cublasLtClusterShape_t = cublasLtClusterSh
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtClusterShape_t(pub ::core::ffi::c_int);
+pub struct cublasLtClusterShape_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_MATMUL_INNER_SHAPE_UNDEFINED: cublasLtMatmulInnerShape_t = cublasLtMatmulInnerShape_t(
     0,
 );
@@ -1154,7 +1154,7 @@ pub const CUBLASLT_MATMUL_INNER_SHAPE_END: cublasLtMatmulInnerShape_t = cublasLt
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatmulInnerShape_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatmulInnerShape_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F: cublasLtMatmulMatrixScale_t = cublasLtMatmulMatrixScale_t(
     0,
 );
@@ -1178,7 +1178,7 @@ pub const CUBLASLT_MATMUL_MATRIX_SCALE_END: cublasLtMatmulMatrixScale_t = cublas
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatmulMatrixScale_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatmulMatrixScale_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_POINTER_MODE_HOST: cublasLtPointerMode_t = cublasLtPointerMode_t(0);
 pub const CUBLASLT_POINTER_MODE_DEVICE: cublasLtPointerMode_t = cublasLtPointerMode_t(1);
 pub const CUBLASLT_POINTER_MODE_DEVICE_VECTOR: cublasLtPointerMode_t = cublasLtPointerMode_t(
@@ -1192,7 +1192,7 @@ pub const CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST: cublasLtPointerMo
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtPointerMode_t(pub ::core::ffi::c_int);
+pub struct cublasLtPointerMode_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_POINTER_MODE_MASK_HOST: cublasLtPointerModeMask_t = cublasLtPointerModeMask_t(
     1,
 );
@@ -1210,7 +1210,7 @@ pub const CUBLASLT_POINTER_MODE_MASK_ALPHA_DEVICE_VECTOR_BETA_HOST: cublasLtPoin
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtPointerModeMask_t(pub ::core::ffi::c_int);
+pub struct cublasLtPointerModeMask_t(pub ::core::ffi::c_uint);
 pub type cublasLtNumericalImplFlags_t = u64;
 pub const CUBLASLT_ORDER_COL: cublasLtOrder_t = cublasLtOrder_t(0);
 pub const CUBLASLT_ORDER_ROW: cublasLtOrder_t = cublasLtOrder_t(1);
@@ -1219,14 +1219,14 @@ pub const CUBLASLT_ORDER_COL4_4R2_8C: cublasLtOrder_t = cublasLtOrder_t(3);
 pub const CUBLASLT_ORDER_COL32_2R_4R4: cublasLtOrder_t = cublasLtOrder_t(4);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtOrder_t(pub ::core::ffi::c_int);
+pub struct cublasLtOrder_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_BATCH_MODE_STRIDED: cublasLtBatchMode_t = cublasLtBatchMode_t(0);
 pub const CUBLASLT_BATCH_MODE_POINTER_ARRAY: cublasLtBatchMode_t = cublasLtBatchMode_t(
     1,
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtBatchMode_t(pub ::core::ffi::c_int);
+pub struct cublasLtBatchMode_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_MATRIX_LAYOUT_TYPE: cublasLtMatrixLayoutAttribute_t = cublasLtMatrixLayoutAttribute_t(
     0,
 );
@@ -1256,7 +1256,7 @@ pub const CUBLASLT_MATRIX_LAYOUT_BATCH_MODE: cublasLtMatrixLayoutAttribute_t = c
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatrixLayoutAttribute_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatrixLayoutAttribute_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_MATMUL_DESC_COMPUTE_TYPE: cublasLtMatmulDescAttributes_t = cublasLtMatmulDescAttributes_t(
     0,
 );
@@ -1355,7 +1355,7 @@ pub const CUBLASLT_MATMUL_DESC_D_OUT_SCALE_MODE: cublasLtMatmulDescAttributes_t 
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatmulDescAttributes_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatmulDescAttributes_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_MATRIX_TRANSFORM_DESC_SCALE_TYPE: cublasLtMatrixTransformDescAttributes_t = cublasLtMatrixTransformDescAttributes_t(
     0,
 );
@@ -1370,7 +1370,7 @@ pub const CUBLASLT_MATRIX_TRANSFORM_DESC_TRANSB: cublasLtMatrixTransformDescAttr
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatrixTransformDescAttributes_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatrixTransformDescAttributes_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_REDUCTION_SCHEME_NONE: cublasLtReductionScheme_t = cublasLtReductionScheme_t(
     0,
 );
@@ -1388,7 +1388,7 @@ pub const CUBLASLT_REDUCTION_SCHEME_MASK: cublasLtReductionScheme_t = cublasLtRe
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtReductionScheme_t(pub ::core::ffi::c_int);
+pub struct cublasLtReductionScheme_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_EPILOGUE_DEFAULT: cublasLtEpilogue_t = cublasLtEpilogue_t(1);
 pub const CUBLASLT_EPILOGUE_RELU: cublasLtEpilogue_t = cublasLtEpilogue_t(2);
 pub const CUBLASLT_EPILOGUE_RELU_AUX: cublasLtEpilogue_t = cublasLtEpilogue_t(130);
@@ -1407,7 +1407,7 @@ pub const CUBLASLT_EPILOGUE_BGRADA: cublasLtEpilogue_t = cublasLtEpilogue_t(256)
 pub const CUBLASLT_EPILOGUE_BGRADB: cublasLtEpilogue_t = cublasLtEpilogue_t(512);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtEpilogue_t(pub ::core::ffi::c_int);
+pub struct cublasLtEpilogue_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_SEARCH_BEST_FIT: cublasLtMatmulSearch_t = cublasLtMatmulSearch_t(0);
 pub const CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID: cublasLtMatmulSearch_t = cublasLtMatmulSearch_t(
     1,
@@ -1438,7 +1438,7 @@ pub const CUBLASLT_SEARCH_RESERVED_09: cublasLtMatmulSearch_t = cublasLtMatmulSe
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatmulSearch_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatmulSearch_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_MATMUL_PREF_SEARCH_MODE: cublasLtMatmulPreferenceAttributes_t = cublasLtMatmulPreferenceAttributes_t(
     0,
 );
@@ -1468,7 +1468,7 @@ pub const CUBLASLT_MATMUL_PREF_IMPL_MASK: cublasLtMatmulPreferenceAttributes_t =
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatmulPreferenceAttributes_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatmulPreferenceAttributes_t(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq)]
 pub struct cublasLtMatmulHeuristicResult_t {
@@ -1573,7 +1573,7 @@ pub const CUBLASLT_ALGO_CAP_FLOATING_POINT_EMULATION_SUPPORT: cublasLtMatmulAlgo
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatmulAlgoCapAttributes_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatmulAlgoCapAttributes_t(pub ::core::ffi::c_uint);
 pub const CUBLASLT_ALGO_CONFIG_ID: cublasLtMatmulAlgoConfigAttributes_t = cublasLtMatmulAlgoConfigAttributes_t(
     0,
 );
@@ -1603,7 +1603,7 @@ pub const CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID: cublasLtMatmulAlgoConfigAttribu
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cublasLtMatmulAlgoConfigAttributes_t(pub ::core::ffi::c_int);
+pub struct cublasLtMatmulAlgoConfigAttributes_t(pub ::core::ffi::c_uint);
 pub type cublasLtLoggerCallback_t = ::core::option::Option<
     unsafe extern "C" fn(
         logLevel: ::core::ffi::c_int,

@@ -305,14 +305,14 @@ pub const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: CUipcMem_flags_enum = CUipcMem_fla
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUipcMem_flags_enum(pub ::core::ffi::c_int);
+pub struct CUipcMem_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUipcMem_flags_enum as CUipcMem_flags;
 pub const CU_MEM_ATTACH_GLOBAL: CUmemAttach_flags_enum = CUmemAttach_flags_enum(1);
 pub const CU_MEM_ATTACH_HOST: CUmemAttach_flags_enum = CUmemAttach_flags_enum(2);
 pub const CU_MEM_ATTACH_SINGLE: CUmemAttach_flags_enum = CUmemAttach_flags_enum(4);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemAttach_flags_enum(pub ::core::ffi::c_int);
+pub struct CUmemAttach_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemAttach_flags_enum as CUmemAttach_flags;
 pub const CU_CTX_SCHED_AUTO: CUctx_flags_enum = CUctx_flags_enum(0);
 pub const CU_CTX_SCHED_SPIN: CUctx_flags_enum = CUctx_flags_enum(1);
@@ -328,7 +328,7 @@ pub const CU_CTX_SYNC_MEMOPS: CUctx_flags_enum = CUctx_flags_enum(128);
 pub const CU_CTX_FLAGS_MASK: CUctx_flags_enum = CUctx_flags_enum(255);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUctx_flags_enum(pub ::core::ffi::c_int);
+pub struct CUctx_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUctx_flags_enum as CUctx_flags;
 pub const CU_EVENT_SCHED_AUTO: CUevent_sched_flags_enum = CUevent_sched_flags_enum(0);
 pub const CU_EVENT_SCHED_SPIN: CUevent_sched_flags_enum = CUevent_sched_flags_enum(1);
@@ -338,7 +338,7 @@ pub const CU_EVENT_SCHED_BLOCKING_SYNC: CUevent_sched_flags_enum = CUevent_sched
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUevent_sched_flags_enum(pub ::core::ffi::c_int);
+pub struct CUevent_sched_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUevent_sched_flags_enum as CUevent_sched_flags;
 pub const NVCL_EVENT_SCHED_AUTO: cl_event_flags_enum = cl_event_flags_enum(0);
 pub const NVCL_EVENT_SCHED_SPIN: cl_event_flags_enum = cl_event_flags_enum(1);
@@ -346,7 +346,7 @@ pub const NVCL_EVENT_SCHED_YIELD: cl_event_flags_enum = cl_event_flags_enum(2);
 pub const NVCL_EVENT_SCHED_BLOCKING_SYNC: cl_event_flags_enum = cl_event_flags_enum(4);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cl_event_flags_enum(pub ::core::ffi::c_int);
+pub struct cl_event_flags_enum(pub ::core::ffi::c_uint);
 pub use self::cl_event_flags_enum as cl_event_flags;
 pub const NVCL_CTX_SCHED_AUTO: cl_context_flags_enum = cl_context_flags_enum(0);
 pub const NVCL_CTX_SCHED_SPIN: cl_context_flags_enum = cl_context_flags_enum(1);
@@ -354,13 +354,13 @@ pub const NVCL_CTX_SCHED_YIELD: cl_context_flags_enum = cl_context_flags_enum(2)
 pub const NVCL_CTX_SCHED_BLOCKING_SYNC: cl_context_flags_enum = cl_context_flags_enum(4);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cl_context_flags_enum(pub ::core::ffi::c_int);
+pub struct cl_context_flags_enum(pub ::core::ffi::c_uint);
 pub use self::cl_context_flags_enum as cl_context_flags;
 pub const CU_STREAM_DEFAULT: CUstream_flags_enum = CUstream_flags_enum(0);
 pub const CU_STREAM_NON_BLOCKING: CUstream_flags_enum = CUstream_flags_enum(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUstream_flags_enum(pub ::core::ffi::c_int);
+pub struct CUstream_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUstream_flags_enum as CUstream_flags;
 pub const CU_EVENT_DEFAULT: CUevent_flags_enum = CUevent_flags_enum(0);
 pub const CU_EVENT_BLOCKING_SYNC: CUevent_flags_enum = CUevent_flags_enum(1);
@@ -368,7 +368,7 @@ pub const CU_EVENT_DISABLE_TIMING: CUevent_flags_enum = CUevent_flags_enum(2);
 pub const CU_EVENT_INTERPROCESS: CUevent_flags_enum = CUevent_flags_enum(4);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUevent_flags_enum(pub ::core::ffi::c_int);
+pub struct CUevent_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUevent_flags_enum as CUevent_flags;
 pub const CU_EVENT_RECORD_DEFAULT: CUevent_record_flags_enum = CUevent_record_flags_enum(
     0,
@@ -378,13 +378,13 @@ pub const CU_EVENT_RECORD_EXTERNAL: CUevent_record_flags_enum = CUevent_record_f
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUevent_record_flags_enum(pub ::core::ffi::c_int);
+pub struct CUevent_record_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUevent_record_flags_enum as CUevent_record_flags;
 pub const CU_EVENT_WAIT_DEFAULT: CUevent_wait_flags_enum = CUevent_wait_flags_enum(0);
 pub const CU_EVENT_WAIT_EXTERNAL: CUevent_wait_flags_enum = CUevent_wait_flags_enum(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUevent_wait_flags_enum(pub ::core::ffi::c_int);
+pub struct CUevent_wait_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUevent_wait_flags_enum as CUevent_wait_flags;
 pub const CU_STREAM_WAIT_VALUE_GEQ: CUstreamWaitValue_flags_enum = CUstreamWaitValue_flags_enum(
     0,
@@ -403,7 +403,7 @@ pub const CU_STREAM_WAIT_VALUE_FLUSH: CUstreamWaitValue_flags_enum = CUstreamWai
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUstreamWaitValue_flags_enum(pub ::core::ffi::c_int);
+pub struct CUstreamWaitValue_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUstreamWaitValue_flags_enum as CUstreamWaitValue_flags;
 pub const CU_STREAM_WRITE_VALUE_DEFAULT: CUstreamWriteValue_flags_enum = CUstreamWriteValue_flags_enum(
     0,
@@ -413,7 +413,7 @@ pub const CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER: CUstreamWriteValue_flags_enum
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUstreamWriteValue_flags_enum(pub ::core::ffi::c_int);
+pub struct CUstreamWriteValue_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUstreamWriteValue_flags_enum as CUstreamWriteValue_flags;
 pub const CU_STREAM_MEM_OP_WAIT_VALUE_32: CUstreamBatchMemOpType_enum = CUstreamBatchMemOpType_enum(
     1,
@@ -435,7 +435,7 @@ pub const CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: CUstreamBatchMemOpType_enum = CU
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUstreamBatchMemOpType_enum(pub ::core::ffi::c_int);
+pub struct CUstreamBatchMemOpType_enum(pub ::core::ffi::c_uint);
 pub use self::CUstreamBatchMemOpType_enum as CUstreamBatchMemOpType;
 pub const CU_STREAM_MEMORY_BARRIER_TYPE_SYS: CUstreamMemoryBarrier_flags_enum = CUstreamMemoryBarrier_flags_enum(
     0,
@@ -445,7 +445,7 @@ pub const CU_STREAM_MEMORY_BARRIER_TYPE_GPU: CUstreamMemoryBarrier_flags_enum = 
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUstreamMemoryBarrier_flags_enum(pub ::core::ffi::c_int);
+pub struct CUstreamMemoryBarrier_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUstreamMemoryBarrier_flags_enum as CUstreamMemoryBarrier_flags;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -843,7 +843,7 @@ pub const CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE: CUoccupancy_flags_enum = CUoccu
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUoccupancy_flags_enum(pub ::core::ffi::c_int);
+pub struct CUoccupancy_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUoccupancy_flags_enum as CUoccupancy_flags;
 pub const CU_STREAM_ADD_CAPTURE_DEPENDENCIES: CUstreamUpdateCaptureDependencies_flags_enum = CUstreamUpdateCaptureDependencies_flags_enum(
     0,
@@ -853,14 +853,14 @@ pub const CU_STREAM_SET_CAPTURE_DEPENDENCIES: CUstreamUpdateCaptureDependencies_
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUstreamUpdateCaptureDependencies_flags_enum(pub ::core::ffi::c_int);
+pub struct CUstreamUpdateCaptureDependencies_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUstreamUpdateCaptureDependencies_flags_enum as CUstreamUpdateCaptureDependencies_flags;
 pub const CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET: CUasyncNotificationType_enum = CUasyncNotificationType_enum(
     1,
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUasyncNotificationType_enum(pub ::core::ffi::c_int);
+pub struct CUasyncNotificationType_enum(pub ::core::ffi::c_uint);
 pub use self::CUasyncNotificationType_enum as CUasyncNotificationType;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -1006,7 +1006,7 @@ pub const CU_AD_FORMAT_UNORM_INT_101010_2: CUarray_format_enum = CUarray_format_
 pub const CU_AD_FORMAT_MAX: CUarray_format_enum = CUarray_format_enum(2147483647);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUarray_format_enum(pub ::core::ffi::c_int);
+pub struct CUarray_format_enum(pub ::core::ffi::c_uint);
 pub use self::CUarray_format_enum as CUarray_format;
 pub const CU_TR_ADDRESS_MODE_WRAP: CUaddress_mode_enum = CUaddress_mode_enum(0);
 pub const CU_TR_ADDRESS_MODE_CLAMP: CUaddress_mode_enum = CUaddress_mode_enum(1);
@@ -1014,13 +1014,13 @@ pub const CU_TR_ADDRESS_MODE_MIRROR: CUaddress_mode_enum = CUaddress_mode_enum(2
 pub const CU_TR_ADDRESS_MODE_BORDER: CUaddress_mode_enum = CUaddress_mode_enum(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUaddress_mode_enum(pub ::core::ffi::c_int);
+pub struct CUaddress_mode_enum(pub ::core::ffi::c_uint);
 pub use self::CUaddress_mode_enum as CUaddress_mode;
 pub const CU_TR_FILTER_MODE_POINT: CUfilter_mode_enum = CUfilter_mode_enum(0);
 pub const CU_TR_FILTER_MODE_LINEAR: CUfilter_mode_enum = CUfilter_mode_enum(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUfilter_mode_enum(pub ::core::ffi::c_int);
+pub struct CUfilter_mode_enum(pub ::core::ffi::c_uint);
 pub use self::CUfilter_mode_enum as CUfilter_mode;
 pub const CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: CUdevice_attribute_enum = CUdevice_attribute_enum(
     1,
@@ -1486,7 +1486,7 @@ pub const CU_DEVICE_ATTRIBUTE_MAX: CUdevice_attribute_enum = CUdevice_attribute_
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUdevice_attribute_enum(pub ::core::ffi::c_int);
+pub struct CUdevice_attribute_enum(pub ::core::ffi::c_uint);
 pub use self::CUdevice_attribute_enum as CUdevice_attribute;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -1604,7 +1604,7 @@ pub const CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: CUpointer_attribute_enu
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUpointer_attribute_enum(pub ::core::ffi::c_int);
+pub struct CUpointer_attribute_enum(pub ::core::ffi::c_uint);
 pub use self::CUpointer_attribute_enum as CUpointer_attribute;
 pub const CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: CUfunction_attribute_enum = CUfunction_attribute_enum(
     0,
@@ -1659,7 +1659,7 @@ pub const CU_FUNC_ATTRIBUTE_MAX: CUfunction_attribute_enum = CUfunction_attribut
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUfunction_attribute_enum(pub ::core::ffi::c_int);
+pub struct CUfunction_attribute_enum(pub ::core::ffi::c_uint);
 pub use self::CUfunction_attribute_enum as CUfunction_attribute;
 pub const CU_FUNC_CACHE_PREFER_NONE: CUfunc_cache_enum = CUfunc_cache_enum(0);
 pub const CU_FUNC_CACHE_PREFER_SHARED: CUfunc_cache_enum = CUfunc_cache_enum(1);
@@ -1667,7 +1667,7 @@ pub const CU_FUNC_CACHE_PREFER_L1: CUfunc_cache_enum = CUfunc_cache_enum(2);
 pub const CU_FUNC_CACHE_PREFER_EQUAL: CUfunc_cache_enum = CUfunc_cache_enum(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUfunc_cache_enum(pub ::core::ffi::c_int);
+pub struct CUfunc_cache_enum(pub ::core::ffi::c_uint);
 pub use self::CUfunc_cache_enum as CUfunc_cache;
 pub const CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE: CUsharedconfig_enum = CUsharedconfig_enum(
     0,
@@ -1680,7 +1680,7 @@ pub const CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE: CUsharedconfig_enum = CUsha
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUsharedconfig_enum(pub ::core::ffi::c_int);
+pub struct CUsharedconfig_enum(pub ::core::ffi::c_uint);
 pub use self::CUsharedconfig_enum as CUsharedconfig;
 pub const CU_SHAREDMEM_CARVEOUT_DEFAULT: CUshared_carveout_enum = CUshared_carveout_enum(
     -1,
@@ -1701,14 +1701,14 @@ pub const CU_MEMORYTYPE_ARRAY: CUmemorytype_enum = CUmemorytype_enum(3);
 pub const CU_MEMORYTYPE_UNIFIED: CUmemorytype_enum = CUmemorytype_enum(4);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemorytype_enum(pub ::core::ffi::c_int);
+pub struct CUmemorytype_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemorytype_enum as CUmemorytype;
 pub const CU_COMPUTEMODE_DEFAULT: CUcomputemode_enum = CUcomputemode_enum(0);
 pub const CU_COMPUTEMODE_PROHIBITED: CUcomputemode_enum = CUcomputemode_enum(2);
 pub const CU_COMPUTEMODE_EXCLUSIVE_PROCESS: CUcomputemode_enum = CUcomputemode_enum(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUcomputemode_enum(pub ::core::ffi::c_int);
+pub struct CUcomputemode_enum(pub ::core::ffi::c_uint);
 pub use self::CUcomputemode_enum as CUcomputemode;
 pub const CU_MEM_ADVISE_SET_READ_MOSTLY: CUmem_advise_enum = CUmem_advise_enum(1);
 pub const CU_MEM_ADVISE_UNSET_READ_MOSTLY: CUmem_advise_enum = CUmem_advise_enum(2);
@@ -1720,7 +1720,7 @@ pub const CU_MEM_ADVISE_SET_ACCESSED_BY: CUmem_advise_enum = CUmem_advise_enum(5
 pub const CU_MEM_ADVISE_UNSET_ACCESSED_BY: CUmem_advise_enum = CUmem_advise_enum(6);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmem_advise_enum(pub ::core::ffi::c_int);
+pub struct CUmem_advise_enum(pub ::core::ffi::c_uint);
 pub use self::CUmem_advise_enum as CUmem_advise;
 pub const CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY: CUmem_range_attribute_enum = CUmem_range_attribute_enum(
     1,
@@ -1748,7 +1748,7 @@ pub const CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID: CUmem_range_attribut
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmem_range_attribute_enum(pub ::core::ffi::c_int);
+pub struct CUmem_range_attribute_enum(pub ::core::ffi::c_uint);
 pub use self::CUmem_range_attribute_enum as CUmem_range_attribute;
 pub const CU_JIT_MAX_REGISTERS: CUjit_option_enum = CUjit_option_enum(0);
 pub const CU_JIT_THREADS_PER_BLOCK: CUjit_option_enum = CUjit_option_enum(1);
@@ -1790,7 +1790,7 @@ pub const CU_JIT_SPLIT_COMPILE: CUjit_option_enum = CUjit_option_enum(34);
 pub const CU_JIT_NUM_OPTIONS: CUjit_option_enum = CUjit_option_enum(35);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUjit_option_enum(pub ::core::ffi::c_int);
+pub struct CUjit_option_enum(pub ::core::ffi::c_uint);
 pub use self::CUjit_option_enum as CUjit_option;
 pub const CU_TARGET_COMPUTE_30: CUjit_target_enum = CUjit_target_enum(30);
 pub const CU_TARGET_COMPUTE_32: CUjit_target_enum = CUjit_target_enum(32);
@@ -1828,20 +1828,20 @@ pub const CU_TARGET_COMPUTE_120F: CUjit_target_enum = CUjit_target_enum(131192);
 pub const CU_TARGET_COMPUTE_121F: CUjit_target_enum = CUjit_target_enum(131193);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUjit_target_enum(pub ::core::ffi::c_int);
+pub struct CUjit_target_enum(pub ::core::ffi::c_uint);
 pub use self::CUjit_target_enum as CUjit_target;
 pub const CU_PREFER_PTX: CUjit_fallback_enum = CUjit_fallback_enum(0);
 pub const CU_PREFER_BINARY: CUjit_fallback_enum = CUjit_fallback_enum(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUjit_fallback_enum(pub ::core::ffi::c_int);
+pub struct CUjit_fallback_enum(pub ::core::ffi::c_uint);
 pub use self::CUjit_fallback_enum as CUjit_fallback;
 pub const CU_JIT_CACHE_OPTION_NONE: CUjit_cacheMode_enum = CUjit_cacheMode_enum(0);
 pub const CU_JIT_CACHE_OPTION_CG: CUjit_cacheMode_enum = CUjit_cacheMode_enum(1);
 pub const CU_JIT_CACHE_OPTION_CA: CUjit_cacheMode_enum = CUjit_cacheMode_enum(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUjit_cacheMode_enum(pub ::core::ffi::c_int);
+pub struct CUjit_cacheMode_enum(pub ::core::ffi::c_uint);
 pub use self::CUjit_cacheMode_enum as CUjit_cacheMode;
 pub const CU_JIT_INPUT_CUBIN: CUjitInputType_enum = CUjitInputType_enum(0);
 pub const CU_JIT_INPUT_PTX: CUjitInputType_enum = CUjitInputType_enum(1);
@@ -1852,7 +1852,7 @@ pub const CU_JIT_INPUT_NVVM: CUjitInputType_enum = CUjitInputType_enum(5);
 pub const CU_JIT_NUM_INPUT_TYPES: CUjitInputType_enum = CUjitInputType_enum(6);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUjitInputType_enum(pub ::core::ffi::c_int);
+pub struct CUjitInputType_enum(pub ::core::ffi::c_uint);
 pub use self::CUjitInputType_enum as CUjitInputType;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -1877,7 +1877,7 @@ pub const CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER: CUgraphicsRegisterFlags_enu
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphicsRegisterFlags_enum(pub ::core::ffi::c_int);
+pub struct CUgraphicsRegisterFlags_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphicsRegisterFlags_enum as CUgraphicsRegisterFlags;
 pub const CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE: CUgraphicsMapResourceFlags_enum = CUgraphicsMapResourceFlags_enum(
     0,
@@ -1890,7 +1890,7 @@ pub const CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD: CUgraphicsMapResourceFla
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphicsMapResourceFlags_enum(pub ::core::ffi::c_int);
+pub struct CUgraphicsMapResourceFlags_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphicsMapResourceFlags_enum as CUgraphicsMapResourceFlags;
 pub const CU_CUBEMAP_FACE_POSITIVE_X: CUarray_cubemap_face_enum = CUarray_cubemap_face_enum(
     0,
@@ -1912,7 +1912,7 @@ pub const CU_CUBEMAP_FACE_NEGATIVE_Z: CUarray_cubemap_face_enum = CUarray_cubema
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUarray_cubemap_face_enum(pub ::core::ffi::c_int);
+pub struct CUarray_cubemap_face_enum(pub ::core::ffi::c_uint);
 pub use self::CUarray_cubemap_face_enum as CUarray_cubemap_face;
 pub const CU_LIMIT_STACK_SIZE: CUlimit_enum = CUlimit_enum(0);
 pub const CU_LIMIT_PRINTF_FIFO_SIZE: CUlimit_enum = CUlimit_enum(1);
@@ -1927,7 +1927,7 @@ pub const CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED: CUlimit_enum = CUlimit_enum(9);
 pub const CU_LIMIT_MAX: CUlimit_enum = CUlimit_enum(10);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUlimit_enum(pub ::core::ffi::c_int);
+pub struct CUlimit_enum(pub ::core::ffi::c_uint);
 pub use self::CUlimit_enum as CUlimit;
 pub const CU_RESOURCE_TYPE_ARRAY: CUresourcetype_enum = CUresourcetype_enum(0);
 pub const CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: CUresourcetype_enum = CUresourcetype_enum(1);
@@ -1935,7 +1935,7 @@ pub const CU_RESOURCE_TYPE_LINEAR: CUresourcetype_enum = CUresourcetype_enum(2);
 pub const CU_RESOURCE_TYPE_PITCH2D: CUresourcetype_enum = CUresourcetype_enum(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUresourcetype_enum(pub ::core::ffi::c_int);
+pub struct CUresourcetype_enum(pub ::core::ffi::c_uint);
 pub use self::CUresourcetype_enum as CUresourcetype;
 pub type CUhostFn = ::core::option::Option<
     unsafe extern "C" fn(userData: *mut ::core::ffi::c_void),
@@ -1947,7 +1947,7 @@ pub const CU_ACCESS_PROPERTY_PERSISTING: CUaccessProperty_enum = CUaccessPropert
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUaccessProperty_enum(pub ::core::ffi::c_int);
+pub struct CUaccessProperty_enum(pub ::core::ffi::c_uint);
 pub use self::CUaccessProperty_enum as CUaccessProperty;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq)]
@@ -2363,7 +2363,7 @@ pub const CU_GRAPH_COND_TYPE_SWITCH: CUgraphConditionalNodeType_enum = CUgraphCo
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphConditionalNodeType_enum(pub ::core::ffi::c_int);
+pub struct CUgraphConditionalNodeType_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphConditionalNodeType_enum as CUgraphConditionalNodeType;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -2433,7 +2433,7 @@ pub const CU_GRAPH_NODE_TYPE_CONDITIONAL: CUgraphNodeType_enum = CUgraphNodeType
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphNodeType_enum(pub ::core::ffi::c_int);
+pub struct CUgraphNodeType_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphNodeType_enum as CUgraphNodeType;
 pub const CU_GRAPH_DEPENDENCY_TYPE_DEFAULT: CUgraphDependencyType_enum = CUgraphDependencyType_enum(
     0,
@@ -2443,7 +2443,7 @@ pub const CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC: CUgraphDependencyType_enum = CU
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphDependencyType_enum(pub ::core::ffi::c_int);
+pub struct CUgraphDependencyType_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphDependencyType_enum as CUgraphDependencyType;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -2495,7 +2495,7 @@ pub const CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED: CUgraphInstantiateRe
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphInstantiateResult_enum(pub ::core::ffi::c_int);
+pub struct CUgraphInstantiateResult_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphInstantiateResult_enum as CUgraphInstantiateResult;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -2550,7 +2550,7 @@ pub const CU_SYNC_POLICY_BLOCKING_SYNC: CUsynchronizationPolicy_enum = CUsynchro
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUsynchronizationPolicy_enum(pub ::core::ffi::c_int);
+pub struct CUsynchronizationPolicy_enum(pub ::core::ffi::c_uint);
 pub use self::CUsynchronizationPolicy_enum as CUsynchronizationPolicy;
 pub const CU_CLUSTER_SCHEDULING_POLICY_DEFAULT: CUclusterSchedulingPolicy_enum = CUclusterSchedulingPolicy_enum(
     0,
@@ -2563,7 +2563,7 @@ pub const CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING: CUclusterSchedulingPolicy
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUclusterSchedulingPolicy_enum(pub ::core::ffi::c_int);
+pub struct CUclusterSchedulingPolicy_enum(pub ::core::ffi::c_uint);
 pub use self::CUclusterSchedulingPolicy_enum as CUclusterSchedulingPolicy;
 pub const CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT: CUlaunchMemSyncDomain_enum = CUlaunchMemSyncDomain_enum(
     0,
@@ -2573,7 +2573,7 @@ pub const CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE: CUlaunchMemSyncDomain_enum = CUlaunc
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUlaunchMemSyncDomain_enum(pub ::core::ffi::c_int);
+pub struct CUlaunchMemSyncDomain_enum(pub ::core::ffi::c_uint);
 pub use self::CUlaunchMemSyncDomain_enum as CUlaunchMemSyncDomain;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -2647,7 +2647,7 @@ pub const CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING: CUlaunchAttributeI
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUlaunchAttributeID_enum(pub ::core::ffi::c_int);
+pub struct CUlaunchAttributeID_enum(pub ::core::ffi::c_uint);
 pub use self::CUlaunchAttributeID_enum as CUlaunchAttributeID;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -3008,7 +3008,7 @@ pub const CU_STREAM_CAPTURE_STATUS_INVALIDATED: CUstreamCaptureStatus_enum = CUs
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUstreamCaptureStatus_enum(pub ::core::ffi::c_int);
+pub struct CUstreamCaptureStatus_enum(pub ::core::ffi::c_uint);
 pub use self::CUstreamCaptureStatus_enum as CUstreamCaptureStatus;
 pub const CU_STREAM_CAPTURE_MODE_GLOBAL: CUstreamCaptureMode_enum = CUstreamCaptureMode_enum(
     0,
@@ -3021,7 +3021,7 @@ pub const CU_STREAM_CAPTURE_MODE_RELAXED: CUstreamCaptureMode_enum = CUstreamCap
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUstreamCaptureMode_enum(pub ::core::ffi::c_int);
+pub struct CUstreamCaptureMode_enum(pub ::core::ffi::c_uint);
 pub use self::CUstreamCaptureMode_enum as CUstreamCaptureMode;
 pub use self::CUlaunchAttributeID as CUstreamAttrID;
 pub type CUstreamAttrValue_v1 = CUlaunchAttributeValue;
@@ -3037,7 +3037,7 @@ pub const CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: CUdriverProcAddress_fla
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUdriverProcAddress_flags_enum(pub ::core::ffi::c_int);
+pub struct CUdriverProcAddress_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUdriverProcAddress_flags_enum as CUdriverProcAddress_flags;
 pub const CU_GET_PROC_ADDRESS_SUCCESS: CUdriverProcAddressQueryResult_enum = CUdriverProcAddressQueryResult_enum(
     0,
@@ -3050,7 +3050,7 @@ pub const CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT: CUdriverProcAddressQueryRe
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUdriverProcAddressQueryResult_enum(pub ::core::ffi::c_int);
+pub struct CUdriverProcAddressQueryResult_enum(pub ::core::ffi::c_uint);
 pub use self::CUdriverProcAddressQueryResult_enum as CUdriverProcAddressQueryResult;
 pub const CU_EXEC_AFFINITY_TYPE_SM_COUNT: CUexecAffinityType_enum = CUexecAffinityType_enum(
     0,
@@ -3060,7 +3060,7 @@ pub const CU_EXEC_AFFINITY_TYPE_MAX: CUexecAffinityType_enum = CUexecAffinityTyp
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUexecAffinityType_enum(pub ::core::ffi::c_int);
+pub struct CUexecAffinityType_enum(pub ::core::ffi::c_uint);
 pub use self::CUexecAffinityType_enum as CUexecAffinityType;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -3143,7 +3143,7 @@ pub const CIG_DATA_TYPE_D3D12_COMMAND_QUEUE: CUcigDataType_enum = CUcigDataType_
 pub const CIG_DATA_TYPE_NV_BLOB: CUcigDataType_enum = CUcigDataType_enum(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUcigDataType_enum(pub ::core::ffi::c_int);
+pub struct CUcigDataType_enum(pub ::core::ffi::c_uint);
 pub use self::CUcigDataType_enum as CUcigDataType;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -3216,7 +3216,7 @@ pub const CU_LIBRARY_BINARY_IS_PRESERVED: CUlibraryOption_enum = CUlibraryOption
 pub const CU_LIBRARY_NUM_OPTIONS: CUlibraryOption_enum = CUlibraryOption_enum(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUlibraryOption_enum(pub ::core::ffi::c_int);
+pub struct CUlibraryOption_enum(pub ::core::ffi::c_uint);
 pub use self::CUlibraryOption_enum as CUlibraryOption;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -3375,7 +3375,7 @@ pub const CUDA_ERROR_KEY_ROTATION: cudaError_enum = cudaError_enum(916);
 pub const CUDA_ERROR_UNKNOWN: cudaError_enum = cudaError_enum(999);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaError_enum(pub ::core::ffi::c_int);
+pub struct cudaError_enum(pub ::core::ffi::c_uint);
 pub use self::cudaError_enum as CUresult;
 pub const CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK: CUdevice_P2PAttribute_enum = CUdevice_P2PAttribute_enum(
     1,
@@ -3397,7 +3397,7 @@ pub const CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED: CUdevice
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUdevice_P2PAttribute_enum(pub ::core::ffi::c_int);
+pub struct CUdevice_P2PAttribute_enum(pub ::core::ffi::c_uint);
 pub use self::CUdevice_P2PAttribute_enum as CUdevice_P2PAttribute;
 pub const CU_ATOMIC_OPERATION_INTEGER_ADD: CUatomicOperation_enum = CUatomicOperation_enum(
     0,
@@ -3433,7 +3433,7 @@ pub const CU_ATOMIC_OPERATION_FLOAT_MAX: CUatomicOperation_enum = CUatomicOperat
 pub const CU_ATOMIC_OPERATION_MAX: CUatomicOperation_enum = CUatomicOperation_enum(13);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUatomicOperation_enum(pub ::core::ffi::c_int);
+pub struct CUatomicOperation_enum(pub ::core::ffi::c_uint);
 pub use self::CUatomicOperation_enum as CUatomicOperation;
 pub const CU_ATOMIC_CAPABILITY_SIGNED: CUatomicOperationCapability_enum = CUatomicOperationCapability_enum(
     1,
@@ -3458,7 +3458,7 @@ pub const CU_ATOMIC_CAPABILITY_VECTOR_32x4: CUatomicOperationCapability_enum = C
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUatomicOperationCapability_enum(pub ::core::ffi::c_int);
+pub struct CUatomicOperationCapability_enum(pub ::core::ffi::c_uint);
 pub use self::CUatomicOperationCapability_enum as CUatomicOperationCapability;
 pub type CUstreamCallback = ::core::option::Option<
     unsafe extern "C" fn(
@@ -4451,7 +4451,7 @@ pub const CU_RES_VIEW_FORMAT_UNSIGNED_BC7: CUresourceViewFormat_enum = CUresourc
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUresourceViewFormat_enum(pub ::core::ffi::c_int);
+pub struct CUresourceViewFormat_enum(pub ::core::ffi::c_uint);
 pub use self::CUresourceViewFormat_enum as CUresourceViewFormat;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -4589,7 +4589,7 @@ pub const CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B: CUtensorMapDataType_enum = CUte
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUtensorMapDataType_enum(pub ::core::ffi::c_int);
+pub struct CUtensorMapDataType_enum(pub ::core::ffi::c_uint);
 pub use self::CUtensorMapDataType_enum as CUtensorMapDataType;
 pub const CU_TENSOR_MAP_INTERLEAVE_NONE: CUtensorMapInterleave_enum = CUtensorMapInterleave_enum(
     0,
@@ -4602,7 +4602,7 @@ pub const CU_TENSOR_MAP_INTERLEAVE_32B: CUtensorMapInterleave_enum = CUtensorMap
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUtensorMapInterleave_enum(pub ::core::ffi::c_int);
+pub struct CUtensorMapInterleave_enum(pub ::core::ffi::c_uint);
 pub use self::CUtensorMapInterleave_enum as CUtensorMapInterleave;
 pub const CU_TENSOR_MAP_SWIZZLE_NONE: CUtensorMapSwizzle_enum = CUtensorMapSwizzle_enum(
     0,
@@ -4627,7 +4627,7 @@ pub const CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B: CUtensorMapSwizzle_enum = CUtenso
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUtensorMapSwizzle_enum(pub ::core::ffi::c_int);
+pub struct CUtensorMapSwizzle_enum(pub ::core::ffi::c_uint);
 pub use self::CUtensorMapSwizzle_enum as CUtensorMapSwizzle;
 pub const CU_TENSOR_MAP_L2_PROMOTION_NONE: CUtensorMapL2promotion_enum = CUtensorMapL2promotion_enum(
     0,
@@ -4643,7 +4643,7 @@ pub const CU_TENSOR_MAP_L2_PROMOTION_L2_256B: CUtensorMapL2promotion_enum = CUte
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUtensorMapL2promotion_enum(pub ::core::ffi::c_int);
+pub struct CUtensorMapL2promotion_enum(pub ::core::ffi::c_uint);
 pub use self::CUtensorMapL2promotion_enum as CUtensorMapL2promotion;
 pub const CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: CUtensorMapFloatOOBfill_enum = CUtensorMapFloatOOBfill_enum(
     0,
@@ -4653,7 +4653,7 @@ pub const CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA: CUtensorMapFloatOOB
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUtensorMapFloatOOBfill_enum(pub ::core::ffi::c_int);
+pub struct CUtensorMapFloatOOBfill_enum(pub ::core::ffi::c_uint);
 pub use self::CUtensorMapFloatOOBfill_enum as CUtensorMapFloatOOBfill;
 pub const CU_TENSOR_MAP_IM2COL_WIDE_MODE_W: CUtensorMapIm2ColWideMode_enum = CUtensorMapIm2ColWideMode_enum(
     0,
@@ -4663,7 +4663,7 @@ pub const CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128: CUtensorMapIm2ColWideMode_enum = 
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUtensorMapIm2ColWideMode_enum(pub ::core::ffi::c_int);
+pub struct CUtensorMapIm2ColWideMode_enum(pub ::core::ffi::c_uint);
 pub use self::CUtensorMapIm2ColWideMode_enum as CUtensorMapIm2ColWideMode;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -4700,7 +4700,7 @@ pub const CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE: CUDA_POINTER_ATTRIBUTE_ACC
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum(pub ::core::ffi::c_int);
+pub struct CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum(pub ::core::ffi::c_uint);
 pub use self::CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum as CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -4795,7 +4795,7 @@ pub const CU_EXTERNAL_MEMORY_HANDLE_TYPE_DMABUF_FD: CUexternalMemoryHandleType_e
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUexternalMemoryHandleType_enum(pub ::core::ffi::c_int);
+pub struct CUexternalMemoryHandleType_enum(pub ::core::ffi::c_uint);
 pub use self::CUexternalMemoryHandleType_enum as CUexternalMemoryHandleType;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -5026,7 +5026,7 @@ pub const CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32: CUexternal
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUexternalSemaphoreHandleType_enum(pub ::core::ffi::c_int);
+pub struct CUexternalSemaphoreHandleType_enum(pub ::core::ffi::c_uint);
 pub use self::CUexternalSemaphoreHandleType_enum as CUexternalSemaphoreHandleType;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -5664,7 +5664,7 @@ pub const CU_MEM_HANDLE_TYPE_MAX: CUmemAllocationHandleType_enum = CUmemAllocati
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemAllocationHandleType_enum(pub ::core::ffi::c_int);
+pub struct CUmemAllocationHandleType_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemAllocationHandleType_enum as CUmemAllocationHandleType;
 pub const CU_MEM_ACCESS_FLAGS_PROT_NONE: CUmemAccess_flags_enum = CUmemAccess_flags_enum(
     0,
@@ -5680,7 +5680,7 @@ pub const CU_MEM_ACCESS_FLAGS_PROT_MAX: CUmemAccess_flags_enum = CUmemAccess_fla
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemAccess_flags_enum(pub ::core::ffi::c_int);
+pub struct CUmemAccess_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemAccess_flags_enum as CUmemAccess_flags;
 pub const CU_MEM_LOCATION_TYPE_INVALID: CUmemLocationType_enum = CUmemLocationType_enum(
     0,
@@ -5701,7 +5701,7 @@ pub const CU_MEM_LOCATION_TYPE_MAX: CUmemLocationType_enum = CUmemLocationType_e
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemLocationType_enum(pub ::core::ffi::c_int);
+pub struct CUmemLocationType_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemLocationType_enum as CUmemLocationType;
 pub const CU_MEM_ALLOCATION_TYPE_INVALID: CUmemAllocationType_enum = CUmemAllocationType_enum(
     0,
@@ -5717,7 +5717,7 @@ pub const CU_MEM_ALLOCATION_TYPE_MAX: CUmemAllocationType_enum = CUmemAllocation
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemAllocationType_enum(pub ::core::ffi::c_int);
+pub struct CUmemAllocationType_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemAllocationType_enum as CUmemAllocationType;
 pub const CU_MEM_ALLOC_GRANULARITY_MINIMUM: CUmemAllocationGranularity_flags_enum = CUmemAllocationGranularity_flags_enum(
     0,
@@ -5727,7 +5727,7 @@ pub const CU_MEM_ALLOC_GRANULARITY_RECOMMENDED: CUmemAllocationGranularity_flags
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemAllocationGranularity_flags_enum(pub ::core::ffi::c_int);
+pub struct CUmemAllocationGranularity_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemAllocationGranularity_flags_enum as CUmemAllocationGranularity_flags;
 pub const CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: CUmemRangeHandleType_enum = CUmemRangeHandleType_enum(
     1,
@@ -5737,14 +5737,14 @@ pub const CU_MEM_RANGE_HANDLE_TYPE_MAX: CUmemRangeHandleType_enum = CUmemRangeHa
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemRangeHandleType_enum(pub ::core::ffi::c_int);
+pub struct CUmemRangeHandleType_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemRangeHandleType_enum as CUmemRangeHandleType;
 pub const CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE: CUmemRangeFlags_enum = CUmemRangeFlags_enum(
     1,
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemRangeFlags_enum(pub ::core::ffi::c_int);
+pub struct CUmemRangeFlags_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemRangeFlags_enum as CUmemRangeFlags;
 pub const CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL: CUarraySparseSubresourceType_enum = CUarraySparseSubresourceType_enum(
     0,
@@ -5754,7 +5754,7 @@ pub const CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL: CUarraySparseSubresourceType
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUarraySparseSubresourceType_enum(pub ::core::ffi::c_int);
+pub struct CUarraySparseSubresourceType_enum(pub ::core::ffi::c_uint);
 pub use self::CUarraySparseSubresourceType_enum as CUarraySparseSubresourceType;
 pub const CU_MEM_OPERATION_TYPE_MAP: CUmemOperationType_enum = CUmemOperationType_enum(
     1,
@@ -5764,12 +5764,12 @@ pub const CU_MEM_OPERATION_TYPE_UNMAP: CUmemOperationType_enum = CUmemOperationT
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemOperationType_enum(pub ::core::ffi::c_int);
+pub struct CUmemOperationType_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemOperationType_enum as CUmemOperationType;
 pub const CU_MEM_HANDLE_TYPE_GENERIC: CUmemHandleType_enum = CUmemHandleType_enum(0);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemHandleType_enum(pub ::core::ffi::c_int);
+pub struct CUmemHandleType_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemHandleType_enum as CUmemHandleType;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -6043,7 +6043,7 @@ pub const CU_MEM_ALLOCATION_COMP_GENERIC: CUmemAllocationCompType_enum = CUmemAl
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemAllocationCompType_enum(pub ::core::ffi::c_int);
+pub struct CUmemAllocationCompType_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemAllocationCompType_enum as CUmemAllocationCompType;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -6128,7 +6128,7 @@ pub const CU_MULTICAST_GRANULARITY_RECOMMENDED: CUmulticastGranularity_flags_enu
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmulticastGranularity_flags_enum(pub ::core::ffi::c_int);
+pub struct CUmulticastGranularity_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUmulticastGranularity_flags_enum as CUmulticastGranularity_flags;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -6222,7 +6222,7 @@ pub const CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED: CUgraphExecUpdateResult
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphExecUpdateResult_enum(pub ::core::ffi::c_int);
+pub struct CUgraphExecUpdateResult_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphExecUpdateResult_enum as CUgraphExecUpdateResult;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -6286,7 +6286,7 @@ pub const CU_MEMPOOL_ATTR_USED_MEM_HIGH: CUmemPool_attribute_enum = CUmemPool_at
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemPool_attribute_enum(pub ::core::ffi::c_int);
+pub struct CUmemPool_attribute_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemPool_attribute_enum as CUmemPool_attribute;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -6372,7 +6372,7 @@ pub const CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE: CUmemcpyFlags_enum = CUmem
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemcpyFlags_enum(pub ::core::ffi::c_int);
+pub struct CUmemcpyFlags_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemcpyFlags_enum as CUmemcpyFlags;
 pub const CU_MEMCPY_SRC_ACCESS_ORDER_INVALID: CUmemcpySrcAccessOrder_enum = CUmemcpySrcAccessOrder_enum(
     0,
@@ -6391,7 +6391,7 @@ pub const CU_MEMCPY_SRC_ACCESS_ORDER_MAX: CUmemcpySrcAccessOrder_enum = CUmemcpy
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemcpySrcAccessOrder_enum(pub ::core::ffi::c_int);
+pub struct CUmemcpySrcAccessOrder_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemcpySrcAccessOrder_enum as CUmemcpySrcAccessOrder;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -6444,7 +6444,7 @@ pub const CU_MEMCPY_OPERAND_TYPE_MAX: CUmemcpy3DOperandType_enum = CUmemcpy3DOpe
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemcpy3DOperandType_enum(pub ::core::ffi::c_int);
+pub struct CUmemcpy3DOperandType_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemcpy3DOperandType_enum as CUmemcpy3DOperandType;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -6799,7 +6799,7 @@ pub const CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: CUgraphMem_attribute_enum = CUgra
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphMem_attribute_enum(pub ::core::ffi::c_int);
+pub struct CUgraphMem_attribute_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphMem_attribute_enum as CUgraphMem_attribute;
 pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE: CUgraphChildGraphNodeOwnership_enum = CUgraphChildGraphNodeOwnership_enum(
     0,
@@ -6809,7 +6809,7 @@ pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: CUgraphChildGraphNodeOwnership_en
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphChildGraphNodeOwnership_enum(pub ::core::ffi::c_int);
+pub struct CUgraphChildGraphNodeOwnership_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphChildGraphNodeOwnership_enum as CUgraphChildGraphNodeOwnership;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -7019,7 +7019,7 @@ pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS: CUflushGPUDirectRDMAWri
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUflushGPUDirectRDMAWritesOptions_enum(pub ::core::ffi::c_int);
+pub struct CUflushGPUDirectRDMAWritesOptions_enum(pub ::core::ffi::c_uint);
 pub use self::CUflushGPUDirectRDMAWritesOptions_enum as CUflushGPUDirectRDMAWritesOptions;
 pub const CU_GPU_DIRECT_RDMA_WRITES_ORDERING_NONE: CUGPUDirectRDMAWritesOrdering_enum = CUGPUDirectRDMAWritesOrdering_enum(
     0,
@@ -7032,7 +7032,7 @@ pub const CU_GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES: CUGPUDirectRDMAWritesO
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUGPUDirectRDMAWritesOrdering_enum(pub ::core::ffi::c_int);
+pub struct CUGPUDirectRDMAWritesOrdering_enum(pub ::core::ffi::c_uint);
 pub use self::CUGPUDirectRDMAWritesOrdering_enum as CUGPUDirectRDMAWritesOrdering;
 pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER: CUflushGPUDirectRDMAWritesScope_enum = CUflushGPUDirectRDMAWritesScope_enum(
     100,
@@ -7042,14 +7042,14 @@ pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES: CUflushGPUDirectRDMAWr
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUflushGPUDirectRDMAWritesScope_enum(pub ::core::ffi::c_int);
+pub struct CUflushGPUDirectRDMAWritesScope_enum(pub ::core::ffi::c_uint);
 pub use self::CUflushGPUDirectRDMAWritesScope_enum as CUflushGPUDirectRDMAWritesScope;
 pub const CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX: CUflushGPUDirectRDMAWritesTarget_enum = CUflushGPUDirectRDMAWritesTarget_enum(
     0,
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUflushGPUDirectRDMAWritesTarget_enum(pub ::core::ffi::c_int);
+pub struct CUflushGPUDirectRDMAWritesTarget_enum(pub ::core::ffi::c_uint);
 pub use self::CUflushGPUDirectRDMAWritesTarget_enum as CUflushGPUDirectRDMAWritesTarget;
 pub const CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE: CUgraphDebugDot_flags_enum = CUgraphDebugDot_flags_enum(
     1,
@@ -7101,21 +7101,21 @@ pub const CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS: CUgraphDebugDot_flag
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphDebugDot_flags_enum(pub ::core::ffi::c_int);
+pub struct CUgraphDebugDot_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphDebugDot_flags_enum as CUgraphDebugDot_flags;
 pub const CU_USER_OBJECT_NO_DESTRUCTOR_SYNC: CUuserObject_flags_enum = CUuserObject_flags_enum(
     1,
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUuserObject_flags_enum(pub ::core::ffi::c_int);
+pub struct CUuserObject_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUuserObject_flags_enum as CUuserObject_flags;
 pub const CU_GRAPH_USER_OBJECT_MOVE: CUuserObjectRetain_flags_enum = CUuserObjectRetain_flags_enum(
     1,
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUuserObjectRetain_flags_enum(pub ::core::ffi::c_int);
+pub struct CUuserObjectRetain_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUuserObjectRetain_flags_enum as CUuserObjectRetain_flags;
 pub const CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH: CUgraphInstantiate_flags_enum = CUgraphInstantiate_flags_enum(
     1,
@@ -7131,7 +7131,7 @@ pub const CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY: CUgraphInstantiate_flag
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgraphInstantiate_flags_enum(pub ::core::ffi::c_int);
+pub struct CUgraphInstantiate_flags_enum(pub ::core::ffi::c_uint);
 pub use self::CUgraphInstantiate_flags_enum as CUgraphInstantiate_flags;
 pub const CU_DEVICE_NUMA_CONFIG_NONE: CUdeviceNumaConfig_enum = CUdeviceNumaConfig_enum(
     0,
@@ -7141,7 +7141,7 @@ pub const CU_DEVICE_NUMA_CONFIG_NUMA_NODE: CUdeviceNumaConfig_enum = CUdeviceNum
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUdeviceNumaConfig_enum(pub ::core::ffi::c_int);
+pub struct CUdeviceNumaConfig_enum(pub ::core::ffi::c_uint);
 pub use self::CUdeviceNumaConfig_enum as CUdeviceNumaConfig;
 pub const CU_PROCESS_STATE_RUNNING: CUprocessState_enum = CUprocessState_enum(0);
 pub const CU_PROCESS_STATE_LOCKED: CUprocessState_enum = CUprocessState_enum(1);
@@ -7149,7 +7149,7 @@ pub const CU_PROCESS_STATE_CHECKPOINTED: CUprocessState_enum = CUprocessState_en
 pub const CU_PROCESS_STATE_FAILED: CUprocessState_enum = CUprocessState_enum(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUprocessState_enum(pub ::core::ffi::c_int);
+pub struct CUprocessState_enum(pub ::core::ffi::c_uint);
 pub use self::CUprocessState_enum as CUprocessState;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -7280,7 +7280,7 @@ pub const CU_MODULE_EAGER_LOADING: CUmoduleLoadingMode_enum = CUmoduleLoadingMod
 pub const CU_MODULE_LAZY_LOADING: CUmoduleLoadingMode_enum = CUmoduleLoadingMode_enum(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmoduleLoadingMode_enum(pub ::core::ffi::c_int);
+pub struct CUmoduleLoadingMode_enum(pub ::core::ffi::c_uint);
 pub use self::CUmoduleLoadingMode_enum as CUmoduleLoadingMode;
 pub const CU_MEM_DECOMPRESS_UNSUPPORTED: CUmemDecompressAlgorithm_enum = CUmemDecompressAlgorithm_enum(
     0,
@@ -7296,7 +7296,7 @@ pub const CU_MEM_DECOMPRESS_ALGORITHM_LZ4: CUmemDecompressAlgorithm_enum = CUmem
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUmemDecompressAlgorithm_enum(pub ::core::ffi::c_int);
+pub struct CUmemDecompressAlgorithm_enum(pub ::core::ffi::c_uint);
 pub use self::CUmemDecompressAlgorithm_enum as CUmemDecompressAlgorithm;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -7360,7 +7360,7 @@ pub const CU_FUNCTION_LOADING_STATE_MAX: CUfunctionLoadingState_enum = CUfunctio
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUfunctionLoadingState_enum(pub ::core::ffi::c_int);
+pub struct CUfunctionLoadingState_enum(pub ::core::ffi::c_uint);
 pub use self::CUfunctionLoadingState_enum as CUfunctionLoadingState;
 pub const CU_COREDUMP_ENABLE_ON_EXCEPTION: CUcoredumpSettings_enum = CUcoredumpSettings_enum(
     1,
@@ -7378,7 +7378,7 @@ pub const CU_COREDUMP_GENERATION_FLAGS: CUcoredumpSettings_enum = CUcoredumpSett
 pub const CU_COREDUMP_MAX: CUcoredumpSettings_enum = CUcoredumpSettings_enum(8);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUcoredumpSettings_enum(pub ::core::ffi::c_int);
+pub struct CUcoredumpSettings_enum(pub ::core::ffi::c_uint);
 pub use self::CUcoredumpSettings_enum as CUcoredumpSettings;
 pub const CU_COREDUMP_DEFAULT_FLAGS: CUCoredumpGenerationFlags = CUCoredumpGenerationFlags(
     0,
@@ -7406,7 +7406,7 @@ pub const CU_COREDUMP_LIGHTWEIGHT_FLAGS: CUCoredumpGenerationFlags = CUCoredumpG
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUCoredumpGenerationFlags(pub ::core::ffi::c_int);
+pub struct CUCoredumpGenerationFlags(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct CUdevResourceDesc_st {
@@ -7418,7 +7418,7 @@ pub const CU_GREEN_CTX_DEFAULT_STREAM: CUgreenCtxCreate_flags = CUgreenCtxCreate
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUgreenCtxCreate_flags(pub ::core::ffi::c_int);
+pub struct CUgreenCtxCreate_flags(pub ::core::ffi::c_uint);
 pub const CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING: CUdevSmResourceSplit_flags = CUdevSmResourceSplit_flags(
     1,
 );
@@ -7427,12 +7427,12 @@ pub const CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE: CUdevSmResourceSp
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUdevSmResourceSplit_flags(pub ::core::ffi::c_int);
+pub struct CUdevSmResourceSplit_flags(pub ::core::ffi::c_uint);
 pub const CU_DEV_RESOURCE_TYPE_INVALID: CUdevResourceType = CUdevResourceType(0);
 pub const CU_DEV_RESOURCE_TYPE_SM: CUdevResourceType = CUdevResourceType(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUdevResourceType(pub ::core::ffi::c_int);
+pub struct CUdevResourceType(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdevSmResource_st {
@@ -7524,7 +7524,7 @@ pub const CU_LOG_LEVEL_ERROR: CUlogLevel_enum = CUlogLevel_enum(0);
 pub const CU_LOG_LEVEL_WARNING: CUlogLevel_enum = CUlogLevel_enum(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUlogLevel_enum(pub ::core::ffi::c_int);
+pub struct CUlogLevel_enum(pub ::core::ffi::c_uint);
 pub use self::CUlogLevel_enum as CUlogLevel;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]

@@ -1158,7 +1158,7 @@ pub const cudaErrorUnknown: cudaError = cudaError(999);
 pub const cudaErrorApiFailureBase: cudaError = cudaError(10000);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaError(pub ::core::ffi::c_int);
+pub struct cudaError(pub ::core::ffi::c_uint);
 pub const cudaChannelFormatKindSigned: cudaChannelFormatKind = cudaChannelFormatKind(0);
 pub const cudaChannelFormatKindUnsigned: cudaChannelFormatKind = cudaChannelFormatKind(
     1,
@@ -1249,7 +1249,7 @@ pub const cudaChannelFormatKindUnsignedNormalized1010102: cudaChannelFormatKind 
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaChannelFormatKind(pub ::core::ffi::c_int);
+pub struct cudaChannelFormatKind(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaChannelFormatDesc {
@@ -1395,7 +1395,7 @@ pub const cudaMemoryTypeDevice: cudaMemoryType = cudaMemoryType(2);
 pub const cudaMemoryTypeManaged: cudaMemoryType = cudaMemoryType(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemoryType(pub ::core::ffi::c_int);
+pub struct cudaMemoryType(pub ::core::ffi::c_uint);
 pub const cudaMemcpyHostToHost: cudaMemcpyKind = cudaMemcpyKind(0);
 pub const cudaMemcpyHostToDevice: cudaMemcpyKind = cudaMemcpyKind(1);
 pub const cudaMemcpyDeviceToHost: cudaMemcpyKind = cudaMemcpyKind(2);
@@ -1403,7 +1403,7 @@ pub const cudaMemcpyDeviceToDevice: cudaMemcpyKind = cudaMemcpyKind(3);
 pub const cudaMemcpyDefault: cudaMemcpyKind = cudaMemcpyKind(4);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemcpyKind(pub ::core::ffi::c_int);
+pub struct cudaMemcpyKind(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaPitchedPtr {
@@ -1715,7 +1715,7 @@ pub const cudaAccessPropertyStreaming: cudaAccessProperty = cudaAccessProperty(1
 pub const cudaAccessPropertyPersisting: cudaAccessProperty = cudaAccessProperty(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaAccessProperty(pub ::core::ffi::c_int);
+pub struct cudaAccessProperty(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq)]
 pub struct cudaAccessPolicyWindow {
@@ -1832,7 +1832,7 @@ pub const cudaStreamCaptureStatusInvalidated: cudaStreamCaptureStatus = cudaStre
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaStreamCaptureStatus(pub ::core::ffi::c_int);
+pub struct cudaStreamCaptureStatus(pub ::core::ffi::c_uint);
 pub const cudaStreamCaptureModeGlobal: cudaStreamCaptureMode = cudaStreamCaptureMode(0);
 pub const cudaStreamCaptureModeThreadLocal: cudaStreamCaptureMode = cudaStreamCaptureMode(
     1,
@@ -1840,7 +1840,7 @@ pub const cudaStreamCaptureModeThreadLocal: cudaStreamCaptureMode = cudaStreamCa
 pub const cudaStreamCaptureModeRelaxed: cudaStreamCaptureMode = cudaStreamCaptureMode(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaStreamCaptureMode(pub ::core::ffi::c_int);
+pub struct cudaStreamCaptureMode(pub ::core::ffi::c_uint);
 pub const cudaSyncPolicyAuto: cudaSynchronizationPolicy = cudaSynchronizationPolicy(1);
 pub const cudaSyncPolicySpin: cudaSynchronizationPolicy = cudaSynchronizationPolicy(2);
 pub const cudaSyncPolicyYield: cudaSynchronizationPolicy = cudaSynchronizationPolicy(3);
@@ -1849,7 +1849,7 @@ pub const cudaSyncPolicyBlockingSync: cudaSynchronizationPolicy = cudaSynchroniz
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaSynchronizationPolicy(pub ::core::ffi::c_int);
+pub struct cudaSynchronizationPolicy(pub ::core::ffi::c_uint);
 pub const cudaClusterSchedulingPolicyDefault: cudaClusterSchedulingPolicy = cudaClusterSchedulingPolicy(
     0,
 );
@@ -1861,7 +1861,7 @@ pub const cudaClusterSchedulingPolicyLoadBalancing: cudaClusterSchedulingPolicy 
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaClusterSchedulingPolicy(pub ::core::ffi::c_int);
+pub struct cudaClusterSchedulingPolicy(pub ::core::ffi::c_uint);
 pub const cudaStreamAddCaptureDependencies: cudaStreamUpdateCaptureDependenciesFlags = cudaStreamUpdateCaptureDependenciesFlags(
     0,
 );
@@ -1870,17 +1870,17 @@ pub const cudaStreamSetCaptureDependencies: cudaStreamUpdateCaptureDependenciesF
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaStreamUpdateCaptureDependenciesFlags(pub ::core::ffi::c_int);
+pub struct cudaStreamUpdateCaptureDependenciesFlags(pub ::core::ffi::c_uint);
 pub const cudaUserObjectNoDestructorSync: cudaUserObjectFlags = cudaUserObjectFlags(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaUserObjectFlags(pub ::core::ffi::c_int);
+pub struct cudaUserObjectFlags(pub ::core::ffi::c_uint);
 pub const cudaGraphUserObjectMove: cudaUserObjectRetainFlags = cudaUserObjectRetainFlags(
     1,
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaUserObjectRetainFlags(pub ::core::ffi::c_int);
+pub struct cudaUserObjectRetainFlags(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct cudaGraphicsResource {
@@ -1903,7 +1903,7 @@ pub const cudaGraphicsRegisterFlagsTextureGather: cudaGraphicsRegisterFlags = cu
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphicsRegisterFlags(pub ::core::ffi::c_int);
+pub struct cudaGraphicsRegisterFlags(pub ::core::ffi::c_uint);
 pub const cudaGraphicsMapFlagsNone: cudaGraphicsMapFlags = cudaGraphicsMapFlags(0);
 pub const cudaGraphicsMapFlagsReadOnly: cudaGraphicsMapFlags = cudaGraphicsMapFlags(1);
 pub const cudaGraphicsMapFlagsWriteDiscard: cudaGraphicsMapFlags = cudaGraphicsMapFlags(
@@ -1911,7 +1911,7 @@ pub const cudaGraphicsMapFlagsWriteDiscard: cudaGraphicsMapFlags = cudaGraphicsM
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphicsMapFlags(pub ::core::ffi::c_int);
+pub struct cudaGraphicsMapFlags(pub ::core::ffi::c_uint);
 pub const cudaGraphicsCubeFacePositiveX: cudaGraphicsCubeFace = cudaGraphicsCubeFace(0);
 pub const cudaGraphicsCubeFaceNegativeX: cudaGraphicsCubeFace = cudaGraphicsCubeFace(1);
 pub const cudaGraphicsCubeFacePositiveY: cudaGraphicsCubeFace = cudaGraphicsCubeFace(2);
@@ -1920,14 +1920,14 @@ pub const cudaGraphicsCubeFacePositiveZ: cudaGraphicsCubeFace = cudaGraphicsCube
 pub const cudaGraphicsCubeFaceNegativeZ: cudaGraphicsCubeFace = cudaGraphicsCubeFace(5);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphicsCubeFace(pub ::core::ffi::c_int);
+pub struct cudaGraphicsCubeFace(pub ::core::ffi::c_uint);
 pub const cudaResourceTypeArray: cudaResourceType = cudaResourceType(0);
 pub const cudaResourceTypeMipmappedArray: cudaResourceType = cudaResourceType(1);
 pub const cudaResourceTypeLinear: cudaResourceType = cudaResourceType(2);
 pub const cudaResourceTypePitch2D: cudaResourceType = cudaResourceType(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaResourceType(pub ::core::ffi::c_int);
+pub struct cudaResourceType(pub ::core::ffi::c_uint);
 pub const cudaResViewFormatNone: cudaResourceViewFormat = cudaResourceViewFormat(0);
 pub const cudaResViewFormatUnsignedChar1: cudaResourceViewFormat = cudaResourceViewFormat(
     1,
@@ -2021,7 +2021,7 @@ pub const cudaResViewFormatUnsignedBlockCompressed7: cudaResourceViewFormat = cu
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaResourceViewFormat(pub ::core::ffi::c_int);
+pub struct cudaResourceViewFormat(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct cudaResourceDesc {
@@ -2462,20 +2462,20 @@ pub const cudaFuncAttributeClusterSchedulingPolicyPreference: cudaFuncAttribute 
 pub const cudaFuncAttributeMax: cudaFuncAttribute = cudaFuncAttribute(16);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaFuncAttribute(pub ::core::ffi::c_int);
+pub struct cudaFuncAttribute(pub ::core::ffi::c_uint);
 pub const cudaFuncCachePreferNone: cudaFuncCache = cudaFuncCache(0);
 pub const cudaFuncCachePreferShared: cudaFuncCache = cudaFuncCache(1);
 pub const cudaFuncCachePreferL1: cudaFuncCache = cudaFuncCache(2);
 pub const cudaFuncCachePreferEqual: cudaFuncCache = cudaFuncCache(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaFuncCache(pub ::core::ffi::c_int);
+pub struct cudaFuncCache(pub ::core::ffi::c_uint);
 pub const cudaSharedMemBankSizeDefault: cudaSharedMemConfig = cudaSharedMemConfig(0);
 pub const cudaSharedMemBankSizeFourByte: cudaSharedMemConfig = cudaSharedMemConfig(1);
 pub const cudaSharedMemBankSizeEightByte: cudaSharedMemConfig = cudaSharedMemConfig(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaSharedMemConfig(pub ::core::ffi::c_int);
+pub struct cudaSharedMemConfig(pub ::core::ffi::c_uint);
 pub const cudaSharedmemCarveoutDefault: cudaSharedCarveout = cudaSharedCarveout(-1);
 pub const cudaSharedmemCarveoutMaxShared: cudaSharedCarveout = cudaSharedCarveout(100);
 pub const cudaSharedmemCarveoutMaxL1: cudaSharedCarveout = cudaSharedCarveout(0);
@@ -2488,7 +2488,7 @@ pub const cudaComputeModeProhibited: cudaComputeMode = cudaComputeMode(2);
 pub const cudaComputeModeExclusiveProcess: cudaComputeMode = cudaComputeMode(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaComputeMode(pub ::core::ffi::c_int);
+pub struct cudaComputeMode(pub ::core::ffi::c_uint);
 pub const cudaLimitStackSize: cudaLimit = cudaLimit(0);
 pub const cudaLimitPrintfFifoSize: cudaLimit = cudaLimit(1);
 pub const cudaLimitMallocHeapSize: cudaLimit = cudaLimit(2);
@@ -2498,7 +2498,7 @@ pub const cudaLimitMaxL2FetchGranularity: cudaLimit = cudaLimit(5);
 pub const cudaLimitPersistingL2CacheSize: cudaLimit = cudaLimit(6);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaLimit(pub ::core::ffi::c_int);
+pub struct cudaLimit(pub ::core::ffi::c_uint);
 pub const cudaMemAdviseSetReadMostly: cudaMemoryAdvise = cudaMemoryAdvise(1);
 pub const cudaMemAdviseUnsetReadMostly: cudaMemoryAdvise = cudaMemoryAdvise(2);
 pub const cudaMemAdviseSetPreferredLocation: cudaMemoryAdvise = cudaMemoryAdvise(3);
@@ -2507,7 +2507,7 @@ pub const cudaMemAdviseSetAccessedBy: cudaMemoryAdvise = cudaMemoryAdvise(5);
 pub const cudaMemAdviseUnsetAccessedBy: cudaMemoryAdvise = cudaMemoryAdvise(6);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemoryAdvise(pub ::core::ffi::c_int);
+pub struct cudaMemoryAdvise(pub ::core::ffi::c_uint);
 pub const cudaMemRangeAttributeReadMostly: cudaMemRangeAttribute = cudaMemRangeAttribute(
     1,
 );
@@ -2534,7 +2534,7 @@ pub const cudaMemRangeAttributeLastPrefetchLocationId: cudaMemRangeAttribute = c
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemRangeAttribute(pub ::core::ffi::c_int);
+pub struct cudaMemRangeAttribute(pub ::core::ffi::c_uint);
 pub const cudaFlushGPUDirectRDMAWritesOptionHost: cudaFlushGPUDirectRDMAWritesOptions = cudaFlushGPUDirectRDMAWritesOptions(
     1,
 );
@@ -2543,7 +2543,7 @@ pub const cudaFlushGPUDirectRDMAWritesOptionMemOps: cudaFlushGPUDirectRDMAWrites
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaFlushGPUDirectRDMAWritesOptions(pub ::core::ffi::c_int);
+pub struct cudaFlushGPUDirectRDMAWritesOptions(pub ::core::ffi::c_uint);
 pub const cudaGPUDirectRDMAWritesOrderingNone: cudaGPUDirectRDMAWritesOrdering = cudaGPUDirectRDMAWritesOrdering(
     0,
 );
@@ -2555,7 +2555,7 @@ pub const cudaGPUDirectRDMAWritesOrderingAllDevices: cudaGPUDirectRDMAWritesOrde
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGPUDirectRDMAWritesOrdering(pub ::core::ffi::c_int);
+pub struct cudaGPUDirectRDMAWritesOrdering(pub ::core::ffi::c_uint);
 pub const cudaFlushGPUDirectRDMAWritesToOwner: cudaFlushGPUDirectRDMAWritesScope = cudaFlushGPUDirectRDMAWritesScope(
     100,
 );
@@ -2564,13 +2564,13 @@ pub const cudaFlushGPUDirectRDMAWritesToAllDevices: cudaFlushGPUDirectRDMAWrites
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaFlushGPUDirectRDMAWritesScope(pub ::core::ffi::c_int);
+pub struct cudaFlushGPUDirectRDMAWritesScope(pub ::core::ffi::c_uint);
 pub const cudaFlushGPUDirectRDMAWritesTargetCurrentDevice: cudaFlushGPUDirectRDMAWritesTarget = cudaFlushGPUDirectRDMAWritesTarget(
     0,
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaFlushGPUDirectRDMAWritesTarget(pub ::core::ffi::c_int);
+pub struct cudaFlushGPUDirectRDMAWritesTarget(pub ::core::ffi::c_uint);
 pub const cudaDevAttrMaxThreadsPerBlock: cudaDeviceAttr = cudaDeviceAttr(1);
 pub const cudaDevAttrMaxBlockDimX: cudaDeviceAttr = cudaDeviceAttr(2);
 pub const cudaDevAttrMaxBlockDimY: cudaDeviceAttr = cudaDeviceAttr(3);
@@ -2731,7 +2731,7 @@ pub const cudaDevAttrOnlyPartialHostNativeAtomicSupported: cudaDeviceAttr = cuda
 pub const cudaDevAttrMax: cudaDeviceAttr = cudaDeviceAttr(148);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaDeviceAttr(pub ::core::ffi::c_int);
+pub struct cudaDeviceAttr(pub ::core::ffi::c_uint);
 pub const cudaMemPoolReuseFollowEventDependencies: cudaMemPoolAttr = cudaMemPoolAttr(1);
 pub const cudaMemPoolReuseAllowOpportunistic: cudaMemPoolAttr = cudaMemPoolAttr(2);
 pub const cudaMemPoolReuseAllowInternalDependencies: cudaMemPoolAttr = cudaMemPoolAttr(
@@ -2744,7 +2744,7 @@ pub const cudaMemPoolAttrUsedMemCurrent: cudaMemPoolAttr = cudaMemPoolAttr(7);
 pub const cudaMemPoolAttrUsedMemHigh: cudaMemPoolAttr = cudaMemPoolAttr(8);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemPoolAttr(pub ::core::ffi::c_int);
+pub struct cudaMemPoolAttr(pub ::core::ffi::c_uint);
 pub const cudaMemLocationTypeInvalid: cudaMemLocationType = cudaMemLocationType(0);
 pub const cudaMemLocationTypeNone: cudaMemLocationType = cudaMemLocationType(0);
 pub const cudaMemLocationTypeDevice: cudaMemLocationType = cudaMemLocationType(1);
@@ -2755,7 +2755,7 @@ pub const cudaMemLocationTypeHostNumaCurrent: cudaMemLocationType = cudaMemLocat
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemLocationType(pub ::core::ffi::c_int);
+pub struct cudaMemLocationType(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemLocation {
@@ -2789,7 +2789,7 @@ pub const cudaMemAccessFlagsProtRead: cudaMemAccessFlags = cudaMemAccessFlags(1)
 pub const cudaMemAccessFlagsProtReadWrite: cudaMemAccessFlags = cudaMemAccessFlags(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemAccessFlags(pub ::core::ffi::c_int);
+pub struct cudaMemAccessFlags(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemAccessDesc {
@@ -2826,7 +2826,7 @@ pub const cudaMemAllocationTypeMax: cudaMemAllocationType = cudaMemAllocationTyp
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemAllocationType(pub ::core::ffi::c_int);
+pub struct cudaMemAllocationType(pub ::core::ffi::c_uint);
 pub const cudaMemHandleTypeNone: cudaMemAllocationHandleType = cudaMemAllocationHandleType(
     0,
 );
@@ -2844,7 +2844,7 @@ pub const cudaMemHandleTypeFabric: cudaMemAllocationHandleType = cudaMemAllocati
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemAllocationHandleType(pub ::core::ffi::c_int);
+pub struct cudaMemAllocationHandleType(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemPoolProps {
@@ -3043,12 +3043,12 @@ pub const cudaGraphMemAttrReservedMemHigh: cudaGraphMemAttributeType = cudaGraph
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphMemAttributeType(pub ::core::ffi::c_int);
+pub struct cudaGraphMemAttributeType(pub ::core::ffi::c_uint);
 pub const cudaMemcpyFlagDefault: cudaMemcpyFlags = cudaMemcpyFlags(0);
 pub const cudaMemcpyFlagPreferOverlapWithCompute: cudaMemcpyFlags = cudaMemcpyFlags(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemcpyFlags(pub ::core::ffi::c_int);
+pub struct cudaMemcpyFlags(pub ::core::ffi::c_uint);
 pub const cudaMemcpySrcAccessOrderInvalid: cudaMemcpySrcAccessOrder = cudaMemcpySrcAccessOrder(
     0,
 );
@@ -3066,7 +3066,7 @@ pub const cudaMemcpySrcAccessOrderMax: cudaMemcpySrcAccessOrder = cudaMemcpySrcA
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemcpySrcAccessOrder(pub ::core::ffi::c_int);
+pub struct cudaMemcpySrcAccessOrder(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpyAttributes {
@@ -3116,7 +3116,7 @@ pub const cudaMemcpyOperandTypeMax: cudaMemcpy3DOperandType = cudaMemcpy3DOperan
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaMemcpy3DOperandType(pub ::core::ffi::c_int);
+pub struct cudaMemcpy3DOperandType(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaOffset3D {
@@ -3330,7 +3330,7 @@ pub const cudaDevP2PAttrOnlyPartialNativeAtomicSupported: cudaDeviceP2PAttr = cu
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaDeviceP2PAttr(pub ::core::ffi::c_int);
+pub struct cudaDeviceP2PAttr(pub ::core::ffi::c_uint);
 pub const cudaAtomicOperationIntegerAdd: cudaAtomicOperation = cudaAtomicOperation(0);
 pub const cudaAtomicOperationIntegerMin: cudaAtomicOperation = cudaAtomicOperation(1);
 pub const cudaAtomicOperationIntegerMax: cudaAtomicOperation = cudaAtomicOperation(2);
@@ -3350,7 +3350,7 @@ pub const cudaAtomicOperationFloatMin: cudaAtomicOperation = cudaAtomicOperation
 pub const cudaAtomicOperationFloatMax: cudaAtomicOperation = cudaAtomicOperation(12);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaAtomicOperation(pub ::core::ffi::c_int);
+pub struct cudaAtomicOperation(pub ::core::ffi::c_uint);
 pub const cudaAtomicCapabilitySigned: cudaAtomicOperationCapability = cudaAtomicOperationCapability(
     1,
 );
@@ -3374,7 +3374,7 @@ pub const cudaAtomicCapabilityVector32x4: cudaAtomicOperationCapability = cudaAt
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaAtomicOperationCapability(pub ::core::ffi::c_int);
+pub struct cudaAtomicOperationCapability(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUuuid_st {
@@ -3894,7 +3894,7 @@ pub const cudaExternalMemoryHandleTypeNvSciBuf: cudaExternalMemoryHandleType = c
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaExternalMemoryHandleType(pub ::core::ffi::c_int);
+pub struct cudaExternalMemoryHandleType(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct cudaExternalMemoryHandleDesc {
@@ -4118,7 +4118,7 @@ pub const cudaExternalSemaphoreHandleTypeTimelineSemaphoreWin32: cudaExternalSem
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaExternalSemaphoreHandleType(pub ::core::ffi::c_int);
+pub struct cudaExternalSemaphoreHandleType(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct cudaExternalSemaphoreHandleDesc {
@@ -4638,14 +4638,14 @@ pub const cudaJitMaxThreadsPerBlock: cudaJitOption = cudaJitOption(32);
 pub const cudaJitOverrideDirectiveValues: cudaJitOption = cudaJitOption(33);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaJitOption(pub ::core::ffi::c_int);
+pub struct cudaJitOption(pub ::core::ffi::c_uint);
 pub const cudaLibraryHostUniversalFunctionAndDataTable: cudaLibraryOption = cudaLibraryOption(
     0,
 );
 pub const cudaLibraryBinaryIsPreserved: cudaLibraryOption = cudaLibraryOption(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaLibraryOption(pub ::core::ffi::c_int);
+pub struct cudaLibraryOption(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudalibraryHostUniversalFunctionAndDataTable {
@@ -4696,12 +4696,12 @@ pub const cudaJitCacheOptionCG: cudaJit_CacheMode = cudaJit_CacheMode(1);
 pub const cudaJitCacheOptionCA: cudaJit_CacheMode = cudaJit_CacheMode(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaJit_CacheMode(pub ::core::ffi::c_int);
+pub struct cudaJit_CacheMode(pub ::core::ffi::c_uint);
 pub const cudaPreferPtx: cudaJit_Fallback = cudaJit_Fallback(0);
 pub const cudaPreferBinary: cudaJit_Fallback = cudaJit_Fallback(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaJit_Fallback(pub ::core::ffi::c_int);
+pub struct cudaJit_Fallback(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct CUlib_st {
@@ -4719,7 +4719,7 @@ pub const cudaCGScopeGrid: cudaCGScope = cudaCGScope(1);
 pub const cudaCGScopeReserved: cudaCGScope = cudaCGScope(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaCGScope(pub ::core::ffi::c_int);
+pub struct cudaCGScope(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaKernelNodeParams {
@@ -4965,7 +4965,7 @@ pub const cudaGraphCondAssignDefault: cudaGraphConditionalHandleFlags = cudaGrap
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphConditionalHandleFlags(pub ::core::ffi::c_int);
+pub struct cudaGraphConditionalHandleFlags(pub ::core::ffi::c_uint);
 pub const cudaGraphCondTypeIf: cudaGraphConditionalNodeType = cudaGraphConditionalNodeType(
     0,
 );
@@ -4977,7 +4977,7 @@ pub const cudaGraphCondTypeSwitch: cudaGraphConditionalNodeType = cudaGraphCondi
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphConditionalNodeType(pub ::core::ffi::c_int);
+pub struct cudaGraphConditionalNodeType(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaConditionalNodeParams {
@@ -5032,7 +5032,7 @@ pub const cudaGraphNodeTypeConditional: cudaGraphNodeType = cudaGraphNodeType(13
 pub const cudaGraphNodeTypeCount: cudaGraphNodeType = cudaGraphNodeType(14);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphNodeType(pub ::core::ffi::c_int);
+pub struct cudaGraphNodeType(pub ::core::ffi::c_uint);
 pub const cudaGraphChildGraphOwnershipClone: cudaGraphChildGraphNodeOwnership = cudaGraphChildGraphNodeOwnership(
     0,
 );
@@ -5041,7 +5041,7 @@ pub const cudaGraphChildGraphOwnershipMove: cudaGraphChildGraphNodeOwnership = c
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphChildGraphNodeOwnership(pub ::core::ffi::c_int);
+pub struct cudaGraphChildGraphNodeOwnership(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaChildGraphNodeParams {
@@ -5241,7 +5241,7 @@ pub const cudaGraphDependencyTypeProgrammatic: cudaGraphDependencyType_enum = cu
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphDependencyType_enum(pub ::core::ffi::c_int);
+pub struct cudaGraphDependencyType_enum(pub ::core::ffi::c_uint);
 pub use self::cudaGraphDependencyType_enum as cudaGraphDependencyType;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -5308,7 +5308,7 @@ pub const cudaGraphExecUpdateErrorAttributesChanged: cudaGraphExecUpdateResult =
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphExecUpdateResult(pub ::core::ffi::c_int);
+pub struct cudaGraphExecUpdateResult(pub ::core::ffi::c_uint);
 pub const cudaGraphInstantiateSuccess: cudaGraphInstantiateResult = cudaGraphInstantiateResult(
     0,
 );
@@ -5329,7 +5329,7 @@ pub const cudaGraphInstantiateConditionalHandleUnused: cudaGraphInstantiateResul
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphInstantiateResult(pub ::core::ffi::c_int);
+pub struct cudaGraphInstantiateResult(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaGraphInstantiateParams_st {
@@ -5425,7 +5425,7 @@ pub const cudaGraphKernelNodeFieldEnabled: cudaGraphKernelNodeField = cudaGraphK
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphKernelNodeField(pub ::core::ffi::c_int);
+pub struct cudaGraphKernelNodeField(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct cudaGraphKernelNodeUpdate {
@@ -5549,7 +5549,7 @@ pub const cudaEnablePerThreadDefaultStream: cudaGetDriverEntryPointFlags = cudaG
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGetDriverEntryPointFlags(pub ::core::ffi::c_int);
+pub struct cudaGetDriverEntryPointFlags(pub ::core::ffi::c_uint);
 pub const cudaDriverEntryPointSuccess: cudaDriverEntryPointQueryResult = cudaDriverEntryPointQueryResult(
     0,
 );
@@ -5561,7 +5561,7 @@ pub const cudaDriverEntryPointVersionNotSufficent: cudaDriverEntryPointQueryResu
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaDriverEntryPointQueryResult(pub ::core::ffi::c_int);
+pub struct cudaDriverEntryPointQueryResult(pub ::core::ffi::c_uint);
 pub const cudaGraphDebugDotFlagsVerbose: cudaGraphDebugDotFlags = cudaGraphDebugDotFlags(
     1,
 );
@@ -5597,7 +5597,7 @@ pub const cudaGraphDebugDotFlagsConditionalNodeParams: cudaGraphDebugDotFlags = 
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphDebugDotFlags(pub ::core::ffi::c_int);
+pub struct cudaGraphDebugDotFlags(pub ::core::ffi::c_uint);
 pub const cudaGraphInstantiateFlagAutoFreeOnLaunch: cudaGraphInstantiateFlags = cudaGraphInstantiateFlags(
     1,
 );
@@ -5612,7 +5612,7 @@ pub const cudaGraphInstantiateFlagUseNodePriority: cudaGraphInstantiateFlags = c
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaGraphInstantiateFlags(pub ::core::ffi::c_int);
+pub struct cudaGraphInstantiateFlags(pub ::core::ffi::c_uint);
 pub const cudaLaunchMemSyncDomainDefault: cudaLaunchMemSyncDomain = cudaLaunchMemSyncDomain(
     0,
 );
@@ -5621,7 +5621,7 @@ pub const cudaLaunchMemSyncDomainRemote: cudaLaunchMemSyncDomain = cudaLaunchMem
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaLaunchMemSyncDomain(pub ::core::ffi::c_int);
+pub struct cudaLaunchMemSyncDomain(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchMemSyncDomainMap_st {
@@ -5690,7 +5690,7 @@ pub const cudaLaunchAttributeNvlinkUtilCentricScheduling: cudaLaunchAttributeID 
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaLaunchAttributeID(pub ::core::ffi::c_int);
+pub struct cudaLaunchAttributeID(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union cudaLaunchAttributeValue {
@@ -6016,7 +6016,7 @@ pub const cudaDeviceNumaConfigNone: cudaDeviceNumaConfig = cudaDeviceNumaConfig(
 pub const cudaDeviceNumaConfigNumaNode: cudaDeviceNumaConfig = cudaDeviceNumaConfig(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaDeviceNumaConfig(pub ::core::ffi::c_int);
+pub struct cudaDeviceNumaConfig(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct cudaAsyncCallbackEntry {
@@ -6028,7 +6028,7 @@ pub const cudaAsyncNotificationTypeOverBudget: cudaAsyncNotificationType_enum = 
 );
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaAsyncNotificationType_enum(pub ::core::ffi::c_int);
+pub struct cudaAsyncNotificationType_enum(pub ::core::ffi::c_uint);
 pub use self::cudaAsyncNotificationType_enum as cudaAsyncNotificationType;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -6120,7 +6120,7 @@ pub const cudaLogLevelError: CUDAlogLevel_enum = CUDAlogLevel_enum(0);
 pub const cudaLogLevelWarning: CUDAlogLevel_enum = CUDAlogLevel_enum(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct CUDAlogLevel_enum(pub ::core::ffi::c_int);
+pub struct CUDAlogLevel_enum(pub ::core::ffi::c_uint);
 pub use self::CUDAlogLevel_enum as cudaLogLevel;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -6134,12 +6134,12 @@ pub const cudaBoundaryModeClamp: cudaSurfaceBoundaryMode = cudaSurfaceBoundaryMo
 pub const cudaBoundaryModeTrap: cudaSurfaceBoundaryMode = cudaSurfaceBoundaryMode(2);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaSurfaceBoundaryMode(pub ::core::ffi::c_int);
+pub struct cudaSurfaceBoundaryMode(pub ::core::ffi::c_uint);
 pub const cudaFormatModeForced: cudaSurfaceFormatMode = cudaSurfaceFormatMode(0);
 pub const cudaFormatModeAuto: cudaSurfaceFormatMode = cudaSurfaceFormatMode(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaSurfaceFormatMode(pub ::core::ffi::c_int);
+pub struct cudaSurfaceFormatMode(pub ::core::ffi::c_uint);
 pub type cudaSurfaceObject_t = ::core::ffi::c_ulonglong;
 pub const cudaAddressModeWrap: cudaTextureAddressMode = cudaTextureAddressMode(0);
 pub const cudaAddressModeClamp: cudaTextureAddressMode = cudaTextureAddressMode(1);
@@ -6147,17 +6147,17 @@ pub const cudaAddressModeMirror: cudaTextureAddressMode = cudaTextureAddressMode
 pub const cudaAddressModeBorder: cudaTextureAddressMode = cudaTextureAddressMode(3);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaTextureAddressMode(pub ::core::ffi::c_int);
+pub struct cudaTextureAddressMode(pub ::core::ffi::c_uint);
 pub const cudaFilterModePoint: cudaTextureFilterMode = cudaTextureFilterMode(0);
 pub const cudaFilterModeLinear: cudaTextureFilterMode = cudaTextureFilterMode(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaTextureFilterMode(pub ::core::ffi::c_int);
+pub struct cudaTextureFilterMode(pub ::core::ffi::c_uint);
 pub const cudaReadModeElementType: cudaTextureReadMode = cudaTextureReadMode(0);
 pub const cudaReadModeNormalizedFloat: cudaTextureReadMode = cudaTextureReadMode(1);
 #[repr(transparent)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
-pub struct cudaTextureReadMode(pub ::core::ffi::c_int);
+pub struct cudaTextureReadMode(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Copy, Clone, PartialEq)]
 pub struct cudaTextureDesc {
