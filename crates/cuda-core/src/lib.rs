@@ -260,6 +260,7 @@ pub use graph::{
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
 #[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 pub use ipc::{IpcBufferDescriptor, PoolUuid};
 pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
