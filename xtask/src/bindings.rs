@@ -516,7 +516,8 @@ fn stub_include_dir(os: Os) -> Result<std::path::PathBuf, String> {
     let write = |rel: &str, text: &str| -> Result<(), String> {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+            fs::create_dir_all(parent)
+                .map_err(|e| format!("creating {}: {e}", parent.display()))?;
         }
         fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
     };
@@ -1287,7 +1288,10 @@ fn render_per_os(
             };
             let linux_banner = note(Os::Linux, &format!("Windows' is {part}_windows.rs"));
             let windows_banner = note(Os::Windows, &format!("the other OSes' is {part}.rs"));
-            files.push((format!("{part}.rs"), linux.render_part(dir, part, &linux_banner)?));
+            files.push((
+                format!("{part}.rs"),
+                linux.render_part(dir, part, &linux_banner)?,
+            ));
             files.push((
                 format!("{part}_windows.rs"),
                 windows.render_part(dir, part, &windows_banner)?,
@@ -1954,23 +1958,76 @@ mod tests {
             syn::parse_quote! { pub struct nvrtcResult(pub u32); },
             syn::parse_quote! { pub const NVRTC_SUCCESS: nvrtcResult = nvrtcResult(0); },
         ];
-        let parts = module_parts(
-            api,
-            true,
-            "Doc.".into(),
-            types,
-            "13.0",
-            &BTreeMap::new(),
-            &rows,
-        )
-        .unwrap();
-        let files: BTreeMap<&str, String> = parts
+        let types: Vec<syn::Item> = types;
+        let parts_of = |types: Vec<syn::Item>| {
+            module_parts(
+                api,
+                true,
+                "Doc.".into(),
+                types,
+                "13.0",
+                &BTreeMap::new(),
+                &rows,
+            )
+            .unwrap()
+        };
+        let parts = parts_of(types.clone());
+        let files: BTreeMap<String, String> = parts
             .render("nvrtc_cuda12", "// banner\n")
             .unwrap()
             .into_iter()
             .collect();
+
+        // Per OS: the same parts give the same files, once; a part that
+        // differs is written twice and `mod.rs` picks Windows' on Windows.
+        let same = render_per_os(
+            "nvrtc_cuda12",
+            "// banner\n",
+            &parts,
+            &parts_of(types.clone()),
+        )
+        .unwrap();
+        assert_eq!(same, parts.render("nvrtc_cuda12", "// banner\n").unwrap());
+        let win_types: Vec<syn::Item> = vec![
+            syn::parse_quote! { pub struct nvrtcResult(pub u32); },
+            syn::parse_quote! { pub const NVRTC_SUCCESS: nvrtcResult = nvrtcResult(7); },
+        ];
+        let windows = parts_of(win_types);
+        let split: BTreeMap<String, String> =
+            render_per_os("nvrtc_cuda12", "// banner\n", &parts, &windows)
+                .unwrap()
+                .into_iter()
+                .collect();
         assert_eq!(
-            files.keys().copied().collect::<Vec<_>>(),
+            split.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "functions.rs",
+                "mod.rs",
+                "table.rs",
+                "types.rs",
+                "types_windows.rs"
+            ]
+        );
+        assert_eq!(split["functions.rs"], files["functions.rs"]);
+        assert!(split["types_windows.rs"].contains("nvrtcResult(7)"));
+        assert!(split["types.rs"].contains("nvrtcResult(0)"));
+        assert!(split["types.rs"].contains("Windows' is types_windows.rs"));
+        assert!(
+            split["mod.rs"]
+                .contains("#[cfg_attr(windows, path = \"types_windows.rs\")]\nmod types;"),
+            "{}",
+            split["mod.rs"]
+        );
+        syn::parse_file(&split["mod.rs"]).unwrap();
+        // A module whose items differ (not only their text) is refused.
+        let mut more = types.clone();
+        more.push(syn::parse_quote! { pub type nvrtcLong_t = ::core::ffi::c_long; });
+        let err =
+            render_per_os("nvrtc_cuda12", "// banner\n", &parts, &parts_of(more)).unwrap_err();
+        assert!(err.contains("mod.rs differs"), "{err}");
+
+        assert_eq!(
+            files.keys().map(String::as_str).collect::<Vec<_>>(),
             ["functions.rs", "mod.rs", "table.rs", "types.rs"]
         );
         for (name, text) in &files {
@@ -2003,5 +2060,36 @@ mod tests {
         assert!(!fns.contains("undocumented_unsafe_blocks"), "{fns}");
         assert!(!module.contains("undocumented_unsafe_blocks"), "{module}");
         assert!(files["types.rs"].contains("undocumented_unsafe_blocks"));
+    }
+
+    /// Windows' `int` enums take Linux's type and values; a constant Linux
+    /// lacks is an error, and other newtypes are left alone.
+    #[test]
+    fn enums_keep_the_linux_integer_type_on_windows() {
+        let host: Vec<syn::Item> = vec![
+            syn::parse_quote! { #[repr(transparent)] pub struct E(pub ::core::ffi::c_uint); },
+            syn::parse_quote! { pub const E_MAX: E = E(4294967295); },
+            syn::parse_quote! { #[repr(transparent)] pub struct S(pub ::core::ffi::c_int); },
+        ];
+        let mut win: Vec<syn::Item> = vec![
+            syn::parse_quote! { #[repr(transparent)] pub struct E(pub ::core::ffi::c_int); },
+            syn::parse_quote! { pub const E_MAX: E = E(-1); },
+            syn::parse_quote! { #[repr(transparent)] pub struct S(pub ::core::ffi::c_int); },
+        ];
+        unify_enum_types(&mut win, &host).unwrap();
+        let text = |items: &[syn::Item]| {
+            items
+                .iter()
+                .map(|i| i.to_token_stream().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(text(&win), text(&host));
+
+        let mut extra: Vec<syn::Item> = vec![
+            syn::parse_quote! { #[repr(transparent)] pub struct E(pub ::core::ffi::c_int); },
+            syn::parse_quote! { pub const E_NEW: E = E(-1); },
+        ];
+        let err = unify_enum_types(&mut extra, &host).unwrap_err();
+        assert!(err.contains("E_NEW"), "{err}");
     }
 }
