@@ -183,6 +183,37 @@ const APIS: [Api; 11] = [
     },
 ];
 
+/// The operating systems the bindings are generated for. Their C types differ
+/// (C's `long` is 8 bytes on Linux and 4 on Windows, so are the structs that
+/// hold one), so bindgen runs once per OS; a file whose text differs between
+/// them is written twice (`types.rs` and `types_windows.rs`), and the module's
+/// `mod.rs` picks one with `#[cfg_attr(windows, path = ..)]`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Os {
+    /// Linux x86_64 (and every other non-Windows target).
+    Linux,
+    /// Windows x64.
+    Windows,
+}
+
+impl Os {
+    /// The target clang parses the headers for.
+    fn clang_target(self) -> &'static str {
+        match self {
+            Os::Linux => "x86_64-unknown-linux-gnu",
+            Os::Windows => "x86_64-pc-windows-msvc",
+        }
+    }
+
+    /// The name used in file names and messages.
+    fn name(self) -> &'static str {
+        match self {
+            Os::Linux => "linux",
+            Os::Windows => "windows",
+        }
+    }
+}
+
 /// The result enums whose constant names get a generated `name()` table.
 const RESULT_ENUMS: [&str; 10] = [
     "cudaError_enum",
@@ -265,30 +296,38 @@ fn write_all(files: &BTreeMap<PathBuf, String>, check: bool) -> Result<Vec<FileE
 /// CUDA 12 declares differently or only there), each of them split into
 /// `types.rs` (bindgen's types and constants), `table.rs` (the entry table),
 /// `functions.rs` (the dispatching `unsafe fn`s) and the `mod.rs` that joins them.
+/// bindgen runs for each [`Os`]; a part whose text differs between them is
+/// written per OS (see [`render_per_os`]).
 fn generate_all() -> Result<BTreeMap<PathBuf, String>, String> {
     let pins13 = headers::pins(13)?;
     let pins12 = headers::pins(12)?;
     let mut out = BTreeMap::new();
     for api in &APIS {
         eprintln!("regen-bindings: {}", api.module);
-        let p13 = parse_api(13, &pins13, &headers::include_dir(13), api)?;
-        let p12 = parse_api(12, &pins12, &headers::include_dir(12), api)?;
+        let (inc13, inc12) = (headers::include_dir(13), headers::include_dir(12));
+        let p13 = parse_api(13, &pins13, &inc13, api, Os::Linux, None)?;
+        let p12 = parse_api(12, &pins12, &inc12, api, Os::Linux, None)?;
+        let w13 = parse_api(13, &pins13, &inc13, api, Os::Windows, Some(&p13))?;
+        let w12 = parse_api(12, &pins12, &inc12, api, Os::Windows, Some(&p12))?;
         let (main, diff) = assemble(api, &p13, &p12)?;
+        let (main_win, diff_win) = assemble(api, &w13, &w12)?;
         let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
         let dirs = [
             (
                 api.module.to_string(),
                 main,
+                main_win,
                 banner(&[&pins13, &pins12], &header_list),
             ),
             (
                 format!("{}_cuda12", api.module),
                 diff,
+                diff_win,
                 banner(&[&pins12], &header_list),
             ),
         ];
-        for (dir, module, banner) in dirs {
-            for (file, text) in module.render(&dir, &banner)? {
+        for (dir, linux, windows, banner) in dirs {
+            for (file, text) in render_per_os(&dir, &banner, &linux, &windows)? {
                 out.insert(Path::new(&dir).join(file), text);
             }
         }
@@ -461,26 +500,198 @@ fn msrv_target() -> Result<bindgen::RustTarget, String> {
 /// CCCL's `<nv/target>`, which `cuda_fp16.h` and `cuda_bf16.h` include even when
 /// read as C, only for C++ and device code: an empty stand-in (in `target/`) keeps
 /// the bindings independent of the CCCL headers.
-fn stub_include_dir() -> Result<std::path::PathBuf, String> {
+///
+/// For Windows, also the C library headers the CUDA headers include
+/// ([`WINDOWS_LIBC_STANDINS`]): there is no Windows C library (nor a clang
+/// resource folder) here, and bindgen keeps only the CUDA headers' items anyway.
+/// The stand-ins define the C types and limits from clang's predefined macros
+/// for the target (`__SIZE_TYPE__`, `__LONG_MAX__`, …), so they are the target's
+/// own; a CUDA header that used anything more of the C library would fail to
+/// parse (an unknown name is clang's error) rather than bind wrongly.
+fn stub_include_dir(os: Os) -> Result<std::path::PathBuf, String> {
     let dir = crate::util::workspace_root()
         .join("target")
-        .join("bindgen-stubs");
-    let nv = dir.join("nv");
-    fs::create_dir_all(&nv).map_err(|e| format!("creating {}: {e}", nv.display()))?;
-    let target = nv.join("target");
-    fs::write(
-        &target,
+        .join("bindgen-stubs")
+        .join(os.name());
+    let write = |rel: &str, text: &str| -> Result<(), String> {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)
+                .map_err(|e| format!("creating {}: {e}", parent.display()))?;
+        }
+        fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+    };
+    write(
+        "nv/target",
         "/* cuda-rs: empty stand-in for CCCL's <nv/target>, used only by C++ and device code */\n",
-    )
-    .map_err(|e| format!("writing {}: {e}", target.display()))?;
+    )?;
+    if os == Os::Windows {
+        for (h, body) in WINDOWS_LIBC_STANDINS {
+            write(
+                h,
+                &format!(
+                    "/* cuda-rs: stand-in for the C library's <{h}>, from clang's target macros */\n\
+                     #pragma once\n{body}"
+                ),
+            )?;
+        }
+    }
     Ok(dir)
 }
+
+/// Gives each C enum of `items` (bindgen's newtypes, `struct E(pub c_int)`)
+/// the integer type it has in `host` (the Linux parse), and its constants
+/// `host`'s values. MSVC makes every C enum an `int`, GCC an `unsigned int`
+/// unless a value is negative: the same 4 bytes, passed the same way, and the
+/// same bits for every value, so one Rust type per enum serves both OSes and
+/// code that reads `.0` compiles for either. Anything else (another width, a
+/// constant `host` lacks) is an error: that would be a real difference.
+fn unify_enum_types(items: &mut [syn::Item], host: &[syn::Item]) -> Result<(), String> {
+    let host_enums = enum_newtypes(host);
+    let host_consts: BTreeMap<String, &syn::ItemConst> = host
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Const(c) => Some((c.ident.to_string(), c)),
+            _ => None,
+        })
+        .collect();
+    let mut changed = BTreeSet::new();
+    for item in items.iter_mut() {
+        let syn::Item::Struct(st) = item else {
+            continue;
+        };
+        let name = st.ident.to_string();
+        let (Some(field), Some(host_ty)) = (enum_field(st), host_enums.get(&name)) else {
+            continue;
+        };
+        if field.ty.to_token_stream().to_string() != host_ty.to_token_stream().to_string() {
+            field.ty = host_ty.clone();
+            changed.insert(name);
+        }
+    }
+    for item in items.iter_mut() {
+        let syn::Item::Const(c) = item else { continue };
+        let ty = c.ty.to_token_stream().to_string();
+        if !changed.contains(&ty) {
+            continue;
+        }
+        let same = host_consts
+            .get(&c.ident.to_string())
+            .filter(|h| h.ty.to_token_stream().to_string() == ty)
+            .ok_or_else(|| {
+                format!(
+                    "the enum constant {} ({ty}) has no counterpart of that type on Linux",
+                    c.ident
+                )
+            })?;
+        c.expr = same.expr.clone();
+    }
+    Ok(())
+}
+
+/// bindgen's C enums among `items` (`#[repr(transparent)] struct E(pub c_int)`
+/// or `c_uint`), by name, with their integer type.
+fn enum_newtypes(items: &[syn::Item]) -> BTreeMap<String, syn::Type> {
+    let mut out = BTreeMap::new();
+    for item in items {
+        if let syn::Item::Struct(st) = item {
+            let name = st.ident.to_string();
+            let mut st = st.clone();
+            if let Some(f) = enum_field(&mut st) {
+                out.insert(name, f.ty.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The one field of a C enum's newtype (see [`enum_newtypes`]).
+fn enum_field(st: &mut syn::ItemStruct) -> Option<&mut syn::Field> {
+    let transparent = st.attrs.iter().any(|a| {
+        a.path().is_ident("repr") && a.meta.to_token_stream().to_string().contains("transparent")
+    });
+    let syn::Fields::Unnamed(fields) = &mut st.fields else {
+        return None;
+    };
+    if !transparent || fields.unnamed.len() != 1 {
+        return None;
+    }
+    let field = fields.unnamed.first_mut()?;
+    let ty = field.ty.to_token_stream().to_string().replace(' ', "");
+    matches!(ty.as_str(), "::core::ffi::c_int" | "::core::ffi::c_uint").then_some(field)
+}
+
+/// The C library headers the bound CUDA headers include, as stand-ins built on
+/// clang's predefined macros (see [`stub_include_dir`]).
+const WINDOWS_LIBC_STANDINS: [(&str, &str); 6] = [
+    (
+        "stddef.h",
+        "typedef __SIZE_TYPE__ size_t;\n\
+         typedef __PTRDIFF_TYPE__ ptrdiff_t;\n\
+         typedef __WCHAR_TYPE__ wchar_t;\n\
+         #define NULL ((void *)0)\n\
+         #define offsetof(t, m) __builtin_offsetof(t, m)\n",
+    ),
+    (
+        "stdint.h",
+        "typedef __INT8_TYPE__ int8_t;\n\
+         typedef __INT16_TYPE__ int16_t;\n\
+         typedef __INT32_TYPE__ int32_t;\n\
+         typedef __INT64_TYPE__ int64_t;\n\
+         typedef __UINT8_TYPE__ uint8_t;\n\
+         typedef __UINT16_TYPE__ uint16_t;\n\
+         typedef __UINT32_TYPE__ uint32_t;\n\
+         typedef __UINT64_TYPE__ uint64_t;\n\
+         typedef __INTPTR_TYPE__ intptr_t;\n\
+         typedef __UINTPTR_TYPE__ uintptr_t;\n\
+         #define INT32_MAX __INT32_MAX__\n\
+         #define INT64_MAX __INT64_MAX__\n\
+         #define UINT32_MAX __UINT32_MAX__\n\
+         #define UINT64_MAX __UINT64_MAX__\n",
+    ),
+    (
+        "limits.h",
+        "#define CHAR_BIT __CHAR_BIT__\n\
+         #define SCHAR_MAX __SCHAR_MAX__\n\
+         #define SHRT_MAX __SHRT_MAX__\n\
+         #define INT_MAX __INT_MAX__\n\
+         #define LONG_MAX __LONG_MAX__\n\
+         #define LLONG_MAX __LONG_LONG_MAX__\n\
+         #define INT_MIN (-__INT_MAX__ - 1)\n\
+         #define LONG_MIN (-__LONG_MAX__ - 1L)\n\
+         #define LLONG_MIN (-__LONG_LONG_MAX__ - 1LL)\n\
+         #define UCHAR_MAX (__SCHAR_MAX__ * 2 + 1)\n\
+         #define USHRT_MAX (__SHRT_MAX__ * 2 + 1)\n\
+         #define UINT_MAX (__INT_MAX__ * 2U + 1U)\n\
+         #define ULONG_MAX (__LONG_MAX__ * 2UL + 1UL)\n\
+         #define ULLONG_MAX (__LONG_LONG_MAX__ * 2ULL + 1ULL)\n",
+    ),
+    ("stdlib.h", "#include <stddef.h>\n"),
+    (
+        // `cuComplex.h`'s inline functions call these.
+        "math.h",
+        "double fabs(double);\n\
+         float fabsf(float);\n\
+         double sqrt(double);\n\
+         float sqrtf(float);\n\
+         double hypot(double, double);\n\
+         float hypotf(float, float);\n",
+    ),
+    (
+        // `cublasLtLoggerSetFile` takes a `FILE *`, whose layout is the C
+        // library's own: opaque here, as the Windows C library declares it to users.
+        "stdio.h",
+        "#include <stddef.h>\ntypedef struct _iobuf FILE;\n",
+    ),
+];
 
 fn parse_api(
     major: u32,
     pins: &headers::MajorPins,
     inc: &Path,
     api: &Api,
+    os: Os,
+    host: Option<&Parsed>,
 ) -> Result<Parsed, String> {
     let wrapper: String = api
         .headers
@@ -490,8 +701,8 @@ fn parse_api(
     let mut builder = bindgen::Builder::default()
         .header_contents("cuda_rs_bindgen_wrapper.h", &wrapper)
         .clang_arg(format!("-I{}", inc.display()))
-        .clang_arg(format!("-I{}", stub_include_dir()?.display()))
-        .clang_arg("--target=x86_64-unknown-linux-gnu")
+        .clang_arg(format!("-I{}", stub_include_dir(os)?.display()))
+        .clang_arg(format!("--target={}", os.clang_target()))
         .default_enum_style(bindgen::EnumVariation::NewType {
             is_bitfield: false,
             is_global: true,
@@ -513,8 +724,9 @@ fn parse_api(
     }
     let bindings = builder.generate().map_err(|e| {
         format!(
-            "bindgen over {} (CUDA {major}): {e}",
-            api.headers.join(", ")
+            "bindgen over {} (CUDA {major}, {}): {e}",
+            api.headers.join(", "),
+            os.clang_target()
         )
     })?;
     let code = bindings.to_string();
@@ -526,8 +738,12 @@ fn parse_api(
             api.module
         ));
     }
-    let file: syn::File = syn::parse_str(&code)
+    let mut file: syn::File = syn::parse_str(&code)
         .map_err(|e| format!("parsing bindgen's output for {}: {e}", api.module))?;
+    if let Some(host) = host {
+        unify_enum_types(&mut file.items, &host.items)
+            .map_err(|e| format!("{} (CUDA {major}, {}): {e}", api.module, os.clang_target()))?;
+    }
 
     let mut kept: Vec<syn::Item> = Vec::new();
     let mut fns: Vec<CFn> = Vec::new();
@@ -538,6 +754,21 @@ fn parse_api(
     for item in file.items {
         match item {
             syn::Item::ForeignMod(fm) => {
+                // The dispatching functions call through `extern "C"` pointers.
+                // That is every function's ABI on both OSes: on x86_64 Windows the
+                // headers' `__stdcall` (`CUDAAPI`, `CUDARTAPI`, `CUBLASWINAPI`, …)
+                // is ignored by the compiler and the one C calling convention
+                // applies (`extern "system"` is the same there). A target where it
+                // is not ignored (32-bit x86) would need the ABI carried per entry.
+                let abi = fm.abi.name.as_ref().map(syn::LitStr::value);
+                if abi.as_deref() != Some("C") {
+                    return Err(format!(
+                        "{} (CUDA {major}, {}): bindgen declared functions with the ABI {abi:?}, \
+                         but the dispatch table calls through `extern \"C\"`",
+                        api.module,
+                        os.clang_target()
+                    ));
+                }
                 for fi in fm.items {
                     if let syn::ForeignItem::Fn(f) = fi {
                         if f.sig.variadic.is_some() {
@@ -911,11 +1142,14 @@ struct ModuleParts {
     safety: SafetyComments,
 }
 
+/// The parts of a module that may differ between the OSes, each a file of
+/// the module's folder (and, when it differs, `<part>_windows.rs` beside it).
+const PARTS: [&str; 3] = ["functions", "table", "types"];
+
 impl ModuleParts {
-    /// The module's files, formatted, each after `banner`: `mod.rs`, `types.rs`,
-    /// `table.rs`, `functions.rs`.
-    fn render(&self, dir: &str, banner: &str) -> Result<Vec<(&'static str, String)>, String> {
-        let what = |f: &str| format!("{OUT_REL}/{dir}/{f}");
+    /// The module's `mod.rs`, after `banner`; each part named in `per_os` is
+    /// loaded from `<part>_windows.rs` on Windows.
+    fn render_mod(&self, dir: &str, banner: &str, per_os: &[&str]) -> Result<String, String> {
         let doc = inner_doc_lines(&self.doc);
         let parent = if self.child {
             quote! { use super::*; }
@@ -942,48 +1176,137 @@ impl ModuleParts {
                 pub use self::types::*;
             }
         };
+        let mut mods = TokenStream::new();
+        for part in PARTS {
+            let name = ident(part)?;
+            if per_os.contains(&part) {
+                let windows = Literal::string(&format!("{part}_windows.rs"));
+                mods.extend(quote! {
+                    #[cfg_attr(windows, path = #windows)]
+                    mod #name;
+                });
+            } else {
+                mods.extend(quote! { mod #name; });
+            }
+        }
         let module = quote! {
             #doc
             #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, missing_docs, unreachable_pub)]
             #![allow(rustdoc::all, unused_imports, dead_code, clippy::all)]
             #parent
-            mod functions;
-            mod table;
-            mod types;
+            #mods
             #exports
         };
-        let items = &self.types;
-        let types = quote! {
-            //! bindgen's types, constants and layout checks, as it wrote them.
-            #![allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
-            #![allow(unpredictable_function_pointer_comparisons)]
-            #parent
-            #(#items)*
-        };
-        let table = &self.table;
-        let table = quote! {
-            //! The entry points the loader resolves, in the order of the dispatch table.
-            #table
-        };
-        let functions = &self.functions;
-        let functions = quote! {
-            //! One `unsafe fn` per entry point, with the C name and signature, calling
-            //! through the entry table.
-            use super::*;
-            #functions
-        };
-        let fns_text = reformat(&what("functions.rs"), banner, functions)?;
-        let fns_text = self
-            .safety
-            .place(&what("functions.rs"), &fns_text)
-            .map_err(|e| report(&e))?;
-        Ok(vec![
-            ("mod.rs", reformat(&what("mod.rs"), banner, module)?),
-            ("types.rs", reformat(&what("types.rs"), banner, types)?),
-            ("table.rs", reformat(&what("table.rs"), banner, table)?),
-            ("functions.rs", fns_text),
-        ])
+        reformat(&format!("{OUT_REL}/{dir}/mod.rs"), banner, module)
     }
+
+    /// The file of `part` (one of [`PARTS`]), formatted after `banner`.
+    fn render_part(&self, dir: &str, part: &str, banner: &str) -> Result<String, String> {
+        let what = format!("{OUT_REL}/{dir}/{part}.rs");
+        let parent = if self.child {
+            quote! { use super::*; }
+        } else {
+            quote! {}
+        };
+        match part {
+            "types" => {
+                let items = &self.types;
+                let types = quote! {
+                    //! bindgen's types, constants and layout checks, as it wrote them.
+                    #![allow(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+                    #![allow(unpredictable_function_pointer_comparisons)]
+                    #parent
+                    #(#items)*
+                };
+                reformat(&what, banner, types)
+            }
+            "table" => {
+                let table = &self.table;
+                let table = quote! {
+                    //! The entry points the loader resolves, in the order of the dispatch table.
+                    #table
+                };
+                reformat(&what, banner, table)
+            }
+            "functions" => {
+                let functions = &self.functions;
+                let functions = quote! {
+                    //! One `unsafe fn` per entry point, with the C name and signature, calling
+                    //! through the entry table.
+                    use super::*;
+                    #functions
+                };
+                let text = reformat(&what, banner, functions)?;
+                self.safety.place(&what, &text).map_err(|e| report(&e))
+            }
+            other => Err(format!("{what}: no module part {other}")),
+        }
+    }
+
+    /// The module's files, formatted, each after `banner`: `mod.rs`, `types.rs`,
+    /// `table.rs`, `functions.rs`.
+    #[cfg(test)]
+    fn render(&self, dir: &str, banner: &str) -> Result<Vec<(String, String)>, String> {
+        let mut out = vec![("mod.rs".to_string(), self.render_mod(dir, banner, &[])?)];
+        for part in PARTS {
+            out.push((format!("{part}.rs"), self.render_part(dir, part, banner)?));
+        }
+        Ok(out)
+    }
+}
+
+/// The files of one module folder from its Linux and Windows parts, as file
+/// names and contents: each part once when both OSes give the same text, else
+/// `<part>.rs` (every OS but Windows) and `<part>_windows.rs`, each saying so in
+/// its banner, with `mod.rs` choosing between them. `mod.rs` itself must be the
+/// same for both (it is: the OSes differ in layouts and integer types, never in
+/// which items a module has).
+fn render_per_os(
+    dir: &str,
+    banner: &str,
+    linux: &ModuleParts,
+    windows: &ModuleParts,
+) -> Result<Vec<(String, String)>, String> {
+    let mut files = Vec::new();
+    let mut per_os = Vec::new();
+    for part in PARTS {
+        let l = linux.render_part(dir, part, banner)?;
+        let w = windows.render_part(dir, part, banner)?;
+        if l == w {
+            files.push((format!("{part}.rs"), l));
+        } else {
+            per_os.push(part);
+            let note = |os: Os, other: &str| {
+                format!(
+                    "{banner}// This file is for {} (bindgen for {}); {other}.\n\n",
+                    match os {
+                        Os::Linux => "every OS but Windows",
+                        Os::Windows => "Windows",
+                    },
+                    os.clang_target(),
+                )
+            };
+            let linux_banner = note(Os::Linux, &format!("Windows' is {part}_windows.rs"));
+            let windows_banner = note(Os::Windows, &format!("the other OSes' is {part}.rs"));
+            files.push((
+                format!("{part}.rs"),
+                linux.render_part(dir, part, &linux_banner)?,
+            ));
+            files.push((
+                format!("{part}_windows.rs"),
+                windows.render_part(dir, part, &windows_banner)?,
+            ));
+        }
+    }
+    let module = linux.render_mod(dir, banner, &per_os)?;
+    if module != windows.render_mod(dir, banner, &per_os)? {
+        return Err(format!(
+            "{OUT_REL}/{dir}/mod.rs differs between Linux and Windows (the module's items \
+             differ, not only their layouts): the generator writes only the parts {PARTS:?} per OS"
+        ));
+    }
+    files.insert(0, ("mod.rs".to_string(), module));
+    Ok(files)
 }
 
 /// The names, as identifiers.
@@ -1635,23 +1958,76 @@ mod tests {
             syn::parse_quote! { pub struct nvrtcResult(pub u32); },
             syn::parse_quote! { pub const NVRTC_SUCCESS: nvrtcResult = nvrtcResult(0); },
         ];
-        let parts = module_parts(
-            api,
-            true,
-            "Doc.".into(),
-            types,
-            "13.0",
-            &BTreeMap::new(),
-            &rows,
-        )
-        .unwrap();
-        let files: BTreeMap<&str, String> = parts
+        let types: Vec<syn::Item> = types;
+        let parts_of = |types: Vec<syn::Item>| {
+            module_parts(
+                api,
+                true,
+                "Doc.".into(),
+                types,
+                "13.0",
+                &BTreeMap::new(),
+                &rows,
+            )
+            .unwrap()
+        };
+        let parts = parts_of(types.clone());
+        let files: BTreeMap<String, String> = parts
             .render("nvrtc_cuda12", "// banner\n")
             .unwrap()
             .into_iter()
             .collect();
+
+        // Per OS: the same parts give the same files, once; a part that
+        // differs is written twice and `mod.rs` picks Windows' on Windows.
+        let same = render_per_os(
+            "nvrtc_cuda12",
+            "// banner\n",
+            &parts,
+            &parts_of(types.clone()),
+        )
+        .unwrap();
+        assert_eq!(same, parts.render("nvrtc_cuda12", "// banner\n").unwrap());
+        let win_types: Vec<syn::Item> = vec![
+            syn::parse_quote! { pub struct nvrtcResult(pub u32); },
+            syn::parse_quote! { pub const NVRTC_SUCCESS: nvrtcResult = nvrtcResult(7); },
+        ];
+        let windows = parts_of(win_types);
+        let split: BTreeMap<String, String> =
+            render_per_os("nvrtc_cuda12", "// banner\n", &parts, &windows)
+                .unwrap()
+                .into_iter()
+                .collect();
         assert_eq!(
-            files.keys().copied().collect::<Vec<_>>(),
+            split.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "functions.rs",
+                "mod.rs",
+                "table.rs",
+                "types.rs",
+                "types_windows.rs"
+            ]
+        );
+        assert_eq!(split["functions.rs"], files["functions.rs"]);
+        assert!(split["types_windows.rs"].contains("nvrtcResult(7)"));
+        assert!(split["types.rs"].contains("nvrtcResult(0)"));
+        assert!(split["types.rs"].contains("Windows' is types_windows.rs"));
+        assert!(
+            split["mod.rs"]
+                .contains("#[cfg_attr(windows, path = \"types_windows.rs\")]\nmod types;"),
+            "{}",
+            split["mod.rs"]
+        );
+        syn::parse_file(&split["mod.rs"]).unwrap();
+        // A module whose items differ (not only their text) is refused.
+        let mut more = types.clone();
+        more.push(syn::parse_quote! { pub type nvrtcLong_t = ::core::ffi::c_long; });
+        let err =
+            render_per_os("nvrtc_cuda12", "// banner\n", &parts, &parts_of(more)).unwrap_err();
+        assert!(err.contains("mod.rs differs"), "{err}");
+
+        assert_eq!(
+            files.keys().map(String::as_str).collect::<Vec<_>>(),
             ["functions.rs", "mod.rs", "table.rs", "types.rs"]
         );
         for (name, text) in &files {
@@ -1684,5 +2060,36 @@ mod tests {
         assert!(!fns.contains("undocumented_unsafe_blocks"), "{fns}");
         assert!(!module.contains("undocumented_unsafe_blocks"), "{module}");
         assert!(files["types.rs"].contains("undocumented_unsafe_blocks"));
+    }
+
+    /// Windows' `int` enums take Linux's type and values; a constant Linux
+    /// lacks is an error, and other newtypes are left alone.
+    #[test]
+    fn enums_keep_the_linux_integer_type_on_windows() {
+        let host: Vec<syn::Item> = vec![
+            syn::parse_quote! { #[repr(transparent)] pub struct E(pub ::core::ffi::c_uint); },
+            syn::parse_quote! { pub const E_MAX: E = E(4294967295); },
+            syn::parse_quote! { #[repr(transparent)] pub struct S(pub ::core::ffi::c_int); },
+        ];
+        let mut win: Vec<syn::Item> = vec![
+            syn::parse_quote! { #[repr(transparent)] pub struct E(pub ::core::ffi::c_int); },
+            syn::parse_quote! { pub const E_MAX: E = E(-1); },
+            syn::parse_quote! { #[repr(transparent)] pub struct S(pub ::core::ffi::c_int); },
+        ];
+        unify_enum_types(&mut win, &host).unwrap();
+        let text = |items: &[syn::Item]| {
+            items
+                .iter()
+                .map(|i| i.to_token_stream().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(text(&win), text(&host));
+
+        let mut extra: Vec<syn::Item> = vec![
+            syn::parse_quote! { #[repr(transparent)] pub struct E(pub ::core::ffi::c_int); },
+            syn::parse_quote! { pub const E_NEW: E = E(-1); },
+        ];
+        let err = unify_enum_types(&mut extra, &host).unwrap_err();
+        assert!(err.contains("E_NEW"), "{err}");
     }
 }

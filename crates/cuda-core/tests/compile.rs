@@ -960,7 +960,12 @@ fn versions_report_each_library_and_its_major() {
     }
     let text = v.to_string();
     assert!(
-        text.lines().count() == 6 && text.contains("libnvrtc.so"),
+        text.lines().count() == 6
+            && text.contains(if cfg!(windows) {
+                "nvrtc64_"
+            } else {
+                "libnvrtc.so"
+            }),
         "{text}"
     );
     println!("{text}");

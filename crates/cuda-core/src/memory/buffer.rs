@@ -112,6 +112,7 @@ impl Buffer {
     }
 
     /// An owned buffer imported from another process (the IPC import path).
+    #[cfg(unix)]
     pub(crate) fn mapped_from_parts(
         ptr: sys::CUdeviceptr,
         size: usize,

@@ -26,6 +26,7 @@
 #![allow(rustdoc::all, unused_imports, dead_code, clippy::all)]
 mod functions;
 mod table;
+#[cfg_attr(windows, path = "types_windows.rs")]
 mod types;
 pub use self::functions::*;
 pub(crate) use self::table::{ENTRIES, ENTRY_COUNT};
