@@ -76,6 +76,7 @@ mod device_buffer;
 mod dlpack;
 mod error;
 mod event;
+mod fatbin;
 mod graph;
 #[cfg(unix)]
 mod ipc;
@@ -253,6 +254,7 @@ pub use dlpack::{
 };
 pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
+pub use fatbin::FatbinBuilder;
 pub use graph::{
     CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,
     GraphCondition, GraphExec, GraphMemUsage, GraphNode,

@@ -460,7 +460,7 @@ impl Linker {
 }
 
 /// An input's bytes as the linkers want them: PTX NUL-terminated.
-fn input_bytes(input: &ObjectCode) -> Vec<u8> {
+pub(crate) fn input_bytes(input: &ObjectCode) -> Vec<u8> {
     let mut bytes = input.code().to_vec();
     if input.code_type() == CodeType::Ptx && bytes.last() != Some(&0) {
         bytes.push(0);
@@ -468,7 +468,7 @@ fn input_bytes(input: &ObjectCode) -> Vec<u8> {
     bytes
 }
 
-fn input_name(input: &ObjectCode) -> CString {
+pub(crate) fn input_name(input: &ObjectCode) -> CString {
     CString::new(input.name().replace('\0', "?")).unwrap_or_default()
 }
 
