@@ -1277,8 +1277,12 @@ fn wrapper(
             "the library's \"not found\" code (see the module docs)",
         ),
         // cuFile's reads and writes return the bytes moved or a negative error:
-        // -1 (its "see errno" error), never a byte count.
-        Some("isize") if api.module == "cufile" => (quote! { -1 }, "-1"),
+        // -1 (its "see errno" error), never a byte count, noting why (for
+        // `CufileError::from_io_result`) as the status fallback does.
+        Some("isize") if api.module == "cufile" => (
+            quote! { { let _ = crate::#module::#unavailable(#idx_lit); -1 } },
+            "-1",
+        ),
         Some(r) if r.starts_with("* const") => (quote! { ::core::ptr::null() }, "a null pointer"),
         Some(r) if r.starts_with("* mut") => (quote! { ::core::ptr::null_mut() }, "a null pointer"),
         // Plain values (`cudaCreateChannelDesc`'s struct, `nvrtcVersion`-like

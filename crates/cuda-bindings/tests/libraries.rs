@@ -168,7 +168,8 @@ fn nvfatbin_reports_its_version_and_major_or_why_it_is_missing() {
             cuda_rs_tests::assert_expected_major("nvFatbin", v.major);
             let name = lib.abs_path().file_name().unwrap().to_string_lossy();
             assert!(name.contains(&format!(".so.{}", v.major)), "{name}");
-            assert_eq!(nvfatbin::resolved_count(), Some((12, 12)));
+            let (resolved, total) = nvfatbin::resolved_count().unwrap();
+            assert_eq!(resolved, total, "every nvFatbin entry point resolves");
             // An empty handle builds nothing: nvFatbin describes its own codes.
             let mut h: nvfatbin::nvFatbinHandle = std::ptr::null_mut();
             unsafe { nvfatbin::nvFatbinCreate(&mut h, std::ptr::null_mut(), 0) }

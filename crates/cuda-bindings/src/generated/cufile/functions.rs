@@ -831,7 +831,10 @@ pub unsafe fn cuFileRead(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(fh, bufPtr_base, size, file_offset, bufPtr_offset) }
         }
-        None => -1,
+        None => {
+            let _ = crate::cufile::__unavailable(28);
+            -1
+        }
     }
 }
 /// `cuFileReadAsync` from `cufile.h` (CUDA 13.0), resolved as the exported symbol `cuFileReadAsync`.
@@ -1223,7 +1226,10 @@ pub unsafe fn cuFileWrite(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(fh, bufPtr_base, size, file_offset, bufPtr_offset) }
         }
-        None => -1,
+        None => {
+            let _ = crate::cufile::__unavailable(41);
+            -1
+        }
     }
 }
 /// `cuFileWriteAsync` from `cufile.h` (CUDA 13.0), resolved as the exported symbol `cuFileWriteAsync`.
