@@ -298,10 +298,11 @@ impl Handle {
         // The architecture was checked to be ASCII digits and letters.
         let arch = CString::new(e.arch.as_str()).unwrap_or_default();
         let cstr = |s: &str| CString::new(s).unwrap_or_default();
-        // SAFETY (every arm): the handle is live; `bytes` is `bytes.len()` readable
-        // bytes (PTX NUL-terminated, its size counting the NUL, as nvFatbin asks);
-        // the strings are NUL-terminated; nvFatbin copies what it keeps.
+        // In every arm: the handle is live; `bytes` is `bytes.len()` readable bytes
+        // (PTX NUL-terminated, its size counting the NUL, as nvFatbin asks); the
+        // strings are NUL-terminated; nvFatbin copies what it keeps.
         match &e.kind {
+            // SAFETY: as above.
             EntryKind::Cubin => unsafe {
                 nf::nvFatbinAddCubin(
                     self.0,

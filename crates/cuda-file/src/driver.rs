@@ -173,11 +173,4 @@ impl Driver {
             max_batch_io_size: p.max_batch_io_size,
         })
     }
-
-    /// How many users cuFile counts for its driver (`cuFileUseCount`): this
-    /// process's open driver counts once however many `Driver`s share it.
-    pub fn use_count(&self) -> i64 {
-        // SAFETY: no arguments.
-        i64::from(unsafe { sys::cuFileUseCount() })
-    }
 }
