@@ -670,28 +670,9 @@ fn asked_major(lib: &LoadedDl, kind: ApiKind) -> Option<i32> {
             // SAFETY: both are valid for writes.
             (unsafe { f(&mut major, &mut minor) } == 0 && major > 0).then_some(major)
         }
-        ApiKind::NvJitLink => {
-            let f = lib.symbol(c"nvJitLinkVersion")?;
-            // SAFETY: `nvJitLinkVersion(unsigned*, unsigned*)` since CUDA 12.3.
-            let f: unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> c_int =
-                unsafe { std::mem::transmute(f.as_ptr()) };
-            let (mut major, mut minor) = (0, 0);
-            // SAFETY: both are valid for writes.
-            (unsafe { f(&mut major, &mut minor) } == 0 && major > 0)
-                .then(|| i32::try_from(major).ok())
-                .flatten()
-        }
-        ApiKind::NvFatbin => {
-            let f = lib.symbol(c"nvFatbinVersion")?;
-            // SAFETY: `nvFatbinVersion(unsigned*, unsigned*)` in every nvFatbin.
-            let f: unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> c_int =
-                unsafe { std::mem::transmute(f.as_ptr()) };
-            let (mut major, mut minor) = (0, 0);
-            // SAFETY: both are valid for writes.
-            (unsafe { f(&mut major, &mut minor) } == 0 && major > 0)
-                .then(|| i32::try_from(major).ok())
-                .flatten()
-        }
+        // `nvJitLinkVersion` since CUDA 12.3; `nvFatbinVersion` in every nvFatbin.
+        ApiKind::NvJitLink => unsigned_pair_major(lib, c"nvJitLinkVersion"),
+        ApiKind::NvFatbin => unsigned_pair_major(lib, c"nvFatbinVersion"),
         ApiKind::Cublas => property_major(lib, c"cublasGetProperty"),
         ApiKind::CublasLt => property_major(lib, c"cublasLtGetProperty"),
         ApiKind::Cufft => property_major(lib, c"cufftGetProperty"),
@@ -702,6 +683,20 @@ fn asked_major(lib: &LoadedDl, kind: ApiKind) -> Option<i32> {
         | ApiKind::Nccl
         | ApiKind::Cufile => None,
     }
+}
+
+/// The major version from a `(unsigned* major, unsigned* minor) -> status`
+/// function (`nvJitLinkVersion`, `nvFatbinVersion`).
+fn unsigned_pair_major(lib: &LoadedDl, sym: &CStr) -> Option<i32> {
+    let f = lib.symbol(sym)?;
+    // SAFETY: `(unsigned*, unsigned*) -> status` in every version that exports it.
+    let f: unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> c_int =
+        unsafe { std::mem::transmute(f.as_ptr()) };
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: both are valid for writes.
+    (unsafe { f(&mut major, &mut minor) } == 0 && major > 0)
+        .then(|| i32::try_from(major).ok())
+        .flatten()
 }
 
 /// The library's own major version from its `*GetProperty(MAJOR_VERSION, int*)`

@@ -140,15 +140,8 @@ impl FileHandle {
         file_offset: u64,
         stream: &'a Stream,
     ) -> Result<PendingIo<'a>> {
-        let ptr = dst.ptr();
-        self.queue(
-            Dir::Read,
-            dst.buffer(),
-            ptr,
-            dst.byte_len(),
-            file_offset,
-            stream,
-        )
+        let span = (dst.buffer(), dst.ptr(), dst.byte_len());
+        self.queue(Dir::Read, span, file_offset, stream)
     }
 
     /// Queues a write of `src` at `file_offset` on `stream`
@@ -163,23 +156,14 @@ impl FileHandle {
         file_offset: u64,
         stream: &'a Stream,
     ) -> Result<PendingIo<'a>> {
-        let ptr = src.ptr();
-        self.queue(
-            Dir::Write,
-            src.buffer(),
-            ptr,
-            src.byte_len(),
-            file_offset,
-            stream,
-        )
+        let span = (src.buffer(), src.ptr(), src.byte_len());
+        self.queue(Dir::Write, span, file_offset, stream)
     }
 
     fn queue<'a>(
         &'a self,
         dir: Dir,
-        buf: &Buffer,
-        ptr: cuda_bindings::driver::CUdeviceptr,
-        bytes: usize,
+        (buf, ptr, bytes): (&Buffer, cuda_bindings::driver::CUdeviceptr, usize),
         file_offset: u64,
         stream: &'a Stream,
     ) -> Result<PendingIo<'a>> {
@@ -204,38 +188,25 @@ impl FileHandle {
             done: 0,
         });
         let p: *mut AsyncParams = &mut *params;
+        let call = match dir {
+            Dir::Read => sys::cuFileReadAsync,
+            Dir::Write => sys::cuFileWriteAsync,
+        };
         // SAFETY: the memory is `bytes` bytes of device memory on the stream's
         // device, borrowed (exclusively for a read) for the `PendingIo`'s life,
         // and its free is ordered after this work below; the four parameters
         // live in a box the `PendingIo` frees only after the stream has run the
         // operation (or leaks); the handle outlives the `PendingIo`.
         let status = unsafe {
-            let (size, off, boff, done) = (
+            call(
+                self.raw,
+                ptr as *mut _,
                 &raw mut (*p).size,
                 &raw mut (*p).file_offset,
                 &raw mut (*p).buf_offset,
                 &raw mut (*p).done,
-            );
-            match dir {
-                Dir::Read => sys::cuFileReadAsync(
-                    self.raw,
-                    ptr as *mut _,
-                    size,
-                    off,
-                    boff,
-                    done,
-                    stream.handle().cast(),
-                ),
-                Dir::Write => sys::cuFileWriteAsync(
-                    self.raw,
-                    ptr as *mut _,
-                    size,
-                    off,
-                    boff,
-                    done,
-                    stream.handle().cast(),
-                ),
-            }
+                stream.handle().cast(),
+            )
         };
         // Nothing was queued on failure: the box may go.
         check(status, || format!("{what}, ordered on a stream"))?;

@@ -43,14 +43,9 @@ fn setup() -> (Device, Stream) {
 }
 
 fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
+    cuda_rs_tests::xorshift64(seed)
+        .take(n)
+        .map(|x| (x >> 24) as u8)
         .collect()
 }
 
