@@ -1,14 +1,33 @@
 //! cuFile's driver: opened once per process, closed with the last user.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 
 use cuda_bindings::cufile as sys;
 use cuda_core::InvalidKind;
 
 use crate::error::{Error, Result, check};
 
-/// The open driver of this process, while any [`Driver`] (or [`FileHandle`](crate::FileHandle)) holds it.
-static OPEN: Mutex<Weak<Opened>> = Mutex::new(Weak::new());
+/// The driver of this process: the one open while any [`Driver`] (or
+/// [`FileHandle`](crate::FileHandle)) holds it, and whether its close is still
+/// to come. Opening and closing happen under this lock, one at a time, so a
+/// close never follows an open it did not pair with.
+struct State {
+    open: Weak<Opened>,
+    /// The driver is open and its close has not run yet (its last holder may
+    /// already be gone).
+    closing: bool,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    open: Weak::new(),
+    closing: false,
+});
+/// Signalled when a pending close is done.
+static CLOSED: Condvar = Condvar::new();
+
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Proof that `cuFileDriverOpen` succeeded; closes the driver when dropped.
 #[derive(Debug)]
@@ -16,10 +35,21 @@ struct Opened;
 
 impl Drop for Opened {
     fn drop(&mut self) {
+        let mut st = state();
         // SAFETY: the driver was opened by `Driver::open_with`, and this is the
         // last holder: no handle is registered and no I/O is under way (each
-        // handle and pending operation holds a `Driver`).
-        let _ = unsafe { sys::cuFileDriverClose() };
+        // handle holds a `Driver`, and each pending transfer its handle). The
+        // header maps `cuFileDriverClose` to `cuFileDriverClose_v2`; a cuFile
+        // without it has only the first.
+        let _ = unsafe {
+            if sys::is_available("cuFileDriverClose_v2") {
+                sys::cuFileDriverClose_v2()
+            } else {
+                sys::cuFileDriverClose()
+            }
+        };
+        st.closing = false;
+        CLOSED.notify_all();
     }
 }
 
@@ -98,8 +128,16 @@ impl Driver {
     /// something and the driver is already open (cuFile reads its parameters only
     /// when it opens); cuFile's error setting a parameter.
     pub fn open_with(options: &DriverOptions) -> Result<Self> {
-        let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(opened) = open.upgrade() {
+        let mut st = state();
+        // A driver whose last holder is gone but which is not closed yet: wait
+        // for its close, so that it cannot close the driver opened here.
+        while st.open.strong_count() == 0 && st.closing {
+            st = CLOSED.wait(st).unwrap_or_else(PoisonError::into_inner);
+        }
+        if let Some(opened) = st.open.upgrade() {
+            // Unlocked first: were `opened` the last holder by now, its drop
+            // takes the lock.
+            drop(st);
             if *options != DriverOptions::default() {
                 return Err(Error::invalid(
                     "opening the cuFile driver",
@@ -136,7 +174,8 @@ impl Driver {
             "opening the cuFile driver (cuFileDriverOpen)".into()
         })?;
         let opened = Arc::new(Opened);
-        *open = Arc::downgrade(&opened);
+        st.open = Arc::downgrade(&opened);
+        st.closing = true;
         Ok(Self { _opened: opened })
     }
 

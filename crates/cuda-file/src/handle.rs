@@ -325,15 +325,22 @@ fn file_offset_of(file_offset: u64, what: &str) -> Result<sys::off_t> {
     })
 }
 
+/// Makes the context of `buf`'s memory current: its free stream's, else its
+/// device's primary context.
+pub(crate) fn make_current(buf: &Buffer) -> Result<()> {
+    match buf.free_stream() {
+        Some(free) => free.context().set_current()?,
+        None => buf.device().set_current()?,
+    }
+    Ok(())
+}
+
 /// Before a synchronous transfer: the buffer's context current, and the work
 /// cuda-core queued on the buffer (ordered before its free) finished.
 fn prepare_sync(buf: &Buffer) -> Result<()> {
-    match buf.free_stream() {
-        Some(free) => {
-            free.context().set_current()?;
-            free.sync()?;
-        }
-        None => buf.device().set_current()?,
+    make_current(buf)?;
+    if let Some(free) = buf.free_stream() {
+        free.sync()?;
     }
     Ok(())
 }

@@ -36,7 +36,9 @@
 //! [`write_async`](FileHandle::write_async) (`cuFileReadAsync`/`cuFileWriteAsync`,
 //! cuFile 1.7 and CUDA 12.2 or newer) queue the transfer on a stream and return a
 //! [`PendingIo`] that owns the parameters cuFile reads when the stream gets
-//! there and borrows the view until it is waited for.
+//! there and borrows the view until it is waited for. [`RegisteredBuffer`]
+//! registers a device array that is transferred to and from many times
+//! (`cuFileBufRegister`), which GPUDirect Storage then need not map each time.
 //!
 //! cuFile is found at run time by the pathfinder (NVIDIA's `nvidia-cufile`
 //! wheel, a CUDA toolkit, the system's libraries); a missing library is
@@ -48,10 +50,12 @@
 mod driver;
 mod error;
 mod handle;
+mod registered;
 
 pub use driver::{Driver, DriverOptions, DriverProperties};
 pub use error::{Error, Result};
 pub use handle::{FileHandle, PendingIo};
+pub use registered::RegisteredBuffer;
 
 /// The version of the cuFile library found (`cuFileGetVersion`), e.g. 1.15; it
 /// needs neither a GPU nor the driver to be open.
