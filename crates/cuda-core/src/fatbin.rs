@@ -150,7 +150,7 @@ impl FatbinBuilder {
             CodeType::Ltoir => self.ltoir(code, arch, ""),
             CodeType::Object => self.relocatable(code),
             other => Err(Error::invalid(
-                format!("adding {} to a fatbin", code.name()),
+                format!("adding `{}` to a fatbin", code.name()),
                 format!(
                     "{other} cannot go into a fatbin (cubin, PTX, LTO-IR or a host object can)"
                 ),
@@ -179,7 +179,7 @@ impl FatbinBuilder {
         let arch = arch_number(arch)
             .ok_or_else(|| {
                 Error::invalid(
-                    format!("adding {want} {} to a fatbin", code.name()),
+                    format!("adding {want} `{}` to a fatbin", code.name()),
                     format!(
                         "`{arch}` is not an architecture (sm_90, compute_90, lto_90, 90, sm_90a)"
                     ),
@@ -189,7 +189,7 @@ impl FatbinBuilder {
         if let EntryKind::Ptx { options } | EntryKind::Ltoir { options } = &kind {
             if options.contains('\0') {
                 return Err(Error::invalid(
-                    format!("adding {want} {} to a fatbin", code.name()),
+                    format!("adding {want} `{}` to a fatbin", code.name()),
                     "the JIT options hold a NUL byte",
                 ));
             }
@@ -226,10 +226,10 @@ impl FatbinBuilder {
             handle.add(e).map_err(|err| {
                 let what = match e.kind {
                     EntryKind::Reloc => {
-                        format!("adding the relocatable entries of {}", e.code.name())
+                        format!("adding the relocatable entries of `{}`", e.code.name())
                     }
                     _ => format!(
-                        "adding {} {} for architecture {} (entry {i})",
+                        "adding {} `{}` for architecture {} (entry {i})",
                         e.code.code_type(),
                         e.code.name(),
                         e.arch
@@ -250,7 +250,7 @@ fn expect_type(code: &ObjectCode, want: CodeType) -> Result<()> {
         Ok(())
     } else {
         Err(Error::invalid(
-            format!("adding {} to a fatbin as {want}", code.name()),
+            format!("adding `{}` to a fatbin as {want}", code.name()),
             format!("the code is {}, not {want}", code.code_type()),
         ))
     }

@@ -1287,6 +1287,17 @@ fn fatbin_holds_cubins_for_two_architectures_and_ptx() {
         "the sm_90 cubin is in the fatbin"
     );
     assert!(plain.code().len() > sm80.code().len() + sm90.code().len());
+    // LTO-IR goes in too (for a later JIT link), with its JIT options.
+    let lto = cxx(SAXPY, rdc(true), CompileTarget::Ltoir);
+    assert_eq!(lto.code_type(), CodeType::Ltoir);
+    let with_lto = FatbinBuilder::new()
+        .add(&sm90, "sm_90")
+        .unwrap()
+        .ltoir(&lto, "lto_90", "-O3")
+        .unwrap()
+        .build()
+        .unwrap();
+    assert_eq!(with_lto.code()[..4], 0xBA55_ED50u32.to_le_bytes());
 }
 
 #[test]
@@ -1315,7 +1326,8 @@ fn fatbin_builder_rejects_bad_entries_with_typed_errors() {
             },
         ) => {
             assert!(
-                e.to_string().contains("cubin cubin for architecture 90"),
+                e.to_string()
+                    .contains("adding cubin `cubin` for architecture 90 (entry 0)"),
                 "{e}"
             );
         }
