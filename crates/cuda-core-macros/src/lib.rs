@@ -9,6 +9,8 @@
 //! toolkit is needed then) and embeds it; the generated type compiles it with
 //! NVRTC when it is loaded, at run time.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod cparse;
 mod expand;
 

@@ -45,7 +45,7 @@ fn ms(f: impl FnOnce()) -> f64 {
 
 fn main() {
     // Cargo passes `--bench`; there is nothing to filter.
-    let version = match cuda_core::nvrtc_version() {
+    let version = match cuda_core::nvrtc::version() {
         Ok(v) => v,
         Err(e) => {
             eprintln!("cache bench: no NVRTC ({e}); nothing to measure");
@@ -56,7 +56,7 @@ fn main() {
     let arch = match cuda_rs_tests::gpu_status() {
         Ok(_) => cuda_core::Device::new(0).unwrap().arch().unwrap(),
         Err(_) => {
-            let archs = cuda_core::nvrtc_supported_archs().unwrap();
+            let archs = cuda_core::nvrtc::supported_archs().unwrap();
             let n = if archs.contains(&90) {
                 90
             } else {
@@ -65,7 +65,7 @@ fn main() {
             format!("sm_{n}")
         }
     };
-    eprintln!("cache bench: NVRTC {}.{}, {arch}", version.0, version.1);
+    eprintln!("cache bench: NVRTC {version}, {arch}");
     let options = ProgramOptions {
         arch: Some(arch),
         ..Default::default()

@@ -44,8 +44,7 @@ extern "C" __global__ void saxpy(float a, const float *x, float *y, unsigned lon
 
 fn run() -> Result<(), QuickstartError> {
     let t0 = Instant::now();
-    let (major, minor) = cuda_core::nvrtc_version()?;
-    println!("NVRTC {major}.{minor}");
+    println!("NVRTC {}", cuda_core::nvrtc::version()?);
     let dev = match Device::new(0) {
         Ok(d) => d,
         Err(e) => {

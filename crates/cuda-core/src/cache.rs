@@ -36,9 +36,9 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest as _, Sha256};
 
+use crate::compile::{CompileTarget, Program, ProgramOptions, SourceCode};
 use crate::error::{Error, Result};
 use crate::object::{CodeType, ObjectCode};
-use crate::program::{CompileTarget, Program, ProgramOptions, SourceCode};
 
 /// The first field hashed into every key: names the encoding.
 const KEY_FORMAT: &[u8] = b"cuda-rs program cache key";
@@ -212,10 +212,10 @@ pub fn make_program_cache_key(
 
     let (backend, version, args, source): (&str, String, Vec<String>, &[u8]) = match *code {
         SourceCode::Cxx(src) => {
-            let (major, minor) = crate::nvrtc_version()?;
+            let version = crate::nvrtc::version()?;
             (
                 "NVRTC",
-                format!("{major}.{minor}"),
+                version.to_string(),
                 options.to_nvrtc_args()?,
                 src.as_bytes(),
             )

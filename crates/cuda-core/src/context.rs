@@ -293,10 +293,7 @@ impl Context {
     #[inline]
     pub(crate) fn ensure_current(&self) -> Result<Current> {
         match &self.inner.green_lock {
-            None => {
-                ensure_current(self.inner.handle, || "making a context current".into())?;
-                Ok(Current { green: None })
-            }
+            None => ensure_current(self.inner.handle, || "making a context current".into()),
             Some(lock) => self.enter_green(lock),
         }
     }
@@ -350,25 +347,23 @@ impl Context {
     }
 }
 
-type ResourceMap = std::collections::HashMap<usize, Arc<dyn crate::MemoryResource>>;
-
-/// The resources set with [`Device::set_memory_resource`], by device ordinal.
-fn allocation_resources() -> &'static std::sync::RwLock<ResourceMap> {
-    static SET: std::sync::OnceLock<std::sync::RwLock<ResourceMap>> = std::sync::OnceLock::new();
-    SET.get_or_init(Default::default)
-}
-
-/// Makes `ctx` (a live context) current on this thread unless it already is: one
-/// `cuCtxGetCurrent`, and `cuCtxSetCurrent` only when they differ.
-pub(crate) fn ensure_current(ctx: sys::CUcontext, what: impl FnOnce() -> String) -> Result<()> {
+/// Makes `ctx` (a live context that is not green) current on this thread unless
+/// it already is: one `cuCtxGetCurrent`, and `cuCtxSetCurrent` only when they
+/// differ. The one way the crate makes a context current before an operation
+/// ([`Context::ensure_current`] and [`Device::ensure_current`] both come here);
+/// the guard restores nothing for such a context.
+pub(crate) fn ensure_current(
+    ctx: sys::CUcontext,
+    what: impl FnOnce() -> String,
+) -> Result<Current> {
     let mut cur: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: `cur` is valid for writes.
     unsafe { sys::cuCtxGetCurrent(&mut cur) }.check(|| "reading the current context")?;
-    if cur == ctx {
-        return Ok(());
+    if cur != ctx {
+        // SAFETY: the caller passes a live context.
+        unsafe { sys::cuCtxSetCurrent(ctx) }.check(what)?;
     }
-    // SAFETY: the caller passes a live context.
-    unsafe { sys::cuCtxSetCurrent(ctx) }.check(what)
+    Ok(Current { green: None })
 }
 
 impl Drop for Inner {
@@ -382,115 +377,5 @@ impl Drop for Inner {
             // made in it (they hold clones).
             let _ = unsafe { sys::cuCtxDestroy(self.handle) };
         }
-    }
-}
-
-impl Device {
-    /// The device's primary context.
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn context(&self) -> Result<Context> {
-        Context::primary(self)
-    }
-
-    /// A new explicit context on this device (see [`Context::create`]).
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn create_context(&self, options: ContextOptions) -> Result<Context> {
-        Context::create(self, options)
-    }
-
-    /// A new event in the primary context (see [`Event::new`](crate::Event::new)).
-    ///
-    /// # Errors
-    /// As [`Event::new`](crate::Event::new).
-    pub fn create_event(&self, options: crate::EventOptions) -> Result<crate::Event> {
-        crate::Event::new(self, options)
-    }
-
-    /// The stream work goes to when none is named: the legacy default stream, or the
-    /// per-thread default stream when `CUDA_RS_PER_THREAD_DEFAULT_STREAM=1`.
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn default_stream(&self) -> Result<Stream> {
-        if cuda_bindings::driver::per_thread_default_stream().unwrap_or(false) {
-            Stream::per_thread_default(self)
-        } else {
-            Stream::legacy_default(self)
-        }
-    }
-
-    /// The device's default memory resource: its default stream-ordered pool
-    /// (`cuDeviceGetDefaultMemPool`).
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn default_memory_resource(&self) -> Result<Arc<crate::DeviceMemoryResource>> {
-        Ok(Arc::new(crate::DeviceMemoryResource::default_pool(self)?))
-    }
-
-    /// Makes `mr` the resource [`allocate`](Self::allocate) uses on this device, for
-    /// the whole process (`None`: back to the default pool). Buffers already
-    /// allocated keep their own resource.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a resource of
-    /// another device.
-    pub fn set_memory_resource(&self, mr: Option<Arc<dyn crate::MemoryResource>>) -> Result<()> {
-        if let Some(m) = mr.as_ref().filter(|m| m.device() != *self) {
-            return Err(crate::Error::other_device(
-                format!("setting the memory resource of device {}", self.ordinal()),
-                format!("the resource belongs to device {}", m.device().ordinal()),
-            ));
-        }
-        let mut set = allocation_resources()
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        match mr {
-            Some(m) => {
-                set.insert(self.ordinal(), m);
-            }
-            None => {
-                set.remove(&self.ordinal());
-            }
-        }
-        Ok(())
-    }
-
-    /// The resource [`allocate`](Self::allocate) uses: the one set with
-    /// [`set_memory_resource`](Self::set_memory_resource), or else the default pool
-    /// ([`default_memory_resource`](Self::default_memory_resource)).
-    ///
-    /// # Errors
-    /// The driver's error (reading the default pool).
-    pub fn memory_resource(&self) -> Result<Arc<dyn crate::MemoryResource>> {
-        let set = allocation_resources()
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&self.ordinal())
-            .cloned();
-        match set {
-            Some(m) => Ok(m),
-            None => Ok(self.default_memory_resource()?),
-        }
-    }
-
-    /// Allocates `size` bytes from the device's memory resource
-    /// ([`memory_resource`](Self::memory_resource): the default pool unless another
-    /// was set), ordered on `stream`. `None` for the stream works only when the
-    /// resource set is not stream-ordered (see
-    /// [`Buffer::allocate`](crate::Buffer::allocate)).
-    ///
-    /// # Errors
-    /// As [`Buffer::allocate`](crate::Buffer::allocate).
-    pub fn allocate<'s>(
-        &self,
-        size: usize,
-        stream: impl Into<Option<&'s Stream>>,
-    ) -> Result<crate::Buffer> {
-        crate::Buffer::allocate(self.memory_resource()?, size, stream)
     }
 }

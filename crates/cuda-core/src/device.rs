@@ -2,11 +2,20 @@
 
 use std::ffi::{CStr, c_char};
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, PoisonError};
 
 use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
+use crate::graph::GraphMemUsage;
+use crate::memory::allocation_resources;
+use crate::resources::sm_resource_of;
+use crate::system::SystemDevice;
+use crate::texture::{
+    ArrayOptions, MipmappedArray, OpaqueArray, SurfaceObject, TextureObject, TextureOptions,
+    TextureResource,
+};
+use crate::{Context, ContextOptions, DeviceResources, SmResource, Stream};
 
 /// `cuInit(0)`, once per process; its result is remembered.
 pub(crate) fn init() -> Result<()> {
@@ -254,7 +263,7 @@ impl Device {
     /// # Errors
     /// The driver's error.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
-        self.ensure_current()?;
+        let _current = self.ensure_current()?;
         let (mut free, mut total) = (0, 0);
         // SAFETY: both are valid for writes; the device's context is current.
         unsafe { sys::cuMemGetInfo(&mut free, &mut total) }
@@ -302,7 +311,7 @@ impl Device {
 
     /// Makes the device current if it is not (every operation calls this first, so
     /// that work goes to the right device whichever thread issues it).
-    pub(crate) fn ensure_current(&self) -> Result<()> {
+    pub(crate) fn ensure_current(&self) -> Result<crate::context::Current> {
         // The primary context is retained for the life of the process.
         crate::context::ensure_current(self.primary_context()?, || {
             format!("making device {}'s context current", self.ordinal)
@@ -314,7 +323,7 @@ impl Device {
     /// # Errors
     /// The driver's error, including errors of earlier asynchronous work.
     pub fn sync(&self) -> Result<()> {
-        self.ensure_current()?;
+        let _current = self.ensure_current()?;
         // SAFETY: a current context.
         unsafe { sys::cuCtxSynchronize() }
             .check(|| format!("synchronising device {}", self.ordinal))
@@ -357,7 +366,7 @@ impl Device {
         if peer == self {
             return Ok(());
         }
-        self.ensure_current()?;
+        let _current = self.ensure_current()?;
         let peer_ctx = peer.primary_context()?;
         // SAFETY: a live peer context; flags must be 0.
         let rc = unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) };
@@ -378,7 +387,7 @@ impl Device {
     /// # Errors
     /// The driver's error.
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
-        self.ensure_current()?;
+        let _current = self.ensure_current()?;
         let (mut least, mut greatest) = (0, 0);
         // SAFETY: both are valid for writes.
         unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
@@ -392,5 +401,268 @@ impl Device {
     /// As [`Stream::new`](crate::Stream::new).
     pub fn create_stream(&self, options: crate::StreamOptions) -> Result<crate::Stream> {
         crate::Stream::new(self, options)
+    }
+}
+
+// Contexts, streams, events and the memory resource `allocate` uses.
+impl Device {
+    /// The device's primary context.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn context(&self) -> Result<Context> {
+        Context::primary(self)
+    }
+
+    /// A new explicit context on this device (see [`Context::create`]).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn create_context(&self, options: ContextOptions) -> Result<Context> {
+        Context::create(self, options)
+    }
+
+    /// A new event in the primary context (see [`Event::new`](crate::Event::new)).
+    ///
+    /// # Errors
+    /// As [`Event::new`](crate::Event::new).
+    pub fn create_event(&self, options: crate::EventOptions) -> Result<crate::Event> {
+        crate::Event::new(self, options)
+    }
+
+    /// The stream work goes to when none is named: the legacy default stream, or the
+    /// per-thread default stream when `CUDA_RS_PER_THREAD_DEFAULT_STREAM=1`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn default_stream(&self) -> Result<Stream> {
+        if cuda_bindings::driver::per_thread_default_stream().unwrap_or(false) {
+            Stream::per_thread_default(self)
+        } else {
+            Stream::legacy_default(self)
+        }
+    }
+
+    /// The device's default memory resource: its default stream-ordered pool
+    /// (`cuDeviceGetDefaultMemPool`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn default_memory_resource(&self) -> Result<Arc<crate::DeviceMemoryResource>> {
+        Ok(Arc::new(crate::DeviceMemoryResource::default_pool(self)?))
+    }
+
+    /// Makes `mr` the resource [`allocate`](Self::allocate) uses on this device, for
+    /// the whole process (`None`: back to the default pool). Buffers already
+    /// allocated keep their own resource.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a resource of
+    /// another device.
+    pub fn set_memory_resource(&self, mr: Option<Arc<dyn crate::MemoryResource>>) -> Result<()> {
+        if let Some(m) = mr.as_ref().filter(|m| m.device() != *self) {
+            return Err(crate::Error::other_device(
+                format!("setting the memory resource of device {}", self.ordinal()),
+                format!("the resource belongs to device {}", m.device().ordinal()),
+            ));
+        }
+        let mut set = allocation_resources()
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        match mr {
+            Some(m) => {
+                set.insert(self.ordinal(), m);
+            }
+            None => {
+                set.remove(&self.ordinal());
+            }
+        }
+        Ok(())
+    }
+
+    /// The resource [`allocate`](Self::allocate) uses: the one set with
+    /// [`set_memory_resource`](Self::set_memory_resource), or else the default pool
+    /// ([`default_memory_resource`](Self::default_memory_resource)).
+    ///
+    /// # Errors
+    /// The driver's error (reading the default pool).
+    pub fn memory_resource(&self) -> Result<Arc<dyn crate::MemoryResource>> {
+        let set = allocation_resources()
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&self.ordinal())
+            .cloned();
+        match set {
+            Some(m) => Ok(m),
+            None => Ok(self.default_memory_resource()?),
+        }
+    }
+
+    /// Allocates `size` bytes from the device's memory resource
+    /// ([`memory_resource`](Self::memory_resource): the default pool unless another
+    /// was set), ordered on `stream`. `None` for the stream works only when the
+    /// resource set is not stream-ordered (see
+    /// [`Buffer::allocate`](crate::Buffer::allocate)).
+    ///
+    /// # Errors
+    /// As [`Buffer::allocate`](crate::Buffer::allocate).
+    pub fn allocate<'s>(
+        &self,
+        size: usize,
+        stream: impl Into<Option<&'s Stream>>,
+    ) -> Result<crate::Buffer> {
+        crate::Buffer::allocate(self.memory_resource()?, size, stream)
+    }
+}
+
+// Green contexts: the device's resources and contexts made from them.
+impl Device {
+    /// All of the device's resources (`cuDeviceGetDevResource`).
+    ///
+    /// # Errors
+    /// The driver's error (`CUDA_ERROR_NOT_SUPPORTED` on drivers without green
+    /// contexts).
+    pub fn resources(&self) -> Result<DeviceResources> {
+        crate::device::init()?;
+        let dev = *self;
+        let sm = sm_resource_of(
+            dev,
+            || format!("reading the SM resource of device {}", dev.ordinal()),
+            // SAFETY: `r` is valid for writes; a valid device.
+            |r| unsafe {
+                sys::cuDeviceGetDevResource(dev.handle(), r, sys::CU_DEV_RESOURCE_TYPE_SM)
+            },
+        )?;
+        Ok(DeviceResources { sm })
+    }
+
+    /// A green context on this device (see [`Context::create_green`]).
+    ///
+    /// # Errors
+    /// As [`Context::create_green`].
+    pub fn create_green_context(&self, resources: &[SmResource]) -> Result<Context> {
+        Context::create_green(self, resources)
+    }
+}
+
+// Graph memory (the memory graphs allocate when they run).
+impl Device {
+    /// How much memory graphs use on this device (`cuDeviceGetGraphMemAttribute`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn graph_mem_usage(&self) -> Result<GraphMemUsage> {
+        let get = |attr: sys::CUgraphMem_attribute| -> Result<u64> {
+            let mut v: u64 = 0;
+            // SAFETY: these attributes are 64-bit values; `v` is valid for writes.
+            unsafe { sys::cuDeviceGetGraphMemAttribute(self.handle(), attr, (&raw mut v).cast()) }
+                .check(|| format!("reading the graph memory use of device {}", self.ordinal()))?;
+            Ok(v)
+        };
+        Ok(GraphMemUsage {
+            used: get(sys::CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT)?,
+            used_high: get(sys::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)?,
+            reserved: get(sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT)?,
+            reserved_high: get(sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)?,
+        })
+    }
+
+    /// Resets the high-water marks of [`graph_mem_usage`](Self::graph_mem_usage)
+    /// to the current figures.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn reset_graph_mem_high_watermarks(&self) -> Result<()> {
+        for attr in [
+            sys::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+            sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH,
+        ] {
+            let mut zero: u64 = 0;
+            // SAFETY: the high-water marks accept 0 (reset); `zero` is valid for reads.
+            unsafe {
+                sys::cuDeviceSetGraphMemAttribute(self.handle(), attr, (&raw mut zero).cast())
+            }
+            .check(|| {
+                format!(
+                    "resetting the graph memory marks of device {}",
+                    self.ordinal()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Returns memory reserved for graph allocations and not in use to the OS
+    /// (`cuDeviceGraphMemTrim`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn graph_mem_trim(&self) -> Result<()> {
+        // SAFETY: a valid device.
+        unsafe { sys::cuDeviceGraphMemTrim(self.handle()) }
+            .check(|| format!("trimming the graph memory of device {}", self.ordinal()))
+    }
+}
+
+// Arrays, textures and surfaces.
+impl Device {
+    /// A CUDA array in the primary context (see [`OpaqueArray::new`]).
+    ///
+    /// # Errors
+    /// As [`OpaqueArray::new`].
+    pub fn create_opaque_array(&self, options: &ArrayOptions) -> Result<OpaqueArray> {
+        OpaqueArray::new(&self.context()?, options)
+    }
+
+    /// A mipmapped array in the primary context (see [`MipmappedArray::new`]).
+    ///
+    /// # Errors
+    /// As [`MipmappedArray::new`].
+    pub fn create_mipmapped_array(
+        &self,
+        options: &ArrayOptions,
+        levels: u32,
+    ) -> Result<MipmappedArray> {
+        MipmappedArray::new(&self.context()?, options, levels)
+    }
+
+    /// A texture object in the primary context (see [`TextureObject::new`]).
+    ///
+    /// # Errors
+    /// As [`TextureObject::new`].
+    pub fn create_texture_object(
+        &self,
+        resource: TextureResource,
+        options: &TextureOptions,
+    ) -> Result<TextureObject> {
+        TextureObject::new(&self.context()?, resource, options)
+    }
+
+    /// A surface object over `array` (see [`SurfaceObject::new`]).
+    ///
+    /// # Errors
+    /// As [`SurfaceObject::new`], and [`Error::InvalidArgument`] for an array of
+    /// another device.
+    pub fn create_surface_object(&self, array: Arc<OpaqueArray>) -> Result<SurfaceObject> {
+        if array.context().device() != self {
+            return Err(Error::other_device(
+                "creating a surface object",
+                "the array is on another device",
+            ));
+        }
+        SurfaceObject::new(array)
+    }
+}
+
+// NVML's view of the device.
+impl Device {
+    /// This device as NVML sees it, found by UUID (`to_system_device` in Python).
+    ///
+    /// # Errors
+    /// The driver's error reading the UUID ([`Error::Driver`]); NVML's error
+    /// ([`Error::is_unavailable`] without NVML).
+    pub fn to_system_device(&self) -> Result<SystemDevice> {
+        let uuid = self.uuid_string()?;
+        SystemDevice::from_uuid(&uuid)
     }
 }

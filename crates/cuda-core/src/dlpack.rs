@@ -1,7 +1,9 @@
 //! DLPack interop: hand a [`Buffer`] to another library as a `DLManagedTensor`, and
 //! view another library's tensor ([`StridedMemoryView`]) without copying.
 //!
-//! The C structures follow `dlpack.h` (ABI version 0.8/1.x `DLManagedTensor`, the
+//! The C structures ([`DLTensor`], [`DLManagedTensor`], [`DLDevice`],
+//! [`DLDeviceType`], [`DLDataType`]) are in this module alone; [`DLPackDType`] and
+//! [`StridedMemoryView`] are also at the crate root. They follow `dlpack.h` (ABI version 0.8/1.x `DLManagedTensor`, the
 //! unversioned capsule form that every framework accepts).
 
 use std::any::Any;

@@ -9,8 +9,8 @@ use cuda_bindings::IntoResult as _;
 use cuda_bindings::nvfatbin as nf;
 
 use crate::error::{Error, Result};
-use crate::linker::{input_bytes, input_name};
 use crate::object::{CodeType, ObjectCode};
+use crate::strings::{cstrings, input_bytes, input_name};
 
 /// What one entry of a fatbin holds.
 #[derive(Debug, Clone)]
@@ -214,12 +214,7 @@ impl FatbinBuilder {
         if self.entries.is_empty() {
             return Err(Error::invalid(CONTEXT, "no entries were added"));
         }
-        let options: Vec<CString> = self
-            .options
-            .iter()
-            .map(|o| CString::new(o.as_str()))
-            .collect::<Result<_, _>>()
-            .map_err(|_| Error::invalid(CONTEXT, "an option holds a NUL byte"))?;
+        let options = cstrings(self.options.clone(), CONTEXT)?;
         let mut ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
         let handle = Handle::new(&mut ptrs, &self.options)?;
         for (i, e) in self.entries.iter().enumerate() {

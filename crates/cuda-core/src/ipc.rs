@@ -66,6 +66,7 @@ fn dup_pool_fd(fd: &OwnedFd) -> Result<OwnedFd> {
     })
 }
 
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 impl DeviceMemoryResource {
     /// The pool's shareable handle: a file descriptor another process can import.
     /// The pool is exported once, when it is created (the driver exports a pool's
@@ -105,7 +106,7 @@ impl DeviceMemoryResource {
     /// [`Error::InvalidArgument`] when the pool's memory is not on `device`; the
     /// driver's error.
     pub fn import(device: &Device, fd: BorrowedFd<'_>) -> Result<Self> {
-        device.ensure_current()?;
+        let _current = device.ensure_current()?;
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
         // The handle is passed by value, as an `int` in a pointer-sized slot.
         let raw = fd.as_raw_fd() as usize as *mut std::ffi::c_void;
@@ -144,6 +145,7 @@ impl DeviceMemoryResource {
 /// What another process needs to import one buffer of a shared pool: 64 opaque
 /// bytes from the driver and the size. Plain data: send it any way you like
 /// ([`to_bytes`](Self::to_bytes)).
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IpcBufferDescriptor {
     /// `CUmemPoolPtrExportData`.
@@ -214,6 +216,7 @@ unsafe impl MemoryResource for Imported {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 impl Buffer {
     /// The descriptor another process needs to import this buffer (which must come
     /// from a pool made with `ipc_enabled`). The importer should wait for the
@@ -223,7 +226,7 @@ impl Buffer {
     /// The driver's error (`CUDA_ERROR_INVALID_VALUE` for memory not from an IPC pool).
     pub fn ipc_descriptor(&self) -> Result<IpcBufferDescriptor> {
         let mut d = sys::CUmemPoolPtrExportData::default();
-        self.device().ensure_current()?;
+        let _current = self.device().ensure_current()?;
         // SAFETY: `d` is valid for writes; the pointer is this buffer's.
         unsafe { sys::cuMemPoolExportPointer(&mut d, self.ptr()) }
             .check(|| "exporting a buffer")?;
@@ -275,6 +278,7 @@ impl Buffer {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 impl Event {
     /// The 64-byte handle another process opens this event with. The event must
     /// have been made with `ipc: true`.
@@ -325,6 +329,7 @@ impl Event {
 /// ([`DeviceMemoryResource::register`]) and finds it again
 /// ([`DeviceMemoryResource::from_registry`]). It prints in the usual
 /// `8-4-4-4-12` hexadecimal form.
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PoolUuid(pub [u8; 16]);
 
@@ -372,6 +377,7 @@ fn registry() -> &'static Mutex<Registry> {
     REGISTRY.get_or_init(Default::default)
 }
 
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 impl DeviceMemoryResource {
     /// The pool's identity across processes, for an IPC-enabled pool: made when
     /// the pool was created here, or the one an imported pool was registered
@@ -477,6 +483,7 @@ impl DeviceMemoryResource {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 impl Buffer {
     /// Imports a buffer another process exported from the pool registered under
     /// `pool` ([`DeviceMemoryResource::from_registry`], then

@@ -260,7 +260,7 @@ impl Kernel {
     /// The `CUfunction` of the kernel in the current context (occupancy queries
     /// need one).
     fn function(&self, device: &Device) -> Result<sys::CUfunction> {
-        device.ensure_current()?;
+        let _current = device.ensure_current()?;
         self.function_in_current()
     }
 
@@ -345,7 +345,7 @@ impl Kernel {
                 sys::cuKernelGetAttribute(&mut v, attr, *k, device.handle())
             },
             Handle::Module(f, _) => {
-                device.ensure_current()?;
+                let _current = device.ensure_current()?;
                 // SAFETY: as above.
                 unsafe { sys::cuFuncGetAttribute(&mut v, attr, *f) }
             }
@@ -376,7 +376,7 @@ impl Kernel {
                 sys::cuKernelSetAttribute(attr, value, *k, device.handle())
             },
             Handle::Module(f, _) => {
-                device.ensure_current()?;
+                let _current = device.ensure_current()?;
                 // SAFETY: a live function.
                 unsafe { sys::cuFuncSetAttribute(*f, attr, value) }
             }
@@ -412,7 +412,7 @@ impl Kernel {
             // SAFETY: a live kernel and device.
             Handle::Library(k, _) => unsafe { sys::cuKernelSetCacheConfig(*k, c, device.handle()) },
             Handle::Module(f, _) => {
-                device.ensure_current()?;
+                let _current = device.ensure_current()?;
                 // SAFETY: a live function.
                 unsafe { sys::cuFuncSetCacheConfig(*f, c) }
             }

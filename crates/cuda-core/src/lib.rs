@@ -47,7 +47,7 @@
 //! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies) |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
 //! | batched memory operations (CUDA 13) | [`copy_batch`] ([`BatchCopy`], [`BatchViewCopy`]), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
-//! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
+//! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
 //! | kernels from a `.cu` file | `kernels!` (feature `macros`, on by default): a struct with one typed launch function per `extern "C"` kernel, compiled with NVRTC at run time |
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
@@ -55,7 +55,7 @@
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
 //! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::replace_address`]) |
-//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
+//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
@@ -66,14 +66,16 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod arc_view;
+mod arch;
 mod batch;
 pub mod cache;
 mod callback;
 pub mod checkpoint;
+mod compile;
 mod context;
 mod device;
 mod device_buffer;
-mod dlpack;
+pub mod dlpack;
 mod error;
 mod event;
 mod fatbin;
@@ -89,10 +91,10 @@ mod memory;
 mod module;
 mod object;
 mod pinned_buffer;
-mod program;
 mod properties;
 mod resources;
 mod stream;
+mod strings;
 pub mod system;
 mod tensor_map;
 mod texture;
@@ -108,6 +110,11 @@ pub use batch::{
     prefetch_batch,
 };
 pub use callback::CallbackPanic;
+pub use compile::nvrtc;
+pub use compile::{
+    CompileTarget, CompilerBackend, PchStatus, Program, ProgramBackend, ProgramOptions, SourceCode,
+    toolkit_include_dirs,
+};
 pub use context::{Context, ContextOptions};
 pub use cuda_bindings;
 /// Typed launch functions generated from the `extern "C" __global__` kernels of
@@ -249,9 +256,7 @@ pub use cuda_core_macros::kernels;
 pub use cuda_pathfinder;
 pub use device::Device;
 pub use device_buffer::DeviceBuffer;
-pub use dlpack::{
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, DLTensor, StridedMemoryView,
-};
+pub use dlpack::{DLPackDType, StridedMemoryView};
 pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
 pub use fatbin::FatbinBuilder;
@@ -262,6 +267,7 @@ pub use graph::{
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
 #[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 pub use ipc::{IpcBufferDescriptor, PoolUuid};
 pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
@@ -276,11 +282,6 @@ pub use memory::{
 pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
 pub use pinned_buffer::PinnedBuffer;
-pub use program::{
-    CompileTarget, CompilerBackend, PchStatus, Program, ProgramOptions, SourceCode,
-    nvrtc_pch_heap_size, nvrtc_supported_archs, nvrtc_version, set_nvrtc_pch_heap_size,
-    toolkit_include_dirs,
-};
 pub use properties::DeviceProperties;
 pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
 pub use stream::{Stream, StreamOptions};

@@ -29,9 +29,10 @@ use cuda_bindings::IntoResult as _;
 use cuda_bindings::driver::{self as sys, DriverError};
 use cuda_bindings::nvjitlink as jl;
 
+use crate::arch::Arch;
 use crate::error::{Check as _, Error, Result};
 use crate::object::{CodeType, ObjectCode};
-use crate::program::{Arch, strip_nul, text};
+use crate::strings::{input_bytes, input_name, strip_nul, text};
 
 const OPTIONS_CONTEXT: &str = "checking the linker options";
 
@@ -459,19 +460,6 @@ impl Linker {
     }
 }
 
-/// An input's bytes as the linkers want them: PTX NUL-terminated.
-pub(crate) fn input_bytes(input: &ObjectCode) -> Vec<u8> {
-    let mut bytes = input.code().to_vec();
-    if input.code_type() == CodeType::Ptx && bytes.last() != Some(&0) {
-        bytes.push(0);
-    }
-    bytes
-}
-
-pub(crate) fn input_name(input: &ObjectCode) -> CString {
-    CString::new(input.name().replace('\0', "?")).unwrap_or_default()
-}
-
 /// An nvJitLink handle and what it needs kept alive.
 struct JitLink {
     handle: jl::nvJitLinkHandle,
@@ -788,16 +776,18 @@ impl DriverLink {
         Ok(this)
     }
 
-    /// Makes the creating context current on this thread.
-    fn enter(&self) -> Result<()> {
-        // SAFETY: the context the state was made in; the driver linker's docs
-        // require it to outlive the state.
-        unsafe { sys::cuCtxSetCurrent(self.ctx) }
-            .check(|| "making the driver JIT linker's context current")
+    /// Makes the creating context current on this thread (through the crate's one
+    /// current-context guard); hold the guard for the length of the call.
+    fn enter(&self) -> Result<crate::context::Current> {
+        // The context the state was made in; the driver linker's docs require it
+        // to outlive the state.
+        crate::context::ensure_current(self.ctx, || {
+            "making the driver JIT linker's context current".into()
+        })
     }
 
     fn complete(&self, linker: &Linker) -> Result<Vec<u8>> {
-        self.enter()?;
+        let _current = self.enter()?;
         let mut cubin: *mut c_void = std::ptr::null_mut();
         let mut size = 0usize;
         // SAFETY: the state is live and every input has been added; both outputs
@@ -825,9 +815,129 @@ impl DriverLink {
 impl Drop for DriverLink {
     fn drop(&mut self) {
         if !self.state.is_null() {
-            let _ = self.enter();
+            let _current = self.enter();
             // SAFETY: a state from cuLinkCreate, destroyed once here.
             let _ = unsafe { sys::cuLinkDestroy(self.state) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::InvalidKind;
+    use crate::error::kind_of as kind;
+
+    #[test]
+    fn every_option_is_spelled_in_cuda_cores_order() {
+        let all = LinkerOptions {
+            name: Some("out".into()),
+            max_register_count: Some(32),
+            time: true,
+            verbose: true,
+            link_time_optimization: true,
+            ptx: true,
+            optimization_level: Some(2),
+            debug: true,
+            lineinfo: true,
+            ftz: Some(true),
+            prec_div: Some(false),
+            prec_sqrt: Some(true),
+            fma: Some(false),
+            kernels_used: vec!["k".into()],
+            variables_used: vec!["v".into()],
+            optimize_unused_variables: true,
+            ptxas_options: vec!["-v".into()],
+            split_compile: Some(0),
+            split_compile_extended: Some(4),
+            no_cache: true,
+            extra: vec!["-X".into()],
+            ..LinkerOptions::new("compute_90a")
+        };
+        assert_eq!(
+            all.to_nvjitlink_args().unwrap(),
+            [
+                "-arch=compute_90a",
+                "-maxrregcount=32",
+                "-time",
+                "-verbose",
+                "-lto",
+                "-ptx",
+                "-O2",
+                "-g",
+                "-lineinfo",
+                "-ftz=true",
+                "-prec-div=false",
+                "-prec-sqrt=true",
+                "-fma=false",
+                "-kernels-used=k",
+                "-variables-used=v",
+                "-optimize-unused-variables",
+                "-Xptxas=-v",
+                "-split-compile=0",
+                "-split-compile-extended=4",
+                "-no-cache",
+                "-X"
+            ]
+        );
+        // The name is the output's, never an option.
+        assert_eq!(
+            LinkerOptions::new("sm_90").to_nvjitlink_args().unwrap(),
+            ["-arch=sm_90"]
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_field() {
+        let refused = |o: LinkerOptions, field: &str| {
+            let r = o.to_nvjitlink_args();
+            let msg = r.as_ref().map_err(ToString::to_string).unwrap_err();
+            assert!(msg.contains(field), "{msg}");
+            assert_eq!(kind(r), InvalidKind::Other);
+        };
+        let sm90 = || LinkerOptions::new("sm_90");
+        refused(
+            LinkerOptions {
+                max_register_count: Some(0),
+                ..sm90()
+            },
+            "`max_register_count`",
+        );
+        refused(
+            LinkerOptions {
+                name: Some(String::new()),
+                ..sm90()
+            },
+            "`name`",
+        );
+        refused(
+            LinkerOptions {
+                name: Some("a\0b".into()),
+                ..sm90()
+            },
+            "`name`",
+        );
+        refused(
+            LinkerOptions {
+                kernels_used: vec!["k\0".into()],
+                ..sm90()
+            },
+            "`kernels_used`",
+        );
+        refused(
+            LinkerOptions {
+                variables_used: vec![String::new()],
+                ..sm90()
+            },
+            "`variables_used`",
+        );
+        refused(
+            LinkerOptions {
+                ptxas_options: vec![String::new()],
+                ..sm90()
+            },
+            "`ptxas_options`",
+        );
+        refused(LinkerOptions::new("sm_90b"), "`arch`");
     }
 }

@@ -216,7 +216,7 @@ impl SmResource {
     }
 }
 
-fn sm_resource_of(
+pub(crate) fn sm_resource_of(
     device: Device,
     what: impl Fn() -> String,
     get: impl FnOnce(*mut sys::CUdevResource) -> sys::CUresult,
@@ -230,35 +230,6 @@ fn sm_resource_of(
         ));
     }
     Ok(SmResource::from_raw(raw, device))
-}
-
-impl Device {
-    /// All of the device's resources (`cuDeviceGetDevResource`).
-    ///
-    /// # Errors
-    /// The driver's error (`CUDA_ERROR_NOT_SUPPORTED` on drivers without green
-    /// contexts).
-    pub fn resources(&self) -> Result<DeviceResources> {
-        crate::device::init()?;
-        let dev = *self;
-        let sm = sm_resource_of(
-            dev,
-            || format!("reading the SM resource of device {}", dev.ordinal()),
-            // SAFETY: `r` is valid for writes; a valid device.
-            |r| unsafe {
-                sys::cuDeviceGetDevResource(dev.handle(), r, sys::CU_DEV_RESOURCE_TYPE_SM)
-            },
-        )?;
-        Ok(DeviceResources { sm })
-    }
-
-    /// A green context on this device (see [`Context::create_green`]).
-    ///
-    /// # Errors
-    /// As [`Context::create_green`].
-    pub fn create_green_context(&self, resources: &[SmResource]) -> Result<Context> {
-        Context::create_green(self, resources)
-    }
 }
 
 impl Context {

@@ -4,7 +4,7 @@
 //! ```no_run
 //! use cuda_core::system::{self, SystemDevice};
 //!
-//! println!("driver {} (CUDA {:?}), NVML {}", system::driver_version()?,
+//! println!("driver {} (CUDA {}), NVML {}", system::driver_version()?,
 //!          system::cuda_driver_version()?, system::nvml_version()?);
 //! for dev in SystemDevice::all()? {
 //!     let mem = dev.memory_info()?;
@@ -215,18 +215,18 @@ pub fn driver_branch() -> Result<String> {
     Ok(from_c_buf(&info.branch))
 }
 
-/// The highest CUDA version the driver supports, `(major, minor)`
-/// (`nvmlSystemGetCudaDriverVersion_v2`), e.g. `(13, 0)`.
+/// The highest CUDA version the driver supports
+/// (`nvmlSystemGetCudaDriverVersion_v2`), e.g. 13.0.
 ///
 /// # Errors
 /// NVML's error; [`Error::is_unavailable`] without a driver.
-pub fn cuda_driver_version() -> Result<(i32, i32)> {
+pub fn cuda_driver_version() -> Result<cuda_bindings::Version> {
     init()?;
     let mut v = 0;
     // SAFETY: `v` is valid for writes; NVML is initialised.
     unsafe { nvmlSystemGetCudaDriverVersion_v2(&mut v) }
         .check(|| "reading the CUDA driver version (nvmlSystemGetCudaDriverVersion_v2)")?;
-    Ok((v / 1000, (v % 1000) / 10))
+    Ok(cuda_bindings::Version::from_cuda(v))
 }
 
 /// How many GPUs NVML sees (`nvmlDeviceGetCount`): every GPU in the machine,
@@ -955,18 +955,6 @@ fn is_older_driver(e: &Error) -> bool {
         e.nvml_code(),
         Some(NVML_ERROR_FUNCTION_NOT_FOUND | NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
     ) || matches!(e.unavailable(), Some(Unavailable::Symbol { .. }))
-}
-
-impl Device {
-    /// This device as NVML sees it, found by UUID (`to_system_device` in Python).
-    ///
-    /// # Errors
-    /// The driver's error reading the UUID ([`Error::Driver`]); NVML's error
-    /// ([`Error::is_unavailable`] without NVML).
-    pub fn to_system_device(&self) -> Result<SystemDevice> {
-        let uuid = self.uuid_string()?;
-        SystemDevice::from_uuid(&uuid)
-    }
 }
 
 /// A set of NVML event kinds (`nvmlEventType*` bits).

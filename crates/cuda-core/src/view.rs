@@ -544,44 +544,6 @@ impl Span<'_> {
     }
 }
 
-impl Buffer {
-    /// The whole buffer as a shared view of `T`s.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when the size is not a multiple of `T`'s or the
-    /// address is not aligned for `T`.
-    pub fn view<T: Pod>(&self) -> Result<DeviceView<'_, T>> {
-        let len = self.typed_len::<T>("viewing a buffer as typed elements")?;
-        Ok(DeviceView::new_unchecked(self, self.ptr(), len))
-    }
-
-    /// The whole buffer as a mutable view of `T`s.
-    ///
-    /// # Errors
-    /// As [`view`](Self::view).
-    pub fn view_mut<T: Pod>(&mut self) -> Result<DeviceViewMut<'_, T>> {
-        let len = self.typed_len::<T>("viewing a buffer as typed elements")?;
-        Ok(DeviceViewMut::new_unchecked(self, self.ptr(), len))
-    }
-
-    /// How many `T`s the buffer holds, if it holds a whole number of aligned ones.
-    pub(crate) fn typed_len<T>(&self, what: &'static str) -> Result<usize> {
-        let () = NonZeroSize::<T>::OK;
-        let t = std::mem::size_of::<T>();
-        if self.size() % t != 0 || self.ptr() % std::mem::align_of::<T>() as u64 != 0 {
-            return Err(Error::invalid(
-                what,
-                format!(
-                    "{} bytes at {:#x} are not a whole number of aligned {t}-byte elements",
-                    self.size(),
-                    self.ptr()
-                ),
-            ));
-        }
-        Ok(self.size() / t)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

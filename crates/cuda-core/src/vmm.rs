@@ -81,7 +81,7 @@ impl VirtualMemoryResource {
     /// [`Error::Unsupported`] when the device has no virtual memory management;
     /// the driver's error.
     pub fn new(device: &Device, options: VirtualMemoryOptions) -> Result<Self> {
-        device.ensure_current()?;
+        let _current = device.ensure_current()?;
         if device.attribute(sys::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)? == 0 {
             return Err(Error::unsupported(
                 format!(
@@ -202,7 +202,7 @@ impl VirtualMemoryResource {
                 format!("{new_size} bytes exceed the {} reserved", a.reserved),
             ));
         }
-        self.device.ensure_current()?;
+        let _current = self.device.ensure_current()?;
         let extra = new_size - a.mapped;
         let chunk = self.map_chunk(buffer.ptr() + a.mapped as u64, extra)?;
         a.chunks.push(chunk);
@@ -216,7 +216,7 @@ impl VirtualMemoryResource {
 // `deallocate` undoes exactly what `allocate_raw` made, found by address.
 unsafe impl MemoryResource for VirtualMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
-        self.device.ensure_current()?;
+        let _current = self.device.ensure_current()?;
         let size = self.round(size)?;
         let reserve = if self.options.reserve == 0 {
             size.saturating_mul(4)

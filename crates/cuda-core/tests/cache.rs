@@ -40,7 +40,7 @@ fn sm(arch: &str) -> ProgramOptions {
 
 /// An architecture the loaded NVRTC can make a cubin for.
 fn some_arch() -> String {
-    let archs = cuda_core::nvrtc_supported_archs().unwrap();
+    let archs = cuda_core::nvrtc::supported_archs().unwrap();
     let n = if archs.contains(&90) {
         90
     } else {

@@ -10,8 +10,8 @@
 use cuda_core::cuda_pathfinder::{self, ArtifactKind, PathfinderError};
 use cuda_core::{
     CodeType, CompileTarget, Error, FatbinBuilder, Linker, LinkerBackend, LinkerOptions,
-    ObjectCode, Program, ProgramOptions, SourceCode, ToolError, nvrtc_supported_archs,
-    nvrtc_version, toolkit_include_dirs,
+    ObjectCode, Program, ProgramBackend, ProgramOptions, SourceCode, ToolError, nvrtc,
+    toolkit_include_dirs,
 };
 use cuda_rs_tests::require_libs;
 
@@ -77,9 +77,9 @@ fn is_invalid(r: Result<impl std::fmt::Debug, Error>, needle: &str) {
 #[test]
 fn cxx_compiles_to_ptx_cubin_and_ltoir() {
     require_libs!("nvrtc");
-    let (major, _) = nvrtc_version().unwrap();
+    let major = nvrtc::version().unwrap().major;
     assert!(major >= 12);
-    let archs = nvrtc_supported_archs().unwrap();
+    let archs = nvrtc::supported_archs().unwrap();
     assert!(archs.contains(&90), "{archs:?}");
     assert!(archs.windows(2).all(|w| w[0] < w[1]), "{archs:?}");
 
@@ -91,7 +91,8 @@ fn cxx_compiles_to_ptx_cubin_and_ltoir() {
         },
     )
     .unwrap();
-    assert_eq!(program.backend(), "NVRTC");
+    assert_eq!(program.backend(), ProgramBackend::Nvrtc);
+    assert_eq!(program.backend().to_string(), "NVRTC");
     let ptx = program.compile(CompileTarget::Ptx, &[]).unwrap();
     assert_eq!(ptx.code_type(), CodeType::Ptx);
     assert_eq!(ptx.name(), "saxpy.cu");
@@ -538,7 +539,7 @@ fn nvvm_ir_compiles_to_ptx_and_ltoir() {
         ..Default::default()
     };
     let program = Program::new(SourceCode::Nvvm(NVVM_IR.as_bytes()), options.clone()).unwrap();
-    assert_eq!(program.backend(), "NVVM");
+    assert_eq!(program.backend(), ProgramBackend::Nvvm);
     let ptx = program.compile(CompileTarget::Ptx, &[]).unwrap();
     assert_eq!(ptx.code_type(), CodeType::Ptx);
     let text = std::str::from_utf8(ptx.code()).unwrap();
@@ -625,7 +626,7 @@ fn ptx_is_kept_or_linked_into_a_cubin() {
         },
     )
     .unwrap();
-    assert_eq!(program.backend(), "nvJitLink");
+    assert_eq!(program.backend(), ProgramBackend::NvJitLink);
     let same = program.compile(CompileTarget::Ptx, &[]).unwrap();
     assert_eq!(same.code(), ptx.code());
     assert_eq!(same.code_type(), CodeType::Ptx);
@@ -926,10 +927,10 @@ fn precompiled_headers_are_created_and_reported() {
         again.log()
     );
     // The heap size can be read and set back.
-    let heap = cuda_core::nvrtc_pch_heap_size().unwrap();
+    let heap = cuda_core::nvrtc::pch_heap_size().unwrap();
     assert!(heap > 0);
-    cuda_core::set_nvrtc_pch_heap_size(heap).unwrap();
-    assert_eq!(cuda_core::nvrtc_pch_heap_size().unwrap(), heap);
+    cuda_core::nvrtc::set_pch_heap_size(heap).unwrap();
+    assert_eq!(cuda_core::nvrtc::pch_heap_size().unwrap(), heap);
     // Without PCH options there is nothing to report.
     let plain = Program::new(
         SourceCode::Cxx(src),
@@ -976,7 +977,7 @@ fn default_arch(major: i32) -> &'static str {
 #[test]
 fn an_unset_arch_is_the_compilers_oldest_not_the_gpu() {
     require_libs!("nvrtc");
-    let (major, _) = nvrtc_version().unwrap();
+    let major = nvrtc::version().unwrap().major;
     let ptx = cxx(SAXPY, ProgramOptions::default(), CompileTarget::Ptx);
     let text = std::str::from_utf8(ptx.code()).unwrap();
     let target = format!(".target {}", default_arch(major));
@@ -999,7 +1000,7 @@ fn an_unset_arch_is_the_compilers_oldest_not_the_gpu() {
 fn an_unset_arch_is_nvvms_oldest_too() {
     // NVVM reports its own version; the toolkit's major is NVRTC's (one wheel set).
     require_libs!("nvvm", "nvrtc");
-    let (major, _) = nvrtc_version().unwrap();
+    let major = nvrtc::version().unwrap().major;
     let program = Program::new(
         SourceCode::Nvvm(NVVM_IR.as_bytes()),
         ProgramOptions::default(),
@@ -1168,18 +1169,18 @@ fn bundled_headers_need_nvrtc_13_3_and_say_so() {
     let result = Program::new(SourceCode::Cxx(CCCL_ONLY), options)
         .unwrap()
         .compile(CompileTarget::Ptx, &[]);
-    let (major, minor) = nvrtc_version().unwrap();
-    if (major, minor) < (13, 3) {
+    let version = nvrtc::version().unwrap();
+    if (version.major, version.minor) < (13, 3) {
         match result {
             Err(e @ Error::Unsupported { .. }) => {
                 let msg = e.to_string();
                 assert!(
-                    msg.contains("NVRTC 13.3") && msg.contains(&format!("{major}.{minor}")),
+                    msg.contains("NVRTC 13.3") && msg.contains(&format!("{version}")),
                     "{msg}"
                 );
                 assert!(msg.contains("with_toolkit_headers"), "{msg}");
             }
-            other => panic!("expected Unsupported on NVRTC {major}.{minor}, got {other:?}"),
+            other => panic!("expected Unsupported on NVRTC {version}, got {other:?}"),
         }
         assert!(
             !headers.exists(),

@@ -7,9 +7,8 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use cuda_core::{
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor, Error, StridedMemoryView,
-};
+use cuda_core::dlpack::{DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLTensor};
+use cuda_core::{Error, StridedMemoryView};
 
 thread_local! {
     /// Deleter calls on this thread: the views are dropped on the test's own

@@ -168,7 +168,7 @@ fn a_missing_nvrtc_is_said_once() {
         assert!(!report.contains(noise), "{noise:?} in {report}");
     }
     // The same for a call that asks NVRTC something.
-    let e = cuda_core::nvrtc_version().unwrap_err();
+    let e = cuda_core::nvrtc::version().unwrap_err();
     assert!(e.is_unavailable(), "{e:?}");
     assert_said_once(&e, &["querying the NVRTC version"]);
 }

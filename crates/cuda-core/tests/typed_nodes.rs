@@ -9,10 +9,9 @@ use std::sync::Arc;
 
 use cuda_core::half::bf16;
 use cuda_core::{
-    ArcView, BatchCopy, BatchViewCopy, Buffer, CopyOptions, DLDataType, DLDeviceType, Device,
-    DeviceBuffer, Error, Graph, GraphCompleteOptions, InvalidKind, Location, ManagedMemoryResource,
-    MemoryKind, Stream, StreamOptions, StridedMemoryView, copy_batch, discard_prefetch_batch,
-    prefetch_batch,
+    ArcView, BatchCopy, BatchViewCopy, Buffer, CopyOptions, Device, DeviceBuffer, Error, Graph,
+    GraphCompleteOptions, InvalidKind, Location, ManagedMemoryResource, MemoryKind, Stream,
+    StreamOptions, StridedMemoryView, copy_batch, discard_prefetch_batch, prefetch_batch,
 };
 use cuda_rs_tests::require_gpu;
 
@@ -244,10 +243,10 @@ fn dlpack_round_trip_of_a_device_sub_range() {
     let x = weak.upgrade().expect("the tensor keeps the array alive");
     assert_eq!(seen.ptr(), x.as_buffer().ptr() + 32 * 4);
     assert_eq!((seen.shape(), seen.strides()), (&[64i64][..], &[1i64][..]));
-    assert_eq!(seen.dtype(), DLDataType::F32);
+    assert_eq!(seen.dtype(), cuda_core::dlpack::DLDataType::F32);
     assert_eq!(
         (seen.device().device_type, seen.device().device_id),
-        (DLDeviceType::CUDA, d.ordinal() as i32)
+        (cuda_core::dlpack::DLDeviceType::CUDA, d.ordinal() as i32)
     );
     // Read the imported tensor's memory back through a borrowed buffer.
     // SAFETY: the tensor names 64 floats of device memory that `seen` keeps

@@ -94,6 +94,8 @@
 //! `cuda-pathfinder load nvrtc nvJitLink --json`, `cuda-pathfinder doctor`, and
 //! `cuda-pathfinder find header|binary|bitcode|static <name>`.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod artifacts;
 pub mod catalog;
 mod dynlib;

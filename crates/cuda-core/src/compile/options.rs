@@ -1,83 +1,20 @@
-//! Run-time compilation: CUDA C++ through NVRTC, NVVM IR through NVVM, and PTX
-//! through the linker (the counterpart of `cuda.core`'s `Program` and
-//! `ProgramOptions`).
-//!
-//! ```no_run
-//! use cuda_core::{CompileTarget, Program, ProgramOptions, SourceCode};
-//!
-//! let src = "template<typename T> __global__ void add(T* x, T v) { x[threadIdx.x] += v; }";
-//! let options = ProgramOptions {
-//!     arch: Some("sm_90".into()),
-//!     std: Some("c++17".into()),
-//!     ..Default::default()
-//! };
-//! let program = Program::new(SourceCode::Cxx(src), options)?;
-//! let cubin = program.compile(CompileTarget::Cubin, &["add<float>"])?;
-//! println!("add<float> is {}", cubin.lowered_name("add<float>"));
-//! # Ok::<(), cuda_core::Error>(())
-//! ```
+//! How to compile a [`Program`](super::Program): [`ProgramOptions`] and its translation
+//! into each backend's arguments (NVRTC's, NVVM's, the linker's). Pure functions of
+//! the options, unit-tested without a compiler.
 
-use std::collections::BTreeMap;
-use std::ffi::{CStr, CString, c_char, c_int};
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
-
-use cuda_bindings::IntoResult as _;
-use cuda_bindings::{nvrtc, nvvm};
 
 use crate::Device;
+use crate::arch::Arch;
 use crate::error::{Error, Result};
-use crate::linker::{Linker, LinkerOptions};
-use crate::object::{CodeType, ObjectCode};
+use crate::linker::LinkerOptions;
+
+use super::CompileTarget;
 
 /// The name a program gets when [`ProgramOptions::name`] is `None`.
 const DEFAULT_NAME: &str = "default_program";
 
-/// The code a [`Program`] compiles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SourceCode<'a> {
-    /// CUDA C++ source, compiled by NVRTC.
-    Cxx(&'a str),
-    /// PTX text: returned as is for [`CompileTarget::Ptx`], assembled and linked by
-    /// the [`Linker`] for [`CompileTarget::Cubin`].
-    Ptx(&'a str),
-    /// NVVM IR, as text (LLVM assembly) or bitcode, compiled by NVVM.
-    Nvvm(&'a [u8]),
-}
-
-/// What [`Program::compile`] produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CompileTarget {
-    /// PTX text.
-    Ptx,
-    /// A cubin for one real architecture (needs `arch: Some("sm_XY")`).
-    Cubin,
-    /// LTO-IR for link-time optimisation (needs `link_time_optimization: true`).
-    Ltoir,
-}
-
-impl CompileTarget {
-    /// The kind of [`ObjectCode`] this target produces.
-    pub fn code_type(self) -> CodeType {
-        match self {
-            Self::Ptx => CodeType::Ptx,
-            Self::Cubin => CodeType::Cubin,
-            Self::Ltoir => CodeType::Ltoir,
-        }
-    }
-}
-
-/// Writes `cuda.core`'s `target_type` string (`ptx`, `cubin`, `ltoir`): the
-/// [`CodeType`] the target produces, as that writes itself, so
-/// `CompileTarget::Ltoir` and `CodeType::Ltoir` both print `ltoir`.
-impl fmt::Display for CompileTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.code_type(), f)
-    }
-}
-
-/// How to compile a [`Program`]: NVRTC's options, as `cuda.core`'s
+/// How to compile a [`Program`](crate::Program): NVRTC's options, as `cuda.core`'s
 /// `ProgramOptions` spells them.
 ///
 /// Every field defaults to "not given" (the compiler's own default). Build one with
@@ -124,14 +61,14 @@ impl fmt::Display for CompileTarget {
 ///
 /// For NVVM IR only the options NVVM has a counterpart for apply (see
 /// [`to_nvvm_args`](Self::to_nvvm_args)); for PTX the code-generation options go
-/// to the [`Linker`] (see [`to_linker_options`](Self::to_linker_options)). Setting
+/// to the [`Linker`](crate::Linker) (see [`to_linker_options`](Self::to_linker_options)). Setting
 /// an option the backend has no counterpart for (a C++ front-end option such as
 /// `std`, macros, include paths or diagnostics, for NVVM IR or PTX) is
 /// [`Error::Unsupported`] naming it, never silently ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProgramOptions {
     /// The program's name: the file name in diagnostics and the name of the
-    /// compiled [`ObjectCode`] (`default_program` when `None`).
+    /// compiled [`ObjectCode`](crate::ObjectCode) (`default_program` when `None`).
     pub name: Option<String>,
     /// The target architecture: `sm_XY` (real: PTX and a cubin), `compute_XY`
     /// (virtual: PTX only), either with an `a` or `f` suffix (`sm_90a`)
@@ -298,7 +235,7 @@ impl std::str::FromStr for CompilerBackend {
     type Err = Error;
 
     /// `nvrtc` or `nvvm`, in any case, as `cuda.core`'s `as_bytes` takes them
-    /// (and as [`Program::backend`] names them).
+    /// (and as [`Program::backend`](crate::Program::backend) names them).
     fn from_str(s: &str) -> Result<Self> {
         if s.eq_ignore_ascii_case("nvrtc") {
             Ok(Self::Nvrtc)
@@ -333,7 +270,7 @@ const NVVM_FIELDS: &[&str] = &[
 ];
 
 /// The options the linker takes for PTX ([`ProgramOptions::to_linker_options`]).
-const LINKER_FIELDS: &[&str] = &[
+pub(super) const LINKER_FIELDS: &[&str] = &[
     "name",
     "arch",
     "max_register_count",
@@ -434,62 +371,6 @@ fn is_macro_name(s: &str) -> bool {
                 .split(',')
                 .map(str::trim)
                 .all(|p| p == "..." || is_identifier(p)))
-}
-
-/// A GPU architecture name, as the compilers and the linker spell it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Arch {
-    /// `sm_` (a real architecture) rather than `compute_` (a virtual one).
-    pub(crate) real: bool,
-    /// `90` for `sm_90`.
-    pub(crate) number: u32,
-    /// `a` or `f`, for architecture- or family-specific features.
-    pub(crate) suffix: Option<char>,
-}
-
-impl Arch {
-    /// Parses `sm_XY`, `compute_XY`, either with an `a`/`f` suffix.
-    pub(crate) fn parse(s: &str) -> Option<Self> {
-        let (real, rest) = if let Some(r) = s.strip_prefix("sm_") {
-            (true, r)
-        } else {
-            (false, s.strip_prefix("compute_")?)
-        };
-        let (digits, suffix) = match rest.strip_suffix(['a', 'f']) {
-            Some(d) => (d, rest.chars().last()),
-            None => (rest, None),
-        };
-        if !(2..=4).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let number = digits.parse().ok()?;
-        (number >= 10).then_some(Self {
-            real,
-            number,
-            suffix,
-        })
-    }
-
-    /// Parses `arch` or says what is wrong with it.
-    pub(crate) fn parse_or_invalid(arch: &str, context: &'static str) -> Result<Self> {
-        Self::parse(arch).ok_or_else(|| {
-            Error::invalid(
-                context,
-                format!(
-                    "`arch` {arch:?} is not a GPU architecture: expected sm_XY or \
-                     compute_XY, optionally with an `a` or `f` suffix (sm_90, sm_90a, \
-                     compute_90)"
-                ),
-            )
-        })
-    }
-
-    /// The virtual architecture (`compute_XY…`) of the same number and suffix.
-    pub(crate) fn virtual_name(self) -> String {
-        let mut s = format!("compute_{}", self.number);
-        s.extend(self.suffix);
-        s
-    }
 }
 
 impl ProgramOptions {
@@ -693,7 +574,7 @@ impl ProgramOptions {
     }
 
     /// The fields that are set (differ from the default), by name.
-    fn set_fields(&self) -> Vec<&'static str> {
+    pub(super) fn set_fields(&self) -> Vec<&'static str> {
         let d = Self::default();
         [
             ("name", self.name != d.name),
@@ -773,7 +654,7 @@ impl ProgramOptions {
 
     /// [`Error::Unsupported`] naming the fields set here that `backend` (which
     /// takes the fields `supported`) has no counterpart for.
-    fn refuse_unsupported(&self, backend: &str, supported: &[&str]) -> Result<()> {
+    pub(super) fn refuse_unsupported(&self, backend: &str, supported: &[&str]) -> Result<()> {
         let refused: Vec<String> = self
             .set_fields()
             .into_iter()
@@ -987,17 +868,17 @@ impl ProgramOptions {
             )
         })?;
         let dir = base.join("cuda-rs").join("nvrtc-bundled-headers");
-        Ok(match nvrtc_version() {
-            Ok((major, minor)) => dir.join(format!("{major}.{minor}")),
+        Ok(match super::nvrtc::version() {
+            Ok(version) => dir.join(version.to_string()),
             Err(_) => dir,
         })
     }
 
-    fn program_name(&self) -> &str {
+    pub(super) fn program_name(&self) -> &str {
         self.name.as_deref().unwrap_or(DEFAULT_NAME)
     }
 
-    fn check_name(&self) -> Result<()> {
+    pub(super) fn check_name(&self) -> Result<()> {
         match &self.name {
             Some(n) if n.is_empty() || n.contains('\0') => Err(Error::invalid(
                 OPTIONS_CONTEXT,
@@ -1008,7 +889,7 @@ impl ProgramOptions {
     }
 
     /// Whether the options ask NVRTC for LTO-IR (the field, or `-dlto` in `extra`).
-    fn wants_lto(&self) -> bool {
+    pub(super) fn wants_lto(&self) -> bool {
         self.link_time_optimization
             || self
                 .extra
@@ -1017,7 +898,7 @@ impl ProgramOptions {
     }
 
     /// The real architecture a cubin is built for, or why there is none.
-    fn real_arch(&self, context: &'static str) -> Result<&str> {
+    pub(super) fn real_arch(&self, context: &'static str) -> Result<&str> {
         match &self.arch {
             Some(arch) if Arch::parse(arch).is_some_and(|a| a.real) => Ok(arch),
             Some(arch) => Err(Error::invalid(
@@ -1033,583 +914,6 @@ impl ProgramOptions {
             )),
         }
     }
-}
-
-/// The source, owned.
-#[derive(Debug)]
-enum Source {
-    Cxx(CString),
-    Ptx(String),
-    Nvvm(Vec<u8>),
-}
-
-/// A program to compile: CUDA C++ (NVRTC), NVVM IR (NVVM) or PTX (the linker).
-///
-/// [`new`](Self::new) checks the source and options; [`compile`](Self::compile)
-/// compiles to PTX, a cubin or LTO-IR and returns [`ObjectCode`]. Each compile makes
-/// and destroys its own compiler program, so a `Program` may be compiled any number
-/// of times, for several targets, from any thread (`Send + Sync`).
-#[derive(Debug)]
-pub struct Program {
-    source: Source,
-    options: ProgramOptions,
-    log: Mutex<String>,
-    /// What the last NVRTC compile did about a precompiled header.
-    pch: Mutex<Option<PchStatus>>,
-}
-
-/// What NVRTC did about creating a precompiled header
-/// (`nvrtcGetPCHCreateStatus`, after a compile with PCH options).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum PchStatus {
-    /// A PCH was created.
-    Created,
-    /// None was attempted (no PCH options, or an existing one was used).
-    NotAttempted,
-    /// Creating it failed (the log says why with `pch_verbose`).
-    Failed,
-    /// The PCH heap was too small: it needs `required` bytes
-    /// ([`set_nvrtc_pch_heap_size`]).
-    HeapExhausted {
-        /// The heap size the PCH needs.
-        required: usize,
-    },
-}
-
-/// What `prog` (compiled) did about a PCH; `None` when NVRTC cannot say (an older
-/// NVRTC without the call, or a status this crate does not know).
-fn pch_status(prog: nvrtc::nvrtcProgram) -> Option<PchStatus> {
-    // SAFETY: a live, compiled program.
-    match unsafe { nvrtc::nvrtcGetPCHCreateStatus(prog) } {
-        nvrtc::NVRTC_SUCCESS => Some(PchStatus::Created),
-        nvrtc::NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED => Some(PchStatus::NotAttempted),
-        nvrtc::NVRTC_ERROR_PCH_CREATE => Some(PchStatus::Failed),
-        nvrtc::NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED => {
-            let mut required = 0;
-            // SAFETY: a live program; `required` is valid for writes.
-            (unsafe { nvrtc::nvrtcGetPCHHeapSizeRequired(prog, &mut required) }
-                == nvrtc::NVRTC_SUCCESS)
-                .then_some(PchStatus::HeapExhausted { required })
-        }
-        _ => None,
-    }
-}
-
-/// The size of NVRTC's process-wide PCH heap (`nvrtcGetPCHHeapSize`).
-///
-/// # Errors
-/// NVRTC's error (or the library's absence).
-pub fn nvrtc_pch_heap_size() -> Result<usize> {
-    let mut n = 0;
-    // SAFETY: `n` is valid for writes.
-    unsafe { nvrtc::nvrtcGetPCHHeapSize(&mut n) }
-        .result()
-        .map_err(|e| Error::tool("reading NVRTC's PCH heap size", e))?;
-    Ok(n)
-}
-
-/// Sets the size of NVRTC's process-wide PCH heap (`nvrtcSetPCHHeapSize`); a
-/// PCH bigger than the heap is not created ([`PchStatus::HeapExhausted`]).
-///
-/// # Errors
-/// NVRTC's error (or the library's absence).
-pub fn set_nvrtc_pch_heap_size(bytes: usize) -> Result<()> {
-    // SAFETY: takes the size by value.
-    unsafe { nvrtc::nvrtcSetPCHHeapSize(bytes) }
-        .result()
-        .map_err(|e| Error::tool(format!("setting NVRTC's PCH heap size to {bytes}"), e))
-}
-
-impl Program {
-    /// A program from source code and options.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] naming the options set that the backend has no
-    /// counterpart for (for NVVM IR see [`to_nvvm_args`](ProgramOptions::to_nvvm_args);
-    /// PTX takes those [`to_linker_options`](ProgramOptions::to_linker_options)
-    /// carries over, and `name` and `arch`); [`Error::InvalidArgument`] for options
-    /// the backend's argument check rejects ([`ProgramOptions::to_nvrtc_args`],
-    /// [`to_nvvm_args`](ProgramOptions::to_nvvm_args)),
-    /// C++ or PTX source containing a NUL byte, empty NVVM IR, or `extra_sources`
-    /// with a source that is not NVVM IR.
-    pub fn new(code: SourceCode<'_>, options: ProgramOptions) -> Result<Self> {
-        const CONTEXT: &str = "creating a program";
-        if !options.extra_sources.is_empty() && !matches!(code, SourceCode::Nvvm(_)) {
-            return Err(Error::invalid(
-                CONTEXT,
-                "`extra_sources` are NVVM IR modules: they apply to NVVM IR programs only",
-            ));
-        }
-        if options.use_libdevice && !matches!(code, SourceCode::Nvvm(_)) {
-            return Err(Error::invalid(
-                CONTEXT,
-                "`use_libdevice` links NVVM IR: it applies to NVVM IR programs only \
-                 (NVRTC links libdevice itself)",
-            ));
-        }
-        let source = match code {
-            SourceCode::Cxx(src) => {
-                options.to_nvrtc_args()?;
-                Source::Cxx(CString::new(src).map_err(|e| {
-                    Error::invalid(
-                        CONTEXT,
-                        format!("the C++ source has a NUL byte at {}", e.nul_position()),
-                    )
-                })?)
-            }
-            SourceCode::Ptx(src) => {
-                options.check_name()?;
-                options.refuse_unsupported("the PTX linker", LINKER_FIELDS)?;
-                if src.contains('\0') {
-                    return Err(Error::invalid(
-                        CONTEXT,
-                        "the PTX source contains a NUL byte",
-                    ));
-                }
-                Source::Ptx(src.to_owned())
-            }
-            SourceCode::Nvvm(ir) => {
-                options.to_nvvm_args()?;
-                if ir.is_empty() {
-                    return Err(Error::invalid(CONTEXT, "the NVVM IR is empty"));
-                }
-                for (name, module) in &options.extra_sources {
-                    if name.contains('\0') || module.is_empty() {
-                        return Err(Error::invalid(
-                            CONTEXT,
-                            format!(
-                                "`extra_sources` entry {name:?} is empty or its name contains \
-                                 a NUL byte"
-                            ),
-                        ));
-                    }
-                }
-                Source::Nvvm(ir.to_vec())
-            }
-        };
-        Ok(Self {
-            source,
-            options,
-            log: Mutex::new(String::new()),
-            pch: Mutex::new(None),
-        })
-    }
-
-    /// The compiler behind this program: `"NVRTC"` (C++), `"NVVM"` (NVVM IR) or
-    /// `"nvJitLink"` (PTX).
-    pub fn backend(&self) -> &'static str {
-        match self.source {
-            Source::Cxx(_) => "NVRTC",
-            Source::Nvvm(_) => "NVVM",
-            Source::Ptx(_) => "nvJitLink",
-        }
-    }
-
-    /// The options the program was made with.
-    pub fn options(&self) -> &ProgramOptions {
-        &self.options
-    }
-
-    /// The log of the last compilation (warnings included; kept after a
-    /// successful compile too). Empty before the first.
-    pub fn log(&self) -> String {
-        self.log
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// What the last NVRTC compile of this program with `pch` or `create_pch` did
-    /// about a precompiled header (`None` before such a compile, or when NVRTC
-    /// cannot say). A compile answered from a [program cache](crate::cache) runs
-    /// no compiler: it makes no PCH and leaves this as it was.
-    pub fn pch_status(&self) -> Option<PchStatus> {
-        *self.pch.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn set_log(&self, log: String) {
-        *self.log.lock().unwrap_or_else(PoisonError::into_inner) = log;
-    }
-
-    /// Compiles to `target`.
-    ///
-    /// `name_expressions` (C++ only) name the kernels and variables to look up
-    /// afterwards, such as `add<float>` or `&counter`: each is instantiated if it
-    /// is a template, and the result's [`ObjectCode::symbol_mapping`] maps it to its
-    /// mangled name.
-    ///
-    /// * C++ goes through NVRTC: PTX, a cubin (needs an `sm_XY` `arch`) or LTO-IR
-    ///   (needs `link_time_optimization`, which gives LTO-IR only).
-    /// * NVVM IR goes through NVVM: PTX or LTO-IR (needs `link_time_optimization`,
-    ///   which is `-gen-lto`); a cubin is linked from that by the [`Linker`].
-    /// * PTX is returned as is for [`CompileTarget::Ptx`] and linked into a cubin by
-    ///   the [`Linker`] for [`CompileTarget::Cubin`].
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a target the source or options cannot
-    /// produce, name expressions on a non-C++ program, or a name expression with a
-    /// NUL byte; [`Error::Compile`] with the compiler's log when compilation fails;
-    /// [`Error::Tool`] when another compiler call fails; [`Error::Unavailable`]
-    /// when the compiler's library cannot be loaded (its reason says where it
-    /// was searched for).
-    pub fn compile(&self, target: CompileTarget, name_expressions: &[&str]) -> Result<ObjectCode> {
-        if !name_expressions.is_empty() && !matches!(self.source, Source::Cxx(_)) {
-            return Err(Error::invalid(
-                format!("compiling a {} program to {target}", self.backend()),
-                "name expressions apply to C++ programs only",
-            ));
-        }
-        match &self.source {
-            Source::Cxx(src) => self.compile_nvrtc(src, target, name_expressions),
-            Source::Nvvm(ir) => self.compile_nvvm(ir, target),
-            Source::Ptx(ptx) => self.compile_ptx(ptx, target),
-        }
-    }
-
-    fn compile_nvrtc(
-        &self,
-        src: &CStr,
-        target: CompileTarget,
-        name_expressions: &[&str],
-    ) -> Result<ObjectCode> {
-        let opts = &self.options;
-        let name = opts.program_name();
-        let check = "compiling C++ with NVRTC";
-        match target {
-            CompileTarget::Ltoir if !opts.wants_lto() => {
-                return Err(Error::invalid(
-                    check,
-                    "LTO-IR needs `link_time_optimization: true` (NVRTC's -dlto)",
-                ));
-            }
-            CompileTarget::Ptx | CompileTarget::Cubin if opts.wants_lto() => {
-                return Err(Error::invalid(
-                    check,
-                    format!(
-                        "`link_time_optimization` makes NVRTC emit LTO-IR only: compile to \
-                         CompileTarget::Ltoir, or turn it off for {target}"
-                    ),
-                ));
-            }
-            CompileTarget::Cubin => {
-                opts.real_arch(check)?;
-            }
-            _ => {}
-        }
-        if opts.use_bundled_headers {
-            prepare_bundled_headers(opts, name)?;
-        }
-        let args = cstrings(opts.to_nvrtc_args()?, check)?;
-        let arg_ptrs: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
-        let num_args = c_int::try_from(arg_ptrs.len())
-            .map_err(|_| Error::invalid(check, "too many options"))?;
-        let mut exprs = Vec::with_capacity(name_expressions.len());
-        for e in name_expressions {
-            let c = CString::new(*e).map_err(|_| {
-                Error::invalid(check, format!("name expression {e:?} contains a NUL byte"))
-            })?;
-            if !exprs.iter().any(|(s, _)| s == e) {
-                exprs.push((*e, c));
-            }
-        }
-        let c_name = CString::new(name)
-            .map_err(|_| Error::invalid(check, "the program name contains a NUL byte"))?;
-
-        let mut prog = NvrtcProgram(std::ptr::null_mut());
-        // SAFETY: `prog.0` is valid for writes; `src` and `c_name` are
-        // NUL-terminated and outlive the call; no headers are passed.
-        unsafe {
-            nvrtc::nvrtcCreateProgram(
-                &mut prog.0,
-                src.as_ptr(),
-                c_name.as_ptr(),
-                0,
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        }
-        .result()
-        .map_err(|e| Error::tool(format!("creating NVRTC program {name}"), e))?;
-        for (expr, c) in &exprs {
-            // SAFETY: `prog` is live; `c` is NUL-terminated and outlives the call.
-            unsafe { nvrtc::nvrtcAddNameExpression(prog.0, c.as_ptr()) }
-                .result()
-                .map_err(|e| {
-                    Error::tool(format!("adding name expression {expr:?} to {name}"), e)
-                })?;
-        }
-        // SAFETY: `prog` is live; `arg_ptrs` holds `num_args` pointers to
-        // NUL-terminated strings in `args`, which outlive the call.
-        let rc = unsafe { nvrtc::nvrtcCompileProgram(prog.0, num_args, arg_ptrs.as_ptr()) };
-        let log = prog
-            .bytes(nvrtc::nvrtcGetProgramLogSize, nvrtc::nvrtcGetProgramLog)
-            .map(|b| text(&b))
-            .unwrap_or_default();
-        self.set_log(log.clone());
-        if opts.pch || opts.create_pch.is_some() {
-            *self.pch.lock().unwrap_or_else(PoisonError::into_inner) = pch_status(prog.0);
-        }
-        if let Err(e) = rc.result() {
-            return Err(Error::compile(
-                format!("compiling {name} with NVRTC"),
-                log,
-                e,
-            ));
-        }
-
-        let mut mapping = BTreeMap::new();
-        for (expr, c) in &exprs {
-            let mut lowered: *const c_char = std::ptr::null();
-            // SAFETY: `prog` is live and compiled; `c` was added as a name
-            // expression before compiling; `lowered` is valid for writes.
-            unsafe { nvrtc::nvrtcGetLoweredName(prog.0, c.as_ptr(), &mut lowered) }
-                .result()
-                .map_err(|e| Error::tool(format!("looking up the lowered name of {expr:?}"), e))?;
-            if lowered.is_null() {
-                continue;
-            }
-            // SAFETY: NVRTC returns a NUL-terminated string owned by `prog`, which
-            // is still live; it is copied before `prog` is destroyed.
-            let mangled = unsafe { CStr::from_ptr(lowered) }
-                .to_string_lossy()
-                .into_owned();
-            mapping.insert((*expr).to_owned(), mangled);
-        }
-
-        let (code, what) = match target {
-            CompileTarget::Ptx => (
-                prog.bytes(nvrtc::nvrtcGetPTXSize, nvrtc::nvrtcGetPTX),
-                "PTX",
-            ),
-            CompileTarget::Cubin => (
-                prog.bytes(nvrtc::nvrtcGetCUBINSize, nvrtc::nvrtcGetCUBIN),
-                "cubin",
-            ),
-            CompileTarget::Ltoir => (
-                prog.bytes(nvrtc::nvrtcGetLTOIRSize, nvrtc::nvrtcGetLTOIR),
-                "LTO-IR",
-            ),
-        };
-        let mut code = code.map_err(|e| Error::tool(format!("reading {name}'s {what}"), e))?;
-        if target == CompileTarget::Ptx {
-            strip_nul(&mut code);
-        }
-        if code.is_empty() {
-            return Err(Error::invalid(
-                format!("reading {name}'s {what}"),
-                format!("NVRTC produced no {what} with these options"),
-            ));
-        }
-        Ok(ObjectCode::with_mapping(
-            code,
-            target.code_type(),
-            name.to_owned(),
-            mapping,
-        ))
-    }
-
-    fn compile_nvvm(&self, ir: &[u8], target: CompileTarget) -> Result<ObjectCode> {
-        let opts = &self.options;
-        let check = "compiling NVVM IR with NVVM";
-        match target {
-            CompileTarget::Ptx if opts.link_time_optimization => {
-                return Err(Error::invalid(
-                    check,
-                    "`link_time_optimization` makes NVVM emit LTO-IR: compile to \
-                     CompileTarget::Ltoir, or turn it off for PTX",
-                ));
-            }
-            CompileTarget::Ltoir if !opts.link_time_optimization => {
-                return Err(Error::invalid(
-                    check,
-                    "LTO-IR needs `link_time_optimization: true` (NVVM's -gen-lto)",
-                ));
-            }
-            CompileTarget::Cubin => {
-                // NVVM makes PTX (or LTO-IR); the linker makes the cubin.
-                let arch = opts.real_arch(check)?;
-                let mut lopts = opts.to_linker_options()?;
-                lopts.arch = arch.to_owned();
-                let step = if opts.link_time_optimization {
-                    lopts.link_time_optimization = true;
-                    CompileTarget::Ltoir
-                } else {
-                    CompileTarget::Ptx
-                };
-                let intermediate = self.compile_nvvm(ir, step)?;
-                let nvvm_log = self.log();
-                return link_into_cubin(self, &intermediate, lopts, nvvm_log);
-            }
-            _ => {}
-        }
-        let name = opts.program_name();
-        let args = cstrings(opts.to_nvvm_args()?, check)?;
-        let mut arg_ptrs: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
-        let num_args = c_int::try_from(arg_ptrs.len())
-            .map_err(|_| Error::invalid(check, "too many options"))?;
-        let mut modules: Vec<(CString, &[u8])> = Vec::with_capacity(1 + opts.extra_sources.len());
-        modules.push((
-            CString::new(name).map_err(|_| Error::invalid(check, "the name has a NUL byte"))?,
-            ir,
-        ));
-        for (n, m) in &opts.extra_sources {
-            modules.push((
-                CString::new(n.as_str())
-                    .map_err(|_| Error::invalid(check, "an extra source name has a NUL byte"))?,
-                m,
-            ));
-        }
-
-        let mut prog = NvvmProgram(std::ptr::null_mut());
-        // SAFETY: `prog.0` is valid for writes.
-        unsafe { nvvm::nvvmCreateProgram(&mut prog.0) }
-            .result()
-            .map_err(|e| Error::tool(format!("creating NVVM program {name}"), e))?;
-        for (module_name, module) in &modules {
-            // SAFETY: `prog` is live; `module` is `module.len()` readable bytes and
-            // `module_name` is NUL-terminated; NVVM copies both.
-            let rc = unsafe {
-                nvvm::nvvmAddModuleToProgram(
-                    prog.0,
-                    module.as_ptr().cast(),
-                    module.len(),
-                    module_name.as_ptr(),
-                )
-            };
-            if let Err(e) = rc.result() {
-                let log = prog.log();
-                self.set_log(log.clone());
-                return Err(Error::compile(
-                    format!(
-                        "adding NVVM IR module {} to {name}",
-                        module_name.to_string_lossy()
-                    ),
-                    log,
-                    e,
-                ));
-            }
-        }
-        if opts.use_libdevice {
-            let located = cuda_pathfinder::find_bitcode_lib("libdevice").map_err(|e| {
-                Error::unsupported(format!("linking libdevice into {name}"), e.to_string())
-            })?;
-            let bitcode = std::fs::read(&located.abs_path).map_err(|e| Error::Io {
-                context: format!("reading libdevice from {}", located.abs_path.display()).into(),
-                source: e,
-            })?;
-            // SAFETY: `prog` is live; `bitcode` is `bitcode.len()` readable bytes and
-            // the name is NUL-terminated; NVVM copies both.
-            let rc = unsafe {
-                nvvm::nvvmLazyAddModuleToProgram(
-                    prog.0,
-                    bitcode.as_ptr().cast(),
-                    bitcode.len(),
-                    c"libdevice".as_ptr(),
-                )
-            };
-            if let Err(e) = rc.result() {
-                let log = prog.log();
-                self.set_log(log.clone());
-                return Err(Error::compile(
-                    format!("adding libdevice to {name}"),
-                    log,
-                    e,
-                ));
-            }
-        }
-        // SAFETY: `prog` is live; `arg_ptrs` holds `num_args` pointers to
-        // NUL-terminated strings in `args`, which outlive the call (NVVM only reads
-        // them, whatever the header's pointer type says).
-        let rc = unsafe { nvvm::nvvmCompileProgram(prog.0, num_args, arg_ptrs.as_mut_ptr()) };
-        let log = prog.log();
-        self.set_log(log.clone());
-        if let Err(e) = rc.result() {
-            return Err(Error::compile(
-                format!("compiling {name} with NVVM"),
-                log,
-                e,
-            ));
-        }
-        let mut code = prog
-            .bytes(nvvm::nvvmGetCompiledResultSize, nvvm::nvvmGetCompiledResult)
-            .map_err(|e| Error::tool(format!("reading {name}'s {target}"), e))?;
-        if target == CompileTarget::Ptx {
-            strip_nul(&mut code);
-        }
-        if code.is_empty() {
-            return Err(Error::invalid(
-                format!("reading {name}'s {target}"),
-                format!("NVVM produced no {target}"),
-            ));
-        }
-        Ok(ObjectCode::with_mapping(
-            code,
-            target.code_type(),
-            name.to_owned(),
-            BTreeMap::new(),
-        ))
-    }
-
-    fn compile_ptx(&self, ptx: &str, target: CompileTarget) -> Result<ObjectCode> {
-        let opts = &self.options;
-        let name = opts.program_name().to_owned();
-        let check = "compiling PTX";
-        match target {
-            CompileTarget::Ptx => {
-                self.set_log(String::new());
-                Ok(ObjectCode::with_mapping(
-                    ptx.as_bytes().to_vec(),
-                    CodeType::Ptx,
-                    name,
-                    BTreeMap::new(),
-                ))
-            }
-            CompileTarget::Ltoir => Err(Error::invalid(
-                check,
-                "PTX cannot be turned into LTO-IR; compile to PTX or a cubin",
-            )),
-            CompileTarget::Cubin => {
-                opts.real_arch(check)?;
-                let input = ObjectCode::with_mapping(
-                    ptx.as_bytes().to_vec(),
-                    CodeType::Ptx,
-                    name,
-                    BTreeMap::new(),
-                );
-                link_into_cubin(self, &input, opts.to_linker_options()?, String::new())
-            }
-        }
-    }
-}
-
-/// The oldest NVRTC with `--use-bundled-headers`.
-const BUNDLED_HEADERS_NVRTC: (i32, i32) = (13, 3);
-
-/// Checks that NVRTC has bundled headers and makes the directory they go into.
-fn prepare_bundled_headers(opts: &ProgramOptions, name: &str) -> Result<()> {
-    let context = || format!("compiling {name} with NVRTC's bundled headers");
-    let have = nvrtc_version()?;
-    if have < BUNDLED_HEADERS_NVRTC {
-        let (major, minor) = BUNDLED_HEADERS_NVRTC;
-        return Err(Error::unsupported(
-            context(),
-            format!(
-                "`use_bundled_headers` needs NVRTC {major}.{minor} or newer; this NVRTC is \
-                 {}.{} (put the toolkit's headers on the include path instead: \
-                 `ProgramOptions::with_toolkit_headers`)",
-                have.0, have.1
-            ),
-        ));
-    }
-    let dir = match &opts.bundled_headers_dir {
-        Some(d) => d.clone(),
-        None => ProgramOptions::default_bundled_headers_dir()?,
-    };
-    std::fs::create_dir_all(&dir).map_err(|e| Error::Io {
-        context: format!("{}: creating {}", context(), dir.display()).into(),
-        source: e,
-    })
 }
 
 /// The include directories of the CUDA runtime headers (`cudart`) and of CCCL
@@ -1634,163 +938,10 @@ pub fn toolkit_include_dirs() -> Result<Vec<PathBuf>, cuda_pathfinder::Pathfinde
     Ok(dirs)
 }
 
-/// Links one compiled input into a cubin, recording the linker's log (after
-/// `prefix`, the compiler's) as the program's.
-fn link_into_cubin(
-    program: &Program,
-    input: &ObjectCode,
-    options: LinkerOptions,
-    prefix: String,
-) -> Result<ObjectCode> {
-    let join = |log: String| {
-        if prefix.trim().is_empty() {
-            log
-        } else if log.trim().is_empty() {
-            prefix.clone()
-        } else {
-            format!("{prefix}\n{log}")
-        }
-    };
-    let result = Linker::new(&[input], options).and_then(|linker| {
-        let out = linker.link();
-        program.set_log(join(linker.info_log()));
-        out
-    });
-    if let Err(Error::Compile { log, .. }) = &result {
-        program.set_log(join(log.clone()));
-    }
-    result
-}
-
-fn cstrings(args: Vec<String>, context: &'static str) -> Result<Vec<CString>> {
-    args.into_iter()
-        .map(|a| {
-            CString::new(a).map_err(|e| {
-                Error::invalid(context, format!("option {:?} has a NUL byte", e.into_vec()))
-            })
-        })
-        .collect()
-}
-
-/// Drops a trailing NUL (NVRTC and NVVM count it in PTX and logs).
-pub(crate) fn strip_nul(bytes: &mut Vec<u8>) {
-    while bytes.last() == Some(&0) {
-        bytes.pop();
-    }
-}
-
-/// A log's bytes as text, without the trailing NUL.
-pub(crate) fn text(bytes: &[u8]) -> String {
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
-}
-
-/// An NVRTC program, destroyed on drop.
-struct NvrtcProgram(nvrtc::nvrtcProgram);
-
-type NvrtcSizeFn = unsafe fn(nvrtc::nvrtcProgram, *mut usize) -> nvrtc::nvrtcResult;
-type NvrtcGetFn = unsafe fn(nvrtc::nvrtcProgram, *mut c_char) -> nvrtc::nvrtcResult;
-
-impl NvrtcProgram {
-    /// One of the program's outputs, through its size and copy functions.
-    fn bytes(&self, size: NvrtcSizeFn, get: NvrtcGetFn) -> Result<Vec<u8>, nvrtc::NvrtcError> {
-        let mut n = 0usize;
-        // SAFETY: the program is live; `n` is valid for writes.
-        unsafe { size(self.0, &mut n) }.result()?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let mut buf = vec![0u8; n];
-        // SAFETY: `buf` holds the `n` bytes NVRTC said it will write.
-        unsafe { get(self.0, buf.as_mut_ptr().cast()) }.result()?;
-        Ok(buf)
-    }
-}
-
-impl Drop for NvrtcProgram {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            // SAFETY: a program created by nvrtcCreateProgram, destroyed once here.
-            let _ = unsafe { nvrtc::nvrtcDestroyProgram(&mut self.0) };
-        }
-    }
-}
-
-/// An NVVM program, destroyed on drop.
-struct NvvmProgram(nvvm::nvvmProgram);
-
-type NvvmSizeFn = unsafe fn(nvvm::nvvmProgram, *mut usize) -> nvvm::nvvmResult;
-type NvvmGetFn = unsafe fn(nvvm::nvvmProgram, *mut c_char) -> nvvm::nvvmResult;
-
-impl NvvmProgram {
-    /// One of the program's outputs, through its size and copy functions.
-    fn bytes(&self, size: NvvmSizeFn, get: NvvmGetFn) -> Result<Vec<u8>, nvvm::NvvmError> {
-        let mut n = 0usize;
-        // SAFETY: the program is live; `n` is valid for writes.
-        unsafe { size(self.0, &mut n) }.result()?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let mut buf = vec![0u8; n];
-        // SAFETY: `buf` holds the `n` bytes NVVM said it will write.
-        unsafe { get(self.0, buf.as_mut_ptr().cast()) }.result()?;
-        Ok(buf)
-    }
-
-    /// The program's log (empty if it cannot be read).
-    fn log(&self) -> String {
-        self.bytes(nvvm::nvvmGetProgramLogSize, nvvm::nvvmGetProgramLog)
-            .map(|b| text(&b))
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for NvvmProgram {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            // SAFETY: a program created by nvvmCreateProgram, destroyed once here.
-            let _ = unsafe { nvvm::nvvmDestroyProgram(&mut self.0) };
-        }
-    }
-}
-
-/// The version of the loaded NVRTC, as `(major, minor)`.
-///
-/// # Errors
-/// [`Error::Unavailable`] when NVRTC cannot be loaded (its reason says where it
-/// was searched for).
-pub fn nvrtc_version() -> Result<(i32, i32)> {
-    let v = nvrtc::version().map_err(|e| Error::tool("querying the NVRTC version", e))?;
-    Ok((v.major, v.minor))
-}
-
-/// The architectures the loaded NVRTC can compile for, as numbers (`90` for
-/// `sm_90`), in ascending order.
-///
-/// # Errors
-/// [`Error::Unavailable`] when NVRTC cannot be loaded; [`Error::Tool`] when it
-/// cannot be asked.
-pub fn nvrtc_supported_archs() -> Result<Vec<i32>> {
-    const CONTEXT: &str = "querying NVRTC's supported architectures";
-    let mut n: c_int = 0;
-    // SAFETY: `n` is valid for writes.
-    unsafe { nvrtc::nvrtcGetNumSupportedArchs(&mut n) }
-        .result()
-        .map_err(|e| Error::tool(CONTEXT, e))?;
-    let mut archs = vec![0 as c_int; usize::try_from(n).unwrap_or(0)];
-    if archs.is_empty() {
-        return Ok(archs);
-    }
-    // SAFETY: `archs` has room for the `n` entries NVRTC reported.
-    unsafe { nvrtc::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
-        .result()
-        .map_err(|e| Error::tool(CONTEXT, e))?;
-    Ok(archs)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Program, SourceCode};
 
     fn sm90() -> ProgramOptions {
         ProgramOptions {
@@ -2000,49 +1151,6 @@ mod tests {
         );
         let e = "nvjitlink".parse::<CompilerBackend>().unwrap_err();
         assert_eq!(e.invalid_kind(), Some(crate::InvalidKind::Other));
-    }
-
-    #[test]
-    fn arch_names_parse() {
-        let a = Arch::parse("sm_90a").map(|a| (a.real, a.number, a.suffix));
-        assert_eq!(a, Some((true, 90, Some('a'))));
-        let a = Arch::parse("compute_120f").map(|a| (a.real, a.number, a.suffix));
-        assert_eq!(a, Some((false, 120, Some('f'))));
-        for bad in [
-            "sm90",
-            "sm_",
-            "sm_9",
-            "sm_9x",
-            "gfx90",
-            "compute_90b",
-            "sm_90 ",
-        ] {
-            assert!(Arch::parse(bad).is_none(), "{bad}");
-        }
-        assert_eq!(
-            Arch::parse("sm_90a").map(Arch::virtual_name).as_deref(),
-            Some("compute_90a")
-        );
-    }
-
-    #[test]
-    fn targets_print_as_the_code_types_they_make() {
-        for (target, name) in [
-            (CompileTarget::Ptx, "ptx"),
-            (CompileTarget::Cubin, "cubin"),
-            (CompileTarget::Ltoir, "ltoir"),
-        ] {
-            assert_eq!(target.to_string(), name);
-            assert_eq!(target.code_type().to_string(), name);
-        }
-        for (code, name) in [
-            (CodeType::Fatbin, "fatbin"),
-            (CodeType::Object, "object"),
-            (CodeType::Library, "library"),
-        ] {
-            assert_eq!(code.to_string(), name);
-        }
-        assert_eq!(CodeType::Object.extension(), "o");
     }
 
     #[test]

@@ -1,0 +1,289 @@
+//! [`Program`]: the source, its options, and the compile that picks the backend
+//! (NVRTC, NVVM or the PTX linker, each in its own module).
+
+use std::ffi::CString;
+use std::fmt;
+use std::sync::{Mutex, PoisonError};
+
+use crate::error::{Error, Result};
+use crate::object::{CodeType, ObjectCode};
+
+use super::ProgramOptions;
+use super::nvrtc::PchStatus;
+use super::options::LINKER_FIELDS;
+
+/// The code a [`Program`] compiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceCode<'a> {
+    /// CUDA C++ source, compiled by NVRTC.
+    Cxx(&'a str),
+    /// PTX text: returned as is for [`CompileTarget::Ptx`], assembled and linked by
+    /// the [`Linker`](crate::Linker) for [`CompileTarget::Cubin`].
+    Ptx(&'a str),
+    /// NVVM IR, as text (LLVM assembly) or bitcode, compiled by NVVM.
+    Nvvm(&'a [u8]),
+}
+
+/// What [`Program::compile`] produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompileTarget {
+    /// PTX text.
+    Ptx,
+    /// A cubin for one real architecture (needs `arch: Some("sm_XY")`).
+    Cubin,
+    /// LTO-IR for link-time optimisation (needs `link_time_optimization: true`).
+    Ltoir,
+}
+
+impl CompileTarget {
+    /// The kind of [`ObjectCode`] this target produces.
+    pub fn code_type(self) -> CodeType {
+        match self {
+            Self::Ptx => CodeType::Ptx,
+            Self::Cubin => CodeType::Cubin,
+            Self::Ltoir => CodeType::Ltoir,
+        }
+    }
+}
+
+/// Writes `cuda.core`'s `target_type` string (`ptx`, `cubin`, `ltoir`): the
+/// [`CodeType`] the target produces, as that writes itself, so
+/// `CompileTarget::Ltoir` and `CodeType::Ltoir` both print `ltoir`.
+impl fmt::Display for CompileTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.code_type(), f)
+    }
+}
+
+/// The compiler behind a [`Program`] ([`Program::backend`]), as
+/// [`LinkerBackend`](crate::LinkerBackend) names a [`Linker`](crate::Linker)'s.
+///
+/// It prints as `cuda.core`'s `Program.backend` string: `NVRTC`, `NVVM` or
+/// `nvJitLink`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProgramBackend {
+    /// NVRTC, for CUDA C++.
+    Nvrtc,
+    /// NVVM, for NVVM IR.
+    Nvvm,
+    /// The PTX linker: PTX is assembled and linked by a [`Linker`](crate::Linker).
+    NvJitLink,
+}
+
+impl fmt::Display for ProgramBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Nvrtc => "NVRTC",
+            Self::Nvvm => "NVVM",
+            Self::NvJitLink => "nvJitLink",
+        })
+    }
+}
+
+/// The source, owned.
+#[derive(Debug)]
+enum Source {
+    Cxx(CString),
+    Ptx(String),
+    Nvvm(Vec<u8>),
+}
+
+/// A program to compile: CUDA C++ (NVRTC), NVVM IR (NVVM) or PTX (the linker).
+///
+/// [`new`](Self::new) checks the source and options; [`compile`](Self::compile)
+/// compiles to PTX, a cubin or LTO-IR and returns [`ObjectCode`]. Each compile makes
+/// and destroys its own compiler program, so a `Program` may be compiled any number
+/// of times, for several targets, from any thread (`Send + Sync`).
+#[derive(Debug)]
+pub struct Program {
+    source: Source,
+    pub(super) options: ProgramOptions,
+    log: Mutex<String>,
+    /// What the last NVRTC compile did about a precompiled header.
+    pub(super) pch: Mutex<Option<PchStatus>>,
+}
+
+impl Program {
+    /// A program from source code and options.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] naming the options set that the backend has no
+    /// counterpart for (for NVVM IR see [`to_nvvm_args`](ProgramOptions::to_nvvm_args);
+    /// PTX takes those [`to_linker_options`](ProgramOptions::to_linker_options)
+    /// carries over, and `name` and `arch`); [`Error::InvalidArgument`] for options
+    /// the backend's argument check rejects ([`ProgramOptions::to_nvrtc_args`],
+    /// [`to_nvvm_args`](ProgramOptions::to_nvvm_args)),
+    /// C++ or PTX source containing a NUL byte, empty NVVM IR, or `extra_sources`
+    /// with a source that is not NVVM IR.
+    pub fn new(code: SourceCode<'_>, options: ProgramOptions) -> Result<Self> {
+        const CONTEXT: &str = "creating a program";
+        if !options.extra_sources.is_empty() && !matches!(code, SourceCode::Nvvm(_)) {
+            return Err(Error::invalid(
+                CONTEXT,
+                "`extra_sources` are NVVM IR modules: they apply to NVVM IR programs only",
+            ));
+        }
+        if options.use_libdevice && !matches!(code, SourceCode::Nvvm(_)) {
+            return Err(Error::invalid(
+                CONTEXT,
+                "`use_libdevice` links NVVM IR: it applies to NVVM IR programs only \
+                 (NVRTC links libdevice itself)",
+            ));
+        }
+        let source = match code {
+            SourceCode::Cxx(src) => {
+                options.to_nvrtc_args()?;
+                Source::Cxx(CString::new(src).map_err(|e| {
+                    Error::invalid(
+                        CONTEXT,
+                        format!("the C++ source has a NUL byte at {}", e.nul_position()),
+                    )
+                })?)
+            }
+            SourceCode::Ptx(src) => {
+                options.check_name()?;
+                options.refuse_unsupported("the PTX linker", LINKER_FIELDS)?;
+                if src.contains('\0') {
+                    return Err(Error::invalid(
+                        CONTEXT,
+                        "the PTX source contains a NUL byte",
+                    ));
+                }
+                Source::Ptx(src.to_owned())
+            }
+            SourceCode::Nvvm(ir) => {
+                options.to_nvvm_args()?;
+                if ir.is_empty() {
+                    return Err(Error::invalid(CONTEXT, "the NVVM IR is empty"));
+                }
+                for (name, module) in &options.extra_sources {
+                    if name.contains('\0') || module.is_empty() {
+                        return Err(Error::invalid(
+                            CONTEXT,
+                            format!(
+                                "`extra_sources` entry {name:?} is empty or its name contains \
+                                 a NUL byte"
+                            ),
+                        ));
+                    }
+                }
+                Source::Nvvm(ir.to_vec())
+            }
+        };
+        Ok(Self {
+            source,
+            options,
+            log: Mutex::new(String::new()),
+            pch: Mutex::new(None),
+        })
+    }
+
+    /// The compiler behind this program: [`ProgramBackend::Nvrtc`] (C++),
+    /// [`ProgramBackend::Nvvm`] (NVVM IR) or [`ProgramBackend::NvJitLink`] (PTX);
+    /// it prints as `cuda.core`'s string (`NVRTC`, `NVVM`, `nvJitLink`).
+    pub fn backend(&self) -> ProgramBackend {
+        match self.source {
+            Source::Cxx(_) => ProgramBackend::Nvrtc,
+            Source::Nvvm(_) => ProgramBackend::Nvvm,
+            Source::Ptx(_) => ProgramBackend::NvJitLink,
+        }
+    }
+
+    /// The options the program was made with.
+    pub fn options(&self) -> &ProgramOptions {
+        &self.options
+    }
+
+    /// The log of the last compilation (warnings included; kept after a
+    /// successful compile too). Empty before the first.
+    pub fn log(&self) -> String {
+        self.log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// What the last NVRTC compile of this program with `pch` or `create_pch` did
+    /// about a precompiled header (`None` before such a compile, or when NVRTC
+    /// cannot say). A compile answered from a [program cache](crate::cache) runs
+    /// no compiler: it makes no PCH and leaves this as it was.
+    pub fn pch_status(&self) -> Option<PchStatus> {
+        *self.pch.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn set_log(&self, log: String) {
+        *self.log.lock().unwrap_or_else(PoisonError::into_inner) = log;
+    }
+
+    /// Compiles to `target`.
+    ///
+    /// `name_expressions` (C++ only) name the kernels and variables to look up
+    /// afterwards, such as `add<float>` or `&counter`: each is instantiated if it
+    /// is a template, and the result's [`ObjectCode::symbol_mapping`] maps it to its
+    /// mangled name.
+    ///
+    /// * C++ goes through NVRTC: PTX, a cubin (needs an `sm_XY` `arch`) or LTO-IR
+    ///   (needs `link_time_optimization`, which gives LTO-IR only).
+    /// * NVVM IR goes through NVVM: PTX or LTO-IR (needs `link_time_optimization`,
+    ///   which is `-gen-lto`); a cubin is linked from that by the [`Linker`](crate::Linker).
+    /// * PTX is returned as is for [`CompileTarget::Ptx`] and linked into a cubin by
+    ///   the [`Linker`](crate::Linker) for [`CompileTarget::Cubin`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a target the source or options cannot
+    /// produce, name expressions on a non-C++ program, or a name expression with a
+    /// NUL byte; [`Error::Compile`] with the compiler's log when compilation fails;
+    /// [`Error::Tool`] when another compiler call fails; [`Error::Unavailable`]
+    /// when the compiler's library cannot be loaded (its reason says where it
+    /// was searched for).
+    pub fn compile(&self, target: CompileTarget, name_expressions: &[&str]) -> Result<ObjectCode> {
+        if !name_expressions.is_empty() && !matches!(self.source, Source::Cxx(_)) {
+            return Err(Error::invalid(
+                format!("compiling a {} program to {target}", self.backend()),
+                "name expressions apply to C++ programs only",
+            ));
+        }
+        match &self.source {
+            Source::Cxx(src) => self.compile_nvrtc(src, target, name_expressions),
+            Source::Nvvm(ir) => self.compile_nvvm(ir, target),
+            Source::Ptx(ptx) => self.compile_ptx(ptx, target),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_print_as_the_code_types_they_make() {
+        for (target, name) in [
+            (CompileTarget::Ptx, "ptx"),
+            (CompileTarget::Cubin, "cubin"),
+            (CompileTarget::Ltoir, "ltoir"),
+        ] {
+            assert_eq!(target.to_string(), name);
+            assert_eq!(target.code_type().to_string(), name);
+        }
+        for (code, name) in [
+            (CodeType::Fatbin, "fatbin"),
+            (CodeType::Object, "object"),
+            (CodeType::Library, "library"),
+        ] {
+            assert_eq!(code.to_string(), name);
+        }
+        assert_eq!(CodeType::Object.extension(), "o");
+    }
+
+    #[test]
+    fn backends_print_as_cuda_core_names_them() {
+        for (backend, name) in [
+            (ProgramBackend::Nvrtc, "NVRTC"),
+            (ProgramBackend::Nvvm, "NVVM"),
+            (ProgramBackend::NvJitLink, "nvJitLink"),
+        ] {
+            assert_eq!(backend.to_string(), name);
+        }
+    }
+}
