@@ -107,7 +107,13 @@ impl CufileError {
         }
         if ret == -1 {
             let os = std::io::Error::last_os_error();
-            let unavailable = crate::loader::take_unavailable(ApiKind::Cufile).map(Box::new);
+            // Only an I/O entry point that could not be called returns -1 without
+            // calling cuFile: otherwise errno says why, and a note left by another
+            // call is not this one's.
+            let io_missing = !is_available("cuFileRead") || !is_available("cuFileWrite");
+            let unavailable = io_missing
+                .then(|| crate::loader::take_unavailable(ApiKind::Cufile).map(Box::new))
+                .flatten();
             let code = if unavailable.is_some() {
                 CU_FILE_INTERNAL_ERROR
             } else {

@@ -1317,6 +1317,11 @@ fn fatbin_builder_rejects_bad_entries_with_typed_errors() {
         "cannot go into a fatbin",
     );
     is_invalid(FatbinBuilder::new().build(), "no entries");
+    if cuda_pathfinder::load_nvidia_dynamic_lib("nvfatbin").is_err() {
+        // Without nvFatbin, building says so (its source lists where it looked).
+        let r = FatbinBuilder::new().cubin(&sm90, "sm_90").unwrap().build();
+        assert!(matches!(r, Err(Error::Unavailable { .. })), "{r:?}");
+    }
     require_libs!("nvfatbin");
     // nvFatbin's own errors come back as Tool errors naming the entry.
     match FatbinBuilder::new().cubin(&sm90, "sm_90").unwrap().build() {
