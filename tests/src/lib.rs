@@ -546,6 +546,18 @@ pub fn require_shim(test: &str) -> Option<DriverShim> {
     }
 }
 
+/// A cheap deterministic pseudo-random sequence (xorshift64, started from
+/// `seed | 1`), for test data that differs between runs of nothing.
+pub fn xorshift64(seed: u64) -> impl Iterator<Item = u64> {
+    let mut x = seed | 1;
+    std::iter::repeat_with(move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,7 +63,7 @@ struct Api {
     by_major: bool,
 }
 
-const APIS: [Api; 11] = [
+const APIS: [Api; 13] = [
     Api {
         module: "driver",
         headers: &["cuda.h", "cudaTypedefs.h"],
@@ -109,6 +109,16 @@ const APIS: [Api; 11] = [
         result_type: "nvJitLinkResult",
         layout_tests: true,
         docs: "https://docs.nvidia.com/cuda/nvjitlink/",
+        by_major: true,
+    },
+    Api {
+        module: "nvfatbin",
+        headers: &["nvFatbin.h"],
+        extra_files: &[],
+        kind: Kind::Dlsym,
+        result_type: "nvFatbinResult",
+        layout_tests: true,
+        docs: "https://docs.nvidia.com/cuda/nvfatbin/",
         by_major: true,
     },
     Api {
@@ -181,6 +191,16 @@ const APIS: [Api; 11] = [
         docs: "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api.html",
         by_major: false,
     },
+    Api {
+        module: "cufile",
+        headers: &["cufile.h"],
+        extra_files: &[],
+        kind: Kind::Dlsym,
+        result_type: "CUfileError_t",
+        layout_tests: true,
+        docs: "https://docs.nvidia.com/gpudirect-storage/api-reference-guide/",
+        by_major: false,
+    },
 ];
 
 /// The operating systems the bindings are generated for. Their C types differ
@@ -215,17 +235,19 @@ impl Os {
 }
 
 /// The result enums whose constant names get a generated `name()` table.
-const RESULT_ENUMS: [&str; 10] = [
+const RESULT_ENUMS: [&str; 12] = [
     "cudaError_enum",
     "cudaError",
     "nvrtcResult",
     "nvJitLinkResult",
+    "nvFatbinResult",
     "nvvmResult",
     "nvmlReturn_enum",
     "cublasStatus_t",
     "curandStatus",
     "cufftResult_t",
     "ncclResult_t",
+    "CUfileOpError",
 ];
 
 /// Where the generated files go, relative to the workspace root.
@@ -471,7 +493,7 @@ struct Parsed {
     /// Type aliases, to compare signatures.
     aliases: BTreeMap<String, syn::Type>,
     /// The result enum's `name()` table.
-    name_impl: Option<syn::Item>,
+    name_impl: Vec<syn::Item>,
 }
 
 /// The workspace's MSRV (`rust-version` in Cargo.toml, which xtask inherits) as
@@ -948,9 +970,19 @@ fn parse_api(
         .map_err(|e| format!("the `#define` casts of {} do not parse: {e}", api.module))?;
     kept.extend(casts.items);
 
-    // name() for the result enum.
-    let mut name_impl = None;
-    if let Some((enum_name, _, _)) = result_consts.first() {
+    // name() for the result enum: the first one the headers declare, and for
+    // cuFile also its own (`CUfileOpError`, after the `CUresult` of `cuda.h`).
+    let mut enum_names: Vec<&str> = Vec::new();
+    for (ty, _, _) in &result_consts {
+        if !enum_names.contains(&ty.as_str()) {
+            enum_names.push(ty);
+        }
+    }
+    if api.module != "cufile" {
+        enum_names.truncate(1);
+    }
+    let mut name_impl = Vec::new();
+    for enum_name in enum_names {
         let mut seen = BTreeSet::new();
         let arms = result_consts
             .iter()
@@ -959,7 +991,7 @@ fn parse_api(
             })
             .map(|(_, cname, val)| quote! { #val => Some(#cname), });
         let enum_ident = ident(enum_name)?;
-        name_impl = Some(quote! {
+        let ts = quote! {
             impl #enum_ident {
                 /// The C name of this code, when the headers know it.
                 pub const fn name(self) -> Option<&'static str> {
@@ -969,15 +1001,12 @@ fn parse_api(
                     }
                 }
             }
-        });
-    }
-    let name_impl = match name_impl {
-        Some(ts) => Some(
+        };
+        name_impl.push(
             syn::parse2::<syn::Item>(ts)
                 .map_err(|e| format!("the `name()` impl of {} does not parse: {e}", api.module))?,
-        ),
-        None => None,
-    };
+        );
+    }
     Ok(Parsed {
         cuda_version: pins.cuda_version.clone(),
         items: kept,
@@ -1569,6 +1598,13 @@ fn wrapper(
         Some(r) if r == api.result_type || aliases_to(r, api.result_type, aliases) => (
             quote! { crate::#module::#unavailable(#idx_lit) },
             "the library's \"not found\" code (see the module docs)",
+        ),
+        // cuFile's reads and writes return the bytes moved or a negative error:
+        // -1 (its "see errno" error), never a byte count, noting why (for
+        // `CufileError::from_io_result`) as the status fallback does.
+        Some("isize") if api.module == "cufile" => (
+            quote! { { let _ = crate::#module::#unavailable(#idx_lit); -1 } },
+            "-1",
         ),
         Some(r) if r.starts_with("* const") => (quote! { ::core::ptr::null() }, "a null pointer"),
         Some(r) if r.starts_with("* mut") => (quote! { ::core::ptr::null_mut() }, "a null pointer"),

@@ -42,19 +42,21 @@ impl Described {
     }
 }
 
-/// Writes an API's error type, its `IntoResult` impl and the dispatch plumbing of
-/// its two modules: the main one (`generated`, CUDA 13's declarations) and
-/// `cuda12` (`cuda12_generated`, what CUDA 12 declares differently).
-macro_rules! api_plumbing {
+/// Writes the dispatch plumbing of an API's two modules: the main one
+/// (`generated`, CUDA 13's declarations) and `cuda12` (`cuda12_generated`, what
+/// CUDA 12 declares differently): the loader's tables, the entry and fallback
+/// functions the generated code calls, `library()`, `cuda_major()`,
+/// `is_available()`, `resolved_count()`, `why_unavailable()` and the `cuda12`
+/// module. [`api_plumbing!`] adds the error type of an API whose status is one
+/// code; an API with another status shape (cuFile's two-part `CUfileError_t`)
+/// uses this alone and writes its own error type.
+macro_rules! api_dispatch {
     (
         kind: $kind:expr,
         resolver: $resolver:expr,
         module: $module:literal,
-        code: $Code:ident,
-        success: $success:expr,
-        unavailable_code: $unavail:expr,
-        error: $(#[$emeta:meta])* $Error:ident,
-        describe: $describe:path $(,)?
+        code: $Code:ty,
+        unavailable_code: $unavail:expr $(,)?
     ) => {
         pub(crate) static API: $crate::loader::Api<ENTRY_COUNT> =
             $crate::loader::Api::new($kind, $resolver, $module, &ENTRIES);
@@ -165,6 +167,32 @@ macro_rules! api_plumbing {
             pub fn why_unavailable(name: &str) -> Option<$crate::Unavailable> {
                 super::API12.why_unavailable(super::API12.position(name)?)
             }
+        }
+
+    };
+}
+pub(crate) use api_dispatch;
+
+/// Writes an API's error type, its `IntoResult` impl and the dispatch plumbing of
+/// its two modules: the main one (`generated`, CUDA 13's declarations) and
+/// `cuda12` (`cuda12_generated`, what CUDA 12 declares differently).
+macro_rules! api_plumbing {
+    (
+        kind: $kind:expr,
+        resolver: $resolver:expr,
+        module: $module:literal,
+        code: $Code:ident,
+        success: $success:expr,
+        unavailable_code: $unavail:expr,
+        error: $(#[$emeta:meta])* $Error:ident,
+        describe: $describe:path $(,)?
+    ) => {
+        $crate::error::api_dispatch! {
+            kind: $kind,
+            resolver: $resolver,
+            module: $module,
+            code: $Code,
+            unavailable_code: $unavail,
         }
 
         $(#[$emeta])*

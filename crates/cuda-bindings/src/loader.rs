@@ -85,6 +85,8 @@ pub enum ApiKind {
     Nvrtc,
     /// nvJitLink (`libnvJitLink`).
     NvJitLink,
+    /// nvFatbin (`libnvfatbin`).
+    NvFatbin,
     /// NVVM (`libnvvm`).
     Nvvm,
     /// NVML (`libnvidia-ml`).
@@ -99,6 +101,8 @@ pub enum ApiKind {
     Cufft,
     /// NCCL (`libnccl`).
     Nccl,
+    /// cuFile (`libcufile`, Linux only).
+    Cufile,
 }
 
 impl ApiKind {
@@ -109,6 +113,7 @@ impl ApiKind {
             Self::Runtime => "cudart",
             Self::Nvrtc => "nvrtc",
             Self::NvJitLink => "nvJitLink",
+            Self::NvFatbin => "nvfatbin",
             Self::Nvvm => "nvvm",
             Self::Nvml => "nvml",
             Self::Cublas => "cublas",
@@ -116,18 +121,20 @@ impl ApiKind {
             Self::Curand => "curand",
             Self::Cufft => "cufft",
             Self::Nccl => "nccl",
+            Self::Cufile => "cufile",
         }
     }
 
     /// Whether the library is versioned by CUDA major, with an ABI per major
-    /// (`libcudart.so.12` and `.so.13`): the runtime, NVRTC, nvJitLink, cuBLAS,
-    /// cuBLASLt and cuFFT (`libcufft.so.11` is CUDA 12's, `.so.12` CUDA 13's).
+    /// (`libcudart.so.12` and `.so.13`): the runtime, NVRTC, nvJitLink, nvFatbin,
+    /// cuBLAS, cuBLASLt and cuFFT (`libcufft.so.11` is CUDA 12's, `.so.12` CUDA 13's).
     pub fn versioned_by_major(self) -> bool {
         matches!(
             self,
             Self::Runtime
                 | Self::Nvrtc
                 | Self::NvJitLink
+                | Self::NvFatbin
                 | Self::Cublas
                 | Self::CublasLt
                 | Self::Cufft
@@ -152,6 +159,7 @@ impl fmt::Display for ApiKind {
             Self::Runtime => "CUDA runtime",
             Self::Nvrtc => "NVRTC",
             Self::NvJitLink => "nvJitLink",
+            Self::NvFatbin => "nvFatbin",
             Self::Nvvm => "NVVM",
             Self::Nvml => "NVML",
             Self::Cublas => "cuBLAS",
@@ -159,6 +167,7 @@ impl fmt::Display for ApiKind {
             Self::Curand => "cuRAND",
             Self::Cufft => "cuFFT",
             Self::Nccl => "NCCL",
+            Self::Cufile => "cuFile",
         })
     }
 }
@@ -676,22 +685,33 @@ fn asked_major(lib: &LoadedDl, kind: ApiKind) -> Option<i32> {
             // SAFETY: both are valid for writes.
             (unsafe { f(&mut major, &mut minor) } == 0 && major > 0).then_some(major)
         }
-        ApiKind::NvJitLink => {
-            let f = lib.symbol(c"nvJitLinkVersion")?;
-            // SAFETY: `nvJitLinkVersion(unsigned*, unsigned*)` since CUDA 12.3.
-            let f: unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> c_int =
-                unsafe { std::mem::transmute(f.as_ptr()) };
-            let (mut major, mut minor) = (0, 0);
-            // SAFETY: both are valid for writes.
-            (unsafe { f(&mut major, &mut minor) } == 0 && major > 0)
-                .then(|| i32::try_from(major).ok())
-                .flatten()
-        }
+        // `nvJitLinkVersion` since CUDA 12.3; `nvFatbinVersion` in every nvFatbin.
+        ApiKind::NvJitLink => unsigned_pair_major(lib, c"nvJitLinkVersion"),
+        ApiKind::NvFatbin => unsigned_pair_major(lib, c"nvFatbinVersion"),
         ApiKind::Cublas => property_major(lib, c"cublasGetProperty"),
         ApiKind::CublasLt => property_major(lib, c"cublasLtGetProperty"),
         ApiKind::Cufft => property_major(lib, c"cufftGetProperty"),
-        ApiKind::Driver | ApiKind::Nvvm | ApiKind::Nvml | ApiKind::Curand | ApiKind::Nccl => None,
+        ApiKind::Driver
+        | ApiKind::Nvvm
+        | ApiKind::Nvml
+        | ApiKind::Curand
+        | ApiKind::Nccl
+        | ApiKind::Cufile => None,
     }
+}
+
+/// The major version from a `(unsigned* major, unsigned* minor) -> status`
+/// function (`nvJitLinkVersion`, `nvFatbinVersion`).
+fn unsigned_pair_major(lib: &LoadedDl, sym: &CStr) -> Option<i32> {
+    let f = lib.symbol(sym)?;
+    // SAFETY: `(unsigned*, unsigned*) -> status` in every version that exports it.
+    let f: unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> c_int =
+        unsafe { std::mem::transmute(f.as_ptr()) };
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: both are valid for writes.
+    (unsafe { f(&mut major, &mut minor) } == 0 && major > 0)
+        .then(|| i32::try_from(major).ok())
+        .flatten()
 }
 
 /// The library's own major version from its `*GetProperty(MAJOR_VERSION, int*)`

@@ -1,8 +1,9 @@
-//! The math and communication libraries' bindings (cuBLAS, cuBLASLt, cuRAND,
-//! cuFFT, NCCL) without a GPU: each library found reports its version and CUDA
-//! major and resolves its entry points; each one missing answers every call with
-//! its "not found" code and an error that says why, once per level. The CPU test
-//! run installs cuRAND's wheel; the GPU machine has all five.
+//! The opt-in libraries' bindings (cuBLAS, cuBLASLt, cuRAND, cuFFT, NCCL,
+//! nvFatbin, cuFile) without a GPU: each library found reports its version and
+//! CUDA major and resolves its entry points; each one missing answers every call
+//! with its "not found" code and an error that says why, once per level. The CPU
+//! test run installs cuRAND's, nvFatbin's and cuFile's wheels; the GPU machine
+//! has all of them.
 
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -11,7 +12,7 @@
 #![allow(clippy::undocumented_unsafe_blocks)]
 
 use cuda_bindings::IntoResult as _;
-use cuda_bindings::{ApiKind, Unavailable, cublas, cublaslt, cufft, curand, nccl};
+use cuda_bindings::{ApiKind, Unavailable, cublas, cublaslt, cufft, curand, nccl, nvfatbin};
 
 fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
     std::iter::successors(Some(e), |&e| e.source())
@@ -155,6 +156,130 @@ fn nccl_reports_its_version_or_why_it_is_missing() {
             assert_missing(&e, e.unavailable(), ApiKind::Nccl, &pf);
         }
     }
+}
+
+#[test]
+fn nvfatbin_reports_its_version_and_major_or_why_it_is_missing() {
+    match cuda_pathfinder::load_nvidia_dynamic_lib("nvfatbin") {
+        Ok(lib) => {
+            let v = nvfatbin::version().unwrap();
+            // One library per CUDA major, numbered like CUDA.
+            assert_eq!(nvfatbin::cuda_major(), Some(v.major as u32), "nvFatbin {v}");
+            cuda_rs_tests::assert_expected_major("nvFatbin", v.major);
+            let name = lib.abs_path().file_name().unwrap().to_string_lossy();
+            assert!(name.contains(&format!(".so.{}", v.major)), "{name}");
+            let (resolved, total) = nvfatbin::resolved_count().unwrap();
+            assert_eq!(resolved, total, "every nvFatbin entry point resolves");
+            // An empty handle builds nothing: nvFatbin describes its own codes.
+            let mut h: nvfatbin::nvFatbinHandle = std::ptr::null_mut();
+            unsafe { nvfatbin::nvFatbinCreate(&mut h, std::ptr::null_mut(), 0) }
+                .result()
+                .unwrap();
+            let e = unsafe {
+                nvfatbin::nvFatbinAddCubin(
+                    h,
+                    b"not an ELF".as_ptr().cast(),
+                    10,
+                    c"90".as_ptr(),
+                    c"x".as_ptr(),
+                )
+            }
+            .result()
+            .unwrap_err();
+            assert!(e.name().starts_with("NVFATBIN_ERROR_"), "{e}");
+            assert!(e.description().is_some(), "{e}");
+            unsafe { nvfatbin::nvFatbinDestroy(&mut h) }
+                .result()
+                .unwrap();
+        }
+        Err(pf) => {
+            let e = nvfatbin::version().unwrap_err();
+            assert_eq!(e.code(), nvfatbin::NVFATBIN_ERROR_INTERNAL);
+            assert_missing(&e, e.unavailable(), ApiKind::NvFatbin, &pf);
+            assert_eq!(nvfatbin::cuda_major(), None);
+        }
+    }
+}
+
+/// cuFile's library loads and says its version without a GPU or the nvidia-fs
+/// driver; its two-part statuses and its reads' negative results become errors.
+#[cfg(target_os = "linux")]
+#[test]
+fn cufile_reports_its_version_or_why_it_is_missing() {
+    use cuda_bindings::cufile;
+    match cuda_pathfinder::load_nvidia_dynamic_lib("cufile") {
+        Ok(lib) => {
+            let v = cufile::version().unwrap();
+            assert_eq!(v.major, 1, "cuFile {v}");
+            assert!(v.minor >= 11, "cuFile {v}");
+            assert_eq!(cufile::library().unwrap().abs_path(), lib.abs_path());
+            assert_eq!(cufile::cuda_major(), None);
+            // cuFile 1.14 (CUDA 12.9) lacks a dozen of 1.15's newer entry points
+            // (statistics, parameter arrays); the I/O API is in both.
+            let (resolved, total) = cufile::resolved_count().unwrap();
+            assert!(resolved * 10 > total * 7, "{resolved}/{total}");
+            for name in [
+                "cuFileDriverOpen",
+                "cuFileDriverGetProperties",
+                "cuFileHandleRegister",
+                "cuFileRead",
+                "cuFileWrite",
+                "cuFileReadAsync",
+                "cuFileWriteAsync",
+                "cuFileBufRegister",
+                "cuFileGetParameterBool",
+                "cuFileSetParameterBool",
+            ] {
+                assert!(cufile::is_available(name), "{name}");
+            }
+            if resolved < total {
+                let missing = ["cuFileGetStatsL1", "cuFileSetParameterPosixPoolSlabArray"]
+                    .into_iter()
+                    .find(|n| !cufile::is_available(n));
+                if let Some(name) = missing {
+                    assert!(
+                        matches!(
+                            cufile::why_unavailable(name),
+                            Some(Unavailable::Symbol { .. })
+                        ),
+                        "{name}"
+                    );
+                }
+            }
+        }
+        Err(pf) => {
+            let e = cufile::version().unwrap_err();
+            assert_eq!(e.code(), cufile::CU_FILE_PLATFORM_NOT_SUPPORTED);
+            assert_missing(&e, e.unavailable(), ApiKind::Cufile, &pf);
+            // A read that cannot be called returns -1 and says why, not errno.
+            let n =
+                unsafe { cufile::cuFileRead(std::ptr::null_mut(), std::ptr::null_mut(), 1, 0, 0) };
+            assert_eq!(n, -1);
+            let e = cufile::CufileError::from_io_result(n).unwrap_err();
+            assert!(
+                matches!(e.unavailable(), Some(Unavailable::Library { .. })),
+                "{e:?}"
+            );
+            assert!(e.os_error().is_none());
+        }
+    }
+    // A driver error names both codes.
+    let status = cufile::CUfileError {
+        err: cufile::CU_FILE_CUDA_DRIVER_ERROR,
+        cu_err: cufile::CUDA_ERROR_OUT_OF_MEMORY,
+    };
+    let e = status.result().unwrap_err();
+    assert_eq!(e.name(), "CU_FILE_CUDA_DRIVER_ERROR");
+    assert_eq!(e.cuda_code(), Some(cufile::CUDA_ERROR_OUT_OF_MEMORY));
+    assert_eq!(
+        e.to_string(),
+        "CU_FILE_CUDA_DRIVER_ERROR (5011): the CUDA driver failed (CUDA_ERROR_OUT_OF_MEMORY)"
+    );
+    // Negative results: a negated cuFile code, or -1 with errno.
+    assert_eq!(cufile::CufileError::from_io_result(4096).unwrap(), 4096);
+    let e = cufile::CufileError::from_io_result(-5024).unwrap_err();
+    assert_eq!(e.code(), cufile::CU_FILE_MEMORY_NOT_REGISTERED);
+    assert!(cufile::CUfileError::default().result().is_ok());
 }
 
 /// Every library's status codes have their C names, and the libraries without an

@@ -20,14 +20,9 @@ fn setup() -> (Device, Stream) {
 
 /// Deterministic values in [-1, 1).
 fn data(n: usize, seed: u64) -> Vec<f64> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
+    cuda_rs_tests::xorshift64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .take(n)
+        .map(|x| (x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0)
         .collect()
 }
 

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use cuda_bindings::driver::{CUDA_ERROR_OUT_OF_MEMORY, CUresult, DriverError};
+use cuda_bindings::nvfatbin::NvFatbinError;
 use cuda_bindings::nvjitlink::NvJitLinkError;
 use cuda_bindings::nvml::{self as nvml, NvmlError, nvmlReturn_t};
 use cuda_bindings::nvrtc::NvrtcError;
@@ -81,7 +82,7 @@ pub enum Error {
         #[source]
         source: ToolError,
     },
-    /// A call into NVRTC, NVVM or nvJitLink failed outside compilation proper
+    /// A call into NVRTC, NVVM, nvJitLink or nvFatbin failed outside compilation proper
     /// (creating a program, reading a result, …).
     #[error("{context}")]
     Tool {
@@ -595,6 +596,9 @@ pub enum ToolError {
     /// nvJitLink's error.
     #[error(transparent)]
     NvJitLink(#[from] NvJitLinkError),
+    /// nvFatbin's error ([`FatbinBuilder`](crate::FatbinBuilder)).
+    #[error(transparent)]
+    NvFatbin(#[from] NvFatbinError),
     /// The driver's JIT linker (`cuLink*`) or module loader.
     #[error(transparent)]
     Driver(#[from] DriverError),
@@ -608,6 +612,7 @@ impl ToolError {
             Self::Nvrtc(e) => e.unavailable(),
             Self::Nvvm(e) => e.unavailable(),
             Self::NvJitLink(e) => e.unavailable(),
+            Self::NvFatbin(e) => e.unavailable(),
             Self::Driver(e) => e.unavailable(),
         }
     }

@@ -47,7 +47,7 @@
 //! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies) |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
 //! | batched memory operations (CUDA 13) | [`copy_batch`] ([`BatchCopy`], [`BatchViewCopy`]), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
-//! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`ObjectCode`] |
+//! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`FatbinBuilder`] (nvFatbin: cubins, PTX and LTO-IR for several architectures in one fatbin), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
 //! | kernels from a `.cu` file | `kernels!` (feature `macros`, on by default): a struct with one typed launch function per `extern "C"` kernel, compiled with NVRTC at run time |
 //! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
@@ -78,6 +78,7 @@ mod device_buffer;
 pub mod dlpack;
 mod error;
 mod event;
+mod fatbin;
 mod graph;
 #[cfg(unix)]
 mod ipc;
@@ -258,6 +259,7 @@ pub use device_buffer::DeviceBuffer;
 pub use dlpack::{DLPackDType, StridedMemoryView};
 pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
+pub use fatbin::FatbinBuilder;
 pub use graph::{
     CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,
     GraphCondition, GraphExec, GraphMemUsage, GraphNode,

@@ -32,7 +32,7 @@ use cuda_bindings::nvjitlink as jl;
 use crate::arch::Arch;
 use crate::error::{Check as _, Error, Result};
 use crate::object::{CodeType, ObjectCode};
-use crate::strings::{strip_nul, text};
+use crate::strings::{input_bytes, input_name, strip_nul, text};
 
 const OPTIONS_CONTEXT: &str = "checking the linker options";
 
@@ -458,19 +458,6 @@ impl Linker {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// An input's bytes as the linkers want them: PTX NUL-terminated.
-fn input_bytes(input: &ObjectCode) -> Vec<u8> {
-    let mut bytes = input.code().to_vec();
-    if input.code_type() == CodeType::Ptx && bytes.last() != Some(&0) {
-        bytes.push(0);
-    }
-    bytes
-}
-
-fn input_name(input: &ObjectCode) -> CString {
-    CString::new(input.name().replace('\0', "?")).unwrap_or_default()
 }
 
 /// An nvJitLink handle and what it needs kept alive.

@@ -1,15 +1,17 @@
 //! Compilation and linking without a GPU: C++ through NVRTC, NVVM IR through NVVM,
 //! PTX and relocatable code through nvJitLink, option checking and error logs.
 //! Each test skips (saying so) without the library it needs, and fails without it
-//! when `CUDA_RS_REQUIRE_WHEELS=1`.
+//! when `CUDA_RS_REQUIRE_WHEELS=1`. One test, `fatbin_runs_the_sm_90_cubin`, loads
+//! what the others build on a GPU (skipped without one).
 
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cuda_core::cuda_pathfinder::{self, ArtifactKind, PathfinderError};
 use cuda_core::{
-    CodeType, CompileTarget, Error, Linker, LinkerBackend, LinkerOptions, ObjectCode, Program,
-    ProgramBackend, ProgramOptions, SourceCode, ToolError, nvrtc, toolkit_include_dirs,
+    CodeType, CompileTarget, Error, FatbinBuilder, Linker, LinkerBackend, LinkerOptions,
+    ObjectCode, Program, ProgramBackend, ProgramOptions, SourceCode, ToolError, nvrtc,
+    toolkit_include_dirs,
 };
 use cuda_rs_tests::require_libs;
 
@@ -1406,4 +1408,176 @@ fn numba_debug_reaches_nvrtc_and_nvvm_and_ptx_refuses_cxx_options() {
         assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
         assert!(e.to_string().contains("`std`"), "{e}");
     }
+}
+
+/// A kernel that writes `__CUDA_ARCH__ * 10 + FROM`: which entry of a fatbin ran
+/// (`FROM` is 1 for the cubins, 2 for the PTX).
+const WHICH_ARCH: &str =
+    "extern \"C\" __global__ void which_arch(int* out) { *out = __CUDA_ARCH__ * 10 + FROM; }\n";
+
+fn which_arch(arch: &str, from: u32, target: CompileTarget) -> ObjectCode {
+    let options = ProgramOptions {
+        arch: Some(arch.into()),
+        define_macro: vec![("FROM".into(), Some(from.to_string()))],
+        ..Default::default()
+    };
+    cxx(WHICH_ARCH, options, target)
+}
+
+/// nvFatbin packs sm_80 and sm_90 cubins and compute_90 PTX into one fatbin,
+/// on the CPU; the GPU test `fatbin_runs_the_sm_90_cubin` loads it.
+#[test]
+fn fatbin_holds_cubins_for_two_architectures_and_ptx() {
+    require_libs!("nvrtc", "nvfatbin");
+    let sm80 = which_arch("sm_80", 1, CompileTarget::Cubin);
+    let sm90 = which_arch("sm_90", 1, CompileTarget::Cubin);
+    let ptx = which_arch("compute_90", 2, CompileTarget::Ptx);
+    let builder = FatbinBuilder::new()
+        .cubin(&sm80, "sm_80")
+        .unwrap()
+        .cubin(&sm90, "90")
+        .unwrap()
+        .ptx(&ptx, "compute_90", "-O3")
+        .unwrap();
+    assert_eq!(builder.len(), 3);
+    let fatbin = builder.clone().build().unwrap();
+    assert_eq!(fatbin.code_type(), CodeType::Fatbin);
+    let code = fatbin.code();
+    // The fatbin header's magic, little-endian.
+    assert_eq!(code[..4], 0xBA55_ED50u32.to_le_bytes());
+    // Uncompressed, both cubins are in it whole.
+    let plain = builder.compress(false).build().unwrap();
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+    assert!(
+        find(plain.code(), sm80.code()),
+        "the sm_80 cubin is in the fatbin"
+    );
+    assert!(
+        find(plain.code(), sm90.code()),
+        "the sm_90 cubin is in the fatbin"
+    );
+    assert!(plain.code().len() > sm80.code().len() + sm90.code().len());
+    // LTO-IR goes in too (for a later JIT link), with its JIT options.
+    let lto = cxx(SAXPY, rdc(true), CompileTarget::Ltoir);
+    assert_eq!(lto.code_type(), CodeType::Ltoir);
+    let with_lto = FatbinBuilder::new()
+        .add(&sm90, "sm_90")
+        .unwrap()
+        .ltoir(&lto, "lto_90", "-O3")
+        .unwrap()
+        .build()
+        .unwrap();
+    assert_eq!(with_lto.code()[..4], 0xBA55_ED50u32.to_le_bytes());
+}
+
+#[test]
+fn fatbin_builder_rejects_bad_entries_with_typed_errors() {
+    let sm90 = ObjectCode::from_cubin(ELF.to_vec()).unwrap();
+    let ptx = ObjectCode::from_ptx(".version 8.0\n").unwrap();
+    is_invalid(FatbinBuilder::new().cubin(&ptx, "sm_90"), "not cubin");
+    is_invalid(
+        FatbinBuilder::new().cubin(&sm90, "sm_9"),
+        "not an architecture",
+    );
+    is_invalid(FatbinBuilder::new().ptx(&ptx, "compute_90", "-O3\0"), "NUL");
+    let fatbin = ObjectCode::from_fatbin(vec![1u8]).unwrap();
+    is_invalid(
+        FatbinBuilder::new().add(&fatbin, "90"),
+        "cannot go into a fatbin",
+    );
+    is_invalid(FatbinBuilder::new().build(), "no entries");
+    if cuda_pathfinder::load_nvidia_dynamic_lib("nvfatbin").is_err() {
+        // Without nvFatbin, building says so (its source lists where it looked).
+        let r = FatbinBuilder::new().cubin(&sm90, "sm_90").unwrap().build();
+        assert!(matches!(r, Err(Error::Unavailable { .. })), "{r:?}");
+    }
+    require_libs!("nvfatbin");
+    // nvFatbin's own errors come back as Tool errors naming the entry.
+    match FatbinBuilder::new().cubin(&sm90, "sm_90").unwrap().build() {
+        Err(
+            e @ Error::Tool {
+                source: ToolError::NvFatbin(_),
+                ..
+            },
+        ) => {
+            assert!(
+                e.to_string()
+                    .contains("adding cubin `cubin` for architecture 90 (entry 0)"),
+                "{e}"
+            );
+        }
+        other => panic!("expected an nvFatbin error, got {other:?}"),
+    }
+    match FatbinBuilder::new()
+        .option("-no-such-option")
+        .cubin(&sm90, "sm_90")
+        .unwrap()
+        .build()
+    {
+        Err(Error::Tool {
+            source: ToolError::NvFatbin(e),
+            context,
+        }) => {
+            assert_eq!(e.name(), "NVFATBIN_ERROR_UNRECOGNIZED_OPTION", "{context}");
+            assert!(context.contains("-no-such-option"), "{context}");
+        }
+        other => panic!("expected an nvFatbin error, got {other:?}"),
+    }
+}
+
+/// On an sm_90 GPU (the H100) the fatbin's sm_90 cubin runs: not the sm_80 one,
+/// not the PTX. On another GPU, the entry the driver picks is checked against
+/// the device's architecture.
+#[test]
+fn fatbin_runs_the_sm_90_cubin() {
+    cuda_rs_tests::require_gpu!();
+    require_libs!("nvrtc", "nvfatbin");
+    let d = cuda_core::Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let fatbin = FatbinBuilder::new()
+        .cubin(&which_arch("sm_80", 1, CompileTarget::Cubin), "sm_80")
+        .unwrap()
+        .cubin(&which_arch("sm_90", 1, CompileTarget::Cubin), "sm_90")
+        .unwrap()
+        .ptx(
+            &which_arch("compute_90", 2, CompileTarget::Ptx),
+            "compute_90",
+            "",
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+    let s = d
+        .create_stream(cuda_core::StreamOptions::default())
+        .unwrap();
+    let out = cuda_core::DeviceBuffer::<i32>::zeroed(&d, 1, &s).unwrap();
+    // Through a library (cuLibraryLoadData) …
+    let kernel = cuda_core::Library::load(&fatbin, &Default::default())
+        .unwrap()
+        .get_kernel("which_arch")
+        .unwrap();
+    // SAFETY: `which_arch` takes one `int*`, and `out` holds one `i32`.
+    unsafe { cuda_core::launch(&s, &cuda_core::LaunchConfig::new(1, 1), &kernel, &[&out]) }
+        .unwrap();
+    let got = out.to_vec(&s).unwrap()[0];
+    let (major, minor) = d.compute_capability().unwrap();
+    let cc = (major * 10 + minor) as i32;
+    let want = match cc {
+        90 => 9001,
+        // Another Hopper-or-newer GPU JIT-compiles the compute_90 PTX.
+        c if c > 90 => 9002,
+        // sm_80 binaries run on every 8.x GPU.
+        80..=89 => 8001,
+        c => panic!("the fatbin has nothing for sm_{c}"),
+    };
+    assert_eq!(got, want, "sm_{cc}");
+    // … and through a module (cuModuleLoadData) in the primary context.
+    let ctx = cuda_core::Context::primary(&d).unwrap();
+    let module = cuda_core::Module::load(&ctx, &fatbin, &Default::default()).unwrap();
+    let kernel = module.get_function("which_arch").unwrap();
+    let out2 = cuda_core::DeviceBuffer::<i32>::zeroed(&d, 1, &s).unwrap();
+    // SAFETY: as above.
+    unsafe { cuda_core::launch(&s, &cuda_core::LaunchConfig::new(1, 1), &kernel, &[&out2]) }
+        .unwrap();
+    assert_eq!(out2.to_vec(&s).unwrap()[0], want, "sm_{cc}");
 }

@@ -32,14 +32,9 @@ fn dev0() -> Device {
 
 /// A cheap deterministic pseudo-random sequence.
 fn random_u32(n: usize, seed: u64) -> Vec<u32> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u32
-        })
+    cuda_rs_tests::xorshift64(seed)
+        .take(n)
+        .map(|x| x as u32)
         .collect()
 }
 
