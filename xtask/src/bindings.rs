@@ -312,6 +312,11 @@ fn write_all(files: &BTreeMap<PathBuf, String>, check: bool) -> Result<Vec<FileE
     Ok(stale)
 }
 
+/// APIs that exist on Linux only (cuFile: GPUDirect Storage has no Windows
+/// library, and its header needs a POSIX C library): no Windows pass, and
+/// `cuda-bindings` compiles their module on Linux only.
+const LINUX_ONLY: &[&str] = &["cufile"];
+
 /// Generates every file, as paths relative to [`OUT_REL`] and their contents:
 /// for each API, `<api>/` (the CUDA 13 declarations, each entry point carrying
 /// every ABI of the pinned majors that has its shape) and `<api>_cuda12/` (what
@@ -329,10 +334,16 @@ fn generate_all() -> Result<BTreeMap<PathBuf, String>, String> {
         let (inc13, inc12) = (headers::include_dir(13), headers::include_dir(12));
         let p13 = parse_api(13, &pins13, &inc13, api, Os::Linux, None)?;
         let p12 = parse_api(12, &pins12, &inc12, api, Os::Linux, None)?;
-        let w13 = parse_api(13, &pins13, &inc13, api, Os::Windows, Some(&p13))?;
-        let w12 = parse_api(12, &pins12, &inc12, api, Os::Windows, Some(&p12))?;
         let (main, diff) = assemble(api, &p13, &p12)?;
-        let (main_win, diff_win) = assemble(api, &w13, &w12)?;
+        let (main_win, diff_win) = if LINUX_ONLY.contains(&api.module) {
+            // No Windows pass: the module is compiled on Linux only, and its
+            // Linux parts stand for both (one file each).
+            assemble(api, &p13, &p12)?
+        } else {
+            let w13 = parse_api(13, &pins13, &inc13, api, Os::Windows, Some(&p13))?;
+            let w12 = parse_api(12, &pins12, &inc12, api, Os::Windows, Some(&p12))?;
+            assemble(api, &w13, &w12)?
+        };
         let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
         let dirs = [
             (
