@@ -120,6 +120,9 @@ fn classify(
         // packaging that under the example's name would make the runner "pass" an
         // example it never ran.
         ("example", true) => return None,
+        // A proc-macro crate's unit tests link the toolchain's `libstd` dynamically
+        // (it is not on a GPU machine) and need no GPU: they run in CI.
+        ("proc-macro", true) => return None,
         // A library's unit tests, whatever its crate types (`cdylib`, `rlib`, …).
         ("cdylib" | "rlib" | "dylib" | "staticlib", true) => {
             ("test", format!("{package}--lib-{target_name}"))

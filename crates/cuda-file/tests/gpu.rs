@@ -49,9 +49,24 @@ fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// A file in the target directory (on disk: tmpfs may refuse cuFile) holding `data`.
+/// Where test files go: `CUDA_RS_TEST_TMPDIR`, else the build's target
+/// directory when it exists (on disk: GPUDirect Storage refuses tmpfs), else the
+/// working directory (a test package copied to a GPU machine runs from its own
+/// folder, on disk).
+fn test_dir() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("CUDA_RS_TEST_TMPDIR") {
+        return d.into();
+    }
+    let built = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    if built.is_dir() {
+        return built.to_path_buf();
+    }
+    std::env::current_dir().unwrap()
+}
+
+/// A file on disk holding `data`.
 fn file_with(data: &[u8]) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut f = tempfile::NamedTempFile::new_in(test_dir()).unwrap();
     f.write_all(data).unwrap();
     f.as_file().sync_all().unwrap();
     f
@@ -200,7 +215,7 @@ fn bad_arguments_are_refused_before_cufile() {
     let e = h.read_async(buf.view_mut(), u64::MAX, &s).unwrap_err();
     assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange), "{e}");
     // A directory is not a file cuFile can register.
-    let dir = File::open(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = File::open(test_dir()).unwrap();
     let e = FileHandle::register(&driver(), dir).unwrap_err();
     assert!(e.status().is_some(), "{e:?}");
     println!("{}", e.report());
