@@ -8,17 +8,12 @@
 use std::ffi::OsString;
 #[cfg(unix)]
 use std::os::unix::ffi::OsStringExt as _;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use proptest::prelude::*;
 
-fn cli() -> PathBuf {
-    match std::env::var_os("CUDA_PATHFINDER_BIN") {
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_BIN_EXE_cuda-pathfinder")),
-    }
-}
+mod common;
+use common::cli;
 
 /// Runs the CLI with `args` in an empty environment: (exit code, stderr).
 fn run(args: &[OsString], stdout: Stdio) -> (i32, String) {

@@ -20,21 +20,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn cli() -> PathBuf {
-    if let Some(p) = std::env::var_os("CUDA_PATHFINDER_BIN") {
-        return PathBuf::from(p);
-    }
-    match option_env!("CARGO_BIN_EXE_cuda-pathfinder") {
-        Some(p) => PathBuf::from(p),
-        // Cargo 1.85 with `-Zbuild-std` (the Windows cross build) does not set it: the
-        // tool is built beside `deps/`, where this test binary is.
-        None => {
-            let exe = std::env::current_exe().unwrap();
-            let dir = exe.parent().and_then(Path::parent).unwrap();
-            dir.join(format!("cuda-pathfinder{}", std::env::consts::EXE_SUFFIX))
-        }
-    }
-}
+mod common;
+use common::cli;
 
 /// What differs between the platforms: where the wheels put each file (relative to
 /// `nvidia/cu13`) and where a toolkit, conda and the OS loader look.
