@@ -39,7 +39,7 @@ export CARGO_TARGET_DIR=${WINDOWS_TARGET_DIR:-$PWD/target/windows}
 
 step "win_amd64 wheels (tests/wheels.txt) into target/cuda-venv-win"
 VENV=$PWD/target/cuda-venv-win
-pins=$(grep -E '^(nvidia-cuda-runtime|nvidia-cuda-nvrtc|nvidia-nvjitlink|nvidia-nvvm|nvidia-cuda-cccl)==' tests/wheels.txt)
+pins=$(grep -E '^(nvidia-cuda-runtime|nvidia-cuda-nvrtc|nvidia-nvjitlink|nvidia-nvvm|nvidia-nvfatbin|nvidia-cuda-cccl)==' tests/wheels.txt)
 if [ "$(cat "$VENV/.pins" 2>/dev/null)" != "$pins" ]; then
   rm -rf "$VENV"
   # shellcheck disable=SC2086
