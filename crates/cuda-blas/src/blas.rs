@@ -186,7 +186,11 @@ impl Blas {
             )
         };
         check(status, context)?;
-        self.order_frees(&[a.view.buffer(), b.view.buffer(), c.view.buffer()])
+        cuda_core::Buffer::order_frees_after(
+            [a.view.buffer(), b.view.buffer(), c.view.buffer()],
+            &self.stream,
+        )?;
+        Ok(())
     }
 
     /// `batch` independent GEMMs `Cᵢ = alpha·op(Aᵢ)·op(Bᵢ) + beta·Cᵢ`, where
@@ -304,11 +308,15 @@ impl Blas {
             )
         };
         check(status, context)?;
-        self.order_frees(&[
-            a.mat.view.buffer(),
-            b.mat.view.buffer(),
-            c.mat.view.buffer(),
-        ])
+        cuda_core::Buffer::order_frees_after(
+            [
+                a.mat.view.buffer(),
+                b.mat.view.buffer(),
+                c.mat.view.buffer(),
+            ],
+            &self.stream,
+        )?;
+        Ok(())
     }
 
     /// `y = alpha·op(A)·x + beta·y`: `op(A)` is `m × n`, `x` holds `n` elements
@@ -362,7 +370,8 @@ impl Blas {
             )
         };
         check(status, context)?;
-        self.order_frees(&[x.buffer(), y.buffer()])
+        cuda_core::Buffer::order_frees_after([x.buffer(), y.buffer()], &self.stream)?;
+        Ok(())
     }
 
     /// `x = alpha·x`.
@@ -387,7 +396,8 @@ impl Blas {
             )
         };
         check(status, context)?;
-        self.order_frees(&[x.buffer()])
+        cuda_core::Buffer::order_frees_after([x.buffer()], &self.stream)?;
+        Ok(())
     }
 
     /// The dot product `x·y` of two views of equal length, accumulated in
@@ -420,16 +430,6 @@ impl Blas {
         };
         check(status, context)?;
         Ok(out)
-    }
-
-    /// Orders the frees of the operands' buffers after the work just queued on
-    /// the handle's stream, so that dropping one cannot free memory cuBLAS still
-    /// uses.
-    fn order_frees(&self, buffers: &[&cuda_core::Buffer]) -> Result<()> {
-        for b in buffers {
-            b.order_free_after(&self.stream)?;
-        }
-        Ok(())
     }
 
     fn same_len(&self, x: usize, y: usize, context: &dyn Fn() -> String) -> Result<i32> {

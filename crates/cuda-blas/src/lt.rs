@@ -388,12 +388,8 @@ impl BlasLt {
         check(status, context)?;
         // Dropping an operand right after must not free memory cuBLASLt still uses.
         let bias = epilogue.bias.as_ref().map(|(v, _)| v.buffer());
-        for buf in [a.view.buffer(), b.view.buffer(), d.view.buffer()]
-            .into_iter()
-            .chain(bias)
-        {
-            buf.order_free_after(&self.stream)?;
-        }
+        let operands = [a.view.buffer(), b.view.buffer(), d.view.buffer()];
+        cuda_core::Buffer::order_frees_after(operands.into_iter().chain(bias), &self.stream)?;
         Ok(())
     }
 }

@@ -379,7 +379,8 @@ where
             )
         };
         check(status, context)?;
-        self.order_frees(&[input.buffer(), output.buffer()])
+        cuda_core::Buffer::order_frees_after([input.buffer(), output.buffer()], &self.stream)?;
+        Ok(())
     }
 
     /// A complex-to-complex transform in place.
@@ -403,7 +404,8 @@ where
         // SAFETY: the view holds the plan's elements on its device, exclusively.
         let status = unsafe { T::c2c(self.handle, p, p, dir(direction)) };
         check(status, context)?;
-        self.order_frees(&[data.buffer()])
+        cuda_core::Buffer::order_frees_after([data.buffer()], &self.stream)?;
+        Ok(())
     }
 
     /// A real-to-complex (forward) transform: `output` receives the half
@@ -434,7 +436,8 @@ where
             )
         };
         check(status, context)?;
-        self.order_frees(&[input.buffer(), output.buffer()])
+        cuda_core::Buffer::order_frees_after([input.buffer(), output.buffer()], &self.stream)?;
+        Ok(())
     }
 
     /// A complex-to-real (inverse) transform of a half spectrum. cuFFT uses
@@ -465,15 +468,7 @@ where
             )
         };
         check(status, context)?;
-        self.order_frees(&[input.buffer(), output.buffer()])
-    }
-
-    /// Orders the frees of the views' buffers after the work just queued on the
-    /// plan's stream, so that dropping one cannot free memory cuFFT still uses.
-    fn order_frees(&self, buffers: &[&cuda_core::Buffer]) -> Result<()> {
-        for b in buffers {
-            b.order_free_after(&self.stream)?;
-        }
+        cuda_core::Buffer::order_frees_after([input.buffer(), output.buffer()], &self.stream)?;
         Ok(())
     }
 }

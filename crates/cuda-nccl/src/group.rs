@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 
 use cuda_bindings::nccl as sys;
-use cuda_core::{DeviceView, DeviceViewMut, InvalidKind, Stream};
+use cuda_core::{Buffer, DeviceView, DeviceViewMut, InvalidKind, Stream};
 
 use crate::comm::Communicator;
 use crate::error::{Error, Result, check};
@@ -315,10 +315,10 @@ impl<T: Element> Pending for Op<'_, T> {
             self.recv.as_ref().map(|v| v.buffer()),
             self.in_place.as_ref().map(|v| v.buffer()),
         ];
-        for b in buffers.into_iter().flatten() {
-            b.order_free_after(self.stream)?;
-        }
-        Ok(())
+        Ok(Buffer::order_frees_after(
+            buffers.into_iter().flatten(),
+            self.stream,
+        )?)
     }
 }
 

@@ -793,7 +793,8 @@ impl Buffer {
     /// cuda-core's own operations (copies, fills, typed launches) do this for the
     /// buffers they touch. Code that queues work on a buffer through another
     /// library (cuBLAS, cuFFT, NCCL, a raw driver call) calls it after queueing,
-    /// so that dropping the buffer cannot free memory the work still uses.
+    /// so that dropping the buffer cannot free memory the work still uses
+    /// ([`Buffer::order_frees_after`] for all of one operation's buffers).
     /// Nothing is done when `stream` is the free stream or the buffer does not own
     /// its memory.
     ///
@@ -812,6 +813,20 @@ impl Buffer {
             }
             _ => Ok(()),
         }
+    }
+
+    /// [`order_free_after`](Self::order_free_after) for several buffers at once,
+    /// the operands of one operation: one event recorded on `stream`, waited for
+    /// once by each distinct free stream that is not `stream` (nothing at all when
+    /// every buffer is freed on `stream`).
+    ///
+    /// # Errors
+    /// As [`order_free_after`](Self::order_free_after).
+    pub fn order_frees_after<'a>(
+        buffers: impl IntoIterator<Item = &'a Buffer>,
+        stream: &Stream,
+    ) -> Result<()> {
+        order_frees_after(buffers.into_iter(), stream)
     }
 
     /// Frees the buffer now (ordered on `stream`, or its free stream), reporting
