@@ -108,8 +108,15 @@ impl Error {
 /// call that reached NCCL carries NCCL's last error message.
 pub(crate) fn check(code: sys::ncclResult_t, context: impl FnOnce() -> String) -> Result<()> {
     use cuda_bindings::IntoResult as _;
-    code.result().map_err(|source| {
-        let context = Cow::Owned(context());
+    code.result()
+        .map_err(|source| Error::from_nccl(source, context()))
+}
+
+impl Error {
+    /// NCCL's error as [`Error::Unavailable`] when the call could not be made,
+    /// else as [`Error::Nccl`] with NCCL's last error message.
+    pub(crate) fn from_nccl(source: NcclError, context: impl Into<Cow<'static, str>>) -> Self {
+        let context = context.into();
         match source.unavailable() {
             Some(reason) => Error::Unavailable {
                 context,
@@ -121,7 +128,7 @@ pub(crate) fn check(code: sys::ncclResult_t, context: impl FnOnce() -> String) -
                 source,
             },
         }
-    })
+    }
 }
 
 /// NCCL's message about its last failure (`ncclGetLastError`), if it has one.

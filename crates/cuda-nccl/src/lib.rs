@@ -50,15 +50,6 @@ pub use types::{Element, ReduceOp};
 /// # Errors
 /// [`Error::Unavailable`] when NCCL cannot be loaded; NCCL's error.
 pub fn version() -> Result<(i32, i32, i32)> {
-    cuda_bindings::nccl::version().map_err(|source| match source.unavailable() {
-        Some(reason) => Error::Unavailable {
-            context: "asking NCCL for its version".into(),
-            reason: Box::new(reason.clone()),
-        },
-        None => Error::Nccl {
-            context: "asking NCCL for its version".into(),
-            detail: None,
-            source,
-        },
-    })
+    cuda_bindings::nccl::version()
+        .map_err(|source| Error::from_nccl(source, "asking NCCL for its version"))
 }
