@@ -25,7 +25,7 @@ commands:
                      again against the CUDA 12.9 wheels (target/cuda12-venv)
   codegen [--check]  regenerate the pathfinder catalogue from its JSON
                      (--check: fail if the committed file is stale)
-  package-tests --out DIR [--packages a,b]
+  package-tests --out DIR [--packages a,b] [--exclude c,d]
                      build every test and bench binary in release mode and
                      copy them, stripped, into DIR with a run.sh runner,
                      and the driver shim with run-shim.sh VERSION

@@ -162,8 +162,14 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     // `--packages cuda-blas,cuda-fft`: only those packages' tests, benches and
     // examples (the workspace's binaries always), to keep a package under the
     // size that travels to the GPU machine.
-    let only: Option<Vec<String>> = take_value(&mut args, "--packages")?
-        .map(|v| v.split(',').map(|p| format!("{}--", p.trim())).collect());
+    let prefixes =
+        |v: String| -> Vec<String> { v.split(',').map(|p| format!("{}--", p.trim())).collect() };
+    let only: Option<Vec<String>> = take_value(&mut args, "--packages")?.map(prefixes);
+    // `--exclude cuda-core`: every package but those (the second package of a
+    // workspace too large for one).
+    let excluded: Vec<String> = take_value(&mut args, "--exclude")?
+        .map(prefixes)
+        .unwrap_or_default();
     no_more(&args)?;
     let out = PathBuf::from(out);
     if out.exists() {
@@ -203,8 +209,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         if !seen.insert(a.name.clone()) {
             continue;
         }
-        if let Some(only) = &only {
-            if a.kind != "bin" && !only.iter().any(|p| a.name.starts_with(p.as_str())) {
+        if a.kind != "bin" {
+            let named = |list: &[String]| list.iter().any(|p| a.name.starts_with(p.as_str()));
+            if only.as_deref().is_some_and(|only| !named(only)) || named(&excluded) {
                 continue;
             }
         }
