@@ -77,14 +77,16 @@ pub use crate::error::NvmlErrorKind;
 use crate::error::{Error, Result};
 
 mod clocks;
+mod control;
 mod fields;
 mod hardware;
 
 pub use clocks::{ClockId, ClockType, ClocksEventReasons};
+pub use control::{ClockOffsets, DynamicPstatesInfo, MAX_PSTATE, PstateUtilization};
 pub use fields::{FieldId, FieldSample, FieldValue};
 pub use hardware::{
-    AffinityScope, Bar1MemoryInfo, Brand, CoolerControl, CoolerInfo, CoolerTarget, DeviceArch, Fan,
-    FanControlPolicy, InforomObject, MigMode,
+    AffinityScope, Bar1MemoryInfo, BbxFlushTime, Brand, CoolerControl, CoolerInfo, CoolerTarget,
+    DeviceArch, Fan, FanControlPolicy, InforomObject, MigMode,
 };
 
 /// Checks an NVML status, attaching what was being done (built only on failure).

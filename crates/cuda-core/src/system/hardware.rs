@@ -652,6 +652,33 @@ impl SystemDevice {
             .check(|| self.ctx("validating the InfoROM", "nvmlDeviceValidateInforom"))
     }
 
+    /// When the BBX (black box) InfoROM object was last flushed during this
+    /// run of the driver, and how long the flush took
+    /// (`nvmlDeviceGetLastBBXFlushTime`; `inforom.bbx_flush_time` in Python).
+    ///
+    /// # Errors
+    /// NVML's error: [`NvmlErrorKind::NotReady`](crate::NvmlErrorKind) when the
+    /// object has not been flushed yet, `NotSupported` on boards without an
+    /// InfoROM.
+    pub fn inforom_bbx_flush_time(&self) -> Result<BbxFlushTime> {
+        let (mut timestamp, mut duration_us) = (0, 0);
+        // SAFETY: the handle is valid (see the type's docs); both outputs are
+        // valid for writes.
+        unsafe { nvmlDeviceGetLastBBXFlushTime(self.handle, &mut timestamp, &mut duration_us) }
+            .check(|| {
+                self.ctx(
+                    "reading when the InfoROM black box was last flushed",
+                    "nvmlDeviceGetLastBBXFlushTime",
+                )
+            })?;
+        Ok(BbxFlushTime {
+            timestamp,
+            // `unsigned long`: 64 bits on Linux, 32 on Windows.
+            #[allow(clippy::useless_conversion)]
+            duration_us: u64::from(duration_us),
+        })
+    }
+
     /// The board part number programmed into the InfoROM
     /// (`nvmlDeviceGetBoardPartNumber`; `inforom.board_part_number` in Python).
     ///
@@ -871,12 +898,23 @@ impl SystemDevice {
     }
 }
 
+/// The last flush of the InfoROM's BBX (black box) object
+/// ([`SystemDevice::inforom_bbx_flush_time`]; the pair `bbx_flush_time` returns
+/// in Python).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BbxFlushTime {
+    /// When the flush started, as NVML's timestamp.
+    pub timestamp: u64,
+    /// How long the flush took, in microseconds.
+    pub duration_us: u64,
+}
+
 /// One fan of a device ([`SystemDevice::fan`]; `FanInfo` in Python). A plain
 /// `Copy` value: the device and the fan's number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fan {
-    device: SystemDevice,
-    fan: u32,
+    pub(super) device: SystemDevice,
+    pub(super) fan: u32,
 }
 
 impl Fan {
