@@ -1581,3 +1581,48 @@ fn fatbin_runs_the_sm_90_cubin() {
         .unwrap();
     assert_eq!(out2.to_vec(&s).unwrap()[0], want, "sm_{cc}");
 }
+
+/// `LinkerOptions::numba_debug` reaches nvJitLink as `-numba-debug`, which
+/// decides (the releases of CUDA 12 and 13 refuse it with their
+/// unrecognised-option error; the error's context lists the options); the driver's linker has no
+/// counterpart and refuses it before the driver is called. Never ignored.
+#[test]
+fn linker_numba_debug_reaches_nvjitlink_or_is_refused() {
+    let options = LinkerOptions {
+        numba_debug: true,
+        ..LinkerOptions::new("sm_90")
+    };
+    assert_eq!(
+        options.to_nvjitlink_args().unwrap(),
+        ["-arch=sm_90", "-numba-debug"]
+    );
+    let ptx = ObjectCode::from_ptx(HAND_PTX).unwrap();
+    let e = Linker::with_backend(&[&ptx], options.clone(), LinkerBackend::Driver).unwrap_err();
+    assert!(
+        matches!(e, Error::Unsupported { .. }) && e.to_string().contains("`numba_debug`"),
+        "{e}"
+    );
+
+    require_libs!("nvJitLink");
+    match Linker::with_backend(&[&ptx], options, LinkerBackend::NvJitLink).and_then(|l| l.link()) {
+        // An nvJitLink that knows the option links as usual.
+        Ok(cubin) => assert!(cubin.code().starts_with(ELF)),
+        Err(e) => {
+            let report = e.report().to_string();
+            println!("{report}");
+            let code = match &e {
+                Error::Tool {
+                    source: ToolError::NvJitLink(source),
+                    ..
+                } => source.code(),
+                other => panic!("not nvJitLink's error: {other:?}"),
+            };
+            assert_eq!(
+                code,
+                cuda_core::cuda_bindings::nvjitlink::NVJITLINK_ERROR_UNRECOGNIZED_OPTION,
+                "{report}"
+            );
+            assert!(report.contains("numba-debug"), "{report}");
+        }
+    }
+}
