@@ -34,8 +34,21 @@
 //! | `Device.get_cpu_affinity`, `get_memory_affinity` | [`SystemDevice::cpu_affinity`], [`memory_affinity`](SystemDevice::memory_affinity) |
 //! | `Device.get_fan`, `num_fans`, `cooler` | [`SystemDevice::fan`] ([`Fan`]), [`fan_count`](SystemDevice::fan_count), [`cooler_info`](SystemDevice::cooler_info) |
 //! | `Device.current_clock_event_reasons`, `get_clock` | [`SystemDevice::current_clock_event_reasons`] ([`ClocksEventReasons`]), [`clock`](SystemDevice::clock), [`applications_clock`](SystemDevice::applications_clock), … |
+//! | `Device.inforom.bbx_flush_time` | [`SystemDevice::inforom_bbx_flush_time`] ([`BbxFlushTime`]) |
+//! | `Device.supported_pstates`, `dynamic_pstates_info`, `get_clock(t).get_min_max_clock_of_pstate_mhz`, `get_offsets` | [`SystemDevice::supported_performance_states`], [`dynamic_pstates_info`](SystemDevice::dynamic_pstates_info) ([`DynamicPstatesInfo`]), [`min_max_clock_of_pstate`](SystemDevice::min_max_clock_of_pstate), [`clock_offsets`](SystemDevice::clock_offsets) ([`ClockOffsets`]) |
+//! | setting `is_persistence_mode_enabled`, `mig.mode`, `FanInfo.speed`; `set_default_speed` | [`SystemDevice::set_persistence_mode`], [`set_mig_mode`](SystemDevice::set_mig_mode), [`Fan::set_speed`], [`Fan::set_default_speed`] |
+//! | NVML's clock and power setters | [`SystemDevice::set_applications_clocks`], [`reset_applications_clocks`](SystemDevice::reset_applications_clocks), [`set_gpu_locked_clocks`](SystemDevice::set_gpu_locked_clocks), [`set_memory_locked_clocks`](SystemDevice::set_memory_locked_clocks), [`set_clock_offset`](SystemDevice::set_clock_offset), [`set_power_management_limit`](SystemDevice::set_power_management_limit), … (root; see below) |
 //! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`], whose [`nvml_kind`](Error::nvml_kind) is the [`NvmlErrorKind`] each subclass stands for, to `match` on ([`is_nvml_not_supported`](Error::is_nvml_not_supported) for `NotSupportedError`) |
 //! | `LibraryNotFoundError` (no NVML) | [`Error::Unavailable`] ([`is_unavailable`](Error::is_unavailable)), as for any missing library |
+//!
+//! # Settings
+//!
+//! The setters change the device for every process until changed back (or the
+//! driver unloads, without persistence mode), and need root: without it NVML
+//! refuses with [`NvmlErrorKind::NoPermission`], on a device without the feature
+//! with `NotSupported`. An entry point the installed driver's NVML lacks is an
+//! [`Error::Unavailable`] whose [`nvml_kind`](Error::nvml_kind) is
+//! [`NvmlErrorKind::FunctionNotFound`].
 //!
 //! # NVML's lifetime
 //!

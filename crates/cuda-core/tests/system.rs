@@ -888,6 +888,16 @@ fn setters_apply_or_fail_typed_and_leave_the_device_as_it_was() {
         assert_eq!(sd.is_persistence_mode_enabled().unwrap(), on);
     }
 
+    // MIG mode: set to the pending mode (what it already is to be).
+    if let Some(mig) = allowed("MIG mode", sd.mig_mode(), NOT_SUPPORTED, false) {
+        setter(
+            "MIG mode (unchanged)",
+            sd.set_mig_mode(mig.pending),
+            &[NvmlErrorKind::InUse, NvmlErrorKind::ResetRequired],
+        );
+        assert_eq!(sd.mig_mode().unwrap().pending, mig.pending);
+    }
+
     // Power limit: set to the limit in force.
     if let Some(limit) = allowed(
         "power management limit",

@@ -381,7 +381,35 @@ impl SystemDevice {
         self.apply(&what, function, status)
     }
 
-    // --- Persistence mode and power limit ------------------------------------
+    // --- MIG, persistence mode and power limit -------------------------------
+
+    /// Turns MIG mode on or off (`nvmlDeviceSetMigMode`; setting `mig.mode` in
+    /// Python). The change is pending ([`mig_mode`](Self::mig_mode)'s
+    /// `pending`) until NVML can activate it, which needs the GPU idle and may
+    /// need a reset.
+    ///
+    /// # Errors
+    /// NVML's error: [`NvmlErrorKind::NoPermission`](crate::NvmlErrorKind)
+    /// without root, `NotSupported` on GPUs without MIG. When NVML took the
+    /// setting but could not activate it yet, the activation's status
+    /// (`InUse`, `ResetRequired`, …), with the mode left pending.
+    pub fn set_mig_mode(&self, enabled: bool) -> Result<()> {
+        let (mode, what) = if enabled {
+            (NVML_DEVICE_MIG_ENABLE, "turning MIG mode on")
+        } else {
+            (NVML_DEVICE_MIG_DISABLE, "turning MIG mode off")
+        };
+        let mut activation = NVML_SUCCESS;
+        // SAFETY: the handle is valid (see the type's docs); `activation` is valid
+        // for writes.
+        let status = unsafe { nvmlDeviceSetMigMode(self.handle, mode, &mut activation) };
+        self.apply(what, "nvmlDeviceSetMigMode", status)?;
+        self.apply(
+            &format!("{what}: the mode is pending, activating it"),
+            "nvmlDeviceSetMigMode",
+            activation,
+        )
+    }
 
     /// Turns persistence mode on or off (`nvmlDeviceSetPersistenceMode`;
     /// setting `is_persistence_mode_enabled` in Python). Linux only; read it
