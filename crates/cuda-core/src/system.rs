@@ -608,7 +608,18 @@ impl SystemDevice {
         function: &str,
         call: impl FnOnce(nvmlDevice_t, *mut c_uint) -> nvmlReturn_t,
     ) -> Result<u32> {
-        let mut v = 0;
+        self.read_default(what, function, call)
+    }
+
+    /// Reads one value (a number, or a struct NVML fills in) through `call`,
+    /// starting from its default.
+    fn read_default<T: Default>(
+        &self,
+        what: &str,
+        function: &str,
+        call: impl FnOnce(nvmlDevice_t, *mut T) -> nvmlReturn_t,
+    ) -> Result<T> {
+        let mut v = T::default();
         call(self.handle, &mut v).check(|| self.ctx(what, function))?;
         Ok(v)
     }

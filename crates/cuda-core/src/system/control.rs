@@ -234,15 +234,14 @@ impl SystemDevice {
     /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
     /// devices that do not report them).
     pub fn dynamic_pstates_info(&self) -> Result<DynamicPstatesInfo> {
-        let mut info = nvmlGpuDynamicPstatesInfo_t::default();
-        // SAFETY: the handle is valid (see the type's docs); `info` is valid for
-        // writes.
-        unsafe { nvmlDeviceGetDynamicPstatesInfo(self.handle, &mut info) }.check(|| {
-            self.ctx(
-                "reading the dynamic performance-state information",
-                "nvmlDeviceGetDynamicPstatesInfo",
-            )
-        })?;
+        let info = self.read_default(
+            "reading the dynamic performance-state information",
+            "nvmlDeviceGetDynamicPstatesInfo",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetDynamicPstatesInfo(h, p) }
+            },
+        )?;
         Ok(DynamicPstatesInfo::from_raw(&info))
     }
 

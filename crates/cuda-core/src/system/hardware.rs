@@ -813,14 +813,14 @@ impl SystemDevice {
     /// # Errors
     /// NVML's error.
     pub fn bar1_memory_info(&self) -> Result<Bar1MemoryInfo> {
-        let mut m = nvmlBAR1Memory_t::default();
-        // SAFETY: the handle is valid (see the type's docs); `m` is valid for writes.
-        unsafe { nvmlDeviceGetBAR1MemoryInfo(self.handle, &mut m) }.check(|| {
-            self.ctx(
-                "reading the BAR1 memory usage",
-                "nvmlDeviceGetBAR1MemoryInfo",
-            )
-        })?;
+        let m: nvmlBAR1Memory_t = self.read_default(
+            "reading the BAR1 memory usage",
+            "nvmlDeviceGetBAR1MemoryInfo",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetBAR1MemoryInfo(h, p) }
+            },
+        )?;
         Ok(Bar1MemoryInfo {
             total: m.bar1Total,
             free: m.bar1Free,
