@@ -39,7 +39,7 @@
 //! | setting `is_persistence_mode_enabled`, `mig.mode`, `FanInfo.speed`; `set_default_speed` | [`SystemDevice::set_persistence_mode`], [`set_mig_mode`](SystemDevice::set_mig_mode), [`Fan::set_speed`], [`Fan::set_default_speed`] |
 //! | NVML's clock and power setters | [`SystemDevice::set_applications_clocks`], [`reset_applications_clocks`](SystemDevice::reset_applications_clocks), [`set_gpu_locked_clocks`](SystemDevice::set_gpu_locked_clocks), [`set_memory_locked_clocks`](SystemDevice::set_memory_locked_clocks), [`set_clock_offset`](SystemDevice::set_clock_offset), [`set_power_management_limit`](SystemDevice::set_power_management_limit), … (root; see below) |
 //! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`], whose [`nvml_kind`](Error::nvml_kind) is the [`NvmlErrorKind`] each subclass stands for, to `match` on ([`is_nvml_not_supported`](Error::is_nvml_not_supported) for `NotSupportedError`) |
-//! | `LibraryNotFoundError` (no NVML) | [`Error::Unavailable`] ([`is_unavailable`](Error::is_unavailable)), as for any missing library |
+//! | `LibraryNotFoundError` (no NVML), `FunctionNotFoundError` | [`Error::Unavailable`] ([`is_unavailable`](Error::is_unavailable)), as for any missing library or entry point; its [`nvml_kind`](Error::nvml_kind) is [`NvmlErrorKind::LibraryNotFound`] or [`NvmlErrorKind::FunctionNotFound`] |
 //!
 //! # Settings
 //!
@@ -82,8 +82,6 @@ use std::sync::OnceLock;
 
 use cuda_bindings::IntoResult as _;
 use cuda_bindings::nvml::*;
-
-use cuda_bindings::Unavailable;
 
 use crate::Device;
 pub use crate::error::NvmlErrorKind;
@@ -975,12 +973,14 @@ impl SystemDevice {
 }
 
 /// Whether `e` says the driver predates the call or struct version used: NVML
-/// lacks the entry point, or refused the struct version.
+/// lacks the entry point (NVML's code, or the symbol missing from its library,
+/// which [`Error::nvml_code`] reports as the same code), or refused the struct
+/// version.
 fn is_older_driver(e: &Error) -> bool {
     matches!(
         e.nvml_code(),
         Some(NVML_ERROR_FUNCTION_NOT_FOUND | NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
-    ) || matches!(e.unavailable(), Some(Unavailable::Symbol { .. }))
+    )
 }
 
 /// A set of NVML event kinds (`nvmlEventType*` bits).
