@@ -38,6 +38,9 @@
 //! | `Device.supported_pstates`, `dynamic_pstates_info`, `get_clock(t).get_min_max_clock_of_pstate_mhz`, `get_offsets` | [`SystemDevice::supported_performance_states`], [`dynamic_pstates_info`](SystemDevice::dynamic_pstates_info) ([`DynamicPstatesInfo`]), [`min_max_clock_of_pstate`](SystemDevice::min_max_clock_of_pstate), [`clock_offsets`](SystemDevice::clock_offsets) ([`ClockOffsets`]) |
 //! | setting `is_persistence_mode_enabled`, `mig.mode`, `FanInfo.speed`; `set_default_speed` | [`SystemDevice::set_persistence_mode`], [`set_mig_mode`](SystemDevice::set_mig_mode), [`Fan::set_speed`], [`Fan::set_default_speed`] |
 //! | NVML's clock and power setters | [`SystemDevice::set_applications_clocks`], [`reset_applications_clocks`](SystemDevice::reset_applications_clocks), [`set_gpu_locked_clocks`](SystemDevice::set_gpu_locked_clocks), [`set_memory_locked_clocks`](SystemDevice::set_memory_locked_clocks), [`set_clock_offset`](SystemDevice::set_clock_offset), [`set_power_management_limit`](SystemDevice::set_power_management_limit), … (root; see below) |
+//! | `Device.compute_running_processes`, `temperature.get_threshold`, `temperature.margin` | [`SystemDevice::compute_running_processes`] ([`ProcessInfo`]), [`temperature_threshold`](SystemDevice::temperature_threshold) ([`TemperatureThreshold`]), [`temperature_margin`](SystemDevice::temperature_margin) |
+//! | `Device.pci_info`'s link generation, width, throughput and replays | [`SystemDevice::max_pcie_link_generation`], [`current_pcie_link_width`](SystemDevice::current_pcie_link_width), [`pcie_throughput_kbps`](SystemDevice::pcie_throughput_kbps), … |
+//! | `Device.is_c2c_enabled`, `addressing_mode`, `attributes`, `repair_status`, `get_topology_nearest_gpus` | [`SystemDevice::is_c2c_enabled`], [`addressing_mode`](SystemDevice::addressing_mode) ([`AddressingMode`]), [`attributes`](SystemDevice::attributes) ([`DeviceAttributes`]), [`repair_status`](SystemDevice::repair_status) ([`RepairStatus`]), [`topology_nearest_gpus`](SystemDevice::topology_nearest_gpus) |
 //! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`], whose [`nvml_kind`](Error::nvml_kind) is the [`NvmlErrorKind`] each subclass stands for, to `match` on ([`is_nvml_not_supported`](Error::is_nvml_not_supported) for `NotSupportedError`) |
 //! | `LibraryNotFoundError` (no NVML), `FunctionNotFoundError` | [`Error::Unavailable`] ([`is_unavailable`](Error::is_unavailable)), as for any missing library or entry point; its [`nvml_kind`](Error::nvml_kind) is [`NvmlErrorKind::LibraryNotFound`] or [`NvmlErrorKind::FunctionNotFound`] |
 //!
@@ -91,6 +94,7 @@ mod clocks;
 mod control;
 mod fields;
 mod hardware;
+mod status;
 
 pub use clocks::{ClockId, ClockType, ClocksEventReasons};
 pub use control::{ClockOffsets, DynamicPstatesInfo, MAX_PSTATE, PstateUtilization};
@@ -98,6 +102,9 @@ pub use fields::{FieldId, FieldSample, FieldValue};
 pub use hardware::{
     AffinityScope, Bar1MemoryInfo, BbxFlushTime, Brand, CoolerControl, CoolerInfo, CoolerTarget,
     DeviceArch, Fan, FanControlPolicy, InforomObject, MigMode,
+};
+pub use status::{
+    AddressingMode, DeviceAttributes, ProcessInfo, RepairStatus, TemperatureThreshold,
 };
 
 /// Checks an NVML status, attaching what was being done (built only on failure).
@@ -459,6 +466,18 @@ pub enum TopologyLevel {
 }
 
 impl TopologyLevel {
+    fn raw(self) -> nvmlGpuTopologyLevel_t {
+        match self {
+            Self::Internal => NVML_TOPOLOGY_INTERNAL,
+            Self::Single => NVML_TOPOLOGY_SINGLE,
+            Self::Multiple => NVML_TOPOLOGY_MULTIPLE,
+            Self::HostBridge => NVML_TOPOLOGY_HOSTBRIDGE,
+            Self::Node => NVML_TOPOLOGY_NODE,
+            Self::System => NVML_TOPOLOGY_SYSTEM,
+            Self::Other(l) => nvmlGpuTopologyLevel_t(l),
+        }
+    }
+
     fn from_raw(l: nvmlGpuTopologyLevel_t) -> Self {
         match l {
             NVML_TOPOLOGY_INTERNAL => Self::Internal,

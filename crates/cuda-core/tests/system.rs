@@ -1061,3 +1061,130 @@ fn setters_apply_or_fail_typed_and_leave_the_device_as_it_was() {
         }
     }
 }
+
+#[test]
+fn processes_pcie_temperatures_and_topology() {
+    require_gpu!();
+    let dev = Device::new(0).unwrap();
+    let sd = dev.to_system_device().unwrap();
+
+    // This process has a context on the device, so NVML lists it (unless the
+    // test runs in a container whose PID namespace NVML cannot see into).
+    let ctx = dev.context().unwrap();
+    ctx.set_current().unwrap();
+    if let Some(procs) = allowed(
+        "compute processes",
+        sd.compute_running_processes(),
+        &[NvmlErrorKind::NoPermission],
+        false,
+    ) {
+        let me = std::process::id();
+        match procs.iter().find(|p| p.pid == me) {
+            Some(p) => assert!(p.used_gpu_memory.is_none_or(|m| m > 0), "{p:?}"),
+            None => println!("this process ({me}) is not listed: another PID namespace?"),
+        }
+    }
+
+    // Thresholds: the GPU slows down before it shuts down.
+    let slowdown = allowed(
+        "slowdown threshold",
+        sd.temperature_threshold(system::TemperatureThreshold::Slowdown),
+        NOT_SUPPORTED,
+        false,
+    );
+    let shutdown = allowed(
+        "shutdown threshold",
+        sd.temperature_threshold(system::TemperatureThreshold::Shutdown),
+        NOT_SUPPORTED,
+        false,
+    );
+    if let (Some(slow), Some(shut)) = (slowdown, shutdown) {
+        assert!(slow <= shut && shut < 150, "{slow} / {shut}");
+    }
+    allowed(
+        "acoustic threshold",
+        sd.temperature_threshold(system::TemperatureThreshold::AcousticCurrent),
+        &[NvmlErrorKind::NotSupported, NvmlErrorKind::InvalidArgument],
+        false,
+    );
+    if let Some(margin) = allowed(
+        "temperature margin",
+        sd.temperature_margin(),
+        NOT_SUPPORTED,
+        true,
+    ) {
+        assert!((-50..150).contains(&margin), "{margin}");
+    }
+
+    // PCIe: the link now is no faster nor wider than the most it can be.
+    let gen_max = allowed(
+        "PCIe max generation",
+        sd.max_pcie_link_generation(),
+        NOT_SUPPORTED,
+        false,
+    );
+    let gen_now = allowed(
+        "PCIe generation",
+        sd.current_pcie_link_generation(),
+        NOT_SUPPORTED,
+        false,
+    );
+    if let (Some(max), Some(now)) = (gen_max, gen_now) {
+        assert!((1..=max).contains(&now), "{now} of {max}");
+        let gpu_max = sd.gpu_max_pcie_link_generation().unwrap();
+        assert!(max <= gpu_max, "{max} > {gpu_max}");
+    }
+    let width_max = allowed(
+        "PCIe max width",
+        sd.max_pcie_link_width(),
+        NOT_SUPPORTED,
+        false,
+    );
+    let width_now = allowed(
+        "PCIe width",
+        sd.current_pcie_link_width(),
+        NOT_SUPPORTED,
+        false,
+    );
+    if let (Some(max), Some(now)) = (width_max, width_now) {
+        assert!(now <= max && max <= 32, "{now} of {max}");
+    }
+    allowed(
+        "PCIe throughput (rx, tx) KB/s",
+        sd.pcie_throughput_kbps(),
+        NOT_SUPPORTED,
+        false,
+    );
+    allowed(
+        "PCIe replays",
+        sd.pcie_replay_counter(),
+        NOT_SUPPORTED,
+        false,
+    );
+
+    // C2C, addressing, attributes, repairs.
+    allowed("C2C enabled", sd.is_c2c_enabled(), NOT_SUPPORTED, true);
+    allowed("addressing mode", sd.addressing_mode(), NOT_SUPPORTED, true);
+    if let Some(a) = allowed("attributes", sd.attributes(), NOT_SUPPORTED, false) {
+        let sms = dev.properties().multiprocessor_count().unwrap();
+        // A whole GPU's count, or a MIG slice's: never more than CUDA sees.
+        assert!(i64::from(a.multiprocessor_count) <= i64::from(sms), "{a:?}");
+        let total_mib = sd.memory_info().unwrap().total >> 20;
+        assert!(a.memory_size_mib <= total_mib + 1024, "{a:?}");
+    }
+    if let Some(r) = allowed("repair status", sd.repair_status(), NOT_SUPPORTED, true) {
+        assert!(!r.channel_repair_pending && !r.tpc_repair_pending, "{r:?}");
+    }
+
+    // The GPUs at the widest level are other GPUs NVML sees, never this one.
+    if let Some(near) = allowed(
+        "GPUs across the system",
+        sd.topology_nearest_gpus(system::TopologyLevel::System),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        let others = system::device_count().unwrap() - 1;
+        assert!(near.len() as u32 <= others, "{near:?}");
+        assert!(near.iter().all(|d| d.index() != sd.index()), "{near:?}");
+    }
+}

@@ -793,16 +793,14 @@ impl SystemDevice {
     /// NVML's error.
     pub fn all_with_cpu_affinity(cpu: u32) -> Result<Vec<SystemDevice>> {
         super::init()?;
-        let context = || format!("finding the GPUs near CPU {cpu} (nvmlSystemGetTopologyGpuSet)");
-        // Room for every GPU at once: some drivers refuse the size query (a count
-        // of 0) of this call with `NVML_ERROR_INVALID_ARGUMENT`.
-        let mut handles = vec![std::ptr::null_mut(); super::device_count()?.max(1) as usize];
-        let mut count = handles.len() as c_uint;
-        // SAFETY: `count` is valid for writes and `handles` holds `count` handles.
-        unsafe { nvmlSystemGetTopologyGpuSet(cpu, &mut count, handles.as_mut_ptr()) }
-            .check(context)?;
-        handles.truncate(count as usize);
-        handles.into_iter().map(SystemDevice::from_handle).collect()
+        device_set(
+            || format!("finding the GPUs near CPU {cpu} (nvmlSystemGetTopologyGpuSet)"),
+            |count, out| {
+                // SAFETY: `count` is valid for writes and `out` holds `*count`
+                // handles.
+                unsafe { nvmlSystemGetTopologyGpuSet(cpu, count, out) }
+            },
+        )
     }
 
     // --- BAR1 --------------------------------------------------------------
@@ -1016,6 +1014,20 @@ impl Fan {
             other => FanControlPolicy::Other(other),
         })
     }
+}
+
+/// Reads a set of GPUs NVML fills in, given room for every GPU at once (some
+/// drivers refuse the size query, a count of 0, of these calls with
+/// `NVML_ERROR_INVALID_ARGUMENT`). NVML must be initialised.
+pub(super) fn device_set<C: Into<std::borrow::Cow<'static, str>>>(
+    context: impl FnOnce() -> C,
+    call: impl FnOnce(*mut c_uint, *mut nvmlDevice_t) -> nvmlReturn_t,
+) -> Result<Vec<SystemDevice>> {
+    let mut handles = vec![std::ptr::null_mut(); super::device_count()?.max(1) as usize];
+    let mut count = handles.len() as c_uint;
+    call(&mut count, handles.as_mut_ptr()).check(context)?;
+    handles.truncate(count as usize);
+    handles.into_iter().map(SystemDevice::from_handle).collect()
 }
 
 /// Reads a list NVML fills by the two-call protocol: asked with a count of 0 it
