@@ -1162,6 +1162,34 @@ fn processes_pcie_temperatures_and_topology() {
         false,
     );
 
+    // Every thermal sensor: the GPU's reading within its range.
+    if let Some(sensors) = allowed(
+        "thermal sensors",
+        sd.thermal_settings(system::ThermalTarget::All),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        assert!(sensors.len() <= 3, "{sensors:?}");
+        for s in &sensors {
+            assert!((-50..150).contains(&s.current_temp), "{s:?}");
+        }
+    }
+
+    // PCI ids: NVIDIA's vendor id; a GPU's class is display controller (0x03).
+    let pci = sd.pci_info().unwrap();
+    println!(
+        "PCI: {pci:?}, vendor {:#x}, device {:#x}",
+        pci.vendor_id(),
+        pci.device_id()
+    );
+    assert_eq!(pci.vendor_id(), 0x10DE);
+    if let Some(class) = pci.base_class {
+        assert_eq!(class, 0x03, "{pci:?}");
+    }
+    let uuid = sd.uuid_without_prefix().unwrap();
+    assert_eq!(uuid.len(), 36, "{uuid}");
+    assert!(dev.uuid_string().unwrap().ends_with(&uuid), "{uuid}");
+
     // C2C, addressing, attributes, repairs.
     allowed("C2C enabled", sd.is_c2c_enabled(), NOT_SUPPORTED, true);
     allowed("addressing mode", sd.addressing_mode(), NOT_SUPPORTED, true);

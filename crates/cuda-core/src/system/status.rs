@@ -8,7 +8,7 @@ use cuda_bindings::nvml::*;
 
 use super::hardware::{device_set, read_list};
 use super::{NvmlCheck as _, SystemDevice, TopologyLevel, struct_version};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A process with a compute context on a device
 /// ([`SystemDevice::compute_running_processes`]; `ProcessInfo` in Python).
@@ -124,7 +124,123 @@ pub struct RepairStatus {
     pub tpc_repair_pending: bool,
 }
 
+/// A thermal sensor's target, what it measures ([`ThermalSensor::target`]), or
+/// which sensors to ask for ([`SystemDevice::thermal_settings`]);
+/// `ThermalTarget` in Python.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ThermalTarget {
+    /// No target.
+    None,
+    /// The GPU die.
+    Gpu,
+    /// The memory.
+    Memory,
+    /// The power supply.
+    PowerSupply,
+    /// The board.
+    Board,
+    /// The visual computing device's board.
+    VcdBoard,
+    /// The visual computing device's inlet.
+    VcdInlet,
+    /// The visual computing device's outlet.
+    VcdOutlet,
+    /// Every target (to ask for all sensors).
+    All,
+    /// NVML does not know.
+    Unknown,
+    /// A target this crate does not know (NVML's raw value).
+    Other(i32),
+}
+
+/// The named targets and NVML's values for them.
+const THERMAL_TARGETS: [(ThermalTarget, nvmlThermalTarget_t); 10] = [
+    (ThermalTarget::None, NVML_THERMAL_TARGET_NONE),
+    (ThermalTarget::Gpu, NVML_THERMAL_TARGET_GPU),
+    (ThermalTarget::Memory, NVML_THERMAL_TARGET_MEMORY),
+    (ThermalTarget::PowerSupply, NVML_THERMAL_TARGET_POWER_SUPPLY),
+    (ThermalTarget::Board, NVML_THERMAL_TARGET_BOARD),
+    (ThermalTarget::VcdBoard, NVML_THERMAL_TARGET_VCD_BOARD),
+    (ThermalTarget::VcdInlet, NVML_THERMAL_TARGET_VCD_INLET),
+    (ThermalTarget::VcdOutlet, NVML_THERMAL_TARGET_VCD_OUTLET),
+    (ThermalTarget::All, NVML_THERMAL_TARGET_ALL),
+    (ThermalTarget::Unknown, NVML_THERMAL_TARGET_UNKNOWN),
+];
+
+impl ThermalTarget {
+    fn raw(self) -> nvmlThermalTarget_t {
+        match self {
+            Self::Other(v) => nvmlThermalTarget_t(v),
+            named => THERMAL_TARGETS
+                .iter()
+                .find(|(t, _)| *t == named)
+                .map_or(NVML_THERMAL_TARGET_UNKNOWN, |(_, raw)| *raw),
+        }
+    }
+
+    fn from_raw(raw: nvmlThermalTarget_t) -> Self {
+        THERMAL_TARGETS
+            .iter()
+            .find(|(_, r)| *r == raw)
+            .map_or(Self::Other(raw.0), |(t, _)| *t)
+    }
+}
+
+/// One thermal sensor's reading and range ([`SystemDevice::thermal_settings`];
+/// `ThermalSensor` in Python).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ThermalSensor {
+    /// The sensor's controller, as NVML numbers it (`nvmlThermalController_t`:
+    /// 1 for the GPU's internal sensor, -1 unknown; `ThermalController` in
+    /// Python).
+    pub controller: i32,
+    /// The lowest temperature of the default range, in °C.
+    pub default_min_temp: i32,
+    /// The highest temperature of the default range, in °C.
+    pub default_max_temp: i32,
+    /// The temperature now, in °C.
+    pub current_temp: i32,
+    /// What the sensor measures.
+    pub target: ThermalTarget,
+}
+
 impl SystemDevice {
+    /// The readings and ranges of the thermal sensors of `sensor`
+    /// ([`ThermalTarget::All`] for every one; `nvmlDeviceGetThermalSettings`;
+    /// `temperature.get_thermal_settings` in Python).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a negative [`ThermalTarget::Other`] or
+    /// [`ThermalTarget::Unknown`]; NVML's error
+    /// ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on boards without
+    /// such sensors).
+    pub fn thermal_settings(&self, sensor: ThermalTarget) -> Result<Vec<ThermalSensor>> {
+        let what = || format!("reading the thermal settings of {sensor:?}");
+        let index = c_uint::try_from(sensor.raw().0).map_err(|_| {
+            Error::invalid(
+                self.ctx(&what(), "nvmlDeviceGetThermalSettings"),
+                "NVML numbers no sensor so",
+            )
+        })?;
+        let zero = nvmlGpuThermalSettings_t__bindgen_ty_1 {
+            controller: NVML_THERMAL_CONTROLLER_NONE,
+            defaultMinTemp: 0,
+            defaultMaxTemp: 0,
+            currentTemp: 0,
+            target: NVML_THERMAL_TARGET_NONE,
+        };
+        let mut t = nvmlGpuThermalSettings_t {
+            count: 0,
+            sensor: [zero; 3],
+        };
+        // SAFETY: the handle is valid (see the type's docs); `t` is valid for
+        // writes.
+        unsafe { nvmlDeviceGetThermalSettings(self.handle, index, &mut t) }
+            .check(|| self.ctx(&what(), "nvmlDeviceGetThermalSettings"))?;
+        Ok(sensors_from(&t))
+    }
+
     /// The processes with a compute context on the device, such as CUDA
     /// programs (`nvmlDeviceGetComputeRunningProcesses`;
     /// `compute_running_processes` in Python). Graphics-only processes are not
@@ -429,8 +545,24 @@ impl SystemDevice {
     }
 }
 
+/// The sensors NVML filled in (at most the three the struct holds).
+fn sensors_from(t: &nvmlGpuThermalSettings_t) -> Vec<ThermalSensor> {
+    t.sensor
+        .iter()
+        .take(t.count as usize)
+        .map(|s| ThermalSensor {
+            controller: s.controller.0,
+            default_min_temp: s.defaultMinTemp,
+            default_max_temp: s.defaultMaxTemp,
+            current_temp: s.currentTemp,
+            target: ThermalTarget::from_raw(s.target),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::PciInfo;
     use super::*;
 
     #[test]
@@ -461,6 +593,65 @@ mod tests {
             (p.gpu_instance_id, p.compute_instance_id),
             (Some(1), Some(0))
         );
+    }
+
+    #[test]
+    fn thermal_targets_round_trip_and_sensors_stop_at_the_count() {
+        for (t, raw) in THERMAL_TARGETS {
+            assert_eq!(t.raw(), raw);
+            assert_eq!(ThermalTarget::from_raw(raw), t);
+        }
+        assert_eq!(
+            ThermalTarget::from_raw(nvmlThermalTarget_t(3)),
+            ThermalTarget::Other(3)
+        );
+        assert_eq!(ThermalTarget::Other(3).raw(), nvmlThermalTarget_t(3));
+        let one = nvmlGpuThermalSettings_t__bindgen_ty_1 {
+            controller: NVML_THERMAL_CONTROLLER_GPU_INTERNAL,
+            defaultMinTemp: -5,
+            defaultMaxTemp: 95,
+            currentTemp: 40,
+            target: NVML_THERMAL_TARGET_GPU,
+        };
+        let t = nvmlGpuThermalSettings_t {
+            count: 1,
+            sensor: [one; 3],
+        };
+        assert_eq!(
+            sensors_from(&t),
+            [ThermalSensor {
+                controller: 1,
+                default_min_temp: -5,
+                default_max_temp: 95,
+                current_temp: 40,
+                target: ThermalTarget::Gpu,
+            }]
+        );
+        // A count past the struct's room reads only what is there.
+        let t = nvmlGpuThermalSettings_t { count: 9, ..t };
+        assert_eq!(sensors_from(&t).len(), 3);
+    }
+
+    #[test]
+    fn uuid_prefixes_are_stripped() {
+        use super::super::strip_uuid_prefix;
+        let bare = "2c9d9b41-1f0a-7d3e-8c4b-0a1b2c3d4e5f";
+        assert_eq!(strip_uuid_prefix(&format!("GPU-{bare}")), bare);
+        assert_eq!(strip_uuid_prefix(&format!("MIG-{bare}")), bare);
+        assert_eq!(strip_uuid_prefix(&format!("gpu-{bare}")), bare);
+        assert_eq!(strip_uuid_prefix(bare), bare);
+        assert_eq!(strip_uuid_prefix("GP"), "GP");
+    }
+
+    #[test]
+    fn pci_ids_split_into_vendor_and_device() {
+        let p = PciInfo {
+            pci_device_id: 0x2330_10DE,
+            pci_subsystem_id: 0x16C1_10DE,
+            ..PciInfo::default()
+        };
+        assert_eq!((p.vendor_id(), p.device_id()), (0x10DE, 0x2330));
+        assert_eq!(p.subsystem_device_id(), 0x16C1);
     }
 
     #[test]
