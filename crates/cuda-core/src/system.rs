@@ -178,8 +178,11 @@ fn pci_from(p: &nvmlPciInfo_t) -> PciInfo {
 /// A UUID without its `GPU-` or `MIG-` prefix (either case).
 fn strip_uuid_prefix(uuid: &str) -> &str {
     for prefix in ["GPU-", "MIG-"] {
-        if uuid.len() >= prefix.len() && uuid[..prefix.len()].eq_ignore_ascii_case(prefix) {
-            return &uuid[prefix.len()..];
+        // `get`: no panic where a multi-byte character straddles the prefix.
+        if let (Some(head), Some(rest)) = (uuid.get(..prefix.len()), uuid.get(prefix.len()..)) {
+            if head.eq_ignore_ascii_case(prefix) {
+                return rest;
+            }
         }
     }
     uuid

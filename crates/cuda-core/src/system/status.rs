@@ -641,6 +641,7 @@ mod tests {
         assert_eq!(strip_uuid_prefix(&format!("gpu-{bare}")), bare);
         assert_eq!(strip_uuid_prefix(bare), bare);
         assert_eq!(strip_uuid_prefix("GP"), "GP");
+        assert_eq!(strip_uuid_prefix("GPU€x"), "GPU€x");
     }
 
     #[test]
