@@ -679,7 +679,19 @@ impl SystemDevice {
         function: &str,
         call: impl FnOnce(nvmlDevice_t, *mut T) -> nvmlReturn_t,
     ) -> Result<T> {
-        let mut v = T::default();
+        self.read_from(T::default(), what, function, call)
+    }
+
+    /// Reads one value through `call`, starting from `init` (a versioned
+    /// struct with its version set, or the fields NVML reads filled in).
+    fn read_from<T>(
+        &self,
+        init: T,
+        what: &str,
+        function: &str,
+        call: impl FnOnce(nvmlDevice_t, *mut T) -> nvmlReturn_t,
+    ) -> Result<T> {
+        let mut v = init;
         call(self.handle, &mut v).check(|| self.ctx(what, function))?;
         Ok(v)
     }

@@ -291,18 +291,20 @@ impl SystemDevice {
     /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
     /// boards that do not report it).
     pub fn temperature_margin(&self) -> Result<i32> {
-        let mut m = nvmlMarginTemperature_t {
+        let init = nvmlMarginTemperature_t {
             version: struct_version::<nvmlMarginTemperature_t>(1),
             marginTemperature: 0,
         };
-        // SAFETY: the handle is valid (see the type's docs); `m` is valid for
-        // writes and its version is set.
-        unsafe { nvmlDeviceGetMarginTemperature(self.handle, &mut m) }.check(|| {
-            self.ctx(
-                "reading the temperature margin",
-                "nvmlDeviceGetMarginTemperature",
-            )
-        })?;
+        let m = self.read_from(
+            init,
+            "reading the temperature margin",
+            "nvmlDeviceGetMarginTemperature",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for
+                // writes and its version is set.
+                unsafe { nvmlDeviceGetMarginTemperature(h, p) }
+            },
+        )?;
         Ok(m.marginTemperature)
     }
 
@@ -456,14 +458,20 @@ impl SystemDevice {
     /// NVML's error ([`NvmlErrorKind::FunctionNotFound`](crate::NvmlErrorKind)
     /// with drivers before R570).
     pub fn addressing_mode(&self) -> Result<Option<AddressingMode>> {
-        let mut m = nvmlDeviceAddressingMode_t {
+        let init = nvmlDeviceAddressingMode_t {
             version: struct_version::<nvmlDeviceAddressingMode_t>(1),
             value: 0,
         };
-        // SAFETY: the handle is valid (see the type's docs); `m` is valid for
-        // writes and its version is set.
-        unsafe { nvmlDeviceGetAddressingMode(self.handle, &mut m) }
-            .check(|| self.ctx("reading the addressing mode", "nvmlDeviceGetAddressingMode"))?;
+        let m = self.read_from(
+            init,
+            "reading the addressing mode",
+            "nvmlDeviceGetAddressingMode",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for
+                // writes and its version is set.
+                unsafe { nvmlDeviceGetAddressingMode(h, p) }
+            },
+        )?;
         Ok(match nvmlDeviceAddressingModeType_t(m.value) {
             NVML_DEVICE_ADDRESSING_MODE_NONE => None,
             NVML_DEVICE_ADDRESSING_MODE_HMM => Some(AddressingMode::Hmm),
@@ -507,14 +515,20 @@ impl SystemDevice {
     /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind)
     /// before Ampere; `FunctionNotFound` with older drivers).
     pub fn repair_status(&self) -> Result<RepairStatus> {
-        let mut r = nvmlRepairStatus_t {
+        let init = nvmlRepairStatus_t {
             version: struct_version::<nvmlRepairStatus_t>(1),
             ..Default::default()
         };
-        // SAFETY: the handle is valid (see the type's docs); `r` is valid for
-        // writes and its version is set.
-        unsafe { nvmlDeviceGetRepairStatus(self.handle, &mut r) }
-            .check(|| self.ctx("reading the repair status", "nvmlDeviceGetRepairStatus"))?;
+        let r = self.read_from(
+            init,
+            "reading the repair status",
+            "nvmlDeviceGetRepairStatus",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for
+                // writes and its version is set.
+                unsafe { nvmlDeviceGetRepairStatus(h, p) }
+            },
+        )?;
         Ok(RepairStatus {
             channel_repair_pending: r.bChannelRepairPending != 0,
             tpc_repair_pending: r.bTpcRepairPending != 0,
