@@ -35,13 +35,17 @@ fn pstate_raw(pstate: u32, doing: impl FnOnce() -> String) -> Result<nvmlPstates
 }
 
 /// The performance states in a list NVML filled, up to the first unused slot
-/// (`NVML_PSTATE_UNKNOWN`), as numbers 0 to 15.
+/// (`NVML_PSTATE_UNKNOWN`), as numbers 0 to 15, fastest (P0) first, each once.
 fn pstates_from(raw: &[nvmlPstates_t]) -> Vec<u32> {
-    raw.iter()
+    let mut states: Vec<u32> = raw
+        .iter()
         .take_while(|p| **p != NVML_PSTATE_UNKNOWN)
         .filter(|p| p.0 <= MAX_PSTATE)
         .map(|p| p.0)
-        .collect()
+        .collect();
+    states.sort_unstable();
+    states.dedup();
+    states
 }
 
 /// The minimum, maximum and current offset of a clock at one performance
@@ -569,9 +573,10 @@ mod tests {
     #[test]
     fn a_pstate_list_ends_at_the_first_unused_slot() {
         let raw = [
+            NVML_PSTATE_15,
             NVML_PSTATE_0,
             nvmlPstates_t(2),
-            NVML_PSTATE_15,
+            NVML_PSTATE_0,
             NVML_PSTATE_UNKNOWN,
             nvmlPstates_t(5),
         ];
