@@ -268,7 +268,7 @@ pub use graph::{
 pub use half;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
-pub use ipc::{IpcBufferDescriptor, PoolUuid};
+pub use ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
