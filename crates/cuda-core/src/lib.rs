@@ -297,4 +297,7 @@ pub use texture::{
 pub use typed_kernel::{ConstPtr, MutPtr, Param, Signature, TypedKernel, Val};
 pub use versions::{Component, Versions, versions};
 pub use view::{DeviceView, DeviceViewMut};
-pub use vmm::{Granularity, VirtualMemoryOptions, VirtualMemoryResource};
+pub use vmm::{
+    ExportedChunk, Granularity, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
+    VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions, VirtualMemoryResource,
+};
