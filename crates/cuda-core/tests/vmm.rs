@@ -407,10 +407,8 @@ fn an_exported_allocation_maps_again_with_its_data() {
             flags: sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         };
         // SAFETY: the range is mapped; one descriptor.
-        assert_eq!(
-            unsafe { sys::cuMemSetAccess(base, 2 * g, &access, 1) },
-            sys::CUDA_SUCCESS
-        );
+        let rc = unsafe { sys::cuMemSetAccess(base, 2 * g, &access, 1) };
+        assert_eq!(rc, sys::CUDA_SUCCESS);
         let mut seen = vec![0u32; data.len()];
         // SAFETY: `seen` holds 2 granules; the source is mapped and readable.
         let rc = unsafe { sys::cuMemcpyDtoH(seen.as_mut_ptr().cast(), base, 2 * g) };
