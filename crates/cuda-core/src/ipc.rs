@@ -79,9 +79,6 @@ fn dup_pool_fd(fd: &OwnedFd) -> Result<OwnedFd> {
 pub trait IpcMemoryPool: MemoryResource + sealed::Sealed + Sized + 'static {}
 
 pub(crate) mod sealed {
-    use std::os::fd::OwnedFd;
-    use std::sync::OnceLock;
-
     use cuda_bindings::driver as sys;
 
     /// What the generic IPC code needs of a pool.
@@ -91,64 +88,44 @@ pub(crate) mod sealed {
         const NAME: &'static str;
         /// The driver's pool.
         fn raw_pool(&self) -> sys::CUmemoryPool;
-        /// Whether the pool shares its memory (made with `ipc_enabled`, or
-        /// imported).
-        fn ipc_enabled(&self) -> bool;
-        /// The descriptor exported when the pool was made; `None` for pools
-        /// without IPC and imported ones.
-        fn ipc_fd(&self) -> Option<&OwnedFd>;
-        /// The pool's UUID, once it has one.
-        fn uuid_cell(&self) -> &OnceLock<super::PoolUuid>;
+        /// The pool's IPC state.
+        fn ipc(&self) -> &crate::memory::PoolIpc;
     }
 }
 
-impl sealed::Sealed for DeviceMemoryResource {
-    const NAME: &'static str = "a memory pool";
-    fn raw_pool(&self) -> sys::CUmemoryPool {
-        self.pool
-    }
-    fn ipc_enabled(&self) -> bool {
-        self.ipc
-    }
-    fn ipc_fd(&self) -> Option<&OwnedFd> {
-        self.ipc_fd.as_ref()
-    }
-    fn uuid_cell(&self) -> &OnceLock<PoolUuid> {
-        &self.uuid
-    }
+/// The sealed part of [`IpcMemoryPool`] for a pool type with `pool` and `ipc`
+/// fields.
+macro_rules! ipc_memory_pool {
+    ($t:ty, $name:literal) => {
+        impl sealed::Sealed for $t {
+            const NAME: &'static str = $name;
+            fn raw_pool(&self) -> sys::CUmemoryPool {
+                self.pool
+            }
+            fn ipc(&self) -> &crate::memory::PoolIpc {
+                &self.ipc
+            }
+        }
+        impl IpcMemoryPool for $t {}
+    };
 }
-impl IpcMemoryPool for DeviceMemoryResource {}
-
-impl sealed::Sealed for PinnedMemoryResource {
-    const NAME: &'static str = "a pinned memory pool";
-    fn raw_pool(&self) -> sys::CUmemoryPool {
-        self.pool
-    }
-    fn ipc_enabled(&self) -> bool {
-        self.ipc
-    }
-    fn ipc_fd(&self) -> Option<&OwnedFd> {
-        self.ipc_fd.as_ref()
-    }
-    fn uuid_cell(&self) -> &OnceLock<PoolUuid> {
-        &self.uuid
-    }
-}
-impl IpcMemoryPool for PinnedMemoryResource {}
+ipc_memory_pool!(DeviceMemoryResource, "a memory pool");
+ipc_memory_pool!(PinnedMemoryResource, "a pinned memory pool");
 
 /// The pool's descriptor for another process: a new duplicate of the one
 /// exported when the pool was made.
 fn export_handle_of<P: IpcMemoryPool>(pool: &P) -> Result<OwnedFd> {
     let what = || format!("exporting {}", P::NAME);
-    if !pool.ipc_enabled() {
+    if !pool.ipc().enabled {
         return Err(Error::unsupported(
             what(),
             "the pool was not created with `ipc_enabled: true`",
         ));
     }
-    let fd = pool
-        .ipc_fd()
-        .ok_or_else(|| Error::unsupported(what(), "an imported pool cannot be exported again"))?;
+    let fd =
+        pool.ipc().fd.as_ref().ok_or_else(|| {
+            Error::unsupported(what(), "an imported pool cannot be exported again")
+        })?;
     dup_pool_fd(fd)
 }
 
@@ -197,10 +174,7 @@ impl DeviceMemoryResource {
             device: *device,
             pool,
             owned: true,
-            ipc: true,
-            mapped: true,
-            uuid: std::sync::OnceLock::new(),
-            ipc_fd: None,
+            ipc: crate::memory::PoolIpc::imported(),
         };
         // The owning device always has access; any other device has none until
         // this process grants it, so a wrong `device` shows here rather than as a
@@ -481,7 +455,7 @@ fn registry() -> &'static Mutex<Registry> {
 
 fn register_of<P: IpcMemoryPool + Send + Sync>(pool: &Arc<P>, uuid: PoolUuid) -> Result<()> {
     let what = || format!("registering {} as {uuid}", P::NAME);
-    if !pool.ipc_enabled() {
+    if !pool.ipc().enabled {
         return Err(Error::unsupported(
             what(),
             "only IPC-enabled pools are registered (made with `ipc_enabled: true`, or imported)",
@@ -498,7 +472,7 @@ fn register_of<P: IpcMemoryPool + Send + Sync>(pool: &Arc<P>, uuid: PoolUuid) ->
             "another memory pool is registered under this UUID",
         ));
     }
-    let own = *pool.uuid_cell().get_or_init(|| uuid);
+    let own = *pool.ipc().uuid.get_or_init(|| uuid);
     if own != uuid {
         return Err(Error::invalid(what(), format!("the pool's UUID is {own}")));
     }
@@ -582,7 +556,7 @@ macro_rules! ipc_pool_methods {
             /// registered under ([`register`](Self::register)); `None` for other
             /// pools and for an imported pool not registered yet.
             pub fn uuid(&self) -> Option<PoolUuid> {
-                self.uuid.get().copied()
+                self.ipc.uuid.get().copied()
             }
 
             /// Registers this IPC pool in the process-wide registry under `uuid`

@@ -12,6 +12,8 @@ pub use buffer::Buffer;
 pub(crate) use buffer::{copy_device, order_frees_after};
 pub use managed::ManagedMemoryResource;
 pub use pinned::{LegacyPinnedMemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions};
+#[cfg(unix)]
+pub(crate) use pool::PoolIpc;
 pub use pool::{DeviceMemoryPoolOptions, DeviceMemoryResource, PoolAttributes, PoolReuse};
 
 use std::fmt;

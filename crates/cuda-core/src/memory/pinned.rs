@@ -9,8 +9,8 @@ use crate::{Device, Stream};
 use super::{MemoryKind, MemoryResource, owning_allocate};
 
 use super::pool::{
-    PoolAttributes, PoolReuse, pool_allocate, pool_attributes, pool_bool, pool_free, pool_set_bool,
-    pool_set_u64, pool_u64, set_release_threshold,
+    PoolAttributes, PoolIpc, PoolReuse, pool_allocate, pool_attributes, pool_bool, pool_free,
+    pool_set_bool, pool_set_u64, pool_u64, set_release_threshold,
 };
 
 owning_allocate!(unordered LegacyPinnedMemoryResource);
@@ -79,15 +79,7 @@ pub struct PinnedMemoryResource {
     device: Device,
     pub(crate) pool: sys::CUmemoryPool,
     numa_id: i32,
-    pub(crate) ipc: bool,
-    /// Imported from another process (`import`): allocating is refused.
-    mapped: bool,
-    /// The pool's identity across processes, for IPC pools.
-    #[cfg(unix)]
-    pub(crate) uuid: std::sync::OnceLock<crate::PoolUuid>,
-    /// The descriptor exported when an IPC pool is created.
-    #[cfg(unix)]
-    pub(crate) ipc_fd: Option<std::os::fd::OwnedFd>,
+    pub(crate) ipc: PoolIpc,
 }
 
 // SAFETY: a CUmemoryPool is a handle any thread may use.
@@ -147,25 +139,15 @@ impl PinnedMemoryResource {
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
         // SAFETY: `props` is fully initialised; `pool` is valid for writes.
         unsafe { sys::cuMemPoolCreate(&mut pool, &props) }.check(what)?;
-        #[allow(unused_mut)]
         let mut mr = Self {
             device: *device,
             pool,
             numa_id: options.numa_id,
-            ipc: options.ipc_enabled,
-            mapped: false,
-            #[cfg(unix)]
-            uuid: std::sync::OnceLock::new(),
-            #[cfg(unix)]
-            ipc_fd: None,
+            ipc: PoolIpc::default(),
         };
         // On failure `mr` is dropped, which destroys the pool.
         mr.grant_device_access()?;
-        #[cfg(unix)]
-        if options.ipc_enabled {
-            mr.ipc_fd = Some(crate::ipc::export_pool(pool)?);
-            let _ = mr.uuid.set(crate::PoolUuid::new_random());
-        }
+        mr.ipc = PoolIpc::made(pool, options.ipc_enabled)?;
         Ok(mr)
     }
 
@@ -212,10 +194,7 @@ impl PinnedMemoryResource {
             // Host NUMA pools are the only ones with a NUMA node; the exporter's
             // node is not known here.
             numa_id: -1,
-            ipc: true,
-            mapped: true,
-            uuid: std::sync::OnceLock::new(),
-            ipc_fd: None,
+            ipc: PoolIpc::imported(),
         };
         imported.grant_device_access()?;
         Ok(imported)
@@ -224,13 +203,13 @@ impl PinnedMemoryResource {
     /// Whether the pool's buffers can be shared with other processes (made with
     /// `ipc_enabled`, or imported).
     pub fn is_ipc_enabled(&self) -> bool {
-        self.ipc
+        self.ipc.enabled
     }
 
     /// Whether the pool was imported from another process: its memory is
     /// allocated by the exporter, so allocating from it is refused.
     pub fn is_mapped(&self) -> bool {
-        self.mapped
+        self.ipc.mapped
     }
 
     /// The host NUMA node (-1 for an imported pool, whose node is the exporter's
@@ -257,12 +236,7 @@ impl Drop for PinnedMemoryResource {
 unsafe impl MemoryResource for PinnedMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
         let what = || format!("allocating {size} bytes of pinned host memory");
-        if self.mapped {
-            return Err(Error::unsupported(
-                what(),
-                "the pool was imported from another process, which allocates its memory",
-            ));
-        }
+        self.ipc.check_allocate(what)?;
         pool_allocate(self.pool, size, stream, what)
     }
 

@@ -18,8 +18,16 @@ pub struct DeviceMemoryResource {
     pub(crate) device: Device,
     pub(crate) pool: sys::CUmemoryPool,
     pub(crate) owned: bool,
-    pub(crate) ipc: bool,
-    /// Imported from another process ([`DeviceMemoryResource::import`]).
+    pub(crate) ipc: PoolIpc,
+}
+
+/// What a memory pool (a device or a pinned one) knows about sharing itself with
+/// other processes.
+#[derive(Debug, Default)]
+pub struct PoolIpc {
+    /// Made with `ipc_enabled`, or imported.
+    pub(crate) enabled: bool,
+    /// Imported from another process: the exporter allocates its memory.
     pub(crate) mapped: bool,
     /// The pool's identity across processes, for IPC pools: made when the pool
     /// is, or given when an imported pool is registered.
@@ -28,7 +36,53 @@ pub struct DeviceMemoryResource {
     /// The pool's exported descriptor, made when an IPC pool is created (the driver
     /// exports a pool's buffers only once the pool itself has been exported).
     #[cfg(unix)]
-    pub(crate) ipc_fd: Option<std::os::fd::OwnedFd>,
+    pub(crate) fd: Option<std::os::fd::OwnedFd>,
+}
+
+impl PoolIpc {
+    /// The state of a pool made here with POSIX file descriptor handles when
+    /// `enabled`: exported at once, with a new UUID. (Set it on the resource made
+    /// before, so that a failure destroys the pool.)
+    pub(crate) fn made(pool: sys::CUmemoryPool, enabled: bool) -> Result<Self> {
+        #[cfg(not(unix))]
+        let _ = pool;
+        Ok(Self {
+            enabled,
+            mapped: false,
+            #[cfg(unix)]
+            uuid: if enabled {
+                std::sync::OnceLock::from(crate::PoolUuid::new_random())
+            } else {
+                std::sync::OnceLock::new()
+            },
+            #[cfg(unix)]
+            fd: if enabled {
+                Some(crate::ipc::export_pool(pool)?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// The state of a pool imported from another process.
+    pub(crate) fn imported() -> Self {
+        Self {
+            enabled: true,
+            mapped: true,
+            ..Self::default()
+        }
+    }
+
+    /// Refuses allocating from an imported pool.
+    pub(crate) fn check_allocate(&self, what: impl FnOnce() -> String) -> Result<()> {
+        if self.mapped {
+            return Err(Error::unsupported(
+                what(),
+                "the pool was imported from another process, which allocates its memory",
+            ));
+        }
+        Ok(())
+    }
 }
 
 // SAFETY: a CUmemoryPool is a handle any thread may use.
@@ -68,12 +122,7 @@ impl DeviceMemoryResource {
             device: *device,
             pool,
             owned: false,
-            ipc: false,
-            mapped: false,
-            #[cfg(unix)]
-            uuid: std::sync::OnceLock::new(),
-            #[cfg(unix)]
-            ipc_fd: None,
+            ipc: PoolIpc::default(),
         })
     }
 
@@ -102,24 +151,14 @@ impl DeviceMemoryResource {
         // SAFETY: `props` is fully initialised; `pool` is valid for writes.
         unsafe { sys::cuMemPoolCreate(&mut pool, &props) }
             .check(|| format!("creating a memory pool on device {}", device.ordinal()))?;
-        #[allow(unused_mut)]
         let mut mr = Self {
             device: *device,
             pool,
             owned: true,
-            ipc: options.ipc_enabled,
-            mapped: false,
-            #[cfg(unix)]
-            uuid: std::sync::OnceLock::new(),
-            #[cfg(unix)]
-            ipc_fd: None,
+            ipc: PoolIpc::default(),
         };
-        #[cfg(unix)]
-        if options.ipc_enabled {
-            // On failure `mr` is dropped, which destroys the pool.
-            mr.ipc_fd = Some(crate::ipc::export_pool(pool)?);
-            let _ = mr.uuid.set(crate::PoolUuid::new_random());
-        }
+        // On failure `mr` is dropped, which destroys the pool.
+        mr.ipc = PoolIpc::made(pool, options.ipc_enabled)?;
         if let Some(t) = options.release_threshold {
             set_release_threshold(pool, t)?;
         }
@@ -128,7 +167,7 @@ impl DeviceMemoryResource {
 
     /// Whether the pool's allocations can be shared with other processes.
     pub fn is_ipc_enabled(&self) -> bool {
-        self.ipc
+        self.ipc.enabled
     }
 
     /// The other devices that may read and write the pool's memory
@@ -213,7 +252,7 @@ impl DeviceMemoryResource {
     /// ([`import`](Self::import)): its memory is allocated by the exporter, so
     /// allocating from it is refused.
     pub fn is_mapped(&self) -> bool {
-        self.mapped
+        self.ipc.mapped
     }
 }
 
@@ -506,12 +545,7 @@ unsafe impl MemoryResource for DeviceMemoryResource {
                 self.device.ordinal()
             )
         };
-        if self.mapped {
-            return Err(Error::unsupported(
-                what(),
-                "the pool was imported from another process, which allocates its memory",
-            ));
-        }
+        self.ipc.check_allocate(what)?;
         pool_allocate(self.pool, size, stream, what)
     }
 
