@@ -505,9 +505,7 @@ impl VirtualMemoryResource {
             ));
         }
         let mut allocs = self.lock();
-        let a = allocs
-            .get_mut(&buffer.ptr())
-            .ok_or_else(|| Error::invalid(what, "the buffer does not come from this resource"))?;
+        let a = find(&mut allocs, buffer, what)?;
         if new_size <= a.mapped {
             buffer.set_size(new_size);
             return Ok(());
@@ -552,9 +550,7 @@ impl VirtualMemoryResource {
             ));
         }
         let mut allocs = self.lock();
-        let a = allocs
-            .get_mut(&buffer.ptr())
-            .ok_or_else(|| Error::invalid(what, "the buffer does not come from this resource"))?;
+        let a = find(&mut allocs, buffer, what)?;
         // The chunks to keep: those that start before the new end.
         let mut keep = 0;
         let mut kept_bytes = 0;
@@ -616,9 +612,7 @@ impl VirtualMemoryResource {
             }
         }
         let mut allocs = self.lock();
-        let a = allocs
-            .get_mut(&buffer.ptr())
-            .ok_or_else(|| Error::invalid(what, "the buffer does not come from this resource"))?;
+        let a = find(&mut allocs, buffer, what)?;
         let descs: Vec<sys::CUmemAccessDesc> = access
             .iter()
             .map(|(d, flags)| sys::CUmemAccessDesc {
@@ -644,12 +638,11 @@ impl VirtualMemoryResource {
     /// [`Error::InvalidArgument`] for a buffer of another resource; the driver's
     /// error.
     pub fn access(&self, buffer: &Buffer, device: &Device) -> Result<VirtualMemoryAccess> {
-        if !self.lock().contains_key(&buffer.ptr()) {
-            return Err(Error::invalid(
-                "reading the access to a virtual allocation",
-                "the buffer does not come from this resource",
-            ));
-        }
+        find(
+            &mut self.lock(),
+            buffer,
+            "reading the access to a virtual allocation",
+        )?;
         let mut flags: u64 = 0;
         let loc = VirtualMemoryLocation::Device.raw(device);
         // SAFETY: `flags` is valid for writes; the buffer's start is mapped.
@@ -674,15 +667,8 @@ impl VirtualMemoryResource {
     /// # Errors
     /// [`Error::InvalidArgument`] for a buffer of another resource.
     pub fn mapped_size(&self, buffer: &Buffer) -> Result<usize> {
-        self.lock()
-            .get(&buffer.ptr())
-            .map(|a| a.mapped)
-            .ok_or_else(|| {
-                Error::invalid(
-                    "reading a virtual allocation's mapped size",
-                    "the buffer does not come from this resource",
-                )
-            })
+        let what = "reading a virtual allocation's mapped size";
+        find(&mut self.lock(), buffer, what).map(|a| a.mapped)
     }
 
     /// Exports the physical memory of `buffer` (from this resource) as shareable
@@ -710,10 +696,8 @@ impl VirtualMemoryResource {
                 ),
             ));
         }
-        let allocs = self.lock();
-        let a = allocs
-            .get(&buffer.ptr())
-            .ok_or_else(|| Error::invalid(what, "the buffer does not come from this resource"))?;
+        let mut allocs = self.lock();
+        let a = find(&mut allocs, buffer, what)?;
         let mut out = Vec::with_capacity(a.chunks.len());
         let mut offset = 0;
         for c in &a.chunks {
@@ -727,6 +711,18 @@ impl VirtualMemoryResource {
         }
         Ok(out)
     }
+}
+
+/// The allocation of `buffer` among `allocs`, or an error saying `buffer` is
+/// another resource's.
+fn find<'a>(
+    allocs: &'a mut HashMap<sys::CUdeviceptr, Allocation>,
+    buffer: &Buffer,
+    what: &'static str,
+) -> Result<&'a mut Allocation> {
+    allocs
+        .get_mut(&buffer.ptr())
+        .ok_or_else(|| Error::invalid(what, "the buffer does not come from this resource"))
 }
 
 /// `cuMemSetAccess` of `descs` over `size` mapped bytes at `at` (nothing for none).
