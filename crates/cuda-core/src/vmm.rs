@@ -326,16 +326,22 @@ fn check_options(options: &VirtualMemoryOptions, granularity: usize) -> Result<(
     Ok(())
 }
 
-/// Unmaps and releases `chunks`, the first mapped at `at`, in order.
-fn unmap_chunks(mut at: sys::CUdeviceptr, chunks: impl IntoIterator<Item = Chunk>) {
+/// Unmaps and releases `chunks`, the first mapped at `at`, in order; all of
+/// them, whatever fails, and reports the first failure.
+fn unmap_chunks(mut at: sys::CUdeviceptr, chunks: impl IntoIterator<Item = Chunk>) -> Result<()> {
+    let mut first = Ok(());
     for c in chunks {
         // SAFETY: each chunk was mapped at `at`, in order; unmapped and released once.
-        unsafe {
-            let _ = sys::cuMemUnmap(at, c.size);
-            let _ = sys::cuMemRelease(c.handle);
+        let (unmapped, released) =
+            unsafe { (sys::cuMemUnmap(at, c.size), sys::cuMemRelease(c.handle)) };
+        if first.is_ok() {
+            first = unmapped
+                .check(|| "unmapping virtual memory")
+                .and_then(|()| released.check(|| "releasing physical memory"));
         }
         at += c.size as u64;
     }
+    first
 }
 
 impl VirtualMemoryResource {
@@ -477,7 +483,7 @@ impl VirtualMemoryResource {
     }
 
     fn free_allocation(base: sys::CUdeviceptr, a: Allocation) {
-        unmap_chunks(base, a.chunks);
+        let _ = unmap_chunks(base, a.chunks);
         // SAFETY: the range this allocation reserved, freed once.
         let _ = unsafe { sys::cuMemAddressFree(base, a.reserved) };
     }
@@ -536,7 +542,8 @@ impl VirtualMemoryResource {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a buffer of another resource, a zero size or
-    /// a size larger than the buffer's; the stream's error.
+    /// a size larger than the buffer's; the stream's error; the driver's error
+    /// from unmapping (the buffer is shrunk all the same).
     pub fn shrink(&self, buffer: &mut Buffer, new_size: usize) -> Result<()> {
         let what = "shrinking a virtual allocation";
         let new_size = self.round(new_size, what)?;
@@ -567,8 +574,10 @@ impl VirtualMemoryResource {
             }
             let _current = self.device.ensure_current()?;
             let tail = a.chunks.split_off(keep);
-            unmap_chunks(buffer.ptr() + kept_bytes as u64, tail);
+            let unmapped = unmap_chunks(buffer.ptr() + kept_bytes as u64, tail);
             a.mapped = kept_bytes;
+            buffer.set_size(new_size);
+            return unmapped;
         }
         buffer.set_size(new_size);
         Ok(())
