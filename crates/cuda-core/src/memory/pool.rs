@@ -566,3 +566,29 @@ unsafe impl MemoryResource for DeviceMemoryResource {
         self.device
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Error, PoolIpc};
+
+    #[test]
+    fn a_pool_without_ipc_is_not_shared_and_an_imported_one_is_not_allocated_from() {
+        // Without IPC nothing is exported, so no pool is needed.
+        let plain = PoolIpc::made(std::ptr::null_mut(), false).unwrap();
+        assert!(!plain.enabled && !plain.mapped);
+        #[cfg(unix)]
+        assert!(plain.fd.is_none() && plain.uuid.get().is_none());
+        assert!(plain.check_allocate(|| "allocating".into()).is_ok());
+        let imported = PoolIpc::imported();
+        assert!(imported.enabled && imported.mapped);
+        match imported.check_allocate(|| "allocating 1 byte".into()) {
+            Err(Error::Unsupported {
+                context, message, ..
+            }) => {
+                assert_eq!(context, "allocating 1 byte");
+                assert!(message.contains("imported"), "{message}");
+            }
+            other => panic!("allocating from an imported pool: {other:?}"),
+        }
+    }
+}
