@@ -5,12 +5,14 @@
 
 mod buffer;
 mod managed;
+mod managed_buffer;
 mod pinned;
 mod pool;
 
 pub use buffer::Buffer;
 pub(crate) use buffer::{copy_device, order_frees_after};
-pub use managed::ManagedMemoryResource;
+pub use managed::{ManagedMemoryResource, ManagedMemoryResourceOptions};
+pub use managed_buffer::ManagedBuffer;
 pub use pinned::{LegacyPinnedMemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions};
 pub use pool::{DeviceMemoryPoolOptions, DeviceMemoryResource, PoolAttributes, PoolReuse};
 
@@ -244,36 +246,70 @@ macro_rules! owning_allocate {
 }
 pub(crate) use owning_allocate;
 
-/// Where managed memory should live or be prefetched to.
+/// Where managed memory should live or be prefetched to (`cuda.core`'s
+/// `Device` and `Host` as locations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Location {
     /// A device's memory.
     Device(Device),
-    /// Host memory.
+    /// Host memory (`Host()`).
     Host,
-    /// Host memory of one NUMA node.
+    /// Host memory of one NUMA node (`Host(numa_id)`; CUDA 12.2 drivers and
+    /// newer).
     HostNuma(i32),
+    /// Host memory of the NUMA node closest to the CPU the calling thread runs
+    /// on when the call is made (`Host.numa_current()`,
+    /// `CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT`; CUDA 12.2 drivers and newer).
+    /// Prefetches and preferred locations take it; the accessed-by advice and
+    /// memory pools do not.
+    HostNumaCurrent,
 }
 
 impl Location {
+    /// Whether this is [`Location::HostNumaCurrent`] (`Host.is_numa_current`).
+    pub fn is_numa_current(&self) -> bool {
+        matches!(self, Self::HostNumaCurrent)
+    }
+
     pub(crate) fn raw(self) -> sys::CUmemLocation {
         let (type_, id) = match self {
             Self::Device(d) => (sys::CU_MEM_LOCATION_TYPE_DEVICE, d.ordinal() as i32),
             Self::Host => (sys::CU_MEM_LOCATION_TYPE_HOST, 0),
             Self::HostNuma(n) => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA, n),
+            Self::HostNumaCurrent => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
         };
         sys::CUmemLocation { type_, id }
     }
-}
 
-impl Location {
+    /// The location a driver reported as a type and an id: `None` for
+    /// `CU_MEM_LOCATION_TYPE_INVALID` (no location).
+    pub(crate) fn from_raw(
+        type_: sys::CUmemLocationType,
+        id: i32,
+        what: &'static str,
+    ) -> Result<Option<Self>> {
+        Ok(Some(match type_ {
+            sys::CU_MEM_LOCATION_TYPE_INVALID => return Ok(None),
+            sys::CU_MEM_LOCATION_TYPE_DEVICE => device_of(id, what)?,
+            sys::CU_MEM_LOCATION_TYPE_HOST => Self::Host,
+            sys::CU_MEM_LOCATION_TYPE_HOST_NUMA => Self::HostNuma(id),
+            sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT => Self::HostNumaCurrent,
+            other => {
+                return Err(Error::unsupported(
+                    what,
+                    format!("the driver reported location type {}", other.0),
+                ));
+            }
+        }))
+    }
+
     /// The location as the CUDA 12.0 and 12.1 drivers take it: a device ordinal,
     /// `CU_DEVICE_CPU` for the host; host NUMA nodes need a CUDA 12.2 driver.
     fn legacy_device(self, what: &dyn Fn() -> String) -> Result<sys::CUdevice> {
         match self {
             Self::Device(d) => Ok(d.handle()),
             Self::Host => Ok(sys::CU_DEVICE_CPU),
-            Self::HostNuma(_) => {
+            Self::HostNuma(_) | Self::HostNumaCurrent => {
                 crate::versions::require_driver(12020, "a host NUMA memory location", what)?;
                 Err(Error::unsupported(what(), "host NUMA memory locations"))
             }

@@ -334,7 +334,8 @@ impl PoolReuse {
 }
 
 /// A memory pool's attributes at one moment (`cuda.core`'s `attributes`):
-/// [`DeviceMemoryResource::attributes`], [`PinnedMemoryResource::attributes`](super::PinnedMemoryResource::attributes).
+/// [`DeviceMemoryResource::attributes`], [`PinnedMemoryResource::attributes`](super::PinnedMemoryResource::attributes),
+/// [`ManagedMemoryResource::attributes`](super::ManagedMemoryResource::attributes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolAttributes {
@@ -357,11 +358,22 @@ pub struct PoolAttributes {
     pub used_mem_high: u64,
 }
 
-/// The attribute methods of a memory pool resource (a type with a `pool` field):
-/// one text for the device and the pinned pools.
+/// The attribute methods of a memory pool resource: one text for the device,
+/// the pinned and the managed pools. `pool_attributes!(T)` reads a `pool` field;
+/// `pool_attributes!(T, |r| expr)` gets the pool from `expr`, a
+/// `Result<CUmemoryPool>` of `r: &T` (for a resource that may have no pool).
 macro_rules! pool_attributes {
     ($t:ty) => {
+        pool_attributes!($t, |this| Ok::<_, $crate::Error>(this.pool));
+    };
+    ($t:ty, |$this:ident| $pool:expr) => {
         impl $t {
+            /// The pool the attribute methods address.
+            fn attributes_pool(&self) -> Result<sys::CUmemoryPool> {
+                let $this = self;
+                $pool
+            }
+
             /// All the pool's attributes (`cuMemPoolGetAttribute`, one call each).
             ///
             /// # Errors
@@ -386,7 +398,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn reuse(&self, policy: PoolReuse) -> Result<bool> {
-                pool_bool(self.pool, policy.attr())
+                pool_bool(self.attributes_pool()?, policy.attr())
             }
 
             /// Allows (`true`) or forbids reusing memory under `policy`.
@@ -394,7 +406,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn set_reuse(&self, policy: PoolReuse, allowed: bool) -> Result<()> {
-                pool_set_bool(self.pool, policy.attr(), allowed)
+                pool_set_bool(self.attributes_pool()?, policy.attr(), allowed)
             }
 
             /// The bytes the pool keeps at a synchronisation point rather than
@@ -403,7 +415,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn release_threshold(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                )
             }
 
             /// Sets the memory the pool keeps at a synchronisation point rather
@@ -412,7 +427,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
-                set_release_threshold(self.pool, bytes)
+                set_release_threshold(self.attributes_pool()?, bytes)
             }
 
             /// Returns memory the pool holds beyond `keep` bytes to the system
@@ -421,8 +436,9 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn trim_to(&self, keep: usize) -> Result<()> {
+                let pool = self.attributes_pool()?;
                 // SAFETY: a live pool.
-                unsafe { sys::cuMemPoolTrimTo(self.pool, keep) }.check(|| "trimming a memory pool")
+                unsafe { sys::cuMemPoolTrimTo(pool, keep) }.check(|| "trimming a memory pool")
             }
 
             /// Bytes the pool holds from the system now
@@ -431,7 +447,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn reserved_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+                )
             }
 
             /// The most bytes the pool has held from the system since it was made
@@ -441,7 +460,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn reserved_high_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                )
             }
 
             /// Resets the reserved high-water mark to the bytes held now.
@@ -450,7 +472,11 @@ macro_rules! pool_attributes {
             /// The driver's error.
             pub fn reset_reserved_high(&self) -> Result<()> {
                 // The driver takes only 0 here, which resets the mark.
-                pool_set_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 0)
+                pool_set_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                    0,
+                )
             }
 
             /// Bytes of the pool's memory in use by allocations now
@@ -459,7 +485,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn used_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                )
             }
 
             /// The most bytes in use by allocations since the pool was made or
@@ -469,7 +498,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn used_high_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+                pool_u64(self.attributes_pool()?, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
             }
 
             /// Resets the used high-water mark to the bytes in use now.
@@ -478,7 +507,11 @@ macro_rules! pool_attributes {
             /// The driver's error.
             pub fn reset_used_high(&self) -> Result<()> {
                 // The driver takes only 0 here, which resets the mark.
-                pool_set_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0)
+                pool_set_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                    0,
+                )
             }
         }
     };
