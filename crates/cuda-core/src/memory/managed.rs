@@ -57,7 +57,6 @@ unsafe impl Sync for ManagedMemoryResource {}
 /// ([`ManagedMemoryResource::new_pool`]; `cuda.core`'s
 /// `ManagedMemoryResourceOptions`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct ManagedMemoryResourceOptions {
     /// Where the pool's memory prefers to live: a device, the host or a host
     /// NUMA node (not [`Location::HostNumaCurrent`], which a pool does not

@@ -60,6 +60,15 @@ impl ManagedBuffer {
         self.0
     }
 
+    /// Frees the memory now, reporting errors that dropping it would swallow
+    /// (see [`Buffer::close`]).
+    ///
+    /// # Errors
+    /// As [`Buffer::close`].
+    pub fn close(self, stream: Option<&Stream>) -> Result<()> {
+        self.0.close(stream)
+    }
+
     /// Migrates the memory to `location` ahead of use, ordered on `stream`
     /// (`cuMemPrefetchAsync`).
     ///

@@ -48,7 +48,8 @@ pub enum MemoryKind {
 /// - the crate's resources (`Arc<DeviceMemoryResource>`, `Arc<PinnedMemoryResource>`,
 ///   `Arc<LegacyPinnedMemoryResource>`, `Arc<ManagedMemoryResource>`,
 ///   `Arc<VirtualMemoryResource>`): an inherent `allocate` of each type, so no
-///   import is needed;
+///   import is needed (`Arc<ManagedMemoryResource>`'s returns a
+///   [`ManagedBuffer`], which dereferences to its `Buffer`);
 /// - an `Arc` of your own resource type: [`MemoryResourceExt::allocate`] (import
 ///   the trait), or erase the type to `Arc<dyn MemoryResource>`.
 ///
@@ -58,8 +59,9 @@ pub enum MemoryKind {
 ///
 /// **The stream is optional where the resource is not stream-ordered**
 /// ([`is_stream_ordered`](Self::is_stream_ordered) is `false`:
-/// [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`],
-/// [`VirtualMemoryResource`](crate::VirtualMemoryResource)), as in `cuda.core`:
+/// [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] where it does not
+/// use a pool ([`ManagedMemoryResource::legacy`], and drivers older than CUDA
+/// 13), [`VirtualMemoryResource`](crate::VirtualMemoryResource)), as in `cuda.core`:
 /// `mr.allocate(size, None)` allocates at once, and the buffer is freed on the
 /// device's legacy default stream (see [`Buffer::allocate`]). A stream-ordered
 /// resource (a memory pool) needs `Some(&stream)` (or just `&stream`): the typed
@@ -387,4 +389,76 @@ pub(crate) type ResourceMap = std::collections::HashMap<usize, Arc<dyn crate::Me
 pub(crate) fn allocation_resources() -> &'static std::sync::RwLock<ResourceMap> {
     static SET: std::sync::OnceLock<std::sync::RwLock<ResourceMap>> = std::sync::OnceLock::new();
     SET.get_or_init(Default::default)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_locations_convert_both_ways() {
+        for (loc, type_, id) in [
+            (Location::Host, sys::CU_MEM_LOCATION_TYPE_HOST, 0),
+            (
+                Location::HostNuma(3),
+                sys::CU_MEM_LOCATION_TYPE_HOST_NUMA,
+                3,
+            ),
+            (
+                Location::HostNumaCurrent,
+                sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+                0,
+            ),
+        ] {
+            let raw = loc.raw();
+            assert_eq!((raw.type_, raw.id), (type_, id), "{loc:?}");
+            assert_eq!(Location::from_raw(type_, id, "t").unwrap(), Some(loc));
+        }
+        assert!(Location::HostNumaCurrent.is_numa_current());
+        assert!(!Location::HostNuma(0).is_numa_current() && !Location::Host.is_numa_current());
+    }
+
+    #[test]
+    fn no_location_and_unknown_types_from_the_driver() {
+        assert_eq!(
+            Location::from_raw(sys::CU_MEM_LOCATION_TYPE_INVALID, 7, "t").unwrap(),
+            None
+        );
+        let e =
+            Location::from_raw(sys::CUmemLocationType(99), 0, "reading a location").unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        assert!(e.to_string().contains("reading a location"), "{e}");
+        assert!(
+            crate::Report::new(&e)
+                .to_string()
+                .contains("location type 99"),
+            "{}",
+            crate::Report::new(&e)
+        );
+        // A negative device ordinal is refused before any device is looked up.
+        let e = Location::from_raw(sys::CU_MEM_LOCATION_TYPE_DEVICE, -2, "t").unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn older_drivers_take_the_host_by_ordinal_and_no_numa_node() {
+        let what = || "prefetching".to_owned();
+        assert_eq!(
+            Location::Host.legacy_device(&what).unwrap(),
+            sys::CU_DEVICE_CPU
+        );
+        for loc in [Location::HostNuma(0), Location::HostNumaCurrent] {
+            let e = loc.legacy_device(&what).unwrap_err();
+            assert!(matches!(e, Error::Unsupported { .. }), "{loc:?}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn legacy_locations_from_the_driver() {
+        assert_eq!(legacy_location(sys::CU_DEVICE_INVALID, "t").unwrap(), None);
+        assert_eq!(
+            legacy_location(sys::CU_DEVICE_CPU, "t").unwrap(),
+            Some(Location::Host)
+        );
+    }
 }
