@@ -18,6 +18,13 @@ use super::{Location, ManagedBuffer, MemoryKind, MemoryResource, mem_advise};
 /// `CU_MEM_ALLOCATION_TYPE_MANAGED`, `cuMemGetMemPool`).
 const MANAGED_POOLS: i32 = 13000;
 
+/// No preferred location, for a pool of managed memory (the id is unused; -1 as
+/// `cuda.core` passes it).
+const NO_LOCATION: sys::CUmemLocation = sys::CUmemLocation {
+    type_: sys::CU_MEM_LOCATION_TYPE_NONE,
+    id: -1,
+};
+
 /// Managed (unified) memory, reachable from the host and every device and
 /// migrated on demand (`cuda.core`'s `ManagedMemoryResource`). Its
 /// [`allocate`](Self::allocate) returns a [`ManagedBuffer`].
@@ -89,10 +96,7 @@ impl ManagedMemoryResource {
         if crate::versions::driver_at_least(MANAGED_POOLS) {
             let _current = device.ensure_current()?;
             // No location: the managed pool is not one device's.
-            let mut loc = sys::CUmemLocation {
-                type_: sys::CU_MEM_LOCATION_TYPE_NONE,
-                id: 0,
-            };
+            let mut loc = NO_LOCATION;
             let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
             // SAFETY: `pool` and `loc` are valid for the call.
             let rc = unsafe {
@@ -154,10 +158,7 @@ impl ManagedMemoryResource {
                 ));
             }
             Some(l) => l.raw(),
-            None => sys::CUmemLocation {
-                type_: sys::CU_MEM_LOCATION_TYPE_NONE,
-                id: 0,
-            },
+            None => NO_LOCATION,
         };
         let _current = device.ensure_current()?;
         let props = sys::CUmemPoolProps {
