@@ -9,9 +9,9 @@
 use std::sync::Arc;
 
 use cuda_core::{
-    Buffer, Device, Error, InvalidKind, Location, ManagedBuffer, ManagedMemoryResource,
-    ManagedMemoryResourceOptions, MemoryKind, MemoryResource, PoolReuse, Stream, StreamOptions,
-    prefetch_batch,
+    Buffer, Device, DeviceBuffer, Error, InvalidKind, Location, ManagedBuffer,
+    ManagedMemoryResource, ManagedMemoryResourceOptions, MemoryKind, MemoryResource, PoolReuse,
+    Stream, StreamOptions, prefetch_batch,
 };
 use cuda_rs_tests::{driver_version, needs_driver, require_gpu};
 
@@ -175,11 +175,6 @@ fn a_managed_buffer_is_written_from_the_host_prefetched_and_discarded() {
         b.fill_u32(5, &s).unwrap();
         assert!(read(&b, &s).iter().all(|&x| x == 5));
         b.discard_prefetch(Location::Device(d), &s).unwrap();
-        s.sync().unwrap();
-        assert_eq!(
-            b.last_prefetch_location().unwrap(),
-            Some(Location::Device(d))
-        );
         b.fill_u32(6, &s).unwrap();
         assert!(read(&b, &s).iter().all(|&x| x == 6));
     }
@@ -284,12 +279,28 @@ fn buffers_become_managed_buffers_only_when_managed() {
     let erased: Arc<dyn MemoryResource> = Arc::new(ManagedMemoryResource::new(&d).unwrap());
     let b: Buffer = erased.allocate(4096, &s).unwrap();
     let ptr = b.ptr();
-    let mut m = ManagedBuffer::try_from(b).unwrap();
+    let mut m = ManagedBuffer::from_buffer(b).unwrap();
     assert_eq!(m.ptr(), ptr);
     m.fill_u32(9, &s).unwrap();
     m.prefetch(Location::Device(d), &s).unwrap();
     let back: Buffer = m.into();
     assert!(read(&back, &s).iter().all(|&x| x == 9));
-    let e = ManagedBuffer::try_from(d.allocate(4096, &s).unwrap()).unwrap_err();
+    // Borrowed: the buffer of a typed array of managed memory.
+    let typed = DeviceBuffer::<u32>::from_buffer(back).unwrap();
+    let borrowed = ManagedBuffer::from_buffer_ref(typed.as_buffer()).unwrap();
+    borrowed.prefetch(Location::Host, &s).unwrap();
+    s.sync().unwrap();
+    assert_eq!(
+        borrowed.last_prefetch_location().unwrap(),
+        Some(Location::Host)
+    );
+    assert!(typed.to_vec(&s).unwrap().iter().all(|&x| x == 9));
+    // Device memory is refused, and handed back whole.
+    let plain = d.allocate(4096, &s).unwrap();
+    let e = ManagedBuffer::from_buffer_ref(&plain).unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+    let (e, plain) = ManagedBuffer::from_buffer(plain).unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+    assert_eq!(plain.size(), 4096);
     assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
 }

@@ -533,7 +533,7 @@ fn managed_getters_read_what_the_setters_advised() {
     // Device memory has none of these: it is no managed buffer.
     let plain = d.allocate(64, &s).unwrap();
     assert!(matches!(
-        cuda_core::ManagedBuffer::try_from(plain),
-        Err(Error::Unsupported { .. })
+        cuda_core::ManagedBuffer::from_buffer(plain),
+        Err((Error::Unsupported { .. }, _))
     ));
 }

@@ -10,9 +10,15 @@ use crate::{Device, Stream};
 
 use super::{Buffer, Location, legacy_location, mem_advise, mem_prefetch};
 
+/// What [`ManagedBuffer::from_buffer`] and `from_buffer_ref` do, for their error.
+const TAKING_OVER: &str = "using a buffer as managed memory";
+
 /// A [`Buffer`] of managed (unified) memory (`cuda.core`'s `ManagedBuffer`):
 /// what [`ManagedMemoryResource::allocate`](super::ManagedMemoryResource::allocate)
-/// returns, or a managed `Buffer` converted with `ManagedBuffer::try_from(buf)?`.
+/// returns, or a managed `Buffer` taken over with
+/// [`from_buffer`](Self::from_buffer) (or borrowed as one with
+/// [`from_buffer_ref`](Self::from_buffer_ref), e.g. the buffer of a
+/// [`DeviceBuffer`](crate::DeviceBuffer) of managed memory).
 ///
 /// It dereferences to its [`Buffer`], so copies, fills, typed views
 /// ([`view`](Buffer::view), [`view_mut`](Buffer::view_mut)), host slices and
@@ -47,12 +53,44 @@ use super::{Buffer, Location, legacy_location, mem_advise, mem_prefetch};
 /// another kind put in its place through `DerefMut` is refused with
 /// [`Error::Unsupported`] rather than handed to the driver.
 #[derive(Debug)]
+// Transparent: `from_buffer_ref` views a `&Buffer` as a `&ManagedBuffer`.
+#[repr(transparent)]
 pub struct ManagedBuffer(Buffer);
 
 impl ManagedBuffer {
     /// Wraps a buffer known to hold managed memory.
     pub(super) fn new_unchecked(buffer: Buffer) -> Self {
         Self(buffer)
+    }
+
+    /// Takes a `Buffer` of managed memory over (one of
+    /// [`ManagedMemoryResource`](super::ManagedMemoryResource) allocated through
+    /// `Arc<dyn MemoryResource>`, or [`Buffer::from_raw`] with
+    /// [`MemoryKind::Managed`](super::MemoryKind::Managed)).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`], with the buffer back, for memory of another kind.
+    // The buffer comes back whole on failure, as `DeviceBuffer::from_buffer`'s does.
+    #[allow(clippy::result_large_err)]
+    pub fn from_buffer(buffer: Buffer) -> std::result::Result<Self, (Error, Buffer)> {
+        match buffer.require_managed(TAKING_OVER) {
+            Ok(()) => Ok(Self(buffer)),
+            Err(e) => Err((e, buffer)),
+        }
+    }
+
+    /// A borrowed `Buffer` of managed memory as a `ManagedBuffer`, for its
+    /// managed operations: `ManagedBuffer::from_buffer_ref(typed.as_buffer())?
+    /// .prefetch(loc, &s)?` for a [`DeviceBuffer`](crate::DeviceBuffer) of
+    /// managed memory.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory of another kind.
+    pub fn from_buffer_ref(buffer: &Buffer) -> Result<&Self> {
+        buffer.require_managed(TAKING_OVER)?;
+        // SAFETY: `ManagedBuffer` is `repr(transparent)` over `Buffer`, so the
+        // reference has the same layout and lifetime; the memory is managed.
+        Ok(unsafe { &*std::ptr::from_ref(buffer).cast::<Self>() })
     }
 
     /// The buffer, without its managed operations.
@@ -341,22 +379,5 @@ impl AsMut<Buffer> for ManagedBuffer {
 impl From<ManagedBuffer> for Buffer {
     fn from(b: ManagedBuffer) -> Self {
         b.0
-    }
-}
-
-impl TryFrom<Buffer> for ManagedBuffer {
-    type Error = Error;
-
-    /// A managed buffer from a `Buffer` of managed memory (one of
-    /// [`ManagedMemoryResource`](super::ManagedMemoryResource) through
-    /// `Arc<dyn MemoryResource>`, or [`Buffer::from_raw`] with
-    /// [`MemoryKind::Managed`](super::MemoryKind::Managed)).
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for memory of another kind; the buffer is then
-    /// dropped (an owning one is freed).
-    fn try_from(buffer: Buffer) -> Result<Self> {
-        buffer.require_managed("viewing a buffer as managed memory")?;
-        Ok(Self(buffer))
     }
 }
