@@ -333,14 +333,13 @@ impl GraphExec {
         node: GraphNode,
         event: &Arc<Event>,
     ) -> Result<()> {
-        const WHAT: &str = "changing an event record node of an instantiated graph";
-        self.check_node_of_kind(graph, node, GraphNodeKind::EventRecord, WHAT)?;
-        let _current = self.ctx.ensure_current()?;
-        keep(&self.keep, event.clone());
-        // SAFETY: an event record node of the source graph (checked); a live
-        // event, kept alive by the keep list.
-        unsafe { sys::cuGraphExecEventRecordNodeSetEvent(self.handle, node.handle, event.handle()) }
-            .check(|| WHAT)
+        self.update_event(
+            graph,
+            node,
+            event,
+            GraphNodeKind::EventRecord,
+            sys::cuGraphExecEventRecordNodeSetEvent,
+        )
     }
 
     /// Makes event wait node `node` of `graph` (the source) wait for `event` in
@@ -355,14 +354,36 @@ impl GraphExec {
         node: GraphNode,
         event: &Arc<Event>,
     ) -> Result<()> {
-        const WHAT: &str = "changing an event wait node of an instantiated graph";
-        self.check_node_of_kind(graph, node, GraphNodeKind::EventWait, WHAT)?;
+        self.update_event(
+            graph,
+            node,
+            event,
+            GraphNodeKind::EventWait,
+            sys::cuGraphExecEventWaitNodeSetEvent,
+        )
+    }
+
+    /// Gives event node `node` (of kind `kind`) `event`, through `set` (the
+    /// driver's setter for that kind).
+    fn update_event(
+        &mut self,
+        graph: &Graph,
+        node: GraphNode,
+        event: &Arc<Event>,
+        kind: GraphNodeKind,
+        set: unsafe fn(sys::CUgraphExec, sys::CUgraphNode, sys::CUevent) -> sys::CUresult,
+    ) -> Result<()> {
+        let what = if kind == GraphNodeKind::EventRecord {
+            "changing an event record node of an instantiated graph"
+        } else {
+            "changing an event wait node of an instantiated graph"
+        };
+        self.check_node_of_kind(graph, node, kind, what)?;
         let _current = self.ctx.ensure_current()?;
         keep(&self.keep, event.clone());
-        // SAFETY: an event wait node of the source graph (checked); a live event,
-        // kept alive by the keep list.
-        unsafe { sys::cuGraphExecEventWaitNodeSetEvent(self.handle, node.handle, event.handle()) }
-            .check(|| WHAT)
+        // SAFETY: an event node of the source graph, of the kind `set` takes
+        // (checked); a live event, kept alive by the keep list.
+        unsafe { set(self.handle, node.handle, event.handle()) }.check(|| what)
     }
 
     /// Makes host callback node `node` of `graph` (the source) call `f` in this

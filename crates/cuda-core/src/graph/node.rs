@@ -471,27 +471,12 @@ impl GraphNode {
     /// # Errors
     /// [`Error::InvalidArgument`] for a node of another graph; the driver's error.
     pub fn dependencies(&self, graph: &Graph) -> Result<Vec<GraphNode>> {
-        const WHAT: &str = "reading a graph node's dependencies";
-        graph.own(*self, WHAT)?;
-        let h = self.handle;
-        let handles = if crate::versions::driver_at_least(12030) {
-            // Edge data is asked for too: without it the driver refuses (a lossy
-            // query) when an edge has some.
-            nodes_with_edge_data(WHAT, |nodes, data, n| {
-                // SAFETY: a live node; the arrays hold `*n` elements (or are null
-                // for the count).
-                unsafe { sys::cuGraphNodeGetDependencies(h, nodes, data, n) }
-            })?
-            .into_iter()
-            .map(|(node, _)| node)
-            .collect()
-        } else {
-            two_calls(WHAT, |nodes, n| {
-                // SAFETY: as above (the shape of drivers before CUDA 12.3).
-                unsafe { sys::cuda12::cuGraphNodeGetDependencies(h, nodes, n) }
-            })?
-        };
-        Ok(handles.into_iter().map(|n| graph.node(n)).collect())
+        self.neighbours(
+            graph,
+            "reading a graph node's dependencies",
+            sys::cuGraphNodeGetDependencies,
+            sys::cuda12::cuGraphNodeGetDependencies,
+        )
     }
 
     /// The nodes that depend on this one (`cuGraphNodeGetDependentNodes`; from
@@ -500,22 +485,46 @@ impl GraphNode {
     /// # Errors
     /// [`Error::InvalidArgument`] for a node of another graph; the driver's error.
     pub fn dependents(&self, graph: &Graph) -> Result<Vec<GraphNode>> {
-        const WHAT: &str = "reading a graph node's dependents";
-        graph.own(*self, WHAT)?;
+        self.neighbours(
+            graph,
+            "reading a graph node's dependents",
+            sys::cuGraphNodeGetDependentNodes,
+            sys::cuda12::cuGraphNodeGetDependentNodes,
+        )
+    }
+
+    /// The nodes on one side of this one's edges, by the driver's query of that
+    /// side: `with_data` (the CUDA 12.3 shape, with edge data) or `without` (the
+    /// shape of older drivers).
+    fn neighbours(
+        &self,
+        graph: &Graph,
+        what: &'static str,
+        with_data: unsafe fn(
+            sys::CUgraphNode,
+            *mut sys::CUgraphNode,
+            *mut sys::CUgraphEdgeData,
+            *mut usize,
+        ) -> sys::CUresult,
+        without: unsafe fn(sys::CUgraphNode, *mut sys::CUgraphNode, *mut usize) -> sys::CUresult,
+    ) -> Result<Vec<GraphNode>> {
+        graph.own(*self, what)?;
         let h = self.handle;
         let handles = if crate::versions::driver_at_least(12030) {
-            nodes_with_edge_data(WHAT, |nodes, data, n| {
-                // SAFETY: a live node; the arrays hold `*n` elements (or are null
-                // for the count).
-                unsafe { sys::cuGraphNodeGetDependentNodes(h, nodes, data, n) }
+            // Edge data is asked for too: without it the driver refuses (a lossy
+            // query) when an edge has some.
+            nodes_with_edge_data(what, |nodes, data, n| {
+                // SAFETY: a live node of `graph`; the arrays hold `*n` elements (or
+                // are null for the count).
+                unsafe { with_data(h, nodes, data, n) }
             })?
             .into_iter()
             .map(|(node, _)| node)
             .collect()
         } else {
-            two_calls(WHAT, |nodes, n| {
+            two_calls(what, |nodes, n| {
                 // SAFETY: as above (the shape of drivers before CUDA 12.3).
-                unsafe { sys::cuda12::cuGraphNodeGetDependentNodes(h, nodes, n) }
+                unsafe { without(h, nodes, n) }
             })?
         };
         Ok(handles.into_iter().map(|n| graph.node(n)).collect())
@@ -573,12 +582,7 @@ impl Graph {
     /// # Errors
     /// The driver's error.
     pub fn nodes(&self) -> Result<Vec<GraphNode>> {
-        let g = self.handle;
-        let v = two_calls("listing a graph's nodes", |nodes, n| {
-            // SAFETY: a live graph; `nodes` holds `*n` elements (or is null).
-            unsafe { sys::cuGraphGetNodes(g, nodes, n) }
-        })?;
-        Ok(v.into_iter().map(|h| self.node(h)).collect())
+        self.listed("listing a graph's nodes", sys::cuGraphGetNodes)
     }
 
     /// The nodes without dependencies (`cuGraphGetRootNodes`).
@@ -586,10 +590,20 @@ impl Graph {
     /// # Errors
     /// The driver's error.
     pub fn root_nodes(&self) -> Result<Vec<GraphNode>> {
+        self.listed("listing a graph's root nodes", sys::cuGraphGetRootNodes)
+    }
+
+    /// The nodes a driver query of the graph lists (`cuGraphGetNodes`,
+    /// `cuGraphGetRootNodes`).
+    fn listed(
+        &self,
+        what: &'static str,
+        query: unsafe fn(sys::CUgraph, *mut sys::CUgraphNode, *mut usize) -> sys::CUresult,
+    ) -> Result<Vec<GraphNode>> {
         let g = self.handle;
-        let v = two_calls("listing a graph's root nodes", |nodes, n| {
+        let v = two_calls(what, |nodes, n| {
             // SAFETY: a live graph; `nodes` holds `*n` elements (or is null).
-            unsafe { sys::cuGraphGetRootNodes(g, nodes, n) }
+            unsafe { query(g, nodes, n) }
         })?;
         Ok(v.into_iter().map(|h| self.node(h)).collect())
     }
