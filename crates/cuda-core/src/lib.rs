@@ -261,8 +261,10 @@ pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Re
 pub use event::{Event, EventOptions};
 pub use fatbin::FatbinBuilder;
 pub use graph::{
-    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,
-    GraphCondition, GraphExec, GraphMemUsage, GraphNode,
+    CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph, GraphAllocation,
+    GraphCompleteOptions, GraphCondition, GraphDebugPrintOptions, GraphEdge, GraphEdgeKind,
+    GraphExec, GraphMemUsage, GraphNode, GraphNodeKind, GraphNodeParams, HostNodeInfo,
+    KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
