@@ -373,7 +373,8 @@ impl PoolReuse {
 }
 
 /// A memory pool's attributes at one moment (`cuda.core`'s `attributes`):
-/// [`DeviceMemoryResource::attributes`], [`PinnedMemoryResource::attributes`](super::PinnedMemoryResource::attributes).
+/// [`DeviceMemoryResource::attributes`], [`PinnedMemoryResource::attributes`](super::PinnedMemoryResource::attributes),
+/// [`ManagedMemoryResource::attributes`](super::ManagedMemoryResource::attributes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolAttributes {
@@ -396,11 +397,22 @@ pub struct PoolAttributes {
     pub used_mem_high: u64,
 }
 
-/// The attribute methods of a memory pool resource (a type with a `pool` field):
-/// one text for the device and the pinned pools.
+/// The attribute methods of a memory pool resource: one text for the device,
+/// the pinned and the managed pools. `pool_attributes!(T)` reads a `pool` field;
+/// `pool_attributes!(T, |r| expr)` gets the pool from `expr`, a
+/// `Result<CUmemoryPool>` of `r: &T` (for a resource that may have no pool).
 macro_rules! pool_attributes {
     ($t:ty) => {
+        pool_attributes!($t, |this| Ok::<_, $crate::Error>(this.pool));
+    };
+    ($t:ty, |$this:ident| $pool:expr) => {
         impl $t {
+            /// The pool the attribute methods address.
+            fn attributes_pool(&self) -> Result<sys::CUmemoryPool> {
+                let $this = self;
+                $pool
+            }
+
             /// All the pool's attributes (`cuMemPoolGetAttribute`, one call each).
             ///
             /// # Errors
@@ -425,7 +437,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn reuse(&self, policy: PoolReuse) -> Result<bool> {
-                pool_bool(self.pool, policy.attr())
+                pool_bool(self.attributes_pool()?, policy.attr())
             }
 
             /// Allows (`true`) or forbids reusing memory under `policy`.
@@ -433,7 +445,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn set_reuse(&self, policy: PoolReuse, allowed: bool) -> Result<()> {
-                pool_set_bool(self.pool, policy.attr(), allowed)
+                pool_set_bool(self.attributes_pool()?, policy.attr(), allowed)
             }
 
             /// The bytes the pool keeps at a synchronisation point rather than
@@ -442,7 +454,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn release_threshold(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                )
             }
 
             /// Sets the memory the pool keeps at a synchronisation point rather
@@ -451,7 +466,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
-                set_release_threshold(self.pool, bytes)
+                set_release_threshold(self.attributes_pool()?, bytes)
             }
 
             /// Returns memory the pool holds beyond `keep` bytes to the system
@@ -460,8 +475,9 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn trim_to(&self, keep: usize) -> Result<()> {
+                let pool = self.attributes_pool()?;
                 // SAFETY: a live pool.
-                unsafe { sys::cuMemPoolTrimTo(self.pool, keep) }.check(|| "trimming a memory pool")
+                unsafe { sys::cuMemPoolTrimTo(pool, keep) }.check(|| "trimming a memory pool")
             }
 
             /// Bytes the pool holds from the system now
@@ -470,7 +486,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn reserved_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+                )
             }
 
             /// The most bytes the pool has held from the system since it was made
@@ -480,7 +499,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn reserved_high_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                )
             }
 
             /// Resets the reserved high-water mark to the bytes held now.
@@ -489,7 +511,11 @@ macro_rules! pool_attributes {
             /// The driver's error.
             pub fn reset_reserved_high(&self) -> Result<()> {
                 // The driver takes only 0 here, which resets the mark.
-                pool_set_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 0)
+                pool_set_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                    0,
+                )
             }
 
             /// Bytes of the pool's memory in use by allocations now
@@ -498,7 +524,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn used_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                )
             }
 
             /// The most bytes in use by allocations since the pool was made or
@@ -508,7 +537,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn used_high_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+                pool_u64(self.attributes_pool()?, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
             }
 
             /// Resets the used high-water mark to the bytes in use now.
@@ -517,7 +546,11 @@ macro_rules! pool_attributes {
             /// The driver's error.
             pub fn reset_used_high(&self) -> Result<()> {
                 // The driver takes only 0 here, which resets the mark.
-                pool_set_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0)
+                pool_set_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                    0,
+                )
             }
         }
     };
