@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cuda_core::cuda_bindings::driver as sys;
 use cuda_core::{
     Buffer, Device, Error, Granularity, Stream, StreamOptions, VirtualMemoryAccess,
-    VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions, VirtualMemoryResource,
+    VirtualMemoryLocation, VirtualMemoryOptions, VirtualMemoryResource,
 };
 
 fn setup() -> (Device, Stream) {
@@ -353,7 +353,7 @@ fn an_exported_allocation_maps_again_with_its_data() {
         let vmm = resource(
             &d,
             VirtualMemoryOptions {
-                handle_type: VirtualMemoryHandleType::PosixFd,
+                handle_type: cuda_core::VirtualMemoryHandleType::PosixFd,
                 ..Default::default()
             },
         );

@@ -304,13 +304,14 @@ pub(super) fn node_kind_raw(node: sys::CUgraphNode) -> Result<GraphNodeKind> {
 /// Calls `fill(array, &mut count)` twice, as the driver's list queries want:
 /// first for the count, then for the elements (the graph cannot change between
 /// the calls: the caller holds it). `T` is a handle or edge data.
-fn two_calls<T: Default + Clone>(
+fn two_calls(
     what: &'static str,
-    mut fill: impl FnMut(*mut T, &mut usize) -> sys::CUresult,
-) -> Result<Vec<T>> {
+    mut fill: impl FnMut(*mut sys::CUgraphNode, &mut usize) -> sys::CUresult,
+) -> Result<Vec<sys::CUgraphNode>> {
     let mut n = 0usize;
     fill(std::ptr::null_mut(), &mut n).check(|| what)?;
-    let mut v = vec![T::default(); n];
+    // (Not `Default`: raw pointers implement it only from Rust 1.88, above the MSRV.)
+    let mut v: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); n];
     let mut got = n;
     fill(v.as_mut_ptr(), &mut got).check(|| what)?;
     v.truncate(got.min(n));

@@ -23,6 +23,8 @@ pub struct DeviceMemoryResource {
 
 /// What a memory pool (a device or a pinned one) knows about sharing itself with
 /// other processes.
+// `pub` for the sealed IPC trait of `ipc.rs`, which exists on Unix only.
+#[cfg_attr(not(unix), allow(unreachable_pub))]
 #[derive(Debug, Default)]
 pub struct PoolIpc {
     /// Made with `ipc_enabled`, or imported.
@@ -65,6 +67,7 @@ impl PoolIpc {
     }
 
     /// The state of a pool imported from another process.
+    #[cfg(unix)]
     pub(crate) fn imported() -> Self {
         Self {
             enabled: true,
@@ -602,16 +605,23 @@ unsafe impl MemoryResource for DeviceMemoryResource {
 
 #[cfg(test)]
 mod tests {
-    use super::{Error, PoolIpc};
+    use super::PoolIpc;
 
     #[test]
-    fn a_pool_without_ipc_is_not_shared_and_an_imported_one_is_not_allocated_from() {
+    fn a_pool_without_ipc_is_not_shared() {
         // Without IPC nothing is exported, so no pool is needed.
         let plain = PoolIpc::made(std::ptr::null_mut(), false).unwrap();
         assert!(!plain.enabled && !plain.mapped);
         #[cfg(unix)]
         assert!(plain.fd.is_none() && plain.uuid.get().is_none());
         assert!(plain.check_allocate(|| "allocating".into()).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_imported_pool_is_not_allocated_from() {
+        use super::Error;
+
         let imported = PoolIpc::imported();
         assert!(imported.enabled && imported.mapped);
         match imported.check_allocate(|| "allocating 1 byte".into()) {
