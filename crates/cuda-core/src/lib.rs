@@ -45,7 +45,7 @@
 //! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
 //! | ordering and timing | [`Stream`], [`Event`] |
 //! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies) |
-//! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`], [`VirtualMemoryResource`] |
+//! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] ([`ManagedBuffer`]), [`VirtualMemoryResource`] |
 //! | batched memory operations (CUDA 13) | [`copy_batch`] ([`BatchCopy`], [`BatchViewCopy`]), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`FatbinBuilder`] (nvFatbin: cubins, PTX and LTO-IR for several architectures in one fatbin), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
@@ -261,14 +261,16 @@ pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Re
 pub use event::{Event, EventOptions};
 pub use fatbin::FatbinBuilder;
 pub use graph::{
-    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,
-    GraphCondition, GraphExec, GraphMemUsage, GraphNode,
+    CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph, GraphAllocation,
+    GraphCompleteOptions, GraphCondition, GraphDebugPrintOptions, GraphEdge, GraphEdgeKind,
+    GraphExec, GraphMemUsage, GraphNode, GraphNodeKind, GraphNodeParams, HostNodeInfo,
+    KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
-pub use ipc::{IpcBufferDescriptor, PoolUuid};
+pub use ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
@@ -276,8 +278,9 @@ pub use library::{Global, Library, LibraryOptions};
 pub use linker::{Linker, LinkerBackend, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
-    ManagedMemoryResource, MemoryKind, MemoryResource, MemoryResourceExt, PinnedMemoryResource,
-    PinnedMemoryResourceOptions, PoolAttributes, PoolReuse,
+    ManagedBuffer, ManagedMemoryResource, ManagedMemoryResourceOptions, MemoryKind, MemoryResource,
+    MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions, PoolAttributes,
+    PoolReuse,
 };
 pub use module::{LoadingMode, Module};
 pub use object::{CodeType, ObjectCode};
@@ -297,4 +300,7 @@ pub use texture::{
 pub use typed_kernel::{ConstPtr, MutPtr, Param, Signature, TypedKernel, Val};
 pub use versions::{Component, Versions, versions};
 pub use view::{DeviceView, DeviceViewMut};
-pub use vmm::{Granularity, VirtualMemoryOptions, VirtualMemoryResource};
+pub use vmm::{
+    ExportedChunk, Granularity, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
+    VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions, VirtualMemoryResource,
+};
