@@ -80,6 +80,7 @@ mod error;
 mod event;
 mod fatbin;
 mod graph;
+mod graphics;
 #[cfg(unix)]
 mod ipc;
 mod jit;
@@ -266,6 +267,10 @@ pub use graph::{
     GraphCondition, GraphExec, GraphMemUsage, GraphNode,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
+pub use graphics::{
+    GraphicsMapFlags, GraphicsMapping, GraphicsRegisterFlags, GraphicsResource, MappedArray,
+    MappedBuffer, gl_devices,
+};
 pub use half;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
