@@ -128,6 +128,18 @@ impl DLDataType {
         bits: 64,
         lanes: 1,
     };
+    /// `complex64` (two `float32`s).
+    pub const C64: Self = Self {
+        code: 5,
+        bits: 64,
+        lanes: 1,
+    };
+    /// `complex128` (two `float64`s).
+    pub const C128: Self = Self {
+        code: 5,
+        bits: 128,
+        lanes: 1,
+    };
     /// `bool` (one byte).
     pub const BOOL: Self = Self {
         code: 6,

@@ -605,26 +605,13 @@ impl CudaArrayInterface {
 }
 
 impl DLDataType {
-    /// `complex64` (two `float32`s).
-    pub const C64: Self = Self {
-        code: 5,
-        bits: 64,
-        lanes: 1,
-    };
-    /// `complex128` (two `float64`s).
-    pub const C128: Self = Self {
-        code: 5,
-        bits: 128,
-        lanes: 1,
-    };
-
     /// The dtype of a CUDA Array Interface (NumPy) type string: `"<f4"` is
     /// [`F32`](Self::F32), `"|b1"` [`BOOL`](Self::BOOL), `"<c8"`
     /// [`C64`](Self::C64).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a string that is not a byte order, a
-    /// kind and a size; a big-endian multi-byte type (CUDA devices are
+    /// kind and a size in decimal without leading zeros; a big-endian multi-byte type (CUDA devices are
     /// little-endian); `|` on a multi-byte type; a kind or size with no DLPack
     /// dtype (`b` of more than one byte, `f1`, `c4`, `V`, `M`, `O`, …).
     pub fn from_typestr(typestr: &str) -> Result<Self> {
@@ -637,6 +624,9 @@ impl DLDataType {
         let digits = chars.as_str();
         if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad("the size after the kind is not a number of bytes"));
+        }
+        if digits.starts_with('0') {
+            return Err(bad("the size has a leading zero"));
         }
         let size: u32 = digits
             .parse()
@@ -836,6 +826,8 @@ mod tests {
             ("<b2", "no DLPack dtype"),
             ("<i16", "no DLPack dtype"),
             ("<é4", "kind"),
+            ("|b01", "leading zero"),
+            ("<f0", "leading zero"),
         ] {
             let e = DLDataType::from_typestr(s).unwrap_err();
             assert_eq!(e.invalid_kind(), Some(InvalidKind::Other), "{s}");

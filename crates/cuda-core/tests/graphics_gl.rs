@@ -19,10 +19,10 @@ use std::ffi::{CStr, c_char, c_void};
 
 use cuda_core::cuda_bindings::driver as sys;
 use cuda_core::{
-    ArrayFormat, Device, GraphicsMapFlags, GraphicsRegisterFlags, GraphicsResource, StreamOptions,
-    gl_devices,
+    ArrayFormat, Device, GraphicsMapFlags, GraphicsRegisterFlags, GraphicsResource, Stream,
+    StreamOptions, gl_devices,
 };
-use cuda_rs_tests::{REQUIRE_GPU_VAR, current_test_name, require_gpu, require_or_skip};
+use cuda_rs_tests::{REQUIRE_GPU_VAR, current_test_name, require_or_skip};
 use libloading::Library;
 
 type EglBoolean = u32;
@@ -427,28 +427,34 @@ impl Drop for Headless {
     }
 }
 
-/// A headless OpenGL context, or `None` after printing why (a failure under
+/// Device 0 current, a headless OpenGL context sharing it and a stream, or
+/// `None` after printing why there is none (a failure under
 /// `CUDA_TEST_REQUIRE_GPU=1`).
-fn headless() -> Option<Headless> {
-    let mut made = None;
-    let status = Headless::new().map(|h| made = Some(h));
-    require_or_skip(
-        &current_test_name(),
-        "a headless OpenGL context through EGL",
-        REQUIRE_GPU_VAR,
-        status,
-    )
-    .then_some(())?;
-    made
+fn setup() -> Option<(Device, Headless, Stream)> {
+    if !cuda_rs_tests::require_gpu(&current_test_name()) {
+        return None;
+    }
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let gl = match Headless::new() {
+        Ok(gl) => gl,
+        Err(why) => {
+            require_or_skip(
+                &current_test_name(),
+                "a headless OpenGL context through EGL",
+                REQUIRE_GPU_VAR,
+                Err(why),
+            );
+            return None;
+        }
+    };
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    Some((d, gl, s))
 }
 
 #[test]
 fn a_gl_buffer_is_written_by_cuda_and_read_by_gl() {
-    require_gpu!();
-    let d = Device::new(0).unwrap();
-    d.set_current().unwrap();
-    let Some(gl) = headless() else { return };
-    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let Some((d, gl, s)) = setup() else { return };
     const N: usize = 1024;
 
     let mut name = 0u32;
@@ -542,11 +548,7 @@ fn a_gl_buffer_is_written_by_cuda_and_read_by_gl() {
 
 #[test]
 fn a_gl_texture_is_written_through_its_mapped_array() {
-    require_gpu!();
-    let d = Device::new(0).unwrap();
-    d.set_current().unwrap();
-    let Some(gl) = headless() else { return };
-    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let Some((d, gl, s)) = setup() else { return };
     const W: usize = 16;
     const H: usize = 8;
 

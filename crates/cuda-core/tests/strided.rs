@@ -14,21 +14,22 @@ use std::sync::mpsc;
 use cuda_core::dlpack::{DLDataType, DLDeviceType};
 use cuda_core::{
     CudaArrayInterface, Device, DeviceBuffer, IntoStridedMemoryView, LegacyPinnedMemoryResource,
-    StreamOptions, StridedMemoryView,
+    Stream, StreamOptions, StridedMemoryView,
 };
 use cuda_rs_tests::require_gpu;
 
-fn device() -> Device {
+/// Device 0, current, and a stream on it.
+fn setup() -> (Device, Stream) {
     let d = Device::new(0).unwrap();
     d.set_current().unwrap();
-    d
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    (d, s)
 }
 
 #[test]
 fn device_memory_round_trips_through_a_description() {
     require_gpu!();
-    let d = device();
-    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let (d, s) = setup();
     let values: Vec<f32> = (0..24).map(|i| i as f32).collect();
     let m = Arc::new(DeviceBuffer::from_host(&d, &values, &s).unwrap());
     let base = m.as_buffer().ptr();
@@ -75,8 +76,7 @@ fn device_memory_round_trips_through_a_description() {
 #[test]
 fn pinned_memory_is_reported_as_host_memory() {
     require_gpu!();
-    let d = device();
-    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let (d, s) = setup();
     let b = Arc::new(
         Arc::new(LegacyPinnedMemoryResource::new(&d))
             .allocate(64, &s)
@@ -97,8 +97,7 @@ fn pinned_memory_is_reported_as_host_memory() {
 #[test]
 fn the_producer_stream_is_ordered_before_the_consumer() {
     require_gpu!();
-    let d = device();
-    let producer = d.create_stream(StreamOptions::default()).unwrap();
+    let (d, producer) = setup();
     let consumer = d.create_stream(StreamOptions::default()).unwrap();
     let bystander = d.create_stream(StreamOptions::default()).unwrap();
     let m = Arc::new(DeviceBuffer::<f32>::zeroed(&d, 16, &producer).unwrap());
@@ -144,8 +143,7 @@ fn the_producer_stream_is_ordered_before_the_consumer() {
 #[test]
 fn memory_cuda_does_not_know_is_refused_by_the_driver() {
     require_gpu!();
-    let d = device();
-    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let (_, s) = setup();
     let host = [0u32; 16];
     let cai = CudaArrayInterface::new(host.as_ptr() as u64, &[16], "<u4");
     // SAFETY: the address is live host memory; the driver is asked about it
