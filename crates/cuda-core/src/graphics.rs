@@ -11,15 +11,22 @@
 //! borrowed [`Buffer`] and [`OpaqueArray`] are never freed or destroyed here
 //! (the graphics API owns the memory), and no `&mut` to them is handed out,
 //! so none can be swapped out of its guard.
+//! The lent buffer's free stream is the mapping's and its memory resource
+//! frees nothing: the free-ordering rule puts work queued through the buffer on
+//! any stream before the unmapping, which is queued on that stream after it.
 
 use std::marker::PhantomData;
 use std::ops::{BitOr, BitOrAssign, Deref};
+use std::sync::Arc;
 
 use bytemuck::Pod;
 use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Buffer, Context, Device, DeviceView, DeviceViewMut, MemoryKind, OpaqueArray, Stream};
+use crate::{
+    Buffer, Context, Device, DeviceView, DeviceViewMut, MemoryKind, MemoryResource, OpaqueArray,
+    Stream,
+};
 
 /// How CUDA will use a registered resource (`CU_GRAPHICS_REGISTER_FLAGS_*`);
 /// combine with `|`.
@@ -280,9 +287,12 @@ impl Drop for GraphicsResource {
 
 /// One mapping of a [`GraphicsResource`], from [`GraphicsResource::map`]:
 /// lends the memory, and unmaps on drop or by [`unmap`](Self::unmap), ordered
-/// on the stream it was mapped on. CUDA work on the memory must be queued on
-/// that stream, or ordered before it (the driver orders only that stream's
-/// work before OpenGL's).
+/// on the stream it was mapped on. Work this crate queues through a
+/// [`MappedBuffer`] (its views' copies, fills and launches) on another stream
+/// is ordered before the unmapping, as a buffer's free is ordered after its
+/// work; work on a raw [`pointer`](Self::pointer) or array handle must be
+/// queued on the mapping's stream or ordered before it by the caller (the
+/// driver orders only that stream's work before OpenGL's).
 pub struct GraphicsMapping<'r> {
     resource: &'r mut GraphicsResource,
     stream: Stream,
@@ -335,11 +345,20 @@ impl GraphicsMapping<'_> {
     /// As [`pointer`](Self::pointer).
     pub fn buffer(&mut self) -> Result<MappedBuffer<'_>> {
         let (ptr, size) = self.pointer()?;
-        // SAFETY: the driver's mapped range, valid until the unmapping, which
-        // the returned borrow of `self` comes before; never freed by the
-        // buffer.
-        let buffer =
-            unsafe { Buffer::from_raw(ptr, size, MemoryKind::Device, self.resource.device()) };
+        // The driver's mapped range, valid until the unmapping, which the
+        // returned borrow of `self` comes before. Its "free" frees nothing: it
+        // is ordered on the mapping's stream after the buffer's work on any
+        // other stream, so the unmapping, queued there later, comes after it.
+        let device = *self.resource.device();
+        let mr: Arc<dyn MemoryResource> = Arc::new(LentMemory { device });
+        let buffer = Buffer::from_parts(
+            ptr,
+            size,
+            MemoryKind::Device,
+            device,
+            (mr, &self.stream),
+            false,
+        );
         Ok(MappedBuffer {
             buffer,
             _mapping: PhantomData,
@@ -406,6 +425,43 @@ impl Drop for GraphicsMapping<'_> {
             // Errors cannot be reported from drop (`unmap` reports them).
             let _ = self.unmap_now();
         }
+    }
+}
+
+/// The "resource" of a mapped buffer object's memory: the graphics API lends
+/// it; nothing is allocated or freed here.
+#[derive(Debug)]
+struct LentMemory {
+    device: Device,
+}
+
+// SAFETY: `allocate_raw` never returns memory, so `deallocate` is only ever
+// handed the mapped range of `GraphicsMapping::buffer`, which it leaves to the
+// unmapping.
+unsafe impl MemoryResource for LentMemory {
+    unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
+        Err(Error::unsupported(
+            format!("allocating {size} bytes"),
+            "the memory of a mapped graphics resource is lent by the graphics API: \
+             nothing can be allocated from it",
+        ))
+    }
+
+    unsafe fn deallocate(
+        &self,
+        _ptr: sys::CUdeviceptr,
+        _size: usize,
+        _stream: &Stream,
+    ) -> Result<()> {
+        Ok(())
+    }
+
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Device
+    }
+
+    fn device(&self) -> Device {
+        self.device
     }
 }
 

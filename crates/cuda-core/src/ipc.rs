@@ -276,13 +276,13 @@ impl Buffer {
             return Err(e);
         }
         let mr: Arc<dyn MemoryResource> = Arc::new(Imported { pool: pool.clone() });
-        Ok(Buffer::mapped_from_parts(
+        Ok(Buffer::from_parts(
             ptr,
             size,
             MemoryKind::Device,
             pool.device,
-            mr,
-            stream,
+            (mr, stream),
+            true,
         ))
     }
 }

@@ -16,6 +16,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::ffi::{CStr, c_char, c_void};
+use std::sync::mpsc;
 
 use cuda_core::cuda_bindings::driver as sys;
 use cuda_core::{
@@ -496,15 +497,30 @@ fn a_gl_buffer_is_written_by_cuda_and_read_by_gl() {
         assert_eq!((mem.ptr(), mem.size()), (ptr, N * 4));
         // CUDA sees what GL wrote.
         assert_eq!(mem.view::<u32>().unwrap().to_vec(&s).unwrap(), initial);
-        // CUDA writes: a fill of the whole buffer (a memset on the device),
-        // then a copy over the first quarter.
+        // CUDA writes: a copy over the first quarter on the mapping's stream,
+        // and a fill of the rest (a memset on the device) on another stream,
+        // held back by a host function until the mapping's stream is seen
+        // waiting for it: the unmapping comes after work on any stream.
+        let other = d.create_stream(StreamOptions::default()).unwrap();
+        let (release, held) = mpsc::channel::<()>();
+        other
+            .launch_host_func(move || {
+                let _ = held.recv();
+            })
+            .unwrap();
         let mut v = mem.view_mut::<u32>().unwrap();
-        v.fill(FILL, &s).unwrap();
         v.slice_mut(..256)
             .unwrap()
             .copy_from_host(&expected[..256], &s)
             .unwrap();
+        v.slice_mut(256..).unwrap().fill(FILL, &other).unwrap();
         drop(mem);
+        let waiting = s.is_done();
+        release.send(()).unwrap();
+        assert!(
+            !waiting.unwrap(),
+            "the mapping's stream waits for the fill on the other stream"
+        );
         mapping.unmap().unwrap();
     }
     s.sync().unwrap();
