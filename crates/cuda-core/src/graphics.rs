@@ -104,6 +104,9 @@ impl GraphicsMapFlags {
 /// device must be the one that runs that context ([`gl_devices`] lists them).
 /// While a resource is mapped, OpenGL must not use the object; the results of
 /// doing so are undefined.
+/// Drop or [`close`](Self::close) a resource on a thread where its OpenGL
+/// context is current, before the OpenGL object is deleted, as registration
+/// needs.
 ///
 /// ```no_run
 /// # fn f(dev: &cuda_core::Device, s: &cuda_core::Stream, vbo: u32) -> cuda_core::Result<()> {
