@@ -157,20 +157,13 @@ impl GraphicsResource {
         gl_buffer: u32,
         flags: GraphicsRegisterFlags,
     ) -> Result<Self> {
-        let ctx = Context::primary(device)?;
-        let _current = ctx.ensure_current()?;
-        let mut handle: sys::CUgraphicsResource = std::ptr::null_mut();
-        // SAFETY: `handle` is valid for writes; the driver checks the name and
-        // the flags against the current OpenGL context.
-        unsafe { sys::cuGraphicsGLRegisterBuffer(&mut handle, gl_buffer, flags.0) }.check(
-            || {
-                format!(
-                    "registering OpenGL buffer {gl_buffer} with CUDA on device {}",
-                    device.ordinal()
-                )
-            },
-        )?;
-        Ok(Self { handle, ctx })
+        Self::register(
+            device,
+            // SAFETY: `out` is valid for writes; the driver checks the name
+            // and the flags against the current OpenGL context.
+            |out| unsafe { sys::cuGraphicsGLRegisterBuffer(out, gl_buffer, flags.0) },
+            || format!("registering OpenGL buffer {gl_buffer}"),
+        )
     }
 
     /// Registers the OpenGL texture or renderbuffer named `image` of `target`
@@ -190,19 +183,27 @@ impl GraphicsResource {
         target: u32,
         flags: GraphicsRegisterFlags,
     ) -> Result<Self> {
+        Self::register(
+            device,
+            // SAFETY: `out` is valid for writes; the driver checks the name,
+            // the target and the flags against the current OpenGL context.
+            |out| unsafe { sys::cuGraphicsGLRegisterImage(out, image, target, flags.0) },
+            || format!("registering OpenGL image {image} (target {target:#x})"),
+        )
+    }
+
+    /// Makes `device`'s primary context current and registers through
+    /// `call`, which writes the handle; `what` names the object.
+    fn register(
+        device: &Device,
+        call: impl FnOnce(&mut sys::CUgraphicsResource) -> sys::CUresult,
+        what: impl FnOnce() -> String,
+    ) -> Result<Self> {
         let ctx = Context::primary(device)?;
         let _current = ctx.ensure_current()?;
         let mut handle: sys::CUgraphicsResource = std::ptr::null_mut();
-        // SAFETY: `handle` is valid for writes; the driver checks the name,
-        // the target and the flags against the current OpenGL context.
-        unsafe { sys::cuGraphicsGLRegisterImage(&mut handle, image, target, flags.0) }.check(
-            || {
-                format!(
-                    "registering OpenGL image {image} (target {target:#x}) with CUDA on device {}",
-                    device.ordinal()
-                )
-            },
-        )?;
+        call(&mut handle)
+            .check(|| format!("{} with CUDA on device {}", what(), device.ordinal()))?;
         Ok(Self { handle, ctx })
     }
 
