@@ -327,8 +327,13 @@ impl Buffer {
         }
         let kind = pool.kind();
         let mr: Arc<dyn MemoryResource> = Arc::new(Imported { pool: pool.clone() });
-        Ok(Buffer::mapped_from_parts(
-            ptr, size, kind, device, mr, stream,
+        Ok(Buffer::from_parts(
+            ptr,
+            size,
+            kind,
+            device,
+            (mr, stream),
+            true,
         ))
     }
 }

@@ -55,7 +55,7 @@
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
 //! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::replace_address`]) |
-//! | interop | [`StridedMemoryView`] (DLPack import), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events |
+//! | interop | [`StridedMemoryView`] (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: [`CudaArrayInterface`]; functions take [`IntoStridedMemoryView`]), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events; OpenGL: [`GraphicsResource`] (register a buffer or image, map it: [`GraphicsMapping`]) |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
@@ -80,6 +80,7 @@ mod error;
 mod event;
 mod fatbin;
 mod graph;
+mod graphics;
 #[cfg(unix)]
 mod ipc;
 mod jit;
@@ -94,6 +95,7 @@ mod pinned_buffer;
 mod properties;
 mod resources;
 mod stream;
+mod strided;
 mod strings;
 pub mod system;
 mod tensor_map;
@@ -256,7 +258,7 @@ pub use cuda_core_macros::kernels;
 pub use cuda_pathfinder;
 pub use device::Device;
 pub use device_buffer::DeviceBuffer;
-pub use dlpack::{DLPackDType, StridedMemoryView};
+pub use dlpack::DLPackDType;
 pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
 pub use fatbin::FatbinBuilder;
@@ -267,6 +269,10 @@ pub use graph::{
     KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
+pub use graphics::{
+    GraphicsMapFlags, GraphicsMapping, GraphicsRegisterFlags, GraphicsResource, MappedArray,
+    MappedBuffer, gl_devices,
+};
 pub use half;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
@@ -288,6 +294,7 @@ pub use pinned_buffer::PinnedBuffer;
 pub use properties::DeviceProperties;
 pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
 pub use stream::{Stream, StreamOptions};
+pub use strided::{CudaArrayInterface, IntoStridedMemoryView, StridedMemoryView};
 pub use tensor_map::{
     TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
     TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,

@@ -110,15 +110,18 @@ impl Buffer {
         })
     }
 
-    /// An owned buffer imported from another process (the IPC import path).
-    #[cfg(unix)]
-    pub(crate) fn mapped_from_parts(
+    /// A buffer whose memory `mr` gives back on `stream` (its free stream) when
+    /// the buffer goes: an import from another process (the IPC path,
+    /// `mapped`), or memory another API lends (a mapped graphics resource's,
+    /// whose `mr` frees nothing: the free only orders the buffer's work on
+    /// other streams before `stream`'s next work, the unmapping).
+    pub(crate) fn from_parts(
         ptr: sys::CUdeviceptr,
         size: usize,
         kind: MemoryKind,
         device: Device,
-        mr: Arc<dyn MemoryResource>,
-        stream: &Stream,
+        (mr, stream): (Arc<dyn MemoryResource>, &Stream),
+        mapped: bool,
     ) -> Self {
         Self {
             ptr,
@@ -126,7 +129,7 @@ impl Buffer {
             kind,
             device,
             owner: Some((mr, stream.clone())),
-            mapped: true,
+            mapped,
             keep: None,
         }
     }
