@@ -425,6 +425,20 @@ impl Linker {
         self.backend
     }
 
+    /// The linker's handle (Python's `Linker.handle`): the nvJitLink handle or the
+    /// driver's link state, for calls this crate does not wrap. It stays valid as
+    /// long as the `Linker`; the `Linker` destroys it.
+    ///
+    /// Using it is `unsafe`: the caller must not destroy it, and must not call into
+    /// it while another thread uses this `Linker` (the crate serialises its own calls
+    /// on the handle with a lock the raw handle does not take).
+    pub fn handle(&self) -> LinkerHandle {
+        match &*self.lock() {
+            State::NvJitLink(s) => LinkerHandle::NvJitLink(s.handle),
+            State::Driver(s) => LinkerHandle::Driver(s.state),
+        }
+    }
+
     /// Completes the link and returns the linked cubin (or PTX, with
     /// [`LinkerOptions::ptx`]). A second call returns the same result.
     ///
@@ -470,6 +484,15 @@ impl Linker {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// A [`Linker`]'s raw handle, by backend ([`Linker::handle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkerHandle {
+    /// An nvJitLink handle.
+    NvJitLink(jl::nvJitLinkHandle),
+    /// The driver linker's state (`cuLinkCreate`).
+    Driver(sys::CUlinkState),
 }
 
 /// An nvJitLink handle and what it needs kept alive.

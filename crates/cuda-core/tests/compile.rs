@@ -653,6 +653,16 @@ fn ptx_is_kept_or_linked_into_a_cubin() {
     let linked = linker.link().unwrap();
     assert!(linked.code().starts_with(ELF));
     assert_eq!(linked.code_type(), CodeType::Cubin);
+    // The raw handle is the live nvJitLink handle: nvJitLink reports the same cubin.
+    let cuda_core::LinkerHandle::NvJitLink(h) = linker.handle() else {
+        panic!("an nvJitLink linker's handle: {:?}", linker.handle());
+    };
+    let mut size = 0usize;
+    // SAFETY: `h` is the linker's live handle, used by this thread only.
+    let r =
+        unsafe { cuda_core::cuda_bindings::nvjitlink::nvJitLinkGetLinkedCubinSize(h, &mut size) };
+    assert_eq!(r, cuda_core::cuda_bindings::nvjitlink::NVJITLINK_SUCCESS);
+    assert_eq!(size, linked.code().len());
     // A second link returns the same result.
     assert_eq!(linker.link().unwrap().code(), linked.code());
     assert!(linker.error_log().is_empty(), "{}", linker.error_log());
