@@ -509,7 +509,8 @@ fn managed_getters_read_what_the_setters_advised() {
     require_gpu!();
     let d = dev0();
     let s = stream(&d);
-    let buf = Arc::new(ManagedMemoryResource::new(&d).unwrap())
+    // `cuMemAllocManaged` memory, which the driver advises (pool memory it does not).
+    let buf = Arc::new(ManagedMemoryResource::legacy(&d, None))
         .allocate(1 << 20, &s)
         .unwrap();
     assert!(!buf.read_mostly().unwrap());

@@ -45,6 +45,13 @@ const NO_LOCATION: sys::CUmemLocation = sys::CUmemLocation {
 ///
 /// Managed pools cannot be shared with other processes
 /// ([`is_ipc_enabled`](Self::is_ipc_enabled) is `false`).
+///
+/// **Memory advice needs `cuMemAllocManaged` memory:** the CUDA 13.0 driver (580)
+/// refuses every `cuMemAdvise` on pool memory (read-mostly, preferred location,
+/// accessed-by: `CUDA_ERROR_NOT_SUPPORTED`, measured on an H100), while prefetch
+/// and discard work. Take [`legacy`](Self::legacy) memory to advise it; a pool's
+/// preferred location is set for the whole pool
+/// ([`with_preferred_location`](Self::with_preferred_location)).
 #[derive(Debug)]
 pub struct ManagedMemoryResource {
     device: Device,
