@@ -482,6 +482,9 @@ fn node_kinds_parameters_and_edges_are_read_back() {
     let (a, b, child, ev) = two_buffers_a_child_and_an_event(&d, &s, &add);
     let ctx = d.context().unwrap();
     let mut g = Graph::new(&ctx).unwrap();
+    // An empty graph lists nothing (the driver refuses a second, empty query).
+    assert!(g.nodes().unwrap().is_empty() && g.edges().unwrap().is_empty());
+    assert!(g.root_nodes().unwrap().is_empty());
     let set = g.add_memset(&[], &a, 7, 4).unwrap();
     let mut cfg = LaunchConfig::new(1, 32);
     cfg.shmem_size = 64;

@@ -310,6 +310,10 @@ fn two_calls(
 ) -> Result<Vec<sys::CUgraphNode>> {
     let mut n = 0usize;
     fill(std::ptr::null_mut(), &mut n).check(|| what)?;
+    // None: the driver refuses a second call with an empty array (INVALID_VALUE).
+    if n == 0 {
+        return Ok(Vec::new());
+    }
     // (Not `Default`: raw pointers implement it only from Rust 1.88, above the MSRV.)
     let mut v: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); n];
     let mut got = n;
@@ -325,6 +329,10 @@ fn nodes_with_edge_data(
 ) -> Result<Vec<(sys::CUgraphNode, sys::CUgraphEdgeData)>> {
     let mut n = 0usize;
     fill(std::ptr::null_mut(), std::ptr::null_mut(), &mut n).check(|| what)?;
+    // None: the driver refuses a second call with empty arrays (INVALID_VALUE).
+    if n == 0 {
+        return Ok(Vec::new());
+    }
     let mut nodes: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); n];
     let mut data = vec![sys::CUgraphEdgeData::default(); n];
     let mut got = n;
@@ -637,6 +645,10 @@ impl Graph {
             }
         };
         count.check(|| WHAT)?;
+        if n == 0 {
+            // The driver refuses a second call with empty arrays.
+            return Ok(Vec::new());
+        }
         let mut from: Vec<sys::CUgraphNode> = vec![null; n];
         let mut to: Vec<sys::CUgraphNode> = vec![null; n];
         let mut data = vec![sys::CUgraphEdgeData::default(); n];
