@@ -392,11 +392,12 @@ fn managed_ranges(
     what: &'static str,
     feature: &'static str,
 ) -> Result<(Vec<sys::CUdeviceptr>, Vec<usize>, crate::context::Current)> {
-    crate::versions::require_driver(13000, feature, || what)?;
+    // The caller's mistakes first, whatever the driver: then the driver's version.
     for r in ranges {
         r.buffer.require_managed(what)?;
     }
     let current = check_batch(ranges.iter().map(|r| r.buffer), stream, what)?;
+    crate::versions::require_driver(13000, feature, || what)?;
     Ok((
         ranges.iter().map(|r| r.ptr).collect(),
         ranges.iter().map(|r| r.bytes).collect(),
