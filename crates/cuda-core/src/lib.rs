@@ -261,8 +261,8 @@ pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Re
 pub use event::{Event, EventOptions};
 pub use fatbin::FatbinBuilder;
 pub use graph::{
-    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphCompleteOptions,
-    GraphCondition, GraphExec, GraphMemUsage, GraphNode,
+    CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphBuilder,
+    GraphCompleteOptions, GraphCondition, GraphExec, GraphMemUsage, GraphNode,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;

@@ -495,6 +495,15 @@ impl Span<'_> {
 
     /// Fills the span with the element `pattern` (1, 2, 4 or 8 bytes).
     pub(crate) fn fill(&self, pattern: &[u8], stream: &Stream) -> Result<()> {
+        self.fill_queued(pattern, stream)?;
+        self.buf.order_free_after(stream)
+    }
+
+    /// As [`fill`](Self::fill), without ordering the buffer's free after the
+    /// fill: for a capturing stream, whose graph keeps the memory alive instead
+    /// (an event of the capture waited for by another stream would pull that
+    /// stream into the capture).
+    pub(crate) fn fill_queued(&self, pattern: &[u8], stream: &Stream) -> Result<()> {
         let what = "filling device memory";
         let n = self.len;
         let rc = |r: sys::CUresult| {
@@ -540,7 +549,7 @@ impl Span<'_> {
                 }
             }
         }
-        self.buf.order_free_after(stream)
+        Ok(())
     }
 }
 

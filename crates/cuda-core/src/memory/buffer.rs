@@ -927,6 +927,20 @@ pub(crate) fn copy_device(
     bytes: usize,
     stream: &Stream,
 ) -> Result<()> {
+    copy_device_queued(dst, dst_ptr, src, src_ptr, bytes, stream)?;
+    order_frees_after([dst, src].into_iter(), stream)
+}
+
+/// As [`copy_device`], without ordering the buffers' frees after the copy: for a
+/// capturing stream, whose graph keeps both buffers alive instead.
+pub(crate) fn copy_device_queued(
+    dst: &Buffer,
+    dst_ptr: sys::CUdeviceptr,
+    src: &Buffer,
+    src_ptr: sys::CUdeviceptr,
+    bytes: usize,
+    stream: &Stream,
+) -> Result<()> {
     const WHAT: &str = "copying between buffers";
     if bytes == 0 {
         return Ok(());
@@ -979,7 +993,7 @@ pub(crate) fn copy_device(
             )
         })?;
     }
-    order_frees_after([dst, src].into_iter(), stream)
+    Ok(())
 }
 
 impl Drop for Buffer {

@@ -1,0 +1,1215 @@
+//! [`GraphBuilder`]: building a [`Graph`] by stream capture, the way `cuda.core`'s
+//! `GraphBuilder` does, with the lifetimes checked.
+//!
+//! A builder captures on a stream of its own: work queued into it (kernel
+//! launches, copies, fills, allocations, host callbacks, event records and
+//! waits, child graphs) becomes nodes of the graph that
+//! [`end_building`](GraphBuilder::end_building) returns. Captured work refers to
+//! memory by address, so the builder **keeps every object queued into it alive**
+//! (the [`ArcView`]s and their allocations, the kernels and their libraries, the
+//! events, the child graphs' own keep lists) in the keep list of the graph it
+//! builds; the graph hands it to each [`GraphExec`] instantiated from it, which
+//! holds it until its launches have finished. That is what makes queuing safe,
+//! where [`Stream::begin_capture`] is `unsafe`.
+//!
+//! ```no_run
+//! # fn f(dev: &cuda_core::Device, step: &cuda_core::Kernel) -> cuda_core::Result<()> {
+//! use std::sync::Arc;
+//! use cuda_core::{CaptureMode, DeviceBuffer, GraphCompleteOptions, LaunchConfig};
+//! let s = dev.create_stream(Default::default())?;
+//! let counter = Arc::new(DeviceBuffer::from_host(dev, &[0u32], &s)?);
+//! s.sync()?;
+//! let mut b = dev.create_graph_builder()?;
+//! b.begin_building(CaptureMode::default())?;
+//! // A loop that runs while `step` (which calls `cudaGraphSetConditional`) says so.
+//! let cond = b.create_conditional_handle(Some(1))?;
+//! let mut body = b.while_loop(cond)?;
+//! body.begin_building(CaptureMode::default())?;
+//! // SAFETY: `step(counter, cond)` touches `counter[0]` only.
+//! unsafe { body.launch(&LaunchConfig::new(1, 1), step, &[&counter.shared_view(), &cond])? };
+//! body.end_building()?;
+//! b.end_building()?;
+//! let exec = b.complete(GraphCompleteOptions::default())?;
+//! exec.launch(&s)?;
+//! s.sync()?;
+//! # Ok(()) }
+//! ```
+//!
+//! Conditional bodies ([`if_cond`](GraphBuilder::if_cond),
+//! [`if_else`](GraphBuilder::if_else), [`switch`](GraphBuilder::switch),
+//! [`while_loop`](GraphBuilder::while_loop)) are builders too: the conditional
+//! node is added to the graph being captured (`cuGraphAddNode`, then
+//! `cuStreamUpdateCaptureDependencies` so the captured work that follows depends
+//! on it), and each body builder captures into its body graph
+//! (`cuStreamBeginCaptureToGraph`). [`split`](GraphBuilder::split) forks builders
+//! that capture in parallel into the same graph; [`join`](GraphBuilder::join)
+//! brings them back.
+//!
+//! Bad use is an error, never a leak: ending a builder that is not building, or
+//! while builders split from it are not joined (or, for the top builder, while a
+//! body builder is still building), joining a builder of another graph or
+//! device, a conditional body on a driver before CUDA 12.3 (if/else and switch:
+//! 12.8) are [`Error::InvalidArgument`] or [`Error::Unsupported`]. A builder
+//! dropped while building ends its capture and destroys the partial graph (the
+//! top builder first ends the bodies' captures and joins the split builders
+//! still open); a split builder dropped without a join is joined to the builder
+//! it was split from.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytemuck::Pod;
+use cuda_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{
+    ArcView, Buffer, Context, Device, Event, Kernel, KernelArg, LaunchConfig, MemoryResource,
+    Stream, StreamOptions,
+};
+
+use super::{
+    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphCompleteOptions, GraphCondition,
+    GraphExec, Keep, Root, add_node, body_handles, conditional_params, create_condition_in, keep,
+    keep_all,
+};
+
+/// A kernel argument queued into a [`GraphBuilder`]: a value, copied when the
+/// work is captured, or device memory that the builder's graph must keep alive.
+///
+/// Implemented for every [`Pod`] value (numbers, `#[repr(C)]` structs, a
+/// [`DevicePtr`](crate::DevicePtr), whose memory the caller vouches for), for
+/// [`ArcView`] (the address of its first element; the graph keeps its allocation
+/// alive) and for [`GraphCondition`]. An `Arc<DeviceBuffer<T>>` is passed as
+/// `x.shared_view()`, an `Arc<Buffer>` as `ArcView::<T>::of_buffer(&b)?`.
+pub trait CaptureArg {
+    /// The argument's bytes, as a launch takes them.
+    fn as_kernel_arg(&self) -> &dyn KernelArg;
+    /// What the graph must keep alive for the argument to stay valid (`None`
+    /// for a value).
+    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>>;
+    /// The device of the memory the argument points to (`None` for a value).
+    fn memory_device(&self) -> Option<&Device>;
+}
+
+impl<T: Pod> CaptureArg for T {
+    fn as_kernel_arg(&self) -> &dyn KernelArg {
+        self
+    }
+    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        None
+    }
+    fn memory_device(&self) -> Option<&Device> {
+        None
+    }
+}
+
+impl<T: Pod> CaptureArg for ArcView<T> {
+    fn as_kernel_arg(&self) -> &dyn KernelArg {
+        self
+    }
+    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        Some(ArcView::keep_alive(self))
+    }
+    fn memory_device(&self) -> Option<&Device> {
+        Some(self.buffer().device())
+    }
+}
+
+impl CaptureArg for GraphCondition {
+    fn as_kernel_arg(&self) -> &dyn KernelArg {
+        self
+    }
+    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        None
+    }
+    fn memory_device(&self) -> Option<&Device> {
+        None
+    }
+}
+
+/// What a builder is, for the checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RoleKind {
+    /// The builder of the graph: `end_building` returns it.
+    Top,
+    /// Split off another builder; ended by joining it.
+    Split,
+    /// Captures into a conditional node's body graph.
+    Body,
+}
+
+/// Where a builder is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Made, not yet building.
+    Idle,
+    /// Capturing.
+    Building,
+    /// Done (ended, joined, or failed while ending).
+    Ended,
+}
+
+#[derive(Debug)]
+enum Role {
+    Top,
+    /// `parent` is the stream of the builder it was split from, which a dropped
+    /// split is joined to.
+    Split {
+        parent: Stream,
+    },
+    /// The body graph, owned by its conditional node.
+    Body {
+        graph: sys::CUgraph,
+    },
+}
+
+impl Role {
+    fn kind(&self) -> RoleKind {
+        match self {
+            Role::Top => RoleKind::Top,
+            Role::Split { .. } => RoleKind::Split,
+            Role::Body { .. } => RoleKind::Body,
+        }
+    }
+}
+
+/// A builder of the family that is capturing and not yet ended or joined.
+struct OpenChild {
+    id: u64,
+    stream: Stream,
+    kind: RoleKind,
+    /// The stream of the builder it was split from (splits only).
+    parent: Option<Stream>,
+}
+
+/// A graph allocation made by [`GraphBuilder::allocate`], freed by a captured
+/// free node when the top builder ends.
+struct PendingFree {
+    mr: Arc<dyn MemoryResource>,
+    ptr: sys::CUdeviceptr,
+    size: usize,
+}
+
+/// What the builders of one graph (the top one, its splits, its bodies) share.
+struct Family {
+    ctx: Context,
+    keep: Keep,
+    frees: Mutex<Vec<PendingFree>>,
+    children: Mutex<Vec<OpenChild>>,
+    /// The top builder has ended (or was dropped): no body may begin.
+    ended: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn next_builder_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Checks that a builder may begin building.
+fn check_begin(role: RoleKind, phase: Phase, family_ended: bool) -> Result<()> {
+    const WHAT: &str = "beginning to build a graph";
+    match phase {
+        Phase::Building => Err(Error::invalid(WHAT, "the builder is already building")),
+        Phase::Ended => Err(Error::invalid(
+            WHAT,
+            "the builder's building has ended, and cannot resume",
+        )),
+        Phase::Idle if role == RoleKind::Body && family_ended => Err(Error::invalid(
+            WHAT,
+            "the graph this conditional body belongs to has been built already",
+        )),
+        Phase::Idle => Ok(()),
+    }
+}
+
+/// Checks that a builder may end building, with `open` builders split from it
+/// (or, for the top builder, any builder of its graph) still building.
+fn check_end(role: RoleKind, phase: Phase, open: usize) -> Result<()> {
+    const WHAT: &str = "ending a graph builder";
+    if role == RoleKind::Split {
+        return Err(Error::invalid(
+            WHAT,
+            "a builder made by `split` is ended by joining it (`join`)",
+        ));
+    }
+    match phase {
+        Phase::Idle => Err(Error::invalid(
+            WHAT,
+            "the builder is not building (call `begin_building` first)",
+        )),
+        Phase::Ended => Err(Error::invalid(WHAT, "the builder has already ended")),
+        Phase::Building if open > 0 => Err(Error::invalid(
+            WHAT,
+            format!(
+                "{open} builder{} made from it {} still building: join the split builders \
+                 and end the conditional bodies first",
+                if open == 1 { "" } else { "s" },
+                if open == 1 { "is" } else { "are" }
+            ),
+        )),
+        Phase::Building => Ok(()),
+    }
+}
+
+/// Checks that work may be queued into a builder.
+fn check_building(phase: Phase, what: impl Into<Cow<'static, str>>) -> Result<()> {
+    match phase {
+        Phase::Building => Ok(()),
+        Phase::Idle => Err(Error::invalid(
+            what,
+            "the builder is not building (call `begin_building` first)",
+        )),
+        Phase::Ended => Err(Error::invalid(what, "the builder's building has ended")),
+    }
+}
+
+/// Checks `split(count)`'s count (Python's: the builder itself and `count - 1`
+/// new ones) and returns how many builders to make.
+fn check_split_count(count: usize) -> Result<usize> {
+    if count < 2 {
+        return Err(Error::invalid(
+            "splitting a graph builder",
+            format!(
+                "a split makes at least 2 builders (the original and a new one), {count} asked"
+            ),
+        ));
+    }
+    Ok(count - 1)
+}
+
+/// Checks that a builder (`other`) may be joined into one of `family` on `device`.
+fn check_join(device: &Device, family: usize, other: (RoleKind, usize, &Device)) -> Result<()> {
+    const WHAT: &str = "joining graph builders";
+    let (role, other_family, other_device) = other;
+    if other_device != device {
+        return Err(Error::other_device(
+            WHAT,
+            format!(
+                "a builder of device {} cannot join one of device {}",
+                other_device.ordinal(),
+                device.ordinal()
+            ),
+        ));
+    }
+    if other_family != family {
+        return Err(Error::invalid(
+            WHAT,
+            "the builder belongs to another graph's capture",
+        ));
+    }
+    if role != RoleKind::Split {
+        return Err(Error::invalid(
+            WHAT,
+            "only builders made by `split` are joined (end the others with `end_building`)",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that memory of `memory` can be used by work of a builder on `device`.
+fn check_device(
+    device: &Device,
+    memory: &Device,
+    what: impl Into<Cow<'static, str>>,
+) -> Result<()> {
+    if memory != device {
+        return Err(Error::other_device(
+            what,
+            format!(
+                "the builder is on device {}, the memory on device {}",
+                device.ordinal(),
+                memory.ordinal()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `cuStreamEndCapture`: the status and the graph (null when none came back).
+fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
+    let mut g: sys::CUgraph = std::ptr::null_mut();
+    let rc = match stream.context().ensure_current() {
+        // SAFETY: `g` is valid for writes; a live stream.
+        Ok(_current) => unsafe { sys::cuStreamEndCapture(stream.handle(), &mut g) },
+        Err(_) => sys::CUDA_ERROR_INVALID_CONTEXT,
+    };
+    (rc, g)
+}
+
+/// A graph under construction by stream capture (`cuda.core`'s `GraphBuilder`).
+///
+/// Made by [`Device::create_graph_builder`] or [`Stream::create_graph_builder`];
+/// [`begin_building`](Self::begin_building) starts the capture,
+/// [`end_building`](Self::end_building) ends it, [`complete`](Self::complete)
+/// instantiates the graph (or [`into_graph`](Self::into_graph) takes it). See
+/// the [module documentation](self) for an example and what is kept alive.
+///
+/// The builder captures on a stream of its own, which no other code can queue
+/// work on (so nothing but what the builder checks gets into the graph). Neither
+/// `Send` nor `Sync`, as [`Graph`].
+pub struct GraphBuilder {
+    id: u64,
+    stream: Stream,
+    role: Role,
+    phase: Phase,
+    family: Arc<Family>,
+    graph: Option<Graph>,
+}
+
+impl std::fmt::Debug for GraphBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphBuilder")
+            .field("stream", &self.stream)
+            .field("role", &self.role.kind())
+            .field("phase", &self.phase)
+            .finish()
+    }
+}
+
+impl Device {
+    /// A graph builder on a new stream of this device's primary context
+    /// (`Device.create_graph_builder()`).
+    ///
+    /// # Errors
+    /// The driver's error creating the stream.
+    pub fn create_graph_builder(&self) -> Result<GraphBuilder> {
+        let s = self.create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })?;
+        Ok(GraphBuilder::top(s))
+    }
+}
+
+impl Stream {
+    /// A graph builder for this stream's context and priority
+    /// (`Stream.create_graph_builder()`). Unlike Python's, it captures on a new
+    /// stream of its own rather than on this one, so that no other holder of
+    /// this stream can queue unchecked work into the capture; the graph is
+    /// launched on any stream anyway.
+    ///
+    /// # Errors
+    /// The driver's error creating the stream.
+    pub fn create_graph_builder(&self) -> Result<GraphBuilder> {
+        let s = self.context().create_stream(StreamOptions {
+            non_blocking: true,
+            priority: Some(self.priority()?),
+        })?;
+        Ok(GraphBuilder::top(s))
+    }
+}
+
+impl GraphBuilder {
+    fn top(stream: Stream) -> Self {
+        let family = Arc::new(Family {
+            ctx: stream.context().clone(),
+            keep: Keep::default(),
+            frees: Mutex::default(),
+            children: Mutex::default(),
+            ended: AtomicBool::new(false),
+        });
+        Self::member(stream, Role::Top, Phase::Idle, family)
+    }
+
+    fn member(stream: Stream, role: Role, phase: Phase, family: Arc<Family>) -> Self {
+        Self {
+            id: next_builder_id(),
+            stream,
+            role,
+            phase,
+            family,
+            graph: None,
+        }
+    }
+
+    fn family_id(&self) -> usize {
+        Arc::as_ptr(&self.family) as usize
+    }
+
+    /// The device the builder captures work of.
+    pub fn device(&self) -> &Device {
+        self.stream.device()
+    }
+
+    /// The stream the builder captures on.
+    ///
+    /// # Safety
+    /// Work queued on it directly while the builder is building is captured
+    /// unchecked: it must keep to [`Stream::begin_capture`]'s contract (what it
+    /// uses must outlive the graph and its instantiations), and no owning
+    /// [`Buffer`] may be allocated on it (its free would be ordered on this
+    /// stream, outside the graph, after the capture).
+    pub unsafe fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// Whether the builder was made by [`split`](Self::split) and not yet
+    /// joined (`is_join_required`).
+    pub fn is_join_required(&self) -> bool {
+        self.role.kind() == RoleKind::Split && self.phase == Phase::Building
+    }
+
+    /// Whether the builder is capturing (`is_building`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when an error invalidated the capture (end the
+    /// building to discard it); the driver's error.
+    pub fn is_building(&self) -> Result<bool> {
+        match self.stream.capture_status()? {
+            CaptureStatus::Active => Ok(true),
+            CaptureStatus::None => Ok(false),
+            CaptureStatus::Invalidated => Err(Error::invalid(
+                "asking whether a graph builder is building",
+                "an error invalidated the capture; end the building to discard it",
+            )),
+        }
+    }
+
+    /// Starts capturing (`begin_building(mode)`). [`CaptureMode::default()`] is
+    /// `Relaxed`, as Python's default `"relaxed"`. A conditional body captures
+    /// into its body graph (`cuStreamBeginCaptureToGraph`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a builder that is building or has ended,
+    /// or a body whose graph was built already; [`Error::Unsupported`] for a body
+    /// on a driver before CUDA 12.3; the driver's error.
+    pub fn begin_building(&mut self, mode: CaptureMode) -> Result<&mut Self> {
+        check_begin(
+            self.role.kind(),
+            self.phase,
+            self.family.ended.load(Ordering::Acquire),
+        )?;
+        match self.role {
+            Role::Top => {
+                // SAFETY: the builder owns its stream (no other code queues on it,
+                // run-once host functions included) and keeps alive whatever its
+                // methods queue, in the graph's keep list; `stream()` is `unsafe`.
+                unsafe { self.stream.begin_capture(mode) }?;
+            }
+            Role::Body { graph } => {
+                const WHAT: &str = "beginning to build a conditional node's body";
+                crate::versions::require_driver(12030, "capturing into a graph", || WHAT)?;
+                let _current = self.stream.context().ensure_current()?;
+                // SAFETY: a live body graph (its node's graph is being captured,
+                // the family has not ended); a live stream the builder owns; no
+                // dependencies.
+                unsafe {
+                    sys::cuStreamBeginCaptureToGraph(
+                        self.stream.handle(),
+                        graph,
+                        std::ptr::null(),
+                        std::ptr::null(),
+                        0,
+                        mode.raw(),
+                    )
+                }
+                .check(|| WHAT)?;
+                lock(&self.family.children).push(OpenChild {
+                    id: self.id,
+                    stream: self.stream.clone(),
+                    kind: RoleKind::Body,
+                    parent: None,
+                });
+            }
+            Role::Split { .. } => {}
+        }
+        self.phase = Phase::Building;
+        Ok(self)
+    }
+
+    /// How many builders made from this one are still building: the splits
+    /// made from it and, for the top builder, every builder of the graph.
+    fn open_children(&self) -> usize {
+        let me = self.stream.handle();
+        lock(&self.family.children)
+            .iter()
+            .filter(|c| {
+                self.role.kind() == RoleKind::Top
+                    || c.parent.as_ref().is_some_and(|p| p.handle() == me)
+            })
+            .count()
+    }
+
+    fn forget_child(&self) {
+        lock(&self.family.children).retain(|c| c.id != self.id);
+    }
+
+    /// Ends the capture (`end_building()`). For the top builder, graph
+    /// allocations of [`allocate`](Self::allocate) are freed first (captured free
+    /// nodes, after all the work), and the graph is kept for
+    /// [`complete`](Self::complete), [`graph`](Self::graph) and
+    /// [`into_graph`](Self::into_graph). A body's graph belongs to its
+    /// conditional node.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a builder that is not building, a split
+    /// builder (join it), or one with builders made from it still building;
+    /// the driver's error (an invalidated capture is
+    /// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`: the builder has then ended, and
+    /// the partial graph is destroyed).
+    pub fn end_building(&mut self) -> Result<()> {
+        check_end(self.role.kind(), self.phase, self.open_children())?;
+        match self.role {
+            Role::Top => {
+                let frees = std::mem::take(&mut *lock(&self.family.frees));
+                let mut freed = Ok(());
+                for f in &frees {
+                    // SAFETY: a graph allocation of this capture, from `f.mr`, freed
+                    // once; every builder of the graph has joined this stream or
+                    // ended, so the free follows all the captured work.
+                    let r = unsafe { f.mr.deallocate(f.ptr, f.size, &self.stream) };
+                    if freed.is_ok() {
+                        freed = r;
+                    }
+                }
+                self.family.ended.store(true, Ordering::Release);
+                self.phase = Phase::Ended;
+                let (rc, g) = end_capture_raw(&self.stream);
+                if let Err(e) = rc.check(|| "ending a graph builder") {
+                    if !g.is_null() {
+                        // SAFETY: the partial graph, ours, destroyed once.
+                        let _ = unsafe { sys::cuGraphDestroy(g) };
+                    }
+                    return Err(e);
+                }
+                let graph = Graph::wrap(
+                    g,
+                    self.family.ctx.clone(),
+                    Some(Arc::new(Root(g))),
+                    self.family.keep.clone(),
+                );
+                // The graph is destroyed with `graph` if freeing failed.
+                freed?;
+                self.graph = Some(graph);
+                Ok(())
+            }
+            Role::Body { .. } => {
+                self.phase = Phase::Ended;
+                self.forget_child();
+                // The body graph comes back; its conditional node owns it.
+                let (rc, _) = end_capture_raw(&self.stream);
+                rc.check(|| "ending a conditional node's body builder")
+            }
+            Role::Split { .. } => Err(Error::invalid(
+                "ending a graph builder",
+                "a builder made by `split` is ended by joining it (`join`)",
+            )),
+        }
+    }
+
+    /// The graph built, once the top builder has ended.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] before `end_building`, or for a split or
+    /// body builder (their work is part of the top builder's graph).
+    pub fn graph(&self) -> Result<&Graph> {
+        self.graph.as_ref().ok_or_else(|| {
+            Error::invalid(
+                "reading a graph builder's graph",
+                match self.role.kind() {
+                    RoleKind::Top => "the builder has not ended building",
+                    RoleKind::Split | RoleKind::Body => {
+                        "only the top builder has a graph (split and body builders add to it)"
+                    }
+                },
+            )
+        })
+    }
+
+    /// Takes the built graph (see [`graph`](Self::graph)).
+    ///
+    /// # Errors
+    /// As [`graph`](Self::graph).
+    pub fn into_graph(mut self) -> Result<Graph> {
+        self.graph()?;
+        self.graph
+            .take()
+            .ok_or_else(|| Error::invalid("taking a graph builder's graph", "the graph is gone"))
+    }
+
+    /// Instantiates the built graph (`complete(options)`).
+    ///
+    /// # Errors
+    /// As [`graph`](Self::graph); the driver's error instantiating.
+    pub fn complete(&self, options: GraphCompleteOptions) -> Result<GraphExec> {
+        self.graph()?.instantiate(options)
+    }
+
+    /// Writes the built graph as a Graphviz DOT file (`debug_dot_print`).
+    ///
+    /// # Errors
+    /// As [`graph`](Self::graph) and [`Graph::debug_dot_print`].
+    pub fn debug_dot_print(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        self.graph()?.debug_dot_print(path)
+    }
+
+    fn check_building(&self, what: impl Into<Cow<'static, str>>) -> Result<()> {
+        check_building(self.phase, what)
+    }
+
+    /// Splits `count - 1` builders off this one (`split(count)`: Python's tuple
+    /// starts with the original builder, which is `self` here). Each new builder
+    /// starts after the work captured so far and captures into the same graph,
+    /// in parallel; [`join`](Self::join) brings them back (one dropped unjoined
+    /// is joined to this builder).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a count below 2 or a builder that is not
+    /// building; the driver's error.
+    pub fn split(&self, count: usize) -> Result<Vec<GraphBuilder>> {
+        let n = check_split_count(count)?;
+        self.check_building("splitting a graph builder")?;
+        let streams = self.stream.fork(n)?;
+        let mut children = lock(&self.family.children);
+        Ok(streams
+            .into_iter()
+            .map(|s| {
+                let b = Self::member(
+                    s.clone(),
+                    Role::Split {
+                        parent: self.stream.clone(),
+                    },
+                    Phase::Building,
+                    self.family.clone(),
+                );
+                children.push(OpenChild {
+                    id: b.id,
+                    stream: s,
+                    kind: RoleKind::Split,
+                    parent: Some(self.stream.clone()),
+                });
+                b
+            })
+            .collect())
+    }
+
+    /// Joins builders made by [`split`](Self::split) (of this builder's graph)
+    /// into this one: later work here waits for all their work (`join`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a builder of another device
+    /// ([`InvalidKind::OtherDevice`](crate::InvalidKind::OtherDevice)) or graph,
+    /// one that is not a split builder, or when this builder is not building;
+    /// the driver's error. The builders not joined yet are joined to the
+    /// builders they were split from as they drop.
+    pub fn join(&self, others: impl IntoIterator<Item = GraphBuilder>) -> Result<()> {
+        self.check_building("joining graph builders")?;
+        for mut other in others {
+            check_join(
+                self.device(),
+                self.family_id(),
+                (other.role.kind(), other.family_id(), other.device()),
+            )?;
+            self.stream.wait_stream(&other.stream)?;
+            other.phase = Phase::Ended;
+            other.forget_child();
+        }
+        Ok(())
+    }
+
+    /// A condition for conditional nodes of the graph being built
+    /// (`create_conditional_handle(default_value)`); with `default`, it is reset
+    /// to it at the start of each launch. Kernels set it with
+    /// `cudaGraphSetConditional` (pass it as a kernel argument).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building; [`Error::Unsupported`] on a
+    /// driver before CUDA 12.3; the driver's error.
+    pub fn create_conditional_handle(&self, default: Option<u32>) -> Result<GraphCondition> {
+        const WHAT: &str = "creating a graph condition in a graph builder";
+        self.check_building(WHAT)?;
+        crate::versions::require_driver(12030, "graph conditions", || WHAT)?;
+        let info = self.stream.capture_info()?;
+        if info.status != CaptureStatus::Active {
+            return Err(Error::invalid(WHAT, "the builder's capture is not active"));
+        }
+        create_condition_in(info.graph, &self.family.ctx, default)
+    }
+
+    /// Adds a conditional node of `kind` at this point of the capture and
+    /// returns a builder for each of its bodies (not yet building).
+    fn conditional(&self, condition: GraphCondition, kind: ConditionalKind) -> Result<Vec<Self>> {
+        let what = || format!("adding a {kind:?} node to a graph builder");
+        self.check_building(what())?;
+        let (mut p, size) = conditional_params(&self.family.ctx, condition, kind)?;
+        let info = self.stream.capture_info()?;
+        if info.status != CaptureStatus::Active {
+            return Err(Error::invalid(
+                what(),
+                "the builder's capture is not active",
+            ));
+        }
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        let _current = self.family.ctx.ensure_current()?;
+        // SAFETY: `p` is a fully initialised conditional node description; the
+        // dependencies are the capture's current ones, nodes of its graph.
+        unsafe {
+            add_node(
+                &mut node,
+                info.graph,
+                info.deps.as_ptr(),
+                info.deps.len(),
+                &mut p,
+            )
+        }
+        .check(what)?;
+        self.stream.set_capture_dependency(node)?;
+        body_handles(&p, size)?
+            .into_iter()
+            .map(|graph| {
+                let s = self.family.ctx.create_stream(StreamOptions {
+                    non_blocking: true,
+                    priority: None,
+                })?;
+                Ok(Self::member(
+                    s,
+                    Role::Body { graph },
+                    Phase::Idle,
+                    self.family.clone(),
+                ))
+            })
+            .collect()
+    }
+
+    fn one_body(mut bodies: Vec<Self>, what: &'static str) -> Result<Self> {
+        bodies
+            .pop()
+            .ok_or_else(|| Error::unsupported(what, "the driver returned no body graph"))
+    }
+
+    /// An `if` node on `condition` (`if_cond`): its body, returned, runs when the
+    /// condition is non-zero. CUDA 12.3 drivers and later.
+    ///
+    /// # Errors
+    /// As [`while_loop`](Self::while_loop).
+    pub fn if_cond(&self, condition: GraphCondition) -> Result<GraphBuilder> {
+        let bodies = self.conditional(condition, ConditionalKind::If)?;
+        Self::one_body(bodies, "adding an if node to a graph builder")
+    }
+
+    /// An `if`/`else` node on `condition` (`if_else`): the first body runs when
+    /// the condition is non-zero, the second when it is zero. CUDA 12.8 drivers
+    /// and later.
+    ///
+    /// # Errors
+    /// As [`while_loop`](Self::while_loop); [`Error::Unsupported`] before CUDA 12.8.
+    pub fn if_else(&self, condition: GraphCondition) -> Result<(GraphBuilder, GraphBuilder)> {
+        let mut bodies = self.conditional(condition, ConditionalKind::IfElse)?;
+        const WHAT: &str = "adding an if/else node to a graph builder";
+        let second = Self::one_body(bodies.split_off(1), WHAT)?;
+        let first = Self::one_body(bodies, WHAT)?;
+        Ok((first, second))
+    }
+
+    /// A `switch` node on `condition` with `count` bodies (`switch`): body `i`
+    /// runs when the condition is `i` (none when it is `count` or more). CUDA
+    /// 12.8 drivers and later.
+    ///
+    /// # Errors
+    /// As [`while_loop`](Self::while_loop); [`Error::InvalidArgument`] for a
+    /// count of 0; [`Error::Unsupported`] before CUDA 12.8.
+    pub fn switch(&self, condition: GraphCondition, count: u32) -> Result<Vec<GraphBuilder>> {
+        self.conditional(condition, ConditionalKind::Switch(count))
+    }
+
+    /// A `while` node on `condition` (`while_loop`): its body, returned, runs
+    /// while the condition is non-zero (checked before each run; a kernel in the
+    /// body sets it). CUDA 12.3 drivers and later.
+    ///
+    /// The body builder captures into the node's body graph: call
+    /// [`begin_building`](Self::begin_building) on it, queue the body's work,
+    /// and [`end_building`](Self::end_building) before this builder's graph
+    /// ends.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building; [`Error::Unsupported`] on a
+    /// driver before CUDA 12.3; the driver's error.
+    pub fn while_loop(&self, condition: GraphCondition) -> Result<GraphBuilder> {
+        let bodies = self.conditional(condition, ConditionalKind::While)?;
+        Self::one_body(bodies, "adding a while node to a graph builder")
+    }
+
+    /// Embeds a copy of `child` at this point of the capture (`add_child`); the
+    /// graph being built keeps what `child` keeps alive.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building or for a graph of another
+    /// device; the driver's error.
+    pub fn add_child(&self, child: &Graph) -> Result<()> {
+        const WHAT: &str = "adding a child graph to a graph builder";
+        self.check_building(WHAT)?;
+        check_device(self.device(), child.ctx.device(), WHAT)?;
+        let info = self.stream.capture_info()?;
+        if info.status != CaptureStatus::Active {
+            return Err(Error::invalid(WHAT, "the builder's capture is not active"));
+        }
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: the dependencies are nodes of the capture's graph; a live child
+        // graph, which the driver clones.
+        unsafe {
+            sys::cuGraphAddChildGraphNode(
+                &mut node,
+                info.graph,
+                info.deps.as_ptr(),
+                info.deps.len(),
+                child.handle,
+            )
+        }
+        .check(|| WHAT)?;
+        keep_all(&self.family.keep, &child.keep);
+        self.stream.set_capture_dependency(node)
+    }
+
+    /// Launches `kernel` with `config` and `args` into the graph
+    /// (`launch(builder, config, kernel, *args)`), checked as [`crate::launch`]
+    /// checks a launch. The graph keeps the kernel (and its library) and the
+    /// arguments' allocations alive.
+    ///
+    /// # Safety
+    /// As [`crate::launch`], for every launch of every instantiation of the graph,
+    /// except that the builder keeps [`ArcView`] arguments alive: the kernel must
+    /// stay within the memory it is given, must not race with other work on it,
+    /// and memory passed by raw address ([`DevicePtr`](crate::DevicePtr), an
+    /// integer) must stay valid while the graph can run.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building, for memory of another device
+    /// or a wrong argument count or size; the driver's error.
+    pub unsafe fn launch(
+        &self,
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn CaptureArg],
+    ) -> Result<()> {
+        let what = || format!("launching kernel `{}` into a graph builder", kernel.name());
+        self.check_building(what())?;
+        for a in args {
+            if let Some(d) = a.memory_device() {
+                check_device(self.device(), d, what())?;
+            }
+        }
+        // Kept first: a node the driver accepted must never outlive its memory.
+        for a in args {
+            if let Some(k) = a.keep_alive() {
+                keep(&self.family.keep, k);
+            }
+        }
+        keep(&self.family.keep, Arc::new(kernel.clone()));
+        let plain: Vec<&dyn KernelArg> = args.iter().map(|a| a.as_kernel_arg()).collect();
+        // SAFETY: per this function's contract; the builder's stream is capturing.
+        unsafe { crate::launch(&self.stream, config, kernel, &plain) }
+    }
+
+    /// Copies `src` into `dst`, views of equal length, when the graph runs (a
+    /// memcpy node); the graph keeps both allocations alive.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building, for views of other lengths
+    /// ([`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange)), or when
+    /// neither is memory of the builder's device; the driver's error.
+    pub fn copy<T: Pod>(
+        &self,
+        dst: impl Into<ArcView<T>>,
+        src: impl Into<ArcView<T>>,
+    ) -> Result<()> {
+        const WHAT: &str = "copying in a graph builder";
+        self.check_building(WHAT)?;
+        let (dst, src) = (dst.into(), src.into());
+        if dst.len() != src.len() {
+            return Err(Error::out_of_range(
+                WHAT,
+                format!(
+                    "the lengths differ: {} and {} elements",
+                    src.len(),
+                    dst.len()
+                ),
+            ));
+        }
+        if dst.device() != self.device() {
+            check_device(self.device(), src.device(), WHAT)?;
+        }
+        keep(&self.family.keep, dst.keep_alive());
+        keep(&self.family.keep, src.keep_alive());
+        crate::memory::copy_device_queued(
+            dst.buffer(),
+            dst.ptr(),
+            src.buffer(),
+            src.ptr(),
+            dst.byte_len(),
+            &self.stream,
+        )
+    }
+
+    /// Sets every element of `dst` to `value` when the graph runs (one memset
+    /// node; two for 8-byte elements); the graph keeps the allocation alive.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building, for memory of another
+    /// device or an address not aligned to the element size; the driver's error.
+    pub fn fill<T: Pod>(&self, dst: impl Into<ArcView<T>>, value: T) -> Result<()> {
+        const {
+            assert!(
+                matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
+                "GraphBuilder::fill takes elements of 1, 2, 4 or 8 bytes"
+            );
+        }
+        const WHAT: &str = "filling in a graph builder";
+        self.check_building(WHAT)?;
+        let dst = dst.into();
+        check_device(self.device(), dst.device(), WHAT)?;
+        keep(&self.family.keep, dst.keep_alive());
+        crate::view::Span {
+            buf: dst.buffer(),
+            ptr: dst.ptr(),
+            len: dst.len(),
+            elem: std::mem::size_of::<T>(),
+        }
+        .fill_queued(bytemuck::bytes_of(&value), &self.stream)
+    }
+
+    /// Allocates `len` elements of graph memory from `mr`, a memory pool of the
+    /// builder's device (`mr.allocate(size, stream=builder)`): an allocation node
+    /// now, and a free node that ends the graph, added by
+    /// [`end_building`](Self::end_building). The memory exists while the graph
+    /// runs, from its allocation to the end of the graph, fresh on each launch;
+    /// pass the view to work queued into this builder (its splits and bodies
+    /// included), not to work outside the graph.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building, for a zero length or a size
+    /// that overflows, a resource that is not a memory pool
+    /// ([`MemoryResource::is_stream_ordered`]) or of another device;
+    /// [`Error::Unsupported`] in a conditional body (CUDA allows no allocation
+    /// there); the resource's error.
+    pub fn allocate<T: Pod>(&self, mr: &Arc<dyn MemoryResource>, len: usize) -> Result<ArcView<T>> {
+        let what = || format!("allocating {len} elements in a graph builder");
+        self.check_building(what())?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::out_of_range(what(), "the size in bytes does not fit a usize"))?;
+        if bytes == 0 {
+            return Err(Error::zero_size(what()));
+        }
+        if self.role.kind() == RoleKind::Body {
+            return Err(Error::unsupported(
+                what(),
+                "CUDA allows no allocation in a conditional node's body",
+            ));
+        }
+        if !mr.is_stream_ordered() {
+            return Err(Error::invalid(
+                what(),
+                "the resource is not a memory pool (not stream-ordered): graphs allocate \
+                 only from pools",
+            ));
+        }
+        let device = mr.device();
+        check_device(self.device(), &device, what())?;
+        // SAFETY: captured on the builder's stream: an allocation node whose memory
+        // the end of the top builder frees (a captured free node), once.
+        let ptr = unsafe { mr.allocate_raw(bytes, &self.stream) }?;
+        lock(&self.family.frees).push(PendingFree {
+            mr: mr.clone(),
+            ptr,
+            size: bytes,
+        });
+        // SAFETY: `bytes` of `mr`'s memory at `ptr` while the graph runs, from its
+        // allocation node to its free node; the buffer never frees it (not owned),
+        // and work outside the graph must not use it (documented above).
+        let buffer = Arc::new(unsafe { Buffer::from_raw(ptr, bytes, mr.kind(), &device) });
+        ArcView::of_buffer(&buffer)
+    }
+
+    /// Calls `f` on a driver thread each time the graph reaches this point
+    /// (`callback(fn)`): [`Stream::launch_host_func_repeatable`] on the
+    /// capture, so the graph owns `f`. `f` must not call CUDA; a panic in it is
+    /// caught and recorded in the builder's stream.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building; the driver's error.
+    pub fn callback(&self, f: impl Fn() + Send + Sync + 'static) -> Result<()> {
+        self.check_building("adding a host callback to a graph builder")?;
+        self.stream.launch_host_func_repeatable(f)
+    }
+
+    /// Records `event` at this point of the capture; another builder of the
+    /// same graph that [`wait_event`](Self::wait_event)s for it depends on the
+    /// work captured here so far. The graph keeps the event alive.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building; the driver's error.
+    pub fn record_event(&self, event: &Arc<Event>) -> Result<()> {
+        self.check_building("recording an event in a graph builder")?;
+        keep(&self.family.keep, event.clone());
+        event.record(&self.stream)
+    }
+
+    /// Makes the work captured after this point wait for `event` (recorded in a
+    /// builder of the same graph). The graph keeps the event alive.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building; the driver's error.
+    pub fn wait_event(&self, event: &Arc<Event>) -> Result<()> {
+        self.check_building("making a graph builder wait for an event")?;
+        keep(&self.family.keep, event.clone());
+        self.stream.wait_event(event)
+    }
+
+    /// Ends the capture of the top builder and everything made from it, and
+    /// destroys the partial graph (a dropped builder).
+    fn abandon_top(&mut self) {
+        self.family.ended.store(true, Ordering::Release);
+        let children = std::mem::take(&mut *lock(&self.family.children));
+        // Splits first, newest first, each back into the builder it came from,
+        // then the bodies' captures; their graphs belong to the partial graph.
+        for c in children.iter().rev().filter(|c| c.kind == RoleKind::Split) {
+            if let Some(p) = &c.parent {
+                let _ = p.wait_stream(&c.stream);
+            }
+        }
+        for c in children.iter().rev().filter(|c| c.kind == RoleKind::Body) {
+            let _ = end_capture_raw(&c.stream);
+        }
+        lock(&self.family.frees).clear();
+        let (_, g) = end_capture_raw(&self.stream);
+        if !g.is_null() {
+            // SAFETY: the partial graph, ours, destroyed once.
+            let _ = unsafe { sys::cuGraphDestroy(g) };
+        }
+    }
+}
+
+impl Drop for GraphBuilder {
+    fn drop(&mut self) {
+        if self.phase != Phase::Building {
+            return;
+        }
+        self.phase = Phase::Ended;
+        match &self.role {
+            Role::Top => self.abandon_top(),
+            Role::Split { parent } => {
+                let open = lock(&self.family.children).iter().any(|c| c.id == self.id);
+                self.forget_child();
+                if open {
+                    // Joined back where it came from, so that builder can end.
+                    let _ = parent.wait_stream(&self.stream);
+                }
+            }
+            Role::Body { .. } => {
+                let open = lock(&self.family.children).iter().any(|c| c.id == self.id);
+                self.forget_child();
+                // The body graph belongs to its node: ended, not destroyed (the
+                // top builder may have ended this capture already).
+                if open {
+                    let _ = end_capture_raw(&self.stream);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::InvalidKind;
+    use crate::error::kind_of as kind;
+
+    #[test]
+    fn a_builder_begins_once_and_only_before_its_graph_is_built() {
+        assert!(check_begin(RoleKind::Top, Phase::Idle, false).is_ok());
+        assert!(check_begin(RoleKind::Body, Phase::Idle, false).is_ok());
+        for phase in [Phase::Building, Phase::Ended] {
+            for role in [RoleKind::Top, RoleKind::Split, RoleKind::Body] {
+                assert_eq!(kind(check_begin(role, phase, false)), InvalidKind::Other);
+            }
+        }
+        let e = check_begin(RoleKind::Body, Phase::Idle, true).unwrap_err();
+        assert!(e.to_string().contains("built already"), "{e}");
+        let e = check_begin(RoleKind::Top, Phase::Ended, false).unwrap_err();
+        assert!(e.to_string().contains("cannot resume"), "{e}");
+    }
+
+    #[test]
+    fn ending_needs_a_building_builder_with_nothing_left_open() {
+        assert!(check_end(RoleKind::Top, Phase::Building, 0).is_ok());
+        assert!(check_end(RoleKind::Body, Phase::Building, 0).is_ok());
+        let e = check_end(RoleKind::Top, Phase::Idle, 0).unwrap_err();
+        assert!(e.to_string().contains("not building"), "{e}");
+        let e = check_end(RoleKind::Top, Phase::Ended, 0).unwrap_err();
+        assert!(e.to_string().contains("already ended"), "{e}");
+        let e = check_end(RoleKind::Top, Phase::Building, 2).unwrap_err();
+        assert!(e.to_string().contains("2 builders made from it are"), "{e}");
+        let e = check_end(RoleKind::Body, Phase::Building, 1).unwrap_err();
+        assert!(e.to_string().contains("1 builder made from it is"), "{e}");
+        let e = check_end(RoleKind::Split, Phase::Building, 0).unwrap_err();
+        assert!(e.to_string().contains("joining it"), "{e}");
+    }
+
+    #[test]
+    fn work_is_queued_only_while_building() {
+        assert!(check_building(Phase::Building, "t").is_ok());
+        let e = check_building(Phase::Idle, "launching").unwrap_err();
+        assert!(e.to_string().contains("begin_building"), "{e}");
+        assert_eq!(kind(check_building(Phase::Ended, "t")), InvalidKind::Other);
+    }
+
+    #[test]
+    fn split_counts_the_original_builder_as_python_does() {
+        assert_eq!(check_split_count(2).unwrap(), 1);
+        assert_eq!(check_split_count(5).unwrap(), 4);
+        for bad in [0, 1] {
+            let e = check_split_count(bad).unwrap_err();
+            assert!(e.to_string().contains(&format!("{bad} asked")), "{e}");
+        }
+    }
+
+    #[test]
+    fn only_split_builders_of_the_same_graph_and_device_join() {
+        let (d0, d1) = (Device::for_tests(0), Device::for_tests(1));
+        assert!(check_join(&d0, 7, (RoleKind::Split, 7, &d0)).is_ok());
+        assert_eq!(
+            kind(check_join(&d0, 7, (RoleKind::Split, 7, &d1))),
+            InvalidKind::OtherDevice
+        );
+        let e = check_join(&d0, 7, (RoleKind::Split, 8, &d0)).unwrap_err();
+        assert!(e.to_string().contains("another graph"), "{e}");
+        for role in [RoleKind::Top, RoleKind::Body] {
+            let e = check_join(&d0, 7, (role, 7, &d0)).unwrap_err();
+            assert!(e.to_string().contains("made by `split`"), "{e}");
+        }
+        assert!(check_device(&d0, &d0, "t").is_ok());
+        assert_eq!(kind(check_device(&d0, &d1, "t")), InvalidKind::OtherDevice);
+    }
+
+    #[test]
+    fn capture_args_keep_memory_and_pass_values() {
+        let mut bytes = [0u8; 64];
+        let buf = crate::arc_view::host_backed(&mut bytes);
+        let view = ArcView::<u32>::of_buffer(&buf).unwrap();
+        let before = Arc::strong_count(&buf);
+        let kept = CaptureArg::keep_alive(&view).unwrap();
+        assert_eq!(Arc::strong_count(&buf), before + 1);
+        drop(kept);
+        let arg = view.as_kernel_arg();
+        assert_eq!(arg.arg_size(), 8);
+        // SAFETY: the view's stored address, 8 readable bytes.
+        assert_eq!(unsafe { *arg.arg_ptr().cast::<u64>() }, buf.ptr());
+        assert_eq!(view.memory_device(), Some(buf.device()));
+        let n = 5u32;
+        assert!(n.keep_alive().is_none() && n.memory_device().is_none());
+        assert_eq!(n.as_kernel_arg().arg_size(), 4);
+        let c = GraphCondition(9);
+        assert!(c.keep_alive().is_none());
+        assert_eq!(c.as_kernel_arg().arg_size(), 8);
+        assert_eq!(
+            CaptureMode::default().raw(),
+            sys::CU_STREAM_CAPTURE_MODE_RELAXED
+        );
+    }
+}
