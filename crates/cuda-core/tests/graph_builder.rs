@@ -1,0 +1,352 @@
+//! GPU tests of [`GraphBuilder`]: kernels, fills, copies, host callbacks and
+//! graph allocations captured into a builder and replayed, split and joined
+//! builders, conditional bodies built by capture (a while loop counting to N,
+//! if/else), child graphs, and bad use. Without a GPU each test prints
+//! `SKIPPED`; with `CUDA_TEST_REQUIRE_GPU=1` it fails.
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cuda_core::{
+    ArcView, CaptureMode, CompileTarget, Device, DeviceBuffer, Error, GraphBuilder,
+    GraphCompleteOptions, InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource,
+    MemoryResource, ObjectCode, Program, ProgramOptions, SourceCode, Stream, StreamOptions,
+};
+use cuda_rs_tests::{needs_driver, require_gpu, require_libs};
+
+const SRC: &str = r#"
+typedef unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+extern "C" __global__ void add_to(int *x, int v) { x[threadIdx.x] += v; }
+extern "C" __global__ void iota_plus(int *x, int v) { x[threadIdx.x] = v + (int)threadIdx.x; }
+extern "C" __global__ void count_to(int *counter, int n, cudaGraphConditionalHandle h) {
+    if (threadIdx.x == 0) {
+        int now = ++*counter;
+        cudaGraphSetConditional(h, now < n ? 1u : 0u);
+    }
+}
+"#;
+
+/// Device 0, a stream on it, and the test kernels as a whole-program cubin (the
+/// driver resolves `cudaGraphSetConditional` when it loads the code).
+fn setup() -> (Device, Stream, ObjectCode) {
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let options = ProgramOptions {
+        arch: Some(d.arch().unwrap()),
+        ..Default::default()
+    };
+    let code = Program::new(SourceCode::Cxx(SRC), options)
+        .unwrap()
+        .compile(CompileTarget::Cubin, &[])
+        .unwrap();
+    (d, s, code)
+}
+
+fn kernel(code: &ObjectCode, name: &str) -> Kernel {
+    code.get_kernel(name).unwrap()
+}
+
+fn zeros(d: &Device, s: &Stream, n: usize) -> Arc<DeviceBuffer<i32>> {
+    let b = Arc::new(DeviceBuffer::<i32>::zeroed(d, n, s).unwrap());
+    s.sync().unwrap();
+    b
+}
+
+fn invalid_kind<T: std::fmt::Debug>(r: cuda_core::Result<T>) -> InvalidKind {
+    match r {
+        Err(Error::InvalidArgument { kind, .. }) => kind,
+        other => panic!("expected an invalid argument, got {other:?}"),
+    }
+}
+
+#[test]
+fn kernels_fills_copies_and_callbacks_captured_by_a_builder_replay() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add_to = kernel(&code, "add_to");
+    let x = zeros(&d, &s, 32);
+    let y = zeros(&d, &s, 32);
+    // Used only inside the graph: the builder keeps it alive after our `Arc` goes.
+    let tmp = zeros(&d, &s, 16);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut b = d.create_graph_builder().unwrap();
+    assert!(!b.is_building().unwrap());
+    b.begin_building(CaptureMode::default()).unwrap();
+    assert!(b.is_building().unwrap());
+    b.fill(&x, 5i32).unwrap();
+    // SAFETY: `add_to` touches x[threadIdx.x], 32 threads over 32 ints.
+    unsafe {
+        b.launch(
+            &LaunchConfig::new(1, 32),
+            &add_to,
+            &[&x.shared_view(), &3i32],
+        )
+    }
+    .unwrap();
+    b.copy(y.shared_slice(..16).unwrap(), x.shared_slice(16..).unwrap())
+        .unwrap();
+    b.fill(&tmp, -4i32).unwrap();
+    b.copy(y.shared_slice(16..).unwrap(), &tmp).unwrap();
+    let r = runs.clone();
+    b.callback(move || {
+        r.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    b.end_building().unwrap();
+    assert!(!b.is_building().unwrap());
+    assert_eq!(b.graph().unwrap().node_count().unwrap(), 6);
+    let dot = std::env::temp_dir().join(format!("graph-builder-{}.dot", std::process::id()));
+    b.debug_dot_print(&dot).unwrap();
+    assert!(std::fs::metadata(&dot).unwrap().len() > 0);
+    let _ = std::fs::remove_file(&dot);
+    let exec = b.complete(GraphCompleteOptions::default()).unwrap();
+    drop(b);
+    let tmp_weak = Arc::downgrade(&tmp);
+    drop(tmp);
+    assert!(tmp_weak.upgrade().is_some(), "the graph keeps `tmp` alive");
+    for _ in 0..2 {
+        exec.launch(&s).unwrap();
+    }
+    s.sync().unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(x.to_vec(&s).unwrap(), vec![8; 32]);
+    let want: Vec<i32> = [[8; 16], [-4; 16]].concat();
+    assert_eq!(y.to_vec(&s).unwrap(), want);
+    drop(exec);
+    assert!(
+        tmp_weak.upgrade().is_none(),
+        "freed with the last instantiation"
+    );
+}
+
+#[test]
+fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let iota_plus = kernel(&code, "iota_plus");
+    let out = zeros(&d, &s, 32);
+    let mr = d.memory_resource().unwrap();
+    let mut b = d.create_graph_builder().unwrap();
+    b.begin_building(CaptureMode::ThreadLocal).unwrap();
+    let tmp: ArcView<i32> = b.allocate(&mr, 32).unwrap();
+    // SAFETY: 32 threads write the 32 ints of `tmp`.
+    unsafe { b.launch(&LaunchConfig::new(1, 32), &iota_plus, &[&tmp, &7i32]) }.unwrap();
+    b.copy(&out, &tmp).unwrap();
+    // Not from a pool, none at all, in a body: refused before any driver call.
+    let legacy: Arc<dyn MemoryResource> = Arc::new(LegacyPinnedMemoryResource::new(&d));
+    assert_eq!(
+        invalid_kind(b.allocate::<i32>(&legacy, 4)),
+        InvalidKind::Other
+    );
+    assert_eq!(
+        invalid_kind(b.allocate::<i32>(&mr, 0)),
+        InvalidKind::ZeroSize
+    );
+    b.end_building().unwrap();
+    let graph = b.into_graph().unwrap();
+    assert_eq!(graph.node_count().unwrap(), 4, "alloc, kernel, copy, free");
+    let exec = graph.instantiate(GraphCompleteOptions::default()).unwrap();
+    // Freed inside the graph: it launches again and again.
+    for _ in 0..3 {
+        exec.launch(&s).unwrap();
+    }
+    let want: Vec<i32> = (0..32).map(|i| 7 + i).collect();
+    assert_eq!(out.to_vec(&s).unwrap(), want);
+}
+
+#[test]
+fn a_while_loop_built_by_capture_counts_to_n() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let count_to = kernel(&code, "count_to");
+    let add_to = kernel(&code, "add_to");
+    let counter = zeros(&d, &s, 1);
+    let after = zeros(&d, &s, 1);
+    let n = 10i32;
+    let mut b = s.create_graph_builder().unwrap();
+    b.begin_building(CaptureMode::ThreadLocal).unwrap();
+    b.fill(&counter, 0i32).unwrap();
+    let Some(cond) = needs_driver!(12030, b.create_conditional_handle(Some(1))) else {
+        return;
+    };
+    let mut body = b.while_loop(cond).unwrap();
+    // Not begun: ending the top builder is still fine, the body is empty.
+    body.begin_building(CaptureMode::ThreadLocal).unwrap();
+    // A body of a building graph keeps the top builder from ending.
+    assert_eq!(invalid_kind(b.end_building()), InvalidKind::Other);
+    // SAFETY: one thread increments counter[0].
+    unsafe {
+        body.launch(
+            &LaunchConfig::new(1, 1),
+            &count_to,
+            &[&counter.shared_view(), &n, &cond],
+        )
+    }
+    .unwrap();
+    // Allocation nodes are not allowed in conditional bodies.
+    let mr = d.memory_resource().unwrap();
+    assert!(matches!(
+        body.allocate::<i32>(&mr, 4),
+        Err(Error::Unsupported { .. })
+    ));
+    body.end_building().unwrap();
+    assert_eq!(invalid_kind(body.end_building()), InvalidKind::Other);
+    // After the loop: runs once, after the last iteration.
+    // SAFETY: one thread adds to after[0].
+    unsafe {
+        b.launch(
+            &LaunchConfig::new(1, 1),
+            &add_to,
+            &[&after.shared_view(), &1i32],
+        )
+    }
+    .unwrap();
+    b.end_building().unwrap();
+    // A body of a built graph cannot begin again.
+    assert_eq!(
+        invalid_kind(body.begin_building(CaptureMode::default()).map(|_| ())),
+        InvalidKind::Other
+    );
+    let exec = b.complete(GraphCompleteOptions::default()).unwrap();
+    for launch in 1..=2 {
+        exec.launch(&s).unwrap();
+        s.sync().unwrap();
+        assert_eq!(counter.to_vec(&s).unwrap(), vec![n], "launch {launch}");
+        assert_eq!(after.to_vec(&s).unwrap(), vec![launch], "launch {launch}");
+    }
+}
+
+#[test]
+fn split_builders_join_and_if_else_picks_a_branch() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let (iota_plus, add_to) = (kernel(&code, "iota_plus"), kernel(&code, "add_to"));
+    let x = zeros(&d, &s, 64);
+    let mut b = d.create_graph_builder().unwrap();
+    b.begin_building(CaptureMode::default()).unwrap();
+    assert_eq!(invalid_kind(b.split(1)), InvalidKind::Other);
+    let mut parts = b.split(3).unwrap();
+    assert_eq!(parts.len(), 2);
+    assert!(parts.iter().all(GraphBuilder::is_join_required));
+    // Split builders are joined, not ended; the top one waits for them.
+    assert_eq!(invalid_kind(parts[0].end_building()), InvalidKind::Other);
+    assert_eq!(invalid_kind(b.end_building()), InvalidKind::Other);
+    let cfg = LaunchConfig::new(1, 32);
+    for (i, p) in parts.iter().enumerate() {
+        let half = x.shared_slice(32 * i..32 * (i + 1)).unwrap();
+        // SAFETY: 32 threads over the 32 ints of `half`.
+        unsafe { p.launch(&cfg, &iota_plus, &[&half, &(100 * i as i32)]) }.unwrap();
+    }
+    // A builder of another graph does not join this one.
+    let mut other = d.create_graph_builder().unwrap();
+    other.begin_building(CaptureMode::default()).unwrap();
+    let stranger = other.split(2).unwrap();
+    assert_eq!(invalid_kind(b.join(stranger)), InvalidKind::Other);
+    other.end_building().unwrap();
+    b.join(std::mem::take(&mut parts)).unwrap();
+    // If/else on a condition that defaults to 0: the else branch runs.
+    let cond = b.create_conditional_handle(Some(0)).unwrap();
+    if let Some((mut then, mut otherwise)) = needs_driver!(12080, b.if_else(cond)) {
+        for (body, v) in [(&mut then, 1000i32), (&mut otherwise, 1)] {
+            body.begin_building(CaptureMode::default()).unwrap();
+            // SAFETY: 64 threads over the 64 ints of `x`.
+            unsafe { body.launch(&LaunchConfig::new(1, 64), &add_to, &[&x.shared_view(), &v]) }
+                .unwrap();
+            body.end_building().unwrap();
+        }
+    }
+    b.end_building().unwrap();
+    let exec = b.complete(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&s).unwrap();
+    let bump = i32::from(cuda_rs_tests::driver_version() >= 12080);
+    let want: Vec<i32> = (0..64).map(|i| (i % 32) + 100 * (i / 32) + bump).collect();
+    assert_eq!(x.to_vec(&s).unwrap(), want);
+}
+
+#[test]
+fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add_to = kernel(&code, "add_to");
+    let x = zeros(&d, &s, 32);
+    let mut b = d.create_graph_builder().unwrap();
+    // Nothing is queued, ended or built before building begins.
+    assert_eq!(invalid_kind(b.end_building()), InvalidKind::Other);
+    assert_eq!(invalid_kind(b.fill(&x, 1i32)), InvalidKind::Other);
+    assert_eq!(invalid_kind(b.graph().map(|_| ())), InvalidKind::Other);
+    assert_eq!(
+        invalid_kind(b.complete(GraphCompleteOptions::default())),
+        InvalidKind::Other
+    );
+    b.begin_building(CaptureMode::default()).unwrap();
+    assert_eq!(
+        invalid_kind(b.begin_building(CaptureMode::default()).map(|_| ())),
+        InvalidKind::Other
+    );
+    // SAFETY: 32 threads over 32 ints.
+    unsafe {
+        b.launch(
+            &LaunchConfig::new(1, 32),
+            &add_to,
+            &[&x.shared_view(), &1i32],
+        )
+    }
+    .unwrap();
+    // A wrong argument count is refused before anything is captured (on
+    // drivers that report kernels' parameters).
+    // SAFETY: not launched.
+    let wrong = unsafe { b.launch(&LaunchConfig::new(1, 32), &add_to, &[&x.shared_view()]) };
+    if cuda_rs_tests::driver_version() >= 12040 {
+        assert_eq!(invalid_kind(wrong), InvalidKind::Other);
+    }
+    // Dropped mid-capture, with a split still open: the capture ends, the partial
+    // graph is destroyed, and the stream's device keeps working.
+    let open = b.split(2).unwrap();
+    drop(b);
+    drop(open);
+    let mut again = d.create_graph_builder().unwrap();
+    again.begin_building(CaptureMode::default()).unwrap();
+    again.fill(&x, 9i32).unwrap();
+    again.end_building().unwrap();
+    // A child graph: the built graph embedded twice into another builder.
+    let child = again.into_graph().unwrap();
+    let mut parent = d.create_graph_builder().unwrap();
+    parent.begin_building(CaptureMode::default()).unwrap();
+    parent.add_child(&child).unwrap();
+    // SAFETY: 32 threads over 32 ints.
+    unsafe {
+        parent.launch(
+            &LaunchConfig::new(1, 32),
+            &add_to,
+            &[&x.shared_view(), &1i32],
+        )
+    }
+    .unwrap();
+    parent.add_child(&child).unwrap();
+    parent.end_building().unwrap();
+    assert_eq!(parent.graph().unwrap().node_count().unwrap(), 3);
+    let exec = parent.complete(GraphCompleteOptions::default()).unwrap();
+    drop(child);
+    exec.launch(&s).unwrap();
+    assert_eq!(x.to_vec(&s).unwrap(), vec![9; 32], "the second fill wins");
+    // Memory of another device is refused (with a second GPU).
+    if Device::count().unwrap() > 1 {
+        let d1 = Device::new(1).unwrap();
+        let s1 = d1.create_stream(StreamOptions::default()).unwrap();
+        let far = Arc::new(DeviceBuffer::<i32>::zeroed(&d1, 32, &s1).unwrap());
+        s1.sync().unwrap();
+        let mut b = d.create_graph_builder().unwrap();
+        b.begin_building(CaptureMode::default()).unwrap();
+        assert_eq!(invalid_kind(b.fill(&far, 1i32)), InvalidKind::OtherDevice);
+        b.end_building().unwrap();
+    }
+}
