@@ -1,59 +1,6 @@
 //! [`GraphBuilder`]: building a [`Graph`] by stream capture, the way `cuda.core`'s
-//! `GraphBuilder` does, with the lifetimes checked.
-//!
-//! A builder captures on a stream of its own: work queued into it (kernel
-//! launches, copies, fills, allocations, host callbacks, event records and
-//! waits, child graphs) becomes nodes of the graph that
-//! [`end_building`](GraphBuilder::end_building) returns. Captured work refers to
-//! memory by address, so the builder **keeps every object queued into it alive**
-//! (the [`ArcView`]s and their allocations, the kernels and their libraries, the
-//! events, the child graphs' own keep lists) in the keep list of the graph it
-//! builds; the graph hands it to each [`GraphExec`] instantiated from it, which
-//! holds it until its launches have finished. That is what makes queuing safe,
-//! where [`Stream::begin_capture`] is `unsafe`.
-//!
-//! ```no_run
-//! # fn f(dev: &cuda_core::Device, step: &cuda_core::Kernel) -> cuda_core::Result<()> {
-//! use std::sync::Arc;
-//! use cuda_core::{CaptureMode, DeviceBuffer, GraphCompleteOptions, LaunchConfig};
-//! let s = dev.create_stream(Default::default())?;
-//! let counter = Arc::new(DeviceBuffer::from_host(dev, &[0u32], &s)?);
-//! s.sync()?;
-//! let mut b = dev.create_graph_builder()?;
-//! b.begin_building(CaptureMode::default())?;
-//! // A loop that runs while `step` (which calls `cudaGraphSetConditional`) says so.
-//! let cond = b.create_conditional_handle(Some(1))?;
-//! let mut body = b.while_loop(cond)?;
-//! body.begin_building(CaptureMode::default())?;
-//! // SAFETY: `step(counter, cond)` touches `counter[0]` only.
-//! unsafe { body.launch(&LaunchConfig::new(1, 1), step, &[&counter.shared_view(), &cond])? };
-//! body.end_building()?;
-//! b.end_building()?;
-//! let exec = b.complete(GraphCompleteOptions::default())?;
-//! exec.launch(&s)?;
-//! s.sync()?;
-//! # Ok(()) }
-//! ```
-//!
-//! Conditional bodies ([`if_cond`](GraphBuilder::if_cond),
-//! [`if_else`](GraphBuilder::if_else), [`switch`](GraphBuilder::switch),
-//! [`while_loop`](GraphBuilder::while_loop)) are builders too: the conditional
-//! node is added to the graph being captured (`cuGraphAddNode`, then
-//! `cuStreamUpdateCaptureDependencies` so the captured work that follows depends
-//! on it), and each body builder captures into its body graph
-//! (`cuStreamBeginCaptureToGraph`). [`split`](GraphBuilder::split) forks builders
-//! that capture in parallel into the same graph; [`join`](GraphBuilder::join)
-//! brings them back.
-//!
-//! Bad use is an error, never a leak: ending a builder that is not building, or
-//! while builders split from it are not joined (or, for the top builder, while a
-//! body builder is still building), joining a builder of another graph or
-//! device, a conditional body on a driver before CUDA 12.3 (if/else and switch:
-//! 12.8) are [`Error::InvalidArgument`] or [`Error::Unsupported`]. A builder
-//! dropped while building ends its capture and destroys the partial graph (the
-//! top builder first ends the bodies' captures and joins the split builders
-//! still open); a split builder dropped without a join is joined to the builder
-//! it was split from.
+//! `GraphBuilder` does, keeping alive what is queued into it; its checks are
+//! pure functions, tested without a GPU.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -347,12 +294,64 @@ fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
 /// Made by [`Device::create_graph_builder`] or [`Stream::create_graph_builder`];
 /// [`begin_building`](Self::begin_building) starts the capture,
 /// [`end_building`](Self::end_building) ends it, [`complete`](Self::complete)
-/// instantiates the graph (or [`into_graph`](Self::into_graph) takes it). See
-/// the [module documentation](self) for an example and what is kept alive.
+/// instantiates the graph (or [`into_graph`](Self::into_graph) takes it).
 ///
-/// The builder captures on a stream of its own, which no other code can queue
-/// work on (so nothing but what the builder checks gets into the graph). Neither
-/// `Send` nor `Sync`, as [`Graph`].
+/// A builder captures on a stream of its own, which no other code can queue
+/// work on (so nothing but what the builder checks gets into the graph): work
+/// queued into it (kernel launches, copies, fills, allocations, host callbacks,
+/// event records and waits, child graphs) becomes nodes of the graph that
+/// [`end_building`](GraphBuilder::end_building) completes. Captured work refers to
+/// memory by address, so the builder **keeps every object queued into it alive**
+/// (the [`ArcView`]s and their allocations, the kernels and their libraries, the
+/// events, the child graphs' own keep lists) in the keep list of the graph it
+/// builds; the graph hands it to each [`GraphExec`] instantiated from it, which
+/// holds it until its launches have finished. That is what makes queuing safe,
+/// where [`Stream::begin_capture`] is `unsafe`.
+///
+/// ```no_run
+/// # fn f(dev: &cuda_core::Device, step: &cuda_core::Kernel) -> cuda_core::Result<()> {
+/// use std::sync::Arc;
+/// use cuda_core::{CaptureMode, DeviceBuffer, GraphCompleteOptions, LaunchConfig};
+/// let s = dev.create_stream(Default::default())?;
+/// let counter = Arc::new(DeviceBuffer::from_host(dev, &[0u32], &s)?);
+/// s.sync()?;
+/// let mut b = dev.create_graph_builder()?;
+/// b.begin_building(CaptureMode::default())?;
+/// // A loop that runs while `step` (which calls `cudaGraphSetConditional`) says so.
+/// let cond = b.create_conditional_handle(Some(1))?;
+/// let mut body = b.while_loop(cond)?;
+/// body.begin_building(CaptureMode::default())?;
+/// // SAFETY: `step(counter, cond)` touches `counter[0]` only.
+/// unsafe { body.launch(&LaunchConfig::new(1, 1), step, &[&counter.shared_view(), &cond])? };
+/// body.end_building()?;
+/// b.end_building()?;
+/// let exec = b.complete(GraphCompleteOptions::default())?;
+/// exec.launch(&s)?;
+/// s.sync()?;
+/// # Ok(()) }
+/// ```
+///
+/// Conditional bodies ([`if_cond`](GraphBuilder::if_cond),
+/// [`if_else`](GraphBuilder::if_else), [`switch`](GraphBuilder::switch),
+/// [`while_loop`](GraphBuilder::while_loop)) are builders too: the conditional
+/// node is added to the graph being captured (`cuGraphAddNode`, then
+/// `cuStreamUpdateCaptureDependencies` so the captured work that follows depends
+/// on it), and each body builder captures into its body graph
+/// (`cuStreamBeginCaptureToGraph`). [`split`](GraphBuilder::split) forks builders
+/// that capture in parallel into the same graph; [`join`](GraphBuilder::join)
+/// brings them back.
+///
+/// Bad use is an error, never a leak: ending a builder that is not building, or
+/// while builders split from it are not joined (or, for the top builder, while a
+/// body builder is still building), joining a builder of another graph or
+/// device, a conditional body on a driver before CUDA 12.3 (if/else and switch:
+/// 12.8) are [`Error::InvalidArgument`] or [`Error::Unsupported`]. A builder
+/// dropped while building ends its capture and destroys the partial graph (the
+/// top builder first ends the bodies' captures and joins the split builders
+/// still open); a split builder dropped without a join is joined to the builder
+/// it was split from.
+///
+/// Neither `Send` nor `Sync`, as [`Graph`].
 pub struct GraphBuilder {
     id: u64,
     stream: Stream,
