@@ -56,13 +56,6 @@ fn zeros(d: &Device, s: &Stream, n: usize) -> Arc<DeviceBuffer<i32>> {
     b
 }
 
-fn invalid_kind<T: std::fmt::Debug>(r: cuda_core::Result<T>) -> InvalidKind {
-    match r {
-        Err(Error::InvalidArgument { kind, .. }) => kind,
-        other => panic!("expected an invalid argument, got {other:?}"),
-    }
-}
-
 #[test]
 fn kernels_fills_copies_and_callbacks_captured_by_a_builder_replay() {
     require_gpu!();
@@ -141,12 +134,12 @@ fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
     // Not from a pool, none at all, in a body: refused before any driver call.
     let legacy: Arc<dyn MemoryResource> = Arc::new(LegacyPinnedMemoryResource::new(&d));
     assert_eq!(
-        invalid_kind(b.allocate::<i32>(&legacy, 4)),
-        InvalidKind::Other
+        b.allocate::<i32>(&legacy, 4).unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
     );
     assert_eq!(
-        invalid_kind(b.allocate::<i32>(&mr, 0)),
-        InvalidKind::ZeroSize
+        b.allocate::<i32>(&mr, 0).unwrap_err().invalid_kind(),
+        Some(InvalidKind::ZeroSize)
     );
     b.end_building().unwrap();
     let graph = b.into_graph().unwrap();
@@ -180,7 +173,10 @@ fn a_while_loop_built_by_capture_counts_to_n() {
     // Not begun: ending the top builder is still fine, the body is empty.
     body.begin_building(CaptureMode::ThreadLocal).unwrap();
     // A body of a building graph keeps the top builder from ending.
-    assert_eq!(invalid_kind(b.end_building()), InvalidKind::Other);
+    assert_eq!(
+        b.end_building().unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
     // SAFETY: one thread increments counter[0].
     unsafe {
         body.launch(
@@ -197,7 +193,10 @@ fn a_while_loop_built_by_capture_counts_to_n() {
         Err(Error::Unsupported { .. })
     ));
     body.end_building().unwrap();
-    assert_eq!(invalid_kind(body.end_building()), InvalidKind::Other);
+    assert_eq!(
+        body.end_building().unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
     // After the loop: runs once, after the last iteration.
     // SAFETY: one thread adds to after[0].
     unsafe {
@@ -211,8 +210,11 @@ fn a_while_loop_built_by_capture_counts_to_n() {
     b.end_building().unwrap();
     // A body of a built graph cannot begin again.
     assert_eq!(
-        invalid_kind(body.begin_building(CaptureMode::default()).map(|_| ())),
-        InvalidKind::Other
+        body.begin_building(CaptureMode::default())
+            .map(|_| ())
+            .unwrap_err()
+            .invalid_kind(),
+        Some(InvalidKind::Other)
     );
     let exec = b.complete(GraphCompleteOptions::default()).unwrap();
     for launch in 1..=2 {
@@ -232,13 +234,22 @@ fn split_builders_join_and_if_else_picks_a_branch() {
     let x = zeros(&d, &s, 64);
     let mut b = d.create_graph_builder().unwrap();
     b.begin_building(CaptureMode::default()).unwrap();
-    assert_eq!(invalid_kind(b.split(1)), InvalidKind::Other);
+    assert_eq!(
+        b.split(1).unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
     let mut parts = b.split(3).unwrap();
     assert_eq!(parts.len(), 2);
     assert!(parts.iter().all(GraphBuilder::is_join_required));
     // Split builders are joined, not ended; the top one waits for them.
-    assert_eq!(invalid_kind(parts[0].end_building()), InvalidKind::Other);
-    assert_eq!(invalid_kind(b.end_building()), InvalidKind::Other);
+    assert_eq!(
+        parts[0].end_building().unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+    assert_eq!(
+        b.end_building().unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
     let cfg = LaunchConfig::new(1, 32);
     for (i, p) in parts.iter().enumerate() {
         let half = x.shared_slice(32 * i..32 * (i + 1)).unwrap();
@@ -249,7 +260,10 @@ fn split_builders_join_and_if_else_picks_a_branch() {
     let mut other = d.create_graph_builder().unwrap();
     other.begin_building(CaptureMode::default()).unwrap();
     let stranger = other.split(2).unwrap();
-    assert_eq!(invalid_kind(b.join(stranger)), InvalidKind::Other);
+    assert_eq!(
+        b.join(stranger).unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
     other.end_building().unwrap();
     b.join(std::mem::take(&mut parts)).unwrap();
     // If/else on a condition that defaults to 0: the else branch runs.
@@ -280,17 +294,31 @@ fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
     let x = zeros(&d, &s, 32);
     let mut b = d.create_graph_builder().unwrap();
     // Nothing is queued, ended or built before building begins.
-    assert_eq!(invalid_kind(b.end_building()), InvalidKind::Other);
-    assert_eq!(invalid_kind(b.fill(&x, 1i32)), InvalidKind::Other);
-    assert_eq!(invalid_kind(b.graph().map(|_| ())), InvalidKind::Other);
     assert_eq!(
-        invalid_kind(b.complete(GraphCompleteOptions::default())),
-        InvalidKind::Other
+        b.end_building().unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+    assert_eq!(
+        b.fill(&x, 1i32).unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+    assert_eq!(
+        b.graph().map(|_| ()).unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+    assert_eq!(
+        b.complete(GraphCompleteOptions::default())
+            .unwrap_err()
+            .invalid_kind(),
+        Some(InvalidKind::Other)
     );
     b.begin_building(CaptureMode::default()).unwrap();
     assert_eq!(
-        invalid_kind(b.begin_building(CaptureMode::default()).map(|_| ())),
-        InvalidKind::Other
+        b.begin_building(CaptureMode::default())
+            .map(|_| ())
+            .unwrap_err()
+            .invalid_kind(),
+        Some(InvalidKind::Other)
     );
     // SAFETY: 32 threads over 32 ints.
     unsafe {
@@ -306,7 +334,7 @@ fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
     // SAFETY: not launched.
     let wrong = unsafe { b.launch(&LaunchConfig::new(1, 32), &add_to, &[&x.shared_view()]) };
     if cuda_rs_tests::driver_version() >= 12040 {
-        assert_eq!(invalid_kind(wrong), InvalidKind::Other);
+        assert_eq!(wrong.unwrap_err().invalid_kind(), Some(InvalidKind::Other));
     }
     // Dropped mid-capture, with a split still open: the capture ends, the partial
     // graph is destroyed, and the stream's device keeps working.
@@ -346,7 +374,10 @@ fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
         s1.sync().unwrap();
         let mut b = d.create_graph_builder().unwrap();
         b.begin_building(CaptureMode::default()).unwrap();
-        assert_eq!(invalid_kind(b.fill(&far, 1i32)), InvalidKind::OtherDevice);
+        assert_eq!(
+            b.fill(&far, 1i32).unwrap_err().invalid_kind(),
+            Some(InvalidKind::OtherDevice)
+        );
         b.end_building().unwrap();
     }
 }

@@ -28,7 +28,7 @@ use super::{
 /// Implemented for every [`Pod`] value (numbers, `#[repr(C)]` structs, a
 /// [`DevicePtr`](crate::DevicePtr), whose memory the caller vouches for), for
 /// [`ArcView`] (the address of its first element; the graph keeps its allocation
-/// alive) and for [`GraphCondition`]. An `Arc<DeviceBuffer<T>>` is passed as
+/// alive), a [`GraphCondition`] among the values. An `Arc<DeviceBuffer<T>>` is passed as
 /// `x.shared_view()`, an `Arc<Buffer>` as `ArcView::<T>::of_buffer(&b)?`.
 pub trait CaptureArg {
     /// The argument's bytes, as a launch takes them.
@@ -61,18 +61,6 @@ impl<T: Pod> CaptureArg for ArcView<T> {
     }
     fn memory_device(&self) -> Option<&Device> {
         Some(self.buffer().device())
-    }
-}
-
-impl CaptureArg for GraphCondition {
-    fn as_kernel_arg(&self) -> &dyn KernelArg {
-        self
-    }
-    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
-        None
-    }
-    fn memory_device(&self) -> Option<&Device> {
-        None
     }
 }
 

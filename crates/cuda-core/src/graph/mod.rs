@@ -132,19 +132,11 @@ pub enum ConditionalKind {
 
 /// A condition handle (`CUgraphConditionalHandle`): passed to kernels, which set it
 /// with `cudaGraphSetConditional(handle, value)` (link with `cudadevrt`), and
-/// named by conditional nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// named by conditional nodes. A 64-bit value ([`Pod`](bytemuck::Pod)): as a kernel
+/// argument it is its own bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(transparent)]
 pub struct GraphCondition(pub sys::CUgraphConditionalHandle);
-
-// SAFETY: a condition handle is a 64-bit value; as a kernel argument it is its own bytes.
-unsafe impl KernelArg for GraphCondition {
-    fn arg_ptr(&self) -> *const c_void {
-        (&self.0 as *const sys::CUgraphConditionalHandle).cast()
-    }
-    fn arg_size(&self) -> usize {
-        std::mem::size_of::<sys::CUgraphConditionalHandle>()
-    }
-}
 
 unsafe extern "C" fn host_trampoline(data: *mut c_void) {
     // SAFETY: `data` is the `Box<dyn Fn>` that `add_host_callback` stored in the
