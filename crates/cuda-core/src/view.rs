@@ -384,7 +384,8 @@ impl<'a, T: Pod> DeviceViewMut<'a, T> {
     pub fn copy_from(&mut self, src: DeviceView<'_, T>, stream: &Stream) -> Result<()> {
         let dst = self.span();
         dst.check_len(src.len, "copying between views")?;
-        crate::memory::copy_device(dst.buf, dst.ptr, src.buf, src.ptr, dst.bytes(), stream)
+        crate::memory::copy_device(dst.buf, dst.ptr, src.buf, src.ptr, dst.bytes(), stream)?;
+        crate::memory::order_frees_after([dst.buf, src.buf].into_iter(), stream)
     }
 
     /// Sets every element to `value`, ordered on `stream`. Elements of 1, 2 and 4

@@ -923,7 +923,7 @@ impl GraphBuilder {
         }
         keep(&self.family.keep, dst.keep_alive());
         keep(&self.family.keep, src.keep_alive());
-        crate::memory::copy_device_queued(
+        crate::memory::copy_device(
             dst.buffer(),
             dst.ptr(),
             src.buffer(),

@@ -377,7 +377,8 @@ impl Buffer {
     /// belongs to neither buffer's device; the driver's error.
     pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
         self.check_len(src.size, "copying between buffers")?;
-        copy_device(self, self.ptr, src, src.ptr, src.size, stream)
+        copy_device(self, self.ptr, src, src.ptr, src.size, stream)?;
+        order_frees_after([&*self, src].into_iter(), stream)
     }
 
     /// Copies this buffer into the start of `dst` (see [`copy_from`](Self::copy_from)).
@@ -917,23 +918,10 @@ pub(crate) fn order_frees_after<'a>(
 
 /// Copies `bytes` bytes from `src_ptr` (inside `src`) to `dst_ptr` (inside `dst`),
 /// ordered on `stream`: `cuMemcpyAsync` on one device, `cuMemcpyPeerAsync` between
-/// two (the stream may then be either device's). Orders both buffers' frees after
-/// the copy. The caller checked that both spans lie in their buffers.
+/// two (the stream may then be either device's). The caller checked that both
+/// spans lie in their buffers, and orders both buffers' frees after the copy
+/// ([`order_frees_after`]) unless a graph being captured keeps them alive.
 pub(crate) fn copy_device(
-    dst: &Buffer,
-    dst_ptr: sys::CUdeviceptr,
-    src: &Buffer,
-    src_ptr: sys::CUdeviceptr,
-    bytes: usize,
-    stream: &Stream,
-) -> Result<()> {
-    copy_device_queued(dst, dst_ptr, src, src_ptr, bytes, stream)?;
-    order_frees_after([dst, src].into_iter(), stream)
-}
-
-/// As [`copy_device`], without ordering the buffers' frees after the copy: for a
-/// capturing stream, whose graph keeps both buffers alive instead.
-pub(crate) fn copy_device_queued(
     dst: &Buffer,
     dst_ptr: sys::CUdeviceptr,
     src: &Buffer,

@@ -9,7 +9,7 @@ mod pinned;
 mod pool;
 
 pub use buffer::Buffer;
-pub(crate) use buffer::{copy_device, copy_device_queued, order_frees_after};
+pub(crate) use buffer::{copy_device, order_frees_after};
 pub use managed::ManagedMemoryResource;
 pub use pinned::{LegacyPinnedMemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions};
 pub use pool::{DeviceMemoryPoolOptions, DeviceMemoryResource, PoolAttributes, PoolReuse};
