@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
-    ArcView, CaptureMode, CompileTarget, Device, DeviceBuffer, Error, GraphBuilder,
+    ArcView, CaptureArg, CaptureMode, CompileTarget, Device, DeviceBuffer, Error, GraphBuilder,
     GraphCompleteOptions, InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource,
     MemoryResource, ObjectCode, Program, ProgramOptions, SourceCode, Stream, StreamOptions,
 };
@@ -50,6 +50,14 @@ fn kernel(code: &ObjectCode, name: &str) -> Kernel {
     code.get_kernel(name).unwrap()
 }
 
+/// Launches `kernel` on one block of `threads` threads into `b`.
+fn launch_into(b: &GraphBuilder, kernel: &Kernel, threads: u32, args: &[&dyn CaptureArg]) {
+    // SAFETY: each test kernel touches, per thread, one element of the views it
+    // is given (thread 0 only, for `count_to`), and every test passes views of
+    // at least `threads` elements.
+    unsafe { b.launch(&LaunchConfig::new(1, threads), kernel, args) }.unwrap();
+}
+
 fn zeros(d: &Device, s: &Stream, n: usize) -> Arc<DeviceBuffer<i32>> {
     let b = Arc::new(DeviceBuffer::<i32>::zeroed(d, n, s).unwrap());
     s.sync().unwrap();
@@ -72,15 +80,7 @@ fn kernels_fills_copies_and_callbacks_captured_by_a_builder_replay() {
     b.begin_building(CaptureMode::default()).unwrap();
     assert!(b.is_building().unwrap());
     b.fill(&x, 5i32).unwrap();
-    // SAFETY: `add_to` touches x[threadIdx.x], 32 threads over 32 ints.
-    unsafe {
-        b.launch(
-            &LaunchConfig::new(1, 32),
-            &add_to,
-            &[&x.shared_view(), &3i32],
-        )
-    }
-    .unwrap();
+    launch_into(&b, &add_to, 32, &[&x.shared_view(), &3i32]);
     b.copy(y.shared_slice(..16).unwrap(), x.shared_slice(16..).unwrap())
         .unwrap();
     b.fill(&tmp, -4i32).unwrap();
@@ -128,8 +128,7 @@ fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
     let mut b = d.create_graph_builder().unwrap();
     b.begin_building(CaptureMode::ThreadLocal).unwrap();
     let tmp: ArcView<i32> = b.allocate(&mr, 32).unwrap();
-    // SAFETY: 32 threads write the 32 ints of `tmp`.
-    unsafe { b.launch(&LaunchConfig::new(1, 32), &iota_plus, &[&tmp, &7i32]) }.unwrap();
+    launch_into(&b, &iota_plus, 32, &[&tmp, &7i32]);
     b.copy(&out, &tmp).unwrap();
     // Not from a pool, none at all, in a body: refused before any driver call.
     let legacy: Arc<dyn MemoryResource> = Arc::new(LegacyPinnedMemoryResource::new(&d));
@@ -177,15 +176,7 @@ fn a_while_loop_built_by_capture_counts_to_n() {
         b.end_building().unwrap_err().invalid_kind(),
         Some(InvalidKind::Other)
     );
-    // SAFETY: one thread increments counter[0].
-    unsafe {
-        body.launch(
-            &LaunchConfig::new(1, 1),
-            &count_to,
-            &[&counter.shared_view(), &n, &cond],
-        )
-    }
-    .unwrap();
+    launch_into(&body, &count_to, 1, &[&counter.shared_view(), &n, &cond]);
     // Allocation nodes are not allowed in conditional bodies.
     let mr = d.memory_resource().unwrap();
     assert!(matches!(
@@ -198,15 +189,7 @@ fn a_while_loop_built_by_capture_counts_to_n() {
         Some(InvalidKind::Other)
     );
     // After the loop: runs once, after the last iteration.
-    // SAFETY: one thread adds to after[0].
-    unsafe {
-        b.launch(
-            &LaunchConfig::new(1, 1),
-            &add_to,
-            &[&after.shared_view(), &1i32],
-        )
-    }
-    .unwrap();
+    launch_into(&b, &add_to, 1, &[&after.shared_view(), &1i32]);
     b.end_building().unwrap();
     // A body of a built graph cannot begin again.
     assert_eq!(
@@ -250,11 +233,9 @@ fn split_builders_join_and_if_else_picks_a_branch() {
         b.end_building().unwrap_err().invalid_kind(),
         Some(InvalidKind::Other)
     );
-    let cfg = LaunchConfig::new(1, 32);
     for (i, p) in parts.iter().enumerate() {
         let half = x.shared_slice(32 * i..32 * (i + 1)).unwrap();
-        // SAFETY: 32 threads over the 32 ints of `half`.
-        unsafe { p.launch(&cfg, &iota_plus, &[&half, &(100 * i as i32)]) }.unwrap();
+        launch_into(p, &iota_plus, 32, &[&half, &(100 * i as i32)]);
     }
     // A builder of another graph does not join this one.
     let mut other = d.create_graph_builder().unwrap();
@@ -271,9 +252,7 @@ fn split_builders_join_and_if_else_picks_a_branch() {
     if let Some((mut then, mut otherwise)) = needs_driver!(12080, b.if_else(cond)) {
         for (body, v) in [(&mut then, 1000i32), (&mut otherwise, 1)] {
             body.begin_building(CaptureMode::default()).unwrap();
-            // SAFETY: 64 threads over the 64 ints of `x`.
-            unsafe { body.launch(&LaunchConfig::new(1, 64), &add_to, &[&x.shared_view(), &v]) }
-                .unwrap();
+            launch_into(body, &add_to, 64, &[&x.shared_view(), &v]);
             body.end_building().unwrap();
         }
     }
@@ -320,15 +299,7 @@ fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
             .invalid_kind(),
         Some(InvalidKind::Other)
     );
-    // SAFETY: 32 threads over 32 ints.
-    unsafe {
-        b.launch(
-            &LaunchConfig::new(1, 32),
-            &add_to,
-            &[&x.shared_view(), &1i32],
-        )
-    }
-    .unwrap();
+    launch_into(&b, &add_to, 32, &[&x.shared_view(), &1i32]);
     // A wrong argument count is refused before anything is captured (on
     // drivers that report kernels' parameters).
     // SAFETY: not launched.
@@ -350,15 +321,7 @@ fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
     let mut parent = d.create_graph_builder().unwrap();
     parent.begin_building(CaptureMode::default()).unwrap();
     parent.add_child(&child).unwrap();
-    // SAFETY: 32 threads over 32 ints.
-    unsafe {
-        parent.launch(
-            &LaunchConfig::new(1, 32),
-            &add_to,
-            &[&x.shared_view(), &1i32],
-        )
-    }
-    .unwrap();
+    launch_into(&parent, &add_to, 32, &[&x.shared_view(), &1i32]);
     parent.add_child(&child).unwrap();
     parent.end_building().unwrap();
     assert_eq!(parent.graph().unwrap().node_count().unwrap(), 3);
