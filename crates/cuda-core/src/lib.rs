@@ -262,7 +262,7 @@ pub use event::{Event, EventOptions};
 pub use fatbin::FatbinBuilder;
 pub use graph::{
     CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphAllocation, GraphBuilder,
-    GraphCompleteOptions, GraphCondition, GraphExec, GraphMemUsage, GraphNode,
+    GraphCompleteOptions, GraphCondition, GraphExec, GraphMemUsage, GraphNode, GraphView,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
-    ArcView, CaptureArg, CaptureMode, CompileTarget, Device, DeviceBuffer, Error, GraphBuilder,
-    GraphCompleteOptions, InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource,
+    CaptureArg, CaptureMode, CompileTarget, Device, DeviceBuffer, Error, GraphBuilder,
+    GraphCompleteOptions, GraphView, InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource,
     MemoryResource, ObjectCode, Program, ProgramOptions, SourceCode, Stream, StreamOptions,
 };
 use cuda_rs_tests::{needs_driver, require_gpu, require_libs};
@@ -127,7 +127,8 @@ fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
     let mr = d.memory_resource().unwrap();
     let mut b = d.create_graph_builder().unwrap();
     b.begin_building(CaptureMode::ThreadLocal).unwrap();
-    let tmp: ArcView<i32> = b.allocate(&mr, 32).unwrap();
+    let tmp: GraphView<i32> = b.allocate(&mr, 32).unwrap();
+    assert!(tmp.is_graph_memory() && tmp.len() == 32);
     launch_into(&b, &iota_plus, 32, &[&tmp, &7i32]);
     b.copy(&out, &tmp).unwrap();
     // Not from a pool, none at all, in a body: refused before any driver call.
@@ -140,6 +141,24 @@ fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
         b.allocate::<i32>(&mr, 0).unwrap_err().invalid_kind(),
         Some(InvalidKind::ZeroSize)
     );
+    // Graph memory exists only inside its graph: another graph refuses it.
+    let mut other = d.create_graph_builder().unwrap();
+    other.begin_building(CaptureMode::ThreadLocal).unwrap();
+    assert_eq!(
+        other
+            .fill(tmp.slice(..4).unwrap(), 1i32)
+            .unwrap_err()
+            .invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+    assert_eq!(
+        other.copy(&out, &tmp).unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+    // SAFETY: refused before anything is captured.
+    let r = unsafe { other.launch(&LaunchConfig::new(1, 32), &iota_plus, &[&tmp, &0i32]) };
+    assert_eq!(r.unwrap_err().invalid_kind(), Some(InvalidKind::Other));
+    other.end_building().unwrap();
     b.end_building().unwrap();
     let graph = b.into_graph().unwrap();
     assert_eq!(graph.node_count().unwrap(), 4, "alloc, kernel, copy, free");

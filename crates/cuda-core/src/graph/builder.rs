@@ -12,8 +12,8 @@ use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::{
-    ArcView, Buffer, Context, Device, Event, Kernel, KernelArg, LaunchConfig, MemoryResource,
-    Stream, StreamOptions,
+    ArcView, Buffer, Context, Device, DeviceBuffer, Event, Kernel, KernelArg, LaunchConfig,
+    MemoryResource, Stream, StreamOptions,
 };
 
 use super::{
@@ -28,7 +28,8 @@ use super::{
 /// Implemented for every [`Pod`] value (numbers, `#[repr(C)]` structs, a
 /// [`DevicePtr`](crate::DevicePtr), whose memory the caller vouches for), for
 /// [`ArcView`] (the address of its first element; the graph keeps its allocation
-/// alive), a [`GraphCondition`] among the values. An `Arc<DeviceBuffer<T>>` is passed as
+/// alive), for [`GraphView`] (an `ArcView`, or graph memory of the same graph),
+/// a [`GraphCondition`] among the values. An `Arc<DeviceBuffer<T>>` is passed as
 /// `x.shared_view()`, an `Arc<Buffer>` as `ArcView::<T>::of_buffer(&b)?`.
 pub trait CaptureArg {
     /// The argument's bytes, as a launch takes them.
@@ -38,6 +39,11 @@ pub trait CaptureArg {
     fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>>;
     /// The device of the memory the argument points to (`None` for a value).
     fn memory_device(&self) -> Option<&Device>;
+    /// For graph memory ([`GraphBuilder::allocate`]), the graph it belongs to:
+    /// it is usable only by work queued into that graph's builders.
+    fn graph_memory_of(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl<T: Pod> CaptureArg for T {
@@ -61,6 +67,127 @@ impl<T: Pod> CaptureArg for ArcView<T> {
     }
     fn memory_device(&self) -> Option<&Device> {
         Some(self.buffer().device())
+    }
+}
+
+/// Device memory that work queued into a [`GraphBuilder`] uses: an [`ArcView`]
+/// (from an `Arc<DeviceBuffer<T>>`, `&ArcView<T>`, …), whose allocation the
+/// graph keeps alive, or graph memory from [`GraphBuilder::allocate`], which
+/// exists only while its graph runs and is therefore usable only by work queued
+/// into the builders of that graph (using it elsewhere is an
+/// [`Error::InvalidArgument`]).
+pub struct GraphView<T> {
+    view: ArcView<T>,
+    /// The family id of the graph whose memory this is (`None`: an `ArcView`).
+    graph: Option<u64>,
+}
+
+impl<T> Clone for GraphView<T> {
+    fn clone(&self) -> Self {
+        Self {
+            view: self.view.clone(),
+            graph: self.graph,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for GraphView<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphView")
+            .field("view", &self.view)
+            .field("graph_memory", &self.graph.is_some())
+            .finish()
+    }
+}
+
+impl<T: Pod> GraphView<T> {
+    /// The elements in `range` of this view (any range of `usize`), of the same
+    /// memory.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] with
+    /// [`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange) for a range
+    /// outside the view.
+    pub fn slice(&self, range: impl std::ops::RangeBounds<usize>) -> Result<Self> {
+        Ok(Self {
+            view: self.view.slice(range)?,
+            graph: self.graph,
+        })
+    }
+
+    /// How many elements.
+    pub fn len(&self) -> usize {
+        self.view.len()
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.view.is_empty()
+    }
+
+    /// The device the memory is on.
+    pub fn device(&self) -> &Device {
+        self.view.device()
+    }
+
+    /// Whether this is graph memory of [`GraphBuilder::allocate`].
+    pub fn is_graph_memory(&self) -> bool {
+        self.graph.is_some()
+    }
+}
+
+impl<T: Pod> From<ArcView<T>> for GraphView<T> {
+    fn from(view: ArcView<T>) -> Self {
+        Self { view, graph: None }
+    }
+}
+
+impl<T: Pod> From<&ArcView<T>> for GraphView<T> {
+    fn from(view: &ArcView<T>) -> Self {
+        Self::from(view.clone())
+    }
+}
+
+impl<T: Pod + Send + Sync> From<Arc<DeviceBuffer<T>>> for GraphView<T> {
+    fn from(buffer: Arc<DeviceBuffer<T>>) -> Self {
+        Self::from(ArcView::from(buffer))
+    }
+}
+
+impl<T: Pod + Send + Sync> From<&Arc<DeviceBuffer<T>>> for GraphView<T> {
+    fn from(buffer: &Arc<DeviceBuffer<T>>) -> Self {
+        Self::from(ArcView::from(buffer))
+    }
+}
+
+impl<T: Pod> From<&GraphView<T>> for GraphView<T> {
+    fn from(view: &GraphView<T>) -> Self {
+        view.clone()
+    }
+}
+
+// SAFETY: the inner view's stored device address (8 bytes), as `ArcView`'s.
+unsafe impl<T: Pod> KernelArg for GraphView<T> {
+    fn arg_ptr(&self) -> *const std::ffi::c_void {
+        self.view.arg_ptr()
+    }
+    fn arg_size(&self) -> usize {
+        self.view.arg_size()
+    }
+}
+
+impl<T: Pod> CaptureArg for GraphView<T> {
+    fn as_kernel_arg(&self) -> &dyn KernelArg {
+        self
+    }
+    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        Some(ArcView::keep_alive(&self.view))
+    }
+    fn memory_device(&self) -> Option<&Device> {
+        Some(self.view.device())
+    }
+    fn graph_memory_of(&self) -> Option<u64> {
+        self.graph
     }
 }
 
@@ -129,6 +256,8 @@ struct PendingFree {
 
 /// What the builders of one graph (the top one, its splits, its bodies) share.
 struct Family {
+    /// Tells the families apart (graph memory names its family).
+    id: u64,
     ctx: Context,
     keep: Keep,
     frees: Mutex<Vec<PendingFree>>,
@@ -192,9 +321,20 @@ fn check_end(role: RoleKind, phase: Phase, open: usize) -> Result<()> {
     }
 }
 
-/// Checks that work may be queued into a builder.
-fn check_building(phase: Phase, what: impl Into<Cow<'static, str>>) -> Result<()> {
+/// Checks that work may be queued into a builder. A split or body builder of
+/// a graph that has ended (or was dropped) is refused too: its stream no longer
+/// captures, so the work would run at once instead of joining a graph.
+fn check_building(
+    role: RoleKind,
+    phase: Phase,
+    family_ended: bool,
+    what: impl Into<Cow<'static, str>>,
+) -> Result<()> {
     match phase {
+        Phase::Building if role != RoleKind::Top && family_ended => Err(Error::invalid(
+            what,
+            "the graph this builder adds to has ended or was dropped",
+        )),
         Phase::Building => Ok(()),
         Phase::Idle => Err(Error::invalid(
             what,
@@ -219,7 +359,7 @@ fn check_split_count(count: usize) -> Result<usize> {
 }
 
 /// Checks that a builder (`other`) may be joined into one of `family` on `device`.
-fn check_join(device: &Device, family: usize, other: (RoleKind, usize, &Device)) -> Result<()> {
+fn check_join(device: &Device, family: u64, other: (RoleKind, u64, &Device)) -> Result<()> {
     const WHAT: &str = "joining graph builders";
     let (role, other_family, other_device) = other;
     if other_device != device {
@@ -245,6 +385,22 @@ fn check_join(device: &Device, family: usize, other: (RoleKind, usize, &Device))
         ));
     }
     Ok(())
+}
+
+/// Checks that graph memory (`of`: the graph it belongs to) named by work queued
+/// into a builder of graph `family` is that graph's.
+fn check_graph_memory(
+    family: u64,
+    of: Option<u64>,
+    what: impl Into<Cow<'static, str>>,
+) -> Result<()> {
+    match of {
+        Some(id) if id != family => Err(Error::invalid(
+            what,
+            "the graph memory belongs to another graph, and exists only while that graph runs",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Checks that memory of `memory` can be used by work of a builder on `device`.
@@ -395,6 +551,7 @@ impl Stream {
 impl GraphBuilder {
     fn top(stream: Stream) -> Self {
         let family = Arc::new(Family {
+            id: next_builder_id(),
             ctx: stream.context().clone(),
             keep: Keep::default(),
             frees: Mutex::default(),
@@ -415,8 +572,8 @@ impl GraphBuilder {
         }
     }
 
-    fn family_id(&self) -> usize {
-        Arc::as_ptr(&self.family) as usize
+    fn family_id(&self) -> u64 {
+        self.family.id
     }
 
     /// The device the builder captures work of.
@@ -579,6 +736,13 @@ impl GraphBuilder {
             Role::Body { .. } => {
                 self.phase = Phase::Ended;
                 self.forget_child();
+                if self.family.ended.load(Ordering::Acquire) {
+                    // The top builder was dropped and ended this capture.
+                    return Err(Error::invalid(
+                        "ending a conditional node's body builder",
+                        "the graph it belongs to was dropped while building",
+                    ));
+                }
                 // The body graph comes back; its conditional node owns it.
                 let (rc, _) = end_capture_raw(&self.stream);
                 rc.check(|| "ending a conditional node's body builder")
@@ -637,7 +801,12 @@ impl GraphBuilder {
     }
 
     fn check_building(&self, what: impl Into<Cow<'static, str>>) -> Result<()> {
-        check_building(self.phase, what)
+        check_building(
+            self.role.kind(),
+            self.phase,
+            self.family.ended.load(Ordering::Acquire),
+            what,
+        )
     }
 
     /// Splits `count - 1` builders off this one (`split(count)`: Python's tuple
@@ -866,8 +1035,9 @@ impl GraphBuilder {
     /// integer) must stay valid while the graph can run.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when not building, for memory of another device
-    /// or a wrong argument count or size; the driver's error.
+    /// [`Error::InvalidArgument`] when not building, for memory of another device,
+    /// graph memory of another graph, or a wrong argument count or size; the
+    /// driver's error.
     pub unsafe fn launch(
         &self,
         config: &LaunchConfig,
@@ -880,6 +1050,7 @@ impl GraphBuilder {
             if let Some(d) = a.memory_device() {
                 check_device(self.device(), d, what())?;
             }
+            check_graph_memory(self.family.id, a.graph_memory_of(), what())?;
         }
         // Kept first: a node the driver accepted must never outlive its memory.
         for a in args {
@@ -894,20 +1065,25 @@ impl GraphBuilder {
     }
 
     /// Copies `src` into `dst`, views of equal length, when the graph runs (a
-    /// memcpy node); the graph keeps both allocations alive.
+    /// memcpy node); the graph keeps both allocations alive. Each is a
+    /// [`GraphView`]: an `&Arc<DeviceBuffer<T>>`, an [`ArcView`], or graph memory.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when not building, for views of other lengths
-    /// ([`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange)), or when
-    /// neither is memory of the builder's device; the driver's error.
+    /// ([`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange)), graph
+    /// memory of another graph, or when neither is memory of the builder's
+    /// device; the driver's error.
     pub fn copy<T: Pod>(
         &self,
-        dst: impl Into<ArcView<T>>,
-        src: impl Into<ArcView<T>>,
+        dst: impl Into<GraphView<T>>,
+        src: impl Into<GraphView<T>>,
     ) -> Result<()> {
         const WHAT: &str = "copying in a graph builder";
         self.check_building(WHAT)?;
         let (dst, src) = (dst.into(), src.into());
+        check_graph_memory(self.family.id, dst.graph, WHAT)?;
+        check_graph_memory(self.family.id, src.graph, WHAT)?;
+        let (dst, src) = (dst.view, src.view);
         if dst.len() != src.len() {
             return Err(Error::out_of_range(
                 WHAT,
@@ -938,8 +1114,9 @@ impl GraphBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when not building, for memory of another
-    /// device or an address not aligned to the element size; the driver's error.
-    pub fn fill<T: Pod>(&self, dst: impl Into<ArcView<T>>, value: T) -> Result<()> {
+    /// device, graph memory of another graph, or an address not aligned to the
+    /// element size; the driver's error.
+    pub fn fill<T: Pod>(&self, dst: impl Into<GraphView<T>>, value: T) -> Result<()> {
         const {
             assert!(
                 matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
@@ -949,6 +1126,8 @@ impl GraphBuilder {
         const WHAT: &str = "filling in a graph builder";
         self.check_building(WHAT)?;
         let dst = dst.into();
+        check_graph_memory(self.family.id, dst.graph, WHAT)?;
+        let dst = dst.view;
         check_device(self.device(), dst.device(), WHAT)?;
         keep(&self.family.keep, dst.keep_alive());
         crate::view::Span {
@@ -964,9 +1143,9 @@ impl GraphBuilder {
     /// builder's device (`mr.allocate(size, stream=builder)`): an allocation node
     /// now, and a free node that ends the graph, added by
     /// [`end_building`](Self::end_building). The memory exists while the graph
-    /// runs, from its allocation to the end of the graph, fresh on each launch;
-    /// pass the view to work queued into this builder (its splits and bodies
-    /// included), not to work outside the graph.
+    /// runs, from its allocation to the end of the graph, fresh on each launch:
+    /// the [`GraphView`] is taken by work queued into this graph's builders (this
+    /// one, its splits and bodies), and refused by any other.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when not building, for a zero length or a size
@@ -974,7 +1153,11 @@ impl GraphBuilder {
     /// ([`MemoryResource::is_stream_ordered`]) or of another device;
     /// [`Error::Unsupported`] in a conditional body (CUDA allows no allocation
     /// there); the resource's error.
-    pub fn allocate<T: Pod>(&self, mr: &Arc<dyn MemoryResource>, len: usize) -> Result<ArcView<T>> {
+    pub fn allocate<T: Pod>(
+        &self,
+        mr: &Arc<dyn MemoryResource>,
+        len: usize,
+    ) -> Result<GraphView<T>> {
         let what = || format!("allocating {len} elements in a graph builder");
         self.check_building(what())?;
         let bytes = len
@@ -1008,9 +1191,12 @@ impl GraphBuilder {
         });
         // SAFETY: `bytes` of `mr`'s memory at `ptr` while the graph runs, from its
         // allocation node to its free node; the buffer never frees it (not owned),
-        // and work outside the graph must not use it (documented above).
+        // and the view that hands it out is taken only by work of this graph.
         let buffer = Arc::new(unsafe { Buffer::from_raw(ptr, bytes, mr.kind(), &device) });
-        ArcView::of_buffer(&buffer)
+        Ok(GraphView {
+            view: ArcView::of_buffer(&buffer)?,
+            graph: Some(self.family.id),
+        })
     }
 
     /// Calls `f` on a driver thread each time the graph reaches this point
@@ -1140,10 +1326,22 @@ mod tests {
 
     #[test]
     fn work_is_queued_only_while_building() {
-        assert!(check_building(Phase::Building, "t").is_ok());
-        let e = check_building(Phase::Idle, "launching").unwrap_err();
-        assert!(e.to_string().contains("begin_building"), "{e}");
-        assert_eq!(kind(check_building(Phase::Ended, "t")), InvalidKind::Other);
+        for role in [RoleKind::Top, RoleKind::Split, RoleKind::Body] {
+            assert!(check_building(role, Phase::Building, false, "t").is_ok());
+            let e = check_building(role, Phase::Idle, false, "launching").unwrap_err();
+            assert!(e.to_string().contains("begin_building"), "{e}");
+            assert_eq!(
+                kind(check_building(role, Phase::Ended, false, "t")),
+                InvalidKind::Other
+            );
+        }
+        // The top builder's own phase says it all; the others also follow the
+        // graph they add to, whose end stops their streams capturing.
+        assert!(check_building(RoleKind::Top, Phase::Building, true, "t").is_ok());
+        for role in [RoleKind::Split, RoleKind::Body] {
+            let e = check_building(role, Phase::Building, true, "t").unwrap_err();
+            assert!(e.to_string().contains("has ended or was dropped"), "{e}");
+        }
     }
 
     #[test]
@@ -1171,6 +1369,10 @@ mod tests {
             assert!(e.to_string().contains("made by `split`"), "{e}");
         }
         assert!(check_device(&d0, &d0, "t").is_ok());
+        assert!(check_graph_memory(3, None, "t").is_ok());
+        assert!(check_graph_memory(3, Some(3), "t").is_ok());
+        let e = check_graph_memory(3, Some(4), "t").unwrap_err();
+        assert!(e.to_string().contains("another graph"), "{e}");
         assert_eq!(kind(check_device(&d0, &d1, "t")), InvalidKind::OtherDevice);
     }
 
@@ -1188,6 +1390,23 @@ mod tests {
         // SAFETY: the view's stored address, 8 readable bytes.
         assert_eq!(unsafe { *arg.arg_ptr().cast::<u64>() }, buf.ptr());
         assert_eq!(view.memory_device(), Some(buf.device()));
+        let graph_memory = GraphView {
+            view: view.clone(),
+            graph: Some(11),
+        };
+        assert_eq!(graph_memory.graph_memory_of(), Some(11));
+        assert_eq!(GraphView::from(&view).graph_memory_of(), None);
+        assert_eq!(view.graph_memory_of(), None);
+        let part = graph_memory.slice(4..).unwrap();
+        assert_eq!((part.len(), part.is_graph_memory()), (12, true));
+        // SAFETY: both point at their stored addresses, 8 readable bytes.
+        let (whole, tail) = unsafe {
+            (
+                *graph_memory.arg_ptr().cast::<u64>(),
+                *part.arg_ptr().cast::<u64>(),
+            )
+        };
+        assert_eq!(tail - whole, 16);
         let n = 5u32;
         assert!(n.keep_alive().is_none() && n.memory_device().is_none());
         assert_eq!(n.as_kernel_arg().arg_size(), 4);

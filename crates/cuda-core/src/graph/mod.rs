@@ -12,7 +12,7 @@ mod capture;
 mod exec;
 mod memory_nodes;
 
-pub use builder::{CaptureArg, GraphBuilder};
+pub use builder::{CaptureArg, GraphBuilder, GraphView};
 pub use capture::{CaptureMode, CaptureStatus};
 pub use exec::{GraphCompleteOptions, GraphExec};
 pub use memory_nodes::{GraphAllocation, GraphMemUsage};
