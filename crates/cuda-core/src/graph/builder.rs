@@ -358,21 +358,29 @@ fn check_split_count(count: usize) -> Result<usize> {
     Ok(count - 1)
 }
 
-/// Checks that a builder (`other`) may be joined into one of `family` on `device`.
-fn check_join(device: &Device, family: u64, other: (RoleKind, u64, &Device)) -> Result<()> {
+/// Where a builder captures: its device, its graph (family) and the capture
+/// sequence it takes part in (the top builder's, or a conditional body's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Place {
+    device: Device,
+    family: u64,
+    capture: u64,
+}
+
+/// Checks that a builder (`other`, of `role`) may be joined into one at `into`.
+fn check_join(into: Place, other: Place, role: RoleKind) -> Result<()> {
     const WHAT: &str = "joining graph builders";
-    let (role, other_family, other_device) = other;
-    if other_device != device {
+    if other.device != into.device {
         return Err(Error::other_device(
             WHAT,
             format!(
                 "a builder of device {} cannot join one of device {}",
-                other_device.ordinal(),
-                device.ordinal()
+                other.device.ordinal(),
+                into.device.ordinal()
             ),
         ));
     }
-    if other_family != family {
+    if other.family != into.family {
         return Err(Error::invalid(
             WHAT,
             "the builder belongs to another graph's capture",
@@ -382,6 +390,13 @@ fn check_join(device: &Device, family: u64, other: (RoleKind, u64, &Device)) -> 
         return Err(Error::invalid(
             WHAT,
             "only builders made by `split` are joined (end the others with `end_building`)",
+        ));
+    }
+    if other.capture != into.capture {
+        return Err(Error::invalid(
+            WHAT,
+            "the builder was split off another capture of the graph (the top builder's or \
+             a conditional body's): join it into a builder of that capture",
         ));
     }
     Ok(())
@@ -498,6 +513,9 @@ fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
 /// Neither `Send` nor `Sync`, as [`Graph`].
 pub struct GraphBuilder {
     id: u64,
+    /// The id of the builder whose capture this one takes part in (its own, but
+    /// for a split builder).
+    capture: u64,
     stream: Stream,
     role: Role,
     phase: Phase,
@@ -562,8 +580,10 @@ impl GraphBuilder {
     }
 
     fn member(stream: Stream, role: Role, phase: Phase, family: Arc<Family>) -> Self {
+        let id = next_builder_id();
         Self {
-            id: next_builder_id(),
+            id,
+            capture: id,
             stream,
             role,
             phase,
@@ -572,8 +592,12 @@ impl GraphBuilder {
         }
     }
 
-    fn family_id(&self) -> u64 {
-        self.family.id
+    fn place(&self) -> Place {
+        Place {
+            device: *self.device(),
+            family: self.family.id,
+            capture: self.capture,
+        }
     }
 
     /// The device the builder captures work of.
@@ -826,7 +850,7 @@ impl GraphBuilder {
         Ok(streams
             .into_iter()
             .map(|s| {
-                let b = Self::member(
+                let mut b = Self::member(
                     s.clone(),
                     Role::Split {
                         parent: self.stream.clone(),
@@ -834,6 +858,7 @@ impl GraphBuilder {
                     Phase::Building,
                     self.family.clone(),
                 );
+                b.capture = self.capture;
                 children.push(OpenChild {
                     id: b.id,
                     stream: s,
@@ -851,17 +876,15 @@ impl GraphBuilder {
     /// # Errors
     /// [`Error::InvalidArgument`] for a builder of another device
     /// ([`InvalidKind::OtherDevice`](crate::InvalidKind::OtherDevice)) or graph,
-    /// one that is not a split builder, or when this builder is not building;
+    /// one that is not a split builder or was split off another capture (a
+    /// conditional body's and the top builder's are separate), or when this
+    /// builder is not building;
     /// the driver's error. The builders not joined yet are joined to the
     /// builders they were split from as they drop.
     pub fn join(&self, others: impl IntoIterator<Item = GraphBuilder>) -> Result<()> {
         self.check_building("joining graph builders")?;
         for mut other in others {
-            check_join(
-                self.device(),
-                self.family_id(),
-                (other.role.kind(), other.family_id(), other.device()),
-            )?;
+            check_join(self.place(), other.place(), other.role.kind())?;
             self.stream.wait_stream(&other.stream)?;
             other.phase = Phase::Ended;
             other.forget_child();
@@ -1355,19 +1378,27 @@ mod tests {
     }
 
     #[test]
-    fn only_split_builders_of_the_same_graph_and_device_join() {
+    fn only_split_builders_of_the_same_capture_and_device_join() {
         let (d0, d1) = (Device::for_tests(0), Device::for_tests(1));
-        assert!(check_join(&d0, 7, (RoleKind::Split, 7, &d0)).is_ok());
+        let at = |device, family, capture| Place {
+            device,
+            family,
+            capture,
+        };
+        let here = at(d0, 7, 1);
+        assert!(check_join(here, here, RoleKind::Split).is_ok());
         assert_eq!(
-            kind(check_join(&d0, 7, (RoleKind::Split, 7, &d1))),
+            kind(check_join(here, at(d1, 7, 1), RoleKind::Split)),
             InvalidKind::OtherDevice
         );
-        let e = check_join(&d0, 7, (RoleKind::Split, 8, &d0)).unwrap_err();
+        let e = check_join(here, at(d0, 8, 1), RoleKind::Split).unwrap_err();
         assert!(e.to_string().contains("another graph"), "{e}");
         for role in [RoleKind::Top, RoleKind::Body] {
-            let e = check_join(&d0, 7, (role, 7, &d0)).unwrap_err();
+            let e = check_join(here, here, role).unwrap_err();
             assert!(e.to_string().contains("made by `split`"), "{e}");
         }
+        let e = check_join(here, at(d0, 7, 2), RoleKind::Split).unwrap_err();
+        assert!(e.to_string().contains("another capture"), "{e}");
         assert!(check_device(&d0, &d0, "t").is_ok());
         assert!(check_graph_memory(3, None, "t").is_ok());
         assert!(check_graph_memory(3, Some(3), "t").is_ok());
