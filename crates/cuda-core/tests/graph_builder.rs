@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
     CaptureArg, CaptureMode, CompileTarget, Device, DeviceBuffer, Error, GraphBuilder,
-    GraphCompleteOptions, GraphView, InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource,
-    MemoryResource, ObjectCode, Program, ProgramOptions, SourceCode, Stream, StreamOptions,
+    GraphCompleteOptions, GraphView, InvalidKind, Kernel, LaunchConfig, ObjectCode, Program,
+    ProgramOptions, SourceCode, Stream, StreamOptions,
 };
 use cuda_rs_tests::{needs_driver, require_gpu, require_libs};
 
@@ -123,23 +123,27 @@ fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let iota_plus = kernel(&code, "iota_plus");
-    let out = zeros(&d, &s, 32);
-    let mr = d.memory_resource().unwrap();
+    let (out, out2) = (zeros(&d, &s, 32), zeros(&d, &s, 32));
+    let pool = d.default_memory_resource().unwrap();
     let mut b = d.create_graph_builder().unwrap();
     b.begin_building(CaptureMode::ThreadLocal).unwrap();
-    let tmp: GraphView<i32> = b.allocate(&mr, 32).unwrap();
+    let tmp: GraphView<i32> = b.allocate(32).unwrap();
     assert!(tmp.is_graph_memory() && tmp.len() == 32);
     launch_into(&b, &iota_plus, 32, &[&tmp, &7i32]);
     b.copy(&out, &tmp).unwrap();
-    // Not from a pool, none at all, in a body: refused before any driver call.
-    let legacy: Arc<dyn MemoryResource> = Arc::new(LegacyPinnedMemoryResource::new(&d));
+    // From a named pool: the node takes its properties.
+    let pooled = b.allocate_from::<i32>(&pool, 32).unwrap();
+    launch_into(&b, &iota_plus, 32, &[&pooled, &100i32]);
+    b.copy(&out2, &pooled).unwrap();
     assert_eq!(
-        b.allocate::<i32>(&legacy, 4).unwrap_err().invalid_kind(),
-        Some(InvalidKind::Other)
+        b.allocate::<i32>(0).unwrap_err().invalid_kind(),
+        Some(InvalidKind::ZeroSize)
     );
     assert_eq!(
-        b.allocate::<i32>(&mr, 0).unwrap_err().invalid_kind(),
-        Some(InvalidKind::ZeroSize)
+        b.allocate::<u64>(usize::MAX / 4)
+            .unwrap_err()
+            .invalid_kind(),
+        Some(InvalidKind::OutOfRange)
     );
     // Graph memory exists only inside its graph: another graph refuses it.
     let mut other = d.create_graph_builder().unwrap();
@@ -161,7 +165,11 @@ fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
     other.end_building().unwrap();
     b.end_building().unwrap();
     let graph = b.into_graph().unwrap();
-    assert_eq!(graph.node_count().unwrap(), 4, "alloc, kernel, copy, free");
+    assert_eq!(
+        graph.node_count().unwrap(),
+        8,
+        "two of: alloc, kernel, copy, free"
+    );
     let exec = graph.instantiate(GraphCompleteOptions::default()).unwrap();
     // Freed inside the graph: it launches again and again.
     for _ in 0..3 {
@@ -169,6 +177,8 @@ fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
     }
     let want: Vec<i32> = (0..32).map(|i| 7 + i).collect();
     assert_eq!(out.to_vec(&s).unwrap(), want);
+    let want: Vec<i32> = (0..32).map(|i| 100 + i).collect();
+    assert_eq!(out2.to_vec(&s).unwrap(), want);
 }
 
 #[test]
@@ -197,9 +207,8 @@ fn a_while_loop_built_by_capture_counts_to_n() {
     );
     launch_into(&body, &count_to, 1, &[&counter.shared_view(), &n, &cond]);
     // Allocation nodes are not allowed in conditional bodies.
-    let mr = d.memory_resource().unwrap();
     assert!(matches!(
-        body.allocate::<i32>(&mr, 4),
+        body.allocate::<i32>(4),
         Err(Error::Unsupported { .. })
     ));
     body.end_building().unwrap();

@@ -12,8 +12,8 @@ use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::{
-    ArcView, Buffer, Context, Device, DeviceBuffer, Event, Kernel, KernelArg, LaunchConfig,
-    MemoryResource, Stream, StreamOptions,
+    ArcView, Buffer, Context, Device, DeviceBuffer, DeviceMemoryResource, Event, Kernel, KernelArg,
+    LaunchConfig, MemoryResource, Stream, StreamOptions,
 };
 
 use super::{
@@ -249,7 +249,6 @@ struct OpenChild {
 /// A graph allocation made by [`GraphBuilder::allocate`], freed by a captured
 /// free node when the top builder ends.
 struct PendingFree {
-    mr: Arc<dyn MemoryResource>,
     ptr: sys::CUdeviceptr,
     size: usize,
 }
@@ -728,10 +727,12 @@ impl GraphBuilder {
                 let frees = std::mem::take(&mut *lock(&self.family.frees));
                 let mut freed = Ok(());
                 for f in &frees {
-                    // SAFETY: a graph allocation of this capture, from `f.mr`, freed
-                    // once; every builder of the graph has joined this stream or
-                    // ended, so the free follows all the captured work.
-                    let r = unsafe { f.mr.deallocate(f.ptr, f.size, &self.stream) };
+                    let _current = self.family.ctx.ensure_current()?;
+                    // SAFETY: a graph allocation of this capture, freed once (a
+                    // captured free node); every builder of the graph has joined
+                    // this stream or ended, so the free follows all the captured work.
+                    let r = unsafe { sys::cuMemFreeAsync(f.ptr, self.stream.handle()) }
+                        .check(|| format!("freeing {} bytes of graph memory", f.size));
                     if freed.is_ok() {
                         freed = r;
                     }
@@ -1162,23 +1163,43 @@ impl GraphBuilder {
         .fill_queued(bytemuck::bytes_of(&value), &self.stream)
     }
 
-    /// Allocates `len` elements of graph memory from `mr`, a memory pool of the
-    /// builder's device (`mr.allocate(size, stream=builder)`): an allocation node
-    /// now, and a free node that ends the graph, added by
-    /// [`end_building`](Self::end_building). The memory exists while the graph
-    /// runs, from its allocation to the end of the graph, fresh on each launch:
-    /// the [`GraphView`] is taken by work queued into this graph's builders (this
-    /// one, its splits and bodies), and refused by any other.
+    /// Allocates `len` elements of graph memory (`mr.allocate(size,
+    /// stream=builder)`; graph memory comes from the device's graph memory pool
+    /// whatever `mr` is): an allocation node now (`cuMemAllocAsync`), and a free
+    /// node that ends the graph, added by [`end_building`](Self::end_building).
+    /// The memory exists while the graph runs, from its allocation to the end of
+    /// the graph, fresh on each launch: the [`GraphView`] is taken by work queued
+    /// into this graph's builders (this one, its splits and bodies), and refused
+    /// by any other. [`allocate_from`](Self::allocate_from) names the pool whose
+    /// properties the allocation node takes.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when not building, for a zero length or a size
-    /// that overflows, a resource that is not a memory pool
-    /// ([`MemoryResource::is_stream_ordered`]) or of another device;
-    /// [`Error::Unsupported`] in a conditional body (CUDA allows no allocation
-    /// there); the resource's error.
-    pub fn allocate<T: Pod>(
+    /// that overflows; [`Error::Unsupported`] in a conditional body (CUDA allows
+    /// no allocation there); the driver's error.
+    pub fn allocate<T: Pod>(&self, len: usize) -> Result<GraphView<T>> {
+        self.allocate_in(None, len)
+    }
+
+    /// As [`allocate`](Self::allocate), the allocation node taking the
+    /// properties of `pool`, a memory pool of the builder's device
+    /// (`cuMemAllocFromPoolAsync`).
+    ///
+    /// # Errors
+    /// As [`allocate`](Self::allocate); [`Error::InvalidArgument`] for a pool of
+    /// another device; [`Error::Unsupported`] for a pool imported from another
+    /// process.
+    pub fn allocate_from<T: Pod>(
         &self,
-        mr: &Arc<dyn MemoryResource>,
+        pool: &DeviceMemoryResource,
+        len: usize,
+    ) -> Result<GraphView<T>> {
+        self.allocate_in(Some(pool), len)
+    }
+
+    fn allocate_in<T: Pod>(
+        &self,
+        pool: Option<&DeviceMemoryResource>,
         len: usize,
     ) -> Result<GraphView<T>> {
         let what = || format!("allocating {len} elements in a graph builder");
@@ -1195,27 +1216,35 @@ impl GraphBuilder {
                 "CUDA allows no allocation in a conditional node's body",
             ));
         }
-        if !mr.is_stream_ordered() {
-            return Err(Error::invalid(
-                what(),
-                "the resource is not a memory pool (not stream-ordered): graphs allocate \
-                 only from pools",
-            ));
+        if let Some(pool) = pool {
+            check_device(self.device(), &MemoryResource::device(pool), what())?;
+            if pool.is_mapped() {
+                return Err(Error::unsupported(
+                    what(),
+                    "the pool was imported from another process, which allocates its memory",
+                ));
+            }
         }
-        let device = mr.device();
-        check_device(self.device(), &device, what())?;
-        // SAFETY: captured on the builder's stream: an allocation node whose memory
-        // the end of the top builder frees (a captured free node), once.
-        let ptr = unsafe { mr.allocate_raw(bytes, &self.stream) }?;
-        lock(&self.family.frees).push(PendingFree {
-            mr: mr.clone(),
-            ptr,
-            size: bytes,
+        let _current = self.family.ctx.ensure_current()?;
+        let mut ptr: sys::CUdeviceptr = 0;
+        let rc = match pool {
+            // SAFETY: `ptr` is valid for writes; a live pool and a capturing stream
+            // (the allocation is a node of the graph).
+            Some(pool) => unsafe {
+                sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool.handle(), self.stream.handle())
+            },
+            // SAFETY: as above.
+            None => unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, self.stream.handle()) },
+        };
+        rc.check(|| format!("allocating {bytes} bytes of graph memory"))?;
+        lock(&self.family.frees).push(PendingFree { ptr, size: bytes });
+        // SAFETY: `bytes` of device memory at `ptr` while the graph runs, from its
+        // allocation node to the free node `end_building` adds; the buffer never
+        // frees it (not owned), and the view that hands it out is taken only by
+        // work of this graph.
+        let buffer = Arc::new(unsafe {
+            Buffer::from_raw(ptr, bytes, crate::MemoryKind::Device, self.device())
         });
-        // SAFETY: `bytes` of `mr`'s memory at `ptr` while the graph runs, from its
-        // allocation node to its free node; the buffer never frees it (not owned),
-        // and the view that hands it out is taken only by work of this graph.
-        let buffer = Arc::new(unsafe { Buffer::from_raw(ptr, bytes, mr.kind(), &device) });
         Ok(GraphView {
             view: ArcView::of_buffer(&buffer)?,
             graph: Some(self.family.id),
