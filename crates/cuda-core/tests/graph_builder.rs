@@ -293,6 +293,47 @@ fn split_builders_join_and_if_else_picks_a_branch() {
 }
 
 #[test]
+fn graph_memory_is_taken_only_by_work_ordered_after_its_allocation() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, _code) = setup();
+    let y = zeros(&d, &s, 64);
+    let mut b = d.create_graph_builder().unwrap();
+    b.begin_building(CaptureMode::ThreadLocal).unwrap();
+    let early = b.allocate::<i32>(32).unwrap();
+    let mut parts = b.split(2).unwrap();
+    let late = b.allocate::<i32>(32).unwrap();
+    // Split off before `late` was allocated: it may run first.
+    let refused = parts[0].fill(&late, 0).unwrap_err();
+    assert_eq!(refused.invalid_kind(), Some(InvalidKind::Other));
+    assert!(
+        refused.to_string().contains("not allocated before"),
+        "{refused}"
+    );
+    parts[0].fill(&early, 5i32).unwrap();
+    let mine = parts[0].allocate::<i32>(32).unwrap();
+    parts[0].fill(&mine, 6i32).unwrap();
+    // Not joined yet: the split's allocation may come after this point.
+    assert_eq!(
+        b.copy(y.shared_slice(32..).unwrap(), &mine)
+            .unwrap_err()
+            .invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+    b.join(std::mem::take(&mut parts)).unwrap();
+    b.copy(y.shared_slice(..32).unwrap(), &early).unwrap();
+    b.copy(y.shared_slice(32..).unwrap(), &mine).unwrap();
+    b.fill(&late, 1i32).unwrap();
+    b.end_building().unwrap();
+    let exec = b.complete(GraphCompleteOptions::default()).unwrap();
+    for _ in 0..2 {
+        exec.launch(&s).unwrap();
+    }
+    let want: Vec<i32> = [[5; 32], [6; 32]].concat();
+    assert_eq!(y.to_vec(&s).unwrap(), want);
+}
+
+#[test]
 fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
     require_gpu!();
     require_libs!("nvrtc");

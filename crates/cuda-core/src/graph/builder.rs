@@ -4,6 +4,7 @@
 
 use std::any::Any;
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -39,8 +40,9 @@ pub trait CaptureArg {
     fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>>;
     /// The device of the memory the argument points to (`None` for a value).
     fn memory_device(&self) -> Option<&Device>;
-    /// For graph memory ([`GraphBuilder::allocate`]), the graph it belongs to:
-    /// it is usable only by work queued into that graph's builders.
+    /// For graph memory ([`GraphBuilder::allocate`]), the allocation it comes
+    /// from: it is usable only by work ordered after that allocation in the same
+    /// graph (see [`GraphView`]).
     fn graph_memory_of(&self) -> Option<u64> {
         None
     }
@@ -73,20 +75,22 @@ impl<T: Pod> CaptureArg for ArcView<T> {
 /// Device memory that work queued into a [`GraphBuilder`] uses: an [`ArcView`]
 /// (from an `Arc<DeviceBuffer<T>>`, `&ArcView<T>`, …), whose allocation the
 /// graph keeps alive, or graph memory from [`GraphBuilder::allocate`], which
-/// exists only while its graph runs and is therefore usable only by work queued
-/// into the builders of that graph (using it elsewhere is an
-/// [`Error::InvalidArgument`]).
+/// exists only while its graph runs, from its allocation node to the free node
+/// that ends the graph. Graph memory is therefore taken only by work ordered
+/// after its allocation: by the builder that allocated it, by builders split
+/// off it (or conditional bodies added to it) afterwards, and by builders those
+/// were joined into; anywhere else it is an [`Error::InvalidArgument`].
 pub struct GraphView<T> {
     view: ArcView<T>,
-    /// The family id of the graph whose memory this is (`None`: an `ArcView`).
-    graph: Option<u64>,
+    /// The allocation this graph memory comes from (`None`: an `ArcView`).
+    alloc: Option<u64>,
 }
 
 impl<T> Clone for GraphView<T> {
     fn clone(&self) -> Self {
         Self {
             view: self.view.clone(),
-            graph: self.graph,
+            alloc: self.alloc,
         }
     }
 }
@@ -95,7 +99,7 @@ impl<T> std::fmt::Debug for GraphView<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GraphView")
             .field("view", &self.view)
-            .field("graph_memory", &self.graph.is_some())
+            .field("graph_memory", &self.alloc.is_some())
             .finish()
     }
 }
@@ -111,7 +115,7 @@ impl<T: Pod> GraphView<T> {
     pub fn slice(&self, range: impl std::ops::RangeBounds<usize>) -> Result<Self> {
         Ok(Self {
             view: self.view.slice(range)?,
-            graph: self.graph,
+            alloc: self.alloc,
         })
     }
 
@@ -132,13 +136,13 @@ impl<T: Pod> GraphView<T> {
 
     /// Whether this is graph memory of [`GraphBuilder::allocate`].
     pub fn is_graph_memory(&self) -> bool {
-        self.graph.is_some()
+        self.alloc.is_some()
     }
 }
 
 impl<T: Pod> From<ArcView<T>> for GraphView<T> {
     fn from(view: ArcView<T>) -> Self {
-        Self { view, graph: None }
+        Self { view, alloc: None }
     }
 }
 
@@ -187,7 +191,7 @@ impl<T: Pod> CaptureArg for GraphView<T> {
         Some(self.view.device())
     }
     fn graph_memory_of(&self) -> Option<u64> {
-        self.graph
+        self.alloc
     }
 }
 
@@ -401,17 +405,19 @@ fn check_join(into: Place, other: Place, role: RoleKind) -> Result<()> {
     Ok(())
 }
 
-/// Checks that graph memory (`of`: the graph it belongs to) named by work queued
-/// into a builder of graph `family` is that graph's.
+/// Checks that graph memory (`of`: its allocation) named by work queued into a
+/// builder is one of the allocations ordered before that work (`visible`).
 fn check_graph_memory(
-    family: u64,
+    visible: &[u64],
     of: Option<u64>,
     what: impl Into<Cow<'static, str>>,
 ) -> Result<()> {
     match of {
-        Some(id) if id != family => Err(Error::invalid(
+        Some(id) if !visible.contains(&id) => Err(Error::invalid(
             what,
-            "the graph memory belongs to another graph, and exists only while that graph runs",
+            "the graph memory is not allocated before this point of the graph: only the \
+             builder that allocated it, builders split off it or bodies added to it \
+             afterwards, and builders those were joined into use it",
         )),
         _ => Ok(()),
     }
@@ -513,8 +519,10 @@ fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
 pub struct GraphBuilder {
     id: u64,
     /// The id of the builder whose capture this one takes part in (its own, but
-    /// for a split builder).
+    /// for a split builder; the family's id for the top builder's capture).
     capture: u64,
+    /// The graph allocations ordered before this builder's next work.
+    visible: Cell<Vec<u64>>,
     stream: Stream,
     role: Role,
     phase: Phase,
@@ -575,7 +583,9 @@ impl GraphBuilder {
             children: Mutex::default(),
             ended: AtomicBool::new(false),
         });
-        Self::member(stream, Role::Top, Phase::Idle, family)
+        let mut b = Self::member(stream, Role::Top, Phase::Idle, family);
+        b.capture = b.family.id;
+        b
     }
 
     fn member(stream: Stream, role: Role, phase: Phase, family: Arc<Family>) -> Self {
@@ -583,11 +593,42 @@ impl GraphBuilder {
         Self {
             id,
             capture: id,
+            visible: Cell::default(),
             stream,
             role,
             phase,
             family,
             graph: None,
+        }
+    }
+
+    /// The allocations ordered before this builder's next work.
+    fn visible(&self) -> Vec<u64> {
+        let v = self.visible.take();
+        self.visible.set(v.clone());
+        v
+    }
+
+    /// Adds `ids` to the allocations ordered before this builder's next work.
+    fn see(&self, ids: impl IntoIterator<Item = u64>) {
+        let mut v = self.visible.take();
+        for id in ids {
+            if !v.contains(&id) {
+                v.push(id);
+            }
+        }
+        self.visible.set(v);
+    }
+
+    /// Checks graph memory named by work queued here.
+    fn check_graph_memory(
+        &self,
+        of: Option<u64>,
+        what: impl Into<Cow<'static, str>>,
+    ) -> Result<()> {
+        match of {
+            None => Ok(()),
+            Some(_) => check_graph_memory(&self.visible(), of, what),
         }
     }
 
@@ -860,6 +901,7 @@ impl GraphBuilder {
                     self.family.clone(),
                 );
                 b.capture = self.capture;
+                b.see(self.visible());
                 children.push(OpenChild {
                     id: b.id,
                     stream: s,
@@ -887,6 +929,7 @@ impl GraphBuilder {
         for mut other in others {
             check_join(self.place(), other.place(), other.role.kind())?;
             self.stream.wait_stream(&other.stream)?;
+            self.see(other.visible());
             other.phase = Phase::Ended;
             other.forget_child();
         }
@@ -947,12 +990,9 @@ impl GraphBuilder {
                     non_blocking: true,
                     priority: None,
                 })?;
-                Ok(Self::member(
-                    s,
-                    Role::Body { graph },
-                    Phase::Idle,
-                    self.family.clone(),
-                ))
+                let b = Self::member(s, Role::Body { graph }, Phase::Idle, self.family.clone());
+                b.see(self.visible());
+                Ok(b)
             })
             .collect()
     }
@@ -1074,7 +1114,7 @@ impl GraphBuilder {
             if let Some(d) = a.memory_device() {
                 check_device(self.device(), d, what())?;
             }
-            check_graph_memory(self.family.id, a.graph_memory_of(), what())?;
+            self.check_graph_memory(a.graph_memory_of(), what())?;
         }
         // Kept first: a node the driver accepted must never outlive its memory.
         for a in args {
@@ -1105,8 +1145,8 @@ impl GraphBuilder {
         const WHAT: &str = "copying in a graph builder";
         self.check_building(WHAT)?;
         let (dst, src) = (dst.into(), src.into());
-        check_graph_memory(self.family.id, dst.graph, WHAT)?;
-        check_graph_memory(self.family.id, src.graph, WHAT)?;
+        self.check_graph_memory(dst.alloc, WHAT)?;
+        self.check_graph_memory(src.alloc, WHAT)?;
         let (dst, src) = (dst.view, src.view);
         if dst.len() != src.len() {
             return Err(Error::out_of_range(
@@ -1150,7 +1190,7 @@ impl GraphBuilder {
         const WHAT: &str = "filling in a graph builder";
         self.check_building(WHAT)?;
         let dst = dst.into();
-        check_graph_memory(self.family.id, dst.graph, WHAT)?;
+        self.check_graph_memory(dst.alloc, WHAT)?;
         let dst = dst.view;
         check_device(self.device(), dst.device(), WHAT)?;
         keep(&self.family.keep, dst.keep_alive());
@@ -1210,7 +1250,7 @@ impl GraphBuilder {
         if bytes == 0 {
             return Err(Error::zero_size(what()));
         }
-        if self.role.kind() == RoleKind::Body {
+        if self.capture != self.family.id {
             return Err(Error::unsupported(
                 what(),
                 "CUDA allows no allocation in a conditional node's body",
@@ -1245,9 +1285,12 @@ impl GraphBuilder {
         let buffer = Arc::new(unsafe {
             Buffer::from_raw(ptr, bytes, crate::MemoryKind::Device, self.device())
         });
+        let view = ArcView::of_buffer(&buffer)?;
+        let id = next_builder_id();
+        self.see([id]);
         Ok(GraphView {
-            view: ArcView::of_buffer(&buffer)?,
-            graph: Some(self.family.id),
+            view,
+            alloc: Some(id),
         })
     }
 
@@ -1429,10 +1472,10 @@ mod tests {
         let e = check_join(here, at(d0, 7, 2), RoleKind::Split).unwrap_err();
         assert!(e.to_string().contains("another capture"), "{e}");
         assert!(check_device(&d0, &d0, "t").is_ok());
-        assert!(check_graph_memory(3, None, "t").is_ok());
-        assert!(check_graph_memory(3, Some(3), "t").is_ok());
-        let e = check_graph_memory(3, Some(4), "t").unwrap_err();
-        assert!(e.to_string().contains("another graph"), "{e}");
+        assert!(check_graph_memory(&[], None, "t").is_ok());
+        assert!(check_graph_memory(&[2, 3], Some(3), "t").is_ok());
+        let e = check_graph_memory(&[2, 3], Some(4), "t").unwrap_err();
+        assert!(e.to_string().contains("not allocated before"), "{e}");
         assert_eq!(kind(check_device(&d0, &d1, "t")), InvalidKind::OtherDevice);
     }
 
@@ -1452,7 +1495,7 @@ mod tests {
         assert_eq!(view.memory_device(), Some(buf.device()));
         let graph_memory = GraphView {
             view: view.clone(),
-            graph: Some(11),
+            alloc: Some(11),
         };
         assert_eq!(graph_memory.graph_memory_of(), Some(11));
         assert_eq!(GraphView::from(&view).graph_memory_of(), None);
