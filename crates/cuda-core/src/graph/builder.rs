@@ -540,21 +540,6 @@ impl std::fmt::Debug for GraphBuilder {
     }
 }
 
-impl Device {
-    /// A graph builder on a new stream of this device's primary context
-    /// (`Device.create_graph_builder()`).
-    ///
-    /// # Errors
-    /// The driver's error creating the stream.
-    pub fn create_graph_builder(&self) -> Result<GraphBuilder> {
-        let s = self.create_stream(StreamOptions {
-            non_blocking: true,
-            priority: None,
-        })?;
-        Ok(GraphBuilder::top(s))
-    }
-}
-
 impl Stream {
     /// A graph builder for this stream's context and priority
     /// (`Stream.create_graph_builder()`). Unlike Python's, it captures on a new
@@ -574,6 +559,19 @@ impl Stream {
 }
 
 impl GraphBuilder {
+    /// A graph builder on a new stream of `device`'s primary context
+    /// ([`Device::create_graph_builder`]).
+    ///
+    /// # Errors
+    /// The driver's error creating the stream.
+    pub fn new(device: &Device) -> Result<Self> {
+        let s = device.create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })?;
+        Ok(Self::top(s))
+    }
+
     fn top(stream: Stream) -> Self {
         let family = Arc::new(Family {
             id: next_builder_id(),
