@@ -220,10 +220,11 @@ enum Phase {
 #[derive(Debug)]
 enum Role {
     Top,
-    /// `parent` is the stream of the builder it was split from, which a dropped
-    /// split is joined to.
+    /// `origin` is the stream of the builder whose capture it takes part in
+    /// (the top builder or a conditional body), which a dropped split is
+    /// joined to.
     Split {
-        parent: Stream,
+        origin: Stream,
     },
     /// The body graph, owned by its conditional node.
     Body {
@@ -244,10 +245,12 @@ impl Role {
 /// A builder of the family that is capturing and not yet ended or joined.
 struct OpenChild {
     id: u64,
+    /// The capture it takes part in (see [`GraphBuilder::capture`]).
+    capture: u64,
     stream: Stream,
     kind: RoleKind,
-    /// The stream of the builder it was split from (splits only).
-    parent: Option<Stream>,
+    /// The stream of the builder whose capture it takes part in (splits only).
+    origin: Option<Stream>,
 }
 
 /// A graph allocation made by [`GraphBuilder::allocate`], freed by a captured
@@ -513,7 +516,8 @@ fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
 /// dropped while building ends its capture and destroys the partial graph (the
 /// top builder first ends the bodies' captures and joins the split builders
 /// still open); a split builder dropped without a join is joined to the builder
-/// it was split from.
+/// whose capture it takes part in (the top builder, or the conditional body it
+/// was split off).
 ///
 /// Neither `Send` nor `Sync`, as [`Graph`].
 pub struct GraphBuilder {
@@ -718,9 +722,10 @@ impl GraphBuilder {
                 .check(|| WHAT)?;
                 lock(&self.family.children).push(OpenChild {
                     id: self.id,
+                    capture: self.capture,
                     stream: self.stream.clone(),
                     kind: RoleKind::Body,
-                    parent: None,
+                    origin: None,
                 });
             }
             Role::Split { .. } => {}
@@ -729,15 +734,15 @@ impl GraphBuilder {
         Ok(self)
     }
 
-    /// How many builders made from this one are still building: the splits
-    /// made from it and, for the top builder, every builder of the graph.
+    /// How many builders made from this one are still building: for a body,
+    /// the split builders of its capture (at any depth); for the top builder,
+    /// every builder of the graph.
     fn open_children(&self) -> usize {
-        let me = self.stream.handle();
         lock(&self.family.children)
             .iter()
             .filter(|c| {
                 self.role.kind() == RoleKind::Top
-                    || c.parent.as_ref().is_some_and(|p| p.handle() == me)
+                    || (c.kind == RoleKind::Split && c.capture == self.capture)
             })
             .count()
     }
@@ -864,20 +869,36 @@ impl GraphBuilder {
         self.graph()?.debug_dot_print(path)
     }
 
+    /// Checks that work may be queued: the builder's phase and graph, then that
+    /// its stream really is capturing (work queued on a stream whose capture
+    /// ended, for instance by a driver error, would run at once).
     fn check_building(&self, what: impl Into<Cow<'static, str>>) -> Result<()> {
+        let what = what.into();
         check_building(
             self.role.kind(),
             self.phase,
             self.family.ended.load(Ordering::Acquire),
-            what,
-        )
+            what.clone(),
+        )?;
+        match self.stream.capture_status()? {
+            CaptureStatus::Active => Ok(()),
+            CaptureStatus::Invalidated => Err(Error::invalid(
+                what,
+                "an error invalidated the capture; end the building to discard it",
+            )),
+            CaptureStatus::None => Err(Error::invalid(
+                what,
+                "the builder's stream is no longer capturing",
+            )),
+        }
     }
 
     /// Splits `count - 1` builders off this one (`split(count)`: Python's tuple
     /// starts with the original builder, which is `self` here). Each new builder
     /// starts after the work captured so far and captures into the same graph,
     /// in parallel; [`join`](Self::join) brings them back (one dropped unjoined
-    /// is joined to this builder).
+    /// is joined to the builder whose capture it takes part in: the top builder,
+    /// or the conditional body it was split off).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a count below 2 or a builder that is not
@@ -886,6 +907,10 @@ impl GraphBuilder {
         let n = check_split_count(count)?;
         self.check_building("splitting a graph builder")?;
         let streams = self.stream.fork(n)?;
+        let origin = match &self.role {
+            Role::Split { origin } => origin.clone(),
+            Role::Top | Role::Body { .. } => self.stream.clone(),
+        };
         let mut children = lock(&self.family.children);
         Ok(streams
             .into_iter()
@@ -893,7 +918,7 @@ impl GraphBuilder {
                 let mut b = Self::member(
                     s.clone(),
                     Role::Split {
-                        parent: self.stream.clone(),
+                        origin: origin.clone(),
                     },
                     Phase::Building,
                     self.family.clone(),
@@ -902,9 +927,10 @@ impl GraphBuilder {
                 b.see(self.visible());
                 children.push(OpenChild {
                     id: b.id,
+                    capture: b.capture,
                     stream: s,
                     kind: RoleKind::Split,
-                    parent: Some(self.stream.clone()),
+                    origin: Some(origin.clone()),
                 });
                 b
             })
@@ -920,8 +946,8 @@ impl GraphBuilder {
     /// one that is not a split builder or was split off another capture (a
     /// conditional body's and the top builder's are separate), or when this
     /// builder is not building;
-    /// the driver's error. The builders not joined yet are joined to the
-    /// builders they were split from as they drop.
+    /// the driver's error. The builders not joined yet are joined as they drop
+    /// (see [`split`](Self::split)).
     pub fn join(&self, others: impl IntoIterator<Item = GraphBuilder>) -> Result<()> {
         self.check_building("joining graph builders")?;
         for mut other in others {
@@ -1332,11 +1358,11 @@ impl GraphBuilder {
     fn abandon_top(&mut self) {
         self.family.ended.store(true, Ordering::Release);
         let children = std::mem::take(&mut *lock(&self.family.children));
-        // Splits first, newest first, each back into the builder it came from,
-        // then the bodies' captures; their graphs belong to the partial graph.
-        for c in children.iter().rev().filter(|c| c.kind == RoleKind::Split) {
-            if let Some(p) = &c.parent {
-                let _ = p.wait_stream(&c.stream);
+        // Splits first, each joined to the builder whose capture it is part
+        // of, then the bodies' captures; their graphs belong to the partial graph.
+        for c in children.iter().filter(|c| c.kind == RoleKind::Split) {
+            if let Some(origin) = &c.origin {
+                let _ = origin.wait_stream(&c.stream);
             }
         }
         for c in children.iter().rev().filter(|c| c.kind == RoleKind::Body) {
@@ -1359,12 +1385,13 @@ impl Drop for GraphBuilder {
         self.phase = Phase::Ended;
         match &self.role {
             Role::Top => self.abandon_top(),
-            Role::Split { parent } => {
+            Role::Split { origin } => {
                 let open = lock(&self.family.children).iter().any(|c| c.id == self.id);
                 self.forget_child();
                 if open {
-                    // Joined back where it came from, so that builder can end.
-                    let _ = parent.wait_stream(&self.stream);
+                    // Joined to the builder whose capture it is part of, so that
+                    // builder can end.
+                    let _ = origin.wait_stream(&self.stream);
                 }
             }
             Role::Body { .. } => {
