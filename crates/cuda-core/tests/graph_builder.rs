@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
-    CaptureArg, CaptureMode, CompileTarget, Device, DeviceBuffer, Error, GraphBuilder,
-    GraphCompleteOptions, GraphView, InvalidKind, Kernel, LaunchConfig, ObjectCode, Program,
-    ProgramOptions, SourceCode, Stream, StreamOptions,
+    CaptureArg, CaptureMode, CompileTarget, Device, DeviceBuffer, Error, Event, EventOptions,
+    GraphBuilder, GraphCompleteOptions, GraphView, InvalidKind, Kernel, LaunchConfig, ObjectCode,
+    Program, ProgramOptions, SourceCode, Stream, StreamOptions,
 };
 use cuda_rs_tests::{needs_driver, require_gpu, require_libs};
 
@@ -75,10 +75,15 @@ fn kernels_fills_copies_and_callbacks_captured_by_a_builder_replay() {
     // Used only inside the graph: the builder keeps it alive after our `Arc` goes.
     let tmp = zeros(&d, &s, 16);
     let runs = Arc::new(AtomicUsize::new(0));
+    // Event nodes: the graph waits for `gate` (recorded outside it) and records
+    // `done` for work outside it.
+    let gate = Arc::new(Event::new(&d, EventOptions::default()).unwrap());
+    let done = Arc::new(Event::new(&d, EventOptions::default()).unwrap());
     let mut b = d.create_graph_builder().unwrap();
     assert!(!b.is_building().unwrap());
     b.begin_building(CaptureMode::default()).unwrap();
     assert!(b.is_building().unwrap());
+    b.wait_event(&gate).unwrap();
     b.fill(&x, 5i32).unwrap();
     launch_into(&b, &add_to, 32, &[&x.shared_view(), &3i32]);
     b.copy(y.shared_slice(..16).unwrap(), x.shared_slice(16..).unwrap())
@@ -90,9 +95,10 @@ fn kernels_fills_copies_and_callbacks_captured_by_a_builder_replay() {
         r.fetch_add(1, Ordering::SeqCst);
     })
     .unwrap();
+    b.record_event(&done).unwrap();
     b.end_building().unwrap();
     assert!(!b.is_building().unwrap());
-    assert_eq!(b.graph().unwrap().node_count().unwrap(), 6);
+    assert_eq!(b.graph().unwrap().node_count().unwrap(), 8);
     let dot = std::env::temp_dir().join(format!("graph-builder-{}.dot", std::process::id()));
     b.debug_dot_print(&dot).unwrap();
     assert!(std::fs::metadata(&dot).unwrap().len() > 0);
@@ -103,8 +109,15 @@ fn kernels_fills_copies_and_callbacks_captured_by_a_builder_replay() {
     drop(tmp);
     assert!(tmp_weak.upgrade().is_some(), "the graph keeps `tmp` alive");
     for _ in 0..2 {
+        gate.record(&s).unwrap();
         exec.launch(&s).unwrap();
     }
+    // Another stream waits for the graph through `done`.
+    let after = d.create_stream(StreamOptions::default()).unwrap();
+    after.wait_event(&done).unwrap();
+    after.sync().unwrap();
+    done.sync().unwrap();
+    assert!(done.is_done().unwrap());
     s.sync().unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(x.to_vec(&s).unwrap(), vec![8; 32]);
@@ -408,6 +421,11 @@ fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
         b.begin_building(CaptureMode::default()).unwrap();
         assert_eq!(
             b.fill(&far, 1i32).unwrap_err().invalid_kind(),
+            Some(InvalidKind::OtherDevice)
+        );
+        let far_event = Arc::new(Event::new(&d1, EventOptions::default()).unwrap());
+        assert_eq!(
+            b.record_event(&far_event).unwrap_err().invalid_kind(),
             Some(InvalidKind::OtherDevice)
         );
         b.end_building().unwrap();

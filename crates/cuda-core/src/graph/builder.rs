@@ -426,19 +426,20 @@ fn check_graph_memory(
     }
 }
 
-/// Checks that memory of `memory` can be used by work of a builder on `device`.
+/// Checks that `thing` (memory, a graph, a pool, an event) of device `other`
+/// can be used by work of a builder on `device`.
 fn check_device(
     device: &Device,
-    memory: &Device,
+    (thing, other): (&str, &Device),
     what: impl Into<Cow<'static, str>>,
 ) -> Result<()> {
-    if memory != device {
+    if other != device {
         return Err(Error::other_device(
             what,
             format!(
-                "the builder is on device {}, the memory on device {}",
+                "the builder is on device {}, the {thing} on device {}",
                 device.ordinal(),
-                memory.ordinal()
+                other.ordinal()
             ),
         ));
     }
@@ -1088,7 +1089,7 @@ impl GraphBuilder {
     pub fn add_child(&self, child: &Graph) -> Result<()> {
         const WHAT: &str = "adding a child graph to a graph builder";
         self.check_building(WHAT)?;
-        check_device(self.device(), child.ctx.device(), WHAT)?;
+        check_device(self.device(), ("graph", child.ctx.device()), WHAT)?;
         let info = self.stream.capture_info()?;
         if info.status != CaptureStatus::Active {
             return Err(Error::invalid(WHAT, "the builder's capture is not active"));
@@ -1136,7 +1137,7 @@ impl GraphBuilder {
         self.check_building(what())?;
         for a in args {
             if let Some(d) = a.memory_device() {
-                check_device(self.device(), d, what())?;
+                check_device(self.device(), ("memory", d), what())?;
             }
             self.check_graph_memory(a.graph_memory_of(), what())?;
         }
@@ -1183,7 +1184,7 @@ impl GraphBuilder {
             ));
         }
         if dst.device() != self.device() {
-            check_device(self.device(), src.device(), WHAT)?;
+            check_device(self.device(), ("memory", src.device()), WHAT)?;
         }
         keep(&self.family.keep, dst.keep_alive());
         keep(&self.family.keep, src.keep_alive());
@@ -1216,7 +1217,7 @@ impl GraphBuilder {
         let dst = dst.into();
         self.check_graph_memory(dst.alloc, WHAT)?;
         let dst = dst.view;
-        check_device(self.device(), dst.device(), WHAT)?;
+        check_device(self.device(), ("memory", dst.device()), WHAT)?;
         keep(&self.family.keep, dst.keep_alive());
         crate::view::Span {
             buf: dst.buffer(),
@@ -1281,7 +1282,11 @@ impl GraphBuilder {
             ));
         }
         if let Some(pool) = pool {
-            check_device(self.device(), &MemoryResource::device(pool), what())?;
+            check_device(
+                self.device(),
+                ("pool", &MemoryResource::device(pool)),
+                what(),
+            )?;
             if pool.is_mapped() {
                 return Err(Error::unsupported(
                     what(),
@@ -1330,27 +1335,57 @@ impl GraphBuilder {
         self.stream.launch_host_func_repeatable(f)
     }
 
-    /// Records `event` at this point of the capture; another builder of the
-    /// same graph that [`wait_event`](Self::wait_event)s for it depends on the
-    /// work captured here so far. The graph keeps the event alive.
+    /// Records `event` each time the graph reaches this point (an event record
+    /// node: `cuEventRecordWithFlags` with `CU_EVENT_RECORD_EXTERNAL`), for work
+    /// outside the graph to wait on. The graph keeps the event alive. (Ordering
+    /// between builders of one graph is [`split`](Self::split) and
+    /// [`join`](Self::join).)
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when not building; the driver's error.
+    /// [`Error::InvalidArgument`] when not building or for an event of another
+    /// device ([`InvalidKind::OtherDevice`](crate::InvalidKind::OtherDevice));
+    /// the driver's error.
     pub fn record_event(&self, event: &Arc<Event>) -> Result<()> {
-        self.check_building("recording an event in a graph builder")?;
+        const WHAT: &str = "recording an event in a graph builder";
+        self.check_building(WHAT)?;
+        check_device(self.device(), ("event", event.device()), WHAT)?;
         keep(&self.family.keep, event.clone());
-        event.record(&self.stream)
+        let _current = self.family.ctx.ensure_current()?;
+        // SAFETY: a live event (kept by the graph) and a capturing stream of its
+        // device.
+        unsafe {
+            sys::cuEventRecordWithFlags(
+                event.handle(),
+                self.stream.handle(),
+                sys::CU_EVENT_RECORD_EXTERNAL.0,
+            )
+        }
+        .check(|| WHAT)
     }
 
-    /// Makes the work captured after this point wait for `event` (recorded in a
-    /// builder of the same graph). The graph keeps the event alive.
+    /// Makes the work captured after this point wait, each time the graph runs,
+    /// for the last record of `event` before it (an event wait node:
+    /// `cuStreamWaitEvent` with `CU_EVENT_WAIT_EXTERNAL`), typically recorded by
+    /// work outside the graph. The graph keeps the event alive.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when not building; the driver's error.
+    /// As [`record_event`](Self::record_event).
     pub fn wait_event(&self, event: &Arc<Event>) -> Result<()> {
-        self.check_building("making a graph builder wait for an event")?;
+        const WHAT: &str = "making a graph builder wait for an event";
+        self.check_building(WHAT)?;
+        check_device(self.device(), ("event", event.device()), WHAT)?;
         keep(&self.family.keep, event.clone());
-        self.stream.wait_event(event)
+        let _current = self.family.ctx.ensure_current()?;
+        // SAFETY: a live event (kept by the graph) and a capturing stream of its
+        // device.
+        unsafe {
+            sys::cuStreamWaitEvent(
+                self.stream.handle(),
+                event.handle(),
+                sys::CU_EVENT_WAIT_EXTERNAL.0,
+            )
+        }
+        .check(|| WHAT)
     }
 
     /// Ends the capture of the top builder and everything made from it, and
@@ -1496,12 +1531,14 @@ mod tests {
         }
         let e = check_join(here, at(d0, 7, 2), RoleKind::Split).unwrap_err();
         assert!(e.to_string().contains("another capture"), "{e}");
-        assert!(check_device(&d0, &d0, "t").is_ok());
+        assert!(check_device(&d0, ("memory", &d0), "t").is_ok());
         assert!(check_graph_memory(&[], None, "t").is_ok());
         assert!(check_graph_memory(&[2, 3], Some(3), "t").is_ok());
         let e = check_graph_memory(&[2, 3], Some(4), "t").unwrap_err();
         assert!(e.to_string().contains("not allocated before"), "{e}");
-        assert_eq!(kind(check_device(&d0, &d1, "t")), InvalidKind::OtherDevice);
+        let e = check_device(&d0, ("event", &d1), "t").unwrap_err();
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::OtherDevice));
+        assert!(e.to_string().contains("the event on device 1"), "{e}");
     }
 
     #[test]
