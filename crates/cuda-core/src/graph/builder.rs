@@ -474,7 +474,10 @@ fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
 /// events, the child graphs' own keep lists) in the keep list of the graph it
 /// builds; the graph hands it to each [`GraphExec`] instantiated from it, which
 /// holds it until its launches have finished. That is what makes queuing safe,
-/// where [`Stream::begin_capture`] is `unsafe`.
+/// where [`Stream::begin_capture`] is `unsafe`. Graph memory
+/// ([`allocate`](GraphBuilder::allocate)) is a [`GraphView`] that only work
+/// ordered after its allocation takes, and is freed by a node that ends the
+/// graph.
 ///
 /// ```no_run
 /// # fn f(dev: &cuda_core::Device, step: &cuda_core::Kernel) -> cuda_core::Result<()> {
@@ -512,8 +515,9 @@ fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
 /// Bad use is an error, never a leak: ending a builder that is not building, or
 /// while builders split from it are not joined (or, for the top builder, while a
 /// body builder is still building), joining a builder of another graph or
-/// device, a conditional body on a driver before CUDA 12.3 (if/else and switch:
-/// 12.8) are [`Error::InvalidArgument`] or [`Error::Unsupported`]. A builder
+/// device, graph memory named where it is not yet allocated, a conditional body
+/// on a driver before CUDA 12.3 (if/else and switch: 12.8) are
+/// [`Error::InvalidArgument`] or [`Error::Unsupported`]. A builder
 /// dropped while building ends its capture and destroys the partial graph (the
 /// top builder first ends the bodies' captures and joins the split builders
 /// still open); a split builder dropped without a join is joined to the builder
