@@ -294,7 +294,9 @@ pub use texture::{
     AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
     SurfaceObject, TextureObject, TextureOptions, TextureResource,
 };
-pub use typed_kernel::{ConstPtr, MutPtr, Param, Signature, TypedKernel, Val};
+pub use typed_kernel::{
+    CaptureParam, CaptureSignature, ConstPtr, MutPtr, Param, Signature, TypedKernel, Val,
+};
 pub use versions::{Component, Versions, versions};
 pub use view::{DeviceView, DeviceViewMut};
 pub use vmm::{Granularity, VirtualMemoryOptions, VirtualMemoryResource};

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
     CaptureArg, CaptureMode, CompileTarget, Device, DeviceBuffer, Error, Event, EventOptions,
-    GraphBuilder, GraphCompleteOptions, GraphView, InvalidKind, Kernel, LaunchConfig, ObjectCode,
-    Program, ProgramOptions, SourceCode, Stream, StreamOptions,
+    GraphBuilder, GraphCompleteOptions, GraphView, InvalidKind, Kernel, LaunchConfig, MutPtr,
+    ObjectCode, Program, ProgramOptions, SourceCode, Stream, StreamOptions, TypedKernel,
 };
 use cuda_rs_tests::{needs_driver, require_gpu, require_libs};
 
@@ -142,7 +142,10 @@ fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
     b.begin_building(CaptureMode::ThreadLocal).unwrap();
     let tmp: GraphView<i32> = b.allocate(32).unwrap();
     assert!(tmp.is_graph_memory() && tmp.len() == 32);
-    launch_into(&b, &iota_plus, 32, &[&tmp, &7i32]);
+    // Typed: `iota_plus(int* x, int v)` takes the graph memory as its `MutPtr`.
+    let typed = TypedKernel::<(MutPtr<i32>, i32)>::new(iota_plus.clone()).unwrap();
+    // SAFETY: 32 threads write the 32 ints of `tmp`.
+    unsafe { b.launch_typed(&LaunchConfig::new(1, 32), &typed, (tmp.clone(), 7)) }.unwrap();
     b.copy(&out, &tmp).unwrap();
     // From a named pool: the node takes its properties.
     let pooled = b.allocate_from::<i32>(&pool, 32).unwrap();

@@ -13,8 +13,8 @@ use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::{
-    ArcView, Buffer, Context, Device, DeviceBuffer, DeviceMemoryResource, Event, Kernel, KernelArg,
-    LaunchConfig, MemoryResource, Stream, StreamOptions,
+    ArcView, Buffer, CaptureSignature, Context, Device, DeviceBuffer, DeviceMemoryResource, Event,
+    Kernel, KernelArg, LaunchConfig, MemoryResource, Stream, StreamOptions, TypedKernel,
 };
 
 use super::{
@@ -440,6 +440,30 @@ fn check_device(
                 "the builder is on device {}, the {thing} on device {}",
                 device.ordinal(),
                 other.ordinal()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks captured-launch arguments against a typed signature's sizes.
+fn check_signature_sizes(kernel: &str, sizes: &[usize], args: &[&dyn CaptureArg]) -> Result<()> {
+    for (i, (a, want)) in args.iter().zip(sizes).enumerate() {
+        let have = a.as_kernel_arg().arg_size();
+        if have != *want {
+            return Err(Error::invalid(
+                format!("launching kernel `{kernel}` into a graph builder"),
+                format!("argument {i} is {have} bytes, the signature's parameter {want}"),
+            ));
+        }
+    }
+    if args.len() != sizes.len() {
+        return Err(Error::invalid(
+            format!("launching kernel `{kernel}` into a graph builder"),
+            format!(
+                "{} arguments for a signature of {}",
+                args.len(),
+                sizes.len()
             ),
         ));
     }
@@ -1157,6 +1181,45 @@ impl GraphBuilder {
         unsafe { crate::launch(&self.stream, config, kernel, &plain) }
     }
 
+    /// Launches a [`TypedKernel`] into the graph: `args` is the signature's
+    /// tuple with a [`GraphView`] for each pointer (`ConstPtr<T>`, `MutPtr<T>`)
+    /// and the value for each value (a `bool` as a `u8`); see
+    /// [`CaptureSignature`]. The argument count, kinds and sizes are fixed by
+    /// the signature, checked once when the `TypedKernel` was made (on drivers
+    /// of CUDA 12.4 and later), and each argument's size is checked against it
+    /// here, whatever the driver. Otherwise as [`launch`](Self::launch).
+    ///
+    /// ```no_run
+    /// # fn f(k: cuda_core::Kernel, b: &cuda_core::GraphBuilder, x: &std::sync::Arc<cuda_core::DeviceBuffer<f32>>) -> cuda_core::Result<()> {
+    /// use cuda_core::{ConstPtr, LaunchConfig, MutPtr, TypedKernel};
+    /// // extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned long long n)
+    /// let saxpy = TypedKernel::<(f32, ConstPtr<f32>, MutPtr<f32>, u64)>::new(k)?;
+    /// let y = b.allocate::<f32>(1024)?;
+    /// // SAFETY: saxpy reads x[0..n] and writes y[0..n]; both hold n = 1024 floats.
+    /// unsafe { b.launch_typed(&LaunchConfig::for_elements(1024, 256), &saxpy, (2.0, x.into(), y, 1024))? };
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// As [`TypedKernel::launch`], for every launch of every instantiation of the
+    /// graph: the kernel must stay within the views it is given and write only
+    /// through `MutPtr` parameters; the builder keeps the views' memory alive.
+    ///
+    /// # Errors
+    /// As [`launch`](Self::launch).
+    pub unsafe fn launch_typed<S: CaptureSignature>(
+        &self,
+        config: &LaunchConfig,
+        kernel: &TypedKernel<S>,
+        args: S::Captured,
+    ) -> Result<()> {
+        S::with_captured(&args, |all| {
+            check_signature_sizes(kernel.kernel().name(), S::SIZES, all)?;
+            // SAFETY: per this function's contract.
+            unsafe { self.launch(config, kernel.kernel(), all) }
+        })
+    }
+
     /// Copies `src` into `dst`, views of equal length, when the graph runs (a
     /// memcpy node); the graph keeps both allocations alive. Each is a
     /// [`GraphView`]: an `&Arc<DeviceBuffer<T>>`, an [`ArcView`], or graph memory.
@@ -1576,6 +1639,25 @@ mod tests {
             )
         };
         assert_eq!(tail - whole, 16);
+        let args: [&dyn CaptureArg; 2] = [&view, &7u32];
+        assert!(check_signature_sizes("k", &[8, 4], &args).is_ok());
+        let e = check_signature_sizes("k", &[8, 8], &args).unwrap_err();
+        assert!(e.to_string().contains("argument 1 is 4 bytes"), "{e}");
+        let e = check_signature_sizes("k", &[8, 4, 4], &args).unwrap_err();
+        assert!(
+            e.to_string().contains("2 arguments for a signature of 3"),
+            "{e}"
+        );
+        // A typed signature's captured tuple: views for pointers, values for
+        // values, a `bool` as a `u8`.
+        type Sig = (crate::ConstPtr<u32>, crate::MutPtr<u32>, u64, bool);
+        let captured: <Sig as CaptureSignature>::Captured =
+            (GraphView::from(&view), GraphView::from(&view), 3, 1);
+        Sig::with_captured(&captured, |all| {
+            let sizes: Vec<usize> = all.iter().map(|a| a.as_kernel_arg().arg_size()).collect();
+            assert_eq!(sizes, <Sig as crate::Signature>::SIZES);
+            assert!(all[0].keep_alive().is_some() && all[2].keep_alive().is_none());
+        });
         let n = 5u32;
         assert!(n.keep_alive().is_none() && n.memory_device().is_none());
         assert_eq!(n.as_kernel_arg().arg_size(), 4);
