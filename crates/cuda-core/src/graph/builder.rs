@@ -1413,21 +1413,11 @@ impl GraphBuilder {
     /// device ([`InvalidKind::OtherDevice`](crate::InvalidKind::OtherDevice));
     /// the driver's error.
     pub fn record_event(&self, event: &Arc<Event>) -> Result<()> {
-        const WHAT: &str = "recording an event in a graph builder";
-        self.check_building(WHAT)?;
-        check_device(self.device(), ("event", event.device()), WHAT)?;
-        keep(&self.family.keep, event.clone());
-        let _current = self.family.ctx.ensure_current()?;
-        // SAFETY: a live event (kept by the graph) and a capturing stream of its
-        // device.
-        unsafe {
-            sys::cuEventRecordWithFlags(
-                event.handle(),
-                self.stream.handle(),
-                sys::CU_EVENT_RECORD_EXTERNAL.0,
-            )
-        }
-        .check(|| WHAT)
+        self.event_node(event, "recording an event in a graph builder", |e, s| {
+            // SAFETY: a live event (kept by the graph) and a capturing stream of
+            // its device.
+            unsafe { sys::cuEventRecordWithFlags(e, s, sys::CU_EVENT_RECORD_EXTERNAL.0) }
+        })
     }
 
     /// Makes the work captured after this point wait, each time the graph runs,
@@ -1438,21 +1428,26 @@ impl GraphBuilder {
     /// # Errors
     /// As [`record_event`](Self::record_event).
     pub fn wait_event(&self, event: &Arc<Event>) -> Result<()> {
-        const WHAT: &str = "making a graph builder wait for an event";
-        self.check_building(WHAT)?;
-        check_device(self.device(), ("event", event.device()), WHAT)?;
+        self.event_node(event, "making a graph builder wait for an event", |e, s| {
+            // SAFETY: a live event (kept by the graph) and a capturing stream of
+            // its device.
+            unsafe { sys::cuStreamWaitEvent(s, e, sys::CU_EVENT_WAIT_EXTERNAL.0) }
+        })
+    }
+
+    /// Checks and keeps `event`, then `queue`s its node on the builder's stream
+    /// (given the event's and the stream's handles), with the context current.
+    fn event_node(
+        &self,
+        event: &Arc<Event>,
+        what: &'static str,
+        queue: impl FnOnce(sys::CUevent, sys::CUstream) -> sys::CUresult,
+    ) -> Result<()> {
+        self.check_building(what)?;
+        check_device(self.device(), ("event", event.device()), what)?;
         keep(&self.family.keep, event.clone());
         let _current = self.family.ctx.ensure_current()?;
-        // SAFETY: a live event (kept by the graph) and a capturing stream of its
-        // device.
-        unsafe {
-            sys::cuStreamWaitEvent(
-                self.stream.handle(),
-                event.handle(),
-                sys::CU_EVENT_WAIT_EXTERNAL.0,
-            )
-        }
-        .check(|| WHAT)
+        queue(event.handle(), self.stream.handle()).check(|| what)
     }
 
     /// Ends the capture of the top builder and everything made from it, and
