@@ -66,7 +66,10 @@ struct Api {
 const APIS: [Api; 13] = [
     Api {
         module: "driver",
-        headers: &["cuda.h", "cudaTypedefs.h"],
+        // OpenGL interop (`cuGraphicsGLRegisterBuffer`, …) is in the driver
+        // and resolved the same way; its header includes <GL/gl.h> for two
+        // types, which a stand-in gives (see `stub_include_dir`).
+        headers: &["cuda.h", "cudaTypedefs.h", "cudaGL.h", "cudaGLTypedefs.h"],
         extra_files: &[],
         kind: Kind::Driver,
         result_type: "CUresult",
@@ -532,7 +535,10 @@ fn msrv_target() -> Result<bindgen::RustTarget, String> {
 
 /// CCCL's `<nv/target>`, which `cuda_fp16.h` and `cuda_bf16.h` include even when
 /// read as C, only for C++ and device code: an empty stand-in (in `target/`) keeps
-/// the bindings independent of the CCCL headers.
+/// the bindings independent of the CCCL headers. OpenGL's `<GL/gl.h>`, which
+/// `cudaGL.h` includes for `GLuint` and `GLenum` alone: a stand-in with the two
+/// types as the OpenGL specification defines them (32-bit unsigned), so the
+/// bindings depend on no OpenGL headers and are the same on every machine.
 ///
 /// For Windows, also the C library headers the CUDA headers include
 /// ([`WINDOWS_LIBC_STANDINS`]): there is no Windows C library (nor a clang
@@ -557,6 +563,13 @@ fn stub_include_dir(os: Os) -> Result<std::path::PathBuf, String> {
     write(
         "nv/target",
         "/* cuda-rs: empty stand-in for CCCL's <nv/target>, used only by C++ and device code */\n",
+    )?;
+    write(
+        "GL/gl.h",
+        "/* cuda-rs: stand-in for OpenGL's <GL/gl.h>: the two types cudaGL.h uses */\n\
+         #pragma once\n\
+         typedef unsigned int GLenum;\n\
+         typedef unsigned int GLuint;\n",
     )?;
     if os == Os::Windows {
         for (h, body) in WINDOWS_LIBC_STANDINS {
@@ -1925,8 +1938,9 @@ mod tests {
         );
     }
 
-    /// Every committed `functions.rs` has its two `// SAFETY:` comments in each
-    /// of its functions, directly above each `unsafe` block (clippy's
+    /// Every committed `functions.rs` (and `functions_windows.rs`, where
+    /// Windows has its own) has its two `// SAFETY:` comments in each of its
+    /// functions, directly above each `unsafe` block (clippy's
     /// `undocumented_unsafe_blocks` checks the same when the crate is linted).
     #[test]
     fn committed_functions_comment_every_unsafe_block() {
@@ -1934,17 +1948,22 @@ mod tests {
         let mut dirs = 0;
         for api in &APIS {
             for dir in [api.module.to_string(), format!("{}_cuda12", api.module)] {
-                let path = out.join(&dir).join("functions.rs");
-                let text = fs::read_to_string(&path).unwrap();
-                let fns = text.matches("\npub unsafe fn ").count();
-                let blocks = check_safety_comments(&path.display().to_string(), &text)
-                    .unwrap_or_else(|e| panic!("{e}"));
-                assert_eq!(blocks, 2 * fns, "{}", path.display());
-                assert!(
-                    !text.contains("__cuda_rs_safety_comment"),
-                    "{}",
-                    path.display()
-                );
+                for file in ["functions.rs", "functions_windows.rs"] {
+                    let path = out.join(&dir).join(file);
+                    if file != "functions.rs" && !path.exists() {
+                        continue;
+                    }
+                    let text = fs::read_to_string(&path).unwrap();
+                    let fns = text.matches("\npub unsafe fn ").count();
+                    let blocks = check_safety_comments(&path.display().to_string(), &text)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    assert_eq!(blocks, 2 * fns, "{}", path.display());
+                    assert!(
+                        !text.contains("__cuda_rs_safety_comment"),
+                        "{}",
+                        path.display()
+                    );
+                }
                 dirs += 1;
             }
         }

@@ -245,13 +245,13 @@ fn run() -> Result<()> {
     // 5. Managed memory that prefers to live on the device: filled there by a
     // device-to-device copy from the pinned buffer, then prefetched to the host
     // and read in place.
-    let managed_mr = ManagedMemoryResource::with_preferred_location(&dev, Location::Device(dev));
+    let managed_mr = ManagedMemoryResource::with_preferred_location(&dev, Location::Device(dev))?;
     println!(
         "{:<22} preferred location {:?}",
         "managed",
         managed_mr.preferred_location()
     );
-    let mut managed = Arc::new(managed_mr).allocate(BYTES, None)?;
+    let mut managed = Arc::new(managed_mr).allocate(BYTES, &stream)?;
     round_trip("managed", &mut managed, &pattern, &stream)?;
     pinned.copy_from_host(&pattern, &stream)?;
     managed.fill(0u32, &stream)?;

@@ -45,7 +45,7 @@ use bytemuck::Pod;
 use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result, copy_size_kind};
-use crate::{ArcView, Buffer, DeviceView, DeviceViewMut, Location, Stream};
+use crate::{ArcView, Buffer, DeviceView, DeviceViewMut, Location, ManagedBuffer, Stream};
 
 /// What the batch traits read from their implementors; not nameable outside
 /// the crate, so the traits are sealed.
@@ -90,14 +90,14 @@ mod sealed {
 
 use sealed::{AsCopy, AsRange, Range};
 
-/// Memory that [`prefetch_batch`] takes: a whole [`Buffer`] (`&Buffer`,
-/// `&mut Buffer`), a [`DeviceView`], a [`DeviceViewMut`] or an [`ArcView`]
+/// Memory that [`prefetch_batch`] takes: a whole [`Buffer`] or [`ManagedBuffer`]
+/// (by reference), a [`DeviceView`], a [`DeviceViewMut`] or an [`ArcView`]
 /// (by reference or value). Sealed: implemented by this crate only.
 pub trait BatchRange: AsRange {}
 
 /// Memory that [`discard_batch`] and [`discard_prefetch_batch`] may drop the
-/// contents of: a whole buffer (`&mut Buffer`) or a [`DeviceViewMut`], both
-/// exclusive borrows. Sealed: implemented by this crate only.
+/// contents of: a whole buffer (`&mut Buffer`, `&mut ManagedBuffer`) or a
+/// [`DeviceViewMut`], all exclusive borrows. Sealed: implemented by this crate only.
 pub trait BatchRangeMut: BatchRange {}
 
 /// An entry of [`copy_batch`]: a [`BatchCopy`] (bytes, between whole buffers)
@@ -116,6 +116,14 @@ impl AsRange for Buffer {
 }
 impl BatchRange for Buffer {}
 impl BatchRangeMut for Buffer {}
+
+impl AsRange for ManagedBuffer {
+    fn range(&self) -> Range<'_> {
+        (**self).range()
+    }
+}
+impl BatchRange for ManagedBuffer {}
+impl BatchRangeMut for ManagedBuffer {}
 
 /// Typed views name their own bytes.
 macro_rules! view_ranges {
@@ -376,12 +384,15 @@ pub fn copy_batch<C: BatchCopyEntry>(
     crate::memory::order_frees_after(buffers(), stream)
 }
 
-/// Managed ranges for the batch calls, checked.
+/// Managed ranges for the batch calls (CUDA 13 drivers: `feature` names the
+/// call for an older one), checked.
 fn managed_ranges(
     ranges: &[Range<'_>],
     stream: &Stream,
     what: &'static str,
+    feature: &'static str,
 ) -> Result<(Vec<sys::CUdeviceptr>, Vec<usize>, crate::context::Current)> {
+    crate::versions::require_driver(13000, feature, || what)?;
     for r in ranges {
         r.buffer.require_managed(what)?;
     }
@@ -411,11 +422,11 @@ type PrefetchCall = unsafe fn(
 fn prefetch_like(
     items: &[(Range<'_>, Location)],
     stream: &Stream,
-    what: &'static str,
+    (what, feature): (&'static str, &'static str),
     call: PrefetchCall,
 ) -> Result<()> {
     let ranges: Vec<Range<'_>> = items.iter().map(|(r, _)| *r).collect();
-    let (mut ptrs, mut sizes, _current) = managed_ranges(&ranges, stream, what)?;
+    let (mut ptrs, mut sizes, _current) = managed_ranges(&ranges, stream, what, feature)?;
     let mut locs: Vec<sys::CUmemLocation> = items.iter().map(|(_, l)| l.raw()).collect();
     let n = locs.len();
     let mut idxs: Vec<usize> = (0..n).collect();
@@ -433,7 +444,7 @@ fn prefetch_like(
             stream.handle(),
         )
     }
-    .check(|| format!("{what} ({n} buffers)"))?;
+    .check(|| batch_context(what, n))?;
     crate::memory::order_frees_after(ranges.iter().map(|r| r.buffer), stream)
 }
 
@@ -448,7 +459,7 @@ pub fn prefetch_batch<R: BatchRange>(items: &[(R, Location)], stream: &Stream) -
     prefetch_like(
         &items,
         stream,
-        "prefetching a batch of buffers",
+        ("prefetching a batch of buffers", "batched prefetches"),
         sys::cuMemPrefetchBatchAsync,
     )
 }
@@ -462,9 +473,46 @@ pub fn prefetch_batch<R: BatchRange>(items: &[(R, Location)], stream: &Stream) -
 /// # Errors
 /// As [`prefetch_batch`].
 pub fn discard_batch<R: BatchRangeMut>(buffers: &mut [R], stream: &Stream) -> Result<()> {
-    const WHAT: &str = "discarding a batch of buffers";
     let ranges: Vec<Range<'_>> = buffers.iter().map(AsRange::range).collect();
-    let (mut ptrs, mut sizes, _current) = managed_ranges(&ranges, stream, WHAT)?;
+    discard_ranges(&ranges, stream, "discarding a batch of buffers")
+}
+
+/// Discards one managed buffer ([`ManagedBuffer::discard`]).
+pub(crate) fn discard_one(buffer: &mut Buffer, stream: &Stream) -> Result<()> {
+    discard_ranges(&[buffer.range()], stream, "discarding a buffer")
+}
+
+/// Discards one managed buffer and prefetches it to `location`
+/// ([`ManagedBuffer::discard_prefetch`]).
+pub(crate) fn discard_prefetch_one(
+    buffer: &mut Buffer,
+    location: Location,
+    stream: &Stream,
+) -> Result<()> {
+    prefetch_like(
+        &[(buffer.range(), location)],
+        stream,
+        ("discarding and prefetching a buffer", DISCARD_PREFETCH),
+        sys::cuMemDiscardAndPrefetchBatchAsync,
+    )
+}
+
+/// The feature [`discard_prefetch_batch`] and [`discard_prefetch_one`] need.
+const DISCARD_PREFETCH: &str = "discarding and prefetching managed memory";
+
+/// What a batch call of `n` ranges was doing, for its error.
+fn batch_context(what: &'static str, n: usize) -> std::borrow::Cow<'static, str> {
+    if n == 1 {
+        what.into()
+    } else {
+        format!("{what} ({n} ranges)").into()
+    }
+}
+
+/// `cuMemDiscardBatchAsync` over managed ranges.
+fn discard_ranges(ranges: &[Range<'_>], stream: &Stream, what: &'static str) -> Result<()> {
+    let (mut ptrs, mut sizes, _current) =
+        managed_ranges(ranges, stream, what, "discarding managed memory")?;
     // SAFETY: `ptrs`/`sizes` name `ranges.len()` live managed ranges.
     unsafe {
         sys::cuMemDiscardBatchAsync(
@@ -475,7 +523,7 @@ pub fn discard_batch<R: BatchRangeMut>(buffers: &mut [R], stream: &Stream) -> Re
             stream.handle(),
         )
     }
-    .check(|| format!("discarding a batch of {} buffers", ranges.len()))?;
+    .check(|| batch_context(what, ranges.len()))?;
     crate::memory::order_frees_after(ranges.iter().map(|r| r.buffer), stream)
 }
 
@@ -493,7 +541,10 @@ pub fn discard_prefetch_batch<R: BatchRangeMut>(
     prefetch_like(
         &items,
         stream,
-        "discarding and prefetching a batch of buffers",
+        (
+            "discarding and prefetching a batch of buffers",
+            DISCARD_PREFETCH,
+        ),
         sys::cuMemDiscardAndPrefetchBatchAsync,
     )
 }

@@ -2,8 +2,9 @@
 //! view another library's tensor ([`StridedMemoryView`]) without copying.
 //!
 //! The C structures ([`DLTensor`], [`DLManagedTensor`], [`DLDevice`],
-//! [`DLDeviceType`], [`DLDataType`]) are in this module alone; [`DLPackDType`] and
-//! [`StridedMemoryView`] are also at the crate root. They follow `dlpack.h` (ABI version 0.8/1.x `DLManagedTensor`, the
+//! [`DLDeviceType`], [`DLDataType`]) are in this module alone; [`DLPackDType`] is
+//! also at the crate root, as is [`StridedMemoryView`] (its own module; its
+//! DLPack constructor is here). They follow `dlpack.h` (ABI version 0.8/1.x `DLManagedTensor`, the
 //! unversioned capsule form that every framework accepts).
 
 use std::any::Any;
@@ -13,7 +14,8 @@ use std::sync::Arc;
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
-use crate::{ArcView, Buffer, DeviceBuffer, MemoryKind};
+use crate::strided::{Layout, row_major};
+use crate::{ArcView, Buffer, DeviceBuffer, MemoryKind, StridedMemoryView};
 
 /// `DLDeviceType`: where a tensor's memory lives.
 #[repr(transparent)]
@@ -126,6 +128,18 @@ impl DLDataType {
         bits: 64,
         lanes: 1,
     };
+    /// `complex64` (two `float32`s).
+    pub const C64: Self = Self {
+        code: 5,
+        bits: 64,
+        lanes: 1,
+    };
+    /// `complex128` (two `float64`s).
+    pub const C128: Self = Self {
+        code: 5,
+        bits: 128,
+        lanes: 1,
+    };
     /// `bool` (one byte).
     pub const BOOL: Self = Self {
         code: 6,
@@ -213,7 +227,7 @@ unsafe extern "C" fn export_deleter(t: *mut DLManagedTensor) {
     drop(unsafe { Box::from_raw(ctx.cast::<Export>()) });
 }
 
-fn device_of(b: &Buffer) -> DLDevice {
+pub(crate) fn device_of(b: &Buffer) -> DLDevice {
     let device_type = match b.kind() {
         MemoryKind::Pinned => DLDeviceType::CUDA_HOST,
         MemoryKind::Managed => DLDeviceType::CUDA_MANAGED,
@@ -223,49 +237,6 @@ fn device_of(b: &Buffer) -> DLDevice {
         device_type,
         device_id: b.device().ordinal() as i32,
     }
-}
-
-fn row_major(shape: &[i64]) -> Vec<i64> {
-    let mut strides = vec![1i64; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1].saturating_mul(shape[i + 1].max(1));
-    }
-    strides
-}
-
-/// The span of bytes a strided tensor touches, or an error for negative extents
-/// or strides and for a span that does not fit in 64 bits.
-fn extent_bytes(shape: &[i64], strides: &[i64], elem: usize) -> Result<u64> {
-    let what = "describing a strided tensor";
-    if shape.iter().any(|&s| s < 0) {
-        return Err(Error::invalid(what, "a negative extent"));
-    }
-    if shape.contains(&0) {
-        return Ok(0);
-    }
-    let too_large = || Error::invalid(what, "the tensor spans more bytes than 64 bits count");
-    let mut last: u64 = 0;
-    for (&n, &st) in shape.iter().zip(strides) {
-        let Ok(st) = u64::try_from(st) else {
-            return Err(Error::invalid(what, "negative strides are not supported"));
-        };
-        // `n` is at least 1 here.
-        let step = (n.unsigned_abs() - 1)
-            .checked_mul(st)
-            .ok_or_else(too_large)?;
-        last = last.checked_add(step).ok_or_else(too_large)?;
-    }
-    last.checked_add(1)
-        .and_then(|elements| elements.checked_mul(elem as u64))
-        .ok_or_else(too_large)
-}
-
-/// The number of elements of `shape` (non-negative extents), or `None` when it
-/// does not fit in 64 bits.
-fn element_count(shape: &[i64]) -> Option<u64> {
-    shape
-        .iter()
-        .try_fold(1u64, |count, &n| count.checked_mul(u64::try_from(n).ok()?))
 }
 
 /// What a tensor export describes: the memory (in `buffer`, at `data`, with
@@ -285,32 +256,15 @@ struct ExportSpec<'a> {
 /// `byte_offset` is 0, as `cuda.core`, CuPy and PyTorch export (consumers are
 /// told by `dlpack.h` not to rely on the pointer's alignment).
 fn export(spec: ExportSpec<'_>, what: &'static str) -> Result<*mut DLManagedTensor> {
-    let elem = spec
-        .dtype
-        .size_bytes()
-        .ok_or_else(|| Error::invalid(what, "the dtype is not a whole number of bytes"))?;
-    if spec.shape.len() != spec.strides.len() {
-        return Err(Error::invalid(
-            what,
-            format!(
-                "{} extents and {} strides",
-                spec.shape.len(),
-                spec.strides.len()
-            ),
-        ));
-    }
     let ndim =
         i32::try_from(spec.shape.len()).map_err(|_| Error::invalid(what, "too many dimensions"))?;
-    let need = extent_bytes(&spec.shape, &spec.strides, elem)?;
-    if need > spec.avail as u64 {
-        return Err(Error::out_of_range(
-            what,
-            format!(
-                "the tensor spans {need} bytes and the memory holds {}",
-                spec.avail
-            ),
-        ));
-    }
+    Layout::check(
+        &spec.shape,
+        Some(&spec.strides),
+        spec.dtype,
+        Some(spec.avail as u64),
+        what,
+    )?;
     let mut export = Box::new(Export {
         tensor: DLManagedTensor {
             dl_tensor: DLTensor {
@@ -452,27 +406,6 @@ impl<T: DLPackDType + Send + Sync> DeviceBuffer<T> {
     }
 }
 
-/// A view of another library's tensor: address, shape, strides (in elements),
-/// dtype and device. It owns the tensor it was made from and calls its deleter on
-/// drop.
-#[derive(Debug)]
-pub struct StridedMemoryView {
-    ptr: u64,
-    /// The number of elements (checked to fit when imported).
-    len: u64,
-    shape: Vec<i64>,
-    strides: Vec<i64>,
-    dtype: DLDataType,
-    device: DLDevice,
-    managed: *mut DLManagedTensor,
-}
-
-// SAFETY: the view owns the managed tensor; DLPack lets the consumer release it
-// from any thread.
-unsafe impl Send for StridedMemoryView {}
-// SAFETY: the view's accessors only read its own copies of the metadata.
-unsafe impl Sync for StridedMemoryView {}
-
 impl StridedMemoryView {
     /// Takes ownership of a DLPack tensor.
     ///
@@ -505,109 +438,35 @@ impl StridedMemoryView {
             release(tensor);
             return Err(Error::invalid(what, "a negative ndim"));
         };
-        let Some(elem) = t.dtype.size_bytes() else {
-            release(tensor);
-            return Err(Error::invalid(
-                what,
-                "the dtype is not a whole number of bytes",
-            ));
-        };
-        let shape: Vec<i64> = if ndim == 0 {
-            Vec::new()
+        let shape: &[i64] = if ndim == 0 {
+            &[]
         } else if t.shape.is_null() {
             release(tensor);
             return Err(Error::invalid(what, "the shape pointer is null"));
         } else {
             // SAFETY: per the contract, `shape` holds `ndim` entries.
-            unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec()
+            unsafe { std::slice::from_raw_parts(t.shape, ndim) }
         };
         let strides = if t.strides.is_null() || ndim == 0 {
-            row_major(&shape)
+            None
         } else {
             // SAFETY: per the contract, `strides` holds `ndim` entries.
-            unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec()
+            Some(unsafe { std::slice::from_raw_parts(t.strides.cast_const(), ndim) })
         };
-        if let Err(e) = extent_bytes(&shape, &strides, elem) {
-            release(tensor);
-            return Err(e);
-        }
-        // Zero strides can make a tensor of many elements span a few bytes.
-        let Some(len) = element_count(&shape) else {
-            release(tensor);
-            return Err(Error::invalid(
-                what,
-                "the number of elements does not fit in 64 bits",
-            ));
+        let layout = match Layout::check(shape, strides, t.dtype, None, what) {
+            Ok(layout) => layout,
+            Err(e) => {
+                release(tensor);
+                return Err(e);
+            }
         };
-        Ok(Self {
-            ptr: (t.data as u64).wrapping_add(t.byte_offset),
-            len,
-            shape,
-            strides,
-            dtype: t.dtype,
-            device: t.device,
-            managed: tensor,
-        })
-    }
-
-    /// The address of the first element (a device address for CUDA memory).
-    pub fn ptr(&self) -> u64 {
-        self.ptr
-    }
-
-    /// The extents.
-    pub fn shape(&self) -> &[i64] {
-        &self.shape
-    }
-
-    /// The strides, in elements.
-    pub fn strides(&self) -> &[i64] {
-        &self.strides
-    }
-
-    /// The element type.
-    pub fn dtype(&self) -> DLDataType {
-        self.dtype
-    }
-
-    /// Where the memory lives.
-    pub fn device(&self) -> DLDevice {
-        self.device
-    }
-
-    /// The number of elements.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether it has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Whether the elements are compact and row-major.
-    pub fn is_c_contiguous(&self) -> bool {
-        self.strides == row_major(&self.shape)
-    }
-
-    /// Bytes from the first to one past the last element.
-    pub fn extent_bytes(&self) -> u64 {
-        extent_bytes(
-            &self.shape,
-            &self.strides,
-            self.dtype.size_bytes().unwrap_or(1),
-        )
-        .unwrap_or(0)
-    }
-}
-
-impl Drop for StridedMemoryView {
-    fn drop(&mut self) {
-        // SAFETY: the view owns the tensor; its deleter runs once, here.
-        if let Some(d) = unsafe { (*self.managed).deleter } {
-            // SAFETY: as above.
-            unsafe { d(self.managed) };
-        }
+        Ok(Self::of_tensor(
+            (t.data as u64).wrapping_add(t.byte_offset),
+            layout,
+            t.dtype,
+            t.device,
+            tensor,
+        ))
     }
 }
 

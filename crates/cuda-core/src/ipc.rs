@@ -1,7 +1,9 @@
 //! Sharing memory pools, buffers and events with other processes (Linux: POSIX
 //! file descriptors).
 //!
-//! The exporting process creates a pool with `ipc_enabled`, sends the pool's file
+//! The exporting process creates a pool with `ipc_enabled` (a device pool,
+//! [`DeviceMemoryResource`], or a pinned host pool, [`PinnedMemoryResource`]: both
+//! are [`IpcMemoryPool`]s with the same methods), sends the pool's file
 //! descriptor ([`DeviceMemoryResource::export_handle`]) to the other process (over
 //! a Unix socket with `SCM_RIGHTS`, by inheritance, or with `pidfd_getfd`), and
 //! sends each buffer's [`IpcBufferDescriptor`] (plain bytes). The importer
@@ -15,6 +17,7 @@
 //! registry ([`DeviceMemoryResource::register`],
 //! [`DeviceMemoryResource::from_registry`]).
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher as _, Hasher as _};
@@ -26,7 +29,7 @@ use cuda_bindings::driver as sys;
 use crate::error::{Check as _, Error, Result};
 use crate::{
     Buffer, Context, Device, DeviceMemoryResource, Event, EventOptions, MemoryKind, MemoryResource,
-    Stream,
+    PinnedMemoryResource, Stream,
 };
 
 /// Exports `pool` (made with the POSIX file descriptor handle type) as a new
@@ -66,34 +69,91 @@ fn dup_pool_fd(fd: &OwnedFd) -> Result<OwnedFd> {
     })
 }
 
+/// A memory pool whose allocations can be shared with other processes:
+/// [`DeviceMemoryResource`] and [`PinnedMemoryResource`], made with
+/// `ipc_enabled: true` or imported. Sealed: the crate's pools are the only
+/// implementations. Both have the same IPC methods (`export_handle`, `import`,
+/// `uuid`, `register`, `from_registry`, `import_registered`), and
+/// [`Buffer::from_ipc_descriptor`] takes either.
+#[cfg_attr(docsrs, doc(cfg(unix)))]
+pub trait IpcMemoryPool: MemoryResource + sealed::Sealed + Sized + 'static {}
+
+pub(crate) mod sealed {
+    use cuda_bindings::driver as sys;
+
+    /// What the generic IPC code needs of a pool.
+    pub trait Sealed {
+        /// What the pool is called in messages ("a memory pool", "a pinned
+        /// memory pool").
+        const NAME: &'static str;
+        /// The driver's pool.
+        fn raw_pool(&self) -> sys::CUmemoryPool;
+        /// The pool's IPC state.
+        fn ipc(&self) -> &crate::memory::PoolIpc;
+    }
+}
+
+/// The sealed part of [`IpcMemoryPool`] for a pool type with `pool` and `ipc`
+/// fields.
+macro_rules! ipc_memory_pool {
+    ($t:ty, $name:literal) => {
+        impl sealed::Sealed for $t {
+            const NAME: &'static str = $name;
+            fn raw_pool(&self) -> sys::CUmemoryPool {
+                self.pool
+            }
+            fn ipc(&self) -> &crate::memory::PoolIpc {
+                &self.ipc
+            }
+        }
+        impl IpcMemoryPool for $t {}
+    };
+}
+ipc_memory_pool!(DeviceMemoryResource, "a memory pool");
+ipc_memory_pool!(PinnedMemoryResource, "a pinned memory pool");
+
+/// The pool's descriptor for another process: a new duplicate of the one
+/// exported when the pool was made.
+fn export_handle_of<P: IpcMemoryPool>(pool: &P) -> Result<OwnedFd> {
+    let what = || format!("exporting {}", P::NAME);
+    if !pool.ipc().enabled {
+        return Err(Error::unsupported(
+            what(),
+            "the pool was not created with `ipc_enabled: true`",
+        ));
+    }
+    let fd =
+        pool.ipc().fd.as_ref().ok_or_else(|| {
+            Error::unsupported(what(), "an imported pool cannot be exported again")
+        })?;
+    dup_pool_fd(fd)
+}
+
+/// Imports the pool another process exported as `fd` (`cuMemPoolImportFromShareableHandle`).
+pub(crate) fn import_pool(
+    fd: BorrowedFd<'_>,
+    what: impl FnOnce() -> String,
+) -> Result<sys::CUmemoryPool> {
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // The handle is passed by value, as an `int` in a pointer-sized slot.
+    let raw = fd.as_raw_fd() as usize as *mut std::ffi::c_void;
+    // SAFETY: `pool` is valid for writes; the descriptor stays open for the call.
+    unsafe {
+        sys::cuMemPoolImportFromShareableHandle(
+            &mut pool,
+            raw,
+            sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0,
+        )
+    }
+    .check(what)?;
+    Ok(pool)
+}
+
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 impl DeviceMemoryResource {
-    /// The pool's shareable handle: a file descriptor another process can import.
-    /// The pool is exported once, when it is created (the driver exports a pool's
-    /// buffers only after that); each call returns a new duplicate of that
-    /// descriptor, which the caller owns.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for a pool made without `ipc_enabled` or imported
-    /// from another process; [`Error::Io`] when the descriptor cannot be
-    /// duplicated.
-    pub fn export_handle(&self) -> Result<OwnedFd> {
-        if !self.ipc {
-            return Err(Error::unsupported(
-                "exporting a memory pool",
-                "the pool was not created with `ipc_enabled: true`",
-            ));
-        }
-        let fd = self.ipc_fd.as_ref().ok_or_else(|| {
-            Error::unsupported(
-                "exporting a memory pool",
-                "an imported pool cannot be exported again",
-            )
-        })?;
-        dup_pool_fd(fd)
-    }
-
-    /// Imports a pool another process exported. The pool is released when this
+    /// Imports a pool another process exported
+    /// ([`export_handle`](Self::export_handle)). The pool is released when this
     /// resource and every buffer imported through it are gone.
     ///
     /// `device` is the device whose memory the pool holds, in this process's
@@ -107,27 +167,14 @@ impl DeviceMemoryResource {
     /// driver's error.
     pub fn import(device: &Device, fd: BorrowedFd<'_>) -> Result<Self> {
         let _current = device.ensure_current()?;
-        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-        // The handle is passed by value, as an `int` in a pointer-sized slot.
-        let raw = fd.as_raw_fd() as usize as *mut std::ffi::c_void;
-        // SAFETY: `pool` is valid for writes; the descriptor stays open for the call.
-        unsafe {
-            sys::cuMemPoolImportFromShareableHandle(
-                &mut pool,
-                raw,
-                sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                0,
-            )
-        }
-        .check(|| format!("importing a memory pool on device {}", device.ordinal()))?;
+        let pool = import_pool(fd, || {
+            format!("importing a memory pool on device {}", device.ordinal())
+        })?;
         let imported = Self {
             device: *device,
             pool,
             owned: true,
-            ipc: true,
-            mapped: true,
-            uuid: std::sync::OnceLock::new(),
-            ipc_fd: None,
+            ipc: crate::memory::PoolIpc::imported(),
         };
         // The owning device always has access; any other device has none until
         // this process grants it, so a wrong `device` shows here rather than as a
@@ -185,15 +232,15 @@ impl IpcBufferDescriptor {
     }
 }
 
-/// The resource of an imported buffer: frees it (`cuMemFreeAsync`) but cannot
-/// allocate.
+/// The resource of an imported buffer: frees it (`cuMemFreeAsync`, through the
+/// imported pool) but cannot allocate.
 #[derive(Debug)]
 struct Imported {
-    pool: Arc<DeviceMemoryResource>,
+    pool: Arc<dyn MemoryResource>,
 }
 
-// SAFETY: imported pointers are device memory of the pool's device, released with
-// `cuMemFreeAsync` on the importing side.
+// SAFETY: imported pointers are memory of the pool's kind, usable on its device,
+// released with `cuMemFreeAsync` on the importing side.
 unsafe impl MemoryResource for Imported {
     unsafe fn allocate_raw(&self, _size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         Err(Error::unsupported(
@@ -208,18 +255,19 @@ unsafe impl MemoryResource for Imported {
     }
 
     fn kind(&self) -> MemoryKind {
-        MemoryKind::Device
+        self.pool.kind()
     }
 
     fn device(&self) -> Device {
-        self.pool.device
+        self.pool.device()
     }
 }
 
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 impl Buffer {
     /// The descriptor another process needs to import this buffer (which must come
-    /// from a pool made with `ipc_enabled`). The importer should wait for the
+    /// from a pool made with `ipc_enabled`: a [`DeviceMemoryResource`] or a
+    /// [`PinnedMemoryResource`]). The importer should wait for the
     /// exporter's work on it (an IPC [`Event`]) before using it.
     ///
     /// # Errors
@@ -237,15 +285,16 @@ impl Buffer {
     }
 
     /// Imports a buffer another process exported from the pool `pool` was imported
-    /// from. It is released (on `stream`, its free stream) when dropped; the
-    /// exporter must keep its buffer until then.
+    /// from (a device or a pinned pool: see [`IpcMemoryPool`]). It is released
+    /// (on `stream`, its free stream) when dropped; the exporter must keep its
+    /// buffer until then.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a zero size, a size larger than the
     /// exported allocation (the import is released) or a stream of another
-    /// device; the driver's error.
-    pub fn from_ipc_descriptor(
-        pool: &Arc<DeviceMemoryResource>,
+    /// device than the pool's; the driver's error.
+    pub fn from_ipc_descriptor<P: IpcMemoryPool>(
+        pool: &Arc<P>,
         descriptor: &IpcBufferDescriptor,
         stream: &Stream,
     ) -> Result<Self> {
@@ -253,7 +302,8 @@ impl Buffer {
             .ok()
             .filter(|&s| s > 0)
             .ok_or_else(|| Error::invalid("importing a buffer", "the size is zero or too large"))?;
-        if stream.device() != &pool.device {
+        let device = pool.device();
+        if stream.device() != &device {
             return Err(Error::other_device(
                 "importing a buffer",
                 "the stream is on another device",
@@ -265,7 +315,7 @@ impl Buffer {
         };
         let mut ptr: sys::CUdeviceptr = 0;
         // SAFETY: `data` holds the exporter's 64 bytes; `ptr` is valid for writes.
-        unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool.pool, &mut data) }
+        unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool.raw_pool(), &mut data) }
             .check(|| "importing a buffer")?;
         // The size comes from the other process: a buffer must never claim more
         // than the allocation the driver imported, or safe copies would run past it.
@@ -275,14 +325,15 @@ impl Buffer {
             let _ = unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) };
             return Err(e);
         }
+        let kind = pool.kind();
         let mr: Arc<dyn MemoryResource> = Arc::new(Imported { pool: pool.clone() });
-        Ok(Buffer::mapped_from_parts(
+        Ok(Buffer::from_parts(
             ptr,
             size,
-            MemoryKind::Device,
-            pool.device,
-            mr,
-            stream,
+            kind,
+            device,
+            (mr, stream),
+            true,
         ))
     }
 }
@@ -396,7 +447,8 @@ impl fmt::Display for PoolUuid {
     }
 }
 
-type Registry = HashMap<PoolUuid, Weak<DeviceMemoryResource>>;
+/// A registered pool: a [`DeviceMemoryResource`] or a [`PinnedMemoryResource`].
+type Registry = HashMap<PoolUuid, Weak<dyn Any + Send + Sync>>;
 
 /// The process-wide registry of IPC pools by UUID. It holds weak references: a
 /// registered pool is still destroyed when its last `Arc` goes, and its entry is
@@ -406,116 +458,166 @@ fn registry() -> &'static Mutex<Registry> {
     REGISTRY.get_or_init(Default::default)
 }
 
-#[cfg_attr(docsrs, doc(cfg(unix)))]
-impl DeviceMemoryResource {
-    /// The pool's identity across processes, for an IPC-enabled pool: made when
-    /// the pool was created here, or the one an imported pool was registered
-    /// under ([`register`](Self::register)); `None` for other pools and for an
-    /// imported pool not registered yet.
-    pub fn uuid(&self) -> Option<PoolUuid> {
-        self.uuid.get().copied()
+fn register_of<P: IpcMemoryPool + Send + Sync>(pool: &Arc<P>, uuid: PoolUuid) -> Result<()> {
+    let what = || format!("registering {} as {uuid}", P::NAME);
+    if !pool.ipc().enabled {
+        return Err(Error::unsupported(
+            what(),
+            "only IPC-enabled pools are registered (made with `ipc_enabled: true`, or imported)",
+        ));
     }
+    let mut reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
+    reg.retain(|_, w| w.strong_count() > 0);
+    if let Some(other) = reg.get(&uuid).and_then(Weak::upgrade) {
+        if std::ptr::addr_eq(Arc::as_ptr(&other), Arc::as_ptr(pool)) {
+            return Ok(());
+        }
+        return Err(Error::invalid(
+            what(),
+            "another memory pool is registered under this UUID",
+        ));
+    }
+    let own = *pool.ipc().uuid.get_or_init(|| uuid);
+    if own != uuid {
+        return Err(Error::invalid(what(), format!("the pool's UUID is {own}")));
+    }
+    let weak: Weak<dyn Any + Send + Sync> = Arc::downgrade(pool) as Weak<P>;
+    reg.insert(uuid, weak);
+    Ok(())
+}
 
-    /// Registers this IPC pool in the process-wide registry under `uuid`
-    /// (`cuda.core`'s `register`), so that
-    /// [`from_registry`](Self::from_registry) finds it. An imported pool takes
-    /// `uuid` as its [`uuid`](Self::uuid); a pool made here must be registered
-    /// under its own. Registering the same pool again under its UUID does
-    /// nothing. The registry holds a weak reference: it does not keep the pool
-    /// alive.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for a pool that is not IPC-enabled;
-    /// [`Error::InvalidArgument`] when the pool already has another UUID, or
-    /// another live pool is registered under `uuid`.
-    pub fn register(self: &Arc<Self>, uuid: PoolUuid) -> Result<()> {
-        let what = || format!("registering a memory pool as {uuid}");
-        if !self.ipc {
-            return Err(Error::unsupported(
-                what(),
-                "only IPC-enabled pools are registered (made with `ipc_enabled: true`, or imported)",
+/// The live pool registered under `uuid`, of any type.
+fn registered(uuid: PoolUuid, what: impl FnOnce() -> String) -> Result<Arc<dyn Any + Send + Sync>> {
+    registry()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&uuid)
+        .and_then(Weak::upgrade)
+        .ok_or_else(|| Error::invalid(what(), "no live pool is registered under this UUID"))
+}
+
+fn from_registry_of<P: IpcMemoryPool + Send + Sync>(uuid: PoolUuid) -> Result<Arc<P>> {
+    let what = || format!("looking up {} {uuid} in the registry", P::NAME);
+    registered(uuid, what)?.downcast::<P>().map_err(|_| {
+        Error::invalid(
+            what(),
+            "the pool registered under this UUID is of another kind",
+        )
+    })
+}
+
+fn import_registered_of<P: IpcMemoryPool + Send + Sync>(
+    device: &Device,
+    uuid: PoolUuid,
+    import: impl FnOnce() -> Result<P>,
+) -> Result<Arc<P>> {
+    if let Ok(known) = from_registry_of::<P>(uuid) {
+        if known.device() != *device {
+            return Err(Error::other_device(
+                format!(
+                    "importing {} {uuid} on device {}",
+                    P::NAME,
+                    device.ordinal()
+                ),
+                format!(
+                    "the pool registered under this UUID is on device {}",
+                    known.device().ordinal()
+                ),
             ));
         }
-        let mut reg = registry().lock().unwrap_or_else(PoisonError::into_inner);
-        reg.retain(|_, w| w.strong_count() > 0);
-        if let Some(other) = reg.get(&uuid).and_then(Weak::upgrade) {
-            if Arc::ptr_eq(&other, self) {
-                return Ok(());
-            }
-            return Err(Error::invalid(
-                what(),
-                "another memory pool is registered under this UUID",
-            ));
-        }
-        let own = *self.uuid.get_or_init(|| uuid);
-        if own != uuid {
-            return Err(Error::invalid(what(), format!("the pool's UUID is {own}")));
-        }
-        reg.insert(uuid, Arc::downgrade(self));
-        Ok(())
+        return Ok(known);
     }
-
-    /// The live pool registered under `uuid` (`cuda.core`'s `from_registry`).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when no pool registered under `uuid` is alive.
-    pub fn from_registry(uuid: PoolUuid) -> Result<Arc<Self>> {
-        registry()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&uuid)
-            .and_then(Weak::upgrade)
-            .ok_or_else(|| {
-                Error::invalid(
-                    format!("looking up memory pool {uuid} in the registry"),
-                    "no live pool is registered under this UUID",
-                )
-            })
-    }
-
-    /// Imports a pool another process exported, once per process: the pool
-    /// registered under `uuid` (the exporter's [`uuid`](Self::uuid)) when there
-    /// is one, else the pool [`import`](Self::import)ed from `fd` and registered
-    /// under `uuid`. `fd` is only read; the caller still owns it.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when the registered pool is of another device
-    /// than `device`; as [`import`](Self::import) and
-    /// [`register`](Self::register).
-    pub fn import_registered(
-        device: &Device,
-        fd: BorrowedFd<'_>,
-        uuid: PoolUuid,
-    ) -> Result<Arc<Self>> {
-        if let Ok(known) = Self::from_registry(uuid) {
-            if known.device != *device {
-                return Err(Error::other_device(
-                    format!(
-                        "importing memory pool {uuid} on device {}",
-                        device.ordinal()
-                    ),
-                    format!(
-                        "the pool registered under this UUID is on device {}",
-                        known.device.ordinal()
-                    ),
-                ));
-            }
-            return Ok(known);
-        }
-        let pool = Arc::new(Self::import(device, fd)?);
-        match pool.register(uuid) {
-            Ok(()) => Ok(pool),
-            // Another thread imported and registered it meanwhile: use that one
-            // (this import is released when `pool` drops).
-            Err(e) => Self::from_registry(uuid).map_err(|_| e),
-        }
+    let pool = Arc::new(import()?);
+    match register_of(&pool, uuid) {
+        Ok(()) => Ok(pool),
+        // Another thread imported and registered it meanwhile: use that one
+        // (this import is released when `pool` drops).
+        Err(e) => from_registry_of::<P>(uuid).map_err(|_| e),
     }
 }
+
+/// The IPC methods both pool types share (their `import` is their own).
+macro_rules! ipc_pool_methods {
+    ($t:ty) => {
+        #[cfg_attr(docsrs, doc(cfg(unix)))]
+        impl $t {
+            /// The pool's shareable handle (`cuda.core`'s `allocation_handle`): a
+            /// file descriptor another process imports with
+            /// [`import`](Self::import). The pool is exported once, when it is
+            /// created (the driver exports a pool's buffers only after that); each
+            /// call returns a new duplicate of that descriptor, which the caller
+            /// owns.
+            ///
+            /// # Errors
+            /// [`Error::Unsupported`] for a pool made without `ipc_enabled` or
+            /// imported from another process; [`Error::Io`] when the descriptor
+            /// cannot be duplicated.
+            pub fn export_handle(&self) -> Result<OwnedFd> {
+                export_handle_of(self)
+            }
+
+            /// The pool's identity across processes, for an IPC-enabled pool: made
+            /// when the pool was created here, or the one an imported pool was
+            /// registered under ([`register`](Self::register)); `None` for other
+            /// pools and for an imported pool not registered yet.
+            pub fn uuid(&self) -> Option<PoolUuid> {
+                self.ipc.uuid.get().copied()
+            }
+
+            /// Registers this IPC pool in the process-wide registry under `uuid`
+            /// (`cuda.core`'s `register`), so that
+            /// [`from_registry`](Self::from_registry) finds it. An imported pool
+            /// takes `uuid` as its [`uuid`](Self::uuid); a pool made here must be
+            /// registered under its own. Registering the same pool again under its
+            /// UUID does nothing. The registry holds a weak reference: it does not
+            /// keep the pool alive.
+            ///
+            /// # Errors
+            /// [`Error::Unsupported`] for a pool that is not IPC-enabled;
+            /// [`Error::InvalidArgument`] when the pool already has another UUID,
+            /// or another live pool is registered under `uuid`.
+            pub fn register(self: &Arc<Self>, uuid: PoolUuid) -> Result<()> {
+                register_of(self, uuid)
+            }
+
+            /// The live pool of this type registered under `uuid` (`cuda.core`'s
+            /// `from_registry`).
+            ///
+            /// # Errors
+            /// [`Error::InvalidArgument`] when no pool registered under `uuid` is
+            /// alive, or the one registered is of another type.
+            pub fn from_registry(uuid: PoolUuid) -> Result<Arc<Self>> {
+                from_registry_of(uuid)
+            }
+
+            /// Imports a pool another process exported, once per process: the
+            /// pool registered under `uuid` (the exporter's [`uuid`](Self::uuid))
+            /// when there is one, else the pool [`import`](Self::import)ed from
+            /// `fd` and registered under `uuid`. `fd` is only read; the caller
+            /// still owns it.
+            ///
+            /// # Errors
+            /// [`Error::InvalidArgument`] when the registered pool is of another
+            /// device than `device`; as [`import`](Self::import) and
+            /// [`register`](Self::register).
+            pub fn import_registered(
+                device: &Device,
+                fd: BorrowedFd<'_>,
+                uuid: PoolUuid,
+            ) -> Result<Arc<Self>> {
+                import_registered_of(device, uuid, || Self::import(device, fd))
+            }
+        }
+    };
+}
+ipc_pool_methods!(DeviceMemoryResource);
+ipc_pool_methods!(PinnedMemoryResource);
 
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 impl Buffer {
     /// Imports a buffer another process exported from the pool registered under
-    /// `pool` ([`DeviceMemoryResource::from_registry`], then
+    /// `pool` (a [`DeviceMemoryResource`] or a [`PinnedMemoryResource`]: see
+    /// [`DeviceMemoryResource::from_registry`], then
     /// [`from_ipc_descriptor`](Self::from_ipc_descriptor)).
     ///
     /// # Errors
@@ -526,11 +628,19 @@ impl Buffer {
         descriptor: &IpcBufferDescriptor,
         stream: &Stream,
     ) -> Result<Self> {
-        Self::from_ipc_descriptor(
-            &DeviceMemoryResource::from_registry(pool)?,
-            descriptor,
-            stream,
-        )
+        let any = registered(pool, || {
+            format!("looking up memory pool {pool} in the registry")
+        })?;
+        match any.downcast::<DeviceMemoryResource>() {
+            Ok(device) => Self::from_ipc_descriptor(&device, descriptor, stream),
+            Err(any) => match any.downcast::<PinnedMemoryResource>() {
+                Ok(pinned) => Self::from_ipc_descriptor(&pinned, descriptor, stream),
+                Err(_) => Err(Error::invalid(
+                    format!("importing a buffer of memory pool {pool}"),
+                    "the registered object is not a memory pool",
+                )),
+            },
+        }
     }
 }
 

@@ -97,6 +97,22 @@ impl ArrayFormat {
         }
     }
 
+    /// The format of a driver's `CUarray_format`, when it is one of these.
+    fn from_raw(raw: sys::CUarray_format) -> Option<Self> {
+        [
+            Self::U8,
+            Self::U16,
+            Self::U32,
+            Self::I8,
+            Self::I16,
+            Self::I32,
+            Self::F16,
+            Self::F32,
+        ]
+        .into_iter()
+        .find(|f| f.raw() == raw)
+    }
+
     /// Bytes per channel.
     pub fn size(self) -> usize {
         match self {
@@ -219,8 +235,19 @@ pub struct OpaqueArray {
     handle: sys::CUarray,
     ctx: Context,
     options: ArrayOptions,
-    /// For a mipmap level: the mipmapped array that owns it.
-    parent: Option<Arc<MipmappedInner>>,
+    /// Who destroys the array.
+    origin: Origin,
+}
+
+/// Who destroys an [`OpaqueArray`]'s handle.
+enum Origin {
+    /// The array itself, on drop.
+    Own,
+    /// A mipmap level: the mipmapped array, which the level keeps alive.
+    Level(#[allow(dead_code, reason = "held, never read")] Arc<MipmappedInner>),
+    /// A mapped graphics resource: the graphics API, after the mapping that
+    /// lends the array (and outlives it) ends.
+    Mapped,
 }
 
 // SAFETY: an array handle may be used from any thread; copies take `&mut self` or
@@ -234,7 +261,8 @@ impl std::fmt::Debug for OpaqueArray {
         f.debug_struct("OpaqueArray")
             .field("handle", &self.handle)
             .field("options", &self.options)
-            .field("mipmap_level", &self.parent.is_some())
+            .field("mipmap_level", &matches!(self.origin, Origin::Level(_)))
+            .field("mapped", &matches!(self.origin, Origin::Mapped))
             .finish()
     }
 }
@@ -257,7 +285,52 @@ impl OpaqueArray {
             handle,
             ctx: ctx.clone(),
             options: *options,
-            parent: None,
+            origin: Origin::Own,
+        })
+    }
+
+    /// The array of a mapped graphics resource, which the graphics API owns
+    /// (never destroyed here). Its shape and format are read from the driver.
+    ///
+    /// # Safety
+    /// `handle` must be a live array of `ctx` that stays valid for as long as
+    /// the returned value (the mapping it came from outlives it).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for an element format [`ArrayFormat`] does not
+    /// name; the driver's error.
+    pub(crate) unsafe fn mapped(
+        handle: sys::CUarray,
+        ctx: &Context,
+        what: &'static str,
+    ) -> Result<Self> {
+        let _current = ctx.ensure_current()?;
+        let mut desc = sys::CUDA_ARRAY3D_DESCRIPTOR::default();
+        // SAFETY: a live array (per the contract); `desc` is valid for writes.
+        unsafe { sys::cuArray3DGetDescriptor(&mut desc, handle) }
+            .check(|| format!("{what}: reading the mapped array's shape"))?;
+        let format = ArrayFormat::from_raw(desc.Format).ok_or_else(|| {
+            Error::unsupported(
+                what,
+                format!(
+                    "the mapped array's element format ({}) is not one `ArrayFormat` names",
+                    desc.Format.0
+                ),
+            )
+        })?;
+        Ok(Self {
+            handle,
+            ctx: ctx.clone(),
+            options: ArrayOptions {
+                format,
+                channels: desc.NumChannels,
+                width: desc.Width,
+                height: desc.Height,
+                depth: desc.Depth,
+                surface_load_store: desc.Flags & sys::CUDA_ARRAY3D_SURFACE_LDST != 0,
+                layered: desc.Flags & sys::CUDA_ARRAY3D_LAYERED != 0,
+            },
+            origin: Origin::Mapped,
         })
     }
 
@@ -363,7 +436,7 @@ impl OpaqueArray {
 
 impl Drop for OpaqueArray {
     fn drop(&mut self) {
-        if self.parent.is_none() {
+        if let Origin::Own = self.origin {
             let _current = self.ctx.ensure_current();
             // SAFETY: an owned array, destroyed once; textures and surfaces made
             // from it hold it (in an `Arc`) and are gone.
@@ -480,7 +553,7 @@ impl MipmappedArray {
             handle,
             ctx: self.inner.ctx.clone(),
             options,
-            parent: Some(self.inner.clone()),
+            origin: Origin::Level(self.inner.clone()),
         })
     }
 }

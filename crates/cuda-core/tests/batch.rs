@@ -36,7 +36,7 @@ fn a_batch_copies_between_every_kind_of_buffer() {
     let (d, s) = setup();
     let pinned =
         Arc::new(PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap());
-    let managed = Arc::new(ManagedMemoryResource::new(&d));
+    let managed = Arc::new(ManagedMemoryResource::new(&d).unwrap());
     let mut src_dev = d.allocate(1 << 20, &s).unwrap();
     let mut src_pin = Buffer::allocate(pinned.clone(), 64 << 10, &s).unwrap();
     let mut src_man = Buffer::allocate(managed.clone(), 4096, &s).unwrap();
@@ -150,7 +150,7 @@ fn managed_buffers_are_prefetched_and_discarded_in_batches() {
     {
         panic!("this test needs concurrent managed access (every Linux data-centre GPU has it)");
     }
-    let managed = Arc::new(ManagedMemoryResource::new(&d));
+    let managed = Arc::new(ManagedMemoryResource::new(&d).unwrap());
     let mut bufs: Vec<Buffer> = (0..4)
         .map(|i| {
             let mut b = Buffer::allocate(managed.clone(), (i + 1) << 20, &s).unwrap();

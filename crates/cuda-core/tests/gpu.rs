@@ -199,7 +199,8 @@ fn every_resource_allocates() {
         own.clone(),
         Arc::new(PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap()),
         Arc::new(LegacyPinnedMemoryResource::new(&d)),
-        Arc::new(ManagedMemoryResource::new(&d)),
+        Arc::new(ManagedMemoryResource::new(&d).unwrap()),
+        Arc::new(ManagedMemoryResource::legacy(&d, None)),
     ];
     for mr in resources {
         let data = random_u32(4096, 7);
@@ -400,13 +401,11 @@ fn managed_memory_prefetch_and_advice() {
     require_gpu!();
     let d = dev0();
     let s = d.create_stream(StreamOptions::default()).unwrap();
-    let mr = Arc::new(ManagedMemoryResource::with_preferred_location(
-        &d,
-        Location::Device(d),
-    ));
+    let mr =
+        Arc::new(ManagedMemoryResource::with_preferred_location(&d, Location::Device(d)).unwrap());
     assert_eq!(mr.preferred_location(), Some(Location::Device(d)));
     let n = 1 << 20;
-    let mut b = Buffer::allocate(mr, n * 4, &s).unwrap();
+    let mut b = mr.allocate(n * 4, &s).unwrap();
     assert!(b.is_managed() && b.is_host_accessible());
     b.prefetch(Location::Device(d), &s).unwrap();
     b.fill_u32(0x0bad_cafe, &s).unwrap();
@@ -421,12 +420,9 @@ fn managed_memory_prefetch_and_advice() {
     b.set_accessed_by(Location::Device(d), false).unwrap();
     b.set_preferred_location(Some(Location::Host)).unwrap();
     b.set_preferred_location(None).unwrap();
-    // Device memory refuses managed-only operations.
+    // Device memory is no managed buffer (its managed-only operations do not
+    // compile: see `ManagedBuffer`'s doc test).
     let dev_buf = d.allocate(1024, &s).unwrap();
-    assert!(matches!(
-        dev_buf.prefetch(Location::Host, &s),
-        Err(Error::Unsupported { .. })
-    ));
     // SAFETY: device memory is refused before anything is read.
     let refused = unsafe { dev_buf.as_host_slice::<u8>() };
     assert!(matches!(refused, Err(Error::Unsupported { .. })));
@@ -748,7 +744,11 @@ fn host_views_of_pinned_and_managed_memory_wait_for_the_gpu_and_write_in_place()
             "legacy pinned",
             Arc::new(LegacyPinnedMemoryResource::new(&d)),
         ),
-        ("managed", Arc::new(ManagedMemoryResource::new(&d))),
+        ("managed", Arc::new(ManagedMemoryResource::new(&d).unwrap())),
+        (
+            "legacy managed",
+            Arc::new(ManagedMemoryResource::legacy(&d, None)),
+        ),
     ];
     match PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()) {
         Ok(p) => resources.push(("pinned pool", Arc::new(p))),
@@ -819,7 +819,7 @@ fn resources_that_are_not_stream_ordered_allocate_without_a_stream() {
     let d = dev0();
     let s = d.create_stream(StreamOptions::default()).unwrap();
     let legacy = Arc::new(LegacyPinnedMemoryResource::new(&d));
-    let managed = Arc::new(ManagedMemoryResource::new(&d));
+    let managed = Arc::new(ManagedMemoryResource::legacy(&d, None));
     let vmm = Arc::new(VirtualMemoryResource::new(&d, VirtualMemoryOptions::default()).unwrap());
     let pool = d.default_memory_resource().unwrap();
     assert!(!legacy.is_stream_ordered() && !managed.is_stream_ordered());
@@ -828,7 +828,7 @@ fn resources_that_are_not_stream_ordered_allocate_without_a_stream() {
     // The typed resources take `None` (and a stream as before).
     let typed = [
         legacy.allocate(4096, None).unwrap(),
-        managed.allocate(4096, None).unwrap(),
+        managed.allocate(4096, None).unwrap().into_buffer(),
         vmm.allocate(4096, None).unwrap(),
         legacy.allocate(4096, &s).unwrap(),
     ];

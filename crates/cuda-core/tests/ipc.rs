@@ -13,7 +13,8 @@ use cuda_rs_tests::{hex, unhex};
 
 use cuda_core::{
     Buffer, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Event, EventOptions,
-    IpcBufferDescriptor, PoolUuid, StreamOptions,
+    IpcBufferDescriptor, MemoryKind, PinnedMemoryResource, PinnedMemoryResourceOptions, PoolUuid,
+    StreamOptions,
 };
 
 #[test]
@@ -157,5 +158,135 @@ fn pool_buffer_and_event_shared_with_a_child_process() {
             .unwrap()
             .ipc_handle()
             .is_err()
+    );
+}
+
+/// The child's side of the pinned test: import the host pool and its buffer,
+/// check the exporter's data through the device and the host, write back.
+fn pinned_child() {
+    let fd: i32 = std::env::var("PINNED_IPC_FD").unwrap().parse().unwrap();
+    let desc = IpcBufferDescriptor::from_bytes(&unhex(&std::env::var("PINNED_IPC_DESC").unwrap()))
+        .unwrap();
+    let uuid = PoolUuid(
+        unhex(&std::env::var("PINNED_IPC_UUID").unwrap())
+            .try_into()
+            .unwrap(),
+    );
+    let dev = Device::new(0).unwrap();
+    dev.set_current().unwrap();
+    let s = dev.create_stream(StreamOptions::default()).unwrap();
+    // SAFETY: the parent left this descriptor open (no close-on-exec) for us.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let pool = PinnedMemoryResource::import_registered(&dev, fd, uuid).unwrap();
+    assert!(Arc::ptr_eq(
+        &pool,
+        &PinnedMemoryResource::from_registry(uuid).unwrap()
+    ));
+    assert!(pool.is_mapped() && pool.is_ipc_enabled());
+    assert_eq!(pool.uuid(), Some(uuid));
+    // The registry knows the pool's type: it is not a device pool.
+    assert!(matches!(
+        DeviceMemoryResource::from_registry(uuid),
+        Err(cuda_core::Error::InvalidArgument { .. })
+    ));
+    // An imported pool is not exported again, nor allocated from.
+    assert!(matches!(
+        pool.export_handle(),
+        Err(cuda_core::Error::Unsupported { .. })
+    ));
+    assert!(matches!(
+        pool.allocate(256, &s),
+        Err(cuda_core::Error::Unsupported { .. })
+    ));
+    let mut buf = Buffer::from_registered_ipc_descriptor(uuid, &desc, &s).unwrap();
+    assert!(buf.is_mapped());
+    assert_eq!(
+        (buf.kind(), buf.size() as u64),
+        (MemoryKind::Pinned, desc.size)
+    );
+    // Through the device: a copy.
+    let mut seen = vec![0u32; desc.size as usize / 4];
+    buf.copy_to_host(&mut seen, &s).unwrap();
+    assert!(
+        seen.iter().all(|&x| x == 0x00c0_ffee),
+        "the child saw other data"
+    );
+    // Through the host: the imported pinned memory is host memory here too.
+    assert!(
+        buf.host_slice_mut::<u32>()
+            .unwrap()
+            .iter()
+            .all(|&x| x == 0x00c0_ffee),
+        "the child's host view shows other data"
+    );
+    buf.fill_u32(0xfeed_f00d, &s).unwrap();
+    s.sync().unwrap();
+    drop(buf);
+    s.sync().unwrap();
+}
+
+#[test]
+fn a_pinned_pool_and_its_buffer_shared_with_a_child_process() {
+    if std::env::var_os("PINNED_IPC_FD").is_some() {
+        pinned_child();
+        return;
+    }
+    cuda_rs_tests::require_gpu!();
+    let dev = Device::new(0).unwrap();
+    dev.set_current().unwrap();
+    let s = dev.create_stream(StreamOptions::default()).unwrap();
+    // Without `ipc_enabled`, nothing to export.
+    let plain = PinnedMemoryResource::new(&dev, PinnedMemoryResourceOptions::default()).unwrap();
+    assert!(!plain.is_ipc_enabled() && plain.uuid().is_none());
+    assert!(matches!(
+        plain.export_handle(),
+        Err(cuda_core::Error::Unsupported { .. })
+    ));
+    let plain = Arc::new(plain);
+    assert!(matches!(
+        plain.register(PoolUuid([1; 16])),
+        Err(cuda_core::Error::Unsupported { .. })
+    ));
+    let pool = Arc::new(
+        PinnedMemoryResource::new(
+            &dev,
+            PinnedMemoryResourceOptions {
+                ipc_enabled: true,
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+    );
+    assert!(pool.is_ipc_enabled() && !pool.is_mapped());
+    let uuid = pool.uuid().unwrap();
+    pool.register(uuid).unwrap();
+    assert!(Arc::ptr_eq(
+        &pool,
+        &PinnedMemoryResource::from_registry(uuid).unwrap()
+    ));
+    let mut buf = pool.allocate(1 << 20, &s).unwrap();
+    assert_eq!(buf.kind(), MemoryKind::Pinned);
+    buf.fill_u32(0x00c0_ffee, &s).unwrap();
+    s.sync().unwrap();
+    let fd = pool.export_handle().unwrap();
+    cuda_rs_tests::run_test_with_fd(
+        "a_pinned_pool_and_its_buffer_shared_with_a_child_process",
+        fd.as_fd(),
+        &[
+            ("PINNED_IPC_FD", fd.as_raw_fd().to_string()),
+            (
+                "PINNED_IPC_DESC",
+                hex(&buf.ipc_descriptor().unwrap().to_bytes()),
+            ),
+            ("PINNED_IPC_UUID", hex(&uuid.0)),
+        ],
+    );
+    // The child's write is visible here, through the host.
+    assert!(
+        buf.host_slice_mut::<u32>()
+            .unwrap()
+            .iter()
+            .all(|&x| x == 0xfeed_f00d),
+        "the child's write is not visible"
     );
 }

@@ -112,6 +112,7 @@ fn a_virtual_allocation_is_mapped_for_the_other_device() {
                 reserve: 0,
                 granularity: Granularity::Recommended,
                 peer_access: vec![d1],
+                ..Default::default()
             },
         )
         .unwrap(),

@@ -347,7 +347,7 @@ mod owning_allocate_resolves {
             r.1.allocate(1, s)?,
             r.2.allocate(1, s)?,
             r.3.allocate(1, s)?,
-            r.4.allocate(1, s)?,
+            r.4.allocate(1, s)?.into_buffer(),
             r.5.allocate(1, s)?,
         ])
     }
@@ -358,7 +358,7 @@ mod owning_allocate_resolves {
         Ok([
             r.0.allocate(1, None)?,
             r.3.allocate(1, None)?,
-            r.4.allocate(1, None)?,
+            r.4.allocate(1, None)?.into_buffer(),
             r.5.allocate(1, None)?,
         ])
     }
@@ -384,7 +384,7 @@ mod owning_allocate_resolves {
                 r.1.allocate(1, s)?,
                 r.2.allocate(1, s)?,
                 r.3.allocate(1, s)?,
-                r.4.allocate(1, s)?,
+                r.4.allocate(1, s)?.into_buffer(),
                 r.5.allocate(1, s)?,
                 user.allocate(1, s)?,
             ])

@@ -203,7 +203,7 @@ fn batched_copies_and_prefetches_of_views() {
     assert_eq!(u.to_vec(&s).unwrap()[..2], [0.0, 0.0]);
 
     // Prefetch and discard-and-prefetch of managed views (CUDA 13 drivers).
-    let managed = Arc::new(ManagedMemoryResource::new(&d));
+    let managed = Arc::new(ManagedMemoryResource::new(&d).unwrap());
     let buf = Buffer::allocate(managed, 4 << 20, &s).unwrap();
     let mut m = DeviceBuffer::<u32>::from_buffer(buf).unwrap();
     m.fill(3, &s).unwrap();

@@ -898,6 +898,19 @@ impl GraphBuilder {
         self.graph()?.debug_dot_print(path)
     }
 
+    /// As [`debug_dot_print`](Self::debug_dot_print) with the flags of
+    /// `options` (`debug_dot_print(path, options)`).
+    ///
+    /// # Errors
+    /// As [`graph`](Self::graph) and [`Graph::debug_dot_print_with`].
+    pub fn debug_dot_print_with(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        options: super::GraphDebugPrintOptions,
+    ) -> Result<()> {
+        self.graph()?.debug_dot_print_with(path, options)
+    }
+
     /// Checks that work may be queued: the builder's phase and graph, then that
     /// its stream really is capturing (work queued on a stream whose capture
     /// ended, for instance by a driver error, would run at once).

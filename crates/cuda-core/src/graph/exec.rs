@@ -60,9 +60,9 @@ pub struct GraphCompleteOptions {
 /// destroyed. `Send` but not `Sync`: launches of one executable graph must be
 /// serialised by the caller, which `&self` from one thread at a time guarantees.
 pub struct GraphExec {
-    handle: sys::CUgraphExec,
-    ctx: Context,
-    keep: Keep,
+    pub(super) handle: sys::CUgraphExec,
+    pub(super) ctx: Context,
+    pub(super) keep: Keep,
     /// The graph it was instantiated from: its id (its nodes address this
     /// instantiation's nodes) and its root, kept so those node handles stay valid.
     source: (u64, Option<Arc<Root>>),
@@ -142,17 +142,19 @@ impl GraphExec {
     /// Checks that `graph` is the one this was instantiated from and `node` one of
     /// its nodes. Borrowing the (`!Send`) graph also proves that no other thread is
     /// changing it while the driver reads its node.
-    fn check_node(&self, graph: &Graph, node: GraphNode, what: &'static str) -> Result<()> {
+    pub(super) fn check_node(
+        &self,
+        graph: &Graph,
+        node: GraphNode,
+        what: &'static str,
+    ) -> Result<()> {
         if graph.id != self.source.0 {
             return Err(Error::invalid(
                 what,
                 "the graph is not the one this was instantiated from",
             ));
         }
-        if node.graph != graph.id {
-            return Err(Error::invalid(what, "the node is not one of the graph's"));
-        }
-        Ok(())
+        graph.own(node, what)
     }
 
     /// Changes what kernel node `node` of `graph` (the graph this was instantiated

@@ -41,7 +41,11 @@ pub struct GraphMemUsage {
 /// Checks that memory a node touches is usable from the graph's context:
 /// a memset's destination must be on the graph's device, a copy needs one side
 /// there (the other may be a peer's).
-fn check_node_devices(graph: &Device, memory: &[&Device], what: &'static str) -> Result<()> {
+pub(super) fn check_node_devices(
+    graph: &Device,
+    memory: &[&Device],
+    what: &'static str,
+) -> Result<()> {
     if memory.contains(&graph) {
         return Ok(());
     }
@@ -54,6 +58,27 @@ fn check_node_devices(graph: &Device, memory: &[&Device], what: &'static str) ->
             on.join(" and ")
         ),
     ))
+}
+
+/// The low `element_size` (1, 2 or 4) bytes of `value`, as the driver reads them,
+/// to set a buffer of `size` bytes (a multiple of the element size).
+pub(super) fn memset_pattern(
+    value: u32,
+    element_size: u32,
+    size: usize,
+    what: &'static str,
+) -> Result<Vec<u8>> {
+    if !matches!(element_size, 1 | 2 | 4) || size % element_size as usize != 0 {
+        return Err(Error::invalid(
+            what,
+            format!("element size {element_size} for a buffer of {size} bytes"),
+        ));
+    }
+    Ok(match element_size {
+        1 => vec![value as u8],
+        2 => (value as u16).to_ne_bytes().to_vec(),
+        _ => value.to_ne_bytes().to_vec(),
+    })
 }
 
 /// Checks a copy of `bytes` between spans of `dst` and `src` bytes.
@@ -72,25 +97,25 @@ fn check_copy_size(bytes: usize, dst: usize, src: usize, what: &'static str) -> 
 /// bytes) at `ptr`: one node for 1-, 2- and 4-byte elements; for 8-byte ones,
 /// two 2-D nodes of 4-byte elements with a pitch of 8 bytes (one row per
 /// element), the low and the high half.
-fn memset_params(
+pub(super) fn memset_params(
     ptr: sys::CUdeviceptr,
     n: usize,
     pattern: &[u8],
+    what: &'static str,
 ) -> Result<Vec<sys::CUDA_MEMSET_NODE_PARAMS>> {
-    const WHAT: &str = "adding a memset node";
     let es = pattern.len();
     if !matches!(es, 1 | 2 | 4 | 8) {
         return Err(Error::invalid(
-            WHAT,
+            what,
             format!("elements of {es} bytes cannot be set by a memset node (1, 2, 4 or 8 can)"),
         ));
     }
     if n == 0 {
-        return Err(Error::zero_size(WHAT));
+        return Err(Error::zero_size(what));
     }
     if ptr % es as u64 != 0 {
         return Err(Error::invalid(
-            WHAT,
+            what,
             format!("the address {ptr:#x} is not aligned to {es} bytes"),
         ));
     }
@@ -115,6 +140,30 @@ fn memset_params(
     })
 }
 
+/// The 1-D copy of `bytes` from `spans[1]` to `spans[0]` (each a buffer, an
+/// address in it and the bytes there), checked for sizes and for memory a graph
+/// on `graph` can reach.
+pub(super) fn copy_params(
+    graph: &Device,
+    spans: [(&Buffer, sys::CUdeviceptr, usize); 2],
+    bytes: usize,
+    what: &'static str,
+) -> Result<sys::CUDA_MEMCPY3D> {
+    let [(dst, dst_ptr, dst_size), (src, src_ptr, src_size)] = spans;
+    check_copy_size(bytes, dst_size, src_size, what)?;
+    check_node_devices(graph, &[dst.device(), src.device()], what)?;
+    Ok(sys::CUDA_MEMCPY3D {
+        srcMemoryType: sys::CU_MEMORYTYPE_UNIFIED,
+        srcDevice: src_ptr,
+        dstMemoryType: sys::CU_MEMORYTYPE_UNIFIED,
+        dstDevice: dst_ptr,
+        WidthInBytes: bytes,
+        Height: 1,
+        Depth: 1,
+        ..Default::default()
+    })
+}
+
 impl Graph {
     /// Fills `buffer` with a 1-, 2- or 4-byte `value`. The graph keeps the buffer
     /// alive. [`add_fill`](Self::add_fill) is the typed form, for a sub-range.
@@ -130,23 +179,8 @@ impl Graph {
         value: u32,
         element_size: u32,
     ) -> Result<GraphNode> {
-        let es = element_size as usize;
-        if !matches!(element_size, 1 | 2 | 4) || buffer.size() % es != 0 {
-            return Err(Error::invalid(
-                "adding a memset node",
-                format!(
-                    "element size {element_size} for a buffer of {} bytes",
-                    buffer.size()
-                ),
-            ));
-        }
-        // The low `element_size` bytes of `value`, as the driver reads them.
-        let pattern = match element_size {
-            1 => vec![value as u8],
-            2 => (value as u16).to_ne_bytes().to_vec(),
-            _ => value.to_ne_bytes().to_vec(),
-        };
-        let span = (&**buffer, buffer.ptr(), buffer.size() / es);
+        let pattern = memset_pattern(value, element_size, buffer.size(), "adding a memset node")?;
+        let span = (&**buffer, buffer.ptr(), buffer.size() / pattern.len());
         self.memset_nodes(deps, span, &pattern, buffer.clone())
     }
 
@@ -205,7 +239,7 @@ impl Graph {
     ) -> Result<GraphNode> {
         const WHAT: &str = "adding a memset node";
         check_node_devices(self.ctx.device(), &[buf.device()], WHAT)?;
-        let params = memset_params(ptr, n, pattern)?;
+        let params = memset_params(ptr, n, pattern, WHAT)?;
         let mut dv = self.deps(deps)?;
         // Kept first: a node the driver accepts must never outlive the memory.
         keep(&self.keep, keep_alive);
@@ -322,20 +356,7 @@ impl Graph {
         bytes: usize,
         keep_alive: [Arc<dyn Any + Send + Sync>; 2],
     ) -> Result<GraphNode> {
-        const WHAT: &str = "adding a memcpy node";
-        let [(dst, dst_ptr, dst_size), (src, src_ptr, src_size)] = spans;
-        check_copy_size(bytes, dst_size, src_size, WHAT)?;
-        check_node_devices(self.ctx.device(), &[dst.device(), src.device()], WHAT)?;
-        let p = sys::CUDA_MEMCPY3D {
-            srcMemoryType: sys::CU_MEMORYTYPE_UNIFIED,
-            srcDevice: src_ptr,
-            dstMemoryType: sys::CU_MEMORYTYPE_UNIFIED,
-            dstDevice: dst_ptr,
-            WidthInBytes: bytes,
-            Height: 1,
-            Depth: 1,
-            ..Default::default()
-        };
+        let p = copy_params(self.ctx.device(), spans, bytes, "adding a memcpy node")?;
         let dv = self.deps(deps)?;
         let (d, n) = (dv.as_ptr(), dv.len());
         for k in keep_alive {
@@ -438,7 +459,7 @@ mod tests {
     #[test]
     fn memset_nodes_cover_every_element_width() {
         let base = 0x7000_0000u64;
-        let p = memset_params(base, 10, &[0xab]).unwrap();
+        let p = memset_params(base, 10, &[0xab], "t").unwrap();
         assert_eq!(p.len(), 1);
         assert_eq!(
             (
@@ -450,13 +471,13 @@ mod tests {
             ),
             (base, 0xab, 1, 10, 1)
         );
-        let p = memset_params(base + 2, 3, &0x1234u16.to_ne_bytes()).unwrap();
+        let p = memset_params(base + 2, 3, &0x1234u16.to_ne_bytes(), "t").unwrap();
         assert_eq!((p[0].value, p[0].elementSize, p[0].width), (0x1234, 2, 3));
-        let p = memset_params(base + 4, 5, &1.5f32.to_ne_bytes()).unwrap();
+        let p = memset_params(base + 4, 5, &1.5f32.to_ne_bytes(), "t").unwrap();
         assert_eq!((p[0].value, p[0].elementSize), (1.5f32.to_bits(), 4));
         // 8 bytes: the low and the high half, one row per element.
         let v = 0x0123_4567_89ab_cdefu64;
-        let p = memset_params(base + 8, 7, &v.to_ne_bytes()).unwrap();
+        let p = memset_params(base + 8, 7, &v.to_ne_bytes(), "t").unwrap();
         assert_eq!(p.len(), 2);
         let halves: Vec<u32> = v
             .to_ne_bytes()
@@ -470,14 +491,20 @@ mod tests {
             );
         }
         // Bad input.
-        assert_eq!(kind(memset_params(base, 0, &[1])), InvalidKind::ZeroSize);
-        assert_eq!(kind(memset_params(base, 4, &[1, 2, 3])), InvalidKind::Other);
         assert_eq!(
-            kind(memset_params(base + 2, 4, &[0; 4])),
+            kind(memset_params(base, 0, &[1], "t")),
+            InvalidKind::ZeroSize
+        );
+        assert_eq!(
+            kind(memset_params(base, 4, &[1, 2, 3], "t")),
             InvalidKind::Other
         );
         assert_eq!(
-            kind(memset_params(base + 4, 4, &[0; 8])),
+            kind(memset_params(base + 2, 4, &[0; 4], "t")),
+            InvalidKind::Other
+        );
+        assert_eq!(
+            kind(memset_params(base + 4, 4, &[0; 8], "t")),
             InvalidKind::Other
         );
     }

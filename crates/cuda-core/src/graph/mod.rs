@@ -4,21 +4,30 @@
 //! Available with the CUDA 13 bindings (the default `cuda-13` feature).
 //!
 //! One module per part: the graph and its nodes here, memory nodes (allocations,
-//! memsets, copies) in `memory_nodes`, instantiation and launch in `exec`, stream
-//! capture in `capture`.
+//! memsets, copies) in `memory_nodes`, reading nodes and edges back in `node`,
+//! instantiation and launch in `exec`, in-place updates of an instantiation's
+//! nodes in `exec_update`, DOT output in `debug`, stream capture in `capture`.
 
 mod builder;
 mod capture;
+mod debug;
 mod exec;
+mod exec_update;
 mod memory_nodes;
+mod node;
 
 pub use builder::{CaptureArg, GraphBuilder, GraphView};
 pub use capture::{CaptureMode, CaptureStatus};
+pub use debug::GraphDebugPrintOptions;
 pub use exec::{GraphCompleteOptions, GraphExec};
 pub use memory_nodes::{GraphAllocation, GraphMemUsage};
+pub use node::{
+    ConditionalNodeInfo, GraphEdge, GraphEdgeKind, GraphNodeKind, GraphNodeParams, HostNodeInfo,
+    KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
+};
 
 use std::any::Any;
-use std::ffi::{CString, c_void};
+use std::ffi::c_void;
 use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -45,7 +54,9 @@ fn keep_all(into: &Keep, from: &Keep) {
 }
 
 /// A node of a [`Graph`], to name as a dependency of later nodes of the same graph
-/// (using it with another graph is an [`Error::InvalidArgument`]).
+/// (using it with another graph is an [`Error::InvalidArgument`]), and to read
+/// back with [`kind`](Self::kind), [`params`](Self::params),
+/// [`dependencies`](Self::dependencies) and [`dependents`](Self::dependents).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GraphNode {
     handle: sys::CUgraphNode,
@@ -139,11 +150,25 @@ pub enum ConditionalKind {
 pub struct GraphCondition(pub sys::CUgraphConditionalHandle);
 
 unsafe extern "C" fn host_trampoline(data: *mut c_void) {
-    // SAFETY: `data` is the `Box<dyn Fn>` that `add_host_callback` stored in the
-    // graph's keep list, alive for every instantiation of the graph.
+    // SAFETY: `data` is the `Box<dyn Fn>` that `host_node_params` made and its
+    // caller stored in the graph's keep list, alive for every instantiation.
     let f = unsafe { &*(data as *const Box<dyn Fn() + Send + Sync>) };
     // A panic must not unwind into the driver.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+}
+
+/// The host node parameters that call `f`, and the box they point to, which
+/// must stay alive (in the keep list) as long as any node or instantiation
+/// names it.
+fn host_node_params(
+    f: impl Fn() + Send + Sync + 'static,
+) -> (Arc<Box<dyn Fn() + Send + Sync>>, sys::CUDA_HOST_NODE_PARAMS) {
+    let boxed: Arc<Box<dyn Fn() + Send + Sync>> = Arc::new(Box::new(f));
+    let p = sys::CUDA_HOST_NODE_PARAMS {
+        fn_: Some(host_trampoline),
+        userData: Arc::as_ptr(&boxed) as *mut c_void,
+    };
+    (boxed, p)
 }
 
 /// `cuGraphAddNode` without edge data: the CUDA 12.3 shape where the driver has
@@ -387,17 +412,12 @@ impl Graph {
         deps: &[GraphNode],
         f: impl Fn() + Send + Sync + 'static,
     ) -> Result<GraphNode> {
-        let boxed: Arc<Box<dyn Fn() + Send + Sync>> = Arc::new(Box::new(f));
-        let data = Arc::as_ptr(&boxed) as *mut c_void;
-        let p = sys::CUDA_HOST_NODE_PARAMS {
-            fn_: Some(host_trampoline),
-            userData: data,
-        };
+        let (boxed, p) = host_node_params(f);
         let dv = self.deps(deps)?;
         let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
-        // SAFETY: `data` stays alive in the keep list as long as the graph and its
-        // instantiations.
+        // SAFETY: the box `p` points to stays alive in the keep list as long as
+        // the graph and its instantiations.
         unsafe { sys::cuGraphAddHostNode(&mut node, self.handle, d, n, &p) }
             .check(|| "adding a host node")?;
         keep(&self.keep, boxed);
@@ -510,7 +530,9 @@ impl Graph {
             .into_iter()
             .map(|g| Graph::wrap(g, self.ctx.clone(), self.root.clone(), self.keep.clone()))
             .collect();
-        Ok((self.node(node), bodies))
+        let node = self.node(node);
+        self.record_conditional(node, condition, kind);
+        Ok((node, bodies))
     }
 
     /// How many nodes the graph has (not counting conditional bodies).
@@ -525,30 +547,19 @@ impl Graph {
         Ok(n)
     }
 
-    /// Writes the graph as a Graphviz DOT file (`cuGraphDebugDotPrint`, verbose).
+    /// Writes the graph as a Graphviz DOT file (`cuGraphDebugDotPrint`, verbose):
+    /// [`debug_dot_print_with`](Self::debug_dot_print_with) with only
+    /// [`GraphDebugPrintOptions::verbose`].
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a path that is not UTF-8 or holds NUL; the
-    /// driver's error.
+    /// As [`debug_dot_print_with`](Self::debug_dot_print_with).
     pub fn debug_dot_print(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        let c = path
-            .to_str()
-            .and_then(|s| CString::new(s).ok())
-            .ok_or_else(|| {
-                Error::invalid(
-                    "writing a graph's DOT file",
-                    format!("unusable path {}", path.display()),
-                )
-            })?;
-        // SAFETY: a live graph and a NUL-terminated path.
-        unsafe {
-            sys::cuGraphDebugDotPrint(
-                self.handle,
-                c.as_ptr(),
-                sys::CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE.0,
-            )
-        }
-        .check(|| format!("writing {}", path.display()))
+        self.debug_dot_print_with(
+            path,
+            GraphDebugPrintOptions {
+                verbose: true,
+                ..Default::default()
+            },
+        )
     }
 }

@@ -1,5 +1,6 @@
 //! [`Buffer`]: an allocation of a [`MemoryResource`](super::MemoryResource), its
-//! copies, fills, advice and prefetches, and its stream-ordered free.
+//! copies and fills, and its stream-ordered free (managed memory's advice and
+//! prefetches are [`ManagedBuffer`](super::ManagedBuffer)'s).
 
 use std::any::Any;
 use std::fmt;
@@ -12,9 +13,7 @@ use crate::error::{Check as _, Error, Result};
 use crate::view::NonZeroSize;
 use crate::{Context, Device, DeviceView, DeviceViewMut, Stream};
 
-use super::{
-    Location, MemoryKind, MemoryResource, device_of, legacy_location, mem_advise, mem_prefetch,
-};
+use super::{MemoryKind, MemoryResource};
 
 /// A span of memory from a [`MemoryResource`], or a foreign pointer.
 ///
@@ -111,15 +110,18 @@ impl Buffer {
         })
     }
 
-    /// An owned buffer imported from another process (the IPC import path).
-    #[cfg(unix)]
-    pub(crate) fn mapped_from_parts(
+    /// A buffer whose memory `mr` gives back on `stream` (its free stream) when
+    /// the buffer goes: an import from another process (the IPC path,
+    /// `mapped`), or memory another API lends (a mapped graphics resource's,
+    /// whose `mr` frees nothing: the free only orders the buffer's work on
+    /// other streams before `stream`'s next work, the unmapping).
+    pub(crate) fn from_parts(
         ptr: sys::CUdeviceptr,
         size: usize,
         kind: MemoryKind,
         device: Device,
-        mr: Arc<dyn MemoryResource>,
-        stream: &Stream,
+        (mr, stream): (Arc<dyn MemoryResource>, &Stream),
+        mapped: bool,
     ) -> Self {
         Self {
             ptr,
@@ -127,7 +129,7 @@ impl Buffer {
             kind,
             device,
             owner: Some((mr, stream.clone())),
-            mapped: true,
+            mapped,
             keep: None,
         }
     }
@@ -468,213 +470,6 @@ impl Buffer {
             ));
         }
         Ok(())
-    }
-
-    /// Migrates managed memory to `location` ahead of use, ordered on `stream`.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
-    pub fn prefetch(&self, location: Location, stream: &Stream) -> Result<()> {
-        self.require_managed("prefetching a buffer")?;
-        let _current = self.check_stream(stream, "prefetching a buffer")?;
-        // SAFETY: `size` bytes of managed memory, freed only after the stream's work.
-        unsafe {
-            mem_prefetch(self.ptr, self.size, location, stream.handle(), &|| {
-                format!("prefetching {} bytes to {location:?}", self.size)
-            })
-        }?;
-        self.order_free_after(stream)
-    }
-
-    /// Advises the driver that managed memory is mostly read (`true`), so it may
-    /// keep read-only copies where it is read, or withdraws that advice (`false`).
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
-    pub fn set_read_mostly(&self, read_mostly: bool) -> Result<()> {
-        let advice = if read_mostly {
-            sys::CU_MEM_ADVISE_SET_READ_MOSTLY
-        } else {
-            sys::CU_MEM_ADVISE_UNSET_READ_MOSTLY
-        };
-        self.advise(
-            advice,
-            Location::Device(self.device),
-            "advising read-mostly",
-        )
-    }
-
-    /// Sets (or with `None` unsets) where managed memory prefers to live.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
-    pub fn set_preferred_location(&self, location: Option<Location>) -> Result<()> {
-        match location {
-            Some(l) => self.advise(
-                sys::CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-                l,
-                "setting a preferred location",
-            ),
-            None => self.advise(
-                sys::CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
-                Location::Device(self.device),
-                "unsetting the preferred location",
-            ),
-        }
-    }
-
-    /// Advises that `location` will access managed memory (`true`), keeping it
-    /// mapped there, or withdraws that advice.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
-    pub fn set_accessed_by(&self, location: Location, accessed: bool) -> Result<()> {
-        let advice = if accessed {
-            sys::CU_MEM_ADVISE_SET_ACCESSED_BY
-        } else {
-            sys::CU_MEM_ADVISE_UNSET_ACCESSED_BY
-        };
-        self.advise(advice, location, "advising an accessing location")
-    }
-
-    /// Whether all of the managed memory is advised read-mostly
-    /// (`CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY`; see
-    /// [`set_read_mostly`](Self::set_read_mostly)).
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
-    pub fn read_mostly(&self) -> Result<bool> {
-        let mut v = [0i32];
-        self.range_attribute(
-            sys::CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
-            &mut v,
-            "reading a buffer's read-mostly advice",
-        )?;
-        Ok(v[0] != 0)
-    }
-
-    /// Where the managed memory prefers to live (see
-    /// [`set_preferred_location`](Self::set_preferred_location)): `None` when no
-    /// preferred location is set, or when its parts prefer different ones
-    /// (`CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION`, with its type and id on
-    /// CUDA 12.2 drivers and newer, so that a host NUMA node shows as such).
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
-    pub fn preferred_location(&self) -> Result<Option<Location>> {
-        self.location_attribute(
-            sys::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
-            sys::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
-            sys::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
-            "reading a buffer's preferred location",
-        )
-    }
-
-    /// Where the managed memory was last prefetched to
-    /// ([`prefetch`](Self::prefetch)): `None` when it never was, or when its
-    /// parts were last prefetched to different places
-    /// (`CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION`, with type and id on CUDA
-    /// 12.2 drivers and newer). It says where a prefetch was asked to go, not
-    /// where the pages are now.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
-    pub fn last_prefetch_location(&self) -> Result<Option<Location>> {
-        self.location_attribute(
-            sys::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
-            sys::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
-            sys::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
-            "reading a buffer's last prefetch location",
-        )
-    }
-
-    /// The locations advised to access all of the managed memory (see
-    /// [`set_accessed_by`](Self::set_accessed_by)): devices, and
-    /// [`Location::Host`] for the host (`CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY`).
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for memory that is not managed; the driver's error.
-    pub fn accessed_by(&self) -> Result<Vec<Location>> {
-        const WHAT: &str = "reading which locations access a buffer";
-        // One slot per device and one for the host; unused slots stay invalid.
-        let mut v = vec![sys::CU_DEVICE_INVALID; Device::count()? + 1];
-        self.range_attribute(sys::CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, &mut v, WHAT)?;
-        v.into_iter()
-            .filter(|&d| d != sys::CU_DEVICE_INVALID)
-            .map(|d| legacy_location(d, WHAT))
-            .collect::<Result<Vec<_>>>()
-            .map(|locs| locs.into_iter().flatten().collect())
-    }
-
-    /// `cuMemRangeGetAttribute` over the whole buffer into `out` (4-byte values).
-    fn range_attribute(
-        &self,
-        attr: sys::CUmem_range_attribute,
-        out: &mut [i32],
-        what: &'static str,
-    ) -> Result<()> {
-        self.require_managed(what)?;
-        let _current = self.device.ensure_current()?;
-        // SAFETY: `out` holds `size_of_val(out)` writable bytes, as many 4-byte
-        // values as the attribute writes; `size` bytes of managed memory.
-        unsafe {
-            sys::cuMemRangeGetAttribute(
-                out.as_mut_ptr().cast(),
-                std::mem::size_of_val(out),
-                attr,
-                self.ptr,
-                self.size,
-            )
-        }
-        .check(|| what)
-    }
-
-    /// A location attribute: as a type and an id where the driver has them
-    /// (CUDA 12.2), else as a device ordinal (`CU_DEVICE_CPU` for the host).
-    fn location_attribute(
-        &self,
-        legacy: sys::CUmem_range_attribute,
-        type_attr: sys::CUmem_range_attribute,
-        id_attr: sys::CUmem_range_attribute,
-        what: &'static str,
-    ) -> Result<Option<Location>> {
-        if !crate::versions::driver_at_least(12020) {
-            let mut d = [0i32];
-            self.range_attribute(legacy, &mut d, what)?;
-            return legacy_location(d[0], what);
-        }
-        let (mut t, mut id) = ([0i32], [0i32]);
-        self.range_attribute(type_attr, &mut t, what)?;
-        let t = sys::CUmemLocationType(t[0] as _);
-        if t == sys::CU_MEM_LOCATION_TYPE_INVALID {
-            return Ok(None);
-        }
-        self.range_attribute(id_attr, &mut id, what)?;
-        let id = id[0];
-        Ok(Some(if t == sys::CU_MEM_LOCATION_TYPE_DEVICE {
-            device_of(id, what)?
-        } else if t == sys::CU_MEM_LOCATION_TYPE_HOST {
-            Location::Host
-        } else if t == sys::CU_MEM_LOCATION_TYPE_HOST_NUMA {
-            Location::HostNuma(id)
-        } else {
-            return Err(Error::unsupported(
-                what,
-                format!("the driver reported location type {}", t.0),
-            ));
-        }))
-    }
-
-    fn advise(
-        &self,
-        advice: sys::CUmem_advise,
-        location: Location,
-        what: &'static str,
-    ) -> Result<()> {
-        self.require_managed(what)?;
-        let _current = self.device.ensure_current()?;
-        // SAFETY: `size` bytes of managed memory.
-        unsafe { mem_advise(self.ptr, self.size, advice, location, &|| what.to_owned()) }
     }
 
     /// The host-visible contents as a slice, for pinned and managed memory.

@@ -1,41 +1,197 @@
-//! Managed (unified) memory: [`ManagedMemoryResource`].
+//! Managed (unified) memory: [`ManagedMemoryResource`], a stream-ordered pool of
+//! managed memory where the driver has one (CUDA 13), else `cuMemAllocManaged`.
+
+use std::sync::Arc;
 
 use cuda_bindings::driver as sys;
 
-use crate::error::{Check as _, Result};
-use crate::{Device, Stream};
+use crate::error::{Check as _, Error, Result};
+use crate::{Buffer, Device, Stream};
 
-use super::{Location, MemoryKind, MemoryResource, owning_allocate};
+use super::pool::{
+    PoolAttributes, PoolReuse, pool_allocate, pool_attributes, pool_bool, pool_free, pool_set_bool,
+    pool_set_u64, pool_u64, set_release_threshold,
+};
+use super::{Location, ManagedBuffer, MemoryKind, MemoryResource, mem_advise};
 
-use super::mem_advise;
+/// The driver version with pools of managed memory (`cuMemPoolCreate` with
+/// `CU_MEM_ALLOCATION_TYPE_MANAGED`, `cuMemGetMemPool`).
+const MANAGED_POOLS: i32 = 13000;
 
-owning_allocate!(unordered ManagedMemoryResource);
+/// No preferred location, for a pool of managed memory (the id is unused; -1 as
+/// `cuda.core` passes it).
+const NO_LOCATION: sys::CUmemLocation = sys::CUmemLocation {
+    type_: sys::CU_MEM_LOCATION_TYPE_NONE,
+    id: -1,
+};
 
-/// Managed (unified) memory (`cuMemAllocManaged`, attached globally).
-/// Allocation is not stream-ordered: freeing waits for the buffer's free stream.
+/// Managed (unified) memory, reachable from the host and every device and
+/// migrated on demand (`cuda.core`'s `ManagedMemoryResource`). Its
+/// [`allocate`](Self::allocate) returns a [`ManagedBuffer`].
 ///
-/// With a preferred location, every allocation is advised to live there
-/// (`CU_MEM_ADVISE_SET_PREFERRED_LOCATION`).
-#[derive(Debug, Clone, Copy)]
+/// Where the driver has them (CUDA 13), allocations come from a
+/// **stream-ordered pool** of managed memory (`cuMemAllocFromPoolAsync`, freed
+/// with `cuMemFreeAsync`): the driver's current managed pool
+/// ([`new`](Self::new)) or a pool of its own ([`new_pool`](Self::new_pool),
+/// [`with_preferred_location`](Self::with_preferred_location)). The pool has the
+/// attributes of a device pool ([`attributes`](Self::attributes),
+/// [`release_threshold`](Self::release_threshold), …), and a stream is needed to
+/// allocate. Otherwise (older drivers, or devices whose driver has no managed
+/// pool: `CUDA_ERROR_NOT_SUPPORTED`) memory comes from `cuMemAllocManaged`,
+/// attached globally; allocation is then not stream-ordered (the stream is
+/// optional), freeing waits for the buffer's free stream, and the pool methods
+/// answer [`Error::Unsupported`]. [`is_pool`](Self::is_pool) says which;
+/// [`legacy`](Self::legacy) always takes the second way.
+///
+/// Managed pools cannot be shared with other processes
+/// ([`is_ipc_enabled`](Self::is_ipc_enabled) is `false`).
+#[derive(Debug)]
 pub struct ManagedMemoryResource {
     device: Device,
     preferred: Option<Location>,
+    /// The pool allocations come from; null: `cuMemAllocManaged`.
+    pool: sys::CUmemoryPool,
+    /// Whether the pool is this resource's own, destroyed with it.
+    owned: bool,
+}
+
+// SAFETY: a CUmemoryPool is a handle any thread may use.
+unsafe impl Send for ManagedMemoryResource {}
+// SAFETY: as above; the driver serialises pool operations.
+unsafe impl Sync for ManagedMemoryResource {}
+
+/// Options for a new pool of managed memory
+/// ([`ManagedMemoryResource::new_pool`]; `cuda.core`'s
+/// `ManagedMemoryResourceOptions`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ManagedMemoryResourceOptions {
+    /// Where the pool's memory prefers to live: a device, the host or a host
+    /// NUMA node (not [`Location::HostNumaCurrent`], which a pool does not
+    /// take); `None` for no preference.
+    pub preferred_location: Option<Location>,
+    /// Memory the pool keeps, rather than returning it to the system, at a
+    /// synchronisation point; `None` for the driver's default (0).
+    pub release_threshold: Option<u64>,
+}
+
+impl ManagedMemoryResourceOptions {
+    /// Options with `location` as the preferred location.
+    pub fn preferred_at(location: Location) -> Self {
+        Self {
+            preferred_location: Some(location),
+            ..Self::default()
+        }
+    }
 }
 
 impl ManagedMemoryResource {
-    /// A managed-memory resource for `device`, with no preferred location.
-    pub fn new(device: &Device) -> Self {
-        Self {
-            device: *device,
-            preferred: None,
+    /// Managed memory for `device` with no preferred location: from the driver's
+    /// current pool of managed memory (`cuMemGetMemPool`; the default pool unless
+    /// one was set) on CUDA 13 drivers, else from `cuMemAllocManaged`.
+    ///
+    /// # Errors
+    /// The driver's error (other than a managed pool being unsupported, which
+    /// falls back to `cuMemAllocManaged`).
+    pub fn new(device: &Device) -> Result<Self> {
+        if crate::versions::driver_at_least(MANAGED_POOLS) {
+            let _current = device.ensure_current()?;
+            // No location: the managed pool is not one device's.
+            let mut loc = NO_LOCATION;
+            let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+            // SAFETY: `pool` and `loc` are valid for the call.
+            let rc = unsafe {
+                sys::cuMemGetMemPool(&mut pool, &mut loc, sys::CU_MEM_ALLOCATION_TYPE_MANAGED)
+            };
+            if rc != sys::CUDA_ERROR_NOT_SUPPORTED {
+                rc.check(|| "getting the current pool of managed memory")?;
+                return Ok(Self {
+                    device: *device,
+                    preferred: None,
+                    pool,
+                    owned: false,
+                });
+            }
         }
+        Ok(Self::legacy(device, None))
     }
 
-    /// A managed-memory resource whose allocations prefer to live at `location`.
-    pub fn with_preferred_location(device: &Device, location: Location) -> Self {
+    /// Managed memory for `device` whose allocations prefer to live at
+    /// `location`: a new pool of managed memory there on CUDA 13 drivers
+    /// ([`new_pool`](Self::new_pool)), else `cuMemAllocManaged` with each
+    /// allocation advised so (`CU_MEM_ADVISE_SET_PREFERRED_LOCATION`).
+    ///
+    /// # Errors
+    /// As [`new_pool`](Self::new_pool).
+    pub fn with_preferred_location(device: &Device, location: Location) -> Result<Self> {
+        if crate::versions::driver_at_least(MANAGED_POOLS) {
+            match Self::new_pool(device, ManagedMemoryResourceOptions::preferred_at(location)) {
+                Err(e) if e.driver_code() == Some(sys::CUDA_ERROR_NOT_SUPPORTED) => {}
+                other => return other,
+            }
+        }
+        Ok(Self::legacy(device, Some(location)))
+    }
+
+    /// A new pool of managed memory (`cuMemPoolCreate` with
+    /// `CU_MEM_ALLOCATION_TYPE_MANAGED`), destroyed when this resource and every
+    /// buffer from it are gone.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] on a driver older than CUDA 13.0;
+    /// [`Error::InvalidArgument`] for [`Location::HostNumaCurrent`] as the
+    /// preferred location; the driver's error (`CUDA_ERROR_NOT_SUPPORTED` where
+    /// the device has no managed pools).
+    pub fn new_pool(device: &Device, options: ManagedMemoryResourceOptions) -> Result<Self> {
+        let what = || {
+            format!(
+                "creating a pool of managed memory for device {}",
+                device.ordinal()
+            )
+        };
+        crate::versions::require_driver(MANAGED_POOLS, "pools of managed memory", what)?;
+        let location = match options.preferred_location {
+            Some(Location::HostNumaCurrent) => {
+                return Err(Error::invalid(
+                    what(),
+                    "a pool's preferred location is a device, the host or a host NUMA \
+                     node, not the calling thread's NUMA node",
+                ));
+            }
+            Some(l) => l.raw(),
+            None => NO_LOCATION,
+        };
+        let _current = device.ensure_current()?;
+        let props = sys::CUmemPoolProps {
+            allocType: sys::CU_MEM_ALLOCATION_TYPE_MANAGED,
+            handleTypes: sys::CU_MEM_HANDLE_TYPE_NONE,
+            location,
+            ..Default::default()
+        };
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: `props` is fully initialised; `pool` is valid for writes.
+        unsafe { sys::cuMemPoolCreate(&mut pool, &props) }.check(what)?;
+        // From here on dropping `mr` destroys the pool.
+        let mr = Self {
+            device: *device,
+            preferred: options.preferred_location,
+            pool,
+            owned: true,
+        };
+        if let Some(t) = options.release_threshold {
+            set_release_threshold(pool, t)?;
+        }
+        Ok(mr)
+    }
+
+    /// Managed memory from `cuMemAllocManaged` (attached globally), whatever the
+    /// driver: not stream-ordered, with each allocation advised to prefer
+    /// `preferred` when it is given.
+    pub fn legacy(device: &Device, preferred: Option<Location>) -> Self {
         Self {
             device: *device,
-            preferred: Some(location),
+            preferred,
+            pool: std::ptr::null_mut(),
+            owned: false,
         }
     }
 
@@ -43,12 +199,86 @@ impl ManagedMemoryResource {
     pub fn preferred_location(&self) -> Option<Location> {
         self.preferred
     }
+
+    /// Whether allocations come from a stream-ordered pool of managed memory
+    /// (else from `cuMemAllocManaged`).
+    pub fn is_pool(&self) -> bool {
+        !self.pool.is_null()
+    }
+
+    /// The driver's pool handle (`None` for `cuMemAllocManaged` memory).
+    pub fn handle(&self) -> Option<sys::CUmemoryPool> {
+        self.is_pool().then_some(self.pool)
+    }
+
+    /// Whether the pool is this resource's own (`cuda.core`'s
+    /// `is_handle_owned`), destroyed when the resource and its buffers are gone.
+    pub fn is_handle_owned(&self) -> bool {
+        self.owned
+    }
+
+    /// Whether allocations can be shared with other processes: never, for
+    /// managed memory.
+    pub fn is_ipc_enabled(&self) -> bool {
+        false
+    }
+
+    /// The pool the attribute methods read, or why there is none.
+    fn pool_or_unsupported(&self) -> Result<sys::CUmemoryPool> {
+        if self.is_pool() {
+            Ok(self.pool)
+        } else {
+            Err(Error::unsupported(
+                "reading or setting a managed memory pool's attributes",
+                "the resource allocates with cuMemAllocManaged, not from a pool (pools of \
+                 managed memory need a CUDA 13 driver)",
+            ))
+        }
+    }
+
+    /// Allocates an owning [`ManagedBuffer`] of `size` bytes, ordered on
+    /// `stream`, which becomes its free stream (see
+    /// [`Buffer::allocate`](crate::Buffer::allocate)). From a pool
+    /// ([`is_pool`](Self::is_pool)) the stream is required; from
+    /// `cuMemAllocManaged` it is optional (`None`: the memory is allocated at
+    /// once and freed on the device's legacy default stream).
+    ///
+    /// # Errors
+    /// As [`Buffer::allocate`](crate::Buffer::allocate) (`None` for a pool is
+    /// [`Error::InvalidArgument`]).
+    pub fn allocate<'s>(
+        self: &Arc<Self>,
+        size: usize,
+        stream: impl Into<Option<&'s Stream>>,
+    ) -> Result<ManagedBuffer> {
+        let mr: Arc<dyn MemoryResource> = self.clone();
+        Buffer::allocate(mr, size, stream).map(ManagedBuffer::new_unchecked)
+    }
 }
 
-// SAFETY: `cuMemAllocManaged` memory is reachable from host and device and freed by
-// `cuMemFree` with the pointer it returned.
+pool_attributes!(ManagedMemoryResource, |mr| mr.pool_or_unsupported());
+
+impl Drop for ManagedMemoryResource {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: an owned pool; every buffer holds an `Arc` of this resource, so
+            // none is left (their frees are queued; the driver defers the release).
+            let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
+        }
+    }
+}
+
+// SAFETY: `cuMemAllocManaged` and managed-pool memory is reachable from host and
+// device; the first is freed by `cuMemFree`, the second by `cuMemFreeAsync`, each
+// with the pointer its allocation returned. `cuMemAllocManaged` memory is usable
+// on any stream at once, as a resource that is not stream-ordered must be.
 unsafe impl MemoryResource for ManagedMemoryResource {
-    unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
+    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
+        if self.is_pool() {
+            return pool_allocate(self.pool, size, stream, || {
+                format!("allocating {size} bytes from a pool of managed memory")
+            });
+        }
         let _current = self.device.ensure_current()?;
         let mut p: sys::CUdeviceptr = 0;
         // SAFETY: `p` is valid for writes.
@@ -75,6 +305,14 @@ unsafe impl MemoryResource for ManagedMemoryResource {
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
+        if self.is_pool() {
+            // SAFETY: per the trait's contract, `ptr` came from the pool.
+            return unsafe {
+                pool_free(ptr, stream, || {
+                    format!("freeing {size} bytes of a pool of managed memory")
+                })
+            };
+        }
         // Wait for work that may still use it, then free regardless.
         let _ = stream.drain();
         let _current = self.device.ensure_current()?;
@@ -91,6 +329,6 @@ unsafe impl MemoryResource for ManagedMemoryResource {
     }
 
     fn is_stream_ordered(&self) -> bool {
-        false
+        self.is_pool()
     }
 }

@@ -5,13 +5,17 @@
 
 mod buffer;
 mod managed;
+mod managed_buffer;
 mod pinned;
 mod pool;
 
 pub use buffer::Buffer;
 pub(crate) use buffer::{copy_device, order_frees_after};
-pub use managed::ManagedMemoryResource;
+pub use managed::{ManagedMemoryResource, ManagedMemoryResourceOptions};
+pub use managed_buffer::ManagedBuffer;
 pub use pinned::{LegacyPinnedMemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions};
+#[cfg(unix)]
+pub(crate) use pool::PoolIpc;
 pub use pool::{DeviceMemoryPoolOptions, DeviceMemoryResource, PoolAttributes, PoolReuse};
 
 use std::fmt;
@@ -46,7 +50,8 @@ pub enum MemoryKind {
 /// - the crate's resources (`Arc<DeviceMemoryResource>`, `Arc<PinnedMemoryResource>`,
 ///   `Arc<LegacyPinnedMemoryResource>`, `Arc<ManagedMemoryResource>`,
 ///   `Arc<VirtualMemoryResource>`): an inherent `allocate` of each type, so no
-///   import is needed;
+///   import is needed (`Arc<ManagedMemoryResource>`'s returns a
+///   [`ManagedBuffer`], which dereferences to its `Buffer`);
 /// - an `Arc` of your own resource type: [`MemoryResourceExt::allocate`] (import
 ///   the trait), or erase the type to `Arc<dyn MemoryResource>`.
 ///
@@ -56,8 +61,9 @@ pub enum MemoryKind {
 ///
 /// **The stream is optional where the resource is not stream-ordered**
 /// ([`is_stream_ordered`](Self::is_stream_ordered) is `false`:
-/// [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`],
-/// [`VirtualMemoryResource`](crate::VirtualMemoryResource)), as in `cuda.core`:
+/// [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] where it does not
+/// use a pool ([`ManagedMemoryResource::legacy`], and drivers older than CUDA
+/// 13), [`VirtualMemoryResource`](crate::VirtualMemoryResource)), as in `cuda.core`:
 /// `mr.allocate(size, None)` allocates at once, and the buffer is freed on the
 /// device's legacy default stream (see [`Buffer::allocate`]). A stream-ordered
 /// resource (a memory pool) needs `Some(&stream)` (or just `&stream`): the typed
@@ -244,36 +250,70 @@ macro_rules! owning_allocate {
 }
 pub(crate) use owning_allocate;
 
-/// Where managed memory should live or be prefetched to.
+/// Where managed memory should live or be prefetched to (`cuda.core`'s
+/// `Device` and `Host` as locations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Location {
     /// A device's memory.
     Device(Device),
-    /// Host memory.
+    /// Host memory (`Host()`).
     Host,
-    /// Host memory of one NUMA node.
+    /// Host memory of one NUMA node (`Host(numa_id)`; CUDA 12.2 drivers and
+    /// newer).
     HostNuma(i32),
+    /// Host memory of the NUMA node closest to the CPU the calling thread runs
+    /// on when the call is made (`Host.numa_current()`,
+    /// `CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT`; CUDA 12.2 drivers and newer).
+    /// Prefetches and preferred locations take it; the accessed-by advice and
+    /// memory pools do not.
+    HostNumaCurrent,
 }
 
 impl Location {
+    /// Whether this is [`Location::HostNumaCurrent`] (`Host.is_numa_current`).
+    pub fn is_numa_current(&self) -> bool {
+        matches!(self, Self::HostNumaCurrent)
+    }
+
     pub(crate) fn raw(self) -> sys::CUmemLocation {
         let (type_, id) = match self {
             Self::Device(d) => (sys::CU_MEM_LOCATION_TYPE_DEVICE, d.ordinal() as i32),
             Self::Host => (sys::CU_MEM_LOCATION_TYPE_HOST, 0),
             Self::HostNuma(n) => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA, n),
+            Self::HostNumaCurrent => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
         };
         sys::CUmemLocation { type_, id }
     }
-}
 
-impl Location {
+    /// The location a driver reported as a type and an id: `None` for
+    /// `CU_MEM_LOCATION_TYPE_INVALID` (no location).
+    pub(crate) fn from_raw(
+        type_: sys::CUmemLocationType,
+        id: i32,
+        what: &'static str,
+    ) -> Result<Option<Self>> {
+        Ok(Some(match type_ {
+            sys::CU_MEM_LOCATION_TYPE_INVALID => return Ok(None),
+            sys::CU_MEM_LOCATION_TYPE_DEVICE => device_of(id, what)?,
+            sys::CU_MEM_LOCATION_TYPE_HOST => Self::Host,
+            sys::CU_MEM_LOCATION_TYPE_HOST_NUMA => Self::HostNuma(id),
+            sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT => Self::HostNumaCurrent,
+            other => {
+                return Err(Error::unsupported(
+                    what,
+                    format!("the driver reported location type {}", other.0),
+                ));
+            }
+        }))
+    }
+
     /// The location as the CUDA 12.0 and 12.1 drivers take it: a device ordinal,
     /// `CU_DEVICE_CPU` for the host; host NUMA nodes need a CUDA 12.2 driver.
     fn legacy_device(self, what: &dyn Fn() -> String) -> Result<sys::CUdevice> {
         match self {
             Self::Device(d) => Ok(d.handle()),
             Self::Host => Ok(sys::CU_DEVICE_CPU),
-            Self::HostNuma(_) => {
+            Self::HostNuma(_) | Self::HostNumaCurrent => {
                 crate::versions::require_driver(12020, "a host NUMA memory location", what)?;
                 Err(Error::unsupported(what(), "host NUMA memory locations"))
             }
@@ -351,4 +391,76 @@ pub(crate) type ResourceMap = std::collections::HashMap<usize, Arc<dyn crate::Me
 pub(crate) fn allocation_resources() -> &'static std::sync::RwLock<ResourceMap> {
     static SET: std::sync::OnceLock<std::sync::RwLock<ResourceMap>> = std::sync::OnceLock::new();
     SET.get_or_init(Default::default)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_locations_convert_both_ways() {
+        for (loc, type_, id) in [
+            (Location::Host, sys::CU_MEM_LOCATION_TYPE_HOST, 0),
+            (
+                Location::HostNuma(3),
+                sys::CU_MEM_LOCATION_TYPE_HOST_NUMA,
+                3,
+            ),
+            (
+                Location::HostNumaCurrent,
+                sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+                0,
+            ),
+        ] {
+            let raw = loc.raw();
+            assert_eq!((raw.type_, raw.id), (type_, id), "{loc:?}");
+            assert_eq!(Location::from_raw(type_, id, "t").unwrap(), Some(loc));
+        }
+        assert!(Location::HostNumaCurrent.is_numa_current());
+        assert!(!Location::HostNuma(0).is_numa_current() && !Location::Host.is_numa_current());
+    }
+
+    #[test]
+    fn no_location_and_unknown_types_from_the_driver() {
+        assert_eq!(
+            Location::from_raw(sys::CU_MEM_LOCATION_TYPE_INVALID, 7, "t").unwrap(),
+            None
+        );
+        let e =
+            Location::from_raw(sys::CUmemLocationType(99), 0, "reading a location").unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        assert!(e.to_string().contains("reading a location"), "{e}");
+        assert!(
+            crate::Report::new(&e)
+                .to_string()
+                .contains("location type 99"),
+            "{}",
+            crate::Report::new(&e)
+        );
+        // A negative device ordinal is refused before any device is looked up.
+        let e = Location::from_raw(sys::CU_MEM_LOCATION_TYPE_DEVICE, -2, "t").unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn older_drivers_take_the_host_by_ordinal_and_no_numa_node() {
+        let what = || "prefetching".to_owned();
+        assert_eq!(
+            Location::Host.legacy_device(&what).unwrap(),
+            sys::CU_DEVICE_CPU
+        );
+        for loc in [Location::HostNuma(0), Location::HostNumaCurrent] {
+            let e = loc.legacy_device(&what).unwrap_err();
+            assert!(matches!(e, Error::Unsupported { .. }), "{loc:?}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn legacy_locations_from_the_driver() {
+        assert_eq!(legacy_location(sys::CU_DEVICE_INVALID, "t").unwrap(), None);
+        assert_eq!(
+            legacy_location(sys::CU_DEVICE_CPU, "t").unwrap(),
+            Some(Location::Host)
+        );
+    }
 }

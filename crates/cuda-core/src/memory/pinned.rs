@@ -3,14 +3,14 @@
 
 use cuda_bindings::driver as sys;
 
-use crate::error::{Check as _, Result};
+use crate::error::{Check as _, Error, Result};
 use crate::{Device, Stream};
 
 use super::{MemoryKind, MemoryResource, owning_allocate};
 
 use super::pool::{
-    PoolAttributes, PoolReuse, pool_allocate, pool_attributes, pool_bool, pool_free, pool_set_bool,
-    pool_set_u64, pool_u64, set_release_threshold,
+    PoolAttributes, PoolIpc, PoolReuse, pool_allocate, pool_attributes, pool_bool, pool_free,
+    pool_set_bool, pool_set_u64, pool_u64, set_release_threshold,
 };
 
 owning_allocate!(unordered LegacyPinnedMemoryResource);
@@ -67,11 +67,19 @@ unsafe impl MemoryResource for LegacyPinnedMemoryResource {
 
 /// Stream-ordered page-locked host memory: a host-located memory pool
 /// (`cuMemPoolCreate` with a host NUMA location) that `device` may read and write.
+///
+/// Made with `ipc_enabled`, the pool and its buffers can be shared with other
+/// processes (Linux), like a device pool's: `export_handle`, `import`, `uuid`,
+/// `register`, `from_registry`, `import_registered`, and
+/// [`Buffer::ipc_descriptor`](crate::Buffer::ipc_descriptor) /
+/// [`Buffer::from_ipc_descriptor`](crate::Buffer::from_ipc_descriptor) (see
+/// [`IpcMemoryPool`](crate::IpcMemoryPool)).
 #[derive(Debug)]
 pub struct PinnedMemoryResource {
     device: Device,
-    pool: sys::CUmemoryPool,
+    pub(crate) pool: sys::CUmemoryPool,
     numa_id: i32,
+    pub(crate) ipc: PoolIpc,
 }
 
 // SAFETY: a CUmemoryPool is a handle any thread may use.
@@ -86,19 +94,41 @@ pub struct PinnedMemoryResourceOptions {
     pub numa_id: i32,
     /// The most the pool may hold, in bytes; 0 for no limit.
     pub max_size: usize,
+    /// The pool and its buffers may be shared with other processes through POSIX
+    /// file descriptors (Linux, and a driver that can export host NUMA memory
+    /// pools: the driver's error otherwise).
+    pub ipc_enabled: bool,
 }
 
 impl PinnedMemoryResource {
     /// A pinned host pool whose buffers `device` can access.
     ///
     /// # Errors
-    /// The driver's error (`CUDA_ERROR_NOT_SUPPORTED` on drivers without host
-    /// memory pools: use [`LegacyPinnedMemoryResource`] there).
+    /// [`Error::Unsupported`] for `ipc_enabled` where there are no POSIX file
+    /// descriptors (Windows); the driver's error (`CUDA_ERROR_NOT_SUPPORTED` on
+    /// drivers without host memory pools: use [`LegacyPinnedMemoryResource`]
+    /// there).
     pub fn new(device: &Device, options: PinnedMemoryResourceOptions) -> Result<Self> {
+        let what = || {
+            format!(
+                "creating a pinned host memory pool on NUMA node {}",
+                options.numa_id
+            )
+        };
+        if options.ipc_enabled && !cfg!(unix) {
+            return Err(Error::unsupported(
+                what(),
+                "sharing memory pools between processes needs POSIX file descriptors (Linux)",
+            ));
+        }
         let _current = device.ensure_current()?;
         let props = sys::CUmemPoolProps {
             allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
-            handleTypes: sys::CU_MEM_HANDLE_TYPE_NONE,
+            handleTypes: if options.ipc_enabled {
+                sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+            } else {
+                sys::CU_MEM_HANDLE_TYPE_NONE
+            },
             location: sys::CUmemLocation {
                 type_: sys::CU_MEM_LOCATION_TYPE_HOST_NUMA,
                 id: options.numa_id,
@@ -106,34 +136,84 @@ impl PinnedMemoryResource {
             maxSize: options.max_size,
             ..Default::default()
         };
-        let what = || {
-            format!(
-                "creating a pinned host memory pool on NUMA node {}",
-                options.numa_id
-            )
-        };
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
         // SAFETY: `props` is fully initialised; `pool` is valid for writes.
         unsafe { sys::cuMemPoolCreate(&mut pool, &props) }.check(what)?;
-        let mr = Self {
+        let mut mr = Self {
             device: *device,
             pool,
             numa_id: options.numa_id,
+            ipc: PoolIpc::default(),
         };
-        let access = sys::CUmemAccessDesc {
-            location: sys::CUmemLocation {
-                type_: sys::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: device.ordinal() as i32,
-            },
-            flags: sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        };
-        // SAFETY: one valid access descriptor.
-        unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }
-            .check(|| format!("letting device {} access a pinned pool", device.ordinal()))?;
+        // On failure `mr` is dropped, which destroys the pool.
+        mr.grant_device_access()?;
+        mr.ipc = PoolIpc::made(pool, options.ipc_enabled)?;
         Ok(mr)
     }
 
-    /// The host NUMA node.
+    /// Lets `device` read and write the pool's memory (`cuMemPoolSetAccess`).
+    fn grant_device_access(&self) -> Result<()> {
+        let access = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation {
+                type_: sys::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: self.device.ordinal() as i32,
+            },
+            flags: sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: one valid access descriptor; a live pool.
+        unsafe { sys::cuMemPoolSetAccess(self.pool, &access, 1) }.check(|| {
+            format!(
+                "letting device {} access a pinned pool",
+                self.device.ordinal()
+            )
+        })
+    }
+
+    /// Imports a pinned pool another process exported (`cuda.core`'s
+    /// `from_allocation_handle`; the exporter's `export_handle`), for `device`
+    /// of this process, which is granted read and write access (access granted
+    /// by the exporter does not carry over). The pool is released when this
+    /// resource and every buffer imported through it are gone; its buffers come
+    /// from the exporter, so allocating from it is refused.
+    ///
+    /// # Errors
+    /// The driver's error.
+    #[cfg(unix)]
+    #[cfg_attr(docsrs, doc(cfg(unix)))]
+    pub fn import(device: &Device, fd: std::os::fd::BorrowedFd<'_>) -> Result<Self> {
+        let _current = device.ensure_current()?;
+        let pool = crate::ipc::import_pool(fd, || {
+            format!(
+                "importing a pinned memory pool for device {}",
+                device.ordinal()
+            )
+        })?;
+        let imported = Self {
+            device: *device,
+            pool,
+            // Host NUMA pools are the only ones with a NUMA node; the exporter's
+            // node is not known here.
+            numa_id: -1,
+            ipc: PoolIpc::imported(),
+        };
+        imported.grant_device_access()?;
+        Ok(imported)
+    }
+
+    /// Whether the pool's buffers can be shared with other processes (made with
+    /// `ipc_enabled`, or imported).
+    pub fn is_ipc_enabled(&self) -> bool {
+        self.ipc.enabled
+    }
+
+    /// Whether the pool was imported from another process: its memory is
+    /// allocated by the exporter, so allocating from it is refused.
+    pub fn is_mapped(&self) -> bool {
+        self.ipc.mapped
+    }
+
+    /// The host NUMA node (-1 for an imported pool, whose node is the exporter's
+    /// business).
     pub fn numa_id(&self) -> i32 {
         self.numa_id
     }
@@ -155,9 +235,9 @@ impl Drop for PinnedMemoryResource {
 // freed with `cuMemFreeAsync`.
 unsafe impl MemoryResource for PinnedMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
-        pool_allocate(self.pool, size, stream, || {
-            format!("allocating {size} bytes of pinned host memory")
-        })
+        let what = || format!("allocating {size} bytes of pinned host memory");
+        self.ipc.check_allocate(what)?;
+        pool_allocate(self.pool, size, stream, what)
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {

@@ -18,8 +18,18 @@ pub struct DeviceMemoryResource {
     pub(crate) device: Device,
     pub(crate) pool: sys::CUmemoryPool,
     pub(crate) owned: bool,
-    pub(crate) ipc: bool,
-    /// Imported from another process ([`DeviceMemoryResource::import`]).
+    pub(crate) ipc: PoolIpc,
+}
+
+/// What a memory pool (a device or a pinned one) knows about sharing itself with
+/// other processes.
+// `pub` for the sealed IPC trait of `ipc.rs`, which exists on Unix only.
+#[cfg_attr(not(unix), allow(unreachable_pub))]
+#[derive(Debug, Default)]
+pub struct PoolIpc {
+    /// Made with `ipc_enabled`, or imported.
+    pub(crate) enabled: bool,
+    /// Imported from another process: the exporter allocates its memory.
     pub(crate) mapped: bool,
     /// The pool's identity across processes, for IPC pools: made when the pool
     /// is, or given when an imported pool is registered.
@@ -28,7 +38,54 @@ pub struct DeviceMemoryResource {
     /// The pool's exported descriptor, made when an IPC pool is created (the driver
     /// exports a pool's buffers only once the pool itself has been exported).
     #[cfg(unix)]
-    pub(crate) ipc_fd: Option<std::os::fd::OwnedFd>,
+    pub(crate) fd: Option<std::os::fd::OwnedFd>,
+}
+
+impl PoolIpc {
+    /// The state of a pool made here with POSIX file descriptor handles when
+    /// `enabled`: exported at once, with a new UUID. (Set it on the resource made
+    /// before, so that a failure destroys the pool.)
+    pub(crate) fn made(pool: sys::CUmemoryPool, enabled: bool) -> Result<Self> {
+        #[cfg(not(unix))]
+        let _ = pool;
+        Ok(Self {
+            enabled,
+            mapped: false,
+            #[cfg(unix)]
+            uuid: if enabled {
+                std::sync::OnceLock::from(crate::PoolUuid::new_random())
+            } else {
+                std::sync::OnceLock::new()
+            },
+            #[cfg(unix)]
+            fd: if enabled {
+                Some(crate::ipc::export_pool(pool)?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// The state of a pool imported from another process.
+    #[cfg(unix)]
+    pub(crate) fn imported() -> Self {
+        Self {
+            enabled: true,
+            mapped: true,
+            ..Self::default()
+        }
+    }
+
+    /// Refuses allocating from an imported pool.
+    pub(crate) fn check_allocate(&self, what: impl FnOnce() -> String) -> Result<()> {
+        if self.mapped {
+            return Err(Error::unsupported(
+                what(),
+                "the pool was imported from another process, which allocates its memory",
+            ));
+        }
+        Ok(())
+    }
 }
 
 // SAFETY: a CUmemoryPool is a handle any thread may use.
@@ -68,12 +125,7 @@ impl DeviceMemoryResource {
             device: *device,
             pool,
             owned: false,
-            ipc: false,
-            mapped: false,
-            #[cfg(unix)]
-            uuid: std::sync::OnceLock::new(),
-            #[cfg(unix)]
-            ipc_fd: None,
+            ipc: PoolIpc::default(),
         })
     }
 
@@ -102,24 +154,14 @@ impl DeviceMemoryResource {
         // SAFETY: `props` is fully initialised; `pool` is valid for writes.
         unsafe { sys::cuMemPoolCreate(&mut pool, &props) }
             .check(|| format!("creating a memory pool on device {}", device.ordinal()))?;
-        #[allow(unused_mut)]
         let mut mr = Self {
             device: *device,
             pool,
             owned: true,
-            ipc: options.ipc_enabled,
-            mapped: false,
-            #[cfg(unix)]
-            uuid: std::sync::OnceLock::new(),
-            #[cfg(unix)]
-            ipc_fd: None,
+            ipc: PoolIpc::default(),
         };
-        #[cfg(unix)]
-        if options.ipc_enabled {
-            // On failure `mr` is dropped, which destroys the pool.
-            mr.ipc_fd = Some(crate::ipc::export_pool(pool)?);
-            let _ = mr.uuid.set(crate::PoolUuid::new_random());
-        }
+        // On failure `mr` is dropped, which destroys the pool.
+        mr.ipc = PoolIpc::made(pool, options.ipc_enabled)?;
         if let Some(t) = options.release_threshold {
             set_release_threshold(pool, t)?;
         }
@@ -128,7 +170,7 @@ impl DeviceMemoryResource {
 
     /// Whether the pool's allocations can be shared with other processes.
     pub fn is_ipc_enabled(&self) -> bool {
-        self.ipc
+        self.ipc.enabled
     }
 
     /// The other devices that may read and write the pool's memory
@@ -213,7 +255,7 @@ impl DeviceMemoryResource {
     /// ([`import`](Self::import)): its memory is allocated by the exporter, so
     /// allocating from it is refused.
     pub fn is_mapped(&self) -> bool {
-        self.mapped
+        self.ipc.mapped
     }
 }
 
@@ -334,7 +376,8 @@ impl PoolReuse {
 }
 
 /// A memory pool's attributes at one moment (`cuda.core`'s `attributes`):
-/// [`DeviceMemoryResource::attributes`], [`PinnedMemoryResource::attributes`](super::PinnedMemoryResource::attributes).
+/// [`DeviceMemoryResource::attributes`], [`PinnedMemoryResource::attributes`](super::PinnedMemoryResource::attributes),
+/// [`ManagedMemoryResource::attributes`](super::ManagedMemoryResource::attributes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolAttributes {
@@ -357,11 +400,22 @@ pub struct PoolAttributes {
     pub used_mem_high: u64,
 }
 
-/// The attribute methods of a memory pool resource (a type with a `pool` field):
-/// one text for the device and the pinned pools.
+/// The attribute methods of a memory pool resource: one text for the device,
+/// the pinned and the managed pools. `pool_attributes!(T)` reads a `pool` field;
+/// `pool_attributes!(T, |r| expr)` gets the pool from `expr`, a
+/// `Result<CUmemoryPool>` of `r: &T` (for a resource that may have no pool).
 macro_rules! pool_attributes {
     ($t:ty) => {
+        pool_attributes!($t, |this| Ok::<_, $crate::Error>(this.pool));
+    };
+    ($t:ty, |$this:ident| $pool:expr) => {
         impl $t {
+            /// The pool the attribute methods address.
+            fn attributes_pool(&self) -> Result<sys::CUmemoryPool> {
+                let $this = self;
+                $pool
+            }
+
             /// All the pool's attributes (`cuMemPoolGetAttribute`, one call each).
             ///
             /// # Errors
@@ -386,7 +440,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn reuse(&self, policy: PoolReuse) -> Result<bool> {
-                pool_bool(self.pool, policy.attr())
+                pool_bool(self.attributes_pool()?, policy.attr())
             }
 
             /// Allows (`true`) or forbids reusing memory under `policy`.
@@ -394,7 +448,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn set_reuse(&self, policy: PoolReuse, allowed: bool) -> Result<()> {
-                pool_set_bool(self.pool, policy.attr(), allowed)
+                pool_set_bool(self.attributes_pool()?, policy.attr(), allowed)
             }
 
             /// The bytes the pool keeps at a synchronisation point rather than
@@ -403,7 +457,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn release_threshold(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                )
             }
 
             /// Sets the memory the pool keeps at a synchronisation point rather
@@ -412,7 +469,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
-                set_release_threshold(self.pool, bytes)
+                set_release_threshold(self.attributes_pool()?, bytes)
             }
 
             /// Returns memory the pool holds beyond `keep` bytes to the system
@@ -421,8 +478,9 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn trim_to(&self, keep: usize) -> Result<()> {
+                let pool = self.attributes_pool()?;
                 // SAFETY: a live pool.
-                unsafe { sys::cuMemPoolTrimTo(self.pool, keep) }.check(|| "trimming a memory pool")
+                unsafe { sys::cuMemPoolTrimTo(pool, keep) }.check(|| "trimming a memory pool")
             }
 
             /// Bytes the pool holds from the system now
@@ -431,7 +489,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn reserved_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+                )
             }
 
             /// The most bytes the pool has held from the system since it was made
@@ -441,7 +502,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn reserved_high_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                )
             }
 
             /// Resets the reserved high-water mark to the bytes held now.
@@ -450,7 +514,11 @@ macro_rules! pool_attributes {
             /// The driver's error.
             pub fn reset_reserved_high(&self) -> Result<()> {
                 // The driver takes only 0 here, which resets the mark.
-                pool_set_u64(self.pool, sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 0)
+                pool_set_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                    0,
+                )
             }
 
             /// Bytes of the pool's memory in use by allocations now
@@ -459,7 +527,10 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn used_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                )
             }
 
             /// The most bytes in use by allocations since the pool was made or
@@ -469,7 +540,7 @@ macro_rules! pool_attributes {
             /// # Errors
             /// The driver's error.
             pub fn used_high_bytes(&self) -> Result<u64> {
-                pool_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+                pool_u64(self.attributes_pool()?, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
             }
 
             /// Resets the used high-water mark to the bytes in use now.
@@ -478,7 +549,11 @@ macro_rules! pool_attributes {
             /// The driver's error.
             pub fn reset_used_high(&self) -> Result<()> {
                 // The driver takes only 0 here, which resets the mark.
-                pool_set_u64(self.pool, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0)
+                pool_set_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                    0,
+                )
             }
         }
     };
@@ -506,12 +581,7 @@ unsafe impl MemoryResource for DeviceMemoryResource {
                 self.device.ordinal()
             )
         };
-        if self.mapped {
-            return Err(Error::unsupported(
-                what(),
-                "the pool was imported from another process, which allocates its memory",
-            ));
-        }
+        self.ipc.check_allocate(what)?;
         pool_allocate(self.pool, size, stream, what)
     }
 
@@ -530,5 +600,38 @@ unsafe impl MemoryResource for DeviceMemoryResource {
 
     fn device(&self) -> Device {
         self.device
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PoolIpc;
+
+    #[test]
+    fn a_pool_without_ipc_is_not_shared() {
+        // Without IPC nothing is exported, so no pool is needed.
+        let plain = PoolIpc::made(std::ptr::null_mut(), false).unwrap();
+        assert!(!plain.enabled && !plain.mapped);
+        #[cfg(unix)]
+        assert!(plain.fd.is_none() && plain.uuid.get().is_none());
+        assert!(plain.check_allocate(|| "allocating".into()).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_imported_pool_is_not_allocated_from() {
+        use super::Error;
+
+        let imported = PoolIpc::imported();
+        assert!(imported.enabled && imported.mapped);
+        match imported.check_allocate(|| "allocating 1 byte".into()) {
+            Err(Error::Unsupported {
+                context, message, ..
+            }) => {
+                assert_eq!(context, "allocating 1 byte");
+                assert!(message.contains("imported"), "{message}");
+            }
+            other => panic!("allocating from an imported pool: {other:?}"),
+        }
     }
 }
