@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
-    CaptureArg, CaptureMode, CompileTarget, Device, DeviceBuffer, Error, Event, EventOptions,
-    GraphBuilder, GraphCompleteOptions, GraphView, InvalidKind, Kernel, LaunchConfig, MutPtr,
-    ObjectCode, Program, ProgramOptions, SourceCode, Stream, StreamOptions, TypedKernel,
+    CaptureArg, CaptureMode, CompileTarget, ConditionalKind, Device, DeviceBuffer, Error, Event,
+    EventOptions, GraphBuilder, GraphCompleteOptions, GraphNodeParams, GraphView, InvalidKind,
+    Kernel, LaunchConfig, MutPtr, ObjectCode, Program, ProgramOptions, SourceCode, Stream,
+    StreamOptions, TypedKernel,
 };
 use cuda_rs_tests::{needs_driver, require_gpu, require_libs};
 
@@ -243,6 +244,20 @@ fn a_while_loop_built_by_capture_counts_to_n() {
             .invalid_kind(),
         Some(InvalidKind::Other)
     );
+    // The built graph reads its conditional node back: fill, while, kernel.
+    let graph = b.graph().unwrap();
+    let nodes = graph.nodes().unwrap();
+    assert_eq!(nodes.len(), 3);
+    let infos: Vec<_> = nodes
+        .iter()
+        .filter_map(|n| match n.params(graph).unwrap() {
+            GraphNodeParams::Conditional(info) => Some(info),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(infos.len(), 1);
+    let info = infos[0].expect("the builder records its conditional nodes");
+    assert_eq!((info.condition, info.kind), (cond, ConditionalKind::While));
     let exec = b.complete(GraphCompleteOptions::default()).unwrap();
     for launch in 1..=2 {
         exec.launch(&s).unwrap();

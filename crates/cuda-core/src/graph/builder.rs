@@ -260,6 +260,15 @@ struct PendingFree {
     size: usize,
 }
 
+/// A node added to a capture's graph, named again once the graph is built.
+struct CapturedNode(sys::CUgraphNode);
+
+// SAFETY: the handle is only wrapped into a `GraphNode` of the built graph (an
+// identifier; `Graph` serialises its use), never used through this type.
+unsafe impl Send for CapturedNode {}
+// SAFETY: as above.
+unsafe impl Sync for CapturedNode {}
+
 /// What the builders of one graph (the top one, its splits, its bodies) share.
 struct Family {
     /// Tells the families apart (graph memory names its family).
@@ -267,6 +276,9 @@ struct Family {
     ctx: Context,
     keep: Keep,
     frees: Mutex<Vec<PendingFree>>,
+    /// The conditional nodes added to the top builder's capture, recorded in the
+    /// graph when it ends (for [`GraphNode::params`](super::GraphNode::params)).
+    conditionals: Mutex<Vec<(CapturedNode, GraphCondition, ConditionalKind)>>,
     children: Mutex<Vec<OpenChild>>,
     /// The top builder has ended (or was dropped): no body may begin.
     ended: AtomicBool,
@@ -611,6 +623,7 @@ impl GraphBuilder {
             ctx: stream.context().clone(),
             keep: Keep::default(),
             frees: Mutex::default(),
+            conditionals: Mutex::default(),
             children: Mutex::default(),
             ended: AtomicBool::new(false),
         });
@@ -828,6 +841,9 @@ impl GraphBuilder {
                 );
                 // The graph is destroyed with `graph` if freeing failed.
                 freed?;
+                for (node, condition, kind) in lock(&self.family.conditionals).drain(..) {
+                    graph.record_conditional(graph.node(node.0), condition, kind);
+                }
                 self.graph = Some(graph);
                 Ok(())
             }
@@ -1049,6 +1065,9 @@ impl GraphBuilder {
         }
         .check(what)?;
         self.stream.set_capture_dependency(node)?;
+        if self.capture == self.family.id {
+            lock(&self.family.conditionals).push((CapturedNode(node), condition, kind));
+        }
         body_handles(&p, size)?
             .into_iter()
             .map(|graph| {
