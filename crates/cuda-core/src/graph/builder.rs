@@ -554,11 +554,11 @@ fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
 /// device, graph memory named where it is not yet allocated, a conditional body
 /// on a driver before CUDA 12.3 (if/else and switch: 12.8) are
 /// [`Error::InvalidArgument`] or [`Error::Unsupported`]. A builder
-/// dropped while building ends its capture and destroys the partial graph (the
-/// top builder first ends the bodies' captures and joins the split builders
-/// still open); a split builder dropped without a join is joined to the builder
-/// whose capture it takes part in (the top builder, or the conditional body it
-/// was split off).
+/// dropped while building ends its capture (the top builder destroys the
+/// partial graph), joining first the split builders of its capture still open
+/// (the top builder also ends the bodies' captures); a split builder dropped
+/// without a join is joined to the builder whose capture it takes part in (the
+/// top builder, or the conditional body it was split off).
 ///
 /// Neither `Send` nor `Sync`, as [`Graph`].
 pub struct GraphBuilder {
@@ -1524,11 +1524,20 @@ impl Drop for GraphBuilder {
                 }
             }
             Role::Body { .. } => {
-                let open = lock(&self.family.children).iter().any(|c| c.id == self.id);
-                self.forget_child();
+                let (open, splits): (Vec<_>, Vec<_>) = {
+                    let mut children = lock(&self.family.children);
+                    let mine = |c: &OpenChild| c.id == self.id || c.capture == self.capture;
+                    let (ours, rest): (Vec<_>, Vec<_>) = children.drain(..).partition(mine);
+                    *children = rest;
+                    ours.into_iter().partition(|c| c.id == self.id)
+                };
                 // The body graph belongs to its node: ended, not destroyed (the
-                // top builder may have ended this capture already).
-                if open {
+                // top builder may have ended this capture already), after the
+                // splits of its capture are joined back.
+                if !open.is_empty() {
+                    for c in &splits {
+                        let _ = self.stream.wait_stream(&c.stream);
+                    }
                     let _ = end_capture_raw(&self.stream);
                 }
             }
