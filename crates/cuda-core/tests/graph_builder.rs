@@ -412,6 +412,25 @@ fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
     let open = b.split(2).unwrap();
     drop(b);
     drop(open);
+    // A body dropped mid-capture, with a split of its capture open: both are
+    // joined and ended, and the top builder ends.
+    let mut top = d.create_graph_builder().unwrap();
+    top.begin_building(CaptureMode::default()).unwrap();
+    if let Some(c) = needs_driver!(12030, top.create_conditional_handle(Some(0))) {
+        let mut body = top.if_cond(c).unwrap();
+        body.begin_building(CaptureMode::default()).unwrap();
+        let inner = body.split(2).unwrap();
+        assert_eq!(
+            body.end_building().unwrap_err().invalid_kind(),
+            Some(InvalidKind::Other)
+        );
+        drop(body);
+        drop(inner);
+        top.end_building().unwrap();
+        let exec = top.complete(GraphCompleteOptions::default()).unwrap();
+        exec.launch(&s).unwrap();
+        s.sync().unwrap();
+    }
     let mut again = d.create_graph_builder().unwrap();
     again.begin_building(CaptureMode::default()).unwrap();
     again.fill(&x, 9i32).unwrap();
