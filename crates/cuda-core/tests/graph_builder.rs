@@ -47,6 +47,22 @@ fn setup() -> (Device, Stream, ObjectCode) {
     (d, s, code)
 }
 
+/// The test kernels compile for an H100 (`sm_90`) without a GPU: NVRTC runs on
+/// the CPU, so a mistake in `SRC` shows before the GPU run.
+#[test]
+fn the_test_kernels_compile_without_a_gpu() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        arch: Some("sm_90".into()),
+        ..Default::default()
+    };
+    let code = Program::new(SourceCode::Cxx(SRC), options)
+        .unwrap()
+        .compile(CompileTarget::Cubin, &[])
+        .unwrap();
+    assert!(!code.code().is_empty());
+}
+
 fn kernel(code: &ObjectCode, name: &str) -> Kernel {
     code.get_kernel(name).unwrap()
 }
