@@ -27,10 +27,10 @@ use super::{
 /// work is captured, or device memory that the builder's graph must keep alive.
 ///
 /// Implemented for every [`Pod`] value (numbers, `#[repr(C)]` structs, a
-/// [`DevicePtr`](crate::DevicePtr), whose memory the caller vouches for), for
-/// [`ArcView`] (the address of its first element; the graph keeps its allocation
-/// alive), for [`GraphView`] (an `ArcView`, or graph memory of the same graph),
-/// a [`GraphCondition`] among the values. An `Arc<DeviceBuffer<T>>` is passed as
+/// [`GraphCondition`], a [`DevicePtr`](crate::DevicePtr), whose memory the
+/// caller vouches for), for [`ArcView`] (the address of its first element; the
+/// graph keeps its allocation alive) and for [`GraphView`] (an `ArcView`, or
+/// graph memory of the same graph). An `Arc<DeviceBuffer<T>>` is passed as
 /// `x.shared_view()`, an `Arc<Buffer>` as `ArcView::<T>::of_buffer(&b)?`.
 pub trait CaptureArg {
     /// The argument's bytes, as a launch takes them.
@@ -304,7 +304,7 @@ fn check_begin(role: RoleKind, phase: Phase, family_ended: bool) -> Result<()> {
         )),
         Phase::Idle if role == RoleKind::Body && family_ended => Err(Error::invalid(
             WHAT,
-            "the graph this conditional body belongs to has been built already",
+            "the graph this conditional body belongs to has been built already, or was dropped",
         )),
         Phase::Idle => Ok(()),
     }
