@@ -8,7 +8,7 @@ use cuda_bindings::nvjitlink::NvJitLinkError;
 use cuda_bindings::nvml::{self as nvml, NvmlError, nvmlReturn_t};
 use cuda_bindings::nvrtc::NvrtcError;
 use cuda_bindings::nvvm::NvvmError;
-use cuda_bindings::{Unavailable, Version};
+use cuda_bindings::{ApiKind, Unavailable, Version};
 
 /// Everything that can go wrong in `cuda-core`.
 ///
@@ -336,9 +336,22 @@ impl Error {
 
     /// NVML's status code, when the error came from NVML
     /// ([`system`](crate::system)).
+    ///
+    /// An [`Error::Unavailable`] for NVML has the code NVML itself would have
+    /// returned: `NVML_ERROR_FUNCTION_NOT_FOUND` when the installed driver's
+    /// NVML lacks the entry point (a function newer than the driver), and
+    /// `NVML_ERROR_LIBRARY_NOT_FOUND` when NVML could not be loaded, so
+    /// [`nvml_kind`](Self::nvml_kind) is [`NvmlErrorKind::FunctionNotFound`] or
+    /// [`NvmlErrorKind::LibraryNotFound`] for them, as `cuda.core.system` raises
+    /// `FunctionNotFoundError` and `LibraryNotFoundError`.
     pub fn nvml_code(&self) -> Option<nvmlReturn_t> {
         match self {
             Self::Nvml { source, .. } => Some(source.code()),
+            Self::Unavailable { reason, .. } if reason.api() == ApiKind::Nvml => match **reason {
+                Unavailable::Symbol { .. } => Some(nvml::NVML_ERROR_FUNCTION_NOT_FOUND),
+                Unavailable::Library { .. } => Some(nvml::NVML_ERROR_LIBRARY_NOT_FOUND),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -716,5 +729,24 @@ mod tests {
         assert!(e.is_nvml_not_supported());
         let other = Error::invalid("x", "y");
         assert_eq!(other.nvml_kind(), None);
+    }
+
+    #[test]
+    fn an_nvml_entry_point_the_driver_lacks_is_function_not_found() {
+        let missing = |api| Error::Unavailable {
+            context: "setting the clock offsets".into(),
+            reason: Box::new(Unavailable::Symbol {
+                api,
+                name: "nvmlDeviceSetClockOffsets",
+                symbol: "nvmlDeviceSetClockOffsets",
+                path: "libnvidia-ml.so.1".to_owned(),
+            }),
+        };
+        let e = missing(ApiKind::Nvml);
+        assert_eq!(e.nvml_code(), Some(nvml::NVML_ERROR_FUNCTION_NOT_FOUND));
+        assert_eq!(e.nvml_kind(), Some(NvmlErrorKind::FunctionNotFound));
+        assert!(e.is_unavailable() && !e.is_nvml_not_supported());
+        // Another library's missing symbol is not an NVML failure.
+        assert_eq!(missing(ApiKind::Nvrtc).nvml_kind(), None);
     }
 }

@@ -285,7 +285,7 @@ pub use jit::JitOptions;
 pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
 pub use library::{Global, Library, LibraryOptions};
-pub use linker::{Linker, LinkerBackend, LinkerOptions};
+pub use linker::{Linker, LinkerBackend, LinkerHandle, LinkerOptions};
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
     ManagedBuffer, ManagedMemoryResource, ManagedMemoryResourceOptions, MemoryKind, MemoryResource,

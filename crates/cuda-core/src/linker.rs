@@ -99,6 +99,14 @@ pub struct LinkerOptions {
     pub split_compile_extended: Option<u32>,
     /// Do not use the compilation cache (`-no-cache`).
     pub no_cache: bool,
+    /// Numba's debug mode (`-numba-debug`, as NVRTC and NVVM spell it for
+    /// [`ProgramOptions::numba_debug`](crate::ProgramOptions::numba_debug)).
+    /// Passed to nvJitLink, which decides: the nvJitLink releases of CUDA 12 and
+    /// 13 know no such option and fail [`Linker::new`] with their
+    /// `NVJITLINK_ERROR_UNRECOGNIZED_OPTION` (an [`Error::Tool`] whose context
+    /// lists the options given), never ignoring it silently. The driver's linker has no
+    /// counterpart: [`Error::Unsupported`] before the driver is called.
+    pub numba_debug: bool,
     /// More nvJitLink options, passed verbatim after all the others.
     pub extra: Vec<String>,
 }
@@ -156,6 +164,7 @@ impl LinkerOptions {
             split_compile: None,
             split_compile_extended: None,
             no_cache: false,
+            numba_debug: false,
             extra: Vec::new(),
         }
     }
@@ -227,6 +236,9 @@ impl LinkerOptions {
         }
         if self.no_cache {
             out.push("-no-cache".to_owned());
+        }
+        if self.numba_debug {
+            out.push("-numba-debug".to_owned());
         }
         out.extend(self.extra.iter().cloned());
         Ok(out)
@@ -413,6 +425,20 @@ impl Linker {
         self.backend
     }
 
+    /// The linker's handle (Python's `Linker.handle`): the nvJitLink handle or the
+    /// driver's link state, for calls this crate does not wrap. It stays valid as
+    /// long as the `Linker`; the `Linker` destroys it.
+    ///
+    /// Using it is `unsafe`: the caller must not destroy it, and must not call into
+    /// it while another thread uses this `Linker` (the crate serialises its own calls
+    /// on the handle with a lock the raw handle does not take).
+    pub fn handle(&self) -> LinkerHandle {
+        match &*self.lock() {
+            State::NvJitLink(s) => LinkerHandle::NvJitLink(s.handle),
+            State::Driver(s) => LinkerHandle::Driver(s.state),
+        }
+    }
+
     /// Completes the link and returns the linked cubin (or PTX, with
     /// [`LinkerOptions::ptx`]). A second call returns the same result.
     ///
@@ -460,6 +486,15 @@ impl Linker {
     }
 }
 
+/// A [`Linker`]'s raw handle, by backend ([`Linker::handle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkerHandle {
+    /// An nvJitLink handle.
+    NvJitLink(jl::nvJitLinkHandle),
+    /// The driver linker's state (`cuLinkCreate`).
+    Driver(sys::CUlinkState),
+}
+
 /// An nvJitLink handle and what it needs kept alive.
 struct JitLink {
     handle: jl::nvJitLinkHandle,
@@ -499,7 +534,17 @@ impl JitLink {
         // header takes them as mutable, CUDA 13's as const; nvJitLink only reads).
         unsafe { jl::nvJitLinkCreate(&mut this.handle, count, ptrs.as_mut_ptr()) }
             .result()
-            .map_err(|e| Error::tool("creating an nvJitLink linker (nvJitLinkCreate)", e))?;
+            .map_err(|e| {
+                // Name the options: nvJitLink's refusal of one does not say which.
+                let given: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
+                Error::tool(
+                    format!(
+                        "creating an nvJitLink linker with options `{}` (nvJitLinkCreate)",
+                        given.join(" ")
+                    ),
+                    e,
+                )
+            })?;
         for input in inputs {
             let kind = match input.code_type() {
                 CodeType::Cubin => jl::NVJITLINK_INPUT_CUBIN,
@@ -643,6 +688,7 @@ impl DriverLink {
                 options.split_compile_extended.is_some(),
             ),
             ("no_cache", options.no_cache),
+            ("numba_debug", options.numba_debug),
             ("extra", !options.extra.is_empty()),
         ];
         if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
@@ -851,6 +897,7 @@ mod tests {
             split_compile: Some(0),
             split_compile_extended: Some(4),
             no_cache: true,
+            numba_debug: true,
             extra: vec!["-X".into()],
             ..LinkerOptions::new("compute_90a")
         };
@@ -877,6 +924,7 @@ mod tests {
                 "-split-compile=0",
                 "-split-compile-extended=4",
                 "-no-cache",
+                "-numba-debug",
                 "-X"
             ]
         );

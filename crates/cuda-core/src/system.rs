@@ -34,8 +34,24 @@
 //! | `Device.get_cpu_affinity`, `get_memory_affinity` | [`SystemDevice::cpu_affinity`], [`memory_affinity`](SystemDevice::memory_affinity) |
 //! | `Device.get_fan`, `num_fans`, `cooler` | [`SystemDevice::fan`] ([`Fan`]), [`fan_count`](SystemDevice::fan_count), [`cooler_info`](SystemDevice::cooler_info) |
 //! | `Device.current_clock_event_reasons`, `get_clock` | [`SystemDevice::current_clock_event_reasons`] ([`ClocksEventReasons`]), [`clock`](SystemDevice::clock), [`applications_clock`](SystemDevice::applications_clock), … |
+//! | `Device.inforom.bbx_flush_time` | [`SystemDevice::inforom_bbx_flush_time`] ([`BbxFlushTime`]) |
+//! | `Device.supported_pstates`, `dynamic_pstates_info`, `get_clock(t).get_min_max_clock_of_pstate_mhz`, `get_offsets` | [`SystemDevice::supported_performance_states`], [`dynamic_pstates_info`](SystemDevice::dynamic_pstates_info) ([`DynamicPstatesInfo`]), [`min_max_clock_of_pstate`](SystemDevice::min_max_clock_of_pstate), [`clock_offsets`](SystemDevice::clock_offsets) ([`ClockOffsets`]) |
+//! | setting `is_persistence_mode_enabled`, `mig.mode`, `FanInfo.speed`; `set_default_speed` | [`SystemDevice::set_persistence_mode`], [`set_mig_mode`](SystemDevice::set_mig_mode), [`Fan::set_speed`], [`Fan::set_default_speed`] |
+//! | NVML's clock and power setters | [`SystemDevice::set_applications_clocks`], [`reset_applications_clocks`](SystemDevice::reset_applications_clocks), [`set_gpu_locked_clocks`](SystemDevice::set_gpu_locked_clocks), [`set_memory_locked_clocks`](SystemDevice::set_memory_locked_clocks), [`set_clock_offset`](SystemDevice::set_clock_offset), [`set_power_management_limit`](SystemDevice::set_power_management_limit), … (root; see below) |
+//! | `Device.compute_running_processes`, `temperature.get_threshold`, `margin`, `get_thermal_settings` | [`SystemDevice::compute_running_processes`] ([`ProcessInfo`]), [`temperature_threshold`](SystemDevice::temperature_threshold) ([`TemperatureThreshold`]), [`temperature_margin`](SystemDevice::temperature_margin), [`thermal_settings`](SystemDevice::thermal_settings) ([`ThermalSensor`], [`ThermalTarget`]) |
+//! | `Device.pci_info`'s link generation, width, throughput and replays | [`SystemDevice::max_pcie_link_generation`], [`current_pcie_link_width`](SystemDevice::current_pcie_link_width), [`pcie_throughput_kbps`](SystemDevice::pcie_throughput_kbps), … |
+//! | `Device.is_c2c_enabled`, `addressing_mode`, `attributes`, `repair_status`, `get_topology_nearest_gpus` | [`SystemDevice::is_c2c_enabled`], [`addressing_mode`](SystemDevice::addressing_mode) ([`AddressingMode`]), [`attributes`](SystemDevice::attributes) ([`DeviceAttributes`]), [`repair_status`](SystemDevice::repair_status) ([`RepairStatus`]), [`topology_nearest_gpus`](SystemDevice::topology_nearest_gpus) |
 //! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`], whose [`nvml_kind`](Error::nvml_kind) is the [`NvmlErrorKind`] each subclass stands for, to `match` on ([`is_nvml_not_supported`](Error::is_nvml_not_supported) for `NotSupportedError`) |
-//! | `LibraryNotFoundError` (no NVML) | [`Error::Unavailable`] ([`is_unavailable`](Error::is_unavailable)), as for any missing library |
+//! | `LibraryNotFoundError` (no NVML), `FunctionNotFoundError` | [`Error::Unavailable`] ([`is_unavailable`](Error::is_unavailable)), as for any missing library or entry point; its [`nvml_kind`](Error::nvml_kind) is [`NvmlErrorKind::LibraryNotFound`] or [`NvmlErrorKind::FunctionNotFound`] |
+//!
+//! # Settings
+//!
+//! The setters change the device for every process until changed back (or the
+//! driver unloads, without persistence mode), and need root: without it NVML
+//! refuses with [`NvmlErrorKind::NoPermission`], on a device without the feature
+//! with `NotSupported`. An entry point the installed driver's NVML lacks is an
+//! [`Error::Unavailable`] whose [`nvml_kind`](Error::nvml_kind) is
+//! [`NvmlErrorKind::FunctionNotFound`].
 //!
 //! # NVML's lifetime
 //!
@@ -70,21 +86,26 @@ use std::sync::OnceLock;
 use cuda_bindings::IntoResult as _;
 use cuda_bindings::nvml::*;
 
-use cuda_bindings::Unavailable;
-
 use crate::Device;
 pub use crate::error::NvmlErrorKind;
 use crate::error::{Error, Result};
 
 mod clocks;
+mod control;
 mod fields;
 mod hardware;
+mod status;
 
 pub use clocks::{ClockId, ClockType, ClocksEventReasons};
+pub use control::{ClockOffsets, DynamicPstatesInfo, MAX_PSTATE, PstateUtilization};
 pub use fields::{FieldId, FieldSample, FieldValue};
 pub use hardware::{
-    AffinityScope, Bar1MemoryInfo, Brand, CoolerControl, CoolerInfo, CoolerTarget, DeviceArch, Fan,
-    FanControlPolicy, InforomObject, MigMode,
+    AffinityScope, Bar1MemoryInfo, BbxFlushTime, Brand, CoolerControl, CoolerInfo, CoolerTarget,
+    DeviceArch, Fan, FanControlPolicy, InforomObject, MigMode,
+};
+pub use status::{
+    AddressingMode, DeviceAttributes, ProcessInfo, RepairStatus, TemperatureThreshold,
+    ThermalSensor, ThermalTarget,
 };
 
 /// Checks an NVML status, attaching what was being done (built only on failure).
@@ -149,7 +170,22 @@ fn pci_from(p: &nvmlPciInfo_t) -> PciInfo {
         device: p.device,
         pci_device_id: p.pciDeviceId,
         pci_subsystem_id: p.pciSubSystemId,
+        base_class: None,
+        sub_class: None,
     }
+}
+
+/// A UUID without its `GPU-` or `MIG-` prefix (either case).
+fn strip_uuid_prefix(uuid: &str) -> &str {
+    for prefix in ["GPU-", "MIG-"] {
+        // `get`: no panic where a multi-byte character straddles the prefix.
+        if let (Some(head), Some(rest)) = (uuid.get(..prefix.len()), uuid.get(prefix.len()..)) {
+            if head.eq_ignore_ascii_case(prefix) {
+                return rest;
+            }
+        }
+    }
+    uuid
 }
 
 /// A C string for NVML, or an argument error naming what it was for.
@@ -354,6 +390,33 @@ pub struct PciInfo {
     pub pci_device_id: u32,
     /// The combined subsystem and subsystem-vendor id.
     pub pci_subsystem_id: u32,
+    /// The 8-bit PCI base class code (`0x03`, display controller), where the
+    /// driver reports it (`nvmlDeviceGetPciInfoExt`, R520 and newer).
+    pub base_class: Option<u32>,
+    /// The 8-bit PCI sub class code (`0x02` for a 3D controller), where the
+    /// driver reports it.
+    pub sub_class: Option<u32>,
+}
+
+impl PciInfo {
+    /// The PCI vendor id, `0x10DE` for NVIDIA (the low half of
+    /// [`pci_device_id`](Self::pci_device_id); `vendor_id` in Python).
+    pub fn vendor_id(&self) -> u16 {
+        (self.pci_device_id & 0xFFFF) as u16
+    }
+
+    /// The PCI device id (the high half of
+    /// [`pci_device_id`](Self::pci_device_id); `device_id` in Python).
+    pub fn device_id(&self) -> u16 {
+        (self.pci_device_id >> 16) as u16
+    }
+
+    /// The subsystem id (the high half of
+    /// [`pci_subsystem_id`](Self::pci_subsystem_id); `subsystem_id` in
+    /// Python's `PciInfo` is the whole value).
+    pub fn subsystem_device_id(&self) -> u16 {
+        (self.pci_subsystem_id >> 16) as u16
+    }
 }
 
 /// A kind of peer-to-peer access ([`SystemDevice::p2p_status`]).
@@ -446,6 +509,18 @@ pub enum TopologyLevel {
 }
 
 impl TopologyLevel {
+    fn raw(self) -> nvmlGpuTopologyLevel_t {
+        match self {
+            Self::Internal => NVML_TOPOLOGY_INTERNAL,
+            Self::Single => NVML_TOPOLOGY_SINGLE,
+            Self::Multiple => NVML_TOPOLOGY_MULTIPLE,
+            Self::HostBridge => NVML_TOPOLOGY_HOSTBRIDGE,
+            Self::Node => NVML_TOPOLOGY_NODE,
+            Self::System => NVML_TOPOLOGY_SYSTEM,
+            Self::Other(l) => nvmlGpuTopologyLevel_t(l),
+        }
+    }
+
     fn from_raw(l: nvmlGpuTopologyLevel_t) -> Self {
         match l {
             NVML_TOPOLOGY_INTERNAL => Self::Internal,
@@ -593,7 +668,30 @@ impl SystemDevice {
         function: &str,
         call: impl FnOnce(nvmlDevice_t, *mut c_uint) -> nvmlReturn_t,
     ) -> Result<u32> {
-        let mut v = 0;
+        self.read_default(what, function, call)
+    }
+
+    /// Reads one value (a number, or a struct NVML fills in) through `call`,
+    /// starting from its default.
+    fn read_default<T: Default>(
+        &self,
+        what: &str,
+        function: &str,
+        call: impl FnOnce(nvmlDevice_t, *mut T) -> nvmlReturn_t,
+    ) -> Result<T> {
+        self.read_from(T::default(), what, function, call)
+    }
+
+    /// Reads one value through `call`, starting from `init` (a versioned
+    /// struct with its version set, or the fields NVML reads filled in).
+    fn read_from<T>(
+        &self,
+        init: T,
+        what: &str,
+        function: &str,
+        call: impl FnOnce(nvmlDevice_t, *mut T) -> nvmlReturn_t,
+    ) -> Result<T> {
+        let mut v = init;
         call(self.handle, &mut v).check(|| self.ctx(what, function))?;
         Ok(v)
     }
@@ -629,6 +727,15 @@ impl SystemDevice {
                 unsafe { nvmlDeviceGetUUID(self.handle, buf, len) }
             },
         )
+    }
+
+    /// The UUID without NVML's `GPU-` or `MIG-` prefix
+    /// (`uuid_without_prefix` in Python): `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn uuid_without_prefix(&self) -> Result<String> {
+        Ok(strip_uuid_prefix(&self.uuid()?).to_owned())
     }
 
     /// The board's serial number (`nvmlDeviceGetSerial`), as printed on it.
@@ -819,16 +926,42 @@ impl SystemDevice {
         )
     }
 
-    /// Where the device sits on the PCI bus (`nvmlDeviceGetPciInfo`).
+    /// Where the device sits on the PCI bus, and its PCI ids and class
+    /// (`nvmlDeviceGetPciInfoExt`; with drivers that lack it,
+    /// `nvmlDeviceGetPciInfo`, without the class codes).
     ///
     /// # Errors
     /// NVML's error.
     pub fn pci_info(&self) -> Result<PciInfo> {
-        let mut p = nvmlPciInfo_t::default();
-        // SAFETY: the handle is valid (see the type's docs); `p` is valid for writes.
-        unsafe { nvmlDeviceGetPciInfo(self.handle, &mut p) }
-            .check(|| self.ctx("reading the PCI information", "nvmlDeviceGetPciInfo"))?;
-        Ok(pci_from(&p))
+        let mut x = nvmlPciInfoExt_t {
+            version: struct_version::<nvmlPciInfoExt_t>(1),
+            ..Default::default()
+        };
+        // SAFETY: the handle is valid (see the type's docs); `x` is valid for writes
+        // and its version is set.
+        let ext = unsafe { nvmlDeviceGetPciInfoExt(self.handle, &mut x) }
+            .check(|| self.ctx("reading the PCI information", "nvmlDeviceGetPciInfoExt"));
+        match ext {
+            Ok(()) => Ok(PciInfo {
+                bus_id: from_c_buf(&x.busId),
+                domain: x.domain,
+                bus: x.bus,
+                device: x.device,
+                pci_device_id: x.pciDeviceId,
+                pci_subsystem_id: x.pciSubSystemId,
+                base_class: Some(x.baseClass),
+                sub_class: Some(x.subClass),
+            }),
+            Err(e) if is_older_driver(&e) => {
+                let mut p = nvmlPciInfo_t::default();
+                // SAFETY: the handle is valid (see the type's docs); `p` is valid
+                // for writes.
+                unsafe { nvmlDeviceGetPciInfo(self.handle, &mut p) }
+                    .check(|| self.ctx("reading the PCI information", "nvmlDeviceGetPciInfo"))?;
+                Ok(pci_from(&p))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The compute capability, `(major, minor)`
@@ -949,12 +1082,14 @@ impl SystemDevice {
 }
 
 /// Whether `e` says the driver predates the call or struct version used: NVML
-/// lacks the entry point, or refused the struct version.
+/// lacks the entry point (NVML's code, or the symbol missing from its library,
+/// which [`Error::nvml_code`] reports as the same code), or refused the struct
+/// version.
 fn is_older_driver(e: &Error) -> bool {
     matches!(
         e.nvml_code(),
         Some(NVML_ERROR_FUNCTION_NOT_FOUND | NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
-    ) || matches!(e.unavailable(), Some(Unavailable::Symbol { .. }))
+    )
 }
 
 /// A set of NVML event kinds (`nvmlEventType*` bits).

@@ -653,6 +653,16 @@ fn ptx_is_kept_or_linked_into_a_cubin() {
     let linked = linker.link().unwrap();
     assert!(linked.code().starts_with(ELF));
     assert_eq!(linked.code_type(), CodeType::Cubin);
+    // The raw handle is the live nvJitLink handle: nvJitLink reports the same cubin.
+    let cuda_core::LinkerHandle::NvJitLink(h) = linker.handle() else {
+        panic!("an nvJitLink linker's handle: {:?}", linker.handle());
+    };
+    let mut size = 0usize;
+    // SAFETY: `h` is the linker's live handle, used by this thread only.
+    let r =
+        unsafe { cuda_core::cuda_bindings::nvjitlink::nvJitLinkGetLinkedCubinSize(h, &mut size) };
+    assert_eq!(r, cuda_core::cuda_bindings::nvjitlink::NVJITLINK_SUCCESS);
+    assert_eq!(size, linked.code().len());
     // A second link returns the same result.
     assert_eq!(linker.link().unwrap().code(), linked.code());
     assert!(linker.error_log().is_empty(), "{}", linker.error_log());
@@ -1580,4 +1590,49 @@ fn fatbin_runs_the_sm_90_cubin() {
     unsafe { cuda_core::launch(&s, &cuda_core::LaunchConfig::new(1, 1), &kernel, &[&out2]) }
         .unwrap();
     assert_eq!(out2.to_vec(&s).unwrap()[0], want, "sm_{cc}");
+}
+
+/// `LinkerOptions::numba_debug` reaches nvJitLink as `-numba-debug`, which
+/// decides (the releases of CUDA 12 and 13 refuse it with their
+/// unrecognised-option error; the error's context lists the options); the driver's linker has no
+/// counterpart and refuses it before the driver is called. Never ignored.
+#[test]
+fn linker_numba_debug_reaches_nvjitlink_or_is_refused() {
+    let options = LinkerOptions {
+        numba_debug: true,
+        ..LinkerOptions::new("sm_90")
+    };
+    assert_eq!(
+        options.to_nvjitlink_args().unwrap(),
+        ["-arch=sm_90", "-numba-debug"]
+    );
+    let ptx = ObjectCode::from_ptx(HAND_PTX).unwrap();
+    let e = Linker::with_backend(&[&ptx], options.clone(), LinkerBackend::Driver).unwrap_err();
+    assert!(
+        matches!(e, Error::Unsupported { .. }) && e.to_string().contains("`numba_debug`"),
+        "{e}"
+    );
+
+    require_libs!("nvJitLink");
+    match Linker::with_backend(&[&ptx], options, LinkerBackend::NvJitLink).and_then(|l| l.link()) {
+        // An nvJitLink that knows the option links as usual.
+        Ok(cubin) => assert!(cubin.code().starts_with(ELF)),
+        Err(e) => {
+            let report = e.report().to_string();
+            println!("{report}");
+            let code = match &e {
+                Error::Tool {
+                    source: ToolError::NvJitLink(source),
+                    ..
+                } => source.code(),
+                other => panic!("not nvJitLink's error: {other:?}"),
+            };
+            assert_eq!(
+                code,
+                cuda_core::cuda_bindings::nvjitlink::NVJITLINK_ERROR_UNRECOGNIZED_OPTION,
+                "{report}"
+            );
+            assert!(report.contains("numba-debug"), "{report}");
+        }
+    }
 }

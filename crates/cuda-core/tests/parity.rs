@@ -377,6 +377,16 @@ fn pool_attributes_read_back_and_high_water_marks_reset() {
     let s = stream(&d);
     let pool =
         Arc::new(DeviceMemoryResource::new_pool(&d, DeviceMemoryPoolOptions::default()).unwrap());
+    assert!(
+        pool.is_handle_owned(),
+        "a pool of its own is destroyed with it"
+    );
+    assert!(
+        !DeviceMemoryResource::default_pool(&d)
+            .unwrap()
+            .is_handle_owned(),
+        "the default pool is the driver's"
+    );
     pool.set_release_threshold(8 << 20).unwrap();
     assert_eq!(pool.release_threshold().unwrap(), 8 << 20);
     for policy in [
@@ -417,6 +427,7 @@ fn pool_attributes_read_back_and_high_water_marks_reset() {
 
     match PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()) {
         Ok(p) => {
+            assert!(p.is_handle_owned());
             p.set_release_threshold(1 << 20).unwrap();
             assert_eq!(p.attributes().unwrap().release_threshold, 1 << 20);
         }

@@ -59,7 +59,12 @@ fn assert_library_not_found<T: Debug>(what: &str, r: Result<T>) {
         "{what}: {e:?}"
     );
     assert!(!e.is_nvml_not_supported(), "{what}: {msg}");
-    assert_eq!(e.nvml_code(), None, "{what}: {msg}");
+    // Matchable as Python's `LibraryNotFoundError`.
+    assert_eq!(
+        e.nvml_kind(),
+        Some(NvmlErrorKind::LibraryNotFound),
+        "{what}: {msg}"
+    );
     assert!(!msg.contains("NVML_ERROR"), "{what}: {msg}");
     #[cfg(target_os = "linux")]
     assert!(msg.contains("libnvidia-ml.so.1"), "{what}: {msg}");
@@ -763,5 +768,455 @@ fn mig_is_reported_or_typed_not_supported() {
         // A whole GPU is no MIG device's child: NVML says so, typed.
         let e = sd.mig_parent().unwrap_err();
         assert!(e.nvml_kind().is_some(), "{}", e.report());
+    }
+}
+
+#[test]
+fn performance_states_and_their_clock_ranges() {
+    require_gpu!();
+    let sd = Device::new(0).unwrap().to_system_device().unwrap();
+    let max = sd.max_clocks().unwrap();
+
+    let states = allowed(
+        "supported performance states",
+        sd.supported_performance_states(),
+        NOT_SUPPORTED,
+        false,
+    );
+    if let Some(states) = &states {
+        assert!(!states.is_empty());
+        assert!(states.windows(2).all(|w| w[0] < w[1]), "{states:?}");
+        assert!(
+            states.iter().all(|&p| p <= system::MAX_PSTATE),
+            "{states:?}"
+        );
+        if let Some(now) = sd.performance_state().unwrap() {
+            assert!(states.contains(&now), "P{now} not in {states:?}");
+        }
+        for &p in states {
+            let range = allowed(
+                &format!("graphics clock range of P{p}"),
+                sd.min_max_clock_of_pstate(ClockType::Graphics, p),
+                &[NvmlErrorKind::NotSupported, NvmlErrorKind::InvalidArgument],
+                false,
+            );
+            if let Some((lo, hi)) = range {
+                println!("P{p}: graphics {lo}..={hi} MHz (maximum clock {max:?})");
+                assert!(0 < hi && lo <= hi, "P{p}: {lo}..{hi}");
+            }
+        }
+    }
+
+    // A state past P15 is refused before NVML is called.
+    for e in [
+        sd.min_max_clock_of_pstate(ClockType::Sm, 16).unwrap_err(),
+        sd.clock_offsets(ClockType::Graphics, 99).unwrap_err(),
+        sd.set_clock_offset(ClockType::Graphics, 16, 0).unwrap_err(),
+    ] {
+        assert_eq!(
+            e.invalid_kind(),
+            Some(cuda_core::InvalidKind::OutOfRange),
+            "{e:?}"
+        );
+        assert_eq!(e.nvml_code(), None);
+    }
+
+    if let Some(info) = allowed(
+        "dynamic performance-state information",
+        sd.dynamic_pstates_info(),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        for d in info.domains.iter().filter(|d| d.is_present) {
+            assert!(d.percentage <= 100, "{d:?}");
+        }
+    }
+
+    // InfoROM black box: flushed at some point, or not yet.
+    allowed(
+        "InfoROM BBX flush time",
+        sd.inforom_bbx_flush_time(),
+        &[NvmlErrorKind::NotSupported, NvmlErrorKind::NotReady],
+        false,
+    );
+}
+
+/// What a setter did: applied, or refused with one of the typed kinds a test
+/// machine may give (no permission: not root, or a container without the
+/// capability; not supported; for a function newer than the driver, not
+/// found; or one of `extra`). Returns whether it was applied.
+fn setter(what: &str, r: Result<()>, extra: &[NvmlErrorKind]) -> bool {
+    match r {
+        Ok(()) => {
+            println!("{what}: applied");
+            true
+        }
+        Err(e) => {
+            let kind = e.nvml_kind();
+            println!("{what}: {kind:?} ({})", e.report());
+            match kind {
+                Some(
+                    NvmlErrorKind::NoPermission
+                    | NvmlErrorKind::NotSupported
+                    | NvmlErrorKind::FunctionNotFound,
+                ) => {}
+                Some(k) if extra.contains(&k) => {}
+                _ => panic!("{what}: {}", e.report()),
+            }
+            false
+        }
+    }
+}
+
+#[test]
+fn setters_apply_or_fail_typed_and_leave_the_device_as_it_was() {
+    require_gpu!();
+    let sd = Device::new(0).unwrap().to_system_device().unwrap();
+
+    // Persistence mode: set to what it is (a change of nothing).
+    if let Some(on) = allowed(
+        "persistence mode",
+        sd.is_persistence_mode_enabled(),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        setter(
+            "persistence mode (unchanged)",
+            sd.set_persistence_mode(on),
+            &[],
+        );
+        assert_eq!(sd.is_persistence_mode_enabled().unwrap(), on);
+    }
+
+    // MIG mode: set to the pending mode (what it already is to be).
+    if let Some(mig) = allowed("MIG mode", sd.mig_mode(), NOT_SUPPORTED, false) {
+        setter(
+            "MIG mode (unchanged)",
+            sd.set_mig_mode(mig.pending),
+            &[NvmlErrorKind::InUse, NvmlErrorKind::ResetRequired],
+        );
+        assert_eq!(sd.mig_mode().unwrap().pending, mig.pending);
+    }
+
+    // Power limit: set to the limit in force.
+    if let Some(limit) = allowed(
+        "power management limit",
+        sd.power_management_limit_milliwatts(),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        let (lo, hi) = sd.power_management_limit_constraints().unwrap();
+        let default = sd.default_power_management_limit_milliwatts().unwrap();
+        println!("power limit {limit} mW (default {default}, range {lo}..={hi})");
+        assert!(
+            lo <= hi && (lo..=hi).contains(&default),
+            "{lo}..={hi}: {default}"
+        );
+        setter(
+            "power limit (unchanged)",
+            sd.set_power_management_limit(limit),
+            &[],
+        );
+        assert_eq!(sd.power_management_limit_milliwatts().unwrap(), limit);
+    }
+
+    // Application clocks: set to the ones in force; reset only when those are
+    // the defaults (so the reset changes nothing either).
+    let mem = allowed(
+        "application memory clock",
+        sd.applications_clock(ClockType::Memory),
+        NOT_SUPPORTED,
+        false,
+    );
+    let gfx = allowed(
+        "application graphics clock",
+        sd.applications_clock(ClockType::Graphics),
+        NOT_SUPPORTED,
+        false,
+    );
+    if let (Some(mem), Some(gfx)) = (mem, gfx) {
+        // Non-root users may set them where an administrator unrestricted them.
+        setter(
+            "application clocks (unchanged)",
+            sd.set_applications_clocks(mem, gfx),
+            &[],
+        );
+        assert_eq!(sd.applications_clock(ClockType::Memory).unwrap(), mem);
+        assert_eq!(sd.applications_clock(ClockType::Graphics).unwrap(), gfx);
+        let defaults = (
+            sd.default_applications_clock(ClockType::Memory).unwrap(),
+            sd.default_applications_clock(ClockType::Graphics).unwrap(),
+        );
+        if defaults == (mem, gfx) {
+            setter(
+                "application clocks reset",
+                sd.reset_applications_clocks(),
+                &[],
+            );
+            assert_eq!(sd.applications_clock(ClockType::Graphics).unwrap(), gfx);
+        }
+        // A clock pair no device supports is NVML's typed refusal (or, first,
+        // the missing permission).
+        let e = sd.set_applications_clocks(1, 1).unwrap_err();
+        assert!(
+            matches!(
+                e.nvml_kind(),
+                Some(
+                    NvmlErrorKind::InvalidArgument
+                        | NvmlErrorKind::NoPermission
+                        | NvmlErrorKind::NotSupported
+                )
+            ),
+            "{}",
+            e.report()
+        );
+        assert_eq!(sd.applications_clock(ClockType::Graphics).unwrap(), gfx);
+    }
+
+    // Locked clocks: the range is checked first; a lock that is applied is
+    // undone at once (NVML cannot say whether one was set before).
+    let e = sd.set_gpu_locked_clocks(2000, 1000).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    assert!(e.to_string().contains("exceeds"), "{e}");
+    let max = sd.max_clocks().unwrap();
+    if setter(
+        "graphics clock locked to its whole range",
+        sd.set_gpu_locked_clocks(0, max.graphics_mhz),
+        &[NvmlErrorKind::InvalidArgument],
+    ) {
+        // The lock was applied, so undoing it must work.
+        sd.reset_gpu_locked_clocks().unwrap();
+    }
+    if setter(
+        "memory clock locked to its whole range",
+        sd.set_memory_locked_clocks(0, max.memory_mhz),
+        &[NvmlErrorKind::InvalidArgument],
+    ) {
+        // The lock was applied, so undoing it must work.
+        sd.reset_memory_locked_clocks().unwrap();
+    }
+
+    // Clock offsets at P0: set to the one in force.
+    for clock in [ClockType::Graphics, ClockType::Memory] {
+        let offsets = allowed(
+            &format!("{clock:?} clock offsets at P0"),
+            sd.clock_offsets(clock, 0),
+            &[
+                NvmlErrorKind::NotSupported,
+                NvmlErrorKind::InvalidArgument,
+                NvmlErrorKind::FunctionNotFound,
+            ],
+            true,
+        );
+        if let Some(o) = offsets {
+            assert!(
+                o.min_mhz <= o.current_mhz && o.current_mhz <= o.max_mhz,
+                "{o:?}"
+            );
+            setter(
+                &format!("{clock:?} clock offset (unchanged)"),
+                sd.set_clock_offset(clock, 0, o.current_mhz),
+                &[],
+            );
+            assert_eq!(sd.clock_offsets(clock, 0).unwrap(), o);
+        }
+    }
+
+    // Fans: where the board has them, set each to the speed it is aimed at and
+    // give it back to the driver if the driver had it. Passively cooled boards
+    // refuse (no fan 0 is an invalid argument to NVML).
+    match sd.fan_count() {
+        Ok(n) if n > 0 => {
+            for f in 0..n {
+                let fan = sd.fan(f);
+                let policy = fan.control_policy();
+                let Some(target) = allowed("fan target", fan.target_speed(), NOT_SUPPORTED, false)
+                else {
+                    continue;
+                };
+                if setter(
+                    &format!("fan {f} speed (unchanged)"),
+                    fan.set_speed(target),
+                    &[],
+                ) {
+                    match policy {
+                        Ok(system::FanControlPolicy::Manual) => {}
+                        _ => {
+                            fan.set_default_speed().unwrap();
+                        }
+                    }
+                }
+            }
+        }
+        _ => {
+            for (what, r) in [
+                ("fan 0 speed", sd.fan(0).set_speed(50)),
+                ("fan 0 default speed", sd.fan(0).set_default_speed()),
+            ] {
+                assert!(
+                    !setter(what, r, &[NvmlErrorKind::InvalidArgument]),
+                    "{what}: applied on a board without fans"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn processes_pcie_temperatures_and_topology() {
+    require_gpu!();
+    let dev = Device::new(0).unwrap();
+    let sd = dev.to_system_device().unwrap();
+
+    // This process has a context on the device, so NVML lists it (unless the
+    // test runs in a container whose PID namespace NVML cannot see into).
+    let ctx = dev.context().unwrap();
+    ctx.set_current().unwrap();
+    if let Some(procs) = allowed(
+        "compute processes",
+        sd.compute_running_processes(),
+        &[NvmlErrorKind::NoPermission, NvmlErrorKind::NotSupported],
+        false,
+    ) {
+        let me = std::process::id();
+        match procs.iter().find(|p| p.pid == me) {
+            Some(p) => assert!(p.used_gpu_memory.is_none_or(|m| m > 0), "{p:?}"),
+            None => println!("this process ({me}) is not listed: another PID namespace?"),
+        }
+    }
+
+    // Thresholds: the GPU slows down before it shuts down.
+    let slowdown = allowed(
+        "slowdown threshold",
+        sd.temperature_threshold(system::TemperatureThreshold::Slowdown),
+        NOT_SUPPORTED,
+        false,
+    );
+    let shutdown = allowed(
+        "shutdown threshold",
+        sd.temperature_threshold(system::TemperatureThreshold::Shutdown),
+        NOT_SUPPORTED,
+        false,
+    );
+    if let (Some(slow), Some(shut)) = (slowdown, shutdown) {
+        assert!(slow <= shut && shut < 150, "{slow} / {shut}");
+    }
+    allowed(
+        "acoustic threshold",
+        sd.temperature_threshold(system::TemperatureThreshold::AcousticCurrent),
+        &[NvmlErrorKind::NotSupported, NvmlErrorKind::InvalidArgument],
+        false,
+    );
+    if let Some(margin) = allowed(
+        "temperature margin",
+        sd.temperature_margin(),
+        NOT_SUPPORTED,
+        true,
+    ) {
+        assert!((-50..150).contains(&margin), "{margin}");
+    }
+
+    // PCIe: the link now is no faster nor wider than the most it can be.
+    let gen_max = allowed(
+        "PCIe max generation",
+        sd.max_pcie_link_generation(),
+        NOT_SUPPORTED,
+        false,
+    );
+    let gen_now = allowed(
+        "PCIe generation",
+        sd.current_pcie_link_generation(),
+        NOT_SUPPORTED,
+        false,
+    );
+    if let (Some(max), Some(now)) = (gen_max, gen_now) {
+        assert!((1..=max).contains(&now), "{now} of {max}");
+        let gpu_max = sd.gpu_max_pcie_link_generation().unwrap();
+        assert!(max <= gpu_max, "{max} > {gpu_max}");
+    }
+    let width_max = allowed(
+        "PCIe max width",
+        sd.max_pcie_link_width(),
+        NOT_SUPPORTED,
+        false,
+    );
+    let width_now = allowed(
+        "PCIe width",
+        sd.current_pcie_link_width(),
+        NOT_SUPPORTED,
+        false,
+    );
+    if let (Some(max), Some(now)) = (width_max, width_now) {
+        assert!(now <= max && max <= 32, "{now} of {max}");
+    }
+    allowed(
+        "PCIe throughput (rx, tx) KB/s",
+        sd.pcie_throughput_kbps(),
+        NOT_SUPPORTED,
+        false,
+    );
+    allowed(
+        "PCIe replays",
+        sd.pcie_replay_counter(),
+        NOT_SUPPORTED,
+        false,
+    );
+
+    // Every thermal sensor: the GPU's reading within its range.
+    if let Some(sensors) = allowed(
+        "thermal sensors",
+        sd.thermal_settings(system::ThermalTarget::All),
+        &[NvmlErrorKind::NotSupported, NvmlErrorKind::InvalidArgument],
+        false,
+    ) {
+        assert!(sensors.len() <= 3, "{sensors:?}");
+        for s in &sensors {
+            assert!((-50..150).contains(&s.current_temp), "{s:?}");
+        }
+    }
+
+    // PCI ids: NVIDIA's vendor id; a GPU's class is display controller (0x03).
+    let pci = sd.pci_info().unwrap();
+    println!(
+        "PCI: {pci:?}, vendor {:#x}, device {:#x}",
+        pci.vendor_id(),
+        pci.device_id()
+    );
+    assert_eq!(pci.vendor_id(), 0x10DE);
+    if let Some(class) = pci.base_class {
+        assert_eq!(class, 0x03, "{pci:?}");
+    }
+    let uuid = sd.uuid_without_prefix().unwrap();
+    assert_eq!(uuid.len(), 36, "{uuid}");
+    let cuda_uuid = dev.uuid_string().unwrap();
+    assert!(
+        cuda_uuid
+            .to_ascii_lowercase()
+            .ends_with(&uuid.to_ascii_lowercase()),
+        "{cuda_uuid} / {uuid}"
+    );
+
+    // C2C, addressing, attributes, repairs.
+    allowed("C2C enabled", sd.is_c2c_enabled(), NOT_SUPPORTED, true);
+    allowed("addressing mode", sd.addressing_mode(), NOT_SUPPORTED, true);
+    if let Some(a) = allowed("attributes", sd.attributes(), NOT_SUPPORTED, false) {
+        let sms = dev.properties().multiprocessor_count().unwrap();
+        // A whole GPU's count, or a MIG slice's: never more than CUDA sees.
+        assert!(i64::from(a.multiprocessor_count) <= i64::from(sms), "{a:?}");
+        let total_mib = sd.memory_info().unwrap().total >> 20;
+        assert!(a.memory_size_mib <= total_mib + 1024, "{a:?}");
+    }
+    allowed("repair status", sd.repair_status(), NOT_SUPPORTED, true);
+
+    // The GPUs at the widest level are other GPUs NVML sees, never this one.
+    if let Some(near) = allowed(
+        "GPUs across the system",
+        sd.topology_nearest_gpus(system::TopologyLevel::System),
+        NOT_SUPPORTED,
+        false,
+    ) {
+        let others = system::device_count().unwrap() - 1;
+        assert!(near.len() as u32 <= others, "{near:?}");
+        assert!(near.iter().all(|d| d.index() != sd.index()), "{near:?}");
     }
 }

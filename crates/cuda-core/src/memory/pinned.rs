@@ -212,6 +212,13 @@ impl PinnedMemoryResource {
         self.ipc.mapped
     }
 
+    /// Whether this resource destroys its pool when it is dropped: always `true`,
+    /// as every `PinnedMemoryResource` makes (or imports) a pool of its own
+    /// (Python's `is_handle_owned`).
+    pub fn is_handle_owned(&self) -> bool {
+        true
+    }
+
     /// The host NUMA node (-1 for an imported pool, whose node is the exporter's
     /// business).
     pub fn numa_id(&self) -> i32 {

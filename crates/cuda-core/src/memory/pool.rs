@@ -173,6 +173,14 @@ impl DeviceMemoryResource {
         self.ipc.enabled
     }
 
+    /// Whether this resource destroys its pool when it is dropped: `true` for a
+    /// pool of its own ([`new_pool`](Self::new_pool)) or an imported one, `false`
+    /// for the device's default or current pool, which the driver owns
+    /// (Python's `is_handle_owned`).
+    pub fn is_handle_owned(&self) -> bool {
+        self.owned
+    }
+
     /// The other devices that may read and write the pool's memory
     /// (`cuMemPoolGetAccess` for each device).
     ///

@@ -25,7 +25,7 @@ pub enum ClockType {
 }
 
 impl ClockType {
-    fn raw(self) -> nvmlClockType_t {
+    pub(super) fn raw(self) -> nvmlClockType_t {
         match self {
             Self::Graphics => NVML_CLOCK_GRAPHICS,
             Self::Sm => NVML_CLOCK_SM,

@@ -652,6 +652,33 @@ impl SystemDevice {
             .check(|| self.ctx("validating the InfoROM", "nvmlDeviceValidateInforom"))
     }
 
+    /// When the BBX (black box) InfoROM object was last flushed during this
+    /// run of the driver, and how long the flush took
+    /// (`nvmlDeviceGetLastBBXFlushTime`; `inforom.bbx_flush_time` in Python).
+    ///
+    /// # Errors
+    /// NVML's error: [`NvmlErrorKind::NotReady`](crate::NvmlErrorKind) when the
+    /// object has not been flushed yet, `NotSupported` on boards without an
+    /// InfoROM.
+    pub fn inforom_bbx_flush_time(&self) -> Result<BbxFlushTime> {
+        let (mut timestamp, mut duration_us) = (0, 0);
+        // SAFETY: the handle is valid (see the type's docs); both outputs are
+        // valid for writes.
+        unsafe { nvmlDeviceGetLastBBXFlushTime(self.handle, &mut timestamp, &mut duration_us) }
+            .check(|| {
+                self.ctx(
+                    "reading when the InfoROM black box was last flushed",
+                    "nvmlDeviceGetLastBBXFlushTime",
+                )
+            })?;
+        Ok(BbxFlushTime {
+            timestamp,
+            // `unsigned long`: 64 bits on Linux, 32 on Windows.
+            #[allow(clippy::useless_conversion)]
+            duration_us: u64::from(duration_us),
+        })
+    }
+
     /// The board part number programmed into the InfoROM
     /// (`nvmlDeviceGetBoardPartNumber`; `inforom.board_part_number` in Python).
     ///
@@ -766,16 +793,14 @@ impl SystemDevice {
     /// NVML's error.
     pub fn all_with_cpu_affinity(cpu: u32) -> Result<Vec<SystemDevice>> {
         super::init()?;
-        let context = || format!("finding the GPUs near CPU {cpu} (nvmlSystemGetTopologyGpuSet)");
-        // Room for every GPU at once: some drivers refuse the size query (a count
-        // of 0) of this call with `NVML_ERROR_INVALID_ARGUMENT`.
-        let mut handles = vec![std::ptr::null_mut(); super::device_count()?.max(1) as usize];
-        let mut count = handles.len() as c_uint;
-        // SAFETY: `count` is valid for writes and `handles` holds `count` handles.
-        unsafe { nvmlSystemGetTopologyGpuSet(cpu, &mut count, handles.as_mut_ptr()) }
-            .check(context)?;
-        handles.truncate(count as usize);
-        handles.into_iter().map(SystemDevice::from_handle).collect()
+        device_set(
+            || format!("finding the GPUs near CPU {cpu} (nvmlSystemGetTopologyGpuSet)"),
+            |count, out| {
+                // SAFETY: `count` is valid for writes and `out` holds `*count`
+                // handles.
+                unsafe { nvmlSystemGetTopologyGpuSet(cpu, count, out) }
+            },
+        )
     }
 
     // --- BAR1 --------------------------------------------------------------
@@ -786,14 +811,14 @@ impl SystemDevice {
     /// # Errors
     /// NVML's error.
     pub fn bar1_memory_info(&self) -> Result<Bar1MemoryInfo> {
-        let mut m = nvmlBAR1Memory_t::default();
-        // SAFETY: the handle is valid (see the type's docs); `m` is valid for writes.
-        unsafe { nvmlDeviceGetBAR1MemoryInfo(self.handle, &mut m) }.check(|| {
-            self.ctx(
-                "reading the BAR1 memory usage",
-                "nvmlDeviceGetBAR1MemoryInfo",
-            )
-        })?;
+        let m: nvmlBAR1Memory_t = self.read_default(
+            "reading the BAR1 memory usage",
+            "nvmlDeviceGetBAR1MemoryInfo",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetBAR1MemoryInfo(h, p) }
+            },
+        )?;
         Ok(Bar1MemoryInfo {
             total: m.bar1Total,
             free: m.bar1Free,
@@ -871,12 +896,23 @@ impl SystemDevice {
     }
 }
 
+/// The last flush of the InfoROM's BBX (black box) object
+/// ([`SystemDevice::inforom_bbx_flush_time`]; the pair `bbx_flush_time` returns
+/// in Python).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BbxFlushTime {
+    /// When the flush started, as NVML's timestamp.
+    pub timestamp: u64,
+    /// How long the flush took, in microseconds.
+    pub duration_us: u64,
+}
+
 /// One fan of a device ([`SystemDevice::fan`]; `FanInfo` in Python). A plain
 /// `Copy` value: the device and the fan's number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fan {
-    device: SystemDevice,
-    fan: u32,
+    pub(super) device: SystemDevice,
+    pub(super) fan: u32,
 }
 
 impl Fan {
@@ -978,6 +1014,20 @@ impl Fan {
             other => FanControlPolicy::Other(other),
         })
     }
+}
+
+/// Reads a set of GPUs NVML fills in, given room for every GPU at once (some
+/// drivers refuse the size query, a count of 0, of these calls with
+/// `NVML_ERROR_INVALID_ARGUMENT`). NVML must be initialised.
+pub(super) fn device_set<C: Into<std::borrow::Cow<'static, str>>>(
+    context: impl FnOnce() -> C,
+    call: impl FnOnce(*mut c_uint, *mut nvmlDevice_t) -> nvmlReturn_t,
+) -> Result<Vec<SystemDevice>> {
+    let mut handles = vec![std::ptr::null_mut(); super::device_count()?.max(1) as usize];
+    let mut count = handles.len() as c_uint;
+    call(&mut count, handles.as_mut_ptr()).check(context)?;
+    handles.truncate(count as usize);
+    handles.into_iter().map(SystemDevice::from_handle).collect()
 }
 
 /// Reads a list NVML fills by the two-call protocol: asked with a count of 0 it
