@@ -152,6 +152,17 @@ impl<T: Pod> ArcView<T> {
     }
 }
 
+// SAFETY: points at the view's stored device address (8 bytes), which lives as
+// long as the view.
+unsafe impl<T: Pod> crate::KernelArg for ArcView<T> {
+    fn arg_ptr(&self) -> *const std::ffi::c_void {
+        (&self.ptr as *const sys::CUdeviceptr).cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<sys::CUdeviceptr>()
+    }
+}
+
 impl<T: Pod + Send + Sync> From<Arc<DeviceBuffer<T>>> for ArcView<T> {
     fn from(buffer: Arc<DeviceBuffer<T>>) -> Self {
         let (ptr, len) = (buffer.as_buffer().ptr(), buffer.len());

@@ -270,38 +270,11 @@ impl Stream {
     /// The graph this stream is capturing into, or `None` when it is not capturing
     /// (an invalidated capture is `None` too: queuing fails there anyway).
     fn capture_graph(&self) -> Result<Option<sys::CUgraph>> {
-        const WHAT: &str = "reading a stream's capture";
-        let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
-        let mut graph: sys::CUgraph = std::ptr::null_mut();
-        let rc = if crate::versions::driver_at_least(12030) {
-            // SAFETY: `status` and `graph` are valid for writes, the other outputs
-            // are optional; a live stream.
-            unsafe {
-                sys::cuStreamGetCaptureInfo(
-                    self.handle(),
-                    &mut status,
-                    std::ptr::null_mut(),
-                    &mut graph,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            }
-        } else {
-            // SAFETY: as above, the shape of drivers before CUDA 12.3.
-            unsafe {
-                sys::cuda12::cuStreamGetCaptureInfo(
-                    self.handle(),
-                    &mut status,
-                    std::ptr::null_mut(),
-                    &mut graph,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            }
-        };
-        rc.check(|| WHAT)?;
-        Ok((status == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE && !graph.is_null()).then_some(graph))
+        let info = self.capture_info()?;
+        Ok(
+            (info.status == crate::CaptureStatus::Active && !info.graph.is_null())
+                .then_some(info.graph),
+        )
     }
 }
 

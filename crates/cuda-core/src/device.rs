@@ -402,6 +402,16 @@ impl Device {
     pub fn create_stream(&self, options: crate::StreamOptions) -> Result<crate::Stream> {
         crate::Stream::new(self, options)
     }
+
+    /// A graph builder on a new stream of this device's primary context
+    /// (`Device.create_graph_builder()`; see
+    /// [`GraphBuilder::new`](crate::GraphBuilder::new)).
+    ///
+    /// # Errors
+    /// As [`GraphBuilder::new`](crate::GraphBuilder::new).
+    pub fn create_graph_builder(&self) -> Result<crate::GraphBuilder> {
+        crate::GraphBuilder::new(self)
+    }
 }
 
 // Contexts, streams, events and the memory resource `allocate` uses.

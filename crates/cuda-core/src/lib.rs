@@ -50,7 +50,7 @@
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`FatbinBuilder`] (nvFatbin: cubins, PTX and LTO-IR for several architectures in one fatbin), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
 //! | kernels from a `.cu` file | `kernels!` (feature `macros`, on by default): a struct with one typed launch function per `extern "C"` kernel, compiled with NVRTC at run time |
-//! | graphs (CUDA 13) | [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
+//! | graphs (CUDA 13) | [`GraphBuilder`] (`cuda.core`'s: building by capture, split and joined, with conditional bodies; the graph keeps everything queued into it alive; graph memory: [`GraphView`]), [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
 //! | system information | [`system`] (NVML: versions, memory, BAR1, utilisation, temperature, power, clocks and clock event reasons, PCI, MIG, field values, InfoROM, CPU and memory affinity, fans; errors by [`NvmlErrorKind`]) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
@@ -60,8 +60,11 @@
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
 //! method queues on another stream is ordered before that free), kernels keep their
-//! library. Launching a kernel ([`launch`], [`Graph::add_kernel`]) and capturing a
-//! stream are `unsafe`: device code can touch any memory its arguments point to.
+//! library. Launching a kernel ([`launch`], [`Graph::add_kernel`],
+//! [`GraphBuilder::launch`]) and capturing a stream directly
+//! ([`Stream::begin_capture`]) are `unsafe`: device code can touch any memory its
+//! arguments point to, and captured work names memory by address (a
+//! [`GraphBuilder`] keeps what is queued into it alive instead).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -263,10 +266,11 @@ pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Re
 pub use event::{Event, EventOptions};
 pub use fatbin::FatbinBuilder;
 pub use graph::{
-    CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph, GraphAllocation,
-    GraphCompleteOptions, GraphCondition, GraphDebugPrintOptions, GraphEdge, GraphEdgeKind,
-    GraphExec, GraphMemUsage, GraphNode, GraphNodeKind, GraphNodeParams, HostNodeInfo,
-    KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
+    CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,
+    GraphAllocation, GraphBuilder, GraphCompleteOptions, GraphCondition, GraphDebugPrintOptions,
+    GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage, GraphNode, GraphNodeKind, GraphNodeParams,
+    GraphView, HostNodeInfo, KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo,
+    NodeEvent,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use graphics::{
@@ -304,7 +308,9 @@ pub use texture::{
     AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
     SurfaceObject, TextureObject, TextureOptions, TextureResource,
 };
-pub use typed_kernel::{ConstPtr, MutPtr, Param, Signature, TypedKernel, Val};
+pub use typed_kernel::{
+    CaptureParam, CaptureSignature, ConstPtr, MutPtr, Param, Signature, TypedKernel, Val,
+};
 pub use versions::{Component, Versions, versions};
 pub use view::{DeviceView, DeviceViewMut};
 pub use vmm::{

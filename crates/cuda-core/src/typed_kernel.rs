@@ -17,7 +17,7 @@ use cuda_bindings::driver as sys;
 use crate::error::{Error, Result};
 use crate::launch::{LaunchConfig, launch_raw};
 use crate::view::{DeviceView, DeviceViewMut};
-use crate::{Kernel, Stream};
+use crate::{CaptureArg, GraphView, Kernel, Stream};
 
 /// A `const T*` kernel parameter: takes a [`DeviceView<T>`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,6 +50,15 @@ pub unsafe trait Param {
     fn prepare(arg: &Self::Arg<'_>, stream: &Stream) -> Result<()>;
 }
 
+/// A [`Param`] as work captured into a [`GraphBuilder`](crate::GraphBuilder)
+/// takes it ([`GraphBuilder::launch_typed`](crate::GraphBuilder::launch_typed)):
+/// a value for a value, a [`GraphView`](crate::GraphView) (which the graph
+/// keeps alive) for a pointer.
+pub trait CaptureParam: Param {
+    /// What a captured launch takes for this parameter.
+    type Captured: CaptureArg;
+}
+
 /// A by-value parameter of type `T` (an integer, a float, `half::f16`, a
 /// `#[repr(C)]` struct deriving `Pod`, a `__grid_constant__` struct).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,10 +76,16 @@ unsafe impl<T: Pod> Param for Val<T> {
     }
 }
 
+impl<T: Pod> CaptureParam for Val<T> {
+    type Captured = T;
+}
+
 /// Scalars name themselves in a signature: `(f32, ConstPtr<f32>, u64)` is
-/// `(Val<f32>, ConstPtr<f32>, Val<u64>)`.
+/// `(Val<f32>, ConstPtr<f32>, Val<u64>)`. A captured launch takes each as
+/// itself, but a `bool` as a `u8` (0 or 1: `bool` is not plain old data to
+/// `bytemuck`, whose values captured arguments are).
 macro_rules! scalar_params {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $captured:ty),*) => {$(
         // SAFETY: the argument is the value itself.
         unsafe impl Param for $t {
             type Arg<'a> = $t;
@@ -82,25 +97,29 @@ macro_rules! scalar_params {
                 Ok(())
             }
         }
+
+        impl CaptureParam for $t {
+            type Captured = $captured;
+        }
     )*};
 }
 
 scalar_params!(
-    u8,
-    u16,
-    u32,
-    u64,
-    i8,
-    i16,
-    i32,
-    i64,
-    f32,
-    f64,
-    usize,
-    isize,
-    half::f16,
-    half::bf16,
-    bool
+    u8 => u8,
+    u16 => u16,
+    u32 => u32,
+    u64 => u64,
+    i8 => i8,
+    i16 => i16,
+    i32 => i32,
+    i64 => i64,
+    f32 => f32,
+    f64 => f64,
+    usize => usize,
+    isize => isize,
+    half::f16 => half::f16,
+    half::bf16 => half::bf16,
+    bool => u8
 );
 
 #[inline]
@@ -144,6 +163,14 @@ unsafe impl<T: Pod> Param for MutPtr<T> {
     }
 }
 
+impl<T: Pod> CaptureParam for ConstPtr<T> {
+    type Captured = GraphView<T>;
+}
+
+impl<T: Pod> CaptureParam for MutPtr<T> {
+    type Captured = GraphView<T>;
+}
+
 /// A kernel's parameter list as a tuple of [`Param`]s, up to 16:
 /// `(f32, ConstPtr<f32>, MutPtr<f32>, u64)` for
 /// `saxpy(float a, const float* x, float* y, unsigned long long n)`.
@@ -165,8 +192,29 @@ pub unsafe trait Signature {
     fn with_args<R>(args: &Self::Args<'_>, f: impl FnOnce(*mut *mut c_void) -> R) -> R;
 }
 
+/// A [`Signature`] whose parameters are all [`CaptureParam`]s: the tuple a
+/// launch captured into a [`GraphBuilder`](crate::GraphBuilder) takes.
+pub trait CaptureSignature: Signature {
+    /// The tuple a captured launch takes.
+    type Captured;
+    /// Calls `f` with the arguments as captured-launch arguments, in order.
+    fn with_captured<R>(args: &Self::Captured, f: impl FnOnce(&[&dyn CaptureArg]) -> R) -> R;
+}
+
 macro_rules! signature {
     ($n:literal; $($p:ident $i:tt),*) => {
+        impl<$($p: CaptureParam),*> CaptureSignature for ($($p,)*) {
+            type Captured = ($($p::Captured,)*);
+            #[allow(unused_variables)]
+            fn with_captured<R>(
+                args: &Self::Captured,
+                f: impl FnOnce(&[&dyn CaptureArg]) -> R,
+            ) -> R {
+                let all: [&dyn CaptureArg; $n] = [$(&args.$i),*];
+                f(&all)
+            }
+        }
+
         // SAFETY: the sizes and pointers follow the tuple's order.
         unsafe impl<$($p: Param),*> Signature for ($($p,)*) {
             type Args<'a> = ($($p::Arg<'a>,)*);

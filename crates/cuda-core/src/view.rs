@@ -384,7 +384,8 @@ impl<'a, T: Pod> DeviceViewMut<'a, T> {
     pub fn copy_from(&mut self, src: DeviceView<'_, T>, stream: &Stream) -> Result<()> {
         let dst = self.span();
         dst.check_len(src.len, "copying between views")?;
-        crate::memory::copy_device(dst.buf, dst.ptr, src.buf, src.ptr, dst.bytes(), stream)
+        crate::memory::copy_device(dst.buf, dst.ptr, src.buf, src.ptr, dst.bytes(), stream)?;
+        crate::memory::order_frees_after([dst.buf, src.buf].into_iter(), stream)
     }
 
     /// Sets every element to `value`, ordered on `stream`. Elements of 1, 2 and 4
@@ -495,6 +496,15 @@ impl Span<'_> {
 
     /// Fills the span with the element `pattern` (1, 2, 4 or 8 bytes).
     pub(crate) fn fill(&self, pattern: &[u8], stream: &Stream) -> Result<()> {
+        self.fill_queued(pattern, stream)?;
+        self.buf.order_free_after(stream)
+    }
+
+    /// As [`fill`](Self::fill), without ordering the buffer's free after the
+    /// fill: for a capturing stream, whose graph keeps the memory alive instead
+    /// (an event of the capture waited for by another stream would pull that
+    /// stream into the capture).
+    pub(crate) fn fill_queued(&self, pattern: &[u8], stream: &Stream) -> Result<()> {
         let what = "filling device memory";
         let n = self.len;
         let rc = |r: sys::CUresult| {
@@ -540,7 +550,7 @@ impl Span<'_> {
                 }
             }
         }
-        self.buf.order_free_after(stream)
+        Ok(())
     }
 }
 

@@ -30,6 +30,17 @@ pub enum CaptureMode {
     Relaxed,
 }
 
+impl CaptureMode {
+    /// The driver's value.
+    pub(crate) fn raw(self) -> sys::CUstreamCaptureMode {
+        match self {
+            CaptureMode::Global => sys::CU_STREAM_CAPTURE_MODE_GLOBAL,
+            CaptureMode::ThreadLocal => sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            CaptureMode::Relaxed => sys::CU_STREAM_CAPTURE_MODE_RELAXED,
+        }
+    }
+}
+
 /// Whether a stream is capturing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaptureStatus {
@@ -39,6 +50,16 @@ pub enum CaptureStatus {
     Active,
     /// Capturing, but an error invalidated the capture.
     Invalidated,
+}
+
+/// What [`Stream::capture_info`] reads of a stream's capture.
+pub(crate) struct CaptureInfo {
+    /// Whether, and how, the stream is capturing.
+    pub(crate) status: CaptureStatus,
+    /// The graph being captured into (null when not capturing).
+    pub(crate) graph: sys::CUgraph,
+    /// The nodes the stream's next captured work will depend on.
+    pub(crate) deps: Vec<sys::CUgraphNode>,
 }
 
 impl Stream {
@@ -60,13 +81,8 @@ impl Stream {
     /// The driver's error (a legacy default stream cannot capture).
     pub unsafe fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
         let _current = self.context().ensure_current()?;
-        let m = match mode {
-            CaptureMode::Global => sys::CU_STREAM_CAPTURE_MODE_GLOBAL,
-            CaptureMode::ThreadLocal => sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-            CaptureMode::Relaxed => sys::CU_STREAM_CAPTURE_MODE_RELAXED,
-        };
         // SAFETY: a live stream.
-        unsafe { sys::cuStreamBeginCapture(self.handle(), m) }
+        unsafe { sys::cuStreamBeginCapture(self.handle(), mode.raw()) }
             .check(|| "beginning a stream capture")
     }
 
@@ -116,6 +132,97 @@ impl Stream {
         } else {
             CaptureStatus::None
         })
+    }
+
+    /// The stream's capture: its status, the graph being captured into and the
+    /// nodes that the next captured work will depend on
+    /// (`cuStreamGetCaptureInfo`, the CUDA 12.3 shape where the driver has it).
+    pub(crate) fn capture_info(&self) -> Result<CaptureInfo> {
+        const WHAT: &str = "reading a stream's capture";
+        let _current = self.context().ensure_current()?;
+        let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        let mut deps: *const sys::CUgraphNode = std::ptr::null();
+        let mut n = 0usize;
+        let rc = if crate::versions::driver_at_least(12030) {
+            // SAFETY: every output is valid for writes (edge data is optional); a
+            // live stream.
+            unsafe {
+                sys::cuStreamGetCaptureInfo(
+                    self.handle(),
+                    &mut status,
+                    std::ptr::null_mut(),
+                    &mut graph,
+                    &mut deps,
+                    std::ptr::null_mut(),
+                    &mut n,
+                )
+            }
+        } else {
+            // SAFETY: as above, the shape of drivers before CUDA 12.3.
+            unsafe {
+                sys::cuda12::cuStreamGetCaptureInfo(
+                    self.handle(),
+                    &mut status,
+                    std::ptr::null_mut(),
+                    &mut graph,
+                    &mut deps,
+                    &mut n,
+                )
+            }
+        };
+        rc.check(|| WHAT)?;
+        let deps = if deps.is_null() || n == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the driver's array of `n` nodes, valid until the next call
+            // on the stream; copied at once.
+            unsafe { std::slice::from_raw_parts(deps, n) }.to_vec()
+        };
+        let status = if status == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE {
+            CaptureStatus::Active
+        } else if status == sys::CU_STREAM_CAPTURE_STATUS_INVALIDATED {
+            CaptureStatus::Invalidated
+        } else {
+            CaptureStatus::None
+        };
+        Ok(CaptureInfo {
+            status,
+            graph,
+            deps,
+        })
+    }
+
+    /// Makes `node`, a node just added to the graph this stream captures into, the
+    /// one dependency of the stream's next captured work
+    /// (`cuStreamUpdateCaptureDependencies`, replacing the current set).
+    pub(crate) fn set_capture_dependency(&self, node: sys::CUgraphNode) -> Result<()> {
+        let _current = self.context().ensure_current()?;
+        let mut nodes = [node];
+        let flags = sys::CU_STREAM_SET_CAPTURE_DEPENDENCIES.0;
+        let rc = if crate::versions::driver_at_least(12030) {
+            // SAFETY: one node of the capture's graph; no edge data; a live stream.
+            unsafe {
+                sys::cuStreamUpdateCaptureDependencies(
+                    self.handle(),
+                    nodes.as_mut_ptr(),
+                    std::ptr::null(),
+                    1,
+                    flags,
+                )
+            }
+        } else {
+            // SAFETY: as above, the shape of drivers before CUDA 12.3.
+            unsafe {
+                sys::cuda12::cuStreamUpdateCaptureDependencies(
+                    self.handle(),
+                    nodes.as_mut_ptr(),
+                    1,
+                    flags,
+                )
+            }
+        };
+        rc.check(|| "setting the dependencies of a stream's capture")
     }
 
     /// Forks `n` streams off this capturing stream: each waits for the work

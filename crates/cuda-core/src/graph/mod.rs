@@ -8,6 +8,7 @@
 //! instantiation and launch in `exec`, in-place updates of an instantiation's
 //! nodes in `exec_update`, DOT output in `debug`, stream capture in `capture`.
 
+mod builder;
 mod capture;
 mod debug;
 mod exec;
@@ -15,6 +16,7 @@ mod exec_update;
 mod memory_nodes;
 mod node;
 
+pub use builder::{CaptureArg, GraphBuilder, GraphView};
 pub use capture::{CaptureMode, CaptureStatus};
 pub use debug::GraphDebugPrintOptions;
 pub use exec::{GraphCompleteOptions, GraphExec};
@@ -141,19 +143,11 @@ pub enum ConditionalKind {
 
 /// A condition handle (`CUgraphConditionalHandle`): passed to kernels, which set it
 /// with `cudaGraphSetConditional(handle, value)` (link with `cudadevrt`), and
-/// named by conditional nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// named by conditional nodes. A 64-bit value ([`Pod`](bytemuck::Pod)): as a kernel
+/// argument it is its own bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(transparent)]
 pub struct GraphCondition(pub sys::CUgraphConditionalHandle);
-
-// SAFETY: a condition handle is a 64-bit value; as a kernel argument it is its own bytes.
-unsafe impl KernelArg for GraphCondition {
-    fn arg_ptr(&self) -> *const c_void {
-        (&self.0 as *const sys::CUgraphConditionalHandle).cast()
-    }
-    fn arg_size(&self) -> usize {
-        std::mem::size_of::<sys::CUgraphConditionalHandle>()
-    }
-}
 
 unsafe extern "C" fn host_trampoline(data: *mut c_void) {
     // SAFETY: `data` is the `Box<dyn Fn>` that `host_node_params` made and its
@@ -235,6 +229,81 @@ fn kernel_node_params(
         ctx: ctx.handle(),
     };
     Ok(p)
+}
+
+/// A condition handle for conditional nodes of `graph` (a graph of `ctx`, or one
+/// being captured); with `default`, reset to it at the start of each launch.
+fn create_condition_in(
+    graph: sys::CUgraph,
+    ctx: &Context,
+    default: Option<u32>,
+) -> Result<GraphCondition> {
+    let _current = ctx.ensure_current()?;
+    let mut h: sys::CUgraphConditionalHandle = 0;
+    let (value, flags) = match default {
+        Some(v) => (v, sys::CU_GRAPH_COND_ASSIGN_DEFAULT),
+        None => (0, 0),
+    };
+    // SAFETY: `h` is valid for writes; the caller passes a live graph of `ctx`.
+    unsafe { sys::cuGraphConditionalHandleCreate(&mut h, graph, ctx.handle(), value, flags) }
+        .check(|| "creating a graph condition")?;
+    Ok(GraphCondition(h))
+}
+
+/// The description of a conditional node of `kind` on `condition` in `ctx`, and
+/// its number of bodies; checks the driver's version and the kind first.
+fn conditional_params(
+    ctx: &Context,
+    condition: GraphCondition,
+    kind: ConditionalKind,
+) -> Result<(sys::CUgraphNodeParams, u32)> {
+    let (needs, feature) = match kind {
+        ConditionalKind::If => (12030, "a conditional `if` node"),
+        ConditionalKind::While => (12030, "a conditional `while` node"),
+        ConditionalKind::IfElse => (12080, "a conditional `if`/`else` node"),
+        ConditionalKind::Switch(_) => (12080, "a conditional `switch` node"),
+    };
+    crate::versions::require_driver(needs, feature, || format!("adding a {kind:?} node"))?;
+    let (type_, size) = match kind {
+        ConditionalKind::If => (sys::CU_GRAPH_COND_TYPE_IF, 1),
+        ConditionalKind::IfElse => (sys::CU_GRAPH_COND_TYPE_IF, 2),
+        ConditionalKind::While => (sys::CU_GRAPH_COND_TYPE_WHILE, 1),
+        ConditionalKind::Switch(0) => {
+            return Err(Error::invalid(
+                "adding a switch node",
+                "a switch needs at least one body",
+            ));
+        }
+        ConditionalKind::Switch(n) => (sys::CU_GRAPH_COND_TYPE_SWITCH, n),
+    };
+    let mut p = sys::CUgraphNodeParams {
+        type_: sys::CU_GRAPH_NODE_TYPE_CONDITIONAL,
+        ..Default::default()
+    };
+    p.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
+        handle: condition.0,
+        type_,
+        size,
+        phGraph_out: std::ptr::null_mut(),
+        ctx: ctx.handle(),
+    };
+    Ok((p, size))
+}
+
+/// The `size` body graphs the driver wrote into `p`, a conditional node
+/// description it has just added.
+fn body_handles(p: &sys::CUgraphNodeParams, size: u32) -> Result<Vec<sys::CUgraph>> {
+    // SAFETY: reading back the union member `conditional_params` wrote; the driver
+    // set `phGraph_out` to its own array of `size` body graphs, valid while the node lives.
+    let out = unsafe { p.__bindgen_anon_1.conditional.phGraph_out };
+    if out.is_null() {
+        return Err(Error::unsupported(
+            "adding a conditional node",
+            "the driver returned no body graphs",
+        ));
+    }
+    // SAFETY: `out` holds `size` graph handles (see above).
+    Ok(unsafe { std::slice::from_raw_parts(out, size as usize) }.to_vec())
 }
 
 impl Graph {
@@ -434,24 +503,7 @@ impl Graph {
     /// # Errors
     /// The driver's error.
     pub fn create_condition(&mut self, default: Option<u32>) -> Result<GraphCondition> {
-        let _current = self.ctx.ensure_current()?;
-        let mut h: sys::CUgraphConditionalHandle = 0;
-        let (value, flags) = match default {
-            Some(v) => (v, sys::CU_GRAPH_COND_ASSIGN_DEFAULT),
-            None => (0, 0),
-        };
-        // SAFETY: `h` is valid for writes; a live graph and context.
-        unsafe {
-            sys::cuGraphConditionalHandleCreate(
-                &mut h,
-                self.handle,
-                self.ctx.handle(),
-                value,
-                flags,
-            )
-        }
-        .check(|| "creating a graph condition")?;
-        Ok(GraphCondition(h))
+        create_condition_in(self.handle, &self.ctx, default)
     }
 
     /// A conditional node on `condition`; returns the node and its body graphs
@@ -466,36 +518,7 @@ impl Graph {
         condition: GraphCondition,
         kind: ConditionalKind,
     ) -> Result<(GraphNode, Vec<Graph>)> {
-        let (needs, feature) = match kind {
-            ConditionalKind::If => (12030, "a conditional `if` node"),
-            ConditionalKind::While => (12030, "a conditional `while` node"),
-            ConditionalKind::IfElse => (12080, "a conditional `if`/`else` node"),
-            ConditionalKind::Switch(_) => (12080, "a conditional `switch` node"),
-        };
-        crate::versions::require_driver(needs, feature, || format!("adding a {kind:?} node"))?;
-        let (type_, size) = match kind {
-            ConditionalKind::If => (sys::CU_GRAPH_COND_TYPE_IF, 1),
-            ConditionalKind::IfElse => (sys::CU_GRAPH_COND_TYPE_IF, 2),
-            ConditionalKind::While => (sys::CU_GRAPH_COND_TYPE_WHILE, 1),
-            ConditionalKind::Switch(0) => {
-                return Err(Error::invalid(
-                    "adding a switch node",
-                    "a switch needs at least one body",
-                ));
-            }
-            ConditionalKind::Switch(n) => (sys::CU_GRAPH_COND_TYPE_SWITCH, n),
-        };
-        let mut p = sys::CUgraphNodeParams {
-            type_: sys::CU_GRAPH_NODE_TYPE_CONDITIONAL,
-            ..Default::default()
-        };
-        p.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
-            handle: condition.0,
-            type_,
-            size,
-            phGraph_out: std::ptr::null_mut(),
-            ctx: self.ctx.handle(),
-        };
+        let (mut p, size) = conditional_params(&self.ctx, condition, kind)?;
         let dv = self.deps(deps)?;
         let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
@@ -503,19 +526,7 @@ impl Graph {
         // SAFETY: `p` is a fully initialised conditional node description.
         unsafe { add_node(&mut node, self.handle, d, n, &mut p) }
             .check(|| format!("adding a {kind:?} node"))?;
-        // SAFETY: reading back the union member written above; the driver set
-        // `phGraph_out` to its own array of `size` body graphs, valid while the node lives.
-        let out = unsafe { p.__bindgen_anon_1.conditional.phGraph_out };
-        if out.is_null() {
-            return Err(Error::unsupported(
-                "adding a conditional node",
-                "the driver returned no body graphs",
-            ));
-        }
-        // SAFETY: `out` holds `size` graph handles (see above).
-        let bodies: Vec<sys::CUgraph> =
-            unsafe { std::slice::from_raw_parts(out, size as usize) }.to_vec();
-        let bodies = bodies
+        let bodies = body_handles(&p, size)?
             .into_iter()
             .map(|g| Graph::wrap(g, self.ctx.clone(), self.root.clone(), self.keep.clone()))
             .collect();

@@ -379,7 +379,8 @@ impl Buffer {
     /// belongs to neither buffer's device; the driver's error.
     pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
         self.check_len(src.size, "copying between buffers")?;
-        copy_device(self, self.ptr, src, src.ptr, src.size, stream)
+        copy_device(self, self.ptr, src, src.ptr, src.size, stream)?;
+        order_frees_after([&*self, src].into_iter(), stream)
     }
 
     /// Copies this buffer into the start of `dst` (see [`copy_from`](Self::copy_from)).
@@ -712,8 +713,9 @@ pub(crate) fn order_frees_after<'a>(
 
 /// Copies `bytes` bytes from `src_ptr` (inside `src`) to `dst_ptr` (inside `dst`),
 /// ordered on `stream`: `cuMemcpyAsync` on one device, `cuMemcpyPeerAsync` between
-/// two (the stream may then be either device's). Orders both buffers' frees after
-/// the copy. The caller checked that both spans lie in their buffers.
+/// two (the stream may then be either device's). The caller checked that both
+/// spans lie in their buffers, and orders both buffers' frees after the copy
+/// ([`order_frees_after`]) unless a graph being captured keeps them alive.
 pub(crate) fn copy_device(
     dst: &Buffer,
     dst_ptr: sys::CUdeviceptr,
@@ -774,7 +776,7 @@ pub(crate) fn copy_device(
             )
         })?;
     }
-    order_frees_after([dst, src].into_iter(), stream)
+    Ok(())
 }
 
 impl Drop for Buffer {
