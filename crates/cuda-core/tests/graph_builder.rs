@@ -323,18 +323,28 @@ fn split_builders_join_and_if_else_picks_a_branch() {
     other.end_building().unwrap();
     b.join(std::mem::take(&mut parts)).unwrap();
     // If/else on a condition that defaults to 0: the else branch runs.
-    let cond = b.create_conditional_handle(Some(0)).unwrap();
-    if let Some((mut then, mut otherwise)) = needs_driver!(12080, b.if_else(cond)) {
+    let bump = if cuda_rs_tests::driver_version() >= 12080 {
+        let cond = b.create_conditional_handle(Some(0)).unwrap();
+        let (mut then, mut otherwise) = b.if_else(cond).unwrap();
         for (body, v) in [(&mut then, 1000i32), (&mut otherwise, 1)] {
             body.begin_building(CaptureMode::default()).unwrap();
             launch_into(body, &add_to, 64, &[&x.shared_view(), &v]);
             body.end_building().unwrap();
         }
-    }
+        1
+    } else {
+        // The refusal, in a builder of its own: a graph holding a conditional
+        // handle that no node uses does not instantiate (INVALID_VALUE).
+        let mut lone = d.create_graph_builder().unwrap();
+        lone.begin_building(CaptureMode::default()).unwrap();
+        if let Some(cond) = needs_driver!(12030, lone.create_conditional_handle(Some(0))) {
+            assert!(needs_driver!(12080, lone.if_else(cond)).is_none());
+        }
+        0
+    };
     b.end_building().unwrap();
     let exec = b.complete(GraphCompleteOptions::default()).unwrap();
     exec.launch(&s).unwrap();
-    let bump = i32::from(cuda_rs_tests::driver_version() >= 12080);
     let want: Vec<i32> = (0..64).map(|i| (i % 32) + 100 * (i / 32) + bump).collect();
     assert_eq!(x.to_vec(&s).unwrap(), want);
 }

@@ -252,8 +252,9 @@ fn numa_current_locations_prefetch_and_prefer() {
     );
     b.set_preferred_location(Some(Location::HostNumaCurrent))
         .unwrap();
+    // As for the prefetch: "the current node" may be reported as no location.
     let pref = b.preferred_location().unwrap();
-    assert!(host_side(pref), "{pref:?}");
+    assert!(pref.is_none() || host_side(pref), "{pref:?}");
 }
 
 #[test]

@@ -1023,6 +1023,10 @@ impl GraphBuilder {
     /// to it at the start of each launch. Kernels set it with
     /// `cudaGraphSetConditional` (pass it as a kernel argument).
     ///
+    /// Give it to a conditional node ([`if_cond`](Self::if_cond), …) before the
+    /// graph is completed: the driver refuses to instantiate a graph holding a
+    /// condition that no node uses (`CUDA_ERROR_INVALID_VALUE`, seen on the H100).
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] when not building; [`Error::Unsupported`] on a
     /// driver before CUDA 12.3; the driver's error.
