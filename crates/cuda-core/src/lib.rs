@@ -268,15 +268,15 @@ pub use fatbin::FatbinBuilder;
 pub use graph::{
     CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,
     GraphAllocation, GraphBuilder, GraphCompleteOptions, GraphCondition, GraphDebugPrintOptions,
-    GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage, GraphNode, GraphNodeKind, GraphNodeParams,
-    GraphView, HostNodeInfo, KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo,
-    NodeEvent,
+    GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage, GraphMemoryResource, GraphNode,
+    GraphNodeKind, GraphNodeParams, GraphView, HostNodeInfo, KernelNodeInfo, MemAllocNodeInfo,
+    MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
-/// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use graphics::{
     GraphicsMapFlags, GraphicsMapping, GraphicsRegisterFlags, GraphicsResource, MappedArray,
     MappedBuffer, gl_devices,
 };
+/// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::{
     CaptureArg, CaptureMode, CompileTarget, ConditionalKind, Device, DeviceBuffer, Error, Event,
-    EventOptions, GraphBuilder, GraphCompleteOptions, GraphNodeParams, GraphView, InvalidKind,
-    Kernel, LaunchConfig, MutPtr, ObjectCode, Program, ProgramOptions, SourceCode, Stream,
-    StreamOptions, TypedKernel,
+    EventOptions, GraphBuilder, GraphCompleteOptions, GraphMemoryResource, GraphNodeParams,
+    GraphView, InvalidKind, Kernel, LaunchConfig, MutPtr, ObjectCode, Program, ProgramOptions,
+    SourceCode, Stream, StreamOptions, TypedKernel,
 };
 use cuda_rs_tests::{needs_driver, require_gpu, require_libs};
 
@@ -493,4 +493,57 @@ fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
         );
         b.end_building().unwrap();
     }
+}
+
+#[test]
+fn the_graph_memory_resource_allocates_into_a_builder_and_reports_the_reserve() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let iota_plus = kernel(&code, "iota_plus");
+    let out = zeros(&d, &s, 1024);
+    let mr = GraphMemoryResource::new(&d);
+    assert_eq!(mr.device(), d);
+    assert!(mr.is_device_accessible() && !mr.is_host_accessible() && !mr.is_managed());
+    s.sync().unwrap();
+    mr.trim().unwrap();
+    mr.reset_high_watermarks().unwrap();
+    let before = mr.attributes().unwrap();
+    let mut b = d.create_graph_builder().unwrap();
+    // Not building: nothing to allocate into.
+    assert_eq!(
+        mr.allocate::<i32>(&b, 1024).unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+    b.begin_building(CaptureMode::default()).unwrap();
+    let tmp = mr.allocate::<i32>(&b, 1024).unwrap();
+    assert!(tmp.is_graph_memory() && tmp.len() == 1024);
+    launch_into(&b, &iota_plus, 1024, &[&tmp, &5i32]);
+    b.copy(&out, &tmp).unwrap();
+    b.end_building().unwrap();
+    let exec = b.complete(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&s).unwrap();
+    s.sync().unwrap();
+    let want: Vec<i32> = (0..1024).map(|i| 5 + i).collect();
+    assert_eq!(out.to_vec(&s).unwrap(), want);
+    // The graph ran: its 4 KiB came from the device's graph memory reserve.
+    let after = mr.attributes().unwrap();
+    assert!(
+        after.used_high >= before.used + 4096,
+        "{before:?} → {after:?}"
+    );
+    assert!(after.reserved >= 4096, "{after:?}");
+    // Freed as the graph ended: nothing stays in use; trimming keeps what the
+    // instantiated graph holds, and frees it once that is gone.
+    assert_eq!(after.used, before.used, "{after:?}");
+    drop(exec);
+    s.sync().unwrap();
+    mr.trim().unwrap();
+    mr.reset_high_watermarks().unwrap();
+    let trimmed = mr.attributes().unwrap();
+    assert!(
+        trimmed.reserved <= after.reserved,
+        "{after:?} → {trimmed:?}"
+    );
+    assert_eq!(trimmed.used_high, trimmed.used, "{trimmed:?}");
 }

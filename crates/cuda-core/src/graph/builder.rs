@@ -440,7 +440,7 @@ fn check_graph_memory(
 
 /// Checks that `thing` (memory, a graph, a pool, an event) of device `other`
 /// can be used by work of a builder on `device`.
-fn check_device(
+pub(super) fn check_device(
     device: &Device,
     (thing, other): (&str, &Device),
     what: impl Into<Cow<'static, str>>,

@@ -13,6 +13,7 @@ mod capture;
 mod debug;
 mod exec;
 mod exec_update;
+mod graph_memory;
 mod memory_nodes;
 mod node;
 
@@ -20,6 +21,7 @@ pub use builder::{CaptureArg, GraphBuilder, GraphView};
 pub use capture::{CaptureMode, CaptureStatus};
 pub use debug::GraphDebugPrintOptions;
 pub use exec::{GraphCompleteOptions, GraphExec};
+pub use graph_memory::GraphMemoryResource;
 pub use memory_nodes::{GraphAllocation, GraphMemUsage};
 pub use node::{
     ConditionalNodeInfo, GraphEdge, GraphEdgeKind, GraphNodeKind, GraphNodeParams, HostNodeInfo,
