@@ -265,6 +265,20 @@ pub fn cuda_driver_version() -> Result<cuda_bindings::Version> {
     Ok(cuda_bindings::Version::from_cuda(v))
 }
 
+/// The CUDA version of the user-mode driver this process loaded (libcuda's
+/// `cuDriverGetVersion`), e.g. 13.0: `get_user_mode_driver_version` in Python,
+/// where [`driver_version`] is the kernel-mode one. Needs no NVML; it differs
+/// from [`cuda_driver_version`] only where the user-mode driver is not the one
+/// installed with the kernel module (a forward-compatibility package, or the
+/// test suite's driver shim).
+///
+/// # Errors
+/// The driver's error; [`Error::is_unavailable`] without a driver.
+pub fn user_mode_driver_version() -> Result<cuda_bindings::Version> {
+    cuda_bindings::driver::version()
+        .map_err(|e| Error::from_driver("reading the user-mode driver's CUDA version", e))
+}
+
 /// How many GPUs NVML sees (`nvmlDeviceGetCount`): every GPU in the machine,
 /// including those `CUDA_VISIBLE_DEVICES` hides from CUDA and those this process
 /// may not be allowed to use.

@@ -142,6 +142,16 @@ fn system_versions() {
     let driver = system::driver_version().unwrap();
     let nvml = system::nvml_version().unwrap();
     let cuda = system::cuda_driver_version().unwrap();
+    // The loaded libcuda's CUDA version: the shim's when it emulates an older
+    // driver, else the same as NVML's.
+    let user_mode = system::user_mode_driver_version().unwrap();
+    assert_eq!(
+        user_mode.major * 1000 + user_mode.minor * 10,
+        cuda_rs_tests::driver_version()
+    );
+    if std::env::var_os("CUDA_RS_SHIM_DRIVER_VERSION").is_none() {
+        assert_eq!(user_mode, cuda);
+    }
     let (major, minor) = (cuda.major, cuda.minor);
     println!("driver version {driver}, NVML {nvml}, CUDA {major}.{minor}");
     assert!(!driver.is_empty());
