@@ -526,24 +526,20 @@ fn the_graph_memory_resource_allocates_into_a_builder_and_reports_the_reserve() 
     s.sync().unwrap();
     let want: Vec<i32> = (0..1024).map(|i| 5 + i).collect();
     assert_eq!(out.to_vec(&s).unwrap(), want);
-    // The graph ran: its 4 KiB came from the device's graph memory reserve.
+    // The graph ran: its 4 KiB came from the device's graph memory reserve,
+    // which stays associated with the instantiated graph (the driver counts it
+    // as used, 32 MiB on the H100) until the graph is destroyed.
     let after = mr.attributes().unwrap();
-    assert!(
-        after.used_high >= before.used + 4096,
-        "{before:?} → {after:?}"
-    );
-    assert!(after.reserved >= 4096, "{after:?}");
-    // Freed as the graph ended: nothing stays in use; trimming keeps what the
-    // instantiated graph holds, and frees it once that is gone.
-    assert_eq!(after.used, before.used, "{after:?}");
+    println!("graph memory before {before:?}, after a launch {after:?}");
+    assert!(after.used >= before.used + 4096, "{before:?} → {after:?}");
+    assert!(after.used_high >= after.used && after.reserved >= after.used);
+    // Destroyed and trimmed: the memory goes back.
     drop(exec);
     s.sync().unwrap();
     mr.trim().unwrap();
     mr.reset_high_watermarks().unwrap();
     let trimmed = mr.attributes().unwrap();
-    assert!(
-        trimmed.reserved <= after.reserved,
-        "{after:?} → {trimmed:?}"
-    );
-    assert_eq!(trimmed.used_high, trimmed.used, "{trimmed:?}");
+    println!("after the graph is destroyed and the reserve trimmed {trimmed:?}");
+    assert!(trimmed.used < after.used, "{after:?} → {trimmed:?}");
+    assert!(trimmed.reserved < after.reserved, "{after:?} → {trimmed:?}");
 }
