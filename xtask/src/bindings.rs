@@ -210,7 +210,8 @@ const APIS: [Api; 13] = [
 /// (C's `long` is 8 bytes on Linux and 4 on Windows, so are the structs that
 /// hold one), so bindgen runs once per OS; a file whose text differs between
 /// them is written twice (`types.rs` and `types_windows.rs`), and the module's
-/// `mod.rs` picks one with `#[cfg_attr(windows, path = ..)]`.
+/// `mod.rs` picks one with `#[cfg_attr(windows, path = ..)]`. Entry points one
+/// OS alone declares do not split the other parts: see [`align_entries`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Os {
     /// Linux x86_64 (and every other non-Windows target).
@@ -335,18 +336,20 @@ fn generate_all() -> Result<BTreeMap<PathBuf, String>, String> {
     for api in &APIS {
         eprintln!("regen-bindings: {}", api.module);
         let (inc13, inc12) = (headers::include_dir(13), headers::include_dir(12));
-        let p13 = parse_api(13, &pins13, &inc13, api, Os::Linux, None)?;
-        let p12 = parse_api(12, &pins12, &inc12, api, Os::Linux, None)?;
-        let (main, diff) = assemble(api, &p13, &p12)?;
+        let mut p13 = parse_api(13, &pins13, &inc13, api, Os::Linux, None)?;
+        let mut p12 = parse_api(12, &pins12, &inc12, api, Os::Linux, None)?;
         let (main_win, diff_win) = if LINUX_ONLY.contains(&api.module) {
             // No Windows pass: the module is compiled on Linux only, and its
             // Linux parts stand for both (one file each).
             assemble(api, &p13, &p12)?
         } else {
-            let w13 = parse_api(13, &pins13, &inc13, api, Os::Windows, Some(&p13))?;
-            let w12 = parse_api(12, &pins12, &inc12, api, Os::Windows, Some(&p12))?;
+            let mut w13 = parse_api(13, &pins13, &inc13, api, Os::Windows, Some(&p13))?;
+            let mut w12 = parse_api(12, &pins12, &inc12, api, Os::Windows, Some(&p12))?;
+            align_entries(&mut p13, &mut w13);
+            align_entries(&mut p12, &mut w12);
             assemble(api, &w13, &w12)?
         };
+        let (main, diff) = assemble(api, &p13, &p12)?;
         let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
         let dirs = [
             (
@@ -369,6 +372,43 @@ fn generate_all() -> Result<BTreeMap<PathBuf, String>, String> {
         }
     }
     Ok(out)
+}
+
+/// Gives the Linux and the Windows parse of one major the same entry list, so
+/// that `table.rs` and `functions.rs` come out as one text for both OSes: the
+/// entries both declare, in order, then the Linux-only ones, then the
+/// Windows-only ones, each taken (with its C declaration) from the OS that
+/// declares it and marked as that OS's. An OS-only function is compiled on its
+/// OS only (`#[cfg]`); its table entry is everywhere, and elsewhere simply does
+/// not resolve, like any entry point a driver lacks.
+fn align_entries(linux: &mut Parsed, windows: &mut Parsed) {
+    let names =
+        |p: &Parsed| -> BTreeSet<String> { p.entries.iter().map(|e| e.name.clone()).collect() };
+    let (on_linux, on_windows) = (names(linux), names(windows));
+    let own = |p: &Parsed, other: &BTreeSet<String>, os: Os| -> Vec<(EntryGen, CFn)> {
+        p.entries
+            .iter()
+            .filter(|e| !other.contains(&e.name))
+            .map(|e| {
+                let mut e = e.clone();
+                e.only = Some(os);
+                let f = p.fns[e.func].clone();
+                (e, f)
+            })
+            .collect()
+    };
+    let linux_only = own(linux, &on_windows, Os::Linux);
+    let windows_only = own(windows, &on_linux, Os::Windows);
+    for p in [&mut *linux, &mut *windows] {
+        p.entries
+            .retain(|e| on_linux.contains(&e.name) && on_windows.contains(&e.name));
+        for (e, f) in linux_only.iter().chain(&windows_only) {
+            let mut e = e.clone();
+            e.func = p.fns.len();
+            p.fns.push(f.clone());
+            p.entries.push(e);
+        }
+    }
 }
 
 fn banner(pins: &[&headers::MajorPins], headers_used: &[&str]) -> String {
@@ -471,6 +511,7 @@ fn split_version_suffix(s: &str) -> (&str, Option<u32>) {
 }
 
 /// A declared C function, as bindgen saw it (after macro expansion).
+#[derive(Clone)]
 struct CFn {
     symbol: String,
     inputs: Vec<(String, syn::Type)>,
@@ -478,6 +519,7 @@ struct CFn {
 }
 
 /// One entry point of the generated table.
+#[derive(Clone)]
 struct EntryGen {
     /// The public C name (what the Rust function is called).
     name: String,
@@ -492,6 +534,9 @@ struct EntryGen {
     /// The per-thread ABI version (driver; 0 when none).
     ptds_version: u32,
     func: usize,
+    /// Declared on this OS only (`cuWGLGetDevice`: Windows): its function is
+    /// compiled there only, its table entry is everywhere (see [`align_entries`]).
+    only: Option<Os>,
 }
 
 /// What bindgen and the headers of one major give for one API.
@@ -928,6 +973,7 @@ fn parse_api(
             ptds_symbol,
             ptds_version: 0,
             func: i,
+            only: None,
         };
         if api.kind == Kind::Driver {
             let (base, suffix) = split_version_suffix(&f.symbol);
@@ -1189,8 +1235,9 @@ struct ModuleParts {
     table: TokenStream,
     /// The dispatching functions.
     functions: TokenStream,
-    /// The names of the functions, in order.
-    function_names: Vec<String>,
+    /// The names of the functions, in order, each with the OS it is declared
+    /// on alone (`None`: every OS).
+    function_names: Vec<(String, Option<Os>)>,
     /// The `// SAFETY:` comments `functions` carries as markers.
     safety: SafetyComments,
 }
@@ -1214,9 +1261,26 @@ impl ModuleParts {
             type_names.sort();
             type_names.dedup();
             let types = idents_of(&type_names)?;
-            let fns = idents_of(&self.function_names)?;
+            let everywhere: Vec<String> = self
+                .function_names
+                .iter()
+                .filter(|(_, only)| only.is_none())
+                .map(|(n, _)| n.clone())
+                .collect();
+            let fns = idents_of(&everywhere)?;
             let types = (!types.is_empty()).then(|| quote! { pub use self::types::{#(#types),*}; });
-            let fns = (!fns.is_empty()).then(|| quote! { pub use self::functions::{#(#fns),*}; });
+            let mut fns = if fns.is_empty() {
+                quote! {}
+            } else {
+                quote! { pub use self::functions::{#(#fns),*}; }
+            };
+            // A function of one OS is re-exported there only.
+            for (n, only) in &self.function_names {
+                if only.is_some() {
+                    let (cfg, n) = (os_cfg(*only), ident(n)?);
+                    fns.extend(quote! { #cfg pub use self::functions::#n; });
+                }
+            }
             quote! {
                 #fns
                 pub(crate) use self::table::{ENTRIES, ENTRY_COUNT};
@@ -1582,7 +1646,10 @@ fn module_parts(
         types,
         table,
         functions,
-        function_names: rows.iter().map(|r| r.entry.name.clone()).collect(),
+        function_names: rows
+            .iter()
+            .map(|r| (r.entry.name.clone(), r.entry.only))
+            .collect(),
         safety,
     })
 }
@@ -1683,8 +1750,10 @@ fn wrapper(
     let name = ident(&e.name)?;
     let resolved = safety.marker(0);
     let contract = safety.marker(1);
+    let only = os_cfg(e.only);
     Ok(quote! {
         #doc
+        #only
         #[inline]
         pub unsafe fn #name(#(#names: #tys),*) #ret_sig {
             match crate::#module::#entry_fn(#idx_lit) {
@@ -1700,6 +1769,15 @@ fn wrapper(
             }
         }
     })
+}
+
+/// The `#[cfg]` of an item declared on one OS only (nothing when on all).
+fn os_cfg(only: Option<Os>) -> TokenStream {
+    match only {
+        None => quote! {},
+        Some(Os::Windows) => quote! { #[cfg(windows)] },
+        Some(Os::Linux) => quote! { #[cfg(not(windows))] },
+    }
 }
 
 /// The `#define NAME ((TYPE)VALUE)` constants bindgen cannot evaluate
@@ -2006,6 +2084,7 @@ mod tests {
             ptds_symbol: None,
             ptds_version: 0,
             func,
+            only: None,
         };
         let (e0, e1) = (entry("nvrtcShort", 0), entry("nvrtcLong", 1));
         let rows = vec![
@@ -2157,5 +2236,61 @@ mod tests {
         ];
         let err = unify_enum_types(&mut extra, &host).unwrap_err();
         assert!(err.contains("E_NEW"), "{err}");
+    }
+
+    /// Entry points declared on one OS alone go last, in the same order on
+    /// both, each with its own declaration and marked as that OS's; the shared
+    /// ones keep their order.
+    #[test]
+    fn both_oses_get_one_entry_list() {
+        let parsed = |names: &[&str]| Parsed {
+            cuda_version: "13.0".into(),
+            items: Vec::new(),
+            fns: names
+                .iter()
+                .map(|n| CFn {
+                    symbol: (*n).into(),
+                    inputs: Vec::new(),
+                    output: None,
+                })
+                .collect(),
+            entries: names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| EntryGen {
+                    name: (*n).into(),
+                    base: (*n).into(),
+                    symbol: (*n).into(),
+                    version: 0,
+                    ptds_symbol: None,
+                    ptds_version: 0,
+                    func: i,
+                    only: None,
+                })
+                .collect(),
+            aliases: BTreeMap::new(),
+            name_impl: Vec::new(),
+        };
+        let mut linux = parsed(&["a", "l", "z"]);
+        let mut windows = parsed(&["a", "w", "z"]);
+        align_entries(&mut linux, &mut windows);
+        for p in [&linux, &windows] {
+            let got: Vec<(&str, &str, Option<Os>)> = p
+                .entries
+                .iter()
+                .map(|e| (e.name.as_str(), p.fns[e.func].symbol.as_str(), e.only))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    ("a", "a", None),
+                    ("z", "z", None),
+                    ("l", "l", Some(Os::Linux)),
+                    ("w", "w", Some(Os::Windows)),
+                ]
+            );
+        }
+        assert_eq!(os_cfg(Some(Os::Windows)).to_string(), "# [cfg (windows)]");
+        assert!(os_cfg(None).is_empty());
     }
 }

@@ -6,8 +6,6 @@
 // CUDA 12.9; headers: cuda.h, cudaTypedefs.h, cudaGL.h, cudaGLTypedefs.h.
 // From the wheels: nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-nvjitlink-cu12==12.9.86 nvidia-nvfatbin-cu12==12.9.82 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-nvml-dev-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cublas-cu12==12.9.1.4 nvidia-curand-cu12==10.3.10.19 nvidia-cufft-cu12==11.4.1.4 nvidia-nccl-cu12==2.28.9 nvidia-cufile-cu12==1.14.1.1.
 
-// This file is for every OS but Windows (bindgen for x86_64-unknown-linux-gnu); Windows' is functions_windows.rs.
-
 //! One `unsafe fn` per entry point, with the C name and signature, calling
 //! through the entry table.
 use super::*;
@@ -14726,5 +14724,31 @@ pub unsafe fn cuWaitExternalSemaphoresAsync(
             unsafe { entry_fn(extSemArray, paramsArray, numExtSems, stream) }
         }
         None => crate::driver::__unavailable(460),
+    }
+}
+/// `cuWGLGetDevice` from `cuda.h` (CUDA 13.0), resolved through `cuGetProcAddress("cuWGLGetDevice", .., 2020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuWGLGetDevice` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[cfg(windows)]
+#[inline]
+pub unsafe fn cuWGLGetDevice(pDevice: *mut CUdevice, hGpu: HGPUNV) -> CUresult {
+    match crate::driver::__entry(461) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(*mut CUdevice, HGPUNV) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(pDevice, hGpu) }
+        }
+        None => crate::driver::__unavailable(461),
     }
 }

@@ -24,9 +24,7 @@
     unreachable_pub
 )]
 #![allow(rustdoc::all, unused_imports, dead_code, clippy::all)]
-#[cfg_attr(windows, path = "functions_windows.rs")]
 mod functions;
-#[cfg_attr(windows, path = "table_windows.rs")]
 mod table;
 #[cfg_attr(windows, path = "types_windows.rs")]
 mod types;

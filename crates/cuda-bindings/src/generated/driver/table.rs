@@ -6,11 +6,9 @@
 // CUDA 12.9; headers: cuda.h, cudaTypedefs.h, cudaGL.h, cudaGLTypedefs.h.
 // From the wheels: nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-nvjitlink-cu12==12.9.86 nvidia-nvfatbin-cu12==12.9.82 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-nvml-dev-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cublas-cu12==12.9.1.4 nvidia-curand-cu12==10.3.10.19 nvidia-cufft-cu12==11.4.1.4 nvidia-nccl-cu12==2.28.9 nvidia-cufile-cu12==1.14.1.1.
 
-// This file is for every OS but Windows (bindgen for x86_64-unknown-linux-gnu); Windows' is table_windows.rs.
-
 //! The entry points the loader resolves, in the order of the dispatch table.
 /// How many entry points this module has.
-pub(crate) const ENTRY_COUNT: usize = 461;
+pub(crate) const ENTRY_COUNT: usize = 462;
 /// Every entry point of this module, in the order of the dispatch table, each
 /// with its ABIs, newest first.
 pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
@@ -6020,6 +6018,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
                 version: 10000,
                 ptds_symbol: Some(c"cuWaitExternalSemaphoresAsync_ptsz"),
                 ptds_version: 10000,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuWGLGetDevice",
+        abis: &[
+            crate::loader::Abi {
+                major: 13,
+                base: c"cuWGLGetDevice",
+                symbol: c"cuWGLGetDevice",
+                version: 2020,
+                ptds_symbol: None,
+                ptds_version: 0,
             },
         ],
     },
