@@ -38,6 +38,19 @@ pub enum Error {
         #[source]
         reason: Box<Unavailable>,
     },
+    /// The loaded NCCL predates the entry point the call needs: it was added in
+    /// NCCL `needs.0.needs.1`. The source says which symbol is missing and from
+    /// which library. Nothing was called.
+    #[error("{context}: needs NCCL {}.{} or later", needs.0, needs.1)]
+    TooOld {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// The NCCL release (major, minor) that added the entry point.
+        needs: (u32, u32),
+        /// The missing entry point.
+        #[source]
+        reason: Box<Unavailable>,
+    },
     /// An argument was rejected before NCCL was called; `kind` says which
     /// common case it is, for matching.
     #[error("{context}: {message}")]
@@ -81,10 +94,11 @@ impl Error {
         }
     }
 
-    /// Whether NCCL (or cuda-core's driver) was not available.
+    /// Whether NCCL (or cuda-core's driver) was not available, or lacked an
+    /// entry point ([`Error::TooOld`]).
     pub fn is_unavailable(&self) -> bool {
         match self {
-            Self::Unavailable { .. } => true,
+            Self::Unavailable { .. } | Self::TooOld { .. } => true,
             Self::Core(e) => e.is_unavailable(),
             _ => false,
         }
@@ -112,7 +126,34 @@ pub(crate) fn check(code: sys::ncclResult_t, context: impl FnOnce() -> String) -
         .map_err(|source| Error::from_nccl(source, context()))
 }
 
+/// [`check`] for an entry point NCCL added in release `needs` (major, minor): a
+/// library that lacks it gives [`Error::TooOld`], naming that release.
+pub(crate) fn check_since(
+    code: sys::ncclResult_t,
+    needs: (u32, u32),
+    context: impl FnOnce() -> String,
+) -> Result<()> {
+    check(code, context).map_err(|e| e.needing(needs))
+}
+
 impl Error {
+    /// `self`, as [`Error::TooOld`] when it says the loaded library lacks the
+    /// entry point (a release before `needs`).
+    fn needing(self, needs: (u32, u32)) -> Self {
+        match self {
+            Self::Unavailable { context, reason }
+                if matches!(*reason, Unavailable::Symbol { .. }) =>
+            {
+                Self::TooOld {
+                    context,
+                    needs,
+                    reason,
+                }
+            }
+            e => e,
+        }
+    }
+
     /// NCCL's error as [`Error::Unavailable`] when the call could not be made,
     /// else as [`Error::Nccl`] with NCCL's last error message.
     pub(crate) fn from_nccl(source: NcclError, context: impl Into<Cow<'static, str>>) -> Self {
@@ -146,4 +187,37 @@ fn last_error() -> Option<String> {
         .trim()
         .to_owned();
     (!s.is_empty()).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use cuda_bindings::ApiKind;
+
+    #[test]
+    fn a_missing_symbol_names_the_release_that_added_it() {
+        let symbol = Unavailable::Symbol {
+            api: ApiKind::Nccl,
+            name: "ncclGather",
+            symbol: "ncclGather",
+            path: "/lib/libnccl.so.2".into(),
+        };
+        let e = Error::Unavailable {
+            context: "gathering".into(),
+            reason: Box::new(symbol),
+        }
+        .needing((2, 28));
+        assert!(matches!(e, Error::TooOld { needs: (2, 28), .. }), "{e:?}");
+        assert!(e.is_unavailable());
+        assert_eq!(e.to_string(), "gathering: needs NCCL 2.28 or later");
+        let source = std::error::Error::source(&e).unwrap().to_string();
+        assert!(source.contains("`ncclGather` is not exported"), "{source}");
+        // Any other error is left as it is.
+        let other = Error::invalid("gathering", InvalidKind::Other, "no");
+        assert!(matches!(
+            other.needing((2, 28)),
+            Error::InvalidArgument { .. }
+        ));
+    }
 }

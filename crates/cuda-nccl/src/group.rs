@@ -12,8 +12,11 @@ use cuda_bindings::nccl as sys;
 use cuda_core::{Buffer, DeviceView, DeviceViewMut, InvalidKind, Stream};
 
 use crate::comm::Communicator;
-use crate::error::{Error, Result, check};
-use crate::types::{Element, ReduceOp};
+use crate::error::{Error, Result, check, check_since};
+use crate::types::{Element, ReduceOp, Reduction};
+
+/// The NCCL release that added all-to-all, gather and scatter.
+const NCCL_2_28: (u32, u32) = (2, 28);
 
 /// Which operation, with its root or peer rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +28,9 @@ enum Kind {
     ReduceScatter,
     Send { peer: usize },
     Recv { peer: usize },
+    AllToAll { count: usize },
+    Gather { root: usize },
+    Scatter { root: usize },
 }
 
 impl Kind {
@@ -37,6 +43,9 @@ impl Kind {
             Self::ReduceScatter => "reduce-scattering",
             Self::Send { .. } => "sending",
             Self::Recv { .. } => "receiving",
+            Self::AllToAll { .. } => "exchanging",
+            Self::Gather { .. } => "gathering",
+            Self::Scatter { .. } => "scattering",
         }
     }
 }
@@ -64,7 +73,10 @@ fn layout(
 ) -> Result<Layout, (InvalidKind, String)> {
     let out_of_range = |m: String| Err((InvalidKind::OutOfRange, m));
     let rank_arg = match kind {
-        Kind::Broadcast { root } | Kind::Reduce { root } => Some(("root", root)),
+        Kind::Broadcast { root }
+        | Kind::Reduce { root }
+        | Kind::Gather { root }
+        | Kind::Scatter { root } => Some(("root", root)),
         Kind::Send { peer } | Kind::Recv { peer } => Some(("peer", peer)),
         _ => None,
     };
@@ -102,6 +114,10 @@ fn layout(
                     }
                 })
             }
+            Kind::AllToAll { .. } | Kind::Gather { .. } | Kind::Scatter { .. } => Err((
+                InvalidKind::Other,
+                format!("{} cannot run in place", kind.verb()),
+            )),
             _ => Ok(plain(len)),
         };
     }
@@ -140,9 +156,53 @@ fn layout(
         },
         (Kind::AllGather, Some(s), Some(r)) => times(s, r, "the receive view"),
         (Kind::ReduceScatter, Some(s), Some(r)) => times(r, s, "the send view"),
+        (Kind::AllToAll { count }, Some(s), Some(r)) => {
+            times(count, s, "the send view")?;
+            times(count, r, "the receive view")
+        }
+        // Only the root receives (gather) or sends (scatter) the whole.
+        (Kind::Gather { root }, Some(s), r) => match r {
+            Some(r) if rank == root => times(s, r, "the receive view"),
+            None if rank == root => Err((
+                InvalidKind::Other,
+                format!("rank {root} is the root: it must give a view to receive into"),
+            )),
+            Some(_) => Err((
+                InvalidKind::Other,
+                format!("rank {rank} is not the root (rank {root}): only the root receives"),
+            )),
+            None => Ok(plain(s)),
+        },
+        (Kind::Scatter { root }, s, Some(r)) => match s {
+            Some(s) if rank == root => times(r, s, "the send view"),
+            None if rank == root => Err((
+                InvalidKind::Other,
+                format!("rank {root} is the root: it must give the data to send"),
+            )),
+            Some(_) => Err((
+                InvalidKind::Other,
+                format!("rank {rank} is not the root (rank {root}): only the root sends"),
+            )),
+            None => Ok(plain(r)),
+        },
         (Kind::Send { .. }, Some(s), None) => Ok(plain(s)),
         (Kind::Recv { .. }, None, Some(r)) => Ok(plain(r)),
         _ => Err((InvalidKind::Other, "the operation lacks a buffer".into())),
+    }
+}
+
+/// Checks that everything an operation uses (`(what, device ordinal)`) is on
+/// the rank's device `own`.
+fn same_device(
+    own: usize,
+    used: impl IntoIterator<Item = (&'static str, usize)>,
+) -> Result<(), (InvalidKind, String)> {
+    match used.into_iter().find(|(_, d)| *d != own) {
+        Some((what, d)) => Err((
+            InvalidKind::OtherDevice,
+            format!("{what} is on device {d}, the rank on device {own}"),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -151,7 +211,7 @@ struct Op<'a, T> {
     comm: &'a Communicator,
     stream: &'a Stream,
     kind: Kind,
-    red: ReduceOp,
+    red: Reduction<'a>,
     send: Option<DeviceView<'a, T>>,
     recv: Option<DeviceViewMut<'a, T>>,
     in_place: Option<DeviceViewMut<'a, T>>,
@@ -172,7 +232,7 @@ impl<'a, T: Element> Op<'a, T> {
         comm: &'a Communicator,
         stream: &'a Stream,
         kind: Kind,
-        red: ReduceOp,
+        red: Reduction<'a>,
         send: Option<DeviceView<'a, T>>,
         recv: Option<DeviceViewMut<'a, T>>,
         in_place: Option<DeviceViewMut<'a, T>>,
@@ -191,33 +251,28 @@ impl<'a, T: Element> Op<'a, T> {
                 recv_offset: 0,
             },
         };
-        let own = comm.device();
         let devices = [
             Some(("the stream", stream.device())),
             op.send.as_ref().map(|v| ("the send view", v.device())),
             op.recv.as_ref().map(|v| ("the receive view", v.device())),
             op.in_place.as_ref().map(|v| ("the buffer", v.device())),
         ];
-        if let Some((what, d)) = devices.into_iter().flatten().find(|(_, d)| *d != own) {
-            return Err(Error::invalid(
-                op.context(),
-                InvalidKind::OtherDevice,
-                format!(
-                    "{what} is on device {}, the rank on device {}",
-                    d.ordinal(),
-                    own.ordinal()
-                ),
-            ));
-        }
-        op.layout = layout(
-            kind,
-            op.send.as_ref().map(DeviceView::len),
-            op.recv.as_ref().map(DeviceViewMut::len),
-            op.in_place.as_ref().map(DeviceViewMut::len),
-            comm.rank(),
-            comm.size(),
+        let checked = same_device(
+            comm.device().ordinal(),
+            devices.into_iter().flatten().map(|(w, d)| (w, d.ordinal())),
         )
-        .map_err(|(k, m)| Error::invalid(op.context(), k, m))?;
+        .and_then(|()| red.check_use(comm.raw, T::DATA_TYPE, T::NAME))
+        .and_then(|()| {
+            layout(
+                kind,
+                op.send.as_ref().map(DeviceView::len),
+                op.recv.as_ref().map(DeviceViewMut::len),
+                op.in_place.as_ref().map(DeviceViewMut::len),
+                comm.rank(),
+                comm.size(),
+            )
+        });
+        op.layout = checked.map_err(|(k, m)| Error::invalid(op.context(), k, m))?;
         Ok(op)
     }
 
@@ -227,7 +282,9 @@ impl<'a, T: Element> Op<'a, T> {
             Kind::Reduce { root } => format!(" ({}) to rank {root}", self.red.name()),
             Kind::Broadcast { root } => format!(" from rank {root}"),
             Kind::Send { peer } => format!(" to rank {peer}"),
-            Kind::Recv { peer } => format!(" from rank {peer}"),
+            Kind::Recv { peer } | Kind::Scatter { root: peer } => format!(" from rank {peer}"),
+            Kind::Gather { root } => format!(" to rank {root}"),
+            Kind::AllToAll { .. } => " all-to-all".into(),
             Kind::AllGather => String::new(),
         };
         let len = [
@@ -304,9 +361,21 @@ impl<T: Element> Pending for Op<'_, T> {
                 Kind::ReduceScatter => sys::ncclReduceScatter(send, recv, n, dt, red, comm, stream),
                 Kind::Send { peer } => sys::ncclSend(send, n, dt, rank(peer), comm, stream),
                 Kind::Recv { peer } => sys::ncclRecv(recv, n, dt, rank(peer), comm, stream),
+                Kind::AllToAll { .. } => sys::ncclAlltoAll(send, recv, n, dt, comm, stream),
+                Kind::Gather { root } => {
+                    sys::ncclGather(send, recv, n, dt, rank(root), comm, stream)
+                }
+                Kind::Scatter { root } => {
+                    sys::ncclScatter(send, recv, n, dt, rank(root), comm, stream)
+                }
             }
         };
-        check(status, || self.context())
+        match self.kind {
+            Kind::AllToAll { .. } | Kind::Gather { .. } | Kind::Scatter { .. } => {
+                check_since(status, NCCL_2_28, || self.context())
+            }
+            _ => check(status, || self.context()),
+        }
     }
 
     fn order_frees(&self) -> Result<()> {
@@ -422,14 +491,14 @@ impl<'a> Group<'a> {
         comm: &'a Communicator,
         send: DeviceView<'a, T>,
         recv: DeviceViewMut<'a, T>,
-        op: ReduceOp,
+        op: impl Into<Reduction<'a>>,
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let o = Op::new(
             comm,
             stream,
             Kind::AllReduce,
-            op,
+            op.into(),
             Some(send),
             Some(recv),
             None,
@@ -445,10 +514,18 @@ impl<'a> Group<'a> {
         &mut self,
         comm: &'a Communicator,
         buf: DeviceViewMut<'a, T>,
-        op: ReduceOp,
+        op: impl Into<Reduction<'a>>,
         stream: &'a Stream,
     ) -> Result<&mut Self> {
-        let o = Op::new(comm, stream, Kind::AllReduce, op, None, None, Some(buf))?;
+        let o = Op::new(
+            comm,
+            stream,
+            Kind::AllReduce,
+            op.into(),
+            None,
+            None,
+            Some(buf),
+        )?;
         Ok(self.push(o))
     }
 
@@ -465,7 +542,15 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::Broadcast { root };
-        let o = Op::new(comm, stream, kind, ReduceOp::Sum, send, Some(recv), None)?;
+        let o = Op::new(
+            comm,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            send,
+            Some(recv),
+            None,
+        )?;
         Ok(self.push(o))
     }
 
@@ -481,7 +566,15 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::Broadcast { root };
-        let o = Op::new(comm, stream, kind, ReduceOp::Sum, None, None, Some(buf))?;
+        let o = Op::new(
+            comm,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            None,
+            None,
+            Some(buf),
+        )?;
         Ok(self.push(o))
     }
 
@@ -494,7 +587,7 @@ impl<'a> Group<'a> {
         comm: &'a Communicator,
         send: DeviceView<'a, T>,
         recv: Option<DeviceViewMut<'a, T>>,
-        op: ReduceOp,
+        op: impl Into<Reduction<'a>>,
         root: usize,
         stream: &'a Stream,
     ) -> Result<&mut Self> {
@@ -502,7 +595,7 @@ impl<'a> Group<'a> {
             comm,
             stream,
             Kind::Reduce { root },
-            op,
+            op.into(),
             Some(send),
             recv,
             None,
@@ -526,7 +619,7 @@ impl<'a> Group<'a> {
             comm,
             stream,
             kind,
-            ReduceOp::Sum,
+            ReduceOp::Sum.into(),
             Some(send),
             Some(recv),
             None,
@@ -543,11 +636,11 @@ impl<'a> Group<'a> {
         comm: &'a Communicator,
         send: DeviceView<'a, T>,
         recv: DeviceViewMut<'a, T>,
-        op: ReduceOp,
+        op: impl Into<Reduction<'a>>,
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::ReduceScatter;
-        let o = Op::new(comm, stream, kind, op, Some(send), Some(recv), None)?;
+        let o = Op::new(comm, stream, kind, op.into(), Some(send), Some(recv), None)?;
         Ok(self.push(o))
     }
 
@@ -563,7 +656,15 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::Send { peer };
-        let o = Op::new(comm, stream, kind, ReduceOp::Sum, Some(buf), None, None)?;
+        let o = Op::new(
+            comm,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            Some(buf),
+            None,
+            None,
+        )?;
         Ok(self.push(o))
     }
 
@@ -579,7 +680,92 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::Recv { peer };
-        let o = Op::new(comm, stream, kind, ReduceOp::Sum, None, Some(buf), None)?;
+        let o = Op::new(
+            comm,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            None,
+            Some(buf),
+            None,
+        )?;
+        Ok(self.push(o))
+    }
+
+    /// Adds [`Communicator::all_to_all`].
+    ///
+    /// # Errors
+    /// As [`Communicator::all_to_all`]'s checks.
+    pub fn all_to_all<T: Element>(
+        &mut self,
+        comm: &'a Communicator,
+        send: DeviceView<'a, T>,
+        recv: DeviceViewMut<'a, T>,
+        count_per_peer: usize,
+        stream: &'a Stream,
+    ) -> Result<&mut Self> {
+        let kind = Kind::AllToAll {
+            count: count_per_peer,
+        };
+        let o = Op::new(
+            comm,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            Some(send),
+            Some(recv),
+            None,
+        )?;
+        Ok(self.push(o))
+    }
+
+    /// Adds [`Communicator::gather`].
+    ///
+    /// # Errors
+    /// As [`Communicator::gather`]'s checks.
+    pub fn gather<T: Element>(
+        &mut self,
+        comm: &'a Communicator,
+        send: DeviceView<'a, T>,
+        recv: Option<DeviceViewMut<'a, T>>,
+        root: usize,
+        stream: &'a Stream,
+    ) -> Result<&mut Self> {
+        let kind = Kind::Gather { root };
+        let o = Op::new(
+            comm,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            Some(send),
+            recv,
+            None,
+        )?;
+        Ok(self.push(o))
+    }
+
+    /// Adds [`Communicator::scatter`].
+    ///
+    /// # Errors
+    /// As [`Communicator::scatter`]'s checks.
+    pub fn scatter<T: Element>(
+        &mut self,
+        comm: &'a Communicator,
+        send: Option<DeviceView<'a, T>>,
+        recv: DeviceViewMut<'a, T>,
+        root: usize,
+        stream: &'a Stream,
+    ) -> Result<&mut Self> {
+        let kind = Kind::Scatter { root };
+        let o = Op::new(
+            comm,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            send,
+            Some(recv),
+            None,
+        )?;
         Ok(self.push(o))
     }
 
@@ -623,18 +809,18 @@ impl Communicator {
     /// [`Error::InvalidArgument`]: lengths that differ
     /// ([`InvalidKind::OutOfRange`]), a view or stream of another device
     /// ([`InvalidKind::OtherDevice`]); NCCL's error.
-    pub fn all_reduce<T: Element>(
+    pub fn all_reduce<'o, T: Element>(
         &self,
         send: DeviceView<'_, T>,
         recv: DeviceViewMut<'_, T>,
-        op: ReduceOp,
+        op: impl Into<Reduction<'o>>,
         stream: &Stream,
     ) -> Result<()> {
         Op::new(
             self,
             stream,
             Kind::AllReduce,
-            op,
+            op.into(),
             Some(send),
             Some(recv),
             None,
@@ -646,13 +832,22 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`all_reduce`](Self::all_reduce).
-    pub fn all_reduce_in_place<T: Element>(
+    pub fn all_reduce_in_place<'o, T: Element>(
         &self,
         buf: DeviceViewMut<'_, T>,
-        op: ReduceOp,
+        op: impl Into<Reduction<'o>>,
         stream: &Stream,
     ) -> Result<()> {
-        Op::new(self, stream, Kind::AllReduce, op, None, None, Some(buf))?.run()
+        Op::new(
+            self,
+            stream,
+            Kind::AllReduce,
+            op.into(),
+            None,
+            None,
+            Some(buf),
+        )?
+        .run()
     }
 
     /// Copies rank `root`'s `send` into every rank's `recv` (`ncclBroadcast`).
@@ -670,7 +865,16 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::Broadcast { root };
-        Op::new(self, stream, kind, ReduceOp::Sum, send, Some(recv), None)?.run()
+        Op::new(
+            self,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            send,
+            Some(recv),
+            None,
+        )?
+        .run()
     }
 
     /// [`broadcast`](Self::broadcast) in place: the root's `buf` is sent, every
@@ -685,7 +889,16 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::Broadcast { root };
-        Op::new(self, stream, kind, ReduceOp::Sum, None, None, Some(buf))?.run()
+        Op::new(
+            self,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            None,
+            None,
+            Some(buf),
+        )?
+        .run()
     }
 
     /// Reduces every rank's `send` into rank `root`'s `recv` (`ncclReduce`). The
@@ -693,11 +906,11 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`broadcast`](Self::broadcast), with `recv` required on the root.
-    pub fn reduce<T: Element>(
+    pub fn reduce<'o, T: Element>(
         &self,
         send: DeviceView<'_, T>,
         recv: Option<DeviceViewMut<'_, T>>,
-        op: ReduceOp,
+        op: impl Into<Reduction<'o>>,
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
@@ -705,7 +918,7 @@ impl Communicator {
             self,
             stream,
             Kind::Reduce { root },
-            op,
+            op.into(),
             Some(send),
             recv,
             None,
@@ -717,10 +930,10 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`reduce`](Self::reduce).
-    pub fn reduce_in_place<T: Element>(
+    pub fn reduce_in_place<'o, T: Element>(
         &self,
         buf: DeviceViewMut<'_, T>,
-        op: ReduceOp,
+        op: impl Into<Reduction<'o>>,
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
@@ -728,7 +941,7 @@ impl Communicator {
             self,
             stream,
             Kind::Reduce { root },
-            op,
+            op.into(),
             None,
             None,
             Some(buf),
@@ -755,7 +968,7 @@ impl Communicator {
             self,
             stream,
             kind,
-            ReduceOp::Sum,
+            ReduceOp::Sum.into(),
             Some(send),
             Some(recv),
             None,
@@ -775,7 +988,16 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::AllGather;
-        Op::new(self, stream, kind, ReduceOp::Sum, None, None, Some(buf))?.run()
+        Op::new(
+            self,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            None,
+            None,
+            Some(buf),
+        )?
+        .run()
     }
 
     /// Reduces every rank's `send` and scatters the result: rank `i`'s `recv`
@@ -784,15 +1006,15 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`all_gather`](Self::all_gather), with the roles of the lengths swapped.
-    pub fn reduce_scatter<T: Element>(
+    pub fn reduce_scatter<'o, T: Element>(
         &self,
         send: DeviceView<'_, T>,
         recv: DeviceViewMut<'_, T>,
-        op: ReduceOp,
+        op: impl Into<Reduction<'o>>,
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::ReduceScatter;
-        Op::new(self, stream, kind, op, Some(send), Some(recv), None)?.run()
+        Op::new(self, stream, kind, op.into(), Some(send), Some(recv), None)?.run()
     }
 
     /// [`reduce_scatter`](Self::reduce_scatter) in place: this rank's part of
@@ -800,14 +1022,102 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`all_gather_in_place`](Self::all_gather_in_place).
-    pub fn reduce_scatter_in_place<T: Element>(
+    pub fn reduce_scatter_in_place<'o, T: Element>(
         &self,
         buf: DeviceViewMut<'_, T>,
-        op: ReduceOp,
+        op: impl Into<Reduction<'o>>,
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::ReduceScatter;
-        Op::new(self, stream, kind, op, None, None, Some(buf))?.run()
+        Op::new(self, stream, kind, op.into(), None, None, Some(buf))?.run()
+    }
+
+    /// Sends part `j` of `send` to rank `j` and receives rank `j`'s part `i`
+    /// (this is rank `i`) into part `j` of `recv` (`ncclAlltoAll`, NCCL 2.28 and
+    /// later). Each part holds `count_per_peer` elements, so `send` and `recv`
+    /// hold `size() · count_per_peer`; it does not run in place.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`]: a view that does not hold `size() ·
+    /// count_per_peer` elements ([`InvalidKind::OutOfRange`]), a view or stream
+    /// of another device ([`InvalidKind::OtherDevice`]); [`Error::TooOld`] for
+    /// an NCCL before 2.28; NCCL's error.
+    pub fn all_to_all<T: Element>(
+        &self,
+        send: DeviceView<'_, T>,
+        recv: DeviceViewMut<'_, T>,
+        count_per_peer: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let kind = Kind::AllToAll {
+            count: count_per_peer,
+        };
+        Op::new(
+            self,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            Some(send),
+            Some(recv),
+            None,
+        )?
+        .run()
+    }
+
+    /// Gathers every rank's `send` into rank `root`'s `recv`, rank `i`'s part at
+    /// `i · send.len()` (`ncclGather`, NCCL 2.28 and later). The root gives
+    /// `recv`, of `size() · send.len()` elements; every other rank gives `None`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`]: a root not below the size or a `recv` of
+    /// another length ([`InvalidKind::OutOfRange`]), no `recv` on the root or
+    /// one on another rank ([`InvalidKind::Other`]), a view or stream of another
+    /// device; [`Error::TooOld`] for an NCCL before 2.28; NCCL's error.
+    pub fn gather<T: Element>(
+        &self,
+        send: DeviceView<'_, T>,
+        recv: Option<DeviceViewMut<'_, T>>,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let kind = Kind::Gather { root };
+        Op::new(
+            self,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            Some(send),
+            recv,
+            None,
+        )?
+        .run()
+    }
+
+    /// Scatters rank `root`'s `send` over the ranks: rank `i`'s `recv` gets the
+    /// part at `i · recv.len()` (`ncclScatter`, NCCL 2.28 and later). The root
+    /// gives `send`, of `size() · recv.len()` elements; every other rank gives
+    /// `None`.
+    ///
+    /// # Errors
+    /// As [`gather`](Self::gather), with the roles of `send` and `recv` swapped.
+    pub fn scatter<T: Element>(
+        &self,
+        send: Option<DeviceView<'_, T>>,
+        recv: DeviceViewMut<'_, T>,
+        root: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let kind = Kind::Scatter { root };
+        Op::new(
+            self,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            send,
+            Some(recv),
+            None,
+        )?
+        .run()
     }
 
     /// Sends `buf` to rank `peer` (`ncclSend`), which must post a matching
@@ -825,7 +1135,16 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::Send { peer };
-        Op::new(self, stream, kind, ReduceOp::Sum, Some(buf), None, None)?.run()
+        Op::new(
+            self,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            Some(buf),
+            None,
+            None,
+        )?
+        .run()
     }
 
     /// Receives into `buf` from rank `peer` (`ncclRecv`); see
@@ -840,7 +1159,16 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::Recv { peer };
-        Op::new(self, stream, kind, ReduceOp::Sum, None, Some(buf), None)?.run()
+        Op::new(
+            self,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            None,
+            Some(buf),
+            None,
+        )?
+        .run()
     }
 }
 

@@ -43,7 +43,7 @@ pub use comm::{CommConfig, Communicator};
 pub use error::{Error, Result};
 pub use group::Group;
 pub use id::{UNIQUE_ID_BYTES, UniqueId};
-pub use types::{Element, ReduceOp};
+pub use types::{CustomOp, Element, ReduceOp, Reduction};
 
 /// The loaded NCCL's version: major, minor and patch, e.g. `(2, 28, 9)`.
 ///
