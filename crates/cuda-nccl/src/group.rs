@@ -1259,4 +1259,121 @@ mod tests {
         assert_eq!(l(Kind::Reduce { root: 3 }, 10, 0, 4).unwrap(), plain(10));
         assert!(l(Kind::Reduce { root: 4 }, 10, 0, 4).is_err());
     }
+
+    #[test]
+    fn all_to_all_needs_size_times_count_on_both_sides() {
+        let l = |count, s, r| layout(Kind::AllToAll { count }, Some(s), Some(r), None, 1, 4);
+        assert_eq!(l(3, 12, 12).unwrap(), plain(3));
+        assert_eq!(l(0, 0, 0).unwrap(), plain(0));
+        let (k, m) = l(3, 11, 12).unwrap_err();
+        assert_eq!(k, InvalidKind::OutOfRange);
+        assert!(
+            m.contains("the send view must hold 4 ranks × 3 elements, but holds 11"),
+            "{m}"
+        );
+        let (k, m) = l(3, 12, 13).unwrap_err();
+        assert_eq!(k, InvalidKind::OutOfRange);
+        assert!(
+            m.contains("the receive view must hold 4 ranks × 3 elements, but holds 13"),
+            "{m}"
+        );
+        assert!(l(usize::MAX, 0, 0).is_err());
+        // Not in place, and both views are needed.
+        let (k, m) = layout(Kind::AllToAll { count: 3 }, None, None, Some(12), 0, 4).unwrap_err();
+        assert_eq!(k, InvalidKind::Other);
+        assert!(m.contains("cannot run in place"), "{m}");
+        assert!(layout(Kind::AllToAll { count: 3 }, Some(12), None, None, 0, 4).is_err());
+    }
+
+    #[test]
+    fn gather_takes_a_whole_receive_view_at_the_root_alone() {
+        let g = |root, s, r, rank| layout(Kind::Gather { root }, Some(s), r, None, rank, 4);
+        // The root receives size × count; the others give no view.
+        assert_eq!(g(2, 5, Some(20), 2).unwrap(), plain(5));
+        assert_eq!(g(2, 5, None, 0).unwrap(), plain(5));
+        let (k, m) = g(2, 5, Some(19), 2).unwrap_err();
+        assert_eq!(k, InvalidKind::OutOfRange);
+        assert!(
+            m.contains("the receive view must hold 4 ranks × 5 elements, but holds 19"),
+            "{m}"
+        );
+        let (k, m) = g(2, 5, None, 2).unwrap_err();
+        assert_eq!(k, InvalidKind::Other);
+        assert!(
+            m.contains("rank 2 is the root: it must give a view to receive into"),
+            "{m}"
+        );
+        let (k, m) = g(2, 5, Some(20), 1).unwrap_err();
+        assert_eq!(k, InvalidKind::Other);
+        assert!(
+            m.contains("rank 1 is not the root (rank 2): only the root receives"),
+            "{m}"
+        );
+        let (k, m) = g(4, 5, None, 0).unwrap_err();
+        assert_eq!(k, InvalidKind::OutOfRange);
+        assert!(
+            m.contains("the root rank 4 is not below the 4 ranks"),
+            "{m}"
+        );
+        assert!(layout(Kind::Gather { root: 0 }, None, None, Some(20), 0, 4).is_err());
+    }
+
+    #[test]
+    fn scatter_takes_a_whole_send_view_at_the_root_alone() {
+        let sc = |root, s, r, rank| layout(Kind::Scatter { root }, s, Some(r), None, rank, 4);
+        assert_eq!(sc(0, Some(24), 6, 0).unwrap(), plain(6));
+        assert_eq!(sc(0, None, 6, 3).unwrap(), plain(6));
+        let (k, m) = sc(0, Some(23), 6, 0).unwrap_err();
+        assert_eq!(k, InvalidKind::OutOfRange);
+        assert!(
+            m.contains("the send view must hold 4 ranks × 6 elements, but holds 23"),
+            "{m}"
+        );
+        let (k, m) = sc(0, None, 6, 0).unwrap_err();
+        assert_eq!(k, InvalidKind::Other);
+        assert!(
+            m.contains("rank 0 is the root: it must give the data to send"),
+            "{m}"
+        );
+        let (k, m) = sc(0, Some(24), 6, 3).unwrap_err();
+        assert_eq!(k, InvalidKind::Other);
+        assert!(
+            m.contains("rank 3 is not the root (rank 0): only the root sends"),
+            "{m}"
+        );
+        let (k, _) = sc(7, None, 6, 0).unwrap_err();
+        assert_eq!(k, InvalidKind::OutOfRange);
+        assert!(layout(Kind::Scatter { root: 0 }, None, None, Some(24), 0, 4).is_err());
+    }
+
+    #[test]
+    fn everything_must_be_on_the_ranks_device() {
+        assert!(same_device(1, [("the stream", 1), ("the send view", 1)]).is_ok());
+        assert!(same_device(0, []).is_ok());
+        let (k, m) = same_device(1, [("the stream", 1), ("the receive view", 0)]).unwrap_err();
+        assert_eq!(k, InvalidKind::OtherDevice);
+        assert_eq!(m, "the receive view is on device 0, the rank on device 1");
+    }
+
+    #[test]
+    fn a_custom_reduction_fits_its_own_communicator_and_type_alone() {
+        let mine = 0x10 as sys::ncclComm_t;
+        let other = 0x20 as sys::ncclComm_t;
+        let custom = crate::types::custom_for_test(mine, sys::ncclFloat32, "f32");
+        assert!(custom.check_use(mine, sys::ncclFloat32, "f32").is_ok());
+        assert_eq!(custom.name(), "pre-multiplied sum");
+        assert_eq!(custom.raw(), sys::ncclRedOp_t(5));
+        let (k, m) = custom
+            .check_use(other, sys::ncclFloat32, "f32")
+            .unwrap_err();
+        assert_eq!(k, InvalidKind::Other);
+        assert!(m.contains("made by another communicator"), "{m}");
+        let (k, m) = custom.check_use(mine, sys::ncclFloat64, "f64").unwrap_err();
+        assert_eq!(k, InvalidKind::Other);
+        assert_eq!(m, "the reduction operator was made for f32, not f64");
+        // A built-in operator fits anything.
+        let sum = Reduction::from(ReduceOp::Sum);
+        assert!(sum.check_use(other, sys::ncclFloat64, "f64").is_ok());
+        assert_eq!(sum.raw(), sys::ncclSum);
+    }
 }

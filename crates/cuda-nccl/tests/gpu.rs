@@ -1,7 +1,9 @@
 //! NCCL on the GPU: every collective and send/receive on a one-rank
-//! communicator (made both ways), groups, splits, aborts and the typed errors; on
-//! a machine with several GPUs, all-reduce, broadcast, all-gather,
-//! reduce-scatter and a send/receive ring over every GPU, with one thread driving
+//! communicator (made both ways), all-to-all, gather, scatter and
+//! pre-multiplied sums, groups, splits, aborts and the typed errors; on a
+//! machine with several GPUs, all-reduce, broadcast, all-gather,
+//! reduce-scatter, all-to-all, gather, scatter, pre-multiplied sums and a
+//! send/receive ring over every GPU, with one thread driving
 //! all ranks and with one thread per rank. Without a GPU each test prints
 //! `SKIPPED`; with `CUDA_TEST_REQUIRE_GPU=1` it fails (and with
 //! `CUDA_TEST_REQUIRE_MULTI_GPU=1` so do the multi-GPU tests on one GPU).
@@ -10,7 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cuda_core::{Device, DeviceBuffer, InvalidKind, Stream, StreamOptions};
-use cuda_nccl::{CommConfig, Communicator, Group, ReduceOp, UniqueId};
+use cuda_nccl::{CommConfig, Communicator, Error, Group, ReduceOp, UniqueId};
 use cuda_rs_tests::{require_gpu, require_gpus};
 
 fn setup() -> (Device, Stream) {
@@ -187,6 +189,146 @@ fn bad_arguments_are_typed_errors_before_nccl() {
 }
 
 #[test]
+fn one_rank_exchanges_gathers_and_scatters() {
+    require_gpu!();
+    let (dev, s) = setup();
+    let comm = Communicator::init_all(std::slice::from_ref(&dev))
+        .unwrap()
+        .remove(0);
+    let n = 777;
+    let x = data(n, 3);
+    let a = DeviceBuffer::from_host(&dev, &x, &s).unwrap();
+    let mut b = DeviceBuffer::<f32>::zeroed(&dev, n, &s).unwrap();
+    // One rank: every part is its own.
+    comm.all_to_all(a.view(), b.view_mut(), n, &s).unwrap();
+    assert_eq!(b.to_vec(&s).unwrap(), x);
+    b.view_mut().fill(0.0, &s).unwrap();
+    comm.gather(a.view(), Some(b.view_mut()), 0, &s).unwrap();
+    assert_eq!(b.to_vec(&s).unwrap(), x);
+    b.view_mut().fill(0.0, &s).unwrap();
+    comm.scatter(Some(a.view()), b.view_mut(), 0, &s).unwrap();
+    assert_eq!(b.to_vec(&s).unwrap(), x);
+
+    // The same in one group, on sub-ranges: the rest stays untouched.
+    let mut c = DeviceBuffer::<f32>::zeroed(&dev, 3 * n, &s).unwrap();
+    let (first, rest) = c.split_at_mut(n).unwrap();
+    let (second, third) = rest.into_split_at(n).unwrap();
+    let mut g = Group::new();
+    g.all_to_all(&comm, a.view(), first, n, &s).unwrap();
+    g.gather(&comm, a.view(), Some(second), 0, &s).unwrap();
+    g.scatter(
+        &comm,
+        Some(a.slice(..n - 7).unwrap()),
+        third.into_slice(..n - 7).unwrap(),
+        0,
+        &s,
+    )
+    .unwrap();
+    assert_eq!(g.len(), 3);
+    g.launch().unwrap();
+    let got = c.to_vec(&s).unwrap();
+    assert_eq!(&got[..n], &x[..]);
+    assert_eq!(&got[n..2 * n], &x[..]);
+    assert_eq!(&got[2 * n..3 * n - 7], &x[..n - 7]);
+    assert!(got[3 * n - 7..].iter().all(|v| *v == 0.0));
+
+    // Refusals, before NCCL: wrong lengths, a missing root buffer, a bad root.
+    let kind = |e: Error| (e.invalid_kind(), e.to_string());
+    let (k, m) = kind(
+        comm.all_to_all(a.view(), b.view_mut(), n - 1, &s)
+            .unwrap_err(),
+    );
+    assert_eq!(k, Some(InvalidKind::OutOfRange));
+    assert!(
+        m.starts_with("exchanging 777 f32 all-to-all on rank 0 of 1"),
+        "{m}"
+    );
+    let (k, m) = kind(comm.gather(a.view(), None, 0, &s).unwrap_err());
+    assert_eq!(k, Some(InvalidKind::Other));
+    assert!(m.contains("must give a view to receive into"), "{m}");
+    let (k, _) = kind(comm.scatter(None, b.view_mut(), 0, &s).unwrap_err());
+    assert_eq!(k, Some(InvalidKind::Other));
+    let (k, m) = kind(
+        comm.scatter(Some(a.view()), b.view_mut(), 1, &s)
+            .unwrap_err(),
+    );
+    assert_eq!(k, Some(InvalidKind::OutOfRange));
+    assert!(m.contains("root rank 1 is not below the 1 ranks"), "{m}");
+    let mut short = DeviceBuffer::<f32>::zeroed(&dev, n - 1, &s).unwrap();
+    let (k, _) = kind(
+        comm.gather(a.view(), Some(short.view_mut()), 0, &s)
+            .unwrap_err(),
+    );
+    assert_eq!(k, Some(InvalidKind::OutOfRange));
+    comm.async_error().unwrap();
+}
+
+#[test]
+fn a_pre_multiplied_sum_scales_every_element() {
+    require_gpu!();
+    let (dev, s) = setup();
+    let comm = Communicator::init_all(std::slice::from_ref(&dev))
+        .unwrap()
+        .remove(0);
+    let n = 1000;
+    let x = data(n, 4);
+    let half: Vec<f32> = x.iter().map(|v| v * 0.5).collect();
+    let a = DeviceBuffer::from_host(&dev, &x, &s).unwrap();
+    let mut b = DeviceBuffer::<f32>::zeroed(&dev, n, &s).unwrap();
+    let op = comm.pre_mul_sum(0.5f32).unwrap();
+    assert_eq!(op.scalar(), 0.5);
+    comm.all_reduce(a.view(), b.view_mut(), &op, &s).unwrap();
+    assert_eq!(b.to_vec(&s).unwrap(), half);
+    // In place, by reduce and reduce-scatter, and in a group.
+    let mut c = DeviceBuffer::from_host(&dev, &x, &s).unwrap();
+    comm.all_reduce_in_place(c.view_mut(), &op, &s).unwrap();
+    assert_eq!(c.to_vec(&s).unwrap(), half);
+    comm.reduce(a.view(), Some(b.view_mut()), &op, 0, &s)
+        .unwrap();
+    assert_eq!(b.to_vec(&s).unwrap(), half);
+    b.view_mut().fill(0.0, &s).unwrap();
+    comm.reduce_scatter(a.view(), b.view_mut(), &op, &s)
+        .unwrap();
+    assert_eq!(b.to_vec(&s).unwrap(), half);
+    let mut g = Group::new();
+    g.all_reduce_in_place(&comm, c.view_mut(), &op, &s).unwrap();
+    g.all_reduce(&comm, a.view(), b.view_mut(), ReduceOp::Sum, &s)
+        .unwrap();
+    g.launch().unwrap();
+    let quarter: Vec<f32> = x.iter().map(|v| v * 0.25).collect();
+    assert_eq!(c.to_vec(&s).unwrap(), quarter);
+    assert_eq!(b.to_vec(&s).unwrap(), x);
+
+    // Integers and doubles have their own operators.
+    let xi: Vec<i32> = (0..n as i32).map(|i| i - 500).collect();
+    let mut di = DeviceBuffer::from_host(&dev, &xi, &s).unwrap();
+    let triple = comm.pre_mul_sum(3i32).unwrap();
+    comm.all_reduce_in_place(di.view_mut(), &triple, &s)
+        .unwrap();
+    let want: Vec<i32> = xi.iter().map(|v| v * 3).collect();
+    assert_eq!(di.to_vec(&s).unwrap(), want);
+    // An operator used on another element type is refused before NCCL.
+    let mut d = DeviceBuffer::<f64>::zeroed(&dev, 4, &s).unwrap();
+    let e = comm.all_reduce_in_place(d.view_mut(), &op, &s).unwrap_err();
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::Other));
+    assert!(e.to_string().contains("made for f32, not f64"), "{e}");
+    // So is one of another communicator.
+    let other = Communicator::init_all(std::slice::from_ref(&dev))
+        .unwrap()
+        .remove(0);
+    let e = other
+        .all_reduce_in_place(c.view_mut(), &op, &s)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("made by another communicator"),
+        "{e}"
+    );
+    triple.destroy().unwrap();
+    drop(op);
+    comm.async_error().unwrap();
+}
+
+#[test]
 fn a_buffer_dropped_right_after_a_collective_on_another_stream_is_freed_after_it() {
     require_gpu!();
     let (dev, s) = setup();
@@ -290,6 +432,119 @@ fn several_gpus_in_one_thread() {
             "reduce-scatter on rank {r}"
         );
     }
+}
+
+#[test]
+fn several_gpus_exchange_gather_scatter_and_pre_multiply() {
+    require_gpus!(2);
+    let devices = Device::all().unwrap();
+    let n = devices.len();
+    let comms = Communicator::init_all(&devices).unwrap();
+    let ss = streams(&devices);
+    let len = 4096;
+    // Rank r's part j holds r · 1000 + j, then an index, so every part differs.
+    let part = |r: usize, j: usize| -> Vec<u32> {
+        (0..len as u32)
+            .map(|i| (r * 1000 + j) as u32 * 100_000 + i)
+            .collect()
+    };
+    let sends: Vec<Vec<u32>> = (0..n)
+        .map(|r| (0..n).flat_map(|j| part(r, j)).collect())
+        .collect();
+    let send_bufs: Vec<_> = (0..n)
+        .map(|r| DeviceBuffer::from_host(&devices[r], &sends[r], &ss[r]).unwrap())
+        .collect();
+    let mut exchanged: Vec<_> = (0..n)
+        .map(|r| DeviceBuffer::<u32>::zeroed(&devices[r], n * len, &ss[r]).unwrap())
+        .collect();
+    let mut g = Group::new();
+    for (r, out) in exchanged.iter_mut().enumerate() {
+        g.all_to_all(&comms[r], send_bufs[r].view(), out.view_mut(), len, &ss[r])
+            .unwrap();
+    }
+    g.launch().unwrap();
+    for (r, out) in exchanged.iter().enumerate() {
+        let got = out.to_vec(&ss[r]).unwrap();
+        for j in 0..n {
+            assert_eq!(
+                &got[j * len..(j + 1) * len],
+                &part(j, r)[..],
+                "all-to-all part {j} on rank {r}"
+            );
+        }
+    }
+
+    // Gather every rank's first part at the last rank; scatter rank 0's send.
+    let root = n - 1;
+    let mut gathered = DeviceBuffer::<u32>::zeroed(&devices[root], n * len, &ss[root]).unwrap();
+    let mut scattered: Vec<_> = (0..n)
+        .map(|r| DeviceBuffer::<u32>::zeroed(&devices[r], len, &ss[r]).unwrap())
+        .collect();
+    let mut g = Group::new();
+    let mut at_root = Some(gathered.view_mut());
+    for (r, out) in scattered.iter_mut().enumerate() {
+        let recv = if r == root { at_root.take() } else { None };
+        let first = send_bufs[r].slice(..len).unwrap();
+        g.gather(&comms[r], first, recv, root, &ss[r]).unwrap();
+        let send = (r == 0).then(|| send_bufs[0].view());
+        g.scatter(&comms[r], send, out.view_mut(), 0, &ss[r])
+            .unwrap();
+    }
+    g.launch().unwrap();
+    let got = gathered.to_vec(&ss[root]).unwrap();
+    for q in 0..n {
+        assert_eq!(
+            &got[q * len..(q + 1) * len],
+            &part(q, 0)[..],
+            "gathered part {q}"
+        );
+    }
+    for (r, out) in scattered.iter().enumerate() {
+        assert_eq!(
+            out.to_vec(&ss[r]).unwrap(),
+            part(0, r),
+            "scattered part on rank {r}"
+        );
+    }
+
+    // A pre-multiplied sum: Σ 2 · x_r, each rank with its own operator.
+    let host: Vec<Vec<f32>> = (0..n).map(|r| data(len, r)).collect();
+    let want: Vec<f32> = (0..len)
+        .map(|i| host.iter().map(|h| 2.0 * h[i]).sum())
+        .collect();
+    let mut bufs: Vec<_> = (0..n)
+        .map(|r| DeviceBuffer::from_host(&devices[r], &host[r], &ss[r]).unwrap())
+        .collect();
+    let ops: Vec<_> = comms
+        .iter()
+        .map(|c| c.pre_mul_sum(2.0f32).unwrap())
+        .collect();
+    let mut g = Group::new();
+    for (r, b) in bufs.iter_mut().enumerate() {
+        g.all_reduce_in_place(&comms[r], b.view_mut(), &ops[r], &ss[r])
+            .unwrap();
+    }
+    g.launch().unwrap();
+    for (r, b) in bufs.iter().enumerate() {
+        assert_eq!(
+            b.to_vec(&ss[r]).unwrap(),
+            want,
+            "pre-multiplied sum on rank {r}"
+        );
+    }
+    // Gather and scatter refuse a root buffer on a rank that is not the root.
+    let mut extra = DeviceBuffer::<u32>::zeroed(&devices[1], n * len, &ss[1]).unwrap();
+    let e = Group::new()
+        .gather(
+            &comms[1],
+            send_bufs[1].slice(..len).unwrap(),
+            Some(extra.view_mut()),
+            0,
+            &ss[1],
+        )
+        .unwrap_err();
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::Other));
+    assert!(e.to_string().contains("only the root receives"), "{e}");
 }
 
 #[test]
