@@ -23,7 +23,12 @@
 //!   [`async_error`](Communicator::async_error).
 //! - Collectives on typed views ([`Element`]: integers, `f16`, `bf16`, `f32`,
 //!   `f64`): all-reduce, broadcast, reduce, all-gather, reduce-scatter (each also
-//!   in place), and send/receive; [`Group`] issues several as one NCCL group.
+//!   in place), all-to-all, gather, scatter, and send/receive; [`Group`] issues
+//!   several as one NCCL group.
+//! - Reductions: a built-in [`ReduceOp`] or a pre-multiplied sum
+//!   ([`Communicator::pre_mul_sum`], a [`CustomOp`]), both taken as a
+//!   [`Reduction`]. An entry point the loaded NCCL predates is
+//!   [`Error::TooOld`], naming the release that added it.
 //! - Every length, rank and device is checked before NCCL is called
 //!   ([`Error::InvalidArgument`]), and each buffer's stream-ordered free is
 //!   ordered after the stream the operation ran on.
