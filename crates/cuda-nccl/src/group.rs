@@ -276,6 +276,26 @@ impl<'a, T: Element> Op<'a, T> {
         Ok(op)
     }
 
+    /// [`new`](Self::new) for an operation that reduces nothing.
+    fn moving(
+        comm: &'a Communicator,
+        stream: &'a Stream,
+        kind: Kind,
+        send: Option<DeviceView<'a, T>>,
+        recv: Option<DeviceViewMut<'a, T>>,
+        in_place: Option<DeviceViewMut<'a, T>>,
+    ) -> Result<Self> {
+        Self::new(
+            comm,
+            stream,
+            kind,
+            ReduceOp::Sum.into(),
+            send,
+            recv,
+            in_place,
+        )
+    }
+
     fn context(&self) -> String {
         let what = match self.kind {
             Kind::AllReduce | Kind::ReduceScatter => format!(" ({})", self.red.name()),
@@ -542,15 +562,7 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::Broadcast { root };
-        let o = Op::new(
-            comm,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            send,
-            Some(recv),
-            None,
-        )?;
+        let o = Op::moving(comm, stream, kind, send, Some(recv), None)?;
         Ok(self.push(o))
     }
 
@@ -566,15 +578,7 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::Broadcast { root };
-        let o = Op::new(
-            comm,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            None,
-            None,
-            Some(buf),
-        )?;
+        let o = Op::moving(comm, stream, kind, None, None, Some(buf))?;
         Ok(self.push(o))
     }
 
@@ -615,15 +619,7 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::AllGather;
-        let o = Op::new(
-            comm,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            Some(send),
-            Some(recv),
-            None,
-        )?;
+        let o = Op::moving(comm, stream, kind, Some(send), Some(recv), None)?;
         Ok(self.push(o))
     }
 
@@ -656,15 +652,7 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::Send { peer };
-        let o = Op::new(
-            comm,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            Some(buf),
-            None,
-            None,
-        )?;
+        let o = Op::moving(comm, stream, kind, Some(buf), None, None)?;
         Ok(self.push(o))
     }
 
@@ -680,15 +668,7 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::Recv { peer };
-        let o = Op::new(
-            comm,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            None,
-            Some(buf),
-            None,
-        )?;
+        let o = Op::moving(comm, stream, kind, None, Some(buf), None)?;
         Ok(self.push(o))
     }
 
@@ -707,15 +687,7 @@ impl<'a> Group<'a> {
         let kind = Kind::AllToAll {
             count: count_per_peer,
         };
-        let o = Op::new(
-            comm,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            Some(send),
-            Some(recv),
-            None,
-        )?;
+        let o = Op::moving(comm, stream, kind, Some(send), Some(recv), None)?;
         Ok(self.push(o))
     }
 
@@ -732,15 +704,7 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::Gather { root };
-        let o = Op::new(
-            comm,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            Some(send),
-            recv,
-            None,
-        )?;
+        let o = Op::moving(comm, stream, kind, Some(send), recv, None)?;
         Ok(self.push(o))
     }
 
@@ -757,15 +721,7 @@ impl<'a> Group<'a> {
         stream: &'a Stream,
     ) -> Result<&mut Self> {
         let kind = Kind::Scatter { root };
-        let o = Op::new(
-            comm,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            send,
-            Some(recv),
-            None,
-        )?;
+        let o = Op::moving(comm, stream, kind, send, Some(recv), None)?;
         Ok(self.push(o))
     }
 
@@ -865,16 +821,7 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::Broadcast { root };
-        Op::new(
-            self,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            send,
-            Some(recv),
-            None,
-        )?
-        .run()
+        Op::moving(self, stream, kind, send, Some(recv), None)?.run()
     }
 
     /// [`broadcast`](Self::broadcast) in place: the root's `buf` is sent, every
@@ -889,16 +836,7 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::Broadcast { root };
-        Op::new(
-            self,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            None,
-            None,
-            Some(buf),
-        )?
-        .run()
+        Op::moving(self, stream, kind, None, None, Some(buf))?.run()
     }
 
     /// Reduces every rank's `send` into rank `root`'s `recv` (`ncclReduce`). The
@@ -964,16 +902,7 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::AllGather;
-        Op::new(
-            self,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            Some(send),
-            Some(recv),
-            None,
-        )?
-        .run()
+        Op::moving(self, stream, kind, Some(send), Some(recv), None)?.run()
     }
 
     /// [`all_gather`](Self::all_gather) in place: this rank's part is already at
@@ -988,16 +917,7 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::AllGather;
-        Op::new(
-            self,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            None,
-            None,
-            Some(buf),
-        )?
-        .run()
+        Op::moving(self, stream, kind, None, None, Some(buf))?.run()
     }
 
     /// Reduces every rank's `send` and scatters the result: rank `i`'s `recv`
@@ -1052,16 +972,7 @@ impl Communicator {
         let kind = Kind::AllToAll {
             count: count_per_peer,
         };
-        Op::new(
-            self,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            Some(send),
-            Some(recv),
-            None,
-        )?
-        .run()
+        Op::moving(self, stream, kind, Some(send), Some(recv), None)?.run()
     }
 
     /// Gathers every rank's `send` into rank `root`'s `recv`, rank `i`'s part at
@@ -1081,16 +992,7 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::Gather { root };
-        Op::new(
-            self,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            Some(send),
-            recv,
-            None,
-        )?
-        .run()
+        Op::moving(self, stream, kind, Some(send), recv, None)?.run()
     }
 
     /// Scatters rank `root`'s `send` over the ranks: rank `i`'s `recv` gets the
@@ -1108,16 +1010,7 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::Scatter { root };
-        Op::new(
-            self,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            send,
-            Some(recv),
-            None,
-        )?
-        .run()
+        Op::moving(self, stream, kind, send, Some(recv), None)?.run()
     }
 
     /// Sends `buf` to rank `peer` (`ncclSend`), which must post a matching
@@ -1135,16 +1028,7 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::Send { peer };
-        Op::new(
-            self,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            Some(buf),
-            None,
-            None,
-        )?
-        .run()
+        Op::moving(self, stream, kind, Some(buf), None, None)?.run()
     }
 
     /// Receives into `buf` from rank `peer` (`ncclRecv`); see
@@ -1159,16 +1043,7 @@ impl Communicator {
         stream: &Stream,
     ) -> Result<()> {
         let kind = Kind::Recv { peer };
-        Op::new(
-            self,
-            stream,
-            kind,
-            ReduceOp::Sum.into(),
-            None,
-            Some(buf),
-            None,
-        )?
-        .run()
+        Op::moving(self, stream, kind, None, Some(buf), None)?.run()
     }
 }
 

@@ -22,6 +22,13 @@ fn setup() -> (Device, Stream) {
     (dev, s)
 }
 
+/// A communicator of one rank, on `dev`.
+fn one_rank(dev: &Device) -> Communicator {
+    Communicator::init_all(std::slice::from_ref(dev))
+        .unwrap()
+        .remove(0)
+}
+
 fn data(n: usize, seed: usize) -> Vec<f32> {
     (0..n)
         .map(|i| ((i * 31 + seed * 17) % 97) as f32 - 40.0)
@@ -32,9 +39,7 @@ fn data(n: usize, seed: usize) -> Vec<f32> {
 fn one_rank_runs_every_collective() {
     require_gpu!();
     let (dev, s) = setup();
-    let comm = Communicator::init_all(std::slice::from_ref(&dev))
-        .unwrap()
-        .remove(0);
+    let comm = one_rank(&dev);
     assert_eq!((comm.rank(), comm.size(), comm.device()), (0, 1, &dev));
     let n = 1000;
     let x = data(n, 1);
@@ -136,9 +141,7 @@ fn a_rank_joins_by_unique_id_and_sends_to_itself_in_a_group() {
 fn bad_arguments_are_typed_errors_before_nccl() {
     require_gpu!();
     let (dev, s) = setup();
-    let comm = Communicator::init_all(std::slice::from_ref(&dev))
-        .unwrap()
-        .remove(0);
+    let comm = one_rank(&dev);
     let a = DeviceBuffer::<f32>::zeroed(&dev, 8, &s).unwrap();
     let mut b = DeviceBuffer::<f32>::zeroed(&dev, 9, &s).unwrap();
     let kind = |e: cuda_nccl::Error| (e.invalid_kind(), e.to_string());
@@ -192,9 +195,7 @@ fn bad_arguments_are_typed_errors_before_nccl() {
 fn one_rank_exchanges_gathers_and_scatters() {
     require_gpu!();
     let (dev, s) = setup();
-    let comm = Communicator::init_all(std::slice::from_ref(&dev))
-        .unwrap()
-        .remove(0);
+    let comm = one_rank(&dev);
     let n = 777;
     let x = data(n, 3);
     let a = DeviceBuffer::from_host(&dev, &x, &s).unwrap();
@@ -267,9 +268,7 @@ fn one_rank_exchanges_gathers_and_scatters() {
 fn a_pre_multiplied_sum_scales_every_element() {
     require_gpu!();
     let (dev, s) = setup();
-    let comm = Communicator::init_all(std::slice::from_ref(&dev))
-        .unwrap()
-        .remove(0);
+    let comm = one_rank(&dev);
     let n = 1000;
     let x = data(n, 4);
     let half: Vec<f32> = x.iter().map(|v| v * 0.5).collect();
@@ -313,9 +312,7 @@ fn a_pre_multiplied_sum_scales_every_element() {
     assert_eq!(e.invalid_kind(), Some(InvalidKind::Other));
     assert!(e.to_string().contains("made for f32, not f64"), "{e}");
     // So is one of another communicator.
-    let other = Communicator::init_all(std::slice::from_ref(&dev))
-        .unwrap()
-        .remove(0);
+    let other = one_rank(&dev);
     let e = other
         .all_reduce_in_place(c.view_mut(), &op, &s)
         .unwrap_err();
@@ -332,9 +329,7 @@ fn a_pre_multiplied_sum_scales_every_element() {
 fn a_buffer_dropped_right_after_a_collective_on_another_stream_is_freed_after_it() {
     require_gpu!();
     let (dev, s) = setup();
-    let comm = Communicator::init_all(std::slice::from_ref(&dev))
-        .unwrap()
-        .remove(0);
+    let comm = one_rank(&dev);
     let other = dev.create_stream(StreamOptions::default()).unwrap();
     let n = 1 << 24;
     let x = vec![1.5f32; n];
