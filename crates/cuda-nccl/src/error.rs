@@ -38,9 +38,10 @@ pub enum Error {
         #[source]
         reason: Box<Unavailable>,
     },
-    /// The loaded NCCL predates the entry point the call needs: it was added in
-    /// NCCL `needs.0.needs.1`. The source says which symbol is missing and from
-    /// which library. Nothing was called.
+    /// The loaded NCCL predates the entry point the call needs, which NCCL added
+    /// in release `needs` (major, minor; 2.28 for all-to-all, gather and
+    /// scatter). The source says which symbol is missing from which library.
+    /// Nothing was called.
     #[error("{context}: needs NCCL {}.{} or later", needs.0, needs.1)]
     TooOld {
         /// What was being done.
