@@ -15,7 +15,7 @@ use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::util::{cargo, no_more, take_value, workspace_root};
+use crate::util::{cargo, no_more, run_cmd, take_value, workspace_root};
 
 /// The most a package may weigh, so that it travels to a GPU machine.
 const MAX_BYTES: u64 = 64 * 1024 * 1024;
@@ -309,12 +309,7 @@ fn archive(dir: &Path) -> Result<PathBuf, String> {
         .arg("-C")
         .arg(parent)
         .arg(name);
-    let status = cmd
-        .status()
-        .map_err(|e| format!("running {cmd:?} (tar and xz are needed): {e}"))?;
-    if !status.success() {
-        return Err(format!("{cmd:?} failed with {status}"));
-    }
+    run_cmd(&mut cmd).map_err(|e| format!("{e} (packing needs tar and xz)"))?;
     Ok(archive)
 }
 

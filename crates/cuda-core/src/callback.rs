@@ -75,9 +75,7 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 fn run_caught(f: impl FnOnce(), slot: &PanicSlot) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
         slot.record(panic_message(&*payload));
-        if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-            std::mem::forget(again);
-        }
+        drop_caught(payload);
     }
 }
 

@@ -17,6 +17,7 @@ use crate::{
     Kernel, KernelArg, LaunchConfig, MemoryResource, Stream, StreamOptions, TypedKernel,
 };
 
+use super::capture::CaptureInfo;
 use super::{
     CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphCompleteOptions, GraphCondition,
     GraphExec, Keep, Root, add_node, body_handles, conditional_params, create_condition_in, keep,
@@ -440,6 +441,21 @@ fn check_graph_memory(
 
 /// Checks that `thing` (memory, a graph, a pool, an event) of device `other`
 /// can be used by work of a builder on `device`.
+/// The capture status `status` allows work, else why not.
+fn active(status: CaptureStatus, what: Cow<'static, str>) -> Result<()> {
+    match status {
+        CaptureStatus::Active => Ok(()),
+        CaptureStatus::Invalidated => Err(Error::invalid(
+            what,
+            "an error invalidated the capture; end the building to discard it",
+        )),
+        CaptureStatus::None => Err(Error::invalid(
+            what,
+            "the builder's stream is no longer capturing",
+        )),
+    }
+}
+
 pub(super) fn check_device(
     device: &Device,
     (thing, other): (&str, &Device),
@@ -932,23 +948,29 @@ impl GraphBuilder {
     /// ended, for instance by a driver error, would run at once).
     fn check_building(&self, what: impl Into<Cow<'static, str>>) -> Result<()> {
         let what = what.into();
+        self.check_phase(what.clone())?;
+        active(self.stream.capture_status()?, what)
+    }
+
+    /// As [`check_building`](Self::check_building), returning the capture's
+    /// graph and current dependencies (one `cuStreamGetCaptureInfo`, which
+    /// answers the status too), for work that adds nodes itself.
+    fn capturing(&self, what: impl Into<Cow<'static, str>>) -> Result<CaptureInfo> {
+        let what = what.into();
+        self.check_phase(what.clone())?;
+        let info = self.stream.capture_info()?;
+        active(info.status, what)?;
+        Ok(info)
+    }
+
+    /// The builder's own state allows work (no driver call).
+    fn check_phase(&self, what: Cow<'static, str>) -> Result<()> {
         check_building(
             self.role.kind(),
             self.phase,
             self.family.ended.load(Ordering::Acquire),
-            what.clone(),
-        )?;
-        match self.stream.capture_status()? {
-            CaptureStatus::Active => Ok(()),
-            CaptureStatus::Invalidated => Err(Error::invalid(
-                what,
-                "an error invalidated the capture; end the building to discard it",
-            )),
-            CaptureStatus::None => Err(Error::invalid(
-                what,
-                "the builder's stream is no longer capturing",
-            )),
-        }
+            what,
+        )
     }
 
     /// Splits `count - 1` builders off this one (`split(count)`: Python's tuple
@@ -1032,12 +1054,8 @@ impl GraphBuilder {
     /// driver before CUDA 12.3; the driver's error.
     pub fn create_conditional_handle(&self, default: Option<u32>) -> Result<GraphCondition> {
         const WHAT: &str = "creating a graph condition in a graph builder";
-        self.check_building(WHAT)?;
+        let info = self.capturing(WHAT)?;
         crate::versions::require_driver(12030, "graph conditions", || WHAT)?;
-        let info = self.stream.capture_info()?;
-        if info.status != CaptureStatus::Active {
-            return Err(Error::invalid(WHAT, "the builder's capture is not active"));
-        }
         create_condition_in(info.graph, &self.family.ctx, default)
     }
 
@@ -1045,15 +1063,8 @@ impl GraphBuilder {
     /// returns a builder for each of its bodies (not yet building).
     fn conditional(&self, condition: GraphCondition, kind: ConditionalKind) -> Result<Vec<Self>> {
         let what = || format!("adding a {kind:?} node to a graph builder");
-        self.check_building(what())?;
+        let info = self.capturing(what())?;
         let (mut p, size) = conditional_params(&self.family.ctx, condition, kind)?;
-        let info = self.stream.capture_info()?;
-        if info.status != CaptureStatus::Active {
-            return Err(Error::invalid(
-                what(),
-                "the builder's capture is not active",
-            ));
-        }
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         let _current = self.family.ctx.ensure_current()?;
         // SAFETY: `p` is a fully initialised conditional node description; the
@@ -1152,12 +1163,8 @@ impl GraphBuilder {
     /// device; the driver's error.
     pub fn add_child(&self, child: &Graph) -> Result<()> {
         const WHAT: &str = "adding a child graph to a graph builder";
-        self.check_building(WHAT)?;
+        let info = self.capturing(WHAT)?;
         check_device(self.device(), ("graph", child.ctx.device()), WHAT)?;
-        let info = self.stream.capture_info()?;
-        if info.status != CaptureStatus::Active {
-            return Err(Error::invalid(WHAT, "the builder's capture is not active"));
-        }
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: the dependencies are nodes of the capture's graph; a live child
         // graph, which the driver clones.

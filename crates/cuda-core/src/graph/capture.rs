@@ -52,6 +52,19 @@ pub enum CaptureStatus {
     Invalidated,
 }
 
+impl CaptureStatus {
+    /// From the driver's value.
+    fn from_raw(s: sys::CUstreamCaptureStatus) -> Self {
+        if s == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE {
+            CaptureStatus::Active
+        } else if s == sys::CU_STREAM_CAPTURE_STATUS_INVALIDATED {
+            CaptureStatus::Invalidated
+        } else {
+            CaptureStatus::None
+        }
+    }
+}
+
 /// What [`Stream::capture_info`] reads of a stream's capture.
 pub(crate) struct CaptureInfo {
     /// Whether, and how, the stream is capturing.
@@ -125,13 +138,7 @@ impl Stream {
         // SAFETY: `s` is valid for writes; a live stream.
         unsafe { sys::cuStreamIsCapturing(self.handle(), &mut s) }
             .check(|| "asking a stream's capture status")?;
-        Ok(if s == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE {
-            CaptureStatus::Active
-        } else if s == sys::CU_STREAM_CAPTURE_STATUS_INVALIDATED {
-            CaptureStatus::Invalidated
-        } else {
-            CaptureStatus::None
-        })
+        Ok(CaptureStatus::from_raw(s))
     }
 
     /// The stream's capture: its status, the graph being captured into and the
@@ -179,15 +186,8 @@ impl Stream {
             // on the stream; copied at once.
             unsafe { std::slice::from_raw_parts(deps, n) }.to_vec()
         };
-        let status = if status == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE {
-            CaptureStatus::Active
-        } else if status == sys::CU_STREAM_CAPTURE_STATUS_INVALIDATED {
-            CaptureStatus::Invalidated
-        } else {
-            CaptureStatus::None
-        };
         Ok(CaptureInfo {
-            status,
+            status: CaptureStatus::from_raw(status),
             graph,
             deps,
         })
