@@ -68,6 +68,8 @@ impl Token {
 }
 
 struct Lexer<'a> {
+    /// The source, as text (for the characters of punctuation) and as bytes.
+    text: &'a str,
     src: &'a [u8],
     i: usize,
     line: u32,
@@ -320,8 +322,10 @@ impl<'a> Lexer<'a> {
                 Tok::Char
             } else {
                 // One character (a UTF-8 sequence counts as one).
-                let ch = std::str::from_utf8(&self.src[self.i..])
-                    .ok()
+                // (`get` is `None` off a character boundary: then one byte.)
+                let ch = self
+                    .text
+                    .get(self.i..)
                     .and_then(|s| s.chars().next())
                     .unwrap_or('\u{FFFD}');
                 for _ in 0..ch.len_utf8().max(1) {
@@ -435,9 +439,11 @@ pub(crate) struct Source {
 
 /// Reads `src`.
 pub(crate) fn parse(src: &str) -> Result<Source, ParseError> {
+    // A byte-order mark is not part of the source.
+    let text = src.strip_prefix('\u{feff}').unwrap_or(src);
     let tokens = Lexer {
-        // A byte-order mark is not part of the source.
-        src: src.strip_prefix('\u{feff}').unwrap_or(src).as_bytes(),
+        text,
+        src: text.as_bytes(),
         i: 0,
         line: 1,
         col: 1,

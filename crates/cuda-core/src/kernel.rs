@@ -79,28 +79,19 @@ pub enum CachePreference {
 
 impl Kernel {
     pub(crate) fn from_library(k: sys::CUkernel, lib: Library, name: &str) -> Result<Self> {
-        Ok(Self {
-            inner: Arc::new(Inner {
-                handle: Handle::Library(k, Some(lib)),
-                name: name.to_string(),
-                params: OnceLock::new(),
-                primary_fn: OnceLock::new(),
-            }),
-        })
+        Ok(Self::with_handle(
+            Handle::Library(k, Some(lib)),
+            name.to_string(),
+        ))
     }
 
     pub(crate) fn from_module(f: sys::CUfunction, m: Module, name: &str) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                handle: Handle::Module(f, Some(m)),
-                name: name.to_string(),
-                params: OnceLock::new(),
-                primary_fn: OnceLock::new(),
-            }),
-        }
+        Self::with_handle(Handle::Module(f, Some(m)), name.to_string())
     }
 
-    fn adopted(handle: Handle, name: String) -> Self {
+    /// The one constructor: a kernel of `handle` (owned through its library or
+    /// module, or adopted), its parameters and primary function read on demand.
+    fn with_handle(handle: Handle, name: String) -> Self {
         Self {
             inner: Arc::new(Inner {
                 handle,
@@ -159,7 +150,7 @@ impl Kernel {
         // SAFETY: `name` is valid for writes; a live kernel.
         let rc = unsafe { sys::cuKernelGetName(&mut name, handle) };
         let name = driver_name(rc, name, handle.cast());
-        Ok(Self::adopted(Handle::Library(handle, library), name))
+        Ok(Self::with_handle(Handle::Library(handle, library), name))
     }
 
     /// Adopts a module function (`CUfunction`) made elsewhere. As
@@ -197,7 +188,7 @@ impl Kernel {
         // SAFETY: `name` is valid for writes; a live function.
         let rc = unsafe { sys::cuFuncGetName(&mut name, function) };
         let name = driver_name(rc, name, function.cast());
-        Ok(Self::adopted(Handle::Module(function, module), name))
+        Ok(Self::with_handle(Handle::Module(function, module), name))
     }
 
     /// Whether the kernel keeps its library or module loaded (`false` for a

@@ -587,11 +587,10 @@ impl ProgramOptions {
 
     /// The fields that are set (differ from the default), by name.
     pub(super) fn set_fields(&self) -> Vec<&'static str> {
-        let d = Self::default();
         [
-            ("name", self.name != d.name),
-            ("arch", self.arch != d.arch),
-            ("std", self.std != d.std),
+            ("name", self.name.is_some()),
+            ("arch", self.arch.is_some()),
+            ("std", self.std.is_some()),
             ("relocatable_device_code", self.relocatable_device_code),
             ("extensible_whole_program", self.extensible_whole_program),
             ("debug", self.debug),
