@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use cuda_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Buffer, Device, MemoryKind, MemoryResource, Stream};
+use crate::{Buffer, Device, Location, MemoryKind, MemoryResource, Stream};
 
 /// Which granularity allocations are rounded to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -73,13 +73,13 @@ pub enum VirtualMemoryLocation {
 
 impl VirtualMemoryLocation {
     fn raw(self, device: &Device) -> sys::CUmemLocation {
-        let (type_, id) = match self {
-            Self::Device => (sys::CU_MEM_LOCATION_TYPE_DEVICE, device.ordinal() as i32),
-            Self::Host => (sys::CU_MEM_LOCATION_TYPE_HOST, 0),
-            Self::HostNuma(node) => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA, node),
-            Self::HostNumaCurrent => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
-        };
-        sys::CUmemLocation { type_, id }
+        match self {
+            Self::Device => Location::Device(*device),
+            Self::Host => Location::Host,
+            Self::HostNuma(node) => Location::HostNuma(node),
+            Self::HostNumaCurrent => Location::HostNumaCurrent,
+        }
+        .raw()
     }
 
     fn is_host(self) -> bool {
@@ -286,7 +286,7 @@ fn access_descs(device: &Device, options: &VirtualMemoryOptions) -> Vec<sys::CUm
         let id = d.ordinal() as i32;
         if access != VirtualMemoryAccess::None && !out.iter().any(|a| a.location.id == id) {
             out.push(sys::CUmemAccessDesc {
-                location: VirtualMemoryLocation::Device.raw(&d),
+                location: Location::Device(d).raw(),
                 flags: access.raw(),
             });
         }
@@ -625,7 +625,7 @@ impl VirtualMemoryResource {
         let descs: Vec<sys::CUmemAccessDesc> = access
             .iter()
             .map(|(d, flags)| sys::CUmemAccessDesc {
-                location: VirtualMemoryLocation::Device.raw(d),
+                location: Location::Device(*d).raw(),
                 flags: flags.raw(),
             })
             .collect();
@@ -653,7 +653,7 @@ impl VirtualMemoryResource {
             "reading the access to a virtual allocation",
         )?;
         let mut flags: u64 = 0;
-        let loc = VirtualMemoryLocation::Device.raw(device);
+        let loc = Location::Device(*device).raw();
         // SAFETY: `flags` is valid for writes; the buffer's start is mapped.
         unsafe { sys::cuMemGetAccess(&mut flags, &loc, buffer.ptr()) }.check(|| {
             format!(

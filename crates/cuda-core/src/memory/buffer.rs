@@ -99,15 +99,15 @@ impl Buffer {
         // `mr.deallocate` once (the owner is taken first), ordered on the free stream
         // after the buffer's own work.
         let ptr = unsafe { mr.allocate_raw(size, stream) }?;
-        Ok(Self {
+        let kind = mr.kind();
+        Ok(Self::from_parts(
             ptr,
             size,
-            kind: mr.kind(),
+            kind,
             device,
-            owner: Some((mr, stream.clone())),
-            mapped: false,
-            keep: None,
-        })
+            (mr, stream),
+            false,
+        ))
     }
 
     /// A buffer whose memory `mr` gives back on `stream` (its free stream) when
@@ -654,15 +654,7 @@ impl Buffer {
                 ));
             }
             // Work queued on the free stream must come before the free too.
-            let ordered = (|| {
-                let e = crate::Event::in_context(
-                    free_stream.context(),
-                    crate::EventOptions::default(),
-                )?;
-                e.record(&free_stream)?;
-                other.wait_event(&e)
-            })();
-            if let Err(e) = ordered {
+            if let Err(e) = other.wait_stream(&free_stream) {
                 // Nothing was freed: put the owner back, so that dropping the
                 // buffer frees it on its own stream instead of leaking it.
                 self.owner = Some((mr, free_stream));
