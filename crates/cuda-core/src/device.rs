@@ -126,7 +126,12 @@ impl Device {
             }
         }
         rc.check(|| "reading the current context's device")?;
-        // A `CUdevice` is a handle; find the ordinal it belongs to.
+        Self::from_driver_handle(handle, "reading the current context's device")
+    }
+
+    /// The device whose driver handle is `handle` (a `CUdevice` the driver
+    /// returned): a handle, so the ordinal it belongs to is looked up.
+    pub(crate) fn from_driver_handle(handle: sys::CUdevice, what: &'static str) -> Result<Self> {
         for ordinal in 0..Self::count()? {
             let dev = Self::new(ordinal)?;
             if dev.handle == handle {
@@ -134,7 +139,7 @@ impl Device {
             }
         }
         Err(Error::invalid(
-            "reading the current context's device",
+            what,
             format!("the driver named device handle {handle}, which no ordinal has"),
         ))
     }

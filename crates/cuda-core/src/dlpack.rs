@@ -347,8 +347,7 @@ impl<T: DLPackDType> ArcView<T> {
     /// 64-bit extent.
     pub fn to_dlpack(&self) -> Result<*mut DLManagedTensor> {
         let what = "exporting a view as a DLPack tensor";
-        let len = i64::try_from(self.len())
-            .map_err(|_| Error::out_of_range(what, "the length does not fit in an i64"))?;
+        let [len] = crate::strided::one_dim(self.len(), what)?;
         self.export_as(vec![len], vec![1], what)
     }
 

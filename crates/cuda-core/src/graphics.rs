@@ -527,7 +527,7 @@ impl Deref for MappedArray<'_> {
 /// context (another vendor's GPU, software rendering), no OpenGL context.
 pub fn gl_devices() -> Result<Vec<Device>> {
     const WHAT: &str = "listing the CUDA devices of the current OpenGL context";
-    crate::device::init()?;
+    // (`Device::count` initialises the driver.)
     let capacity = u32::try_from(Device::count()?).unwrap_or(u32::MAX);
     let mut devices: Vec<sys::CUdevice> = vec![0; capacity as usize];
     let mut found: u32 = 0;
@@ -545,12 +545,7 @@ pub fn gl_devices() -> Result<Vec<Device>> {
     devices.truncate(found.min(capacity) as usize);
     devices
         .into_iter()
-        .map(|d| {
-            let ordinal = usize::try_from(d).map_err(|_| {
-                Error::unsupported(WHAT, format!("the driver named device {d}, not an ordinal"))
-            })?;
-            Device::new(ordinal)
-        })
+        .map(|d| Device::from_driver_handle(d, WHAT))
         .collect()
 }
 

@@ -416,11 +416,5 @@ fn context_device(ctx: sys::CUcontext, what: &'static str) -> Result<Device> {
     let pop = unsafe { sys::cuCtxPopCurrent(&mut popped) };
     rc.check(|| what)?;
     pop.check(|| what)?;
-    let ordinal = usize::try_from(dev).map_err(|_| {
-        Error::unsupported(
-            what,
-            format!("the driver named device {dev}, not an ordinal"),
-        )
-    })?;
-    Device::new(ordinal)
+    Device::from_driver_handle(dev, what)
 }

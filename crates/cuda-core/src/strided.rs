@@ -722,7 +722,7 @@ impl IntoStridedMemoryView for StridedMemoryView {
 }
 
 /// One dimension of `len` elements.
-fn one_dim(len: usize, what: &'static str) -> Result<[i64; 1]> {
+pub(crate) fn one_dim(len: usize, what: &'static str) -> Result<[i64; 1]> {
     i64::try_from(len)
         .map(|n| [n])
         .map_err(|_| Error::out_of_range(what, "the length does not fit in an i64"))
