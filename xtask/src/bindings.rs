@@ -338,16 +338,17 @@ fn generate_all() -> Result<BTreeMap<PathBuf, String>, String> {
         let (inc13, inc12) = (headers::include_dir(13), headers::include_dir(12));
         let mut p13 = parse_api(13, &pins13, &inc13, api, Os::Linux, None)?;
         let mut p12 = parse_api(12, &pins12, &inc12, api, Os::Linux, None)?;
+        // No Windows pass for a module compiled on Linux only: its Linux parts
+        // stand for both (one file each).
         let (main_win, diff_win) = if LINUX_ONLY.contains(&api.module) {
-            // No Windows pass: the module is compiled on Linux only, and its
-            // Linux parts stand for both (one file each).
-            assemble(api, &p13, &p12)?
+            (None, None)
         } else {
             let mut w13 = parse_api(13, &pins13, &inc13, api, Os::Windows, Some(&p13))?;
             let mut w12 = parse_api(12, &pins12, &inc12, api, Os::Windows, Some(&p12))?;
             align_entries(&mut p13, &mut w13);
             align_entries(&mut p12, &mut w12);
-            assemble(api, &w13, &w12)?
+            let (main, diff) = assemble(api, &w13, &w12)?;
+            (Some(main), Some(diff))
         };
         let (main, diff) = assemble(api, &p13, &p12)?;
         let header_list: Vec<&str> = api.headers.iter().chain(api.extra_files).copied().collect();
@@ -366,7 +367,7 @@ fn generate_all() -> Result<BTreeMap<PathBuf, String>, String> {
             ),
         ];
         for (dir, linux, windows, banner) in dirs {
-            for (file, text) in render_per_os(&dir, &banner, &linux, &windows)? {
+            for (file, text) in render_per_os(&dir, &banner, &linux, windows.as_ref())? {
                 out.insert(Path::new(&dir).join(file), text);
             }
         }
@@ -1382,41 +1383,45 @@ fn render_per_os(
     dir: &str,
     banner: &str,
     linux: &ModuleParts,
-    windows: &ModuleParts,
+    windows: Option<&ModuleParts>,
 ) -> Result<Vec<(String, String)>, String> {
     let mut files = Vec::new();
     let mut per_os = Vec::new();
     for part in PARTS {
-        let l = linux.render_part(dir, part, banner)?;
-        let w = windows.render_part(dir, part, banner)?;
-        if l == w {
-            files.push((format!("{part}.rs"), l));
-        } else {
-            per_os.push(part);
-            let note = |os: Os, other: &str| {
-                format!(
-                    "{banner}// This file is for {} (bindgen for {}); {other}.\n\n",
-                    match os {
-                        Os::Linux => "every OS but Windows",
-                        Os::Windows => "Windows",
-                    },
-                    os.clang_target(),
-                )
-            };
-            let linux_banner = note(Os::Linux, &format!("Windows' is {part}_windows.rs"));
-            let windows_banner = note(Os::Windows, &format!("the other OSes' is {part}.rs"));
-            files.push((
-                format!("{part}.rs"),
-                linux.render_part(dir, part, &linux_banner)?,
-            ));
-            files.push((
-                format!("{part}_windows.rs"),
-                windows.render_part(dir, part, &windows_banner)?,
-            ));
+        // Each part is rendered once per OS, without a banner (which
+        // `reformat` only puts in front), and compared.
+        let l = linux.render_part(dir, part, "")?;
+        let w = match windows {
+            Some(w) => Some(w.render_part(dir, part, "")?),
+            None => None,
+        };
+        match w {
+            Some(w) if w != l => {
+                per_os.push(part);
+                let note = |os: Os, other: &str| {
+                    format!(
+                        "{banner}// This file is for {} (bindgen for {}); {other}.\n\n",
+                        match os {
+                            Os::Linux => "every OS but Windows",
+                            Os::Windows => "Windows",
+                        },
+                        os.clang_target(),
+                    )
+                };
+                let linux_banner = note(Os::Linux, &format!("Windows' is {part}_windows.rs"));
+                let windows_banner = note(Os::Windows, &format!("the other OSes' is {part}.rs"));
+                files.push((format!("{part}.rs"), format!("{linux_banner}{l}")));
+                files.push((format!("{part}_windows.rs"), format!("{windows_banner}{w}")));
+            }
+            _ => files.push((format!("{part}.rs"), format!("{banner}{l}"))),
         }
     }
     let module = linux.render_mod(dir, banner, &per_os)?;
-    if module != windows.render_mod(dir, banner, &per_os)? {
+    let differs = match windows {
+        Some(w) => module != w.render_mod(dir, banner, &per_os)?,
+        None => false,
+    };
+    if differs {
         return Err(format!(
             "{OUT_REL}/{dir}/mod.rs differs between Linux and Windows (the module's items \
              differ, not only their layouts): the generator writes only the parts {PARTS:?} per OS"
@@ -2129,7 +2134,7 @@ mod tests {
             "nvrtc_cuda12",
             "// banner\n",
             &parts,
-            &parts_of(types.clone()),
+            Some(&parts_of(types.clone())),
         )
         .unwrap();
         assert_eq!(same, parts.render("nvrtc_cuda12", "// banner\n").unwrap());
@@ -2139,7 +2144,7 @@ mod tests {
         ];
         let windows = parts_of(win_types);
         let split: BTreeMap<String, String> =
-            render_per_os("nvrtc_cuda12", "// banner\n", &parts, &windows)
+            render_per_os("nvrtc_cuda12", "// banner\n", &parts, Some(&windows))
                 .unwrap()
                 .into_iter()
                 .collect();
@@ -2167,8 +2172,8 @@ mod tests {
         // A module whose items differ (not only their text) is refused.
         let mut more = types.clone();
         more.push(syn::parse_quote! { pub type nvrtcLong_t = ::core::ffi::c_long; });
-        let err =
-            render_per_os("nvrtc_cuda12", "// banner\n", &parts, &parts_of(more)).unwrap_err();
+        let err = render_per_os("nvrtc_cuda12", "// banner\n", &parts, Some(&parts_of(more)))
+            .unwrap_err();
         assert!(err.contains("mod.rs differs"), "{err}");
 
         assert_eq!(
