@@ -353,8 +353,14 @@ impl Generator {
             out.slice_mut(even..)?
                 .copy_from(pair.slice(..1)?, &self.stream)?;
         }
-        // Dropping `out`'s buffer right after must not free memory cuRAND still fills.
-        Ok(out.buffer().order_free_after(&self.stream)?)
+        // Dropping `out`'s buffer right after must not free memory cuRAND still
+        // fills. For an odd length the copy of the last element, queued after
+        // the fill, ordered the free already; with nothing queued there is
+        // nothing to order.
+        if len % 2 == 0 && even > 0 {
+            out.buffer().order_free_after(&self.stream)?;
+        }
+        Ok(())
     }
 }
 
