@@ -222,7 +222,7 @@ impl Ctx<'_> {
 
 /// Generates the struct and its `impl`.
 pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
-    let (text, file, embed) = match &input.origin {
+    let (text, file, embed, program_name) = match &input.origin {
         Origin::File(lit) => {
             let rel = lit.value();
             let dir = std::env::var_os("CARGO_MANIFEST_DIR").ok_or_else(|| {
@@ -239,16 +239,15 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
                 syn::Error::new(lit.span(), "the source's path is not valid UTF-8")
             })?;
             let embed = quote!(::core::include_str!(#abs));
-            (text, format!("`{rel}`"), embed)
+            let name = rel.rsplit(['/', '\\']).next().unwrap_or(&rel).to_string();
+            (text, format!("`{rel}`"), embed, name)
         }
-        Origin::Inline(lit) => (lit.value(), "the inline source".to_string(), quote!(#lit)),
-    };
-    let program_name = match &input.origin {
-        Origin::File(lit) => {
-            let rel = lit.value();
-            rel.rsplit(['/', '\\']).next().unwrap_or(&rel).to_string()
-        }
-        Origin::Inline(_) => format!("{}.cu", input.name),
+        Origin::Inline(lit) => (
+            lit.value(),
+            "the inline source".to_string(),
+            quote!(#lit),
+            format!("{}.cu", input.name),
+        ),
     };
     let mut ctx = Ctx {
         input,

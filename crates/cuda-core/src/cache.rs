@@ -100,10 +100,15 @@ impl FromStr for ProgramCacheKey {
         if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad());
         }
+        // Every byte is a hex digit now, so decoding cannot fail.
+        let nibble = |b: u8| match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            _ => b - b'A' + 10,
+        };
         let mut out = [0u8; 32];
         for (byte, pair) in out.iter_mut().zip(s.as_bytes().chunks_exact(2)) {
-            let text = std::str::from_utf8(pair).map_err(|_| bad())?;
-            *byte = u8::from_str_radix(text, 16).map_err(|_| bad())?;
+            *byte = (nibble(pair[0]) << 4) | nibble(pair[1]);
         }
         Ok(Self(out))
     }
