@@ -32,6 +32,19 @@ use crate::{
     PinnedMemoryResource, Stream,
 };
 
+/// Takes over `fd`, a new descriptor a driver export just returned; a negative
+/// one (no descriptor) is [`Error::Unsupported`].
+pub(crate) fn owned_fd(fd: std::ffi::c_int, what: &'static str) -> Result<OwnedFd> {
+    if fd < 0 {
+        return Err(Error::unsupported(
+            what,
+            "the driver returned no descriptor",
+        ));
+    }
+    // SAFETY: the driver handed us a new descriptor, which we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// Exports `pool` (made with the POSIX file descriptor handle type) as a new
 /// descriptor.
 pub(crate) fn export_pool(pool: sys::CUmemoryPool) -> Result<OwnedFd> {
@@ -47,14 +60,7 @@ pub(crate) fn export_pool(pool: sys::CUmemoryPool) -> Result<OwnedFd> {
         )
     }
     .check(|| "exporting a memory pool")?;
-    if fd < 0 {
-        return Err(Error::unsupported(
-            "exporting a memory pool",
-            "the driver returned no descriptor",
-        ));
-    }
-    // SAFETY: the driver handed us a new descriptor, which we now own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = owned_fd(fd, "exporting a memory pool")?;
     // Keep a close-on-exec duplicate, so that processes this one starts do not
     // inherit the pool by accident; the original closes here.
     dup_pool_fd(&fd)

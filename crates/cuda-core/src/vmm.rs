@@ -754,23 +754,13 @@ fn export_chunk(
     match handle_type {
         #[cfg(unix)]
         VirtualMemoryHandleType::PosixFd => {
-            use std::os::fd::FromRawFd as _;
             let mut fd: std::ffi::c_int = -1;
             // SAFETY: the POSIX descriptor type writes an `int`; a live chunk.
             unsafe {
                 sys::cuMemExportToShareableHandle((&raw mut fd).cast(), chunk, handle_type.raw(), 0)
             }
             .check(|| what)?;
-            if fd < 0 {
-                return Err(Error::unsupported(
-                    what,
-                    "the driver returned no descriptor",
-                ));
-            }
-            // SAFETY: the driver handed us a new descriptor, which we now own.
-            Ok(ShareableHandle::Fd(unsafe {
-                std::os::fd::OwnedFd::from_raw_fd(fd)
-            }))
+            crate::ipc::owned_fd(fd, what).map(ShareableHandle::Fd)
         }
         VirtualMemoryHandleType::Fabric => {
             let mut h = sys::CUmemFabricHandle::default();
