@@ -439,8 +439,6 @@ fn check_graph_memory(
     }
 }
 
-/// Checks that `thing` (memory, a graph, a pool, an event) of device `other`
-/// can be used by work of a builder on `device`.
 /// The capture status `status` allows work, else why not.
 fn active(status: CaptureStatus, what: Cow<'static, str>) -> Result<()> {
     match status {
@@ -456,6 +454,8 @@ fn active(status: CaptureStatus, what: Cow<'static, str>) -> Result<()> {
     }
 }
 
+/// Checks that `thing` (memory, a graph, a pool, an event) of device `other`
+/// can be used by work of a builder on `device`.
 pub(super) fn check_device(
     device: &Device,
     (thing, other): (&str, &Device),
@@ -1206,11 +1206,16 @@ impl GraphBuilder {
     ) -> Result<()> {
         let what = || format!("launching kernel `{}` into a graph builder", kernel.name());
         self.check_building(what())?;
+        // The message is formatted only for an argument that fails.
         for a in args {
             if let Some(d) = a.memory_device() {
-                check_device(self.device(), ("memory", d), what())?;
+                if d != self.device() {
+                    check_device(self.device(), ("memory", d), what())?;
+                }
             }
-            self.check_graph_memory(a.graph_memory_of(), what())?;
+            if let Some(id) = a.graph_memory_of() {
+                self.check_graph_memory(Some(id), what())?;
+            }
         }
         // Kept first: a node the driver accepted must never outlive its memory.
         for a in args {
