@@ -9,8 +9,8 @@ use crate::error::{Check as _, Error, Result};
 use crate::{Buffer, Device, Stream};
 
 use super::pool::{
-    PoolAttributes, PoolReuse, pool_allocate, pool_attributes, pool_bool, pool_free, pool_set_bool,
-    pool_set_u64, pool_u64, set_release_threshold,
+    PoolAttributes, PoolReuse, create_pool, pool_allocate, pool_attributes, pool_bool, pool_free,
+    pool_set_bool, pool_set_u64, pool_u64, set_release_threshold,
 };
 use super::{Location, ManagedBuffer, MemoryKind, MemoryResource, mem_advise};
 
@@ -168,15 +168,12 @@ impl ManagedMemoryResource {
             None => NO_LOCATION,
         };
         let _current = device.ensure_current()?;
-        let props = sys::CUmemPoolProps {
-            allocType: sys::CU_MEM_ALLOCATION_TYPE_MANAGED,
-            handleTypes: sys::CU_MEM_HANDLE_TYPE_NONE,
+        let pool = create_pool(
+            sys::CU_MEM_ALLOCATION_TYPE_MANAGED,
             location,
-            ..Default::default()
-        };
-        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: `props` is fully initialised; `pool` is valid for writes.
-        unsafe { sys::cuMemPoolCreate(&mut pool, &props) }.check(what)?;
+            (false, 0),
+            what,
+        )?;
         // From here on dropping `mr` destroys the pool.
         let mr = Self {
             device: *device,

@@ -6,11 +6,11 @@ use cuda_bindings::driver as sys;
 use crate::error::{Check as _, Error, Result};
 use crate::{Device, Stream};
 
-use super::{MemoryKind, MemoryResource, owning_allocate};
+use super::{Location, MemoryKind, MemoryResource, owning_allocate};
 
 use super::pool::{
-    PoolAttributes, PoolIpc, PoolReuse, pool_allocate, pool_attributes, pool_bool, pool_free,
-    pool_set_bool, pool_set_u64, pool_u64, set_release_threshold,
+    PoolAttributes, PoolIpc, PoolReuse, create_pool, pool_allocate, pool_attributes, pool_bool,
+    pool_free, pool_set_bool, pool_set_u64, pool_u64, set_release_threshold,
 };
 
 owning_allocate!(unordered LegacyPinnedMemoryResource);
@@ -122,23 +122,12 @@ impl PinnedMemoryResource {
             ));
         }
         let _current = device.ensure_current()?;
-        let props = sys::CUmemPoolProps {
-            allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
-            handleTypes: if options.ipc_enabled {
-                sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-            } else {
-                sys::CU_MEM_HANDLE_TYPE_NONE
-            },
-            location: sys::CUmemLocation {
-                type_: sys::CU_MEM_LOCATION_TYPE_HOST_NUMA,
-                id: options.numa_id,
-            },
-            maxSize: options.max_size,
-            ..Default::default()
-        };
-        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: `props` is fully initialised; `pool` is valid for writes.
-        unsafe { sys::cuMemPoolCreate(&mut pool, &props) }.check(what)?;
+        let pool = create_pool(
+            sys::CU_MEM_ALLOCATION_TYPE_PINNED,
+            Location::HostNuma(options.numa_id).raw(),
+            (options.ipc_enabled, options.max_size),
+            what,
+        )?;
         let mut mr = Self {
             device: *device,
             pool,
@@ -154,10 +143,7 @@ impl PinnedMemoryResource {
     /// Lets `device` read and write the pool's memory (`cuMemPoolSetAccess`).
     fn grant_device_access(&self) -> Result<()> {
         let access = sys::CUmemAccessDesc {
-            location: sys::CUmemLocation {
-                type_: sys::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: self.device.ordinal() as i32,
-            },
+            location: Location::Device(self.device).raw(),
             flags: sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         };
         // SAFETY: one valid access descriptor; a live pool.

@@ -136,24 +136,12 @@ impl DeviceMemoryResource {
     /// The driver's error.
     pub fn new_pool(device: &Device, options: DeviceMemoryPoolOptions) -> Result<Self> {
         let _current = device.ensure_current()?;
-        let props = sys::CUmemPoolProps {
-            allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
-            handleTypes: if options.ipc_enabled {
-                sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-            } else {
-                sys::CU_MEM_HANDLE_TYPE_NONE
-            },
-            location: sys::CUmemLocation {
-                type_: sys::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: device.ordinal() as i32,
-            },
-            maxSize: options.max_size,
-            ..Default::default()
-        };
-        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: `props` is fully initialised; `pool` is valid for writes.
-        unsafe { sys::cuMemPoolCreate(&mut pool, &props) }
-            .check(|| format!("creating a memory pool on device {}", device.ordinal()))?;
+        let pool = create_pool(
+            sys::CU_MEM_ALLOCATION_TYPE_PINNED,
+            Location::Device(*device).raw(),
+            (options.ipc_enabled, options.max_size),
+            || format!("creating a memory pool on device {}", device.ordinal()),
+        )?;
         let mut mr = Self {
             device: *device,
             pool,
@@ -609,6 +597,32 @@ unsafe impl MemoryResource for DeviceMemoryResource {
     fn device(&self) -> Device {
         self.device
     }
+}
+
+/// A new memory pool (`cuMemPoolCreate`) of `alloc` memory at `location`;
+/// `(ipc, max_size)`: exportable as POSIX file descriptors, and the most it
+/// may hold (0: no limit). The caller has made the device's context current.
+pub(super) fn create_pool(
+    alloc: sys::CUmemAllocationType,
+    location: sys::CUmemLocation,
+    (ipc, max_size): (bool, usize),
+    what: impl FnOnce() -> String,
+) -> Result<sys::CUmemoryPool> {
+    let props = sys::CUmemPoolProps {
+        allocType: alloc,
+        handleTypes: if ipc {
+            sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        } else {
+            sys::CU_MEM_HANDLE_TYPE_NONE
+        },
+        location,
+        maxSize: max_size,
+        ..Default::default()
+    };
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: `props` is fully initialised; `pool` is valid for writes.
+    unsafe { sys::cuMemPoolCreate(&mut pool, &props) }.check(what)?;
+    Ok(pool)
 }
 
 #[cfg(test)]
