@@ -344,13 +344,12 @@ impl Handle {
     }
 
     fn bytes(&self) -> Result<Vec<u8>, nf::NvFatbinError> {
-        let mut n = 0usize;
-        // SAFETY: the handle is live; `n` is valid for writes.
-        unsafe { nf::nvFatbinSize(self.0, &mut n) }.result()?;
-        let mut buf = vec![0u8; n];
-        // SAFETY: `buf` holds the `n` bytes nvFatbin said the fatbin takes.
-        unsafe { nf::nvFatbinGet(self.0, buf.as_mut_ptr().cast()) }.result()?;
-        Ok(buf)
+        crate::strings::sized_output(
+            // SAFETY: the handle is live; `n` is valid for writes.
+            |n| unsafe { nf::nvFatbinSize(self.0, n) }.result(),
+            // SAFETY: `buf` holds the bytes nvFatbin said the fatbin takes.
+            |buf| unsafe { nf::nvFatbinGet(self.0, buf.cast()) }.result(),
+        )
     }
 }
 

@@ -613,16 +613,12 @@ impl JitLink {
     }
 
     fn bytes<P>(&self, size: JitSizeFn, get: JitGetFn<P>) -> Result<Vec<u8>, jl::NvJitLinkError> {
-        let mut n = 0usize;
-        // SAFETY: the handle is live; `n` is valid for writes.
-        unsafe { size(self.handle, &mut n) }.result()?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let mut buf = vec![0u8; n];
-        // SAFETY: `buf` holds the `n` bytes nvJitLink said it will write.
-        unsafe { get(self.handle, buf.as_mut_ptr().cast::<P>()) }.result()?;
-        Ok(buf)
+        crate::strings::sized_output(
+            // SAFETY: the handle is live; `n` is valid for writes.
+            |n| unsafe { size(self.handle, n) }.result(),
+            // SAFETY: `buf` holds the bytes nvJitLink said it will write.
+            |buf| unsafe { get(self.handle, buf.cast::<P>()) }.result(),
+        )
     }
 
     fn log(&self, size: JitSizeFn, get: JitGetFn<c_char>) -> String {

@@ -1,5 +1,6 @@
 //! C strings in and out of the compilers and linkers: shared by
-//! [`crate::compile`], [`crate::linker`] and [`crate::fatbin`].
+//! [`crate::compile`], [`crate::linker`] and [`crate::fatbin`] (options in, logs and
+//! outputs out).
 
 use std::ffi::CString;
 
@@ -42,4 +43,21 @@ pub(crate) fn input_bytes(input: &ObjectCode) -> Vec<u8> {
 /// An input's name as a C string (a NUL in it shown as `?`).
 pub(crate) fn input_name(input: &ObjectCode) -> CString {
     CString::new(input.name().replace('\0', "?")).unwrap_or_default()
+}
+
+/// A tool's output of a length it reports first (a log, PTX, a cubin): `size`
+/// writes the number of bytes, `get` copies them into a buffer of that many
+/// (not called when there are none).
+pub(crate) fn sized_output<E>(
+    size: impl FnOnce(&mut usize) -> std::result::Result<(), E>,
+    get: impl FnOnce(*mut u8) -> std::result::Result<(), E>,
+) -> std::result::Result<Vec<u8>, E> {
+    let mut n = 0usize;
+    size(&mut n)?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let mut buf = vec![0u8; n];
+    get(buf.as_mut_ptr())?;
+    Ok(buf)
 }

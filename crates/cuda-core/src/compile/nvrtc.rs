@@ -262,16 +262,12 @@ type NvrtcGetFn = unsafe fn(nvrtc::nvrtcProgram, *mut c_char) -> nvrtc::nvrtcRes
 impl NvrtcProgram {
     /// One of the program's outputs, through its size and copy functions.
     fn bytes(&self, size: NvrtcSizeFn, get: NvrtcGetFn) -> Result<Vec<u8>, nvrtc::NvrtcError> {
-        let mut n = 0usize;
-        // SAFETY: the program is live; `n` is valid for writes.
-        unsafe { size(self.0, &mut n) }.result()?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let mut buf = vec![0u8; n];
-        // SAFETY: `buf` holds the `n` bytes NVRTC said it will write.
-        unsafe { get(self.0, buf.as_mut_ptr().cast()) }.result()?;
-        Ok(buf)
+        crate::strings::sized_output(
+            // SAFETY: the program is live; `n` is valid for writes.
+            |n| unsafe { size(self.0, n) }.result(),
+            // SAFETY: `buf` holds the bytes NVRTC said it will write.
+            |buf| unsafe { get(self.0, buf.cast()) }.result(),
+        )
     }
 }
 

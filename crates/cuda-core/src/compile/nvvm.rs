@@ -166,16 +166,12 @@ type NvvmGetFn = unsafe fn(nvvm::nvvmProgram, *mut c_char) -> nvvm::nvvmResult;
 impl NvvmProgram {
     /// One of the program's outputs, through its size and copy functions.
     fn bytes(&self, size: NvvmSizeFn, get: NvvmGetFn) -> Result<Vec<u8>, nvvm::NvvmError> {
-        let mut n = 0usize;
-        // SAFETY: the program is live; `n` is valid for writes.
-        unsafe { size(self.0, &mut n) }.result()?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let mut buf = vec![0u8; n];
-        // SAFETY: `buf` holds the `n` bytes NVVM said it will write.
-        unsafe { get(self.0, buf.as_mut_ptr().cast()) }.result()?;
-        Ok(buf)
+        crate::strings::sized_output(
+            // SAFETY: the program is live; `n` is valid for writes.
+            |n| unsafe { size(self.0, n) }.result(),
+            // SAFETY: `buf` holds the bytes NVVM said it will write.
+            |buf| unsafe { get(self.0, buf.cast()) }.result(),
+        )
     }
 
     /// The program's log (empty if it cannot be read).
