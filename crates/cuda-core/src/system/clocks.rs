@@ -322,15 +322,15 @@ impl SystemDevice {
     /// # Errors
     /// NVML's error.
     pub fn current_clock_event_reasons(&self) -> Result<ClocksEventReasons> {
-        let mut r = 0;
-        // SAFETY: the handle is valid (see the type's docs); `r` is valid for writes.
-        unsafe { nvmlDeviceGetCurrentClocksEventReasons(self.handle, &mut r) }.check(|| {
-            self.ctx(
-                "reading why the clocks are held down",
-                "nvmlDeviceGetCurrentClocksEventReasons",
-            )
-        })?;
-        Ok(ClocksEventReasons(r))
+        self.read_default(
+            "reading why the clocks are held down",
+            "nvmlDeviceGetCurrentClocksEventReasons",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetCurrentClocksEventReasons(h, p) }
+            },
+        )
+        .map(ClocksEventReasons)
     }
 
     /// The reasons [`current_clock_event_reasons`](Self::current_clock_event_reasons)
@@ -341,15 +341,15 @@ impl SystemDevice {
     /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) in
     /// virtual machines with a vGPU).
     pub fn supported_clock_event_reasons(&self) -> Result<ClocksEventReasons> {
-        let mut r = 0;
-        // SAFETY: the handle is valid (see the type's docs); `r` is valid for writes.
-        unsafe { nvmlDeviceGetSupportedClocksEventReasons(self.handle, &mut r) }.check(|| {
-            self.ctx(
-                "reading which clock event reasons are reported",
-                "nvmlDeviceGetSupportedClocksEventReasons",
-            )
-        })?;
-        Ok(ClocksEventReasons(r))
+        self.read_default(
+            "reading which clock event reasons are reported",
+            "nvmlDeviceGetSupportedClocksEventReasons",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetSupportedClocksEventReasons(h, p) }
+            },
+        )
+        .map(ClocksEventReasons)
     }
 }
 

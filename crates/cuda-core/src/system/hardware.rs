@@ -312,9 +312,8 @@ impl SystemDevice {
         function: &str,
         call: impl FnOnce(nvmlDevice_t, *mut nvmlEnableState_t) -> nvmlReturn_t,
     ) -> Result<bool> {
-        let mut state = NVML_FEATURE_DISABLED;
-        call(self.handle, &mut state).check(|| self.ctx(what, function))?;
-        Ok(state == NVML_FEATURE_ENABLED)
+        self.read_from(NVML_FEATURE_DISABLED, what, function, call)
+            .map(|state| state == NVML_FEATURE_ENABLED)
     }
 
     /// The architecture (`nvmlDeviceGetArchitecture`; `arch` in Python):
@@ -340,11 +339,16 @@ impl SystemDevice {
     /// # Errors
     /// NVML's error.
     pub fn brand(&self) -> Result<Brand> {
-        let mut b = NVML_BRAND_UNKNOWN;
-        // SAFETY: the handle is valid (see the type's docs); `b` is valid for writes.
-        unsafe { nvmlDeviceGetBrand(self.handle, &mut b) }
-            .check(|| self.ctx("reading the brand", "nvmlDeviceGetBrand"))?;
-        Ok(Brand::from_raw(b))
+        self.read_from(
+            NVML_BRAND_UNKNOWN,
+            "reading the brand",
+            "nvmlDeviceGetBrand",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetBrand(h, p) }
+            },
+        )
+        .map(Brand::from_raw)
     }
 
     /// The NUMA node the GPU itself is (`nvmlDeviceGetNumaNodeId`;
