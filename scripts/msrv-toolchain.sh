@@ -5,7 +5,7 @@
 # ld-linux (they need glibc >= 2.39; Debian 12 has 2.36).
 #
 # Usage: scripts/msrv-toolchain.sh [DIR]    (DIR defaults to ~/.cache/cuda-rs-msrv)
-# then:  . DIR/env.sh && cargo check -p cuda-core --all-features
+# then:  . DIR/env.sh && cargo check -p cudars-core --all-features
 # On a Debian or Ubuntu x86_64 host with apt-get and dpkg; the packages are
 # downloaded with a private apt state under DIR and unpacked there (no root
 # needed, nothing installed), from the Debian archive the system's apt uses

@@ -22,8 +22,8 @@ cp "$site"/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 "$site"/nvidia/cuda_nvrtc/lib/li
   "$stage/site/nvidia/cuda_nvrtc/lib/"
 cp "$site"/nvidia/nvjitlink/lib/libnvJitLink.so.12 "$stage/site/nvidia/nvjitlink/lib/"
 cp "$site"/nvidia/cuda_runtime/lib/libcudart.so.12 "$stage/site/nvidia/cuda_runtime/lib/"
-bins=(cuda-core--test-launch cuda-core--test-compile cuda-core--example-quickstart
-  cuda-core--example-linking_rdc cuda-pathfinder)
+bins=(cudars-core--test-launch cudars-core--test-compile cudars-core--example-quickstart
+  cudars-core--example-linking_rdc cudars-pathfinder)
 for b in "${bins[@]}"; do cp "$pkg/bin/$b" "$stage/bin/"; done
 tar -C "$stage" -cf - site bin | xz -9e -T0 > "$out/cu12.tar.xz"
 rm -rf "$stage"
@@ -37,16 +37,16 @@ xz -dc "$here/cu12.tar.xz" | tar -C "$work" -xf -
 mkdir -p "$work/venv/lib/python3.12"
 mv "$work/site" "$work/venv/lib/python3.12/site-packages"
 export VIRTUAL_ENV="$work/venv" CUDA_RS_EXPECT_MAJOR=12 CUDA_TEST_REQUIRE_GPU=1
-export CUDA_PATHFINDER_BIN="$work/bin/cuda-pathfinder"
+export CUDA_PATHFINDER_BIN="$work/bin/cudars-pathfinder"
 "$CUDA_PATHFINDER_BIN" doctor 2>&1 | head -40
 rc=0
 # NVVM is not carried (CUDA 12.9's is 62 MB): its tests are left to the main package.
-for t in cuda-core--test-launch cuda-core--test-compile; do
+for t in cudars-core--test-launch cudars-core--test-compile; do
   echo "== $t"; "$work/bin/$t" --skip nvvm --skip libdevice --nocapture >"$work/$t.log" 2>&1; r=$?
   grep -E "^test |test result|SKIPPED|nvrtc|nvjitlink|runtime" "$work/$t.log"
   [ $r -eq 0 ] || { tail -n 60 "$work/$t.log"; echo "FAILED: $t (exit $r)"; rc=1; }
 done
-for e in cuda-core--example-quickstart cuda-core--example-linking_rdc; do
+for e in cudars-core--example-quickstart cudars-core--example-linking_rdc; do
   echo "== $e"; "$work/bin/$e" || { echo "FAILED: $e"; rc=1; }
 done
 exit $rc

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Windows without Windows: builds cuda-pathfinder, cuda-bindings and cuda-core for
+# Windows without Windows: builds cudars-pathfinder, cudars-bindings and cudars-core for
 # x86_64-pc-windows-gnu and runs their CPU-only tests (the pathfinder's, and the
 # NVRTC / nvJitLink / NVVM compile tests) under Wine against NVIDIA's real win_amd64
 # wheels, then `cargo check`s every library crate, all features and all targets, for
@@ -52,26 +52,26 @@ if [ "$(cat "$VENV/.pins" 2>/dev/null)" != "$pins" ]; then
   echo "$pins" > "$VENV/.pins"
 fi
 
-step "cuda-pathfinder tests for $GNU under Wine (layouts from the win_amd64 wheels)"
+step "cudars-pathfinder tests for $GNU under Wine (layouts from the win_amd64 wheels)"
 CUDA_RS_TEST_VENV=$VENV CUDA_RS_REQUIRE_WHEELS=1 \
-  cargo test --locked -Zbuild-std --target $GNU -p cuda-pathfinder
+  cargo test --locked -Zbuild-std --target $GNU -p cudars-pathfinder
 
-step "cuda-bindings NVRTC / nvJitLink / NVVM compile tests for $GNU under Wine"
+step "cudars-bindings NVRTC / nvJitLink / NVVM compile tests for $GNU under Wine"
 VIRTUAL_ENV=$VENV CUDA_RS_REQUIRE_WHEELS=1 \
-  cargo test --locked -Zbuild-std --target $GNU -p cuda-bindings \
+  cargo test --locked -Zbuild-std --target $GNU -p cudars-bindings \
   --no-default-features --features nvrtc,nvjitlink,nvvm,driver --test compile
 
-step "cuda-core NVRTC / nvJitLink / NVVM compile tests for $GNU under Wine"
+step "cudars-core NVRTC / nvJitLink / NVVM compile tests for $GNU under Wine"
 # Skipped: versions_report_each_library_and_its_major, because cudart64_13.dll answers
 # `versions()`' runtime version query with cudaErrorNotSupported (801) under Wine.
 VIRTUAL_ENV=$VENV CUDA_RS_REQUIRE_WHEELS=1 \
-  cargo test --locked -Zbuild-std --target $GNU -p cuda-core --test compile \
+  cargo test --locked -Zbuild-std --target $GNU -p cudars-core --test compile \
   -- --skip versions_report_each_library_and_its_major
 
 step "cargo check for $MSVC and $GNU (std built from source; nothing linked)"
 for t in $MSVC $GNU; do
-  cargo check --locked -Zbuild-std --target "$t" -p cuda-pathfinder -p cuda-bindings \
-    -p cuda-core -p cuda-core-macros -p cuda-blas -p cuda-rand -p cuda-fft -p cuda-nccl \
+  cargo check --locked -Zbuild-std --target "$t" -p cudars-pathfinder -p cudars-bindings \
+    -p cudars-core -p cudars-core-macros -p cudars-blas -p cudars-rand -p cudars-fft -p cudars-nccl \
     --all-features --all-targets
 done
 

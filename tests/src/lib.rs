@@ -38,7 +38,7 @@ fn truthy(var: &str) -> bool {
 
 /// Whether this process can use a GPU: `Ok(number of devices)` or `Err(why not)`.
 ///
-/// Loads the driver through `cuda-pathfinder` and calls `cuInit(0)` and
+/// Loads the driver through `cudars-pathfinder` and calls `cuInit(0)` and
 /// `cuDeviceGetCount`; the answer is worked out once per process.
 pub fn gpu_status() -> Result<i32, String> {
     static STATUS: OnceLock<Result<i32, String>> = OnceLock::new();
@@ -46,7 +46,7 @@ pub fn gpu_status() -> Result<i32, String> {
 }
 
 fn probe_gpu() -> Result<i32, String> {
-    let lib = cuda_pathfinder::load_nvidia_dynamic_lib("cuda")
+    let lib = cudars_pathfinder::load_nvidia_dynamic_lib("cuda")
         .map_err(|e| format!("no CUDA driver: {}", report(&e)))?;
     type CuInit = unsafe extern "C" fn(c_uint) -> c_int;
     type CuDeviceGetCount = unsafe extern "C" fn(*mut c_int) -> c_int;
@@ -80,7 +80,7 @@ fn probe_gpu() -> Result<i32, String> {
 /// A driver function of CUDA 12.0's ABI, through `cuGetProcAddress_v2` (as the
 /// bindings resolve them, so that a driver shim that exports only that is enough),
 /// else by its exported symbol.
-fn driver_fn(lib: &cuda_pathfinder::LoadedDl, name: &std::ffi::CStr) -> Option<*mut c_void> {
+fn driver_fn(lib: &cudars_pathfinder::LoadedDl, name: &std::ffi::CStr) -> Option<*mut c_void> {
     type GetProcAddress = unsafe extern "C" fn(
         *const std::ffi::c_char,
         *mut *mut c_void,
@@ -106,7 +106,7 @@ fn driver_fn(lib: &cuda_pathfinder::LoadedDl, name: &std::ffi::CStr) -> Option<*
 pub fn driver_version() -> i32 {
     static V: OnceLock<i32> = OnceLock::new();
     *V.get_or_init(|| {
-        let Ok(lib) = cuda_pathfinder::load_nvidia_dynamic_lib("cuda") else {
+        let Ok(lib) = cudars_pathfinder::load_nvidia_dynamic_lib("cuda") else {
             return 0;
         };
         let Some(f) = driver_fn(lib, c"cuDriverGetVersion") else {
@@ -217,7 +217,7 @@ pub fn require_env_or_skip(test: &str, var: &str, require_var: &str) -> Option<S
 /// ```no_run
 /// #[test]
 /// fn allocates() {
-///     cuda_rs_tests::require_gpu!();
+///     cudars_tests::require_gpu!();
 ///     // ... GPU work ...
 /// }
 /// ```
@@ -319,7 +319,7 @@ pub const REQUIRE_WHEELS_VAR: &str = "CUDA_RS_REQUIRE_WHEELS";
 /// why) when it does not, or fails when [`REQUIRE_WHEELS_VAR`] or, for tests that
 /// also need a GPU, [`REQUIRE_GPU_VAR`] is set.
 pub fn require_lib(test: &str, lib: &str) -> bool {
-    let status = cuda_pathfinder::load_nvidia_dynamic_lib(lib)
+    let status = cudars_pathfinder::load_nvidia_dynamic_lib(lib)
         .map(|_| ())
         .map_err(|e| report(&e));
     let var = if truthy(REQUIRE_GPU_VAR) {
@@ -416,7 +416,7 @@ pub const PROPTEST_CASES_VAR: &str = "PROPTEST_CASES";
 /// How many cases a property test runs: `PROPTEST_CASES` when it is set to a
 /// number, else `default`. The defaults keep the whole property suite of the
 /// workspace to a few seconds on a small CI machine; a longer hunt sets the
-/// variable (`PROPTEST_CASES=100000 cargo test -p cuda-core hostile`).
+/// variable (`PROPTEST_CASES=100000 cargo test -p cudars-core hostile`).
 pub fn proptest_cases(default: u32) -> u32 {
     std::env::var(PROPTEST_CASES_VAR)
         .ok()
@@ -442,7 +442,7 @@ impl DriverShim {
     /// The shim's controls, or why they are not there (no driver, or a driver
     /// that is not the shim).
     pub fn find() -> Result<Self, String> {
-        let lib = cuda_pathfinder::load_nvidia_dynamic_lib("cuda")
+        let lib = cudars_pathfinder::load_nvidia_dynamic_lib("cuda")
             .map_err(|e| format!("no CUDA driver: {}", report(&e)))?;
         let sym = |name: &std::ffi::CStr| {
             lib.symbol(name).map(|p| p.as_ptr()).ok_or_else(|| {

@@ -10,7 +10,7 @@
 //! token streams and formatted by `prettyplease`; the `// SAFETY:` comments go
 //! through formatting as markers that [`SafetyComments`] places and counts.
 //!
-//! The result is, per API, `crates/cuda-bindings/src/generated/<api>/` and
+//! The result is, per API, `crates/cudars-bindings/src/generated/<api>/` and
 //! `<api>_cuda12/`, each with `types.rs`, `table.rs`, `functions.rs` and the
 //! `mod.rs` that joins them. Every file goes through
 //! [`ensure_file_contents`]: written only when it changes, or, with `--check`,
@@ -255,7 +255,7 @@ const RESULT_ENUMS: [&str; 12] = [
 ];
 
 /// Where the generated files go, relative to the workspace root.
-const OUT_REL: &str = "crates/cuda-bindings/src/generated";
+const OUT_REL: &str = "crates/cudars-bindings/src/generated";
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut args = args.to_vec();
@@ -318,7 +318,7 @@ fn write_all(files: &BTreeMap<PathBuf, String>, check: bool) -> Result<Vec<FileE
 
 /// APIs that exist on Linux only (cuFile: GPUDirect Storage has no Windows
 /// library, and its header needs a POSIX C library): no Windows pass, and
-/// `cuda-bindings` compiles their module on Linux only.
+/// `cudars-bindings` compiles their module on Linux only.
 const LINUX_ONLY: &[&str] = &["cufile"];
 
 /// Generates every file, as paths relative to [`OUT_REL`] and their contents:

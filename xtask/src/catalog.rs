@@ -1,5 +1,5 @@
 //! `cargo xtask codegen`: turns the pathfinder's library catalogue (JSON data the
-//! crate owns, `crates/cuda-pathfinder/data/pathfinder-catalog.json`) into Rust.
+//! crate owns, `crates/cudars-pathfinder/data/pathfinder-catalog.json`) into Rust.
 //!
 //! The output is built as `quote!` tokens, formatted by `prettyplease` and
 //! checked in through `codegen::ensure_file_contents`; `--check` fails when it
@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use crate::codegen::{Generator, Outcome, ensure_file_contents, reformat};
 use crate::util::{no_more, report, take_flag, workspace_root};
 
-const JSON: &str = "crates/cuda-pathfinder/data/pathfinder-catalog.json";
-const OUT: &str = "crates/cuda-pathfinder/src/catalog/generated.rs";
+const JSON: &str = "crates/cudars-pathfinder/data/pathfinder-catalog.json";
+const OUT: &str = "crates/cudars-pathfinder/src/catalog/generated.rs";
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut args = args.to_vec();

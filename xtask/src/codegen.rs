@@ -23,7 +23,7 @@ use crate::util::workspace_root;
 /// A generator of checked-in files, and the command that reruns it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Generator {
-    /// `cargo xtask regen-bindings`: the bindings of `cuda-bindings`.
+    /// `cargo xtask regen-bindings`: the bindings of `cudars-bindings`.
     Bindings,
     /// `cargo xtask codegen`: the pathfinder's catalogue.
     Catalog,

@@ -17,7 +17,7 @@ cargo xtask <command> [options]
 
 commands:
   quickstart         the main job: NVIDIA's wheels into target/cuda-venv, then the
-                     cuda-core `quickstart` example (compile SAXPY with NVRTC,
+                     cudars-core `quickstart` example (compile SAXPY with NVRTC,
                      launch it, check it; diagnoses what is missing without a GPU)
   test [--cuda 12|13|all] [--no-venv] [-- <cargo test args>]
                      the project's test run: builds the tests once and runs them

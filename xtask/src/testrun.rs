@@ -99,7 +99,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             // The CUDA 12 pass reruns the crates whose behaviour depends on the
             // toolkit's major (the pathfinder's layout tests are about the CUDA
             // 13 wheels' layout); the binaries are those of the build above.
-            cmd.args(["-p", "cuda-bindings", "-p", "cuda-core", "--all-targets"]);
+            cmd.args([
+                "-p",
+                "cudars-bindings",
+                "-p",
+                "cudars-core",
+                "--all-targets",
+            ]);
         }
         if !no_venv {
             let venv = venv_for(major);
@@ -149,7 +155,7 @@ fn wheels_env(cmd: &mut Command, venv: &Path) {
 }
 
 /// `cargo xtask quickstart`: the README's main job. Prepares the wheels venv and
-/// runs cuda-core's `quickstart` example (NVRTC compiles SAXPY, the driver launches it, the
+/// runs cudars-core's `quickstart` example (NVRTC compiles SAXPY, the driver launches it, the
 /// result is checked) with that environment.
 pub(crate) fn quickstart(args: &[String]) -> Result<(), String> {
     crate::util::no_more(args)?;
@@ -162,7 +168,7 @@ pub(crate) fn quickstart(args: &[String]) -> Result<(), String> {
             "--quiet",
             "--release",
             "-p",
-            "cuda-core",
+            "cudars-core",
             "--example",
             "quickstart",
         ])

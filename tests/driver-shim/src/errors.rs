@@ -1,15 +1,15 @@
 //! The driver's `CUresult` names and codes, for fault rules
-//! (`CUDA_ERROR_OUT_OF_MEMORY` → 2), read from cuda-bindings' generated
+//! (`CUDA_ERROR_OUT_OF_MEMORY` → 2), read from cudars-bindings' generated
 //! `CUresult::name` table, which has every code `cuda.h` names; a test checks
 //! that each name of `cuda.h` is found.
 
 use std::ffi::c_uint;
 
-use cuda_bindings::driver::CUresult;
+use cudars_bindings::driver::CUresult;
 
 /// `CUDA_ERROR_UNKNOWN`: a random schedule's error unless one is named (999,
 /// the highest code `cuda.h` has).
-pub const CUDA_ERROR_UNKNOWN: c_uint = cuda_bindings::driver::CUDA_ERROR_UNKNOWN.0;
+pub const CUDA_ERROR_UNKNOWN: c_uint = cudars_bindings::driver::CUDA_ERROR_UNKNOWN.0;
 
 /// The code of the `CUresult` named `name`.
 pub fn code_of(name: &str) -> Option<c_uint> {
@@ -22,7 +22,8 @@ mod tests {
 
     #[test]
     fn every_name_of_cuda_h_is_here() {
-        let generated = include_str!("../../../crates/cuda-bindings/src/generated/driver/types.rs");
+        let generated =
+            include_str!("../../../crates/cudars-bindings/src/generated/driver/types.rs");
         let in_header: Vec<&str> = generated
             .lines()
             .filter_map(|l| l.strip_prefix("pub const "))

@@ -37,7 +37,7 @@
 //!
 //! # Wrapped functions, faults and counts
 //!
-//! The driver functions cuda-core uses to allocate, copy, launch, load and
+//! The driver functions cudars-core uses to allocate, copy, launch, load and
 //! release (the list is [`wrap::ENTRIES`]) are handed out behind typed
 //! trampolines ([`wrap`]): each call is counted, may be failed as the fault plan
 //! ([`fault`]) says, and, when it succeeds, counts the handle it creates or
@@ -49,7 +49,7 @@
 //! # Failures
 //!
 //! The shim fails closed and says why once, on stderr, in a line starting with
-//! `cuda-rs-driver-shim:`. A variable that is set but malformed (an empty value, a
+//! `cudars-driver-shim:`. A variable that is set but malformed (an empty value, a
 //! version that is not an integer ≥ 1000, a hide list item that is not a name, a
 //! fault rule that does not parse or names a function the shim does not wrap, a
 //! seed without a rate) makes every call return `CUDA_ERROR_INVALID_VALUE` (1), so
@@ -109,7 +109,7 @@ struct Shim {
 
 /// Writes one line to stderr; a closed stderr is no reason to fail a call.
 pub(crate) fn say(message: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "cuda-rs-driver-shim: {message}");
+    let _ = writeln!(std::io::stderr().lock(), "cudars-driver-shim: {message}");
 }
 
 fn set_up() -> Result<Shim, CUresult> {

@@ -5,7 +5,7 @@
 //! A trampoline stands in for the real function that `cuGetProcAddress` hands
 //! out, so it must take exactly that function's arguments. Each one here is
 //! written with the parameter types of the `PFN_<name>_v<version>` typedef that
-//! `cudaTypedefs.h` gives the ABI it wraps (cuda-bindings' generated types), and
+//! `cudaTypedefs.h` gives the ABI it wraps (cudars-bindings' generated types), and
 //! a `const` item coerces it to that typedef, so a signature that differs does
 //! not compile. A lookup is wrapped only when the driver hands out exactly that
 //! ABI: asked at a version from the ABI's own up to (not including) the next ABI
@@ -23,7 +23,7 @@ use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
 
-use cuda_bindings::driver::*;
+use cudars_bindings::driver::*;
 
 use crate::fault::Plan;
 
@@ -414,8 +414,8 @@ mod tests {
     fn header_abis() -> BTreeMap<String, Vec<c_int>> {
         let mut out: BTreeMap<String, Vec<c_int>> = BTreeMap::new();
         for text in [
-            include_str!("../../../crates/cuda-bindings/src/generated/driver/types.rs"),
-            include_str!("../../../crates/cuda-bindings/src/generated/driver_cuda12/types.rs"),
+            include_str!("../../../crates/cudars-bindings/src/generated/driver/types.rs"),
+            include_str!("../../../crates/cudars-bindings/src/generated/driver_cuda12/types.rs"),
         ] {
             for line in text.lines() {
                 let Some(rest) = line.strip_prefix("pub type PFN_") else {

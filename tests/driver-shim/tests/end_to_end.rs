@@ -1,4 +1,4 @@
-//! The built shim (`libcuda_rs_driver_shim.so`) in front of a fake driver, without
+//! The built shim (`libcudars_driver_shim.so`) in front of a fake driver, without
 //! a GPU: a small C library that exports `cuGetProcAddress_v2` and
 //! `cuDriverGetVersion` and hands out a `cuMemAlloc` and a `cuMemFree` that count
 //! their calls, compiled here with the system's C compiler. Each scenario runs in
@@ -47,7 +47,7 @@ fn shim_library() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap();
     let candidates = [
-        dir.join("libcuda_rs_driver_shim.so"),
+        dir.join("libcudars_driver_shim.so"),
         dir.join("../shim/libcuda.so.1"),
     ];
     candidates
@@ -243,7 +243,7 @@ fn scenarios() {
         assert!(out.contains(line), "no {line:?} in:\n{out}\n{err}");
     }
     assert!(
-        err.contains("cuda-rs-driver-shim: cuda_rs_shim_set_faults: `never`"),
+        err.contains("cudars-driver-shim: cuda_rs_shim_set_faults: `never`"),
         "{err}"
     );
     let at_exit = std::fs::read_to_string(&report_file).unwrap();
@@ -273,7 +273,7 @@ fn scenarios() {
     );
     assert!(out.contains("lookup rc 1"), "{out}\n{err}");
     assert!(
-        err.contains("cuda-rs-driver-shim: CUDA_RS_SHIM_FAIL: `0` in `cuMemAlloc:0:CUDA_ERROR_OUT_OF_MEMORY` is not a call number"),
+        err.contains("cudars-driver-shim: CUDA_RS_SHIM_FAIL: `0` in `cuMemAlloc:0:CUDA_ERROR_OUT_OF_MEMORY` is not a call number"),
         "{err}"
     );
 }

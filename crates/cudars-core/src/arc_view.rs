@@ -1,0 +1,259 @@
+//! [`ArcView<T>`]: an owned, typed sub-range of device memory, for whatever
+//! holds memory past the call that names it (graph nodes, DLPack tensors).
+//!
+//! Architecture Invariant: an `ArcView` is an `Arc` of the allocation (a
+//! [`Buffer`] or a [`DeviceBuffer`]) and an element range checked against it
+//! when the view was made. Whatever stores it (a graph's keep list, an exported
+//! tensor) stores the `Arc`, so the memory is freed only after the last holder
+//! lets go, whichever of them goes last.
+
+use std::any::Any;
+use std::marker::PhantomData;
+use std::ops::RangeBounds;
+use std::sync::Arc;
+
+use bytemuck::Pod;
+use cudars_bindings::driver as sys;
+
+use crate::error::Result;
+use crate::view::{NonZeroSize, bounds, view_accessors};
+use crate::{Buffer, Device, DeviceBuffer, DeviceView};
+
+/// An allocation an [`ArcView`] can hold: a byte [`Buffer`] or a typed
+/// [`DeviceBuffer`].
+pub(crate) trait HoldsBuffer: Send + Sync + 'static {
+    /// The byte buffer.
+    fn buffer(&self) -> &Buffer;
+    /// The same allocation as a keep-alive handle (what graphs and exported
+    /// tensors store).
+    fn keep_alive(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+}
+
+impl HoldsBuffer for Buffer {
+    fn buffer(&self) -> &Buffer {
+        self
+    }
+    fn keep_alive(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
+impl<T: Pod + Send + Sync> HoldsBuffer for DeviceBuffer<T> {
+    fn buffer(&self) -> &Buffer {
+        self.as_buffer()
+    }
+    fn keep_alive(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
+/// `len` elements of type `T` in device memory, with shared ownership of the
+/// allocation they lie in: the owned counterpart of [`DeviceView`], for what
+/// must keep memory alive after the call that names it returns. Graph nodes
+/// ([`Graph::add_fill`](crate::Graph::add_fill),
+/// [`Graph::add_copy`](crate::Graph::add_copy)) and DLPack tensors
+/// ([`to_dlpack`](Self::to_dlpack)) take one; the memory is freed when the last
+/// of them, and the last `Arc` of the allocation, is gone.
+///
+/// Made from an `Arc<DeviceBuffer<T>>`
+/// ([`DeviceBuffer::shared_view`], [`DeviceBuffer::shared_slice`], or `From`) or an
+/// `Arc<Buffer>` ([`of_buffer`](Self::of_buffer)), and sliced further with
+/// [`slice`](Self::slice); every range is checked. Cloning is an `Arc` clone.
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+/// use std::sync::Arc;
+/// use cudars_core::{ArcView, DeviceBuffer};
+/// let x = Arc::new(DeviceBuffer::from_host(dev, &[1.0f32, 2.0, 3.0, 4.0], s)?);
+/// let tail: ArcView<f32> = x.shared_slice(2..)?;
+/// drop(x); // `tail` keeps the allocation alive
+/// assert_eq!(tail.view().to_vec(s)?, [3.0, 4.0]);
+/// # Ok(()) }
+/// ```
+pub struct ArcView<T> {
+    owner: Arc<dyn HoldsBuffer>,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for ArcView<T> {
+    fn clone(&self) -> Self {
+        Self {
+            owner: self.owner.clone(),
+            ptr: self.ptr,
+            len: self.len,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for ArcView<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArcView")
+            .field("element", &std::any::type_name::<T>())
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("len", &self.len)
+            .field("device", self.owner.buffer().device())
+            .finish()
+    }
+}
+
+impl<T: Pod> ArcView<T> {
+    /// `len` elements at `ptr` inside `owner`'s buffer (the caller checked).
+    fn new_unchecked(owner: Arc<dyn HoldsBuffer>, ptr: sys::CUdeviceptr, len: usize) -> Self {
+        let () = NonZeroSize::<T>::OK;
+        Self {
+            owner,
+            ptr,
+            len,
+            _t: PhantomData,
+        }
+    }
+
+    /// The whole of a byte buffer as `T`s.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the size
+    /// is not a multiple of `T`'s or the address is not aligned for `T`.
+    pub fn of_buffer(buffer: &Arc<Buffer>) -> Result<Self> {
+        let len = buffer.typed_len::<T>("viewing a shared buffer as typed elements")?;
+        Ok(Self::new_unchecked(buffer.clone(), buffer.ptr(), len))
+    }
+
+    /// The elements in `range` of this view (any range of `usize`), sharing
+    /// the allocation.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) with
+    /// [`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange) for a range
+    /// outside the view.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<Self> {
+        let (s, e) = bounds(range, self.len, "slicing a shared view")?;
+        let ptr = self.ptr + (s * std::mem::size_of::<T>()) as u64;
+        Ok(Self::new_unchecked(self.owner.clone(), ptr, e - s))
+    }
+
+    /// A borrowed view of the same elements (for launches, copies, reads).
+    pub fn view(&self) -> DeviceView<'_, T> {
+        DeviceView::new_unchecked(self.owner.buffer(), self.ptr, self.len)
+    }
+
+    view_accessors!();
+
+    /// The byte buffer the view lies in.
+    pub fn buffer(&self) -> &Buffer {
+        self.owner.buffer()
+    }
+
+    /// The allocation, for a holder to keep alive.
+    pub(crate) fn keep_alive(&self) -> Arc<dyn Any + Send + Sync> {
+        self.owner.clone().keep_alive()
+    }
+}
+
+// SAFETY: points at the view's stored device address (8 bytes), which lives as
+// long as the view.
+unsafe impl<T: Pod> crate::KernelArg for ArcView<T> {
+    fn arg_ptr(&self) -> *const std::ffi::c_void {
+        (&self.ptr as *const sys::CUdeviceptr).cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<sys::CUdeviceptr>()
+    }
+}
+
+impl<T: Pod + Send + Sync> From<Arc<DeviceBuffer<T>>> for ArcView<T> {
+    fn from(buffer: Arc<DeviceBuffer<T>>) -> Self {
+        let (ptr, len) = (buffer.as_buffer().ptr(), buffer.len());
+        Self::new_unchecked(buffer, ptr, len)
+    }
+}
+
+impl<T: Pod + Send + Sync> From<&Arc<DeviceBuffer<T>>> for ArcView<T> {
+    fn from(buffer: &Arc<DeviceBuffer<T>>) -> Self {
+        Self::from(buffer.clone())
+    }
+}
+
+impl<T: Pod> From<&ArcView<T>> for ArcView<T> {
+    fn from(view: &ArcView<T>) -> Self {
+        view.clone()
+    }
+}
+
+impl<T: Pod + Send + Sync> DeviceBuffer<T> {
+    /// The whole array as an owned view that shares the allocation.
+    pub fn shared_view(self: &Arc<Self>) -> ArcView<T> {
+        ArcView::from(self)
+    }
+
+    /// The elements in `range` as an owned view that shares the allocation.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) with
+    /// [`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange) for a range
+    /// outside the array.
+    pub fn shared_slice(self: &Arc<Self>, range: impl RangeBounds<usize>) -> Result<ArcView<T>> {
+        self.shared_view().slice(range)
+    }
+}
+
+/// A buffer over memory this test owns (no driver call is made).
+#[cfg(test)]
+pub(crate) fn host_backed(data: &mut [u8]) -> Arc<Buffer> {
+    // SAFETY: the buffer is never used for device work here; its address
+    // and size are those of `data`, which outlives it in each test.
+    Arc::new(unsafe {
+        Buffer::from_raw(
+            data.as_mut_ptr() as u64,
+            data.len(),
+            crate::MemoryKind::Pinned,
+            &Device::for_tests(0),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Error, InvalidKind};
+
+    #[test]
+    fn shared_views_check_their_ranges_and_keep_the_allocation() {
+        let mut mem = vec![0u8; 64];
+        let base = mem.as_mut_ptr() as u64;
+        let buf = host_backed(&mut mem);
+        let all = ArcView::<u32>::of_buffer(&buf).unwrap();
+        assert_eq!((all.len(), all.ptr(), all.byte_len()), (16, base, 64));
+        let mid = all.slice(4..10).unwrap();
+        assert_eq!((mid.len(), mid.ptr()), (6, base + 16));
+        let inner = mid.slice(1..=2).unwrap();
+        assert_eq!((inner.len(), inner.ptr()), (2, base + 20));
+        assert_eq!(inner.view().ptr(), base + 20);
+        for r in [mid.slice(5..7), mid.slice(7..), all.slice(..17)] {
+            match r {
+                Err(Error::InvalidArgument {
+                    kind: InvalidKind::OutOfRange,
+                    ..
+                }) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        // The views hold the buffer: three views and the test's handle.
+        assert_eq!(Arc::strong_count(&buf), 4);
+        drop((all, mid));
+        assert_eq!(Arc::strong_count(&buf), 2);
+        let keep = inner.keep_alive();
+        drop(inner);
+        assert_eq!(Arc::strong_count(&buf), 2);
+        drop(keep);
+        assert_eq!(Arc::strong_count(&buf), 1);
+        // Sizes and addresses that are not whole `T`s are refused.
+        let odd = host_backed(&mut mem[..6]);
+        assert!(matches!(
+            ArcView::<u32>::of_buffer(&odd),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+}

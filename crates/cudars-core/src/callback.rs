@@ -1,0 +1,358 @@
+//! Host functions queued on a stream (`cuLaunchHostFunc`): Rust closures that run
+//! on a driver thread, in stream order, with their panics caught and recorded.
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{CaptureStatus, Stream};
+
+/// A panic of a host function queued with [`Stream::launch_host_func`] or
+/// [`Stream::launch_host_func_repeatable`]: the first panic's message and how many
+/// host functions of the stream have panicked since the last report.
+///
+/// Returned by [`Stream::take_callback_panic`], and inside
+/// [`Error::HostCallbackPanicked`] by [`Stream::sync`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallbackPanic {
+    /// The first panic's message (its payload when that is a string).
+    pub message: String,
+    /// How many host functions panicked (at least 1).
+    pub count: usize,
+}
+
+impl fmt::Display for CallbackPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a host callback panicked: {}", self.message)?;
+        if self.count > 1 {
+            write!(
+                f,
+                " ({} callbacks panicked; this was the first)",
+                self.count
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a stream's host functions record their panics; shared by the stream's
+/// clones and by every host function queued on it.
+#[derive(Debug, Default)]
+pub(crate) struct PanicSlot(Mutex<Option<CallbackPanic>>);
+
+impl PanicSlot {
+    fn record(&self, message: String) {
+        let mut g = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match &mut *g {
+            Some(p) => p.count += 1,
+            None => *g = Some(CallbackPanic { message, count: 1 }),
+        }
+    }
+
+    pub(crate) fn take(&self) -> Option<CallbackPanic> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+/// The message of a panic payload.
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic payload that is not a string)".to_owned()
+    }
+}
+
+/// Runs `f`, recording a panic in `slot`; nothing unwinds out of it (a payload
+/// whose own drop panics is leaked).
+fn run_caught(f: impl FnOnce(), slot: &PanicSlot) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        slot.record(panic_message(&*payload));
+        drop_caught(payload);
+    }
+}
+
+/// Drops `value` without letting a panic of its destructor unwind.
+fn drop_caught<T>(value: T) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        std::mem::forget(payload);
+    }
+}
+
+/// A host function that runs once: the driver calls [`once_trampoline`] once with
+/// the box, which frees it.
+struct Once {
+    f: Box<dyn FnOnce() + Send>,
+    panics: Arc<PanicSlot>,
+}
+
+unsafe extern "C" fn once_trampoline(data: *mut c_void) {
+    // SAFETY: `data` is the `Box<Once>` that `enqueue_once` leaked for this one
+    // call (a host function outside a capture runs once), so it is taken back
+    // exactly once, here.
+    let call = unsafe { Box::from_raw(data.cast::<Once>()) };
+    let Once { f, panics } = *call;
+    // Calling `f` consumes it: its captures drop inside the guarded call.
+    run_caught(f, &panics);
+    drop_caught(panics);
+}
+
+/// A host function captured into a graph, which may run any number of times: it
+/// belongs to a user object that the graph owns.
+struct Repeat {
+    f: Box<dyn Fn() + Send + Sync>,
+    panics: Arc<PanicSlot>,
+}
+
+unsafe extern "C" fn repeat_trampoline(data: *mut c_void) {
+    // SAFETY: `data` is a `Box<Repeat>` owned by a user object that the graph
+    // holds, so it lives as long as the graph and its instantiations can run it.
+    let call = unsafe { &*data.cast::<Repeat>() };
+    run_caught(|| (call.f)(), &call.panics);
+}
+
+unsafe extern "C" fn repeat_destroy(data: *mut c_void) {
+    // SAFETY: the user object's destructor, called once when its last reference
+    // goes; `data` is the `Box<Repeat>` it was made with.
+    let call = unsafe { Box::from_raw(data.cast::<Repeat>()) };
+    drop_caught(call);
+}
+
+impl Stream {
+    /// Queues `f` to run on a driver thread once the work queued before it on this
+    /// stream has completed (`cuLaunchHostFunc`); work queued after it waits for
+    /// it to return.
+    ///
+    /// ```no_run
+    /// # fn f(stream: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// let done = Arc::new(AtomicBool::new(false));
+    /// let flag = done.clone();
+    /// stream.launch_host_func(move || flag.store(true, Ordering::Release))?;
+    /// stream.sync()?;
+    /// assert!(done.load(Ordering::Acquire));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// **`f` must not call CUDA** (CUDA's rule for host functions: a call may
+    /// return `CUDA_ERROR_NOT_PERMITTED` or deadlock). That includes dropping
+    /// what it captures: `f` and its captures are dropped on the driver's thread
+    /// when it returns, so it must not own the last clone of a [`Buffer`](crate::Buffer),
+    /// [`Stream`], [`Event`](crate::Event) or other object whose drop calls CUDA.
+    /// Keep long waits out of it too: the stream's later work waits for it.
+    ///
+    /// **Panics** are caught (nothing unwinds into the driver) and recorded in
+    /// this stream: the next [`sync`](Self::sync) returns
+    /// [`Error::HostCallbackPanicked`], or [`take_callback_panic`](Self::take_callback_panic)
+    /// hands the record over. The stream stays usable. A build with
+    /// `panic = "abort"` aborts instead, as for any panic.
+    ///
+    /// The box holding `f` is freed by the call, or at once if queuing fails. If
+    /// the context fails (a sticky error such as a faulting kernel) before `f`
+    /// runs, the driver never calls it and the box is leaked: the driver gives no
+    /// chance to free it.
+    ///
+    /// A capturing stream is refused: a captured host function runs each time the
+    /// graph is launched (or never), which a `FnOnce` cannot; use
+    /// [`launch_host_func_repeatable`](Self::launch_host_func_repeatable) there.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a stream that is capturing; the driver's error
+    /// (the box is freed).
+    pub fn launch_host_func(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
+        const WHAT: &str = "queuing a host function on a stream";
+        let _current = self.context().ensure_current()?;
+        if self.capture_status()? == CaptureStatus::Active {
+            return Err(Error::unsupported(
+                WHAT,
+                "the stream is capturing, and a captured host function may run any number \
+                 of times: use `launch_host_func_repeatable`",
+            ));
+        }
+        self.enqueue_once(Box::new(f), WHAT)
+    }
+
+    /// As [`launch_host_func`](Self::launch_host_func) for a function that may run
+    /// more than once, which also works on a capturing stream: the function
+    /// becomes a host node of the graph being captured and runs each time the
+    /// graph is launched. The graph owns it (through a CUDA user object,
+    /// `cuUserObjectCreate` and `cuGraphRetainUserObject`), and it is dropped,
+    /// on a driver thread, when the graph and every instantiation of it are gone.
+    ///
+    /// On a stream that is not capturing it runs once, as with
+    /// `launch_host_func`. Panics are recorded in this stream, also those of
+    /// launches of the captured graph on other streams. The same rules hold:
+    /// `f` must not call CUDA, nor own what calls CUDA when dropped.
+    ///
+    /// # Errors
+    /// The driver's error (`f` is freed; once captured, the graph owns it even if
+    /// queuing fails, and frees it with the graph).
+    pub fn launch_host_func_repeatable(&self, f: impl Fn() + Send + Sync + 'static) -> Result<()> {
+        const WHAT: &str = "queuing a host function on a stream";
+        let _current = self.context().ensure_current()?;
+        let Some(graph) = self.capture_graph()? else {
+            return self.enqueue_once(Box::new(f), WHAT);
+        };
+        let data = Box::into_raw(Box::new(Repeat {
+            f: Box::new(f),
+            panics: self.panic_slot().clone(),
+        }))
+        .cast::<c_void>();
+        let mut object: sys::CUuserObject = std::ptr::null_mut();
+        // SAFETY: `data` is a live `Box<Repeat>`; `repeat_destroy` frees it once,
+        // when the object's last reference goes; it does not call CUDA, so the
+        // driver need not synchronise the destructor.
+        let rc = unsafe {
+            sys::cuUserObjectCreate(
+                &mut object,
+                data,
+                Some(repeat_destroy),
+                1,
+                sys::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC.0,
+            )
+        };
+        if let Err(e) = rc.check(|| "creating a user object for a captured host function") {
+            // SAFETY: the object was not made, so the box is still ours.
+            drop_caught(unsafe { Box::from_raw(data.cast::<Repeat>()) });
+            return Err(e);
+        }
+        // SAFETY: a live graph being captured and a live user object whose one
+        // reference moves to the graph.
+        let rc = unsafe {
+            sys::cuGraphRetainUserObject(graph, object, 1, sys::CU_GRAPH_USER_OBJECT_MOVE.0)
+        };
+        if let Err(e) = rc.check(|| "handing a captured host function to its graph") {
+            // SAFETY: our one reference was not moved; releasing it runs the
+            // destructor, which frees the box.
+            let _ = unsafe { sys::cuUserObjectRelease(object, 1) };
+            return Err(e);
+        }
+        // SAFETY: the graph owns `data` (above) for as long as it can run the node.
+        unsafe { sys::cuLaunchHostFunc(self.handle(), Some(repeat_trampoline), data) }
+            .check(|| WHAT)
+    }
+
+    /// Takes the record of the host functions of this stream that panicked since
+    /// the last report (`None` if none did), without waiting for anything.
+    /// [`sync`](Self::sync) reports the same record as an error.
+    pub fn take_callback_panic(&self) -> Option<CallbackPanic> {
+        self.panic_slot().take()
+    }
+
+    fn enqueue_once(&self, f: Box<dyn FnOnce() + Send>, what: &'static str) -> Result<()> {
+        let data = Box::into_raw(Box::new(Once {
+            f,
+            panics: self.panic_slot().clone(),
+        }))
+        .cast::<c_void>();
+        // SAFETY: a live stream, its context current (the caller holds the guard);
+        // outside a capture the driver calls `once_trampoline` once with `data`,
+        // which frees it.
+        let rc = unsafe { sys::cuLaunchHostFunc(self.handle(), Some(once_trampoline), data) };
+        if rc != sys::CUDA_SUCCESS {
+            // SAFETY: the driver refused the call, so it will never run it: the
+            // box is still ours.
+            drop_caught(unsafe { Box::from_raw(data.cast::<Once>()) });
+        }
+        rc.check(|| what)
+    }
+
+    /// The graph this stream is capturing into, or `None` when it is not capturing
+    /// (an invalidated capture is `None` too: queuing fails there anyway).
+    fn capture_graph(&self) -> Result<Option<sys::CUgraph>> {
+        let info = self.capture_info()?;
+        Ok(
+            (info.status == crate::CaptureStatus::Active && !info.graph.is_null())
+                .then_some(info.graph),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Counter = Arc<std::sync::atomic::AtomicUsize>;
+
+    /// A panic slot, a call counter and a clone of it for the closure.
+    fn slot_and_counter() -> (Arc<PanicSlot>, Counter, Counter) {
+        let hit = Counter::default();
+        (Arc::default(), hit.clone(), hit)
+    }
+
+    #[test]
+    fn panics_are_caught_counted_and_taken() {
+        let slot = PanicSlot::default();
+        run_caught(|| {}, &slot);
+        assert_eq!(slot.take(), None);
+        run_caught(|| panic!("first"), &slot);
+        run_caught(|| panic!("second {}", 2), &slot);
+        let p = slot.take().expect("recorded");
+        assert_eq!(p.message, "first");
+        assert_eq!(p.count, 2);
+        assert_eq!(
+            p.to_string(),
+            "a host callback panicked: first (2 callbacks panicked; this was the first)"
+        );
+        assert_eq!(slot.take(), None);
+        run_caught(|| std::panic::panic_any(7u32), &slot);
+        assert_eq!(
+            slot.take().map(|p| p.message),
+            Some("(a panic payload that is not a string)".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_once_trampoline_runs_frees_and_records() {
+        let (slot, hit, h) = slot_and_counter();
+        let data = Box::into_raw(Box::new(Once {
+            f: Box::new(move || {
+                h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                panic!("inside the driver's thread");
+            }),
+            panics: slot.clone(),
+        }));
+        // SAFETY: a leaked `Box<Once>`, handed over once, as the driver would.
+        unsafe { once_trampoline(data.cast()) };
+        assert_eq!(hit.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // The closure (and its clone of `hit`) was dropped by the call.
+        assert_eq!(Arc::strong_count(&hit), 1);
+        assert_eq!(Arc::strong_count(&slot), 1);
+        assert_eq!(
+            slot.take().map(|p| p.message),
+            Some("inside the driver's thread".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_repeat_trampoline_runs_until_destroyed() {
+        let (slot, hit, h) = slot_and_counter();
+        let data = Box::into_raw(Box::new(Repeat {
+            f: Box::new(move || {
+                if h.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                    panic!("second run");
+                }
+            }),
+            panics: slot.clone(),
+        }))
+        .cast::<c_void>();
+        for _ in 0..3 {
+            // SAFETY: a live `Box<Repeat>`, as a graph's user object holds it.
+            unsafe { repeat_trampoline(data) };
+        }
+        assert_eq!(hit.load(std::sync::atomic::Ordering::SeqCst), 3);
+        assert_eq!(slot.take().map(|p| p.count), Some(1));
+        // SAFETY: the destructor, once.
+        unsafe { repeat_destroy(data) };
+        assert_eq!(Arc::strong_count(&hit), 1);
+        assert_eq!(Arc::strong_count(&slot), 1);
+    }
+}

@@ -1,0 +1,28 @@
+//! Run-time compilation: CUDA C++ through NVRTC, NVVM IR through NVVM, and PTX
+//! through the linker (the counterpart of `cuda.core`'s `Program` and
+//! `ProgramOptions`).
+//!
+//! ```no_run
+//! use cudars_core::{CompileTarget, Program, ProgramOptions, SourceCode};
+//!
+//! let src = "template<typename T> __global__ void add(T* x, T v) { x[threadIdx.x] += v; }";
+//! let options = ProgramOptions {
+//!     arch: Some("sm_90".into()),
+//!     std: Some("c++17".into()),
+//!     ..Default::default()
+//! };
+//! let program = Program::new(SourceCode::Cxx(src), options)?;
+//! let cubin = program.compile(CompileTarget::Cubin, &["add<float>"])?;
+//! println!("add<float> is {}", cubin.lowered_name("add<float>"));
+//! # Ok::<(), cudars_core::Error>(())
+//! ```
+
+pub mod nvrtc;
+mod nvvm;
+mod options;
+mod program;
+mod ptx;
+
+pub use nvrtc::PchStatus;
+pub use options::{CompilerBackend, ProgramOptions, toolkit_include_dirs};
+pub use program::{CompileTarget, Program, ProgramBackend, SourceCode};

@@ -1,0 +1,1209 @@
+//! How to compile a [`Program`](super::Program): [`ProgramOptions`] and its translation
+//! into each backend's arguments (NVRTC's, NVVM's, the linker's). Pure functions of
+//! the options, unit-tested without a compiler.
+
+use std::path::{Path, PathBuf};
+
+use crate::Device;
+use crate::arch::Arch;
+use crate::error::{Error, Result};
+use crate::linker::LinkerOptions;
+
+use super::CompileTarget;
+
+/// The name a program gets when [`ProgramOptions::name`] is `None`.
+const DEFAULT_NAME: &str = "default_program";
+
+/// How to compile a [`Program`](crate::Program): NVRTC's options, as `cuda.core`'s
+/// `ProgramOptions` spells them.
+///
+/// Every field defaults to "not given" (the compiler's own default). Build one with
+/// struct-update syntax:
+///
+/// ```
+/// use cudars_core::ProgramOptions;
+///
+/// let options = ProgramOptions {
+///     arch: Some("sm_90".into()),
+///     define_macro: vec![("N".into(), Some("128".into()))],
+///     ..Default::default()
+/// };
+/// let args = options.to_nvrtc_args()?;
+/// assert_eq!(args, ["--gpu-architecture=sm_90", "--define-macro=N=128"]);
+/// # Ok::<(), cudars_core::Error>(())
+/// ```
+///
+/// **`Default` has no architecture, and nothing fills one in.** `cuda.core`'s
+/// `ProgramOptions()` targets the current device; here an unset
+/// [`arch`](Self::arch) is the compiler's own default (see that field), which is
+/// not your GPU. For the GPU, start from [`for_device`](Self::for_device) or, as
+/// Python does, [`for_current_device`](Self::for_current_device):
+///
+/// ```no_run
+/// use cudars_core::{Device, ProgramOptions};
+///
+/// let dev = Device::new(0)?;
+/// let options = ProgramOptions {
+///     std: Some("c++17".into()),
+///     ..ProgramOptions::for_device(&dev)? // arch: Some("sm_90") on an H100
+/// };
+/// // Python's `ProgramOptions(std="c++17")`: the current device (device 0 if none).
+/// let same = ProgramOptions { std: Some("c++17".into()), ..ProgramOptions::for_current_device()? };
+/// # Ok::<(), cudars_core::Error>(())
+/// ```
+///
+/// Headers: [`with_toolkit_headers`](Self::with_toolkit_headers) puts the CUDA
+/// runtime's and CCCL's include directories (from the wheels or a toolkit) on
+/// [`include_path`](Self::include_path), for `#include <cooperative_groups.h>`,
+/// `<cuda/std/…>`, `<cub/…>`; with NVRTC 13.3 or newer,
+/// [`use_bundled_headers`](Self::use_bundled_headers) uses the headers NVRTC
+/// carries instead.
+///
+/// For NVVM IR only the options NVVM has a counterpart for apply (see
+/// [`to_nvvm_args`](Self::to_nvvm_args)); for PTX the code-generation options go
+/// to the [`Linker`](crate::Linker) (see [`to_linker_options`](Self::to_linker_options)). Setting
+/// an option the backend has no counterpart for (a C++ front-end option such as
+/// `std`, macros, include paths or diagnostics, for NVVM IR or PTX) is
+/// [`Error::Unsupported`] naming it, never silently ignored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramOptions {
+    /// The program's name: the file name in diagnostics and the name of the
+    /// compiled [`ObjectCode`](crate::ObjectCode) (`default_program` when `None`).
+    pub name: Option<String>,
+    /// The target architecture: `sm_XY` (real: PTX and a cubin), `compute_XY`
+    /// (virtual: PTX only), either with an `a` or `f` suffix (`sm_90a`)
+    /// (`--gpu-architecture=`; NVVM `-arch=compute_XY`).
+    ///
+    /// **`None` is not the current device** (as it is in `cuda.core`): nothing is
+    /// passed and the compiler's own default applies. For NVRTC and NVVM that is
+    /// their oldest supported virtual architecture, `compute_75` for CUDA 13 and
+    /// `compute_52` for CUDA 12: PTX and LTO-IR are made for it (the driver
+    /// compiles such PTX for the GPU when it is loaded, and code for a newer
+    /// architecture, clusters for instance, does not compile). A cubin, and
+    /// linking ([`to_linker_options`](Self::to_linker_options)), need an `arch` and
+    /// refuse `None` with [`Error::InvalidArgument`]. Set it from a device with
+    /// [`for_device`](Self::for_device) or
+    /// [`for_current_device`](Self::for_current_device).
+    pub arch: Option<String>,
+    /// The C++ dialect, `c++03` to `c++20` (`--std=`).
+    pub std: Option<String>,
+    /// Relocatable device code, for separate compilation and linking
+    /// (`--relocatable-device-code=true`).
+    pub relocatable_device_code: bool,
+    /// Extensible whole-program mode (`--extensible-whole-program`).
+    pub extensible_whole_program: bool,
+    /// Device debug information (`--device-debug`; NVVM `-g`).
+    pub debug: bool,
+    /// Line information (`--generate-line-info`; NVVM `-generate-line-info`).
+    pub lineinfo: bool,
+    /// Device-code optimisation on or off (`--dopt=on|off`; NVVM `-opt=3|0`).
+    pub device_code_optimize: Option<bool>,
+    /// Options for ptxas, each passed as `--ptxas-options=<option>`.
+    pub ptxas_options: Vec<String>,
+    /// The most registers a kernel may use (`--maxrregcount=`); at least 1.
+    pub max_register_count: Option<u32>,
+    /// Flush denormals to zero (`--ftz=`; NVVM `-ftz=`).
+    pub ftz: Option<bool>,
+    /// IEEE-rounded square root (`--prec-sqrt=`; NVVM `-prec-sqrt=`).
+    pub prec_sqrt: Option<bool>,
+    /// IEEE-rounded division and reciprocal (`--prec-div=`; NVVM `-prec-div=`).
+    pub prec_div: Option<bool>,
+    /// Fused multiply-add contraction (`--fmad=`; NVVM `-fma=`).
+    pub fma: Option<bool>,
+    /// Fast math (`--use_fast_math`); for NVVM the `ftz`/`prec_div`/`prec_sqrt`/`fma`
+    /// settings it implies, where those are not given.
+    pub use_fast_math: bool,
+    /// More aggressive device-code vectorisation (`--extra-device-vectorization`).
+    pub extra_device_vectorization: bool,
+    /// Emit LTO-IR for link-time optimisation (`-dlto`; NVVM `-gen-lto`); needed for
+    /// [`CompileTarget::Ltoir`].
+    pub link_time_optimization: bool,
+    /// Optimise the LTO-IR further (`--gen-opt-lto`).
+    pub gen_opt_lto: bool,
+    /// Macros to define: `(name, None)` is `--define-macro=name`, `(name,
+    /// Some(value))` is `--define-macro=name=value`. A name is an identifier,
+    /// optionally with a parameter list (`F(a,b)`).
+    pub define_macro: Vec<(String, Option<String>)>,
+    /// Macros to undefine (`--undefine-macro=`).
+    pub undefine_macro: Vec<String>,
+    /// Directories searched for `#include` (`--include-path=`).
+    pub include_path: Vec<PathBuf>,
+    /// Headers included before the source (`--pre-include=`).
+    pub pre_include: Vec<String>,
+    /// Do not search the source's own directory for includes (`--no-source-include`).
+    pub no_source_include: bool,
+    /// Treat `std::move`/`std::forward` as built-ins (`--builtin-move-forward=`).
+    pub builtin_move_forward: Option<bool>,
+    /// Treat `std::initializer_list` as built-in (`--builtin-initializer-list=`).
+    pub builtin_initializer_list: Option<bool>,
+    /// Suppress all warnings (`--disable-warnings`).
+    pub disable_warnings: bool,
+    /// Assume kernel pointer parameters are `__restrict__` (`--restrict`).
+    pub restrict: bool,
+    /// Treat unannotated functions as `__device__` (`--device-as-default-execution-space`).
+    pub device_as_default_execution_space: bool,
+    /// Allow `__int128` in device code (`--device-int128`).
+    pub device_int128: bool,
+    /// Allow `__float128` in device code (`--device-float128`).
+    pub device_float128: bool,
+    /// Report optimisations of this kind (`--optimization-info=`; NVRTC knows `inline`).
+    pub optimization_info: Option<String>,
+    /// Leave diagnostic numbers out of messages (`--no-display-error-number`).
+    pub no_display_error_number: bool,
+    /// Diagnostics (by number) to turn into errors (`--diag-error=`).
+    pub diag_error: Vec<u32>,
+    /// Diagnostics (by number) to suppress (`--diag-suppress=`).
+    pub diag_suppress: Vec<u32>,
+    /// Diagnostics (by number) to turn into warnings (`--diag-warn=`).
+    pub diag_warn: Vec<u32>,
+    /// Shorter diagnostics (`--brief-diagnostics=`).
+    pub brief_diagnostics: Option<bool>,
+    /// Write the compiler's phase timings to this file, as CSV (`--time=`).
+    pub time: Option<PathBuf>,
+    /// Compile with up to this many threads, 0 for as many as there are CPUs
+    /// (`--split-compile=`); at most `i32::MAX` (NVRTC aborts the process on
+    /// more, so a larger value is refused before it is called).
+    pub split_compile: Option<u32>,
+    /// Check the device code's syntax only (`--fdevice-syntax-only`).
+    pub fdevice_syntax_only: bool,
+    /// Omit some implicit headers, for faster compiles (`--minimal`).
+    pub minimal: bool,
+    /// Do not use the compilation cache (`--no-cache`).
+    pub no_cache: bool,
+    /// Write a Chrome trace of the compile to this file (`--fdevice-time-trace=`).
+    pub fdevice_time_trace: Option<PathBuf>,
+    /// The seed of the compiler's random numbers (`--frandom-seed=`).
+    pub frandom_seed: Option<String>,
+    /// Faster compilation at some cost in code quality: `0`, `min`, `mid` or `max`
+    /// (`--Ofast-compile=`).
+    pub ofast_compile: Option<String>,
+    /// More NVVM IR modules (name, text or bitcode) compiled with an NVVM IR
+    /// program; NVVM only.
+    pub extra_sources: Vec<(String, Vec<u8>)>,
+    /// Link NVIDIA's libdevice (the math library as NVVM IR), found by the
+    /// pathfinder (`find_bitcode_lib("libdevice")`), lazily: only the functions
+    /// the program calls are kept. NVVM only.
+    pub use_libdevice: bool,
+    /// Precompiled headers, automatically: NVRTC creates a PCH for the headers
+    /// this program includes, or uses one it made before (`--pch`).
+    pub pch: bool,
+    /// Create a precompiled header at this path (`--create-pch=`).
+    pub create_pch: Option<PathBuf>,
+    /// Use the precompiled header at this path (`--use-pch=`).
+    pub use_pch: Option<PathBuf>,
+    /// Where automatic PCH files go (`--pch-dir=`).
+    pub pch_dir: Option<PathBuf>,
+    /// Report in the log whether a PCH was created or used (`--pch-messages=`).
+    pub pch_messages: Option<bool>,
+    /// Say in the log why a PCH could not be created or used (`--pch-verbose=`).
+    pub pch_verbose: Option<bool>,
+    /// Instantiate templates while creating the PCH
+    /// (`--instantiate-templates-in-pch=`).
+    pub instantiate_templates_in_pch: Option<bool>,
+    /// Use the CUDA runtime and CCCL headers that NVRTC carries
+    /// (`--use-bundled-headers=<dir>`, NVRTC 13.3 or newer): NVRTC installs them
+    /// into [`bundled_headers_dir`](Self::bundled_headers_dir) (once) and puts
+    /// them on the include path, so `#include <cuda/std/…>` or
+    /// `<cooperative_groups.h>` compile with no toolkit or wheel headers. With an
+    /// older NVRTC, compiling is [`Error::Unsupported`] (naming both versions);
+    /// [`with_toolkit_headers`](Self::with_toolkit_headers) works with any NVRTC.
+    pub use_bundled_headers: bool,
+    /// Where NVRTC installs its bundled headers for
+    /// [`use_bundled_headers`](Self::use_bundled_headers); `None`:
+    /// [`default_bundled_headers_dir`](Self::default_bundled_headers_dir) (a
+    /// directory per NVRTC version in the user's cache directory).
+    pub bundled_headers_dir: Option<PathBuf>,
+    /// Extra debug information for Numba's CUDA debugger support, with `debug`
+    /// (`--numba-debug`; NVVM `-numba-debug`). Compilers that do not know the
+    /// option fail the compile with their invalid-option error
+    /// ([`Error::Compile`], whose log names it): NVRTC 13.0 does.
+    pub numba_debug: bool,
+    /// More options, passed verbatim after all the others.
+    pub extra: Vec<String>,
+}
+
+/// The compilers [`ProgramOptions::as_bytes`] writes options for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CompilerBackend {
+    /// NVRTC (CUDA C++).
+    Nvrtc,
+    /// NVVM (NVVM IR).
+    Nvvm,
+}
+
+impl std::str::FromStr for CompilerBackend {
+    type Err = Error;
+
+    /// `nvrtc` or `nvvm`, in any case, as `cuda.core`'s `as_bytes` takes them
+    /// (and as [`Program::backend`](crate::Program::backend) names them).
+    fn from_str(s: &str) -> Result<Self> {
+        if s.eq_ignore_ascii_case("nvrtc") {
+            Ok(Self::Nvrtc)
+        } else if s.eq_ignore_ascii_case("nvvm") {
+            Ok(Self::Nvvm)
+        } else {
+            Err(Error::invalid(
+                "choosing a compiler backend",
+                format!("{s:?} is not a compiler backend: expected `nvrtc` or `nvvm`"),
+            ))
+        }
+    }
+}
+
+/// The options NVVM takes (every other field set is refused for NVVM IR).
+const NVVM_FIELDS: &[&str] = &[
+    "name",
+    "arch",
+    "debug",
+    "lineinfo",
+    "device_code_optimize",
+    "ftz",
+    "prec_sqrt",
+    "prec_div",
+    "fma",
+    "use_fast_math",
+    "link_time_optimization",
+    "extra_sources",
+    "use_libdevice",
+    "numba_debug",
+    "extra",
+];
+
+/// The options the linker takes for PTX ([`ProgramOptions::to_linker_options`]).
+pub(super) const LINKER_FIELDS: &[&str] = &[
+    "name",
+    "arch",
+    "max_register_count",
+    "time",
+    "debug",
+    "lineinfo",
+    "ftz",
+    "prec_div",
+    "prec_sqrt",
+    "fma",
+    "split_compile",
+    "ptxas_options",
+    "no_cache",
+];
+
+const OPTIONS_CONTEXT: &str = "checking the program options";
+
+/// An option list under construction: every argument is checked for NUL bytes.
+struct Args {
+    context: &'static str,
+    out: Vec<String>,
+}
+
+impl Args {
+    fn new(context: &'static str) -> Self {
+        Self {
+            context,
+            out: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, field: &str, arg: String) -> Result<()> {
+        if arg.contains('\0') {
+            return Err(Error::invalid(
+                self.context,
+                format!("`{field}` contains a NUL byte: {arg:?}"),
+            ));
+        }
+        self.out.push(arg);
+        Ok(())
+    }
+
+    fn flag(&mut self, on: bool, arg: &str) {
+        if on {
+            self.out.push(arg.to_owned());
+        }
+    }
+
+    fn text(&mut self, field: &str, value: &str, option: &str) -> Result<()> {
+        if value.is_empty() {
+            return Err(Error::invalid(
+                self.context,
+                format!("`{field}` has an empty entry"),
+            ));
+        }
+        self.push(field, format!("{option}{value}"))
+    }
+
+    fn path(&mut self, field: &str, path: &Path, option: &str) -> Result<()> {
+        let Some(p) = path.to_str() else {
+            return Err(Error::invalid(
+                self.context,
+                format!("`{field}` is not valid UTF-8: {}", path.display()),
+            ));
+        };
+        self.text(field, p, option)
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b { "true" } else { "false" }
+}
+
+fn one_zero(b: bool) -> &'static str {
+    if b { "1" } else { "0" }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A macro name: an identifier, optionally with a parameter list (`F(a, b)`,
+/// `F()`, `F(...)`).
+fn is_macro_name(s: &str) -> bool {
+    let Some((name, rest)) = s.split_once('(') else {
+        return is_identifier(s);
+    };
+    let Some(params) = rest.strip_suffix(')') else {
+        return false;
+    };
+    is_identifier(name)
+        && (params.trim().is_empty()
+            || params
+                .split(',')
+                .map(str::trim)
+                .all(|p| p == "..." || is_identifier(p)))
+}
+
+impl ProgramOptions {
+    /// The options as NVRTC takes them (`--gpu-architecture=sm_90`, …), in
+    /// `cuda.core`'s order, [`extra`](Self::extra) last.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the field, for an `arch` that is not
+    /// `sm_XY`/`compute_XY` (optionally with an `a`/`f` suffix), a macro name that
+    /// is not an identifier, a `std` that is not `c++NN`, a `max_register_count` of
+    /// 0, an unknown `ofast_compile` level, empty entries, non-UTF-8 paths or NUL
+    /// bytes.
+    pub fn to_nvrtc_args(&self) -> Result<Vec<String>> {
+        let mut a = Args::new(OPTIONS_CONTEXT);
+        self.check_name()?;
+        if let Some(arch) = &self.arch {
+            Arch::parse_or_invalid(arch, OPTIONS_CONTEXT)?;
+            a.push("arch", format!("--gpu-architecture={arch}"))?;
+        }
+        if self.relocatable_device_code {
+            a.flag(true, "--relocatable-device-code=true");
+        }
+        a.flag(self.extensible_whole_program, "--extensible-whole-program");
+        a.flag(self.debug, "--device-debug");
+        a.flag(self.lineinfo, "--generate-line-info");
+        if let Some(on) = self.device_code_optimize {
+            a.flag(true, if on { "--dopt=on" } else { "--dopt=off" });
+        }
+        for opt in &self.ptxas_options {
+            a.text("ptxas_options", opt, "--ptxas-options=")?;
+        }
+        if let Some(n) = self.max_register_count {
+            if n == 0 {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    "`max_register_count` must be at least 1",
+                ));
+            }
+            a.out.push(format!("--maxrregcount={n}"));
+        }
+        if let Some(b) = self.ftz {
+            a.out.push(format!("--ftz={}", on_off(b)));
+        }
+        if let Some(b) = self.prec_sqrt {
+            a.out.push(format!("--prec-sqrt={}", on_off(b)));
+        }
+        if let Some(b) = self.prec_div {
+            a.out.push(format!("--prec-div={}", on_off(b)));
+        }
+        if let Some(b) = self.fma {
+            a.out.push(format!("--fmad={}", on_off(b)));
+        }
+        a.flag(self.use_fast_math, "--use_fast_math");
+        a.flag(
+            self.extra_device_vectorization,
+            "--extra-device-vectorization",
+        );
+        a.flag(self.link_time_optimization, "-dlto");
+        a.flag(self.gen_opt_lto, "--gen-opt-lto");
+        for (name, value) in &self.define_macro {
+            if !is_macro_name(name) {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!(
+                        "`define_macro` name {name:?} is not an identifier (optionally with \
+                         a parameter list)"
+                    ),
+                ));
+            }
+            match value {
+                None => a.push("define_macro", format!("--define-macro={name}"))?,
+                Some(v) => a.push("define_macro", format!("--define-macro={name}={v}"))?,
+            }
+        }
+        for name in &self.undefine_macro {
+            if !is_identifier(name) {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!("`undefine_macro` name {name:?} is not an identifier"),
+                ));
+            }
+            a.out.push(format!("--undefine-macro={name}"));
+        }
+        for dir in &self.include_path {
+            a.path("include_path", dir, "--include-path=")?;
+        }
+        for header in &self.pre_include {
+            a.text("pre_include", header, "--pre-include=")?;
+        }
+        a.flag(self.no_source_include, "--no-source-include");
+        if let Some(std) = &self.std {
+            let ok = std
+                .strip_prefix("c++")
+                .is_some_and(|v| v.len() == 2 && v.bytes().all(|b| b.is_ascii_digit()));
+            if !ok {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!("`std` {std:?} is not a C++ dialect (c++11, c++14, c++17, c++20)"),
+                ));
+            }
+            a.out.push(format!("--std={std}"));
+        }
+        if let Some(b) = self.builtin_move_forward {
+            a.out.push(format!("--builtin-move-forward={}", on_off(b)));
+        }
+        if let Some(b) = self.builtin_initializer_list {
+            a.out
+                .push(format!("--builtin-initializer-list={}", on_off(b)));
+        }
+        a.flag(self.disable_warnings, "--disable-warnings");
+        a.flag(self.restrict, "--restrict");
+        a.flag(
+            self.device_as_default_execution_space,
+            "--device-as-default-execution-space",
+        );
+        a.flag(self.device_int128, "--device-int128");
+        a.flag(self.device_float128, "--device-float128");
+        if let Some(info) = &self.optimization_info {
+            a.text("optimization_info", info, "--optimization-info=")?;
+        }
+        a.flag(self.no_display_error_number, "--no-display-error-number");
+        for n in &self.diag_error {
+            a.out.push(format!("--diag-error={n}"));
+        }
+        for n in &self.diag_suppress {
+            a.out.push(format!("--diag-suppress={n}"));
+        }
+        for n in &self.diag_warn {
+            a.out.push(format!("--diag-warn={n}"));
+        }
+        if let Some(b) = self.brief_diagnostics {
+            a.out.push(format!("--brief-diagnostics={}", on_off(b)));
+        }
+        if let Some(path) = &self.time {
+            a.path("time", path, "--time=")?;
+        }
+        if let Some(n) = self.split_compile {
+            // NVRTC reads the count as a C `int` and aborts the whole process
+            // (an uncaught `std::out_of_range`) on anything larger.
+            if i32::try_from(n).is_err() {
+                return Err(Error::out_of_range(
+                    a.context,
+                    format!(
+                        "`split_compile` is {n}; NVRTC takes at most {} threads (0 for one per CPU)",
+                        i32::MAX
+                    ),
+                ));
+            }
+            a.out.push(format!("--split-compile={n}"));
+        }
+        a.flag(self.fdevice_syntax_only, "--fdevice-syntax-only");
+        a.flag(self.minimal, "--minimal");
+        a.flag(self.no_cache, "--no-cache");
+        if let Some(path) = &self.fdevice_time_trace {
+            a.path("fdevice_time_trace", path, "--fdevice-time-trace=")?;
+        }
+        if let Some(seed) = &self.frandom_seed {
+            a.text("frandom_seed", seed, "--frandom-seed=")?;
+        }
+        if let Some(level) = &self.ofast_compile {
+            if !["0", "min", "mid", "max"].contains(&level.as_str()) {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!("`ofast_compile` {level:?} is not one of 0, min, mid, max"),
+                ));
+            }
+            a.out.push(format!("--Ofast-compile={level}"));
+        }
+        a.flag(self.pch, "--pch");
+        for (field, path, flag) in [
+            ("create_pch", &self.create_pch, "--create-pch="),
+            ("use_pch", &self.use_pch, "--use-pch="),
+            ("pch_dir", &self.pch_dir, "--pch-dir="),
+        ] {
+            if let Some(path) = path {
+                let path = path.to_str().ok_or_else(|| {
+                    Error::invalid(OPTIONS_CONTEXT, format!("`{field}` is not UTF-8: {path:?}"))
+                })?;
+                if path.is_empty() {
+                    return Err(Error::invalid(
+                        OPTIONS_CONTEXT,
+                        format!("`{field}` is empty"),
+                    ));
+                }
+                a.push(field, format!("{flag}{path}"))?;
+            }
+        }
+        for (on, flag) in [
+            (self.pch_messages, "--pch-messages="),
+            (self.pch_verbose, "--pch-verbose="),
+            (
+                self.instantiate_templates_in_pch,
+                "--instantiate-templates-in-pch=",
+            ),
+        ] {
+            if let Some(on) = on {
+                a.out.push(format!("{flag}{on}"));
+            }
+        }
+        if self.use_bundled_headers {
+            let dir = match &self.bundled_headers_dir {
+                Some(d) => d.clone(),
+                None => Self::default_bundled_headers_dir()?,
+            };
+            a.path("bundled_headers_dir", &dir, "--use-bundled-headers=")?;
+        }
+        a.flag(self.numba_debug, "--numba-debug");
+        for extra in &self.extra {
+            a.text("extra", extra, "")?;
+        }
+        Ok(a.out)
+    }
+
+    /// The fields that are set (differ from the default), by name.
+    pub(super) fn set_fields(&self) -> Vec<&'static str> {
+        [
+            ("name", self.name.is_some()),
+            ("arch", self.arch.is_some()),
+            ("std", self.std.is_some()),
+            ("relocatable_device_code", self.relocatable_device_code),
+            ("extensible_whole_program", self.extensible_whole_program),
+            ("debug", self.debug),
+            ("lineinfo", self.lineinfo),
+            ("device_code_optimize", self.device_code_optimize.is_some()),
+            ("ptxas_options", !self.ptxas_options.is_empty()),
+            ("max_register_count", self.max_register_count.is_some()),
+            ("ftz", self.ftz.is_some()),
+            ("prec_sqrt", self.prec_sqrt.is_some()),
+            ("prec_div", self.prec_div.is_some()),
+            ("fma", self.fma.is_some()),
+            ("use_fast_math", self.use_fast_math),
+            (
+                "extra_device_vectorization",
+                self.extra_device_vectorization,
+            ),
+            ("link_time_optimization", self.link_time_optimization),
+            ("gen_opt_lto", self.gen_opt_lto),
+            ("define_macro", !self.define_macro.is_empty()),
+            ("undefine_macro", !self.undefine_macro.is_empty()),
+            ("include_path", !self.include_path.is_empty()),
+            ("pre_include", !self.pre_include.is_empty()),
+            ("no_source_include", self.no_source_include),
+            ("builtin_move_forward", self.builtin_move_forward.is_some()),
+            (
+                "builtin_initializer_list",
+                self.builtin_initializer_list.is_some(),
+            ),
+            ("disable_warnings", self.disable_warnings),
+            ("restrict", self.restrict),
+            (
+                "device_as_default_execution_space",
+                self.device_as_default_execution_space,
+            ),
+            ("device_int128", self.device_int128),
+            ("device_float128", self.device_float128),
+            ("optimization_info", self.optimization_info.is_some()),
+            ("no_display_error_number", self.no_display_error_number),
+            ("diag_error", !self.diag_error.is_empty()),
+            ("diag_suppress", !self.diag_suppress.is_empty()),
+            ("diag_warn", !self.diag_warn.is_empty()),
+            ("brief_diagnostics", self.brief_diagnostics.is_some()),
+            ("time", self.time.is_some()),
+            ("split_compile", self.split_compile.is_some()),
+            ("fdevice_syntax_only", self.fdevice_syntax_only),
+            ("minimal", self.minimal),
+            ("no_cache", self.no_cache),
+            ("fdevice_time_trace", self.fdevice_time_trace.is_some()),
+            ("frandom_seed", self.frandom_seed.is_some()),
+            ("ofast_compile", self.ofast_compile.is_some()),
+            ("extra_sources", !self.extra_sources.is_empty()),
+            ("use_libdevice", self.use_libdevice),
+            ("pch", self.pch),
+            ("create_pch", self.create_pch.is_some()),
+            ("use_pch", self.use_pch.is_some()),
+            ("pch_dir", self.pch_dir.is_some()),
+            ("pch_messages", self.pch_messages.is_some()),
+            ("pch_verbose", self.pch_verbose.is_some()),
+            (
+                "instantiate_templates_in_pch",
+                self.instantiate_templates_in_pch.is_some(),
+            ),
+            ("use_bundled_headers", self.use_bundled_headers),
+            ("bundled_headers_dir", self.bundled_headers_dir.is_some()),
+            ("numba_debug", self.numba_debug),
+            ("extra", !self.extra.is_empty()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect()
+    }
+
+    /// [`Error::Unsupported`] naming the fields set here that `backend` (which
+    /// takes the fields `supported`) has no counterpart for.
+    pub(super) fn refuse_unsupported(&self, backend: &str, supported: &[&str]) -> Result<()> {
+        let refused: Vec<String> = self
+            .set_fields()
+            .into_iter()
+            .filter(|f| !supported.contains(f))
+            .map(|f| format!("`{f}`"))
+            .collect();
+        if refused.is_empty() {
+            return Ok(());
+        }
+        Err(Error::unsupported(
+            OPTIONS_CONTEXT,
+            format!("{backend} has no counterpart for {}", refused.join(", ")),
+        ))
+    }
+
+    /// The options as `backend` takes them, as bytes (`as_bytes` in Python):
+    /// [`to_nvrtc_args`](Self::to_nvrtc_args) or
+    /// [`to_nvvm_args`](Self::to_nvvm_args), plus NVVM's `-gen-lto` when
+    /// `target` is [`CompileTarget::Ltoir`] (which NVVM needs for LTO-IR). Pass
+    /// a backend by name with `"nvvm".parse()?`.
+    ///
+    /// ```
+    /// use cudars_core::{CompileTarget, CompilerBackend, ProgramOptions};
+    ///
+    /// let options = ProgramOptions { arch: Some("sm_90".into()), debug: true, ..Default::default() };
+    /// assert_eq!(
+    ///     options.as_bytes(CompilerBackend::Nvvm, Some(CompileTarget::Ltoir))?,
+    ///     [b"-arch=compute_90".to_vec(), b"-g".to_vec(), b"-gen-lto".to_vec()]
+    /// );
+    /// assert_eq!(options.as_bytes("nvrtc".parse()?, None)?[1], b"--device-debug");
+    /// # Ok::<(), cudars_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`to_nvrtc_args`](Self::to_nvrtc_args) and
+    /// [`to_nvvm_args`](Self::to_nvvm_args).
+    pub fn as_bytes(
+        &self,
+        backend: CompilerBackend,
+        target: Option<CompileTarget>,
+    ) -> Result<Vec<Vec<u8>>> {
+        let mut args = match backend {
+            CompilerBackend::Nvrtc => self.to_nvrtc_args()?,
+            CompilerBackend::Nvvm => {
+                let mut args = self.to_nvvm_args()?;
+                if target == Some(CompileTarget::Ltoir) && !args.iter().any(|a| a == "-gen-lto") {
+                    args.push("-gen-lto".to_owned());
+                }
+                args
+            }
+        };
+        Ok(args.drain(..).map(String::into_bytes).collect())
+    }
+
+    /// The options NVVM understands, as it takes them: `-arch=compute_XY` (an
+    /// `sm_XY` arch becomes `compute_XY`), `-opt=0|3` from
+    /// [`device_code_optimize`](Self::device_code_optimize), `-g`,
+    /// `-generate-line-info`, `-ftz=`/`-prec-div=`/`-prec-sqrt=`/`-fma=` (`0`/`1`,
+    /// implied by `use_fast_math` where not given), `-gen-lto`, `-numba-debug`, then
+    /// [`extra`](Self::extra). `name`, `extra_sources` and `use_libdevice` apply
+    /// to the program, not the option list.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] naming every other field that is set (C++
+    /// front-end and NVRTC options NVVM has no counterpart for: `std`,
+    /// `define_macro`, `max_register_count`, …); [`Error::InvalidArgument`] for
+    /// a malformed `arch`, or NUL bytes or empty entries in `name` or `extra`.
+    pub fn to_nvvm_args(&self) -> Result<Vec<String>> {
+        let mut a = Args::new(OPTIONS_CONTEXT);
+        self.check_name()?;
+        self.refuse_unsupported("NVVM", NVVM_FIELDS)?;
+        if let Some(arch) = &self.arch {
+            let arch = Arch::parse_or_invalid(arch, OPTIONS_CONTEXT)?;
+            a.out.push(format!("-arch={}", arch.virtual_name()));
+        }
+        if let Some(on) = self.device_code_optimize {
+            a.out.push(if on { "-opt=3" } else { "-opt=0" }.to_owned());
+        }
+        a.flag(self.debug, "-g");
+        a.flag(self.lineinfo, "-generate-line-info");
+        let fast = |explicit: Option<bool>, implied: bool| {
+            explicit.or_else(|| self.use_fast_math.then_some(implied))
+        };
+        if let Some(b) = fast(self.ftz, true) {
+            a.out.push(format!("-ftz={}", one_zero(b)));
+        }
+        if let Some(b) = fast(self.prec_div, false) {
+            a.out.push(format!("-prec-div={}", one_zero(b)));
+        }
+        if let Some(b) = fast(self.prec_sqrt, false) {
+            a.out.push(format!("-prec-sqrt={}", one_zero(b)));
+        }
+        if let Some(b) = fast(self.fma, true) {
+            a.out.push(format!("-fma={}", one_zero(b)));
+        }
+        a.flag(self.link_time_optimization, "-gen-lto");
+        a.flag(self.numba_debug, "-numba-debug");
+        for extra in &self.extra {
+            a.text("extra", extra, "")?;
+        }
+        Ok(a.out)
+    }
+
+    /// The [`LinkerOptions`] that assemble and link PTX compiled with these
+    /// options: `arch`, `max_register_count`, `time` (on when a file is given),
+    /// `debug`, `lineinfo`, `ftz`, `prec_div`, `prec_sqrt`, `fma`,
+    /// `split_compile`, `ptxas_options` and `no_cache` carry over, and the name.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `arch` is not given (the linker needs one).
+    pub fn to_linker_options(&self) -> Result<LinkerOptions> {
+        let Some(arch) = &self.arch else {
+            return Err(Error::invalid(
+                OPTIONS_CONTEXT,
+                "linking needs an `arch` (sm_XY)",
+            ));
+        };
+        Ok(LinkerOptions {
+            name: Some(self.program_name().to_owned()),
+            max_register_count: self.max_register_count,
+            time: self.time.is_some(),
+            debug: self.debug,
+            lineinfo: self.lineinfo,
+            ftz: self.ftz,
+            prec_div: self.prec_div,
+            prec_sqrt: self.prec_sqrt,
+            fma: self.fma,
+            split_compile: self.split_compile,
+            ptxas_options: self.ptxas_options.clone(),
+            no_cache: self.no_cache,
+            ..LinkerOptions::new(arch.clone())
+        })
+    }
+
+    /// Options that compile for `device`: `arch` is its architecture (`sm_90`
+    /// on an H100, as [`Device::arch`] gives it), everything else is the default.
+    /// Update other fields with struct-update syntax (`ProgramOptions { std: …,
+    /// ..ProgramOptions::for_device(&dev)? }`).
+    ///
+    /// # Errors
+    /// The driver's error reading the compute capability.
+    pub fn for_device(device: &Device) -> Result<Self> {
+        Ok(Self {
+            arch: Some(device.arch()?),
+            ..Self::default()
+        })
+    }
+
+    /// Options that compile for the current device ([`Device::current`]: the
+    /// current context's device, or device 0 when no context is current), which is
+    /// what `cuda.core`'s `ProgramOptions()` does when `arch` is not given.
+    ///
+    /// # Errors
+    /// As [`Device::current`] and [`for_device`](Self::for_device) (no driver or
+    /// no device is an error: compiling without a GPU needs an explicit `arch`).
+    pub fn for_current_device() -> Result<Self> {
+        Self::for_device(&Device::current()?)
+    }
+
+    /// These options with the include directories of the CUDA runtime headers
+    /// (`cudart`: `cuda_runtime.h`, `cooperative_groups.h`, `cuda_fp16.h`, …) and
+    /// of CCCL (`cccl`: `<cuda/std/…>`, `<cub/…>`, `<thrust/…>`) added to
+    /// [`include_path`](Self::include_path), CCCL first, each once.
+    ///
+    /// They are found as [`toolkit_include_dirs`] finds them: by the pathfinder,
+    /// in NVIDIA's wheels (`nvidia-cuda-runtime` and `nvidia-cuda-cccl`, with
+    /// `-cu12` for CUDA 12), conda, `CUDA_PATH`/`CUDA_HOME` or the toolkit the
+    /// system's `libcudart` belongs to. Use headers of the same CUDA major as
+    /// NVRTC.
+    ///
+    /// ```no_run
+    /// use cudars_core::{CompileTarget, Program, ProgramOptions, SourceCode};
+    ///
+    /// let src = "#include <cooperative_groups.h>\n#include <cuda/std/type_traits>\n\
+    ///            extern \"C\" __global__ void k(int *o) { *o = cuda::std::is_integral<int>::value; }";
+    /// let options = ProgramOptions { arch: Some("sm_90".into()), ..Default::default() }
+    ///     .with_toolkit_headers()?;
+    /// let ptx = Program::new(SourceCode::Cxx(src), options)?.compile(CompileTarget::Ptx, &[])?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The pathfinder's [`PathfinderError`](cudars_pathfinder::PathfinderError):
+    /// `NotFound` names the headers that were not found (`cudart` or `cccl`) and
+    /// lists every place searched.
+    pub fn with_toolkit_headers(mut self) -> Result<Self, cudars_pathfinder::PathfinderError> {
+        for dir in toolkit_include_dirs()? {
+            if !self.include_path.contains(&dir) {
+                self.include_path.push(dir);
+            }
+        }
+        Ok(self)
+    }
+
+    /// The directory NVRTC installs its bundled headers into when
+    /// [`use_bundled_headers`](Self::use_bundled_headers) is set and
+    /// [`bundled_headers_dir`](Self::bundled_headers_dir) is not:
+    /// `<cache>/cuda-rs/nvrtc-bundled-headers/<major>.<minor>` for the loaded
+    /// NVRTC (`<cache>` is `$XDG_CACHE_HOME` or `~/.cache` on Linux), so that
+    /// NVRTC versions do not share headers. Without NVRTC, the version part is
+    /// left out.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the system has no cache directory (no home
+    /// directory): set `bundled_headers_dir`.
+    pub fn default_bundled_headers_dir() -> Result<PathBuf> {
+        let base = dirs::cache_dir().ok_or_else(|| {
+            Error::unsupported(
+                "choosing a directory for NVRTC's bundled headers",
+                "the system has no cache directory: set `bundled_headers_dir`",
+            )
+        })?;
+        let dir = base.join("cuda-rs").join("nvrtc-bundled-headers");
+        Ok(match super::nvrtc::version() {
+            Ok(version) => dir.join(version.to_string()),
+            Err(_) => dir,
+        })
+    }
+
+    pub(super) fn program_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(DEFAULT_NAME)
+    }
+
+    pub(super) fn check_name(&self) -> Result<()> {
+        match &self.name {
+            Some(n) if n.is_empty() || n.contains('\0') => Err(Error::invalid(
+                OPTIONS_CONTEXT,
+                format!("`name` {n:?} is empty or contains a NUL byte"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the options ask NVRTC for LTO-IR (the field, or `-dlto` in `extra`).
+    pub(super) fn wants_lto(&self) -> bool {
+        self.link_time_optimization
+            || self
+                .extra
+                .iter()
+                .any(|e| e == "-dlto" || e == "--dlink-time-opt")
+    }
+
+    /// The real architecture a cubin is built for, or why there is none.
+    pub(super) fn real_arch(&self, context: &'static str) -> Result<&str> {
+        match &self.arch {
+            Some(arch) if Arch::parse(arch).is_some_and(|a| a.real) => Ok(arch),
+            Some(arch) => Err(Error::invalid(
+                context,
+                format!(
+                    "a cubin needs a real architecture (sm_XY), but `arch` is {arch:?}; \
+                     compile to PTX for a virtual one"
+                ),
+            )),
+            None => Err(Error::invalid(
+                context,
+                "a cubin needs a real architecture: set `arch: Some(\"sm_XY\".into())`",
+            )),
+        }
+    }
+}
+
+/// The include directories of the CUDA runtime headers (`cudart`) and of CCCL
+/// (`cccl`), CCCL first, as [`ProgramOptions::with_toolkit_headers`] adds them
+/// (one directory when both are in the same place, as in CUDA 12 toolkits).
+///
+/// Found by [`cudars_pathfinder::find_nvidia_header_directory`]: NVIDIA's wheels
+/// (`nvidia-cuda-runtime` and `nvidia-cuda-cccl`), conda, `CUDA_PATH`/`CUDA_HOME`,
+/// or the toolkit of the system's `libcudart`.
+///
+/// # Errors
+/// [`PathfinderError::NotFound`](cudars_pathfinder::PathfinderError::NotFound)
+/// naming the headers not found (`cccl` or `cudart`), with every place searched.
+pub fn toolkit_include_dirs() -> Result<Vec<PathBuf>, cudars_pathfinder::PathfinderError> {
+    let mut dirs: Vec<PathBuf> = Vec::with_capacity(2);
+    for name in ["cccl", "cudart"] {
+        let dir = cudars_pathfinder::find_nvidia_header_directory(name)?.abs_path;
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    Ok(dirs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Program, SourceCode};
+
+    fn sm90() -> ProgramOptions {
+        ProgramOptions {
+            arch: Some("sm_90".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn numba_debug_is_spelled_per_backend_and_refused_for_ptx() {
+        let o = ProgramOptions {
+            numba_debug: true,
+            debug: true,
+            extra: vec!["-X".into()],
+            ..sm90()
+        };
+        assert_eq!(
+            o.to_nvrtc_args().unwrap(),
+            [
+                "--gpu-architecture=sm_90",
+                "--device-debug",
+                "--numba-debug",
+                "-X"
+            ]
+        );
+        assert_eq!(
+            o.to_nvvm_args().unwrap(),
+            ["-arch=compute_90", "-g", "-numba-debug", "-X"]
+        );
+        let e = Program::new(SourceCode::Ptx(".version 8.0"), o).unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .ends_with("the PTX linker has no counterpart for `numba_debug`, `extra`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn backends_refuse_every_option_they_cannot_take_by_name() {
+        let cxx_only = ProgramOptions {
+            std: Some("c++17".into()),
+            define_macro: vec![("N".into(), None)],
+            max_register_count: Some(32),
+            pch: true,
+            lineinfo: true,
+            ..sm90()
+        };
+        let e = cxx_only.to_nvvm_args().unwrap_err();
+        assert!(e.required_driver().is_none());
+        assert!(
+            e.to_string().ends_with(
+                "NVVM has no counterpart for `std`, `max_register_count`, `define_macro`, `pch`"
+            ),
+            "{e}"
+        );
+        // The linker takes `max_register_count` and `lineinfo`, not the C++ ones.
+        let e = Program::new(SourceCode::Ptx(".version 8.0"), cxx_only).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("the PTX linker has no counterpart for `std`, `define_macro`, `pch`"),
+            "{e}"
+        );
+        // What each backend takes is accepted.
+        let nvvm = ProgramOptions {
+            name: Some("k".into()),
+            debug: true,
+            lineinfo: true,
+            device_code_optimize: Some(false),
+            ftz: Some(true),
+            prec_sqrt: Some(true),
+            prec_div: Some(true),
+            fma: Some(false),
+            use_fast_math: true,
+            link_time_optimization: true,
+            extra: vec!["-opt=2".into()],
+            ..sm90()
+        };
+        assert!(nvvm.to_nvvm_args().is_ok());
+        let ptx = ProgramOptions {
+            name: Some("k".into()),
+            max_register_count: Some(64),
+            time: Some("t.csv".into()),
+            debug: true,
+            lineinfo: true,
+            ftz: Some(true),
+            prec_div: Some(false),
+            prec_sqrt: Some(false),
+            fma: Some(true),
+            split_compile: Some(2),
+            ptxas_options: vec!["-v".into()],
+            no_cache: true,
+            ..sm90()
+        };
+        assert!(Program::new(SourceCode::Ptx(".version 8.0"), ptx).is_ok());
+        // Every field of the struct is known to the check. The literal below
+        // names each field (no `..`), so a new field must be added to it, and
+        // the count to `set_fields`.
+        let all_set = ProgramOptions {
+            name: Some("n".into()),
+            arch: Some("sm_90".into()),
+            std: Some("c++17".into()),
+            relocatable_device_code: true,
+            extensible_whole_program: true,
+            debug: true,
+            lineinfo: true,
+            device_code_optimize: Some(true),
+            ptxas_options: vec!["-v".into()],
+            max_register_count: Some(1),
+            ftz: Some(true),
+            prec_sqrt: Some(true),
+            prec_div: Some(true),
+            fma: Some(true),
+            use_fast_math: true,
+            extra_device_vectorization: true,
+            link_time_optimization: true,
+            gen_opt_lto: true,
+            define_macro: vec![("A".into(), None)],
+            undefine_macro: vec!["B".into()],
+            include_path: vec!["/i".into()],
+            pre_include: vec!["p.h".into()],
+            no_source_include: true,
+            builtin_move_forward: Some(true),
+            builtin_initializer_list: Some(true),
+            disable_warnings: true,
+            restrict: true,
+            device_as_default_execution_space: true,
+            device_int128: true,
+            device_float128: true,
+            optimization_info: Some("inline".into()),
+            no_display_error_number: true,
+            diag_error: vec![1],
+            diag_suppress: vec![2],
+            diag_warn: vec![3],
+            brief_diagnostics: Some(true),
+            time: Some("t".into()),
+            split_compile: Some(0),
+            fdevice_syntax_only: true,
+            minimal: true,
+            no_cache: true,
+            fdevice_time_trace: Some("t.json".into()),
+            frandom_seed: Some("1".into()),
+            ofast_compile: Some("min".into()),
+            extra_sources: vec![("m".into(), b"x".to_vec())],
+            use_libdevice: true,
+            pch: true,
+            create_pch: Some("a.pch".into()),
+            use_pch: Some("b.pch".into()),
+            pch_dir: Some("d".into()),
+            pch_messages: Some(true),
+            pch_verbose: Some(true),
+            instantiate_templates_in_pch: Some(true),
+            use_bundled_headers: true,
+            bundled_headers_dir: Some("h".into()),
+            numba_debug: true,
+            extra: vec!["-x".into()],
+        };
+        assert_eq!(all_set.set_fields().len(), 57);
+        let refused = all_set.to_nvvm_args().unwrap_err().to_string();
+        assert_eq!(
+            refused.matches('`').count() / 2,
+            57 - NVVM_FIELDS.len(),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn options_as_bytes_per_backend() {
+        let o = ProgramOptions {
+            debug: true,
+            ..sm90()
+        };
+        assert_eq!(
+            o.as_bytes(CompilerBackend::Nvrtc, Some(CompileTarget::Ltoir))
+                .unwrap(),
+            [
+                b"--gpu-architecture=sm_90".to_vec(),
+                b"--device-debug".to_vec()
+            ]
+        );
+        assert_eq!(
+            o.as_bytes(CompilerBackend::Nvvm, Some(CompileTarget::Ltoir))
+                .unwrap(),
+            [
+                b"-arch=compute_90".to_vec(),
+                b"-g".to_vec(),
+                b"-gen-lto".to_vec()
+            ]
+        );
+        assert_eq!(o.as_bytes(CompilerBackend::Nvvm, None).unwrap().len(), 2);
+        let lto = ProgramOptions {
+            link_time_optimization: true,
+            ..o
+        };
+        // `-gen-lto` once, however it is asked for.
+        let args = lto
+            .as_bytes(CompilerBackend::Nvvm, Some(CompileTarget::Ltoir))
+            .unwrap();
+        assert_eq!(args.iter().filter(|a| *a == b"-gen-lto").count(), 1);
+        assert_eq!(
+            "NVRTC".parse::<CompilerBackend>().unwrap(),
+            CompilerBackend::Nvrtc
+        );
+        assert_eq!(
+            "nvvm".parse::<CompilerBackend>().unwrap(),
+            CompilerBackend::Nvvm
+        );
+        let e = "nvjitlink".parse::<CompilerBackend>().unwrap_err();
+        assert_eq!(e.invalid_kind(), Some(crate::InvalidKind::Other));
+    }
+
+    #[test]
+    fn bundled_headers_are_one_option_with_their_directory() {
+        let dir = PathBuf::from("/tmp/headers here");
+        let options = ProgramOptions {
+            use_bundled_headers: true,
+            bundled_headers_dir: Some(dir.clone()),
+            ..Default::default()
+        };
+        assert_eq!(
+            options.to_nvrtc_args().ok(),
+            Some(vec!["--use-bundled-headers=/tmp/headers here".to_owned()])
+        );
+        // The directory alone passes nothing.
+        let options = ProgramOptions {
+            bundled_headers_dir: Some(dir),
+            ..Default::default()
+        };
+        assert_eq!(options.to_nvrtc_args().ok(), Some(Vec::new()));
+        // Without a directory, the default one (under the user's cache).
+        let options = ProgramOptions {
+            use_bundled_headers: true,
+            ..Default::default()
+        };
+        if let Ok(default) = ProgramOptions::default_bundled_headers_dir() {
+            let shown = default.display().to_string();
+            assert!(shown.contains("cuda-rs/nvrtc-bundled-headers"), "{shown}");
+            assert_eq!(
+                options.to_nvrtc_args().ok(),
+                Some(vec![format!("--use-bundled-headers={}", default.display())])
+            );
+        }
+    }
+
+    #[test]
+    fn macro_names() {
+        for ok in ["N", "_x1", "F(a,b)", "F()", "F(a, ...)"] {
+            assert!(is_macro_name(ok), "{ok}");
+        }
+        for bad in ["", "1N", "A-B", "F(a", "F(1)", "A B"] {
+            assert!(!is_macro_name(bad), "{bad}");
+        }
+    }
+}

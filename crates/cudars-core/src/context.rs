@@ -1,0 +1,381 @@
+//! Contexts: the primary context of each device, and explicit ones.
+
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::ThreadId;
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Result};
+use crate::{Device, Stream, StreamOptions};
+
+/// A CUDA context: a device's primary context (what [`Device::set_current`] uses
+/// and what everything uses by default) or an explicit one from
+/// [`Context::create`].
+///
+/// `Context` is a cheap handle: clones share one context. An explicit context is
+/// destroyed when the last clone goes, and every stream and event made in it holds
+/// a clone, so it cannot be destroyed under them. Primary contexts are retained once
+/// per process and never released. `Send + Sync`: every operation makes the context
+/// current on the calling thread first, so many threads may use many contexts.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    handle: sys::CUcontext,
+    device: Device,
+    /// Whether this crate made the context (and destroys it on drop).
+    owned: bool,
+    /// Whether it is the device's primary context.
+    primary: bool,
+    /// The green context `handle` was made from (null for other contexts).
+    green: sys::CUgreenCtx,
+    /// For a green context: which thread has it current (the driver allows one at
+    /// a time and does not synchronise).
+    green_lock: Option<GreenLock>,
+}
+
+/// Who holds a green context current: a thread and how deeply it nested.
+#[derive(Default)]
+struct GreenLock {
+    owner: Mutex<(Option<ThreadId>, usize)>,
+    freed: Condvar,
+}
+
+impl GreenLock {
+    /// Waits until no other thread holds the context, then holds it (once more,
+    /// if this thread holds it already).
+    fn acquire(&self) {
+        let me = std::thread::current().id();
+        let mut g = self.owner.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            match g.0 {
+                None => {
+                    *g = (Some(me), 1);
+                    return;
+                }
+                Some(t) if t == me => {
+                    g.1 += 1;
+                    return;
+                }
+                Some(_) => g = self.freed.wait(g).unwrap_or_else(PoisonError::into_inner),
+            }
+        }
+    }
+
+    fn release(&self) {
+        let mut g = self.owner.lock().unwrap_or_else(PoisonError::into_inner);
+        g.1 = g.1.saturating_sub(1);
+        if g.1 == 0 {
+            g.0 = None;
+            self.freed.notify_one();
+        }
+    }
+}
+
+/// Proof that a context is current on this thread, for as long as it lives.
+///
+/// For most contexts this is nothing: the context stays current afterwards, as
+/// CUDA leaves it. A green context may be current on only one thread at a time, so
+/// for one the guard holds it for this thread (a per-context lock that the same
+/// thread may take again, further down the stack), makes it current if it is not,
+/// and on drop makes the previous context current again and releases the lock.
+/// Guards are crate-internal and dropped in the reverse order of their making.
+#[must_use = "the context is only guaranteed current while the guard lives"]
+pub(crate) struct Current {
+    green: Option<GreenHold>,
+}
+
+struct GreenHold {
+    ctx: Context,
+    /// What was current before, restored on drop when `restore`.
+    prev: sys::CUcontext,
+    restore: bool,
+}
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        if let Some(h) = self.green.take() {
+            if h.restore {
+                // SAFETY: `prev` was current on this thread before this guard (or
+                // null: no context); putting it back is what the caller expects.
+                let _ = unsafe { sys::cuCtxSetCurrent(h.prev) };
+            }
+            if let Some(lock) = &h.ctx.inner.green_lock {
+                lock.release();
+            }
+        }
+    }
+}
+
+// SAFETY: a CUcontext may be made current on any thread; `Inner` has no
+// thread-bound state. A green context is current on one thread at a time:
+// `green_lock` sees to it.
+unsafe impl Send for Inner {}
+// SAFETY: as above; the driver serialises context operations.
+unsafe impl Sync for Inner {}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("handle", &self.inner.handle)
+            .field("device", &self.inner.device)
+            .field("primary", &self.inner.primary)
+            .field("owned", &self.inner.owned)
+            .field("green", &!self.inner.green.is_null())
+            .finish()
+    }
+}
+
+impl PartialEq for Context {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.handle == other.inner.handle
+    }
+}
+
+impl Eq for Context {}
+
+/// How to create an explicit [`Context`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContextOptions {
+    /// `CU_CTX_SCHED_BLOCKING_SYNC`: synchronising calls block the thread instead of
+    /// spinning.
+    pub blocking_sync: bool,
+    /// `CU_CTX_MAP_HOST`: allow mapped pinned host memory.
+    pub map_host: bool,
+}
+
+impl Context {
+    /// The primary context of `device` (retained once for the process).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn primary(device: &Device) -> Result<Self> {
+        let handle = device.primary_context()?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                handle,
+                device: *device,
+                owned: false,
+                primary: true,
+                green: std::ptr::null_mut(),
+                green_lock: None,
+            }),
+        })
+    }
+
+    /// A new context on `device` (`cuCtxCreate`). It is current on the calling
+    /// thread afterwards, as the driver leaves it.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn create(device: &Device, options: ContextOptions) -> Result<Self> {
+        crate::device::init()?;
+        let mut flags = 0;
+        if options.blocking_sync {
+            flags |= sys::CU_CTX_SCHED_BLOCKING_SYNC.0;
+        }
+        if options.map_host {
+            flags |= sys::CU_CTX_MAP_HOST.0;
+        }
+        let mut handle: sys::CUcontext = std::ptr::null_mut();
+        let rc = if crate::versions::driver_at_least(12050) {
+            // SAFETY: `handle` is valid for writes; no creation parameters.
+            unsafe { sys::cuCtxCreate(&mut handle, std::ptr::null_mut(), flags, device.handle()) }
+        } else {
+            // SAFETY: as above (the shape of drivers before CUDA 12.5).
+            unsafe { sys::cuda12::cuCtxCreate(&mut handle, flags, device.handle()) }
+        };
+        rc.check(|| format!("creating a context on device {}", device.ordinal()))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                handle,
+                device: *device,
+                owned: true,
+                primary: false,
+                green: std::ptr::null_mut(),
+                green_lock: None,
+            }),
+        })
+    }
+
+    /// Wraps a context made from the live green context `green`, owning both.
+    pub(crate) fn wrap_green(
+        handle: sys::CUcontext,
+        green: sys::CUgreenCtx,
+        device: Device,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                handle,
+                device,
+                owned: true,
+                primary: false,
+                green,
+                green_lock: Some(GreenLock::default()),
+            }),
+        }
+    }
+
+    /// The driver's handle (for a green context, the `CUcontext` made from it).
+    pub fn handle(&self) -> sys::CUcontext {
+        self.inner.handle
+    }
+
+    /// The green context's handle, for a green context
+    /// ([`Context::create_green`]).
+    pub fn green_handle(&self) -> Option<sys::CUgreenCtx> {
+        (!self.inner.green.is_null()).then_some(self.inner.green)
+    }
+
+    /// Whether this is a green context.
+    pub fn is_green(&self) -> bool {
+        !self.inner.green.is_null()
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// Whether this is the device's primary context.
+    pub fn is_primary(&self) -> bool {
+        self.inner.primary
+    }
+
+    /// The context `handle` (neither a green context nor made from one) of
+    /// `device`: the device's primary context when it is that one, otherwise a
+    /// borrowed handle, never destroyed by this crate.
+    ///
+    /// # Safety
+    /// `handle` must be a live context of `device` that stays alive as long as the
+    /// returned `Context` and everything made or adopted in it.
+    pub(crate) unsafe fn adopt(handle: sys::CUcontext, device: &Device) -> Result<Self> {
+        let primary = Self::primary(device)?;
+        if primary.handle() == handle {
+            return Ok(primary);
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                handle,
+                device: *device,
+                owned: false,
+                primary: false,
+                green: std::ptr::null_mut(),
+                green_lock: None,
+            }),
+        })
+    }
+
+    /// Makes the context current on the calling thread.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`](crate::Error::Unsupported) for a green context (the
+    /// driver lets one be current on only one thread at a time, so this crate makes
+    /// it current for the length of each operation and no longer); the driver's
+    /// error.
+    pub fn set_current(&self) -> Result<()> {
+        if self.is_green() {
+            return Err(crate::Error::unsupported(
+                "making a context current",
+                "a green context is made current only for the length of each operation \
+                 (the driver allows one thread at a time); use its streams instead",
+            ));
+        }
+        // SAFETY: a live context (clones keep it alive).
+        unsafe { sys::cuCtxSetCurrent(self.inner.handle) }.check(|| "making a context current")
+    }
+
+    /// Makes the context current if it is not; hold the guard for the length of the
+    /// operation (see [`Current`]).
+    #[inline]
+    pub(crate) fn ensure_current(&self) -> Result<Current> {
+        match &self.inner.green_lock {
+            None => ensure_current(self.inner.handle, || "making a context current".into()),
+            Some(lock) => self.enter_green(lock),
+        }
+    }
+
+    #[cold]
+    fn enter_green(&self, lock: &GreenLock) -> Result<Current> {
+        lock.acquire();
+        let mut prev: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `prev` is valid for writes.
+        let rc = unsafe { sys::cuCtxGetCurrent(&mut prev) };
+        if let Err(e) = rc.check(|| "reading the current context") {
+            lock.release();
+            return Err(e);
+        }
+        // Even when this thread holds the context already, something nested may
+        // have made another one current since: check every time.
+        let restore = prev != self.inner.handle;
+        // From here on, dropping `guard` puts `prev` back (if it changes) and
+        // releases the lock.
+        let guard = Current {
+            green: Some(GreenHold {
+                ctx: self.clone(),
+                prev,
+                restore,
+            }),
+        };
+        if restore {
+            // SAFETY: a live green context's `CUcontext` (this clone keeps it).
+            unsafe { sys::cuCtxSetCurrent(self.inner.handle) }
+                .check(|| "making a green context current")?;
+        }
+        Ok(guard)
+    }
+
+    /// Waits for all work in the context.
+    ///
+    /// # Errors
+    /// The driver's error, including errors of earlier asynchronous work.
+    pub fn sync(&self) -> Result<()> {
+        let _current = self.ensure_current()?;
+        // SAFETY: a current context.
+        unsafe { sys::cuCtxSynchronize() }.check(|| "synchronising a context")
+    }
+
+    /// A new stream in this context.
+    ///
+    /// # Errors
+    /// As [`Stream::new`].
+    pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
+        Stream::in_context(self, options)
+    }
+}
+
+/// Makes `ctx` (a live context that is not green) current on this thread unless
+/// it already is: one `cuCtxGetCurrent`, and `cuCtxSetCurrent` only when they
+/// differ. The one way the crate makes a context current before an operation
+/// ([`Context::ensure_current`] and [`Device::ensure_current`] both come here);
+/// the guard restores nothing for such a context.
+pub(crate) fn ensure_current(
+    ctx: sys::CUcontext,
+    what: impl FnOnce() -> String,
+) -> Result<Current> {
+    let mut cur: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: `cur` is valid for writes.
+    unsafe { sys::cuCtxGetCurrent(&mut cur) }.check(|| "reading the current context")?;
+    if cur != ctx {
+        // SAFETY: the caller passes a live context.
+        unsafe { sys::cuCtxSetCurrent(ctx) }.check(what)?;
+    }
+    Ok(Current { green: None })
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if !self.green.is_null() {
+            // SAFETY: an owned green context (which owns `handle`), destroyed once,
+            // after every stream and event made in it (they hold clones).
+            let _ = unsafe { sys::cuGreenCtxDestroy(self.green) };
+        } else if self.owned {
+            // SAFETY: an owned context, destroyed once, after every stream and event
+            // made in it (they hold clones).
+            let _ = unsafe { sys::cuCtxDestroy(self.handle) };
+        }
+    }
+}

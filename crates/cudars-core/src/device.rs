@@ -1,0 +1,683 @@
+//! Devices and their primary contexts.
+
+use std::ffi::{CStr, c_char};
+use std::fmt;
+use std::sync::{Arc, OnceLock, PoisonError};
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::graph::GraphMemUsage;
+use crate::memory::allocation_resources;
+use crate::resources::sm_resource_of;
+use crate::system::SystemDevice;
+use crate::texture::{
+    ArrayOptions, MipmappedArray, OpaqueArray, SurfaceObject, TextureObject, TextureOptions,
+    TextureResource,
+};
+use crate::{Context, ContextOptions, DeviceResources, SmResource, Stream};
+
+/// `cuInit(0)`, once per process; its result is remembered.
+pub(crate) fn init() -> Result<()> {
+    static INIT: OnceLock<sys::CUresult> = OnceLock::new();
+    // SAFETY: `cuInit` takes flags by value and may be called from any thread.
+    let rc = *INIT.get_or_init(|| unsafe { sys::cuInit(0) });
+    rc.check(|| "initialising the CUDA driver (cuInit)")
+}
+
+/// A CUDA device, by ordinal.
+///
+/// `Device` is a plain `Copy` value (an ordinal and the driver's handle): it owns
+/// nothing, and it is `Send + Sync`. Work is issued through the device's primary
+/// context, which [`set_current`](Self::set_current) makes current on the calling
+/// thread; the crate retains each primary context once and keeps it for the life of
+/// the process, so no stream, event or buffer can outlive its context.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Device {
+    ordinal: i32,
+    handle: sys::CUdevice,
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device({})", self.ordinal)
+    }
+}
+
+impl Device {
+    /// A device value for unit tests that make no driver call (its handle is
+    /// the ordinal).
+    #[cfg(test)]
+    pub(crate) fn for_tests(ordinal: i32) -> Self {
+        Self {
+            ordinal,
+            handle: ordinal,
+        }
+    }
+
+    /// How many CUDA devices there are.
+    ///
+    /// # Errors
+    /// The driver's error; [`Error::Unavailable`](crate::Error::Unavailable) when
+    /// there is no driver (its reason lists where it was searched for).
+    pub fn count() -> Result<usize> {
+        init()?;
+        let mut n = 0;
+        // SAFETY: `n` is valid for writes.
+        unsafe { sys::cuDeviceGetCount(&mut n) }.check(|| "counting CUDA devices")?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Every device, in ordinal order.
+    ///
+    /// # Errors
+    /// As [`count`](Self::count).
+    pub fn all() -> Result<Vec<Self>> {
+        (0..Self::count()?).map(Self::new).collect()
+    }
+
+    /// The device with this ordinal.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when there is no such device; the driver's error
+    /// otherwise.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        let count = Self::count()?;
+        if ordinal >= count {
+            return Err(Error::out_of_range(
+                format!("opening device {ordinal}"),
+                format!("there are {count} CUDA device(s)"),
+            ));
+        }
+        let ordinal = i32::try_from(ordinal)
+            .map_err(|_| Error::out_of_range("opening a device", "ordinal too large"))?;
+        let mut handle = 0;
+        // SAFETY: `handle` is valid for writes; the ordinal is in range.
+        unsafe { sys::cuDeviceGet(&mut handle, ordinal) }
+            .check(|| format!("opening device {ordinal}"))?;
+        Ok(Self { ordinal, handle })
+    }
+
+    /// The device of the calling thread's current context, or device 0 when no
+    /// context is current: `cuda.core`'s `Device()` (and the CUDA runtime's
+    /// `cudaGetDevice`). It makes nothing current (call
+    /// [`set_current`](Self::set_current) for that).
+    ///
+    /// A context is current on a thread after [`set_current`](Self::set_current),
+    /// [`Context::set_current`](crate::Context::set_current) or any operation of
+    /// this crate on that thread (each makes its device's context current).
+    ///
+    /// # Errors
+    /// The driver's error (with the pathfinder's message when there is no
+    /// driver); [`Error::InvalidArgument`] when there is no device 0.
+    pub fn current() -> Result<Self> {
+        init()?;
+        let mut handle: sys::CUdevice = 0;
+        // SAFETY: `handle` is valid for writes.
+        let rc = unsafe { sys::cuCtxGetDevice(&mut handle) };
+        if rc == sys::CUDA_ERROR_INVALID_CONTEXT {
+            // No current context, or a current one that is not valid: tell them
+            // apart as `cuda.core` does, and only the first means device 0.
+            let mut ctx: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: `ctx` is valid for writes.
+            unsafe { sys::cuCtxGetCurrent(&mut ctx) }.check(|| "reading the current context")?;
+            if ctx.is_null() {
+                return Self::new(0);
+            }
+        }
+        rc.check(|| "reading the current context's device")?;
+        Self::from_driver_handle(handle, "reading the current context's device")
+    }
+
+    /// The device whose driver handle is `handle` (a `CUdevice` the driver
+    /// returned): a handle, so the ordinal it belongs to is looked up.
+    pub(crate) fn from_driver_handle(handle: sys::CUdevice, what: &'static str) -> Result<Self> {
+        for ordinal in 0..Self::count()? {
+            let dev = Self::new(ordinal)?;
+            if dev.handle == handle {
+                return Ok(dev);
+            }
+        }
+        Err(Error::invalid(
+            what,
+            format!("the driver named device handle {handle}, which no ordinal has"),
+        ))
+    }
+
+    /// The ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal as usize
+    }
+
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUdevice {
+        self.handle
+    }
+
+    /// The device's name (`NVIDIA H100 80GB HBM3`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn name(&self) -> Result<String> {
+        let mut buf = [0 as c_char; 256];
+        // SAFETY: `buf` holds 256 bytes.
+        unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), 256, self.handle) }
+            .check(|| format!("reading the name of device {}", self.ordinal))?;
+        // SAFETY: the driver wrote a NUL-terminated string.
+        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+
+    /// The device's UUID, as the 16 bytes the driver reports.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn uuid(&self) -> Result<[u8; 16]> {
+        let mut u = sys::CUuuid::default();
+        // SAFETY: `u` is valid for writes.
+        unsafe { sys::cuDeviceGetUuid(&mut u, self.handle) }
+            .check(|| format!("reading the UUID of device {}", self.ordinal))?;
+        Ok(u.bytes.map(|b| b as u8))
+    }
+
+    /// The UUID in `nvidia-smi`'s form: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn uuid_string(&self) -> Result<String> {
+        let b = self.uuid()?;
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        Ok(format!(
+            "GPU-{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        ))
+    }
+
+    /// The PCI bus id (`0000:3b:00.0`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn pci_bus_id(&self) -> Result<String> {
+        let mut buf = [0 as c_char; 32];
+        // SAFETY: `buf` holds 32 bytes, more than the 13 the id needs.
+        unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), 32, self.handle) }
+            .check(|| format!("reading the PCI bus id of device {}", self.ordinal))?;
+        // SAFETY: the driver wrote a NUL-terminated string.
+        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+
+    /// One raw attribute (`cuDeviceGetAttribute`).
+    ///
+    /// # Errors
+    /// The driver's error (an attribute this driver does not know is
+    /// `CUDA_ERROR_INVALID_VALUE`).
+    pub fn attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {
+        let mut v = 0;
+        // SAFETY: `v` is valid for writes.
+        unsafe { sys::cuDeviceGetAttribute(&mut v, attr, self.handle) }
+            .check(|| format!("reading attribute {} of device {}", attr.0, self.ordinal))?;
+        Ok(v)
+    }
+
+    /// Every device attribute as a typed property.
+    pub fn properties(&self) -> crate::DeviceProperties {
+        crate::DeviceProperties::new(*self)
+    }
+
+    /// The compute capability, `(major, minor)`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn compute_capability(&self) -> Result<(u32, u32)> {
+        let major = self.attribute(sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = self.attribute(sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        Ok((major as u32, minor as u32))
+    }
+
+    /// The architecture name compilers take: `sm_90`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn arch(&self) -> Result<String> {
+        let (major, minor) = self.compute_capability()?;
+        Ok(format!("sm_{major}{minor}"))
+    }
+
+    /// Total memory in bytes.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn total_memory(&self) -> Result<usize> {
+        let mut n = 0;
+        // SAFETY: `n` is valid for writes.
+        unsafe { sys::cuDeviceTotalMem(&mut n, self.handle) }
+            .check(|| format!("reading the memory size of device {}", self.ordinal))?;
+        Ok(n)
+    }
+
+    /// Free and total memory in bytes, as the driver sees them now
+    /// (`cuMemGetInfo`, through the device's primary context).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        let _current = self.ensure_current()?;
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: both are valid for writes; the device's context is current.
+        unsafe { sys::cuMemGetInfo(&mut free, &mut total) }
+            .check(|| format!("reading the free memory of device {}", self.ordinal))?;
+        Ok((free, total))
+    }
+
+    /// The device's primary context, retained once for the life of the process.
+    pub(crate) fn primary_context(&self) -> Result<sys::CUcontext> {
+        const MAX: usize = 64;
+        static PRIMARY: [OnceLock<usize>; MAX] = [const { OnceLock::new() }; MAX];
+        let slot = PRIMARY.get(self.ordinal as usize).ok_or_else(|| {
+            Error::unsupported(
+                "retaining a primary context",
+                format!("more than {MAX} devices"),
+            )
+        })?;
+        if let Some(c) = slot.get() {
+            return Ok(*c as sys::CUcontext);
+        }
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `ctx` is valid for writes; the retain is never released (see the
+        // type's docs), so the context lives as long as the process.
+        unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, self.handle) }
+            .check(|| format!("retaining the primary context of device {}", self.ordinal))?;
+        let kept = *slot.get_or_init(|| ctx as usize);
+        if kept != ctx as usize {
+            // Another thread won the race; give back this retain.
+            // SAFETY: balances the retain above.
+            let _ = unsafe { sys::cuDevicePrimaryCtxRelease(self.handle) };
+        }
+        Ok(kept as sys::CUcontext)
+    }
+
+    /// Makes this device's primary context current on the calling thread.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn set_current(&self) -> Result<()> {
+        let ctx = self.primary_context()?;
+        // SAFETY: a retained, live context.
+        unsafe { sys::cuCtxSetCurrent(ctx) }
+            .check(|| format!("making device {}'s context current", self.ordinal))
+    }
+
+    /// Makes the device current if it is not (every operation calls this first, so
+    /// that work goes to the right device whichever thread issues it).
+    pub(crate) fn ensure_current(&self) -> Result<crate::context::Current> {
+        // The primary context is retained for the life of the process.
+        crate::context::ensure_current(self.primary_context()?, || {
+            format!("making device {}'s context current", self.ordinal)
+        })
+    }
+
+    /// Waits for all work on the device's primary context.
+    ///
+    /// # Errors
+    /// The driver's error, including errors of earlier asynchronous work.
+    pub fn sync(&self) -> Result<()> {
+        let _current = self.ensure_current()?;
+        // SAFETY: a current context.
+        unsafe { sys::cuCtxSynchronize() }
+            .check(|| format!("synchronising device {}", self.ordinal))
+    }
+
+    /// Whether this device can access `peer`'s memory directly.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn can_access_peer(&self, peer: &Device) -> Result<bool> {
+        if peer == self {
+            return Ok(true);
+        }
+        let mut v = 0;
+        // SAFETY: `v` is valid for writes.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut v, self.handle, peer.handle) }.check(|| {
+            format!(
+                "asking whether device {} can access device {}",
+                self.ordinal, peer.ordinal
+            )
+        })?;
+        Ok(v != 0)
+    }
+
+    /// Lets this device's context access `peer`'s memory. Enabling it twice is not
+    /// an error.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the devices cannot be peers; the driver's error.
+    pub fn enable_peer_access(&self, peer: &Device) -> Result<()> {
+        if !self.can_access_peer(peer)? {
+            return Err(Error::unsupported(
+                format!(
+                    "enabling peer access from device {} to {}",
+                    self.ordinal, peer.ordinal
+                ),
+                "the devices cannot access each other's memory",
+            ));
+        }
+        if peer == self {
+            return Ok(());
+        }
+        let _current = self.ensure_current()?;
+        let peer_ctx = peer.primary_context()?;
+        // SAFETY: a live peer context; flags must be 0.
+        let rc = unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) };
+        if rc == sys::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+            return Ok(());
+        }
+        rc.check(|| {
+            format!(
+                "enabling peer access from device {} to {}",
+                self.ordinal, peer.ordinal
+            )
+        })
+    }
+
+    /// The priority range of streams on this device: `(least, greatest)`; a
+    /// greater priority is a numerically smaller value.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        let _current = self.ensure_current()?;
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: both are valid for writes.
+        unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
+            .check(|| format!("reading the stream priorities of device {}", self.ordinal))?;
+        Ok((least, greatest))
+    }
+
+    /// A new stream on this device (see [`Stream::new`](crate::Stream::new)).
+    ///
+    /// # Errors
+    /// As [`Stream::new`](crate::Stream::new).
+    pub fn create_stream(&self, options: crate::StreamOptions) -> Result<crate::Stream> {
+        crate::Stream::new(self, options)
+    }
+
+    /// A graph builder on a new stream of this device's primary context
+    /// (`Device.create_graph_builder()`; see
+    /// [`GraphBuilder::new`](crate::GraphBuilder::new)).
+    ///
+    /// # Errors
+    /// As [`GraphBuilder::new`](crate::GraphBuilder::new).
+    pub fn create_graph_builder(&self) -> Result<crate::GraphBuilder> {
+        crate::GraphBuilder::new(self)
+    }
+}
+
+// Contexts, streams, events and the memory resource `allocate` uses.
+impl Device {
+    /// The device's primary context.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn context(&self) -> Result<Context> {
+        Context::primary(self)
+    }
+
+    /// A new explicit context on this device (see [`Context::create`]).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn create_context(&self, options: ContextOptions) -> Result<Context> {
+        Context::create(self, options)
+    }
+
+    /// A new event in the primary context (see [`Event::new`](crate::Event::new)).
+    ///
+    /// # Errors
+    /// As [`Event::new`](crate::Event::new).
+    pub fn create_event(&self, options: crate::EventOptions) -> Result<crate::Event> {
+        crate::Event::new(self, options)
+    }
+
+    /// The stream work goes to when none is named: the legacy default stream, or the
+    /// per-thread default stream when `CUDA_RS_PER_THREAD_DEFAULT_STREAM=1`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn default_stream(&self) -> Result<Stream> {
+        if cudars_bindings::driver::per_thread_default_stream().unwrap_or(false) {
+            Stream::per_thread_default(self)
+        } else {
+            Stream::legacy_default(self)
+        }
+    }
+
+    /// The device's default memory resource: its default stream-ordered pool
+    /// (`cuDeviceGetDefaultMemPool`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn default_memory_resource(&self) -> Result<Arc<crate::DeviceMemoryResource>> {
+        Ok(Arc::new(crate::DeviceMemoryResource::default_pool(self)?))
+    }
+
+    /// Makes `mr` the resource [`allocate`](Self::allocate) uses on this device, for
+    /// the whole process (`None`: back to the default pool). Buffers already
+    /// allocated keep their own resource.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a resource of
+    /// another device.
+    pub fn set_memory_resource(&self, mr: Option<Arc<dyn crate::MemoryResource>>) -> Result<()> {
+        if let Some(m) = mr.as_ref().filter(|m| m.device() != *self) {
+            return Err(crate::Error::other_device(
+                format!("setting the memory resource of device {}", self.ordinal()),
+                format!("the resource belongs to device {}", m.device().ordinal()),
+            ));
+        }
+        let mut set = allocation_resources()
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        match mr {
+            Some(m) => {
+                set.insert(self.ordinal(), m);
+            }
+            None => {
+                set.remove(&self.ordinal());
+            }
+        }
+        Ok(())
+    }
+
+    /// The resource [`allocate`](Self::allocate) uses: the one set with
+    /// [`set_memory_resource`](Self::set_memory_resource), or else the default pool
+    /// ([`default_memory_resource`](Self::default_memory_resource)).
+    ///
+    /// # Errors
+    /// The driver's error (reading the default pool).
+    pub fn memory_resource(&self) -> Result<Arc<dyn crate::MemoryResource>> {
+        let set = allocation_resources()
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&self.ordinal())
+            .cloned();
+        match set {
+            Some(m) => Ok(m),
+            None => Ok(self.default_memory_resource()?),
+        }
+    }
+
+    /// Allocates `size` bytes from the device's memory resource
+    /// ([`memory_resource`](Self::memory_resource): the default pool unless another
+    /// was set), ordered on `stream`. `None` for the stream works only when the
+    /// resource set is not stream-ordered (see
+    /// [`Buffer::allocate`](crate::Buffer::allocate)).
+    ///
+    /// # Errors
+    /// As [`Buffer::allocate`](crate::Buffer::allocate).
+    pub fn allocate<'s>(
+        &self,
+        size: usize,
+        stream: impl Into<Option<&'s Stream>>,
+    ) -> Result<crate::Buffer> {
+        crate::Buffer::allocate(self.memory_resource()?, size, stream)
+    }
+}
+
+// Green contexts: the device's resources and contexts made from them.
+impl Device {
+    /// All of the device's resources (`cuDeviceGetDevResource`).
+    ///
+    /// # Errors
+    /// The driver's error (`CUDA_ERROR_NOT_SUPPORTED` on drivers without green
+    /// contexts).
+    pub fn resources(&self) -> Result<DeviceResources> {
+        crate::device::init()?;
+        let dev = *self;
+        let sm = sm_resource_of(
+            dev,
+            || format!("reading the SM resource of device {}", dev.ordinal()),
+            // SAFETY: `r` is valid for writes; a valid device.
+            |r| unsafe {
+                sys::cuDeviceGetDevResource(dev.handle(), r, sys::CU_DEV_RESOURCE_TYPE_SM)
+            },
+        )?;
+        Ok(DeviceResources { sm })
+    }
+
+    /// A green context on this device (see [`Context::create_green`]).
+    ///
+    /// # Errors
+    /// As [`Context::create_green`].
+    pub fn create_green_context(&self, resources: &[SmResource]) -> Result<Context> {
+        Context::create_green(self, resources)
+    }
+}
+
+// Graph memory (the memory graphs allocate when they run).
+impl Device {
+    /// How much memory graphs use on this device (`cuDeviceGetGraphMemAttribute`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn graph_mem_usage(&self) -> Result<GraphMemUsage> {
+        let get = |attr: sys::CUgraphMem_attribute| -> Result<u64> {
+            let mut v: u64 = 0;
+            // SAFETY: these attributes are 64-bit values; `v` is valid for writes.
+            unsafe { sys::cuDeviceGetGraphMemAttribute(self.handle(), attr, (&raw mut v).cast()) }
+                .check(|| format!("reading the graph memory use of device {}", self.ordinal()))?;
+            Ok(v)
+        };
+        Ok(GraphMemUsage {
+            used: get(sys::CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT)?,
+            used_high: get(sys::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)?,
+            reserved: get(sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT)?,
+            reserved_high: get(sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)?,
+        })
+    }
+
+    /// Resets the high-water marks of [`graph_mem_usage`](Self::graph_mem_usage)
+    /// to the current figures.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn reset_graph_mem_high_watermarks(&self) -> Result<()> {
+        for attr in [
+            sys::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+            sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH,
+        ] {
+            let mut zero: u64 = 0;
+            // SAFETY: the high-water marks accept 0 (reset); `zero` is valid for reads.
+            unsafe {
+                sys::cuDeviceSetGraphMemAttribute(self.handle(), attr, (&raw mut zero).cast())
+            }
+            .check(|| {
+                format!(
+                    "resetting the graph memory marks of device {}",
+                    self.ordinal()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Returns memory reserved for graph allocations and not in use to the OS
+    /// (`cuDeviceGraphMemTrim`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn graph_mem_trim(&self) -> Result<()> {
+        // SAFETY: a valid device.
+        unsafe { sys::cuDeviceGraphMemTrim(self.handle()) }
+            .check(|| format!("trimming the graph memory of device {}", self.ordinal()))
+    }
+}
+
+// Arrays, textures and surfaces.
+impl Device {
+    /// A CUDA array in the primary context (see [`OpaqueArray::new`]).
+    ///
+    /// # Errors
+    /// As [`OpaqueArray::new`].
+    pub fn create_opaque_array(&self, options: &ArrayOptions) -> Result<OpaqueArray> {
+        OpaqueArray::new(&self.context()?, options)
+    }
+
+    /// A mipmapped array in the primary context (see [`MipmappedArray::new`]).
+    ///
+    /// # Errors
+    /// As [`MipmappedArray::new`].
+    pub fn create_mipmapped_array(
+        &self,
+        options: &ArrayOptions,
+        levels: u32,
+    ) -> Result<MipmappedArray> {
+        MipmappedArray::new(&self.context()?, options, levels)
+    }
+
+    /// A texture object in the primary context (see [`TextureObject::new`]).
+    ///
+    /// # Errors
+    /// As [`TextureObject::new`].
+    pub fn create_texture_object(
+        &self,
+        resource: TextureResource,
+        options: &TextureOptions,
+    ) -> Result<TextureObject> {
+        TextureObject::new(&self.context()?, resource, options)
+    }
+
+    /// A surface object over `array` (see [`SurfaceObject::new`]).
+    ///
+    /// # Errors
+    /// As [`SurfaceObject::new`], and [`Error::InvalidArgument`] for an array of
+    /// another device.
+    pub fn create_surface_object(&self, array: Arc<OpaqueArray>) -> Result<SurfaceObject> {
+        if array.context().device() != self {
+            return Err(Error::other_device(
+                "creating a surface object",
+                "the array is on another device",
+            ));
+        }
+        SurfaceObject::new(array)
+    }
+}
+
+// NVML's view of the device.
+impl Device {
+    /// This device as NVML sees it, found by UUID (`to_system_device` in Python).
+    ///
+    /// # Errors
+    /// The driver's error reading the UUID ([`Error::Driver`]); NVML's error
+    /// ([`Error::is_unavailable`] without NVML).
+    pub fn to_system_device(&self) -> Result<SystemDevice> {
+        let uuid = self.uuid_string()?;
+        SystemDevice::from_uuid(&uuid)
+    }
+}

@@ -1,0 +1,178 @@
+//! Events: points in a stream to wait for, query and time.
+
+use std::time::Duration;
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{Context, Device, Stream};
+
+/// How to create an [`Event`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventOptions {
+    /// Record timestamps, so that [`Event::elapsed_since`] works. Off makes
+    /// recording cheaper.
+    pub timing: bool,
+    /// `sync` blocks the thread on a kernel wait instead of spinning.
+    pub blocking_sync: bool,
+    /// Usable from another process (needs `timing: false`).
+    pub ipc: bool,
+}
+
+impl Default for EventOptions {
+    /// Timing off, spinning sync, not IPC: the cheapest event.
+    fn default() -> Self {
+        Self {
+            timing: false,
+            blocking_sync: false,
+            ipc: false,
+        }
+    }
+}
+
+/// An event. Destroyed on drop. `Send + Sync`: the driver's event functions may be
+/// called from any thread.
+#[derive(Debug)]
+pub struct Event {
+    pub(crate) handle: sys::CUevent,
+    pub(crate) ctx: Context,
+    pub(crate) options: EventOptions,
+}
+
+// SAFETY: a CUevent is a handle any thread may use.
+unsafe impl Send for Event {}
+// SAFETY: as above; methods take `&self` and the driver serialises.
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// Creates an event in `device`'s primary context.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `ipc` with `timing`; the driver's error.
+    pub fn new(device: &Device, options: EventOptions) -> Result<Self> {
+        Self::in_context(&Context::primary(device)?, options)
+    }
+
+    /// Creates an event in `ctx`.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn in_context(ctx: &Context, options: EventOptions) -> Result<Self> {
+        let device = ctx.device();
+        if options.ipc && options.timing {
+            return Err(Error::invalid(
+                "creating an event",
+                "an IPC event cannot record timing (set `timing: false`)",
+            ));
+        }
+        let _current = ctx.ensure_current()?;
+        let mut flags = 0;
+        if !options.timing {
+            flags |= sys::CU_EVENT_DISABLE_TIMING.0;
+        }
+        if options.blocking_sync {
+            flags |= sys::CU_EVENT_BLOCKING_SYNC.0;
+        }
+        if options.ipc {
+            flags |= sys::CU_EVENT_INTERPROCESS.0;
+        }
+        let mut handle: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: `handle` is valid for writes; the device's context is current.
+        unsafe { sys::cuEventCreate(&mut handle, flags) }
+            .check(|| format!("creating an event on device {}", device.ordinal()))?;
+        Ok(Self {
+            handle,
+            ctx: ctx.clone(),
+            options,
+        })
+    }
+
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUevent {
+        self.handle
+    }
+
+    /// The context it belongs to.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The device it belongs to.
+    pub fn device(&self) -> &Device {
+        self.ctx.device()
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> EventOptions {
+        self.options
+    }
+
+    /// Records the event at the current end of `stream`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a stream of another device; the driver's error.
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        if stream.context() != &self.ctx {
+            return Err(Error::other_device(
+                "recording an event",
+                format!(
+                    "the event and the stream belong to different contexts (devices {} and {})",
+                    self.device().ordinal(),
+                    stream.device().ordinal()
+                ),
+            ));
+        }
+        let _current = self.ctx.ensure_current()?;
+        // SAFETY: a live event and stream of the same context.
+        unsafe { sys::cuEventRecord(self.handle, stream.handle()) }.check(|| "recording an event")
+    }
+
+    /// Waits until the work before the event's last record has completed.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn sync(&self) -> Result<()> {
+        // SAFETY: a live event.
+        unsafe { sys::cuEventSynchronize(self.handle) }.check(|| "waiting for an event")
+    }
+
+    /// Whether the work before the event's last record has completed.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn is_done(&self) -> Result<bool> {
+        // SAFETY: a live event.
+        let rc = unsafe { sys::cuEventQuery(self.handle) };
+        if rc == sys::CUDA_ERROR_NOT_READY {
+            return Ok(false);
+        }
+        rc.check(|| "querying an event")?;
+        Ok(true)
+    }
+
+    /// The GPU time from `start` to this event (both recorded and completed).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when either event was made without timing; the
+    /// driver's error (`CUDA_ERROR_NOT_READY` when one has not completed).
+    pub fn elapsed_since(&self, start: &Event) -> Result<Duration> {
+        if !self.options.timing || !start.options.timing {
+            return Err(Error::unsupported(
+                "measuring time between events",
+                "both events must be created with `timing: true`",
+            ));
+        }
+        let mut ms = 0f32;
+        // SAFETY: live events; `ms` is valid for writes.
+        unsafe { sys::cuEventElapsedTime(&mut ms, start.handle, self.handle) }
+            .check(|| "measuring time between events")?;
+        Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: an owned, live event, destroyed once (pending records complete).
+        let _ = unsafe { sys::cuEventDestroy(self.handle) };
+    }
+}

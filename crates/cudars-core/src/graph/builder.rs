@@ -1,0 +1,1724 @@
+//! [`GraphBuilder`]: building a [`Graph`] by stream capture, the way `cuda.core`'s
+//! `GraphBuilder` does, keeping alive what is queued into it; its checks are
+//! pure functions, tested without a GPU.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytemuck::Pod;
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{
+    ArcView, Buffer, CaptureSignature, Context, Device, DeviceBuffer, DeviceMemoryResource, Event,
+    Kernel, KernelArg, LaunchConfig, MemoryResource, Stream, StreamOptions, TypedKernel,
+};
+
+use super::capture::CaptureInfo;
+use super::{
+    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphCompleteOptions, GraphCondition,
+    GraphExec, Keep, Root, add_node, body_handles, conditional_params, create_condition_in, keep,
+    keep_all,
+};
+
+/// A kernel argument queued into a [`GraphBuilder`]: a value, copied when the
+/// work is captured, or device memory that the builder's graph must keep alive.
+///
+/// Implemented for every [`Pod`] value (numbers, `#[repr(C)]` structs, a
+/// [`GraphCondition`], a [`DevicePtr`](crate::DevicePtr), whose memory the
+/// caller vouches for), for [`ArcView`] (the address of its first element; the
+/// graph keeps its allocation alive) and for [`GraphView`] (an `ArcView`, or
+/// graph memory of the same graph). An `Arc<DeviceBuffer<T>>` is passed as
+/// `x.shared_view()`, an `Arc<Buffer>` as `ArcView::<T>::of_buffer(&b)?`.
+pub trait CaptureArg {
+    /// The argument's bytes, as a launch takes them.
+    fn as_kernel_arg(&self) -> &dyn KernelArg;
+    /// What the graph must keep alive for the argument to stay valid (`None`
+    /// for a value).
+    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>>;
+    /// The device of the memory the argument points to (`None` for a value).
+    fn memory_device(&self) -> Option<&Device>;
+    /// For graph memory ([`GraphBuilder::allocate`]), the allocation it comes
+    /// from: it is usable only by work ordered after that allocation in the same
+    /// graph (see [`GraphView`]).
+    fn graph_memory_of(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl<T: Pod> CaptureArg for T {
+    fn as_kernel_arg(&self) -> &dyn KernelArg {
+        self
+    }
+    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        None
+    }
+    fn memory_device(&self) -> Option<&Device> {
+        None
+    }
+}
+
+impl<T: Pod> CaptureArg for ArcView<T> {
+    fn as_kernel_arg(&self) -> &dyn KernelArg {
+        self
+    }
+    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        Some(ArcView::keep_alive(self))
+    }
+    fn memory_device(&self) -> Option<&Device> {
+        Some(self.buffer().device())
+    }
+}
+
+/// Device memory that work queued into a [`GraphBuilder`] uses: an [`ArcView`]
+/// (from an `Arc<DeviceBuffer<T>>`, `&ArcView<T>`, …), whose allocation the
+/// graph keeps alive, or graph memory from [`GraphBuilder::allocate`], which
+/// exists only while its graph runs, from its allocation node to the free node
+/// that ends the graph. Graph memory is therefore taken only by work ordered
+/// after its allocation: by the builder that allocated it, by builders split
+/// off it (or conditional bodies added to it) afterwards, and by builders those
+/// were joined into; anywhere else it is an [`Error::InvalidArgument`].
+pub struct GraphView<T> {
+    view: ArcView<T>,
+    /// The allocation this graph memory comes from (`None`: an `ArcView`).
+    alloc: Option<u64>,
+}
+
+impl<T> Clone for GraphView<T> {
+    fn clone(&self) -> Self {
+        Self {
+            view: self.view.clone(),
+            alloc: self.alloc,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for GraphView<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphView")
+            .field("view", &self.view)
+            .field("graph_memory", &self.alloc.is_some())
+            .finish()
+    }
+}
+
+impl<T: Pod> GraphView<T> {
+    /// The elements in `range` of this view (any range of `usize`), of the same
+    /// memory.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] with
+    /// [`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange) for a range
+    /// outside the view.
+    pub fn slice(&self, range: impl std::ops::RangeBounds<usize>) -> Result<Self> {
+        Ok(Self {
+            view: self.view.slice(range)?,
+            alloc: self.alloc,
+        })
+    }
+
+    /// How many elements.
+    pub fn len(&self) -> usize {
+        self.view.len()
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.view.is_empty()
+    }
+
+    /// The device the memory is on.
+    pub fn device(&self) -> &Device {
+        self.view.device()
+    }
+
+    /// Whether this is graph memory of [`GraphBuilder::allocate`].
+    pub fn is_graph_memory(&self) -> bool {
+        self.alloc.is_some()
+    }
+}
+
+impl<T: Pod> From<ArcView<T>> for GraphView<T> {
+    fn from(view: ArcView<T>) -> Self {
+        Self { view, alloc: None }
+    }
+}
+
+impl<T: Pod> From<&ArcView<T>> for GraphView<T> {
+    fn from(view: &ArcView<T>) -> Self {
+        Self::from(view.clone())
+    }
+}
+
+impl<T: Pod + Send + Sync> From<Arc<DeviceBuffer<T>>> for GraphView<T> {
+    fn from(buffer: Arc<DeviceBuffer<T>>) -> Self {
+        Self::from(ArcView::from(buffer))
+    }
+}
+
+impl<T: Pod + Send + Sync> From<&Arc<DeviceBuffer<T>>> for GraphView<T> {
+    fn from(buffer: &Arc<DeviceBuffer<T>>) -> Self {
+        Self::from(ArcView::from(buffer))
+    }
+}
+
+impl<T: Pod> From<&GraphView<T>> for GraphView<T> {
+    fn from(view: &GraphView<T>) -> Self {
+        view.clone()
+    }
+}
+
+// SAFETY: the inner view's stored device address (8 bytes), as `ArcView`'s.
+unsafe impl<T: Pod> KernelArg for GraphView<T> {
+    fn arg_ptr(&self) -> *const std::ffi::c_void {
+        self.view.arg_ptr()
+    }
+    fn arg_size(&self) -> usize {
+        self.view.arg_size()
+    }
+}
+
+impl<T: Pod> CaptureArg for GraphView<T> {
+    fn as_kernel_arg(&self) -> &dyn KernelArg {
+        self
+    }
+    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        Some(ArcView::keep_alive(&self.view))
+    }
+    fn memory_device(&self) -> Option<&Device> {
+        Some(self.view.device())
+    }
+    fn graph_memory_of(&self) -> Option<u64> {
+        self.alloc
+    }
+}
+
+/// What a builder is, for the checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RoleKind {
+    /// The builder of the graph: `end_building` returns it.
+    Top,
+    /// Split off another builder; ended by joining it.
+    Split,
+    /// Captures into a conditional node's body graph.
+    Body,
+}
+
+/// Where a builder is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Made, not yet building.
+    Idle,
+    /// Capturing.
+    Building,
+    /// Done (ended, joined, or failed while ending).
+    Ended,
+}
+
+#[derive(Debug)]
+enum Role {
+    Top,
+    /// `origin` is the stream of the builder whose capture it takes part in
+    /// (the top builder or a conditional body), which a dropped split is
+    /// joined to.
+    Split {
+        origin: Stream,
+    },
+    /// The body graph, owned by its conditional node.
+    Body {
+        graph: sys::CUgraph,
+    },
+}
+
+impl Role {
+    fn kind(&self) -> RoleKind {
+        match self {
+            Role::Top => RoleKind::Top,
+            Role::Split { .. } => RoleKind::Split,
+            Role::Body { .. } => RoleKind::Body,
+        }
+    }
+}
+
+/// A builder of the family that is capturing and not yet ended or joined.
+struct OpenChild {
+    id: u64,
+    /// The capture it takes part in (see [`GraphBuilder::capture`]).
+    capture: u64,
+    stream: Stream,
+    kind: RoleKind,
+    /// The stream of the builder whose capture it takes part in (splits only).
+    origin: Option<Stream>,
+}
+
+/// A graph allocation made by [`GraphBuilder::allocate`], freed by a captured
+/// free node when the top builder ends.
+struct PendingFree {
+    ptr: sys::CUdeviceptr,
+    size: usize,
+}
+
+/// A node added to a capture's graph, named again once the graph is built.
+struct CapturedNode(sys::CUgraphNode);
+
+// SAFETY: the handle is only wrapped into a `GraphNode` of the built graph (an
+// identifier; `Graph` serialises its use), never used through this type.
+unsafe impl Send for CapturedNode {}
+// SAFETY: as above.
+unsafe impl Sync for CapturedNode {}
+
+/// What the builders of one graph (the top one, its splits, its bodies) share.
+struct Family {
+    /// Tells the families apart (graph memory names its family).
+    id: u64,
+    ctx: Context,
+    keep: Keep,
+    frees: Mutex<Vec<PendingFree>>,
+    /// The conditional nodes added to the top builder's capture, recorded in the
+    /// graph when it ends (for [`GraphNode::params`](super::GraphNode::params)).
+    conditionals: Mutex<Vec<(CapturedNode, GraphCondition, ConditionalKind)>>,
+    children: Mutex<Vec<OpenChild>>,
+    /// The top builder has ended (or was dropped): no body may begin.
+    ended: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn next_builder_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Checks that a builder may begin building.
+fn check_begin(role: RoleKind, phase: Phase, family_ended: bool) -> Result<()> {
+    const WHAT: &str = "beginning to build a graph";
+    match phase {
+        Phase::Building => Err(Error::invalid(WHAT, "the builder is already building")),
+        Phase::Ended => Err(Error::invalid(
+            WHAT,
+            "the builder's building has ended, and cannot resume",
+        )),
+        Phase::Idle if role == RoleKind::Body && family_ended => Err(Error::invalid(
+            WHAT,
+            "the graph this conditional body belongs to has been built already, or was dropped",
+        )),
+        Phase::Idle => Ok(()),
+    }
+}
+
+/// Checks that a builder may end building, with `open` builders split from it
+/// (or, for the top builder, any builder of its graph) still building.
+fn check_end(role: RoleKind, phase: Phase, open: usize) -> Result<()> {
+    const WHAT: &str = "ending a graph builder";
+    if role == RoleKind::Split {
+        return Err(Error::invalid(
+            WHAT,
+            "a builder made by `split` is ended by joining it (`join`)",
+        ));
+    }
+    match phase {
+        Phase::Idle => Err(Error::invalid(
+            WHAT,
+            "the builder is not building (call `begin_building` first)",
+        )),
+        Phase::Ended => Err(Error::invalid(WHAT, "the builder has already ended")),
+        Phase::Building if open > 0 => Err(Error::invalid(
+            WHAT,
+            format!(
+                "{open} builder{} made from it {} still building: join the split builders \
+                 and end the conditional bodies first",
+                if open == 1 { "" } else { "s" },
+                if open == 1 { "is" } else { "are" }
+            ),
+        )),
+        Phase::Building => Ok(()),
+    }
+}
+
+/// Checks that work may be queued into a builder. A split or body builder of
+/// a graph that has ended (or was dropped) is refused too: its stream no longer
+/// captures, so the work would run at once instead of joining a graph.
+fn check_building(
+    role: RoleKind,
+    phase: Phase,
+    family_ended: bool,
+    what: impl Into<Cow<'static, str>>,
+) -> Result<()> {
+    match phase {
+        Phase::Building if role != RoleKind::Top && family_ended => Err(Error::invalid(
+            what,
+            "the graph this builder adds to has ended or was dropped",
+        )),
+        Phase::Building => Ok(()),
+        Phase::Idle => Err(Error::invalid(
+            what,
+            "the builder is not building (call `begin_building` first)",
+        )),
+        Phase::Ended => Err(Error::invalid(what, "the builder's building has ended")),
+    }
+}
+
+/// Checks `split(count)`'s count (Python's: the builder itself and `count - 1`
+/// new ones) and returns how many builders to make.
+fn check_split_count(count: usize) -> Result<usize> {
+    if count < 2 {
+        return Err(Error::invalid(
+            "splitting a graph builder",
+            format!(
+                "a split makes at least 2 builders (the original and a new one), {count} asked"
+            ),
+        ));
+    }
+    Ok(count - 1)
+}
+
+/// Where a builder captures: its device, its graph (family) and the capture
+/// sequence it takes part in (the top builder's, or a conditional body's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Place {
+    device: Device,
+    family: u64,
+    capture: u64,
+}
+
+/// Checks that a builder (`other`, of `role`) may be joined into one at `into`.
+fn check_join(into: Place, other: Place, role: RoleKind) -> Result<()> {
+    const WHAT: &str = "joining graph builders";
+    if other.device != into.device {
+        return Err(Error::other_device(
+            WHAT,
+            format!(
+                "a builder of device {} cannot join one of device {}",
+                other.device.ordinal(),
+                into.device.ordinal()
+            ),
+        ));
+    }
+    if other.family != into.family {
+        return Err(Error::invalid(
+            WHAT,
+            "the builder belongs to another graph's capture",
+        ));
+    }
+    if role != RoleKind::Split {
+        return Err(Error::invalid(
+            WHAT,
+            "only builders made by `split` are joined (end the others with `end_building`)",
+        ));
+    }
+    if other.capture != into.capture {
+        return Err(Error::invalid(
+            WHAT,
+            "the builder was split off another capture of the graph (the top builder's or \
+             a conditional body's): join it into a builder of that capture",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that graph memory (`of`: its allocation) named by work queued into a
+/// builder is one of the allocations ordered before that work (`visible`).
+fn check_graph_memory(
+    visible: &[u64],
+    of: Option<u64>,
+    what: impl Into<Cow<'static, str>>,
+) -> Result<()> {
+    match of {
+        Some(id) if !visible.contains(&id) => Err(Error::invalid(
+            what,
+            "the graph memory is not allocated before this point of the graph: only the \
+             builder that allocated it, builders split off it or bodies added to it \
+             afterwards, and builders those were joined into use it",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The capture status `status` allows work, else why not.
+fn active(status: CaptureStatus, what: Cow<'static, str>) -> Result<()> {
+    match status {
+        CaptureStatus::Active => Ok(()),
+        CaptureStatus::Invalidated => Err(Error::invalid(
+            what,
+            "an error invalidated the capture; end the building to discard it",
+        )),
+        CaptureStatus::None => Err(Error::invalid(
+            what,
+            "the builder's stream is no longer capturing",
+        )),
+    }
+}
+
+/// Checks that `thing` (memory, a graph, a pool, an event) of device `other`
+/// can be used by work of a builder on `device`.
+pub(super) fn check_device(
+    device: &Device,
+    (thing, other): (&str, &Device),
+    what: impl Into<Cow<'static, str>>,
+) -> Result<()> {
+    if other != device {
+        return Err(Error::other_device(
+            what,
+            format!(
+                "the builder is on device {}, the {thing} on device {}",
+                device.ordinal(),
+                other.ordinal()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks captured-launch arguments against a typed signature's sizes.
+fn check_signature_sizes(kernel: &str, sizes: &[usize], args: &[&dyn CaptureArg]) -> Result<()> {
+    for (i, (a, want)) in args.iter().zip(sizes).enumerate() {
+        let have = a.as_kernel_arg().arg_size();
+        if have != *want {
+            return Err(Error::invalid(
+                format!("launching kernel `{kernel}` into a graph builder"),
+                format!("argument {i} is {have} bytes, the signature's parameter {want}"),
+            ));
+        }
+    }
+    if args.len() != sizes.len() {
+        return Err(Error::invalid(
+            format!("launching kernel `{kernel}` into a graph builder"),
+            format!(
+                "{} arguments for a signature of {}",
+                args.len(),
+                sizes.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `cuStreamEndCapture`: the status and the graph (null when none came back).
+fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
+    let mut g: sys::CUgraph = std::ptr::null_mut();
+    let rc = match stream.context().ensure_current() {
+        // SAFETY: `g` is valid for writes; a live stream.
+        Ok(_current) => unsafe { sys::cuStreamEndCapture(stream.handle(), &mut g) },
+        Err(_) => sys::CUDA_ERROR_INVALID_CONTEXT,
+    };
+    (rc, g)
+}
+
+/// A graph under construction by stream capture (`cuda.core`'s `GraphBuilder`).
+///
+/// Made by [`Device::create_graph_builder`] or [`Stream::create_graph_builder`];
+/// [`begin_building`](Self::begin_building) starts the capture,
+/// [`end_building`](Self::end_building) ends it, [`complete`](Self::complete)
+/// instantiates the graph (or [`into_graph`](Self::into_graph) takes it).
+///
+/// A builder captures on a stream of its own, which no other code can queue
+/// work on (so nothing but what the builder checks gets into the graph): work
+/// queued into it (kernel launches, copies, fills, allocations, host callbacks,
+/// event records and waits, child graphs) becomes nodes of the graph that
+/// [`end_building`](GraphBuilder::end_building) completes. Captured work refers to
+/// memory by address, so the builder **keeps every object queued into it alive**
+/// (the [`ArcView`]s and their allocations, the kernels and their libraries, the
+/// events, the child graphs' own keep lists) in the keep list of the graph it
+/// builds; the graph hands it to each [`GraphExec`] instantiated from it, which
+/// holds it until its launches have finished. That is what makes queuing safe,
+/// where [`Stream::begin_capture`] is `unsafe`. Graph memory
+/// ([`allocate`](GraphBuilder::allocate)) is a [`GraphView`] that only work
+/// ordered after its allocation takes, and is freed by a node that ends the
+/// graph.
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device, step: &cudars_core::Kernel) -> cudars_core::Result<()> {
+/// use std::sync::Arc;
+/// use cudars_core::{CaptureMode, DeviceBuffer, GraphCompleteOptions, LaunchConfig};
+/// let s = dev.create_stream(Default::default())?;
+/// let counter = Arc::new(DeviceBuffer::from_host(dev, &[0u32], &s)?);
+/// s.sync()?;
+/// let mut b = dev.create_graph_builder()?;
+/// b.begin_building(CaptureMode::default())?;
+/// // A loop that runs while `step` (which calls `cudaGraphSetConditional`) says so.
+/// let cond = b.create_conditional_handle(Some(1))?;
+/// let mut body = b.while_loop(cond)?;
+/// body.begin_building(CaptureMode::default())?;
+/// // SAFETY: `step(counter, cond)` touches `counter[0]` only.
+/// unsafe { body.launch(&LaunchConfig::new(1, 1), step, &[&counter.shared_view(), &cond])? };
+/// body.end_building()?;
+/// b.end_building()?;
+/// let exec = b.complete(GraphCompleteOptions::default())?;
+/// exec.launch(&s)?;
+/// s.sync()?;
+/// # Ok(()) }
+/// ```
+///
+/// Conditional bodies ([`if_cond`](GraphBuilder::if_cond),
+/// [`if_else`](GraphBuilder::if_else), [`switch`](GraphBuilder::switch),
+/// [`while_loop`](GraphBuilder::while_loop)) are builders too: the conditional
+/// node is added to the graph being captured (`cuGraphAddNode`, then
+/// `cuStreamUpdateCaptureDependencies` so the captured work that follows depends
+/// on it), and each body builder captures into its body graph
+/// (`cuStreamBeginCaptureToGraph`). [`split`](GraphBuilder::split) forks builders
+/// that capture in parallel into the same graph; [`join`](GraphBuilder::join)
+/// brings them back.
+///
+/// Bad use is an error, never a leak: ending a builder that is not building, or
+/// while builders split from it are not joined (or, for the top builder, while a
+/// body builder is still building), joining a builder of another graph or
+/// device, graph memory named where it is not yet allocated, a conditional body
+/// on a driver before CUDA 12.3 (if/else and switch: 12.8) are
+/// [`Error::InvalidArgument`] or [`Error::Unsupported`]. A builder
+/// dropped while building ends its capture (the top builder destroys the
+/// partial graph), joining first the split builders of its capture still open
+/// (the top builder also ends the bodies' captures); a split builder dropped
+/// without a join is joined to the builder whose capture it takes part in (the
+/// top builder, or the conditional body it was split off).
+///
+/// Neither `Send` nor `Sync`, as [`Graph`].
+pub struct GraphBuilder {
+    id: u64,
+    /// The id of the builder whose capture this one takes part in (its own, but
+    /// for a split builder; the family's id for the top builder's capture).
+    capture: u64,
+    /// The graph allocations ordered before this builder's next work.
+    visible: Cell<Vec<u64>>,
+    stream: Stream,
+    role: Role,
+    phase: Phase,
+    family: Arc<Family>,
+    graph: Option<Graph>,
+}
+
+impl std::fmt::Debug for GraphBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphBuilder")
+            .field("stream", &self.stream)
+            .field("role", &self.role.kind())
+            .field("phase", &self.phase)
+            .finish()
+    }
+}
+
+impl Stream {
+    /// A graph builder for this stream's context and priority
+    /// (`Stream.create_graph_builder()`). Unlike Python's, it captures on a new
+    /// stream of its own rather than on this one, so that no other holder of
+    /// this stream can queue unchecked work into the capture; the graph is
+    /// launched on any stream anyway.
+    ///
+    /// # Errors
+    /// The driver's error creating the stream.
+    pub fn create_graph_builder(&self) -> Result<GraphBuilder> {
+        let s = self.context().create_stream(StreamOptions {
+            non_blocking: true,
+            priority: Some(self.priority()?),
+        })?;
+        Ok(GraphBuilder::top(s))
+    }
+}
+
+impl GraphBuilder {
+    /// A graph builder on a new stream of `device`'s primary context
+    /// ([`Device::create_graph_builder`]).
+    ///
+    /// # Errors
+    /// The driver's error creating the stream.
+    pub fn new(device: &Device) -> Result<Self> {
+        let s = device.create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })?;
+        Ok(Self::top(s))
+    }
+
+    fn top(stream: Stream) -> Self {
+        let family = Arc::new(Family {
+            id: next_builder_id(),
+            ctx: stream.context().clone(),
+            keep: Keep::default(),
+            frees: Mutex::default(),
+            conditionals: Mutex::default(),
+            children: Mutex::default(),
+            ended: AtomicBool::new(false),
+        });
+        let mut b = Self::member(stream, Role::Top, Phase::Idle, family);
+        b.capture = b.family.id;
+        b
+    }
+
+    fn member(stream: Stream, role: Role, phase: Phase, family: Arc<Family>) -> Self {
+        let id = next_builder_id();
+        Self {
+            id,
+            capture: id,
+            visible: Cell::default(),
+            stream,
+            role,
+            phase,
+            family,
+            graph: None,
+        }
+    }
+
+    /// The allocations ordered before this builder's next work.
+    fn visible(&self) -> Vec<u64> {
+        let v = self.visible.take();
+        self.visible.set(v.clone());
+        v
+    }
+
+    /// Adds `ids` to the allocations ordered before this builder's next work.
+    fn see(&self, ids: impl IntoIterator<Item = u64>) {
+        let mut v = self.visible.take();
+        for id in ids {
+            if !v.contains(&id) {
+                v.push(id);
+            }
+        }
+        self.visible.set(v);
+    }
+
+    /// Checks graph memory named by work queued here.
+    fn check_graph_memory(
+        &self,
+        of: Option<u64>,
+        what: impl Into<Cow<'static, str>>,
+    ) -> Result<()> {
+        match of {
+            None => Ok(()),
+            Some(_) => check_graph_memory(&self.visible(), of, what),
+        }
+    }
+
+    fn place(&self) -> Place {
+        Place {
+            device: *self.device(),
+            family: self.family.id,
+            capture: self.capture,
+        }
+    }
+
+    /// The device the builder captures work of.
+    pub fn device(&self) -> &Device {
+        self.stream.device()
+    }
+
+    /// The stream the builder captures on.
+    ///
+    /// # Safety
+    /// Work queued on it directly while the builder is building is captured
+    /// unchecked: it must keep to [`Stream::begin_capture`]'s contract (what it
+    /// uses must outlive the graph and its instantiations), and no owning
+    /// [`Buffer`] may be allocated on it (its free would be ordered on this
+    /// stream, outside the graph, after the capture).
+    pub unsafe fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// Whether the builder was made by [`split`](Self::split) and not yet
+    /// joined (`is_join_required`).
+    pub fn is_join_required(&self) -> bool {
+        self.role.kind() == RoleKind::Split && self.phase == Phase::Building
+    }
+
+    /// Whether the builder is capturing (`is_building`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when an error invalidated the capture (end the
+    /// building to discard it); the driver's error.
+    pub fn is_building(&self) -> Result<bool> {
+        match self.stream.capture_status()? {
+            CaptureStatus::Active => Ok(true),
+            CaptureStatus::None => Ok(false),
+            CaptureStatus::Invalidated => Err(Error::invalid(
+                "asking whether a graph builder is building",
+                "an error invalidated the capture; end the building to discard it",
+            )),
+        }
+    }
+
+    /// Starts capturing (`begin_building(mode)`). [`CaptureMode::default()`] is
+    /// `Relaxed`, as Python's default `"relaxed"`. A conditional body captures
+    /// into its body graph (`cuStreamBeginCaptureToGraph`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a builder that is building or has ended,
+    /// or a body whose graph was built already; [`Error::Unsupported`] for a body
+    /// on a driver before CUDA 12.3; the driver's error.
+    pub fn begin_building(&mut self, mode: CaptureMode) -> Result<&mut Self> {
+        check_begin(
+            self.role.kind(),
+            self.phase,
+            self.family.ended.load(Ordering::Acquire),
+        )?;
+        match self.role {
+            Role::Top => {
+                // SAFETY: the builder owns its stream (no other code queues on it,
+                // run-once host functions included) and keeps alive whatever its
+                // methods queue, in the graph's keep list; `stream()` is `unsafe`.
+                unsafe { self.stream.begin_capture(mode) }?;
+            }
+            Role::Body { graph } => {
+                const WHAT: &str = "beginning to build a conditional node's body";
+                crate::versions::require_driver(12030, "capturing into a graph", || WHAT)?;
+                let _current = self.stream.context().ensure_current()?;
+                // SAFETY: a live body graph (its node's graph is being captured,
+                // the family has not ended); a live stream the builder owns; no
+                // dependencies.
+                unsafe {
+                    sys::cuStreamBeginCaptureToGraph(
+                        self.stream.handle(),
+                        graph,
+                        std::ptr::null(),
+                        std::ptr::null(),
+                        0,
+                        mode.raw(),
+                    )
+                }
+                .check(|| WHAT)?;
+                lock(&self.family.children).push(OpenChild {
+                    id: self.id,
+                    capture: self.capture,
+                    stream: self.stream.clone(),
+                    kind: RoleKind::Body,
+                    origin: None,
+                });
+            }
+            Role::Split { .. } => {}
+        }
+        self.phase = Phase::Building;
+        Ok(self)
+    }
+
+    /// How many builders made from this one are still building: for a body,
+    /// the split builders of its capture (at any depth); for the top builder,
+    /// every builder of the graph.
+    fn open_children(&self) -> usize {
+        lock(&self.family.children)
+            .iter()
+            .filter(|c| {
+                self.role.kind() == RoleKind::Top
+                    || (c.kind == RoleKind::Split && c.capture == self.capture)
+            })
+            .count()
+    }
+
+    fn forget_child(&self) {
+        lock(&self.family.children).retain(|c| c.id != self.id);
+    }
+
+    /// Ends the capture (`end_building()`). For the top builder, graph
+    /// allocations of [`allocate`](Self::allocate) are freed first (captured free
+    /// nodes, after all the work), and the graph is kept for
+    /// [`complete`](Self::complete), [`graph`](Self::graph) and
+    /// [`into_graph`](Self::into_graph). A body's graph belongs to its
+    /// conditional node.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a builder that is not building, a split
+    /// builder (join it), or one with builders made from it still building;
+    /// the driver's error (an invalidated capture is
+    /// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`: the builder has then ended, and
+    /// the partial graph is destroyed).
+    pub fn end_building(&mut self) -> Result<()> {
+        check_end(self.role.kind(), self.phase, self.open_children())?;
+        match self.role {
+            Role::Top => {
+                let frees = std::mem::take(&mut *lock(&self.family.frees));
+                let mut freed = Ok(());
+                for f in &frees {
+                    let _current = self.family.ctx.ensure_current()?;
+                    // SAFETY: a graph allocation of this capture, freed once (a
+                    // captured free node); every builder of the graph has joined
+                    // this stream or ended, so the free follows all the captured work.
+                    let r = unsafe { sys::cuMemFreeAsync(f.ptr, self.stream.handle()) }
+                        .check(|| format!("freeing {} bytes of graph memory", f.size));
+                    if freed.is_ok() {
+                        freed = r;
+                    }
+                }
+                self.family.ended.store(true, Ordering::Release);
+                self.phase = Phase::Ended;
+                let (rc, g) = end_capture_raw(&self.stream);
+                if let Err(e) = rc.check(|| "ending a graph builder") {
+                    if !g.is_null() {
+                        // SAFETY: the partial graph, ours, destroyed once.
+                        let _ = unsafe { sys::cuGraphDestroy(g) };
+                    }
+                    return Err(e);
+                }
+                let graph = Graph::wrap(
+                    g,
+                    self.family.ctx.clone(),
+                    Some(Arc::new(Root(g))),
+                    self.family.keep.clone(),
+                );
+                // The graph is destroyed with `graph` if freeing failed.
+                freed?;
+                for (node, condition, kind) in lock(&self.family.conditionals).drain(..) {
+                    graph.record_conditional(graph.node(node.0), condition, kind);
+                }
+                self.graph = Some(graph);
+                Ok(())
+            }
+            Role::Body { .. } => {
+                self.phase = Phase::Ended;
+                self.forget_child();
+                if self.family.ended.load(Ordering::Acquire) {
+                    // The top builder was dropped and ended this capture.
+                    return Err(Error::invalid(
+                        "ending a conditional node's body builder",
+                        "the graph it belongs to was dropped while building",
+                    ));
+                }
+                // The body graph comes back; its conditional node owns it.
+                let (rc, _) = end_capture_raw(&self.stream);
+                rc.check(|| "ending a conditional node's body builder")
+            }
+            Role::Split { .. } => Err(Error::invalid(
+                "ending a graph builder",
+                "a builder made by `split` is ended by joining it (`join`)",
+            )),
+        }
+    }
+
+    /// The graph built, once the top builder has ended.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] before `end_building`, or for a split or
+    /// body builder (their work is part of the top builder's graph).
+    pub fn graph(&self) -> Result<&Graph> {
+        self.graph.as_ref().ok_or_else(|| {
+            Error::invalid(
+                "reading a graph builder's graph",
+                match self.role.kind() {
+                    RoleKind::Top => "the builder has not ended building",
+                    RoleKind::Split | RoleKind::Body => {
+                        "only the top builder has a graph (split and body builders add to it)"
+                    }
+                },
+            )
+        })
+    }
+
+    /// Takes the built graph (see [`graph`](Self::graph)).
+    ///
+    /// # Errors
+    /// As [`graph`](Self::graph).
+    pub fn into_graph(mut self) -> Result<Graph> {
+        self.graph()?;
+        self.graph
+            .take()
+            .ok_or_else(|| Error::invalid("taking a graph builder's graph", "the graph is gone"))
+    }
+
+    /// Instantiates the built graph (`complete(options)`).
+    ///
+    /// # Errors
+    /// As [`graph`](Self::graph); the driver's error instantiating.
+    pub fn complete(&self, options: GraphCompleteOptions) -> Result<GraphExec> {
+        self.graph()?.instantiate(options)
+    }
+
+    /// Writes the built graph as a Graphviz DOT file (`debug_dot_print`).
+    ///
+    /// # Errors
+    /// As [`graph`](Self::graph) and [`Graph::debug_dot_print`].
+    pub fn debug_dot_print(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        self.graph()?.debug_dot_print(path)
+    }
+
+    /// As [`debug_dot_print`](Self::debug_dot_print) with the flags of
+    /// `options` (`debug_dot_print(path, options)`).
+    ///
+    /// # Errors
+    /// As [`graph`](Self::graph) and [`Graph::debug_dot_print_with`].
+    pub fn debug_dot_print_with(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        options: super::GraphDebugPrintOptions,
+    ) -> Result<()> {
+        self.graph()?.debug_dot_print_with(path, options)
+    }
+
+    /// Checks that work may be queued: the builder's phase and graph, then that
+    /// its stream really is capturing (work queued on a stream whose capture
+    /// ended, for instance by a driver error, would run at once).
+    fn check_building(&self, what: impl Into<Cow<'static, str>>) -> Result<()> {
+        let what = what.into();
+        self.check_phase(what.clone())?;
+        active(self.stream.capture_status()?, what)
+    }
+
+    /// As [`check_building`](Self::check_building), returning the capture's
+    /// graph and current dependencies (one `cuStreamGetCaptureInfo`, which
+    /// answers the status too), for work that adds nodes itself.
+    fn capturing(&self, what: impl Into<Cow<'static, str>>) -> Result<CaptureInfo> {
+        let what = what.into();
+        self.check_phase(what.clone())?;
+        let info = self.stream.capture_info()?;
+        active(info.status, what)?;
+        Ok(info)
+    }
+
+    /// The builder's own state allows work (no driver call).
+    fn check_phase(&self, what: Cow<'static, str>) -> Result<()> {
+        check_building(
+            self.role.kind(),
+            self.phase,
+            self.family.ended.load(Ordering::Acquire),
+            what,
+        )
+    }
+
+    /// Splits `count - 1` builders off this one (`split(count)`: Python's tuple
+    /// starts with the original builder, which is `self` here). Each new builder
+    /// starts after the work captured so far and captures into the same graph,
+    /// in parallel; [`join`](Self::join) brings them back (one dropped unjoined
+    /// is joined to the builder whose capture it takes part in: the top builder,
+    /// or the conditional body it was split off).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a count below 2 or a builder that is not
+    /// building; the driver's error.
+    pub fn split(&self, count: usize) -> Result<Vec<GraphBuilder>> {
+        let n = check_split_count(count)?;
+        self.check_building("splitting a graph builder")?;
+        let streams = self.stream.fork(n)?;
+        let origin = match &self.role {
+            Role::Split { origin } => origin.clone(),
+            Role::Top | Role::Body { .. } => self.stream.clone(),
+        };
+        let mut children = lock(&self.family.children);
+        Ok(streams
+            .into_iter()
+            .map(|s| {
+                let mut b = Self::member(
+                    s.clone(),
+                    Role::Split {
+                        origin: origin.clone(),
+                    },
+                    Phase::Building,
+                    self.family.clone(),
+                );
+                b.capture = self.capture;
+                b.see(self.visible());
+                children.push(OpenChild {
+                    id: b.id,
+                    capture: b.capture,
+                    stream: s,
+                    kind: RoleKind::Split,
+                    origin: Some(origin.clone()),
+                });
+                b
+            })
+            .collect())
+    }
+
+    /// Joins builders made by [`split`](Self::split) (of this builder's graph)
+    /// into this one: later work here waits for all their work (`join`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a builder of another device
+    /// ([`InvalidKind::OtherDevice`](crate::InvalidKind::OtherDevice)) or graph,
+    /// one that is not a split builder or was split off another capture (a
+    /// conditional body's and the top builder's are separate), or when this
+    /// builder is not building;
+    /// the driver's error. The builders not joined yet are joined as they drop
+    /// (see [`split`](Self::split)).
+    pub fn join(&self, others: impl IntoIterator<Item = GraphBuilder>) -> Result<()> {
+        self.check_building("joining graph builders")?;
+        for mut other in others {
+            check_join(self.place(), other.place(), other.role.kind())?;
+            self.stream.wait_stream(&other.stream)?;
+            self.see(other.visible());
+            other.phase = Phase::Ended;
+            other.forget_child();
+        }
+        Ok(())
+    }
+
+    /// A condition for conditional nodes of the graph being built
+    /// (`create_conditional_handle(default_value)`); with `default`, it is reset
+    /// to it at the start of each launch. Kernels set it with
+    /// `cudaGraphSetConditional` (pass it as a kernel argument).
+    ///
+    /// Give it to a conditional node ([`if_cond`](Self::if_cond), …) before the
+    /// graph is completed: the driver refuses to instantiate a graph holding a
+    /// condition that no node uses (`CUDA_ERROR_INVALID_VALUE`, seen on the H100).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building; [`Error::Unsupported`] on a
+    /// driver before CUDA 12.3; the driver's error.
+    pub fn create_conditional_handle(&self, default: Option<u32>) -> Result<GraphCondition> {
+        const WHAT: &str = "creating a graph condition in a graph builder";
+        let info = self.capturing(WHAT)?;
+        crate::versions::require_driver(12030, "graph conditions", || WHAT)?;
+        create_condition_in(info.graph, &self.family.ctx, default)
+    }
+
+    /// Adds a conditional node of `kind` at this point of the capture and
+    /// returns a builder for each of its bodies (not yet building).
+    fn conditional(&self, condition: GraphCondition, kind: ConditionalKind) -> Result<Vec<Self>> {
+        let what = || format!("adding a {kind:?} node to a graph builder");
+        let info = self.capturing(what())?;
+        let (mut p, size) = conditional_params(&self.family.ctx, condition, kind)?;
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        let _current = self.family.ctx.ensure_current()?;
+        // SAFETY: `p` is a fully initialised conditional node description; the
+        // dependencies are the capture's current ones, nodes of its graph.
+        unsafe {
+            add_node(
+                &mut node,
+                info.graph,
+                info.deps.as_ptr(),
+                info.deps.len(),
+                &mut p,
+            )
+        }
+        .check(what)?;
+        self.stream.set_capture_dependency(node)?;
+        if self.capture == self.family.id {
+            lock(&self.family.conditionals).push((CapturedNode(node), condition, kind));
+        }
+        body_handles(&p, size)?
+            .into_iter()
+            .map(|graph| {
+                let s = self.family.ctx.create_stream(StreamOptions {
+                    non_blocking: true,
+                    priority: None,
+                })?;
+                let b = Self::member(s, Role::Body { graph }, Phase::Idle, self.family.clone());
+                b.see(self.visible());
+                Ok(b)
+            })
+            .collect()
+    }
+
+    fn one_body(mut bodies: Vec<Self>, what: &'static str) -> Result<Self> {
+        bodies
+            .pop()
+            .ok_or_else(|| Error::unsupported(what, "the driver returned no body graph"))
+    }
+
+    /// An `if` node on `condition` (`if_cond`): its body, returned, runs when the
+    /// condition is non-zero. CUDA 12.3 drivers and later.
+    ///
+    /// # Errors
+    /// As [`while_loop`](Self::while_loop).
+    pub fn if_cond(&self, condition: GraphCondition) -> Result<GraphBuilder> {
+        let bodies = self.conditional(condition, ConditionalKind::If)?;
+        Self::one_body(bodies, "adding an if node to a graph builder")
+    }
+
+    /// An `if`/`else` node on `condition` (`if_else`): the first body runs when
+    /// the condition is non-zero, the second when it is zero. CUDA 12.8 drivers
+    /// and later.
+    ///
+    /// # Errors
+    /// As [`while_loop`](Self::while_loop); [`Error::Unsupported`] before CUDA 12.8.
+    pub fn if_else(&self, condition: GraphCondition) -> Result<(GraphBuilder, GraphBuilder)> {
+        let mut bodies = self.conditional(condition, ConditionalKind::IfElse)?;
+        const WHAT: &str = "adding an if/else node to a graph builder";
+        let second = Self::one_body(bodies.split_off(1), WHAT)?;
+        let first = Self::one_body(bodies, WHAT)?;
+        Ok((first, second))
+    }
+
+    /// A `switch` node on `condition` with `count` bodies (`switch`): body `i`
+    /// runs when the condition is `i` (none when it is `count` or more). CUDA
+    /// 12.8 drivers and later.
+    ///
+    /// # Errors
+    /// As [`while_loop`](Self::while_loop); [`Error::InvalidArgument`] for a
+    /// count of 0; [`Error::Unsupported`] before CUDA 12.8.
+    pub fn switch(&self, condition: GraphCondition, count: u32) -> Result<Vec<GraphBuilder>> {
+        self.conditional(condition, ConditionalKind::Switch(count))
+    }
+
+    /// A `while` node on `condition` (`while_loop`): its body, returned, runs
+    /// while the condition is non-zero (checked before each run; a kernel in the
+    /// body sets it). CUDA 12.3 drivers and later.
+    ///
+    /// The body builder captures into the node's body graph: call
+    /// [`begin_building`](Self::begin_building) on it, queue the body's work,
+    /// and [`end_building`](Self::end_building) before this builder's graph
+    /// ends.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building; [`Error::Unsupported`] on a
+    /// driver before CUDA 12.3; the driver's error.
+    pub fn while_loop(&self, condition: GraphCondition) -> Result<GraphBuilder> {
+        let bodies = self.conditional(condition, ConditionalKind::While)?;
+        Self::one_body(bodies, "adding a while node to a graph builder")
+    }
+
+    /// Embeds a copy of `child` at this point of the capture (`add_child`); the
+    /// graph being built keeps what `child` keeps alive.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building or for a graph of another
+    /// device; the driver's error.
+    pub fn add_child(&self, child: &Graph) -> Result<()> {
+        const WHAT: &str = "adding a child graph to a graph builder";
+        let info = self.capturing(WHAT)?;
+        check_device(self.device(), ("graph", child.ctx.device()), WHAT)?;
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: the dependencies are nodes of the capture's graph; a live child
+        // graph, which the driver clones.
+        unsafe {
+            sys::cuGraphAddChildGraphNode(
+                &mut node,
+                info.graph,
+                info.deps.as_ptr(),
+                info.deps.len(),
+                child.handle,
+            )
+        }
+        .check(|| WHAT)?;
+        keep_all(&self.family.keep, &child.keep);
+        self.stream.set_capture_dependency(node)
+    }
+
+    /// Launches `kernel` with `config` and `args` into the graph
+    /// (`launch(builder, config, kernel, *args)`), checked as [`crate::launch`]
+    /// checks a launch. The graph keeps the kernel (and its library) and the
+    /// arguments' allocations alive.
+    ///
+    /// # Safety
+    /// As [`crate::launch`], for every launch of every instantiation of the graph,
+    /// except that the builder keeps [`ArcView`] arguments alive: the kernel must
+    /// stay within the memory it is given, must not race with other work on it,
+    /// and memory passed by raw address ([`DevicePtr`](crate::DevicePtr), an
+    /// integer) must stay valid while the graph can run.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building, for memory of another device,
+    /// graph memory of another graph, or a wrong argument count or size; the
+    /// driver's error.
+    pub unsafe fn launch(
+        &self,
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn CaptureArg],
+    ) -> Result<()> {
+        let what = || format!("launching kernel `{}` into a graph builder", kernel.name());
+        self.check_building(what())?;
+        // The message is formatted only for an argument that fails.
+        for a in args {
+            if let Some(d) = a.memory_device() {
+                if d != self.device() {
+                    check_device(self.device(), ("memory", d), what())?;
+                }
+            }
+            if let Some(id) = a.graph_memory_of() {
+                self.check_graph_memory(Some(id), what())?;
+            }
+        }
+        // Kept first: a node the driver accepted must never outlive its memory.
+        for a in args {
+            if let Some(k) = a.keep_alive() {
+                keep(&self.family.keep, k);
+            }
+        }
+        keep(&self.family.keep, Arc::new(kernel.clone()));
+        let plain: Vec<&dyn KernelArg> = args.iter().map(|a| a.as_kernel_arg()).collect();
+        // SAFETY: per this function's contract; the builder's stream is capturing.
+        unsafe { crate::launch(&self.stream, config, kernel, &plain) }
+    }
+
+    /// Launches a [`TypedKernel`] into the graph: `args` is the signature's
+    /// tuple with a [`GraphView`] for each pointer (`ConstPtr<T>`, `MutPtr<T>`)
+    /// and the value for each value (a `bool` as a `u8`); see
+    /// [`CaptureSignature`]. The argument count, kinds and sizes are fixed by
+    /// the signature, checked once when the `TypedKernel` was made (on drivers
+    /// of CUDA 12.4 and later), and each argument's size is checked against it
+    /// here, whatever the driver. Otherwise as [`launch`](Self::launch).
+    ///
+    /// ```no_run
+    /// # fn f(k: cudars_core::Kernel, b: &cudars_core::GraphBuilder, x: &std::sync::Arc<cudars_core::DeviceBuffer<f32>>) -> cudars_core::Result<()> {
+    /// use cudars_core::{ConstPtr, LaunchConfig, MutPtr, TypedKernel};
+    /// // extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned long long n)
+    /// let saxpy = TypedKernel::<(f32, ConstPtr<f32>, MutPtr<f32>, u64)>::new(k)?;
+    /// let y = b.allocate::<f32>(1024)?;
+    /// // SAFETY: saxpy reads x[0..n] and writes y[0..n]; both hold n = 1024 floats.
+    /// unsafe { b.launch_typed(&LaunchConfig::for_elements(1024, 256), &saxpy, (2.0, x.into(), y, 1024))? };
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// As [`TypedKernel::launch`], for every launch of every instantiation of the
+    /// graph: the kernel must stay within the views it is given and write only
+    /// through `MutPtr` parameters; the builder keeps the views' memory alive.
+    ///
+    /// # Errors
+    /// As [`launch`](Self::launch).
+    pub unsafe fn launch_typed<S: CaptureSignature>(
+        &self,
+        config: &LaunchConfig,
+        kernel: &TypedKernel<S>,
+        args: S::Captured,
+    ) -> Result<()> {
+        S::with_captured(&args, |all| {
+            check_signature_sizes(kernel.kernel().name(), S::SIZES, all)?;
+            // SAFETY: per this function's contract.
+            unsafe { self.launch(config, kernel.kernel(), all) }
+        })
+    }
+
+    /// Copies `src` into `dst`, views of equal length, when the graph runs (a
+    /// memcpy node); the graph keeps both allocations alive. Each is a
+    /// [`GraphView`]: an `&Arc<DeviceBuffer<T>>`, an [`ArcView`], or graph memory.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building, for views of other lengths
+    /// ([`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange)), graph
+    /// memory of another graph, or when neither is memory of the builder's
+    /// device; the driver's error.
+    pub fn copy<T: Pod>(
+        &self,
+        dst: impl Into<GraphView<T>>,
+        src: impl Into<GraphView<T>>,
+    ) -> Result<()> {
+        const WHAT: &str = "copying in a graph builder";
+        self.check_building(WHAT)?;
+        let (dst, src) = (dst.into(), src.into());
+        self.check_graph_memory(dst.alloc, WHAT)?;
+        self.check_graph_memory(src.alloc, WHAT)?;
+        let (dst, src) = (dst.view, src.view);
+        if dst.len() != src.len() {
+            return Err(Error::out_of_range(
+                WHAT,
+                format!(
+                    "the lengths differ: {} and {} elements",
+                    src.len(),
+                    dst.len()
+                ),
+            ));
+        }
+        if dst.device() != self.device() {
+            check_device(self.device(), ("memory", src.device()), WHAT)?;
+        }
+        keep(&self.family.keep, dst.keep_alive());
+        keep(&self.family.keep, src.keep_alive());
+        crate::memory::copy_device(
+            dst.buffer(),
+            dst.ptr(),
+            src.buffer(),
+            src.ptr(),
+            dst.byte_len(),
+            &self.stream,
+        )
+    }
+
+    /// Sets every element of `dst` to `value` when the graph runs (one memset
+    /// node; two for 8-byte elements); the graph keeps the allocation alive.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building, for memory of another
+    /// device, graph memory of another graph, or an address not aligned to the
+    /// element size; the driver's error.
+    pub fn fill<T: Pod>(&self, dst: impl Into<GraphView<T>>, value: T) -> Result<()> {
+        const {
+            assert!(
+                matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
+                "GraphBuilder::fill takes elements of 1, 2, 4 or 8 bytes"
+            );
+        }
+        const WHAT: &str = "filling in a graph builder";
+        self.check_building(WHAT)?;
+        let dst = dst.into();
+        self.check_graph_memory(dst.alloc, WHAT)?;
+        let dst = dst.view;
+        check_device(self.device(), ("memory", dst.device()), WHAT)?;
+        keep(&self.family.keep, dst.keep_alive());
+        crate::view::Span {
+            buf: dst.buffer(),
+            ptr: dst.ptr(),
+            len: dst.len(),
+            elem: std::mem::size_of::<T>(),
+        }
+        .fill_queued(bytemuck::bytes_of(&value), &self.stream)
+    }
+
+    /// Allocates `len` elements of graph memory (`mr.allocate(size,
+    /// stream=builder)`; graph memory comes from the device's graph memory pool
+    /// whatever `mr` is): an allocation node now (`cuMemAllocAsync`), and a free
+    /// node that ends the graph, added by [`end_building`](Self::end_building).
+    /// The memory exists while the graph runs, from its allocation to the end of
+    /// the graph, fresh on each launch: the [`GraphView`] is taken by work queued
+    /// into this graph's builders (this one, its splits and bodies), and refused
+    /// by any other. [`allocate_from`](Self::allocate_from) names the pool whose
+    /// properties the allocation node takes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building, for a zero length or a size
+    /// that overflows; [`Error::Unsupported`] in a conditional body (CUDA allows
+    /// no allocation there); the driver's error.
+    pub fn allocate<T: Pod>(&self, len: usize) -> Result<GraphView<T>> {
+        self.allocate_in(None, len)
+    }
+
+    /// As [`allocate`](Self::allocate), the allocation node taking the
+    /// properties of `pool`, a memory pool of the builder's device
+    /// (`cuMemAllocFromPoolAsync`).
+    ///
+    /// # Errors
+    /// As [`allocate`](Self::allocate); [`Error::InvalidArgument`] for a pool of
+    /// another device; [`Error::Unsupported`] for a pool imported from another
+    /// process.
+    pub fn allocate_from<T: Pod>(
+        &self,
+        pool: &DeviceMemoryResource,
+        len: usize,
+    ) -> Result<GraphView<T>> {
+        self.allocate_in(Some(pool), len)
+    }
+
+    fn allocate_in<T: Pod>(
+        &self,
+        pool: Option<&DeviceMemoryResource>,
+        len: usize,
+    ) -> Result<GraphView<T>> {
+        let what = || format!("allocating {len} elements in a graph builder");
+        self.check_building(what())?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::out_of_range(what(), "the size in bytes does not fit a usize"))?;
+        if bytes == 0 {
+            return Err(Error::zero_size(what()));
+        }
+        if self.capture != self.family.id {
+            return Err(Error::unsupported(
+                what(),
+                "CUDA allows no allocation in a conditional node's body",
+            ));
+        }
+        if let Some(pool) = pool {
+            check_device(
+                self.device(),
+                ("pool", &MemoryResource::device(pool)),
+                what(),
+            )?;
+            if pool.is_mapped() {
+                return Err(Error::unsupported(
+                    what(),
+                    "the pool was imported from another process, which allocates its memory",
+                ));
+            }
+        }
+        let _current = self.family.ctx.ensure_current()?;
+        let mut ptr: sys::CUdeviceptr = 0;
+        let rc = match pool {
+            // SAFETY: `ptr` is valid for writes; a live pool and a capturing stream
+            // (the allocation is a node of the graph).
+            Some(pool) => unsafe {
+                sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool.handle(), self.stream.handle())
+            },
+            // SAFETY: as above.
+            None => unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, self.stream.handle()) },
+        };
+        rc.check(|| format!("allocating {bytes} bytes of graph memory"))?;
+        lock(&self.family.frees).push(PendingFree { ptr, size: bytes });
+        // SAFETY: `bytes` of device memory at `ptr` while the graph runs, from its
+        // allocation node to the free node `end_building` adds; the buffer never
+        // frees it (not owned), and the view that hands it out is taken only by
+        // work of this graph.
+        let buffer = Arc::new(unsafe {
+            Buffer::from_raw(ptr, bytes, crate::MemoryKind::Device, self.device())
+        });
+        let view = ArcView::of_buffer(&buffer)?;
+        let id = next_builder_id();
+        self.see([id]);
+        Ok(GraphView {
+            view,
+            alloc: Some(id),
+        })
+    }
+
+    /// Calls `f` on a driver thread each time the graph reaches this point
+    /// (`callback(fn)`): [`Stream::launch_host_func_repeatable`] on the
+    /// capture, so the graph owns `f`. `f` must not call CUDA; a panic in it is
+    /// caught and recorded in the builder's stream.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building; the driver's error.
+    pub fn callback(&self, f: impl Fn() + Send + Sync + 'static) -> Result<()> {
+        self.check_building("adding a host callback to a graph builder")?;
+        self.stream.launch_host_func_repeatable(f)
+    }
+
+    /// Records `event` each time the graph reaches this point (an event record
+    /// node: `cuEventRecordWithFlags` with `CU_EVENT_RECORD_EXTERNAL`), for work
+    /// outside the graph to wait on. The graph keeps the event alive. (Ordering
+    /// between builders of one graph is [`split`](Self::split) and
+    /// [`join`](Self::join).)
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when not building or for an event of another
+    /// device ([`InvalidKind::OtherDevice`](crate::InvalidKind::OtherDevice));
+    /// the driver's error.
+    pub fn record_event(&self, event: &Arc<Event>) -> Result<()> {
+        self.event_node(event, "recording an event in a graph builder", |e, s| {
+            // SAFETY: a live event (kept by the graph) and a capturing stream of
+            // its device.
+            unsafe { sys::cuEventRecordWithFlags(e, s, sys::CU_EVENT_RECORD_EXTERNAL.0) }
+        })
+    }
+
+    /// Makes the work captured after this point wait, each time the graph runs,
+    /// for the last record of `event` before it (an event wait node:
+    /// `cuStreamWaitEvent` with `CU_EVENT_WAIT_EXTERNAL`), typically recorded by
+    /// work outside the graph. The graph keeps the event alive.
+    ///
+    /// # Errors
+    /// As [`record_event`](Self::record_event).
+    pub fn wait_event(&self, event: &Arc<Event>) -> Result<()> {
+        self.event_node(event, "making a graph builder wait for an event", |e, s| {
+            // SAFETY: a live event (kept by the graph) and a capturing stream of
+            // its device.
+            unsafe { sys::cuStreamWaitEvent(s, e, sys::CU_EVENT_WAIT_EXTERNAL.0) }
+        })
+    }
+
+    /// Checks and keeps `event`, then `queue`s its node on the builder's stream
+    /// (given the event's and the stream's handles), with the context current.
+    fn event_node(
+        &self,
+        event: &Arc<Event>,
+        what: &'static str,
+        queue: impl FnOnce(sys::CUevent, sys::CUstream) -> sys::CUresult,
+    ) -> Result<()> {
+        self.check_building(what)?;
+        check_device(self.device(), ("event", event.device()), what)?;
+        keep(&self.family.keep, event.clone());
+        let _current = self.family.ctx.ensure_current()?;
+        queue(event.handle(), self.stream.handle()).check(|| what)
+    }
+
+    /// Ends the capture of the top builder and everything made from it, and
+    /// destroys the partial graph (a dropped builder).
+    fn abandon_top(&mut self) {
+        self.family.ended.store(true, Ordering::Release);
+        let children = std::mem::take(&mut *lock(&self.family.children));
+        // Splits first, each joined to the builder whose capture it is part
+        // of, then the bodies' captures; their graphs belong to the partial graph.
+        for c in children.iter().filter(|c| c.kind == RoleKind::Split) {
+            if let Some(origin) = &c.origin {
+                let _ = origin.wait_stream(&c.stream);
+            }
+        }
+        for c in children.iter().rev().filter(|c| c.kind == RoleKind::Body) {
+            let _ = end_capture_raw(&c.stream);
+        }
+        lock(&self.family.frees).clear();
+        let (_, g) = end_capture_raw(&self.stream);
+        if !g.is_null() {
+            // SAFETY: the partial graph, ours, destroyed once.
+            let _ = unsafe { sys::cuGraphDestroy(g) };
+        }
+    }
+}
+
+impl Drop for GraphBuilder {
+    fn drop(&mut self) {
+        if self.phase != Phase::Building {
+            return;
+        }
+        self.phase = Phase::Ended;
+        match &self.role {
+            Role::Top => self.abandon_top(),
+            Role::Split { origin } => {
+                let open = lock(&self.family.children).iter().any(|c| c.id == self.id);
+                self.forget_child();
+                if open {
+                    // Joined to the builder whose capture it is part of, so that
+                    // builder can end.
+                    let _ = origin.wait_stream(&self.stream);
+                }
+            }
+            Role::Body { .. } => {
+                let (open, splits): (Vec<_>, Vec<_>) = {
+                    let mut children = lock(&self.family.children);
+                    let mine = |c: &OpenChild| c.id == self.id || c.capture == self.capture;
+                    let (ours, rest): (Vec<_>, Vec<_>) = children.drain(..).partition(mine);
+                    *children = rest;
+                    ours.into_iter().partition(|c| c.id == self.id)
+                };
+                // The body graph belongs to its node: ended, not destroyed (the
+                // top builder may have ended this capture already), after the
+                // splits of its capture are joined back.
+                if !open.is_empty() {
+                    for c in &splits {
+                        let _ = self.stream.wait_stream(&c.stream);
+                    }
+                    let _ = end_capture_raw(&self.stream);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::InvalidKind;
+    use crate::error::kind_of as kind;
+
+    #[test]
+    fn a_builder_begins_once_and_only_before_its_graph_is_built() {
+        assert!(check_begin(RoleKind::Top, Phase::Idle, false).is_ok());
+        assert!(check_begin(RoleKind::Body, Phase::Idle, false).is_ok());
+        for phase in [Phase::Building, Phase::Ended] {
+            for role in [RoleKind::Top, RoleKind::Split, RoleKind::Body] {
+                assert_eq!(kind(check_begin(role, phase, false)), InvalidKind::Other);
+            }
+        }
+        let e = check_begin(RoleKind::Body, Phase::Idle, true).unwrap_err();
+        assert!(e.to_string().contains("built already"), "{e}");
+        let e = check_begin(RoleKind::Top, Phase::Ended, false).unwrap_err();
+        assert!(e.to_string().contains("cannot resume"), "{e}");
+    }
+
+    #[test]
+    fn ending_needs_a_building_builder_with_nothing_left_open() {
+        assert!(check_end(RoleKind::Top, Phase::Building, 0).is_ok());
+        assert!(check_end(RoleKind::Body, Phase::Building, 0).is_ok());
+        let e = check_end(RoleKind::Top, Phase::Idle, 0).unwrap_err();
+        assert!(e.to_string().contains("not building"), "{e}");
+        let e = check_end(RoleKind::Top, Phase::Ended, 0).unwrap_err();
+        assert!(e.to_string().contains("already ended"), "{e}");
+        let e = check_end(RoleKind::Top, Phase::Building, 2).unwrap_err();
+        assert!(e.to_string().contains("2 builders made from it are"), "{e}");
+        let e = check_end(RoleKind::Body, Phase::Building, 1).unwrap_err();
+        assert!(e.to_string().contains("1 builder made from it is"), "{e}");
+        let e = check_end(RoleKind::Split, Phase::Building, 0).unwrap_err();
+        assert!(e.to_string().contains("joining it"), "{e}");
+    }
+
+    #[test]
+    fn work_is_queued_only_while_building() {
+        for role in [RoleKind::Top, RoleKind::Split, RoleKind::Body] {
+            assert!(check_building(role, Phase::Building, false, "t").is_ok());
+            let e = check_building(role, Phase::Idle, false, "launching").unwrap_err();
+            assert!(e.to_string().contains("begin_building"), "{e}");
+            assert_eq!(
+                kind(check_building(role, Phase::Ended, false, "t")),
+                InvalidKind::Other
+            );
+        }
+        // The top builder's own phase says it all; the others also follow the
+        // graph they add to, whose end stops their streams capturing.
+        assert!(check_building(RoleKind::Top, Phase::Building, true, "t").is_ok());
+        for role in [RoleKind::Split, RoleKind::Body] {
+            let e = check_building(role, Phase::Building, true, "t").unwrap_err();
+            assert!(e.to_string().contains("has ended or was dropped"), "{e}");
+        }
+    }
+
+    #[test]
+    fn split_counts_the_original_builder_as_python_does() {
+        assert_eq!(check_split_count(2).unwrap(), 1);
+        assert_eq!(check_split_count(5).unwrap(), 4);
+        for bad in [0, 1] {
+            let e = check_split_count(bad).unwrap_err();
+            assert!(e.to_string().contains(&format!("{bad} asked")), "{e}");
+        }
+    }
+
+    #[test]
+    fn only_split_builders_of_the_same_capture_and_device_join() {
+        let (d0, d1) = (Device::for_tests(0), Device::for_tests(1));
+        let at = |device, family, capture| Place {
+            device,
+            family,
+            capture,
+        };
+        let here = at(d0, 7, 1);
+        assert!(check_join(here, here, RoleKind::Split).is_ok());
+        assert_eq!(
+            kind(check_join(here, at(d1, 7, 1), RoleKind::Split)),
+            InvalidKind::OtherDevice
+        );
+        let e = check_join(here, at(d0, 8, 1), RoleKind::Split).unwrap_err();
+        assert!(e.to_string().contains("another graph"), "{e}");
+        for role in [RoleKind::Top, RoleKind::Body] {
+            let e = check_join(here, here, role).unwrap_err();
+            assert!(e.to_string().contains("made by `split`"), "{e}");
+        }
+        let e = check_join(here, at(d0, 7, 2), RoleKind::Split).unwrap_err();
+        assert!(e.to_string().contains("another capture"), "{e}");
+        assert!(check_device(&d0, ("memory", &d0), "t").is_ok());
+        assert!(check_graph_memory(&[], None, "t").is_ok());
+        assert!(check_graph_memory(&[2, 3], Some(3), "t").is_ok());
+        let e = check_graph_memory(&[2, 3], Some(4), "t").unwrap_err();
+        assert!(e.to_string().contains("not allocated before"), "{e}");
+        let e = check_device(&d0, ("event", &d1), "t").unwrap_err();
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::OtherDevice));
+        assert!(e.to_string().contains("the event on device 1"), "{e}");
+    }
+
+    #[test]
+    fn capture_args_keep_memory_and_pass_values() {
+        let mut bytes = [0u8; 64];
+        let buf = crate::arc_view::host_backed(&mut bytes);
+        let view = ArcView::<u32>::of_buffer(&buf).unwrap();
+        let before = Arc::strong_count(&buf);
+        let kept = CaptureArg::keep_alive(&view).unwrap();
+        assert_eq!(Arc::strong_count(&buf), before + 1);
+        drop(kept);
+        let arg = view.as_kernel_arg();
+        assert_eq!(arg.arg_size(), 8);
+        // SAFETY: the view's stored address, 8 readable bytes.
+        assert_eq!(unsafe { *arg.arg_ptr().cast::<u64>() }, buf.ptr());
+        assert_eq!(view.memory_device(), Some(buf.device()));
+        let graph_memory = GraphView {
+            view: view.clone(),
+            alloc: Some(11),
+        };
+        assert_eq!(graph_memory.graph_memory_of(), Some(11));
+        assert_eq!(GraphView::from(&view).graph_memory_of(), None);
+        assert_eq!(view.graph_memory_of(), None);
+        let part = graph_memory.slice(4..).unwrap();
+        assert_eq!((part.len(), part.is_graph_memory()), (12, true));
+        // SAFETY: both point at their stored addresses, 8 readable bytes.
+        let (whole, tail) = unsafe {
+            (
+                *graph_memory.arg_ptr().cast::<u64>(),
+                *part.arg_ptr().cast::<u64>(),
+            )
+        };
+        assert_eq!(tail - whole, 16);
+        let args: [&dyn CaptureArg; 2] = [&view, &7u32];
+        assert!(check_signature_sizes("k", &[8, 4], &args).is_ok());
+        let e = check_signature_sizes("k", &[8, 8], &args).unwrap_err();
+        assert!(e.to_string().contains("argument 1 is 4 bytes"), "{e}");
+        let e = check_signature_sizes("k", &[8, 4, 4], &args).unwrap_err();
+        assert!(
+            e.to_string().contains("2 arguments for a signature of 3"),
+            "{e}"
+        );
+        // A typed signature's captured tuple: views for pointers, values for
+        // values, a `bool` as a `u8`.
+        type Sig = (crate::ConstPtr<u32>, crate::MutPtr<u32>, u64, bool);
+        let captured: <Sig as CaptureSignature>::Captured =
+            (GraphView::from(&view), GraphView::from(&view), 3, 1);
+        Sig::with_captured(&captured, |all| {
+            let sizes: Vec<usize> = all.iter().map(|a| a.as_kernel_arg().arg_size()).collect();
+            assert_eq!(sizes, <Sig as crate::Signature>::SIZES);
+            assert!(all[0].keep_alive().is_some() && all[2].keep_alive().is_none());
+        });
+        let n = 5u32;
+        assert!(n.keep_alive().is_none() && n.memory_device().is_none());
+        assert_eq!(n.as_kernel_arg().arg_size(), 4);
+        let c = GraphCondition(9);
+        assert!(c.keep_alive().is_none());
+        assert_eq!(c.as_kernel_arg().arg_size(), 8);
+        assert_eq!(
+            CaptureMode::default().raw(),
+            sys::CU_STREAM_CAPTURE_MODE_RELAXED
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! Stream capture into a [`Graph`]: [`Stream::begin_capture`] and its modes.
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Result};
+use crate::{Event, Stream};
+
+use super::{Graph, GraphAllocation};
+
+/// Which calls that are unsafe during a stream capture (a synchronous
+/// allocation, a synchronisation, a query of another stream, …) CUDA refuses while
+/// the capture runs (`CUstreamCaptureMode`).
+///
+/// **The default is [`Relaxed`](Self::Relaxed), as for `cuda.core`'s
+/// `GraphBuilder.begin_building()`**, so that a port behaves as its Python
+/// original. CUDA's C examples usually capture with `Global`, which also catches
+/// mistakes: a capture in `Global` mode fails (and is invalidated) when any thread
+/// makes such a call, one in `Relaxed` mode lets them through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CaptureMode {
+    /// Such calls from any thread are errors while capturing
+    /// (`CU_STREAM_CAPTURE_MODE_GLOBAL`).
+    Global,
+    /// Only this thread's such calls are errors
+    /// (`CU_STREAM_CAPTURE_MODE_THREAD_LOCAL`).
+    ThreadLocal,
+    /// No calls are restricted (`CU_STREAM_CAPTURE_MODE_RELAXED`); the default,
+    /// as in `cuda.core`.
+    #[default]
+    Relaxed,
+}
+
+impl CaptureMode {
+    /// The driver's value.
+    pub(crate) fn raw(self) -> sys::CUstreamCaptureMode {
+        match self {
+            CaptureMode::Global => sys::CU_STREAM_CAPTURE_MODE_GLOBAL,
+            CaptureMode::ThreadLocal => sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            CaptureMode::Relaxed => sys::CU_STREAM_CAPTURE_MODE_RELAXED,
+        }
+    }
+}
+
+/// Whether a stream is capturing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureStatus {
+    /// Not capturing.
+    None,
+    /// Capturing.
+    Active,
+    /// Capturing, but an error invalidated the capture.
+    Invalidated,
+}
+
+impl CaptureStatus {
+    /// From the driver's value.
+    fn from_raw(s: sys::CUstreamCaptureStatus) -> Self {
+        if s == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE {
+            CaptureStatus::Active
+        } else if s == sys::CU_STREAM_CAPTURE_STATUS_INVALIDATED {
+            CaptureStatus::Invalidated
+        } else {
+            CaptureStatus::None
+        }
+    }
+}
+
+/// What [`Stream::capture_info`] reads of a stream's capture.
+pub(crate) struct CaptureInfo {
+    /// Whether, and how, the stream is capturing.
+    pub(crate) status: CaptureStatus,
+    /// The graph being captured into (null when not capturing).
+    pub(crate) graph: sys::CUgraph,
+    /// The nodes the stream's next captured work will depend on.
+    pub(crate) deps: Vec<sys::CUgraphNode>,
+}
+
+impl Stream {
+    /// Starts capturing the work issued to this stream into a graph.
+    ///
+    /// `cuda.core`'s `begin_building()` is `begin_capture(CaptureMode::default())`,
+    /// that is [`CaptureMode::Relaxed`]; pass [`CaptureMode::Global`] to have CUDA
+    /// refuse calls that are unsafe during a capture.
+    ///
+    /// # Safety
+    /// The captured work (copies, fills, launches) refers to memory by address:
+    /// every buffer, kernel and other object it uses must stay alive as long as the
+    /// graph made from it, and its instantiations, can run. No other thread may be
+    /// queuing a run-once host function on this stream
+    /// ([`launch_host_func`](Self::launch_host_func)) as the capture begins: one
+    /// captured that way would be freed after the graph's first run.
+    ///
+    /// # Errors
+    /// The driver's error (a legacy default stream cannot capture).
+    pub unsafe fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
+        let _current = self.context().ensure_current()?;
+        // SAFETY: a live stream.
+        unsafe { sys::cuStreamBeginCapture(self.handle(), mode.raw()) }
+            .check(|| "beginning a stream capture")
+    }
+
+    /// Frees graph-allocated memory that its graph left unfreed, ordered on this
+    /// stream (`cuMemFreeAsync`), so that the graph can be launched again.
+    ///
+    /// # Safety
+    /// `allocation` must be unfreed memory of a graph that has run (its launch is
+    /// ordered before this call on this stream), freed once, and no later work may
+    /// use it.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub unsafe fn free_graph_allocation(&self, allocation: &GraphAllocation) -> Result<()> {
+        let _current = self.context().ensure_current()?;
+        // SAFETY: per the contract, an allocated graph allocation on a live stream.
+        unsafe { sys::cuMemFreeAsync(allocation.ptr.0, self.handle()) }
+            .check(|| format!("freeing {} bytes a graph allocated", allocation.size))
+    }
+
+    /// Ends the capture and returns the captured graph.
+    ///
+    /// # Errors
+    /// The driver's error (an invalidated capture is `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
+    pub fn end_capture(&self) -> Result<Graph> {
+        let _current = self.context().ensure_current()?;
+        let mut g: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: `g` is valid for writes; a live stream.
+        unsafe { sys::cuStreamEndCapture(self.handle(), &mut g) }
+            .check(|| "ending a stream capture")?;
+        Ok(Graph::owned(g, self.context().clone()))
+    }
+
+    /// Whether the stream is capturing.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn capture_status(&self) -> Result<CaptureStatus> {
+        let mut s = sys::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: `s` is valid for writes; a live stream.
+        unsafe { sys::cuStreamIsCapturing(self.handle(), &mut s) }
+            .check(|| "asking a stream's capture status")?;
+        Ok(CaptureStatus::from_raw(s))
+    }
+
+    /// The stream's capture: its status, the graph being captured into and the
+    /// nodes that the next captured work will depend on
+    /// (`cuStreamGetCaptureInfo`, the CUDA 12.3 shape where the driver has it).
+    pub(crate) fn capture_info(&self) -> Result<CaptureInfo> {
+        const WHAT: &str = "reading a stream's capture";
+        let _current = self.context().ensure_current()?;
+        let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        let mut deps: *const sys::CUgraphNode = std::ptr::null();
+        let mut n = 0usize;
+        let rc = if crate::versions::driver_at_least(12030) {
+            // SAFETY: every output is valid for writes (edge data is optional); a
+            // live stream.
+            unsafe {
+                sys::cuStreamGetCaptureInfo(
+                    self.handle(),
+                    &mut status,
+                    std::ptr::null_mut(),
+                    &mut graph,
+                    &mut deps,
+                    std::ptr::null_mut(),
+                    &mut n,
+                )
+            }
+        } else {
+            // SAFETY: as above, the shape of drivers before CUDA 12.3.
+            unsafe {
+                sys::cuda12::cuStreamGetCaptureInfo(
+                    self.handle(),
+                    &mut status,
+                    std::ptr::null_mut(),
+                    &mut graph,
+                    &mut deps,
+                    &mut n,
+                )
+            }
+        };
+        rc.check(|| WHAT)?;
+        let deps = if deps.is_null() || n == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the driver's array of `n` nodes, valid until the next call
+            // on the stream; copied at once.
+            unsafe { std::slice::from_raw_parts(deps, n) }.to_vec()
+        };
+        Ok(CaptureInfo {
+            status: CaptureStatus::from_raw(status),
+            graph,
+            deps,
+        })
+    }
+
+    /// Makes `node`, a node just added to the graph this stream captures into, the
+    /// one dependency of the stream's next captured work
+    /// (`cuStreamUpdateCaptureDependencies`, replacing the current set).
+    pub(crate) fn set_capture_dependency(&self, node: sys::CUgraphNode) -> Result<()> {
+        let _current = self.context().ensure_current()?;
+        let mut nodes = [node];
+        let flags = sys::CU_STREAM_SET_CAPTURE_DEPENDENCIES.0;
+        let rc = if crate::versions::driver_at_least(12030) {
+            // SAFETY: one node of the capture's graph; no edge data; a live stream.
+            unsafe {
+                sys::cuStreamUpdateCaptureDependencies(
+                    self.handle(),
+                    nodes.as_mut_ptr(),
+                    std::ptr::null(),
+                    1,
+                    flags,
+                )
+            }
+        } else {
+            // SAFETY: as above, the shape of drivers before CUDA 12.3.
+            unsafe {
+                sys::cuda12::cuStreamUpdateCaptureDependencies(
+                    self.handle(),
+                    nodes.as_mut_ptr(),
+                    1,
+                    flags,
+                )
+            }
+        };
+        rc.check(|| "setting the dependencies of a stream's capture")
+    }
+
+    /// Forks `n` streams off this capturing stream: each waits for the work
+    /// captured so far, and work issued to them joins the same capture.
+    /// [`join`](Self::join) brings them back.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn fork(&self, n: usize) -> Result<Vec<Stream>> {
+        let e = Event::in_context(self.context(), crate::EventOptions::default())?;
+        e.record(self)?;
+        (0..n)
+            .map(|_| {
+                let s = self.context().create_stream(crate::StreamOptions {
+                    non_blocking: true,
+                    priority: None,
+                })?;
+                s.wait_event(&e)?;
+                Ok(s)
+            })
+            .collect()
+    }
+
+    /// Makes this stream wait for all work issued so far to `others` (ends a
+    /// [`fork`](Self::fork) inside a capture; works outside one too).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn join(&self, others: &[Stream]) -> Result<()> {
+        for o in others {
+            self.wait_stream(o)?;
+        }
+        Ok(())
+    }
+}

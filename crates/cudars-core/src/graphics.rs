@@ -1,0 +1,569 @@
+//! OpenGL interop: [`GraphicsResource`], an OpenGL buffer or image registered
+//! with CUDA (`cuGraphicsGLRegisterBuffer`, `cuGraphicsGLRegisterImage`), and
+//! [`GraphicsMapping`], the guard of one mapping (`cuGraphicsMapResources`)
+//! that lends the mapped memory as a [`MappedBuffer`] or a [`MappedArray`] and
+//! unmaps on drop.
+//!
+//! Architecture Invariant: the mapped memory is reachable only through a
+//! borrow of the mapping, and the mapping through an exclusive borrow of the
+//! resource: the pointer or array cannot outlive the mapping, a resource is
+//! mapped once at a time, and it cannot be unregistered while mapped. The
+//! borrowed [`Buffer`] and [`OpaqueArray`] are never freed or destroyed here
+//! (the graphics API owns the memory), and no `&mut` to them is handed out,
+//! so none can be swapped out of its guard.
+//! The lent buffer's free stream is the mapping's and its memory resource
+//! frees nothing: the free-ordering rule puts work queued through the buffer on
+//! any stream before the unmapping, which is queued on that stream after it.
+
+use std::marker::PhantomData;
+use std::ops::{BitOr, BitOrAssign, Deref};
+use std::sync::Arc;
+
+use bytemuck::Pod;
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{
+    Buffer, Context, Device, DeviceView, DeviceViewMut, MemoryKind, MemoryResource, OpaqueArray,
+    Stream,
+};
+
+/// How CUDA will use a registered resource (`CU_GRAPHICS_REGISTER_FLAGS_*`);
+/// combine with `|`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct GraphicsRegisterFlags(u32);
+
+impl GraphicsRegisterFlags {
+    /// No hint: CUDA may read and write.
+    pub const NONE: Self = Self(sys::CU_GRAPHICS_REGISTER_FLAGS_NONE.0);
+    /// CUDA will only read (`CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY`).
+    pub const READ_ONLY: Self = Self(sys::CU_GRAPHICS_REGISTER_FLAGS_READ_ONLY.0);
+    /// CUDA will overwrite every byte, reading none
+    /// (`CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD`).
+    pub const WRITE_DISCARD: Self = Self(sys::CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD.0);
+    /// The mapped array can back a surface
+    /// (`CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST`; images only).
+    pub const SURFACE_LOAD_STORE: Self = Self(sys::CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST.0);
+    /// Textures made from the array may gather
+    /// (`CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER`; images only).
+    pub const TEXTURE_GATHER: Self = Self(sys::CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER.0);
+
+    /// The driver's bits.
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+impl BitOr for GraphicsRegisterFlags {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+impl BitOrAssign for GraphicsRegisterFlags {
+    fn bitor_assign(&mut self, rhs: Self) {
+        self.0 |= rhs.0;
+    }
+}
+
+/// How CUDA will use the next mappings of a resource
+/// (`CU_GRAPHICS_MAP_RESOURCE_FLAGS_*`), set with
+/// [`GraphicsResource::set_map_flags`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum GraphicsMapFlags {
+    /// CUDA may read and write.
+    #[default]
+    None,
+    /// CUDA will only read.
+    ReadOnly,
+    /// CUDA will overwrite every byte, reading none.
+    WriteDiscard,
+}
+
+impl GraphicsMapFlags {
+    fn raw(self) -> u32 {
+        match self {
+            Self::None => sys::CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE.0,
+            Self::ReadOnly => sys::CU_GRAPHICS_MAP_RESOURCE_FLAGS_READ_ONLY.0,
+            Self::WriteDiscard => sys::CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD.0,
+        }
+    }
+}
+
+/// An OpenGL buffer object or image (texture or renderbuffer) registered with
+/// CUDA (`CUgraphicsResource`), unregistered on drop
+/// (`cuGraphicsUnregisterResource`) or by [`close`](Self::close), which
+/// reports errors. [`map`](Self::map) lends its memory to CUDA work.
+///
+/// **OpenGL context.** Registering, mapping and unmapping need an OpenGL
+/// context current on the calling thread (the one the object belongs to, or
+/// one sharing its objects); without one the driver refuses
+/// (`CUDA_ERROR_INVALID_GRAPHICS_CONTEXT` or `CUDA_ERROR_UNKNOWN`). The CUDA
+/// device must be the one that runs that context ([`gl_devices`] lists them).
+/// While a resource is mapped, OpenGL must not use the object; the results of
+/// doing so are undefined.
+/// Drop or [`close`](Self::close) a resource on a thread where its OpenGL
+/// context is current, before the OpenGL object is deleted, as registration
+/// needs.
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream, vbo: u32) -> cudars_core::Result<()> {
+/// use cudars_core::{GraphicsRegisterFlags, GraphicsResource};
+/// // An OpenGL context is current on this thread and `vbo` holds 1024 floats.
+/// let mut res = GraphicsResource::from_gl_buffer(dev, vbo, GraphicsRegisterFlags::WRITE_DISCARD)?;
+/// {
+///     let mut mapping = res.map(s)?;
+///     let mut mem = mapping.buffer()?;
+///     mem.view_mut::<f32>()?.fill(1.0, s)?;
+/// } // unmapped here, ordered after the fill on `s`
+/// res.close()?;
+/// # Ok(()) }
+/// ```
+pub struct GraphicsResource {
+    handle: sys::CUgraphicsResource,
+    ctx: Context,
+}
+
+// SAFETY: a graphics resource handle may be used from any thread (the OpenGL
+// context requirement is documented; the driver reports its absence); mapping
+// takes `&mut self`.
+unsafe impl Send for GraphicsResource {}
+// SAFETY: `&self` methods only read the handle.
+unsafe impl Sync for GraphicsResource {}
+
+impl std::fmt::Debug for GraphicsResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphicsResource")
+            .field("handle", &self.handle)
+            .field("device", &self.ctx.device().ordinal())
+            .finish()
+    }
+}
+
+impl GraphicsResource {
+    /// Registers the OpenGL buffer object named `gl_buffer` (a `GLuint`) for
+    /// CUDA on `device` (whose primary context is made current for the call),
+    /// as `cuda.core`'s `GraphicsResource.from_gl_buffer`. An OpenGL context
+    /// must be current on this thread (see the type's documentation).
+    ///
+    /// # Errors
+    /// The driver's error, naming the buffer: a name that is not a buffer
+    /// object of the current OpenGL context (`CUDA_ERROR_INVALID_VALUE`), no
+    /// OpenGL context, a context on another device.
+    pub fn from_gl_buffer(
+        device: &Device,
+        gl_buffer: u32,
+        flags: GraphicsRegisterFlags,
+    ) -> Result<Self> {
+        Self::register(
+            device,
+            // SAFETY: `out` is valid for writes; the driver checks the name
+            // and the flags against the current OpenGL context.
+            |out| unsafe { sys::cuGraphicsGLRegisterBuffer(out, gl_buffer, flags.0) },
+            || format!("registering OpenGL buffer {gl_buffer}"),
+        )
+    }
+
+    /// Registers the OpenGL texture or renderbuffer named `image` of `target`
+    /// (a `GLenum`: `GL_TEXTURE_2D` is `0x0DE1`, `GL_TEXTURE_3D` `0x806F`,
+    /// `GL_TEXTURE_RECTANGLE` `0x84F5`, `GL_TEXTURE_CUBE_MAP` `0x8513`,
+    /// `GL_TEXTURE_2D_ARRAY` `0x8C1A`, `GL_RENDERBUFFER` `0x8D41`) for CUDA on
+    /// `device`, as `cuda.core`'s `GraphicsResource.from_gl_image`. A mapping
+    /// lends it as an array ([`GraphicsMapping::array`]). An OpenGL context
+    /// must be current on this thread.
+    ///
+    /// # Errors
+    /// The driver's error, naming the image: a name that is not an image of
+    /// that target, an internal format CUDA cannot share, no OpenGL context.
+    pub fn from_gl_image(
+        device: &Device,
+        image: u32,
+        target: u32,
+        flags: GraphicsRegisterFlags,
+    ) -> Result<Self> {
+        Self::register(
+            device,
+            // SAFETY: `out` is valid for writes; the driver checks the name,
+            // the target and the flags against the current OpenGL context.
+            |out| unsafe { sys::cuGraphicsGLRegisterImage(out, image, target, flags.0) },
+            || format!("registering OpenGL image {image} (target {target:#x})"),
+        )
+    }
+
+    /// Makes `device`'s primary context current and registers through
+    /// `call`, which writes the handle; `what` names the object.
+    fn register(
+        device: &Device,
+        call: impl FnOnce(&mut sys::CUgraphicsResource) -> sys::CUresult,
+        what: impl FnOnce() -> String,
+    ) -> Result<Self> {
+        let ctx = Context::primary(device)?;
+        let _current = ctx.ensure_current()?;
+        let mut handle: sys::CUgraphicsResource = std::ptr::null_mut();
+        call(&mut handle)
+            .check(|| format!("{} with CUDA on device {}", what(), device.ordinal()))?;
+        Ok(Self { handle, ctx })
+    }
+
+    /// The driver's handle (`cuda.core`'s `handle` and `resource_handle`).
+    pub fn handle(&self) -> sys::CUgraphicsResource {
+        self.handle
+    }
+
+    /// The device the resource is registered on.
+    pub fn device(&self) -> &Device {
+        self.ctx.device()
+    }
+
+    /// Sets how CUDA will use the next mappings
+    /// (`cuGraphicsResourceSetMapFlags`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn set_map_flags(&mut self, flags: GraphicsMapFlags) -> Result<()> {
+        let _current = self.ctx.ensure_current()?;
+        // SAFETY: a live, unmapped resource (a mapping borrows it exclusively).
+        unsafe { sys::cuGraphicsResourceSetMapFlags(self.handle, flags.raw()) }
+            .check(|| format!("setting the map flags of a graphics resource to {flags:?}"))
+    }
+
+    /// Maps the resource for CUDA, ordered on `stream`
+    /// (`cuGraphicsMapResources`): OpenGL work issued before is done before
+    /// CUDA work queued on `stream` after this call. The guard lends the
+    /// memory ([`GraphicsMapping::buffer`], [`GraphicsMapping::array`]) and
+    /// unmaps on drop, ordered on the same stream; a resource is mapped once
+    /// at a time (the guard borrows it exclusively).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a stream of another device; the driver's
+    /// error (no OpenGL context, the object in use by OpenGL).
+    pub fn map(&mut self, stream: &Stream) -> Result<GraphicsMapping<'_>> {
+        const WHAT: &str = "mapping a graphics resource";
+        if stream.device() != self.ctx.device() {
+            return Err(Error::other_device(
+                WHAT,
+                format!(
+                    "the resource is registered on device {} and the stream is on device {}",
+                    self.ctx.device().ordinal(),
+                    stream.device().ordinal()
+                ),
+            ));
+        }
+        let _current = self.ctx.ensure_current()?;
+        let mut handle = self.handle;
+        // SAFETY: one live, unmapped resource; the stream is live.
+        unsafe { sys::cuGraphicsMapResources(1, &mut handle, stream.handle()) }.check(|| WHAT)?;
+        Ok(GraphicsMapping {
+            resource: self,
+            stream: stream.clone(),
+            mapped: true,
+        })
+    }
+
+    /// Unregisters the resource (`cuGraphicsUnregisterResource`), reporting
+    /// the driver's error, which drop cannot (`cuda.core`'s `close`).
+    ///
+    /// # Errors
+    /// The driver's error; the handle is given up either way.
+    pub fn close(self) -> Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; the context is moved
+        // out once.
+        let ctx = unsafe { std::ptr::read(&this.ctx) };
+        let _current = ctx.ensure_current()?;
+        // SAFETY: a live, unmapped resource, unregistered once.
+        unsafe { sys::cuGraphicsUnregisterResource(this.handle) }
+            .check(|| "unregistering a graphics resource")
+    }
+}
+
+impl Drop for GraphicsResource {
+    fn drop(&mut self) {
+        // Errors cannot be reported from drop (`close` reports them).
+        let _current = self.ctx.ensure_current();
+        // SAFETY: a live, unmapped resource (a mapping borrows it), unregistered
+        // once.
+        let _ = unsafe { sys::cuGraphicsUnregisterResource(self.handle) };
+    }
+}
+
+/// One mapping of a [`GraphicsResource`], from [`GraphicsResource::map`]:
+/// lends the memory, and unmaps on drop or by [`unmap`](Self::unmap), ordered
+/// on the stream it was mapped on. Work this crate queues through a
+/// [`MappedBuffer`] (its views' copies, fills and launches) on another stream
+/// is ordered before the unmapping, as a buffer's free is ordered after its
+/// work; work on a raw [`pointer`](Self::pointer) or array handle must be
+/// queued on the mapping's stream or ordered before it by the caller (the
+/// driver orders only that stream's work before OpenGL's).
+pub struct GraphicsMapping<'r> {
+    resource: &'r mut GraphicsResource,
+    stream: Stream,
+    mapped: bool,
+}
+
+impl std::fmt::Debug for GraphicsMapping<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphicsMapping")
+            .field("resource", &self.resource)
+            .field("stream", &self.stream.handle())
+            .finish()
+    }
+}
+
+impl GraphicsMapping<'_> {
+    /// The resource mapped.
+    pub fn resource(&self) -> &GraphicsResource {
+        self.resource
+    }
+
+    /// The stream the mapping and the unmapping are ordered on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The device address and size in bytes of a mapped buffer object
+    /// (`cuGraphicsResourceGetMappedPointer`).
+    ///
+    /// # Errors
+    /// The driver's error: `CUDA_ERROR_NOT_MAPPED_AS_POINTER` for an image.
+    pub fn pointer(&self) -> Result<(u64, usize)> {
+        let _current = self.resource.ctx.ensure_current()?;
+        let mut ptr: sys::CUdeviceptr = 0;
+        let mut size: usize = 0;
+        // SAFETY: a mapped resource; both outputs are valid for writes.
+        unsafe {
+            sys::cuGraphicsResourceGetMappedPointer(&mut ptr, &mut size, self.resource.handle)
+        }
+        .check(|| "getting the device pointer of a mapped graphics resource")?;
+        Ok((ptr, size))
+    }
+
+    /// The mapped buffer object's memory as a [`Buffer`] borrowed from the
+    /// mapping (`cuda.core`'s `map` returns a `Buffer` too): copies, fills and
+    /// typed views ([`MappedBuffer::view`], [`MappedBuffer::view_mut`]) work
+    /// on it, and it cannot outlive the mapping.
+    ///
+    /// # Errors
+    /// As [`pointer`](Self::pointer).
+    pub fn buffer(&mut self) -> Result<MappedBuffer<'_>> {
+        let (ptr, size) = self.pointer()?;
+        // The driver's mapped range, valid until the unmapping, which the
+        // returned borrow of `self` comes before. Its "free" frees nothing: it
+        // is ordered on the mapping's stream after the buffer's work on any
+        // other stream, so the unmapping, queued there later, comes after it.
+        let device = *self.resource.device();
+        let mr: Arc<dyn MemoryResource> = Arc::new(LentMemory { device });
+        let buffer = Buffer::from_parts(
+            ptr,
+            size,
+            MemoryKind::Device,
+            device,
+            (mr, &self.stream),
+            false,
+        );
+        Ok(MappedBuffer {
+            buffer,
+            _mapping: PhantomData,
+        })
+    }
+
+    /// Layer or face `index` at mipmap level `level` of a mapped image, as
+    /// an array borrowed from the mapping
+    /// (`cuGraphicsSubResourceGetMappedArray`): [`OpaqueArray::copy_from_host`]
+    /// and [`OpaqueArray::copy_to_host`] work on it, and its shape and format
+    /// are the driver's.
+    ///
+    /// # Errors
+    /// The driver's error: `CUDA_ERROR_NOT_MAPPED_AS_ARRAY` for a buffer
+    /// object, `CUDA_ERROR_INVALID_VALUE` for an index or level the image
+    /// lacks; [`Error::Unsupported`] for an element format
+    /// [`ArrayFormat`](crate::ArrayFormat) does not name.
+    pub fn array(&self, index: u32, level: u32) -> Result<MappedArray<'_>> {
+        const WHAT: &str = "getting the array of a mapped graphics resource";
+        let _current = self.resource.ctx.ensure_current()?;
+        let mut handle: sys::CUarray = std::ptr::null_mut();
+        // SAFETY: a mapped resource; `handle` is valid for writes.
+        unsafe {
+            sys::cuGraphicsSubResourceGetMappedArray(
+                &mut handle,
+                self.resource.handle,
+                index,
+                level,
+            )
+        }
+        .check(|| format!("{WHAT} (index {index}, level {level})"))?;
+        // SAFETY: the driver's array, valid until the unmapping, which the
+        // returned borrow of `self` comes before.
+        let array = unsafe { OpaqueArray::mapped(handle, &self.resource.ctx, WHAT) }?;
+        Ok(MappedArray {
+            array,
+            _mapping: PhantomData,
+        })
+    }
+
+    /// Unmaps the resource (`cuGraphicsUnmapResources`), ordered on the
+    /// mapping's stream: CUDA work queued there before is done before OpenGL
+    /// work issued after. Reports the driver's error, which drop cannot.
+    ///
+    /// # Errors
+    /// The driver's error; the mapping is given up either way.
+    pub fn unmap(mut self) -> Result<()> {
+        self.mapped = false;
+        self.unmap_now()
+    }
+
+    fn unmap_now(&self) -> Result<()> {
+        let _current = self.resource.ctx.ensure_current()?;
+        let mut handle = self.resource.handle;
+        // SAFETY: a mapped resource, unmapped once (`mapped` guards the drop).
+        unsafe { sys::cuGraphicsUnmapResources(1, &mut handle, self.stream.handle()) }
+            .check(|| "unmapping a graphics resource")
+    }
+}
+
+impl Drop for GraphicsMapping<'_> {
+    fn drop(&mut self) {
+        if self.mapped {
+            // Errors cannot be reported from drop (`unmap` reports them).
+            let _ = self.unmap_now();
+        }
+    }
+}
+
+/// The "resource" of a mapped buffer object's memory: the graphics API lends
+/// it; nothing is allocated or freed here.
+#[derive(Debug)]
+struct LentMemory {
+    device: Device,
+}
+
+// SAFETY: `allocate_raw` never returns memory, so `deallocate` is only ever
+// handed the mapped range of `GraphicsMapping::buffer`, which it leaves to the
+// unmapping.
+unsafe impl MemoryResource for LentMemory {
+    unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
+        Err(Error::unsupported(
+            format!("allocating {size} bytes"),
+            "the memory of a mapped graphics resource is lent by the graphics API: \
+             nothing can be allocated from it",
+        ))
+    }
+
+    unsafe fn deallocate(
+        &self,
+        _ptr: sys::CUdeviceptr,
+        _size: usize,
+        _stream: &Stream,
+    ) -> Result<()> {
+        Ok(())
+    }
+
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Device
+    }
+
+    fn device(&self) -> Device {
+        self.device
+    }
+}
+
+/// A mapped buffer object's memory, borrowed from its [`GraphicsMapping`]:
+/// derefs to a [`Buffer`] (never freed by it); [`view_mut`](Self::view_mut)
+/// lends it for writing.
+#[derive(Debug)]
+pub struct MappedBuffer<'m> {
+    buffer: Buffer,
+    _mapping: PhantomData<&'m mut ()>,
+}
+
+impl MappedBuffer<'_> {
+    /// The memory as `T`s.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the size is not a multiple of `T`'s or
+    /// the address is not aligned for `T`.
+    pub fn view<T: Pod>(&self) -> Result<DeviceView<'_, T>> {
+        self.buffer.view()
+    }
+
+    /// The memory as `T`s, for writing.
+    ///
+    /// # Errors
+    /// As [`view`](Self::view).
+    pub fn view_mut<T: Pod>(&mut self) -> Result<DeviceViewMut<'_, T>> {
+        self.buffer.view_mut()
+    }
+}
+
+impl Deref for MappedBuffer<'_> {
+    type Target = Buffer;
+    fn deref(&self) -> &Buffer {
+        &self.buffer
+    }
+}
+
+/// A mapped image's array, borrowed from its [`GraphicsMapping`]: derefs to
+/// an [`OpaqueArray`] (never destroyed by it).
+#[derive(Debug)]
+pub struct MappedArray<'m> {
+    array: OpaqueArray,
+    _mapping: PhantomData<&'m ()>,
+}
+
+impl Deref for MappedArray<'_> {
+    type Target = OpaqueArray;
+    fn deref(&self) -> &OpaqueArray {
+        &self.array
+    }
+}
+
+/// The CUDA devices that run the OpenGL context current on this thread
+/// (`cuGLGetDevices`, all frames): the devices to register its objects on.
+///
+/// # Errors
+/// The driver's error: `CUDA_ERROR_NO_DEVICE` when no CUDA device runs the
+/// context (another vendor's GPU, software rendering), no OpenGL context.
+pub fn gl_devices() -> Result<Vec<Device>> {
+    const WHAT: &str = "listing the CUDA devices of the current OpenGL context";
+    // (`Device::count` initialises the driver.)
+    let capacity = u32::try_from(Device::count()?).unwrap_or(u32::MAX);
+    let mut devices: Vec<sys::CUdevice> = vec![0; capacity as usize];
+    let mut found: u32 = 0;
+    // SAFETY: `devices` has room for `capacity` entries; `found` is valid for
+    // writes.
+    unsafe {
+        sys::cuGLGetDevices(
+            &mut found,
+            devices.as_mut_ptr(),
+            capacity,
+            sys::CU_GL_DEVICE_LIST_ALL,
+        )
+    }
+    .check(|| WHAT)?;
+    devices.truncate(found.min(capacity) as usize);
+    devices
+        .into_iter()
+        .map(|d| Device::from_driver_handle(d, WHAT))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_combine_and_map_flags_are_the_drivers() {
+        use GraphicsRegisterFlags as F;
+        let mut f = F::SURFACE_LOAD_STORE | F::READ_ONLY;
+        assert_eq!(f.bits(), 5);
+        f |= F::TEXTURE_GATHER;
+        assert_eq!(f.bits(), 13);
+        assert_eq!(F::default(), F::NONE);
+        // The driver's documented values.
+        assert_eq!(GraphicsMapFlags::default().raw(), 0);
+        assert_eq!(GraphicsMapFlags::ReadOnly.raw(), 1);
+        assert_eq!(GraphicsMapFlags::WriteDiscard.raw(), 2);
+    }
+}

@@ -1,0 +1,319 @@
+//! Safe, idiomatic CUDA for Rust: the counterpart of NVIDIA's `cuda.core`.
+//!
+//! ```no_run
+//! use cudars_core::{
+//!     CompileTarget, ConstPtr, Device, DeviceBuffer, LaunchConfig, MutPtr, Program,
+//!     ProgramOptions, SourceCode, StreamOptions, TypedKernel,
+//! };
+//!
+//! let dev = Device::new(0)?;
+//! dev.set_current()?;
+//! let stream = dev.create_stream(StreamOptions::default())?;
+//!
+//! // Compile with NVRTC for this GPU, load, look the kernel up, type it (its
+//! // parameters are checked once, here).
+//! let src = r#"extern "C" __global__ void scale(const float *x, float *y, float a, unsigned n) {
+//!     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!     if (i < n) y[i] = a * x[i];
+//! }"#;
+//! let code = Program::new(SourceCode::Cxx(src), ProgramOptions::for_device(&dev)?)?
+//!     .compile(CompileTarget::Cubin, &[])?;
+//! let scale = TypedKernel::<(ConstPtr<f32>, MutPtr<f32>, f32, u32)>::new(code.get_kernel("scale")?)?;
+//!
+//! // Typed arrays from the device's stream-ordered pool; views for the kernel.
+//! let n = 1024u32;
+//! let x = DeviceBuffer::from_host(&dev, &vec![1.0f32; n as usize], &stream)?;
+//! let mut y = DeviceBuffer::<f32>::zeroed(&dev, n as usize, &stream)?;
+//! // SAFETY: `scale` reads x[0..n] and writes y[0..n]; both hold `n` floats.
+//! unsafe { scale.launch(&stream, &LaunchConfig::for_elements(n.into(), 256), (x.view(), y.view_mut(), 3.0, n))? };
+//! assert!(y.to_vec(&stream)?.iter().all(|&v| v == 3.0));
+//! # Ok::<(), cudars_core::Error>(())
+//! ```
+//!
+//! Built on [`cudars_bindings`] (and [`cudars_pathfinder`], which finds the libraries
+//! and headers; both re-exported); nothing links to CUDA at build time. Every failure
+//! is an [`Error`]: what was being done, with CUDA's error (code, name,
+//! description) as its [`source`](std::error::Error::source); a missing driver or
+//! compiler is [`Error::Unavailable`], whose reason lists where it was searched
+//! for. Each level of an error says its own part once: print the whole chain with
+//! [`Error::report`] (or `anyhow`'s `{:#}`), not `to_string()` alone.
+//!
+//! | area | types |
+//! |---|---|
+//! | devices and contexts | [`Device`] ([`Device::current`]), [`DeviceProperties`], [`Context`] |
+//! | green contexts | [`Device::resources`], [`SmResource`] (split into groups), [`Context::create_green`] |
+//! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
+//! | ordering and timing | [`Stream`], [`Event`] |
+//! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies) |
+//! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] ([`ManagedBuffer`]), [`VirtualMemoryResource`] |
+//! | batched memory operations (CUDA 13) | [`copy_batch`] ([`BatchCopy`], [`BatchViewCopy`]), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
+//! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`FatbinBuilder`] (nvFatbin: cubins, PTX and LTO-IR for several architectures in one fatbin), [`ObjectCode`] |
+//! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
+//! | kernels from a `.cu` file | `kernels!` (feature `macros`, on by default): a struct with one typed launch function per `extern "C"` kernel, compiled with NVRTC at run time |
+//! | graphs (CUDA 13) | [`GraphBuilder`] (`cuda.core`'s: building by capture, split and joined, with conditional bodies; the graph keeps everything queued into it alive; graph memory: [`GraphView`]), [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
+//! | system information | [`system`] (NVML: versions, memory, BAR1, utilisation, temperature, power, clocks and clock event reasons, PCI, MIG, field values, InfoROM, CPU and memory affinity, fans; errors by [`NvmlErrorKind`]) |
+//! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
+//! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
+//! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::replace_address`]) |
+//! | interop | [`StridedMemoryView`] (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: [`CudaArrayInterface`]; functions take [`IntoStridedMemoryView`]), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events; OpenGL: [`GraphicsResource`] (register a buffer or image, map it: [`GraphicsMapping`]) |
+//!
+//! Ownership follows CUDA's ordering rules: streams keep their context, buffers
+//! keep their memory resource and the stream they are freed on (and work a safe
+//! method queues on another stream is ordered before that free), kernels keep their
+//! library. Launching a kernel ([`launch`], [`Graph::add_kernel`],
+//! [`GraphBuilder::launch`]) and capturing a stream directly
+//! ([`Stream::begin_capture`]) are `unsafe`: device code can touch any memory its
+//! arguments point to, and captured work names memory by address (a
+//! [`GraphBuilder`] keeps what is queued into it alive instead).
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod arc_view;
+mod arch;
+mod batch;
+pub mod cache;
+mod callback;
+pub mod checkpoint;
+mod compile;
+mod context;
+mod device;
+mod device_buffer;
+pub mod dlpack;
+mod error;
+mod event;
+mod fatbin;
+mod graph;
+mod graphics;
+#[cfg(unix)]
+mod ipc;
+mod jit;
+mod kernel;
+mod launch;
+mod library;
+mod linker;
+mod memory;
+mod module;
+mod object;
+mod pinned_buffer;
+mod properties;
+mod resources;
+mod stream;
+mod strided;
+mod strings;
+pub mod system;
+mod tensor_map;
+mod texture;
+mod typed_kernel;
+mod versions;
+mod view;
+mod vmm;
+
+pub use arc_view::ArcView;
+pub use batch::{
+    BatchCopy, BatchCopyEntry, BatchRange, BatchRangeMut, BatchViewCopy, CopyOptions,
+    MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch, discard_prefetch_batch,
+    prefetch_batch,
+};
+pub use callback::CallbackPanic;
+pub use compile::nvrtc;
+pub use compile::{
+    CompileTarget, CompilerBackend, PchStatus, Program, ProgramBackend, ProgramOptions, SourceCode,
+    toolkit_include_dirs,
+};
+pub use context::{Context, ContextOptions};
+pub use cudars_bindings;
+/// Typed launch functions generated from the `extern "C" __global__` kernels of
+/// a CUDA C++ file.
+///
+/// ```text
+/// cudars_core::kernels! {
+///     /// Documentation and attributes of the generated struct.
+///     pub struct Ops = "kernels/ops.cu";     // relative to the crate's Cargo.toml
+///     type Affine = crate::Affine;           // a C type name → a Rust `Pod` type
+///     only saxpy, affine;                    // optional: these kernels alone
+/// }
+/// ```
+///
+/// The macro reads the file when the crate is compiled (no CUDA toolkit is
+/// needed then; cargo rebuilds when it changes), embeds it, and generates
+/// `struct Ops` with
+///
+/// * `Ops::load(&device)`: NVRTC compiles the source for the
+///   device's architecture ([`ProgramOptions::for_device`]) and each kernel
+///   becomes a [`TypedKernel`], checked against the kernel's parameters
+///   (`cuKernelGetParamInfo`): a size that differs is an
+///   [`Error::InvalidArgument`] naming the kernel and the parameter;
+///   `load_cached(&device, &cache)` goes through a [program cache](cache);
+///   `load_with(options, cache)`, `compile(options, cache)` and
+///   `from_object(&code)` are the steps; `SOURCE`, `PROGRAM_NAME` and
+///   `KERNELS` are constants;
+/// * per kernel, an `unsafe fn name(&self, stream, config, …)` taking the
+///   kernel's parameters by their C names, with the C signature in its
+///   documentation, and `name_kernel(&self) -> &TypedKernel<…>`.
+///
+/// `= source "…"` takes the source inline instead of from a file;
+/// `only saxpy, affine;` generates those kernels alone (the others' parameters
+/// are not looked at), and names why when one cannot be had (a template, a C++
+/// name, no such kernel).
+///
+/// | C parameter | Rust argument |
+/// |---|---|
+/// | `const T* x`, `T const* x`, `const T* __restrict__ x`, `const T x[]` | `x: DeviceView<'_, T>` |
+/// | `T* x`, `T* const x`, `T x[]` | `x: DeviceViewMut<'_, T>` |
+/// | `float`, `double` | `f32`, `f64` |
+/// | `char`, `signed char`, `unsigned char` | `c_char`, `i8`, `u8` |
+/// | `short`, `int`, `long long` (`unsigned` too) | `i16`, `i32`, `i64` (`u16`, `u32`, `u64`) |
+/// | `long`, `unsigned long` | `c_long`, `c_ulong` (the platform's, as CUDA's) |
+/// | `int8_t` … `uint64_t`, `size_t`, `ptrdiff_t` (`std::` too) | `i8` … `u64`, `usize`, `isize` |
+/// | `bool` | `bool` |
+/// | `__half`, `__nv_bfloat16` | [`half::f16`], [`half::bf16`] |
+/// | `cudaTextureObject_t`, `cudaSurfaceObject_t` | `u64` |
+/// | `Name p`, `const __grid_constant__ Name p` (a struct, enum or typedef) | `p: &T`, with `type Name = T;` (`T: Pod`, the same layout) |
+/// | `const Name*`, `Name*`, `void*` | views of `T`, with `type Name = T;` (`type void = u8;`) |
+///
+/// Any other parameter (a pointer to a pointer, a reference, a template type,
+/// a default argument, `long double`, a `bool*`, a C type with no mapping), or
+/// more than 16 parameters, is a compile error naming the file, line, kernel,
+/// parameter and type; so is a mapping no parameter uses. `__global__` functions that are not
+/// `extern "C"` (templates, C++ names) have no name to load by and are left
+/// out. The preprocessor is not run: write kernel signatures without macros
+/// (a kernel under both arms of an `#if` must be declared the same way in
+/// both). Only the named file is embedded and watched for changes: a header it
+/// includes from its own directory needs that directory in
+/// [`ProgramOptions::include_path`] (`load_with`) and, with a cache, is not part
+/// of the cache key (see [`cache::make_program_cache_key`]). The struct derives
+/// `Debug` and `Clone`; the generated code names `::cudars_core`.
+///
+/// ```no_run
+/// # fn main() -> cudars_core::Result<()> {
+/// use cudars_core::{Device, DeviceBuffer, LaunchConfig, StreamOptions};
+///
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Affine { scale: f32, shift: f32, n: u32 }
+///
+/// cudars_core::kernels! {
+///     /// Two kernels.
+///     struct Ops = source r#"
+///         struct Affine { float scale; float shift; unsigned n; };
+///         extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+///             int i = blockIdx.x * blockDim.x + threadIdx.x;
+///             if (i < n) y[i] = a * x[i] + y[i];
+///         }
+///         extern "C" __global__ void affine(const __grid_constant__ Affine p, float* y) {
+///             unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+///             if (i < p.n) y[i] = p.scale * y[i] + p.shift;
+///         }
+///     "#;
+///     type Affine = Affine;
+/// }
+///
+/// let dev = Device::new(0)?;
+/// let stream = dev.create_stream(StreamOptions::default())?;
+/// let ops = Ops::load(&dev)?; // compiled and checked here
+/// let x = DeviceBuffer::from_host(&dev, &[1.0f32; 1024], &stream)?;
+/// let mut y = DeviceBuffer::<f32>::zeroed(&dev, 1024, &stream)?;
+/// let cfg = LaunchConfig::for_elements(1024, 256);
+/// // SAFETY: saxpy touches x[0..n] and y[0..n]; both hold n = 1024 floats.
+/// unsafe { ops.saxpy(&stream, &cfg, 2.0, x.view(), y.view_mut(), 1024)? };
+/// let p = Affine { scale: 0.5, shift: 1.0, n: 1024 };
+/// // SAFETY: affine touches y[0..p.n].
+/// unsafe { ops.affine(&stream, &cfg, &p, y.view_mut())? };
+/// # Ok(()) }
+/// ```
+///
+/// A C type with no Rust type named is a compile error:
+///
+/// ```compile_fail
+/// cudars_core::kernels! {
+///     struct Ops = source r#"
+///         struct P { float a; };
+///         extern "C" __global__ void k(P p, float* y) {}
+///     "#;
+/// }
+/// ```
+///
+/// So is a parameter with no view type:
+///
+/// ```compile_fail
+/// cudars_core::kernels! {
+///     struct Ops = source r#"extern "C" __global__ void k(float** rows) {}"#;
+/// }
+/// ```
+///
+/// And a shared view cannot stand for a `T*` parameter:
+///
+/// ```compile_fail
+/// cudars_core::kernels! {
+///     struct Ops = source r#"extern "C" __global__ void k(float* y) {}"#;
+/// }
+/// fn f(ops: &Ops, y: &cudars_core::DeviceBuffer<f32>, s: &cudars_core::Stream) {
+///     let c = cudars_core::LaunchConfig::for_elements(1, 1);
+///     unsafe { ops.k(s, &c, y.view()) };
+/// }
+/// ```
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
+pub use cudars_core_macros::kernels;
+/// The `cudars-pathfinder` crate this one finds CUDA's libraries and headers with
+/// (its `find_nvidia_header_directory`, `PathfinderError`, …), so that it need not
+/// be a dependency of its own.
+pub use cudars_pathfinder;
+pub use device::Device;
+pub use device_buffer::DeviceBuffer;
+pub use dlpack::DLPackDType;
+pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
+pub use event::{Event, EventOptions};
+pub use fatbin::FatbinBuilder;
+pub use graph::{
+    CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,
+    GraphAllocation, GraphBuilder, GraphCompleteOptions, GraphCondition, GraphDebugPrintOptions,
+    GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage, GraphMemoryResource, GraphNode,
+    GraphNodeKind, GraphNodeParams, GraphView, HostNodeInfo, KernelNodeInfo, MemAllocNodeInfo,
+    MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
+};
+pub use graphics::{
+    GraphicsMapFlags, GraphicsMapping, GraphicsRegisterFlags, GraphicsResource, MappedArray,
+    MappedBuffer, gl_devices,
+};
+/// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
+pub use half;
+#[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
+pub use ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
+pub use jit::JitOptions;
+pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
+pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
+pub use library::{Global, Library, LibraryOptions};
+pub use linker::{Linker, LinkerBackend, LinkerHandle, LinkerOptions};
+pub use memory::{
+    Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
+    ManagedBuffer, ManagedMemoryResource, ManagedMemoryResourceOptions, MemoryKind, MemoryResource,
+    MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions, PoolAttributes,
+    PoolReuse,
+};
+pub use module::{LoadingMode, Module};
+pub use object::{CodeType, ObjectCode};
+pub use pinned_buffer::PinnedBuffer;
+pub use properties::DeviceProperties;
+pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
+pub use stream::{Stream, StreamOptions};
+pub use strided::{CudaArrayInterface, IntoStridedMemoryView, StridedMemoryView};
+pub use tensor_map::{
+    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
+    TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,
+    TensorMapOobFill, TensorMapSwizzle,
+};
+pub use texture::{
+    AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
+    SurfaceObject, TextureObject, TextureOptions, TextureResource,
+};
+pub use typed_kernel::{
+    CaptureParam, CaptureSignature, ConstPtr, MutPtr, Param, Signature, TypedKernel, Val,
+};
+pub use versions::{Component, Versions, versions};
+pub use view::{DeviceView, DeviceViewMut};
+pub use vmm::{
+    ExportedChunk, Granularity, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
+    VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions, VirtualMemoryResource,
+};

@@ -1,0 +1,987 @@
+//! Linking compiled device code into a cubin (or PTX) with nvJitLink, or with the
+//! driver's JIT linker when nvJitLink is not installed (the counterpart of
+//! `cuda.core`'s `Linker` and `LinkerOptions`).
+//!
+//! ```no_run
+//! use cudars_core::{CompileTarget, Linker, LinkerOptions, Program, ProgramOptions, SourceCode};
+//!
+//! let rdc = ProgramOptions {
+//!     arch: Some("sm_90".into()),
+//!     relocatable_device_code: true,
+//!     ..Default::default()
+//! };
+//! let a = Program::new(SourceCode::Cxx("extern __device__ float f(float);\n\
+//!     extern \"C\" __global__ void k(float* p) { *p = f(*p); }"), rdc.clone())?
+//!     .compile(CompileTarget::Cubin, &[])?;
+//! let b = Program::new(SourceCode::Cxx("__device__ float f(float x) { return 2 * x; }"), rdc)?
+//!     .compile(CompileTarget::Cubin, &[])?;
+//! let linked = Linker::new(&[&a, &b], LinkerOptions::new("sm_90"))?.link()?;
+//! assert!(linked.code().starts_with(b"\x7fELF"));
+//! # Ok::<(), cudars_core::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, c_char, c_uint, c_void};
+use std::fmt;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use cudars_bindings::IntoResult as _;
+use cudars_bindings::driver::{self as sys, DriverError};
+use cudars_bindings::nvjitlink as jl;
+
+use crate::arch::Arch;
+use crate::error::{Check as _, Error, Result};
+use crate::object::{CodeType, ObjectCode};
+use crate::strings::{input_bytes, input_name, strip_nul, text};
+
+const OPTIONS_CONTEXT: &str = "checking the linker options";
+
+/// How to link: nvJitLink's options, as `cuda.core`'s `LinkerOptions` spells them.
+///
+/// `arch` is required: start from [`LinkerOptions::new`] and update fields (or
+/// from `Default`, whose empty `arch` every use rejects until it is set):
+///
+/// ```
+/// use cudars_core::LinkerOptions;
+///
+/// let options = LinkerOptions {
+///     link_time_optimization: true,
+///     ..LinkerOptions::new("sm_90")
+/// };
+/// assert_eq!(options.to_nvjitlink_args()?, ["-arch=sm_90", "-lto"]);
+/// # Ok::<(), cudars_core::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkerOptions {
+    /// The name of the linked [`ObjectCode`] (`linked` when `None`).
+    pub name: Option<String>,
+    /// The target architecture, required: `sm_XY` (optionally with an `a`/`f`
+    /// suffix), or `compute_XY` when linking to PTX (`-arch=`).
+    pub arch: String,
+    /// The most registers a kernel may use (`-maxrregcount=`); at least 1.
+    pub max_register_count: Option<u32>,
+    /// Report the time each phase takes, in the info log (`-time`).
+    pub time: bool,
+    /// Verbose info log (`-verbose`).
+    pub verbose: bool,
+    /// Link-time optimisation of LTO-IR inputs (`-lto`).
+    pub link_time_optimization: bool,
+    /// Produce PTX instead of a cubin (`-ptx`; needs `link_time_optimization`).
+    pub ptx: bool,
+    /// The optimisation level, 0 to 3 (`-O`).
+    pub optimization_level: Option<u32>,
+    /// Debug information (`-g`).
+    pub debug: bool,
+    /// Line information (`-lineinfo`).
+    pub lineinfo: bool,
+    /// Flush denormals to zero, for LTO (`-ftz=`).
+    pub ftz: Option<bool>,
+    /// IEEE-rounded division, for LTO (`-prec-div=`).
+    pub prec_div: Option<bool>,
+    /// IEEE-rounded square root, for LTO (`-prec-sqrt=`).
+    pub prec_sqrt: Option<bool>,
+    /// Fused multiply-add contraction, for LTO (`-fma=`).
+    pub fma: Option<bool>,
+    /// The only kernels used (the rest may be dropped), by mangled name
+    /// (`-kernels-used=`).
+    pub kernels_used: Vec<String>,
+    /// The only variables used, by mangled name (`-variables-used=`).
+    pub variables_used: Vec<String>,
+    /// Optimise away unused device variables (`-optimize-unused-variables`).
+    pub optimize_unused_variables: bool,
+    /// Options for ptxas, each passed as `-Xptxas=<option>`.
+    pub ptxas_options: Vec<String>,
+    /// Compile with up to this many threads, 0 for as many as there are CPUs
+    /// (`-split-compile=`).
+    pub split_compile: Option<u32>,
+    /// Extended split compilation with up to this many threads
+    /// (`-split-compile-extended=`).
+    pub split_compile_extended: Option<u32>,
+    /// Do not use the compilation cache (`-no-cache`).
+    pub no_cache: bool,
+    /// Numba's debug mode (`-numba-debug`, as NVRTC and NVVM spell it for
+    /// [`ProgramOptions::numba_debug`](crate::ProgramOptions::numba_debug)).
+    /// Passed to nvJitLink, which decides: the nvJitLink releases of CUDA 12 and
+    /// 13 know no such option and fail [`Linker::new`] with their
+    /// `NVJITLINK_ERROR_UNRECOGNIZED_OPTION` (an [`Error::Tool`] whose context
+    /// lists the options given), never ignoring it silently. The driver's linker has no
+    /// counterpart: [`Error::Unsupported`] before the driver is called.
+    pub numba_debug: bool,
+    /// More nvJitLink options, passed verbatim after all the others.
+    pub extra: Vec<String>,
+}
+
+impl Default for LinkerOptions {
+    /// No `arch` yet (it must be set before use); everything else nvJitLink's
+    /// default.
+    fn default() -> Self {
+        Self::new(String::new())
+    }
+}
+
+impl LinkerOptions {
+    /// Options for `device`'s architecture ([`Device::arch`](crate::Device::arch):
+    /// `sm_90` on an H100), everything else left at nvJitLink's default.
+    ///
+    /// # Errors
+    /// The driver's error reading the compute capability.
+    pub fn for_device(device: &crate::Device) -> crate::Result<Self> {
+        Ok(Self::new(device.arch()?))
+    }
+
+    /// Options for the current device's architecture
+    /// ([`Device::current`](crate::Device::current)), which is what `cuda.core`'s
+    /// `LinkerOptions()` does when `arch` is not given.
+    ///
+    /// # Errors
+    /// As [`Device::current`](crate::Device::current) and
+    /// [`for_device`](Self::for_device).
+    pub fn for_current_device() -> crate::Result<Self> {
+        Self::for_device(&crate::Device::current()?)
+    }
+
+    /// Options for `arch` (`sm_90`), everything else left at nvJitLink's default.
+    pub fn new(arch: impl Into<String>) -> Self {
+        Self {
+            name: None,
+            arch: arch.into(),
+            max_register_count: None,
+            time: false,
+            verbose: false,
+            link_time_optimization: false,
+            ptx: false,
+            optimization_level: None,
+            debug: false,
+            lineinfo: false,
+            ftz: None,
+            prec_div: None,
+            prec_sqrt: None,
+            fma: None,
+            kernels_used: Vec::new(),
+            variables_used: Vec::new(),
+            optimize_unused_variables: false,
+            ptxas_options: Vec::new(),
+            split_compile: None,
+            split_compile_extended: None,
+            no_cache: false,
+            numba_debug: false,
+            extra: Vec::new(),
+        }
+    }
+
+    /// The options as nvJitLink takes them (`-arch=sm_90`, `-lto`, …), in
+    /// `cuda.core`'s order, [`extra`](Self::extra) last.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the field, for a missing `arch` or one that
+    /// is not `sm_XY` (or `compute_XY` with `ptx`), a `max_register_count` of 0, an
+    /// `optimization_level` above 3, an empty name or option, or NUL bytes.
+    pub fn to_nvjitlink_args(&self) -> Result<Vec<String>> {
+        let arch = self.check()?;
+        let mut out = vec![format!("-arch={}", self.arch)];
+        if !arch.real && !self.ptx {
+            return Err(Error::invalid(
+                OPTIONS_CONTEXT,
+                format!(
+                    "`arch` {:?} is virtual: a cubin needs sm_XY (compute_XY is for \
+                     `ptx: true` only)",
+                    self.arch
+                ),
+            ));
+        }
+        if let Some(n) = self.max_register_count {
+            out.push(format!("-maxrregcount={n}"));
+        }
+        let flags = [
+            (self.time, "-time"),
+            (self.verbose, "-verbose"),
+            (self.link_time_optimization, "-lto"),
+            (self.ptx, "-ptx"),
+        ];
+        out.extend(flags.iter().filter(|f| f.0).map(|f| f.1.to_owned()));
+        if let Some(n) = self.optimization_level {
+            out.push(format!("-O{n}"));
+        }
+        let flags = [(self.debug, "-g"), (self.lineinfo, "-lineinfo")];
+        out.extend(flags.iter().filter(|f| f.0).map(|f| f.1.to_owned()));
+        for (field, value) in [
+            ("ftz", self.ftz),
+            ("prec-div", self.prec_div),
+            ("prec-sqrt", self.prec_sqrt),
+            ("fma", self.fma),
+        ] {
+            if let Some(b) = value {
+                out.push(format!("-{field}={b}"));
+            }
+        }
+        out.extend(
+            self.kernels_used
+                .iter()
+                .map(|k| format!("-kernels-used={k}")),
+        );
+        out.extend(
+            self.variables_used
+                .iter()
+                .map(|v| format!("-variables-used={v}")),
+        );
+        if self.optimize_unused_variables {
+            out.push("-optimize-unused-variables".to_owned());
+        }
+        out.extend(self.ptxas_options.iter().map(|o| format!("-Xptxas={o}")));
+        if let Some(n) = self.split_compile {
+            out.push(format!("-split-compile={n}"));
+        }
+        if let Some(n) = self.split_compile_extended {
+            out.push(format!("-split-compile-extended={n}"));
+        }
+        if self.no_cache {
+            out.push("-no-cache".to_owned());
+        }
+        if self.numba_debug {
+            out.push("-numba-debug".to_owned());
+        }
+        out.extend(self.extra.iter().cloned());
+        Ok(out)
+    }
+
+    /// Checks what every backend needs; returns the parsed architecture.
+    fn check(&self) -> Result<Arch> {
+        if self.arch.is_empty() {
+            return Err(Error::invalid(
+                OPTIONS_CONTEXT,
+                "`arch` is required (sm_XY, e.g. \"sm_90\")",
+            ));
+        }
+        let arch = Arch::parse_or_invalid(&self.arch, OPTIONS_CONTEXT)?;
+        if self.max_register_count == Some(0) {
+            return Err(Error::invalid(
+                OPTIONS_CONTEXT,
+                "`max_register_count` must be at least 1",
+            ));
+        }
+        if let Some(n) = self.optimization_level {
+            if n > 3 {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!("`optimization_level` {n} is not 0 to 3"),
+                ));
+            }
+        }
+        let lists: [(&str, &[String]); 4] = [
+            ("kernels_used", &self.kernels_used),
+            ("variables_used", &self.variables_used),
+            ("ptxas_options", &self.ptxas_options),
+            ("extra", &self.extra),
+        ];
+        for (field, values) in lists {
+            if let Some(v) = values.iter().find(|v| v.is_empty() || v.contains('\0')) {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!("`{field}` has an empty entry or one with a NUL byte: {v:?}"),
+                ));
+            }
+        }
+        if let Some(n) = &self.name {
+            if n.is_empty() || n.contains('\0') {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!("`name` {n:?} is empty or contains a NUL byte"),
+                ));
+            }
+        }
+        Ok(arch)
+    }
+}
+
+/// Which linker a [`Linker`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkerBackend {
+    /// nvJitLink (`libnvJitLink`), which runs on the CPU.
+    NvJitLink,
+    /// The driver's JIT linker (`cuLinkCreate`, …): needs a current context, and
+    /// knows fewer options.
+    Driver,
+}
+
+impl fmt::Display for LinkerBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::NvJitLink => "nvJitLink",
+            Self::Driver => "driver",
+        })
+    }
+}
+
+/// A link of compiled inputs into one cubin (or PTX).
+///
+/// [`new`](Self::new) adds the inputs; [`link`](Self::link) completes the link and
+/// returns the result, whose symbol mapping is the union of the inputs'. The
+/// linker handle is destroyed on drop. `Send + Sync`: calls are serialised.
+pub struct Linker {
+    backend: LinkerBackend,
+    name: String,
+    code_type: CodeType,
+    mapping: BTreeMap<String, String>,
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for Linker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Linker")
+            .field("backend", &self.backend)
+            .field("name", &self.name)
+            .field("code_type", &self.code_type)
+            .finish_non_exhaustive()
+    }
+}
+
+enum State {
+    NvJitLink(JitLink),
+    Driver(DriverLink),
+}
+
+impl State {
+    fn output(&self) -> Option<&ObjectCode> {
+        match self {
+            Self::NvJitLink(s) => s.output.as_ref(),
+            Self::Driver(s) => s.output.as_ref(),
+        }
+    }
+
+    fn output_mut(&mut self) -> &mut Option<ObjectCode> {
+        match self {
+            Self::NvJitLink(s) => &mut s.output,
+            Self::Driver(s) => &mut s.output,
+        }
+    }
+}
+
+impl Linker {
+    /// Starts a link of `inputs` with nvJitLink, or with the driver's linker when
+    /// nvJitLink cannot be loaded (see [`backend`](Self::backend)).
+    ///
+    /// Each input goes in as its [`CodeType`] says: cubin, PTX, LTO-IR, fatbin,
+    /// object or library.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for no inputs or bad options
+    /// ([`LinkerOptions::to_nvjitlink_args`]); [`Error::Compile`] with the error
+    /// log when the linker rejects an input; [`Error::Tool`] (nvJitLink) or
+    /// [`Error::Driver`] when the linker cannot be created; [`Error::Unavailable`]
+    /// when neither nvJitLink nor the driver can be loaded; [`Error::Unsupported`]
+    /// for options the driver's linker lacks.
+    pub fn new(inputs: &[&ObjectCode], options: LinkerOptions) -> Result<Self> {
+        let backend = if jl::is_available("nvJitLinkCreate") {
+            LinkerBackend::NvJitLink
+        } else {
+            LinkerBackend::Driver
+        };
+        Self::with_backend(inputs, options, backend)
+    }
+
+    /// [`new`](Self::new) with the backend chosen by the caller.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`Error::Unavailable`] when the chosen backend's
+    /// library cannot be loaded.
+    pub fn with_backend(
+        inputs: &[&ObjectCode],
+        options: LinkerOptions,
+        backend: LinkerBackend,
+    ) -> Result<Self> {
+        if inputs.is_empty() {
+            return Err(Error::invalid("creating a linker", "there are no inputs"));
+        }
+        let mut mapping = BTreeMap::new();
+        for input in inputs {
+            mapping.extend(
+                input
+                    .symbol_mapping()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+        let name = options.name.clone().unwrap_or_else(|| "linked".to_owned());
+        let code_type = if options.ptx {
+            CodeType::Ptx
+        } else {
+            CodeType::Cubin
+        };
+        let state = match backend {
+            LinkerBackend::NvJitLink => State::NvJitLink(JitLink::new(inputs, &options)?),
+            LinkerBackend::Driver => State::Driver(DriverLink::new(inputs, &options)?),
+        };
+        Ok(Self {
+            backend,
+            name,
+            code_type,
+            mapping,
+            state: Mutex::new(state),
+        })
+    }
+
+    /// Which linker this is.
+    pub fn backend(&self) -> LinkerBackend {
+        self.backend
+    }
+
+    /// The linker's handle (Python's `Linker.handle`): the nvJitLink handle or the
+    /// driver's link state, for calls this crate does not wrap. It stays valid as
+    /// long as the `Linker`; the `Linker` destroys it.
+    ///
+    /// Using it is `unsafe`: the caller must not destroy it, and must not call into
+    /// it while another thread uses this `Linker` (the crate serialises its own calls
+    /// on the handle with a lock the raw handle does not take).
+    pub fn handle(&self) -> LinkerHandle {
+        match &*self.lock() {
+            State::NvJitLink(s) => LinkerHandle::NvJitLink(s.handle),
+            State::Driver(s) => LinkerHandle::Driver(s.state),
+        }
+    }
+
+    /// Completes the link and returns the linked cubin (or PTX, with
+    /// [`LinkerOptions::ptx`]). A second call returns the same result.
+    ///
+    /// # Errors
+    /// [`Error::Compile`] with the linker's error log when the link fails (an
+    /// undefined symbol, for instance); [`Error::Tool`] or [`Error::Driver`] when
+    /// the result cannot be read.
+    pub fn link(&self) -> Result<ObjectCode> {
+        let mut state = self.lock();
+        if let Some(done) = state.output() {
+            return Ok(done.clone());
+        }
+        let code = match &*state {
+            State::NvJitLink(s) => s.complete(self)?,
+            State::Driver(s) => s.complete(self)?,
+        };
+        let object = ObjectCode::with_mapping(
+            code,
+            self.code_type,
+            self.name.clone(),
+            self.mapping.clone(),
+        );
+        *state.output_mut() = Some(object.clone());
+        Ok(object)
+    }
+
+    /// The linker's info log (empty when it wrote none).
+    pub fn info_log(&self) -> String {
+        match &*self.lock() {
+            State::NvJitLink(s) => s.log(jl::nvJitLinkGetInfoLogSize, jl::nvJitLinkGetInfoLog),
+            State::Driver(s) => text(&s.info_log),
+        }
+    }
+
+    /// The linker's error log (empty when it wrote none).
+    pub fn error_log(&self) -> String {
+        match &*self.lock() {
+            State::NvJitLink(s) => s.error_log(),
+            State::Driver(s) => text(&s.error_log),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A [`Linker`]'s raw handle, by backend ([`Linker::handle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkerHandle {
+    /// An nvJitLink handle.
+    NvJitLink(jl::nvJitLinkHandle),
+    /// The driver linker's state (`cuLinkCreate`).
+    Driver(sys::CUlinkState),
+}
+
+/// An nvJitLink handle and what it needs kept alive.
+struct JitLink {
+    handle: jl::nvJitLinkHandle,
+    ptx: bool,
+    output: Option<ObjectCode>,
+    /// The inputs' bytes, kept for the handle's life.
+    _inputs: Vec<Vec<u8>>,
+}
+
+// SAFETY: an nvJitLink handle may be used from any thread, one call at a time; the
+// `Mutex` in `Linker` serialises every use.
+unsafe impl Send for JitLink {}
+
+type JitSizeFn = unsafe fn(jl::nvJitLinkHandle, *mut usize) -> jl::nvJitLinkResult;
+/// A copy function: the byte type differs (`char` for logs and PTX, `void` for cubin).
+type JitGetFn<P> = unsafe fn(jl::nvJitLinkHandle, *mut P) -> jl::nvJitLinkResult;
+
+impl JitLink {
+    fn new(inputs: &[&ObjectCode], options: &LinkerOptions) -> Result<Self> {
+        let args = options.to_nvjitlink_args()?;
+        let args: Vec<CString> = args
+            .into_iter()
+            .map(CString::new)
+            .collect::<Result<_, _>>()
+            .map_err(|_| Error::invalid(OPTIONS_CONTEXT, "an option has a NUL byte"))?;
+        let mut ptrs: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        let count = u32::try_from(ptrs.len())
+            .map_err(|_| Error::invalid(OPTIONS_CONTEXT, "too many options"))?;
+        let mut this = Self {
+            handle: std::ptr::null_mut(),
+            ptx: options.ptx,
+            output: None,
+            _inputs: Vec::with_capacity(inputs.len()),
+        };
+        // SAFETY: `this.handle` is valid for writes; `ptrs` holds `count` pointers
+        // to NUL-terminated strings in `args`, which outlive the call (CUDA 12's
+        // header takes them as mutable, CUDA 13's as const; nvJitLink only reads).
+        unsafe { jl::nvJitLinkCreate(&mut this.handle, count, ptrs.as_mut_ptr()) }
+            .result()
+            .map_err(|e| {
+                // Name the options: nvJitLink's refusal of one does not say which.
+                let given: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
+                Error::tool(
+                    format!(
+                        "creating an nvJitLink linker with options `{}` (nvJitLinkCreate)",
+                        given.join(" ")
+                    ),
+                    e,
+                )
+            })?;
+        for input in inputs {
+            let kind = match input.code_type() {
+                CodeType::Cubin => jl::NVJITLINK_INPUT_CUBIN,
+                CodeType::Ptx => jl::NVJITLINK_INPUT_PTX,
+                CodeType::Ltoir => jl::NVJITLINK_INPUT_LTOIR,
+                CodeType::Fatbin => jl::NVJITLINK_INPUT_FATBIN,
+                CodeType::Object => jl::NVJITLINK_INPUT_OBJECT,
+                CodeType::Library => jl::NVJITLINK_INPUT_LIBRARY,
+            };
+            let bytes = input_bytes(input);
+            let name = input_name(input);
+            // SAFETY: the handle is live; `bytes` is `bytes.len()` readable bytes,
+            // kept alive with the handle; `name` is NUL-terminated.
+            let rc = unsafe {
+                jl::nvJitLinkAddData(
+                    this.handle,
+                    kind,
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                    name.as_ptr(),
+                )
+            };
+            this._inputs.push(bytes);
+            if let Err(e) = rc.result() {
+                return Err(Error::compile(
+                    format!(
+                        "adding {} input {} to the nvJitLink link",
+                        input.code_type(),
+                        input.name()
+                    ),
+                    this.error_log(),
+                    e,
+                ));
+            }
+        }
+        Ok(this)
+    }
+
+    fn complete(&self, linker: &Linker) -> Result<Vec<u8>> {
+        // SAFETY: the handle is live and every input has been added.
+        if let Err(e) = unsafe { jl::nvJitLinkComplete(self.handle) }.result() {
+            return Err(Error::compile(
+                format!("linking {} with nvJitLink", linker.name),
+                self.error_log(),
+                e,
+            ));
+        }
+        let (code, what) = if self.ptx {
+            let ptx = self.bytes(jl::nvJitLinkGetLinkedPtxSize, jl::nvJitLinkGetLinkedPtx);
+            (ptx, "PTX")
+        } else {
+            let cubin = self.bytes(jl::nvJitLinkGetLinkedCubinSize, jl::nvJitLinkGetLinkedCubin);
+            (cubin, "cubin")
+        };
+        let mut code = code.map_err(|e| Error::tool(format!("reading the linked {what}"), e))?;
+        if self.ptx {
+            strip_nul(&mut code);
+        }
+        if code.is_empty() {
+            return Err(Error::invalid(
+                format!("linking {}", linker.name),
+                format!("nvJitLink produced no {what}"),
+            ));
+        }
+        Ok(code)
+    }
+
+    fn bytes<P>(&self, size: JitSizeFn, get: JitGetFn<P>) -> Result<Vec<u8>, jl::NvJitLinkError> {
+        crate::strings::sized_output(
+            // SAFETY: the handle is live; `n` is valid for writes.
+            |n| unsafe { size(self.handle, n) }.result(),
+            // SAFETY: `buf` holds the bytes nvJitLink said it will write.
+            |buf| unsafe { get(self.handle, buf.cast::<P>()) }.result(),
+        )
+    }
+
+    fn log(&self, size: JitSizeFn, get: JitGetFn<c_char>) -> String {
+        self.bytes(size, get).map(|b| text(&b)).unwrap_or_default()
+    }
+
+    fn error_log(&self) -> String {
+        self.log(jl::nvJitLinkGetErrorLogSize, jl::nvJitLinkGetErrorLog)
+    }
+}
+
+impl Drop for JitLink {
+    fn drop(&mut self) {
+        if !self.handle.is_null() {
+            // SAFETY: a handle from nvJitLinkCreate, destroyed once here.
+            let _ = unsafe { jl::nvJitLinkDestroy(&mut self.handle) };
+        }
+    }
+}
+
+/// The size of each of the driver linker's log buffers.
+const DRIVER_LOG_BYTES: usize = 1 << 20;
+
+/// A driver link state and the buffers and option arrays it writes into.
+struct DriverLink {
+    state: sys::CUlinkState,
+    /// The context current when the state was created: the driver's linker works
+    /// in it, so it is made current again before each later call.
+    ctx: sys::CUcontext,
+    output: Option<ObjectCode>,
+    info_log: Vec<u8>, // `Vec`, not `Box`: moving it keeps the driver's pointer valid
+    error_log: Vec<u8>,
+    /// The option keys and values given to `cuLinkCreate`: the driver keeps
+    /// pointers into them for the state's life.
+    _keys: Box<[sys::CUjit_option]>,
+    _values: Box<[*mut c_void]>,
+    /// The inputs' bytes, kept for the state's life.
+    _inputs: Vec<Vec<u8>>,
+}
+
+// SAFETY: a CUlinkState may be used from any thread with its context current, one
+// call at a time; the `Mutex` in `Linker` serialises every use. The buffers it
+// points into are owned here.
+unsafe impl Send for DriverLink {}
+
+impl DriverLink {
+    fn new(inputs: &[&ObjectCode], options: &LinkerOptions) -> Result<Self> {
+        const CONTEXT: &str = "linking with the driver's JIT linker";
+        let arch = options.check()?;
+        let unsupported = [
+            ("time", options.time),
+            ("ptx", options.ptx),
+            ("kernels_used", !options.kernels_used.is_empty()),
+            ("variables_used", !options.variables_used.is_empty()),
+            (
+                "optimize_unused_variables",
+                options.optimize_unused_variables,
+            ),
+            ("ptxas_options", !options.ptxas_options.is_empty()),
+            ("split_compile", options.split_compile.is_some()),
+            (
+                "split_compile_extended",
+                options.split_compile_extended.is_some(),
+            ),
+            ("no_cache", options.no_cache),
+            ("numba_debug", options.numba_debug),
+            ("extra", !options.extra.is_empty()),
+        ];
+        if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
+            return Err(Error::unsupported(
+                CONTEXT,
+                format!("the driver's linker has no counterpart of `{field}` (nvJitLink has)"),
+            ));
+        }
+        let mut info_log = vec![0u8; DRIVER_LOG_BYTES];
+        let mut error_log = vec![0u8; DRIVER_LOG_BYTES];
+        // Integer option values travel in the pointer itself, as cuda.h says.
+        let int = |v: u32| v as usize as *mut c_void;
+        let target = arch.number
+            + match arch.suffix {
+                Some('a') => 0x1_0000,
+                Some('f') => 0x2_0000,
+                _ => 0,
+            };
+        let mut keys = vec![
+            sys::CU_JIT_INFO_LOG_BUFFER,
+            sys::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            sys::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            sys::CU_JIT_TARGET,
+        ];
+        let mut values = vec![
+            info_log.as_mut_ptr().cast(),
+            DRIVER_LOG_BYTES as *mut c_void,
+            error_log.as_mut_ptr().cast(),
+            DRIVER_LOG_BYTES as *mut c_void,
+            int(target),
+        ];
+        let mut add = |key, value| {
+            keys.push(key);
+            values.push(value);
+        };
+        if let Some(n) = options.max_register_count {
+            add(sys::CU_JIT_MAX_REGISTERS, int(n));
+        }
+        if options.verbose {
+            add(sys::CU_JIT_LOG_VERBOSE, int(1));
+        }
+        if options.link_time_optimization {
+            add(sys::CU_JIT_LTO, int(1));
+        }
+        if let Some(n) = options.optimization_level {
+            add(sys::CU_JIT_OPTIMIZATION_LEVEL, int(n));
+        }
+        if options.debug {
+            add(sys::CU_JIT_GENERATE_DEBUG_INFO, int(1));
+        }
+        if options.lineinfo {
+            add(sys::CU_JIT_GENERATE_LINE_INFO, int(1));
+        }
+        // ftz, prec_div, prec_sqrt and fma are deprecated in the driver (they applied
+        // to its LTO only) and, as in cuda.core, not passed.
+        let mut keys = keys.into_boxed_slice();
+        let mut values = values.into_boxed_slice();
+        let count = c_uint::try_from(keys.len())
+            .map_err(|_| Error::invalid(OPTIONS_CONTEXT, "too many options"))?;
+        let mut this = Self {
+            state: std::ptr::null_mut(),
+            ctx: std::ptr::null_mut(),
+            output: None,
+            info_log,
+            error_log,
+            _keys: Box::default(),
+            _values: Box::default(),
+            _inputs: Vec::with_capacity(inputs.len()),
+        };
+        // SAFETY: `keys` and `values` hold `count` entries; the log buffers they
+        // point to are owned by `this` (boxed: they do not move) and outlive the
+        // state, as do the arrays, which `this` keeps; `this.state` is valid for
+        // writes.
+        unsafe {
+            sys::cuLinkCreate(
+                count,
+                keys.as_mut_ptr(),
+                values.as_mut_ptr(),
+                &mut this.state,
+            )
+        }
+        .check(|| {
+            "creating the driver's JIT linker (cuLinkCreate; nvJitLink is unavailable, and \
+             the driver's linker needs a current context)"
+        })?;
+        // SAFETY: `this.ctx` is valid for writes.
+        unsafe { sys::cuCtxGetCurrent(&mut this.ctx) }
+            .check(|| "reading the current context for the driver's JIT linker")?;
+        this._keys = keys;
+        this._values = values;
+        for input in inputs {
+            let kind = match input.code_type() {
+                CodeType::Cubin => sys::CU_JIT_INPUT_CUBIN,
+                CodeType::Ptx => sys::CU_JIT_INPUT_PTX,
+                CodeType::Ltoir => sys::CU_JIT_INPUT_NVVM,
+                CodeType::Fatbin => sys::CU_JIT_INPUT_FATBINARY,
+                CodeType::Object => sys::CU_JIT_INPUT_OBJECT,
+                CodeType::Library => sys::CU_JIT_INPUT_LIBRARY,
+            };
+            let mut bytes = input_bytes(input);
+            let name = input_name(input);
+            // SAFETY: the state is live; `bytes` is `bytes.len()` bytes, kept alive
+            // with the state (the driver only reads it); `name` is NUL-terminated;
+            // no per-input options.
+            let rc = unsafe {
+                sys::cuLinkAddData(
+                    this.state,
+                    kind,
+                    bytes.as_mut_ptr().cast(),
+                    bytes.len(),
+                    name.as_ptr(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+            this._inputs.push(bytes);
+            if rc != sys::CUDA_SUCCESS {
+                return Err(Error::compile(
+                    format!(
+                        "adding {} input {} to the driver's link",
+                        input.code_type(),
+                        input.name()
+                    ),
+                    text(&this.error_log),
+                    DriverError::new(rc),
+                ));
+            }
+        }
+        Ok(this)
+    }
+
+    /// Makes the creating context current on this thread (through the crate's one
+    /// current-context guard); hold the guard for the length of the call.
+    fn enter(&self) -> Result<crate::context::Current> {
+        // The context the state was made in; the driver linker's docs require it
+        // to outlive the state.
+        crate::context::ensure_current(self.ctx, || {
+            "making the driver JIT linker's context current".into()
+        })
+    }
+
+    fn complete(&self, linker: &Linker) -> Result<Vec<u8>> {
+        let _current = self.enter()?;
+        let mut cubin: *mut c_void = std::ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: the state is live and every input has been added; both outputs
+        // are valid for writes.
+        let rc = unsafe { sys::cuLinkComplete(self.state, &mut cubin, &mut size) };
+        if rc != sys::CUDA_SUCCESS {
+            return Err(Error::compile(
+                format!("linking {} with the driver's JIT linker", linker.name),
+                text(&self.error_log),
+                DriverError::new(rc),
+            ));
+        }
+        if cubin.is_null() || size == 0 {
+            return Err(Error::invalid(
+                format!("linking {}", linker.name),
+                "the driver's linker produced no cubin",
+            ));
+        }
+        // SAFETY: the driver returned `size` bytes at `cubin`, owned by the state,
+        // which is live; they are copied before it is destroyed.
+        Ok(unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) }.to_vec())
+    }
+}
+
+impl Drop for DriverLink {
+    fn drop(&mut self) {
+        if !self.state.is_null() {
+            let _current = self.enter();
+            // SAFETY: a state from cuLinkCreate, destroyed once here.
+            let _ = unsafe { sys::cuLinkDestroy(self.state) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::InvalidKind;
+    use crate::error::kind_of as kind;
+
+    #[test]
+    fn every_option_is_spelled_in_cuda_cores_order() {
+        let all = LinkerOptions {
+            name: Some("out".into()),
+            max_register_count: Some(32),
+            time: true,
+            verbose: true,
+            link_time_optimization: true,
+            ptx: true,
+            optimization_level: Some(2),
+            debug: true,
+            lineinfo: true,
+            ftz: Some(true),
+            prec_div: Some(false),
+            prec_sqrt: Some(true),
+            fma: Some(false),
+            kernels_used: vec!["k".into()],
+            variables_used: vec!["v".into()],
+            optimize_unused_variables: true,
+            ptxas_options: vec!["-v".into()],
+            split_compile: Some(0),
+            split_compile_extended: Some(4),
+            no_cache: true,
+            numba_debug: true,
+            extra: vec!["-X".into()],
+            ..LinkerOptions::new("compute_90a")
+        };
+        assert_eq!(
+            all.to_nvjitlink_args().unwrap(),
+            [
+                "-arch=compute_90a",
+                "-maxrregcount=32",
+                "-time",
+                "-verbose",
+                "-lto",
+                "-ptx",
+                "-O2",
+                "-g",
+                "-lineinfo",
+                "-ftz=true",
+                "-prec-div=false",
+                "-prec-sqrt=true",
+                "-fma=false",
+                "-kernels-used=k",
+                "-variables-used=v",
+                "-optimize-unused-variables",
+                "-Xptxas=-v",
+                "-split-compile=0",
+                "-split-compile-extended=4",
+                "-no-cache",
+                "-numba-debug",
+                "-X"
+            ]
+        );
+        // The name is the output's, never an option.
+        assert_eq!(
+            LinkerOptions::new("sm_90").to_nvjitlink_args().unwrap(),
+            ["-arch=sm_90"]
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_field() {
+        let refused = |o: LinkerOptions, field: &str| {
+            let r = o.to_nvjitlink_args();
+            let msg = r.as_ref().map_err(ToString::to_string).unwrap_err();
+            assert!(msg.contains(field), "{msg}");
+            assert_eq!(kind(r), InvalidKind::Other);
+        };
+        let sm90 = || LinkerOptions::new("sm_90");
+        refused(
+            LinkerOptions {
+                max_register_count: Some(0),
+                ..sm90()
+            },
+            "`max_register_count`",
+        );
+        refused(
+            LinkerOptions {
+                name: Some(String::new()),
+                ..sm90()
+            },
+            "`name`",
+        );
+        refused(
+            LinkerOptions {
+                name: Some("a\0b".into()),
+                ..sm90()
+            },
+            "`name`",
+        );
+        refused(
+            LinkerOptions {
+                kernels_used: vec!["k\0".into()],
+                ..sm90()
+            },
+            "`kernels_used`",
+        );
+        refused(
+            LinkerOptions {
+                variables_used: vec![String::new()],
+                ..sm90()
+            },
+            "`variables_used`",
+        );
+        refused(
+            LinkerOptions {
+                ptxas_options: vec![String::new()],
+                ..sm90()
+            },
+            "`ptxas_options`",
+        );
+        refused(LinkerOptions::new("sm_90b"), "`arch`");
+    }
+}

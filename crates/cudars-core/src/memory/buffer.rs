@@ -1,0 +1,818 @@
+//! [`Buffer`]: an allocation of a [`MemoryResource`](super::MemoryResource), its
+//! copies and fills, and its stream-ordered free (managed memory's advice and
+//! prefetches are [`ManagedBuffer`](super::ManagedBuffer)'s).
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use bytemuck::Pod;
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::view::NonZeroSize;
+use crate::{Context, Device, DeviceView, DeviceViewMut, Stream};
+
+use super::{MemoryKind, MemoryResource};
+
+/// A span of memory from a [`MemoryResource`], or a foreign pointer.
+///
+/// An owned buffer is freed on drop through its resource, ordered on its *free
+/// stream* (the stream it was allocated on, unless
+/// [`set_free_stream`](Self::set_free_stream) changed it); the buffer keeps a clone
+/// of that stream and an `Arc` of its resource, so neither can be destroyed first.
+/// [`close`](Self::close) frees it and reports errors. `Buffer` is `Send + Sync`:
+/// it is an address and a size, and every operation goes through a stream.
+pub struct Buffer {
+    ptr: sys::CUdeviceptr,
+    size: usize,
+    kind: MemoryKind,
+    device: Device,
+    owner: Option<(Arc<dyn MemoryResource>, Stream)>,
+    /// Imported from another process (IPC).
+    mapped: bool,
+    /// What keeps foreign memory alive ([`Buffer::from_raw_with_owner`]).
+    keep: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffer")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("size", &self.size)
+            .field("kind", &self.kind)
+            .field("device", &self.device)
+            .field("owned", &self.owner.is_some())
+            .field("mapped", &self.mapped)
+            .field("has_owner", &self.keep.is_some())
+            .finish()
+    }
+}
+
+impl Buffer {
+    /// Allocates `size` bytes from `mr`, ordered on `stream`, which also becomes
+    /// the buffer's free stream. The same as `mr.allocate(size, &stream)` (see
+    /// [`MemoryResource`]).
+    ///
+    /// `stream` is an `Option<&Stream>` (or a `&Stream`). `None` is for resources
+    /// that are not stream-ordered ([`MemoryResource::is_stream_ordered`] is
+    /// `false`): the memory is allocated at once and the buffer's free stream is
+    /// the device's legacy default stream ([`Stream::legacy_default`]), so that it
+    /// is freed after the work that this crate's methods queue on it, on any
+    /// stream, as for any buffer (see [`set_free_stream`](Self::set_free_stream)).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero size, a stream of another device, or
+    /// no stream for a stream-ordered resource; the resource's error.
+    pub fn allocate<'s>(
+        mr: Arc<dyn MemoryResource>,
+        size: usize,
+        stream: impl Into<Option<&'s Stream>>,
+    ) -> Result<Self> {
+        let device = mr.device();
+        let what = || format!("allocating {size} bytes on device {}", device.ordinal());
+        if size == 0 {
+            return Err(Error::zero_size(what()));
+        }
+        let legacy;
+        let stream = match stream.into() {
+            Some(s) => s,
+            None if mr.is_stream_ordered() => {
+                return Err(Error::invalid(
+                    what(),
+                    "the resource is stream-ordered (a memory pool): pass the stream to \
+                     allocate on; only resources that are not stream-ordered take `None`",
+                ));
+            }
+            None => {
+                legacy = Stream::legacy_default(&device)?;
+                &legacy
+            }
+        };
+        if stream.device() != &device {
+            return Err(Error::other_device(
+                what(),
+                format!("the stream belongs to device {}", stream.device().ordinal()),
+            ));
+        }
+        // SAFETY: the buffer takes the memory over: `free` hands it, with `size`, to
+        // `mr.deallocate` once (the owner is taken first), ordered on the free stream
+        // after the buffer's own work.
+        let ptr = unsafe { mr.allocate_raw(size, stream) }?;
+        let kind = mr.kind();
+        Ok(Self::from_parts(
+            ptr,
+            size,
+            kind,
+            device,
+            (mr, stream),
+            false,
+        ))
+    }
+
+    /// A buffer whose memory `mr` gives back on `stream` (its free stream) when
+    /// the buffer goes: an import from another process (the IPC path,
+    /// `mapped`), or memory another API lends (a mapped graphics resource's,
+    /// whose `mr` frees nothing: the free only orders the buffer's work on
+    /// other streams before `stream`'s next work, the unmapping).
+    pub(crate) fn from_parts(
+        ptr: sys::CUdeviceptr,
+        size: usize,
+        kind: MemoryKind,
+        device: Device,
+        (mr, stream): (Arc<dyn MemoryResource>, &Stream),
+        mapped: bool,
+    ) -> Self {
+        Self {
+            ptr,
+            size,
+            kind,
+            device,
+            owner: Some((mr, stream.clone())),
+            mapped,
+            keep: None,
+        }
+    }
+
+    /// Wraps memory someone else owns; it is never freed by this buffer.
+    ///
+    /// # Safety
+    /// `ptr` must address `size` bytes of memory of `kind` usable on `device`, valid
+    /// for as long as the buffer and the work issued through it, and must not
+    /// overlap another buffer that a copy with this one could involve (overlapping
+    /// copies are undefined in CUDA).
+    pub unsafe fn from_raw(
+        ptr: sys::CUdeviceptr,
+        size: usize,
+        kind: MemoryKind,
+        device: &Device,
+    ) -> Self {
+        Self {
+            ptr,
+            size,
+            kind,
+            device: *device,
+            owner: None,
+            mapped: false,
+            keep: None,
+        }
+    }
+
+    /// As [`from_raw`](Self::from_raw), keeping `owner` alive as long as the
+    /// buffer (`cuda.core`'s `Buffer.from_handle(ptr, size, owner=…)`): the object
+    /// that owns the memory, or anything whose life bounds it. [`owner`](Self::owner)
+    /// hands it back. The buffer still never frees the memory; dropping it drops
+    /// its reference to `owner`, at once, without waiting for work queued on the
+    /// memory.
+    ///
+    /// ```no_run
+    /// # fn f(dev: cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// use std::sync::Arc;
+    /// use cudars_core::{Buffer, MemoryKind};
+    /// let theirs = Arc::new(dev.allocate(256, s)?);
+    /// // SAFETY: `theirs` holds 256 bytes of device memory and lives as long as
+    /// // `view` (which keeps it), and `view`'s work is synchronised before it drops.
+    /// let view = unsafe {
+    ///     Buffer::from_raw_with_owner(theirs.ptr(), 256, MemoryKind::Device, &dev, theirs.clone())
+    /// };
+    /// assert!(view.owner().is_some_and(|o| o.downcast_ref::<Buffer>().is_some()));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw), where "valid for as long as the buffer and
+    /// the work issued through it" may be met by `owner`: the memory must stay
+    /// valid while `owner` lives, and work issued through the buffer must
+    /// complete before the last reference to `owner` goes.
+    pub unsafe fn from_raw_with_owner(
+        ptr: sys::CUdeviceptr,
+        size: usize,
+        kind: MemoryKind,
+        device: &Device,
+        owner: Arc<dyn Any + Send + Sync>,
+    ) -> Self {
+        Self {
+            ptr,
+            size,
+            kind,
+            device: *device,
+            owner: None,
+            mapped: false,
+            keep: Some(owner),
+        }
+    }
+
+    /// The object that keeps this buffer's foreign memory alive, given to
+    /// [`from_raw_with_owner`](Self::from_raw_with_owner) (`None` otherwise: an
+    /// owning buffer's memory is its [`memory_resource`](Self::memory_resource)'s).
+    /// Downcast it to the type given.
+    pub fn owner(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.keep.as_ref()
+    }
+
+    /// Whether the buffer was imported from another process
+    /// ([`from_ipc_descriptor`](Self::from_ipc_descriptor)): its memory belongs to
+    /// the exporter's pool.
+    pub fn is_mapped(&self) -> bool {
+        self.mapped
+    }
+
+    /// The device address.
+    pub fn ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// Changes the size (virtual memory growth).
+    pub(crate) fn set_size(&mut self, size: usize) {
+        self.size = size;
+    }
+
+    /// Where the device address is stored (a kernel argument points at it).
+    pub(crate) fn ptr_ref(&self) -> *const sys::CUdeviceptr {
+        &self.ptr
+    }
+
+    /// The size in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The device it belongs to.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The kind of memory.
+    pub fn kind(&self) -> MemoryKind {
+        self.kind
+    }
+
+    /// The memory resource the buffer came from and returns its memory to
+    /// (`None` for memory it does not own: [`Buffer::from_raw`]).
+    pub fn memory_resource(&self) -> Option<&Arc<dyn MemoryResource>> {
+        self.owner.as_ref().map(|(mr, _)| mr)
+    }
+
+    /// The stream the buffer is freed on (`None` for memory it does not own).
+    pub fn free_stream(&self) -> Option<&Stream> {
+        self.owner.as_ref().map(|(_, s)| s)
+    }
+
+    /// Whether the buffer owns its memory (and frees it when dropped).
+    pub fn is_owned(&self) -> bool {
+        self.owner.is_some()
+    }
+
+    /// Whether kernels can touch it (every kind can).
+    pub fn is_device_accessible(&self) -> bool {
+        true
+    }
+
+    /// Whether the host can read and write it directly.
+    pub fn is_host_accessible(&self) -> bool {
+        matches!(self.kind, MemoryKind::Pinned | MemoryKind::Managed)
+    }
+
+    /// Whether it is managed memory.
+    pub fn is_managed(&self) -> bool {
+        self.kind == MemoryKind::Managed
+    }
+
+    /// Changes the stream the buffer is freed on.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a stream of another device.
+    pub fn set_free_stream(&mut self, stream: &Stream) -> Result<()> {
+        let _current = self.check_stream(stream, "setting a buffer's free stream")?;
+        if let Some((_, s)) = &mut self.owner {
+            *s = stream.clone();
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_stream(
+        &self,
+        stream: &Stream,
+        what: &'static str,
+    ) -> Result<crate::context::Current> {
+        if stream.device() != &self.device {
+            return Err(Error::other_device(
+                what,
+                format!(
+                    "the buffer is on device {} and the stream on device {}",
+                    self.device.ordinal(),
+                    stream.device().ordinal()
+                ),
+            ));
+        }
+        stream.context().ensure_current()
+    }
+
+    fn check_len(&self, bytes: usize, what: &'static str) -> Result<()> {
+        if bytes > self.size {
+            return Err(Error::out_of_range(
+                what,
+                format!(
+                    "{bytes} bytes do not fit in a buffer of {} bytes",
+                    self.size
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Copies `src` into the start of the buffer on `stream`, and waits for the copy
+    /// (so `src` may be reused at once).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `src` is larger than the buffer or the stream
+    /// is of another device; the driver's error.
+    pub fn copy_from_host<T: Pod>(&mut self, src: &[T], stream: &Stream) -> Result<()> {
+        let bytes = std::mem::size_of_val(src);
+        self.check_len(bytes, "copying host memory into a buffer")?;
+        // SAFETY: `src` holds `bytes` readable bytes and the buffer at least as many;
+        // the stream is drained before `src` can be touched again.
+        unsafe { self.span(bytes, 1).upload(src.as_ptr().cast(), stream) }?;
+        // Waits before the caller's memory is handed back (the whole context if
+        // the stream cannot be waited for).
+        stream.drain()
+    }
+
+    /// Copies the start of the buffer into `dst` on `stream`, and waits for the copy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `dst` is larger than the buffer or the stream
+    /// is of another device; the driver's error.
+    pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
+        let bytes = std::mem::size_of_val(dst);
+        self.check_len(bytes, "copying a buffer to host memory")?;
+        // SAFETY: `dst` holds `bytes` writable bytes (any bit pattern is a valid `T`:
+        // `Pod`); the stream is drained before `dst` is handed back.
+        unsafe {
+            self.span(bytes, 1)
+                .download(dst.as_mut_ptr().cast(), stream)
+        }?;
+        stream.drain()
+    }
+
+    /// The first `len` elements of `elem` bytes, as a span.
+    fn span(&self, len: usize, elem: usize) -> crate::view::Span<'_> {
+        crate::view::Span {
+            buf: self,
+            ptr: self.ptr,
+            len,
+            elem,
+        }
+    }
+
+    /// Copies all of `src` into the start of this buffer, ordered on `stream`
+    /// (asynchronous: both buffers are freed in stream order, so put their free
+    /// streams after `stream`, or use one stream).
+    ///
+    /// Between buffers of two devices the copy is a peer copy
+    /// (`cuMemcpyPeerAsync`), which needs neither peer access nor pool access (the
+    /// driver stages it through the host where the devices cannot reach each
+    /// other), and `stream` may belong to either device.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `src` is larger than this buffer or the stream
+    /// belongs to neither buffer's device; the driver's error.
+    pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
+        self.check_len(src.size, "copying between buffers")?;
+        copy_device(self, self.ptr, src, src.ptr, src.size, stream)?;
+        order_frees_after([&*self, src].into_iter(), stream)
+    }
+
+    /// Copies this buffer into the start of `dst` (see [`copy_from`](Self::copy_from)).
+    ///
+    /// # Errors
+    /// As [`copy_from`](Self::copy_from).
+    pub fn copy_to(&self, dst: &mut Buffer, stream: &Stream) -> Result<()> {
+        dst.copy_from(self, stream)
+    }
+
+    /// Fills the buffer with a byte, ordered on `stream`.
+    ///
+    /// # Errors
+    /// The driver's error; a stream of another device.
+    pub fn fill_u8(&mut self, value: u8, stream: &Stream) -> Result<()> {
+        self.fill(value, stream)
+    }
+
+    /// Fills the buffer with a 2-byte pattern, ordered on `stream`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the size is not a multiple of 2; the driver's error.
+    pub fn fill_u16(&mut self, value: u16, stream: &Stream) -> Result<()> {
+        self.fill(value, stream)
+    }
+
+    /// Fills the buffer with a 4-byte pattern, ordered on `stream`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the size is not a multiple of 4; the driver's error.
+    pub fn fill_u32(&mut self, value: u32, stream: &Stream) -> Result<()> {
+        self.fill(value, stream)
+    }
+
+    /// Fills the buffer with copies of `value`, a 1-, 2-, 4- or 8-byte [`Pod`] value
+    /// (`f32`, `i16`, `half::f16`, `u8`, `f64`, a `#[repr(C)]` pair of `u16`s, …),
+    /// ordered on `stream`: `buf.fill(1.5f32, &stream)` where Python writes
+    /// `buf.fill(np.float32(1.5), stream)`. The bytes of `value` are repeated as they
+    /// are in memory (`cuMemsetD8/D16/D32Async`).
+    ///
+    /// The size is checked when the call is compiled to code (`cargo build`, not
+    /// `cargo check`): 1, 2 and 4 bytes are one driver memset, 8 bytes (`f64`,
+    /// `u64`) two strided 4-byte memsets; a value of another size does not build.
+    ///
+    /// ```
+    /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// buf.fill(1.5f32, s)?;
+    /// buf.fill(cudars_core::half::f16::from_f32(-2.0), s)?;
+    /// buf.fill(7i8, s)?;
+    /// buf.fill(0.25f64, s)?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// ```compile_fail,E0080
+    /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// buf.fill([1u8, 2, 3], s)?; // 3 bytes: no such memset
+    /// # Ok(()) }
+    /// # fn main() {
+    /// #     let g: fn(&mut cudars_core::Buffer, &cudars_core::Stream) -> cudars_core::Result<()> = f;
+    /// #     std::hint::black_box(g);
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the buffer's size or address is not a
+    /// multiple of the value's size; the driver's error; a stream of another device.
+    pub fn fill<T: Pod>(&mut self, value: T, stream: &Stream) -> Result<()> {
+        const {
+            assert!(
+                matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
+                "Buffer::fill takes a value of 1, 2, 4 or 8 bytes"
+            );
+        }
+        let len = self.typed_len::<T>("filling a buffer")?;
+        self.span(len, std::mem::size_of::<T>())
+            .fill(bytemuck::bytes_of(&value), stream)
+    }
+
+    pub(crate) fn require_managed(&self, what: &'static str) -> Result<()> {
+        if self.kind != MemoryKind::Managed {
+            return Err(Error::unsupported(
+                what,
+                format!(
+                    "the buffer holds {:?} memory, not managed memory",
+                    self.kind
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The host-visible contents as a slice, for pinned and managed memory.
+    ///
+    /// # Safety
+    /// No work that writes the buffer may be pending or start while the slice
+    /// lives (synchronise its streams first), and the buffer's bytes must be valid
+    /// `T`s (guaranteed for `Pod` types).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for device memory; [`Error::InvalidArgument`] when the
+    /// size or address does not fit `T`.
+    pub unsafe fn as_host_slice<T: Pod>(&self) -> Result<&[T]> {
+        let len = self.host_len::<T>("reading a buffer from the host")?;
+        // SAFETY: host-accessible memory of `size` bytes, aligned for `T`; the caller
+        // guarantees no concurrent writes.
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr as usize as *const T, len) })
+    }
+
+    /// The host-visible contents as a mutable slice, for pinned and managed
+    /// memory, without waiting for anything: the zero-copy host view, for a caller
+    /// that has synchronised. [`host_slice_mut`](Self::host_slice_mut) is the safe
+    /// form, which waits first.
+    ///
+    /// The slice borrows the buffer mutably, so while it lives no method of this
+    /// crate can queue new work on the buffer. What the borrow cannot see is device
+    /// work queued before, or launched from elsewhere with the buffer's address:
+    /// that is what the caller vouches for.
+    ///
+    /// # Safety
+    /// No device work (copies, fills, kernels, graphs, on any stream, or in another
+    /// process) that reads or writes the buffer may be pending or start while the
+    /// slice lives: synchronise the streams that used it first (or call
+    /// [`host_slice_mut`](Self::host_slice_mut)). The host and the GPU writing the
+    /// same memory at once is a data race.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for device memory; [`Error::InvalidArgument`] when the
+    /// size or address does not fit `T`.
+    pub unsafe fn as_host_slice_mut<T: Pod>(&mut self) -> Result<&mut [T]> {
+        let len = self.host_len::<T>("writing a buffer from the host")?;
+        // SAFETY: host-accessible memory of `size` bytes, aligned for `T` (checked),
+        // any bit pattern of which is a valid `T` (`Pod`); the `&mut self` borrow
+        // excludes every other view through this buffer, and the caller guarantees
+        // that no device work touches it meanwhile.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr as usize as *mut T, len) })
+    }
+
+    /// Waits for the device work queued on the buffer, then gives its host-visible
+    /// contents (pinned or managed memory) as a mutable slice: zero-copy host reads
+    /// and writes, safely.
+    ///
+    /// ```no_run
+    /// # fn f(dev: cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// use std::sync::Arc;
+    /// use cudars_core::LegacyPinnedMemoryResource;
+    /// let mut buf = Arc::new(LegacyPinnedMemoryResource::new(&dev)).allocate(1024, None)?;
+    /// buf.fill(2.0f32, s)?; // on the GPU, on `s`
+    /// let host: &mut [f32] = buf.host_slice_mut()?; // waits for the fill
+    /// assert!(host.iter().all(|&x| x == 2.0));
+    /// host[0] = 1.0; // written straight into the pinned memory
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// What it waits for: the buffer's free stream
+    /// ([`free_stream`](Self::free_stream)). Every operation this crate queues on
+    /// the buffer, on whatever stream (copies, fills, prefetches, batches), makes
+    /// the free stream wait for it, so synchronising the free stream waits for all
+    /// of them; and `&mut self` means none can be queued while the slice lives.
+    /// A kernel or a graph that uses the buffer must be ordered before the free
+    /// stream too, as [`launch`](crate::launch) requires of a buffer it is given
+    /// (launch it on the free stream, or make the free stream wait for it).
+    ///
+    /// This costs a stream synchronisation; a caller that has synchronised already
+    /// can use [`as_host_slice_mut`](Self::as_host_slice_mut).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for device memory, and for a buffer that does not own
+    /// its memory ([`Buffer::from_raw`]: there is no free stream to wait for; use
+    /// `as_host_slice_mut`); [`Error::InvalidArgument`] when the size or address
+    /// does not fit `T`; the driver's error, including that of failed work.
+    pub fn host_slice_mut<T: Pod>(&mut self) -> Result<&mut [T]> {
+        const WHAT: &str = "viewing a buffer from the host";
+        self.host_len::<T>(WHAT)?;
+        let Some((_, free)) = &self.owner else {
+            return Err(Error::unsupported(
+                WHAT,
+                "the buffer does not own its memory, so it has no free stream to wait \
+                 for: synchronise its work and use `as_host_slice_mut`",
+            ));
+        };
+        free.wait()?;
+        // SAFETY: the free stream has been synchronised: every operation this
+        // crate queued on the buffer had made it wait (see above), and kernels and
+        // graphs given the buffer are ordered before it by their callers' contract.
+        // `&mut self` keeps any new work from being queued through the buffer while
+        // the slice lives.
+        unsafe { self.as_host_slice_mut() }
+    }
+
+    /// The number of `T`s in the host-visible buffer, or why it cannot be viewed
+    /// as `T`s.
+    fn host_len<T: Pod>(&self, what: &'static str) -> Result<usize> {
+        if !self.is_host_accessible() {
+            return Err(Error::unsupported(
+                what,
+                "device memory is not host-accessible",
+            ));
+        }
+        self.typed_len::<T>(what)
+    }
+
+    /// Orders this buffer's eventual free after the work queued so far on `stream`
+    /// (an event recorded there, waited for by the free stream), when `stream` is not
+    /// the free stream. Keeps stream-ordered frees from racing work on other streams.
+    ///
+    /// cudars-core's own operations (copies, fills, typed launches) do this for the
+    /// buffers they touch. Code that queues work on a buffer through another
+    /// library (cuBLAS, cuFFT, NCCL, a raw driver call) calls it after queueing,
+    /// so that dropping the buffer cannot free memory the work still uses
+    /// ([`Buffer::order_frees_after`] for all of one operation's buffers).
+    /// Nothing is done when `stream` is the free stream or the buffer does not own
+    /// its memory.
+    ///
+    /// # Errors
+    /// The driver's error recording or waiting for the event; the stream has then
+    /// been waited for, so the free still cannot overtake the work.
+    #[inline]
+    pub fn order_free_after(&self, stream: &Stream) -> Result<()> {
+        match &self.owner {
+            // The common case, on every typed launch: work on the free stream
+            // itself (or memory this buffer does not free) needs nothing.
+            Some((_, free))
+                if !(free.handle() == stream.handle() && free.context() == stream.context()) =>
+            {
+                order_frees_after(std::iter::once(self), stream)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// [`order_free_after`](Self::order_free_after) for several buffers at once,
+    /// the operands of one operation: one event recorded on `stream`, waited for
+    /// once by each distinct free stream that is not `stream` (nothing at all when
+    /// every buffer is freed on `stream`).
+    ///
+    /// # Errors
+    /// As [`order_free_after`](Self::order_free_after).
+    pub fn order_frees_after<'a>(
+        buffers: impl IntoIterator<Item = &'a Buffer>,
+        stream: &Stream,
+    ) -> Result<()> {
+        order_frees_after(buffers.into_iter(), stream)
+    }
+
+    /// Frees the buffer now (ordered on `stream`, or its free stream), reporting
+    /// errors that dropping it would swallow.
+    ///
+    /// # Errors
+    /// The resource's error; when ordering the free on `stream` after the free
+    /// stream's work fails, that error, and the buffer is freed on its own
+    /// stream instead (it is dropped).
+    pub fn close(mut self, stream: Option<&Stream>) -> Result<()> {
+        self.free(stream)
+    }
+
+    fn free(&mut self, stream: Option<&Stream>) -> Result<()> {
+        let Some((mr, free_stream)) = self.owner.take() else {
+            return Ok(());
+        };
+        if let Some(other) = stream {
+            if other.device() != &self.device {
+                // Put the owner back: the buffer stays valid and is freed later.
+                self.owner = Some((mr, free_stream));
+                return Err(Error::other_device(
+                    "freeing a buffer",
+                    format!(
+                        "the buffer is on device {} and the stream on device {}",
+                        self.device.ordinal(),
+                        other.device().ordinal()
+                    ),
+                ));
+            }
+            // Work queued on the free stream must come before the free too.
+            if let Err(e) = other.wait_stream(&free_stream) {
+                // Nothing was freed: put the owner back, so that dropping the
+                // buffer frees it on its own stream instead of leaking it.
+                self.owner = Some((mr, free_stream));
+                return Err(e);
+            }
+        }
+        let s = stream.unwrap_or(&free_stream);
+        // SAFETY: `ptr`/`size` came from `mr.allocate_raw` and are freed once (the
+        // owner was taken); later work cannot use them (the buffer is gone).
+        unsafe { mr.deallocate(self.ptr, self.size, s) }
+    }
+}
+
+/// Orders the frees of `buffers` after the work queued on `stream` so far: one
+/// event recorded on `stream`, waited for by each distinct free stream that is not
+/// `stream`. If that fails, waits for `stream` instead, so that no free can
+/// overtake the work, and reports the error.
+pub(crate) fn order_frees_after<'a>(
+    buffers: impl Iterator<Item = &'a Buffer>,
+    stream: &Stream,
+) -> Result<()> {
+    let mut frees: Vec<&Stream> = Vec::new();
+    for b in buffers {
+        if let Some((_, free)) = &b.owner {
+            let same = |s: &Stream| s.handle() == free.handle() && s.context() == free.context();
+            if !same(stream) && !frees.iter().any(|s| same(s)) {
+                frees.push(free);
+            }
+        }
+    }
+    if frees.is_empty() {
+        return Ok(());
+    }
+    let order = || -> Result<()> {
+        let e = crate::Event::in_context(stream.context(), crate::EventOptions::default())?;
+        e.record(stream)?;
+        for free in &frees {
+            free.wait_event(&e)?;
+        }
+        Ok(())
+    };
+    let r = order();
+    if r.is_err() {
+        let _ = stream.drain();
+    }
+    r
+}
+
+/// Copies `bytes` bytes from `src_ptr` (inside `src`) to `dst_ptr` (inside `dst`),
+/// ordered on `stream`: `cuMemcpyAsync` on one device, `cuMemcpyPeerAsync` between
+/// two (the stream may then be either device's). The caller checked that both
+/// spans lie in their buffers, and orders both buffers' frees after the copy
+/// ([`order_frees_after`]) unless a graph being captured keeps them alive.
+pub(crate) fn copy_device(
+    dst: &Buffer,
+    dst_ptr: sys::CUdeviceptr,
+    src: &Buffer,
+    src_ptr: sys::CUdeviceptr,
+    bytes: usize,
+    stream: &Stream,
+) -> Result<()> {
+    const WHAT: &str = "copying between buffers";
+    if bytes == 0 {
+        return Ok(());
+    }
+    if src.device == dst.device {
+        let _current = dst.check_stream(stream, WHAT)?;
+        // SAFETY: both spans are live and large enough; the copy is stream-ordered.
+        unsafe { sys::cuMemcpyAsync(dst_ptr, src_ptr, bytes, stream.handle()) }
+            .check(|| format!("copying {bytes} bytes between buffers"))?;
+    } else {
+        if stream.device() != &dst.device && stream.device() != &src.device {
+            return Err(Error::other_device(
+                WHAT,
+                format!(
+                    "the buffers are on devices {} and {}, the stream on device {}",
+                    src.device.ordinal(),
+                    dst.device.ordinal(),
+                    stream.device().ordinal()
+                ),
+            ));
+        }
+        // The context of each side: the stream's for its own device, the primary
+        // context for the other.
+        let on = |d: &Device| -> Result<Context> {
+            if stream.device() == d {
+                Ok(stream.context().clone())
+            } else {
+                d.context()
+            }
+        };
+        let (dst_ctx, src_ctx) = (on(&dst.device)?, on(&src.device)?);
+        let _current = stream.context().ensure_current()?;
+        // SAFETY: both spans are live and large enough, each in its device's
+        // context; the copy is stream-ordered.
+        unsafe {
+            sys::cuMemcpyPeerAsync(
+                dst_ptr,
+                dst_ctx.handle(),
+                src_ptr,
+                src_ctx.handle(),
+                bytes,
+                stream.handle(),
+            )
+        }
+        .check(|| {
+            format!(
+                "copying {bytes} bytes from device {} to device {}",
+                src.device.ordinal(),
+                dst.device.ordinal()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // Errors cannot be reported from drop: `close` reports them.
+        let _ = self.free(None);
+    }
+}
+
+// Typed views of the whole buffer (the view types live in `crate::view`).
+impl Buffer {
+    /// The whole buffer as a shared view of `T`s.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the size is not a multiple of `T`'s or the
+    /// address is not aligned for `T`.
+    pub fn view<T: Pod>(&self) -> Result<DeviceView<'_, T>> {
+        let len = self.typed_len::<T>("viewing a buffer as typed elements")?;
+        Ok(DeviceView::new_unchecked(self, self.ptr(), len))
+    }
+
+    /// The whole buffer as a mutable view of `T`s.
+    ///
+    /// # Errors
+    /// As [`view`](Self::view).
+    pub fn view_mut<T: Pod>(&mut self) -> Result<DeviceViewMut<'_, T>> {
+        let len = self.typed_len::<T>("viewing a buffer as typed elements")?;
+        Ok(DeviceViewMut::new_unchecked(self, self.ptr(), len))
+    }
+
+    /// How many `T`s the buffer holds, if it holds a whole number of aligned ones.
+    pub(crate) fn typed_len<T>(&self, what: &'static str) -> Result<usize> {
+        let () = NonZeroSize::<T>::OK;
+        let t = std::mem::size_of::<T>();
+        if self.size() % t != 0 || self.ptr() % std::mem::align_of::<T>() as u64 != 0 {
+            return Err(Error::invalid(
+                what,
+                format!(
+                    "{} bytes at {:#x} are not a whole number of aligned {t}-byte elements",
+                    self.size(),
+                    self.ptr()
+                ),
+            ));
+        }
+        Ok(self.size() / t)
+    }
+}

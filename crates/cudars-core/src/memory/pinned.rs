@@ -1,0 +1,254 @@
+//! Page-locked host memory: [`LegacyPinnedMemoryResource`] (`cuMemHostAlloc`) and
+//! the stream-ordered host pool [`PinnedMemoryResource`].
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{Device, Stream};
+
+use super::{Location, MemoryKind, MemoryResource, owning_allocate};
+
+use super::pool::{
+    PoolAttributes, PoolIpc, PoolReuse, create_pool, pool_allocate, pool_attributes, pool_bool,
+    pool_free, pool_set_bool, pool_set_u64, pool_u64, set_release_threshold,
+};
+
+owning_allocate!(unordered LegacyPinnedMemoryResource);
+owning_allocate!(ordered PinnedMemoryResource);
+
+/// Page-locked host memory the classic way (`cuMemHostAlloc`, portable to every
+/// context). Allocation is not stream-ordered: freeing waits for the buffer's free
+/// stream. [`PinnedMemoryResource`] is the stream-ordered pool.
+#[derive(Debug, Clone, Copy)]
+pub struct LegacyPinnedMemoryResource {
+    device: Device,
+}
+
+impl LegacyPinnedMemoryResource {
+    /// A pinned-memory resource whose buffers are used from `device`.
+    pub fn new(device: &Device) -> Self {
+        Self { device: *device }
+    }
+}
+
+// SAFETY: `cuMemHostAlloc` memory is host memory the device can reach, freed by
+// `cuMemFreeHost` with the pointer it returned.
+unsafe impl MemoryResource for LegacyPinnedMemoryResource {
+    unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
+        let _current = self.device.ensure_current()?;
+        let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: `p` is valid for writes.
+        unsafe { sys::cuMemHostAlloc(&mut p, size, sys::CU_MEMHOSTALLOC_PORTABLE) }
+            .check(|| format!("allocating {size} bytes of pinned host memory"))?;
+        Ok(p as sys::CUdeviceptr)
+    }
+
+    unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
+        // Not stream-ordered: wait for work that may still use it, then free
+        // regardless.
+        let _ = stream.drain();
+        // SAFETY: per the trait's contract, `ptr` came from `cuMemHostAlloc`.
+        unsafe { sys::cuMemFreeHost(ptr as *mut std::ffi::c_void) }
+            .check(|| format!("freeing {size} bytes of pinned host memory"))
+    }
+
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Pinned
+    }
+
+    fn device(&self) -> Device {
+        self.device
+    }
+
+    fn is_stream_ordered(&self) -> bool {
+        false
+    }
+}
+
+/// Stream-ordered page-locked host memory: a host-located memory pool
+/// (`cuMemPoolCreate` with a host NUMA location) that `device` may read and write.
+///
+/// Made with `ipc_enabled`, the pool and its buffers can be shared with other
+/// processes (Linux), like a device pool's: `export_handle`, `import`, `uuid`,
+/// `register`, `from_registry`, `import_registered`, and
+/// [`Buffer::ipc_descriptor`](crate::Buffer::ipc_descriptor) /
+/// [`Buffer::from_ipc_descriptor`](crate::Buffer::from_ipc_descriptor) (see
+/// [`IpcMemoryPool`](crate::IpcMemoryPool)).
+#[derive(Debug)]
+pub struct PinnedMemoryResource {
+    device: Device,
+    pub(crate) pool: sys::CUmemoryPool,
+    numa_id: i32,
+    pub(crate) ipc: PoolIpc,
+}
+
+// SAFETY: a CUmemoryPool is a handle any thread may use.
+unsafe impl Send for PinnedMemoryResource {}
+// SAFETY: as above; the driver serialises pool operations.
+unsafe impl Sync for PinnedMemoryResource {}
+
+/// Options for a [`PinnedMemoryResource`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PinnedMemoryResourceOptions {
+    /// The host NUMA node the memory lives on (0 on most machines).
+    pub numa_id: i32,
+    /// The most the pool may hold, in bytes; 0 for no limit.
+    pub max_size: usize,
+    /// The pool and its buffers may be shared with other processes through POSIX
+    /// file descriptors (Linux, and a driver that can export host NUMA memory
+    /// pools: the driver's error otherwise).
+    pub ipc_enabled: bool,
+}
+
+impl PinnedMemoryResource {
+    /// A pinned host pool whose buffers `device` can access.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for `ipc_enabled` where there are no POSIX file
+    /// descriptors (Windows); the driver's error (`CUDA_ERROR_NOT_SUPPORTED` on
+    /// drivers without host memory pools: use [`LegacyPinnedMemoryResource`]
+    /// there).
+    pub fn new(device: &Device, options: PinnedMemoryResourceOptions) -> Result<Self> {
+        let what = || {
+            format!(
+                "creating a pinned host memory pool on NUMA node {}",
+                options.numa_id
+            )
+        };
+        if options.ipc_enabled && !cfg!(unix) {
+            return Err(Error::unsupported(
+                what(),
+                "sharing memory pools between processes needs POSIX file descriptors (Linux)",
+            ));
+        }
+        let _current = device.ensure_current()?;
+        let pool = create_pool(
+            sys::CU_MEM_ALLOCATION_TYPE_PINNED,
+            Location::HostNuma(options.numa_id).raw(),
+            (options.ipc_enabled, options.max_size),
+            what,
+        )?;
+        let mut mr = Self {
+            device: *device,
+            pool,
+            numa_id: options.numa_id,
+            ipc: PoolIpc::default(),
+        };
+        // On failure `mr` is dropped, which destroys the pool.
+        mr.grant_device_access()?;
+        mr.ipc = PoolIpc::made(pool, options.ipc_enabled)?;
+        Ok(mr)
+    }
+
+    /// Lets `device` read and write the pool's memory (`cuMemPoolSetAccess`).
+    fn grant_device_access(&self) -> Result<()> {
+        let access = sys::CUmemAccessDesc {
+            location: Location::Device(self.device).raw(),
+            flags: sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: one valid access descriptor; a live pool.
+        unsafe { sys::cuMemPoolSetAccess(self.pool, &access, 1) }.check(|| {
+            format!(
+                "letting device {} access a pinned pool",
+                self.device.ordinal()
+            )
+        })
+    }
+
+    /// Imports a pinned pool another process exported (`cuda.core`'s
+    /// `from_allocation_handle`; the exporter's `export_handle`), for `device`
+    /// of this process, which is granted read and write access (access granted
+    /// by the exporter does not carry over). The pool is released when this
+    /// resource and every buffer imported through it are gone; its buffers come
+    /// from the exporter, so allocating from it is refused.
+    ///
+    /// # Errors
+    /// The driver's error.
+    #[cfg(unix)]
+    #[cfg_attr(docsrs, doc(cfg(unix)))]
+    pub fn import(device: &Device, fd: std::os::fd::BorrowedFd<'_>) -> Result<Self> {
+        let _current = device.ensure_current()?;
+        let pool = crate::ipc::import_pool(fd, || {
+            format!(
+                "importing a pinned memory pool for device {}",
+                device.ordinal()
+            )
+        })?;
+        let imported = Self {
+            device: *device,
+            pool,
+            // Host NUMA pools are the only ones with a NUMA node; the exporter's
+            // node is not known here.
+            numa_id: -1,
+            ipc: PoolIpc::imported(),
+        };
+        imported.grant_device_access()?;
+        Ok(imported)
+    }
+
+    /// Whether the pool's buffers can be shared with other processes (made with
+    /// `ipc_enabled`, or imported).
+    pub fn is_ipc_enabled(&self) -> bool {
+        self.ipc.enabled
+    }
+
+    /// Whether the pool was imported from another process: its memory is
+    /// allocated by the exporter, so allocating from it is refused.
+    pub fn is_mapped(&self) -> bool {
+        self.ipc.mapped
+    }
+
+    /// Whether this resource destroys its pool when it is dropped: always `true`,
+    /// as every `PinnedMemoryResource` makes (or imports) a pool of its own
+    /// (Python's `is_handle_owned`).
+    pub fn is_handle_owned(&self) -> bool {
+        true
+    }
+
+    /// The host NUMA node (-1 for an imported pool, whose node is the exporter's
+    /// business).
+    pub fn numa_id(&self) -> i32 {
+        self.numa_id
+    }
+
+    /// The driver's pool handle.
+    pub fn handle(&self) -> sys::CUmemoryPool {
+        self.pool
+    }
+}
+
+impl Drop for PinnedMemoryResource {
+    fn drop(&mut self) {
+        // SAFETY: an owned pool; buffers hold an `Arc` of this resource, so none is left.
+        let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
+    }
+}
+
+// SAFETY: host-pool allocations are page-locked host memory `device` may access,
+// freed with `cuMemFreeAsync`.
+unsafe impl MemoryResource for PinnedMemoryResource {
+    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
+        let what = || format!("allocating {size} bytes of pinned host memory");
+        self.ipc.check_allocate(what)?;
+        pool_allocate(self.pool, size, stream, what)
+    }
+
+    unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
+        // SAFETY: per the trait's contract.
+        unsafe {
+            pool_free(ptr, stream, || {
+                format!("freeing {size} bytes of pinned host memory")
+            })
+        }
+    }
+
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Pinned
+    }
+
+    fn device(&self) -> Device {
+        self.device
+    }
+}
+
+pool_attributes!(PinnedMemoryResource);

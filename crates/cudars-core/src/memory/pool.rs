@@ -1,0 +1,659 @@
+//! The device's stream-ordered memory pools: [`DeviceMemoryResource`] (the
+//! default pool or one of its own), its options and attributes, and the pool calls
+//! the host pools of [`PinnedMemoryResource`](super::PinnedMemoryResource) share.
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{Device, Stream};
+
+use super::{Location, MemoryKind, MemoryResource, owning_allocate};
+
+owning_allocate!(ordered DeviceMemoryResource);
+
+/// Device memory from a stream-ordered pool (`cuMemAllocFromPoolAsync`): the device's
+/// default pool, or a pool of its own.
+#[derive(Debug)]
+pub struct DeviceMemoryResource {
+    pub(crate) device: Device,
+    pub(crate) pool: sys::CUmemoryPool,
+    pub(crate) owned: bool,
+    pub(crate) ipc: PoolIpc,
+}
+
+/// What a memory pool (a device or a pinned one) knows about sharing itself with
+/// other processes.
+// `pub` for the sealed IPC trait of `ipc.rs`, which exists on Unix only.
+#[cfg_attr(not(unix), allow(unreachable_pub))]
+#[derive(Debug, Default)]
+pub struct PoolIpc {
+    /// Made with `ipc_enabled`, or imported.
+    pub(crate) enabled: bool,
+    /// Imported from another process: the exporter allocates its memory.
+    pub(crate) mapped: bool,
+    /// The pool's identity across processes, for IPC pools: made when the pool
+    /// is, or given when an imported pool is registered.
+    #[cfg(unix)]
+    pub(crate) uuid: std::sync::OnceLock<crate::PoolUuid>,
+    /// The pool's exported descriptor, made when an IPC pool is created (the driver
+    /// exports a pool's buffers only once the pool itself has been exported).
+    #[cfg(unix)]
+    pub(crate) fd: Option<std::os::fd::OwnedFd>,
+}
+
+impl PoolIpc {
+    /// The state of a pool made here with POSIX file descriptor handles when
+    /// `enabled`: exported at once, with a new UUID. (Set it on the resource made
+    /// before, so that a failure destroys the pool.)
+    pub(crate) fn made(pool: sys::CUmemoryPool, enabled: bool) -> Result<Self> {
+        #[cfg(not(unix))]
+        let _ = pool;
+        Ok(Self {
+            enabled,
+            mapped: false,
+            #[cfg(unix)]
+            uuid: if enabled {
+                std::sync::OnceLock::from(crate::PoolUuid::new_random())
+            } else {
+                std::sync::OnceLock::new()
+            },
+            #[cfg(unix)]
+            fd: if enabled {
+                Some(crate::ipc::export_pool(pool)?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// The state of a pool imported from another process.
+    #[cfg(unix)]
+    pub(crate) fn imported() -> Self {
+        Self {
+            enabled: true,
+            mapped: true,
+            ..Self::default()
+        }
+    }
+
+    /// Refuses allocating from an imported pool.
+    pub(crate) fn check_allocate(&self, what: impl FnOnce() -> String) -> Result<()> {
+        if self.mapped {
+            return Err(Error::unsupported(
+                what(),
+                "the pool was imported from another process, which allocates its memory",
+            ));
+        }
+        Ok(())
+    }
+}
+
+// SAFETY: a CUmemoryPool is a handle any thread may use.
+unsafe impl Send for DeviceMemoryResource {}
+// SAFETY: as above; the driver serialises pool operations.
+unsafe impl Sync for DeviceMemoryResource {}
+
+/// Options for a new device memory pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceMemoryPoolOptions {
+    /// The most the pool may hold, in bytes; 0 for no limit.
+    pub max_size: usize,
+    /// Memory the pool keeps, rather than returning it to the system, at a
+    /// synchronisation point; `None` for the driver's default (0).
+    pub release_threshold: Option<u64>,
+    /// Allocations may be shared with other processes through POSIX file
+    /// descriptors.
+    pub ipc_enabled: bool,
+}
+
+impl DeviceMemoryResource {
+    /// The device's default pool (`cuDeviceGetDefaultMemPool`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn default_pool(device: &Device) -> Result<Self> {
+        let _current = device.ensure_current()?;
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: `pool` is valid for writes.
+        unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, device.handle()) }.check(|| {
+            format!(
+                "getting the default memory pool of device {}",
+                device.ordinal()
+            )
+        })?;
+        Ok(Self {
+            device: *device,
+            pool,
+            owned: false,
+            ipc: PoolIpc::default(),
+        })
+    }
+
+    /// A new pool on `device`, destroyed when this resource and every buffer from it
+    /// are gone.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn new_pool(device: &Device, options: DeviceMemoryPoolOptions) -> Result<Self> {
+        let _current = device.ensure_current()?;
+        let pool = create_pool(
+            sys::CU_MEM_ALLOCATION_TYPE_PINNED,
+            Location::Device(*device).raw(),
+            (options.ipc_enabled, options.max_size),
+            || format!("creating a memory pool on device {}", device.ordinal()),
+        )?;
+        let mut mr = Self {
+            device: *device,
+            pool,
+            owned: true,
+            ipc: PoolIpc::default(),
+        };
+        // On failure `mr` is dropped, which destroys the pool.
+        mr.ipc = PoolIpc::made(pool, options.ipc_enabled)?;
+        if let Some(t) = options.release_threshold {
+            set_release_threshold(pool, t)?;
+        }
+        Ok(mr)
+    }
+
+    /// Whether the pool's allocations can be shared with other processes.
+    pub fn is_ipc_enabled(&self) -> bool {
+        self.ipc.enabled
+    }
+
+    /// Whether this resource destroys its pool when it is dropped: `true` for a
+    /// pool of its own ([`new_pool`](Self::new_pool)) or an imported one, `false`
+    /// for the device's default or current pool, which the driver owns
+    /// (Python's `is_handle_owned`).
+    pub fn is_handle_owned(&self) -> bool {
+        self.owned
+    }
+
+    /// The other devices that may read and write the pool's memory
+    /// (`cuMemPoolGetAccess` for each device).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn peer_accessible_by(&self) -> Result<Vec<Device>> {
+        let mut out = Vec::new();
+        for d in Device::all()? {
+            if d != self.device && self.access_of(d)? == sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `cuMemPoolGetAccess` for one device.
+    pub(crate) fn access_of(&self, d: Device) -> Result<sys::CUmemAccess_flags> {
+        let mut flags = sys::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        let mut loc = Location::Device(d).raw();
+        // SAFETY: `flags` is valid for writes, `loc` names a device; a live pool.
+        unsafe { sys::cuMemPoolGetAccess(&mut flags, self.pool, &mut loc) }.check(|| {
+            format!(
+                "reading whether device {} may access a pool of device {}",
+                d.ordinal(),
+                self.device.ordinal()
+            )
+        })?;
+        Ok(flags)
+    }
+
+    /// Lets exactly `peers` (other devices) read and write the pool's memory, and
+    /// revokes the access of every other device (`cuMemPoolSetAccess`). Access
+    /// applies to buffers allocated before and after the call.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for the pool's own device among `peers`; the
+    /// driver's error (`CUDA_ERROR_INVALID_DEVICE` for a device that cannot reach
+    /// this one: see [`Device::can_access_peer`]).
+    pub fn set_peer_accessible_by(&self, peers: &[Device]) -> Result<()> {
+        let what = || {
+            format!(
+                "setting which devices may access a pool of device {}",
+                self.device.ordinal()
+            )
+        };
+        if peers.contains(&self.device) {
+            return Err(Error::invalid(
+                what(),
+                "the pool's own device is not a peer",
+            ));
+        }
+        // Grant `peers`; revoke only devices that have access now.
+        let now = self.peer_accessible_by()?;
+        let descs: Vec<sys::CUmemAccessDesc> = peers
+            .iter()
+            .map(|d| (*d, sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
+            .chain(
+                now.into_iter()
+                    .filter(|d| !peers.contains(d))
+                    .map(|d| (d, sys::CU_MEM_ACCESS_FLAGS_PROT_NONE)),
+            )
+            .map(|(d, flags)| sys::CUmemAccessDesc {
+                location: Location::Device(d).raw(),
+                flags,
+            })
+            .collect();
+        if descs.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `descs` holds `descs.len()` valid descriptors; a live pool.
+        unsafe { sys::cuMemPoolSetAccess(self.pool, descs.as_ptr(), descs.len()) }.check(what)
+    }
+
+    /// The driver's pool handle.
+    pub fn handle(&self) -> sys::CUmemoryPool {
+        self.pool
+    }
+
+    /// Whether the pool was imported from another process
+    /// ([`import`](Self::import)): its memory is allocated by the exporter, so
+    /// allocating from it is refused.
+    pub fn is_mapped(&self) -> bool {
+        self.ipc.mapped
+    }
+}
+
+/// A stream-ordered allocation from `pool` (`cuMemAllocFromPoolAsync`).
+pub(super) fn pool_allocate(
+    pool: sys::CUmemoryPool,
+    size: usize,
+    stream: &Stream,
+    what: impl FnOnce() -> String,
+) -> Result<sys::CUdeviceptr> {
+    let _current = stream.context().ensure_current()?;
+    let mut p: sys::CUdeviceptr = 0;
+    // SAFETY: a live pool and stream; `p` is valid for writes.
+    unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, pool, stream.handle()) }.check(what)?;
+    Ok(p)
+}
+
+/// A stream-ordered free of a pool allocation (`cuMemFreeAsync`).
+///
+/// # Safety
+/// `ptr` came from a pool allocation, is freed once, and no work other than that
+/// ordered before this call on `stream` still uses it.
+pub(super) unsafe fn pool_free(
+    ptr: sys::CUdeviceptr,
+    stream: &Stream,
+    what: impl FnOnce() -> String,
+) -> Result<()> {
+    let _current = stream.context().ensure_current()?;
+    // SAFETY: per this function's contract.
+    unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }.check(what)
+}
+
+pub(super) fn set_release_threshold(pool: sys::CUmemoryPool, bytes: u64) -> Result<()> {
+    pool_set_u64(pool, sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, bytes)
+}
+
+/// The name of a pool attribute, for error messages.
+fn pool_attr_name(attr: sys::CUmemPool_attribute) -> &'static str {
+    match attr {
+        sys::CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES => "reuse-follow-event-dependencies",
+        sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC => "reuse-allow-opportunistic",
+        sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES => {
+            "reuse-allow-internal-dependencies"
+        }
+        sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD => "release threshold",
+        sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT => "reserved memory",
+        sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH => "reserved memory high-water mark",
+        sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT => "used memory",
+        sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH => "used memory high-water mark",
+        _ => "attribute",
+    }
+}
+
+pub(crate) fn pool_u64(pool: sys::CUmemoryPool, attr: sys::CUmemPool_attribute) -> Result<u64> {
+    let mut v: u64 = 0;
+    // SAFETY: these attributes write a `cuuint64_t`; a live pool.
+    unsafe { sys::cuMemPoolGetAttribute(pool, attr, (&raw mut v).cast()) }
+        .check(|| format!("reading a memory pool's {}", pool_attr_name(attr)))?;
+    Ok(v)
+}
+
+pub(super) fn pool_set_u64(
+    pool: sys::CUmemoryPool,
+    attr: sys::CUmemPool_attribute,
+    mut v: u64,
+) -> Result<()> {
+    // SAFETY: these attributes take a `cuuint64_t`; a live pool.
+    unsafe { sys::cuMemPoolSetAttribute(pool, attr, (&raw mut v).cast()) }
+        .check(|| format!("setting a memory pool's {}", pool_attr_name(attr)))
+}
+
+pub(super) fn pool_bool(pool: sys::CUmemoryPool, attr: sys::CUmemPool_attribute) -> Result<bool> {
+    let mut v: std::ffi::c_int = 0;
+    // SAFETY: the reuse attributes write an `int`; a live pool.
+    unsafe { sys::cuMemPoolGetAttribute(pool, attr, (&raw mut v).cast()) }
+        .check(|| format!("reading a memory pool's {} policy", pool_attr_name(attr)))?;
+    Ok(v != 0)
+}
+
+pub(super) fn pool_set_bool(
+    pool: sys::CUmemoryPool,
+    attr: sys::CUmemPool_attribute,
+    on: bool,
+) -> Result<()> {
+    let mut v = std::ffi::c_int::from(on);
+    // SAFETY: the reuse attributes take an `int`; a live pool.
+    unsafe { sys::cuMemPoolSetAttribute(pool, attr, (&raw mut v).cast()) }
+        .check(|| format!("setting a memory pool's {} policy", pool_attr_name(attr)))
+}
+
+/// A policy by which a memory pool may reuse memory freed on one stream for an
+/// allocation on another (`CU_MEMPOOL_ATTR_REUSE_*`; all three are on by
+/// default). [`DeviceMemoryResource::reuse`], [`set_reuse`](DeviceMemoryResource::set_reuse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoolReuse {
+    /// Reuse memory whose free is ordered before the allocation through events
+    /// the allocating stream has waited for
+    /// (`CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES`).
+    FollowEventDependencies,
+    /// Reuse memory whose free has already completed, without any dependency
+    /// (`CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC`): the result depends on timing.
+    AllowOpportunistic,
+    /// Reuse memory whose free is still pending by making the allocating stream
+    /// wait for it (`CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES`).
+    AllowInternalDependencies,
+}
+
+impl PoolReuse {
+    pub(super) fn attr(self) -> sys::CUmemPool_attribute {
+        match self {
+            Self::FollowEventDependencies => sys::CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+            Self::AllowOpportunistic => sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+            Self::AllowInternalDependencies => {
+                sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES
+            }
+        }
+    }
+}
+
+/// A memory pool's attributes at one moment (`cuda.core`'s `attributes`):
+/// [`DeviceMemoryResource::attributes`], [`PinnedMemoryResource::attributes`](super::PinnedMemoryResource::attributes),
+/// [`ManagedMemoryResource::attributes`](super::ManagedMemoryResource::attributes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolAttributes {
+    /// [`PoolReuse::FollowEventDependencies`].
+    pub reuse_follow_event_dependencies: bool,
+    /// [`PoolReuse::AllowOpportunistic`].
+    pub reuse_allow_opportunistic: bool,
+    /// [`PoolReuse::AllowInternalDependencies`].
+    pub reuse_allow_internal_dependencies: bool,
+    /// Bytes the pool keeps at a synchronisation point rather than returning
+    /// them to the system.
+    pub release_threshold: u64,
+    /// Bytes the pool holds from the system.
+    pub reserved_mem_current: u64,
+    /// The most bytes it has held since it was made or the mark was reset.
+    pub reserved_mem_high: u64,
+    /// Bytes in use by allocations.
+    pub used_mem_current: u64,
+    /// The most bytes in use since the pool was made or the mark was reset.
+    pub used_mem_high: u64,
+}
+
+/// The attribute methods of a memory pool resource: one text for the device,
+/// the pinned and the managed pools. `pool_attributes!(T)` reads a `pool` field;
+/// `pool_attributes!(T, |r| expr)` gets the pool from `expr`, a
+/// `Result<CUmemoryPool>` of `r: &T` (for a resource that may have no pool).
+macro_rules! pool_attributes {
+    ($t:ty) => {
+        pool_attributes!($t, |this| Ok::<_, $crate::Error>(this.pool));
+    };
+    ($t:ty, |$this:ident| $pool:expr) => {
+        impl $t {
+            /// The pool the attribute methods address.
+            fn attributes_pool(&self) -> Result<sys::CUmemoryPool> {
+                let $this = self;
+                $pool
+            }
+
+            /// All the pool's attributes (`cuMemPoolGetAttribute`, one call each).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn attributes(&self) -> Result<PoolAttributes> {
+                Ok(PoolAttributes {
+                    reuse_follow_event_dependencies: self
+                        .reuse(PoolReuse::FollowEventDependencies)?,
+                    reuse_allow_opportunistic: self.reuse(PoolReuse::AllowOpportunistic)?,
+                    reuse_allow_internal_dependencies: self
+                        .reuse(PoolReuse::AllowInternalDependencies)?,
+                    release_threshold: self.release_threshold()?,
+                    reserved_mem_current: self.reserved_bytes()?,
+                    reserved_mem_high: self.reserved_high_bytes()?,
+                    used_mem_current: self.used_bytes()?,
+                    used_mem_high: self.used_high_bytes()?,
+                })
+            }
+
+            /// Whether the pool may reuse memory under `policy`.
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn reuse(&self, policy: PoolReuse) -> Result<bool> {
+                pool_bool(self.attributes_pool()?, policy.attr())
+            }
+
+            /// Allows (`true`) or forbids reusing memory under `policy`.
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn set_reuse(&self, policy: PoolReuse, allowed: bool) -> Result<()> {
+                pool_set_bool(self.attributes_pool()?, policy.attr(), allowed)
+            }
+
+            /// The bytes the pool keeps at a synchronisation point rather than
+            /// returning them to the system (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn release_threshold(&self) -> Result<u64> {
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                )
+            }
+
+            /// Sets the memory the pool keeps at a synchronisation point rather
+            /// than returning it to the system (`u64::MAX`: keep everything).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
+                set_release_threshold(self.attributes_pool()?, bytes)
+            }
+
+            /// Returns memory the pool holds beyond `keep` bytes to the system
+            /// (`cuMemPoolTrimTo`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn trim_to(&self, keep: usize) -> Result<()> {
+                let pool = self.attributes_pool()?;
+                // SAFETY: a live pool.
+                unsafe { sys::cuMemPoolTrimTo(pool, keep) }.check(|| "trimming a memory pool")
+            }
+
+            /// Bytes the pool holds from the system now
+            /// (`CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn reserved_bytes(&self) -> Result<u64> {
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+                )
+            }
+
+            /// The most bytes the pool has held from the system since it was made
+            /// or [`reset_reserved_high`](Self::reset_reserved_high) was called
+            /// (`CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn reserved_high_bytes(&self) -> Result<u64> {
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                )
+            }
+
+            /// Resets the reserved high-water mark to the bytes held now.
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn reset_reserved_high(&self) -> Result<()> {
+                // The driver takes only 0 here, which resets the mark.
+                pool_set_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                    0,
+                )
+            }
+
+            /// Bytes of the pool's memory in use by allocations now
+            /// (`CU_MEMPOOL_ATTR_USED_MEM_CURRENT`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn used_bytes(&self) -> Result<u64> {
+                pool_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                )
+            }
+
+            /// The most bytes in use by allocations since the pool was made or
+            /// [`reset_used_high`](Self::reset_used_high) was called
+            /// (`CU_MEMPOOL_ATTR_USED_MEM_HIGH`).
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn used_high_bytes(&self) -> Result<u64> {
+                pool_u64(self.attributes_pool()?, sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+            }
+
+            /// Resets the used high-water mark to the bytes in use now.
+            ///
+            /// # Errors
+            /// The driver's error.
+            pub fn reset_used_high(&self) -> Result<()> {
+                // The driver takes only 0 here, which resets the mark.
+                pool_set_u64(
+                    self.attributes_pool()?,
+                    sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                    0,
+                )
+            }
+        }
+    };
+}
+pub(super) use pool_attributes;
+pool_attributes!(DeviceMemoryResource);
+
+impl Drop for DeviceMemoryResource {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: an owned pool; every buffer holds an `Arc` of this resource, so
+            // none is left (their frees are queued; the driver defers the release).
+            let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
+        }
+    }
+}
+
+// SAFETY: pool allocations are device memory of `self.device`, freed with
+// `cuMemFreeAsync`, which takes exactly what `cuMemAllocFromPoolAsync` returned.
+unsafe impl MemoryResource for DeviceMemoryResource {
+    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
+        let what = || {
+            format!(
+                "allocating {size} bytes on device {}",
+                self.device.ordinal()
+            )
+        };
+        self.ipc.check_allocate(what)?;
+        pool_allocate(self.pool, size, stream, what)
+    }
+
+    unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
+        // SAFETY: per the trait's contract.
+        unsafe {
+            pool_free(ptr, stream, || {
+                format!("freeing {size} bytes on device {}", self.device.ordinal())
+            })
+        }
+    }
+
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Device
+    }
+
+    fn device(&self) -> Device {
+        self.device
+    }
+}
+
+/// A new memory pool (`cuMemPoolCreate`) of `alloc` memory at `location`;
+/// `(ipc, max_size)`: exportable as POSIX file descriptors, and the most it
+/// may hold (0: no limit). The caller has made the device's context current.
+pub(super) fn create_pool(
+    alloc: sys::CUmemAllocationType,
+    location: sys::CUmemLocation,
+    (ipc, max_size): (bool, usize),
+    what: impl FnOnce() -> String,
+) -> Result<sys::CUmemoryPool> {
+    let props = sys::CUmemPoolProps {
+        allocType: alloc,
+        handleTypes: if ipc {
+            sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        } else {
+            sys::CU_MEM_HANDLE_TYPE_NONE
+        },
+        location,
+        maxSize: max_size,
+        ..Default::default()
+    };
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: `props` is fully initialised; `pool` is valid for writes.
+    unsafe { sys::cuMemPoolCreate(&mut pool, &props) }.check(what)?;
+    Ok(pool)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PoolIpc;
+
+    #[test]
+    fn a_pool_without_ipc_is_not_shared() {
+        // Without IPC nothing is exported, so no pool is needed.
+        let plain = PoolIpc::made(std::ptr::null_mut(), false).unwrap();
+        assert!(!plain.enabled && !plain.mapped);
+        #[cfg(unix)]
+        assert!(plain.fd.is_none() && plain.uuid.get().is_none());
+        assert!(plain.check_allocate(|| "allocating".into()).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_imported_pool_is_not_allocated_from() {
+        use super::Error;
+
+        let imported = PoolIpc::imported();
+        assert!(imported.enabled && imported.mapped);
+        match imported.check_allocate(|| "allocating 1 byte".into()) {
+            Err(Error::Unsupported {
+                context, message, ..
+            }) => {
+                assert_eq!(context, "allocating 1 byte");
+                assert!(message.contains("imported"), "{message}");
+            }
+            other => panic!("allocating from an imported pool: {other:?}"),
+        }
+    }
+}

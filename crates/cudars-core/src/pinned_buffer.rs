@@ -1,0 +1,273 @@
+//! [`PinnedBuffer<T>`]: typed page-locked host memory whose copies to and from the
+//! device are truly asynchronous.
+//!
+//! Architecture Invariant: the host never touches pinned memory that a copy in
+//! flight reads or writes. Each asynchronous copy records an event on its stream
+//! (one per stream and direction, re-recorded for later copies, since a stream runs
+//! in order) and keeps it in the buffer; host access ([`PinnedBuffer::as_slice`],
+//! [`PinnedBuffer::as_mut_slice`]) and `Drop` wait for the events that conflict
+//! first. Copies that conflict with each other are ordered on the device
+//! (`cuStreamWaitEvent`), never by waiting on the host. Forgetting a guard cannot
+//! break this: there is no guard, the state lives in the buffer.
+
+use std::marker::PhantomData;
+use std::sync::{Mutex, PoisonError};
+
+use bytemuck::Pod;
+use cudars_bindings::driver as sys;
+
+use crate::error::{Error, Result};
+use crate::view::{DeviceView, DeviceViewMut, NonZeroSize};
+use crate::{
+    Buffer, CaptureStatus, Device, Event, EventOptions, LegacyPinnedMemoryResource, Stream,
+};
+
+/// An array of `len` elements of type `T` in page-locked host memory
+/// (`cuMemHostAlloc`, usable from every context). Copies between it and device
+/// views ([`DeviceViewMut::copy_from_pinned`], [`DeviceView::copy_to_pinned`]) are
+/// queued without waiting, so they overlap kernels and copies on other streams;
+/// reading it on the host waits only for copies that write it, and writing it
+/// waits for every copy in flight.
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+/// use cudars_core::{DeviceBuffer, PinnedBuffer};
+/// let mut host = PinnedBuffer::from_slice(dev, &[1u32, 2, 3, 4])?;
+/// let mut dev_buf = DeviceBuffer::<u32>::allocate(dev, 4, s)?;
+/// dev_buf.view_mut().copy_from_pinned(&host, s)?; // queued; returns at once
+/// // ... queue kernels ...
+/// dev_buf.view().copy_to_pinned(&mut host, s)?; // queued after the upload
+/// assert_eq!(host.as_slice()?, [1, 2, 3, 4]); // waits for the download only
+/// # Ok(()) }
+/// ```
+pub struct PinnedBuffer<T> {
+    buf: Buffer,
+    len: usize,
+    pending: Mutex<Pending>,
+    _t: PhantomData<T>,
+}
+
+/// Copies in flight, by stream: those that read the host memory (to the device)
+/// and those that write it (from the device).
+#[derive(Default)]
+struct Pending {
+    reads: Vec<(sys::CUstream, Event)>,
+    writes: Vec<(sys::CUstream, Event)>,
+}
+
+impl<T> std::fmt::Debug for PinnedBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinnedBuffer")
+            .field("element", &std::any::type_name::<T>())
+            .field("len", &self.len)
+            .field("ptr", &format_args!("{:#x}", self.buf.ptr()))
+            .finish()
+    }
+}
+
+impl<T: Pod> PinnedBuffer<T> {
+    /// `len` zeroed elements of page-locked memory (`device` names the context
+    /// that allocates; the memory is portable to all).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a length of zero or one whose size overflows;
+    /// the driver's error.
+    pub fn zeroed(device: &Device, len: usize) -> Result<Self> {
+        let () = NonZeroSize::<T>::OK;
+        let size = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::invalid(
+                "allocating pinned host memory",
+                format!("{len} elements overflow the address space"),
+            )
+        })?;
+        let mr = std::sync::Arc::new(LegacyPinnedMemoryResource::new(device));
+        let mut buf = mr.allocate(size, None)?;
+        // SAFETY: freshly allocated host memory that no device work has seen.
+        unsafe { buf.as_host_slice_mut::<u8>() }?.fill(0);
+        Ok(Self {
+            buf,
+            len,
+            pending: Mutex::new(Pending::default()),
+            _t: PhantomData,
+        })
+    }
+
+    /// A page-locked copy of `src`.
+    ///
+    /// # Errors
+    /// As [`zeroed`](Self::zeroed).
+    pub fn from_slice(device: &Device, src: &[T]) -> Result<Self> {
+        let mut b = Self::zeroed(device, src.len())?;
+        b.as_mut_slice()?.copy_from_slice(src);
+        Ok(b)
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always `false`: an allocation holds at least one element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The host address.
+    pub fn as_ptr(&self) -> *const T {
+        self.buf.ptr() as usize as *const T
+    }
+
+    /// The elements, after waiting for the copies in flight that write them.
+    ///
+    /// # Errors
+    /// The driver's error for a failed copy.
+    pub fn as_slice(&self) -> Result<&[T]> {
+        let mut p = self.lock();
+        wait_all(&mut p.writes)?;
+        // SAFETY: no copy that writes the memory is in flight, and none can start
+        // while `&self` is borrowed (writing it takes `&mut self`).
+        unsafe { self.buf.as_host_slice() }
+    }
+
+    /// The elements, mutably, after waiting for every copy in flight.
+    ///
+    /// # Errors
+    /// The driver's error for a failed copy.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        let p = self
+            .pending
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        wait_all(&mut p.reads)?;
+        wait_all(&mut p.writes)?;
+        // SAFETY: no copy touches the memory now, and `&mut self` keeps new ones
+        // from starting.
+        unsafe { self.buf.as_host_slice_mut() }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Checks a copy of `len` elements on `stream` against this buffer.
+    fn check(&self, len: usize, stream: &Stream, what: &'static str) -> Result<()> {
+        if len != self.len {
+            return Err(Error::out_of_range(
+                what,
+                format!("the lengths differ: {len} and {} elements", self.len),
+            ));
+        }
+        if stream.capture_status()? != CaptureStatus::None {
+            return Err(Error::invalid(
+                what,
+                "the stream is capturing a graph, which would read or write the host \
+                 memory whenever it is launched, past what this buffer can track",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Waits for every event of `list` and empties it.
+fn wait_all(list: &mut Vec<(sys::CUstream, Event)>) -> Result<()> {
+    for (_, e) in list.iter() {
+        e.sync()?;
+    }
+    list.clear();
+    Ok(())
+}
+
+/// Makes `stream` wait for the events of `list` recorded on other streams.
+fn order_after(list: &[(sys::CUstream, Event)], stream: &Stream) -> Result<()> {
+    for (s, e) in list {
+        if *s != stream.handle() {
+            stream.wait_event(e)?;
+        }
+    }
+    Ok(())
+}
+
+/// Records that a copy on `stream` is in flight: re-records the stream's event
+/// in `list`, or adds one. If that fails, waits for the stream instead, so that
+/// nothing untracked is left in flight.
+fn track(list: &mut Vec<(sys::CUstream, Event)>, stream: &Stream) -> Result<()> {
+    let r = (|| {
+        if let Some((_, e)) = list.iter().find(|(s, _)| *s == stream.handle()) {
+            return e.record(stream);
+        }
+        let e = Event::in_context(stream.context(), EventOptions::default())?;
+        e.record(stream)?;
+        list.push((stream.handle(), e));
+        Ok(())
+    })();
+    if r.is_err() {
+        let _ = stream.drain();
+    }
+    r
+}
+
+impl<T> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        // The memory is freed when `buf` drops, after this: wait for every copy in
+        // flight first. Errors cannot be reported from drop; a failed event leaves
+        // its context's work to wait for instead.
+        let p = self
+            .pending
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (_, e) in p.reads.drain(..).chain(p.writes.drain(..)) {
+            if e.sync().is_err() {
+                let _ = e.context().sync();
+            }
+        }
+    }
+}
+
+impl<T: Pod> DeviceViewMut<'_, T> {
+    /// Queues a copy of `src` (of equal length) into this view on `stream`, and
+    /// returns without waiting: the copy overlaps work on other streams. `src`
+    /// stays readable on the host meanwhile; writing it ([`PinnedBuffer::as_mut_slice`])
+    /// waits for the copy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for another length, a stream of another device
+    /// or a capturing stream; the driver's error.
+    pub fn copy_from_pinned(&mut self, src: &PinnedBuffer<T>, stream: &Stream) -> Result<()> {
+        const WHAT: &str = "copying pinned host memory to the device";
+        src.check(self.len, stream, WHAT)?;
+        let mut p = src.lock();
+        // Not before copies in flight that write the host memory have finished.
+        order_after(&p.writes, stream)?;
+        // SAFETY: the pinned memory lives until every copy tracked in `pending`
+        // has finished (Drop waits), and is not written on the host before (only
+        // `as_mut_slice`, which waits, writes it).
+        unsafe { self.span().upload(src.as_ptr().cast(), stream) }?;
+        track(&mut p.reads, stream)
+    }
+}
+
+impl<T: Pod> DeviceView<'_, T> {
+    /// Queues a copy of this view into `dst` (of equal length) on `stream`, and
+    /// returns without waiting. Reading `dst` on the host
+    /// ([`PinnedBuffer::as_slice`]) waits for the copy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for another length, a stream of another device
+    /// or a capturing stream; the driver's error.
+    pub fn copy_to_pinned(&self, dst: &mut PinnedBuffer<T>, stream: &Stream) -> Result<()> {
+        const WHAT: &str = "copying device memory to pinned host memory";
+        dst.check(self.len, stream, WHAT)?;
+        let dst_ptr = dst.buf.ptr() as usize as *mut u8;
+        let p = dst
+            .pending
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Not before the copies in flight that read or write the host memory.
+        order_after(&p.reads, stream)?;
+        order_after(&p.writes, stream)?;
+        // SAFETY: as in `copy_from_pinned`; the host reads `dst` only after
+        // waiting for this copy (`as_slice`), and `&mut` excludes other access now.
+        unsafe { self.span().download(dst_ptr, stream) }?;
+        track(&mut p.writes, stream)
+    }
+}

@@ -1,0 +1,420 @@
+//! Streams: ordered queues of work on a device.
+
+use std::fmt;
+
+use cudars_bindings::driver as sys;
+
+use crate::callback::PanicSlot;
+use crate::error::{Check as _, Error, Result};
+use crate::{Context, Device, Event};
+
+/// How to create a [`Stream`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// `true`: the stream does not synchronise with the legacy default stream
+    /// (`CU_STREAM_NON_BLOCKING`).
+    pub non_blocking: bool,
+    /// The priority; `None` for the default. Must lie in
+    /// [`Device::stream_priority_range`].
+    pub priority: Option<i32>,
+}
+
+/// A stream: work issued to it runs in order, asynchronously to the host.
+///
+/// An owned stream is destroyed on drop (work already queued still completes, as
+/// the driver guarantees); [`Stream::from_raw`] wraps a handle someone else owns
+/// and leaves it alone. `Stream` is `Send + Sync`: the driver's stream functions
+/// may be called from any thread, and every method makes the stream's device
+/// current first.
+///
+/// `Stream` is a cheap handle: clones share one stream, which is destroyed when the
+/// last clone goes. Buffers keep a clone of the stream they free on, so a stream can
+/// never be destroyed under a pending free.
+#[derive(Clone)]
+pub struct Stream {
+    inner: std::sync::Arc<Inner>,
+}
+
+struct Inner {
+    handle: sys::CUstream,
+    ctx: Context,
+    owned: bool,
+    /// Panics of host functions queued on the stream, until reported.
+    panics: std::sync::Arc<PanicSlot>,
+}
+
+// SAFETY: a CUstream is a handle the driver lets any thread use; `Inner` holds no
+// thread-bound state.
+unsafe impl Send for Inner {}
+// SAFETY: as above; every method takes `&self` and the driver serialises.
+unsafe impl Sync for Inner {}
+
+impl Stream {
+    fn wrap(handle: sys::CUstream, ctx: Context, owned: bool) -> Self {
+        Self {
+            inner: std::sync::Arc::new(Inner {
+                handle,
+                ctx,
+                owned,
+                panics: Default::default(),
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("handle", &self.inner.handle)
+            .field("context", &self.inner.ctx)
+            .field("owned", &self.inner.owned)
+            .finish()
+    }
+}
+
+impl Stream {
+    /// Creates a stream in `device`'s primary context.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a priority outside the device's range; the
+    /// driver's error.
+    pub fn new(device: &Device, options: StreamOptions) -> Result<Self> {
+        Self::in_context(&Context::primary(device)?, options)
+    }
+
+    /// Creates a stream in `ctx`. In a green context the stream comes from
+    /// `cuGreenCtxStreamCreate` and is non-blocking whatever `options` say (the
+    /// driver allows no other kind there).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn in_context(ctx: &Context, options: StreamOptions) -> Result<Self> {
+        let device = ctx.device();
+        let flags = if options.non_blocking {
+            sys::CU_STREAM_NON_BLOCKING.0
+        } else {
+            sys::CU_STREAM_DEFAULT.0
+        };
+        let priority = match options.priority {
+            None => 0,
+            Some(p) => {
+                let (least, greatest) = device.stream_priority_range()?;
+                if p > least || p < greatest {
+                    return Err(Error::out_of_range(
+                        format!("creating a stream on device {}", device.ordinal()),
+                        format!("priority {p} is outside the device's range {greatest}..={least}"),
+                    ));
+                }
+                p
+            }
+        };
+        let mut handle: sys::CUstream = std::ptr::null_mut();
+        if let Some(green) = ctx.green_handle() {
+            // SAFETY: `handle` is valid for writes; `green` is live (`ctx` holds
+            // it); green-context streams must be non-blocking.
+            unsafe {
+                sys::cuGreenCtxStreamCreate(
+                    &mut handle,
+                    green,
+                    sys::CU_STREAM_NON_BLOCKING.0,
+                    priority,
+                )
+            }
+            .check(|| {
+                format!(
+                    "creating a stream in a green context on device {}",
+                    device.ordinal()
+                )
+            })?;
+            return Ok(Self::wrap(handle, ctx.clone(), true));
+        }
+        let _current = ctx.ensure_current()?;
+        // SAFETY: `handle` is valid for writes; the context is current.
+        unsafe { sys::cuStreamCreateWithPriority(&mut handle, flags, priority) }
+            .check(|| format!("creating a stream on device {}", device.ordinal()))?;
+        Ok(Self::wrap(handle, ctx.clone(), true))
+    }
+
+    /// The legacy default stream of `device`'s primary context (`CU_STREAM_LEGACY`),
+    /// which synchronises with every blocking stream. Not owned.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn legacy_default(device: &Device) -> Result<Self> {
+        Ok(Self::wrap(
+            sys::CU_STREAM_LEGACY,
+            Context::primary(device)?,
+            false,
+        ))
+    }
+
+    /// The per-thread default stream of `device`'s primary context
+    /// (`CU_STREAM_PER_THREAD`). Not owned.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn per_thread_default(device: &Device) -> Result<Self> {
+        Ok(Self::wrap(
+            sys::CU_STREAM_PER_THREAD,
+            Context::primary(device)?,
+            false,
+        ))
+    }
+
+    /// Wraps a stream handle created elsewhere, without owning it.
+    ///
+    /// # Safety
+    /// `handle` must be a valid stream of `ctx` (or one of the special handles) and
+    /// stay valid for as long as the returned `Stream` and everything that uses it.
+    pub unsafe fn from_raw(handle: sys::CUstream, ctx: &Context) -> Self {
+        Self::wrap(handle, ctx.clone(), false)
+    }
+
+    /// Adopts a stream another library made (`cuda.core`'s `Stream.from_handle`),
+    /// finding its context and device from the driver (`cuStreamGetCtx`,
+    /// `cuCtxGetDevice`). The stream is **borrowed**: this `Stream` and its clones
+    /// never destroy it ([`is_owned`](Self::is_owned) is `false`), and neither is
+    /// its context. Its context is the device's primary context when it is that
+    /// one, and otherwise a borrowed [`Context`] (not primary, never destroyed).
+    /// [`from_raw`](Self::from_raw) does the same for a caller that knows the
+    /// context.
+    ///
+    /// The special handles (null, `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`)
+    /// stand for the default streams of the context current on the calling
+    /// thread, which is what the driver then reports;
+    /// [`legacy_default`](Self::legacy_default) and
+    /// [`per_thread_default`](Self::per_thread_default) name a device instead.
+    ///
+    /// ```no_run
+    /// # fn f(dev: cudars_core::Device) -> cudars_core::Result<()> {
+    /// let theirs = dev.create_stream(Default::default())?;
+    /// // SAFETY: `theirs` outlives `ours` and everything queued through it.
+    /// let ours = unsafe { cudars_core::Stream::from_handle(theirs.handle())? };
+    /// assert_eq!(ours.device(), theirs.device());
+    /// assert!(!ours.is_owned());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// `handle` must be a live stream (or one of the special handles) whose
+    /// stream and context stay alive, and are destroyed by nobody, for as long as
+    /// the returned `Stream`, its clones and everything that holds one (buffers
+    /// freed on it, pending frees included) exist. Buffers keep their free stream
+    /// until they are freed, so adopt a stream for allocation only if its owner
+    /// outlives them.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a stream of a green context (adopt it with
+    /// [`from_raw`](Self::from_raw) and the green [`Context`], which serialises
+    /// the threads that use it); the driver's error (an invalid handle is
+    /// `CUDA_ERROR_INVALID_HANDLE` or `CUDA_ERROR_INVALID_CONTEXT`, as far as the
+    /// driver can tell).
+    pub unsafe fn from_handle(handle: sys::CUstream) -> Result<Self> {
+        const WHAT: &str = "adopting a stream handle";
+        crate::device::init()?;
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        if crate::versions::driver_at_least(12050) {
+            let mut green: sys::CUgreenCtx = std::ptr::null_mut();
+            // SAFETY: both outputs are valid for writes; the caller vouches for
+            // the handle.
+            unsafe { sys::cuStreamGetCtx_v2(handle, &mut ctx, &mut green) }.check(|| WHAT)?;
+            if !green.is_null() {
+                return Err(Error::unsupported(
+                    WHAT,
+                    "the stream belongs to a green context: adopt it with `Stream::from_raw` \
+                     and the green `Context`",
+                ));
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe { sys::cuStreamGetCtx(handle, &mut ctx) }.check(|| WHAT)?;
+        }
+        let device = context_device(ctx, WHAT)?;
+        // SAFETY: the driver names `ctx` as the live stream's context, which the
+        // caller keeps alive.
+        let ctx = unsafe { Context::adopt(ctx, &device) }?;
+        Ok(Self::wrap(handle, ctx, false))
+    }
+
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUstream {
+        self.inner.handle
+    }
+
+    /// The device the stream belongs to.
+    pub fn device(&self) -> &Device {
+        self.inner.ctx.device()
+    }
+
+    /// The context the stream belongs to.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// Whether the stream does not synchronise with the legacy default stream.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn is_non_blocking(&self) -> Result<bool> {
+        let mut flags = 0;
+        // SAFETY: `flags` is valid for writes; the handle is live.
+        unsafe { sys::cuStreamGetFlags(self.inner.handle, &mut flags) }
+            .check(|| "reading a stream's flags")?;
+        Ok(flags & sys::CU_STREAM_NON_BLOCKING.0 != 0)
+    }
+
+    /// Whether this `Stream` destroys its handle on drop.
+    pub fn is_owned(&self) -> bool {
+        self.inner.owned
+    }
+
+    /// The stream's priority.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn priority(&self) -> Result<i32> {
+        let mut p = 0;
+        // SAFETY: `p` is valid for writes; the handle is live.
+        unsafe { sys::cuStreamGetPriority(self.inner.handle, &mut p) }
+            .check(|| "reading a stream's priority")?;
+        Ok(p)
+    }
+
+    /// Waits until all work queued so far has completed, then reports host
+    /// functions of this stream that panicked
+    /// ([`launch_host_func`](Self::launch_host_func)), once: the record is taken,
+    /// and the stream stays usable.
+    ///
+    /// # Errors
+    /// The driver's error, including errors of the queued work (a panic record
+    /// then waits for the next call); [`Error::HostCallbackPanicked`] when the
+    /// work completed but a host function panicked.
+    pub fn sync(&self) -> Result<()> {
+        self.wait()?;
+        match self.inner.panics.take() {
+            None => Ok(()),
+            Some(panic) => Err(Error::HostCallbackPanicked {
+                context: "synchronising a stream".into(),
+                panic,
+            }),
+        }
+    }
+
+    /// `cuStreamSynchronize`, leaving panic records for [`sync`](Self::sync): what
+    /// the crate's own waits use, so that only the user's `sync` reports a host
+    /// function's panic.
+    pub(crate) fn wait(&self) -> Result<()> {
+        // Held for green contexts too: the driver does not synchronise calls that
+        // touch one green context from several threads, waits included.
+        let _current = self.inner.ctx.ensure_current()?;
+        // SAFETY: a live stream.
+        unsafe { sys::cuStreamSynchronize(self.inner.handle) }.check(|| "synchronising a stream")
+    }
+
+    /// Where host functions of this stream record their panics.
+    pub(crate) fn panic_slot(&self) -> &std::sync::Arc<PanicSlot> {
+        &self.inner.panics
+    }
+
+    /// Waits for the stream; if that fails, waits for its whole context instead, so
+    /// no queued work is left running, and reports the stream's error. For paths
+    /// that release memory the queued work may still use (a host function's panic
+    /// is left for [`sync`](Self::sync) to report).
+    pub(crate) fn drain(&self) -> Result<()> {
+        let r = self.wait();
+        if r.is_err() {
+            let _ = self.context().sync();
+        }
+        r
+    }
+
+    /// Whether all work queued so far has completed, without waiting.
+    ///
+    /// # Errors
+    /// The driver's error for failed work.
+    pub fn is_done(&self) -> Result<bool> {
+        let _current = self.inner.ctx.ensure_current()?;
+        // SAFETY: a live stream.
+        let rc = unsafe { sys::cuStreamQuery(self.inner.handle) };
+        if rc == sys::CUDA_ERROR_NOT_READY {
+            return Ok(false);
+        }
+        rc.check(|| "querying a stream")?;
+        Ok(true)
+    }
+
+    /// Records an event at this point of the stream.
+    ///
+    /// # Errors
+    /// As [`Event::record`].
+    pub fn record(&self, event: &Event) -> Result<()> {
+        event.record(self)
+    }
+
+    /// Makes later work on this stream wait until `event` has completed.
+    ///
+    /// An IPC event (`ipc: true`, or opened from another process) can be waited
+    /// for only on a stream of its own device: on the H200s of driver 580 a wait
+    /// on another device's stream crashed the process inside the driver. Wait on a
+    /// stream of the event's device, then [`wait_stream`](Self::wait_stream) on
+    /// that stream.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`](crate::Error::Unsupported) for an IPC event of
+    /// another device; the driver's error.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        if event.options().ipc && event.device() != self.device() {
+            return Err(crate::Error::unsupported(
+                "making a stream wait for an event",
+                format!(
+                    "the event is an IPC event of device {} and the stream is on device {} \
+                     (wait on a stream of device {0}, then wait for that stream)",
+                    event.device().ordinal(),
+                    self.device().ordinal()
+                ),
+            ));
+        }
+        let _current = self.inner.ctx.ensure_current()?;
+        // SAFETY: a live stream and a live event.
+        unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
+            .check(|| "making a stream wait for an event")
+    }
+
+    /// Makes later work on this stream wait for all work queued so far on `other`
+    /// (through an event recorded on `other`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn wait_stream(&self, other: &Stream) -> Result<()> {
+        let e = Event::in_context(other.context(), crate::EventOptions::default())?;
+        e.record(other)?;
+        self.wait_event(&e)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.owned {
+            // Errors cannot be reported from drop; the handle is gone either way.
+            let _current = self.ctx.ensure_current();
+            // SAFETY: an owned, live stream, destroyed once.
+            let _ = unsafe { sys::cuStreamDestroy(self.handle) };
+        }
+    }
+}
+
+/// The device of the live context `ctx`: pushed current for `cuCtxGetDevice`,
+/// then popped, so the calling thread's current context is left as it was.
+fn context_device(ctx: sys::CUcontext, what: &'static str) -> Result<Device> {
+    // SAFETY: the caller passes a live context.
+    unsafe { sys::cuCtxPushCurrent(ctx) }.check(|| what)?;
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: `dev` is valid for writes; `ctx` is current.
+    let rc = unsafe { sys::cuCtxGetDevice(&mut dev) };
+    let mut popped: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: pops what was pushed above.
+    let pop = unsafe { sys::cuCtxPopCurrent(&mut popped) };
+    rc.check(|| what)?;
+    pop.check(|| what)?;
+    Device::from_driver_handle(dev, what)
+}

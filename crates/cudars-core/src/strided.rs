@@ -1,0 +1,1115 @@
+//! [`StridedMemoryView`]: the metadata of a strided array in memory CUDA can
+//! reach (address, shape, strides in elements, dtype, device), made from this
+//! crate's memory ([`StridedMemoryView::from_buffer`],
+//! [`StridedMemoryView::from_view`]), from a DLPack tensor
+//! ([`StridedMemoryView::from_dlpack`], in `dlpack.rs`) or from a CUDA Array
+//! Interface description ([`CudaArrayInterface`]); and
+//! [`IntoStridedMemoryView`], what a function takes to accept any of them.
+//!
+//! Architecture Invariant: every way in checks its layout with the same pure
+//! function ([`Layout::check`]): extents and strides not negative, a dtype of
+//! whole bytes, the span in bytes and the element count within 64 bits, and,
+//! where the memory's size is known, the span inside it. The view holds what
+//! keeps the memory alive (the producer's tensor, or an `Arc` of the
+//! allocation); only the CUDA Array Interface, which has no owner to hold, is
+//! `unsafe`.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use bytemuck::Pod;
+use cudars_bindings::driver as sys;
+
+use crate::dlpack::{DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, device_of};
+use crate::error::{Check as _, Error, Result};
+use crate::{ArcView, Buffer, DeviceBuffer, Stream};
+
+/// Row-major (C order) strides, in elements, of `shape`.
+pub(crate) fn row_major(shape: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1].saturating_mul(shape[i + 1].max(1));
+    }
+    strides
+}
+
+/// A checked layout: extents, strides in elements, the element size, the
+/// number of elements and the bytes from the first to one past the last
+/// element reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub(crate) shape: Vec<i64>,
+    pub(crate) strides: Vec<i64>,
+    pub(crate) elem: usize,
+    pub(crate) len: u64,
+    pub(crate) span: u64,
+}
+
+impl Layout {
+    /// Checks `shape` and `strides` (in elements; `None` for row-major) of
+    /// `dtype` elements and, with `avail`, that they reach no byte past the
+    /// first `avail`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a dtype with no whole byte size, as many
+    /// strides as extents, negative extents or strides, a span or element
+    /// count past 64 bits; with
+    /// [`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange) for a span
+    /// past `avail`.
+    pub(crate) fn check(
+        shape: &[i64],
+        strides: Option<&[i64]>,
+        dtype: DLDataType,
+        avail: Option<u64>,
+        what: &'static str,
+    ) -> Result<Self> {
+        let elem = dtype
+            .size_bytes()
+            .ok_or_else(|| Error::invalid(what, "the dtype is not a whole number of bytes"))?;
+        let strides = match strides {
+            Some(s) if s.len() != shape.len() => {
+                return Err(Error::invalid(
+                    what,
+                    format!("{} extents and {} strides", shape.len(), s.len()),
+                ));
+            }
+            Some(s) => s.to_vec(),
+            None => row_major(shape),
+        };
+        let span = extent_bytes(shape, &strides, elem, what)?;
+        // Zero strides can make many elements span a few bytes.
+        let len = element_count(shape).ok_or_else(|| {
+            Error::invalid(what, "the number of elements does not fit in 64 bits")
+        })?;
+        if let Some(avail) = avail {
+            if span > avail {
+                return Err(Error::out_of_range(
+                    what,
+                    format!("the layout spans {span} bytes and the memory holds {avail}"),
+                ));
+            }
+        }
+        Ok(Self {
+            shape: shape.to_vec(),
+            strides,
+            elem,
+            len,
+            span,
+        })
+    }
+}
+
+/// The span of bytes a strided layout touches, or an error for negative
+/// extents or strides and for a span that does not fit in 64 bits.
+fn extent_bytes(shape: &[i64], strides: &[i64], elem: usize, what: &'static str) -> Result<u64> {
+    if shape.iter().any(|&s| s < 0) {
+        return Err(Error::invalid(what, "a negative extent"));
+    }
+    if shape.contains(&0) {
+        return Ok(0);
+    }
+    let too_large = || Error::invalid(what, "the layout spans more bytes than 64 bits count");
+    let mut last: u64 = 0;
+    for (&n, &st) in shape.iter().zip(strides) {
+        let Ok(st) = u64::try_from(st) else {
+            return Err(Error::invalid(what, "negative strides are not supported"));
+        };
+        // `n` is at least 1 here.
+        let step = (n.unsigned_abs() - 1)
+            .checked_mul(st)
+            .ok_or_else(too_large)?;
+        last = last.checked_add(step).ok_or_else(too_large)?;
+    }
+    last.checked_add(1)
+        .and_then(|elements| elements.checked_mul(elem as u64))
+        .ok_or_else(too_large)
+}
+
+/// The number of elements of `shape` (non-negative extents), or `None` when it
+/// does not fit in 64 bits.
+fn element_count(shape: &[i64]) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(1u64, |count, &n| count.checked_mul(u64::try_from(n).ok()?))
+}
+
+/// What keeps a view's memory alive.
+enum Keep {
+    /// A DLPack producer's tensor, released through its deleter on drop.
+    Tensor(*mut DLManagedTensor),
+    /// An allocation of this crate.
+    Shared {
+        /// Held, never read.
+        _owner: Arc<dyn Any + Send + Sync>,
+    },
+    /// Nothing: memory described by a CUDA Array Interface, kept alive by
+    /// its producer (the caller of the `unsafe` constructor vouched for it).
+    Foreign,
+}
+
+/// A view of a strided array: address, shape, strides (in elements), dtype,
+/// device and whether it may be written. The counterpart of `cuda.core`'s
+/// `StridedMemoryView`, made:
+///
+/// - from this crate's memory: [`from_buffer`](Self::from_buffer) (an
+///   `Arc<Buffer>`, a dtype you name), [`from_view`](Self::from_view) (an
+///   [`ArcView<T>`], the dtype of `T`); the layout is checked to lie inside
+///   the memory, and the view holds the allocation;
+/// - from another library's DLPack tensor:
+///   [`from_dlpack`](Self::from_dlpack) (the view owns the tensor and calls
+///   its deleter on drop);
+/// - from a CUDA Array Interface description:
+///   [`from_cuda_array_interface`](Self::from_cuda_array_interface).
+///
+/// A function that accepts any of these takes an
+/// `impl` [`IntoStridedMemoryView`].
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+/// use std::sync::Arc;
+/// use cudars_core::{DeviceBuffer, StridedMemoryView};
+/// let m = Arc::new(DeviceBuffer::from_host(dev, &[0f32; 4 * 6], s)?);
+/// // The 3x4 tile of a 4x6 row-major matrix from row 1, column 2 on.
+/// let v = StridedMemoryView::from_view(&m.shared_slice(8..)?, &[3, 4], Some(&[6, 1]))?;
+/// assert_eq!((v.ptr(), v.len()), (m.as_buffer().ptr() + 32, 12));
+/// # Ok(()) }
+/// ```
+pub struct StridedMemoryView {
+    ptr: u64,
+    layout: Layout,
+    dtype: DLDataType,
+    device: DLDevice,
+    readonly: bool,
+    keep: Keep,
+}
+
+// SAFETY: the view owns its keep-alive: a DLPack tensor (DLPack lets the
+// consumer release it from any thread), an `Arc` of `Send + Sync` memory, or
+// nothing.
+unsafe impl Send for StridedMemoryView {}
+// SAFETY: the view's methods only read its own copies of the metadata.
+unsafe impl Sync for StridedMemoryView {}
+
+impl std::fmt::Debug for StridedMemoryView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keep = match self.keep {
+            Keep::Tensor(_) => "DLPack tensor",
+            Keep::Shared { .. } => "allocation",
+            Keep::Foreign => "none (CUDA Array Interface)",
+        };
+        f.debug_struct("StridedMemoryView")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("shape", &self.layout.shape)
+            .field("strides", &self.layout.strides)
+            .field("dtype", &self.dtype)
+            .field("device", &self.device)
+            .field("readonly", &self.readonly)
+            .field("keeps", &keep)
+            .finish()
+    }
+}
+
+impl StridedMemoryView {
+    /// A view of a DLPack tensor whose layout was checked (for `from_dlpack`).
+    pub(crate) fn of_tensor(
+        ptr: u64,
+        layout: Layout,
+        dtype: DLDataType,
+        device: DLDevice,
+        tensor: *mut DLManagedTensor,
+    ) -> Self {
+        Self {
+            ptr,
+            layout,
+            dtype,
+            device,
+            readonly: false,
+            keep: Keep::Tensor(tensor),
+        }
+    }
+
+    /// Views `buffer` as `dtype` elements of `shape` and `strides` (in
+    /// elements; `None` for compact row-major) from its first byte, as
+    /// `cuda.core`'s `StridedMemoryView.from_buffer`. The view holds the
+    /// buffer.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a dtype with no whole byte size, as many
+    /// strides as extents, negative extents or strides, or a layout that
+    /// reaches past the buffer
+    /// ([`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange)).
+    pub fn from_buffer(
+        buffer: &Arc<Buffer>,
+        shape: &[i64],
+        strides: Option<&[i64]>,
+        dtype: DLDataType,
+    ) -> Result<Self> {
+        let layout = Layout::check(
+            shape,
+            strides,
+            dtype,
+            Some(buffer.size() as u64),
+            "viewing a buffer as strided memory",
+        )?;
+        Ok(Self {
+            ptr: buffer.ptr(),
+            layout,
+            dtype,
+            device: device_of(buffer),
+            readonly: false,
+            keep: Keep::Shared {
+                _owner: buffer.clone(),
+            },
+        })
+    }
+
+    /// Views the elements of `view` with `shape` and `strides` (in elements;
+    /// `None` for compact row-major) from its first element, with `T`'s dtype.
+    /// The view holds the allocation.
+    ///
+    /// # Errors
+    /// As [`from_buffer`](Self::from_buffer); the layout must lie inside
+    /// `view`.
+    pub fn from_view<T: DLPackDType>(
+        view: &ArcView<T>,
+        shape: &[i64],
+        strides: Option<&[i64]>,
+    ) -> Result<Self> {
+        let layout = Layout::check(
+            shape,
+            strides,
+            T::DTYPE,
+            Some(view.byte_len() as u64),
+            "viewing typed memory as strided memory",
+        )?;
+        Ok(Self {
+            ptr: view.ptr(),
+            layout,
+            dtype: T::DTYPE,
+            device: device_of(view.buffer()),
+            readonly: false,
+            keep: Keep::Shared {
+                _owner: view.keep_alive(),
+            },
+        })
+    }
+
+    /// Views the memory a CUDA Array Interface (v3) description names, as
+    /// `cuda.core`'s `StridedMemoryView` does for an object with
+    /// `__cuda_array_interface__`. The device and the kind of memory are asked
+    /// of the driver (`cuPointerGetAttribute`; for a null `data`, which only an
+    /// empty array may have, the consumer's device, else device 0). When
+    /// `consumer` is given and the description names a producer `stream`,
+    /// later work on `consumer` waits for the work queued on the producer's
+    /// stream so far (an event, as `cudaStreamWaitEvent`); `None` opts out of
+    /// that ordering (`cuda.core`'s `stream_ptr=-1`).
+    ///
+    /// # Safety
+    /// `data` must be the address of memory CUDA can reach that holds the
+    /// whole layout and stays valid, and unchanged in kind, for as long as the
+    /// view and whatever it is handed to use it (the view holds nothing of
+    /// the producer's); the producer's `stream`, when `consumer` is given,
+    /// must be a live stream handle (or 1 or 2, the legacy and per-thread
+    /// default streams).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a version below 3, stream 0, a type
+    /// string [`DLDataType::from_typestr`] refuses, as many strides as
+    /// extents, byte strides that are not whole elements, negative extents or
+    /// strides, a null address of a non-empty array, or a span past 64 bits or
+    /// past the end of the address space; the driver's error when the pointer
+    /// is not one CUDA knows or the streams cannot be ordered.
+    pub unsafe fn from_cuda_array_interface(
+        cai: &CudaArrayInterface,
+        consumer: Option<&Stream>,
+    ) -> Result<Self> {
+        const WHAT: &str = "viewing memory described by the CUDA Array Interface";
+        let (dtype, layout) = cai.check()?;
+        let device = if cai.data == 0 {
+            DLDevice {
+                device_type: DLDeviceType::CUDA,
+                device_id: consumer.map_or(0, |s| s.device().ordinal() as i32),
+            }
+        } else {
+            pointer_device(cai.data, WHAT)?
+        };
+        if let (Some(producer), Some(consumer)) = (cai.stream, consumer) {
+            let handle = producer as usize as sys::CUstream;
+            if handle != consumer.handle() {
+                let producer =
+                    if handle == sys::CU_STREAM_LEGACY || handle == sys::CU_STREAM_PER_THREAD {
+                        // SAFETY: a special handle, valid in the consumer's context.
+                        unsafe { Stream::from_raw(handle, consumer.context()) }
+                    } else {
+                        // SAFETY: the caller vouches for the producer's stream;
+                        // the adopted handle is used only in this call.
+                        unsafe { Stream::from_handle(handle) }?
+                    };
+                consumer.wait_stream(&producer)?;
+            }
+        }
+        Ok(Self {
+            ptr: cai.data,
+            layout,
+            dtype,
+            device,
+            readonly: cai.readonly,
+            keep: Keep::Foreign,
+        })
+    }
+
+    /// The view as a CUDA Array Interface (v3) description: byte strides
+    /// (always given), no producer stream (the memory is ready for whatever
+    /// stream orders after the work that wrote it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a dtype the interface has no type string
+    /// for (`bfloat16`, vectors of several lanes).
+    pub fn cuda_array_interface(&self) -> Result<CudaArrayInterface> {
+        let typestr = self.dtype.typestr().ok_or_else(|| {
+            Error::invalid(
+                "describing a view with the CUDA Array Interface",
+                format!("the dtype {:?} has no type string", self.dtype),
+            )
+        })?;
+        // `elem` times a stride fits: the layout's span did.
+        let elem = self.layout.elem as i64;
+        Ok(CudaArrayInterface {
+            shape: self.layout.shape.clone(),
+            typestr,
+            data: self.ptr,
+            readonly: self.readonly,
+            strides: Some(
+                self.layout
+                    .strides
+                    .iter()
+                    .map(|&s| s.saturating_mul(elem))
+                    .collect(),
+            ),
+            stream: None,
+            version: 3,
+        })
+    }
+
+    /// The address of the first element (a device address for CUDA memory).
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The extents.
+    pub fn shape(&self) -> &[i64] {
+        &self.layout.shape
+    }
+
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[i64] {
+        &self.layout.strides
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DLDataType {
+        self.dtype
+    }
+
+    /// Where the memory lives.
+    pub fn device(&self) -> DLDevice {
+        self.device
+    }
+
+    /// Whether the producer allows only reads (a CUDA Array Interface's
+    /// `data[1]`; views of this crate's memory and DLPack tensors are
+    /// writable).
+    pub fn readonly(&self) -> bool {
+        self.readonly
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> u64 {
+        self.layout.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the elements are compact and row-major.
+    pub fn is_c_contiguous(&self) -> bool {
+        self.layout.strides == row_major(&self.layout.shape)
+    }
+
+    /// Bytes from the first to one past the last element.
+    pub fn extent_bytes(&self) -> u64 {
+        self.layout.span
+    }
+}
+
+impl Drop for StridedMemoryView {
+    fn drop(&mut self) {
+        if let Keep::Tensor(t) = self.keep {
+            // SAFETY: the view owns the tensor; its deleter runs once, here.
+            if let Some(d) = unsafe { (*t).deleter } {
+                // SAFETY: as above.
+                unsafe { d(t) };
+            }
+        }
+    }
+}
+
+/// The device and kind of memory of a pointer, asked of the driver.
+fn pointer_device(ptr: u64, what: &'static str) -> Result<DLDevice> {
+    crate::device::init()?;
+    let mut ordinal: i32 = 0;
+    let mut memory_type: u32 = 0;
+    let mut managed: u32 = 0;
+    for (attribute, out) in [
+        (
+            sys::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            (&raw mut ordinal).cast::<std::ffi::c_void>(),
+        ),
+        (
+            sys::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            (&raw mut memory_type).cast(),
+        ),
+        (
+            sys::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            (&raw mut managed).cast(),
+        ),
+    ] {
+        // SAFETY: each output is a live local of the size the attribute
+        // writes (an int, a CUmemorytype, a bool as unsigned int).
+        unsafe { sys::cuPointerGetAttribute(out, attribute, ptr) }
+            .check(|| format!("{what}: asking the driver about address {ptr:#x}"))?;
+    }
+    let device_type = if managed != 0 {
+        DLDeviceType::CUDA_MANAGED
+    } else if memory_type == sys::CU_MEMORYTYPE_HOST.0 {
+        DLDeviceType::CUDA_HOST
+    } else {
+        DLDeviceType::CUDA
+    };
+    Ok(DLDevice {
+        device_type,
+        device_id: ordinal,
+    })
+}
+
+/// The CUDA Array Interface, version 3: the description a producer's
+/// `__cuda_array_interface__` dictionary holds, as a Rust structure. Build it
+/// from what another library hands over and view it with
+/// [`StridedMemoryView::from_cuda_array_interface`];
+/// [`StridedMemoryView::cuda_array_interface`] writes one. The interface's
+/// `mask` is not supported (there is no field for it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaArrayInterface {
+    /// The extents (`shape`).
+    pub shape: Vec<i64>,
+    /// The element type (`typestr`), as NumPy writes it: a byte order (`<`
+    /// little-endian, `|` not applicable, `=` native, `>` big-endian), a kind
+    /// (`b` bool, `i` signed, `u` unsigned, `f` float, `c` complex) and a size
+    /// in bytes: `"<f4"`, `"|u1"`, `"<c16"`.
+    pub typestr: String,
+    /// The address of the first element (`data[0]`); 0 only for an empty
+    /// array.
+    pub data: u64,
+    /// Whether the memory may only be read (`data[1]`).
+    pub readonly: bool,
+    /// The strides in **bytes** (`strides`), or `None` for compact row-major.
+    pub strides: Option<Vec<i64>>,
+    /// The producer's stream (`stream`): a `CUstream` handle as an integer,
+    /// 1 for the legacy default stream, 2 for the per-thread one, or `None`
+    /// when the producer asks for no ordering. 0 is refused, as the interface
+    /// requires.
+    pub stream: Option<u64>,
+    /// The interface's version (`version`): at least 3.
+    pub version: u32,
+}
+
+impl CudaArrayInterface {
+    /// A version 3 description of a writable, compact row-major array with
+    /// no producer stream.
+    pub fn new(data: u64, shape: &[i64], typestr: &str) -> Self {
+        Self {
+            shape: shape.to_vec(),
+            typestr: typestr.to_owned(),
+            data,
+            readonly: false,
+            strides: None,
+            stream: None,
+            version: 3,
+        }
+    }
+
+    /// Checks the description without calling CUDA: the version, the type
+    /// string, the layout (byte strides must be whole elements) and the data
+    /// address (not null unless the array is empty, the span within 64-bit
+    /// addresses), and the stream (not 0). Returns the dtype and the layout in
+    /// elements.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming what is wrong.
+    pub(crate) fn check(&self) -> Result<(DLDataType, Layout)> {
+        const WHAT: &str = "reading a CUDA Array Interface description";
+        if self.version < 3 {
+            return Err(Error::invalid(
+                WHAT,
+                format!("version {} (version 3 or later is supported)", self.version),
+            ));
+        }
+        if self.stream == Some(0) {
+            return Err(Error::invalid(
+                WHAT,
+                "stream 0 is ambiguous and the interface disallows it (1 is the legacy \
+                 default stream, 2 the per-thread one, `None` no ordering)",
+            ));
+        }
+        let dtype = DLDataType::from_typestr(&self.typestr)?;
+        let strides = match &self.strides {
+            None => None,
+            Some(bytes) => {
+                let elem = dtype.size_bytes().unwrap_or(1) as i64;
+                let mut elements = Vec::with_capacity(bytes.len());
+                for &b in bytes {
+                    if b % elem != 0 {
+                        return Err(Error::invalid(
+                            WHAT,
+                            format!(
+                                "a stride of {b} bytes is not a whole number of \
+                                 {elem}-byte elements"
+                            ),
+                        ));
+                    }
+                    elements.push(b / elem);
+                }
+                Some(elements)
+            }
+        };
+        let layout = Layout::check(&self.shape, strides.as_deref(), dtype, None, WHAT)?;
+        if self.data == 0 && layout.len != 0 {
+            return Err(Error::invalid(
+                WHAT,
+                "the data address is null and the array is not empty",
+            ));
+        }
+        if self.data.checked_add(layout.span).is_none() {
+            return Err(Error::out_of_range(
+                WHAT,
+                format!(
+                    "{} bytes from address {:#x} pass the end of the address space",
+                    layout.span, self.data
+                ),
+            ));
+        }
+        Ok((dtype, layout))
+    }
+}
+
+impl DLDataType {
+    /// The dtype of a CUDA Array Interface (NumPy) type string: `"<f4"` is
+    /// [`F32`](Self::F32), `"|b1"` [`BOOL`](Self::BOOL), `"<c8"`
+    /// [`C64`](Self::C64).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a string that is not a byte order, a
+    /// kind and a size in decimal without leading zeros; a big-endian multi-byte type (CUDA devices are
+    /// little-endian); `|` on a multi-byte type; a kind or size with no DLPack
+    /// dtype (`b` of more than one byte, `f1`, `c4`, `V`, `M`, `O`, …).
+    pub fn from_typestr(typestr: &str) -> Result<Self> {
+        const WHAT: &str = "reading a CUDA Array Interface type string";
+        let bad = |why: &str| Error::invalid(WHAT, format!("`{typestr}`: {why}"));
+        let mut chars = typestr.chars();
+        let (Some(order), Some(kind)) = (chars.next(), chars.next()) else {
+            return Err(bad("too short (a byte order, a kind and a size, as `<f4`)"));
+        };
+        let digits = chars.as_str();
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad("the size after the kind is not a number of bytes"));
+        }
+        if digits.starts_with('0') {
+            return Err(bad("the size has a leading zero"));
+        }
+        let size: u32 = digits
+            .parse()
+            .map_err(|_| bad("the size does not fit in 32 bits"))?;
+        match order {
+            '<' => {}
+            '=' if cfg!(target_endian = "little") => {}
+            '|' | '>' if size == 1 => {}
+            '|' => return Err(bad("`|` (no byte order) on a multi-byte type")),
+            '>' | '=' => {
+                return Err(bad("big-endian elements (CUDA devices are little-endian)"));
+            }
+            _ => return Err(bad("the byte order is not one of `<`, `>`, `|`, `=`")),
+        }
+        let (code, sizes): (u8, &[u32]) = match kind {
+            'b' => (6, &[1]),
+            'i' => (0, &[1, 2, 4, 8]),
+            'u' => (1, &[1, 2, 4, 8]),
+            'f' => (2, &[2, 4, 8]),
+            'c' => (5, &[8, 16]),
+            _ => {
+                return Err(bad(
+                    "the kind is not one of `b`, `i`, `u`, `f`, `c` (the ones with a DLPack dtype)",
+                ));
+            }
+        };
+        if !sizes.contains(&size) {
+            return Err(bad(&format!(
+                "no DLPack dtype of kind `{kind}` has {size} bytes"
+            )));
+        }
+        Ok(Self {
+            code,
+            // At most 16 bytes, checked above.
+            bits: (size * 8) as u8,
+            lanes: 1,
+        })
+    }
+
+    /// The CUDA Array Interface (NumPy) type string of this dtype (`"<f4"`,
+    /// `"|u1"`), or `None` for one the interface has no string for
+    /// (`bfloat16`, several lanes, other codes).
+    pub fn typestr(self) -> Option<String> {
+        if self.lanes != 1 {
+            return None;
+        }
+        let kind = match (self.code, self.bits) {
+            (6, 8) => 'b',
+            (0, 8 | 16 | 32 | 64) => 'i',
+            (1, 8 | 16 | 32 | 64) => 'u',
+            (2, 16 | 32 | 64) => 'f',
+            (5, 64 | 128) => 'c',
+            _ => return None,
+        };
+        let bytes = self.bits / 8;
+        let order = if bytes == 1 { '|' } else { '<' };
+        Some(format!("{order}{kind}{bytes}"))
+    }
+}
+
+/// What a function can take to see its argument as a [`StridedMemoryView`]:
+/// the Rust shape of `cuda.core`'s `args_viewable_as_strided_memory`.
+/// Implemented for a view itself (one made from DLPack or the CUDA Array
+/// Interface), `Arc<Buffer>` (bytes, `uint8`), `Arc<DeviceBuffer<T>>` and
+/// [`ArcView<T>`] (one dimension of `T`'s dtype), and references to the
+/// shared handles.
+///
+/// ```no_run
+/// use cudars_core::{IntoStridedMemoryView, Result};
+/// fn describe(x: impl IntoStridedMemoryView) -> Result<String> {
+///     let v = x.into_strided_memory_view()?;
+///     Ok(format!("{:?} of {:?} at {:#x}", v.shape(), v.dtype(), v.ptr()))
+/// }
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> Result<()> {
+/// let a = std::sync::Arc::new(cudars_core::DeviceBuffer::from_host(dev, &[1u32, 2, 3], s)?);
+/// describe(&a)?;
+/// describe(a.shared_slice(1..)?)?;
+/// # Ok(()) }
+/// ```
+pub trait IntoStridedMemoryView {
+    /// The view.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the memory cannot be described (a
+    /// length past `i64::MAX`).
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView>;
+}
+
+impl IntoStridedMemoryView for StridedMemoryView {
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
+        Ok(self)
+    }
+}
+
+/// One dimension of `len` elements.
+pub(crate) fn one_dim(len: usize, what: &'static str) -> Result<[i64; 1]> {
+    i64::try_from(len)
+        .map(|n| [n])
+        .map_err(|_| Error::out_of_range(what, "the length does not fit in an i64"))
+}
+
+impl IntoStridedMemoryView for &Arc<Buffer> {
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
+        let shape = one_dim(self.size(), "viewing a buffer as strided memory")?;
+        StridedMemoryView::from_buffer(self, &shape, None, DLDataType::U8)
+    }
+}
+
+impl IntoStridedMemoryView for Arc<Buffer> {
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
+        (&self).into_strided_memory_view()
+    }
+}
+
+impl<T: DLPackDType> IntoStridedMemoryView for &ArcView<T> {
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
+        let shape = one_dim(self.len(), "viewing typed memory as strided memory")?;
+        StridedMemoryView::from_view(self, &shape, None)
+    }
+}
+
+impl<T: DLPackDType> IntoStridedMemoryView for ArcView<T> {
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
+        (&self).into_strided_memory_view()
+    }
+}
+
+impl<T: DLPackDType + Pod + Send + Sync> IntoStridedMemoryView for &Arc<DeviceBuffer<T>> {
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
+        self.shared_view().into_strided_memory_view()
+    }
+}
+
+impl<T: DLPackDType + Pod + Send + Sync> IntoStridedMemoryView for Arc<DeviceBuffer<T>> {
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
+        self.shared_view().into_strided_memory_view()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::InvalidKind;
+    use crate::arc_view::host_backed;
+    use crate::error::kind_of as kind;
+
+    #[test]
+    fn type_strings_map_to_dtypes_and_back() {
+        let cases = [
+            ("<f4", DLDataType::F32),
+            ("<f8", DLDataType::F64),
+            ("<f2", DLDataType::F16),
+            ("|b1", DLDataType::BOOL),
+            ("|i1", DLDataType::I8),
+            ("<i2", DLDataType::I16),
+            ("<i4", DLDataType::I32),
+            ("<i8", DLDataType::I64),
+            ("|u1", DLDataType::U8),
+            ("<u2", DLDataType::U16),
+            ("<u4", DLDataType::U32),
+            ("<u8", DLDataType::U64),
+            ("<c8", DLDataType::C64),
+            ("<c16", DLDataType::C128),
+        ];
+        for (s, d) in cases {
+            assert_eq!(DLDataType::from_typestr(s).unwrap(), d, "{s}");
+            assert_eq!(d.typestr().as_deref(), Some(s));
+        }
+        // Other spellings of the same types.
+        assert_eq!(DLDataType::from_typestr("<u1").unwrap(), DLDataType::U8);
+        assert_eq!(DLDataType::from_typestr(">i1").unwrap(), DLDataType::I8);
+        assert_eq!(DLDataType::from_typestr("=f4").unwrap(), DLDataType::F32);
+        assert_eq!(DLDataType::BF16.typestr(), None);
+        let vector = DLDataType {
+            lanes: 4,
+            ..DLDataType::F32
+        };
+        assert_eq!(vector.typestr(), None);
+    }
+
+    #[test]
+    fn bad_type_strings_are_refused_with_the_reason() {
+        for (s, why) in [
+            ("", "too short"),
+            ("<", "too short"),
+            ("<f", "not a number"),
+            ("<f4x", "not a number"),
+            ("<f-4", "not a number"),
+            ("<f99999999999", "32 bits"),
+            (">f4", "big-endian"),
+            ("|f4", "multi-byte"),
+            ("!f4", "byte order"),
+            ("<V8", "kind"),
+            ("<M8", "kind"),
+            ("<f1", "no DLPack dtype"),
+            ("<c4", "no DLPack dtype"),
+            ("<b2", "no DLPack dtype"),
+            ("<i16", "no DLPack dtype"),
+            ("<é4", "kind"),
+            ("|b01", "leading zero"),
+            ("<f0", "leading zero"),
+        ] {
+            let e = DLDataType::from_typestr(s).unwrap_err();
+            assert_eq!(e.invalid_kind(), Some(InvalidKind::Other), "{s}");
+            let text = e.to_string();
+            assert!(text.contains(why), "{s}: {text}");
+            assert!(text.contains(&format!("`{s}`")), "{s}: {text}");
+        }
+    }
+
+    #[test]
+    fn descriptions_are_checked_before_any_driver_call() {
+        let ok = CudaArrayInterface::new(0x1000, &[4, 6], "<f4");
+        let (dtype, layout) = ok.check().unwrap();
+        assert_eq!(dtype, DLDataType::F32);
+        assert_eq!(
+            (layout.strides.as_slice(), layout.len),
+            (&[6i64, 1][..], 24)
+        );
+        assert_eq!(layout.span, 96);
+
+        // Byte strides become element strides: a transposed 4x6 matrix.
+        let t = CudaArrayInterface {
+            shape: vec![6, 4],
+            strides: Some(vec![4, 24]),
+            ..ok.clone()
+        };
+        let (_, layout) = t.check().unwrap();
+        assert_eq!(
+            (layout.strides.as_slice(), layout.span),
+            (&[1i64, 6][..], 96)
+        );
+
+        let refused = |cai: CudaArrayInterface, k: InvalidKind, why: &str| {
+            let e = cai.check().unwrap_err();
+            assert_eq!(e.invalid_kind(), Some(k), "{cai:?}");
+            assert!(e.to_string().contains(why), "{cai:?}: {e}");
+        };
+        let with = |f: &dyn Fn(&mut CudaArrayInterface)| {
+            let mut c = ok.clone();
+            f(&mut c);
+            c
+        };
+        refused(with(&|c| c.version = 2), InvalidKind::Other, "version 2");
+        refused(
+            with(&|c| c.stream = Some(0)),
+            InvalidKind::Other,
+            "stream 0",
+        );
+        refused(
+            with(&|c| c.typestr = "<V4".into()),
+            InvalidKind::Other,
+            "kind",
+        );
+        refused(
+            with(&|c| c.strides = Some(vec![24, 2])),
+            InvalidKind::Other,
+            "a stride of 2 bytes",
+        );
+        refused(
+            with(&|c| c.strides = Some(vec![24])),
+            InvalidKind::Other,
+            "2 extents and 1 strides",
+        );
+        refused(
+            with(&|c| c.strides = Some(vec![-24, 4])),
+            InvalidKind::Other,
+            "negative strides",
+        );
+        refused(
+            with(&|c| c.shape = vec![-1, 6]),
+            InvalidKind::Other,
+            "negative extent",
+        );
+        refused(with(&|c| c.data = 0), InvalidKind::Other, "null");
+        refused(
+            with(&|c| c.data = u64::MAX - 10),
+            InvalidKind::OutOfRange,
+            "end of the address space",
+        );
+        refused(
+            with(&|c| {
+                c.shape = vec![1 << 62, 8];
+                c.strides = Some(vec![32, 4]);
+            }),
+            InvalidKind::Other,
+            "64 bits",
+        );
+        // An empty array may have a null address; a zero stride is allowed.
+        assert!(
+            with(&|c| {
+                c.data = 0;
+                c.shape = vec![0, 6];
+            })
+            .check()
+            .is_ok()
+        );
+        let (_, broadcast) = with(&|c| c.strides = Some(vec![0, 4])).check().unwrap();
+        assert_eq!((broadcast.len, broadcast.span), (24, 24));
+    }
+
+    #[test]
+    fn views_of_this_crates_memory_check_their_layout_and_hold_it() {
+        let values: Vec<f32> = (0..24).map(|i| i as f32).collect();
+        let mut mem: Vec<u8> = bytemuck::cast_slice(&values).to_vec();
+        let buf = host_backed(&mut mem);
+
+        let v = StridedMemoryView::from_buffer(&buf, &[4, 6], None, DLDataType::F32).unwrap();
+        assert_eq!(
+            (v.ptr(), v.shape(), v.strides()),
+            (buf.ptr(), &[4i64, 6][..], &[6i64, 1][..])
+        );
+        assert!(v.is_c_contiguous() && !v.readonly());
+        assert_eq!((v.len(), v.extent_bytes()), (24, 96));
+        assert_eq!(v.device().device_type, DLDeviceType::CUDA_HOST);
+        assert_eq!(Arc::strong_count(&buf), 2, "the view holds the buffer");
+        drop(v);
+        assert_eq!(Arc::strong_count(&buf), 1);
+
+        // A column of the matrix, by strides.
+        let col = StridedMemoryView::from_buffer(&buf, &[4], Some(&[6]), DLDataType::F32).unwrap();
+        assert_eq!((col.len(), col.extent_bytes()), (4, 76));
+        drop(col);
+        for (shape, strides, dtype, k) in [
+            (&[25i64][..], None, DLDataType::F32, InvalidKind::OutOfRange),
+            (
+                &[4, 7][..],
+                Some(&[6i64, 1][..]),
+                DLDataType::F32,
+                InvalidKind::OutOfRange,
+            ),
+            (&[13][..], None, DLDataType::F64, InvalidKind::OutOfRange),
+            (
+                &[4, 6][..],
+                Some(&[6i64][..]),
+                DLDataType::F32,
+                InvalidKind::Other,
+            ),
+            (&[-4][..], None, DLDataType::F32, InvalidKind::Other),
+            (
+                &[2][..],
+                None,
+                DLDataType {
+                    bits: 4,
+                    ..DLDataType::U8
+                },
+                InvalidKind::Other,
+            ),
+        ] {
+            assert_eq!(
+                kind(StridedMemoryView::from_buffer(&buf, shape, strides, dtype)),
+                k,
+                "{shape:?} {strides:?}"
+            );
+        }
+
+        // A typed view: the tile from element 7 on, inside the view only.
+        let all = ArcView::<f32>::of_buffer(&buf).unwrap();
+        let tail = all.slice(7..).unwrap();
+        let tile = StridedMemoryView::from_view(&tail, &[3, 4], Some(&[6, 1])).unwrap();
+        assert_eq!(
+            (tile.ptr(), tile.dtype()),
+            (buf.ptr() + 28, DLDataType::F32)
+        );
+        assert_eq!(
+            kind(StridedMemoryView::from_view(&tail, &[3, 6], Some(&[6, 1]))),
+            InvalidKind::OutOfRange,
+        );
+        let cai = tile.cuda_array_interface().unwrap();
+        assert_eq!(cai.typestr, "<f4");
+        assert_eq!(cai.strides.as_deref(), Some(&[24i64, 4][..]));
+        assert_eq!(
+            (cai.data, cai.version, cai.stream),
+            (buf.ptr() + 28, 3, None)
+        );
+        let (_, back) = cai.check().unwrap();
+        assert_eq!(back, tile.layout);
+        drop((all, tail));
+        assert_eq!(Arc::strong_count(&buf), 2, "the tile holds the buffer");
+        drop(tile);
+
+        // The trait, for each of the crate's kinds of memory.
+        let bytes = (&buf).into_strided_memory_view().unwrap();
+        assert_eq!(
+            (bytes.shape(), bytes.dtype()),
+            (&[96i64][..], DLDataType::U8)
+        );
+        let typed = ArcView::<u32>::of_buffer(&buf)
+            .unwrap()
+            .slice(2..5)
+            .unwrap()
+            .into_strided_memory_view()
+            .unwrap();
+        assert_eq!(
+            (typed.shape(), typed.dtype(), typed.ptr()),
+            (&[3i64][..], DLDataType::U32, buf.ptr() + 8)
+        );
+        let again = typed.into_strided_memory_view().unwrap();
+        assert_eq!(again.len(), 3);
+        drop((bytes, again));
+        assert_eq!(Arc::strong_count(&buf), 1);
+    }
+
+    mod hostile {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn extent() -> impl Strategy<Value = i64> {
+            prop_oneof![-2i64..=5, Just(i64::MAX), Just(1 << 40), any::<i64>()]
+        }
+
+        fn typestr() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "[<>|=][biufcVM][0-9]{1,3}",
+                ".{0,6}",
+                Just("<f4".to_owned()),
+                Just("|u1".to_owned()),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(cudars_tests::proptest_cases(512)))]
+
+            /// Any type string: a dtype that prints back to a spelling of it,
+            /// or a typed refusal.
+            #[test]
+            fn type_strings_parse_or_are_refused(s in typestr()) {
+                match DLDataType::from_typestr(&s) {
+                    Ok(d) => {
+                        let back = d.typestr().unwrap();
+                        prop_assert_eq!(&back[1..], &s[1..]);
+                        prop_assert_eq!(d.size_bytes(), Some(s[2..].parse::<usize>().unwrap()));
+                    }
+                    Err(e) => prop_assert_eq!(e.invalid_kind(), Some(InvalidKind::Other)),
+                }
+            }
+
+            /// Any description: a layout whose figures agree with a wide
+            /// brute-force computation, or a typed refusal.
+            #[test]
+            fn descriptions_check_or_are_refused(
+                shape in proptest::collection::vec(extent(), 0..4),
+                strides in proptest::option::of(proptest::collection::vec(extent(), 0..4)),
+                data in prop_oneof![Just(0u64), Just(0x1000u64), any::<u64>()],
+                s in typestr(),
+                version in 0u32..5,
+                stream in proptest::option::of(0u64..4),
+            ) {
+                let cai = CudaArrayInterface {
+                    shape: shape.clone(),
+                    typestr: s,
+                    data,
+                    readonly: false,
+                    strides: strides.clone(),
+                    stream,
+                    version,
+                };
+                match cai.check() {
+                    Ok((dtype, layout)) => {
+                        let elem = dtype.size_bytes().unwrap() as i128;
+                        prop_assert!(version >= 3 && stream != Some(0));
+                        let count = shape.iter().map(|&n| n as i128).product::<i128>();
+                        prop_assert_eq!(count, i128::from(layout.len));
+                        let span = if count == 0 {
+                            0
+                        } else {
+                            let bytes = strides.unwrap_or_else(|| {
+                                row_major(&shape).iter().map(|&st| st * elem as i64).collect()
+                            });
+                            let last: i128 = shape
+                                .iter()
+                                .zip(&bytes)
+                                .map(|(&n, &b)| (n as i128 - 1) * b as i128)
+                                .sum();
+                            last + elem
+                        };
+                        prop_assert_eq!(span, i128::from(layout.span));
+                        prop_assert!(data != 0 || count == 0);
+                        prop_assert!(u128::from(data) + layout.span as u128 <= u128::from(u64::MAX));
+                    }
+                    Err(e) => prop_assert!(e.invalid_kind().is_some(), "{e:?}"),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,1169 @@
+//! What a GPU is and how it is built, as NVML reports it: MIG, InfoROM, CPU and
+//! memory affinity, BAR1, fans and coolers, architecture, brand, NUMA node,
+//! persistence and display modes.
+
+use std::ffi::{c_uint, c_ulong};
+
+use cudars_bindings::nvml::*;
+
+use super::{NvmlCheck as _, SystemDevice, read_string, struct_version};
+use crate::error::{Error, Result};
+
+/// The GPU architecture NVML reports ([`SystemDevice::arch`]; `DeviceArch` in
+/// Python).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DeviceArch {
+    /// Kepler.
+    Kepler,
+    /// Maxwell.
+    Maxwell,
+    /// Pascal.
+    Pascal,
+    /// Volta.
+    Volta,
+    /// Turing.
+    Turing,
+    /// Ampere.
+    Ampere,
+    /// Ada Lovelace.
+    Ada,
+    /// Hopper.
+    Hopper,
+    /// Blackwell.
+    Blackwell,
+    /// NVML says it does not know (`NVML_DEVICE_ARCH_UNKNOWN`).
+    Unknown,
+    /// A value this crate does not know (NVML's raw value).
+    Other(u32),
+}
+
+impl DeviceArch {
+    fn from_raw(a: nvmlDeviceArchitecture_t) -> Self {
+        match a {
+            NVML_DEVICE_ARCH_KEPLER => Self::Kepler,
+            NVML_DEVICE_ARCH_MAXWELL => Self::Maxwell,
+            NVML_DEVICE_ARCH_PASCAL => Self::Pascal,
+            NVML_DEVICE_ARCH_VOLTA => Self::Volta,
+            NVML_DEVICE_ARCH_TURING => Self::Turing,
+            NVML_DEVICE_ARCH_AMPERE => Self::Ampere,
+            NVML_DEVICE_ARCH_ADA => Self::Ada,
+            NVML_DEVICE_ARCH_HOPPER => Self::Hopper,
+            NVML_DEVICE_ARCH_BLACKWELL => Self::Blackwell,
+            NVML_DEVICE_ARCH_UNKNOWN => Self::Unknown,
+            other => Self::Other(other),
+        }
+    }
+}
+
+/// The product brand NVML reports ([`SystemDevice::brand`]); it displays as
+/// Python's `brand` string (`Tesla`, `GeForce RTX`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Brand {
+    /// NVML does not know.
+    Unknown,
+    /// Quadro.
+    Quadro,
+    /// Tesla (data-centre GPUs: A100, H100, …).
+    Tesla,
+    /// NVS.
+    Nvs,
+    /// GRID.
+    Grid,
+    /// GeForce.
+    GeForce,
+    /// Titan.
+    Titan,
+    /// NVIDIA virtual applications.
+    NvidiaVapps,
+    /// NVIDIA virtual PC.
+    NvidiaVpc,
+    /// NVIDIA virtual compute server.
+    NvidiaVcs,
+    /// NVIDIA RTX virtual workstation.
+    NvidiaVws,
+    /// NVIDIA cloud gaming (also vGaming: NVML gives both one value).
+    NvidiaCloudGaming,
+    /// Quadro RTX.
+    QuadroRtx,
+    /// NVIDIA RTX.
+    NvidiaRtx,
+    /// NVIDIA.
+    Nvidia,
+    /// GeForce RTX.
+    GeForceRtx,
+    /// Titan RTX.
+    TitanRtx,
+    /// A value this crate does not know (NVML's raw value).
+    Other(u32),
+}
+
+impl Brand {
+    fn from_raw(b: nvmlBrandType_t) -> Self {
+        match b {
+            NVML_BRAND_UNKNOWN => Self::Unknown,
+            NVML_BRAND_QUADRO => Self::Quadro,
+            NVML_BRAND_TESLA => Self::Tesla,
+            NVML_BRAND_NVS => Self::Nvs,
+            NVML_BRAND_GRID => Self::Grid,
+            NVML_BRAND_GEFORCE => Self::GeForce,
+            NVML_BRAND_TITAN => Self::Titan,
+            NVML_BRAND_NVIDIA_VAPPS => Self::NvidiaVapps,
+            NVML_BRAND_NVIDIA_VPC => Self::NvidiaVpc,
+            NVML_BRAND_NVIDIA_VCS => Self::NvidiaVcs,
+            NVML_BRAND_NVIDIA_VWS => Self::NvidiaVws,
+            NVML_BRAND_NVIDIA_CLOUD_GAMING => Self::NvidiaCloudGaming,
+            NVML_BRAND_QUADRO_RTX => Self::QuadroRtx,
+            NVML_BRAND_NVIDIA_RTX => Self::NvidiaRtx,
+            NVML_BRAND_NVIDIA => Self::Nvidia,
+            NVML_BRAND_GEFORCE_RTX => Self::GeForceRtx,
+            NVML_BRAND_TITAN_RTX => Self::TitanRtx,
+            other => Self::Other(other.0),
+        }
+    }
+}
+
+impl std::fmt::Display for Brand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            Self::Unknown => "Unknown",
+            Self::Quadro => "Quadro",
+            Self::Tesla => "Tesla",
+            Self::Nvs => "NVS",
+            Self::Grid => "GRID",
+            Self::GeForce => "GeForce",
+            Self::Titan => "Titan",
+            Self::NvidiaVapps => "NVIDIA vApps",
+            Self::NvidiaVpc => "NVIDIA VPC",
+            Self::NvidiaVcs => "NVIDIA VCS",
+            Self::NvidiaVws => "NVIDIA VWS",
+            Self::NvidiaCloudGaming => "NVIDIA Cloud Gaming",
+            Self::QuadroRtx => "Quadro RTX",
+            Self::NvidiaRtx => "NVIDIA RTX",
+            Self::Nvidia => "NVIDIA",
+            Self::GeForceRtx => "GeForce RTX",
+            Self::TitanRtx => "Titan RTX",
+            Self::Other(v) => return write!(f, "brand {v}"),
+        };
+        f.write_str(s)
+    }
+}
+
+/// A device's MIG (Multi-Instance GPU) mode ([`SystemDevice::mig_mode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct MigMode {
+    /// Whether MIG is enabled now.
+    pub current: bool,
+    /// Whether MIG will be enabled after the next activation (a GPU reset).
+    pub pending: bool,
+}
+
+/// An InfoROM object whose version can be read
+/// ([`SystemDevice::inforom_version`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InforomObject {
+    /// The OEM object.
+    Oem,
+    /// The ECC object.
+    Ecc,
+    /// The power-management object.
+    Power,
+    /// The DRAM-encryption object.
+    Den,
+}
+
+impl InforomObject {
+    fn raw(self) -> nvmlInforomObject_t {
+        match self {
+            Self::Oem => NVML_INFOROM_OEM,
+            Self::Ecc => NVML_INFOROM_ECC,
+            Self::Power => NVML_INFOROM_POWER,
+            Self::Den => NVML_INFOROM_DEN,
+        }
+    }
+}
+
+/// Which kind of set an affinity query returns
+/// ([`SystemDevice::cpu_affinity`], [`SystemDevice::memory_affinity`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum AffinityScope {
+    /// NUMA nodes (the default).
+    #[default]
+    Node,
+    /// CPU sockets.
+    Socket,
+}
+
+impl AffinityScope {
+    fn raw(self) -> nvmlAffinityScope_t {
+        match self {
+            Self::Node => NVML_AFFINITY_SCOPE_NODE,
+            Self::Socket => NVML_AFFINITY_SCOPE_SOCKET,
+        }
+    }
+}
+
+/// BAR1 memory, in bytes: the window through which the CPU and other PCIe
+/// devices reach device memory ([`SystemDevice::bar1_memory_info`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct Bar1MemoryInfo {
+    /// Total BAR1 memory.
+    pub total: u64,
+    /// Unallocated BAR1 memory.
+    pub free: u64,
+    /// Allocated BAR1 memory.
+    pub used: u64,
+}
+
+/// How a fan is controlled ([`Fan::control_policy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FanControlPolicy {
+    /// The driver controls the fan by temperature.
+    TemperatureControlled,
+    /// The fan is set by hand.
+    Manual,
+    /// A value this crate does not know (NVML's raw value).
+    Other(u32),
+}
+
+/// How a cooler's control signal works ([`CoolerInfo::signal_type`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CoolerControl {
+    /// On or off.
+    Toggle,
+    /// A variable speed.
+    Variable,
+    /// A value this crate does not know (NVML's raw value).
+    Other(u32),
+}
+
+/// What a cooler cools ([`CoolerInfo::targets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CoolerTarget {
+    /// Nothing.
+    None,
+    /// The GPU.
+    Gpu,
+    /// The memory.
+    Memory,
+    /// The power supply.
+    PowerSupply,
+}
+
+/// One cooler of a device ([`SystemDevice::cooler_info`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct CoolerInfo {
+    /// How its control signal works; `None` when NVML says it has none.
+    pub signal_type: Option<CoolerControl>,
+    /// What it cools.
+    pub targets: Vec<CoolerTarget>,
+}
+
+/// The set bits of an NVML bitmask (CPU or NUMA-node set), as indices, lowest
+/// first: bit `b` of word `w` is index `w * c_ulong::BITS + b`.
+pub(super) fn unpack_bitmask(words: &[c_ulong]) -> Vec<usize> {
+    let bits = c_ulong::BITS as usize;
+    let mut out = Vec::new();
+    for (w, &word) in words.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            let b = rest.trailing_zeros() as usize;
+            out.push(w * bits + b);
+            rest &= rest - 1;
+        }
+    }
+    out
+}
+
+/// The targets in a cooler's target mask.
+pub(super) fn cooler_targets(mask: u32) -> Vec<CoolerTarget> {
+    [
+        (NVML_THERMAL_COOLER_TARGET_NONE, CoolerTarget::None),
+        (NVML_THERMAL_COOLER_TARGET_GPU, CoolerTarget::Gpu),
+        (NVML_THERMAL_COOLER_TARGET_MEMORY, CoolerTarget::Memory),
+        (
+            NVML_THERMAL_COOLER_TARGET_POWER_SUPPLY,
+            CoolerTarget::PowerSupply,
+        ),
+    ]
+    .into_iter()
+    .filter(|(bit, _)| mask & bit.0 != 0)
+    .map(|(_, t)| t)
+    .collect()
+}
+
+/// The number of CPUs and NUMA nodes the affinity queries make room for: 8192,
+/// the largest `NR_CPUS` Linux is configured with.
+const AFFINITY_BITS: usize = 8192;
+
+impl SystemDevice {
+    /// Reads an `nvmlEnableState_t` through `call`, as a `bool`.
+    fn read_enabled(
+        &self,
+        what: &str,
+        function: &str,
+        call: impl FnOnce(nvmlDevice_t, *mut nvmlEnableState_t) -> nvmlReturn_t,
+    ) -> Result<bool> {
+        self.read_from(NVML_FEATURE_DISABLED, what, function, call)
+            .map(|state| state == NVML_FEATURE_ENABLED)
+    }
+
+    /// The architecture (`nvmlDeviceGetArchitecture`; `arch` in Python):
+    /// [`DeviceArch::Hopper`] on an H100.
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn arch(&self) -> Result<DeviceArch> {
+        let a = self.read_uint(
+            "reading the architecture",
+            "nvmlDeviceGetArchitecture",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetArchitecture(h, p) }
+            },
+        )?;
+        Ok(DeviceArch::from_raw(a))
+    }
+
+    /// The product brand (`nvmlDeviceGetBrand`): [`Brand::Tesla`] on data-centre
+    /// GPUs; `to_string()` gives Python's `brand` string.
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn brand(&self) -> Result<Brand> {
+        self.read_from(
+            NVML_BRAND_UNKNOWN,
+            "reading the brand",
+            "nvmlDeviceGetBrand",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetBrand(h, p) }
+            },
+        )
+        .map(Brand::from_raw)
+    }
+
+    /// The NUMA node the GPU itself is (`nvmlDeviceGetNumaNodeId`;
+    /// `numa_node_id` in Python), on platforms where GPU memory is a NUMA node
+    /// (Grace Hopper). It is not the node nearest the GPU: for that see
+    /// [`memory_affinity`](Self::memory_affinity).
+    ///
+    /// # Errors
+    /// NVML's error: [`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// platforms where the GPU is not a NUMA node.
+    pub fn numa_node_id(&self) -> Result<u32> {
+        self.read_uint(
+            "reading the NUMA node",
+            "nvmlDeviceGetNumaNodeId",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetNumaNodeId(h, p) }
+            },
+        )
+    }
+
+    /// Whether persistence mode is on (`nvmlDeviceGetPersistenceMode`;
+    /// `is_persistence_mode_enabled` in Python): the driver stays loaded while
+    /// no client uses the GPU. Linux only.
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// Windows).
+    pub fn is_persistence_mode_enabled(&self) -> Result<bool> {
+        self.read_enabled(
+            "reading the persistence mode",
+            "nvmlDeviceGetPersistenceMode",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetPersistenceMode(h, p) }
+            },
+        )
+    }
+
+    /// Whether a display is connected to one of the GPU's connectors
+    /// (`nvmlDeviceGetDisplayMode`; `is_display_connected` in Python).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn is_display_connected(&self) -> Result<bool> {
+        self.read_enabled(
+            "reading the display mode",
+            "nvmlDeviceGetDisplayMode",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetDisplayMode(h, p) }
+            },
+        )
+    }
+
+    /// Whether a display is initialised on the GPU, monitor or not
+    /// (`nvmlDeviceGetDisplayActive`; `is_display_active` in Python).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn is_display_active(&self) -> Result<bool> {
+        self.read_enabled(
+            "reading whether a display is active",
+            "nvmlDeviceGetDisplayActive",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetDisplayActive(h, p) }
+            },
+        )
+    }
+
+    /// The minor number of the device node, `/dev/nvidia<minor>`
+    /// (`nvmlDeviceGetMinorNumber`; `minor_number` in Python). Linux only.
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn minor_number(&self) -> Result<u32> {
+        self.read_uint(
+            "reading the minor number",
+            "nvmlDeviceGetMinorNumber",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetMinorNumber(h, p) }
+            },
+        )
+    }
+
+    /// The GPU module's identifier on its baseboard, 0 for boards that are not
+    /// baseboards (`nvmlDeviceGetModuleId`; `module_id` in Python).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn module_id(&self) -> Result<u32> {
+        self.read_uint("reading the module id", "nvmlDeviceGetModuleId", |h, p| {
+            // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+            unsafe { nvmlDeviceGetModuleId(h, p) }
+        })
+    }
+
+    // --- MIG ---------------------------------------------------------------
+
+    /// Whether this handle is a MIG device (one compute instance of a GPU in
+    /// MIG mode), as [`mig_device`](Self::mig_device) returns
+    /// (`nvmlDeviceIsMigDeviceHandle`; `mig.is_mig_device` in Python).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn is_mig_device(&self) -> Result<bool> {
+        let v = self.read_uint(
+            "asking whether it is a MIG device",
+            "nvmlDeviceIsMigDeviceHandle",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceIsMigDeviceHandle(h, p) }
+            },
+        )?;
+        Ok(v != 0)
+    }
+
+    /// The current and pending MIG mode (`nvmlDeviceGetMigMode`; `mig.mode` and
+    /// `mig.pending_mode` in Python).
+    ///
+    /// # Errors
+    /// NVML's error: [`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on GPUs
+    /// without MIG (before Ampere, consumer boards).
+    pub fn mig_mode(&self) -> Result<MigMode> {
+        let (mut current, mut pending) = (0, 0);
+        // SAFETY: the handle is valid (see the type's docs); both outputs are
+        // valid for writes.
+        unsafe { nvmlDeviceGetMigMode(self.handle, &mut current, &mut pending) }
+            .check(|| self.ctx("reading the MIG mode", "nvmlDeviceGetMigMode"))?;
+        Ok(MigMode {
+            current: current == NVML_DEVICE_MIG_ENABLE,
+            pending: pending == NVML_DEVICE_MIG_ENABLE,
+        })
+    }
+
+    /// How many MIG devices can exist under this GPU, 0 when MIG is off
+    /// (`nvmlDeviceGetMaxMigDeviceCount`; `mig.device_count` in Python). Some
+    /// indices below it may hold no MIG device: [`mig_devices`](Self::mig_devices)
+    /// skips those.
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on GPUs
+    /// without MIG).
+    pub fn mig_device_count(&self) -> Result<u32> {
+        self.read_uint(
+            "reading the MIG device count",
+            "nvmlDeviceGetMaxMigDeviceCount",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetMaxMigDeviceCount(h, p) }
+            },
+        )
+    }
+
+    /// The MIG device at `index` under this GPU
+    /// (`nvmlDeviceGetMigDeviceHandleByIndex`; `mig.get_device_by_index` in
+    /// Python), usable with the queries NVML answers per compute instance. Its
+    /// [`index`](Self::index) is this GPU's. A MIG device's handle stays valid
+    /// until its compute instance is destroyed (or the GPU reset); ask again
+    /// after reconfiguring MIG.
+    ///
+    /// # Errors
+    /// NVML's error: [`NvmlErrorKind::NotFound`](crate::NvmlErrorKind) when no
+    /// MIG device is at `index`, `InvalidArgument` past
+    /// [`mig_device_count`](Self::mig_device_count), `NotSupported` without MIG.
+    pub fn mig_device(&self, index: u32) -> Result<SystemDevice> {
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: the handle is valid (see the type's docs); `handle` is valid for
+        // writes.
+        unsafe { nvmlDeviceGetMigDeviceHandleByIndex(self.handle, index, &mut handle) }.check(
+            || {
+                self.ctx(
+                    &format!("opening MIG device {index}"),
+                    "nvmlDeviceGetMigDeviceHandleByIndex",
+                )
+            },
+        )?;
+        Ok(SystemDevice {
+            handle,
+            index: self.index,
+            mig: Some(index),
+        })
+    }
+
+    /// Every MIG device under this GPU (`mig.get_all_devices` in Python): those
+    /// of the indices below [`mig_device_count`](Self::mig_device_count) that
+    /// hold one. Empty when MIG is off.
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on GPUs
+    /// without MIG).
+    pub fn mig_devices(&self) -> Result<Vec<SystemDevice>> {
+        let mut out = Vec::new();
+        for i in 0..self.mig_device_count()? {
+            match self.mig_device(i) {
+                Ok(d) => out.push(d),
+                Err(e) if e.nvml_kind() == Some(crate::NvmlErrorKind::NotFound) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The GPU a MIG device belongs to
+    /// (`nvmlDeviceGetDeviceHandleFromMigDeviceHandle`; `mig.parent` in Python).
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::InvalidArgument`](crate::NvmlErrorKind) when
+    /// this is not a MIG device).
+    pub fn mig_parent(&self) -> Result<SystemDevice> {
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: the handle is valid (see the type's docs); `handle` is valid for
+        // writes.
+        unsafe { nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self.handle, &mut handle) }.check(
+            || {
+                self.ctx(
+                    "reading the parent GPU",
+                    "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+                )
+            },
+        )?;
+        SystemDevice::from_handle(handle)
+    }
+
+    // --- InfoROM -----------------------------------------------------------
+
+    /// The InfoROM image version (`nvmlDeviceGetInforomImageVersion`;
+    /// `inforom.image_version` in Python), which, like the VBIOS version,
+    /// names exactly what is flashed on the board.
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on boards
+    /// without an InfoROM).
+    pub fn inforom_image_version(&self) -> Result<String> {
+        read_string(
+            NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE,
+            || {
+                self.ctx(
+                    "reading the InfoROM image version",
+                    "nvmlDeviceGetInforomImageVersion",
+                )
+            },
+            |buf, len| {
+                // SAFETY: the handle is valid; `buf` is valid for writes of `len`
+                // bytes.
+                unsafe { nvmlDeviceGetInforomImageVersion(self.handle, buf, len) }
+            },
+        )
+    }
+
+    /// The version of one InfoROM object (`nvmlDeviceGetInforomVersion`;
+    /// `inforom.get_version` in Python): which features the board's InfoROM
+    /// supports.
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on boards
+    /// without an InfoROM or without that object).
+    pub fn inforom_version(&self, object: InforomObject) -> Result<String> {
+        read_string(
+            NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE,
+            || {
+                self.ctx(
+                    &format!("reading the version of InfoROM object {object:?}"),
+                    "nvmlDeviceGetInforomVersion",
+                )
+            },
+            |buf, len| {
+                // SAFETY: the handle is valid; `buf` is valid for writes of `len`
+                // bytes.
+                unsafe { nvmlDeviceGetInforomVersion(self.handle, object.raw(), buf, len) }
+            },
+        )
+    }
+
+    /// The checksum of the configuration stored in the InfoROM
+    /// (`nvmlDeviceGetInforomConfigurationChecksum`;
+    /// `inforom.configuration_checksum` in Python): equal on two GPUs with the
+    /// same configuration.
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on boards
+    /// without an InfoROM).
+    pub fn inforom_configuration_checksum(&self) -> Result<u32> {
+        self.read_uint(
+            "reading the InfoROM configuration checksum",
+            "nvmlDeviceGetInforomConfigurationChecksum",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetInforomConfigurationChecksum(h, p) }
+            },
+        )
+    }
+
+    /// Reads the InfoROM from flash and checks its checksums
+    /// (`nvmlDeviceValidateInforom`; `inforom.validate` in Python).
+    ///
+    /// # Errors
+    /// NVML's error: [`NvmlErrorKind::CorruptedInforom`](crate::NvmlErrorKind)
+    /// when it is corrupted, `NotSupported` on boards without an InfoROM.
+    pub fn validate_inforom(&self) -> Result<()> {
+        // SAFETY: the handle is valid (see the type's docs).
+        unsafe { nvmlDeviceValidateInforom(self.handle) }
+            .check(|| self.ctx("validating the InfoROM", "nvmlDeviceValidateInforom"))
+    }
+
+    /// When the BBX (black box) InfoROM object was last flushed during this
+    /// run of the driver, and how long the flush took
+    /// (`nvmlDeviceGetLastBBXFlushTime`; `inforom.bbx_flush_time` in Python).
+    ///
+    /// # Errors
+    /// NVML's error: [`NvmlErrorKind::NotReady`](crate::NvmlErrorKind) when the
+    /// object has not been flushed yet, `NotSupported` on boards without an
+    /// InfoROM.
+    pub fn inforom_bbx_flush_time(&self) -> Result<BbxFlushTime> {
+        let (mut timestamp, mut duration_us) = (0, 0);
+        // SAFETY: the handle is valid (see the type's docs); both outputs are
+        // valid for writes.
+        unsafe { nvmlDeviceGetLastBBXFlushTime(self.handle, &mut timestamp, &mut duration_us) }
+            .check(|| {
+                self.ctx(
+                    "reading when the InfoROM black box was last flushed",
+                    "nvmlDeviceGetLastBBXFlushTime",
+                )
+            })?;
+        Ok(BbxFlushTime {
+            timestamp,
+            // `unsigned long`: 64 bits on Linux, 32 on Windows.
+            #[allow(clippy::useless_conversion)]
+            duration_us: u64::from(duration_us),
+        })
+    }
+
+    /// The board part number programmed into the InfoROM
+    /// (`nvmlDeviceGetBoardPartNumber`; `inforom.board_part_number` in Python).
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) when the
+    /// board has none).
+    pub fn board_part_number(&self) -> Result<String> {
+        read_string(
+            NVML_DEVICE_PART_NUMBER_BUFFER_SIZE,
+            || {
+                self.ctx(
+                    "reading the board part number",
+                    "nvmlDeviceGetBoardPartNumber",
+                )
+            },
+            |buf, len| {
+                // SAFETY: the handle is valid; `buf` is valid for writes of `len`
+                // bytes.
+                unsafe { nvmlDeviceGetBoardPartNumber(self.handle, buf, len) }
+            },
+        )
+    }
+
+    // --- Affinity ----------------------------------------------------------
+
+    /// Reads an affinity bitmask through `call` and unpacks it.
+    fn read_affinity(
+        &self,
+        what: &str,
+        function: &str,
+        call: impl FnOnce(nvmlDevice_t, c_uint, *mut c_ulong) -> nvmlReturn_t,
+    ) -> Result<Vec<usize>> {
+        let words = AFFINITY_BITS / c_ulong::BITS as usize;
+        let mut set: Vec<c_ulong> = vec![0; words];
+        call(self.handle, words as c_uint, set.as_mut_ptr()).check(|| self.ctx(what, function))?;
+        Ok(unpack_bitmask(&set))
+    }
+
+    /// The CPUs (`AffinityScope::Node`: those of the NUMA nodes; `Socket`: of
+    /// the sockets) nearest the GPU, as CPU numbers
+    /// (`nvmlDeviceGetCpuAffinityWithinScope`; `get_cpu_affinity` in Python).
+    /// Linux only.
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// Windows and some virtual machines).
+    pub fn cpu_affinity(&self, scope: AffinityScope) -> Result<Vec<usize>> {
+        self.read_affinity(
+            &format!("reading the {scope:?} CPU affinity"),
+            "nvmlDeviceGetCpuAffinityWithinScope",
+            |h, n, p| {
+                // SAFETY: `h` is this device's valid handle; `p` holds `n` words.
+                unsafe { nvmlDeviceGetCpuAffinityWithinScope(h, n, p, scope.raw()) }
+            },
+        )
+    }
+
+    /// The NUMA nodes (`AffinityScope::Node`) or CPU sockets (`Socket`) with the
+    /// best memory affinity to the GPU, as node or socket numbers
+    /// (`nvmlDeviceGetMemoryAffinity`; `get_memory_affinity` in Python). Linux
+    /// only.
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// Windows and some virtual machines).
+    pub fn memory_affinity(&self, scope: AffinityScope) -> Result<Vec<usize>> {
+        self.read_affinity(
+            &format!("reading the {scope:?} memory affinity"),
+            "nvmlDeviceGetMemoryAffinity",
+            |h, n, p| {
+                // SAFETY: `h` is this device's valid handle; `p` holds `n` words.
+                unsafe { nvmlDeviceGetMemoryAffinity(h, n, p, scope.raw()) }
+            },
+        )
+    }
+
+    /// Binds the calling thread to the CPUs nearest the GPU
+    /// (`nvmlDeviceSetCpuAffinity`; `set_cpu_affinity` in Python). Linux only.
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn set_cpu_affinity(&self) -> Result<()> {
+        // SAFETY: the handle is valid (see the type's docs).
+        unsafe { nvmlDeviceSetCpuAffinity(self.handle) }.check(|| {
+            self.ctx(
+                "binding the calling thread to the CPUs near",
+                "nvmlDeviceSetCpuAffinity",
+            )
+        })
+    }
+
+    /// Undoes [`set_cpu_affinity`](Self::set_cpu_affinity): the calling thread
+    /// may run on any CPU again (`nvmlDeviceClearCpuAffinity`;
+    /// `clear_cpu_affinity` in Python). Linux only.
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn clear_cpu_affinity(&self) -> Result<()> {
+        // SAFETY: the handle is valid (see the type's docs).
+        unsafe { nvmlDeviceClearCpuAffinity(self.handle) }.check(|| {
+            self.ctx(
+                "clearing the calling thread's CPU binding to",
+                "nvmlDeviceClearCpuAffinity",
+            )
+        })
+    }
+
+    /// The GPUs nearest to CPU `cpu` (`nvmlSystemGetTopologyGpuSet`;
+    /// `get_all_devices_with_cpu_affinity` in Python). Linux only.
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn all_with_cpu_affinity(cpu: u32) -> Result<Vec<SystemDevice>> {
+        super::init()?;
+        device_set(
+            || format!("finding the GPUs near CPU {cpu} (nvmlSystemGetTopologyGpuSet)"),
+            |count, out| {
+                // SAFETY: `count` is valid for writes and `out` holds `*count`
+                // handles.
+                unsafe { nvmlSystemGetTopologyGpuSet(cpu, count, out) }
+            },
+        )
+    }
+
+    // --- BAR1 --------------------------------------------------------------
+
+    /// BAR1 memory: total, free and used (`nvmlDeviceGetBAR1MemoryInfo`;
+    /// `bar1_memory_info` in Python).
+    ///
+    /// # Errors
+    /// NVML's error.
+    pub fn bar1_memory_info(&self) -> Result<Bar1MemoryInfo> {
+        let m: nvmlBAR1Memory_t = self.read_default(
+            "reading the BAR1 memory usage",
+            "nvmlDeviceGetBAR1MemoryInfo",
+            |h, p| {
+                // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetBAR1MemoryInfo(h, p) }
+            },
+        )?;
+        Ok(Bar1MemoryInfo {
+            total: m.bar1Total,
+            free: m.bar1Free,
+            used: m.bar1Used,
+        })
+    }
+
+    // --- Fans and coolers --------------------------------------------------
+
+    /// How many fans the board has (`nvmlDeviceGetNumFans`; `num_fans` in
+    /// Python).
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// passively cooled boards, most data-centre GPUs).
+    pub fn fan_count(&self) -> Result<u32> {
+        self.read_uint("counting the fans", "nvmlDeviceGetNumFans", |h, p| {
+            // SAFETY: `h` is this device's valid handle; `p` is valid for writes.
+            unsafe { nvmlDeviceGetNumFans(h, p) }
+        })
+    }
+
+    /// Fan `fan` of the board (`get_fan` in Python), whose queries go to NVML
+    /// when called; a number past [`fan_count`](Self::fan_count) makes them fail
+    /// with [`NvmlErrorKind::InvalidArgument`](crate::NvmlErrorKind).
+    pub fn fan(&self, fan: u32) -> Fan {
+        Fan { device: *self, fan }
+    }
+
+    /// The lowest and highest speed the fans may be set to, in percent
+    /// (`nvmlDeviceGetMinMaxFanSpeed`; `FanInfo.min_max_speed` in Python).
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// passively cooled boards).
+    pub fn fan_min_max_speed(&self) -> Result<(u32, u32)> {
+        let (mut lo, mut hi) = (0, 0);
+        // SAFETY: the handle is valid (see the type's docs); both outputs are
+        // valid for writes.
+        unsafe { nvmlDeviceGetMinMaxFanSpeed(self.handle, &mut lo, &mut hi) }
+            .check(|| self.ctx("reading the fan speed range", "nvmlDeviceGetMinMaxFanSpeed"))?;
+        Ok((lo, hi))
+    }
+
+    /// Cooler `index`: its control signal and what it cools
+    /// (`nvmlDeviceGetCoolerInfo`; `cooler` in Python, for cooler 0).
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// boards without coolers NVML can see, and drivers before R565).
+    pub fn cooler_info(&self, index: u32) -> Result<CoolerInfo> {
+        let mut c = nvmlCoolerInfo_t {
+            version: struct_version::<nvmlCoolerInfo_t>(1),
+            index,
+            ..Default::default()
+        };
+        // SAFETY: the handle is valid (see the type's docs); `c` is valid for writes
+        // and its version and index fields are set.
+        unsafe { nvmlDeviceGetCoolerInfo(self.handle, &mut c) }.check(|| {
+            self.ctx(
+                &format!("reading cooler {index}"),
+                "nvmlDeviceGetCoolerInfo",
+            )
+        })?;
+        let signal_type = match c.signalType {
+            NVML_THERMAL_COOLER_SIGNAL_NONE => None,
+            NVML_THERMAL_COOLER_SIGNAL_TOGGLE => Some(CoolerControl::Toggle),
+            NVML_THERMAL_COOLER_SIGNAL_VARIABLE => Some(CoolerControl::Variable),
+            other => Some(CoolerControl::Other(other.0)),
+        };
+        Ok(CoolerInfo {
+            signal_type,
+            targets: cooler_targets(c.target.0),
+        })
+    }
+}
+
+/// The last flush of the InfoROM's BBX (black box) object
+/// ([`SystemDevice::inforom_bbx_flush_time`]; the pair `bbx_flush_time` returns
+/// in Python).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BbxFlushTime {
+    /// When the flush started, as NVML's timestamp.
+    pub timestamp: u64,
+    /// How long the flush took, in microseconds.
+    pub duration_us: u64,
+}
+
+/// One fan of a device ([`SystemDevice::fan`]; `FanInfo` in Python). A plain
+/// `Copy` value: the device and the fan's number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fan {
+    pub(super) device: SystemDevice,
+    pub(super) fan: u32,
+}
+
+impl Fan {
+    /// The fan's number on its device.
+    pub fn index(&self) -> u32 {
+        self.fan
+    }
+
+    /// Reads one `c_uint` of this fan.
+    fn read(
+        &self,
+        what: &str,
+        function: &str,
+        call: impl FnOnce(nvmlDevice_t, c_uint, *mut c_uint) -> nvmlReturn_t,
+    ) -> Result<u32> {
+        let mut v = 0;
+        call(self.device.handle, self.fan, &mut v).check(|| {
+            self.device
+                .ctx(&format!("{what} of fan {}", self.fan), function)
+        })?;
+        Ok(v)
+    }
+
+    /// The speed the fan is meant to run at, in percent of its maximum; it may
+    /// exceed 100 (`nvmlDeviceGetFanSpeed_v2`; `speed` in Python).
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// passively cooled boards).
+    pub fn speed(&self) -> Result<u32> {
+        self.read(
+            "reading the speed",
+            "nvmlDeviceGetFanSpeed_v2",
+            |h, f, p| {
+                // SAFETY: `h` is a valid device handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetFanSpeed_v2(h, f, p) }
+            },
+        )
+    }
+
+    /// The speed the fan is meant to run at, in RPM (`nvmlDeviceGetFanSpeedRPM`;
+    /// `speed_rpm` in Python).
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// passively cooled boards).
+    pub fn speed_rpm(&self) -> Result<u32> {
+        let mut s = nvmlFanSpeedInfo_t {
+            version: struct_version::<nvmlFanSpeedInfo_t>(1),
+            fan: self.fan,
+            speed: 0,
+        };
+        // SAFETY: a valid device handle; `s` is valid for writes and its version
+        // and fan fields are set.
+        unsafe { nvmlDeviceGetFanSpeedRPM(self.device.handle, &mut s) }.check(|| {
+            self.device.ctx(
+                &format!("reading the RPM of fan {}", self.fan),
+                "nvmlDeviceGetFanSpeedRPM",
+            )
+        })?;
+        Ok(s.speed)
+    }
+
+    /// The speed the driver (or a manual setting) aims the fan at, in percent
+    /// (`nvmlDeviceGetTargetFanSpeed`; `target_speed` in Python).
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// passively cooled boards).
+    pub fn target_speed(&self) -> Result<u32> {
+        self.read(
+            "reading the target speed",
+            "nvmlDeviceGetTargetFanSpeed",
+            |h, f, p| {
+                // SAFETY: `h` is a valid device handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetTargetFanSpeed(h, f, p) }
+            },
+        )
+    }
+
+    /// How the fan is controlled (`nvmlDeviceGetFanControlPolicy_v2`;
+    /// `control_policy` in Python).
+    ///
+    /// # Errors
+    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
+    /// passively cooled boards).
+    pub fn control_policy(&self) -> Result<FanControlPolicy> {
+        let p = self.read(
+            "reading the control policy",
+            "nvmlDeviceGetFanControlPolicy_v2",
+            |h, f, p| {
+                // SAFETY: `h` is a valid device handle; `p` is valid for writes.
+                unsafe { nvmlDeviceGetFanControlPolicy_v2(h, f, p) }
+            },
+        )?;
+        Ok(match p {
+            NVML_FAN_POLICY_TEMPERATURE_CONTINOUS_SW => FanControlPolicy::TemperatureControlled,
+            NVML_FAN_POLICY_MANUAL => FanControlPolicy::Manual,
+            other => FanControlPolicy::Other(other),
+        })
+    }
+}
+
+/// Reads a set of GPUs NVML fills in, given room for every GPU at once (some
+/// drivers refuse the size query, a count of 0, of these calls with
+/// `NVML_ERROR_INVALID_ARGUMENT`). NVML must be initialised.
+pub(super) fn device_set<C: Into<std::borrow::Cow<'static, str>>>(
+    context: impl FnOnce() -> C,
+    call: impl FnOnce(*mut c_uint, *mut nvmlDevice_t) -> nvmlReturn_t,
+) -> Result<Vec<SystemDevice>> {
+    let mut handles = vec![std::ptr::null_mut(); super::device_count()?.max(1) as usize];
+    let mut count = handles.len() as c_uint;
+    call(&mut count, handles.as_mut_ptr()).check(context)?;
+    handles.truncate(count as usize);
+    handles.into_iter().map(SystemDevice::from_handle).collect()
+}
+
+/// Reads a list NVML fills by the two-call protocol: asked with a count of 0 it
+/// says how many there are (with `NVML_ERROR_INSUFFICIENT_SIZE`, or, for some
+/// calls, success); asked again with room for them, it fills them in. The list
+/// may grow between the calls, so a count larger than the room asks again.
+pub(super) fn read_list<T: Copy, C: Into<std::borrow::Cow<'static, str>>>(
+    zero: T,
+    context: impl Fn() -> C,
+    mut call: impl FnMut(*mut c_uint, *mut T) -> nvmlReturn_t,
+) -> Result<Vec<T>> {
+    let mut count: c_uint = 0;
+    let mut out: Vec<T> = Vec::new();
+    for _ in 0..4 {
+        let rc = call(&mut count, out.as_mut_ptr());
+        if rc == NVML_ERROR_INSUFFICIENT_SIZE {
+            out = vec![zero; count as usize];
+            continue;
+        }
+        rc.check(&context)?;
+        if count as usize > out.len() {
+            // Only counted (a call that answers a count of 0 with success).
+            out = vec![zero; count as usize];
+            continue;
+        }
+        out.truncate(count as usize);
+        return Ok(out);
+    }
+    Err(Error::unsupported(
+        context(),
+        "the list kept growing while it was read",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bitmasks_unpack_to_indices() {
+        let bits = c_ulong::BITS as usize;
+        assert_eq!(unpack_bitmask(&[]), Vec::<usize>::new());
+        assert_eq!(unpack_bitmask(&[0, 0]), Vec::<usize>::new());
+        assert_eq!(unpack_bitmask(&[0b1011]), [0, 1, 3]);
+        assert_eq!(
+            unpack_bitmask(&[1 << (bits - 1), 0b10]),
+            [bits - 1, bits + 1]
+        );
+        assert_eq!(unpack_bitmask(&[c_ulong::MAX]).len(), bits);
+    }
+
+    #[test]
+    fn cooler_target_masks_name_each_target() {
+        assert_eq!(cooler_targets(0), []);
+        assert_eq!(cooler_targets(2), [CoolerTarget::Gpu]);
+        assert_eq!(
+            cooler_targets(NVML_THERMAL_COOLER_TARGET_GPU_RELATED.0),
+            [
+                CoolerTarget::Gpu,
+                CoolerTarget::Memory,
+                CoolerTarget::PowerSupply
+            ]
+        );
+    }
+
+    #[test]
+    fn raw_values_map_to_names_and_unknown_ones_are_kept() {
+        assert_eq!(
+            DeviceArch::from_raw(NVML_DEVICE_ARCH_HOPPER),
+            DeviceArch::Hopper
+        );
+        assert_eq!(DeviceArch::from_raw(77), DeviceArch::Other(77));
+        assert_eq!(Brand::from_raw(NVML_BRAND_TESLA).to_string(), "Tesla");
+        assert_eq!(
+            Brand::from_raw(NVML_BRAND_GEFORCE_RTX).to_string(),
+            "GeForce RTX"
+        );
+        assert_eq!(Brand::from_raw(nvmlBrandType_t(99)), Brand::Other(99));
+    }
+
+    #[test]
+    fn lists_are_read_in_two_calls_and_may_grow() {
+        // A list of 3 that grows to 5 between the first two calls.
+        let mut calls = 0;
+        let got = read_list(
+            0,
+            || "test",
+            |count: *mut c_uint, out: *mut u32| {
+                calls += 1;
+                // SAFETY: `count` points to the caller's count.
+                let have = unsafe { *count };
+                let len = if calls == 1 { 3 } else { 5 };
+                // SAFETY: as above.
+                unsafe { *count = len };
+                if have < len {
+                    return NVML_ERROR_INSUFFICIENT_SIZE;
+                }
+                for i in 0..len {
+                    // SAFETY: `out` holds `have >= len` elements.
+                    unsafe { *out.add(i as usize) = 10 + i };
+                }
+                NVML_SUCCESS
+            },
+        )
+        .unwrap();
+        assert_eq!(got, [10, 11, 12, 13, 14]);
+        assert_eq!(calls, 3);
+        // A call that counts with success is asked again with room.
+        let mut calls = 0;
+        let got = read_list(
+            0,
+            || "test",
+            |count: *mut c_uint, out: *mut u32| {
+                calls += 1;
+                // SAFETY: `count` points to the caller's count; `out` holds it.
+                unsafe {
+                    if *count >= 2 {
+                        *out = 7;
+                        *out.add(1) = 8;
+                    }
+                    *count = 2;
+                }
+                NVML_SUCCESS
+            },
+        )
+        .unwrap();
+        assert_eq!((got, calls), (vec![7, 8], 2));
+        // An empty list answers the first call with success.
+        let empty: Vec<u32> = read_list(0, || "test", |_, _| NVML_SUCCESS).unwrap();
+        assert!(empty.is_empty());
+        // A failure is NVML's error, with the context.
+        let e = read_list::<u32, _>(0, || "reading", |_, _| NVML_ERROR_NOT_SUPPORTED).unwrap_err();
+        assert_eq!(e.nvml_kind(), Some(crate::NvmlErrorKind::NotSupported));
+    }
+}

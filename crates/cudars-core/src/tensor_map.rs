@@ -1,0 +1,1146 @@
+//! Tensor maps for Hopper's tensor memory accelerator (TMA): a 128-byte descriptor
+//! of a view of global memory, tiled (`cuTensorMapEncodeTiled`) or im2col
+//! (`cuTensorMapEncodeIm2col`, `cuTensorMapEncodeIm2colWide`), passed to kernels
+//! by value (`const __grid_constant__ CUtensorMap`).
+//!
+//! Every argument the driver would refuse for its shape (ranks, extents, strides,
+//! box sizes, pixel-box corners, alignment, the buffer's size) is checked first,
+//! with an [`Error::InvalidArgument`] naming the field.
+
+use std::ffi::{c_int, c_void};
+use std::ops::RangeInclusive;
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{Buffer, Device, KernelArg};
+
+/// The element type of a tensor map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TensorMapDataType {
+    /// `u8`.
+    U8,
+    /// `u16`.
+    U16,
+    /// `u32`.
+    U32,
+    /// `i32`.
+    I32,
+    /// `u64`.
+    U64,
+    /// `i64`.
+    I64,
+    /// `f16`.
+    F16,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+    /// `bf16`.
+    BF16,
+    /// `f32`, flushing denormals.
+    F32Ftz,
+    /// `tf32`.
+    TF32,
+}
+
+impl TensorMapDataType {
+    pub(crate) fn raw(self) -> (sys::CUtensorMapDataType, u64) {
+        match self {
+            Self::U8 => (sys::CU_TENSOR_MAP_DATA_TYPE_UINT8, 1),
+            Self::U16 => (sys::CU_TENSOR_MAP_DATA_TYPE_UINT16, 2),
+            Self::U32 => (sys::CU_TENSOR_MAP_DATA_TYPE_UINT32, 4),
+            Self::I32 => (sys::CU_TENSOR_MAP_DATA_TYPE_INT32, 4),
+            Self::U64 => (sys::CU_TENSOR_MAP_DATA_TYPE_UINT64, 8),
+            Self::I64 => (sys::CU_TENSOR_MAP_DATA_TYPE_INT64, 8),
+            Self::F16 => (sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2),
+            Self::F32 => (sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4),
+            Self::F64 => (sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 8),
+            Self::BF16 => (sys::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
+            Self::F32Ftz => (sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ, 4),
+            Self::TF32 => (sys::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32, 4),
+        }
+    }
+}
+
+/// Interleaving of the innermost dimension.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TensorMapInterleave {
+    /// None (the default).
+    #[default]
+    None,
+    /// 16-byte interleave.
+    B16,
+    /// 32-byte interleave.
+    B32,
+}
+
+/// Shared-memory swizzling of the copied box.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TensorMapSwizzle {
+    /// None (the default).
+    #[default]
+    None,
+    /// 32-byte swizzle.
+    B32,
+    /// 64-byte swizzle.
+    B64,
+    /// 128-byte swizzle.
+    B128,
+}
+
+/// L2 promotion of the loads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TensorMapL2Promotion {
+    /// None (the default).
+    #[default]
+    None,
+    /// 64 bytes.
+    B64,
+    /// 128 bytes.
+    B128,
+    /// 256 bytes.
+    B256,
+}
+
+/// What out-of-bounds elements read as.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TensorMapOobFill {
+    /// Zeros (the default).
+    #[default]
+    Zero,
+    /// NaN, requesting zero for FMA.
+    NanRequestZeroFma,
+}
+
+/// The layout of a tiled tensor map: `rank` (1–5) dimensions, innermost first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorMapDescriptorOptions {
+    /// Element type.
+    pub data_type: TensorMapDataType,
+    /// Extent of each dimension, in elements (innermost first).
+    pub global_dims: Vec<u64>,
+    /// Byte stride of each dimension but the innermost (`rank - 1` entries;
+    /// multiples of 16). Empty: packed.
+    pub global_strides: Vec<u64>,
+    /// The box copied per request, in elements (each ≤ 256).
+    pub box_dims: Vec<u32>,
+    /// Traversal stride per dimension (1–8); empty: all 1.
+    pub element_strides: Vec<u32>,
+    /// Interleave.
+    pub interleave: TensorMapInterleave,
+    /// Swizzle.
+    pub swizzle: TensorMapSwizzle,
+    /// L2 promotion.
+    pub l2_promotion: TensorMapL2Promotion,
+    /// Out-of-bounds fill.
+    pub oob_fill: TensorMapOobFill,
+}
+
+/// Which elements an im2col-wide tensor map loads per pixel
+/// ([`TensorMapIm2colWideOptions::mode`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TensorMapIm2colWideMode {
+    /// 32 elements along W (the default).
+    #[default]
+    W,
+    /// 128 elements along W.
+    W128,
+}
+
+impl TensorMapInterleave {
+    fn raw(self) -> sys::CUtensorMapInterleave {
+        match self {
+            Self::None => sys::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            Self::B16 => sys::CU_TENSOR_MAP_INTERLEAVE_16B,
+            Self::B32 => sys::CU_TENSOR_MAP_INTERLEAVE_32B,
+        }
+    }
+
+    /// The alignment, in bytes, of the address and strides.
+    fn alignment(self) -> u64 {
+        if self == Self::B32 { 32 } else { 16 }
+    }
+}
+
+impl TensorMapSwizzle {
+    fn raw(self) -> sys::CUtensorMapSwizzle {
+        match self {
+            Self::None => sys::CU_TENSOR_MAP_SWIZZLE_NONE,
+            Self::B32 => sys::CU_TENSOR_MAP_SWIZZLE_32B,
+            Self::B64 => sys::CU_TENSOR_MAP_SWIZZLE_64B,
+            Self::B128 => sys::CU_TENSOR_MAP_SWIZZLE_128B,
+        }
+    }
+
+    /// The most bytes the inner box dimension may span, for a swizzle.
+    fn span(self) -> Option<u64> {
+        match self {
+            Self::None => None,
+            Self::B32 => Some(32),
+            Self::B64 => Some(64),
+            Self::B128 => Some(128),
+        }
+    }
+}
+
+impl TensorMapL2Promotion {
+    fn raw(self) -> sys::CUtensorMapL2promotion {
+        match self {
+            Self::None => sys::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            Self::B64 => sys::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+            Self::B128 => sys::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            Self::B256 => sys::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        }
+    }
+}
+
+impl TensorMapOobFill {
+    fn raw(self) -> sys::CUtensorMapFloatOOBfill {
+        match self {
+            Self::Zero => sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            Self::NanRequestZeroFma => sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+        }
+    }
+}
+
+impl TensorMapIm2colWideMode {
+    fn raw(self) -> sys::CUtensorMapIm2ColWideMode {
+        match self {
+            Self::W => sys::CU_TENSOR_MAP_IM2COL_WIDE_MODE_W,
+            Self::W128 => sys::CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128,
+        }
+    }
+}
+
+/// The layout of an im2col tensor map (`cuTensorMapEncodeIm2col`): a tensor of
+/// rank 3 to 5, innermost dimension first (`[C, W, N]`, `[C, W, H, N]`,
+/// `[C, W, H, D, N]`), read as columns of `pixels_per_column` pixels of
+/// `channels_per_pixel` channels each, from a bounding box of pixels given by
+/// two corners relative to each output pixel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorMapIm2colOptions {
+    /// Element type.
+    pub data_type: TensorMapDataType,
+    /// Extent of each dimension, in elements (innermost first: channels,
+    /// then the spatial dimensions W, H, D, then the batch).
+    pub global_dims: Vec<u64>,
+    /// Byte stride of each dimension but the innermost (`rank - 1` entries;
+    /// multiples of 16, of 32 with [`TensorMapInterleave::B32`]). Empty: packed.
+    pub global_strides: Vec<u64>,
+    /// The bounding box's lower corner, one offset per spatial dimension
+    /// (`rank - 2` entries, W first). The range depends on the rank: ±2^15
+    /// for rank 3, ±2^7 for rank 4, ±2^4 for rank 5 (the upper bound one less).
+    pub pixel_box_lower_corner: Vec<i32>,
+    /// The bounding box's upper corner, as the lower one.
+    pub pixel_box_upper_corner: Vec<i32>,
+    /// Channels loaded per pixel (1–256).
+    pub channels_per_pixel: u32,
+    /// Pixels loaded per column (1–1024).
+    pub pixels_per_column: u32,
+    /// Traversal stride per dimension (1–8); empty: all 1.
+    pub element_strides: Vec<u32>,
+    /// Interleave.
+    pub interleave: TensorMapInterleave,
+    /// Swizzle.
+    pub swizzle: TensorMapSwizzle,
+    /// L2 promotion.
+    pub l2_promotion: TensorMapL2Promotion,
+    /// Out-of-bounds fill.
+    pub oob_fill: TensorMapOobFill,
+}
+
+/// The layout of an im2col-wide tensor map (`cuTensorMapEncodeIm2colWide`, CUDA
+/// 12.8 drivers and compute capability 10.0 or newer): as
+/// [`TensorMapIm2colOptions`], but pixels are taken along W only, between two
+/// W offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorMapIm2colWideOptions {
+    /// Element type.
+    pub data_type: TensorMapDataType,
+    /// Extent of each dimension, in elements, innermost first (rank 3 to 5).
+    pub global_dims: Vec<u64>,
+    /// Byte stride of each dimension but the innermost; empty: packed.
+    pub global_strides: Vec<u64>,
+    /// The bounding box's lower W offset (−2^15 to 2^15 − 1).
+    pub pixel_box_lower_corner_width: i32,
+    /// The bounding box's upper W offset (−2^15 to 2^15 − 1).
+    pub pixel_box_upper_corner_width: i32,
+    /// Channels loaded per pixel (1–256).
+    pub channels_per_pixel: u32,
+    /// Pixels loaded per column (1–1024).
+    pub pixels_per_column: u32,
+    /// Traversal stride per dimension (1–8); empty: all 1.
+    pub element_strides: Vec<u32>,
+    /// Interleave.
+    pub interleave: TensorMapInterleave,
+    /// How many elements along W each pixel loads.
+    pub mode: TensorMapIm2colWideMode,
+    /// Swizzle (Python's default for this kind is [`TensorMapSwizzle::B128`]).
+    pub swizzle: TensorMapSwizzle,
+    /// L2 promotion.
+    pub l2_promotion: TensorMapL2Promotion,
+    /// Out-of-bounds fill.
+    pub oob_fill: TensorMapOobFill,
+}
+
+/// The global-memory part of a tensor map, checked: what every encoding and
+/// [`TensorMapDescriptor::replace_address`] share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Layout {
+    dtype: sys::CUtensorMapDataType,
+    elem: u64,
+    dims: Vec<u64>,
+    strides: Vec<u64>,
+    element_strides: Vec<u32>,
+    /// The bytes from the first element to one past the last.
+    span: u64,
+    /// The alignment the address and strides need.
+    align: u64,
+}
+
+/// The most a global dimension may be (2^32) and a global stride (under 2^40).
+const MAX_DIM: u64 = 1 << 32;
+const MAX_STRIDE: u64 = 1 << 40;
+
+impl Layout {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        what: &'static str,
+        data_type: TensorMapDataType,
+        dims: &[u64],
+        strides: &[u64],
+        element_strides: &[u32],
+        ranks: RangeInclusive<usize>,
+        interleave: TensorMapInterleave,
+    ) -> Result<Self> {
+        let rank = dims.len();
+        let ranks = if interleave == TensorMapInterleave::None {
+            ranks
+        } else {
+            // Interleaved layouts have at least 3 dimensions.
+            (*ranks.start()).max(3)..=*ranks.end()
+        };
+        if !ranks.contains(&rank) {
+            return Err(Error::out_of_range(
+                what,
+                format!(
+                    "the rank (the number of `global_dims`) is {rank}; this kind of tensor map \
+                     takes {} to {}",
+                    ranks.start(),
+                    ranks.end()
+                ),
+            ));
+        }
+        if let Some(i) = dims.iter().position(|&d| d == 0 || d > MAX_DIM) {
+            return Err(Error::out_of_range(
+                what,
+                format!("`global_dims[{i}]` is {}: it must be 1 to 2^32", dims[i]),
+            ));
+        }
+        let (dtype, elem) = data_type.raw();
+        let align = interleave.alignment();
+        let strides = if strides.is_empty() {
+            let mut s = elem;
+            let mut packed = Vec::with_capacity(rank - 1);
+            for d in &dims[..rank - 1] {
+                s = s
+                    .checked_mul(*d)
+                    .ok_or_else(|| Error::out_of_range(what, "the tensor is too large"))?;
+                packed.push(s);
+            }
+            packed
+        } else {
+            strides.to_vec()
+        };
+        if strides.len() != rank - 1 {
+            return Err(Error::invalid(
+                what,
+                format!(
+                    "`global_strides` has {} entries; a rank-{rank} tensor needs {} (every \
+                     dimension but the innermost), or none for a packed tensor",
+                    strides.len(),
+                    rank - 1
+                ),
+            ));
+        }
+        if let Some(i) = strides
+            .iter()
+            .position(|&s| s % align != 0 || s >= MAX_STRIDE)
+        {
+            return Err(Error::invalid(
+                what,
+                format!(
+                    "`global_strides[{i}]` is {} bytes: it must be a multiple of {align} below 2^40",
+                    strides[i]
+                ),
+            ));
+        }
+        let element_strides = if element_strides.is_empty() {
+            vec![1; rank]
+        } else {
+            element_strides.to_vec()
+        };
+        if element_strides.len() != rank {
+            return Err(Error::invalid(
+                what,
+                format!(
+                    "`element_strides` has {} entries, one per dimension ({rank}) or none",
+                    element_strides.len()
+                ),
+            ));
+        }
+        if let Some(i) = element_strides.iter().position(|s| !(1..=8).contains(s)) {
+            return Err(Error::out_of_range(
+                what,
+                format!(
+                    "`element_strides[{i}]` is {}: it must be 1 to 8",
+                    element_strides[i]
+                ),
+            ));
+        }
+        // The last element's offset: the innermost stride is the element size.
+        let mut last = 0u64;
+        for (d, s) in dims.iter().zip(std::iter::once(&elem).chain(&strides)) {
+            last = (d - 1)
+                .checked_mul(*s)
+                .and_then(|o| last.checked_add(o))
+                .ok_or_else(|| Error::out_of_range(what, "the tensor is too large"))?;
+        }
+        let span = last
+            .checked_add(elem)
+            .ok_or_else(|| Error::out_of_range(what, "the tensor is too large"))?;
+        Ok(Self {
+            dtype,
+            elem,
+            dims: dims.to_vec(),
+            strides,
+            element_strides,
+            span,
+            align,
+        })
+    }
+
+    /// Checks that memory at `ptr` of `size` bytes can hold the tensor.
+    fn check_memory(&self, what: &'static str, ptr: u64, size: u64) -> Result<()> {
+        check_replacement(what, self.span, self.align, ptr, size)
+    }
+
+    /// Checks the inner box dimension (`inner` elements), without interleave:
+    /// within the swizzle span and, for a tiled box (`granule`), a multiple of
+    /// 16 bytes.
+    fn check_inner_box(
+        &self,
+        what: &'static str,
+        field: &str,
+        inner: u32,
+        granule: bool,
+        interleave: TensorMapInterleave,
+        swizzle: TensorMapSwizzle,
+    ) -> Result<()> {
+        let bytes = u64::from(inner) * self.elem;
+        if interleave == TensorMapInterleave::None {
+            if granule && bytes % 16 != 0 {
+                return Err(Error::invalid(
+                    what,
+                    format!(
+                        "{field} is {bytes} bytes: without interleave it must be a multiple of 16"
+                    ),
+                ));
+            }
+            if let Some(span) = swizzle.span() {
+                if bytes > span {
+                    return Err(Error::invalid(
+                        what,
+                        format!("{field} is {bytes} bytes, more than the {span}-byte swizzle"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The checked layout of an im2col or im2col-wide map over `buffer`: rank 3 to
+/// 5, `channels_per_pixel` and `pixels_per_column` (`counts`) in range, the
+/// channels within the swizzle, the buffer aligned and large enough.
+#[allow(clippy::too_many_arguments)]
+fn im2col_layout(
+    what: &'static str,
+    buffer: &Buffer,
+    data_type: TensorMapDataType,
+    dims: &[u64],
+    strides: &[u64],
+    element_strides: &[u32],
+    interleave: TensorMapInterleave,
+    swizzle: TensorMapSwizzle,
+    (channels, pixels): (u32, u32),
+) -> Result<Layout> {
+    let layout = Layout::new(
+        what,
+        data_type,
+        dims,
+        strides,
+        element_strides,
+        3..=5,
+        interleave,
+    )?;
+    check_im2col_counts(what, channels, pixels)?;
+    layout.check_inner_box(
+        what,
+        "`channels_per_pixel`",
+        channels,
+        false,
+        interleave,
+        swizzle,
+    )?;
+    layout.check_memory(what, buffer.ptr(), buffer.size() as u64)?;
+    Ok(layout)
+}
+
+/// Checks `channels_per_pixel` and `pixels_per_column` of an im2col map.
+fn check_im2col_counts(what: &'static str, channels: u32, pixels: u32) -> Result<()> {
+    if !(1..=256).contains(&channels) {
+        return Err(Error::out_of_range(
+            what,
+            format!("`channels_per_pixel` is {channels}: it must be 1 to 256"),
+        ));
+    }
+    if !(1..=1024).contains(&pixels) {
+        return Err(Error::out_of_range(
+            what,
+            format!("`pixels_per_column` is {pixels}: it must be 1 to 1024"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an im2col bounding box: `rank - 2` offsets per corner, each within the
+/// range the rank allows.
+fn check_pixel_box(what: &'static str, rank: usize, lower: &[i32], upper: &[i32]) -> Result<()> {
+    let spatial = rank - 2;
+    let bits = match rank {
+        3 => 15,
+        4 => 7,
+        _ => 4,
+    };
+    let range = -(1i32 << bits)..=(1i32 << bits) - 1;
+    for (field, corner) in [
+        ("pixel_box_lower_corner", lower),
+        ("pixel_box_upper_corner", upper),
+    ] {
+        if corner.len() != spatial {
+            return Err(Error::invalid(
+                what,
+                format!(
+                    "`{field}` has {} entries; a rank-{rank} tensor has {spatial} spatial \
+                     dimensions",
+                    corner.len()
+                ),
+            ));
+        }
+        if let Some(i) = corner.iter().position(|c| !range.contains(c)) {
+            return Err(Error::out_of_range(
+                what,
+                format!(
+                    "`{field}[{i}]` is {}: for rank {rank} it must be {} to {}",
+                    corner[i],
+                    range.start(),
+                    range.end()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks an im2col-wide map's W offsets: each within −2^15 to 2^15 − 1.
+fn check_wide_box(what: &'static str, lower: i32, upper: i32) -> Result<()> {
+    let range = -(1i32 << 15)..=(1i32 << 15) - 1;
+    for (field, w) in [
+        ("pixel_box_lower_corner_width", lower),
+        ("pixel_box_upper_corner_width", upper),
+    ] {
+        if !range.contains(&w) {
+            return Err(Error::out_of_range(
+                what,
+                format!("`{field}` is {w}: it must be -32768 to 32767"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A `CUtensorMap` (128 bytes, 64-byte aligned, passed to kernels by value), with
+/// the device its memory is on and what its layout needs of that memory, so
+/// that [`replace_address`](Self::replace_address) can check a new buffer.
+///
+/// The map holds a buffer's address, not the buffer: keep the buffer alive
+/// while kernels use the map.
+#[derive(Clone, Copy)]
+pub struct TensorMapDescriptor {
+    map: sys::CUtensorMap,
+    device: Device,
+    /// The bytes the layout spans from its address.
+    span: u64,
+    /// The alignment the layout needs of its address.
+    align: u64,
+}
+
+impl std::fmt::Debug for TensorMapDescriptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TensorMapDescriptor")
+            .field("device", &self.device.ordinal())
+            .field("span", &self.span)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TensorMapDescriptor {
+    fn encoded(map: sys::CUtensorMap, buffer: &Buffer, layout: &Layout) -> Self {
+        Self {
+            map,
+            device: *buffer.device(),
+            span: layout.span,
+            align: layout.align,
+        }
+    }
+
+    /// Encodes a tiled tensor map over `buffer` (`cuTensorMapEncodeTiled`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the field when the shape does not fit
+    /// the buffer or breaks the TMA rules (rank 1–5, 3–5 interleaved; extents 1
+    /// to 2^32; strides multiples of 16 (32 with 32-byte interleave); box
+    /// extents 1–256, the inner one a multiple of 16 bytes and within the
+    /// swizzle; element strides 1–8; the address aligned like the strides); the
+    /// driver's error for what it rejects.
+    pub fn tiled(buffer: &Buffer, options: &TensorMapDescriptorOptions) -> Result<Self> {
+        let what = "encoding a tiled tensor map";
+        let layout = Layout::new(
+            what,
+            options.data_type,
+            &options.global_dims,
+            &options.global_strides,
+            &options.element_strides,
+            1..=5,
+            options.interleave,
+        )?;
+        check_box(what, &layout, options)?;
+        layout.check_memory(what, buffer.ptr(), buffer.size() as u64)?;
+        let mut map = sys::CUtensorMap::default();
+        // SAFETY: every array holds the counts the driver reads for the rank
+        // (checked above); the address is the buffer's.
+        unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut map,
+                layout.dtype,
+                layout.dims.len() as u32,
+                buffer.ptr() as usize as *mut c_void,
+                layout.dims.as_ptr(),
+                layout.strides.as_ptr(),
+                options.box_dims.as_ptr(),
+                layout.element_strides.as_ptr(),
+                options.interleave.raw(),
+                options.swizzle.raw(),
+                options.l2_promotion.raw(),
+                options.oob_fill.raw(),
+            )
+        }
+        .check(|| what)?;
+        Ok(Self::encoded(map, buffer, &layout))
+    }
+
+    /// Encodes an im2col tensor map over `buffer` (`cuTensorMapEncodeIm2col`),
+    /// for convolutions: each request loads a column of pixels, each pixel's
+    /// channels, from the bounding box around an output pixel.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the field: rank 3–5; extents, strides,
+    /// element strides and the address as for [`tiled`](Self::tiled);
+    /// `rank - 2` corner offsets each in the rank's range; 1–256 channels per
+    /// pixel (within the swizzle, without interleave); 1–1024 pixels per
+    /// column. The driver's error for what it rejects.
+    pub fn im2col(buffer: &Buffer, options: &TensorMapIm2colOptions) -> Result<Self> {
+        let what = "encoding an im2col tensor map";
+        let layout = im2col_layout(
+            what,
+            buffer,
+            options.data_type,
+            &options.global_dims,
+            &options.global_strides,
+            &options.element_strides,
+            options.interleave,
+            options.swizzle,
+            (options.channels_per_pixel, options.pixels_per_column),
+        )?;
+        check_pixel_box(
+            what,
+            layout.dims.len(),
+            &options.pixel_box_lower_corner,
+            &options.pixel_box_upper_corner,
+        )?;
+        let mut map = sys::CUtensorMap::default();
+        // SAFETY: every array holds the counts the driver reads for the rank, and
+        // each corner `rank - 2` offsets (checked above); the address is the
+        // buffer's.
+        unsafe {
+            sys::cuTensorMapEncodeIm2col(
+                &mut map,
+                layout.dtype,
+                layout.dims.len() as u32,
+                buffer.ptr() as usize as *mut c_void,
+                layout.dims.as_ptr(),
+                layout.strides.as_ptr(),
+                options.pixel_box_lower_corner.as_ptr(),
+                options.pixel_box_upper_corner.as_ptr(),
+                options.channels_per_pixel,
+                options.pixels_per_column,
+                layout.element_strides.as_ptr(),
+                options.interleave.raw(),
+                options.swizzle.raw(),
+                options.l2_promotion.raw(),
+                options.oob_fill.raw(),
+            )
+        }
+        .check(|| what)?;
+        Ok(Self::encoded(map, buffer, &layout))
+    }
+
+    /// Encodes an im2col-wide tensor map over `buffer`
+    /// (`cuTensorMapEncodeIm2colWide`): pixels along W only. Needs a CUDA 12.8
+    /// driver and a GPU of compute capability 10.0 or newer (Blackwell).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] with [`required_driver`](Error::required_driver)
+    /// on a driver older than CUDA 12.8, and without it on a GPU older than
+    /// compute capability 10.0; [`Error::InvalidArgument`] as for
+    /// [`im2col`](Self::im2col) (the W offsets within −2^15 to 2^15 − 1); the
+    /// driver's error for what it rejects.
+    pub fn im2col_wide(buffer: &Buffer, options: &TensorMapIm2colWideOptions) -> Result<Self> {
+        let what = "encoding an im2col-wide tensor map";
+        let layout = im2col_layout(
+            what,
+            buffer,
+            options.data_type,
+            &options.global_dims,
+            &options.global_strides,
+            &options.element_strides,
+            options.interleave,
+            options.swizzle,
+            (options.channels_per_pixel, options.pixels_per_column),
+        )?;
+        check_wide_box(
+            what,
+            options.pixel_box_lower_corner_width,
+            options.pixel_box_upper_corner_width,
+        )?;
+        crate::versions::require_driver(12080, "an im2col-wide tensor map", || what)?;
+        let device = buffer.device();
+        let (major, minor) = device.compute_capability()?;
+        if major < 10 {
+            return Err(Error::unsupported(
+                what,
+                format!(
+                    "im2col-wide tensor maps need compute capability 10.0 or newer; device {} \
+                     is {major}.{minor}",
+                    device.ordinal()
+                ),
+            ));
+        }
+        let mut map = sys::CUtensorMap::default();
+        // SAFETY: every array holds the counts the driver reads for the rank
+        // (checked above); the address is the buffer's.
+        unsafe {
+            sys::cuTensorMapEncodeIm2colWide(
+                &mut map,
+                layout.dtype,
+                layout.dims.len() as u32,
+                buffer.ptr() as usize as *mut c_void,
+                layout.dims.as_ptr(),
+                layout.strides.as_ptr(),
+                options.pixel_box_lower_corner_width as c_int,
+                options.pixel_box_upper_corner_width as c_int,
+                options.channels_per_pixel,
+                options.pixels_per_column,
+                layout.element_strides.as_ptr(),
+                options.interleave.raw(),
+                options.mode.raw(),
+                options.swizzle.raw(),
+                options.l2_promotion.raw(),
+                options.oob_fill.raw(),
+            )
+        }
+        .check(|| what)?;
+        Ok(Self::encoded(map, buffer, &layout))
+    }
+
+    /// Points the map at `buffer`, keeping everything else
+    /// (`cuTensorMapReplaceAddress`; `replace_address` in Python): for a tensor
+    /// of the same layout that was reallocated. As for encoding, keep the new
+    /// buffer alive while kernels use the map; kernels already queued keep the
+    /// copy of the map they were launched with.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`]: [`InvalidKind::OtherDevice`](crate::InvalidKind)
+    /// for a buffer of another device than the map's, `OutOfRange` for one
+    /// smaller than the layout spans, `Other` for an address not aligned to 16
+    /// bytes (32 with 32-byte interleave); the driver's error. On an error the
+    /// map is unchanged.
+    pub fn replace_address(&mut self, buffer: &Buffer) -> Result<()> {
+        let what = "replacing a tensor map's address";
+        if *buffer.device() != self.device {
+            return Err(Error::other_device(
+                what,
+                format!(
+                    "the buffer is on device {}, the tensor map's memory on device {}",
+                    buffer.device().ordinal(),
+                    self.device.ordinal()
+                ),
+            ));
+        }
+        check_replacement(
+            what,
+            self.span,
+            self.align,
+            buffer.ptr(),
+            buffer.size() as u64,
+        )?;
+        let mut map = self.map;
+        // SAFETY: `map` is an encoded tensor map; the address is the buffer's,
+        // aligned and large enough for the layout (checked above).
+        unsafe { sys::cuTensorMapReplaceAddress(&mut map, buffer.ptr() as usize as *mut c_void) }
+            .check(|| what)?;
+        self.map = map;
+        Ok(())
+    }
+
+    /// The device whose memory the map describes (`device` in Python).
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The bytes the map's layout spans from its address: the smallest buffer
+    /// [`replace_address`](Self::replace_address) accepts.
+    pub fn span(&self) -> u64 {
+        self.span
+    }
+
+    /// The raw descriptor.
+    pub fn raw(&self) -> &sys::CUtensorMap {
+        &self.map
+    }
+}
+
+/// Checks a replacement address: aligned as the layout needs, and the memory at
+/// it at least `span` bytes.
+fn check_replacement(what: &'static str, span: u64, align: u64, ptr: u64, size: u64) -> Result<()> {
+    if ptr % align != 0 {
+        return Err(Error::invalid(
+            what,
+            format!("the address {ptr:#x} is not {align}-byte aligned"),
+        ));
+    }
+    if span > size {
+        return Err(Error::out_of_range(
+            what,
+            format!("the tensor spans {span} bytes, the buffer holds {size}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a tiled map's box: one extent per dimension, each 1–256, the inner
+/// one within the 16-byte granule and the swizzle.
+fn check_box(
+    what: &'static str,
+    layout: &Layout,
+    options: &TensorMapDescriptorOptions,
+) -> Result<()> {
+    let rank = layout.dims.len();
+    if options.box_dims.len() != rank {
+        return Err(Error::invalid(
+            what,
+            format!(
+                "`box_dims` has {} entries, one per dimension ({rank})",
+                options.box_dims.len()
+            ),
+        ));
+    }
+    if let Some(i) = options.box_dims.iter().position(|b| !(1..=256).contains(b)) {
+        return Err(Error::out_of_range(
+            what,
+            format!(
+                "`box_dims[{i}]` is {}: it must be 1 to 256",
+                options.box_dims[i]
+            ),
+        ));
+    }
+    layout.check_inner_box(
+        what,
+        "`box_dims[0]`",
+        options.box_dims[0],
+        true,
+        options.interleave,
+        options.swizzle,
+    )
+}
+
+// SAFETY: the pointer is to the descriptor's own 128 bytes, which is what a
+// `CUtensorMap` kernel parameter takes.
+unsafe impl KernelArg for TensorMapDescriptor {
+    fn arg_ptr(&self) -> *const c_void {
+        (&self.map as *const sys::CUtensorMap).cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<sys::CUtensorMap>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::InvalidKind;
+
+    fn kind<T: std::fmt::Debug>(r: Result<T>, needle: &str) -> InvalidKind {
+        let e = r.unwrap_err();
+        assert!(e.to_string().contains(needle), "{e} lacks {needle:?}");
+        e.invalid_kind().unwrap()
+    }
+
+    fn layout(dims: &[u64], strides: &[u64], ranks: RangeInclusive<usize>) -> Result<Layout> {
+        Layout::new(
+            "t",
+            TensorMapDataType::F32,
+            dims,
+            strides,
+            &[],
+            ranks,
+            TensorMapInterleave::None,
+        )
+    }
+
+    #[test]
+    fn layouts_are_packed_by_default_and_span_their_last_element() {
+        let l = layout(&[64, 32, 2], &[], 1..=5).unwrap();
+        assert_eq!(l.strides, [256, 256 * 32]);
+        assert_eq!(l.element_strides, [1, 1, 1]);
+        assert_eq!(l.span, 64 * 32 * 2 * 4);
+        // Padded rows: the span ends at the last element, not the last row's end.
+        let l = layout(&[10, 3], &[64], 1..=5).unwrap();
+        assert_eq!(l.span, 2 * 64 + 10 * 4);
+        assert_eq!(layout(&[5], &[], 1..=5).unwrap().span, 20);
+    }
+
+    #[test]
+    fn bad_layouts_are_refused_naming_the_field() {
+        use InvalidKind::*;
+        assert_eq!(kind(layout(&[], &[], 1..=5), "rank"), OutOfRange);
+        assert_eq!(kind(layout(&[1; 6], &[], 1..=5), "rank"), OutOfRange);
+        assert_eq!(kind(layout(&[4, 4], &[], 3..=5), "3 to 5"), OutOfRange);
+        assert_eq!(
+            kind(layout(&[4, 0], &[], 1..=5), "`global_dims[1]`"),
+            OutOfRange
+        );
+        assert_eq!(
+            kind(layout(&[4, 1 << 33], &[], 1..=5), "`global_dims[1]`"),
+            OutOfRange
+        );
+        assert_eq!(
+            kind(layout(&[4, 4, 4], &[16], 1..=5), "`global_strides`"),
+            Other
+        );
+        assert_eq!(
+            kind(layout(&[4, 4], &[24], 1..=5), "`global_strides[0]`"),
+            Other
+        );
+        assert_eq!(
+            kind(layout(&[4, 4], &[1 << 40], 1..=5), "below 2^40"),
+            Other
+        );
+        let strides = |s: &[u32]| {
+            Layout::new(
+                "t",
+                TensorMapDataType::U8,
+                &[16, 4],
+                &[],
+                s,
+                1..=5,
+                TensorMapInterleave::None,
+            )
+        };
+        assert_eq!(kind(strides(&[1]), "`element_strides`"), Other);
+        assert_eq!(kind(strides(&[1, 9]), "`element_strides[1]`"), OutOfRange);
+        assert_eq!(kind(strides(&[0, 1]), "`element_strides[0]`"), OutOfRange);
+        assert!(strides(&[8, 1]).is_ok());
+        // Interleaved maps have rank 3 or more and 32-byte strides for 32B.
+        let interleaved = |dims: &[u64], strides: &[u64]| {
+            Layout::new(
+                "t",
+                TensorMapDataType::U8,
+                dims,
+                strides,
+                &[],
+                1..=5,
+                TensorMapInterleave::B32,
+            )
+        };
+        assert_eq!(kind(interleaved(&[32, 4], &[]), "rank"), OutOfRange);
+        assert_eq!(
+            kind(interleaved(&[32, 4, 4], &[48, 192]), "multiple of 32"),
+            Other
+        );
+        assert!(interleaved(&[32, 4, 4], &[]).is_ok());
+    }
+
+    #[test]
+    fn memory_must_be_aligned_and_large_enough() {
+        let l = layout(&[8, 8], &[], 1..=5).unwrap();
+        assert!(l.check_memory("t", 0x1000, 256).is_ok());
+        assert_eq!(
+            kind(l.check_memory("t", 0x1008, 256), "16-byte"),
+            InvalidKind::Other
+        );
+        assert_eq!(
+            kind(l.check_memory("t", 0x1000, 255), "spans 256 bytes"),
+            InvalidKind::OutOfRange
+        );
+    }
+
+    #[test]
+    fn tiled_boxes_are_checked() {
+        let l = layout(&[64, 64], &[], 1..=5).unwrap();
+        let options = |box_dims: Vec<u32>, swizzle| TensorMapDescriptorOptions {
+            data_type: TensorMapDataType::F32,
+            global_dims: vec![64, 64],
+            global_strides: vec![],
+            box_dims,
+            element_strides: vec![],
+            interleave: TensorMapInterleave::None,
+            swizzle,
+            l2_promotion: TensorMapL2Promotion::None,
+            oob_fill: TensorMapOobFill::Zero,
+        };
+        let check = |b, s| check_box("t", &l, &options(b, s));
+        assert!(check(vec![16, 16], TensorMapSwizzle::None).is_ok());
+        assert!(check(vec![32, 8], TensorMapSwizzle::B128).is_ok());
+        assert_eq!(
+            kind(check(vec![16], TensorMapSwizzle::None), "`box_dims`"),
+            InvalidKind::Other
+        );
+        assert_eq!(
+            kind(
+                check(vec![16, 512], TensorMapSwizzle::None),
+                "`box_dims[1]`"
+            ),
+            InvalidKind::OutOfRange
+        );
+        assert_eq!(
+            kind(check(vec![0, 1], TensorMapSwizzle::None), "`box_dims[0]`"),
+            InvalidKind::OutOfRange
+        );
+        // 3 floats are 12 bytes: not a whole 16-byte granule.
+        assert_eq!(
+            kind(check(vec![3, 1], TensorMapSwizzle::None), "multiple of 16"),
+            InvalidKind::Other
+        );
+        // 16 floats are 64 bytes: more than a 32-byte swizzle.
+        assert_eq!(
+            kind(check(vec![16, 1], TensorMapSwizzle::B32), "32-byte swizzle"),
+            InvalidKind::Other
+        );
+    }
+
+    #[test]
+    fn im2col_boxes_and_counts_are_checked() {
+        use InvalidKind::*;
+        // Rank 4 (N, H, W, C): two spatial offsets per corner, each in -128..=127.
+        assert!(check_pixel_box("t", 4, &[-1, -1], &[1, 1]).is_ok());
+        assert!(check_pixel_box("t", 4, &[-128, 0], &[127, 0]).is_ok());
+        assert_eq!(
+            kind(
+                check_pixel_box("t", 4, &[-1], &[1, 1]),
+                "`pixel_box_lower_corner`"
+            ),
+            Other
+        );
+        assert_eq!(
+            kind(check_pixel_box("t", 4, &[-1, -1], &[1, 1, 1]), "2 spatial"),
+            Other
+        );
+        assert_eq!(
+            kind(check_pixel_box("t", 4, &[-129, 0], &[0, 0]), "-128 to 127"),
+            OutOfRange
+        );
+        assert_eq!(
+            kind(
+                check_pixel_box("t", 5, &[0, 0, 16], &[0, 0, 0]),
+                "-16 to 15"
+            ),
+            OutOfRange
+        );
+        assert!(check_pixel_box("t", 3, &[-32768], &[32767]).is_ok());
+        assert!(check_wide_box("t", -32768, 32767).is_ok());
+        assert_eq!(
+            kind(
+                check_wide_box("t", 0, 40000),
+                "`pixel_box_upper_corner_width`"
+            ),
+            OutOfRange
+        );
+        assert!(check_im2col_counts("t", 256, 1024).is_ok());
+        assert_eq!(
+            kind(check_im2col_counts("t", 0, 1), "`channels_per_pixel`"),
+            OutOfRange
+        );
+        assert_eq!(
+            kind(check_im2col_counts("t", 1, 1025), "`pixels_per_column`"),
+            OutOfRange
+        );
+        // 64 f32 channels are 256 bytes: more than a 128-byte swizzle.
+        let l = layout(&[64, 8, 8, 1], &[], 3..=5).unwrap();
+        assert!(
+            l.check_inner_box(
+                "t",
+                "`channels_per_pixel`",
+                32,
+                false,
+                TensorMapInterleave::None,
+                TensorMapSwizzle::B128
+            )
+            .is_ok()
+        );
+        assert_eq!(
+            kind(
+                l.check_inner_box(
+                    "t",
+                    "`channels_per_pixel`",
+                    64,
+                    false,
+                    TensorMapInterleave::None,
+                    TensorMapSwizzle::B128
+                ),
+                "128-byte swizzle"
+            ),
+            Other
+        );
+    }
+
+    #[test]
+    fn replacements_keep_the_layouts_needs() {
+        assert!(check_replacement("t", 256, 16, 0x2000, 256).is_ok());
+        assert_eq!(
+            kind(check_replacement("t", 256, 16, 0x2004, 4096), "16-byte"),
+            InvalidKind::Other
+        );
+        assert_eq!(
+            kind(check_replacement("t", 256, 32, 0x2010, 4096), "32-byte"),
+            InvalidKind::Other
+        );
+        assert_eq!(
+            kind(check_replacement("t", 256, 16, 0x2000, 128), "holds 128"),
+            InvalidKind::OutOfRange
+        );
+    }
+}

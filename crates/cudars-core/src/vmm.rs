@@ -1,0 +1,1017 @@
+//! Virtual memory: reserve an address range, back it with physical chunks, and
+//! grow, shrink or re-protect an allocation in place (`cuMemAddressReserve`,
+//! `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`, `cuMemUnmap`).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{Buffer, Device, Location, MemoryKind, MemoryResource, Stream};
+
+/// Which granularity allocations are rounded to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Granularity {
+    /// The driver's recommended granularity (the default; usually 2 MiB).
+    #[default]
+    Recommended,
+    /// The smallest the driver accepts.
+    Minimum,
+}
+
+impl Granularity {
+    fn raw(self) -> sys::CUmemAllocationGranularity_flags {
+        match self {
+            Self::Recommended => sys::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+            Self::Minimum => sys::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+        }
+    }
+}
+
+/// How a device may touch virtual memory (`CUmemAccess_flags`; `cuda.core`'s
+/// `VirtualMemoryAccessType`: `"rw"`, `"r"`, `None`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum VirtualMemoryAccess {
+    /// Read and write (`CU_MEM_ACCESS_FLAGS_PROT_READWRITE`; the default).
+    #[default]
+    ReadWrite,
+    /// Read only (`CU_MEM_ACCESS_FLAGS_PROT_READ`): a write is a fault, which
+    /// leaves the device's context unusable.
+    Read,
+    /// No access (`CU_MEM_ACCESS_FLAGS_PROT_NONE`).
+    None,
+}
+
+impl VirtualMemoryAccess {
+    fn raw(self) -> sys::CUmemAccess_flags {
+        match self {
+            Self::ReadWrite => sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            Self::Read => sys::CU_MEM_ACCESS_FLAGS_PROT_READ,
+            Self::None => sys::CU_MEM_ACCESS_FLAGS_PROT_NONE,
+        }
+    }
+}
+
+/// Where the physical memory lives (`CUmemLocationType`; `cuda.core`'s
+/// `VirtualMemoryLocationType`). Whatever the location, the memory is reached
+/// through devices (copies and kernels): host slices of these buffers are refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum VirtualMemoryLocation {
+    /// On the resource's device (the default).
+    #[default]
+    Device,
+    /// In host memory (`CU_MEM_LOCATION_TYPE_HOST`; the drivers that take it
+    /// for `cuMemCreate` decide the node).
+    Host,
+    /// In host memory on this NUMA node (`CU_MEM_LOCATION_TYPE_HOST_NUMA`).
+    HostNuma(i32),
+    /// In host memory on the NUMA node of the calling thread
+    /// (`CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT`).
+    HostNumaCurrent,
+}
+
+impl VirtualMemoryLocation {
+    fn raw(self, device: &Device) -> sys::CUmemLocation {
+        match self {
+            Self::Device => Location::Device(*device),
+            Self::Host => Location::Host,
+            Self::HostNuma(node) => Location::HostNuma(node),
+            Self::HostNumaCurrent => Location::HostNumaCurrent,
+        }
+        .raw()
+    }
+
+    fn is_host(self) -> bool {
+        !matches!(self, Self::Device)
+    }
+}
+
+/// The kind of physical memory (`CUmemAllocationType`; `cuda.core`'s
+/// `VirtualMemoryAllocationType`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum VirtualMemoryAllocationType {
+    /// Pinned memory that does not migrate (`CU_MEM_ALLOCATION_TYPE_PINNED`; the
+    /// default).
+    #[default]
+    Pinned,
+    /// Managed memory (`CU_MEM_ALLOCATION_TYPE_MANAGED`; a CUDA 13 driver).
+    Managed,
+}
+
+/// The kind of shareable handle the physical memory can be exported as
+/// (`CUmemAllocationHandleType`; `cuda.core`'s `VirtualMemoryHandleType`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum VirtualMemoryHandleType {
+    /// Not exportable (the default; `cuda.core` defaults to `"posix_fd"`).
+    #[default]
+    None,
+    /// A POSIX file descriptor (`CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`; Unix).
+    PosixFd,
+    /// A Windows KMT handle (`CU_MEM_HANDLE_TYPE_WIN32_KMT`; Windows). Exporting
+    /// it through this crate is not supported yet.
+    Win32Kmt,
+    /// A 64-byte fabric handle (`CU_MEM_HANDLE_TYPE_FABRIC`; Linux, on systems
+    /// with a memory fabric).
+    Fabric,
+}
+
+impl VirtualMemoryHandleType {
+    fn raw(self) -> sys::CUmemAllocationHandleType {
+        match self {
+            Self::None => sys::CU_MEM_HANDLE_TYPE_NONE,
+            Self::PosixFd => sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            Self::Win32Kmt => sys::CU_MEM_HANDLE_TYPE_WIN32_KMT,
+            Self::Fabric => sys::CU_MEM_HANDLE_TYPE_FABRIC,
+        }
+    }
+
+    /// Why this platform has no such handle, if it has none.
+    fn unavailable_here(self) -> Option<&'static str> {
+        match self {
+            Self::PosixFd if !cfg!(unix) => {
+                Some("POSIX file descriptor handles exist only on Unix")
+            }
+            Self::Win32Kmt if !cfg!(windows) => Some("Win32 KMT handles exist only on Windows"),
+            Self::Fabric if !cfg!(target_os = "linux") => {
+                Some("fabric handles exist only on Linux")
+            }
+            _ => None,
+        }
+    }
+
+    /// The device attribute that says whether the device can export the handle.
+    fn attribute(self) -> Option<sys::CUdevice_attribute> {
+        match self {
+            Self::None => None,
+            Self::PosixFd => {
+                Some(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
+            }
+            Self::Win32Kmt => Some(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED),
+            Self::Fabric => Some(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED),
+        }
+    }
+}
+
+/// Options of a [`VirtualMemoryResource`] (`cuda.core`'s
+/// `VirtualMemoryResourceOptions`). Every option is checked when the resource is
+/// made, before any memory is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VirtualMemoryOptions {
+    /// Address space reserved per allocation, so it can grow in place; 0 reserves
+    /// 4× the first size.
+    pub reserve: usize,
+    /// The rounding of sizes.
+    pub granularity: Granularity,
+    /// Other devices that may access the memory, with [`peer_access_flags`](Self::peer_access_flags).
+    /// The resource's own device here is ignored: [`self_access`](Self::self_access) is its access.
+    pub peer_access: Vec<Device>,
+    /// How the devices of [`peer_access`](Self::peer_access) may access the
+    /// memory (`cuda.core`'s `peer_access`).
+    pub peer_access_flags: VirtualMemoryAccess,
+    /// How the resource's device may access the memory (`cuda.core`'s
+    /// `self_access`).
+    pub self_access: VirtualMemoryAccess,
+    /// The alignment of each reserved address range: 0 for the granularity, else
+    /// a power of two and a multiple of the granularity (`addr_align`).
+    pub addr_align: usize,
+    /// Where to try to reserve address ranges (a hint the driver may ignore; a
+    /// multiple of the granularity): 0 lets the driver choose (`addr_hint`).
+    pub addr_hint: u64,
+    /// The kind of physical memory (`allocation_type`).
+    pub allocation_type: VirtualMemoryAllocationType,
+    /// Where the physical memory lives (`location_type`).
+    pub location: VirtualMemoryLocation,
+    /// The kind of shareable handle the memory can be exported as
+    /// ([`VirtualMemoryResource::export_handles`]; `handle_type`).
+    pub handle_type: VirtualMemoryHandleType,
+    /// Make the memory usable for GPUDirect RDMA (`gpuDirectRDMACapable`): only on
+    /// devices that support it with virtual memory (`gpu_direct_rdma`).
+    pub gpu_direct_rdma: bool,
+}
+
+/// One physical chunk of an allocation, exported ([`VirtualMemoryResource::export_handles`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ExportedChunk {
+    /// Where the chunk is mapped, in bytes from the buffer's start.
+    pub offset: usize,
+    /// Its size in bytes.
+    pub size: usize,
+    /// The shareable handle.
+    pub handle: ShareableHandle,
+}
+
+/// A shareable handle of physical memory (`cuMemExportToShareableHandle`).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ShareableHandle {
+    /// A POSIX file descriptor ([`VirtualMemoryHandleType::PosixFd`]), which the
+    /// caller owns.
+    #[cfg(unix)]
+    #[cfg_attr(docsrs, doc(cfg(unix)))]
+    Fd(std::os::fd::OwnedFd),
+    /// A fabric handle ([`VirtualMemoryHandleType::Fabric`]).
+    Fabric([u8; 64]),
+}
+
+struct Chunk {
+    handle: sys::CUmemGenericAllocationHandle,
+    size: usize,
+}
+
+struct Allocation {
+    reserved: usize,
+    chunks: Vec<Chunk>,
+    mapped: usize,
+    /// The access the allocation's mappings have now ([`VirtualMemoryResource::set_access`]
+    /// changes it); new chunks get the same.
+    access: Vec<sys::CUmemAccessDesc>,
+}
+
+/// Memory from the virtual memory API: each allocation reserves an address range
+/// and maps physical chunks into it. [`grow`](Self::grow) maps more chunks after
+/// the existing ones, [`shrink`](Self::shrink) unmaps and releases the last ones,
+/// and [`set_access`](Self::set_access) re-protects the mapping: a buffer keeps its
+/// address and its data. [`VirtualMemoryOptions`] chooses the memory's location,
+/// kind, exportable handle, alignment and who may access it.
+///
+/// Not stream-ordered: freeing and shrinking wait for the buffer's free stream.
+pub struct VirtualMemoryResource {
+    device: Device,
+    options: VirtualMemoryOptions,
+    prop: sys::CUmemAllocationProp,
+    granularity: usize,
+    align: usize,
+    allocations: Mutex<HashMap<sys::CUdeviceptr, Allocation>>,
+}
+
+// SAFETY: `prop` holds plain values (its only pointer, the Windows handle
+// metadata, is always null); the allocations are behind a mutex.
+unsafe impl Send for VirtualMemoryResource {}
+// SAFETY: as above.
+unsafe impl Sync for VirtualMemoryResource {}
+
+impl std::fmt::Debug for VirtualMemoryResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VirtualMemoryResource")
+            .field("device", &self.device)
+            .field("granularity", &self.granularity)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+/// The physical memory `options` asks for, on `device` (`cuMemCreate`'s
+/// properties).
+fn allocation_prop(device: &Device, options: &VirtualMemoryOptions) -> sys::CUmemAllocationProp {
+    let mut p = sys::CUmemAllocationProp {
+        type_: match options.allocation_type {
+            VirtualMemoryAllocationType::Pinned => sys::CU_MEM_ALLOCATION_TYPE_PINNED,
+            VirtualMemoryAllocationType::Managed => sys::CU_MEM_ALLOCATION_TYPE_MANAGED,
+        },
+        requestedHandleTypes: options.handle_type.raw(),
+        location: options.location.raw(device),
+        ..Default::default()
+    };
+    p.allocFlags.gpuDirectRDMACapable = u8::from(options.gpu_direct_rdma);
+    p
+}
+
+/// The access descriptors of `options` for memory of `device`: the device's own
+/// (unless [`VirtualMemoryAccess::None`]), then each peer once.
+fn access_descs(device: &Device, options: &VirtualMemoryOptions) -> Vec<sys::CUmemAccessDesc> {
+    let mut out: Vec<sys::CUmemAccessDesc> = Vec::new();
+    let mut add = |d: Device, access: VirtualMemoryAccess| {
+        let id = d.ordinal() as i32;
+        if access != VirtualMemoryAccess::None && !out.iter().any(|a| a.location.id == id) {
+            out.push(sys::CUmemAccessDesc {
+                location: Location::Device(d).raw(),
+                flags: access.raw(),
+            });
+        }
+    };
+    add(*device, options.self_access);
+    for p in options.peer_access.iter().filter(|p| *p != device) {
+        add(*p, options.peer_access_flags);
+    }
+    out
+}
+
+/// The checks of `options` that need no device: alignment and hint against
+/// `granularity`, and the handle type against this platform.
+fn check_options(options: &VirtualMemoryOptions, granularity: usize) -> Result<()> {
+    let what = "creating a virtual memory resource";
+    let align = options.addr_align;
+    if align != 0 && (!align.is_power_of_two() || align % granularity != 0) {
+        return Err(Error::invalid(
+            what,
+            format!(
+                "the address alignment {align} is not a power of two that is a multiple of the granularity {granularity}"
+            ),
+        ));
+    }
+    if options.addr_hint % granularity as u64 != 0 {
+        return Err(Error::invalid(
+            what,
+            format!(
+                "the address hint {:#x} is not a multiple of the granularity {granularity}",
+                options.addr_hint
+            ),
+        ));
+    }
+    if let Some(why) = options.handle_type.unavailable_here() {
+        return Err(Error::unsupported(what, why));
+    }
+    Ok(())
+}
+
+/// Unmaps and releases `chunks`, the first mapped at `at`, in order; all of
+/// them, whatever fails, and reports the first failure.
+fn unmap_chunks(mut at: sys::CUdeviceptr, chunks: impl IntoIterator<Item = Chunk>) -> Result<()> {
+    let mut first = Ok(());
+    for c in chunks {
+        // SAFETY: each chunk was mapped at `at`, in order; unmapped and released once.
+        let (unmapped, released) =
+            unsafe { (sys::cuMemUnmap(at, c.size), sys::cuMemRelease(c.handle)) };
+        if first.is_ok() {
+            first = unmapped
+                .check(|| "unmapping virtual memory")
+                .and_then(|()| released.check(|| "releasing physical memory"));
+        }
+        at += c.size as u64;
+    }
+    first
+}
+
+impl VirtualMemoryResource {
+    /// A resource on `device`, with `options` checked first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an address alignment that is not a power of
+    /// two multiple of the granularity, or a hint that is not a multiple of it;
+    /// [`Error::Unsupported`] when the device has no virtual memory management,
+    /// no host-located virtual memory (for a host location), no GPUDirect RDMA
+    /// with virtual memory (for `gpu_direct_rdma`), cannot export the handle type
+    /// (or the platform has no such handles), or the driver is older than CUDA 13
+    /// for managed memory; the driver's error (for a location it does not take).
+    pub fn new(device: &Device, options: VirtualMemoryOptions) -> Result<Self> {
+        let what = || {
+            format!(
+                "creating a virtual memory resource on device {}",
+                device.ordinal()
+            )
+        };
+        let _current = device.ensure_current()?;
+        let needs = |attr: sys::CUdevice_attribute, why: &str| -> Result<()> {
+            if device.attribute(attr)? == 0 {
+                return Err(Error::unsupported(what(), why));
+            }
+            Ok(())
+        };
+        needs(
+            sys::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+            "the device does not support virtual memory management",
+        )?;
+        if options.location.is_host() {
+            needs(
+                sys::CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                "the device does not support host-located virtual memory",
+            )?;
+        }
+        if options.gpu_direct_rdma {
+            needs(
+                sys::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+                "the device does not support GPUDirect RDMA with virtual memory",
+            )?;
+        }
+        if let Some(why) = options.handle_type.unavailable_here() {
+            return Err(Error::unsupported(what(), why));
+        }
+        if let Some(attr) = options.handle_type.attribute() {
+            needs(
+                attr,
+                "the device cannot export virtual memory with this handle type",
+            )?;
+        }
+        if options.allocation_type == VirtualMemoryAllocationType::Managed {
+            crate::versions::require_driver(13000, "managed virtual memory", what)?;
+        }
+        let prop = allocation_prop(device, &options);
+        let mut granularity = 0usize;
+        // SAFETY: `prop` is fully initialised; `granularity` is valid for writes.
+        unsafe {
+            sys::cuMemGetAllocationGranularity(&mut granularity, &prop, options.granularity.raw())
+        }
+        .check(|| format!("{}: reading the allocation granularity", what()))?;
+        if granularity == 0 {
+            return Err(Error::unsupported(
+                what(),
+                "the driver reported granularity 0",
+            ));
+        }
+        check_options(&options, granularity)?;
+        let align = if options.addr_align == 0 {
+            granularity
+        } else {
+            options.addr_align
+        };
+        Ok(Self {
+            device: *device,
+            options,
+            prop,
+            granularity,
+            align,
+            allocations: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The granularity sizes are rounded up to.
+    pub fn granularity(&self) -> usize {
+        self.granularity
+    }
+
+    /// The options the resource was made with.
+    pub fn options(&self) -> &VirtualMemoryOptions {
+        &self.options
+    }
+
+    fn round(&self, size: usize, what: &'static str) -> Result<usize> {
+        if size == 0 {
+            return Err(Error::zero_size(what));
+        }
+        size.checked_next_multiple_of(self.granularity)
+            .ok_or_else(|| Error::invalid(what, "the size is too large"))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<sys::CUdeviceptr, Allocation>> {
+        self.allocations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Creates a physical chunk and maps it at `at`, with `access`. Releases what
+    /// it made on failure.
+    fn map_chunk(
+        &self,
+        at: sys::CUdeviceptr,
+        size: usize,
+        access: &[sys::CUmemAccessDesc],
+    ) -> Result<Chunk> {
+        let mut handle: sys::CUmemGenericAllocationHandle = 0;
+        // SAFETY: `prop` was checked by `cuMemGetAllocationGranularity`; `size` is
+        // a granularity multiple.
+        unsafe { sys::cuMemCreate(&mut handle, size, &self.prop, 0) }
+            .check(|| format!("creating {size} bytes of physical memory"))?;
+        let release = |h| {
+            // SAFETY: a handle from `cuMemCreate`, released once.
+            let _ = unsafe { sys::cuMemRelease(h) };
+        };
+        // SAFETY: `at..at+size` lies in a range this resource reserved and left unmapped.
+        let mapped = unsafe { sys::cuMemMap(at, size, 0, handle, 0) };
+        if let Err(e) = mapped.check(|| "mapping physical memory") {
+            release(handle);
+            return Err(e);
+        }
+        if let Err(e) = set_access_raw(at, size, access) {
+            // SAFETY: undoes the mapping above.
+            let _ = unsafe { sys::cuMemUnmap(at, size) };
+            release(handle);
+            return Err(e);
+        }
+        Ok(Chunk { handle, size })
+    }
+
+    fn free_allocation(base: sys::CUdeviceptr, a: Allocation) {
+        let _ = unmap_chunks(base, a.chunks);
+        // SAFETY: the range this allocation reserved, freed once.
+        let _ = unsafe { sys::cuMemAddressFree(base, a.reserved) };
+    }
+
+    /// Grows `buffer` (from this resource) to at least `new_size` bytes, in place:
+    /// its address and its contents stay, and the new part gets the access the
+    /// buffer has now. Growing past the reserved range is an error (reserve more
+    /// with [`VirtualMemoryOptions::reserve`]). A size the buffer already has
+    /// changes nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a buffer of another resource, a zero size, a
+    /// size smaller than the buffer's ([`shrink`](Self::shrink) that), or a size
+    /// beyond the reservation; the driver's error.
+    pub fn grow(&self, buffer: &mut Buffer, new_size: usize) -> Result<()> {
+        let what = "growing a virtual allocation";
+        let new_size = self.round(new_size, what)?;
+        if new_size < buffer.size() {
+            return Err(Error::invalid(
+                what,
+                format!(
+                    "{new_size} bytes is less than the buffer's {} (shrink it instead)",
+                    buffer.size()
+                ),
+            ));
+        }
+        let mut allocs = self.lock();
+        let a = find(&mut allocs, buffer, what)?;
+        if new_size <= a.mapped {
+            buffer.set_size(new_size);
+            return Ok(());
+        }
+        if new_size > a.reserved {
+            return Err(Error::out_of_range(
+                what,
+                format!("{new_size} bytes exceed the {} reserved", a.reserved),
+            ));
+        }
+        let _current = self.device.ensure_current()?;
+        let extra = new_size - a.mapped;
+        let chunk = self.map_chunk(buffer.ptr() + a.mapped as u64, extra, &a.access)?;
+        a.chunks.push(chunk);
+        a.mapped = new_size;
+        buffer.set_size(new_size);
+        Ok(())
+    }
+
+    /// Shrinks `buffer` (from this resource) to `new_size` bytes (rounded up to
+    /// the granularity), in place: its address and the contents it keeps stay.
+    /// The physical chunks wholly past the new size are unmapped and released
+    /// (chunks are what the allocation and each [`grow`](Self::grow) mapped; a
+    /// chunk the new end falls inside stays mapped whole until the buffer is
+    /// freed or shrunk below it); the address range stays reserved, so the buffer
+    /// can grow again. Waits first for the buffer's free stream, so work ordered
+    /// there is done with the tail.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a buffer of another resource, a zero size or
+    /// a size larger than the buffer's; the stream's error; the driver's error
+    /// from unmapping (the buffer is shrunk all the same).
+    pub fn shrink(&self, buffer: &mut Buffer, new_size: usize) -> Result<()> {
+        let what = "shrinking a virtual allocation";
+        let new_size = self.round(new_size, what)?;
+        if new_size > buffer.size() {
+            return Err(Error::invalid(
+                what,
+                format!(
+                    "{new_size} bytes is more than the buffer's {} (grow it instead)",
+                    buffer.size()
+                ),
+            ));
+        }
+        let mut allocs = self.lock();
+        let a = find(&mut allocs, buffer, what)?;
+        // The chunks to keep: those that start before the new end.
+        let mut keep = 0;
+        let mut kept_bytes = 0;
+        for c in &a.chunks {
+            if kept_bytes >= new_size {
+                break;
+            }
+            kept_bytes += c.size;
+            keep += 1;
+        }
+        if keep < a.chunks.len() {
+            if let Some(s) = buffer.free_stream() {
+                s.drain()?;
+            }
+            let _current = self.device.ensure_current()?;
+            let tail = a.chunks.split_off(keep);
+            let unmapped = unmap_chunks(buffer.ptr() + kept_bytes as u64, tail);
+            a.mapped = kept_bytes;
+            buffer.set_size(new_size);
+            return unmapped;
+        }
+        buffer.set_size(new_size);
+        Ok(())
+    }
+
+    /// Grows or shrinks `buffer` to `new_size` bytes, in place (`cuda.core`'s
+    /// `modify_allocation`): [`grow`](Self::grow) or [`shrink`](Self::shrink).
+    ///
+    /// # Errors
+    /// As [`grow`](Self::grow) and [`shrink`](Self::shrink).
+    pub fn modify_allocation(&self, buffer: &mut Buffer, new_size: usize) -> Result<()> {
+        if new_size < buffer.size() {
+            self.shrink(buffer, new_size)
+        } else {
+            self.grow(buffer, new_size)
+        }
+    }
+
+    /// Re-protects `buffer` (from this resource): each device in `access` gets
+    /// that access to all of the buffer's memory (`cuMemSetAccess`); devices not
+    /// listed keep theirs. Later growth gets the same access. A device with
+    /// [`VirtualMemoryAccess::Read`] that writes the memory faults, which leaves
+    /// its context unusable.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a buffer of another resource or a device
+    /// listed twice; the driver's error (`CUDA_ERROR_INVALID_DEVICE` for a device
+    /// that cannot reach the memory).
+    pub fn set_access(
+        &self,
+        buffer: &Buffer,
+        access: &[(Device, VirtualMemoryAccess)],
+    ) -> Result<()> {
+        let what = "setting the access to a virtual allocation";
+        for (i, (d, _)) in access.iter().enumerate() {
+            if access[..i].iter().any(|(e, _)| e == d) {
+                return Err(Error::invalid(
+                    what,
+                    format!("device {} is listed twice", d.ordinal()),
+                ));
+            }
+        }
+        let mut allocs = self.lock();
+        let a = find(&mut allocs, buffer, what)?;
+        let descs: Vec<sys::CUmemAccessDesc> = access
+            .iter()
+            .map(|(d, flags)| sys::CUmemAccessDesc {
+                location: Location::Device(*d).raw(),
+                flags: flags.raw(),
+            })
+            .collect();
+        let _current = self.device.ensure_current()?;
+        set_access_raw(buffer.ptr(), a.mapped, &descs)?;
+        for d in descs {
+            a.access.retain(|x| x.location.id != d.location.id);
+            if d.flags != sys::CU_MEM_ACCESS_FLAGS_PROT_NONE {
+                a.access.push(d);
+            }
+        }
+        Ok(())
+    }
+
+    /// The access `device` has to `buffer` (from this resource) now
+    /// (`cuMemGetAccess`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a buffer of another resource; the driver's
+    /// error.
+    pub fn access(&self, buffer: &Buffer, device: &Device) -> Result<VirtualMemoryAccess> {
+        find(
+            &mut self.lock(),
+            buffer,
+            "reading the access to a virtual allocation",
+        )?;
+        let mut flags: u64 = 0;
+        let loc = Location::Device(*device).raw();
+        // SAFETY: `flags` is valid for writes; the buffer's start is mapped.
+        unsafe { sys::cuMemGetAccess(&mut flags, &loc, buffer.ptr()) }.check(|| {
+            format!(
+                "reading the access of device {} to a virtual allocation",
+                device.ordinal()
+            )
+        })?;
+        Ok(match flags {
+            f if f == u64::from(sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE.0) => {
+                VirtualMemoryAccess::ReadWrite
+            }
+            f if f == u64::from(sys::CU_MEM_ACCESS_FLAGS_PROT_READ.0) => VirtualMemoryAccess::Read,
+            _ => VirtualMemoryAccess::None,
+        })
+    }
+
+    /// The bytes of physical memory mapped for `buffer` (from this resource): at
+    /// least its size (see [`shrink`](Self::shrink)).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a buffer of another resource.
+    pub fn mapped_size(&self, buffer: &Buffer) -> Result<usize> {
+        let what = "reading a virtual allocation's mapped size";
+        find(&mut self.lock(), buffer, what).map(|a| a.mapped)
+    }
+
+    /// Exports the physical memory of `buffer` (from this resource) as shareable
+    /// handles (`cuMemExportToShareableHandle`), one per chunk, in address order,
+    /// for another process to import (`cuMemImportFromShareableHandle`) and map.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] unless the resource was made with a
+    /// [`handle_type`](VirtualMemoryOptions::handle_type) this crate exports
+    /// ([`PosixFd`](VirtualMemoryHandleType::PosixFd) on Unix,
+    /// [`Fabric`](VirtualMemoryHandleType::Fabric));
+    /// [`Error::InvalidArgument`] for a buffer of another resource; the driver's
+    /// error.
+    pub fn export_handles(&self, buffer: &Buffer) -> Result<Vec<ExportedChunk>> {
+        let what = "exporting a virtual allocation";
+        let handle_type = self.options.handle_type;
+        if matches!(
+            handle_type,
+            VirtualMemoryHandleType::None | VirtualMemoryHandleType::Win32Kmt
+        ) {
+            return Err(Error::unsupported(
+                what,
+                format!(
+                    "the resource's handle type is {handle_type:?} (use `PosixFd` or `Fabric`)"
+                ),
+            ));
+        }
+        let mut allocs = self.lock();
+        let a = find(&mut allocs, buffer, what)?;
+        let mut out = Vec::with_capacity(a.chunks.len());
+        let mut offset = 0;
+        for c in &a.chunks {
+            let handle = export_chunk(c.handle, handle_type)?;
+            out.push(ExportedChunk {
+                offset,
+                size: c.size,
+                handle,
+            });
+            offset += c.size;
+        }
+        Ok(out)
+    }
+}
+
+/// The allocation of `buffer` among `allocs`, or an error saying `buffer` is
+/// another resource's.
+fn find<'a>(
+    allocs: &'a mut HashMap<sys::CUdeviceptr, Allocation>,
+    buffer: &Buffer,
+    what: &'static str,
+) -> Result<&'a mut Allocation> {
+    allocs
+        .get_mut(&buffer.ptr())
+        .ok_or_else(|| Error::invalid(what, "the buffer does not come from this resource"))
+}
+
+/// `cuMemSetAccess` of `descs` over `size` mapped bytes at `at` (nothing for none).
+fn set_access_raw(at: sys::CUdeviceptr, size: usize, descs: &[sys::CUmemAccessDesc]) -> Result<()> {
+    if descs.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: the range is mapped; `descs` holds `len` descriptors.
+    unsafe { sys::cuMemSetAccess(at, size, descs.as_ptr(), descs.len()) }
+        .check(|| "setting the access to virtual memory")
+}
+
+/// One chunk's shareable handle of `handle_type` (a POSIX descriptor or a fabric
+/// handle).
+fn export_chunk(
+    chunk: sys::CUmemGenericAllocationHandle,
+    handle_type: VirtualMemoryHandleType,
+) -> Result<ShareableHandle> {
+    let what = "exporting a virtual allocation's physical memory";
+    match handle_type {
+        #[cfg(unix)]
+        VirtualMemoryHandleType::PosixFd => {
+            let mut fd: std::ffi::c_int = -1;
+            // SAFETY: the POSIX descriptor type writes an `int`; a live chunk.
+            unsafe {
+                sys::cuMemExportToShareableHandle((&raw mut fd).cast(), chunk, handle_type.raw(), 0)
+            }
+            .check(|| what)?;
+            crate::ipc::owned_fd(fd, what).map(ShareableHandle::Fd)
+        }
+        VirtualMemoryHandleType::Fabric => {
+            let mut h = sys::CUmemFabricHandle::default();
+            // SAFETY: the fabric type writes a `CUmemFabricHandle`; a live chunk.
+            unsafe {
+                sys::cuMemExportToShareableHandle((&raw mut h).cast(), chunk, handle_type.raw(), 0)
+            }
+            .check(|| what)?;
+            Ok(ShareableHandle::Fabric(h.data))
+        }
+        other => Err(Error::unsupported(
+            what,
+            format!("handles of type {other:?} are not exported by this crate"),
+        )),
+    }
+}
+
+// SAFETY: allocations are memory of the resource's location, mapped with the
+// options' access for `device`; `deallocate` undoes exactly what `allocate_raw`
+// made, found by address.
+unsafe impl MemoryResource for VirtualMemoryResource {
+    unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
+        let what = "allocating virtual memory";
+        let _current = self.device.ensure_current()?;
+        let size = self.round(size, what)?;
+        let reserve = if self.options.reserve == 0 {
+            size.saturating_mul(4)
+        } else {
+            self.round(self.options.reserve, what)?.max(size)
+        };
+        let mut base: sys::CUdeviceptr = 0;
+        // SAFETY: `base` is valid for writes; the alignment is a power of two and
+        // the hint a granularity multiple (checked in `new`).
+        unsafe {
+            sys::cuMemAddressReserve(&mut base, reserve, self.align, self.options.addr_hint, 0)
+        }
+        .check(|| format!("reserving {reserve} bytes of address space"))?;
+        let access = access_descs(&self.device, &self.options);
+        match self.map_chunk(base, size, &access) {
+            Ok(chunk) => {
+                let a = Allocation {
+                    reserved: reserve,
+                    chunks: vec![chunk],
+                    mapped: size,
+                    access,
+                };
+                self.lock().insert(base, a);
+                Ok(base)
+            }
+            Err(e) => {
+                // SAFETY: the range reserved above, freed once.
+                let _ = unsafe { sys::cuMemAddressFree(base, reserve) };
+                Err(e)
+            }
+        }
+    }
+
+    unsafe fn deallocate(
+        &self,
+        ptr: sys::CUdeviceptr,
+        _size: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let _ = stream.drain();
+        let a = self
+            .lock()
+            .remove(&ptr)
+            .ok_or_else(|| Error::invalid("freeing a virtual allocation", "unknown address"))?;
+        Self::free_allocation(ptr, a);
+        Ok(())
+    }
+
+    fn kind(&self) -> MemoryKind {
+        MemoryKind::Device
+    }
+
+    fn device(&self) -> Device {
+        self.device
+    }
+
+    fn is_stream_ordered(&self) -> bool {
+        false
+    }
+}
+
+impl Drop for VirtualMemoryResource {
+    fn drop(&mut self) {
+        // Buffers hold an `Arc` of the resource, so none is left; free leftovers.
+        let allocs = std::mem::take(
+            self.allocations
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for (base, a) in allocs {
+            Self::free_allocation(base, a);
+        }
+    }
+}
+
+crate::memory::owning_allocate!(
+    unordered VirtualMemoryResource,
+    "The size is rounded up to the granularity (see [`granularity`](Self::granularity))."
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> VirtualMemoryOptions {
+        VirtualMemoryOptions::default()
+    }
+
+    #[test]
+    fn alignment_must_be_a_power_of_two_multiple_of_the_granularity() {
+        let g = 2 << 20;
+        for ok in [0, g, 2 * g, 64 * g] {
+            let o = VirtualMemoryOptions {
+                addr_align: ok,
+                ..opts()
+            };
+            assert!(check_options(&o, g).is_ok(), "{ok}");
+        }
+        for bad in [g / 2, 3 * g, g + 1, 4096] {
+            let o = VirtualMemoryOptions {
+                addr_align: bad,
+                ..opts()
+            };
+            match check_options(&o, g) {
+                Err(Error::InvalidArgument { message, .. }) => {
+                    assert!(message.contains("alignment"), "{message}")
+                }
+                other => panic!("alignment {bad} was not refused: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_hint_must_be_a_multiple_of_the_granularity() {
+        let g = 2 << 20;
+        let at = |addr_hint| VirtualMemoryOptions {
+            addr_hint,
+            ..opts()
+        };
+        assert!(check_options(&at(0), g).is_ok());
+        assert!(check_options(&at(0x7f00_0000_0000), g).is_ok());
+        assert!(matches!(
+            check_options(&at(0x7f00_0000_1000), g),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+
+    #[test]
+    fn handle_types_of_other_platforms_are_refused_before_the_driver() {
+        let with = |handle_type| VirtualMemoryOptions {
+            handle_type,
+            ..opts()
+        };
+        let g = 2 << 20;
+        assert!(check_options(&with(VirtualMemoryHandleType::None), g).is_ok());
+        let posix = check_options(&with(VirtualMemoryHandleType::PosixFd), g);
+        let win = check_options(&with(VirtualMemoryHandleType::Win32Kmt), g);
+        assert_eq!(posix.is_ok(), cfg!(unix), "{posix:?}");
+        assert_eq!(win.is_ok(), cfg!(windows), "{win:?}");
+        for e in [posix, win].into_iter().filter_map(Result::err) {
+            assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn options_map_to_the_drivers_properties() {
+        let d = Device::for_tests(3);
+        let p = allocation_prop(&d, &opts());
+        assert_eq!(p.type_, sys::CU_MEM_ALLOCATION_TYPE_PINNED);
+        assert_eq!(p.requestedHandleTypes, sys::CU_MEM_HANDLE_TYPE_NONE);
+        assert_eq!(
+            (p.location.type_, p.location.id),
+            (sys::CU_MEM_LOCATION_TYPE_DEVICE, 3)
+        );
+        assert_eq!(p.allocFlags.gpuDirectRDMACapable, 0);
+        assert!(p.win32HandleMetaData.is_null());
+        let p = allocation_prop(
+            &d,
+            &VirtualMemoryOptions {
+                allocation_type: VirtualMemoryAllocationType::Managed,
+                handle_type: VirtualMemoryHandleType::Fabric,
+                location: VirtualMemoryLocation::HostNuma(1),
+                gpu_direct_rdma: true,
+                ..opts()
+            },
+        );
+        assert_eq!(p.type_, sys::CU_MEM_ALLOCATION_TYPE_MANAGED);
+        assert_eq!(p.requestedHandleTypes, sys::CU_MEM_HANDLE_TYPE_FABRIC);
+        assert_eq!(
+            (p.location.type_, p.location.id),
+            (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA, 1)
+        );
+        assert_eq!(p.allocFlags.gpuDirectRDMACapable, 1);
+        for (loc, t) in [
+            (VirtualMemoryLocation::Host, sys::CU_MEM_LOCATION_TYPE_HOST),
+            (
+                VirtualMemoryLocation::HostNumaCurrent,
+                sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+            ),
+        ] {
+            assert_eq!(loc.raw(&d).type_, t);
+            assert!(loc.is_host());
+        }
+        assert_eq!(
+            VirtualMemoryHandleType::PosixFd.raw(),
+            sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        );
+        assert_eq!(
+            VirtualMemoryHandleType::Win32Kmt.raw(),
+            sys::CU_MEM_HANDLE_TYPE_WIN32_KMT
+        );
+    }
+
+    #[test]
+    fn access_lists_the_device_then_each_peer_once() {
+        let d0 = Device::for_tests(0);
+        let d1 = Device::for_tests(1);
+        let d2 = Device::for_tests(2);
+        let ids = |v: &[sys::CUmemAccessDesc]| -> Vec<(i32, sys::CUmemAccess_flags)> {
+            v.iter().map(|a| (a.location.id, a.flags)).collect()
+        };
+        let rw = sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        let r = sys::CU_MEM_ACCESS_FLAGS_PROT_READ;
+        assert_eq!(ids(&access_descs(&d0, &opts())), [(0, rw)]);
+        let o = VirtualMemoryOptions {
+            peer_access: vec![d1, d0, d2, d1],
+            peer_access_flags: VirtualMemoryAccess::Read,
+            self_access: VirtualMemoryAccess::ReadWrite,
+            ..opts()
+        };
+        assert_eq!(ids(&access_descs(&d0, &o)), [(0, rw), (1, r), (2, r)]);
+        // No access for the device itself: only the peers are mapped.
+        let o = VirtualMemoryOptions {
+            peer_access: vec![d1],
+            self_access: VirtualMemoryAccess::None,
+            ..opts()
+        };
+        assert_eq!(ids(&access_descs(&d0, &o)), [(1, rw)]);
+        let none = VirtualMemoryOptions {
+            self_access: VirtualMemoryAccess::None,
+            ..opts()
+        };
+        assert!(access_descs(&d0, &none).is_empty());
+        assert_eq!(
+            VirtualMemoryAccess::None.raw(),
+            sys::CU_MEM_ACCESS_FLAGS_PROT_NONE
+        );
+        assert_eq!(VirtualMemoryAccess::Read.raw(), r);
+    }
+}

@@ -1,0 +1,279 @@
+//! Green contexts on the GPU: the device's SMs split into groups, a green context
+//! on one group, and a kernel whose blocks report the SM they ran on, which must
+//! all lie within the group. Without a GPU each test prints `SKIPPED`; with
+//! `CUDA_TEST_REQUIRE_GPU=1` it fails.
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeSet;
+
+use cudars_core::{
+    CompileTarget, Context, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions,
+    SmResourceOptions, SourceCode, Stream, StreamOptions, launch,
+};
+use cudars_tests::{require_gpu, require_libs};
+
+const WHERE: &str = r#"
+extern "C" __global__ void where_am_i(unsigned *out, long long spin) {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    long long t0 = clock64();
+    while (clock64() - t0 < spin) {}
+    if (threadIdx.x == 0) out[blockIdx.x] = id;
+}
+"#;
+
+fn kernel(d: &Device) -> Kernel {
+    let options = ProgramOptions {
+        arch: Some(d.arch().unwrap()),
+        ..Default::default()
+    };
+    Program::new(SourceCode::Cxx(WHERE), options)
+        .unwrap()
+        .compile(CompileTarget::Cubin, &[])
+        .unwrap()
+        .get_kernel("where_am_i")
+        .unwrap()
+}
+
+/// One group of (at least) 8 of `d`'s SMs.
+fn one_group_of_8(d: &Device) -> cudars_core::SmResource {
+    d.resources()
+        .unwrap()
+        .sm
+        .split(SmResourceOptions {
+            count: 8,
+            groups: Some(1),
+            ..Default::default()
+        })
+        .unwrap()
+        .groups[0]
+}
+
+/// The distinct SMs that `blocks` blocks of `k` ran on, launched on `s`.
+fn sms_used(d: &Device, k: &Kernel, s: &Stream, blocks: u32) -> BTreeSet<u32> {
+    let mut out = d.allocate(blocks as usize * 4, s).unwrap();
+    out.fill_u32(u32::MAX, s).unwrap();
+    let spin: i64 = 200_000;
+    // SAFETY: `where_am_i` writes out[blockIdx.x] for `blocks` blocks; `out` holds
+    // `blocks` u32s.
+    unsafe { launch(s, &LaunchConfig::new(blocks, 64), k, &[&out, &spin]).unwrap() };
+    let mut ids = vec![0u32; blocks as usize];
+    out.copy_to_host(&mut ids, s).unwrap();
+    assert!(ids.iter().all(|&i| i != u32::MAX), "a block did not run");
+    ids.into_iter().collect()
+}
+
+#[test]
+fn a_green_context_runs_only_on_its_sms() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let all = d.resources().unwrap().sm;
+    let sms = d
+        .attribute(cudars_core::cudars_bindings::driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .unwrap() as u32;
+    assert_eq!(all.sm_count(), sms);
+    // Reported by CUDA 13 drivers only.
+    let v13 = cudars_core::cudars_bindings::driver::version()
+        .unwrap()
+        .major
+        >= 13;
+    assert_eq!(all.min_partition_size().is_some_and(|n| n >= 1), v13);
+    assert_eq!(all.coscheduled_alignment().is_some_and(|n| n >= 1), v13);
+    println!("{all:?}");
+
+    let split = all
+        .split(SmResourceOptions {
+            count: 16,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(!split.groups.is_empty());
+    let grouped: u32 = split.groups.iter().map(|g| g.sm_count()).sum();
+    let left = split.remaining.map_or(0, |r| r.sm_count());
+    assert_eq!(grouped + left, sms, "{split:?}");
+    assert!(split.groups.iter().all(|g| g.sm_count() >= 16));
+    // At most two groups.
+    let two = all
+        .split(SmResourceOptions {
+            count: 16,
+            groups: Some(2),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(two.groups.len(), 2);
+    assert_eq!(
+        two.remaining.unwrap().sm_count(),
+        sms - two.groups[0].sm_count() - two.groups[1].sm_count()
+    );
+
+    let group = split.groups[0];
+    let green = Context::create_green(&d, &[group]).unwrap();
+    assert!(green.is_green());
+    assert!(!d.context().unwrap().is_green());
+    assert_eq!(green.resources().unwrap().sm.sm_count(), group.sm_count());
+    assert_eq!(d.context().unwrap().resources().unwrap().sm.sm_count(), sms);
+
+    let k = kernel(&d);
+    let blocks = sms * 4;
+    // On the whole device, the blocks spread over more SMs than the group has, so
+    // the check below can fail.
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let wide = sms_used(&d, &k, &s, blocks);
+    assert!(
+        wide.len() as u32 > group.sm_count(),
+        "{} SMs used on the whole device",
+        wide.len()
+    );
+    // In the green context, at most the group's SMs.
+    let Some(gs) =
+        cudars_tests::needs_driver!(12050, green.create_stream(StreamOptions::default()))
+    else {
+        return;
+    };
+    assert!(gs.is_non_blocking().unwrap());
+    assert_eq!(gs.resources().unwrap().sm.sm_count(), group.sm_count());
+    let narrow = sms_used(&d, &k, &gs, blocks);
+    println!(
+        "whole device: {} SMs; green context of {}: {} SMs",
+        wide.len(),
+        group.sm_count(),
+        narrow.len()
+    );
+    assert!(!narrow.is_empty());
+    assert!(
+        narrow.len() as u32 <= group.sm_count(),
+        "{} SMs used by a green context of {}",
+        narrow.len(),
+        group.sm_count()
+    );
+    gs.sync().unwrap();
+    drop(gs);
+    drop(green);
+    // The primary context is unaffected.
+    d.set_current().unwrap();
+    d.sync().unwrap();
+}
+
+#[test]
+fn bad_splits_and_green_contexts_are_refused() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    let all = d.resources().unwrap().sm;
+    let bad = |o: SmResourceOptions| match all.split(o) {
+        Err(Error::InvalidArgument { .. }) => {}
+        other => panic!("{other:?}"),
+    };
+    bad(SmResourceOptions::default());
+    bad(SmResourceOptions {
+        count: all.sm_count() + 1,
+        ..Default::default()
+    });
+    bad(SmResourceOptions {
+        count: 8,
+        groups: Some(0),
+        ..Default::default()
+    });
+    assert!(matches!(
+        Context::create_green(&d, &[]),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
+
+#[test]
+fn a_green_context_is_current_only_during_each_operation() {
+    require_gpu!();
+    use cudars_core::cudars_bindings::driver as sys;
+    let d = Device::new(0).unwrap();
+    let primary = d.context().unwrap();
+    let group = one_group_of_8(&d);
+    let green = Context::create_green(&d, &[group]).unwrap();
+    // It cannot be left current on a thread.
+    assert!(matches!(
+        green.set_current(),
+        Err(Error::Unsupported { .. })
+    ));
+    let Some(s) = cudars_tests::needs_driver!(12050, green.create_stream(StreamOptions::default()))
+    else {
+        return;
+    };
+    // Eight threads share one green stream; each operation holds the context for
+    // itself, and afterwards each thread's own current context is back.
+    std::thread::scope(|sc| {
+        for t in 0..8u32 {
+            let (d, s, primary) = (&d, &s, &primary);
+            sc.spawn(move || {
+                d.set_current().unwrap();
+                for i in 0..50u32 {
+                    let mut b = d.allocate(4096, s).unwrap();
+                    b.fill_u32(t << 16 | i, s).unwrap();
+                    let mut h = [0u32; 1024];
+                    b.copy_to_host(&mut h, s).unwrap();
+                    assert!(h.iter().all(|&x| x == t << 16 | i));
+                    let mut cur: sys::CUcontext = std::ptr::null_mut();
+                    // SAFETY: `cur` is valid for writes.
+                    unsafe { sys::cuCtxGetCurrent(&mut cur) };
+                    assert_eq!(cur, primary.handle(), "the green context was left current");
+                }
+            });
+        }
+    });
+    s.sync().unwrap();
+}
+
+/// Work on a green stream with buffers freed on a primary-context stream: each
+/// operation orders those frees (events, waits in the primary context) while it
+/// holds the green context, and must leave the thread's context as it found it.
+#[test]
+fn green_and_primary_streams_mix_in_one_operation() {
+    require_gpu!();
+    use cudars_core::cudars_bindings::driver as sys;
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let group = one_group_of_8(&d);
+    let green = Context::create_green(&d, &[group]).unwrap();
+    let Some(gs) =
+        cudars_tests::needs_driver!(12050, green.create_stream(StreamOptions::default()))
+    else {
+        return;
+    };
+    let ps = d.create_stream(StreamOptions::default()).unwrap();
+    let mut a = d.allocate(4096, &ps).unwrap();
+    let mut b = d.allocate(4096, &ps).unwrap();
+    let mut c = d.allocate(4096, &gs).unwrap();
+    let mut e = d.allocate(4096, &gs).unwrap();
+    a.fill_u32(1, &gs).unwrap();
+    b.fill_u32(2, &gs).unwrap();
+    cudars_core::copy_batch(
+        &mut [
+            cudars_core::BatchCopy {
+                dst: &mut c,
+                src: &a,
+                bytes: 4096,
+            },
+            cudars_core::BatchCopy {
+                dst: &mut e,
+                src: &b,
+                bytes: 4096,
+            },
+        ],
+        &cudars_core::CopyOptions::default(),
+        &gs,
+    )
+    .unwrap();
+    c.copy_from(&b, &gs).unwrap();
+    let mut h = [0u32; 1024];
+    c.copy_to_host(&mut h, &gs).unwrap();
+    assert!(h.iter().all(|&x| x == 2));
+    e.copy_to_host(&mut h, &gs).unwrap();
+    assert!(h.iter().all(|&x| x == 2));
+    let mut cur: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: `cur` is valid for writes.
+    unsafe { sys::cuCtxGetCurrent(&mut cur) };
+    assert_eq!(cur, d.context().unwrap().handle());
+    drop((a, b, c, e));
+    gs.sync().unwrap();
+    ps.sync().unwrap();
+}

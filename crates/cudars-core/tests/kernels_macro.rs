@@ -1,0 +1,417 @@
+//! `cudars_core::kernels!`: typed launch functions generated from
+//! `tests/kernels/generated.cu`. That this file compiles tests the expansion;
+//! the compile tests need only NVRTC, the launch tests a GPU (without one they
+//! print `SKIPPED`; with `CUDA_TEST_REQUIRE_GPU=1` they fail).
+
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cudars_core::cache::InMemoryProgramCache;
+use cudars_core::half::{bf16, f16};
+use cudars_core::{
+    CodeType, Device, DeviceBuffer, Error, InvalidKind, LaunchConfig, ProgramOptions, Stream,
+    StreamOptions,
+};
+use cudars_tests::{require_gpu, require_libs};
+
+/// The C `struct Affine` of the source.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Affine {
+    scale: f32,
+    shift: f32,
+    n: u32,
+}
+
+/// A Rust type two bytes short of the C struct: loading must refuse it.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct ShortAffine {
+    scale: f32,
+    shift: f32,
+}
+
+cudars_core::kernels! {
+    /// The kernels of the test source.
+    pub struct Generated = "tests/kernels/generated.cu";
+    type Affine = Affine;
+}
+
+cudars_core::kernels! {
+    /// The same source with a wrong Rust type for `Affine`.
+    struct Mismatched = "tests/kernels/generated.cu";
+    type Affine = crate::ShortAffine;
+}
+
+cudars_core::kernels! {
+    /// An inline source, with C names that are Rust keywords or the launch's own,
+    /// and a kernel with no Rust signature, left out by `only`.
+    struct Inline = source r#"
+        extern "C" __global__ void type(int* in, int stream, int config) {}
+        extern "C" __global__ void rows(float** r) {}
+        extern "C" __global__ void scale(float* type, float match, unsigned) {}
+        extern "C" __global__ void Fill(float* Out, float V, int N) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < N) Out[i] = V;
+        }
+    "#;
+    only r#type, scale, Fill;
+}
+
+cudars_core::kernels! {
+    /// Half-precision parameters and views (`cuda_fp16.h`, `cuda_bf16.h`: the
+    /// toolkit's headers).
+    struct Halves = source r#"
+        #include <cuda_fp16.h>
+        #include <cuda_bf16.h>
+        extern "C" __global__ void axpy_half(__half a, const __half* x, __half* y, unsigned n) {
+            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = __hadd(__hmul(a, x[i]), y[i]);
+        }
+        extern "C" __global__ void add_bf16(__nv_bfloat16 b, __nv_bfloat16* y, unsigned n) {
+            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) y[i] = __hadd(y[i], b);
+        }
+    "#;
+}
+
+cudars_core::kernels! {
+    /// The longest parameter list: 16.
+    struct Wide = source r#"
+        extern "C" __global__ void sum16(long long* out, char a, signed char b, unsigned char c,
+            short d, unsigned short e, int f, unsigned g, long h, unsigned long i, long long j,
+            unsigned long long k, float l, double m, bool n, size_t o) {
+            *out = a + b + c + d + e + f + g + h + (long long)i + j + (long long)k
+                 + (long long)l + (long long)m + n + (long long)o;
+        }
+    "#;
+}
+
+const SOURCE: &str = include_str!("kernels/generated.cu");
+
+/// Whether the toolkit's headers are found; skips (or, on a GPU run, fails)
+/// without them.
+fn toolkit_headers(required_by: &str) -> bool {
+    let found = cudars_core::toolkit_include_dirs()
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    cudars_tests::require_or_skip(
+        &cudars_tests::current_test_name(),
+        "the CUDA runtime headers",
+        required_by,
+        found,
+    )
+}
+
+fn sm90() -> ProgramOptions {
+    ProgramOptions {
+        arch: Some("sm_90".into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_struct_embeds_the_source_and_lists_the_extern_c_kernels() {
+    assert_eq!(Generated::SOURCE, SOURCE);
+    assert_eq!(Generated::PROGRAM_NAME, "generated.cu");
+    // Source order; the template `twice` has no C name and is left out.
+    assert_eq!(
+        Generated::KERNELS,
+        ["saxpy", "affine", "add_scaled", "fill_if"]
+    );
+    assert_eq!(Inline::KERNELS, ["type", "scale", "Fill"]);
+    assert_eq!(Inline::PROGRAM_NAME, "Inline.cu");
+}
+
+#[test]
+fn the_embedded_source_compiles_with_nvrtc_through_the_cache() {
+    require_libs!("nvrtc");
+    let cache = InMemoryProgramCache::new();
+    let cubin = Generated::compile(sm90(), Some(&cache)).unwrap();
+    assert_eq!(cubin.code_type(), CodeType::Cubin);
+    assert!(cubin.code().starts_with(b"\x7fELF"));
+    assert_eq!(cubin.name(), "generated.cu");
+    assert_eq!(cache.len(), 1);
+    // The second compilation is the cache's entry.
+    let again = Generated::compile(sm90(), Some(&cache)).unwrap();
+    assert_eq!(again.code(), cubin.code());
+    assert_eq!(cache.len(), 1);
+    // For a virtual architecture: PTX, whose entry points are the C names.
+    let ptx = Generated::compile(
+        ProgramOptions {
+            arch: Some("compute_75".into()),
+            ..Default::default()
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(ptx.code_type(), CodeType::Ptx);
+    let text = String::from_utf8_lossy(ptx.code());
+    for k in Generated::KERNELS {
+        assert!(text.contains(&format!(".entry {k}(")), "{k} in\n{text}");
+    }
+    // A name given in the options is kept.
+    let named = Generated::compile(
+        ProgramOptions {
+            name: Some("mine.cu".into()),
+            ..sm90()
+        },
+        None,
+    )
+    .unwrap();
+    assert_eq!(named.name(), "mine.cu");
+    assert!(
+        Wide::compile(sm90(), None)
+            .unwrap()
+            .code()
+            .starts_with(b"\x7fELF")
+    );
+    let inline = Inline::compile(sm90(), None).unwrap();
+    assert!(inline.code().starts_with(b"\x7fELF"));
+}
+
+#[test]
+fn half_precision_kernels_compile_with_the_toolkit_headers() {
+    require_libs!("nvrtc");
+    if !toolkit_headers(cudars_tests::REQUIRE_WHEELS_VAR) {
+        return;
+    }
+    let code = Halves::compile(sm90().with_toolkit_headers().unwrap(), None).unwrap();
+    assert!(code.code().starts_with(b"\x7fELF"));
+}
+
+#[test]
+fn a_compile_error_carries_the_log_under_the_program_name() {
+    require_libs!("nvrtc");
+    cudars_core::kernels! {
+        struct Broken = source r#"extern "C" __global__ void k(float* y) { y[0] = undefined_name; }"#;
+    }
+    let e = Broken::compile(sm90(), None).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, Error::Compile { .. }), "{e:?}");
+    assert!(text.contains("Broken.cu"), "{text}");
+    assert!(text.contains("undefined_name"), "{text}");
+}
+
+fn setup() -> (Device, Stream) {
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    (d, s)
+}
+
+#[test]
+fn generated_launches_on_sub_ranges_structs_integers_and_bools() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s) = setup();
+    let cache = InMemoryProgramCache::new();
+    let k = Generated::load_cached(&d, &cache).unwrap();
+    assert_eq!(cache.len(), 1);
+    assert!(k.saxpy_kernel().is_checked());
+    assert_eq!(k.affine_kernel().kernel().name(), "affine");
+
+    // saxpy on views at offsets: y[256..768] = 2 * x[0..512] + y[256..768].
+    let x: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let dx = DeviceBuffer::from_host(&d, &x, &s).unwrap();
+    let mut dy = DeviceBuffer::<f32>::zeroed(&d, 1024, &s).unwrap();
+    dy.fill(1.0, &s).unwrap();
+    let cfg = LaunchConfig::for_elements(512, 128);
+    // SAFETY: saxpy touches x[0..512] and y[0..512] of the views, which hold 512.
+    unsafe {
+        k.saxpy(
+            &s,
+            &cfg,
+            2.0,
+            dx.slice(0..512).unwrap(),
+            dy.slice_mut(256..768).unwrap(),
+            512,
+        )
+    }
+    .unwrap();
+    let y = dy.to_vec(&s).unwrap();
+    for (i, v) in y.iter().enumerate() {
+        let want = if (256..768).contains(&i) {
+            2.0 * (i - 256) as f32 + 1.0
+        } else {
+            1.0
+        };
+        assert_eq!(*v, want, "y[{i}]");
+    }
+
+    // A `__grid_constant__` struct, on the second half only.
+    let p = Affine {
+        scale: 0.5,
+        shift: -1.0,
+        n: 512,
+    };
+    // SAFETY: affine touches y[0..p.n] of the view, which holds 512.
+    unsafe {
+        k.affine(
+            &s,
+            &LaunchConfig::for_elements(512, 256),
+            &p,
+            dy.slice_mut(512..).unwrap(),
+        )
+    }
+    .unwrap();
+    let y2 = dy.to_vec(&s).unwrap();
+    for i in 0..1024 {
+        let want = if i < 512 { y[i] } else { 0.5 * y[i] - 1.0 };
+        assert_eq!(y2[i], want, "y[{i}]");
+    }
+
+    // Integers: b[10..110] += 3 * a[0..100] with a size_t count.
+    let a: Vec<u64> = (0..100).map(|i| (i as u64) << 33).collect();
+    let da = DeviceBuffer::from_host(&d, &a, &s).unwrap();
+    let mut db = DeviceBuffer::from_host(&d, &[7u64; 128], &s).unwrap();
+    // SAFETY: add_scaled touches a[0..n] and b[0..n]; both views hold n = 100.
+    unsafe {
+        k.add_scaled(
+            &s,
+            &LaunchConfig::for_elements(100, 64),
+            da.view(),
+            db.slice_mut(10..110).unwrap(),
+            3,
+            100,
+        )
+    }
+    .unwrap();
+    let b = db.to_vec(&s).unwrap();
+    for (i, v) in b.iter().enumerate() {
+        let want = if (10..110).contains(&i) {
+            7 + 3 * a[i - 10]
+        } else {
+            7
+        };
+        assert_eq!(*v, want, "b[{i}]");
+    }
+
+    // A bool: false writes nothing, true writes.
+    let mut out = DeviceBuffer::<i64>::zeroed(&d, 64, &s).unwrap();
+    let cfg = LaunchConfig::for_elements(64, 64);
+    // SAFETY: fill_if touches out[0..n], n = 64 = the view's length.
+    unsafe { k.fill_if(&s, &cfg, out.view_mut(), false, -5, 64) }.unwrap();
+    assert!(out.to_vec(&s).unwrap().iter().all(|&v| v == 0));
+    // SAFETY: as above, on the first 32.
+    unsafe { k.fill_if(&s, &cfg, out.slice_mut(..32).unwrap(), true, -5, 32) }.unwrap();
+    let o = out.to_vec(&s).unwrap();
+    assert!(o[..32].iter().all(|&v| v == -5) && o[32..].iter().all(|&v| v == 0));
+
+    // Sixteen parameters of every scalar width.
+    let wide = Wide::load(&d).unwrap();
+    let mut sum = DeviceBuffer::<i64>::zeroed(&d, 1, &s).unwrap();
+    // SAFETY: one thread writes out[0], which the view holds.
+    unsafe {
+        wide.sum16(
+            &s,
+            &LaunchConfig::for_elements(1, 1),
+            sum.view_mut(),
+            1,
+            -2,
+            3,
+            -4,
+            5,
+            -6,
+            7,
+            -8,
+            9,
+            -10,
+            11,
+            12.0,
+            -13.0,
+            true,
+            15,
+        )
+    }
+    .unwrap();
+    assert_eq!(
+        sum.to_vec(&s).unwrap(),
+        [1 - 2 + 3 - 4 + 5 - 6 + 7 - 8 + 9 - 10 + 11 + 12 - 13 + 1 + 15]
+    );
+
+    // The inline kernels with renamed parameters load and launch too.
+    let inline = Inline::load(&d).unwrap();
+    let mut ints = DeviceBuffer::<i32>::zeroed(&d, 1, &s).unwrap();
+    let one = LaunchConfig::for_elements(1, 1);
+    // SAFETY: the kernel does nothing.
+    unsafe { inline.r#type(&s, &one, ints.view_mut(), 1, 2) }.unwrap();
+    let mut floats = DeviceBuffer::<f32>::zeroed(&d, 1, &s).unwrap();
+    // SAFETY: the kernel does nothing.
+    unsafe { inline.scale(&s, &one, floats.view_mut(), 1.0, 0) }.unwrap();
+    // SAFETY: Fill writes Out[0..N], N = 1 = the view's length.
+    unsafe { inline.Fill(&s, &one, floats.view_mut(), 4.5, 1) }.unwrap();
+    assert_eq!(floats.to_vec(&s).unwrap(), [4.5]);
+    s.sync().unwrap();
+}
+
+#[test]
+fn half_precision_launches() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    if !toolkit_headers(cudars_tests::REQUIRE_GPU_VAR) {
+        return;
+    }
+    let (d, s) = setup();
+    let options = ProgramOptions::for_device(&d)
+        .unwrap()
+        .with_toolkit_headers()
+        .unwrap();
+    let k = Halves::load_with(options, None).unwrap();
+    let x: Vec<f16> = (0..100).map(|i| f16::from_f32(i as f32)).collect();
+    let dx = DeviceBuffer::from_host(&d, &x, &s).unwrap();
+    let mut dy = DeviceBuffer::from_host(&d, &[f16::ONE; 100], &s).unwrap();
+    let cfg = LaunchConfig::for_elements(100, 128);
+    // SAFETY: axpy_half touches x[0..n] and y[0..n]; both hold n = 100.
+    unsafe { k.axpy_half(&s, &cfg, f16::from_f32(0.5), dx.view(), dy.view_mut(), 100) }.unwrap();
+    let y = dy.to_vec(&s).unwrap();
+    for (i, v) in y.iter().enumerate() {
+        assert_eq!(v.to_f32(), 0.5 * i as f32 + 1.0, "y[{i}]");
+    }
+    let mut db = DeviceBuffer::from_host(&d, &[bf16::from_f32(2.0); 64], &s).unwrap();
+    // SAFETY: add_bf16 touches y[0..n] of the view, which holds 32.
+    unsafe {
+        k.add_bf16(
+            &s,
+            &cfg,
+            bf16::from_f32(0.25),
+            db.slice_mut(32..).unwrap(),
+            32,
+        )
+    }
+    .unwrap();
+    let b = db.to_vec(&s).unwrap();
+    assert!(b[..32].iter().all(|v| v.to_f32() == 2.0));
+    assert!(b[32..].iter().all(|v| v.to_f32() == 2.25));
+}
+
+#[test]
+fn a_rust_type_of_the_wrong_size_is_refused_at_load() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, _s) = setup();
+    let probe = Generated::load(&d).unwrap();
+    if !probe.affine_kernel().is_checked() {
+        println!("SKIPPED: this driver does not report kernels' parameters (before CUDA 12.4)");
+        return;
+    }
+    let e = Mismatched::load(&d).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidArgument {
+                kind: InvalidKind::Other,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let text = e.to_string();
+    assert!(text.contains("typing kernel `affine`"), "{text}");
+    assert!(
+        text.contains(
+            "parameter 0 (`const __grid_constant__ Affine p`) is 12 bytes, the signature's 8"
+        ),
+        "{text}"
+    );
+}

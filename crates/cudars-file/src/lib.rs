@@ -1,0 +1,68 @@
+//! cuFile (GPUDirect Storage) for Rust: reads and writes between files and
+//! cudars-core's device views, synchronous or ordered on a stream. Linux only (on
+//! other systems the crate is empty).
+//!
+//! ```no_run
+//! use cudars_core::{Device, DeviceBuffer, StreamOptions};
+//! use cudars_file::{Driver, FileHandle};
+//!
+//! let dev = Device::new(0)?;
+//! let stream = dev.create_stream(StreamOptions::default())?;
+//! let driver = Driver::open()?;
+//! let file = std::fs::File::open("weights.bin")?;
+//! let handle = FileHandle::register(&driver, file)?;
+//! let mut buf = DeviceBuffer::<u8>::allocate(&dev, 1 << 20, &stream)?;
+//! // Synchronous: the bytes are in device memory when it returns.
+//! let n = handle.read(buf.view_mut(), 0)?;
+//! // Stream-ordered: queued on `stream`, finished by `wait`.
+//! let n = handle.read_async(buf.view_mut(), 0, &stream)?.wait()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [`Driver`] opens cuFile's driver (once per process, closed when the last
+//! `Driver` and [`FileHandle`] are gone) and reports its [`DriverProperties`],
+//! among them whether I/O goes through GPUDirect Storage (the `nvidia-fs` kernel
+//! driver) or through cuFile's **compatibility mode**, which moves the data with
+//! POSIX I/O and a bounce buffer in host memory. Where `nvidia-fs` is absent,
+//! compatibility mode is what runs: cuFile allows it by default
+//! (`properties.allow_compat_mode` in its JSON configuration, the file
+//! `CUFILE_ENV_PATH_JSON` names), and [`DriverOptions`] can allow or force it
+//! before the driver opens.
+//!
+//! [`FileHandle`] registers an open [`File`](std::fs::File) with cuFile and keeps
+//! it open. Its reads and writes take typed device views: [`read`](FileHandle::read)
+//! and [`write`](FileHandle::write) wait for the work cudars-core queued on the
+//! buffer, move the bytes and return; [`read_async`](FileHandle::read_async) and
+//! [`write_async`](FileHandle::write_async) (`cuFileReadAsync`/`cuFileWriteAsync`,
+//! cuFile 1.7 and CUDA 12.2 or newer) queue the transfer on a stream and return a
+//! [`PendingIo`] that owns the parameters cuFile reads when the stream gets
+//! there and borrows the view until it is waited for. [`RegisteredBuffer`]
+//! registers a device array that is transferred to and from many times
+//! (`cuFileBufRegister`), which GPUDirect Storage then need not map each time.
+//!
+//! cuFile is found at run time by the pathfinder (NVIDIA's `nvidia-cufile`
+//! wheel, a CUDA toolkit, the system's libraries); a missing library is
+//! [`Error::Unavailable`].
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![cfg(target_os = "linux")]
+
+mod driver;
+mod error;
+mod handle;
+mod registered;
+
+pub use driver::{Driver, DriverOptions, DriverProperties};
+pub use error::{Error, Result};
+pub use handle::{FileHandle, PendingIo};
+pub use registered::RegisteredBuffer;
+
+/// The version of the cuFile library found (`cuFileGetVersion`), e.g. 1.15; it
+/// needs neither a GPU nor the driver to be open.
+///
+/// # Errors
+/// [`Error::Unavailable`] when cuFile cannot be loaded.
+pub fn version() -> Result<cudars_bindings::Version> {
+    cudars_bindings::cufile::version()
+        .map_err(|e| error::from_status("asking cuFile its version (cuFileGetVersion)", e))
+}

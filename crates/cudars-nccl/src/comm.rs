@@ -1,0 +1,603 @@
+//! [`Communicator`]: one rank of a NCCL communicator, bound to one device.
+
+use std::ffi::CString;
+use std::ptr;
+
+use cudars_bindings::nccl as sys;
+use cudars_core::{Device, InvalidKind};
+
+use crate::error::{Error, Result, check};
+use crate::id::UniqueId;
+
+/// Options of a new communicator (`ncclConfig_t`); every field left `None` keeps
+/// NCCL's default (or its environment variable's value).
+///
+/// Communicators made here are always blocking: each call returns once NCCL has
+/// queued its work (NCCL's non-blocking mode, whose calls return
+/// `ncclInProgress`, is not offered).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommConfig {
+    /// The thread-block cluster size of NCCL's kernels (`cgaClusterSize`, 0 to 8).
+    pub cga_cluster_size: Option<u32>,
+    /// The fewest thread blocks (channels) NCCL uses (`minCTAs`).
+    pub min_ctas: Option<u32>,
+    /// The most thread blocks (channels) NCCL uses (`maxCTAs`).
+    pub max_ctas: Option<u32>,
+    /// The network plugin or transport to use (`netName`, e.g. `"Socket"`).
+    pub net_name: Option<String>,
+    /// A name for the communicator in NCCL's logs and profilers (`commName`).
+    pub comm_name: Option<String>,
+    /// Whether communicators split from this one share its resources
+    /// (`splitShare`).
+    pub split_share: Option<bool>,
+}
+
+impl CommConfig {
+    /// The default options: NCCL chooses everything.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`cga_cluster_size`](Self::cga_cluster_size).
+    pub fn with_cga_cluster_size(mut self, size: u32) -> Self {
+        self.cga_cluster_size = Some(size);
+        self
+    }
+
+    /// Sets [`min_ctas`](Self::min_ctas) and [`max_ctas`](Self::max_ctas).
+    pub fn with_ctas(mut self, min: u32, max: u32) -> Self {
+        self.min_ctas = Some(min);
+        self.max_ctas = Some(max);
+        self
+    }
+
+    /// Sets [`net_name`](Self::net_name).
+    pub fn with_net_name(mut self, name: impl Into<String>) -> Self {
+        self.net_name = Some(name.into());
+        self
+    }
+
+    /// Sets [`comm_name`](Self::comm_name).
+    pub fn with_comm_name(mut self, name: impl Into<String>) -> Self {
+        self.comm_name = Some(name.into());
+        self
+    }
+
+    /// Sets [`split_share`](Self::split_share).
+    pub fn with_split_share(mut self, share: bool) -> Self {
+        self.split_share = Some(share);
+        self
+    }
+}
+
+/// `ncclConfig_t` as `NCCL_CONFIG_INITIALIZER` makes it, with `config`'s fields
+/// set; the strings it points to live in `strings`.
+pub(crate) struct RawConfig {
+    pub(crate) raw: sys::ncclConfig_t,
+    _strings: Vec<CString>,
+}
+
+/// `NCCL_CONFIG_UNDEF_INT`: "not set, use the default".
+const UNDEF: i32 = i32::MIN;
+
+impl RawConfig {
+    pub(crate) fn new(config: &CommConfig, context: &dyn Fn() -> String) -> Result<Self> {
+        let int = |v: Option<u32>, what: &str| -> Result<i32> {
+            match v {
+                None => Ok(UNDEF),
+                Some(v) => i32::try_from(v).map_err(|_| {
+                    Error::invalid(
+                        context(),
+                        InvalidKind::OutOfRange,
+                        format!("{what} is {v}, more than NCCL takes"),
+                    )
+                }),
+            }
+        };
+        let mut strings = Vec::new();
+        let mut string = |v: &Option<String>, what: &str| -> Result<*const std::ffi::c_char> {
+            match v {
+                None => Ok(ptr::null()),
+                Some(s) => {
+                    let c = CString::new(s.as_str()).map_err(|_| {
+                        Error::invalid(
+                            context(),
+                            InvalidKind::Other,
+                            format!("{what} {s:?} holds a NUL byte"),
+                        )
+                    })?;
+                    let p = c.as_ptr();
+                    strings.push(c);
+                    Ok(p)
+                }
+            }
+        };
+        let raw = sys::ncclConfig_t {
+            size: std::mem::size_of::<sys::ncclConfig_t>(),
+            magic: 0xcafe_beef,
+            version: sys::NCCL_VERSION_CODE,
+            blocking: 1,
+            cgaClusterSize: int(config.cga_cluster_size, "the cluster size")?,
+            minCTAs: int(config.min_ctas, "the fewest CTAs")?,
+            maxCTAs: int(config.max_ctas, "the most CTAs")?,
+            netName: string(&config.net_name, "the network name")?,
+            splitShare: config.split_share.map_or(UNDEF, i32::from),
+            trafficClass: UNDEF,
+            commName: string(&config.comm_name, "the communicator name")?,
+            collnetEnable: UNDEF,
+            CTAPolicy: UNDEF,
+            shrinkShare: UNDEF,
+            nvlsCTAs: UNDEF,
+            nChannelsPerNetPeer: UNDEF,
+            nvlinkCentricSched: UNDEF,
+        };
+        Ok(Self {
+            raw,
+            _strings: strings,
+        })
+    }
+}
+
+/// One rank of a NCCL communicator: a group of ranks, each on one GPU, that run
+/// collectives and point-to-point transfers together.
+///
+/// Made for one process driving several GPUs by [`init_all`](Self::init_all) (one
+/// communicator per device, all in this process), or for one GPU per process by
+/// [`init_rank`](Self::init_rank) with a [`UniqueId`] shared between the
+/// processes. Every rank must issue the same collectives in the same order; in one
+/// process, the ranks' calls go together in a [`Group`](crate::Group).
+///
+/// Dropping it destroys the communicator (`ncclCommDestroy`, which first
+/// finishes the work queued on it); [`destroy`](Self::destroy) does the same and
+/// reports errors, [`abort`](Self::abort) gives up on work in flight.
+///
+/// `Send` but not `Sync`: NCCL does not allow two threads to use one
+/// communicator at the same time.
+#[derive(Debug)]
+pub struct Communicator {
+    pub(crate) raw: sys::ncclComm_t,
+    pub(crate) device: Device,
+    pub(crate) rank: usize,
+    pub(crate) size: usize,
+}
+
+// SAFETY: a communicator may be used from any thread, one at a time; `!Sync`
+// keeps it to one.
+unsafe impl Send for Communicator {}
+
+impl Communicator {
+    /// One communicator of `devices.len()` ranks for all of `devices`, in this
+    /// process (`ncclCommInitAll`): rank `i` is on `devices[i]`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`]: no devices ([`InvalidKind::ZeroSize`]), a device
+    /// named twice ([`InvalidKind::Other`]); [`Error::Unavailable`] when NCCL
+    /// cannot be loaded; NCCL's error.
+    pub fn init_all(devices: &[Device]) -> Result<Vec<Self>> {
+        let n = devices.len();
+        let context = || format!("making a NCCL communicator of {n} ranks in one process");
+        check_devices(devices, &context)?;
+        let ordinals = devices
+            .iter()
+            .map(|d| i32::try_from(d.ordinal()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| {
+                Error::invalid(
+                    context(),
+                    InvalidKind::OutOfRange,
+                    "a device ordinal overflows",
+                )
+            })?;
+        let count = i32::try_from(n).map_err(|_| {
+            Error::invalid(
+                context(),
+                InvalidKind::OutOfRange,
+                format!("{n} ranks are too many"),
+            )
+        })?;
+        for d in devices {
+            // Each device's primary context exists and is the one NCCL uses.
+            d.set_current()?;
+        }
+        devices[0].set_current()?;
+        let mut raw = vec![ptr::null_mut(); n];
+        // SAFETY: `raw` holds `n` writable handles and `ordinals` `n` device ordinals.
+        let status = unsafe { sys::ncclCommInitAll(raw.as_mut_ptr(), count, ordinals.as_ptr()) };
+        check(status, context)?;
+        Ok(raw
+            .into_iter()
+            .zip(devices)
+            .enumerate()
+            .map(|(rank, (raw, device))| Self {
+                raw,
+                device: *device,
+                rank,
+                size: n,
+            })
+            .collect())
+    }
+
+    /// Rank `rank` of a communicator of `nranks` ranks, on `device`
+    /// (`ncclCommInitRank`): every rank calls this with the same `id` (made by one
+    /// of them with [`UniqueId::new`]), and the call returns once all have joined.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`]: no ranks ([`InvalidKind::ZeroSize`]), a rank not
+    /// below `nranks` ([`InvalidKind::OutOfRange`]); [`Error::Unavailable`] when
+    /// NCCL cannot be loaded; NCCL's error.
+    pub fn init_rank(device: &Device, nranks: usize, id: &UniqueId, rank: usize) -> Result<Self> {
+        Self::init_rank_with(device, nranks, id, rank, &CommConfig::default())
+    }
+
+    /// [`init_rank`](Self::init_rank) with options (`ncclCommInitRankConfig`).
+    ///
+    /// # Errors
+    /// As [`init_rank`](Self::init_rank), and [`Error::InvalidArgument`] for an
+    /// option NCCL cannot take (a number over `i32::MAX`, a string with a NUL).
+    pub fn init_rank_with(
+        device: &Device,
+        nranks: usize,
+        id: &UniqueId,
+        rank: usize,
+        config: &CommConfig,
+    ) -> Result<Self> {
+        let context = || {
+            format!(
+                "joining a NCCL communicator of {nranks} ranks as rank {rank} on device {}",
+                device.ordinal()
+            )
+        };
+        let (n, r) = check_rank(nranks, rank, &context)?;
+        let mut config = RawConfig::new(config, &context)?;
+        device.set_current()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: `raw` is writable; the id is a valid `ncclUniqueId` passed by
+        // value; `config.raw` is initialised as NCCL_CONFIG_INITIALIZER does and
+        // its strings live in `config` for the call. The device's primary context
+        // is current, which is the device NCCL takes.
+        let status =
+            unsafe { sys::ncclCommInitRankConfig(&mut raw, n, id.raw(), r, &mut config.raw) };
+        check(status, context)?;
+        Ok(Self {
+            raw,
+            device: *device,
+            rank,
+            size: nranks,
+        })
+    }
+
+    /// Splits the communicator (`ncclCommSplit`). It is a collective: every rank
+    /// calls it, each from its own thread or process (for several ranks driven by
+    /// one thread, use [`split_all`](Self::split_all)). Ranks passing the same
+    /// `color` form a new communicator, ordered by `key` and then by their rank
+    /// here. A rank passing `None` takes part but joins none, and gets `None`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a color over `i32::MAX`; NCCL's error.
+    pub fn split(&self, color: Option<u32>, key: i32) -> Result<Option<Self>> {
+        let mut out = Self::split_all(&[self], &[(color, key)])?;
+        Ok(out.pop().flatten())
+    }
+
+    /// [`split`](Self::split) for several ranks driven by this thread (from
+    /// [`init_all`](Self::init_all)), in one NCCL group: `comms[i]` splits with
+    /// `colors_keys[i]`. Returns one entry per communicator.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`]: the slices' lengths differ
+    /// ([`InvalidKind::OutOfRange`]), a color over `i32::MAX`; NCCL's error.
+    pub fn split_all(
+        comms: &[&Communicator],
+        colors_keys: &[(Option<u32>, i32)],
+    ) -> Result<Vec<Option<Self>>> {
+        let context = || format!("splitting {} ranks of a NCCL communicator", comms.len());
+        if comms.len() != colors_keys.len() {
+            return Err(Error::invalid(
+                context(),
+                InvalidKind::OutOfRange,
+                format!(
+                    "{} communicators but {} colors and keys",
+                    comms.len(),
+                    colors_keys.len()
+                ),
+            ));
+        }
+        let mut colors = Vec::with_capacity(comms.len());
+        for &(color, key) in colors_keys {
+            let color = match color {
+                None => sys::NCCL_SPLIT_NOCOLOR,
+                Some(c) => i32::try_from(c).map_err(|_| {
+                    Error::invalid(
+                        context(),
+                        InvalidKind::OutOfRange,
+                        format!("the color {c} is over i32::MAX"),
+                    )
+                })?,
+            };
+            colors.push((color, key));
+        }
+        let mut raws = vec![ptr::null_mut(); comms.len()];
+        crate::group::grouped(&context, || {
+            for ((comm, &(color, key)), raw) in comms.iter().zip(&colors).zip(&mut raws) {
+                comm.device.set_current()?;
+                // SAFETY: a live communicator; `raw` is writable; a null config
+                // inherits this communicator's.
+                let status =
+                    unsafe { sys::ncclCommSplit(comm.raw, color, key, raw, ptr::null_mut()) };
+                check(status, context)?;
+            }
+            Ok(())
+        })?;
+        // Own every new handle before anything can fail, so none leaks.
+        let owned: Vec<Option<Self>> = raws
+            .into_iter()
+            .zip(comms)
+            .map(|(raw, comm)| {
+                (!raw.is_null()).then(|| Self {
+                    raw,
+                    device: comm.device,
+                    rank: 0,
+                    size: 0,
+                })
+            })
+            .collect();
+        owned
+            .into_iter()
+            .map(|c| {
+                c.map(|mut c| {
+                    c.rank = c.query(sys::ncclCommUserRank, "its rank")?;
+                    c.size = c.query(sys::ncclCommCount, "its size")?;
+                    Ok(c)
+                })
+                .transpose()
+            })
+            .collect()
+    }
+
+    fn query(
+        &self,
+        f: unsafe fn(sys::ncclComm_t, *mut i32) -> sys::ncclResult_t,
+        what: &str,
+    ) -> Result<usize> {
+        let mut v = 0;
+        // SAFETY: a live communicator; `v` is writable.
+        let status = unsafe { f(self.raw, &mut v) };
+        check(status, || format!("asking a NCCL communicator for {what}"))?;
+        usize::try_from(v).map_err(|_| {
+            Error::invalid(
+                format!("asking a NCCL communicator for {what}"),
+                InvalidKind::OutOfRange,
+                format!("NCCL answered {v}"),
+            )
+        })
+    }
+
+    /// This rank's number, from 0.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The device this rank runs on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The raw handle, for calls this crate does not wrap. It stays owned by
+    /// `self`.
+    pub fn handle(&self) -> sys::ncclComm_t {
+        self.raw
+    }
+
+    /// Whether the communicator has met an error while its work ran
+    /// (`ncclCommGetAsyncError`): a network failure or a remote rank's abort, say.
+    ///
+    /// # Errors
+    /// The asynchronous error as [`Error::Nccl`]; NCCL's error asking for it.
+    pub fn async_error(&self) -> Result<()> {
+        let mut state = sys::ncclSuccess;
+        // SAFETY: a live communicator; `state` is writable.
+        let status = unsafe { sys::ncclCommGetAsyncError(self.raw, &mut state) };
+        let context = || {
+            format!(
+                "asking rank {} of a NCCL communicator for errors",
+                self.rank
+            )
+        };
+        check(status, context)?;
+        check(state, || {
+            format!(
+                "rank {} of a NCCL communicator met an error in flight",
+                self.rank
+            )
+        })
+    }
+
+    /// Finishes the work queued on the communicator (`ncclCommFinalize`); after
+    /// it, only [`destroy`](Self::destroy) or dropping is left to do.
+    ///
+    /// # Errors
+    /// NCCL's error.
+    pub fn finalize(&self) -> Result<()> {
+        self.device.set_current()?;
+        // SAFETY: a live communicator.
+        let status = unsafe { sys::ncclCommFinalize(self.raw) };
+        check(status, || {
+            format!("finalizing rank {} of a NCCL communicator", self.rank)
+        })
+    }
+
+    /// Destroys the communicator after its queued work (`ncclCommDestroy`),
+    /// reporting the error that dropping it would swallow.
+    ///
+    /// # Errors
+    /// NCCL's error; the handle is gone either way.
+    pub fn destroy(self) -> Result<()> {
+        let rank = self.rank;
+        let raw = self.release();
+        // SAFETY: a live communicator, not used after this.
+        let status = unsafe { sys::ncclCommDestroy(raw) };
+        check(status, || {
+            format!("destroying rank {rank} of a NCCL communicator")
+        })
+    }
+
+    /// Aborts the communicator (`ncclCommAbort`): work in flight is abandoned and
+    /// the handle freed. For recovery after an error or a hung peer; the other
+    /// ranks should abort too.
+    ///
+    /// # Errors
+    /// NCCL's error; the handle is gone either way.
+    pub fn abort(self) -> Result<()> {
+        let rank = self.rank;
+        let raw = self.release();
+        // SAFETY: a live communicator, not used after this.
+        let status = unsafe { sys::ncclCommAbort(raw) };
+        check(status, || {
+            format!("aborting rank {rank} of a NCCL communicator")
+        })
+    }
+
+    /// Makes the device current and gives up ownership of the handle.
+    fn release(self) -> sys::ncclComm_t {
+        let _ = self.device.set_current();
+        let raw = self.raw;
+        std::mem::forget(self);
+        raw
+    }
+}
+
+impl Drop for Communicator {
+    fn drop(&mut self) {
+        let _ = self.device.set_current();
+        // SAFETY: a live communicator, not used after this.
+        let _ = unsafe { sys::ncclCommDestroy(self.raw) };
+    }
+}
+
+/// Checks the devices of [`Communicator::init_all`]: at least one, none twice.
+fn check_devices(devices: &[Device], context: &dyn Fn() -> String) -> Result<()> {
+    if devices.is_empty() {
+        return Err(Error::invalid(
+            context(),
+            InvalidKind::ZeroSize,
+            "no devices were given",
+        ));
+    }
+    check_distinct(devices.iter().map(Device::ordinal), context)
+}
+
+fn check_distinct(
+    ordinals: impl Iterator<Item = usize>,
+    context: &dyn Fn() -> String,
+) -> Result<()> {
+    let mut seen = Vec::new();
+    for o in ordinals {
+        if seen.contains(&o) {
+            return Err(Error::invalid(
+                context(),
+                InvalidKind::Other,
+                format!("device {o} is named twice; each rank needs its own GPU"),
+            ));
+        }
+        seen.push(o);
+    }
+    Ok(())
+}
+
+/// Checks a rank against the communicator's size; both as NCCL's `int`.
+pub(crate) fn check_rank(
+    nranks: usize,
+    rank: usize,
+    context: &dyn Fn() -> String,
+) -> Result<(i32, i32)> {
+    if nranks == 0 {
+        return Err(Error::invalid(
+            context(),
+            InvalidKind::ZeroSize,
+            "a communicator needs at least one rank",
+        ));
+    }
+    if rank >= nranks {
+        return Err(Error::invalid(
+            context(),
+            InvalidKind::OutOfRange,
+            format!("rank {rank} is not below the {nranks} ranks"),
+        ));
+    }
+    let n = i32::try_from(nranks).map_err(|_| {
+        Error::invalid(
+            context(),
+            InvalidKind::OutOfRange,
+            format!("{nranks} ranks are more than NCCL takes"),
+        )
+    })?;
+    Ok((n, rank as i32))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn ctx() -> String {
+        "testing".into()
+    }
+
+    #[test]
+    fn ranks_are_checked_against_the_size() {
+        assert_eq!(check_rank(4, 3, &ctx).unwrap(), (4, 3));
+        let e = check_rank(4, 4, &ctx).unwrap_err();
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange));
+        assert_eq!(e.to_string(), "testing: rank 4 is not below the 4 ranks");
+        let e = check_rank(0, 0, &ctx).unwrap_err();
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::ZeroSize));
+        let e = check_rank(1 << 40, 0, &ctx).unwrap_err();
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange));
+    }
+
+    #[test]
+    fn a_device_named_twice_is_refused() {
+        assert!(check_distinct([0, 1, 2].into_iter(), &ctx).is_ok());
+        let e = check_distinct([0, 1, 0].into_iter(), &ctx).unwrap_err();
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::Other));
+        assert!(e.to_string().contains("device 0 is named twice"), "{e}");
+        let e = check_devices(&[], &ctx).unwrap_err();
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::ZeroSize));
+    }
+
+    #[test]
+    fn config_is_nccls_initializer_with_the_fields_set() {
+        let c = RawConfig::new(&CommConfig::default(), &ctx).unwrap();
+        assert_eq!(c.raw.magic, 0xcafe_beef);
+        assert_eq!(c.raw.size, std::mem::size_of::<sys::ncclConfig_t>());
+        assert_eq!(c.raw.blocking, 1);
+        assert_eq!(c.raw.minCTAs, UNDEF);
+        assert!(c.raw.netName.is_null() && c.raw.commName.is_null());
+        let c = RawConfig::new(
+            &CommConfig::new()
+                .with_ctas(2, 16)
+                .with_comm_name("train")
+                .with_split_share(true),
+            &ctx,
+        )
+        .unwrap();
+        assert_eq!((c.raw.minCTAs, c.raw.maxCTAs, c.raw.splitShare), (2, 16, 1));
+        // SAFETY: the string lives in `c`.
+        let name = unsafe { std::ffi::CStr::from_ptr(c.raw.commName) };
+        assert_eq!(name.to_str().unwrap(), "train");
+        let e = RawConfig::new(&CommConfig::new().with_net_name("a\0b"), &ctx)
+            .err()
+            .unwrap();
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::Other));
+        let e = RawConfig::new(&CommConfig::new().with_ctas(1, u32::MAX), &ctx)
+            .err()
+            .unwrap();
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange));
+    }
+}

@@ -1,0 +1,60 @@
+//! NCCL for Rust: communicators over several GPUs, in one process or one per
+//! GPU, running collectives and point-to-point transfers on cudars-core streams
+//! and typed device views.
+//!
+//! ```no_run
+//! use cudars_core::{Device, DeviceBuffer, StreamOptions};
+//! use cudars_nccl::{Communicator, ReduceOp};
+//!
+//! // One rank on GPU 0 (with N GPUs: `Communicator::init_all` and a `Group`).
+//! let dev = Device::new(0)?;
+//! let comm = Communicator::init_all(std::slice::from_ref(&dev))?.remove(0);
+//! let stream = dev.create_stream(StreamOptions::default())?;
+//! let mut x = DeviceBuffer::from_host(&dev, &[1.0f32, 2.0, 3.0], &stream)?;
+//! comm.all_reduce_in_place(x.view_mut(), ReduceOp::Sum, &stream)?;
+//! assert_eq!(x.to_vec(&stream)?, [1.0, 2.0, 3.0]);
+//! # Ok::<(), cudars_nccl::Error>(())
+//! ```
+//!
+//! - [`Communicator`]: [`init_all`](Communicator::init_all) for one process
+//!   driving several GPUs, [`init_rank`](Communicator::init_rank) with a
+//!   [`UniqueId`] for one GPU per process (the id travels as bytes or hex text),
+//!   [`split`](Communicator::split), [`abort`](Communicator::abort),
+//!   [`async_error`](Communicator::async_error).
+//! - Collectives on typed views ([`Element`]: integers, `f16`, `bf16`, `f32`,
+//!   `f64`): all-reduce, broadcast, reduce, all-gather, reduce-scatter (each also
+//!   in place), all-to-all, gather, scatter, and send/receive; [`Group`] issues
+//!   several as one NCCL group.
+//! - Reductions: a built-in [`ReduceOp`] or a pre-multiplied sum
+//!   ([`Communicator::pre_mul_sum`], a [`CustomOp`]), both taken as a
+//!   [`Reduction`]. An entry point the loaded NCCL predates is
+//!   [`Error::TooOld`], naming the release that added it.
+//! - Every length, rank and device is checked before NCCL is called
+//!   ([`Error::InvalidArgument`]), and each buffer's stream-ordered free is
+//!   ordered after the stream the operation ran on.
+//!
+//! NCCL is found at run time by the pathfinder (NVIDIA's `nvidia-nccl` wheels,
+//! conda, the system); a missing library is [`Error::Unavailable`].
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod comm;
+mod error;
+mod group;
+mod id;
+mod types;
+
+pub use comm::{CommConfig, Communicator};
+pub use error::{Error, Result};
+pub use group::Group;
+pub use id::{UNIQUE_ID_BYTES, UniqueId};
+pub use types::{CustomOp, Element, ReduceOp, Reduction};
+
+/// The loaded NCCL's version: major, minor and patch, e.g. `(2, 28, 9)`.
+///
+/// # Errors
+/// [`Error::Unavailable`] when NCCL cannot be loaded; NCCL's error.
+pub fn version() -> Result<(i32, i32, i32)> {
+    cudars_bindings::nccl::version()
+        .map_err(|source| Error::from_nccl(source, "asking NCCL for its version"))
+}
