@@ -166,9 +166,17 @@ pub enum MemcpySrcAccessOrder {
     #[default]
     Stream,
     /// Only during the call: the sources may be reused as soon as it returns.
+    ///
+    /// The driver then reads the sources out of stream order, before work
+    /// queued ahead of the copy: so [`copy_batch`] first waits on the host for
+    /// `stream` and for each source's free stream (where every use of it is
+    /// ordered: rule 2 of the soundness contract, `docs/architecture.md`), and
+    /// the copy reads no memory that queued work still writes.
     DuringApiCall,
     /// At any time until the copy completes: the driver may reorder the reads for
-    /// speed. The sources must not change until then.
+    /// speed. The sources must not change until then. As for
+    /// [`DuringApiCall`](Self::DuringApiCall), [`copy_batch`] first waits for
+    /// `stream` and each source's free stream.
     Any,
 }
 
@@ -314,6 +322,16 @@ pub fn copy_batch<C: BatchCopyEntry>(
     }
     let buffers = || copies.iter().flat_map(|c| [c.dst.buffer, c.src.buffer]);
     let _current = check_batch(buffers(), stream, WHAT)?;
+    if options.src_access_order != MemcpySrcAccessOrder::Stream {
+        // Out-of-stream-order reads (rule 2 of the soundness contract): nothing
+        // queued may still write a source when the driver reads it.
+        stream.drain()?;
+        for c in &copies {
+            if let Some(free) = c.src.buffer.free_stream() {
+                free.drain()?;
+            }
+        }
+    }
     let mut dsts: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.dst.ptr).collect();
     let mut srcs: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.src.ptr).collect();
     let mut sizes: Vec<usize> = copies.iter().map(|c| c.bytes).collect();

@@ -14,9 +14,9 @@ use std::marker::PhantomData;
 use std::sync::{Mutex, PoisonError};
 
 use bytemuck::Pod;
-use cudars_bindings::driver as sys;
 
 use crate::error::{Error, Result};
+use crate::stream::QueueId;
 use crate::view::{DeviceView, DeviceViewMut, NonZeroSize};
 use crate::{
     Buffer, CaptureStatus, Device, Event, EventOptions, LegacyPinnedMemoryResource, Stream,
@@ -51,8 +51,8 @@ pub struct PinnedBuffer<T> {
 /// and those that write it (from the device).
 #[derive(Default)]
 struct Pending {
-    reads: Vec<(sys::CUstream, Event)>,
-    writes: Vec<(sys::CUstream, Event)>,
+    reads: Vec<(QueueId, Event)>,
+    writes: Vec<(QueueId, Event)>,
 }
 
 impl<T> std::fmt::Debug for PinnedBuffer<T> {
@@ -169,7 +169,7 @@ impl<T: Pod> PinnedBuffer<T> {
 }
 
 /// Waits for every event of `list` and empties it.
-fn wait_all(list: &mut Vec<(sys::CUstream, Event)>) -> Result<()> {
+fn wait_all(list: &mut Vec<(QueueId, Event)>) -> Result<()> {
     for (_, e) in list.iter() {
         e.sync()?;
     }
@@ -177,10 +177,13 @@ fn wait_all(list: &mut Vec<(sys::CUstream, Event)>) -> Result<()> {
     Ok(())
 }
 
-/// Makes `stream` wait for the events of `list` recorded on other streams.
-fn order_after(list: &[(sys::CUstream, Event)], stream: &Stream) -> Result<()> {
-    for (s, e) in list {
-        if *s != stream.handle() {
+/// Makes `stream` wait for the events of `list` recorded on other queues
+/// (compared by [`QueueId`]: the legacy stream of another context, or another
+/// thread's per-thread stream, is another queue though its handle is the same).
+fn order_after(list: &[(QueueId, Event)], stream: &Stream) -> Result<()> {
+    let here = stream.queue_id();
+    for (q, e) in list {
+        if *q != here {
             stream.wait_event(e)?;
         }
     }
@@ -190,14 +193,15 @@ fn order_after(list: &[(sys::CUstream, Event)], stream: &Stream) -> Result<()> {
 /// Records that a copy on `stream` is in flight: re-records the stream's event
 /// in `list`, or adds one. If that fails, waits for the stream instead, so that
 /// nothing untracked is left in flight.
-fn track(list: &mut Vec<(sys::CUstream, Event)>, stream: &Stream) -> Result<()> {
+fn track(list: &mut Vec<(QueueId, Event)>, stream: &Stream) -> Result<()> {
+    let here = stream.queue_id();
     let r = (|| {
-        if let Some((_, e)) = list.iter().find(|(s, _)| *s == stream.handle()) {
+        if let Some((_, e)) = list.iter().find(|(q, _)| *q == here) {
             return e.record(stream);
         }
         let e = Event::in_context(stream.context(), EventOptions::default())?;
         e.record(stream)?;
-        list.push((stream.handle(), e));
+        list.push((here, e));
         Ok(())
     })();
     if r.is_err() {

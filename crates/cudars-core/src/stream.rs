@@ -39,25 +39,104 @@ struct Inner {
     handle: sys::CUstream,
     ctx: Context,
     owned: bool,
+    /// The handle names the calling thread's per-thread default stream
+    /// (`CU_STREAM_PER_THREAD`, or null where the per-thread variants are in
+    /// use): a different queue on each thread that uses it (rule 5 of the
+    /// soundness contract, `docs/architecture.md`).
+    per_thread: bool,
     /// Panics of host functions queued on the stream, until reported.
     panics: std::sync::Arc<PanicSlot>,
 }
 
-// SAFETY: a CUstream is a handle the driver lets any thread use; `Inner` holds no
-// thread-bound state.
+// SAFETY: a CUstream is a handle the driver lets any thread use. The one
+// thread-bound meaning a handle can have, the per-thread default stream, is
+// resolved on every use by the calling thread (rule 5 of the soundness contract,
+// `docs/architecture.md`): the crate identifies queues with `QueueId`, which
+// names the thread for such a stream, never by the handle alone.
 unsafe impl Send for Inner {}
 // SAFETY: as above; every method takes `&self` and the driver serialises.
 unsafe impl Sync for Inner {}
 
+/// Which queue of the device a stream's work goes to when queued from the
+/// calling thread: the handle and its context, and for a per-thread default
+/// stream the thread (each thread has its own). Two streams with equal ids
+/// queue onto one queue, in order; the crate's "same stream" shortcuts compare
+/// these, never handles alone (`CU_STREAM_LEGACY` has one value in every
+/// context, and `CU_STREAM_PER_THREAD` one on every thread).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QueueId {
+    handle: usize,
+    ctx: usize,
+    thread: Option<std::thread::ThreadId>,
+}
+
+impl QueueId {
+    /// Whether waiting for this queue from the calling thread waits for it:
+    /// `false` for another thread's per-thread default stream, which only
+    /// synchronising the whole context reaches.
+    pub(crate) fn reachable_here(&self) -> bool {
+        self.thread
+            .is_none_or(|t| t == std::thread::current().id())
+    }
+}
+
 impl Stream {
     fn wrap(handle: sys::CUstream, ctx: Context, owned: bool) -> Self {
+        let per_thread = handle == sys::CU_STREAM_PER_THREAD
+            || (handle.is_null() && sys::per_thread_default_stream().unwrap_or(false));
         Self {
             inner: std::sync::Arc::new(Inner {
                 handle,
                 ctx,
                 owned,
+                per_thread,
                 panics: Default::default(),
             }),
+        }
+    }
+
+    /// The queue this stream's work goes to when queued from the calling thread
+    /// (see [`QueueId`]).
+    #[inline]
+    pub(crate) fn queue_id(&self) -> QueueId {
+        QueueId {
+            handle: self.inner.handle as usize,
+            ctx: self.inner.ctx.handle() as usize,
+            thread: self
+                .inner
+                .per_thread
+                .then(|| std::thread::current().id()),
+        }
+    }
+
+    /// Whether work queued now on `self` and on `other`, from the calling
+    /// thread, goes to one queue (and so runs in the order it was queued).
+    #[inline]
+    pub(crate) fn is_same_queue(&self, other: &Stream) -> bool {
+        // Per-thread default streams of one context name the calling thread's
+        // queue alike; any other handle names one queue of its context.
+        self.inner.handle == other.inner.handle
+            && self.inner.ctx.handle() == other.inner.ctx.handle()
+    }
+
+    /// Whether the handle names the per-thread default stream: the calling
+    /// thread's own queue, a different one on each thread
+    /// ([`per_thread_default`](Self::per_thread_default)).
+    pub fn is_per_thread_default(&self) -> bool {
+        self.inner.per_thread
+    }
+
+    /// The stream a buffer allocated or re-homed onto this stream is freed on:
+    /// the stream itself, or, for a per-thread default stream (whose handle
+    /// would name another queue on the thread that drops the buffer), its
+    /// context's legacy default stream, which runs after the work queued on
+    /// every blocking stream of the context, per-thread ones included (rule 5
+    /// of the soundness contract).
+    pub(crate) fn for_frees(&self) -> Stream {
+        if self.inner.per_thread {
+            Self::wrap(sys::CU_STREAM_LEGACY, self.inner.ctx.clone(), false)
+        } else {
+            self.clone()
         }
     }
 }
@@ -150,6 +229,15 @@ impl Stream {
 
     /// The per-thread default stream of `device`'s primary context
     /// (`CU_STREAM_PER_THREAD`). Not owned.
+    ///
+    /// The handle names **the calling thread's** queue wherever the `Stream` is
+    /// used: moved to another thread, it queues onto that thread's per-thread
+    /// stream. The crate never takes two uses of it on different threads for
+    /// one queue (rule 5 of the soundness contract, `docs/architecture.md`):
+    /// buffers allocated on it are freed on the context's legacy default
+    /// stream, and a wait the crate makes for work another thread queued on it
+    /// synchronises the context. [`sync`](Self::sync) waits for the calling
+    /// thread's queue.
     ///
     /// # Errors
     /// The driver's error.
@@ -320,10 +408,22 @@ impl Stream {
     /// no queued work is left running, and reports the stream's error. For paths
     /// that release memory the queued work may still use (a host function's panic
     /// is left for [`sync`](Self::sync) to report).
+    ///
+    /// Rule 4 of the soundness contract (`docs/architecture.md`): when the
+    /// stream's wait fails, the context's is tried, up to three times. An error
+    /// that the first wait reported once is not reported again, so a later
+    /// wait does wait; one that persists through every try is a sticky error
+    /// (the context is lost, and the driver runs none of its queued work any
+    /// more) or a driver that is gone: either way nothing queued can still
+    /// touch the memory the caller releases next.
     pub(crate) fn drain(&self) -> Result<()> {
         let r = self.wait();
         if r.is_err() {
-            let _ = self.context().sync();
+            for _ in 0..3 {
+                if self.context().sync().is_ok() {
+                    break;
+                }
+            }
         }
         r
     }

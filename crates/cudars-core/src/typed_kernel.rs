@@ -17,7 +17,7 @@ use cudars_bindings::driver as sys;
 use crate::error::{Error, Result};
 use crate::launch::{LaunchConfig, launch_raw};
 use crate::view::{DeviceView, DeviceViewMut};
-use crate::{CaptureArg, GraphView, Kernel, Stream};
+use crate::{Buffer, CaptureArg, GraphView, Kernel, Stream};
 
 /// A `const T*` kernel parameter: takes a [`DeviceView<T>`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,12 +42,12 @@ pub unsafe trait Param {
     const SIZE: usize;
     /// Where the argument's bytes are (the driver copies them at launch).
     fn addr(arg: &Self::Arg<'_>) -> *mut c_void;
-    /// Checks the argument against the launch's stream and orders the memory it
-    /// points to (its buffer's free) after the launch.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for memory of another device.
-    fn prepare(arg: &Self::Arg<'_>, stream: &Stream) -> Result<()>;
+    /// The buffer the argument points into (`None` for a value). A launch checks
+    /// its device against the stream's before queueing the kernel, and orders
+    /// its free after the kernel once the kernel is queued (rule 2 of the
+    /// soundness contract, `docs/architecture.md`: a use is recorded *after* the
+    /// work that makes it is queued).
+    fn memory<'b>(arg: &'b Self::Arg<'_>) -> Option<&'b Buffer>;
 }
 
 /// A [`Param`] as work captured into a [`GraphBuilder`](crate::GraphBuilder)
@@ -71,8 +71,8 @@ unsafe impl<T: Pod> Param for Val<T> {
     fn addr(arg: &T) -> *mut c_void {
         (arg as *const T).cast_mut().cast()
     }
-    fn prepare(_: &T, _: &Stream) -> Result<()> {
-        Ok(())
+    fn memory<'b>(_: &'b T) -> Option<&'b Buffer> {
+        None
     }
 }
 
@@ -93,8 +93,8 @@ macro_rules! scalar_params {
             fn addr(arg: &$t) -> *mut c_void {
                 (arg as *const $t).cast_mut().cast()
             }
-            fn prepare(_: &$t, _: &Stream) -> Result<()> {
-                Ok(())
+            fn memory<'b>(_: &'b $t) -> Option<&'b Buffer> {
+                None
             }
         }
 
@@ -144,9 +144,8 @@ unsafe impl<T: Pod> Param for ConstPtr<T> {
     fn addr(arg: &DeviceView<'_, T>) -> *mut c_void {
         (&arg.ptr as *const sys::CUdeviceptr).cast_mut().cast()
     }
-    fn prepare(arg: &DeviceView<'_, T>, stream: &Stream) -> Result<()> {
-        same_device(arg.device(), stream)?;
-        arg.buf.order_free_after(stream)
+    fn memory<'b>(arg: &'b DeviceView<'_, T>) -> Option<&'b Buffer> {
+        Some(arg.buf)
     }
 }
 
@@ -157,9 +156,8 @@ unsafe impl<T: Pod> Param for MutPtr<T> {
     fn addr(arg: &DeviceViewMut<'_, T>) -> *mut c_void {
         (&arg.ptr as *const sys::CUdeviceptr).cast_mut().cast()
     }
-    fn prepare(arg: &DeviceViewMut<'_, T>, stream: &Stream) -> Result<()> {
-        same_device(arg.device(), stream)?;
-        arg.buf.order_free_after(stream)
+    fn memory<'b>(arg: &'b DeviceViewMut<'_, T>) -> Option<&'b Buffer> {
+        Some(arg.buf)
     }
 }
 
@@ -183,11 +181,9 @@ pub unsafe trait Signature {
     type Args<'a>;
     /// Each parameter's size, in order.
     const SIZES: &'static [usize];
-    /// Checks and orders every argument ([`Param::prepare`]).
-    ///
-    /// # Errors
-    /// The first argument's error.
-    fn prepare(args: &Self::Args<'_>, stream: &Stream) -> Result<()>;
+    /// Calls `f` with each buffer the arguments point into, in order: what a
+    /// launch checks before queueing the kernel and orders after it.
+    fn for_each_memory<'b>(args: &'b Self::Args<'_>, f: impl FnMut(&'b Buffer));
     /// Calls `f` with the argument pointer array, built on the stack.
     fn with_args<R>(args: &Self::Args<'_>, f: impl FnOnce(*mut *mut c_void) -> R) -> R;
 }
@@ -219,10 +215,9 @@ macro_rules! signature {
         unsafe impl<$($p: Param),*> Signature for ($($p,)*) {
             type Args<'a> = ($($p::Arg<'a>,)*);
             const SIZES: &'static [usize] = &[$($p::SIZE),*];
-            #[allow(unused_variables)]
-            fn prepare(args: &Self::Args<'_>, stream: &Stream) -> Result<()> {
-                $($p::prepare(&args.$i, stream)?;)*
-                Ok(())
+            #[allow(unused_variables, unused_mut)]
+            fn for_each_memory<'b>(args: &'b Self::Args<'_>, mut f: impl FnMut(&'b Buffer)) {
+                $(if let Some(b) = $p::memory(&args.$i) { f(b) })*
             }
             #[allow(unused_variables)]
             fn with_args<R>(args: &Self::Args<'_>, f: impl FnOnce(*mut *mut c_void) -> R) -> R {
@@ -398,12 +393,30 @@ impl<S: Signature> TypedKernel<S> {
         args: S::Args<'_>,
     ) -> Result<()> {
         config.validate()?;
-        S::prepare(&args, stream)?;
+        // At most 16 parameters (the largest `Signature` tuple).
+        let mut memory: [Option<&Buffer>; 16] = [None; 16];
+        let mut n = 0;
+        let mut device = Ok(());
+        S::for_each_memory(&args, |b| {
+            if device.is_ok() {
+                device = same_device(b.device(), stream);
+            }
+            if let Some(slot) = memory.get_mut(n) {
+                *slot = Some(b);
+                n += 1;
+            }
+        });
+        device?;
         // SAFETY: the argument array matches the checked signature, one pointer
         // per parameter to a value of its size; the caller vouches for the rest.
         S::with_args(&args, |ptrs| unsafe {
             launch_raw(stream, config, &self.kernel, ptrs)
-        })
+        })?;
+        // Rule 2 of the soundness contract: the frees are ordered after the
+        // kernel, which is queued by now (ordering them first let a free on
+        // another stream overtake the kernel). On failure the stream has been
+        // drained, so no free can overtake it either.
+        crate::memory::order_frees_after(memory.iter().flatten().copied(), stream)
     }
 }
 

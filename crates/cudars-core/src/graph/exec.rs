@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
+use crate::stream::QueueId;
 use crate::{Context, Kernel, KernelArg, LaunchConfig, Stream};
 
 use super::{Graph, GraphNode, Keep, Root, keep, keep_all, kernel_node_params};
@@ -66,7 +67,9 @@ pub struct GraphExec {
     /// The graph it was instantiated from: its id (its nodes address this
     /// instantiation's nodes) and its root, kept so those node handles stay valid.
     source: (u64, Option<Arc<Root>>),
-    used_on: Mutex<Vec<Stream>>,
+    /// The queues it was launched or uploaded on, each with its stream: what
+    /// `Drop` waits for before releasing what the launches use.
+    used_on: Mutex<Vec<(QueueId, Stream)>>,
     _not_sync: std::marker::PhantomData<std::cell::Cell<()>>,
 }
 
@@ -90,8 +93,9 @@ impl GraphExec {
 
     fn note_stream(&self, stream: &Stream) {
         let mut v = self.used_on.lock().unwrap_or_else(|e| e.into_inner());
-        if !v.iter().any(|s| s.handle() == stream.handle()) {
-            v.push(stream.clone());
+        let q = stream.queue_id();
+        if !v.iter().any(|(u, _)| *u == q) {
+            v.push((q, stream.clone()));
         }
     }
 
@@ -242,9 +246,15 @@ impl GraphExec {
 impl Drop for GraphExec {
     fn drop(&mut self) {
         // Launched work may still use what `keep` holds: wait for it first.
+        // Rule 5 of the soundness contract: another thread's per-thread
+        // default stream is reached only by synchronising the context.
         let streams = std::mem::take(self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for s in &streams {
-            let _ = s.drain();
+        for (q, s) in &streams {
+            if q.reachable_here() {
+                let _ = s.drain();
+            } else {
+                let _ = s.context().sync();
+            }
         }
         let _current = self.ctx.ensure_current();
         // SAFETY: an owned executable graph, destroyed once (launched work completes).

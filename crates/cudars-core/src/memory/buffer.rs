@@ -128,7 +128,7 @@ impl Buffer {
             size,
             kind,
             device,
-            owner: Some((mr, stream.clone())),
+            owner: Some((mr, stream.for_frees())),
             mapped,
             keep: None,
         }
@@ -280,12 +280,26 @@ impl Buffer {
 
     /// Changes the stream the buffer is freed on.
     ///
+    /// The new free stream first waits for everything queued on the old one (an
+    /// event recorded there): the old free stream is where every use of the
+    /// buffer was ordered (rule 2 of the soundness contract,
+    /// `docs/architecture.md`), so the free, and [`host_slice_mut`]'s wait, stay
+    /// after all of them.
+    ///
+    /// [`host_slice_mut`]: Self::host_slice_mut
+    ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a stream of another device.
+    /// [`Error::InvalidArgument`] for a stream of another device; the driver's
+    /// error ordering the new stream after the old (the buffer then keeps its
+    /// old free stream).
     pub fn set_free_stream(&mut self, stream: &Stream) -> Result<()> {
         let _current = self.check_stream(stream, "setting a buffer's free stream")?;
         if let Some((_, s)) = &mut self.owner {
-            *s = stream.clone();
+            let new = stream.for_frees();
+            if !s.is_same_queue(&new) {
+                new.wait_stream(s)?;
+                *s = new;
+            }
         }
         Ok(())
     }
@@ -602,9 +616,7 @@ impl Buffer {
         match &self.owner {
             // The common case, on every typed launch: work on the free stream
             // itself (or memory this buffer does not free) needs nothing.
-            Some((_, free))
-                if !(free.handle() == stream.handle() && free.context() == stream.context()) =>
-            {
+            Some((_, free)) if !free.is_same_queue(stream) => {
                 order_frees_after(std::iter::once(self), stream)
             }
             _ => Ok(()),
@@ -679,8 +691,7 @@ pub(crate) fn order_frees_after<'a>(
     let mut frees: Vec<&Stream> = Vec::new();
     for b in buffers {
         if let Some((_, free)) = &b.owner {
-            let same = |s: &Stream| s.handle() == free.handle() && s.context() == free.context();
-            if !same(stream) && !frees.iter().any(|s| same(s)) {
+            if !free.is_same_queue(stream) && !frees.iter().any(|s| s.is_same_queue(free)) {
                 frees.push(free);
             }
         }

@@ -1,0 +1,298 @@
+//! The adversarial suite, ordering half: each test tries to break a rule of the
+//! soundness contract (`docs/architecture.md`, "The soundness contract") from
+//! safe code, the way an outside review broke it, and asserts that it holds.
+//! Each names the review's point it covers; each failed before its fix.
+//!
+//! The pattern: a kernel that spins on the GPU keeps some work pending, the
+//! test then does what safe code may (drop a buffer, swap its free stream, move
+//! it to another thread, view it from the host) and checks on the data that
+//! nothing ran out of order: a successor allocation that received the old
+//! work's writes, or a host view that saw memory a pending copy was to write.
+//! Without a GPU each test prints `SKIPPED`; with `CUDA_TEST_REQUIRE_GPU=1` it
+//! fails.
+
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cudars_core::{
+    BatchViewCopy, CompileTarget, Context, ContextOptions, CopyOptions, Device, DeviceBuffer,
+    GraphCompleteOptions, Kernel, LaunchConfig, LegacyPinnedMemoryResource, MemcpySrcAccessOrder,
+    MutPtr, PinnedBuffer, Program, ProgramOptions, SourceCode, Stream, StreamOptions, TypedKernel,
+    copy_batch,
+};
+use cudars_tests::require_gpu;
+
+const SRC: &str = r#"
+extern "C" __global__ void spin(unsigned long long cycles) {
+    unsigned long long t0 = clock64();
+    while (clock64() - t0 < cycles) {}
+}
+extern "C" __global__ void spin_then_fill(float* y, unsigned long long n, float v,
+                                          unsigned long long cycles) {
+    unsigned long long t0 = clock64();
+    while (clock64() - t0 < cycles) {}
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < n; i += (unsigned long long)gridDim.x * blockDim.x) {
+        y[i] = v;
+    }
+}
+"#;
+
+/// About 50 ms of spinning on an H100 (1.98 GHz).
+const SPIN: u64 = 100_000_000;
+/// 1 Mi elements: what the review's successor allocation received.
+const N: usize = 1 << 20;
+
+fn setup() -> (Device, Stream, Stream) {
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s1 = d.create_stream(StreamOptions::default()).unwrap();
+    let s2 = d.create_stream(StreamOptions::default()).unwrap();
+    (d, s1, s2)
+}
+
+fn kernel(d: &Device, name: &str) -> Kernel {
+    Program::new(SourceCode::Cxx(SRC), ProgramOptions::for_device(d).unwrap())
+        .unwrap()
+        .compile(CompileTarget::Cubin, &[])
+        .unwrap()
+        .get_kernel(name)
+        .unwrap()
+}
+
+type SpinFill = (MutPtr<f32>, u64, f32, u64);
+
+fn spin_fill(d: &Device) -> TypedKernel<SpinFill> {
+    TypedKernel::new(kernel(d, "spin_then_fill")).unwrap()
+}
+
+/// Queues `cycles` of spinning on `s`: what follows on `s` stays pending.
+fn spin(d: &Device, s: &Stream) {
+    let k = TypedKernel::<(u64,)>::new(kernel(d, "spin")).unwrap();
+    // SAFETY: the kernel touches no memory.
+    unsafe { k.launch(s, &LaunchConfig::new(1u32, 1u32), (SPIN,)) }.unwrap();
+}
+
+fn grid() -> LaunchConfig {
+    LaunchConfig::new(132u32, 256u32)
+}
+
+/// Point 1: a typed launch orders its operands' frees *after* the kernel. The
+/// buffer is freed on its own stream right after a launch on another stream;
+/// the pool hands the same memory to the next allocation, which must not get
+/// the kernel's writes.
+#[test]
+fn a_typed_launch_keeps_its_operands_until_the_kernel_is_done() {
+    require_gpu!();
+    let (d, s1, s2) = setup();
+    let k = spin_fill(&d);
+    let mut a = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
+    s1.sync().unwrap();
+    // SAFETY: the kernel writes `n` = the view's length elements.
+    unsafe { k.launch(&s2, &grid(), (a.view_mut(), N as u64, 1.0, SPIN)) }.unwrap();
+    drop(a);
+    let b = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
+    let got = b.to_vec(&s1).unwrap();
+    s2.sync().unwrap();
+    let got_after = b.to_vec(&s1).unwrap();
+    let written = got_after.iter().filter(|&&x| x != 0.0).count();
+    assert_eq!(
+        written, 0,
+        "the successor allocation received {written} of the freed buffer's kernel writes"
+    );
+    assert!(got.iter().all(|&x| x == 0.0));
+}
+
+/// Point 2: `set_free_stream` orders the new free stream after the old one. A
+/// fill pending on the old free stream must land before the free, not in the
+/// next owner's memory.
+#[test]
+fn swapping_the_free_stream_keeps_pending_work_before_the_free() {
+    require_gpu!();
+    let (d, s1, s2) = setup();
+    let k = spin_fill(&d);
+    let mut a = d.allocate(4 * N, &s1).unwrap();
+    // SAFETY: `n` = the view's length.
+    unsafe { k.launch(&s1, &grid(), (a.view_mut().unwrap(), N as u64, 1.0, SPIN)) }.unwrap();
+    a.set_free_stream(&s2).unwrap();
+    drop(a);
+    let b = DeviceBuffer::<f32>::zeroed(&d, N, &s2).unwrap();
+    s1.sync().unwrap();
+    let got = b.to_vec(&s2).unwrap();
+    let written = got.iter().filter(|&&x| x != 0.0).count();
+    assert_eq!(written, 0, "{written} writes of the old owner's fill landed");
+}
+
+/// Point 2, the host view: after a swap, `host_slice_mut` still waits for the
+/// work queued on the old free stream.
+#[test]
+fn a_host_view_after_a_free_stream_swap_waits_for_the_old_stream() {
+    require_gpu!();
+    let (d, s1, s2) = setup();
+    let mut buf = Arc::new(LegacyPinnedMemoryResource::new(&d))
+        .allocate(4 * N, &s1)
+        .unwrap();
+    buf.set_free_stream(&s1).unwrap();
+    spin(&d, &s1);
+    buf.fill(2.0f32, &s1).unwrap();
+    buf.set_free_stream(&s2).unwrap();
+    let host: &mut [f32] = buf.host_slice_mut().unwrap();
+    let pending = host.iter().filter(|&&x| x != 2.0).count();
+    assert_eq!(
+        pending, 0,
+        "the host view saw {pending} elements a pending fill had not written"
+    );
+}
+
+/// Point 3: a buffer allocated on the per-thread default stream, filled there,
+/// then moved to another thread and dropped: the free must come after the
+/// owner thread's fill, though the other thread's per-thread stream is
+/// another queue.
+#[test]
+fn a_per_thread_stream_buffer_dropped_on_another_thread_waits_for_its_owner() {
+    require_gpu!();
+    let (d, _s1, _s2) = setup();
+    let k = spin_fill(&d);
+    let ptds = Stream::per_thread_default(&d).unwrap();
+    assert!(ptds.is_per_thread_default());
+    let mut a = DeviceBuffer::<f32>::zeroed(&d, N, &ptds).unwrap();
+    // SAFETY: `n` = the view's length.
+    unsafe { k.launch(&ptds, &grid(), (a.view_mut(), N as u64, 1.0, SPIN)) }.unwrap();
+    let (got, written) = std::thread::spawn(move || {
+        d.set_current().unwrap();
+        let mine = Stream::per_thread_default(&d).unwrap();
+        drop(a);
+        let b = DeviceBuffer::<f32>::zeroed(&d, N, &mine).unwrap();
+        let got = b.to_vec(&mine).unwrap();
+        d.context().unwrap().sync().unwrap();
+        let written = b
+            .to_vec(&mine)
+            .unwrap()
+            .iter()
+            .filter(|&&x| x != 0.0)
+            .count();
+        (got, written)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        written, 0,
+        "the other thread's allocation got {written} writes"
+    );
+    assert!(got.iter().all(|&x| x == 0.0));
+}
+
+/// Point 3: a fill queued on the per-thread default stream by one thread, a
+/// host view taken on another: the view waits for the fill.
+#[test]
+fn a_host_view_waits_for_per_thread_stream_work_of_another_thread() {
+    require_gpu!();
+    let (d, _s1, _s2) = setup();
+    let ptds = Stream::per_thread_default(&d).unwrap();
+    let mut buf = Arc::new(LegacyPinnedMemoryResource::new(&d))
+        .allocate(4 * N, None)
+        .unwrap();
+    buf.set_free_stream(&ptds).unwrap();
+    let mut buf = std::thread::spawn(move || {
+        d.set_current().unwrap();
+        let mine = Stream::per_thread_default(&d).unwrap();
+        spin(&d, &mine);
+        buf.fill(3.0f32, &mine).unwrap();
+        buf
+    })
+    .join()
+    .unwrap();
+    let host: &mut [f32] = buf.host_slice_mut().unwrap();
+    let pending = host.iter().filter(|&&x| x != 3.0).count();
+    assert_eq!(pending, 0, "{pending} elements seen before the fill wrote them");
+}
+
+/// Point 3: an executable graph launched on the per-thread default stream and
+/// dropped on another thread waits for the launch before releasing the host
+/// callback the launch calls.
+#[test]
+fn a_graph_dropped_on_another_thread_waits_for_its_per_thread_launch() {
+    require_gpu!();
+    let (d, _s1, _s2) = setup();
+    let ptds = Stream::per_thread_default(&d).unwrap();
+    let spin_k = kernel(&d, "spin");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut g = cudars_core::Graph::new(&d.context().unwrap()).unwrap();
+    let cycles = SPIN;
+    // SAFETY: the kernel touches no memory.
+    let n = unsafe {
+        g.add_kernel(&[], &LaunchConfig::new(1u32, 1u32), &spin_k, &[&cycles])
+    }
+    .unwrap();
+    let c = calls.clone();
+    g.add_host_callback(&[n], move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&ptds).unwrap();
+    std::thread::spawn(move || drop(exec)).join().unwrap();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the graph was released while its launch still ran"
+    );
+}
+
+/// Point 7: pinned copies are tracked by queue, not by handle. A download on
+/// the legacy stream of one context, then an upload of the same pinned memory
+/// on the legacy stream of another (the same handle value): the upload must
+/// wait for the download.
+#[test]
+fn pinned_copies_on_two_contexts_legacy_streams_are_ordered() {
+    require_gpu!();
+    let (d, _s1, _s2) = setup();
+    let other = Context::create(&d, ContextOptions::default()).unwrap();
+    let legacy = Stream::legacy_default(&d).unwrap();
+    // SAFETY: the legacy handle names a live stream of `other`, which the
+    // `Stream` keeps alive.
+    let legacy_other =
+        unsafe { Stream::from_raw(cudars_core::cudars_bindings::driver::CU_STREAM_LEGACY, &other) };
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let src = DeviceBuffer::from_host(&d, &vec![7u32; N], &s).unwrap();
+    let mut dst = DeviceBuffer::<u32>::zeroed(&d, N, &s).unwrap();
+    s.sync().unwrap();
+    let mut host = PinnedBuffer::<u32>::zeroed(&d, N).unwrap();
+    spin(&d, &legacy_other);
+    src.view().copy_to_pinned(&mut host, &legacy_other).unwrap();
+    dst.view_mut().copy_from_pinned(&host, &legacy).unwrap();
+    let got = dst.to_vec(&legacy).unwrap();
+    let stale = got.iter().filter(|&&x| x != 7).count();
+    assert_eq!(stale, 0, "the upload read {stale} elements before the download");
+    other.sync().unwrap();
+}
+
+/// Point 10: a batch copy that reads its sources during the call still comes
+/// after the work queued on them.
+#[test]
+fn a_batch_copy_reading_out_of_stream_order_waits_for_its_sources() {
+    require_gpu!();
+    let (d, s1, _s2) = setup();
+    let k = spin_fill(&d);
+    let mut src = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
+    let mut dst = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
+    // SAFETY: `n` = the view's length.
+    unsafe { k.launch(&s1, &grid(), (src.view_mut(), N as u64, 5.0, SPIN)) }.unwrap();
+    for order in [MemcpySrcAccessOrder::DuringApiCall, MemcpySrcAccessOrder::Any] {
+        let opts = CopyOptions {
+            src_access_order: order,
+            ..Default::default()
+        };
+        let mut copies = [BatchViewCopy {
+            dst: dst.view_mut(),
+            src: src.view(),
+        }];
+        copy_batch(&mut copies, &opts, &s1).unwrap();
+        let got = dst.to_vec(&s1).unwrap();
+        let stale = got.iter().filter(|&&x| x != 5.0).count();
+        assert_eq!(stale, 0, "{order:?}: {stale} elements read before the fill");
+    }
+}
