@@ -75,8 +75,7 @@ impl QueueId {
     /// `false` for another thread's per-thread default stream, which only
     /// synchronising the whole context reaches.
     pub(crate) fn reachable_here(&self) -> bool {
-        self.thread
-            .is_none_or(|t| t == std::thread::current().id())
+        self.thread.is_none_or(|t| t == std::thread::current().id())
     }
 }
 
@@ -102,10 +101,7 @@ impl Stream {
         QueueId {
             handle: self.inner.handle as usize,
             ctx: self.inner.ctx.handle() as usize,
-            thread: self
-                .inner
-                .per_thread
-                .then(|| std::thread::current().id()),
+            thread: self.inner.per_thread.then(|| std::thread::current().id()),
         }
     }
 

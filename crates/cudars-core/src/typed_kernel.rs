@@ -71,7 +71,7 @@ unsafe impl<T: Pod> Param for Val<T> {
     fn addr(arg: &T) -> *mut c_void {
         (arg as *const T).cast_mut().cast()
     }
-    fn memory<'b>(_: &'b T) -> Option<&'b Buffer> {
+    fn memory(_: &T) -> Option<&Buffer> {
         None
     }
 }
@@ -93,7 +93,7 @@ macro_rules! scalar_params {
             fn addr(arg: &$t) -> *mut c_void {
                 (arg as *const $t).cast_mut().cast()
             }
-            fn memory<'b>(_: &'b $t) -> Option<&'b Buffer> {
+            fn memory(_: &$t) -> Option<&Buffer> {
                 None
             }
         }

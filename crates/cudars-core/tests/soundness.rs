@@ -123,7 +123,10 @@ fn swapping_the_free_stream_keeps_pending_work_before_the_free() {
     s1.sync().unwrap();
     let got = b.to_vec(&s2).unwrap();
     let written = got.iter().filter(|&&x| x != 0.0).count();
-    assert_eq!(written, 0, "{written} writes of the old owner's fill landed");
+    assert_eq!(
+        written, 0,
+        "{written} writes of the old owner's fill landed"
+    );
 }
 
 /// Point 2, the host view: after a swap, `host_slice_mut` still waits for the
@@ -207,7 +210,10 @@ fn a_host_view_waits_for_per_thread_stream_work_of_another_thread() {
     .unwrap();
     let host: &mut [f32] = buf.host_slice_mut().unwrap();
     let pending = host.iter().filter(|&&x| x != 3.0).count();
-    assert_eq!(pending, 0, "{pending} elements seen before the fill wrote them");
+    assert_eq!(
+        pending, 0,
+        "{pending} elements seen before the fill wrote them"
+    );
 }
 
 /// Point 3: an executable graph launched on the per-thread default stream and
@@ -223,10 +229,8 @@ fn a_graph_dropped_on_another_thread_waits_for_its_per_thread_launch() {
     let mut g = cudars_core::Graph::new(&d.context().unwrap()).unwrap();
     let cycles = SPIN;
     // SAFETY: the kernel touches no memory.
-    let n = unsafe {
-        g.add_kernel(&[], &LaunchConfig::new(1u32, 1u32), &spin_k, &[&cycles])
-    }
-    .unwrap();
+    let n =
+        unsafe { g.add_kernel(&[], &LaunchConfig::new(1u32, 1u32), &spin_k, &[&cycles]) }.unwrap();
     let c = calls.clone();
     g.add_host_callback(&[n], move || {
         c.fetch_add(1, Ordering::SeqCst);
@@ -254,8 +258,12 @@ fn pinned_copies_on_two_contexts_legacy_streams_are_ordered() {
     let legacy = Stream::legacy_default(&d).unwrap();
     // SAFETY: the legacy handle names a live stream of `other`, which the
     // `Stream` keeps alive.
-    let legacy_other =
-        unsafe { Stream::from_raw(cudars_core::cudars_bindings::driver::CU_STREAM_LEGACY, &other) };
+    let legacy_other = unsafe {
+        Stream::from_raw(
+            cudars_core::cudars_bindings::driver::CU_STREAM_LEGACY,
+            &other,
+        )
+    };
     let s = d.create_stream(StreamOptions::default()).unwrap();
     let src = DeviceBuffer::from_host(&d, &vec![7u32; N], &s).unwrap();
     let mut dst = DeviceBuffer::<u32>::zeroed(&d, N, &s).unwrap();
@@ -266,7 +274,10 @@ fn pinned_copies_on_two_contexts_legacy_streams_are_ordered() {
     dst.view_mut().copy_from_pinned(&host, &legacy).unwrap();
     let got = dst.to_vec(&legacy).unwrap();
     let stale = got.iter().filter(|&&x| x != 7).count();
-    assert_eq!(stale, 0, "the upload read {stale} elements before the download");
+    assert_eq!(
+        stale, 0,
+        "the upload read {stale} elements before the download"
+    );
     other.sync().unwrap();
 }
 
@@ -281,7 +292,10 @@ fn a_batch_copy_reading_out_of_stream_order_waits_for_its_sources() {
     let mut dst = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
     // SAFETY: `n` = the view's length.
     unsafe { k.launch(&s1, &grid(), (src.view_mut(), N as u64, 5.0, SPIN)) }.unwrap();
-    for order in [MemcpySrcAccessOrder::DuringApiCall, MemcpySrcAccessOrder::Any] {
+    for order in [
+        MemcpySrcAccessOrder::DuringApiCall,
+        MemcpySrcAccessOrder::Any,
+    ] {
         let opts = CopyOptions {
             src_access_order: order,
             ..Default::default()
