@@ -199,17 +199,23 @@ fn a_host_view_waits_for_per_thread_stream_work_of_another_thread() {
         .allocate(4 * N, None)
         .unwrap();
     buf.set_free_stream(&ptds).unwrap();
-    let mut buf = std::thread::spawn(move || {
+    let (give, take) = std::sync::mpsc::channel();
+    let (done, wait_done) = std::sync::mpsc::channel::<()>();
+    let other = std::thread::spawn(move || {
         d.set_current().unwrap();
         let mine = Stream::per_thread_default(&d).unwrap();
         spin(&d, &mine);
         buf.fill(3.0f32, &mine).unwrap();
-        buf
-    })
-    .join()
-    .unwrap();
+        give.send(buf).unwrap();
+        // Stay alive (a thread's exit may wait for its per-thread stream)
+        // until the host view has been checked.
+        let _ = wait_done.recv();
+    });
+    let mut buf = take.recv().unwrap();
     let host: &mut [f32] = buf.host_slice_mut().unwrap();
     let pending = host.iter().filter(|&&x| x != 3.0).count();
+    done.send(()).unwrap();
+    other.join().unwrap();
     assert_eq!(
         pending, 0,
         "{pending} elements seen before the fill wrote them"
@@ -279,6 +285,35 @@ fn pinned_copies_on_two_contexts_legacy_streams_are_ordered() {
         "the upload read {stale} elements before the download"
     );
     other.sync().unwrap();
+}
+
+/// Point 7 across devices: the legacy streams of two devices' primary contexts
+/// share a handle value; a download on one and an upload of the same pinned
+/// memory on the other must still be ordered.
+#[test]
+fn pinned_copies_on_two_devices_legacy_streams_are_ordered() {
+    cudars_tests::require_gpus!(2);
+    let (d0, _s1, _s2) = setup();
+    let d1 = Device::new(1).unwrap();
+    let legacy0 = Stream::legacy_default(&d0).unwrap();
+    let legacy1 = Stream::legacy_default(&d1).unwrap();
+    let s1 = d1.create_stream(StreamOptions::default()).unwrap();
+    let src = DeviceBuffer::from_host(&d1, &vec![9u32; N], &s1).unwrap();
+    s1.sync().unwrap();
+    let s0 = d0.create_stream(StreamOptions::default()).unwrap();
+    let mut dst = DeviceBuffer::<u32>::zeroed(&d0, N, &s0).unwrap();
+    s0.sync().unwrap();
+    let mut host = PinnedBuffer::<u32>::zeroed(&d0, N).unwrap();
+    spin(&d1, &legacy1);
+    src.view().copy_to_pinned(&mut host, &legacy1).unwrap();
+    dst.view_mut().copy_from_pinned(&host, &legacy0).unwrap();
+    let got = dst.to_vec(&legacy0).unwrap();
+    let stale = got.iter().filter(|&&x| x != 9).count();
+    assert_eq!(
+        stale, 0,
+        "the upload read {stale} elements before the download"
+    );
+    legacy1.sync().unwrap();
 }
 
 /// Point 10: a batch copy that reads its sources during the call still comes
