@@ -62,7 +62,7 @@ impl Elem {
     pub(crate) fn describe(&self, types: &Types) -> String {
         let mut out = String::new();
         for (k, l) in self.links.iter().enumerate() {
-            if l.name == "void" && k + 1 == self.links.len() && k > 0 {
+            if self.fin == Final::Void && k + 1 == self.links.len() {
                 break;
             }
             if k > 0 {
