@@ -1478,11 +1478,15 @@ fn record_body(body: &[Token]) -> Result<Vec<Field>, String> {
         if m.iter().any(|t| t.is_ident("virtual")) {
             return Err("it has virtual functions".into());
         }
-        // A default member initializer does not change the layout.
+        // A default member initializer (`= 1`, `{1}`) does not change the layout.
         let mut depth = 0i32;
         let mut cut = m.len();
         for (j, t) in m.iter().enumerate() {
             match t.tok {
+                Tok::Punct('{') if depth == 0 => {
+                    cut = j;
+                    break;
+                }
                 Tok::Punct('(' | '[' | '{' | '<') => depth += 1,
                 Tok::Punct(')' | ']' | '}' | '>') => depth -= 1,
                 Tok::Punct('=') if depth == 0 => {
