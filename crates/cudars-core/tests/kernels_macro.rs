@@ -108,6 +108,17 @@ cudars_core::kernels! {
     "#;
 }
 
+/// A Rust alias of `f64`: the macro cannot compare it by name with `real`'s
+/// type, so it checks the mapping at compile time.
+type Real = f64;
+
+cudars_core::kernels! {
+    /// A mapping of `real` to a Rust alias of its type.
+    struct Aliased = source r#"typedef double real;
+        extern "C" __global__ void k(real* out, int n) {}"#;
+    type real = crate::Real;
+}
+
 const SOURCE: &str = include_str!("kernels/generated.cu");
 
 /// The launch functions of `typedefs.cu` have the Rust types of the C types
@@ -135,6 +146,8 @@ fn aliases_resolve_to_the_rust_types_of_their_c_types() {
         DeviceViewMut<'_, u32>,
     ) -> Result<()> = Typedefs::pair_scale;
     assert_eq!(Typedefs::KERNELS, ["fill_real", "axpy_real", "pair_scale"]);
+    let _: unsafe fn(&Aliased, &Stream, &LaunchConfig, DeviceViewMut<'_, Real>, i32) -> Result<()> =
+        Aliased::k;
 }
 
 /// Whether the toolkit's headers are found; skips (or, on a GPU run, fails)
