@@ -228,7 +228,8 @@ impl<'a> Lexer<'a> {
             .replace("\\\r\n", " ")
             .replace("\\\n", " ");
         let rest = text.trim_start_matches('#').trim_start();
-        let word_end = |s: &str| s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'));
+        let word_end =
+            |s: &str| s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'));
         let kw_len = word_end(rest).unwrap_or(rest.len());
         let (kw, rest) = rest.split_at(kw_len);
         let rest = rest.trim_start();
@@ -1392,7 +1393,13 @@ fn record_head(head: &[Token]) -> Option<RecordHead> {
             Tok::Ident(w) if w == "__align__" || w == "alignas" => {
                 let end = group_end(head, k + 1)?;
                 match &head[k + 1..end] {
-                    [_, Token { tok: Tok::Num(n), .. }, _] => out.align = parse_int(n),
+                    [
+                        _,
+                        Token {
+                            tok: Tok::Num(n), ..
+                        },
+                        _,
+                    ] => out.align = parse_int(n),
                     _ => out.unreadable = Some("its alignment is not a number".into()),
                 }
                 k = end;
@@ -1472,7 +1479,10 @@ fn record_body(body: &[Token]) -> Result<Vec<Field>, String> {
             continue;
         }
         let first = m[0].ident().unwrap_or_default();
-        if matches!(first, "static" | "friend" | "typedef" | "using" | "template") {
+        if matches!(
+            first,
+            "static" | "friend" | "typedef" | "using" | "template"
+        ) {
             continue;
         }
         if m.iter().any(|t| t.is_ident("virtual")) {
@@ -1498,10 +1508,14 @@ fn record_body(body: &[Token]) -> Result<Vec<Field>, String> {
         }
         let m = &m[..cut];
         if m.iter().any(|t| {
-            t.ident()
-                .is_some_and(|w| matches!(w, "alignas" | "__align__" | "__attribute__" | "__declspec"))
+            t.ident().is_some_and(|w| {
+                matches!(w, "alignas" | "__align__" | "__attribute__" | "__declspec")
+            })
         }) {
-            return Err(format!("a member has an alignment attribute (`{}`)", join(m)));
+            return Err(format!(
+                "a member has an alignment attribute (`{}`)",
+                join(m)
+            ));
         }
         if (0..m.len()).any(|j| lone_colon(m, j)) {
             return Err(format!("it has a bit-field (`{}`)", join(m)));
@@ -1515,10 +1529,7 @@ fn record_body(body: &[Token]) -> Result<Vec<Field>, String> {
             if is_function {
                 continue;
             }
-            return Err(format!(
-                "a member the macro does not read (`{}`)",
-                join(m)
-            ));
+            return Err(format!("a member the macro does not read (`{}`)", join(m)));
         }
         for dc in declarators(m) {
             let dc = dc.map_err(|why| format!("a member (`{}`): {why}", join(m)))?;
@@ -1569,9 +1580,11 @@ fn enum_head(head: &[Token]) -> (Option<(String, Pos)>, Result<Scalar, String>) 
     let under = if scoped {
         Ok(Scalar::I32)
     } else {
-        Err("an unscoped enum without a fixed underlying type: its size is the compiler's \
+        Err(
+            "an unscoped enum without a fixed underlying type: its size is the compiler's \
              choice (`enum E : int { … }` fixes it)"
-            .to_string())
+                .to_string(),
+        )
     };
     (name, under)
 }

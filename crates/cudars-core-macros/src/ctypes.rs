@@ -216,7 +216,8 @@ impl Resolver<'_> {
             let a = aliases[0];
             let same = |x: &crate::cparse::Alias| match (&x.target, &a.target) {
                 (Ok(p), Ok(q)) => {
-                    (&p.base, p.constant, p.stars, &p.dims) == (&q.base, q.constant, q.stars, &q.dims)
+                    (&p.base, p.constant, p.stars, &p.dims)
+                        == (&q.base, q.constant, q.stars, &q.dims)
                 }
                 (Err(p), Err(q)) => p == q,
                 _ => false,

@@ -194,7 +194,12 @@ fn primitive(ty: &Type) -> Option<String> {
     if p.qself.is_some() || p.path.segments.iter().any(|s| !s.arguments.is_empty()) {
         return None;
     }
-    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
     let last = match segs.as_slice() {
         [x] => x,
         [c, pr, x] if (c == "core" || c == "std") && pr == "primitive" => x,
@@ -301,7 +306,10 @@ impl<'a> Ctx<'a> {
         };
         let r = ctypes::resolve(&self.types, base, constant, stars)
             .map_err(|why| self.error(format!("{where_}: {why}")))?;
-        let pname = p.name.clone().unwrap_or_else(|| format!("parameter {index}"));
+        let pname = p
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("parameter {index}"));
         if let Some(ptr) = &r.pointer {
             for l in &ptr.links {
                 if let Some(m) = self.mapping(&l.name) {
@@ -445,7 +453,9 @@ impl<'a> Ctx<'a> {
                             return Err(syn::Error::new(m.c_name.span(), message));
                         }
                         (Some(_), Some(_)) => {}
-                        _ => self.checks.push(identity_check(&m.rust, &expected, &message)),
+                        _ => self
+                            .checks
+                            .push(identity_check(&m.rust, &expected, &message)),
                     }
                 }
                 Ok(ElemOut {
@@ -1285,7 +1295,9 @@ mod tests {
             extern "C" __global__ void k(real* out, const real* in, real v, int n) {}"#;"##;
         let code = run(src).unwrap().replace(' ', "");
         assert!(
-            code.contains("TypedKernel<(::cudars_core::MutPtr<f64>,::cudars_core::ConstPtr<f64>,f64,i32,)>"),
+            code.contains(
+                "TypedKernel<(::cudars_core::MutPtr<f64>,::cudars_core::ConstPtr<f64>,f64,i32,)>"
+            ),
             "{code}"
         );
         assert!(
@@ -1412,7 +1424,10 @@ mod tests {
             "{code}"
         );
         let flat = code.replace(' ', "");
-        assert!(flat.contains("v:::cudars_core::DeviceView<'_,[f32;3]>"), "{code}");
+        assert!(
+            flat.contains("v:::cudars_core::DeviceView<'_,[f32;3]>"),
+            "{code}"
+        );
     }
 
     #[test]
@@ -1422,8 +1437,10 @@ mod tests {
             struct Q { P inner; int* ptr; };
             enum class Mode : unsigned short { A, B };
             extern "C" __global__ void k(P p, const Q* q, Mode m) {}"#;"##;
-        let code = run(&format!("{src} type P = crate::P; type Q = crate::Q; type Mode = u16;"))
-            .unwrap();
+        let code = run(&format!(
+            "{src} type P = crate::P; type Q = crate::Q; type Mode = u16;"
+        ))
+        .unwrap();
         let flat = code.replace(' ', "");
         // The mirror of P (with its alignment) and the check of each mapping.
         assert!(
@@ -1471,7 +1488,10 @@ mod tests {
             &format!("{bits} unsafe type B = u32; type Old = i32;"),
             "an unscoped enum without a fixed underlying type",
         );
-        let code = run(&format!("{bits} unsafe type B = u32; unsafe type Old = i32;")).unwrap();
+        let code = run(&format!(
+            "{bits} unsafe type B = u32; unsafe type Old = i32;"
+        ))
+        .unwrap();
         assert!(
             code.contains("`b` (`B b`): `B` (struct at line 2) has a layout the macro does not read (it has a bit-field"),
             "{code}"
@@ -1481,8 +1501,9 @@ mod tests {
 
     #[test]
     fn the_safety_section_says_what_is_left_to_the_caller() {
-        let code = run(r##"struct K = source r#"extern "C" __global__ void k(float* y, int n) {}"#;"##)
-            .unwrap();
+        let code =
+            run(r##"struct K = source r#"extern "C" __global__ void k(float* y, int n) {}"#;"##)
+                .unwrap();
         for want in [
             "the macro proves its signature",
             "every pointer's element type and",

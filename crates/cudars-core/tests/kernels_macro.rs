@@ -124,10 +124,18 @@ const SOURCE: &str = include_str!("kernels/generated.cu");
 /// The launch functions of `typedefs.cu` have the Rust types of the C types
 /// behind the aliases: `real` is `f64`, `count_t` `u64`, `index_t` `u32`.
 #[test]
+// The function types spelled out are what the test checks.
+#[allow(clippy::type_complexity)]
 fn aliases_resolve_to_the_rust_types_of_their_c_types() {
     use cudars_core::{DeviceView, DeviceViewMut, Result};
-    let _: unsafe fn(&Typedefs, &Stream, &LaunchConfig, DeviceViewMut<'_, f64>, f64, i32) -> Result<()> =
-        Typedefs::fill_real;
+    let _: unsafe fn(
+        &Typedefs,
+        &Stream,
+        &LaunchConfig,
+        DeviceViewMut<'_, f64>,
+        f64,
+        i32,
+    ) -> Result<()> = Typedefs::fill_real;
     let _: unsafe fn(
         &Typedefs,
         &Stream,
@@ -501,7 +509,10 @@ fn a_typedef_kernel_writes_only_its_view() {
     let out = buf.to_vec(&s).unwrap();
     assert!(out[..N].iter().all(|&v| v == 3.5), "{:?}", &out[..8]);
     for (i, v) in out[N..].iter().enumerate() {
-        assert_eq!(*v, GUARD, "guard element {i} after the view was overwritten");
+        assert_eq!(
+            *v, GUARD,
+            "guard element {i} after the view was overwritten"
+        );
     }
 
     // The chain, the const typedef and the using: y = 2 * x + y.
@@ -509,12 +520,19 @@ fn a_typedef_kernel_writes_only_its_view() {
     let dx = DeviceBuffer::from_host(&d, &x, &s).unwrap();
     // SAFETY: axpy_real touches x[0..n] and y[0..n]; both views hold n = 512.
     unsafe {
-        k.axpy_real(&s, &cfg, 2.0, dx.view(), buf.slice_mut(..N).unwrap(), N as u64)
+        k.axpy_real(
+            &s,
+            &cfg,
+            2.0,
+            dx.view(),
+            buf.slice_mut(..N).unwrap(),
+            N as u64,
+        )
     }
     .unwrap();
     let y = buf.to_vec(&s).unwrap();
-    for i in 0..N {
-        assert_eq!(y[i], 2.0 * i as f64 + 3.5, "y[{i}]");
+    for (i, v) in y[..N].iter().enumerate() {
+        assert_eq!(*v, 2.0 * i as f64 + 3.5, "y[{i}]");
     }
     assert!(y[N..].iter().all(|&v| v == GUARD));
 
@@ -537,9 +555,9 @@ fn a_typedef_kernel_writes_only_its_view() {
     }
     .unwrap();
     let z = buf.to_vec(&s).unwrap();
-    for i in 0..N {
-        let want = if i < 256 { 0.5 * y[i] } else { y[i] };
-        assert_eq!(z[i], want, "z[{i}]");
+    for (i, (v, before)) in z[..N].iter().zip(&y).enumerate() {
+        let want = if i < 256 { 0.5 * before } else { *before };
+        assert_eq!(*v, want, "z[{i}]");
     }
     assert!(z[N..].iter().all(|&v| v == GUARD));
     let idx = idx.to_vec(&s).unwrap();

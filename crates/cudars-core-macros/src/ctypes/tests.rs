@@ -234,7 +234,10 @@ fn layouts_the_macro_does_not_read_say_why() {
 fn what_cannot_be_resolved_says_why() {
     // Unknown, and from a header it may come from.
     let why = unresolved("", "real");
-    assert!(why.contains("`real` is not declared in the source"), "{why}");
+    assert!(
+        why.contains("`real` is not declared in the source"),
+        "{why}"
+    );
     let why = unresolved("#include \"types.h\"\n#include <vec.h>\n", "Vec3");
     assert!(
         why.contains("it may come from `#include \"types.h\"`, `#include <vec.h>`"),
@@ -250,7 +253,10 @@ fn what_cannot_be_resolved_says_why() {
     assert!(why.contains("`REAL` is a preprocessor macro"), "{why}");
     // A macro that redefines a keyword a typedef is written with.
     let e = res("#define float double\ntypedef float real;\n", "real").unwrap_err();
-    assert!(e.contains("written with `float`, which is a preprocessor macro"), "{e}");
+    assert!(
+        e.contains("written with `float`, which is a preprocessor macro"),
+        "{e}"
+    );
     // Both arms of an `#if`.
     let why = unresolved(
         "#ifdef F64\ntypedef double real;\n#else\ntypedef float real;\n#endif\n",
@@ -278,7 +284,10 @@ fn what_cannot_be_resolved_says_why() {
 #[test]
 fn aliases_with_no_rust_type_are_errors() {
     let e = res("typedef void (*fn_t)(int);", "fn_t").unwrap_err();
-    assert!(e.contains("`fn_t` (typedef at line 1) is a function"), "{e}");
+    assert!(
+        e.contains("`fn_t` (typedef at line 1) is a function"),
+        "{e}"
+    );
     let e = res("typedef float vec4[4];", "vec4").unwrap_err();
     assert!(e.contains("an array type"), "{e}");
     let t = types("typedef float* fp;");
