@@ -1149,10 +1149,16 @@ const QUALIFIERS: &[&str] = &[
     "register",
 ];
 
-/// Whether `w` is a type keyword or a qualifier: a macro of that name would
-/// change what every signature using it says.
+/// Whether `w` is a type keyword, `const`, `volatile` or an elaborating
+/// keyword: a macro of that name would change the type (or the constness) every
+/// signature using it says. (`__restrict__`, `__grid_constant__` and `register`
+/// change neither, and are sometimes defined away for host compilers.)
 pub(crate) fn is_keyword(w: &str) -> bool {
-    is_type_word(w) || QUALIFIERS.contains(&w)
+    is_type_word(w)
+        || matches!(
+            w,
+            "const" | "volatile" | "struct" | "class" | "union" | "enum"
+        )
 }
 
 /// Whether `w` is one of C's type keywords.

@@ -1384,6 +1384,18 @@ mod tests {
                 extern "C" __global__ void k(float* x) {}"#;"##,
             "parameter 0 (`float* x`): `float` is a preprocessor macro (`#define float` at line 1)",
         );
+        // Qualifiers that do not change a type may be defined away.
+        assert!(
+            run(r##"struct K = source r#"#define __restrict__
+                #define __grid_constant__
+                extern "C" __global__ void k(float* __restrict__ x) {}"#;"##)
+            .is_ok()
+        );
+        fails(
+            r##"struct K = source r#"#define const
+                extern "C" __global__ void k(const float* x) {}"#;"##,
+            "`const` is a preprocessor macro",
+        );
         fails(
             r##"struct K = source r#"#include "vec.h"
                 extern "C" __global__ void k(const Vec3* v) {}"#;"##,

@@ -119,6 +119,40 @@ cudars_core::kernels! {
     type real = crate::Real;
 }
 
+/// The C `union Bits` below.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Bits {
+    u: u32,
+}
+
+/// The C `struct Outer` below: a nested struct, a pointer and an array, with
+/// the 16-byte alignment `__align__(16)` gives it.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C, align(16))]
+struct Outer {
+    inner: Pair,
+    ptr: u64,
+    v: [f32; 3],
+    pad: [u32; 3],
+}
+
+cudars_core::kernels! {
+    /// Mappings the macro checks against layouts it builds from the source (a
+    /// union, an aligned struct with a nested one, an enum class): that this
+    /// compiles is the test.
+    struct Layouts = source r#"
+        struct Pair { double a; int n; };
+        union Bits { float f; unsigned u; };
+        struct __align__(16) Outer { struct Pair inner; int* ptr; float v[3]; };
+        enum class Mode : unsigned short { A, B };
+        extern "C" __global__ void k(Bits b, const Outer* o, Mode m, Outer* w) {}
+    "#;
+    type Bits = Bits;
+    type Outer = Outer;
+    type Mode = u16;
+}
+
 const SOURCE: &str = include_str!("kernels/generated.cu");
 
 /// The launch functions of `typedefs.cu` have the Rust types of the C types
@@ -239,6 +273,8 @@ fn the_embedded_source_compiles_with_nvrtc_through_the_cache() {
     assert!(inline.code().starts_with(b"\x7fELF"));
     let typedefs = Typedefs::compile(sm90(), None).unwrap();
     assert!(typedefs.code().starts_with(b"\x7fELF"));
+    let layouts = Layouts::compile(sm90(), None).unwrap();
+    assert!(layouts.code().starts_with(b"\x7fELF"));
     let mismatched = Mismatched::compile(sm90(), None).unwrap();
     assert!(mismatched.code().starts_with(b"\x7fELF"));
 }
