@@ -4,11 +4,12 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, LitStr, Token, Type, Visibility};
 
-use crate::cparse::{self, Base, Kernel, ParamKind, Scalar};
+use crate::cparse::{self, Kernel, Param, ParamKind, Scalar, Types, is_keyword};
+use crate::ctypes::{self, Elem, Final};
 
 mod kw {
     syn::custom_keyword!(source);
@@ -23,10 +24,13 @@ pub(crate) enum Origin {
     Inline(LitStr),
 }
 
-/// `type CName = RustType;`
+/// `type CName = RustType;`, or `unsafe type CName = RustType;` for a C type
+/// the macro cannot check (the caller then proves the layout).
 pub(crate) struct Mapping {
     pub(crate) c_name: Ident,
     pub(crate) rust: Type,
+    /// `unsafe type`: the escape hatch.
+    pub(crate) unchecked: bool,
 }
 
 /// The macro's input:
@@ -34,6 +38,7 @@ pub(crate) struct Mapping {
 /// ```text
 /// #[attributes] VIS struct NAME = "path/to/file.cu";   (or: = source "…";)
 /// type CName = RustType;                               (any number)
+/// unsafe type CName = RustType;                        (a C type the macro cannot check)
 /// only kernel_a, kernel_b;                             (optional)
 /// ```
 pub(crate) struct Input {
@@ -93,6 +98,7 @@ impl Parse for Input {
                 only = Some(names);
                 continue;
             }
+            let unchecked = input.parse::<Option<Token![unsafe]>>()?.is_some();
             input.parse::<Token![type]>()?;
             let c_name: Ident = input.call(syn::ext::IdentExt::parse_any)?;
             input.parse::<Token![=]>()?;
@@ -104,7 +110,11 @@ impl Parse for Input {
                     format!("`{c_name}` is mapped twice"),
                 ));
             }
-            mappings.push(Mapping { c_name, rust });
+            mappings.push(Mapping {
+                c_name,
+                rust,
+                unchecked,
+            });
         }
         Ok(Self {
             attrs,
@@ -168,19 +178,90 @@ struct GenParam {
     value: TokenStream,
 }
 
-/// A C type resolved to Rust: a built-in scalar, or the user's mapped type.
-enum Resolved {
-    Scalar(TokenStream),
-    Mapped(Type),
+/// An element or value type in Rust, with what proves it.
+struct ElemOut {
+    /// The Rust type.
+    ty: TokenStream,
+    /// The user's mapped type (passed by value as `Val<T>`), not a scalar.
+    mapped: bool,
+}
+
+/// The Rust primitive a path names (`f64`, `core::primitive::f64`), if it is one.
+fn primitive(ty: &Type) -> Option<String> {
+    let Type::Path(p) = ty else {
+        return None;
+    };
+    if p.qself.is_some() || p.path.segments.iter().any(|s| !s.arguments.is_empty()) {
+        return None;
+    }
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let last = match segs.as_slice() {
+        [x] => x,
+        [c, pr, x] if (c == "core" || c == "std") && pr == "primitive" => x,
+        _ => return None,
+    };
+    const PRIMITIVES: &[&str] = &[
+        "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "i128", "u128", "isize", "usize",
+        "f32", "f64", "bool", "char",
+    ];
+    PRIMITIVES.contains(&last.as_str()).then(|| last.clone())
+}
+
+/// The Rust primitive a C scalar is, where its Rust type is one.
+fn scalar_primitive(s: Scalar) -> Option<&'static str> {
+    Some(match s {
+        Scalar::I8 => "i8",
+        Scalar::U8 => "u8",
+        Scalar::I16 => "i16",
+        Scalar::U16 => "u16",
+        Scalar::I32 => "i32",
+        Scalar::U32 => "u32",
+        Scalar::I64 => "i64",
+        Scalar::U64 => "u64",
+        Scalar::Usize => "usize",
+        Scalar::Isize => "isize",
+        Scalar::F32 => "f32",
+        Scalar::F64 => "f64",
+        Scalar::Bool => "bool",
+        Scalar::CChar | Scalar::CLong | Scalar::CULong | Scalar::F16 | Scalar::Bf16 => return None,
+    })
+}
+
+/// A type as the user wrote it, for messages (`crate::P`, not `crate :: P`).
+fn type_text(ty: &impl quote::ToTokens) -> String {
+    quote!(#ty)
+        .to_string()
+        .replace(" :: ", "::")
+        .replace(":: ", "::")
+        .replace(" < ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
+        .replace("& ", "&")
+        .replace("[ ", "[")
+        .replace(" ]", "]")
+        .replace(" ;", ";")
+}
+
+/// A message for `#[diagnostic::on_unimplemented]` or `assert!`: no braces.
+fn plain(message: &str) -> String {
+    message.replace(['{', '}'], "")
 }
 
 struct Ctx<'a> {
     input: &'a Input,
     file: String,
     used: HashSet<String>,
+    types: Types,
+    /// Compile-time checks of the mappings (`const _: () = …;`).
+    checks: Vec<TokenStream>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
     fn span(&self) -> Span {
         match &self.input.origin {
             Origin::File(l) | Origin::Inline(l) => l.span(),
@@ -191,32 +272,520 @@ impl Ctx<'_> {
         syn::Error::new(self.span(), message)
     }
 
-    fn base(&mut self, k: &Kernel, index: usize, decl: &str, b: &Base) -> syn::Result<Resolved> {
-        match b {
-            Base::Scalar(s) => Ok(Resolved::Scalar(scalar_type(*s))),
-            Base::Named(n) => match self.input.mappings.iter().find(|m| m.c_name == n) {
-                Some(m) => {
-                    self.used.insert(n.clone());
-                    Ok(Resolved::Mapped(m.rust.clone()))
-                }
-                None => {
-                    let hint = if n == "void" {
-                        "`void*` has no element type: name one (`type void = u8;`), or declare the \
-                         pointer's real element type"
-                            .to_string()
-                    } else {
+    fn mapping(&self, c_name: &str) -> Option<&'a Mapping> {
+        let input: &'a Input = self.input;
+        input.mappings.iter().find(|m| m.c_name == c_name)
+    }
+
+    /// The Rust type of a parameter: its signature type, argument and value,
+    /// and what the caller takes on for it, if anything.
+    fn param(
+        &mut self,
+        k: &Kernel,
+        index: usize,
+        p: &Param,
+        id: &Ident,
+        notes: &mut Vec<String>,
+    ) -> syn::Result<GenParam> {
+        let where_ = format!(
+            "{} line {}: kernel `{}`, parameter {index} (`{}`)",
+            self.file, k.pos.line, k.name, p.decl
+        );
+        for w in p.words.iter().filter(|w| is_keyword(w)) {
+            if let Some(pos) = ctypes::macro_named(&self.types, w) {
+                return Err(self.error(format!(
+                    "{where_}: `{w}` is a preprocessor macro (`#define {w}` at line {}); the macro \
+                     reads signatures without running the preprocessor: remove the `#define`",
+                    pos.line
+                )));
+            }
+        }
+        let (base, constant, stars) = match &p.kind {
+            ParamKind::Value(b) => (b, false, 0),
+            ParamKind::Pointer { elem, constant } => (elem, *constant, 1),
+        };
+        let r = ctypes::resolve(&self.types, base, constant, stars)
+            .map_err(|why| self.error(format!("{where_}: {why}")))?;
+        let pname = p
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("parameter {index}"));
+        if let Some(ptr) = &r.pointer {
+            for l in &ptr.links {
+                if let Some(m) = self.mapping(&l.name) {
+                    return Err(syn::Error::new(
+                        m.c_name.span(),
                         format!(
-                            "the C type `{n}` has no Rust type: name a `Pod` type of the same layout \
-                             (`type {n} = MyType;`)"
-                        )
-                    };
-                    Err(self.error(format!(
-                        "{} line {}: kernel `{}`, parameter {index} (`{decl}`): {hint}",
-                        self.file, k.pos.line, k.name
-                    )))
+                            "{where_}: `{}` is a pointer type ({}); the macro gives it a view of \
+                             its element type: remove `type {} = …;`",
+                            l.name, l.what, l.name
+                        ),
+                    ));
+                }
+            }
+            if r.elem.fin == Final::Scalar(Scalar::Bool) {
+                return Err(self.error(format!(
+                    "{where_}: a pointer to `bool` ({}) has no element type (not every byte is a \
+                     valid bool); use `unsigned char*`",
+                    r.elem.describe(&self.types)
+                )));
+            }
+            let e = self.elem(&where_, &pname, &p.decl, &r.elem, notes)?;
+            let t = e.ty;
+            return Ok(if ptr.constant {
+                GenParam {
+                    sig: quote!(::cudars_core::ConstPtr<#t>),
+                    arg: quote!(#id: ::cudars_core::DeviceView<'_, #t>),
+                    value: quote!(#id),
+                }
+            } else {
+                GenParam {
+                    sig: quote!(::cudars_core::MutPtr<#t>),
+                    arg: quote!(#id: ::cudars_core::DeviceViewMut<'_, #t>),
+                    value: quote!(#id),
+                }
+            });
+        }
+        if r.elem.fin == Final::Void {
+            return Err(self.error(format!("{where_}: a `void` parameter")));
+        }
+        let e = self.elem(&where_, &pname, &p.decl, &r.elem, notes)?;
+        let t = e.ty;
+        Ok(if e.mapped {
+            GenParam {
+                sig: quote!(::cudars_core::Val<#t>),
+                arg: quote!(#id: &#t),
+                value: quote!(*#id),
+            }
+        } else {
+            GenParam {
+                sig: t.clone(),
+                arg: quote!(#id: #t),
+                value: quote!(#id),
+            }
+        })
+    }
+
+    /// The Rust type of a value or element type, checked against what the
+    /// source makes it, or refused.
+    fn elem(
+        &mut self,
+        where_: &str,
+        pname: &str,
+        decl: &str,
+        elem: &Elem,
+        notes: &mut Vec<String>,
+    ) -> syn::Result<ElemOut> {
+        let mapped: Vec<&'a Mapping> = elem
+            .links
+            .iter()
+            .filter_map(|l| self.mapping(&l.name))
+            .collect();
+        if let [a, b, ..] = mapped.as_slice() {
+            return Err(syn::Error::new(
+                b.c_name.span(),
+                format!(
+                    "{where_}: both `{}` and `{}` are mapped, and the source makes them one type \
+                     ({}): keep one mapping",
+                    a.c_name,
+                    b.c_name,
+                    elem.describe(&self.types)
+                ),
+            ));
+        }
+        let m = mapped.first().copied();
+        if let Some(m) = m {
+            self.used.insert(m.c_name.to_string());
+        }
+        let desc = elem.describe(&self.types);
+        let written = elem
+            .links
+            .first()
+            .map_or_else(|| "T".to_string(), |l| l.name.clone());
+        let unchecked_needed = |why: &str, m: &Mapping| {
+            syn::Error::new(
+                m.c_name.span(),
+                format!(
+                    "{where_}: {desc}: {why}, so `type {} = {};` cannot be checked; declare the \
+                     type in the source so that the macro can read it, or write `unsafe type {} = \
+                     {};` to take its layout on yourself (the launch functions' `# Safety` then \
+                     say so)",
+                    m.c_name,
+                    type_text(&m.rust),
+                    m.c_name,
+                    type_text(&m.rust)
+                ),
+            )
+        };
+        let unsafe_not_needed = |m: &Mapping| {
+            syn::Error::new(
+                m.c_name.span(),
+                format!(
+                    "{where_}: {desc}, which the macro checks the Rust type against: write \
+                     `type {} = {};` (without `unsafe`)",
+                    m.c_name,
+                    type_text(&m.rust)
+                ),
+            )
+        };
+        let rust = |m: &Mapping| {
+            let t = &m.rust;
+            quote!(#t)
+        };
+        match &elem.fin {
+            Final::Scalar(s) => {
+                let expected = scalar_type(*s);
+                if let Some(m) = m {
+                    if m.unchecked {
+                        return Err(unsafe_not_needed(m));
+                    }
+                    let ours = type_text(&expected);
+                    let theirs = type_text(&m.rust);
+                    let message = format!(
+                        "{where_}: `type {} = {theirs};` contradicts the source: {desc}, whose \
+                         Rust type is `{ours}` (a view must hold the kernel's element type, or its \
+                         indexing runs past the view); map `{}` to `{ours}`, or drop the mapping: \
+                         the macro maps it itself",
+                        m.c_name, m.c_name
+                    );
+                    match (primitive(&m.rust), scalar_primitive(*s)) {
+                        (Some(a), Some(b)) if a != b => {
+                            return Err(syn::Error::new(m.c_name.span(), message));
+                        }
+                        (Some(_), Some(_)) => {}
+                        _ => self
+                            .checks
+                            .push(identity_check(&m.rust, &expected, &message)),
+                    }
+                }
+                Ok(ElemOut {
+                    ty: expected,
+                    mapped: false,
+                })
+            }
+            Final::Void => match m {
+                None => Err(self.error(format!(
+                    "{where_}: {desc} has no element type the macro can check: declare the \
+                     pointer with its real element type, or take the element type on yourself \
+                     with `unsafe type void = u8;`"
+                ))),
+                Some(m) if !m.unchecked => Err(syn::Error::new(
+                    m.c_name.span(),
+                    format!(
+                        "{where_}: {desc} has no layout to check `{}` against: declare the \
+                         pointer with its real element type, or write `unsafe type {} = {};` to \
+                         take it on yourself",
+                        type_text(&m.rust),
+                        m.c_name,
+                        type_text(&m.rust)
+                    ),
+                )),
+                Some(m) => {
+                    notes.push(format!(
+                        "`{pname}` (`{decl}`) points to `void`, given the element type `{}` by \
+                         `unsafe type {} = …;`: the kernel's accesses through it are untyped, and \
+                         that they stay within the view's bytes (its length times the size of \
+                         `{}`) and read them as what they hold is the caller's to prove.",
+                        type_text(&m.rust),
+                        m.c_name,
+                        type_text(&m.rust)
+                    ));
+                    Ok(ElemOut {
+                        ty: rust(m),
+                        mapped: true,
+                    })
                 }
             },
+            Final::Record(i) => {
+                let layout = self.layout(*i);
+                match (m, layout) {
+                    (None, layout) => {
+                        let how = match layout {
+                            Ok(_) => format!("`type {written} = MyType;`"),
+                            Err(why) => format!(
+                                "`unsafe type {written} = MyType;`: the macro does not read its \
+                                 layout ({why}), so that layout is then yours to prove"
+                            ),
+                        };
+                        Err(self.error(format!(
+                            "{where_}: the C type {desc} has no Rust type: name a `Pod` type of \
+                             the same layout ({how})"
+                        )))
+                    }
+                    (Some(m), Ok((items, mirror))) => {
+                        if m.unchecked {
+                            return Err(unsafe_not_needed(m));
+                        }
+                        let message = format!(
+                            "{where_}: `type {} = {};`: the Rust type's size or alignment differs \
+                             from that of {desc}, laid out from the fields the source declares",
+                            m.c_name,
+                            type_text(&m.rust)
+                        );
+                        self.checks
+                            .push(layout_check(&m.rust, &items, &mirror, &message));
+                        notes.push(format!(
+                            "`{pname}` (`{decl}`): `{}` has the size and alignment of {desc} \
+                             (checked at compile time); that its fields are the C fields, in \
+                             order and of the same types, is the caller's to prove.",
+                            type_text(&m.rust)
+                        ));
+                        Ok(ElemOut {
+                            ty: rust(m),
+                            mapped: true,
+                        })
+                    }
+                    (Some(m), Err(why)) => {
+                        if !m.unchecked {
+                            return Err(unchecked_needed(
+                                &format!("the macro does not read its layout ({why})"),
+                                m,
+                            ));
+                        }
+                        notes.push(format!(
+                            "`{pname}` (`{decl}`): {desc} has a layout the macro does not read \
+                             ({why}); with `unsafe type {} = …;` it is the caller's to prove that \
+                             `{}` has that layout (size, alignment and fields).",
+                            m.c_name,
+                            type_text(&m.rust)
+                        ));
+                        Ok(ElemOut {
+                            ty: rust(m),
+                            mapped: true,
+                        })
+                    }
+                }
+            }
+            Final::Enum(i) => {
+                let under = self.types.enums[*i].underlying.clone();
+                match (m, under) {
+                    (None, under) => {
+                        let how = match under {
+                            Ok(s) => format!(
+                                "`type {written} = MyType;`, with the size and alignment of `{}`",
+                                s.c_name()
+                            ),
+                            Err(why) => format!(
+                                "`unsafe type {written} = MyType;`: {why}, so its size is then \
+                                 yours to prove"
+                            ),
+                        };
+                        Err(self.error(format!(
+                            "{where_}: the C type {desc} has no Rust type: name a `Pod` type of \
+                             the same layout ({how})"
+                        )))
+                    }
+                    (Some(m), Ok(s)) => {
+                        if m.unchecked {
+                            return Err(unsafe_not_needed(m));
+                        }
+                        let message = format!(
+                            "{where_}: `type {} = {};`: the Rust type's size or alignment differs \
+                             from that of {desc}, whose underlying type is `{}`",
+                            m.c_name,
+                            type_text(&m.rust),
+                            s.c_name()
+                        );
+                        let under = scalar_type(s);
+                        self.checks
+                            .push(layout_check(&m.rust, &[], &under, &message));
+                        Ok(ElemOut {
+                            ty: rust(m),
+                            mapped: true,
+                        })
+                    }
+                    (Some(m), Err(why)) => {
+                        if !m.unchecked {
+                            return Err(unchecked_needed(&why, m));
+                        }
+                        notes.push(format!(
+                            "`{pname}` (`{decl}`): {desc}: {why}; with `unsafe type {} = …;` it is \
+                             the caller's to prove that `{}` has its size and alignment.",
+                            m.c_name,
+                            type_text(&m.rust)
+                        ));
+                        Ok(ElemOut {
+                            ty: rust(m),
+                            mapped: true,
+                        })
+                    }
+                }
+            }
+            Final::Unresolved(why) => {
+                let last = elem
+                    .links
+                    .last()
+                    .map_or_else(|| written.clone(), |l| l.name.clone());
+                match m {
+                    None => Err(self.error(format!(
+                        "{where_}: {why}; the macro proves every element and value type from the \
+                         source and cannot resolve this one: write the type out (`double* x`), \
+                         or declare it in the source (`typedef double {last};`, or the struct \
+                         itself); for a type of a header, map it with `unsafe type {written} = MyType;`, which makes its \
+                         layout yours to prove"
+                    ))),
+                    Some(m) if !m.unchecked => Err(unchecked_needed(why, m)),
+                    Some(m) => {
+                        notes.push(format!(
+                            "`{pname}` (`{decl}`): {why}; with `unsafe type {} = …;` it is the \
+                             caller's to prove that `{}` is the type the compiled source gives \
+                             `{last}` (the same size, alignment and representation).",
+                            m.c_name,
+                            type_text(&m.rust)
+                        ));
+                        Ok(ElemOut {
+                            ty: rust(m),
+                            mapped: true,
+                        })
+                    }
+                }
+            }
         }
+    }
+
+    /// The C layout of record `i` as a `#[repr(C)]` Rust mirror: the items to
+    /// declare and the mirror's type; or why the macro does not read it.
+    fn layout(&self, i: usize) -> Result<(Vec<TokenStream>, TokenStream), String> {
+        let mut items = Vec::new();
+        let ty = self.mirror(i, &mut items, &mut Vec::new(), &mut Vec::new())?;
+        Ok((items, ty))
+    }
+
+    fn mirror(
+        &self,
+        i: usize,
+        items: &mut Vec<TokenStream>,
+        done: &mut Vec<usize>,
+        visiting: &mut Vec<usize>,
+    ) -> Result<TokenStream, String> {
+        let r = &self.types.records[i];
+        let ident = format_ident!("__CudarsLayout{}", i);
+        if done.contains(&i) {
+            return Ok(quote!(#ident));
+        }
+        let body = match &r.body {
+            None => {
+                return Err(format!(
+                    "`{} {}` is only declared in the source (line {}), not defined",
+                    r.keyword, r.name, r.pos.line
+                ));
+            }
+            Some(Err(why)) => return Err(why.clone()),
+            Some(Ok(b)) => b,
+        };
+        visiting.push(i);
+        let mut fields = Vec::new();
+        for (k, f) in body.fields.iter().enumerate() {
+            let t = self
+                .field_type(&f.ty, items, done, visiting)
+                .map_err(|why| format!("field `{}`: {why}", f.name))?;
+            let name = format_ident!("f{}", k);
+            fields.push(quote!(#name: #t));
+        }
+        visiting.pop();
+        let repr = match body.align {
+            None => quote!(#[repr(C)]),
+            Some(a) if a.is_power_of_two() && a <= 1 << 29 => {
+                let a = proc_macro2::Literal::u64_unsuffixed(a);
+                quote!(#[repr(C, align(#a))])
+            }
+            Some(a) => return Err(format!("its alignment {a} is not a power of two")),
+        };
+        let kw = if r.keyword == "union" {
+            quote!(union)
+        } else {
+            quote!(struct)
+        };
+        items.push(quote! {
+            #repr
+            #[derive(Clone, Copy)]
+            #[allow(dead_code, non_camel_case_types)]
+            #kw #ident { #(#fields,)* }
+        });
+        done.push(i);
+        Ok(quote!(#ident))
+    }
+
+    fn field_type(
+        &self,
+        dc: &cparse::Declarator,
+        items: &mut Vec<TokenStream>,
+        done: &mut Vec<usize>,
+        visiting: &mut Vec<usize>,
+    ) -> Result<TokenStream, String> {
+        for w in dc.words.iter().filter(|w| is_keyword(w)) {
+            if let Some(pos) = ctypes::macro_named(&self.types, w) {
+                return Err(format!(
+                    "`{w}` is a preprocessor macro (`#define {w}` at line {})",
+                    pos.line
+                ));
+            }
+        }
+        let mut t = if dc.stars > 0 {
+            quote!(*const u8)
+        } else {
+            let r = ctypes::resolve(&self.types, &dc.base, dc.constant, 0)?;
+            if r.pointer.is_some() {
+                quote!(*const u8)
+            } else {
+                match &r.elem.fin {
+                    Final::Scalar(s) => scalar_type(*s),
+                    Final::Void => return Err("a `void` field".into()),
+                    Final::Record(j) if visiting.contains(j) => {
+                        return Err("the type contains itself".into());
+                    }
+                    Final::Record(j) => self.mirror(*j, items, done, visiting)?,
+                    Final::Enum(j) => match &self.types.enums[*j].underlying {
+                        Ok(s) => scalar_type(*s),
+                        Err(why) => return Err(why.clone()),
+                    },
+                    Final::Unresolved(why) => return Err(why.clone()),
+                }
+            }
+        };
+        for d in dc.dims.iter().rev() {
+            let n = d.ok_or("an array whose length is not a number")?;
+            let n = proc_macro2::Literal::u64_unsuffixed(n);
+            t = quote!([#t; #n]);
+        }
+        Ok(t)
+    }
+}
+
+/// `const _` checking that `rust` is `expected`, failing with `message`.
+fn identity_check(rust: &Type, expected: &TokenStream, message: &str) -> TokenStream {
+    let message = plain(&format!("kernels!: {message}"));
+    let span = syn::spanned::Spanned::span(rust);
+    quote_spanned! {span=>
+        const _: () = {
+            #[diagnostic::on_unimplemented(message = #message, label = "not the C type's Rust type")]
+            trait SameType<T: ?Sized> {}
+            impl<T: ?Sized> SameType<T> for T {}
+            const fn same<A: ?Sized + SameType<B>, B: ?Sized>() {}
+            same::<#rust, #expected>();
+        };
+    }
+}
+
+/// `const _` checking that `rust` has the size and alignment of `mirror`
+/// (declared by `items`), failing with `message`.
+fn layout_check(
+    rust: &Type,
+    items: &[TokenStream],
+    mirror: &TokenStream,
+    message: &str,
+) -> TokenStream {
+    let message = plain(&format!("kernels!: {message}"));
+    let span = syn::spanned::Spanned::span(rust);
+    quote_spanned! {span=>
+        const _: () = {
+            #(#items)*
+            ::core::assert!(
+                ::core::mem::size_of::<#rust>() == ::core::mem::size_of::<#mirror>()
+                    && ::core::mem::align_of::<#rust>() == ::core::mem::align_of::<#mirror>(),
+                #message
+            );
+        };
     }
 }
 
@@ -253,8 +822,11 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         input,
         file,
         used: HashSet::new(),
+        types: Types::default(),
+        checks: Vec::new(),
     };
     let parsed = cparse::parse(&text).map_err(|e| ctx.error(format!("{} {e}", ctx.file)))?;
+    ctx.types = parsed.types.clone();
     let kernels: Vec<&Kernel> = match &input.only {
         None => parsed.kernels.iter().collect(),
         Some(wanted) => {
@@ -341,6 +913,7 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             )));
         }
         let mut params = Vec::new();
+        let mut notes = Vec::new();
         for (i, p) in c_params.iter().enumerate() {
             let pname = match &p.name {
                 Some(n) if !taken.contains(n) && rust_ident(n).is_some() => n.clone(),
@@ -354,39 +927,7 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             };
             taken.insert(pname.clone());
             let id = rust_ident(&pname).unwrap_or_else(|| format_ident!("arg{}", i));
-            let gp = match &p.kind {
-                ParamKind::Value(b) => match ctx.base(k, i, &p.decl, b)? {
-                    Resolved::Scalar(s) => GenParam {
-                        sig: s.clone(),
-                        arg: quote!(#id: #s),
-                        value: quote!(#id),
-                    },
-                    Resolved::Mapped(t) => GenParam {
-                        sig: quote!(::cudars_core::Val<#t>),
-                        arg: quote!(#id: &#t),
-                        value: quote!(*#id),
-                    },
-                },
-                ParamKind::Pointer { elem, constant } => {
-                    let t = match ctx.base(k, i, &p.decl, elem)? {
-                        Resolved::Scalar(s) => s,
-                        Resolved::Mapped(t) => quote!(#t),
-                    };
-                    if *constant {
-                        GenParam {
-                            sig: quote!(::cudars_core::ConstPtr<#t>),
-                            arg: quote!(#id: ::cudars_core::DeviceView<'_, #t>),
-                            value: quote!(#id),
-                        }
-                    } else {
-                        GenParam {
-                            sig: quote!(::cudars_core::MutPtr<#t>),
-                            arg: quote!(#id: ::cudars_core::DeviceViewMut<'_, #t>),
-                            value: quote!(#id),
-                        }
-                    }
-                }
-            };
+            let gp = ctx.param(k, i, p, &id, &mut notes)?;
             params.push(gp);
         }
         let sigs: Vec<&TokenStream> = params.iter().map(|p| &p.sig).collect();
@@ -399,6 +940,7 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         loads.push(quote! {
             #field: ::cudars_core::TypedKernel::with_param_names(code.get_kernel(#kname)?, &[#(#decls),*])?
         });
+        let notes: Vec<String> = notes.iter().map(|n| format!(" * {n}")).collect();
         let doc_sig = format!(" {}", k.signature);
         let doc_where = format!(" ({}, line {})", ctx.file.trim_matches('`'), k.pos.line);
         let launch_doc = format!(" Launches `{kname}` on `stream` with `config`:");
@@ -417,16 +959,28 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             /// ordered after the launch.
             ///
             /// # Safety
-            /// A kernel is arbitrary device code. The signature fixes the count,
-            /// sizes and kinds of the arguments (checked against the kernel when
-            /// it was loaded), and the borrows keep the memory alive and writable
-            /// views exclusive; what remains for the caller: the kernel must stay
-            /// within the views it is given (their lengths bound what the
-            /// indices, counts and strides among the other arguments let it
-            /// touch), must write only through its non-`const` pointers, and must
-            /// not race with work on other streams that uses the same memory. On a
-            /// driver before CUDA 12.4 the signature itself is unchecked and the
-            /// source must be the one compiled.
+            /// A kernel is arbitrary device code: the macro proves its signature,
+            /// not what its body does. Proven: the count and order of the
+            /// arguments and the type of each, every pointer's element type and
+            /// every value's type read from the source (its `typedef`s and
+            /// `using`s followed; a type it cannot resolve is a compile error);
+            /// the sizes are checked again against the kernel when it is loaded
+            /// (CUDA 12.4 and later); the borrows keep the memory alive and
+            /// writable views exclusive. Left to the caller:
+            ///
+            /// * the kernel reaches only memory its pointer arguments name, and
+            ///   only within their views: the counts, indices and strides among
+            ///   the other arguments, and the launch configuration, must keep
+            ///   every access inside each view's length (a kernel that touches
+            ///   `x[0..n]` needs `n` no greater than `x`'s length);
+            /// * it writes only through its non-`const` pointers;
+            /// * it does not race with work on other streams that uses the same
+            ///   memory;
+            /// * the code loaded is compiled from [`SOURCE`](Self::SOURCE), with
+            ///   no macro (of the compile options or of a header it includes)
+            ///   changing a type its signatures name: the macro reads the source
+            ///   without running the preprocessor.
+            #(#[doc = #notes])*
             ///
             /// # Errors
             /// `cudars_core::Error::InvalidArgument` for a view of another device or
@@ -479,7 +1033,10 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         " The CUDA C++ source ({}), embedded at build time.",
         ctx.file
     );
+    let checks = &ctx.checks;
     Ok(quote! {
+        #(#checks)*
+
         #(#attrs)*
         ///
         #[doc = #struct_doc]
@@ -609,7 +1166,7 @@ mod tests {
                 extern "C" __global__ void k(const float* x, float* y, P p, unsigned n, void* raw) {}
             "#;
             type P = crate::P;
-            type void = u8;
+            unsafe type void = u8;
         "##)
         .unwrap();
         let code = code.replace(' ', "");
@@ -633,11 +1190,11 @@ mod tests {
             r##"struct K = source r#"
 
                 extern "C" __global__ void k(float* y, Params p) {}"#;"##,
-            "the inline source line 3: kernel `k`, parameter 1 (`Params p`): the C type `Params` has no Rust type: name a `Pod` type of the same layout (`type Params = MyType;`)",
+            "the inline source line 3: kernel `k`, parameter 1 (`Params p`): `Params` is not declared in the source as a `typedef`, `using`, `struct`, `class`, `union` or `enum`; the macro proves every element and value type from the source and cannot resolve this one",
         );
         fails(
             r##"struct K = source r#"extern "C" __global__ void k(const void* p) {}"#;"##,
-            "`void*` has no element type: name one (`type void = u8;`)",
+            "parameter 0 (`const void* p`): `void` has no element type the macro can check: declare the pointer with its real element type, or take the element type on yourself with `unsafe type void = u8;`",
         );
         fails(
             r##"struct K = source r#"extern "C" __global__ void k(float** p) {}"#;"##,
@@ -728,6 +1285,248 @@ mod tests {
             &format!("{src} only good; only bad;"),
             "parse: `only` is given twice",
         );
+    }
+
+    /// The review's case: `typedef double real;` with a mapping to `f32`
+    /// compiled, and the launch wrote twice the view's bytes.
+    #[test]
+    fn a_typedef_maps_to_its_c_type_and_a_mapping_that_says_otherwise_is_refused() {
+        let src = r##"struct K = source r#"typedef double real;
+            extern "C" __global__ void k(real* out, const real* in, real v, int n) {}"#;"##;
+        let code = run(src).unwrap().replace(' ', "");
+        assert!(
+            code.contains(
+                "TypedKernel<(::cudars_core::MutPtr<f64>,::cudars_core::ConstPtr<f64>,f64,i32,)>"
+            ),
+            "{code}"
+        );
+        assert!(
+            code.contains("out:::cudars_core::DeviceViewMut<'_,f64>,r#in:::cudars_core::DeviceView<'_,f64>,v:f64,n:i32"),
+            "{code}"
+        );
+        fails(
+            &format!("{src} type real = f32;"),
+            "the inline source line 2: kernel `k`, parameter 0 (`real* out`): `type real = f32;` \
+             contradicts the source: `real` (typedef at line 1), which is `double`, whose Rust \
+             type is `f64`",
+        );
+        fails(
+            &format!("{src} type real = ::core::primitive::f32;"),
+            "`type real = ::core::primitive::f32;` contradicts the source",
+        );
+        // The same type, written out: accepted, nothing to check at run time.
+        let code = run(&format!("{src} type real = f64;")).unwrap();
+        assert!(!code.contains("SameType"), "{code}");
+        // A path the macro cannot compare: a compile-time identity check.
+        let code = run(&format!("{src} type real = crate::Real;")).unwrap();
+        let flat = code.replace(' ', "");
+        assert!(flat.contains("same::<crate::Real,f64>()"), "{code}");
+        assert!(
+            code.contains("contradicts the source: `real` (typedef at line 1), which is `double`"),
+            "{code}"
+        );
+        // `unsafe` for what the macro checks is refused.
+        fails(
+            &format!("{src} unsafe type real = f64;"),
+            "which the macro checks the Rust type against: write `type real = f64;` (without `unsafe`)",
+        );
+    }
+
+    #[test]
+    fn chains_usings_stdint_and_pointer_typedefs() {
+        let code = run(r##"struct K = source r#"
+            typedef double real; typedef real scalar_t; using count_t = unsigned long long;
+            typedef const float* cfp; typedef int32_t i32_t;
+            extern "C" __global__ void k(scalar_t* y, count_t n, cfp x, i32_t m, const scalar_t* __restrict__ z) {}"#;"##)
+        .unwrap()
+        .replace(' ', "");
+        assert!(
+            code.contains("y:::cudars_core::DeviceViewMut<'_,f64>,n:u64,x:::cudars_core::DeviceView<'_,f32>,m:i32,z:::cudars_core::DeviceView<'_,f64>"),
+            "{code}"
+        );
+        fails(
+            r##"struct K = source r#"typedef float* fp; extern "C" __global__ void k(fp x) {}"#; type fp = u8;"##,
+            "`fp` is a pointer type (typedef at line 1); the macro gives it a view of its element type",
+        );
+        fails(
+            r##"struct K = source r#"typedef float* fp; extern "C" __global__ void k(fp* x) {}"#;"##,
+            "parameter 0 (`fp* x`): a pointer to a pointer (`fp` is a pointer type: typedef at line 1)",
+        );
+        fails(
+            r##"struct K = source r#"typedef bool flag; extern "C" __global__ void k(flag* x) {}"#;"##,
+            "a pointer to `bool` (`flag` (typedef at line 1), which is `bool`)",
+        );
+        fails(
+            r##"struct K = source r#"typedef double real; typedef real r2;
+                extern "C" __global__ void k(r2* x) {}"#; type r2 = f64; type real = f64;"##,
+            "both `r2` and `real` are mapped, and the source makes them one type",
+        );
+    }
+
+    #[test]
+    fn what_the_macro_cannot_resolve_is_refused_with_what_to_do() {
+        fails(
+            r##"struct K = source r#"#define real double
+                extern "C" __global__ void k(real* x, int n) {}"#;"##,
+            "parameter 0 (`real* x`): `real` is a preprocessor macro (`#define real` at line 1), \
+             and the macro reads the source without running the preprocessor; the macro proves \
+             every element and value type from the source and cannot resolve this one: write the \
+             type out (`double* x`), or declare it in the source (`typedef double real;`",
+        );
+        fails(
+            r##"struct K = source r#"#define real double
+                extern "C" __global__ void k(real* x, int n) {}"#; type real = f64;"##,
+            "so `type real = f64;` cannot be checked; declare the type in the source so that the \
+             macro can read it, or write `unsafe type real = f64;`",
+        );
+        fails(
+            r##"struct K = source r#"#define float double
+                extern "C" __global__ void k(float* x) {}"#;"##,
+            "parameter 0 (`float* x`): `float` is a preprocessor macro (`#define float` at line 1)",
+        );
+        // Qualifiers that do not change a type may be defined away.
+        assert!(
+            run(r##"struct K = source r#"#define __restrict__
+                #define __grid_constant__
+                extern "C" __global__ void k(float* __restrict__ x) {}"#;"##)
+            .is_ok()
+        );
+        fails(
+            r##"struct K = source r#"#define const
+                extern "C" __global__ void k(const float* x) {}"#;"##,
+            "`const` is a preprocessor macro",
+        );
+        fails(
+            r##"struct K = source r#"#include "vec.h"
+                extern "C" __global__ void k(const Vec3* v) {}"#;"##,
+            "`Vec3` is not declared in the source as a `typedef`, `using`, `struct`, `class`, \
+             `union` or `enum` (it may come from `#include \"vec.h\"`, which the macro does not \
+             read)",
+        );
+        fails(
+            r##"struct K = source r#"#ifdef F64
+                typedef double real;
+                #else
+                typedef float real;
+                #endif
+                extern "C" __global__ void k(real* x) {}"#;"##,
+            "`real` is declared 2 times differently (lines 2, 4)",
+        );
+        fails(
+            r##"struct K = source r#"extern "C" __global__ void k(void* p) {}"#; type void = u8;"##,
+            "has no layout to check `u8` against: declare the pointer with its real element type, \
+             or write `unsafe type void = u8;`",
+        );
+        // The escape hatch: accepted, and the launch function's `# Safety` says
+        // what the caller takes on.
+        let code = run(r##"struct K = source r#"#include "vec.h"
+                extern "C" __global__ void k(const Vec3* v, void* raw, float* y) {}"#;
+                unsafe type Vec3 = [f32; 3]; unsafe type void = u8;"##)
+        .unwrap();
+        assert!(
+            code.contains("`v` (`const Vec3* v`): `Vec3` is not declared in the source"),
+            "{code}"
+        );
+        assert!(
+            code.contains("it is the caller's to prove that `[f32; 3]` is the type the compiled source gives `Vec3`"),
+            "{code}"
+        );
+        assert!(
+            code.contains("`raw` (`void* raw`) points to `void`, given the element type `u8`"),
+            "{code}"
+        );
+        let flat = code.replace(' ', "");
+        assert!(
+            flat.contains("v:::cudars_core::DeviceView<'_,[f32;3]>"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn struct_and_enum_mappings_are_checked_against_the_source_layout() {
+        let src = r##"struct K = source r#"
+            struct __align__(8) P { float a; double b[2]; unsigned char c; long d; };
+            struct Q { P inner; int* ptr; };
+            enum class Mode : unsigned short { A, B };
+            extern "C" __global__ void k(P p, const Q* q, Mode m) {}"#;"##;
+        let code = run(&format!(
+            "{src} type P = crate::P; type Q = crate::Q; type Mode = u16;"
+        ))
+        .unwrap();
+        let flat = code.replace(' ', "");
+        // The mirror of P (with its alignment) and the check of each mapping.
+        assert!(
+            flat.contains("#[repr(C,align(8))]#[derive(Clone,Copy)]#[allow(dead_code,non_camel_case_types)]struct__CudarsLayout0{f0:f32,f1:[f64;2],f2:u8,f3:::core::ffi::c_long,}"),
+            "{code}"
+        );
+        assert!(
+            flat.contains("struct__CudarsLayout1{f0:__CudarsLayout0,f1:*constu8,}"),
+            "{code}"
+        );
+        assert!(
+            flat.contains("::core::mem::size_of::<crate::P>()==::core::mem::size_of::<__CudarsLayout0>()&&::core::mem::align_of::<crate::P>()==::core::mem::align_of::<__CudarsLayout0>()"),
+            "{code}"
+        );
+        assert!(
+            flat.contains("::core::mem::size_of::<u16>()==::core::mem::size_of::<u16>()"),
+            "{code}"
+        );
+        assert!(
+            code.contains("`type P = crate::P;`: the Rust type's size or alignment differs from that of `P` (struct at line 2)"),
+            "{code}"
+        );
+        assert!(
+            code.contains("that its fields are the C fields, in order and of the same types, is the caller's to prove"),
+            "{code}"
+        );
+        fails(
+            &format!("{src} unsafe type P = crate::P; type Q = crate::Q; type Mode = u16;"),
+            "(without `unsafe`)",
+        );
+        fails(
+            &format!("{src} type Q = crate::Q; type Mode = u16;"),
+            "parameter 0 (`P p`): the C type `P` (struct at line 2) has no Rust type: name a `Pod` type of the same layout (`type P = MyType;`)",
+        );
+        // Layouts the macro does not read need `unsafe type`.
+        let bits = r##"struct K = source r#"
+            struct B { unsigned a : 3; };
+            enum Old { X };
+            extern "C" __global__ void k(B b, Old o) {}"#;"##;
+        fails(
+            &format!("{bits} type B = u32; unsafe type Old = i32;"),
+            "`B` (struct at line 2): the macro does not read its layout (it has a bit-field (`unsigned a:3`)), so `type B = u32;` cannot be checked",
+        );
+        fails(
+            &format!("{bits} unsafe type B = u32; type Old = i32;"),
+            "an unscoped enum without a fixed underlying type",
+        );
+        let code = run(&format!(
+            "{bits} unsafe type B = u32; unsafe type Old = i32;"
+        ))
+        .unwrap();
+        assert!(
+            code.contains("`b` (`B b`): `B` (struct at line 2) has a layout the macro does not read (it has a bit-field"),
+            "{code}"
+        );
+        assert!(!code.contains("size_of"), "{code}");
+    }
+
+    #[test]
+    fn the_safety_section_says_what_is_left_to_the_caller() {
+        let code =
+            run(r##"struct K = source r#"extern "C" __global__ void k(float* y, int n) {}"#;"##)
+                .unwrap();
+        for want in [
+            "the macro proves its signature",
+            "every pointer's element type and",
+            "a type it cannot resolve is a compile error",
+            "Left to the caller",
+            "only within their views: the counts, indices and strides among",
+            "it writes only through its non-`const` pointers",
+            "without running the preprocessor",
+        ] {
+            assert!(code.contains(want), "{want:?} in\n{code}");
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cparse;
+mod ctypes;
 mod expand;
 
 use proc_macro::TokenStream;

@@ -129,7 +129,8 @@ pub use cudars_bindings;
 /// cudars_core::kernels! {
 ///     /// Documentation and attributes of the generated struct.
 ///     pub struct Ops = "kernels/ops.cu";     // relative to the crate's Cargo.toml
-///     type Affine = crate::Affine;           // a C type name → a Rust `Pod` type
+///     type Affine = crate::Affine;           // a C struct → a Rust `Pod` type (checked)
+///     unsafe type Vec3 = crate::Vec3;        // a type the macro cannot check (yours to prove)
 ///     only saxpy, affine;                    // optional: these kernels alone
 /// }
 /// ```
@@ -168,13 +169,38 @@ pub use cudars_bindings;
 /// | `bool` | `bool` |
 /// | `__half`, `__nv_bfloat16` | [`half::f16`], [`half::bf16`] |
 /// | `cudaTextureObject_t`, `cudaSurfaceObject_t` | `u64` |
-/// | `Name p`, `const __grid_constant__ Name p` (a struct, enum or typedef) | `p: &T`, with `type Name = T;` (`T: Pod`, the same layout) |
-/// | `const Name*`, `Name*`, `void*` | views of `T`, with `type Name = T;` (`type void = u8;`) |
+/// | a `typedef` or `using` name of the source (`typedef double real;`, chains, `const`, pointer typedefs) | what it names: `real* y` takes `y: DeviceViewMut<'_, f64>` |
+/// | `Name p`, `const __grid_constant__ Name p` (a struct, union or enum of the source) | `p: &T`, with `type Name = T;` (`T: Pod`; its size and alignment checked at compile time) |
+/// | `const Name*`, `Name*` | views of `T`, with `type Name = T;` (checked the same way) |
+///
+/// Every pointer's element type and every value's type is read from the
+/// source: a `typedef` or `using` (any chain of them) is followed to what it
+/// names, so `typedef double real;` makes `real*` a view of `f64`. A mapping
+/// `type Name = T;` is checked at compile time: for a name that is a C scalar,
+/// `T` must be that scalar's Rust type (`type real = f32;` over
+/// `typedef double real;` is a compile error); for a struct or union whose
+/// fields the macro can lay out (scalars, pointers, arrays, other such structs,
+/// enums with a fixed type, `__align__`/`alignas` on the type), `T` must have
+/// its size and alignment; for an enum with a fixed underlying type (or an
+/// `enum class`), that type's. That the fields of a mapped struct are the C
+/// fields in order is the caller's to keep (each launch function's `# Safety`
+/// says so).
+///
+/// What the macro cannot resolve is a compile error that says why and what to
+/// do: a name the source does not declare (from a header, say), a name that
+/// is a `#define` (the preprocessor is not run), a name declared differently
+/// under two arms of an `#if`, `void*`, a struct whose layout it does not read
+/// (bit-fields, base classes, virtual functions, member attributes). Write the
+/// type out or declare it in the source; or, for one you can vouch for, map it
+/// with `unsafe type Name = T;` (`unsafe type void = u8;` for a `void*`): the
+/// launch functions that use it then say in their `# Safety` that `T` having
+/// that layout is the caller's to prove. `unsafe type` for a type the macro
+/// can check is refused, so that it marks exactly what is unproven.
 ///
 /// Any other parameter (a pointer to a pointer, a reference, a template type,
-/// a default argument, `long double`, a `bool*`, a C type with no mapping), or
-/// more than 16 parameters, is a compile error naming the file, line, kernel,
-/// parameter and type; so is a mapping no parameter uses. `__global__` functions that are not
+/// a default argument, `long double`, a `bool*`), or more than 16 parameters,
+/// is a compile error naming the file, line, kernel, parameter and type; so is
+/// a mapping no parameter uses. `__global__` functions that are not
 /// `extern "C"` (templates, C++ names) have no name to load by and are left
 /// out. The preprocessor is not run: write kernel signatures without macros
 /// (a kernel under both arms of an `#if` must be declared the same way in
@@ -220,6 +246,83 @@ pub use cudars_bindings;
 /// // SAFETY: affine touches y[0..p.n].
 /// unsafe { ops.affine(&stream, &cfg, &p, y.view_mut())? };
 /// # Ok(()) }
+/// ```
+///
+/// A typedef's pointer takes views of the C type it names:
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+/// cudars_core::kernels! {
+///     struct Reals = source r#"
+///         typedef double real;
+///         extern "C" __global__ void fill(real* out, real v, int n) {
+///             int i = blockIdx.x * blockDim.x + threadIdx.x;
+///             if (i < n) out[i] = v;
+///         }
+///     "#;
+/// }
+/// let k = Reals::load(dev)?;
+/// let mut y = cudars_core::DeviceBuffer::<f64>::zeroed(dev, 512, s)?;
+/// let cfg = cudars_core::LaunchConfig::for_elements(512, 128);
+/// // SAFETY: fill writes out[0..n], n = 512 = the view's length.
+/// unsafe { k.fill(s, &cfg, y.view_mut(), 1.5, 512)? };
+/// # Ok(()) }
+/// ```
+///
+/// and a mapping that says otherwise does not compile (the `f32` view of 512
+/// elements would take 512 `double`s, twice its bytes):
+///
+/// ```compile_fail
+/// cudars_core::kernels! {
+///     struct Reals = source r#"
+///         typedef double real;
+///         extern "C" __global__ void fill(real* out, real v, int n) {}
+///     "#;
+///     type real = f32;
+/// }
+/// ```
+///
+/// nor does an `f32` view for it:
+///
+/// ```compile_fail
+/// cudars_core::kernels! {
+///     struct Reals = source r#"
+///         typedef double real;
+///         extern "C" __global__ void fill(real* out, int n) {}
+///     "#;
+/// }
+/// fn f(k: &Reals, y: &mut cudars_core::DeviceBuffer<f32>, s: &cudars_core::Stream) {
+///     let c = cudars_core::LaunchConfig::for_elements(512, 128);
+///     unsafe { k.fill(s, &c, y.view_mut(), 512) };
+/// }
+/// ```
+///
+/// A type named through a macro is not resolved, mapped or not:
+///
+/// ```compile_fail
+/// cudars_core::kernels! {
+///     struct Reals = source r#"
+///         #define real double
+///         extern "C" __global__ void fill(real* out, int n) {}
+///     "#;
+///     type real = f32;
+/// }
+/// ```
+///
+/// A mapped struct of the wrong size does not compile (the source lays out
+/// `P` as 12 bytes):
+///
+/// ```compile_fail
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Short { a: f32, b: f32 }
+/// cudars_core::kernels! {
+///     struct Ops = source r#"
+///         struct P { float a; float b; unsigned n; };
+///         extern "C" __global__ void k(const P* p, float* y) {}
+///     "#;
+///     type P = Short;
+/// }
 /// ```
 ///
 /// A C type with no Rust type named is a compile error:

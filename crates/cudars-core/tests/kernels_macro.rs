@@ -38,9 +38,30 @@ cudars_core::kernels! {
 }
 
 cudars_core::kernels! {
-    /// The same source with a wrong Rust type for `Affine`.
-    struct Mismatched = "tests/kernels/generated.cu";
-    type Affine = crate::ShortAffine;
+    /// A wrong Rust type for an `Affine` whose layout the macro does not read
+    /// (a bit-field), so that only the load-time check can catch it: a checked
+    /// mapping of the wrong size does not compile.
+    struct Mismatched = source r#"
+        struct Affine { float scale; float shift; unsigned n : 32; };
+        extern "C" __global__ void affine(const __grid_constant__ Affine p, float* __restrict__ y) {}
+    "#;
+    unsafe type Affine = crate::ShortAffine;
+}
+
+/// The C `struct Pair` of `typedefs.cu` (`double`, `int`, 4 bytes of padding).
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Pair {
+    a: f64,
+    n: i32,
+    pad: u32,
+}
+
+cudars_core::kernels! {
+    /// Kernels over `typedef double real;` and other aliases, resolved by the
+    /// macro (`real*` takes a view of `f64`).
+    struct Typedefs = "tests/kernels/typedefs.cu";
+    type Pair = Pair;
 }
 
 cudars_core::kernels! {
@@ -87,7 +108,89 @@ cudars_core::kernels! {
     "#;
 }
 
+/// A Rust alias of `f64`: the macro cannot compare it by name with `real`'s
+/// type, so it checks the mapping at compile time.
+type Real = f64;
+
+cudars_core::kernels! {
+    /// A mapping of `real` to a Rust alias of its type.
+    struct Aliased = source r#"typedef double real;
+        extern "C" __global__ void k(real* out, int n) {}"#;
+    type real = crate::Real;
+}
+
+/// The C `union Bits` below.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Bits {
+    u: u32,
+}
+
+/// The C `struct Outer` below: a nested struct, a pointer and an array, with
+/// the 16-byte alignment `__align__(16)` gives it.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C, align(16))]
+struct Outer {
+    inner: Pair,
+    ptr: u64,
+    v: [f32; 3],
+    pad: [u32; 3],
+}
+
+cudars_core::kernels! {
+    /// Mappings the macro checks against layouts it builds from the source (a
+    /// union, an aligned struct with a nested one, an enum class): that this
+    /// compiles is the test.
+    struct Layouts = source r#"
+        struct Pair { double a; int n; };
+        union Bits { float f; unsigned u; };
+        struct __align__(16) Outer { struct Pair inner; int* ptr; float v[3]; };
+        enum class Mode : unsigned short { A, B };
+        extern "C" __global__ void k(Bits b, const Outer* o, Mode m, Outer* w) {}
+    "#;
+    type Bits = Bits;
+    type Outer = Outer;
+    type Mode = u16;
+}
+
 const SOURCE: &str = include_str!("kernels/generated.cu");
+
+/// The launch functions of `typedefs.cu` have the Rust types of the C types
+/// behind the aliases: `real` is `f64`, `count_t` `u64`, `index_t` `u32`.
+#[test]
+// The function types spelled out are what the test checks.
+#[allow(clippy::type_complexity)]
+fn aliases_resolve_to_the_rust_types_of_their_c_types() {
+    use cudars_core::{DeviceView, DeviceViewMut, Result};
+    let _: unsafe fn(
+        &Typedefs,
+        &Stream,
+        &LaunchConfig,
+        DeviceViewMut<'_, f64>,
+        f64,
+        i32,
+    ) -> Result<()> = Typedefs::fill_real;
+    let _: unsafe fn(
+        &Typedefs,
+        &Stream,
+        &LaunchConfig,
+        f64,
+        DeviceView<'_, f64>,
+        DeviceViewMut<'_, f64>,
+        u64,
+    ) -> Result<()> = Typedefs::axpy_real;
+    let _: unsafe fn(
+        &Typedefs,
+        &Stream,
+        &LaunchConfig,
+        &Pair,
+        DeviceViewMut<'_, f64>,
+        DeviceViewMut<'_, u32>,
+    ) -> Result<()> = Typedefs::pair_scale;
+    assert_eq!(Typedefs::KERNELS, ["fill_real", "axpy_real", "pair_scale"]);
+    let _: unsafe fn(&Aliased, &Stream, &LaunchConfig, DeviceViewMut<'_, Real>, i32) -> Result<()> =
+        Aliased::k;
+}
 
 /// Whether the toolkit's headers are found; skips (or, on a GPU run, fails)
 /// without them.
@@ -168,6 +271,12 @@ fn the_embedded_source_compiles_with_nvrtc_through_the_cache() {
     );
     let inline = Inline::compile(sm90(), None).unwrap();
     assert!(inline.code().starts_with(b"\x7fELF"));
+    let typedefs = Typedefs::compile(sm90(), None).unwrap();
+    assert!(typedefs.code().starts_with(b"\x7fELF"));
+    let layouts = Layouts::compile(sm90(), None).unwrap();
+    assert!(layouts.code().starts_with(b"\x7fELF"));
+    let mismatched = Mismatched::compile(sm90(), None).unwrap();
+    assert!(mismatched.code().starts_with(b"\x7fELF"));
 }
 
 #[test]
@@ -414,4 +523,79 @@ fn a_rust_type_of_the_wrong_size_is_refused_at_load() {
         ),
         "{text}"
     );
+}
+
+/// The review's case: a kernel over `typedef double real;` writing `n`
+/// elements. Its wrapper takes an `f64` view, so `n` = the view's length stays
+/// within it: the guard elements after the view are untouched. (Before the
+/// macro resolved `real`, a mapping to `f32` compiled, and the same launch on a
+/// 512-element `f32` view wrote 512 elements past it.)
+#[test]
+fn a_typedef_kernel_writes_only_its_view() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s) = setup();
+    let k = Typedefs::load(&d).unwrap();
+    const N: usize = 512;
+    const GUARD: f64 = -7.25;
+    let mut buf = DeviceBuffer::from_host(&d, &[GUARD; 2 * N], &s).unwrap();
+    let cfg = LaunchConfig::for_elements(N as u64, 128);
+    // SAFETY: fill_real writes out[0..n], n = 512 = the view's length.
+    unsafe { k.fill_real(&s, &cfg, buf.slice_mut(..N).unwrap(), 3.5, N as i32) }.unwrap();
+    let out = buf.to_vec(&s).unwrap();
+    assert!(out[..N].iter().all(|&v| v == 3.5), "{:?}", &out[..8]);
+    for (i, v) in out[N..].iter().enumerate() {
+        assert_eq!(
+            *v, GUARD,
+            "guard element {i} after the view was overwritten"
+        );
+    }
+
+    // The chain, the const typedef and the using: y = 2 * x + y.
+    let x: Vec<f64> = (0..N).map(|i| i as f64).collect();
+    let dx = DeviceBuffer::from_host(&d, &x, &s).unwrap();
+    // SAFETY: axpy_real touches x[0..n] and y[0..n]; both views hold n = 512.
+    unsafe {
+        k.axpy_real(
+            &s,
+            &cfg,
+            2.0,
+            dx.view(),
+            buf.slice_mut(..N).unwrap(),
+            N as u64,
+        )
+    }
+    .unwrap();
+    let y = buf.to_vec(&s).unwrap();
+    for (i, v) in y[..N].iter().enumerate() {
+        assert_eq!(*v, 2.0 * i as f64 + 3.5, "y[{i}]");
+    }
+    assert!(y[N..].iter().all(|&v| v == GUARD));
+
+    // A struct laid out from the source, by value.
+    let p = Pair {
+        a: 0.5,
+        n: 256,
+        pad: 0,
+    };
+    let mut idx = DeviceBuffer::<u32>::zeroed(&d, 256, &s).unwrap();
+    // SAFETY: pair_scale touches y[0..p.n] and idx[0..p.n]; both views hold 256.
+    unsafe {
+        k.pair_scale(
+            &s,
+            &LaunchConfig::for_elements(256, 128),
+            &p,
+            buf.slice_mut(..256).unwrap(),
+            idx.view_mut(),
+        )
+    }
+    .unwrap();
+    let z = buf.to_vec(&s).unwrap();
+    for (i, (v, before)) in z[..N].iter().zip(&y).enumerate() {
+        let want = if i < 256 { 0.5 * before } else { *before };
+        assert_eq!(*v, want, "z[{i}]");
+    }
+    assert!(z[N..].iter().all(|&v| v == GUARD));
+    let idx = idx.to_vec(&s).unwrap();
+    assert!(idx.iter().enumerate().all(|(i, &v)| v as usize == i));
 }
