@@ -272,7 +272,9 @@ where
         Ok(size)
     }
 
-    /// Binds the plan to another stream of its device.
+    /// Binds the plan to another stream of its device. The new stream first
+    /// waits for the work queued on the old one (an event), so executions of
+    /// the plan, which share its work area, never overlap.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] ([`InvalidKind::OtherDevice`]) for a stream of
@@ -288,6 +290,14 @@ where
                     stream.device().ordinal()
                 ),
             ));
+        }
+        // Soundness rule (issue 26, "one user of the plan at a time"): every
+        // execution uses the plan's work area (one per plan), so executions must be totally
+        // ordered whatever stream they are queued on. The new stream waits for
+        // all the work queued so far on the old one before anything is queued
+        // on it; `&mut self` keeps a execution from being queued meanwhile.
+        if !same_stream(stream, &self.stream) {
+            stream.wait_stream(&self.stream)?;
         }
         self.stream.context().set_current()?;
         // SAFETY: a live plan and a live stream of its device.
@@ -471,6 +481,11 @@ where
         cudars_core::Buffer::order_frees_after([input.buffer(), output.buffer()], &self.stream)?;
         Ok(())
     }
+}
+
+/// Whether two streams are the same stream (handle and context).
+fn same_stream(a: &Stream, b: &Stream) -> bool {
+    a.handle() == b.handle() && a.context() == b.context()
 }
 
 fn dir(d: Direction) -> c_int {
