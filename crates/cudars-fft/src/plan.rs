@@ -499,9 +499,20 @@ impl<T: Float> Drop for Plan<T>
 where
     Complex<T>: bytemuck::Pod,
 {
+    // Soundness rule (issue 26, "state used by queued work outlives it"):
+    // `cufftDestroy` frees the plan's work area, which executions still queued
+    // may use. Executions are totally ordered on the plan's current stream
+    // (`set_stream` makes each new stream wait for the old one), so waiting
+    // for that stream waits for all of them; if the wait fails, the plan is
+    // leaked rather than destroyed under them. A leaked plan (`mem::forget`)
+    // is a leak, nothing more.
     fn drop(&mut self) {
         let _ = self.stream.context().set_current();
-        // SAFETY: a live plan, not used after this.
+        if self.stream.sync().is_err() {
+            return;
+        }
+        // SAFETY: a live plan, not used after this; no execution is pending
+        // (waited for above).
         let _ = unsafe { sys::cufftDestroy(self.handle) };
     }
 }

@@ -378,7 +378,9 @@ impl Drop for Generator {
     fn drop(&mut self) {
         let _ = self.stream.context().set_current();
         // SAFETY: a live generator, not used after this. cuRAND waits for the work
-        // queued with it before freeing its state.
+        // queued with it on its current stream before freeing its state, and that
+        // stream is after every earlier one (`set_stream` orders them), so no
+        // generation queued on any stream is left using the state.
         let _ = unsafe { sys::curandDestroyGenerator(self.raw) };
     }
 }
