@@ -460,8 +460,10 @@ impl Blas {
 
 impl Drop for Blas {
     fn drop(&mut self) {
-        // Work queued with the handle stays valid: cuBLAS waits for none of it and
-        // frees nothing it uses. A failure here has nowhere to go.
+        // Soundness rule (issue 26, "state used by queued work outlives it"): the
+        // handle's default workspace is released by `cublasDestroy`, which cuBLAS
+        // documents as implicitly synchronising the device first, so no call
+        // queued on any stream still uses it. A failure here has nowhere to go.
         let _ = self.stream.context().set_current();
         // SAFETY: the handle is live and not used after this.
         let _ = unsafe { sys::cublasDestroy(self.handle) };
