@@ -240,9 +240,8 @@ impl GraphicsResource {
         // borrows the resource exclusively), unmapped once (`mapped_on` was
         // taken); no lent memory can be reached any more (it borrowed the
         // guard).
-        let unmapped =
-            unsafe { sys::cuGraphicsUnmapResources(1, &mut handle, stream.handle()) }
-                .check(|| "unmapping a graphics resource whose mapping was leaked");
+        let unmapped = unsafe { sys::cuGraphicsUnmapResources(1, &mut handle, stream.handle()) }
+            .check(|| "unmapping a graphics resource whose mapping was leaked");
         if let Err(e) = unmapped {
             self.mapped_on = Some(stream);
             return Err(e);

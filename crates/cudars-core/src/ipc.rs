@@ -320,15 +320,13 @@ unsafe impl MemoryResource for Imported {
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
         let mut reg = imports();
+        // On failure, not freed (or not known to be): the mapping stays
+        // recorded as owned, so it is never imported again (a leak, not a
+        // second owner).
         // SAFETY: per the trait's contract.
-        let freed = unsafe { self.pool.deallocate(ptr, size, stream) };
-        if freed.is_err() {
-            // Not freed (or not known to be): the mapping stays recorded as
-            // owned, so it is never imported again (a leak, not a second owner).
-            return freed;
-        }
+        unsafe { self.pool.deallocate(ptr, size, stream) }?;
         // The mapping goes when the stream reaches the free: the next import
-        // from this pool waits for this event first.
+        // waits for this event first.
         let pending = || -> Result<Event> {
             let e = Event::in_context(stream.context(), EventOptions::default())?;
             e.record(stream)?;

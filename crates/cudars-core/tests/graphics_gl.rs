@@ -730,7 +730,11 @@ fn a_leaked_mapping_is_unmapped_by_its_resource() {
         );
     }
     gl.check("reading the GL buffer back");
-    assert_eq!(back, vec![9; N], "GL reads what CUDA wrote through a leaked mapping");
+    assert_eq!(
+        back,
+        vec![9; N],
+        "GL reads what CUDA wrote through a leaked mapping"
+    );
     // SAFETY: a current context; the buffer is no longer registered.
     unsafe { (gl.gl.delete_buffers)(1, &name) };
 }

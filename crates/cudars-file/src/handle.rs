@@ -154,8 +154,9 @@ impl FileHandle {
         // SAFETY: `src` is `byte_len` readable bytes of device memory, borrowed
         // for the call; the work queued on it has finished; the handle is
         // registered.
-        let ret =
-            unsafe { sys::cuFileWrite(self.raw(), src.ptr() as *const _, src.byte_len(), offset, 0) };
+        let ret = unsafe {
+            sys::cuFileWrite(self.raw(), src.ptr() as *const _, src.byte_len(), offset, 0)
+        };
         sys::CufileError::from_io_result(ret).map_err(|e| from_status(what, e))
     }
 

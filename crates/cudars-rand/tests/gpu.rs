@@ -197,10 +197,7 @@ fn generations_stay_ordered_across_set_stream() {
             outs.push(x);
         }
         g.set_stream(&s1).unwrap();
-        let got: Vec<u32> = outs
-            .iter()
-            .flat_map(|x| x.to_vec(&s1).unwrap())
-            .collect();
+        let got: Vec<u32> = outs.iter().flat_map(|x| x.to_vec(&s1).unwrap()).collect();
         assert_eq!(got, want, "{kind:?}: swapped streams, one sequence");
     }
 }
