@@ -15,8 +15,8 @@
 //! guard: the guard may be leaked (`std::mem::forget` is safe), which ends the
 //! borrows (no lent memory can be reached any more) but leaves the resource
 //! mapped; the resource's next `map`, `set_map_flags`, `close` or drop then
-//! unmaps it on its stream first (after the work ordered before it), and
-//! unregisters only after that unmapping has run.
+//! unmaps it on its stream first (after the work ordered before it) and waits
+//! for that, before mapping again or unregistering.
 //! The lent buffer's free stream is the mapping's and its memory resource
 //! frees nothing: the free-ordering rule puts work queued through the buffer on
 //! any stream before the unmapping, which is queued on that stream after it.
@@ -224,17 +224,22 @@ impl GraphicsResource {
     /// Unmaps the resource if the guard of its last mapping was leaked
     /// (`std::mem::forget`), ordered on that mapping's stream after the work
     /// queued there (and the work on other streams that its lent buffer
-    /// ordered before it), as the guard's drop would have. With `wait`, also
-    /// waits for that stream, so that nothing stream-ordered is left before
-    /// an unregistration (which is not stream-ordered).
+    /// ordered before it), as the guard's drop would have, then waits for that
+    /// stream: nothing stream-ordered of the old mapping is left before a new
+    /// mapping on another stream or an unregistration (which is not
+    /// stream-ordered). Only a leak takes this path.
     ///
     /// # Errors
-    /// The driver's error; the resource then still counts as mapped.
-    fn unmap_leaked(&mut self, wait: bool) -> Result<()> {
+    /// The driver's error; the resource then still counts as mapped, or its
+    /// unmapping may still be pending (the caller gives up).
+    fn unmap_leaked(&mut self) -> Result<()> {
+        if self.mapped_on.is_none() {
+            return Ok(());
+        }
+        let _current = self.ctx.ensure_current()?;
         let Some(stream) = self.mapped_on.take() else {
             return Ok(());
         };
-        let _current = self.ctx.ensure_current()?;
         let mut handle = self.handle;
         // SAFETY: a mapped resource whose guard is gone (leaked: a live guard
         // borrows the resource exclusively), unmapped once (`mapped_on` was
@@ -246,9 +251,11 @@ impl GraphicsResource {
             self.mapped_on = Some(stream);
             return Err(e);
         }
-        if wait {
-            stream.sync()?;
-        }
+        // If the wait fails, `mapped_on` is clear but the unmapping may still
+        // be pending: the caller stops (a failed `close` or drop leaks the
+        // registration; a failed `map` or `set_map_flags` returns the error
+        // with nothing mapped).
+        stream.sync()?;
         Ok(())
     }
 
@@ -268,7 +275,7 @@ impl GraphicsResource {
     /// # Errors
     /// The driver's error.
     pub fn set_map_flags(&mut self, flags: GraphicsMapFlags) -> Result<()> {
-        self.unmap_leaked(false)?;
+        self.unmap_leaked()?;
         let _current = self.ctx.ensure_current()?;
         // SAFETY: a live, unmapped resource (a mapping borrows it exclusively,
         // and one whose guard was leaked was unmapped just now).
@@ -300,7 +307,7 @@ impl GraphicsResource {
                 ),
             ));
         }
-        self.unmap_leaked(false)?;
+        self.unmap_leaked()?;
         let _current = self.ctx.ensure_current()?;
         let mut handle = self.handle;
         // SAFETY: one live, unmapped resource (see `unmap_leaked`); the stream
@@ -325,7 +332,7 @@ impl GraphicsResource {
     /// for: the registration is then leaked rather than torn down under work
     /// that may still use it.
     pub fn close(mut self) -> Result<()> {
-        let unmapped = self.unmap_leaked(true);
+        let unmapped = self.unmap_leaked();
         let mut this = std::mem::ManuallyDrop::new(self);
         // SAFETY: `this` is never used or dropped again; each field with a
         // destructor is moved out once.
@@ -357,7 +364,7 @@ impl Drop for GraphicsResource {
     // fails, the registration is leaked.
     fn drop(&mut self) {
         // Errors cannot be reported from drop (`close` reports them).
-        if self.unmap_leaked(true).is_err() {
+        if self.unmap_leaked().is_err() {
             return;
         }
         let _current = self.ctx.ensure_current();
