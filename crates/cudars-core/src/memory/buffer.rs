@@ -278,13 +278,24 @@ impl Buffer {
         self.kind == MemoryKind::Managed
     }
 
-    /// Changes the stream the buffer is freed on.
+    /// Changes the stream the buffer is freed on. The new stream first waits
+    /// for the work queued on the old one (an event): every operation on the
+    /// buffer so far was ordered before the old free stream, so the free, and
+    /// [`host_slice_mut`](Self::host_slice_mut)'s wait, stay after all of it.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a stream of another device.
+    /// [`Error::InvalidArgument`] for a stream of another device; the driver's
+    /// error making the new stream wait (the free stream is then unchanged).
     pub fn set_free_stream(&mut self, stream: &Stream) -> Result<()> {
         let _current = self.check_stream(stream, "setting a buffer's free stream")?;
         if let Some((_, s)) = &mut self.owner {
+            // Soundness rule (issue 26, "a stream swap keeps the order"):
+            // operations on other streams made the *old* free stream wait for
+            // them (`order_free_after`); without this wait a free on the new
+            // stream could overtake them, and the old stream's own work.
+            if !(s.handle() == stream.handle() && s.context() == stream.context()) {
+                stream.wait_stream(s)?;
+            }
             *s = stream.clone();
         }
         Ok(())
