@@ -259,9 +259,10 @@ fn a_leaked_pending_io_keeps_its_file_registered() {
     let mut buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
     // Hold the stream, so the read is still queued when the handle goes.
     let delay = std::time::Duration::from_millis(300);
+    // Timed from before the host function starts sleeping.
+    let start = std::time::Instant::now();
     s.launch_host_func(move || std::thread::sleep(delay))
         .unwrap();
-    let start = std::time::Instant::now();
     std::mem::forget(h.read_async(buf.view_mut(), 0, &s).unwrap());
     drop(h);
     assert!(
@@ -291,9 +292,10 @@ fn a_registered_buffer_outlives_its_transfers() {
     let buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
     let mut reg = RegisteredBuffer::new(&driver(), buf).unwrap();
     let delay = std::time::Duration::from_millis(300);
+    // Timed from before the host function starts sleeping.
+    let start = std::time::Instant::now();
     s.launch_host_func(move || std::thread::sleep(delay))
         .unwrap();
-    let start = std::time::Instant::now();
     std::mem::forget(h.read_async(reg.view_mut(), 0, &s).unwrap());
     let buf = reg.into_inner().unwrap();
     assert!(
