@@ -246,10 +246,12 @@ struct Imported {
     pool: Arc<dyn MemoryResource>,
 }
 
-/// The imports of this process, by address: which are owned by a live
-/// [`Buffer`], and the frees still queued of those that are gone. (With
-/// unified addressing an address names one mapping in the whole process,
-/// whichever pool object, or second import of one pool, it came through.)
+/// The imports of this process, by address and by descriptor: which are
+/// owned by a live [`Buffer`], and the frees still queued of those that are
+/// gone. (With unified addressing an address names one mapping in the whole
+/// process, whichever pool object, or second import of one pool, it came
+/// through; the descriptor catches a second import before the driver is
+/// asked, whatever address it would hand out.)
 ///
 /// Soundness rule (issue 26, "one owner per mapping"): importing one
 /// descriptor twice would give two owning buffers over one mapping (two frees,
@@ -269,14 +271,15 @@ struct Imported {
 /// the unit tests).
 #[derive(Debug)]
 struct ImportRegistry<E> {
-    live: std::collections::BTreeSet<sys::CUdeviceptr>,
+    /// Live imports: address to the descriptor's 64 bytes.
+    live: std::collections::BTreeMap<sys::CUdeviceptr, [u8; 64]>,
     freeing: Vec<E>,
 }
 
 impl<E> ImportRegistry<E> {
     const fn new() -> Self {
         Self {
-            live: std::collections::BTreeSet::new(),
+            live: std::collections::BTreeMap::new(),
             freeing: Vec::new(),
         }
     }
@@ -287,9 +290,19 @@ impl<E> ImportRegistry<E> {
         std::mem::take(&mut self.freeing)
     }
 
-    /// Records a new import; `false` when the mapping is already owned.
-    fn insert(&mut self, ptr: sys::CUdeviceptr) -> bool {
-        self.live.insert(ptr)
+    /// Whether a live import came from this descriptor.
+    fn has_descriptor(&self, data: &[u8; 64]) -> bool {
+        self.live.values().any(|d| d == data)
+    }
+
+    /// Records a new import of `data` at `ptr`; `false` (recording nothing)
+    /// when the mapping or the descriptor is already owned.
+    fn insert(&mut self, ptr: sys::CUdeviceptr, data: [u8; 64]) -> bool {
+        if self.live.contains_key(&ptr) || self.has_descriptor(&data) {
+            return false;
+        }
+        self.live.insert(ptr, data);
+        true
     }
 
     /// The owner of an import is gone, its free queued behind `pending` (or
@@ -382,7 +395,8 @@ impl Buffer {
     /// buffer until then.
     ///
     /// One allocation has one owner in the importing process: importing a
-    /// descriptor whose allocation is already imported into a live buffer is
+    /// descriptor whose allocation is already imported into a live buffer (the
+    /// same descriptor, or one the driver maps to a live buffer's address) is
     /// refused ([`InvalidKind::AlreadyImported`](crate::InvalidKind::AlreadyImported);
     /// `cuda.core` would hand out a second `Buffer` that frees the same
     /// mapping). Once that buffer is dropped, the descriptor can be imported
@@ -422,6 +436,17 @@ impl Buffer {
                 return Err(err);
             }
         }
+        let already = || {
+            Error::invalid_as(
+                crate::InvalidKind::AlreadyImported,
+                "importing a buffer",
+                "the allocation is already imported in this process by a live buffer; drop that \
+                 buffer before importing it again",
+            )
+        };
+        if reg.has_descriptor(&descriptor.data) {
+            return Err(already());
+        }
         let mut data = sys::CUmemPoolPtrExportData {
             reserved: descriptor.data,
         };
@@ -429,17 +454,11 @@ impl Buffer {
         // SAFETY: `data` holds the exporter's 64 bytes; `ptr` is valid for writes.
         unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool.raw_pool(), &mut data) }
             .check(|| "importing a buffer")?;
-        if !reg.insert(ptr) {
-            // The driver handed out a mapping a live buffer owns: leave it to
-            // that buffer (releasing it here could unmap it under its owner).
-            return Err(Error::invalid_as(
-                crate::InvalidKind::AlreadyImported,
-                "importing a buffer",
-                format!(
-                    "the allocation at {ptr:#x} is already imported in this process by a live \
-                     buffer; drop that buffer before importing it again"
-                ),
-            ));
+        if !reg.insert(ptr, descriptor.data) {
+            // The driver handed out a mapping a live buffer owns (another
+            // descriptor of the same allocation): leave it to that buffer
+            // (releasing it here could unmap it under its owner).
+            return Err(already());
         }
         // The size comes from the other process: a buffer must never claim more
         // than the allocation the driver imported, or safe copies would run past it.
@@ -783,20 +802,31 @@ mod tests {
     /// frees of earlier imports have been waited for.
     #[test]
     fn a_live_import_has_one_owner_and_queued_frees_are_waited_for() {
+        let (d1, d2, d3) = ([1u8; 64], [2u8; 64], [3u8; 64]);
         let mut reg = ImportRegistry::<&str>::new();
         assert!(reg.take_frees().is_empty());
-        assert!(reg.insert(0x1000));
-        assert!(!reg.insert(0x1000), "a second owner of one mapping");
-        assert!(reg.insert(0x2000));
+        assert!(reg.insert(0x1000, d1));
+        assert!(
+            reg.has_descriptor(&d1),
+            "refused before the driver is asked"
+        );
+        assert!(!reg.insert(0x1000, d3), "a second owner of one mapping");
+        assert!(!reg.insert(0x3000, d1), "one descriptor, a second mapping");
+        assert!(!reg.has_descriptor(&d3), "a refused import records nothing");
+        assert!(reg.insert(0x2000, d2));
         reg.freed(0x1000, Some("free of 0x1000"));
+        assert!(!reg.has_descriptor(&d1));
         // The next import waits for the queued free first.
         assert_eq!(reg.take_frees(), vec!["free of 0x1000"]);
         assert!(reg.take_frees().is_empty(), "each free is waited for once");
-        assert!(reg.insert(0x1000), "imported again once its owner is gone");
-        assert!(!reg.insert(0x2000), "still owned");
+        assert!(
+            reg.insert(0x1000, d1),
+            "imported again once its owner is gone"
+        );
+        assert!(!reg.insert(0x2000, d3), "still owned");
         reg.freed(0x2000, None);
         assert!(reg.take_frees().is_empty(), "freed and waited for already");
-        assert!(reg.insert(0x2000));
+        assert!(reg.insert(0x2000, d2));
     }
 
     #[test]
