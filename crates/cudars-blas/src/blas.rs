@@ -84,7 +84,9 @@ impl Blas {
         &self.stream
     }
 
-    /// Binds the handle to another stream of the same device.
+    /// Binds the handle to another stream of the same device. The new stream
+    /// first waits for the work queued on the old one (an event), so calls,
+    /// which share the handle's workspace, never overlap.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] ([`InvalidKind::OtherDevice`]) for a stream of
@@ -100,6 +102,14 @@ impl Blas {
                     stream.device().ordinal()
                 ),
             ));
+        }
+        // Soundness rule (issue 26, "one user of the handle at a time"): every
+        // call uses the handle's workspace (cuBLAS's default workspace, one per handle), so calls must be totally
+        // ordered whatever stream they are queued on. The new stream waits for
+        // all the work queued so far on the old one before anything is queued
+        // on it; `&mut self` keeps a call from being queued meanwhile.
+        if !same_stream(stream, &self.stream) {
+            stream.wait_stream(&self.stream)?;
         }
         self.stream.context().set_current()?;
         // SAFETY: a live handle and a live stream of its device.
@@ -450,8 +460,10 @@ impl Blas {
 
 impl Drop for Blas {
     fn drop(&mut self) {
-        // Work queued with the handle stays valid: cuBLAS waits for none of it and
-        // frees nothing it uses. A failure here has nowhere to go.
+        // Soundness rule (issue 26, "state used by queued work outlives it"): the
+        // handle's default workspace is released by `cublasDestroy`, which cuBLAS
+        // documents as implicitly synchronising the device first, so no call
+        // queued on any stream still uses it. A failure here has nowhere to go.
         let _ = self.stream.context().set_current();
         // SAFETY: the handle is live and not used after this.
         let _ = unsafe { sys::cublasDestroy(self.handle) };
@@ -490,4 +502,9 @@ fn operands(
 ) -> (*const c_void, *const c_void) {
     let (x, y) = if shape.swapped { (b, a) } else { (a, b) };
     (x as *const c_void, y as *const c_void)
+}
+
+/// Whether two streams are the same stream (handle and context).
+fn same_stream(a: &Stream, b: &Stream) -> bool {
+    a.handle() == b.handle() && a.context() == b.context()
 }

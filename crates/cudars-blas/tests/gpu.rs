@@ -513,3 +513,30 @@ fn cublaslt_half_precision_matmul_matches_the_cpu() {
         .collect();
     check_close(&got, &want, 2e-2, "bf16 cuBLASLt");
 }
+
+/// Issue 26, hole 11: calls through one handle on two streams shared its
+/// workspace and could overlap. `set_stream` now makes the new stream wait for
+/// the old one, so read-modify-write calls alternated between two streams all
+/// land (a race would lose updates).
+#[test]
+fn calls_stay_ordered_across_set_stream() {
+    require_gpu!();
+    let (dev, s1) = setup();
+    let s2 = dev.create_stream(StreamOptions::default()).unwrap();
+    let n = 1usize << 24;
+    let x = DeviceBuffer::from_host(&dev, &vec![1.0f32; n], &s1).unwrap();
+    let mut y = DeviceBuffer::from_host(&dev, &vec![1.0f32; n], &s1).unwrap();
+    let mut blas = Blas::new(&s1).unwrap();
+    let rounds = 8;
+    for _ in 0..rounds {
+        blas.axpy(1.0f32, x.view(), y.view_mut()).unwrap();
+        blas.set_stream(&s2).unwrap();
+        blas.axpy(1.0f32, x.view(), y.view_mut()).unwrap();
+        blas.set_stream(&s1).unwrap();
+    }
+    let want = 1.0 + 2.0 * rounds as f32;
+    assert!(
+        y.to_vec(&s1).unwrap().iter().all(|&v| v == want),
+        "an update was lost: calls overlapped through set_stream"
+    );
+}

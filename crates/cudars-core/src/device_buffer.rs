@@ -134,11 +134,12 @@ impl<T: Pod> DeviceBuffer<T> {
         &self.buf
     }
 
-    /// Changes the stream the array is freed on
-    /// ([`Buffer::set_free_stream`]).
+    /// Changes the stream the array is freed on, after making it wait for the
+    /// old one ([`Buffer::set_free_stream`]).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a stream of another device.
+    /// [`Error::InvalidArgument`] for a stream of another device; the driver's
+    /// error making the new stream wait.
     pub fn set_free_stream(&mut self, stream: &Stream) -> Result<()> {
         self.buf.set_free_stream(stream)
     }

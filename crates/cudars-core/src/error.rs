@@ -162,6 +162,11 @@ pub enum InvalidKind {
     /// An object of another device or context than the one the call is for (a
     /// stream of device 1 for a buffer of device 0, …).
     OtherDevice,
+    /// An IPC buffer descriptor whose allocation this process has imported
+    /// already, into a [`Buffer`](crate::Buffer) that is still alive: two
+    /// owning buffers over one mapping would each free it (and could lend two
+    /// `&mut` views of it). Import it again once that buffer is gone.
+    AlreadyImported,
     /// Any other argument error: the message says what.
     Other,
 }

@@ -11,6 +11,12 @@
 //! borrowed [`Buffer`] and [`OpaqueArray`] are never freed or destroyed here
 //! (the graphics API owns the memory), and no `&mut` to them is handed out,
 //! so none can be swapped out of its guard.
+//! A mapping is recorded in the resource itself (`mapped_on`), not only in its
+//! guard: the guard may be leaked (`std::mem::forget` is safe), which ends the
+//! borrows (no lent memory can be reached any more) but leaves the resource
+//! mapped; the resource's next `map`, `set_map_flags`, `close` or drop then
+//! unmaps it on its stream first (after the work ordered before it) and waits
+//! for that, before mapping again or unregistering.
 //! The lent buffer's free stream is the mapping's and its memory resource
 //! frees nothing: the free-ordering rule puts work queued through the buffer on
 //! any stream before the unmapping, which is queued on that stream after it.
@@ -124,6 +130,10 @@ impl GraphicsMapFlags {
 pub struct GraphicsResource {
     handle: sys::CUgraphicsResource,
     ctx: Context,
+    /// The stream of the current mapping, while mapped: set by `map`, cleared
+    /// by the unmapping (the guard's, or the resource's own for a leaked
+    /// guard).
+    mapped_on: Option<Stream>,
 }
 
 // SAFETY: a graphics resource handle may be used from any thread (the OpenGL
@@ -204,7 +214,49 @@ impl GraphicsResource {
         let mut handle: sys::CUgraphicsResource = std::ptr::null_mut();
         call(&mut handle)
             .check(|| format!("{} with CUDA on device {}", what(), device.ordinal()))?;
-        Ok(Self { handle, ctx })
+        Ok(Self {
+            handle,
+            ctx,
+            mapped_on: None,
+        })
+    }
+
+    /// Unmaps the resource if the guard of its last mapping was leaked
+    /// (`std::mem::forget`), ordered on that mapping's stream after the work
+    /// queued there (and the work on other streams that its lent buffer
+    /// ordered before it), as the guard's drop would have, then waits for that
+    /// stream: nothing stream-ordered of the old mapping is left before a new
+    /// mapping on another stream or an unregistration (which is not
+    /// stream-ordered). Only a leak takes this path.
+    ///
+    /// # Errors
+    /// The driver's error; the resource then still counts as mapped, or its
+    /// unmapping may still be pending (the caller gives up).
+    fn unmap_leaked(&mut self) -> Result<()> {
+        if self.mapped_on.is_none() {
+            return Ok(());
+        }
+        let _current = self.ctx.ensure_current()?;
+        let Some(stream) = self.mapped_on.take() else {
+            return Ok(());
+        };
+        let mut handle = self.handle;
+        // SAFETY: a mapped resource whose guard is gone (leaked: a live guard
+        // borrows the resource exclusively), unmapped once (`mapped_on` was
+        // taken); no lent memory can be reached any more (it borrowed the
+        // guard).
+        let unmapped = unsafe { sys::cuGraphicsUnmapResources(1, &mut handle, stream.handle()) }
+            .check(|| "unmapping a graphics resource whose mapping was leaked");
+        if let Err(e) = unmapped {
+            self.mapped_on = Some(stream);
+            return Err(e);
+        }
+        // If the wait fails, `mapped_on` is clear but the unmapping may still
+        // be pending: the caller stops (a failed `close` or drop leaks the
+        // registration; a failed `map` or `set_map_flags` returns the error
+        // with nothing mapped).
+        stream.sync()?;
+        Ok(())
     }
 
     /// The driver's handle (`cuda.core`'s `handle` and `resource_handle`).
@@ -223,8 +275,10 @@ impl GraphicsResource {
     /// # Errors
     /// The driver's error.
     pub fn set_map_flags(&mut self, flags: GraphicsMapFlags) -> Result<()> {
+        self.unmap_leaked()?;
         let _current = self.ctx.ensure_current()?;
-        // SAFETY: a live, unmapped resource (a mapping borrows it exclusively).
+        // SAFETY: a live, unmapped resource (a mapping borrows it exclusively,
+        // and one whose guard was leaked was unmapped just now).
         unsafe { sys::cuGraphicsResourceSetMapFlags(self.handle, flags.raw()) }
             .check(|| format!("setting the map flags of a graphics resource to {flags:?}"))
     }
@@ -234,7 +288,9 @@ impl GraphicsResource {
     /// CUDA work queued on `stream` after this call. The guard lends the
     /// memory ([`GraphicsMapping::buffer`], [`GraphicsMapping::array`]) and
     /// unmaps on drop, ordered on the same stream; a resource is mapped once
-    /// at a time (the guard borrows it exclusively).
+    /// at a time (the guard borrows it exclusively). If the guard of the
+    /// previous mapping was leaked, that mapping is unmapped first, on its
+    /// stream.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a stream of another device; the driver's
@@ -251,10 +307,15 @@ impl GraphicsResource {
                 ),
             ));
         }
+        self.unmap_leaked()?;
         let _current = self.ctx.ensure_current()?;
         let mut handle = self.handle;
-        // SAFETY: one live, unmapped resource; the stream is live.
+        // SAFETY: one live, unmapped resource (see `unmap_leaked`); the stream
+        // is live.
         unsafe { sys::cuGraphicsMapResources(1, &mut handle, stream.handle()) }.check(|| WHAT)?;
+        // Recorded in the resource before the guard exists, so that leaking
+        // the guard cannot hide the mapping from the resource.
+        self.mapped_on = Some(stream.clone());
         Ok(GraphicsMapping {
             resource: self,
             stream: stream.clone(),
@@ -266,25 +327,49 @@ impl GraphicsResource {
     /// the driver's error, which drop cannot (`cuda.core`'s `close`).
     ///
     /// # Errors
-    /// The driver's error; the handle is given up either way.
-    pub fn close(self) -> Result<()> {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again; the context is moved
-        // out once.
-        let ctx = unsafe { std::ptr::read(&this.ctx) };
+    /// The driver's error; the handle is given up either way, except when a
+    /// leaked mapping (see [`map`](Self::map)) cannot be unmapped and waited
+    /// for: the registration is then leaked rather than torn down under work
+    /// that may still use it.
+    pub fn close(mut self) -> Result<()> {
+        let unmapped = self.unmap_leaked();
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; each field with a
+        // destructor is moved out once.
+        let (ctx, leaked) = unsafe {
+            (
+                std::ptr::read(&this.ctx),
+                std::mem::ManuallyDrop::new(this.mapped_on.take()),
+            )
+        };
+        if let Err(e) = unmapped {
+            // Still mapped, with work possibly pending: leak the registration
+            // (and the stream of the mapping).
+            let _ = leaked;
+            return Err(e);
+        }
         let _current = ctx.ensure_current()?;
-        // SAFETY: a live, unmapped resource, unregistered once.
+        // SAFETY: a live, unmapped resource (a live mapping borrows it, and a
+        // leaked one was unmapped and waited for above), unregistered once.
         unsafe { sys::cuGraphicsUnregisterResource(this.handle) }
             .check(|| "unregistering a graphics resource")
     }
 }
 
 impl Drop for GraphicsResource {
+    // Soundness rule (issue 26, "a leaked guard leaves the state to its
+    // owner"): the resource, not the mapping guard, records whether it is
+    // mapped, so a leaked guard's mapping is unmapped here (after the work
+    // ordered before it) and waited for before the unregistration; if that
+    // fails, the registration is leaked.
     fn drop(&mut self) {
         // Errors cannot be reported from drop (`close` reports them).
+        if self.unmap_leaked().is_err() {
+            return;
+        }
         let _current = self.ctx.ensure_current();
-        // SAFETY: a live, unmapped resource (a mapping borrows it), unregistered
-        // once.
+        // SAFETY: a live, unmapped resource (a mapping borrows it; a leaked
+        // one was unmapped and waited for above), unregistered once.
         let _ = unsafe { sys::cuGraphicsUnregisterResource(self.handle) };
     }
 }
@@ -408,22 +493,33 @@ impl GraphicsMapping<'_> {
     /// work issued after. Reports the driver's error, which drop cannot.
     ///
     /// # Errors
-    /// The driver's error; the mapping is given up either way.
+    /// The driver's error; the guard is given up either way (the resource
+    /// then still counts as mapped, and unmaps before its next use or its
+    /// unregistration).
     pub fn unmap(mut self) -> Result<()> {
         self.mapped = false;
         self.unmap_now()
     }
 
-    fn unmap_now(&self) -> Result<()> {
+    fn unmap_now(&mut self) -> Result<()> {
         let _current = self.resource.ctx.ensure_current()?;
         let mut handle = self.resource.handle;
-        // SAFETY: a mapped resource, unmapped once (`mapped` guards the drop).
+        // SAFETY: a mapped resource, unmapped once: `mapped` guards the drop,
+        // and `mapped_on` is cleared on success, so the resource does not
+        // unmap it again (after a failure the resource still counts it as
+        // mapped, and tries again before its next use or unregistration).
         unsafe { sys::cuGraphicsUnmapResources(1, &mut handle, self.stream.handle()) }
-            .check(|| "unmapping a graphics resource")
+            .check(|| "unmapping a graphics resource")?;
+        self.resource.mapped_on = None;
+        Ok(())
     }
 }
 
 impl Drop for GraphicsMapping<'_> {
+    // Soundness rule (issue 26): not needed for soundness. A leaked guard
+    // ends its borrows (no lent memory stays reachable) and leaves the
+    // mapping recorded in the resource, which unmaps it before its next use
+    // or its unregistration.
     fn drop(&mut self) {
         if self.mapped {
             // Errors cannot be reported from drop (`unmap` reports them).

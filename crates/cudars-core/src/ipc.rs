@@ -239,10 +239,86 @@ impl IpcBufferDescriptor {
 }
 
 /// The resource of an imported buffer: frees it (`cuMemFreeAsync`, through the
-/// imported pool) but cannot allocate.
+/// imported pool) but cannot allocate, and keeps the process's record of live
+/// imports ([`imports`]) up to date.
 #[derive(Debug)]
 struct Imported {
     pool: Arc<dyn MemoryResource>,
+}
+
+/// The imports of this process, by address and by descriptor: which are
+/// owned by a live [`Buffer`], and the frees still queued of those that are
+/// gone. (With unified addressing an address names one mapping in the whole
+/// process, whichever pool object, or second import of one pool, it came
+/// through; the descriptor catches a second import before the driver is
+/// asked, whatever address it would hand out.)
+///
+/// Soundness rule (issue 26, "one owner per mapping"): importing one
+/// descriptor twice would give two owning buffers over one mapping (two frees,
+/// and two `&mut` views of a pinned pool's host memory). The second import of
+/// a live mapping is refused ([`InvalidKind::AlreadyImported`]) and its result
+/// is not released (releasing it could unmap the first buffer's mapping).
+/// A buffer's free is stream-ordered, so its mapping may outlive the buffer
+/// until the stream runs the free: an import first waits for the queued frees
+/// of earlier imports, so it can never be handed a mapping that a queued free
+/// is about to release. The whole import (the waits, the driver's import, the
+/// record) and each release happen under the registry's lock, which no host
+/// function takes.
+///
+/// [`InvalidKind::AlreadyImported`]: crate::InvalidKind::AlreadyImported
+///
+/// `E` is what a queued free is waited for by (an [`Event`]; a plain value in
+/// the unit tests).
+#[derive(Debug)]
+struct ImportRegistry<E> {
+    /// Live imports: address to the descriptor's 64 bytes.
+    live: std::collections::BTreeMap<sys::CUdeviceptr, [u8; 64]>,
+    freeing: Vec<E>,
+}
+
+impl<E> ImportRegistry<E> {
+    const fn new() -> Self {
+        Self {
+            live: std::collections::BTreeMap::new(),
+            freeing: Vec::new(),
+        }
+    }
+
+    /// The queued frees of earlier imports, taken out: the caller waits for
+    /// each (and puts back those it cannot wait for).
+    fn take_frees(&mut self) -> Vec<E> {
+        std::mem::take(&mut self.freeing)
+    }
+
+    /// Whether a live import came from this descriptor.
+    fn has_descriptor(&self, data: &[u8; 64]) -> bool {
+        self.live.values().any(|d| d == data)
+    }
+
+    /// Records a new import of `data` at `ptr`; `false` (recording nothing)
+    /// when the mapping or the descriptor is already owned.
+    fn insert(&mut self, ptr: sys::CUdeviceptr, data: [u8; 64]) -> bool {
+        if self.live.contains_key(&ptr) || self.has_descriptor(&data) {
+            return false;
+        }
+        self.live.insert(ptr, data);
+        true
+    }
+
+    /// The owner of an import is gone, its free queued behind `pending` (or
+    /// already done: `None`).
+    fn freed(&mut self, ptr: sys::CUdeviceptr, pending: Option<E>) {
+        self.live.remove(&ptr);
+        if let Some(e) = pending {
+            self.freeing.push(e);
+        }
+    }
+}
+
+/// The process's imports (see [`ImportRegistry`]).
+fn imports() -> std::sync::MutexGuard<'static, ImportRegistry<Event>> {
+    static IMPORTS: Mutex<ImportRegistry<Event>> = Mutex::new(ImportRegistry::new());
+    IMPORTS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 // SAFETY: imported pointers are memory of the pool's kind, usable on its device,
@@ -256,8 +332,31 @@ unsafe impl MemoryResource for Imported {
     }
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
+        let mut reg = imports();
+        // On failure, not freed (or not known to be): the mapping stays
+        // recorded as owned, so it is never imported again (a leak, not a
+        // second owner).
         // SAFETY: per the trait's contract.
-        unsafe { self.pool.deallocate(ptr, size, stream) }
+        unsafe { self.pool.deallocate(ptr, size, stream) }?;
+        // The mapping goes when the stream reaches the free: the next import
+        // waits for this event first.
+        let pending = || -> Result<Event> {
+            let e = Event::in_context(stream.context(), EventOptions::default())?;
+            e.record(stream)?;
+            Ok(e)
+        };
+        match pending() {
+            Ok(e) => reg.freed(ptr, Some(e)),
+            // Without an event, wait for the free itself; if even that fails,
+            // keep the record (never imported again).
+            Err(e) => {
+                if stream.drain().is_ok() {
+                    reg.freed(ptr, None);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     fn kind(&self) -> MemoryKind {
@@ -295,10 +394,21 @@ impl Buffer {
     /// (on `stream`, its free stream) when dropped; the exporter must keep its
     /// buffer until then.
     ///
+    /// One allocation has one owner in the importing process: importing a
+    /// descriptor whose allocation is already imported into a live buffer (the
+    /// same descriptor, or one the driver maps to a live buffer's address) is
+    /// refused ([`InvalidKind::AlreadyImported`](crate::InvalidKind::AlreadyImported);
+    /// `cuda.core` would hand out a second `Buffer` that frees the same
+    /// mapping). Once that buffer is dropped, the descriptor can be imported
+    /// again: the import first waits for the queued frees of the pool's
+    /// imports.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a zero size, a size larger than the
     /// exported allocation (the import is released) or a stream of another
-    /// device than the pool's; the driver's error.
+    /// device than the pool's, an allocation already imported
+    /// ([`InvalidKind::AlreadyImported`](crate::InvalidKind::AlreadyImported));
+    /// the driver's error, including that of waiting for an earlier free.
     pub fn from_ipc_descriptor<P: IpcMemoryPool>(
         pool: &Arc<P>,
         descriptor: &IpcBufferDescriptor,
@@ -316,6 +426,27 @@ impl Buffer {
             ));
         }
         let _current = stream.context().ensure_current()?;
+        // Held to the end of the import: see `ImportRegistry`.
+        let mut reg = imports();
+        let mut waits = reg.take_frees().into_iter();
+        while let Some(e) = waits.next() {
+            if let Err(err) = e.sync() {
+                // Not known to be freed: keep waiting for them next time.
+                reg.freeing.extend(std::iter::once(e).chain(waits));
+                return Err(err);
+            }
+        }
+        let already = || {
+            Error::invalid_as(
+                crate::InvalidKind::AlreadyImported,
+                "importing a buffer",
+                "the allocation is already imported in this process by a live buffer; drop that \
+                 buffer before importing it again",
+            )
+        };
+        if reg.has_descriptor(&descriptor.data) {
+            return Err(already());
+        }
         let mut data = sys::CUmemPoolPtrExportData {
             reserved: descriptor.data,
         };
@@ -323,14 +454,26 @@ impl Buffer {
         // SAFETY: `data` holds the exporter's 64 bytes; `ptr` is valid for writes.
         unsafe { sys::cuMemPoolImportPointer(&mut ptr, pool.raw_pool(), &mut data) }
             .check(|| "importing a buffer")?;
+        if !reg.insert(ptr, descriptor.data) {
+            // The driver handed out a mapping a live buffer owns (another
+            // descriptor of the same allocation): leave it to that buffer
+            // (releasing it here could unmap it under its owner).
+            return Err(already());
+        }
         // The size comes from the other process: a buffer must never claim more
         // than the allocation the driver imported, or safe copies would run past it.
         if let Err(e) = check_imported_size(ptr, size) {
             // SAFETY: `ptr` was imported just now into this stream's context and
             // nothing else holds it.
-            let _ = unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) };
+            let freed = unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) };
+            // Forgotten once freed and waited for; otherwise it stays recorded
+            // (never imported again).
+            if freed == sys::CUDA_SUCCESS && stream.drain().is_ok() {
+                reg.freed(ptr, None);
+            }
             return Err(e);
         }
+        drop(reg);
         let kind = pool.kind();
         let mr: Arc<dyn MemoryResource> = Arc::new(Imported { pool: pool.clone() });
         Ok(Buffer::from_parts(
@@ -652,7 +795,39 @@ impl Buffer {
 
 #[cfg(test)]
 mod tests {
-    use super::PoolUuid;
+    use super::{ImportRegistry, PoolUuid};
+
+    /// Issue 26, hole 9: a second import of a live mapping is refused; once
+    /// its owner is gone the mapping can be imported again, after the queued
+    /// frees of earlier imports have been waited for.
+    #[test]
+    fn a_live_import_has_one_owner_and_queued_frees_are_waited_for() {
+        let (d1, d2, d3) = ([1u8; 64], [2u8; 64], [3u8; 64]);
+        let mut reg = ImportRegistry::<&str>::new();
+        assert!(reg.take_frees().is_empty());
+        assert!(reg.insert(0x1000, d1));
+        assert!(
+            reg.has_descriptor(&d1),
+            "refused before the driver is asked"
+        );
+        assert!(!reg.insert(0x1000, d3), "a second owner of one mapping");
+        assert!(!reg.insert(0x3000, d1), "one descriptor, a second mapping");
+        assert!(!reg.has_descriptor(&d3), "a refused import records nothing");
+        assert!(reg.insert(0x2000, d2));
+        reg.freed(0x1000, Some("free of 0x1000"));
+        assert!(!reg.has_descriptor(&d1));
+        // The next import waits for the queued free first.
+        assert_eq!(reg.take_frees(), vec!["free of 0x1000"]);
+        assert!(reg.take_frees().is_empty(), "each free is waited for once");
+        assert!(
+            reg.insert(0x1000, d1),
+            "imported again once its owner is gone"
+        );
+        assert!(!reg.insert(0x2000, d3), "still owned");
+        reg.freed(0x2000, None);
+        assert!(reg.take_frees().is_empty(), "freed and waited for already");
+        assert!(reg.insert(0x2000, d2));
+    }
 
     #[test]
     fn uuids_are_version_4_distinct_and_print_as_uuids() {

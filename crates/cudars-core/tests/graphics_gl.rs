@@ -673,3 +673,68 @@ fn a_gl_texture_is_written_through_its_mapped_array() {
     // SAFETY: a current context; the texture is no longer registered.
     unsafe { (gl.gl.delete_textures)(1, &tex) };
 }
+
+/// Issue 26: leaking a mapping's guard (`std::mem::forget`, safe) left the
+/// resource mapped, with no one to unmap it: mapping again failed
+/// (`CUDA_ERROR_ALREADY_MAPPED`) and dropping the resource unregistered it
+/// while mapped, under work still queued on it. The resource now records the
+/// mapping and unmaps a leaked one on its stream before its next use and
+/// before unregistering.
+#[test]
+fn a_leaked_mapping_is_unmapped_by_its_resource() {
+    let Some((d, gl, s)) = setup() else { return };
+    const N: usize = 256;
+    let mut name = 0u32;
+    let initial = vec![0u32; N];
+    // SAFETY: a current context; `initial` holds N u32s.
+    unsafe {
+        (gl.gl.gen_buffers)(1, &mut name);
+        (gl.gl.bind_buffer)(GL_ARRAY_BUFFER, name);
+        (gl.gl.buffer_data)(
+            GL_ARRAY_BUFFER,
+            (N * 4) as isize,
+            initial.as_ptr().cast(),
+            GL_DYNAMIC_DRAW,
+        );
+        (gl.gl.finish)();
+    }
+    gl.check("creating the GL buffer");
+    let mut res = GraphicsResource::from_gl_buffer(&d, name, GraphicsRegisterFlags::NONE).unwrap();
+    {
+        let mut mapping = res.map(&s).unwrap();
+        let mut mem = mapping.buffer().unwrap();
+        mem.view_mut::<u32>().unwrap().fill(5, &s).unwrap();
+        drop(mem);
+        std::mem::forget(mapping);
+    }
+    // Mapping again unmaps the leaked mapping first, on its stream.
+    {
+        let mut mapping = res.map(&s).unwrap();
+        let mut mem = mapping.buffer().unwrap();
+        assert_eq!(mem.view::<u32>().unwrap().to_vec(&s).unwrap(), vec![5; N]);
+        mem.view_mut::<u32>().unwrap().fill(9, &s).unwrap();
+        drop(mem);
+        std::mem::forget(mapping);
+    }
+    // Closing unmaps the leaked mapping and waits for it before unregistering.
+    res.close().unwrap();
+    let mut back = vec![0u32; N];
+    // SAFETY: a current context; `back` has room for the whole buffer.
+    unsafe {
+        (gl.gl.bind_buffer)(GL_ARRAY_BUFFER, name);
+        (gl.gl.get_buffer_sub_data)(
+            GL_ARRAY_BUFFER,
+            0,
+            (N * 4) as isize,
+            back.as_mut_ptr().cast(),
+        );
+    }
+    gl.check("reading the GL buffer back");
+    assert_eq!(
+        back,
+        vec![9; N],
+        "GL reads what CUDA wrote through a leaked mapping"
+    );
+    // SAFETY: a current context; the buffer is no longer registered.
+    unsafe { (gl.gl.delete_buffers)(1, &name) };
+}

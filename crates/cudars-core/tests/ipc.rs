@@ -86,6 +86,13 @@ fn child() {
     s.sync().unwrap();
     let mut buf = Buffer::from_registered_ipc_descriptor(uuid, &desc, &s).unwrap();
     assert!(buf.is_mapped());
+    // Issue 26, hole 9: a second import of a live allocation would be a second
+    // owner of one mapping (two frees, two `&mut` views). It is refused, typed,
+    // before the driver is asked.
+    match Buffer::from_registered_ipc_descriptor(uuid, &desc, &s) {
+        Err(e) if e.invalid_kind() == Some(cudars_core::InvalidKind::AlreadyImported) => {}
+        other => panic!("a live allocation was imported twice: {other:?}"),
+    }
     let done = Event::from_ipc_handle(&dev.context().unwrap(), &ev).unwrap();
     s.wait_event(&done).unwrap();
     let mut seen = vec![0u32; desc.size as usize / 4];
@@ -97,6 +104,10 @@ fn child() {
     buf.fill_u32(0x0bad_f00d, &s).unwrap();
     s.sync().unwrap();
     drop(buf);
+    // Its owner gone (the free still queued), the allocation imports again.
+    let again = Buffer::from_registered_ipc_descriptor(uuid, &desc, &s).unwrap();
+    assert!(again.is_mapped());
+    drop(again);
     s.sync().unwrap();
 }
 

@@ -272,7 +272,9 @@ where
         Ok(size)
     }
 
-    /// Binds the plan to another stream of its device.
+    /// Binds the plan to another stream of its device. The new stream first
+    /// waits for the work queued on the old one (an event), so executions of
+    /// the plan, which share its work area, never overlap.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] ([`InvalidKind::OtherDevice`]) for a stream of
@@ -288,6 +290,14 @@ where
                     stream.device().ordinal()
                 ),
             ));
+        }
+        // Soundness rule (issue 26, "one user of the plan at a time"): every
+        // execution uses the plan's work area (one per plan), so executions must be totally
+        // ordered whatever stream they are queued on. The new stream waits for
+        // all the work queued so far on the old one before anything is queued
+        // on it; `&mut self` keeps a execution from being queued meanwhile.
+        if !same_stream(stream, &self.stream) {
+            stream.wait_stream(&self.stream)?;
         }
         self.stream.context().set_current()?;
         // SAFETY: a live plan and a live stream of its device.
@@ -473,6 +483,11 @@ where
     }
 }
 
+/// Whether two streams are the same stream (handle and context).
+fn same_stream(a: &Stream, b: &Stream) -> bool {
+    a.handle() == b.handle() && a.context() == b.context()
+}
+
 fn dir(d: Direction) -> c_int {
     match d {
         Direction::Forward => sys::CUFFT_FORWARD,
@@ -484,9 +499,20 @@ impl<T: Float> Drop for Plan<T>
 where
     Complex<T>: bytemuck::Pod,
 {
+    // Soundness rule (issue 26, "state used by queued work outlives it"):
+    // `cufftDestroy` frees the plan's work area, which executions still queued
+    // may use. Executions are totally ordered on the plan's current stream
+    // (`set_stream` makes each new stream wait for the old one), so waiting
+    // for that stream waits for all of them; if the wait fails, the plan is
+    // leaked rather than destroyed under them. A leaked plan (`mem::forget`)
+    // is a leak, nothing more.
     fn drop(&mut self) {
         let _ = self.stream.context().set_current();
-        // SAFETY: a live plan, not used after this.
+        if self.stream.sync().is_err() {
+            return;
+        }
+        // SAFETY: a live plan, not used after this; no execution is pending
+        // (waited for above).
         let _ = unsafe { sys::cufftDestroy(self.handle) };
     }
 }

@@ -167,3 +167,59 @@ fn wrong_lengths_kinds_and_shapes_are_typed_errors() {
         Some(InvalidKind::Other)
     );
 }
+
+/// The `cuStreamWaitEvent` calls the driver shim has counted, when the test
+/// runs under it (`gpu-pkg/run-shim.sh real`).
+fn shim_waits() -> Option<i64> {
+    let shim = cudars_tests::DriverShim::find().ok()?;
+    Some(
+        shim.counts("calls")
+            .get("cuStreamWaitEvent")
+            .copied()
+            .unwrap_or(0),
+    )
+}
+
+/// Issue 26, hole 11: executions of one plan on two streams shared its work
+/// area. `set_stream` now makes the new stream wait for the old one, so large
+/// transforms swapped between two streams stay ordered (and the second reads
+/// what the first wrote); under the shim, each swap is a counted wait.
+#[test]
+fn executions_stay_ordered_across_set_stream() {
+    require_gpu!();
+    let (dev, s1) = setup();
+    let s2 = dev.create_stream(StreamOptions::default()).unwrap();
+    let n = 1usize << 22;
+    let x = signal(2 * n);
+    let host: Vec<Complex<f32>> = (0..n)
+        .map(|i| Complex::new(x[2 * i] as f32, x[2 * i + 1] as f32))
+        .collect();
+    let a = DeviceBuffer::from_host(&dev, &host, &s1).unwrap();
+    let mut b = DeviceBuffer::<Complex<f32>>::zeroed(&dev, n, &s1).unwrap();
+    let mut c = DeviceBuffer::<Complex<f32>>::zeroed(&dev, n, &s1).unwrap();
+    let mut plan = Plan::<f32>::new(&[n], 1, Kind::C2C, &s1).unwrap();
+    let before = shim_waits();
+    let rounds = 4;
+    for _ in 0..rounds {
+        plan.c2c(a.view(), b.view_mut(), Direction::Forward)
+            .unwrap();
+        plan.set_stream(&s2).unwrap();
+        plan.c2c(b.view(), c.view_mut(), Direction::Inverse)
+            .unwrap();
+        plan.set_stream(&s1).unwrap();
+    }
+    if let (Some(before), Some(after)) = (before, shim_waits()) {
+        assert!(
+            after - before >= 2 * rounds,
+            "each set_stream to another stream waits for the old one ({before} -> {after})"
+        );
+    }
+    let scale = n as f64;
+    for (g, w) in c.to_vec(&s1).unwrap().iter().zip(&host) {
+        let (re, im) = (f64::from(g.re) / scale, f64::from(g.im) / scale);
+        assert!(
+            (re - f64::from(w.re)).abs() < 1e-3 && (im - f64::from(w.im)).abs() < 1e-3,
+            "a transform overlapped another through set_stream"
+        );
+    }
+}

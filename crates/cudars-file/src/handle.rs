@@ -3,10 +3,11 @@
 use std::fs::File;
 use std::marker::PhantomData;
 use std::os::fd::AsRawFd as _;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytemuck::Pod;
 use cudars_bindings::cufile as sys;
-use cudars_core::{Buffer, DeviceView, DeviceViewMut, InvalidKind, Stream};
+use cudars_core::{Buffer, DeviceView, DeviceViewMut, Event, EventOptions, InvalidKind, Stream};
 
 use crate::driver::Driver;
 use crate::error::{Error, Result, check, from_status};
@@ -15,11 +16,26 @@ use crate::error::{Error, Result, check, from_status};
 /// writes between it and device memory. It keeps the [`File`] open and the
 /// [`Driver`] alive, and deregisters itself when dropped.
 ///
+/// A transfer queued on a stream ([`read_async`](Self::read_async),
+/// [`write_async`](Self::write_async)) keeps the registration, the file and
+/// the driver alive by itself until the stream has passed it, whatever becomes
+/// of its [`PendingIo`] (which may be leaked with `std::mem::forget`): dropping
+/// the handle first waits for such transfers, and a registration whose
+/// transfers cannot be waited for is leaked rather than torn down under them.
+///
 /// GPUDirect Storage moves data only for files opened with `O_DIRECT`
 /// (`std::os::unix::fs::OpenOptionsExt::custom_flags(libc::O_DIRECT)`) on a file
 /// system it supports; in compatibility mode any regular file works.
 #[derive(Debug)]
 pub struct FileHandle {
+    inner: Arc<Registration>,
+}
+
+/// The registration behind a [`FileHandle`], shared with the transfers queued
+/// through it: deregistered (and the file closed, and its hold on the driver
+/// released) when the handle and every such transfer are gone.
+#[derive(Debug)]
+struct Registration {
     raw: sys::CUfileHandle_t,
     file: File,
     _driver: Driver,
@@ -27,9 +43,24 @@ pub struct FileHandle {
 
 // SAFETY: a cuFile handle is a process-wide registration of a file descriptor;
 // cuFile's I/O functions may be called on it from any thread, concurrently.
-unsafe impl Send for FileHandle {}
-// SAFETY: as above; `&FileHandle` only reads and writes through cuFile.
-unsafe impl Sync for FileHandle {}
+unsafe impl Send for Registration {}
+// SAFETY: as above; `&Registration` only reads and writes through cuFile.
+unsafe impl Sync for Registration {}
+
+impl Drop for Registration {
+    // Soundness rule (issue 26, "queued work owns what it uses"): a
+    // `Registration` is shared by its `FileHandle` and by every in-flight
+    // entry of a transfer queued through it ([`IN_FLIGHT`]), and an entry is
+    // released only once its event says the stream has passed the transfer.
+    // So the last reference, whose drop this is, goes after every transfer
+    // through the registration has finished, whether or not any guard ran.
+    fn drop(&mut self) {
+        // SAFETY: registered in `FileHandle::register`, deregistered once here;
+        // no I/O is under way (see above), and the file and the driver (fields
+        // dropped after this) are still open.
+        unsafe { sys::cuFileHandleDeregister(self.raw) };
+    }
+}
 
 /// Which way a transfer goes, for messages.
 #[derive(Clone, Copy)]
@@ -73,15 +104,21 @@ impl FileHandle {
             format!("registering file descriptor {fd} with cuFile")
         })?;
         Ok(Self {
-            raw,
-            file,
-            _driver: driver.clone(),
+            inner: Arc::new(Registration {
+                raw,
+                file,
+                _driver: driver.clone(),
+            }),
         })
     }
 
     /// The registered file.
     pub fn file(&self) -> &File {
-        &self.file
+        &self.inner.file
+    }
+
+    fn raw(&self) -> sys::CUfileHandle_t {
+        self.inner.raw
     }
 
     /// Reads up to `dst.byte_len()` bytes from `file_offset` into `dst`
@@ -100,7 +137,7 @@ impl FileHandle {
         // borrowed for the call; the work queued on it has finished; the handle
         // is registered.
         let ret =
-            unsafe { sys::cuFileRead(self.raw, dst.ptr() as *mut _, dst.byte_len(), offset, 0) };
+            unsafe { sys::cuFileRead(self.raw(), dst.ptr() as *mut _, dst.byte_len(), offset, 0) };
         sys::CufileError::from_io_result(ret).map_err(|e| from_status(what, e))
     }
 
@@ -117,17 +154,22 @@ impl FileHandle {
         // SAFETY: `src` is `byte_len` readable bytes of device memory, borrowed
         // for the call; the work queued on it has finished; the handle is
         // registered.
-        let ret =
-            unsafe { sys::cuFileWrite(self.raw, src.ptr() as *const _, src.byte_len(), offset, 0) };
+        let ret = unsafe {
+            sys::cuFileWrite(self.raw(), src.ptr() as *const _, src.byte_len(), offset, 0)
+        };
         sys::CufileError::from_io_result(ret).map_err(|e| from_status(what, e))
     }
 
     /// Queues a read of up to `dst.byte_len()` bytes from `file_offset` into
     /// `dst` on `stream` (`cuFileReadAsync`): it runs after the work queued on
     /// `stream` before it, and work queued after it sees the bytes. The returned
-    /// [`PendingIo`] holds the parameters cuFile reads when the stream gets there
-    /// and borrows `dst` and this handle; [`wait`](PendingIo::wait) says how
-    /// many bytes were read.
+    /// [`PendingIo`] borrows `dst` and this handle; [`wait`](PendingIo::wait)
+    /// says how many bytes were read. The transfer itself owns the parameters
+    /// cuFile reads when the stream gets there and a share of the handle's
+    /// registration, released once the stream has passed it (an event), so
+    /// leaking the `PendingIo` and then dropping the handle, the driver or the
+    /// buffer is safe: the handle's drop waits for the transfer, and the
+    /// buffer's free is ordered after it.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] ([`InvalidKind::OtherDevice`]) for a stream of
@@ -181,25 +223,35 @@ impl FileHandle {
             ));
         }
         stream.context().set_current()?;
-        let mut params = Box::new(AsyncParams {
-            size: bytes,
-            file_offset: offset,
-            buf_offset: 0,
-            done: 0,
+        // Transfers whose streams have moved on since release what they held.
+        settle_finished();
+        // Made before the transfer is queued, so that once it is, nothing but
+        // recording can fail.
+        let event = Event::in_context(stream.context(), EventOptions::default())?;
+        let op = Arc::new(Transfer {
+            params: Box::into_raw(Box::new(AsyncParams {
+                size: bytes,
+                file_offset: offset,
+                buf_offset: 0,
+                done: 0,
+            })),
+            _registration: Arc::clone(&self.inner),
         });
-        let p: *mut AsyncParams = &mut *params;
+        let p = op.params;
         let call = match dir {
             Dir::Read => sys::cuFileReadAsync,
             Dir::Write => sys::cuFileWriteAsync,
         };
         // SAFETY: the memory is `bytes` bytes of device memory on the stream's
-        // device, borrowed (exclusively for a read) for the `PendingIo`'s life,
-        // and its free is ordered after this work below; the four parameters
-        // live in a box the `PendingIo` frees only after the stream has run the
-        // operation (or leaks); the handle outlives the `PendingIo`.
+        // device, borrowed (exclusively for a read) while the `PendingIo`
+        // lives, and its free is ordered after this work below (which holds if
+        // the `PendingIo` is leaked too). The four parameters live in the
+        // `Transfer`'s box and the registration in its `Arc`; `track` below
+        // keeps both until an event recorded after the transfer has completed
+        // (or forever).
         let status = unsafe {
             call(
-                self.raw,
+                self.raw(),
                 ptr as *mut _,
                 &raw mut (*p).size,
                 &raw mut (*p).file_offset,
@@ -208,26 +260,150 @@ impl FileHandle {
                 stream.handle().cast(),
             )
         };
-        // Nothing was queued on failure: the box may go.
+        // Nothing was queued on failure: the transfer's state may go.
         check(status, || format!("{what}, ordered on a stream"))?;
+        // From here on the stream owns a use of `op`: it is released only
+        // after the stream has passed the transfer.
+        let tracked = track(&op, event, stream);
+        // The buffer's stream-ordered free waits for the transfer, even if the
+        // `PendingIo` is leaked.
+        let ordered = buf.order_free_after(stream);
         let pending = PendingIo {
-            params: Some(params),
+            op: Some(op),
             stream,
             what,
             _borrow: PhantomData,
         };
-        // The buffer's stream-ordered free waits for the transfer, even if the
-        // `PendingIo` is leaked.
-        buf.order_free_after(stream)?;
+        tracked?;
+        ordered?;
         Ok(pending)
     }
 }
 
 impl Drop for FileHandle {
+    // Soundness rule (issue 26): not needed for soundness, since queued
+    // transfers hold the registration themselves (see `Registration`'s drop);
+    // this waits for them so that the registration, the descriptor and the
+    // driver go now rather than at a later call.
     fn drop(&mut self) {
-        // SAFETY: registered in `register`, deregistered once here; no I/O is
-        // under way (a `PendingIo` borrows the handle until the stream ran it).
-        unsafe { sys::cuFileHandleDeregister(self.raw) };
+        settle_of(&self.inner);
+    }
+}
+
+/// A transfer queued on a stream: the parameters cuFile reads when the stream
+/// reaches it (and whose `done` it writes), and the registration it goes
+/// through. Freed when the last of its [`PendingIo`] and its [`IN_FLIGHT`]
+/// entry goes, and the entry goes only once the stream has passed the
+/// transfer.
+#[derive(Debug)]
+struct Transfer {
+    params: *mut AsyncParams,
+    _registration: Arc<Registration>,
+}
+
+// SAFETY: `params` is a heap box that cuFile writes only while the transfer
+// runs on the stream; this crate reads `done` only after the stream has passed
+// the transfer (an event or a stream synchronisation), and frees the box only
+// when the `Transfer` is dropped, which the `IN_FLIGHT` entry delays until
+// then. Nothing else touches it, from any thread.
+unsafe impl Send for Transfer {}
+// SAFETY: as above: `&Transfer` only reads `done`, after the transfer.
+unsafe impl Sync for Transfer {}
+
+impl Transfer {
+    /// The number of bytes moved, or -1 (cuFile's `done`).
+    ///
+    /// Only for after the stream has passed the transfer.
+    fn done(&self) -> isize {
+        // SAFETY: the box is live (freed only by `drop`); the caller waited
+        // for the transfer, so cuFile no longer writes it.
+        unsafe { (*self.params).done }
+    }
+}
+
+impl Drop for Transfer {
+    // Soundness rule (issue 26): the last reference to a `Transfer` is dropped
+    // only after the stream has passed it (its `IN_FLIGHT` entry outlives the
+    // transfer, and a transfer that could not be tracked is leaked), so cuFile
+    // no longer reads or writes the box.
+    fn drop(&mut self) {
+        // SAFETY: from `Box::into_raw` in `queue`, freed once, here.
+        drop(unsafe { Box::from_raw(self.params) });
+    }
+}
+
+/// A transfer in flight: an event recorded on its stream after it, and the
+/// transfer it keeps alive until the event has completed.
+struct InFlight {
+    event: Event,
+    op: Arc<Transfer>,
+}
+
+/// Every transfer queued and not yet known to be finished, in this process.
+/// Drained by [`settle_finished`] (at each new transfer and each
+/// [`PendingIo`] wait) and by [`settle_of`] (when a [`FileHandle`] goes).
+/// Never locked across a wait.
+static IN_FLIGHT: Mutex<Vec<InFlight>> = Mutex::new(Vec::new());
+
+fn in_flight() -> std::sync::MutexGuard<'static, Vec<InFlight>> {
+    IN_FLIGHT.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Keeps `op` alive until the stream has passed it: an `IN_FLIGHT` entry with
+/// `event` recorded on `stream` now. If the event cannot be recorded, waits
+/// for the stream instead; if that fails too, leaks `op` (the registration,
+/// the file and the driver stay open for good: safe).
+fn track(op: &Arc<Transfer>, event: Event, stream: &Stream) -> Result<()> {
+    match event.record(stream) {
+        Ok(()) => {
+            in_flight().push(InFlight {
+                event,
+                op: Arc::clone(op),
+            });
+            Ok(())
+        }
+        Err(e) => {
+            if stream.sync().is_err() {
+                std::mem::forget(Arc::clone(op));
+            }
+            Err(e.into())
+        }
+    }
+}
+
+/// Releases the transfers whose events have completed (their state is
+/// dropped outside the lock: dropping a registration calls cuFile).
+fn settle_finished() {
+    let done: Vec<InFlight> = {
+        let mut list = in_flight();
+        let (done, pending) = std::mem::take(&mut *list)
+            .into_iter()
+            .partition(|f| matches!(f.event.is_done(), Ok(true)));
+        *list = pending;
+        done
+    };
+    drop(done);
+}
+
+/// Waits for the transfers through `reg` and releases them; one whose event
+/// cannot be waited for stays in flight (never released: safe).
+fn settle_of(reg: &Arc<Registration>) {
+    let mine: Vec<InFlight> = {
+        let mut list = in_flight();
+        let (mine, others) = std::mem::take(&mut *list)
+            .into_iter()
+            .partition(|f| Arc::ptr_eq(&f.op._registration, reg));
+        *list = others;
+        mine
+    };
+    let mut stuck = Vec::new();
+    for f in mine {
+        if f.event.sync().is_err() {
+            stuck.push(f);
+        }
+    }
+    if !stuck.is_empty() {
+        in_flight().extend(stuck);
     }
 }
 
@@ -242,19 +418,20 @@ struct AsyncParams {
 }
 
 /// A transfer queued on a stream by [`FileHandle::read_async`] or
-/// [`FileHandle::write_async`]: it owns the parameters cuFile reads when the
-/// stream reaches the transfer and borrows the device memory and the handle.
+/// [`FileHandle::write_async`]: it borrows the device memory and the handle,
+/// and shares the transfer's state (the parameters cuFile reads when the
+/// stream reaches it).
 ///
 /// [`wait`](Self::wait) synchronises the stream and returns the bytes moved.
-/// Dropping it without waiting synchronises the stream too (the parameters must
-/// outlive the transfer); if that synchronisation fails, the parameters are
-/// leaked rather than freed under cuFile. Leaking a `PendingIo`
-/// (`std::mem::forget`) leaks them as well: safe, and the buffer's free is still
-/// ordered after the transfer.
+/// Dropping it without waiting synchronises the stream too. Neither is needed
+/// for soundness: the transfer's state, with the handle's registration, is
+/// held by the transfer itself until an event recorded after it has
+/// completed. Leaking a `PendingIo` (`std::mem::forget`) is safe: the handle's
+/// drop waits for the transfer, and the buffer's free is ordered after it.
 #[must_use = "the transfer's result comes from `wait`; dropping it waits for the stream"]
 #[derive(Debug)]
 pub struct PendingIo<'a> {
-    params: Option<Box<AsyncParams>>,
+    op: Option<Arc<Transfer>>,
     stream: &'a Stream,
     what: String,
     _borrow: PhantomData<&'a mut ()>,
@@ -281,16 +458,15 @@ impl PendingIo<'_> {
     }
 
     fn finish(&mut self) -> Result<usize> {
-        let Some(params) = self.params.take() else {
+        let Some(op) = self.op.take() else {
             return Ok(0);
         };
-        if let Err(e) = self.stream.sync() {
-            // The transfer may not have run: cuFile may still read the box.
-            Box::leak(params);
-            return Err(e.into());
-        }
-        let done = params.done;
-        drop(params);
+        // On failure the transfer may not have run: dropping `op` is still
+        // safe (its `IN_FLIGHT` entry keeps the state until it has).
+        self.stream.sync()?;
+        let done = op.done();
+        drop(op);
+        settle_finished();
         match done {
             -1 => Err(from_status(
                 std::mem::take(&mut self.what),

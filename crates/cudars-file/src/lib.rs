@@ -35,9 +35,10 @@
 //! buffer, move the bytes and return; [`read_async`](FileHandle::read_async) and
 //! [`write_async`](FileHandle::write_async) (`cuFileReadAsync`/`cuFileWriteAsync`,
 //! cuFile 1.7 and CUDA 12.2 or newer) queue the transfer on a stream and return a
-//! [`PendingIo`] that owns the parameters cuFile reads when the stream gets
-//! there and borrows the view until it is waited for. [`RegisteredBuffer`]
-//! registers a device array that is transferred to and from many times
+//! [`PendingIo`] that borrows the view until it is waited for; the transfer
+//! itself keeps the parameters cuFile reads, and the file's registration, until
+//! the stream has passed it. [`RegisteredBuffer`]
+//! takes over and registers a device array that is transferred to and from many times
 //! (`cuFileBufRegister`), which GPUDirect Storage then need not map each time.
 //!
 //! cuFile is found at run time by the pathfinder (NVIDIA's `nvidia-cufile`

@@ -218,16 +218,15 @@ fn registered_buffers_round_trip() {
     let data = random_bytes(N, 4);
     let f = file_with(&data);
     let h = FileHandle::register(&driver(), open_rw(f.path())).unwrap();
-    let mut buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
-    {
-        let mut reg = RegisteredBuffer::new(&driver(), &mut buf).unwrap();
-        assert_eq!(h.read(reg.view_mut(), 0).unwrap(), N);
-        assert_eq!(
-            h.read_async(reg.view_mut(), 0, &s).unwrap().wait().unwrap(),
-            N
-        );
-        assert_eq!(h.write(reg.view(), N as u64).unwrap(), N);
-    }
+    let buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
+    let mut reg = RegisteredBuffer::new(&driver(), buf).unwrap();
+    assert_eq!(h.read(reg.view_mut(), 0).unwrap(), N);
+    assert_eq!(
+        h.read_async(reg.view_mut(), 0, &s).unwrap().wait().unwrap(),
+        N
+    );
+    assert_eq!(h.write(reg.view(), N as u64).unwrap(), N);
+    let buf = reg.into_inner().unwrap();
     assert!(buf.to_vec(&s).unwrap() == data);
     let back = std::fs::read(f.path()).unwrap();
     assert_eq!(back.len(), 2 * N);
@@ -235,11 +234,77 @@ fn registered_buffers_round_trip() {
         back[N..] == data[..],
         "the registered buffer's write differs"
     );
-    // Deregistered on drop: registering again works, twice at once does not.
-    let mut reg = RegisteredBuffer::new(&driver(), &mut buf).unwrap();
-    let mut other = DeviceBuffer::<u8>::zeroed(&dev, 16, &s).unwrap();
-    let _second = RegisteredBuffer::new(&driver(), &mut other).unwrap();
+    // Deregistered by `into_inner`: registering again works.
+    let mut reg = RegisteredBuffer::new(&driver(), buf).unwrap();
+    let other = DeviceBuffer::<u8>::zeroed(&dev, 16, &s).unwrap();
+    let _second = RegisteredBuffer::new(&driver(), other).unwrap();
     assert_eq!(h.read(reg.view_mut(), 0).unwrap(), N);
+}
+
+/// Issue 26, hole 8: a leaked `PendingIo` let safe code drop the `FileHandle`
+/// (deregistering it and closing its descriptor, which the OS then hands to the
+/// next file opened) while the transfer was still queued. The transfer now
+/// holds the registration itself: the handle's drop waits for it, and the bytes
+/// come from the right file even when a new file takes the descriptor number.
+#[test]
+fn a_leaked_pending_io_keeps_its_file_registered() {
+    require_gpu!();
+    require_cufile_files!();
+    require_libs!("cufile");
+    let (dev, s) = setup();
+    let data = random_bytes(N, 5);
+    let f = file_with(&data);
+    let decoy = file_with(&random_bytes(N, 6));
+    let h = FileHandle::register(&driver(), open_rw(f.path())).unwrap();
+    let mut buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
+    // Hold the stream, so the read is still queued when the handle goes.
+    let delay = std::time::Duration::from_millis(300);
+    // Timed from before the host function starts sleeping.
+    let start = std::time::Instant::now();
+    s.launch_host_func(move || std::thread::sleep(delay))
+        .unwrap();
+    std::mem::forget(h.read_async(buf.view_mut(), 0, &s).unwrap());
+    drop(h);
+    assert!(
+        start.elapsed() >= delay,
+        "the handle's drop waits for the transfer queued through it"
+    );
+    // The descriptor number is free again: another file may take it.
+    let _reuse = open_rw(decoy.path());
+    assert!(
+        buf.to_vec(&s).unwrap() == data,
+        "the leaked read came from its own file"
+    );
+}
+
+/// Issue 26, hole 8: `RegisteredBuffer` owns its array, so leaking it leaks
+/// the registration with the memory (it cannot be freed while registered); and
+/// its drop deregisters only after the transfers queued on it.
+#[test]
+fn a_registered_buffer_outlives_its_transfers() {
+    require_gpu!();
+    require_cufile_files!();
+    require_libs!("cufile");
+    let (dev, s) = setup();
+    let data = random_bytes(N, 7);
+    let f = file_with(&data);
+    let h = FileHandle::register(&driver(), open_rw(f.path())).unwrap();
+    let buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
+    let mut reg = RegisteredBuffer::new(&driver(), buf).unwrap();
+    let delay = std::time::Duration::from_millis(300);
+    // Timed from before the host function starts sleeping.
+    let start = std::time::Instant::now();
+    s.launch_host_func(move || std::thread::sleep(delay))
+        .unwrap();
+    std::mem::forget(h.read_async(reg.view_mut(), 0, &s).unwrap());
+    let buf = reg.into_inner().unwrap();
+    assert!(
+        start.elapsed() >= delay,
+        "deregistration waits for the transfers on the array"
+    );
+    assert!(buf.to_vec(&s).unwrap() == data);
+    // Leaked: the array stays allocated and registered; nothing else happens.
+    std::mem::forget(RegisteredBuffer::new(&driver(), buf).unwrap());
 }
 
 #[test]

@@ -198,7 +198,9 @@ impl Generator {
         })
     }
 
-    /// Binds the generator to another stream of its device.
+    /// Binds the generator to another stream of its device. The new stream
+    /// first waits for the work queued on the old one (an event), so
+    /// generations, which advance the generator's shared state, never overlap.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] ([`InvalidKind::OtherDevice`]) for a stream of
@@ -214,6 +216,14 @@ impl Generator {
                     stream.device().ordinal()
                 ),
             ));
+        }
+        // Soundness rule (issue 26, "one user of the generator at a time"): every
+        // generation uses the generator's device state (its position in the sequence), so generations must be totally
+        // ordered whatever stream they are queued on. The new stream waits for
+        // all the work queued so far on the old one before anything is queued
+        // on it; `&mut self` keeps a generation from being queued meanwhile.
+        if !same_stream(stream, &self.stream) {
+            stream.wait_stream(&self.stream)?;
         }
         self.bind(stream)?;
         self.stream = stream.clone();
@@ -368,7 +378,9 @@ impl Drop for Generator {
     fn drop(&mut self) {
         let _ = self.stream.context().set_current();
         // SAFETY: a live generator, not used after this. cuRAND waits for the work
-        // queued with it before freeing its state.
+        // queued with it on its current stream before freeing its state, and that
+        // stream is after every earlier one (`set_stream` orders them), so no
+        // generation queued on any stream is left using the state.
         let _ = unsafe { sys::curandDestroyGenerator(self.raw) };
     }
 }
@@ -382,4 +394,9 @@ impl<T: bytemuck::Pod> ViewPtr<T> for DeviceViewMut<'_, T> {
     fn view_ptr(&mut self) -> *mut T {
         self.ptr() as *mut T
     }
+}
+
+/// Whether two streams are the same stream (handle and context).
+fn same_stream(a: &Stream, b: &Stream) -> bool {
+    a.handle() == b.handle() && a.context() == b.context()
 }

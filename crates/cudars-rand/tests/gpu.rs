@@ -168,3 +168,36 @@ fn odd_lengths_and_bad_parameters() {
         );
     }
 }
+
+/// Issue 26, hole 11: generations on two streams shared the generator's state.
+/// `set_stream` now makes the new stream wait for the old one, so a sequence
+/// drawn across stream swaps is the one drawn on a single stream.
+#[test]
+fn generations_stay_ordered_across_set_stream() {
+    require_gpu!();
+    let (dev, s1) = setup();
+    let s2 = dev.create_stream(StreamOptions::default()).unwrap();
+    let (n, rounds) = (1usize << 20, 6);
+    for kind in KINDS {
+        let mut single = Generator::with_seed(kind, 11, &s1).unwrap();
+        let mut want = Vec::new();
+        for _ in 0..rounds {
+            let mut x = DeviceBuffer::<u32>::allocate(&dev, n, &s1).unwrap();
+            single.fill_u32(x.view_mut()).unwrap();
+            want.extend(x.to_vec(&s1).unwrap());
+        }
+
+        let mut g = Generator::with_seed(kind, 11, &s1).unwrap();
+        let mut outs = Vec::new();
+        for r in 0..rounds {
+            let s = if r % 2 == 0 { &s1 } else { &s2 };
+            g.set_stream(s).unwrap();
+            let mut x = DeviceBuffer::<u32>::allocate(&dev, n, s).unwrap();
+            g.fill_u32(x.view_mut()).unwrap();
+            outs.push(x);
+        }
+        g.set_stream(&s1).unwrap();
+        let got: Vec<u32> = outs.iter().flat_map(|x| x.to_vec(&s1).unwrap()).collect();
+        assert_eq!(got, want, "{kind:?}: swapped streams, one sequence");
+    }
+}
