@@ -125,6 +125,9 @@ fn classify(
         // A proc-macro crate's unit tests link the toolchain's `libstd` dynamically
         // (it is not on a GPU machine) and need no GPU: they run in CI.
         ("proc-macro", true) => return None,
+        // The tidy checks read the source tree, which does not travel; they need
+        // no GPU and run in CI.
+        ("test", true) if package == "cudars-tests" && target_name == "tidy" => return None,
         // A library's unit tests, whatever its crate types (`cdylib`, `rlib`, …).
         ("cdylib" | "rlib" | "dylib" | "staticlib", true) => {
             ("test", format!("{package}--lib-{target_name}"))
@@ -617,5 +620,6 @@ mod tests {
             Some(("test", "cudars-core--lib-cudars_core".to_string()))
         );
         assert_eq!(classify("cdylib", false, "cudars-driver-shim", "x"), None);
+        assert_eq!(classify("test", true, "cudars-tests", "tidy"), None);
     }
 }

@@ -46,6 +46,7 @@ pub struct Blas {
 
 // SAFETY: a cuBLAS handle may move between threads; it is used by one at a time,
 // which `&mut`-free but `!Sync` access guarantees (no `Sync` impl).
+// Soundness contract: rule 11.
 unsafe impl Send for Blas {}
 
 impl Blas {

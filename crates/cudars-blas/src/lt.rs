@@ -116,6 +116,7 @@ pub struct BlasLt {
 }
 
 // SAFETY: as for `Blas`: the handle moves between threads, used by one at a time.
+// Soundness contract: rule 11.
 unsafe impl Send for BlasLt {}
 
 /// Turns a cuBLASLt status into a `Result`, saying what was being done.

@@ -154,6 +154,7 @@ impl<T: Pod> ArcView<T> {
 
 // SAFETY: points at the view's stored device address (8 bytes), which lives as
 // long as the view.
+// Soundness contract: rule 10.
 unsafe impl<T: Pod> crate::KernelArg for ArcView<T> {
     fn arg_ptr(&self) -> *const std::ffi::c_void {
         (&self.ptr as *const sys::CUdeviceptr).cast()

@@ -113,8 +113,10 @@ impl Drop for Current {
 // SAFETY: a CUcontext may be made current on any thread; `Inner` has no
 // thread-bound state. A green context is current on one thread at a time:
 // `green_lock` sees to it.
+// Soundness contract: rule 11.
 unsafe impl Send for Inner {}
 // SAFETY: as above; the driver serialises context operations.
+// Soundness contract: rule 11.
 unsafe impl Sync for Inner {}
 
 impl fmt::Debug for Context {

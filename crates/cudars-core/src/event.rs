@@ -40,8 +40,10 @@ pub struct Event {
 }
 
 // SAFETY: a CUevent is a handle any thread may use.
+// Soundness contract: rule 11.
 unsafe impl Send for Event {}
 // SAFETY: as above; methods take `&self` and the driver serialises.
+// Soundness contract: rule 11.
 unsafe impl Sync for Event {}
 
 impl Event {

@@ -139,8 +139,10 @@ pub struct GraphicsResource {
 // SAFETY: a graphics resource handle may be used from any thread (the OpenGL
 // context requirement is documented; the driver reports its absence); mapping
 // takes `&mut self`.
+// Soundness contract: rule 11.
 unsafe impl Send for GraphicsResource {}
 // SAFETY: `&self` methods only read the handle.
+// Soundness contract: rule 11.
 unsafe impl Sync for GraphicsResource {}
 
 impl std::fmt::Debug for GraphicsResource {
@@ -538,6 +540,8 @@ struct LentMemory {
 // SAFETY: `allocate_raw` never returns memory, so `deallocate` is only ever
 // handed the mapped range of `GraphicsMapping::buffer`, which it leaves to the
 // unmapping.
+// Soundness contract: rules 2 and 8.
+// Soundness contract: rule 1.
 unsafe impl MemoryResource for LentMemory {
     unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         Err(Error::unsupported(

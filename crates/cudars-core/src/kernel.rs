@@ -38,8 +38,10 @@ struct Inner {
 }
 
 // SAFETY: kernel and function handles may be used from any thread.
+// Soundness contract: rule 11.
 unsafe impl Send for Inner {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl Sync for Inner {}
 
 /// The name the driver gave (`rc` and `name` from `cuKernelGetName` or

@@ -398,6 +398,7 @@ pub unsafe trait KernelArg {
 }
 
 // SAFETY: a `Pod` value is its own bytes.
+// Soundness contract: rule 10.
 unsafe impl<T: Pod> KernelArg for T {
     fn arg_ptr(&self) -> *const c_void {
         (self as *const T).cast()
@@ -408,6 +409,7 @@ unsafe impl<T: Pod> KernelArg for T {
 }
 
 // SAFETY: points at the buffer's stored device address (8 bytes).
+// Soundness contract: rule 10.
 unsafe impl KernelArg for Buffer {
     fn arg_ptr(&self) -> *const c_void {
         self.ptr_ref().cast()
@@ -418,6 +420,7 @@ unsafe impl KernelArg for Buffer {
 }
 
 // SAFETY: points at the view's stored device address (8 bytes).
+// Soundness contract: rule 10.
 unsafe impl<T: Pod> KernelArg for crate::DeviceView<'_, T> {
     fn arg_ptr(&self) -> *const c_void {
         (&self.ptr as *const sys::CUdeviceptr).cast()
@@ -428,6 +431,7 @@ unsafe impl<T: Pod> KernelArg for crate::DeviceView<'_, T> {
 }
 
 // SAFETY: as above.
+// Soundness contract: rule 10.
 unsafe impl<T: Pod> KernelArg for crate::DeviceViewMut<'_, T> {
     fn arg_ptr(&self) -> *const c_void {
         (&self.ptr as *const sys::CUdeviceptr).cast()
@@ -438,6 +442,7 @@ unsafe impl<T: Pod> KernelArg for crate::DeviceViewMut<'_, T> {
 }
 
 // SAFETY: points at the underlying buffer's stored device address (8 bytes).
+// Soundness contract: rule 10.
 unsafe impl<T: Pod> KernelArg for crate::DeviceBuffer<T> {
     fn arg_ptr(&self) -> *const c_void {
         self.as_buffer().ptr_ref().cast()

@@ -40,8 +40,10 @@ struct Inner {
 }
 
 // SAFETY: a CUlibrary is context-independent and may be used from any thread.
+// Soundness contract: rule 11.
 unsafe impl Send for Inner {}
 // SAFETY: as above; the driver serialises.
+// Soundness contract: rule 11.
 unsafe impl Sync for Inner {}
 
 impl fmt::Debug for Library {

@@ -506,6 +506,7 @@ struct JitLink {
 
 // SAFETY: an nvJitLink handle may be used from any thread, one call at a time; the
 // `Mutex` in `Linker` serialises every use.
+// Soundness contract: rule 11.
 unsafe impl Send for JitLink {}
 
 type JitSizeFn = unsafe fn(jl::nvJitLinkHandle, *mut usize) -> jl::nvJitLinkResult;
@@ -662,6 +663,7 @@ struct DriverLink {
 // SAFETY: a CUlinkState may be used from any thread with its context current, one
 // call at a time; the `Mutex` in `Linker` serialises every use. The buffers it
 // points into are owned here.
+// Soundness contract: rule 11.
 unsafe impl Send for DriverLink {}
 
 impl DriverLink {

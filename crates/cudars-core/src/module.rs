@@ -41,8 +41,10 @@ struct Inner {
 
 // SAFETY: module handles may be used from any thread (with their context current,
 // which every method ensures).
+// Soundness contract: rule 11.
 unsafe impl Send for Inner {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl Sync for Inner {}
 
 impl fmt::Debug for Module {

@@ -117,7 +117,8 @@ impl<T: Pod> PinnedBuffer<T> {
         self.buf.ptr() as usize as *const T
     }
 
-    /// The elements, after waiting for the copies in flight that write them.
+    /// The elements, after waiting for the copies in flight that write them
+    /// (rule 3 of the soundness contract, `docs/architecture.md`).
     ///
     /// # Errors
     /// The driver's error for a failed copy.
@@ -129,7 +130,8 @@ impl<T: Pod> PinnedBuffer<T> {
         unsafe { self.buf.as_host_slice() }
     }
 
-    /// The elements, mutably, after waiting for every copy in flight.
+    /// The elements, mutably, after waiting for every copy in flight (rule 3
+    /// of the soundness contract, `docs/architecture.md`).
     ///
     /// # Errors
     /// The driver's error for a failed copy.

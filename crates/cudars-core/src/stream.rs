@@ -55,6 +55,7 @@ struct Inner {
 // names the thread for such a stream, never by the handle alone.
 unsafe impl Send for Inner {}
 // SAFETY: as above; every method takes `&self` and the driver serialises.
+// Soundness contract: rule 11.
 unsafe impl Sync for Inner {}
 
 /// Which queue of the device a stream's work goes to when queued from the

@@ -186,8 +186,10 @@ pub struct StridedMemoryView {
 // SAFETY: the view owns its keep-alive: a DLPack tensor (DLPack lets the
 // consumer release it from any thread), an `Arc` of `Send + Sync` memory, or
 // nothing.
+// Soundness contract: rule 11.
 unsafe impl Send for StridedMemoryView {}
 // SAFETY: the view's methods only read its own copies of the metadata.
+// Soundness contract: rule 11.
 unsafe impl Sync for StridedMemoryView {}
 
 impl std::fmt::Debug for StridedMemoryView {

@@ -333,8 +333,10 @@ pub struct SystemDevice {
 
 // SAFETY: see the type's docs: the handle is an opaque token owned by NVML for the
 // life of the process, and NVML's API is thread-safe.
+// Soundness contract: rule 11.
 unsafe impl Send for SystemDevice {}
 // SAFETY: as for `Send`; no method mutates Rust-visible state through `&self`.
+// Soundness contract: rule 11.
 unsafe impl Sync for SystemDevice {}
 
 impl fmt::Debug for SystemDevice {
@@ -1175,8 +1177,10 @@ pub struct EventSet {
 }
 
 // SAFETY: an NVML event set may be used from any thread; NVML serialises.
+// Soundness contract: rule 11.
 unsafe impl Send for EventSet {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl Sync for EventSet {}
 
 impl EventSet {

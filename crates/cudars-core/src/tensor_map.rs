@@ -889,6 +889,7 @@ fn check_box(
 
 // SAFETY: the pointer is to the descriptor's own 128 bytes, which is what a
 // `CUtensorMap` kernel parameter takes.
+// Soundness contract: rule 10.
 unsafe impl KernelArg for TensorMapDescriptor {
     fn arg_ptr(&self) -> *const c_void {
         (&self.map as *const sys::CUtensorMap).cast()

@@ -50,6 +50,7 @@ macro_rules! handle_object {
 
         // SAFETY: the object is a 64-bit handle passed by value; as a kernel
         // argument it is its own bytes.
+        // Soundness contract: rule 10.
         unsafe impl KernelArg for $ty {
             fn arg_ptr(&self) -> *const c_void {
                 (&raw const self.handle).cast()
@@ -252,8 +253,10 @@ enum Origin {
 
 // SAFETY: an array handle may be used from any thread; copies take `&mut self` or
 // go through the driver, which serialises.
+// Soundness contract: rule 11.
 unsafe impl Send for OpaqueArray {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl Sync for OpaqueArray {}
 
 impl std::fmt::Debug for OpaqueArray {
@@ -451,8 +454,10 @@ struct MipmappedInner {
 }
 
 // SAFETY: a mipmapped array handle may be used from any thread.
+// Soundness contract: rule 11.
 unsafe impl Send for MipmappedInner {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl Sync for MipmappedInner {}
 
 impl Drop for MipmappedInner {

@@ -65,6 +65,7 @@ pub trait CaptureParam: Param {
 pub struct Val<T>(PhantomData<T>);
 
 // SAFETY: the argument is the value itself, `size_of::<T>()` bytes.
+// Soundness contract: rule 10.
 unsafe impl<T: Pod> Param for Val<T> {
     type Arg<'a> = T;
     const SIZE: usize = std::mem::size_of::<T>();
@@ -87,6 +88,7 @@ impl<T: Pod> CaptureParam for Val<T> {
 macro_rules! scalar_params {
     ($($t:ty => $captured:ty),*) => {$(
         // SAFETY: the argument is the value itself.
+        // Soundness contract: rule 10.
         unsafe impl Param for $t {
             type Arg<'a> = $t;
             const SIZE: usize = std::mem::size_of::<$t>();
@@ -138,6 +140,7 @@ fn same_device(dev: &crate::Device, stream: &Stream) -> Result<()> {
 }
 
 // SAFETY: the argument is the view's stored device address, 8 bytes.
+// Soundness contract: rule 10.
 unsafe impl<T: Pod> Param for ConstPtr<T> {
     type Arg<'a> = DeviceView<'a, T>;
     const SIZE: usize = std::mem::size_of::<sys::CUdeviceptr>();
@@ -150,6 +153,7 @@ unsafe impl<T: Pod> Param for ConstPtr<T> {
 }
 
 // SAFETY: as for `ConstPtr`.
+// Soundness contract: rule 10.
 unsafe impl<T: Pod> Param for MutPtr<T> {
     type Arg<'a> = DeviceViewMut<'a, T>;
     const SIZE: usize = std::mem::size_of::<sys::CUdeviceptr>();
@@ -212,6 +216,7 @@ macro_rules! signature {
         }
 
         // SAFETY: the sizes and pointers follow the tuple's order.
+        // Soundness contract: rule 10.
         unsafe impl<$($p: Param),*> Signature for ($($p,)*) {
             type Args<'a> = ($($p::Arg<'a>,)*);
             const SIZES: &'static [usize] = &[$($p::SIZE),*];

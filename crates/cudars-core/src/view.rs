@@ -97,12 +97,16 @@ pub struct DeviceViewMut<'a, T> {
 // SAFETY: a view is a device address, a length and a shared borrow of a `Buffer`,
 // which is `Send + Sync`; every operation goes through a stream. The mutable
 // view's exclusivity is a borrow, not thread-affine state.
+// Soundness contract: rule 11.
 unsafe impl<T: Sync> Send for DeviceView<'_, T> {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl<T: Sync> Sync for DeviceView<'_, T> {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl<T: Send> Send for DeviceViewMut<'_, T> {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl<T: Sync> Sync for DeviceViewMut<'_, T> {}
 
 impl<T> std::fmt::Debug for DeviceView<'_, T> {

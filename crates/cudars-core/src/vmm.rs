@@ -248,8 +248,10 @@ pub struct VirtualMemoryResource {
 
 // SAFETY: `prop` holds plain values (its only pointer, the Windows handle
 // metadata, is always null); the allocations are behind a mutex.
+// Soundness contract: rule 11.
 unsafe impl Send for VirtualMemoryResource {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl Sync for VirtualMemoryResource {}
 
 impl std::fmt::Debug for VirtualMemoryResource {
@@ -781,6 +783,8 @@ fn export_chunk(
 // SAFETY: allocations are memory of the resource's location, mapped with the
 // options' access for `device`; `deallocate` undoes exactly what `allocate_raw`
 // made, found by address.
+// Soundness contract: rules 1, 2 and 4 (frees wait for the free stream).
+// Soundness contract: rule 1.
 unsafe impl MemoryResource for VirtualMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         let what = "allocating virtual memory";

@@ -156,6 +156,7 @@ where
 }
 
 // SAFETY: a plan may move between threads; `!Sync` keeps one user at a time.
+// Soundness contract: rule 11.
 unsafe impl<T: Float> Send for Plan<T> where Complex<T>: bytemuck::Pod {}
 
 impl<T: Float> Plan<T>

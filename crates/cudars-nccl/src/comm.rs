@@ -164,6 +164,7 @@ pub struct Communicator {
 
 // SAFETY: a communicator may be used from any thread, one at a time; `!Sync`
 // keeps it to one.
+// Soundness contract: rule 11.
 unsafe impl Send for Communicator {}
 
 impl Communicator {

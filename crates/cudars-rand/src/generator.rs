@@ -128,6 +128,7 @@ pub struct Generator {
 }
 
 // SAFETY: a generator may move between threads; `!Sync` keeps it on one at a time.
+// Soundness contract: rule 11.
 unsafe impl Send for Generator {}
 
 impl Generator {

@@ -172,6 +172,7 @@ impl<T: Pod> From<&GraphView<T>> for GraphView<T> {
 }
 
 // SAFETY: the inner view's stored device address (8 bytes), as `ArcView`'s.
+// Soundness contract: rule 10.
 unsafe impl<T: Pod> KernelArg for GraphView<T> {
     fn arg_ptr(&self) -> *const std::ffi::c_void {
         self.view.arg_ptr()
@@ -266,8 +267,10 @@ struct CapturedNode(sys::CUgraphNode);
 
 // SAFETY: the handle is only wrapped into a `GraphNode` of the built graph (an
 // identifier; `Graph` serialises its use), never used through this type.
+// Soundness contract: rule 11.
 unsafe impl Send for CapturedNode {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl Sync for CapturedNode {}
 
 /// What the builders of one graph (the top one, its splits, its bodies) share.

@@ -75,6 +75,7 @@ pub struct GraphExec {
 
 // SAFETY: executable graph handles may be used from any thread, one at a time
 // (`GraphExec` is not `Sync`).
+// Soundness contract: rule 11.
 unsafe impl Send for GraphExec {}
 
 impl fmt::Debug for GraphExec {

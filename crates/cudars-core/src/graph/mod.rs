@@ -67,8 +67,10 @@ pub struct GraphNode {
 
 // SAFETY: a node handle is an identifier; it is only handed to the driver together
 // with the graph it belongs to (checked by id), which `&mut Graph` serialises.
+// Soundness contract: rule 11.
 unsafe impl Send for GraphNode {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl Sync for GraphNode {}
 
 impl GraphNode {
@@ -88,8 +90,10 @@ struct Root(sys::CUgraph);
 
 // SAFETY: the handle is only destroyed, once, by whichever holder goes last; no
 // other use is made of it through `Root`.
+// Soundness contract: rule 11.
 unsafe impl Send for Root {}
 // SAFETY: as above: `Root` offers no access to the graph.
+// Soundness contract: rule 11.
 unsafe impl Sync for Root {}
 
 impl Drop for Root {

@@ -210,8 +210,10 @@ pub(super) struct ConditionalRecord {
 }
 
 // SAFETY: the node handle is only compared, never handed to the driver.
+// Soundness contract: rule 11.
 unsafe impl Send for ConditionalRecord {}
 // SAFETY: as above.
+// Soundness contract: rule 11.
 unsafe impl Sync for ConditionalRecord {}
 
 /// A node's parameters, by kind ([`GraphNode::params`]).

@@ -536,6 +536,9 @@ impl Buffer {
     /// contents (pinned or managed memory) as a mutable slice: zero-copy host reads
     /// and writes, safely.
     ///
+    /// Rule 3 of the soundness contract (`docs/architecture.md`): the host sees
+    /// the memory only after the free stream, where rule 2 ordered every use.
+    ///
     /// ```no_run
     /// # fn f(dev: cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
     /// use std::sync::Arc;

@@ -63,8 +63,10 @@ pub struct ManagedMemoryResource {
 }
 
 // SAFETY: a CUmemoryPool is a handle any thread may use.
+// Soundness contract: rule 11.
 unsafe impl Send for ManagedMemoryResource {}
 // SAFETY: as above; the driver serialises pool operations.
+// Soundness contract: rule 11.
 unsafe impl Sync for ManagedMemoryResource {}
 
 /// Options for a new pool of managed memory
@@ -276,6 +278,8 @@ impl Drop for ManagedMemoryResource {
 // device; the first is freed by `cuMemFree`, the second by `cuMemFreeAsync`, each
 // with the pointer its allocation returned. `cuMemAllocManaged` memory is usable
 // on any stream at once, as a resource that is not stream-ordered must be.
+// Soundness contract: rules 1 and 2.
+// Soundness contract: rule 1.
 unsafe impl MemoryResource for ManagedMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
         if self.is_pool() {

@@ -33,6 +33,7 @@ impl LegacyPinnedMemoryResource {
 
 // SAFETY: `cuMemHostAlloc` memory is host memory the device can reach, freed by
 // `cuMemFreeHost` with the pointer it returned.
+// Soundness contract: rules 1 and 2.
 unsafe impl MemoryResource for LegacyPinnedMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         let _current = self.device.ensure_current()?;
@@ -83,8 +84,10 @@ pub struct PinnedMemoryResource {
 }
 
 // SAFETY: a CUmemoryPool is a handle any thread may use.
+// Soundness contract: rule 11.
 unsafe impl Send for PinnedMemoryResource {}
 // SAFETY: as above; the driver serialises pool operations.
+// Soundness contract: rule 11.
 unsafe impl Sync for PinnedMemoryResource {}
 
 /// Options for a [`PinnedMemoryResource`].
@@ -226,6 +229,7 @@ impl Drop for PinnedMemoryResource {
 
 // SAFETY: host-pool allocations are page-locked host memory `device` may access,
 // freed with `cuMemFreeAsync`.
+// Soundness contract: rules 1 and 2.
 unsafe impl MemoryResource for PinnedMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
         let what = || format!("allocating {size} bytes of pinned host memory");

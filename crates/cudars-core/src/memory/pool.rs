@@ -89,8 +89,10 @@ impl PoolIpc {
 }
 
 // SAFETY: a CUmemoryPool is a handle any thread may use.
+// Soundness contract: rule 11.
 unsafe impl Send for DeviceMemoryResource {}
 // SAFETY: as above; the driver serialises pool operations.
+// Soundness contract: rule 11.
 unsafe impl Sync for DeviceMemoryResource {}
 
 /// Options for a new device memory pool.
@@ -569,6 +571,8 @@ impl Drop for DeviceMemoryResource {
 
 // SAFETY: pool allocations are device memory of `self.device`, freed with
 // `cuMemFreeAsync`, which takes exactly what `cuMemAllocFromPoolAsync` returned.
+// Soundness contract: rules 1 and 2.
+// Soundness contract: rule 1.
 unsafe impl MemoryResource for DeviceMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
         let what = || {

@@ -1,0 +1,208 @@
+//! Tidy checks of the soundness contract's paper trail, without a GPU: every
+//! `unsafe impl` of a thread-safety or crate contract trait in the safe crates,
+//! and every safe host view, names the rule of the soundness contract
+//! (`docs/architecture.md`, "The soundness contract") that it relies on, and
+//! every rule it names exists.
+
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+/// The crates whose `unsafe impl`s the contract covers (the pathfinder's loader
+/// handles and the generated bindings are outside it).
+const CRATES: &[&str] = &[
+    "cudars-core",
+    "cudars-blas",
+    "cudars-rand",
+    "cudars-fft",
+    "cudars-nccl",
+    "cudars-file",
+];
+
+/// Traits whose `unsafe impl` must name a rule: thread safety, and the crate's
+/// own unsafe traits.
+const TRAITS: &[&str] = &[
+    "Send",
+    "Sync",
+    "MemoryResource",
+    "KernelArg",
+    "Param",
+    "Signature",
+];
+
+/// The safe host views: functions that hand out a host reference to memory the
+/// device can reach, each with the file that defines it.
+const HOST_VIEWS: &[(&str, &str)] = &[
+    (
+        "crates/cudars-core/src/memory/buffer.rs",
+        "pub fn host_slice_mut",
+    ),
+    ("crates/cudars-core/src/pinned_buffer.rs", "pub fn as_slice"),
+    (
+        "crates/cudars-core/src/pinned_buffer.rs",
+        "pub fn as_mut_slice",
+    ),
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The numbers of the rules `docs/architecture.md` lists under "The soundness
+/// contract".
+fn contract_rules() -> Vec<u32> {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let start = doc
+        .find("### The soundness contract")
+        .expect("docs/architecture.md has no \"### The soundness contract\" section");
+    let section = &doc[start..];
+    let end = section[3..].find("\n### ").map_or(section.len(), |i| i + 3);
+    section[..end]
+        .lines()
+        .filter_map(|l| {
+            let (n, rest) = l.split_once(". **")?;
+            let _ = rest;
+            n.trim().parse().ok()
+        })
+        .collect()
+}
+
+/// The rule numbers a comment names: "rule 5", "rules 1 and 9", "rules 1, 2 and 4".
+fn cited_rules(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("rule") {
+        rest = &rest[i + 4..];
+        let tail = rest.strip_prefix('s').unwrap_or(rest);
+        // Numbers separated by spaces, commas and "and".
+        for word in tail.split_whitespace() {
+            let w = word.trim_matches(|c: char| c == ',' || c == '.' || c == ')' || c == ';');
+            if w == "and" {
+                continue;
+            }
+            match w.parse::<u32>() {
+                Ok(n) => out.push(n),
+                Err(_) => break,
+            }
+        }
+    }
+    out
+}
+
+/// The `//` comment lines right above line `i` (attributes skipped).
+fn comment_above(lines: &[&str], i: usize) -> String {
+    let mut j = i;
+    let mut block = Vec::new();
+    while j > 0 {
+        j -= 1;
+        let t = lines[j].trim();
+        if t.starts_with("//") {
+            block.push(t);
+        } else if t.starts_with("#[") {
+            continue;
+        } else {
+            break;
+        }
+    }
+    block.reverse();
+    block.join(" ")
+}
+
+#[test]
+fn the_contract_lists_its_rules_in_order() {
+    let rules = contract_rules();
+    assert!(
+        rules.len() >= 10,
+        "only {} rules found: {rules:?}",
+        rules.len()
+    );
+    let expected: Vec<u32> = (1..=rules.len() as u32).collect();
+    assert_eq!(rules, expected, "the rules are not numbered 1, 2, 3, …");
+}
+
+#[test]
+fn every_unsafe_impl_names_the_rule_it_relies_on() {
+    let rules = contract_rules();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for c in CRATES {
+        let mut files = Vec::new();
+        rust_files(&root().join("crates").join(c).join("src"), &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, l) in lines.iter().enumerate() {
+                let t = l.trim_start();
+                let Some(rest) = t.strip_prefix("unsafe impl") else {
+                    continue;
+                };
+                // `unsafe impl<T: Pod> Send for …`: the trait is the word before `for`.
+                let rest = rest.split(" for ").next().unwrap_or("");
+                let name = rest
+                    .rsplit(|c: char| c.is_whitespace() || c == '>' || c == ':')
+                    .next()
+                    .unwrap_or("");
+                if !TRAITS.contains(&name) {
+                    continue;
+                }
+                checked += 1;
+                let comment = comment_above(&lines, i);
+                let cited = cited_rules(&comment);
+                let at = format!("{}:{}", f.display(), i + 1);
+                if !comment.contains("SAFETY:") && !comment.contains("Soundness contract") {
+                    missing.push(format!("{at}: no SAFETY comment"));
+                } else if cited.is_empty() {
+                    missing.push(format!("{at}: names no rule of the soundness contract"));
+                } else if let Some(n) = cited.iter().find(|n| !rules.contains(n)) {
+                    missing.push(format!("{at}: names rule {n}, which the contract lacks"));
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 50,
+        "only {checked} unsafe impls found: is the scan broken?"
+    );
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn every_safe_host_view_names_its_rule() {
+    let rules = contract_rules();
+    for (file, sig) in HOST_VIEWS {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let i = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(sig))
+            .unwrap_or_else(|| panic!("{file}: `{sig}` not found"));
+        let cited = cited_rules(&comment_above(&lines, i));
+        assert!(
+            cited.iter().any(|n| rules.contains(n)),
+            "{file}: `{sig}` names no rule of the soundness contract in its docs"
+        );
+    }
+}
+
+#[test]
+fn cited_rules_are_read_as_written() {
+    assert_eq!(cited_rules("// Soundness contract: rule 11."), [11]);
+    assert_eq!(cited_rules("rules 1 and 9."), [1, 9]);
+    assert_eq!(cited_rules("(rules 1, 2 and 4 (frees wait))"), [1, 2, 4]);
+    assert_eq!(cited_rules("no rules here"), [] as [u32; 0]);
+}
