@@ -72,17 +72,22 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 /// Runs `f`, recording a panic in `slot`; nothing unwinds out of it (a payload
 /// whose own drop panics is leaked).
-fn run_caught(f: impl FnOnce(), slot: &PanicSlot) {
+pub(crate) fn run_caught(f: impl FnOnce(), slot: &PanicSlot) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
         slot.record(panic_message(&*payload));
         drop_caught(payload);
     }
 }
 
-/// Drops `value` without letting a panic of its destructor unwind.
-fn drop_caught<T>(value: T) {
+/// Drops `value` without letting a panic of its destructor unwind. The panic's
+/// payload is dropped under `catch_unwind` too; a payload of *that* panic is
+/// forgotten (dropping it could panic again, without end): the one thing leaked,
+/// and only when two destructors in a row panic.
+pub(crate) fn drop_caught<T>(value: T) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        std::mem::forget(payload);
+        if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            std::mem::forget(again);
+        }
     }
 }
 
@@ -93,7 +98,14 @@ struct Once {
     panics: Arc<PanicSlot>,
 }
 
+// Trampoline rule (every `extern "C"` callback of the crate): the thread is
+// marked as a driver callback thread (`CallbackScope`) for the whole call, so
+// that a release reached from it is deferred instead of calling CUDA; the
+// closure runs under `catch_unwind`, and everything dropped here (the closure,
+// its captures, a panic's payload) is dropped through `drop_caught`, so no
+// panic unwinds into the driver and none aborts.
 unsafe extern "C" fn once_trampoline(data: *mut c_void) {
+    let _scope = crate::deferred::CallbackScope::enter();
     // SAFETY: `data` is the `Box<Once>` that `enqueue_once` leaked for this one
     // call (a host function outside a capture runs once), so it is taken back
     // exactly once, here.
@@ -111,14 +123,19 @@ struct Repeat {
     panics: Arc<PanicSlot>,
 }
 
+// The trampoline rule (see `once_trampoline`).
 unsafe extern "C" fn repeat_trampoline(data: *mut c_void) {
+    let _scope = crate::deferred::CallbackScope::enter();
     // SAFETY: `data` is a `Box<Repeat>` owned by a user object that the graph
     // holds, so it lives as long as the graph and its instantiations can run it.
     let call = unsafe { &*data.cast::<Repeat>() };
     run_caught(|| (call.f)(), &call.panics);
 }
 
+// The trampoline rule (see `once_trampoline`): a user object's destructor runs
+// on a driver thread too.
 unsafe extern "C" fn repeat_destroy(data: *mut c_void) {
+    let _scope = crate::deferred::CallbackScope::enter();
     // SAFETY: the user object's destructor, called once when its last reference
     // goes; `data` is the `Box<Repeat>` it was made with.
     let call = unsafe { Box::from_raw(data.cast::<Repeat>()) };

@@ -335,7 +335,11 @@ impl Context {
     pub fn sync(&self) -> Result<()> {
         let _current = self.ensure_current()?;
         // SAFETY: a current context.
-        unsafe { sys::cuCtxSynchronize() }.check(|| "synchronising a context")
+        unsafe { sys::cuCtxSynchronize() }.check(|| "synchronising a context")?;
+        drop(_current);
+        // Frees deferred until the work they waited for was done.
+        crate::deferred::poll();
+        Ok(())
     }
 
     /// A new stream in this context.
@@ -366,8 +370,23 @@ pub(crate) fn ensure_current(
     Ok(Current { green: None })
 }
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there: the context's fields
+// move into a new `Inner`, dropped there, and this one releases nothing.
 impl Drop for Inner {
     fn drop(&mut self) {
+        if (self.owned || !self.green.is_null()) && crate::deferred::must_defer() {
+            let moved = Inner {
+                handle: self.handle,
+                device: self.device,
+                owned: std::mem::replace(&mut self.owned, false),
+                primary: self.primary,
+                green: std::mem::replace(&mut self.green, std::ptr::null_mut()),
+                green_lock: self.green_lock.take(),
+            };
+            crate::deferred::defer_drop("destroying a context", moved);
+            return;
+        }
         if !self.green.is_null() {
             // SAFETY: an owned green context (which owns `handle`), destroyed once,
             // after every stream and event made in it (they hold clones).

@@ -170,9 +170,23 @@ impl Event {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there. Green rule: the
+// destroy holds the context's guard (`ensure_current`), as every call on a
+// green context does.
 impl Drop for Event {
     fn drop(&mut self) {
-        // SAFETY: an owned, live event, destroyed once (pending records complete).
-        let _ = unsafe { sys::cuEventDestroy(self.handle) };
+        let ctx = self.ctx.clone();
+        let destroy = move |e: sys::CUevent| {
+            let _current = ctx.ensure_current();
+            // SAFETY: an owned, live event, destroyed once (pending records complete).
+            let _ = unsafe { sys::cuEventDestroy(e) };
+        };
+        if crate::deferred::must_defer() {
+            // SAFETY: the owned event; its one destroy moves to the queue.
+            unsafe { crate::deferred::defer_handle("destroying an event", self.handle, destroy) };
+            return;
+        }
+        destroy(self.handle);
     }
 }

@@ -215,12 +215,46 @@ impl<T> Drop for PinnedBuffer<T> {
             .pending
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
+        if crate::deferred::must_defer() {
+            // Deferred-free rule: on a driver callback thread (no CUDA calls, and
+            // waiting there could wait for the callback itself) the waits and the
+            // free move to the deferred queue, in the same order.
+            let events: Vec<Event> = p
+                .reads
+                .drain(..)
+                .chain(p.writes.drain(..))
+                .map(|(_, e)| e)
+                .collect();
+            let size = self.buf.size();
+            // SAFETY: a stand-in that owns nothing, never used: `self` is being
+            // dropped, and the real buffer moves to the queue.
+            let stand_in =
+                unsafe { Buffer::from_raw(0, 0, crate::MemoryKind::Pinned, self.buf.device()) };
+            let mut parts = Some((events, std::mem::replace(&mut self.buf, stand_in)));
+            crate::deferred::defer("freeing pinned memory", size, None, move || {
+                if let Some((events, buf)) = parts.take() {
+                    wait_then_drop(events, buf);
+                }
+                Ok(())
+            });
+            return;
+        }
         for (_, e) in p.reads.drain(..).chain(p.writes.drain(..)) {
             if e.sync().is_err() {
                 let _ = e.context().sync();
             }
         }
     }
+}
+
+/// Waits for `events` (each, or its context when that fails), then drops `buf`.
+fn wait_then_drop(events: Vec<Event>, buf: Buffer) {
+    for e in events {
+        if e.sync().is_err() {
+            let _ = e.context().sync();
+        }
+    }
+    drop(buf);
 }
 
 impl<T: Pod> DeviceViewMut<'_, T> {

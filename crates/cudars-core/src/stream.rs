@@ -291,6 +291,8 @@ impl Stream {
     /// work completed but a host function panicked.
     pub fn sync(&self) -> Result<()> {
         self.wait()?;
+        // Frees deferred until the work they waited for was done.
+        crate::deferred::poll();
         match self.inner.panics.take() {
             None => Ok(()),
             Some(panic) => Err(Error::HostCallbackPanicked {
@@ -392,13 +394,26 @@ impl Stream {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there.
 impl Drop for Inner {
     fn drop(&mut self) {
         if self.owned {
-            // Errors cannot be reported from drop; the handle is gone either way.
-            let _current = self.ctx.ensure_current();
-            // SAFETY: an owned, live stream, destroyed once.
-            let _ = unsafe { sys::cuStreamDestroy(self.handle) };
+            let ctx = self.ctx.clone();
+            let destroy = move |s: sys::CUstream| {
+                // Errors cannot be reported from drop; the handle is gone either way.
+                let _current = ctx.ensure_current();
+                // SAFETY: an owned, live stream, destroyed once.
+                let _ = unsafe { sys::cuStreamDestroy(s) };
+            };
+            if crate::deferred::must_defer() {
+                // SAFETY: the owned stream; its one destroy moves to the queue.
+                unsafe {
+                    crate::deferred::defer_handle("destroying a stream", self.handle, destroy)
+                };
+                return;
+            }
+            destroy(self.handle);
         }
     }
 }

@@ -83,6 +83,12 @@ impl fmt::Debug for GraphExec {
 }
 
 impl GraphExec {
+    /// Takes the record of the host nodes that panicked since the last report
+    /// (see [`Graph::take_callback_panic`], whose record this is too).
+    pub fn take_callback_panic(&self) -> Option<crate::CallbackPanic> {
+        self.keep.panics.take()
+    }
+
     /// The driver's handle.
     pub fn handle(&self) -> sys::CUgraphExec {
         self.handle
@@ -239,8 +245,28 @@ impl GraphExec {
     }
 }
 
+// Deferred-release rule: on a driver callback thread (where waiting for a stream
+// could wait for the callback itself, and CUDA calls are forbidden) the whole
+// instantiation moves to the deferred queue and is dropped there.
 impl Drop for GraphExec {
     fn drop(&mut self) {
+        if self.handle.is_null() {
+            return;
+        }
+        if crate::deferred::must_defer() {
+            let moved = GraphExec {
+                handle: std::mem::replace(&mut self.handle, std::ptr::null_mut()),
+                ctx: self.ctx.clone(),
+                keep: self.keep.clone(),
+                source: self.source.clone(),
+                used_on: Mutex::new(std::mem::take(
+                    self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()),
+                )),
+                _not_sync: std::marker::PhantomData,
+            };
+            crate::deferred::defer_drop("destroying an executable graph", moved);
+            return;
+        }
         // Launched work may still use what `keep` holds: wait for it first.
         let streams = std::mem::take(self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()));
         for s in &streams {

@@ -262,12 +262,12 @@ impl ManagedMemoryResource {
 
 pool_attributes!(ManagedMemoryResource, |mr| mr.pool_or_unsupported());
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there.
 impl Drop for ManagedMemoryResource {
     fn drop(&mut self) {
         if self.owned {
-            // SAFETY: an owned pool; every buffer holds an `Arc` of this resource, so
-            // none is left (their frees are queued; the driver defers the release).
-            let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
+            super::pool::destroy_pool(self.pool);
         }
     }
 }

@@ -217,10 +217,11 @@ impl PinnedMemoryResource {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there.
 impl Drop for PinnedMemoryResource {
     fn drop(&mut self) {
-        // SAFETY: an owned pool; buffers hold an `Arc` of this resource, so none is left.
-        let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
+        super::pool::destroy_pool(self.pool);
     }
 }
 
