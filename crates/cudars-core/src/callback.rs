@@ -372,4 +372,74 @@ mod tests {
         assert_eq!(Arc::strong_count(&hit), 1);
         assert_eq!(Arc::strong_count(&slot), 1);
     }
+
+    /// A panic payload whose own `Drop` panics.
+    struct Bomb;
+
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panics too");
+        }
+    }
+
+    /// A closure capture whose `Drop` panics.
+    struct DropBomb;
+
+    impl Drop for DropBomb {
+        fn drop(&mut self) {
+            panic!("the closure's capture panics when dropped");
+        }
+    }
+
+    #[test]
+    fn no_trampoline_unwinds_or_aborts_whatever_panics() {
+        let slot = Arc::new(PanicSlot::default());
+        // A once host function: a payload whose drop panics, then a capture whose
+        // drop panics.
+        let data = Box::into_raw(Box::new(Once {
+            f: Box::new(|| std::panic::panic_any(Bomb)),
+            panics: slot.clone(),
+        }));
+        // SAFETY: a leaked `Box<Once>`, handed over once, as the driver would.
+        unsafe { once_trampoline(data.cast()) };
+        let bomb = DropBomb;
+        let data = Box::into_raw(Box::new(Once {
+            f: Box::new(move || {
+                let _keep = &bomb;
+            }),
+            panics: slot.clone(),
+        }));
+        // SAFETY: as above.
+        unsafe { once_trampoline(data.cast()) };
+        assert_eq!(slot.take().map(|p| p.count), Some(2));
+        // A repeatable one: the payload, then the user object's destructor
+        // dropping a closure whose capture panics.
+        let bomb = DropBomb;
+        let data = Box::into_raw(Box::new(Repeat {
+            f: Box::new(move || {
+                let _keep = &bomb;
+                std::panic::panic_any(Bomb);
+            }),
+            panics: slot.clone(),
+        }))
+        .cast::<c_void>();
+        // SAFETY: a live `Box<Repeat>`, then its destructor, once.
+        unsafe {
+            repeat_trampoline(data);
+            repeat_destroy(data);
+        }
+        assert_eq!(slot.take().map(|p| p.count), Some(1));
+        assert_eq!(Arc::strong_count(&slot), 1);
+    }
+
+    #[test]
+    fn drop_caught_survives_a_payload_whose_drop_panics() {
+        struct Outer;
+        impl Drop for Outer {
+            fn drop(&mut self) {
+                std::panic::panic_any(Bomb);
+            }
+        }
+        drop_caught(Outer);
+    }
 }

@@ -619,3 +619,62 @@ impl Graph {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A panic payload whose own `Drop` panics.
+    struct Bomb;
+
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panics too");
+        }
+    }
+
+    #[test]
+    fn a_host_node_survives_a_payload_whose_drop_panics_and_reports_it() {
+        let keep = Keep::default();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let (boxed, p) = host_node_params(
+            move || {
+                r.fetch_add(1, Ordering::SeqCst);
+                std::panic::panic_any(Bomb);
+            },
+            &keep,
+        );
+        let trampoline = p.fn_.expect("a trampoline");
+        for _ in 0..2 {
+            // SAFETY: the node's data, alive in `boxed`, called as the driver would.
+            unsafe { trampoline(p.userData) };
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        let panic = keep.panics.take().expect("recorded");
+        assert_eq!(panic.count, 2);
+        assert_eq!(panic.message, "(a panic payload that is not a string)");
+        drop(boxed);
+        assert_eq!(Arc::strong_count(&runs), 1);
+    }
+
+    #[test]
+    fn a_host_node_marks_its_thread_as_a_callback_thread() {
+        let keep = Keep::default();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s = seen.clone();
+        let (_boxed, p) = host_node_params(
+            move || {
+                if crate::deferred::must_defer() {
+                    s.fetch_add(1, Ordering::SeqCst);
+                }
+            },
+            &keep,
+        );
+        // SAFETY: as above.
+        unsafe { p.fn_.expect("a trampoline")(p.userData) };
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        assert!(!crate::deferred::must_defer());
+    }
+}
