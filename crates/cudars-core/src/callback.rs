@@ -160,11 +160,13 @@ impl Stream {
     /// ```
     ///
     /// **`f` must not call CUDA** (CUDA's rule for host functions: a call may
-    /// return `CUDA_ERROR_NOT_PERMITTED` or deadlock). That includes dropping
-    /// what it captures: `f` and its captures are dropped on the driver's thread
-    /// when it returns, so it must not own the last clone of a [`Buffer`](crate::Buffer),
-    /// [`Stream`], [`Event`](crate::Event) or other object whose drop calls CUDA.
-    /// Keep long waits out of it too: the stream's later work waits for it.
+    /// return `CUDA_ERROR_NOT_PERMITTED` or deadlock). Dropping this crate's
+    /// objects there is fine: `f` and its captures are dropped on the driver's
+    /// thread, and when one of them is the last owner of a [`Buffer`](crate::Buffer),
+    /// [`Stream`], [`Event`](crate::Event), graph, module or pool, its free or
+    /// destroy is not made there but queued and made later on an ordinary thread
+    /// (see [`deferred_frees`](crate::deferred_frees)). Keep long waits out of it
+    /// too: the stream's later work waits for it.
     ///
     /// **Panics** are caught (nothing unwinds into the driver) and recorded in
     /// this stream: the next [`sync`](Self::sync) returns
@@ -187,14 +189,20 @@ impl Stream {
     pub fn launch_host_func(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
         const WHAT: &str = "queuing a host function on a stream";
         let _current = self.context().ensure_current()?;
-        if self.capture_status()? == CaptureStatus::Active {
-            return Err(Error::unsupported(
+        // Capture-gate rule: the status read here is the status at queuing. No
+        // capture of this stream begins (`begin_capture`), ends (`end_capture`)
+        // or takes the stream in (`wait_event` on an event recorded in one)
+        // while the gate is held, so a function found not capturing is queued
+        // outside any capture, runs once and frees its box.
+        let _gate = self.capture_gate_shared();
+        match plan(self.capture_status()?, false) {
+            Plan::Once => self.enqueue_once(Box::new(f), WHAT),
+            Plan::Captured | Plan::Refuse => Err(Error::unsupported(
                 WHAT,
                 "the stream is capturing, and a captured host function may run any number \
                  of times: use `launch_host_func_repeatable`",
-            ));
+            )),
         }
-        self.enqueue_once(Box::new(f), WHAT)
     }
 
     /// As [`launch_host_func`](Self::launch_host_func) for a function that may run
@@ -207,7 +215,7 @@ impl Stream {
     /// On a stream that is not capturing it runs once, as with
     /// `launch_host_func`. Panics are recorded in this stream, also those of
     /// launches of the captured graph on other streams. The same rules hold:
-    /// `f` must not call CUDA, nor own what calls CUDA when dropped.
+    /// `f` must not call CUDA (dropping the crate's objects there is deferred, as above).
     ///
     /// # Errors
     /// The driver's error (`f` is freed; once captured, the graph owns it even if
@@ -215,8 +223,14 @@ impl Stream {
     pub fn launch_host_func_repeatable(&self, f: impl Fn() + Send + Sync + 'static) -> Result<()> {
         const WHAT: &str = "queuing a host function on a stream";
         let _current = self.context().ensure_current()?;
-        let Some(graph) = self.capture_graph()? else {
-            return self.enqueue_once(Box::new(f), WHAT);
+        // Capture-gate rule (see `launch_host_func`): the capture read here, or
+        // its absence, holds until the function is queued, so the box goes to the
+        // one owner that matches (the graph's user object, or the one call).
+        let _gate = self.capture_gate_shared();
+        let info = self.capture_info()?;
+        let graph = match plan(info.status, true) {
+            Plan::Captured if !info.graph.is_null() => info.graph,
+            _ => return self.enqueue_once(Box::new(f), WHAT),
         };
         let data = Box::into_raw(Box::new(Repeat {
             f: Box::new(f),
@@ -281,15 +295,29 @@ impl Stream {
         }
         rc.check(|| what)
     }
+}
 
-    /// The graph this stream is capturing into, or `None` when it is not capturing
-    /// (an invalidated capture is `None` too: queuing fails there anyway).
-    fn capture_graph(&self) -> Result<Option<sys::CUgraph>> {
-        let info = self.capture_info()?;
-        Ok(
-            (info.status == crate::CaptureStatus::Active && !info.graph.is_null())
-                .then_some(info.graph),
-        )
+/// Who owns a host function's box, from the stream's capture status read under
+/// the capture gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// Not capturing: the driver calls the function once, and that call frees it.
+    Once,
+    /// Capturing, and the function may run many times: a user object that the
+    /// graph owns holds it, and frees it with the graph.
+    Captured,
+    /// The function cannot be queued: a run-once function on a capturing stream.
+    Refuse,
+}
+
+fn plan(status: CaptureStatus, repeatable: bool) -> Plan {
+    match (status, repeatable) {
+        (CaptureStatus::None, _) => Plan::Once,
+        (CaptureStatus::Active, true) => Plan::Captured,
+        (CaptureStatus::Active, false) => Plan::Refuse,
+        // The driver refuses to queue into an invalidated capture (its error is
+        // reported, and the box, never queued, freed at once).
+        (CaptureStatus::Invalidated, _) => Plan::Once,
     }
 }
 
@@ -441,5 +469,21 @@ mod tests {
             }
         }
         drop_caught(Outer);
+    }
+
+    #[test]
+    fn the_box_has_one_owner_for_each_capture_status() {
+        use CaptureStatus::{Active, Invalidated, None};
+        // Not capturing: one call, which frees it, whatever the kind.
+        assert_eq!(plan(None, false), Plan::Once);
+        assert_eq!(plan(None, true), Plan::Once);
+        // Capturing: the graph owns a repeatable function; a run-once one is
+        // refused (the graph could call it any number of times).
+        assert_eq!(plan(Active, true), Plan::Captured);
+        assert_eq!(plan(Active, false), Plan::Refuse);
+        // An invalidated capture takes nothing: the driver refuses the call, and
+        // the box, never queued, is freed by the caller.
+        assert_eq!(plan(Invalidated, true), Plan::Once);
+        assert_eq!(plan(Invalidated, false), Plan::Once);
     }
 }

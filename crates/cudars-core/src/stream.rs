@@ -41,6 +41,12 @@ struct Inner {
     owned: bool,
     /// Panics of host functions queued on the stream, until reported.
     panics: std::sync::Arc<PanicSlot>,
+    /// The capture gate: held shared while a host function is queued (its
+    /// capture status checked, then the function queued), exclusively by what
+    /// may start or end a capture of this stream (`begin_capture`, `end_capture`,
+    /// `wait_event`, through which a stream joins another's capture). So no
+    /// capture begins or ends between the check and the queuing.
+    capture_gate: std::sync::RwLock<()>,
 }
 
 // SAFETY: a CUstream is a handle the driver lets any thread use; `Inner` holds no
@@ -57,6 +63,7 @@ impl Stream {
                 ctx,
                 owned,
                 panics: Default::default(),
+                capture_gate: Default::default(),
             }),
         }
     }
@@ -313,6 +320,24 @@ impl Stream {
         unsafe { sys::cuStreamSynchronize(self.inner.handle) }.check(|| "synchronising a stream")
     }
 
+    /// Holds the capture gate shared: no capture of this stream begins or ends
+    /// (through this `Stream` and its clones) while the guard lives.
+    pub(crate) fn capture_gate_shared(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        self.inner
+            .capture_gate
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Holds the capture gate exclusively, for a call that may start or end a
+    /// capture of this stream.
+    pub(crate) fn capture_gate_exclusive(&self) -> std::sync::RwLockWriteGuard<'_, ()> {
+        self.inner
+            .capture_gate
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Where host functions of this stream record their panics.
     pub(crate) fn panic_slot(&self) -> &std::sync::Arc<PanicSlot> {
         &self.inner.panics
@@ -377,6 +402,9 @@ impl Stream {
             ));
         }
         let _current = self.inner.ctx.ensure_current()?;
+        // Waiting for an event recorded in a capture joins this stream to it:
+        // not while a host function is being queued here (the capture gate).
+        let _gate = self.capture_gate_exclusive();
         // SAFETY: a live stream and a live event.
         unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
             .check(|| "making a stream wait for an event")
