@@ -289,6 +289,7 @@ fn drain_once() -> DeferredFrees {
         return report(0);
     }
     let taken: Vec<Deferred> = lock().drain(..).collect();
+    let relaxed = (!taken.is_empty()).then(RelaxedCapture::enter);
     let mut failed = Vec::new();
     let mut released = 0;
     for mut d in taken {
@@ -310,6 +311,7 @@ fn drain_once() -> DeferredFrees {
             }
         }
     }
+    drop(relaxed);
     {
         let mut q = lock();
         // Released items leave the count; failed ones go back in front of those
@@ -342,7 +344,6 @@ const BACKOFF_MIN: Duration = Duration::from_millis(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 fn reaper() {
-    let _ = ReaperThread::relax_capture_mode();
     let mut backoff = BACKOFF_MIN;
     loop {
         {
@@ -369,21 +370,36 @@ fn reaper() {
     }
 }
 
-struct ReaperThread;
+/// The calling thread in relaxed capture mode while it lives
+/// (`cuThreadExchangeStreamCaptureMode`, CUDA's documented way to make a
+/// potentially unsafe call during a capture), then back in its own mode. A drain
+/// holds one, so that a global-mode capture (of this thread or another) neither
+/// refuses its frees nor is invalidated by them; a free ordered on a capturing
+/// stream is not tried (see `Buffer`'s deferred free), and one that still
+/// conflicts fails and waits for the next try.
+struct RelaxedCapture {
+    prev: Option<cudars_bindings::driver::CUstreamCaptureMode>,
+}
 
-impl ReaperThread {
-    /// Puts the reaper's thread in relaxed capture mode
-    /// (`cuThreadExchangeStreamCaptureMode`): a global-mode capture on another
-    /// thread then does not refuse its frees, which touch no capturing stream
-    /// (a release on a capturing stream fails and waits for the next try).
-    fn relax_capture_mode() -> Result<()> {
-        use crate::error::Check as _;
-        crate::device::init()?;
+impl RelaxedCapture {
+    fn enter() -> Self {
         let mut mode = cudars_bindings::driver::CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: `mode` is valid for reads and writes; this thread is the
-        // reaper's, which begins no capture.
-        unsafe { cudars_bindings::driver::cuThreadExchangeStreamCaptureMode(&mut mode) }
-            .check(|| "relaxing the deferred-free thread's capture mode")
+        // SAFETY: `mode` is valid for reads and writes. Without a driver the
+        // binding returns its "not found" code and calls nothing.
+        let rc = unsafe { cudars_bindings::driver::cuThreadExchangeStreamCaptureMode(&mut mode) };
+        Self {
+            prev: (rc == cudars_bindings::driver::CUDA_SUCCESS).then_some(mode),
+        }
+    }
+}
+
+impl Drop for RelaxedCapture {
+    fn drop(&mut self) {
+        if let Some(mut mode) = self.prev {
+            // SAFETY: as in `enter`; puts the thread's own mode back.
+            let _ =
+                unsafe { cudars_bindings::driver::cuThreadExchangeStreamCaptureMode(&mut mode) };
+        }
     }
 }
 

@@ -344,6 +344,66 @@ fn unmap_chunks(mut at: sys::CUdeviceptr, chunks: impl IntoIterator<Item = Chunk
     first
 }
 
+/// One step of freeing a virtual allocation.
+#[derive(Debug, Clone, Copy)]
+enum VmmStep {
+    Unmap(sys::CUdeviceptr, usize),
+    Release(sys::CUmemGenericAllocationHandle),
+    AddressFree(sys::CUdeviceptr, usize),
+}
+
+/// Runs `steps` in order; those that fail, and the range's free while a mapping
+/// in it is left, come back with the first error.
+fn run_steps(steps: Vec<VmmStep>) -> std::result::Result<(), (Vec<VmmStep>, Error)> {
+    let mut left = Vec::new();
+    let mut first = None;
+    for step in steps {
+        let rc = match step {
+            VmmStep::AddressFree(..) if left.iter().any(|s| matches!(s, VmmStep::Unmap(..))) => {
+                left.push(step);
+                continue;
+            }
+            // SAFETY: a chunk this allocation mapped there, unmapped once (a failed
+            // unmap unmapped nothing, and is retried alone).
+            VmmStep::Unmap(at, size) => unsafe { sys::cuMemUnmap(at, size) },
+            // SAFETY: the chunk's physical memory, released once.
+            VmmStep::Release(h) => unsafe { sys::cuMemRelease(h) },
+            // SAFETY: the range this allocation reserved, freed once, with no
+            // mapping left in it.
+            VmmStep::AddressFree(base, size) => unsafe { sys::cuMemAddressFree(base, size) },
+        };
+        if let Err(e) = rc.check(|| format!("freeing virtual memory ({step:?})")) {
+            first.get_or_insert(e);
+            left.push(step);
+        }
+    }
+    match first {
+        None if left.is_empty() => Ok(()),
+        None => Err((
+            left,
+            Error::invalid("freeing virtual memory", "a mapping is left"),
+        )),
+        Some(e) => Err((left, e)),
+    }
+}
+
+/// Queues the steps left of freeing a virtual allocation of `bytes` bytes.
+fn defer_steps(steps: Vec<VmmStep>, bytes: usize, first_error: Option<String>) {
+    let mut left = steps;
+    crate::deferred::defer(
+        "freeing virtual memory",
+        bytes,
+        first_error,
+        move || match run_steps(std::mem::take(&mut left)) {
+            Ok(()) => Ok(()),
+            Err((rest, e)) => {
+                left = rest;
+                Err(e)
+            }
+        },
+    );
+}
+
 impl VirtualMemoryResource {
     /// A resource on `device`, with `options` checked first.
     ///
@@ -482,10 +542,27 @@ impl VirtualMemoryResource {
         Ok(Chunk { handle, size })
     }
 
+    /// Unmaps and releases an allocation's chunks and frees its range. The steps
+    /// that fail (and all of them on a driver callback thread, where no CUDA call
+    /// is made) go to the deferred-free queue, retried until they succeed: freed
+    /// or queued, never leaked (the deferred-free rule).
     fn free_allocation(base: sys::CUdeviceptr, a: Allocation) {
-        let _ = unmap_chunks(base, a.chunks);
-        // SAFETY: the range this allocation reserved, freed once.
-        let _ = unsafe { sys::cuMemAddressFree(base, a.reserved) };
+        let mut steps = Vec::with_capacity(2 * a.chunks.len() + 1);
+        let mut at = base;
+        for c in &a.chunks {
+            steps.push(VmmStep::Unmap(at, c.size));
+            steps.push(VmmStep::Release(c.handle));
+            at += c.size as u64;
+        }
+        steps.push(VmmStep::AddressFree(base, a.reserved));
+        let bytes = a.mapped;
+        if crate::deferred::must_defer() {
+            defer_steps(steps, bytes, None);
+            return;
+        }
+        if let Err((left, e)) = run_steps(steps) {
+            defer_steps(left, bytes, Some(crate::Report::new(&e).to_string()));
+        }
     }
 
     /// Grows `buffer` (from this resource) to at least `new_size` bytes, in place:
