@@ -132,6 +132,8 @@ impl Event {
     /// # Errors
     /// The driver's error.
     pub fn sync(&self) -> Result<()> {
+        // Green rule: every call on a green context's event holds its guard.
+        let _current = self.ctx.ensure_current()?;
         // SAFETY: a live event.
         unsafe { sys::cuEventSynchronize(self.handle) }.check(|| "waiting for an event")
     }
@@ -141,6 +143,8 @@ impl Event {
     /// # Errors
     /// The driver's error.
     pub fn is_done(&self) -> Result<bool> {
+        // Green rule: every call on a green context's event holds its guard.
+        let _current = self.ctx.ensure_current()?;
         // SAFETY: a live event.
         let rc = unsafe { sys::cuEventQuery(self.handle) };
         if rc == sys::CUDA_ERROR_NOT_READY {
@@ -162,6 +166,15 @@ impl Event {
                 "both events must be created with `timing: true`",
             ));
         }
+        if start.ctx != self.ctx {
+            // Two contexts' guards could be taken in either order by two threads.
+            return Err(Error::invalid(
+                "measuring time between events",
+                "the events belong to different contexts",
+            ));
+        }
+        // Green rule: every call on a green context's event holds its guard.
+        let _current = self.ctx.ensure_current()?;
         let mut ms = 0f32;
         // SAFETY: live events; `ms` is valid for writes.
         unsafe { sys::cuEventElapsedTime(&mut ms, start.handle, self.handle) }

@@ -117,6 +117,8 @@ impl Stream {
         };
         let mut handle: sys::CUstream = std::ptr::null_mut();
         if let Some(green) = ctx.green_handle() {
+            // Green rule: a call on a green context holds its guard.
+            let _current = ctx.ensure_current()?;
             // SAFETY: `handle` is valid for writes; `green` is live (`ctx` holds
             // it); green-context streams must be non-blocking.
             unsafe {
@@ -263,6 +265,8 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn is_non_blocking(&self) -> Result<bool> {
+        // Green rule: every call on a green context's stream holds its guard.
+        let _current = self.inner.ctx.ensure_current()?;
         let mut flags = 0;
         // SAFETY: `flags` is valid for writes; the handle is live.
         unsafe { sys::cuStreamGetFlags(self.inner.handle, &mut flags) }
@@ -280,6 +284,8 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn priority(&self) -> Result<i32> {
+        // Green rule: every call on a green context's stream holds its guard.
+        let _current = self.inner.ctx.ensure_current()?;
         let mut p = 0;
         // SAFETY: `p` is valid for writes; the handle is live.
         unsafe { sys::cuStreamGetPriority(self.inner.handle, &mut p) }
