@@ -279,13 +279,30 @@ impl GraphicsResource {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the unregistering (a CUDA
+// call) is handed to the deferred queue instead of made there.
 impl Drop for GraphicsResource {
     fn drop(&mut self) {
-        // Errors cannot be reported from drop (`close` reports them).
-        let _current = self.ctx.ensure_current();
-        // SAFETY: a live, unmapped resource (a mapping borrows it), unregistered
-        // once.
-        let _ = unsafe { sys::cuGraphicsUnregisterResource(self.handle) };
+        let ctx = self.ctx.clone();
+        let unregister = move |h: sys::CUgraphicsResource| {
+            // Errors cannot be reported from drop (`close` reports them).
+            let _current = ctx.ensure_current();
+            // SAFETY: a live, unmapped resource (a mapping borrows it),
+            // unregistered once.
+            let _ = unsafe { sys::cuGraphicsUnregisterResource(h) };
+        };
+        if crate::deferred::must_defer() {
+            // SAFETY: the owned resource; its one unregistering moves to the queue.
+            unsafe {
+                crate::deferred::defer_handle(
+                    "unregistering a graphics resource",
+                    self.handle,
+                    unregister,
+                )
+            };
+            return;
+        }
+        unregister(self.handle);
     }
 }
 
