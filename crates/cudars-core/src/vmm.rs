@@ -352,9 +352,9 @@ enum VmmStep {
     AddressFree(sys::CUdeviceptr, usize),
 }
 
-/// Runs `steps` in order; those that fail, and the range's free while a mapping
-/// in it is left, come back with the first error.
-fn run_steps(steps: Vec<VmmStep>) -> std::result::Result<(), (Vec<VmmStep>, Error)> {
+/// Runs `steps` in order; returns those that failed, and the range's free while
+/// a mapping in it is left (empty when all are done), with the first error.
+fn run_steps(steps: Vec<VmmStep>) -> (Vec<VmmStep>, Result<()>) {
     let mut left = Vec::new();
     let mut first = None;
     for step in steps {
@@ -377,31 +377,25 @@ fn run_steps(steps: Vec<VmmStep>) -> std::result::Result<(), (Vec<VmmStep>, Erro
             left.push(step);
         }
     }
-    match first {
+    let r = match first {
         None if left.is_empty() => Ok(()),
-        None => Err((
-            left,
-            Error::invalid("freeing virtual memory", "a mapping is left"),
+        None => Err(Error::invalid(
+            "freeing virtual memory",
+            "a mapping is left",
         )),
-        Some(e) => Err((left, e)),
-    }
+        Some(e) => Err(e),
+    };
+    (left, r)
 }
 
 /// Queues the steps left of freeing a virtual allocation of `bytes` bytes.
 fn defer_steps(steps: Vec<VmmStep>, bytes: usize, first_error: Option<String>) {
     let mut left = steps;
-    crate::deferred::defer(
-        "freeing virtual memory",
-        bytes,
-        first_error,
-        move || match run_steps(std::mem::take(&mut left)) {
-            Ok(()) => Ok(()),
-            Err((rest, e)) => {
-                left = rest;
-                Err(e)
-            }
-        },
-    );
+    crate::deferred::defer("freeing virtual memory", bytes, first_error, move || {
+        let (rest, r) = run_steps(std::mem::take(&mut left));
+        left = rest;
+        r
+    });
 }
 
 impl VirtualMemoryResource {
@@ -560,7 +554,8 @@ impl VirtualMemoryResource {
             defer_steps(steps, bytes, None);
             return;
         }
-        if let Err((left, e)) = run_steps(steps) {
+        let (left, r) = run_steps(steps);
+        if let Err(e) = r {
             defer_steps(left, bytes, Some(crate::Report::new(&e).to_string()));
         }
     }

@@ -295,7 +295,8 @@ fn green_stream_and_event_queries_hold_the_green_lock() {
         return;
     };
     let e = cudars_core::Event::in_context(&green, Default::default()).unwrap();
-    let queries: Vec<(&str, Box<dyn Fn() + Sync>)> = vec![
+    type Query<'a> = (&'static str, Box<dyn Fn() + Sync + 'a>);
+    let queries: Vec<Query<'_>> = vec![
         (
             "Stream::priority",
             Box::new(|| {
