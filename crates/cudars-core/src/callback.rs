@@ -194,9 +194,9 @@ impl Stream {
         // or takes the stream in (`wait_event` on an event recorded in one)
         // while the gate is held, so a function found not capturing is queued
         // outside any capture, runs once and frees its box.
-        let _gate = self.capture_gate_shared();
+        let gate = self.capture_gate_shared();
         match plan(self.capture_status()?, false) {
-            Plan::Once => self.enqueue_once(Box::new(f), WHAT),
+            Plan::Once => self.enqueue_once(Box::new(f), WHAT, gate),
             Plan::Captured | Plan::Refuse => Err(Error::unsupported(
                 WHAT,
                 "the stream is capturing, and a captured host function may run any number \
@@ -226,11 +226,11 @@ impl Stream {
         // Capture-gate rule (see `launch_host_func`): the capture read here, or
         // its absence, holds until the function is queued, so the box goes to the
         // one owner that matches (the graph's user object, or the one call).
-        let _gate = self.capture_gate_shared();
+        let gate = self.capture_gate_shared();
         let info = self.capture_info()?;
         let graph = match plan(info.status, true) {
             Plan::Captured if !info.graph.is_null() => info.graph,
-            _ => return self.enqueue_once(Box::new(f), WHAT),
+            _ => return self.enqueue_once(Box::new(f), WHAT, gate),
         };
         let data = Box::into_raw(Box::new(Repeat {
             f: Box::new(f),
@@ -251,6 +251,7 @@ impl Stream {
             )
         };
         if let Err(e) = rc.check(|| "creating a user object for a captured host function") {
+            drop(gate);
             // SAFETY: the object was not made, so the box is still ours.
             drop_caught(unsafe { Box::from_raw(data.cast::<Repeat>()) });
             return Err(e);
@@ -261,6 +262,7 @@ impl Stream {
             sys::cuGraphRetainUserObject(graph, object, 1, sys::CU_GRAPH_USER_OBJECT_MOVE.0)
         };
         if let Err(e) = rc.check(|| "handing a captured host function to its graph") {
+            drop(gate);
             // SAFETY: our one reference was not moved; releasing it runs the
             // destructor, which frees the box.
             let _ = unsafe { sys::cuUserObjectRelease(object, 1) };
@@ -278,7 +280,15 @@ impl Stream {
         self.panic_slot().take()
     }
 
-    fn enqueue_once(&self, f: Box<dyn FnOnce() + Send>, what: &'static str) -> Result<()> {
+    /// Queues `f` to run once. `gate` (the capture gate, held shared) is let go
+    /// before a refused box is dropped: dropping it may reach this stream's
+    /// `wait_event` (a buffer's free), which takes the gate exclusively.
+    fn enqueue_once(
+        &self,
+        f: Box<dyn FnOnce() + Send>,
+        what: &'static str,
+        gate: std::sync::RwLockReadGuard<'_, ()>,
+    ) -> Result<()> {
         let data = Box::into_raw(Box::new(Once {
             f,
             panics: self.panic_slot().clone(),
@@ -288,6 +298,7 @@ impl Stream {
         // outside a capture the driver calls `once_trampoline` once with `data`,
         // which frees it.
         let rc = unsafe { sys::cuLaunchHostFunc(self.handle(), Some(once_trampoline), data) };
+        drop(gate);
         if rc != sys::CUDA_SUCCESS {
             // SAFETY: the driver refused the call, so it will never run it: the
             // box is still ours.

@@ -218,7 +218,7 @@ pub(crate) unsafe fn defer_handle<H: 'static>(
 ///
 /// They are retried on ordinary threads: at the crate's next allocation, free,
 /// [`Stream::sync`](crate::Stream::sync) or
-/// [`Device::synchronize`](crate::Device::synchronize), and by a background
+/// [`Device::sync`](crate::Device::sync), and by a background
 /// thread with backoff. [`drain_deferred_frees`] retries them at once.
 pub fn deferred_frees() -> usize {
     // Counts the releases a drain holds out of the queue while it retries them.

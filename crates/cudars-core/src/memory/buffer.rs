@@ -628,12 +628,15 @@ impl Buffer {
     }
 
     /// Frees the buffer now (ordered on `stream`, or its free stream), reporting
-    /// errors that dropping it would swallow.
+    /// errors that dropping it would swallow. Called inside a host function (a
+    /// driver thread, where CUDA calls are forbidden), the free is queued and made
+    /// later on an ordinary thread (see [`deferred_frees`](crate::deferred_frees)).
     ///
     /// # Errors
-    /// The resource's error; when ordering the free on `stream` after the free
-    /// stream's work fails, that error, and the buffer is freed on its own
-    /// stream instead (it is dropped).
+    /// The resource's error: the memory was not freed, and the free is queued and
+    /// retried until it succeeds ([`deferred_frees`](crate::deferred_frees)); when
+    /// ordering the free on `stream` after the free stream's work fails, that
+    /// error, and the buffer is freed on its own stream instead (it is dropped).
     pub fn close(mut self, stream: Option<&Stream>) -> Result<()> {
         self.free(stream)
     }
@@ -642,6 +645,20 @@ impl Buffer {
         let Some((mr, free_stream)) = self.owner.take() else {
             return Ok(());
         };
+        if let Some(other) = stream {
+            if other.device() != &self.device {
+                // Put the owner back: the buffer stays valid and is freed later.
+                self.owner = Some((mr, free_stream));
+                return Err(Error::other_device(
+                    "freeing a buffer",
+                    format!(
+                        "the buffer is on device {} and the stream on device {}",
+                        self.device.ordinal(),
+                        other.device().ordinal()
+                    ),
+                ));
+            }
+        }
         // One relaxed load when no callback runs and nothing waits (the fast
         // path); drains waiting frees first on an ordinary thread.
         if crate::deferred::release_gate() {
@@ -658,18 +675,6 @@ impl Buffer {
             return Ok(());
         }
         if let Some(other) = stream {
-            if other.device() != &self.device {
-                // Put the owner back: the buffer stays valid and is freed later.
-                self.owner = Some((mr, free_stream));
-                return Err(Error::other_device(
-                    "freeing a buffer",
-                    format!(
-                        "the buffer is on device {} and the stream on device {}",
-                        self.device.ordinal(),
-                        other.device().ordinal()
-                    ),
-                ));
-            }
             // Work queued on the free stream must come before the free too.
             if let Err(e) = other.wait_stream(&free_stream) {
                 // Nothing was freed: put the owner back, so that dropping the
