@@ -339,3 +339,41 @@ fn run_once_host_functions_are_never_captured_whatever_the_interleaving() {
     assert_eq!(runs.load(Ordering::SeqCst), queued);
     assert!(queued > 0);
 }
+
+/// Under the driver shim: the driver refuses a pool free (`cuMemFreeAsync`
+/// fails once); the free is queued and retried, and the shim's live memory
+/// count comes back to where it was.
+#[test]
+fn a_free_the_driver_refuses_is_retried_under_the_shim() {
+    require_gpu!();
+    let Some(shim) =
+        cudars_tests::require_shim("a_free_the_driver_refuses_is_retried_under_the_shim")
+    else {
+        return;
+    };
+    let _s = serial();
+    let d = dev0();
+    let s = stream(&d);
+    settle();
+    s.sync().unwrap();
+    let before = shim.counts("live");
+    let buf = d.allocate(1 << 20, &s).unwrap();
+    shim.set_faults("cuMemFreeAsync:1:CUDA_ERROR_UNKNOWN");
+    let e = buf.close(None).unwrap_err();
+    assert!(
+        cudars_core::Report::new(&e)
+            .to_string()
+            .contains("CUDA_ERROR_UNKNOWN"),
+        "{}",
+        cudars_core::Report::new(&e)
+    );
+    assert_eq!(shim.counts("injected").get("cuMemFreeAsync"), Some(&1));
+    settle();
+    shim.set_faults("");
+    s.sync().unwrap();
+    assert_eq!(
+        shim.counts("live"),
+        before,
+        "the refused free was never retried"
+    );
+}
