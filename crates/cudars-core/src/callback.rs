@@ -221,6 +221,17 @@ impl Stream {
     /// The driver's error (`f` is freed; once captured, the graph owns it even if
     /// queuing fails, and frees it with the graph).
     pub fn launch_host_func_repeatable(&self, f: impl Fn() + Send + Sync + 'static) -> Result<()> {
+        self.launch_host_func_repeatable_into(f, self.panic_slot().clone())
+    }
+
+    /// [`launch_host_func_repeatable`](Self::launch_host_func_repeatable), a
+    /// captured function recording its panics in `panics` (a graph builder's
+    /// graph's slot).
+    pub(crate) fn launch_host_func_repeatable_into(
+        &self,
+        f: impl Fn() + Send + Sync + 'static,
+        panics: Arc<PanicSlot>,
+    ) -> Result<()> {
         const WHAT: &str = "queuing a host function on a stream";
         let _current = self.context().ensure_current()?;
         // Capture-gate rule (see `launch_host_func`): the capture read here, or
@@ -234,7 +245,7 @@ impl Stream {
         };
         let data = Box::into_raw(Box::new(Repeat {
             f: Box::new(f),
-            panics: self.panic_slot().clone(),
+            panics,
         }))
         .cast::<c_void>();
         let mut object: sys::CUuserObject = std::ptr::null_mut();

@@ -298,6 +298,17 @@ impl Context {
         }
     }
 
+    /// For a green context, [`ensure_current`](Self::ensure_current)'s guard (the
+    /// context's lock, which every call on it must hold); for any other, nothing:
+    /// for calls that need no current context but must not race a green one.
+    #[inline]
+    pub(crate) fn green_guard(&self) -> Result<Option<Current>> {
+        match &self.inner.green_lock {
+            None => Ok(None),
+            Some(lock) => self.enter_green(lock).map(Some),
+        }
+    }
+
     #[cold]
     fn enter_green(&self, lock: &GreenLock) -> Result<Current> {
         lock.acquire();

@@ -167,8 +167,9 @@ pub(crate) fn defer(
         attempts: u64::from(first_error.is_some()),
         last_error: first_error,
     };
-    lock().push_back(item);
+    // Counted before it can be drained (and the count decremented).
     STATE.fetch_add(1, Ordering::Relaxed);
+    lock().push_back(item);
     QUEUE.wake.notify_all();
     start_reaper();
 }

@@ -132,8 +132,8 @@ impl Event {
     /// # Errors
     /// The driver's error.
     pub fn sync(&self) -> Result<()> {
-        // Green rule: every call on a green context's event holds its guard.
-        let _current = self.ctx.ensure_current()?;
+        // Green rule: every call on a green context's event holds its lock.
+        let _green = self.ctx.green_guard()?;
         // SAFETY: a live event.
         unsafe { sys::cuEventSynchronize(self.handle) }.check(|| "waiting for an event")
     }
@@ -143,8 +143,8 @@ impl Event {
     /// # Errors
     /// The driver's error.
     pub fn is_done(&self) -> Result<bool> {
-        // Green rule: every call on a green context's event holds its guard.
-        let _current = self.ctx.ensure_current()?;
+        // Green rule: every call on a green context's event holds its lock.
+        let _green = self.ctx.green_guard()?;
         // SAFETY: a live event.
         let rc = unsafe { sys::cuEventQuery(self.handle) };
         if rc == sys::CUDA_ERROR_NOT_READY {
@@ -173,8 +173,8 @@ impl Event {
                 "the events belong to different contexts",
             ));
         }
-        // Green rule: every call on a green context's event holds its guard.
-        let _current = self.ctx.ensure_current()?;
+        // Green rule: every call on a green context's event holds its lock.
+        let _green = self.ctx.green_guard()?;
         let mut ms = 0f32;
         // SAFETY: live events; `ms` is valid for writes.
         unsafe { sys::cuEventElapsedTime(&mut ms, start.handle, self.handle) }
@@ -191,7 +191,7 @@ impl Drop for Event {
     fn drop(&mut self) {
         let ctx = self.ctx.clone();
         let destroy = move |e: sys::CUevent| {
-            let _current = ctx.ensure_current();
+            let _green = ctx.green_guard();
             // SAFETY: an owned, live event, destroyed once (pending records complete).
             let _ = unsafe { sys::cuEventDestroy(e) };
         };

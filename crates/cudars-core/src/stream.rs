@@ -265,8 +265,8 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn is_non_blocking(&self) -> Result<bool> {
-        // Green rule: every call on a green context's stream holds its guard.
-        let _current = self.inner.ctx.ensure_current()?;
+        // Green rule: every call on a green context's stream holds its lock.
+        let _green = self.inner.ctx.green_guard()?;
         let mut flags = 0;
         // SAFETY: `flags` is valid for writes; the handle is live.
         unsafe { sys::cuStreamGetFlags(self.inner.handle, &mut flags) }
@@ -284,8 +284,8 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn priority(&self) -> Result<i32> {
-        // Green rule: every call on a green context's stream holds its guard.
-        let _current = self.inner.ctx.ensure_current()?;
+        // Green rule: every call on a green context's stream holds its lock.
+        let _green = self.inner.ctx.green_guard()?;
         let mut p = 0;
         // SAFETY: `p` is valid for writes; the handle is live.
         unsafe { sys::cuStreamGetPriority(self.inner.handle, &mut p) }

@@ -289,7 +289,8 @@ fn a_graph_host_node_survives_a_payload_whose_drop_panics() {
     b.end_building().unwrap();
     let e = b.complete(GraphCompleteOptions::default()).unwrap();
     e.launch(&s).unwrap();
-    let _ = s.sync();
+    s.sync().unwrap();
+    assert_eq!(e.take_callback_panic().map(|p| p.count), Some(1));
 }
 
 /// Hole 12b: one thread keeps beginning and ending global-mode captures of a

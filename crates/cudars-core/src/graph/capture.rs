@@ -141,8 +141,8 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn capture_status(&self) -> Result<CaptureStatus> {
-        // Green rule: every call on a green context's stream holds its guard.
-        let _current = self.context().ensure_current()?;
+        // Green rule: every call on a green context's stream holds its lock.
+        let _green = self.context().green_guard()?;
         let mut s = sys::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: `s` is valid for writes; a live stream.
         unsafe { sys::cuStreamIsCapturing(self.handle(), &mut s) }
