@@ -388,10 +388,12 @@ fn run_steps(steps: Vec<VmmStep>) -> (Vec<VmmStep>, Result<()>) {
     (left, r)
 }
 
-/// Queues the steps left of freeing a virtual allocation of `bytes` bytes.
-fn defer_steps(steps: Vec<VmmStep>, bytes: usize, first_error: Option<String>) {
+/// Queues the steps left of freeing a virtual allocation of `bytes` bytes of
+/// `device`, retried with its context current (the drain runs on any thread).
+fn defer_steps(device: Device, steps: Vec<VmmStep>, bytes: usize, first_error: Option<String>) {
     let mut left = steps;
     crate::deferred::defer("freeing virtual memory", bytes, first_error, move || {
+        let _current = device.ensure_current()?;
         let (rest, r) = run_steps(std::mem::take(&mut left));
         left = rest;
         r
@@ -540,7 +542,7 @@ impl VirtualMemoryResource {
     /// that fail (and all of them on a driver callback thread, where no CUDA call
     /// is made) go to the deferred-free queue, retried until they succeed: freed
     /// or queued, never leaked (the deferred-free rule).
-    fn free_allocation(base: sys::CUdeviceptr, a: Allocation) {
+    fn free_allocation(device: Device, base: sys::CUdeviceptr, a: Allocation) {
         let mut steps = Vec::with_capacity(2 * a.chunks.len() + 1);
         let mut at = base;
         for c in &a.chunks {
@@ -551,12 +553,17 @@ impl VirtualMemoryResource {
         steps.push(VmmStep::AddressFree(base, a.reserved));
         let bytes = a.mapped;
         if crate::deferred::must_defer() {
-            defer_steps(steps, bytes, None);
+            defer_steps(device, steps, bytes, None);
             return;
         }
         let (left, r) = run_steps(steps);
         if let Err(e) = r {
-            defer_steps(left, bytes, Some(crate::Report::new(&e).to_string()));
+            defer_steps(
+                device,
+                left,
+                bytes,
+                Some(crate::Report::new(&e).to_string()),
+            );
         }
     }
 
@@ -901,7 +908,7 @@ unsafe impl MemoryResource for VirtualMemoryResource {
             .lock()
             .remove(&ptr)
             .ok_or_else(|| Error::invalid("freeing a virtual allocation", "unknown address"))?;
-        Self::free_allocation(ptr, a);
+        Self::free_allocation(self.device, ptr, a);
         Ok(())
     }
 
@@ -927,7 +934,7 @@ impl Drop for VirtualMemoryResource {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
         for (base, a) in allocs {
-            Self::free_allocation(base, a);
+            Self::free_allocation(self.device, base, a);
         }
     }
 }
