@@ -702,7 +702,10 @@ impl Buffer {
 /// Queues the free of `ptr`/`size` to `mr` on the deferred-free queue: retried on
 /// an ordinary thread, on `on` after the work queued on `free_stream` (or on
 /// `free_stream` itself), until it succeeds. A retry waits while that stream is
-/// capturing a graph (its free would be captured, not done).
+/// capturing a graph (its free would be captured, not done). The retry may run
+/// on any thread: a per-thread default stream names the retrying thread's own,
+/// so where one is involved the whole context is waited for first (nothing can
+/// still use the memory, whichever stream then frees it).
 fn defer_free(
     mr: Arc<dyn MemoryResource>,
     (ptr, size): (sys::CUdeviceptr, usize),
@@ -714,23 +717,32 @@ fn defer_free(
     let what = format!("freeing {size} bytes at {ptr:#x}");
     crate::deferred::defer(what, size, first_error, move || {
         let s = on.as_ref().unwrap_or(&free_stream);
+        // The stream's context, current: a special handle (the legacy default
+        // stream) names the current context's.
+        let _current = s.context().ensure_current()?;
         if s.capture_status()? != crate::CaptureStatus::None {
             return Err(Error::unsupported(
                 "retrying a deferred free",
                 "the stream it is ordered on is capturing a graph",
             ));
         }
-        if !ordered {
-            // `close(Some(on))` was asked on a callback thread: the free stream's
-            // work comes first.
+        let per_thread = |x: &Stream| x.handle() == sys::CU_STREAM_PER_THREAD;
+        if per_thread(s) || per_thread(&free_stream) {
+            // Another thread's per-thread stream cannot be named here.
+            free_stream.context().sync()?;
+            s.context().sync()?;
+        } else if !ordered {
             if let Some(o) = &on {
+                // `close(Some(on))` was asked on a callback thread: the free
+                // stream's work comes first.
                 o.wait_stream(&free_stream)?;
             }
             ordered = true;
         }
         // SAFETY: the buffer's memory, taken out of it (the buffer is gone, so no
         // later work uses it); every earlier try failed, freeing nothing (the
-        // trait's contract); ordered after the buffer's work on `s`.
+        // trait's contract); ordered after the buffer's work on `s` (or after all
+        // the context's work).
         unsafe { mr.deallocate(ptr, size, s) }
     });
 }
