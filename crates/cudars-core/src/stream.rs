@@ -175,6 +175,10 @@ impl Stream {
     /// # Safety
     /// `handle` must be a valid stream of `ctx` (or one of the special handles) and
     /// stay valid for as long as the returned `Stream` and everything that uses it.
+    /// A capture of `handle` must not begin or end, through another wrapper or
+    /// another library, while a host function is being queued through this one
+    /// ([`launch_host_func`](Self::launch_host_func) checks the capture status
+    /// under a gate that only this `Stream` and its clones take).
     pub unsafe fn from_raw(handle: sys::CUstream, ctx: &Context) -> Self {
         Self::wrap(handle, ctx.clone(), false)
     }
