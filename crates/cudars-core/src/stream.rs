@@ -214,7 +214,9 @@ impl Stream {
     /// the returned `Stream`, its clones and everything that holds one (buffers
     /// freed on it, pending frees included) exist. Buffers keep their free stream
     /// until they are freed, so adopt a stream for allocation only if its owner
-    /// outlives them.
+    /// outlives them. As for [`from_raw`](Self::from_raw), a capture of the
+    /// stream must not begin or end elsewhere while a host function is being
+    /// queued through this one.
     ///
     /// # Errors
     /// [`Error::Unsupported`] for a stream of a green context (adopt it with
