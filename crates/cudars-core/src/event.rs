@@ -189,17 +189,22 @@ impl Event {
 // green context does.
 impl Drop for Event {
     fn drop(&mut self) {
-        let ctx = self.ctx.clone();
-        let destroy = move |e: sys::CUevent| {
+        /// Destroys `e`, a live event of `ctx` owned by the caller, once.
+        fn destroy(ctx: &Context, e: sys::CUevent) {
             let _green = ctx.green_guard();
             // SAFETY: an owned, live event, destroyed once (pending records complete).
             let _ = unsafe { sys::cuEventDestroy(e) };
-        };
+        }
         if crate::deferred::must_defer() {
+            let ctx = self.ctx.clone();
             // SAFETY: the owned event; its one destroy moves to the queue.
-            unsafe { crate::deferred::defer_handle("destroying an event", self.handle, destroy) };
+            unsafe {
+                crate::deferred::defer_handle("destroying an event", self.handle, move |e| {
+                    destroy(&ctx, e);
+                });
+            }
             return;
         }
-        destroy(self.handle);
+        destroy(&self.ctx, self.handle);
     }
 }
