@@ -123,6 +123,34 @@ fn poll_cold() {
     }
 }
 
+/// Whether `e` is a refusal that may pass: a call forbidden for the moment (a
+/// stream capture in progress, a driver callback thread), as opposed to a
+/// failure of the work itself.
+pub(crate) fn refused_for_now(e: &crate::Error) -> bool {
+    use cudars_bindings::driver as sys;
+    e.driver_code().is_some_and(|c| {
+        [
+            sys::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+            sys::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+            sys::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+            sys::CUDA_ERROR_CAPTURED_EVENT,
+            sys::CUDA_ERROR_NOT_PERMITTED,
+        ]
+        .contains(&c)
+    })
+}
+
+/// Waits for `stream` before a free that is not stream-ordered (and for its
+/// context if that fails, as `Stream::drain` does). A wait refused for now is
+/// the error, so that the caller frees nothing and its free is retried; any
+/// other failure lets the free go ahead (the failed work runs no more).
+pub(crate) fn drain_before_free(stream: &crate::Stream) -> Result<()> {
+    match stream.drain() {
+        Err(e) if refused_for_now(&e) => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// A release waiting in the queue.
 struct Deferred {
     what: Cow<'static, str>,

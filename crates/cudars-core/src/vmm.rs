@@ -903,7 +903,8 @@ unsafe impl MemoryResource for VirtualMemoryResource {
         _size: usize,
         stream: &Stream,
     ) -> Result<()> {
-        let _ = stream.drain();
+        // Nothing is freed while the wait is refused for now (the free is retried).
+        crate::deferred::drain_before_free(stream)?;
         let a = self
             .lock()
             .remove(&ptr)

@@ -317,8 +317,9 @@ unsafe impl MemoryResource for ManagedMemoryResource {
                 })
             };
         }
-        // Wait for work that may still use it, then free regardless.
-        let _ = stream.drain();
+        // Wait for work that may still use it, then free regardless, unless the
+        // wait is refused for now (then nothing is freed; the free is retried).
+        crate::deferred::drain_before_free(stream)?;
         let _current = self.device.ensure_current()?;
         // SAFETY: per the trait's contract, `ptr` came from `cuMemAllocManaged`.
         unsafe { sys::cuMemFree(ptr) }.check(|| format!("freeing {size} bytes of managed memory"))

@@ -45,8 +45,9 @@ unsafe impl MemoryResource for LegacyPinnedMemoryResource {
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
         // Not stream-ordered: wait for work that may still use it, then free
-        // regardless.
-        let _ = stream.drain();
+        // regardless, unless the wait is refused for now (a capture forbids it):
+        // then nothing is freed, and the buffer's free is retried later.
+        crate::deferred::drain_before_free(stream)?;
         // SAFETY: per the trait's contract, `ptr` came from `cuMemHostAlloc`.
         unsafe { sys::cuMemFreeHost(ptr as *mut std::ffi::c_void) }
             .check(|| format!("freeing {size} bytes of pinned host memory"))
