@@ -246,31 +246,38 @@ impl GraphExec {
 }
 
 // Deferred-release rule: on a driver callback thread (where waiting for a stream
-// could wait for the callback itself, and CUDA calls are forbidden) the whole
-// instantiation moves to the deferred queue and is dropped there.
+// could wait for the callback itself, and CUDA calls are forbidden), or when
+// waiting for a stream it ran on is refused for now, the whole instantiation
+// moves to the deferred queue and is dropped there (never destroyed, nor its
+// host callbacks freed, under a launch that may still run).
 impl Drop for GraphExec {
     fn drop(&mut self) {
         if self.handle.is_null() {
             return;
         }
-        if crate::deferred::must_defer() {
+        let streams = std::mem::take(self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()));
+        // Launched work may still use what `keep` holds: wait for it first. A
+        // wait refused for now (a capture forbids it) keeps its stream for the
+        // deferred drop, which waits again.
+        let left: Vec<Stream> = if crate::deferred::must_defer() {
+            streams
+        } else {
+            streams
+                .into_iter()
+                .filter(|s| matches!(s.drain(), Err(e) if crate::deferred::refused_for_now(&e)))
+                .collect()
+        };
+        if !left.is_empty() || crate::deferred::must_defer() {
             let moved = GraphExec {
                 handle: std::mem::replace(&mut self.handle, std::ptr::null_mut()),
                 ctx: self.ctx.clone(),
                 keep: self.keep.clone(),
                 source: self.source.clone(),
-                used_on: Mutex::new(std::mem::take(
-                    self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()),
-                )),
+                used_on: Mutex::new(left),
                 _not_sync: std::marker::PhantomData,
             };
             crate::deferred::defer_drop("destroying an executable graph", moved);
             return;
-        }
-        // Launched work may still use what `keep` holds: wait for it first.
-        let streams = std::mem::take(self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for s in &streams {
-            let _ = s.drain();
         }
         let _current = self.ctx.ensure_current();
         // SAFETY: an owned executable graph, destroyed once (launched work completes).
