@@ -592,4 +592,27 @@ pub(crate) mod tests {
         settle();
         assert_eq!(dropped.load(Ordering::SeqCst), 1);
     }
+
+    #[test]
+    fn only_refusals_for_now_hold_a_free_back() {
+        use crate::error::Check as _;
+        use cudars_bindings::driver as sys;
+        for code in [
+            sys::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+            sys::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+            sys::CUDA_ERROR_NOT_PERMITTED,
+        ] {
+            let e = code.check(|| "waiting").unwrap_err();
+            assert!(refused_for_now(&e), "{e:?}");
+        }
+        // The work's own failure: the free goes ahead (nothing runs any more).
+        for code in [
+            sys::CUDA_ERROR_ILLEGAL_ADDRESS,
+            sys::CUDA_ERROR_LAUNCH_FAILED,
+        ] {
+            let e = code.check(|| "waiting").unwrap_err();
+            assert!(!refused_for_now(&e), "{e:?}");
+        }
+        assert!(!refused_for_now(&crate::Error::invalid("x", "y")));
+    }
 }
