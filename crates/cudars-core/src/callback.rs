@@ -72,17 +72,22 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 /// Runs `f`, recording a panic in `slot`; nothing unwinds out of it (a payload
 /// whose own drop panics is leaked).
-fn run_caught(f: impl FnOnce(), slot: &PanicSlot) {
+pub(crate) fn run_caught(f: impl FnOnce(), slot: &PanicSlot) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
         slot.record(panic_message(&*payload));
         drop_caught(payload);
     }
 }
 
-/// Drops `value` without letting a panic of its destructor unwind.
-fn drop_caught<T>(value: T) {
+/// Drops `value` without letting a panic of its destructor unwind. The panic's
+/// payload is dropped under `catch_unwind` too; a payload of *that* panic is
+/// forgotten (dropping it could panic again, without end): the one thing leaked,
+/// and only when two destructors in a row panic.
+pub(crate) fn drop_caught<T>(value: T) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        std::mem::forget(payload);
+        if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            std::mem::forget(again);
+        }
     }
 }
 
@@ -93,7 +98,14 @@ struct Once {
     panics: Arc<PanicSlot>,
 }
 
+// Trampoline rule (every `extern "C"` callback of the crate): the thread is
+// marked as a driver callback thread (`CallbackScope`) for the whole call, so
+// that a release reached from it is deferred instead of calling CUDA; the
+// closure runs under `catch_unwind`, and everything dropped here (the closure,
+// its captures, a panic's payload) is dropped through `drop_caught`, so no
+// panic unwinds into the driver and none aborts.
 unsafe extern "C" fn once_trampoline(data: *mut c_void) {
+    let _scope = crate::deferred::CallbackScope::enter();
     // SAFETY: `data` is the `Box<Once>` that `enqueue_once` leaked for this one
     // call (a host function outside a capture runs once), so it is taken back
     // exactly once, here.
@@ -111,14 +123,19 @@ struct Repeat {
     panics: Arc<PanicSlot>,
 }
 
+// The trampoline rule (see `once_trampoline`).
 unsafe extern "C" fn repeat_trampoline(data: *mut c_void) {
+    let _scope = crate::deferred::CallbackScope::enter();
     // SAFETY: `data` is a `Box<Repeat>` owned by a user object that the graph
     // holds, so it lives as long as the graph and its instantiations can run it.
     let call = unsafe { &*data.cast::<Repeat>() };
     run_caught(|| (call.f)(), &call.panics);
 }
 
+// The trampoline rule (see `once_trampoline`): a user object's destructor runs
+// on a driver thread too.
 unsafe extern "C" fn repeat_destroy(data: *mut c_void) {
+    let _scope = crate::deferred::CallbackScope::enter();
     // SAFETY: the user object's destructor, called once when its last reference
     // goes; `data` is the `Box<Repeat>` it was made with.
     let call = unsafe { Box::from_raw(data.cast::<Repeat>()) };
@@ -143,11 +160,13 @@ impl Stream {
     /// ```
     ///
     /// **`f` must not call CUDA** (CUDA's rule for host functions: a call may
-    /// return `CUDA_ERROR_NOT_PERMITTED` or deadlock). That includes dropping
-    /// what it captures: `f` and its captures are dropped on the driver's thread
-    /// when it returns, so it must not own the last clone of a [`Buffer`](crate::Buffer),
-    /// [`Stream`], [`Event`](crate::Event) or other object whose drop calls CUDA.
-    /// Keep long waits out of it too: the stream's later work waits for it.
+    /// return `CUDA_ERROR_NOT_PERMITTED` or deadlock). Dropping this crate's
+    /// objects there is fine: `f` and its captures are dropped on the driver's
+    /// thread, and when one of them is the last owner of a [`Buffer`](crate::Buffer),
+    /// [`Stream`], [`Event`](crate::Event), graph, module or pool, its free or
+    /// destroy is not made there but queued and made later on an ordinary thread
+    /// (see [`deferred_frees`](crate::deferred_frees)). Keep long waits out of it
+    /// too: the stream's later work waits for it.
     ///
     /// **Panics** are caught (nothing unwinds into the driver) and recorded in
     /// this stream: the next [`sync`](Self::sync) returns
@@ -170,14 +189,20 @@ impl Stream {
     pub fn launch_host_func(&self, f: impl FnOnce() + Send + 'static) -> Result<()> {
         const WHAT: &str = "queuing a host function on a stream";
         let _current = self.context().ensure_current()?;
-        if self.capture_status()? == CaptureStatus::Active {
-            return Err(Error::unsupported(
+        // Capture-gate rule: the status read here is the status at queuing. No
+        // capture of this stream begins (`begin_capture`), ends (`end_capture`)
+        // or takes the stream in (`wait_event` on an event recorded in one)
+        // while the gate is held, so a function found not capturing is queued
+        // outside any capture, runs once and frees its box.
+        let gate = self.capture_gate_shared();
+        match plan(self.capture_status()?, false) {
+            Plan::Once => self.enqueue_once(Box::new(f), WHAT, gate),
+            Plan::Captured | Plan::Refuse => Err(Error::unsupported(
                 WHAT,
                 "the stream is capturing, and a captured host function may run any number \
                  of times: use `launch_host_func_repeatable`",
-            ));
+            )),
         }
-        self.enqueue_once(Box::new(f), WHAT)
     }
 
     /// As [`launch_host_func`](Self::launch_host_func) for a function that may run
@@ -190,20 +215,37 @@ impl Stream {
     /// On a stream that is not capturing it runs once, as with
     /// `launch_host_func`. Panics are recorded in this stream, also those of
     /// launches of the captured graph on other streams. The same rules hold:
-    /// `f` must not call CUDA, nor own what calls CUDA when dropped.
+    /// `f` must not call CUDA (dropping the crate's objects there is deferred, as above).
     ///
     /// # Errors
     /// The driver's error (`f` is freed; once captured, the graph owns it even if
     /// queuing fails, and frees it with the graph).
     pub fn launch_host_func_repeatable(&self, f: impl Fn() + Send + Sync + 'static) -> Result<()> {
+        self.launch_host_func_repeatable_into(f, self.panic_slot().clone())
+    }
+
+    /// [`launch_host_func_repeatable`](Self::launch_host_func_repeatable), a
+    /// captured function recording its panics in `panics` (a graph builder's
+    /// graph's slot).
+    pub(crate) fn launch_host_func_repeatable_into(
+        &self,
+        f: impl Fn() + Send + Sync + 'static,
+        panics: Arc<PanicSlot>,
+    ) -> Result<()> {
         const WHAT: &str = "queuing a host function on a stream";
         let _current = self.context().ensure_current()?;
-        let Some(graph) = self.capture_graph()? else {
-            return self.enqueue_once(Box::new(f), WHAT);
+        // Capture-gate rule (see `launch_host_func`): the capture read here, or
+        // its absence, holds until the function is queued, so the box goes to the
+        // one owner that matches (the graph's user object, or the one call).
+        let gate = self.capture_gate_shared();
+        let info = self.capture_info()?;
+        let graph = match plan(info.status, true) {
+            Plan::Captured if !info.graph.is_null() => info.graph,
+            _ => return self.enqueue_once(Box::new(f), WHAT, gate),
         };
         let data = Box::into_raw(Box::new(Repeat {
             f: Box::new(f),
-            panics: self.panic_slot().clone(),
+            panics,
         }))
         .cast::<c_void>();
         let mut object: sys::CUuserObject = std::ptr::null_mut();
@@ -220,6 +262,7 @@ impl Stream {
             )
         };
         if let Err(e) = rc.check(|| "creating a user object for a captured host function") {
+            drop(gate);
             // SAFETY: the object was not made, so the box is still ours.
             drop_caught(unsafe { Box::from_raw(data.cast::<Repeat>()) });
             return Err(e);
@@ -230,6 +273,7 @@ impl Stream {
             sys::cuGraphRetainUserObject(graph, object, 1, sys::CU_GRAPH_USER_OBJECT_MOVE.0)
         };
         if let Err(e) = rc.check(|| "handing a captured host function to its graph") {
+            drop(gate);
             // SAFETY: our one reference was not moved; releasing it runs the
             // destructor, which frees the box.
             let _ = unsafe { sys::cuUserObjectRelease(object, 1) };
@@ -247,7 +291,15 @@ impl Stream {
         self.panic_slot().take()
     }
 
-    fn enqueue_once(&self, f: Box<dyn FnOnce() + Send>, what: &'static str) -> Result<()> {
+    /// Queues `f` to run once. `gate` (the capture gate, held shared) is let go
+    /// before a refused box is dropped: dropping it may reach this stream's
+    /// `wait_event` (a buffer's free), which takes the gate exclusively.
+    fn enqueue_once(
+        &self,
+        f: Box<dyn FnOnce() + Send>,
+        what: &'static str,
+        gate: std::sync::RwLockReadGuard<'_, ()>,
+    ) -> Result<()> {
         let data = Box::into_raw(Box::new(Once {
             f,
             panics: self.panic_slot().clone(),
@@ -257,6 +309,7 @@ impl Stream {
         // outside a capture the driver calls `once_trampoline` once with `data`,
         // which frees it.
         let rc = unsafe { sys::cuLaunchHostFunc(self.handle(), Some(once_trampoline), data) };
+        drop(gate);
         if rc != sys::CUDA_SUCCESS {
             // SAFETY: the driver refused the call, so it will never run it: the
             // box is still ours.
@@ -264,15 +317,29 @@ impl Stream {
         }
         rc.check(|| what)
     }
+}
 
-    /// The graph this stream is capturing into, or `None` when it is not capturing
-    /// (an invalidated capture is `None` too: queuing fails there anyway).
-    fn capture_graph(&self) -> Result<Option<sys::CUgraph>> {
-        let info = self.capture_info()?;
-        Ok(
-            (info.status == crate::CaptureStatus::Active && !info.graph.is_null())
-                .then_some(info.graph),
-        )
+/// Who owns a host function's box, from the stream's capture status read under
+/// the capture gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// Not capturing: the driver calls the function once, and that call frees it.
+    Once,
+    /// Capturing, and the function may run many times: a user object that the
+    /// graph owns holds it, and frees it with the graph.
+    Captured,
+    /// The function cannot be queued: a run-once function on a capturing stream.
+    Refuse,
+}
+
+fn plan(status: CaptureStatus, repeatable: bool) -> Plan {
+    match (status, repeatable) {
+        (CaptureStatus::None, _) => Plan::Once,
+        (CaptureStatus::Active, true) => Plan::Captured,
+        (CaptureStatus::Active, false) => Plan::Refuse,
+        // The driver refuses to queue into an invalidated capture (its error is
+        // reported, and the box, never queued, freed at once).
+        (CaptureStatus::Invalidated, _) => Plan::Once,
     }
 }
 
@@ -354,5 +421,91 @@ mod tests {
         unsafe { repeat_destroy(data) };
         assert_eq!(Arc::strong_count(&hit), 1);
         assert_eq!(Arc::strong_count(&slot), 1);
+    }
+
+    /// A panic payload whose own `Drop` panics.
+    struct Bomb;
+
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panics too");
+        }
+    }
+
+    /// A closure capture whose `Drop` panics.
+    struct DropBomb;
+
+    impl Drop for DropBomb {
+        fn drop(&mut self) {
+            panic!("the closure's capture panics when dropped");
+        }
+    }
+
+    #[test]
+    fn no_trampoline_unwinds_or_aborts_whatever_panics() {
+        let slot = Arc::new(PanicSlot::default());
+        // A once host function: a payload whose drop panics, then a capture whose
+        // drop panics.
+        let data = Box::into_raw(Box::new(Once {
+            f: Box::new(|| std::panic::panic_any(Bomb)),
+            panics: slot.clone(),
+        }));
+        // SAFETY: a leaked `Box<Once>`, handed over once, as the driver would.
+        unsafe { once_trampoline(data.cast()) };
+        let bomb = DropBomb;
+        let data = Box::into_raw(Box::new(Once {
+            f: Box::new(move || {
+                let _keep = &bomb;
+            }),
+            panics: slot.clone(),
+        }));
+        // SAFETY: as above.
+        unsafe { once_trampoline(data.cast()) };
+        assert_eq!(slot.take().map(|p| p.count), Some(2));
+        // A repeatable one: the payload, then the user object's destructor
+        // dropping a closure whose capture panics.
+        let bomb = DropBomb;
+        let data = Box::into_raw(Box::new(Repeat {
+            f: Box::new(move || {
+                let _keep = &bomb;
+                std::panic::panic_any(Bomb);
+            }),
+            panics: slot.clone(),
+        }))
+        .cast::<c_void>();
+        // SAFETY: a live `Box<Repeat>`, then its destructor, once.
+        unsafe {
+            repeat_trampoline(data);
+            repeat_destroy(data);
+        }
+        assert_eq!(slot.take().map(|p| p.count), Some(1));
+        assert_eq!(Arc::strong_count(&slot), 1);
+    }
+
+    #[test]
+    fn drop_caught_survives_a_payload_whose_drop_panics() {
+        struct Outer;
+        impl Drop for Outer {
+            fn drop(&mut self) {
+                std::panic::panic_any(Bomb);
+            }
+        }
+        drop_caught(Outer);
+    }
+
+    #[test]
+    fn the_box_has_one_owner_for_each_capture_status() {
+        use CaptureStatus::{Active, Invalidated, None};
+        // Not capturing: one call, which frees it, whatever the kind.
+        assert_eq!(plan(None, false), Plan::Once);
+        assert_eq!(plan(None, true), Plan::Once);
+        // Capturing: the graph owns a repeatable function; a run-once one is
+        // refused (the graph could call it any number of times).
+        assert_eq!(plan(Active, true), Plan::Captured);
+        assert_eq!(plan(Active, false), Plan::Refuse);
+        // An invalidated capture takes nothing: the driver refuses the call, and
+        // the box, never queued, is freed by the caller.
+        assert_eq!(plan(Invalidated, true), Plan::Once);
+        assert_eq!(plan(Invalidated, false), Plan::Once);
     }
 }

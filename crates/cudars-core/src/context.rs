@@ -300,6 +300,17 @@ impl Context {
         }
     }
 
+    /// For a green context, [`ensure_current`](Self::ensure_current)'s guard (the
+    /// context's lock, which every call on it must hold); for any other, nothing:
+    /// for calls that need no current context but must not race a green one.
+    #[inline]
+    pub(crate) fn green_guard(&self) -> Result<Option<Current>> {
+        match &self.inner.green_lock {
+            None => Ok(None),
+            Some(lock) => self.enter_green(lock).map(Some),
+        }
+    }
+
     #[cold]
     fn enter_green(&self, lock: &GreenLock) -> Result<Current> {
         lock.acquire();
@@ -337,7 +348,11 @@ impl Context {
     pub fn sync(&self) -> Result<()> {
         let _current = self.ensure_current()?;
         // SAFETY: a current context.
-        unsafe { sys::cuCtxSynchronize() }.check(|| "synchronising a context")
+        unsafe { sys::cuCtxSynchronize() }.check(|| "synchronising a context")?;
+        drop(_current);
+        // Frees deferred until the work they waited for was done.
+        crate::deferred::poll();
+        Ok(())
     }
 
     /// A new stream in this context.
@@ -368,8 +383,23 @@ pub(crate) fn ensure_current(
     Ok(Current { green: None })
 }
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there: the context's fields
+// move into a new `Inner`, dropped there, and this one releases nothing.
 impl Drop for Inner {
     fn drop(&mut self) {
+        if (self.owned || !self.green.is_null()) && crate::deferred::must_defer() {
+            let moved = Inner {
+                handle: self.handle,
+                device: self.device,
+                owned: std::mem::replace(&mut self.owned, false),
+                primary: self.primary,
+                green: std::mem::replace(&mut self.green, std::ptr::null_mut()),
+                green_lock: self.green_lock.take(),
+            };
+            crate::deferred::defer_drop("destroying a context", moved);
+            return;
+        }
         if !self.green.is_null() {
             // SAFETY: an owned green context (which owns `handle`), destroyed once,
             // after every stream and event made in it (they hold clones).

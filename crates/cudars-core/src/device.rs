@@ -331,7 +331,10 @@ impl Device {
         let _current = self.ensure_current()?;
         // SAFETY: a current context.
         unsafe { sys::cuCtxSynchronize() }
-            .check(|| format!("synchronising device {}", self.ordinal))
+            .check(|| format!("synchronising device {}", self.ordinal))?;
+        // Frees deferred until the work they waited for was done.
+        crate::deferred::poll();
+        Ok(())
     }
 
     /// Whether this device can access `peer`'s memory directly.

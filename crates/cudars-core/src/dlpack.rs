@@ -216,6 +216,10 @@ struct Export {
     _owner: Arc<dyn Any + Send + Sync>,
 }
 
+// The trampoline rule (see `callback::once_trampoline`), for a callback a
+// foreign consumer makes: what it drops (the owner may be the caller's, with a
+// `Drop` that panics) is dropped through `drop_caught`, so no panic unwinds out
+// of the `extern "C"` function or aborts.
 unsafe extern "C" fn export_deleter(t: *mut DLManagedTensor) {
     if t.is_null() {
         return;
@@ -224,7 +228,7 @@ unsafe extern "C" fn export_deleter(t: *mut DLManagedTensor) {
     // `Export` whose address is in `manager_ctx`; DLPack calls the deleter once.
     let ctx = unsafe { (*t).manager_ctx };
     // SAFETY: `manager_ctx` is the `Box<Export>` leaked by `export`.
-    drop(unsafe { Box::from_raw(ctx.cast::<Export>()) });
+    crate::callback::drop_caught(unsafe { Box::from_raw(ctx.cast::<Export>()) });
 }
 
 pub(crate) fn device_of(b: &Buffer) -> DLDevice {
@@ -475,6 +479,44 @@ mod tests {
     use crate::InvalidKind;
     use crate::arc_view::host_backed;
     use crate::error::kind_of as kind;
+
+    /// The deleter survives an owner whose `Drop` panics (it would abort, the
+    /// panic leaving an `extern "C"` function).
+    #[test]
+    fn the_export_deleter_survives_an_owner_whose_drop_panics() {
+        struct Bomb;
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("the owner's drop panics");
+            }
+        }
+        let export = Box::new(Export {
+            tensor: DLManagedTensor {
+                dl_tensor: DLTensor {
+                    data: std::ptr::null_mut(),
+                    device: DLDevice {
+                        device_type: DLDeviceType::CPU,
+                        device_id: 0,
+                    },
+                    ndim: 0,
+                    dtype: <u8 as DLPackDType>::DTYPE,
+                    shape: std::ptr::null_mut(),
+                    strides: std::ptr::null_mut(),
+                    byte_offset: 0,
+                },
+                manager_ctx: std::ptr::null_mut(),
+                deleter: Some(export_deleter),
+            },
+            _shape: Vec::new(),
+            _strides: Vec::new(),
+            _owner: Arc::new(Bomb),
+        });
+        let raw = Box::into_raw(export);
+        // SAFETY: `raw` is live; its context is itself, as `export` makes it.
+        unsafe { (*raw).tensor.manager_ctx = raw.cast() };
+        // SAFETY: the tensor of a leaked `Export`, deleted once.
+        unsafe { export_deleter(&raw mut (*raw).tensor) };
+    }
 
     #[test]
     fn element_types_map_to_their_dtypes() {

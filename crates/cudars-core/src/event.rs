@@ -134,6 +134,8 @@ impl Event {
     /// # Errors
     /// The driver's error.
     pub fn sync(&self) -> Result<()> {
+        // Green rule: every call on a green context's event holds its lock.
+        let _green = self.ctx.green_guard()?;
         // SAFETY: a live event.
         unsafe { sys::cuEventSynchronize(self.handle) }.check(|| "waiting for an event")
     }
@@ -143,6 +145,8 @@ impl Event {
     /// # Errors
     /// The driver's error.
     pub fn is_done(&self) -> Result<bool> {
+        // Green rule: every call on a green context's event holds its lock.
+        let _green = self.ctx.green_guard()?;
         // SAFETY: a live event.
         let rc = unsafe { sys::cuEventQuery(self.handle) };
         if rc == sys::CUDA_ERROR_NOT_READY {
@@ -164,6 +168,15 @@ impl Event {
                 "both events must be created with `timing: true`",
             ));
         }
+        if start.ctx != self.ctx {
+            // Two contexts' guards could be taken in either order by two threads.
+            return Err(Error::invalid(
+                "measuring time between events",
+                "the events belong to different contexts",
+            ));
+        }
+        // Green rule: every call on a green context's event holds its lock.
+        let _green = self.ctx.green_guard()?;
         let mut ms = 0f32;
         // SAFETY: live events; `ms` is valid for writes.
         unsafe { sys::cuEventElapsedTime(&mut ms, start.handle, self.handle) }
@@ -172,9 +185,28 @@ impl Event {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there. Green rule: the
+// destroy holds the context's guard (`ensure_current`), as every call on a
+// green context does.
 impl Drop for Event {
     fn drop(&mut self) {
-        // SAFETY: an owned, live event, destroyed once (pending records complete).
-        let _ = unsafe { sys::cuEventDestroy(self.handle) };
+        /// Destroys `e`, a live event of `ctx` owned by the caller, once.
+        fn destroy(ctx: &Context, e: sys::CUevent) {
+            let _green = ctx.green_guard();
+            // SAFETY: an owned, live event, destroyed once (pending records complete).
+            let _ = unsafe { sys::cuEventDestroy(e) };
+        }
+        if crate::deferred::must_defer() {
+            let ctx = self.ctx.clone();
+            // SAFETY: the owned event; its one destroy moves to the queue.
+            unsafe {
+                crate::deferred::defer_handle("destroying an event", self.handle, move |e| {
+                    destroy(&ctx, e);
+                });
+            }
+            return;
+        }
+        destroy(&self.ctx, self.handle);
     }
 }

@@ -358,6 +358,8 @@ impl GraphicsResource {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the unregistering (a CUDA
+// call) is handed to the deferred queue instead of made there.
 impl Drop for GraphicsResource {
     // Soundness rule (issue 26, "a leaked guard leaves the state to its
     // owner"): the resource, not the mapping guard, records whether it is
@@ -365,6 +367,21 @@ impl Drop for GraphicsResource {
     // ordered before it) and waited for before the unregistration; if that
     // fails, the registration is leaked.
     fn drop(&mut self) {
+        if self.handle.is_null() {
+            return;
+        }
+        if crate::deferred::must_defer() {
+            // On a driver callback thread: the whole resource (a leaked
+            // mapping's unmapping included) is dropped later, on an ordinary
+            // thread.
+            let moved = GraphicsResource {
+                handle: std::mem::replace(&mut self.handle, std::ptr::null_mut()),
+                ctx: self.ctx.clone(),
+                mapped_on: self.mapped_on.take(),
+            };
+            crate::deferred::defer_drop("unregistering a graphics resource", moved);
+            return;
+        }
         // Errors cannot be reported from drop (`close` reports them).
         if self.unmap_leaked().is_err() {
             return;

@@ -76,6 +76,7 @@ mod callback;
 pub mod checkpoint;
 mod compile;
 mod context;
+mod deferred;
 mod device;
 mod device_buffer;
 pub mod dlpack;
@@ -362,6 +363,7 @@ pub use cudars_core_macros::kernels;
 /// (its `find_nvidia_header_directory`, `PathfinderError`, …), so that it need not
 /// be a dependency of its own.
 pub use cudars_pathfinder;
+pub use deferred::{DeferredFrees, deferred_frees, drain_deferred_frees};
 pub use device::Device;
 pub use device_buffer::DeviceBuffer;
 pub use dlpack::DLPackDType;

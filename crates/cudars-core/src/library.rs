@@ -279,11 +279,21 @@ impl Library {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the unload (a CUDA call) is
+// handed to the deferred queue instead of made there.
 impl Drop for Inner {
     fn drop(&mut self) {
-        // SAFETY: an owned library, unloaded once, after every kernel and global from
-        // it (they hold clones).
-        let _ = unsafe { sys::cuLibraryUnload(self.handle) };
+        let unload = |h: sys::CUlibrary| {
+            // SAFETY: an owned library, unloaded once, after every kernel and
+            // global from it (they hold clones).
+            let _ = unsafe { sys::cuLibraryUnload(h) };
+        };
+        if crate::deferred::must_defer() {
+            // SAFETY: the owned library handle; its one unload moves to the queue.
+            unsafe { crate::deferred::defer_handle("unloading a library", self.handle, unload) };
+            return;
+        }
+        unload(self.handle);
     }
 }
 

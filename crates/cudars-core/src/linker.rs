@@ -856,8 +856,25 @@ impl DriverLink {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue: the state and every buffer it points into
+// move to a `DriverLink` dropped there, and this one releases nothing.
 impl Drop for DriverLink {
     fn drop(&mut self) {
+        if !self.state.is_null() && crate::deferred::must_defer() {
+            let moved = DriverLink {
+                state: std::mem::replace(&mut self.state, std::ptr::null_mut()),
+                ctx: self.ctx,
+                output: self.output.take(),
+                info_log: std::mem::take(&mut self.info_log),
+                error_log: std::mem::take(&mut self.error_log),
+                _keys: std::mem::take(&mut self._keys),
+                _values: std::mem::take(&mut self._values),
+                _inputs: std::mem::take(&mut self._inputs),
+            };
+            crate::deferred::defer_drop("destroying a driver link", moved);
+            return;
+        }
         if !self.state.is_null() {
             let _current = self.enter();
             // SAFETY: a state from cuLinkCreate, destroyed once here.

@@ -197,12 +197,23 @@ impl Module {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the unload (a CUDA call) is
+// handed to the deferred queue instead of made there.
 impl Drop for Inner {
     fn drop(&mut self) {
         if let (true, Some(ctx)) = (self.owned, &self.ctx) {
-            let _current = ctx.ensure_current();
-            // SAFETY: an owned module, unloaded once, after every kernel from it.
-            let _ = unsafe { sys::cuModuleUnload(self.handle) };
+            let ctx = ctx.clone();
+            let unload = move |h: sys::CUmodule| {
+                let _current = ctx.ensure_current();
+                // SAFETY: an owned module, unloaded once, after every kernel from it.
+                let _ = unsafe { sys::cuModuleUnload(h) };
+            };
+            if crate::deferred::must_defer() {
+                // SAFETY: the owned module handle; its one unload moves to the queue.
+                unsafe { crate::deferred::defer_handle("unloading a module", self.handle, unload) };
+                return;
+            }
+            unload(self.handle);
         }
     }
 }

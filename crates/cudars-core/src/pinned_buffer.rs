@@ -212,6 +212,11 @@ fn track(list: &mut Vec<(QueueId, Event)>, stream: &Stream) -> Result<()> {
     r
 }
 
+// Deferred-free rule: on a driver callback thread (no CUDA calls, and waiting
+// there could wait for the callback itself), or when a wait is refused for now
+// (a global-mode capture refuses synchronising calls), the waits and the free
+// move to the deferred queue, in the same order: the memory is never freed
+// before the copies in flight are known to be done.
 impl<T> Drop for PinnedBuffer<T> {
     fn drop(&mut self) {
         // The memory is freed when `buf` drops, after this: wait for every copy in
@@ -221,12 +226,62 @@ impl<T> Drop for PinnedBuffer<T> {
             .pending
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
-        for (_, e) in p.reads.drain(..).chain(p.writes.drain(..)) {
-            if e.sync().is_err() {
-                let _ = e.context().sync();
+        let events: Vec<Event> = p
+            .reads
+            .drain(..)
+            .chain(p.writes.drain(..))
+            .map(|(_, e)| e)
+            .collect();
+        let mut left = if crate::deferred::must_defer() {
+            events
+        } else {
+            match wait_all_or_keep(events) {
+                Ok(()) => return,
+                Err(left) => left,
             }
+        };
+        let size = self.buf.size();
+        // SAFETY: a stand-in that owns nothing, never used: `self` is being
+        // dropped, and the real buffer moves to the queue.
+        let stand_in =
+            unsafe { Buffer::from_raw(0, 0, crate::MemoryKind::Pinned, self.buf.device()) };
+        let mut buf = Some(std::mem::replace(&mut self.buf, stand_in));
+        crate::deferred::defer(
+            "freeing pinned memory",
+            size,
+            None,
+            move || match wait_all_or_keep(std::mem::take(&mut left)) {
+                Ok(()) => {
+                    drop(buf.take());
+                    Ok(())
+                }
+                Err(rest) => {
+                    left = rest;
+                    Err(Error::unsupported(
+                        "freeing pinned memory",
+                        "waiting for the copies in flight is refused for now",
+                    ))
+                }
+            },
+        );
+    }
+}
+
+/// Waits for `events` (each, or its context when that fails). The events whose
+/// wait is refused for now (a capture forbids it: the wait is retried later)
+/// come back; other failures count as done, as the context's failed work is no
+/// longer running (what the crate has always assumed here).
+fn wait_all_or_keep(events: Vec<Event>) -> std::result::Result<(), Vec<Event>> {
+    let mut left = Vec::new();
+    for e in events {
+        let Err(err) = e.sync() else { continue };
+        if !crate::deferred::refused_for_now(&err) {
+            let _ = e.context().sync();
+        } else if e.context().sync().is_err() {
+            left.push(e);
         }
     }
+    if left.is_empty() { Ok(()) } else { Err(left) }
 }
 
 impl<T: Pod> DeviceViewMut<'_, T> {

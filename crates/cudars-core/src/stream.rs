@@ -46,6 +46,12 @@ struct Inner {
     per_thread: bool,
     /// Panics of host functions queued on the stream, until reported.
     panics: std::sync::Arc<PanicSlot>,
+    /// The capture gate: held shared while a host function is queued (its
+    /// capture status checked, then the function queued), exclusively by what
+    /// may start or end a capture of this stream (`begin_capture`, `end_capture`,
+    /// `wait_event`, through which a stream joins another's capture). So no
+    /// capture begins or ends between the check and the queuing.
+    capture_gate: std::sync::RwLock<()>,
 }
 
 // SAFETY: a CUstream is a handle the driver lets any thread use. The one
@@ -91,6 +97,7 @@ impl Stream {
                 owned,
                 per_thread,
                 panics: Default::default(),
+                capture_gate: Default::default(),
             }),
         }
     }
@@ -186,6 +193,8 @@ impl Stream {
         };
         let mut handle: sys::CUstream = std::ptr::null_mut();
         if let Some(green) = ctx.green_handle() {
+            // Green rule: a call on a green context holds its guard.
+            let _current = ctx.ensure_current()?;
             // SAFETY: `handle` is valid for writes; `green` is live (`ctx` holds
             // it); green-context streams must be non-blocking.
             unsafe {
@@ -251,6 +260,10 @@ impl Stream {
     /// # Safety
     /// `handle` must be a valid stream of `ctx` (or one of the special handles) and
     /// stay valid for as long as the returned `Stream` and everything that uses it.
+    /// A capture of `handle` must not begin or end, through another wrapper or
+    /// another library, while a host function is being queued through this one
+    /// ([`launch_host_func`](Self::launch_host_func) checks the capture status
+    /// under a gate that only this `Stream` and its clones take).
     pub unsafe fn from_raw(handle: sys::CUstream, ctx: &Context) -> Self {
         Self::wrap(handle, ctx.clone(), false)
     }
@@ -286,7 +299,9 @@ impl Stream {
     /// the returned `Stream`, its clones and everything that holds one (buffers
     /// freed on it, pending frees included) exist. Buffers keep their free stream
     /// until they are freed, so adopt a stream for allocation only if its owner
-    /// outlives them.
+    /// outlives them. As for [`from_raw`](Self::from_raw), a capture of the
+    /// stream must not begin or end elsewhere while a host function is being
+    /// queued through this one.
     ///
     /// # Errors
     /// [`Error::Unsupported`] for a stream of a green context (adopt it with
@@ -341,6 +356,8 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn is_non_blocking(&self) -> Result<bool> {
+        // Green rule: every call on a green context's stream holds its lock.
+        let _green = self.inner.ctx.green_guard()?;
         let mut flags = 0;
         // SAFETY: `flags` is valid for writes; the handle is live.
         unsafe { sys::cuStreamGetFlags(self.inner.handle, &mut flags) }
@@ -358,6 +375,8 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn priority(&self) -> Result<i32> {
+        // Green rule: every call on a green context's stream holds its lock.
+        let _green = self.inner.ctx.green_guard()?;
         let mut p = 0;
         // SAFETY: `p` is valid for writes; the handle is live.
         unsafe { sys::cuStreamGetPriority(self.inner.handle, &mut p) }
@@ -376,6 +395,8 @@ impl Stream {
     /// work completed but a host function panicked.
     pub fn sync(&self) -> Result<()> {
         self.wait()?;
+        // Frees deferred until the work they waited for was done.
+        crate::deferred::poll();
         match self.inner.panics.take() {
             None => Ok(()),
             Some(panic) => Err(Error::HostCallbackPanicked {
@@ -396,6 +417,24 @@ impl Stream {
         unsafe { sys::cuStreamSynchronize(self.inner.handle) }.check(|| "synchronising a stream")
     }
 
+    /// Holds the capture gate shared: no capture of this stream begins or ends
+    /// (through this `Stream` and its clones) while the guard lives.
+    pub(crate) fn capture_gate_shared(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        self.inner
+            .capture_gate
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Holds the capture gate exclusively, for a call that may start or end a
+    /// capture of this stream.
+    pub(crate) fn capture_gate_exclusive(&self) -> std::sync::RwLockWriteGuard<'_, ()> {
+        self.inner
+            .capture_gate
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Where host functions of this stream record their panics.
     pub(crate) fn panic_slot(&self) -> &std::sync::Arc<PanicSlot> {
         &self.inner.panics
@@ -407,22 +446,31 @@ impl Stream {
     /// is left for [`sync`](Self::sync) to report).
     ///
     /// Rule 4 of the soundness contract (`docs/architecture.md`): when the
-    /// stream's wait fails, the context's is tried, up to three times. An error
-    /// that the first wait reported once is not reported again, so a later
-    /// wait does wait; one that persists through every try is a sticky error
-    /// (the context is lost, and the driver runs none of its queued work any
-    /// more) or a driver that is gone: either way nothing queued can still
-    /// touch the memory the caller releases next.
+    /// stream's wait fails, it is tried again with the thread in relaxed
+    /// capture mode (another thread's global-mode capture forbids the wait, and
+    /// only that), then the context's, up to three times. An error that the
+    /// first wait reported once is not reported again, so a later wait does
+    /// wait; one that persists through every try is a sticky error (the
+    /// context is lost, and the driver runs none of its queued work any more)
+    /// or a driver that is gone: either way nothing queued can still touch the
+    /// memory the caller releases next.
     pub(crate) fn drain(&self) -> Result<()> {
-        let r = self.wait();
-        if r.is_err() {
-            for _ in 0..3 {
-                if self.context().sync().is_ok() {
-                    break;
-                }
+        let Err(e) = self.wait() else {
+            return Ok(());
+        };
+        let _relaxed = crate::deferred::RelaxedCapture::enter();
+        match self.wait() {
+            // Only a capture elsewhere forbade the wait: it has waited now.
+            Ok(()) if crate::deferred::refused_for_now(&e) => return Ok(()),
+            Ok(()) => return Err(e),
+            Err(_) => {}
+        }
+        for _ in 0..3 {
+            if self.context().sync().is_ok() {
+                break;
             }
         }
-        r
+        Err(e)
     }
 
     /// Whether all work queued so far has completed, without waiting.
@@ -472,6 +520,9 @@ impl Stream {
             ));
         }
         let _current = self.inner.ctx.ensure_current()?;
+        // Waiting for an event recorded in a capture joins this stream to it:
+        // not while a host function is being queued here (the capture gate).
+        let _gate = self.capture_gate_exclusive();
         // SAFETY: a live stream and a live event.
         unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
             .check(|| "making a stream wait for an event")
@@ -489,13 +540,26 @@ impl Stream {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there.
 impl Drop for Inner {
     fn drop(&mut self) {
         if self.owned {
-            // Errors cannot be reported from drop; the handle is gone either way.
-            let _current = self.ctx.ensure_current();
-            // SAFETY: an owned, live stream, destroyed once.
-            let _ = unsafe { sys::cuStreamDestroy(self.handle) };
+            let ctx = self.ctx.clone();
+            let destroy = move |s: sys::CUstream| {
+                // Errors cannot be reported from drop; the handle is gone either way.
+                let _current = ctx.ensure_current();
+                // SAFETY: an owned, live stream, destroyed once.
+                let _ = unsafe { sys::cuStreamDestroy(s) };
+            };
+            if crate::deferred::must_defer() {
+                // SAFETY: the owned stream; its one destroy moves to the queue.
+                unsafe {
+                    crate::deferred::defer_handle("destroying a stream", self.handle, destroy)
+                };
+                return;
+            }
+            destroy(self.handle);
         }
     }
 }

@@ -446,14 +446,27 @@ impl StridedMemoryView {
     }
 }
 
+// Deferred-release rule: the producer's deleter may free memory through CUDA,
+// so on a driver callback thread it is handed to the deferred queue and called
+// later, once, on an ordinary thread.
 impl Drop for StridedMemoryView {
     fn drop(&mut self) {
         if let Keep::Tensor(t) = self.keep {
-            // SAFETY: the view owns the tensor; its deleter runs once, here.
-            if let Some(d) = unsafe { (*t).deleter } {
-                // SAFETY: as above.
-                unsafe { d(t) };
+            let delete = |t: *mut DLManagedTensor| {
+                // SAFETY: the view owns the tensor; its deleter runs once, here.
+                if let Some(d) = unsafe { (*t).deleter } {
+                    // SAFETY: as above.
+                    unsafe { d(t) };
+                }
+            };
+            if crate::deferred::must_defer() {
+                // SAFETY: the owned tensor (the view is `Send`: its producer's
+                // deleter may run on any thread); its one deletion moves to the
+                // queue.
+                unsafe { crate::deferred::defer_handle("releasing a DLPack tensor", t, delete) };
+                return;
             }
+            delete(t);
         }
     }
 }

@@ -40,11 +40,24 @@ use crate::{Buffer, Context, Device, KernelArg, Stream};
 /// by value) for a texture or surface object.
 macro_rules! handle_object {
     ($ty:ident, $destroy:ident) => {
+        // Deferred-release rule: on a driver callback thread the destroy (a
+        // CUDA call) is handed to the deferred queue instead of made there.
         impl Drop for $ty {
             fn drop(&mut self) {
-                let _current = self.ctx.ensure_current();
-                // SAFETY: an owned object handle, destroyed once.
-                let _ = unsafe { sys::$destroy(self.handle) };
+                let ctx = self.ctx.clone();
+                let destroy = move |h| {
+                    let _current = ctx.ensure_current();
+                    // SAFETY: an owned object handle, destroyed once.
+                    let _ = unsafe { sys::$destroy(h) };
+                };
+                if crate::deferred::must_defer() {
+                    // SAFETY: the owned handle; its one destroy moves to the queue.
+                    unsafe {
+                        crate::deferred::defer_handle(stringify!($destroy), self.handle, destroy)
+                    };
+                    return;
+                }
+                destroy(self.handle);
             }
         }
 
@@ -437,13 +450,26 @@ impl OpaqueArray {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call) is
+// handed to the deferred queue instead of made there.
 impl Drop for OpaqueArray {
     fn drop(&mut self) {
         if let Origin::Own = self.origin {
-            let _current = self.ctx.ensure_current();
-            // SAFETY: an owned array, destroyed once; textures and surfaces made
-            // from it hold it (in an `Arc`) and are gone.
-            let _ = unsafe { sys::cuArrayDestroy(self.handle) };
+            let ctx = self.ctx.clone();
+            let destroy = move |h: sys::CUarray| {
+                let _current = ctx.ensure_current();
+                // SAFETY: an owned array, destroyed once; textures and surfaces
+                // made from it hold it (in an `Arc`) and are gone.
+                let _ = unsafe { sys::cuArrayDestroy(h) };
+            };
+            if crate::deferred::must_defer() {
+                // SAFETY: the owned array; its one destroy moves to the queue.
+                unsafe {
+                    crate::deferred::defer_handle("destroying an array", self.handle, destroy)
+                };
+                return;
+            }
+            destroy(self.handle);
         }
     }
 }
@@ -460,12 +486,25 @@ unsafe impl Send for MipmappedInner {}
 // Soundness contract: rule 11.
 unsafe impl Sync for MipmappedInner {}
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call) is
+// handed to the deferred queue instead of made there.
 impl Drop for MipmappedInner {
     fn drop(&mut self) {
-        let _current = self.ctx.ensure_current();
-        // SAFETY: an owned mipmapped array, destroyed once, after every level and
-        // texture (they hold this `Arc`).
-        let _ = unsafe { sys::cuMipmappedArrayDestroy(self.handle) };
+        let ctx = self.ctx.clone();
+        let destroy = move |h: sys::CUmipmappedArray| {
+            let _current = ctx.ensure_current();
+            // SAFETY: an owned mipmapped array, destroyed once, after every level
+            // and texture (they hold this `Arc`).
+            let _ = unsafe { sys::cuMipmappedArrayDestroy(h) };
+        };
+        if crate::deferred::must_defer() {
+            // SAFETY: the owned array; its one destroy moves to the queue.
+            unsafe {
+                crate::deferred::defer_handle("destroying a mipmapped array", self.handle, destroy)
+            };
+            return;
+        }
+        destroy(self.handle);
     }
 }
 

@@ -346,6 +346,62 @@ fn unmap_chunks(mut at: sys::CUdeviceptr, chunks: impl IntoIterator<Item = Chunk
     first
 }
 
+/// One step of freeing a virtual allocation.
+#[derive(Debug, Clone, Copy)]
+enum VmmStep {
+    Unmap(sys::CUdeviceptr, usize),
+    Release(sys::CUmemGenericAllocationHandle),
+    AddressFree(sys::CUdeviceptr, usize),
+}
+
+/// Runs `steps` in order; returns those that failed, and the range's free while
+/// a mapping in it is left (empty when all are done), with the first error.
+fn run_steps(steps: Vec<VmmStep>) -> (Vec<VmmStep>, Result<()>) {
+    let mut left = Vec::new();
+    let mut first = None;
+    for step in steps {
+        let rc = match step {
+            VmmStep::AddressFree(..) if left.iter().any(|s| matches!(s, VmmStep::Unmap(..))) => {
+                left.push(step);
+                continue;
+            }
+            // SAFETY: a chunk this allocation mapped there, unmapped once (a failed
+            // unmap unmapped nothing, and is retried alone).
+            VmmStep::Unmap(at, size) => unsafe { sys::cuMemUnmap(at, size) },
+            // SAFETY: the chunk's physical memory, released once.
+            VmmStep::Release(h) => unsafe { sys::cuMemRelease(h) },
+            // SAFETY: the range this allocation reserved, freed once, with no
+            // mapping left in it.
+            VmmStep::AddressFree(base, size) => unsafe { sys::cuMemAddressFree(base, size) },
+        };
+        if let Err(e) = rc.check(|| format!("freeing virtual memory ({step:?})")) {
+            first.get_or_insert(e);
+            left.push(step);
+        }
+    }
+    let r = match first {
+        None if left.is_empty() => Ok(()),
+        None => Err(Error::invalid(
+            "freeing virtual memory",
+            "a mapping is left",
+        )),
+        Some(e) => Err(e),
+    };
+    (left, r)
+}
+
+/// Queues the steps left of freeing a virtual allocation of `bytes` bytes of
+/// `device`, retried with its context current (the drain runs on any thread).
+fn defer_steps(device: Device, steps: Vec<VmmStep>, bytes: usize, first_error: Option<String>) {
+    let mut left = steps;
+    crate::deferred::defer("freeing virtual memory", bytes, first_error, move || {
+        let _current = device.ensure_current()?;
+        let (rest, r) = run_steps(std::mem::take(&mut left));
+        left = rest;
+        r
+    });
+}
+
 impl VirtualMemoryResource {
     /// A resource on `device`, with `options` checked first.
     ///
@@ -484,10 +540,33 @@ impl VirtualMemoryResource {
         Ok(Chunk { handle, size })
     }
 
-    fn free_allocation(base: sys::CUdeviceptr, a: Allocation) {
-        let _ = unmap_chunks(base, a.chunks);
-        // SAFETY: the range this allocation reserved, freed once.
-        let _ = unsafe { sys::cuMemAddressFree(base, a.reserved) };
+    /// Unmaps and releases an allocation's chunks and frees its range. The steps
+    /// that fail (and all of them on a driver callback thread, where no CUDA call
+    /// is made) go to the deferred-free queue, retried until they succeed: freed
+    /// or queued, never leaked (the deferred-free rule).
+    fn free_allocation(device: Device, base: sys::CUdeviceptr, a: Allocation) {
+        let mut steps = Vec::with_capacity(2 * a.chunks.len() + 1);
+        let mut at = base;
+        for c in &a.chunks {
+            steps.push(VmmStep::Unmap(at, c.size));
+            steps.push(VmmStep::Release(c.handle));
+            at += c.size as u64;
+        }
+        steps.push(VmmStep::AddressFree(base, a.reserved));
+        let bytes = a.mapped;
+        if crate::deferred::must_defer() {
+            defer_steps(device, steps, bytes, None);
+            return;
+        }
+        let (left, r) = run_steps(steps);
+        if let Err(e) = r {
+            defer_steps(
+                device,
+                left,
+                bytes,
+                Some(crate::Report::new(&e).to_string()),
+            );
+        }
     }
 
     /// Grows `buffer` (from this resource) to at least `new_size` bytes, in place:
@@ -828,12 +907,13 @@ unsafe impl MemoryResource for VirtualMemoryResource {
         _size: usize,
         stream: &Stream,
     ) -> Result<()> {
-        let _ = stream.drain();
+        // Nothing is freed while the wait is refused for now (the free is retried).
+        crate::deferred::drain_before_free(stream)?;
         let a = self
             .lock()
             .remove(&ptr)
             .ok_or_else(|| Error::invalid("freeing a virtual allocation", "unknown address"))?;
-        Self::free_allocation(ptr, a);
+        Self::free_allocation(self.device, ptr, a);
         Ok(())
     }
 
@@ -859,7 +939,7 @@ impl Drop for VirtualMemoryResource {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
         for (base, a) in allocs {
-            Self::free_allocation(base, a);
+            Self::free_allocation(self.device, base, a);
         }
     }
 }

@@ -277,3 +277,73 @@ fn green_and_primary_streams_mix_in_one_operation() {
     gs.sync().unwrap();
     ps.sync().unwrap();
 }
+
+/// Every call on a green context's stream or event holds the context's lock
+/// (the driver does not synchronise threads on one green context): while one
+/// thread waits for a long kernel on a green stream (holding the lock), a
+/// query on another thread returns only after that wait has.
+#[test]
+fn green_stream_and_event_queries_hold_the_green_lock() {
+    require_gpu!();
+    use std::time::{Duration, Instant};
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let k = kernel(&d);
+    let green = Context::create_green(&d, &[one_group_of_8(&d)]).unwrap();
+    let Some(s) = cudars_tests::needs_driver!(12050, green.create_stream(StreamOptions::default()))
+    else {
+        return;
+    };
+    let e = cudars_core::Event::in_context(&green, Default::default()).unwrap();
+    type Query<'a> = (&'static str, Box<dyn Fn() + Sync + 'a>);
+    let queries: Vec<Query<'_>> = vec![
+        (
+            "Stream::priority",
+            Box::new(|| {
+                let _ = s.priority().unwrap();
+            }),
+        ),
+        (
+            "Stream::is_non_blocking",
+            Box::new(|| {
+                let _ = s.is_non_blocking().unwrap();
+            }),
+        ),
+        (
+            "Stream::capture_status",
+            Box::new(|| {
+                let _ = s.capture_status().unwrap();
+            }),
+        ),
+        (
+            "Event::is_done",
+            Box::new(|| {
+                let _ = e.is_done().unwrap();
+            }),
+        ),
+        ("Event::sync", Box::new(|| e.sync().unwrap())),
+    ];
+    let out = d.allocate(4, &s).unwrap();
+    for (name, query) in &queries {
+        e.record(&s).unwrap();
+        let spin: i64 = 400_000_000;
+        // SAFETY: `where_am_i` writes out[0] for one block; `out` holds one u32.
+        unsafe { launch(&s, &LaunchConfig::new(1u32, 64u32), &k, &[&out, &spin]).unwrap() };
+        let (synced, queried) = std::thread::scope(|sc| {
+            let waiter = sc.spawn(|| {
+                d.set_current().unwrap();
+                s.sync().unwrap();
+                Instant::now()
+            });
+            // The waiter holds the green lock for the kernel's length by now.
+            std::thread::sleep(Duration::from_millis(50));
+            query();
+            let queried = Instant::now();
+            (waiter.join().unwrap(), queried)
+        });
+        assert!(
+            queried >= synced,
+            "{name} ran on the green context while another thread held it"
+        );
+    }
+}

@@ -1444,13 +1444,15 @@ impl GraphBuilder {
     /// Calls `f` on a driver thread each time the graph reaches this point
     /// (`callback(fn)`): [`Stream::launch_host_func_repeatable`] on the
     /// capture, so the graph owns `f`. `f` must not call CUDA; a panic in it is
-    /// caught and recorded in the builder's stream.
+    /// caught and recorded in the graph: [`Graph::take_callback_panic`] or
+    /// [`GraphExec::take_callback_panic`] hands it over.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when not building; the driver's error.
     pub fn callback(&self, f: impl Fn() + Send + Sync + 'static) -> Result<()> {
         self.check_building("adding a host callback to a graph builder")?;
-        self.stream.launch_host_func_repeatable(f)
+        self.stream
+            .launch_host_func_repeatable_into(f, self.family.keep.panics.clone())
     }
 
     /// Records `event` each time the graph reaches this point (an event record

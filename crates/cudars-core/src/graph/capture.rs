@@ -85,15 +85,20 @@ impl Stream {
     /// # Safety
     /// The captured work (copies, fills, launches) refers to memory by address:
     /// every buffer, kernel and other object it uses must stay alive as long as the
-    /// graph made from it, and its instantiations, can run. No other thread may be
-    /// queuing a run-once host function on this stream
-    /// ([`launch_host_func`](Self::launch_host_func)) as the capture begins: one
-    /// captured that way would be freed after the graph's first run.
+    /// graph made from it, and its instantiations, can run. A stream joined to
+    /// the capture (one that waits for an event recorded in it) must be joined
+    /// back before the capture ends, and the capture must not end (here or
+    /// through another handle of this stream) while another thread queues a
+    /// host function on such a joined stream: its capture status is read, then
+    /// the function queued, and only this stream's own begin and end are kept
+    /// out of that window (see [`launch_host_func`](Self::launch_host_func)).
     ///
     /// # Errors
     /// The driver's error (a legacy default stream cannot capture).
     pub unsafe fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
         let _current = self.context().ensure_current()?;
+        // Not while a host function is being queued on this stream.
+        let _gate = self.capture_gate_exclusive();
         // SAFETY: a live stream.
         unsafe { sys::cuStreamBeginCapture(self.handle(), mode.raw()) }
             .check(|| "beginning a stream capture")
@@ -122,6 +127,8 @@ impl Stream {
     /// The driver's error (an invalidated capture is `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
     pub fn end_capture(&self) -> Result<Graph> {
         let _current = self.context().ensure_current()?;
+        // Not while a host function is being queued on this stream.
+        let _gate = self.capture_gate_exclusive();
         let mut g: sys::CUgraph = std::ptr::null_mut();
         // SAFETY: `g` is valid for writes; a live stream.
         unsafe { sys::cuStreamEndCapture(self.handle(), &mut g) }
@@ -134,6 +141,8 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn capture_status(&self) -> Result<CaptureStatus> {
+        // Green rule: every call on a green context's stream holds its lock.
+        let _green = self.context().green_guard()?;
         let mut s = sys::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: `s` is valid for writes; a live stream.
         unsafe { sys::cuStreamIsCapturing(self.handle(), &mut s) }

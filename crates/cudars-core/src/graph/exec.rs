@@ -87,6 +87,12 @@ impl fmt::Debug for GraphExec {
 }
 
 impl GraphExec {
+    /// Takes the record of the host nodes that panicked since the last report
+    /// (see [`Graph::take_callback_panic`], whose record this is too).
+    pub fn take_callback_panic(&self) -> Option<crate::CallbackPanic> {
+        self.keep.panics.take()
+    }
+
     /// The driver's handle.
     pub fn handle(&self) -> sys::CUgraphExec {
         self.handle
@@ -244,18 +250,48 @@ impl GraphExec {
     }
 }
 
+// Deferred-release rule: on a driver callback thread (where waiting for a stream
+// could wait for the callback itself, and CUDA calls are forbidden), or when
+// waiting for a stream it ran on is refused for now, the whole instantiation
+// moves to the deferred queue and is dropped there (never destroyed, nor its
+// host callbacks freed, under a launch that may still run).
 impl Drop for GraphExec {
     fn drop(&mut self) {
-        // Launched work may still use what `keep` holds: wait for it first.
-        // Rule 5 of the soundness contract: another thread's per-thread
-        // default stream is reached only by synchronising the context.
+        if self.handle.is_null() {
+            return;
+        }
         let streams = std::mem::take(self.used_on.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for (q, s) in &streams {
-            if q.reachable_here() {
-                let _ = s.drain();
-            } else {
-                let _ = s.context().sync();
-            }
+        // Launched work may still use what `keep` holds: wait for it first. A
+        // wait refused for now (a capture forbids it) keeps its stream for the
+        // deferred drop, which waits again. Rule 5 of the soundness contract:
+        // another thread's per-thread default stream is reached only by
+        // synchronising the context.
+        let left: Vec<(QueueId, Stream)> = if crate::deferred::must_defer() {
+            streams
+        } else {
+            streams
+                .into_iter()
+                .filter(|(q, s)| {
+                    let r = if q.reachable_here() {
+                        s.drain()
+                    } else {
+                        s.context().sync()
+                    };
+                    matches!(r, Err(e) if crate::deferred::refused_for_now(&e))
+                })
+                .collect()
+        };
+        if !left.is_empty() || crate::deferred::must_defer() {
+            let moved = GraphExec {
+                handle: std::mem::replace(&mut self.handle, std::ptr::null_mut()),
+                ctx: self.ctx.clone(),
+                keep: self.keep.clone(),
+                source: self.source.clone(),
+                used_on: Mutex::new(left),
+                _not_sync: std::marker::PhantomData,
+            };
+            crate::deferred::defer_drop("destroying an executable graph", moved);
+            return;
         }
         let _current = self.ctx.ensure_current();
         // SAFETY: an owned executable graph, destroyed once (launched work completes).

@@ -403,7 +403,7 @@ impl GraphExec {
     ) -> Result<()> {
         const WHAT: &str = "changing a host callback node of an instantiated graph";
         self.check_node_of_kind(graph, node, GraphNodeKind::HostCallback, WHAT)?;
-        let (boxed, p) = super::host_node_params(f);
+        let (boxed, p) = super::host_node_params(f, &self.keep);
         let _current = self.ctx.ensure_current()?;
         keep(&self.keep, boxed);
         // SAFETY: a host node of the source graph (checked); the box `p` points

@@ -39,8 +39,25 @@ use cudars_bindings::driver as sys;
 use crate::error::{Check as _, Error, Result};
 use crate::{Context, Event, Kernel, KernelArg, LaunchConfig};
 
-/// Things a graph's nodes need alive: kernels (their libraries), host callbacks.
-type Keep = Arc<Mutex<Vec<Arc<dyn Any + Send + Sync>>>>;
+/// Things a graph's nodes need alive: kernels (their libraries), host callbacks;
+/// shared by the graph, its bodies and its instantiations.
+type Keep = Arc<KeepList>;
+
+/// What a [`Keep`] holds: the items, and where the graph's host nodes record
+/// their panics ([`Graph::take_callback_panic`]).
+#[derive(Default)]
+struct KeepList {
+    items: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
+    panics: Arc<crate::callback::PanicSlot>,
+}
+
+impl KeepList {
+    fn lock(
+        &self,
+    ) -> std::sync::LockResult<std::sync::MutexGuard<'_, Vec<Arc<dyn Any + Send + Sync>>>> {
+        self.items.lock()
+    }
+}
 
 fn keep(k: &Keep, item: Arc<dyn Any + Send + Sync>) {
     k.lock().unwrap_or_else(|e| e.into_inner()).push(item);
@@ -96,11 +113,21 @@ unsafe impl Send for Root {}
 // Soundness contract: rule 11.
 unsafe impl Sync for Root {}
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there.
 impl Drop for Root {
     fn drop(&mut self) {
-        // SAFETY: the root graph, destroyed once, after every body graph handle
-        // (they hold this `Arc`); instantiations are independent of it.
-        let _ = unsafe { sys::cuGraphDestroy(self.0) };
+        let destroy = |g: sys::CUgraph| {
+            // SAFETY: the root graph, destroyed once, after every body graph
+            // handle (they hold this `Arc`); instantiations are independent of it.
+            let _ = unsafe { sys::cuGraphDestroy(g) };
+        };
+        if crate::deferred::must_defer() {
+            // SAFETY: the owned root graph; its one destroy moves to the queue.
+            unsafe { crate::deferred::defer_handle("destroying a graph", self.0, destroy) };
+            return;
+        }
+        destroy(self.0);
     }
 }
 
@@ -155,21 +182,36 @@ pub enum ConditionalKind {
 #[repr(transparent)]
 pub struct GraphCondition(pub sys::CUgraphConditionalHandle);
 
-unsafe extern "C" fn host_trampoline(data: *mut c_void) {
-    // SAFETY: `data` is the `Box<dyn Fn>` that `host_node_params` made and its
-    // caller stored in the graph's keep list, alive for every instantiation.
-    let f = unsafe { &*(data as *const Box<dyn Fn() + Send + Sync>) };
-    // A panic must not unwind into the driver.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+/// A graph host node's closure and where its panics go.
+struct HostNode {
+    f: Box<dyn Fn() + Send + Sync>,
+    panics: Arc<crate::callback::PanicSlot>,
 }
 
-/// The host node parameters that call `f`, and the box they point to, which
-/// must stay alive (in the keep list) as long as any node or instantiation
-/// names it.
+// The trampoline rule (see `callback::once_trampoline`): the thread is marked as
+// a driver callback thread, the closure runs under `catch_unwind`, and the
+// panic's payload is dropped through `drop_caught` (`run_caught`), so a payload
+// whose own `Drop` panics neither unwinds into the driver nor aborts. The box is
+// dropped on an ordinary thread, with the keep list.
+unsafe extern "C" fn host_trampoline(data: *mut c_void) {
+    let _scope = crate::deferred::CallbackScope::enter();
+    // SAFETY: `data` is the `HostNode` that `host_node_params` made and its
+    // caller stored in the graph's keep list, alive for every instantiation.
+    let node = unsafe { &*(data as *const HostNode) };
+    crate::callback::run_caught(|| (node.f)(), &node.panics);
+}
+
+/// The host node parameters that call `f`, recording its panics in `keep`'s
+/// slot, and the box they point to, which must stay alive (in the keep list) as
+/// long as any node or instantiation names it.
 fn host_node_params(
     f: impl Fn() + Send + Sync + 'static,
-) -> (Arc<Box<dyn Fn() + Send + Sync>>, sys::CUDA_HOST_NODE_PARAMS) {
-    let boxed: Arc<Box<dyn Fn() + Send + Sync>> = Arc::new(Box::new(f));
+    keep: &Keep,
+) -> (Arc<HostNode>, sys::CUDA_HOST_NODE_PARAMS) {
+    let boxed = Arc::new(HostNode {
+        f: Box::new(f),
+        panics: keep.panics.clone(),
+    });
     let p = sys::CUDA_HOST_NODE_PARAMS {
         fn_: Some(host_trampoline),
         userData: Arc::as_ptr(&boxed) as *mut c_void,
@@ -340,6 +382,15 @@ impl Graph {
         Self::wrap(handle, ctx, Some(Arc::new(Root(handle))), Keep::default())
     }
 
+    /// Takes the record of this graph's host nodes
+    /// ([`add_host_callback`](Self::add_host_callback)) that panicked since the
+    /// last report, in any launch of any of its instantiations (`None` if none
+    /// did), without waiting for anything. Shared with its bodies and
+    /// instantiations: one of them takes what the others would.
+    pub fn take_callback_panic(&self) -> Option<crate::CallbackPanic> {
+        self.keep.panics.take()
+    }
+
     /// The driver's handle.
     pub fn handle(&self) -> sys::CUgraph {
         self.handle
@@ -409,7 +460,10 @@ impl Graph {
     }
 
     /// Calls `f` on a driver thread when the node runs. `f` must not call CUDA.
-    /// A panic in `f` is caught and discarded.
+    /// A panic in `f` is caught (nothing unwinds into the driver, and a payload
+    /// whose own `Drop` panics does not abort the process) and recorded:
+    /// [`take_callback_panic`](Self::take_callback_panic) (or the
+    /// instantiation's [`GraphExec::take_callback_panic`]) hands it over.
     ///
     /// # Errors
     /// The driver's error.
@@ -418,7 +472,7 @@ impl Graph {
         deps: &[GraphNode],
         f: impl Fn() + Send + Sync + 'static,
     ) -> Result<GraphNode> {
-        let (boxed, p) = host_node_params(f);
+        let (boxed, p) = host_node_params(f, &self.keep);
         let dv = self.deps(deps)?;
         let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
@@ -567,5 +621,64 @@ impl Graph {
                 ..Default::default()
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A panic payload whose own `Drop` panics.
+    struct Bomb;
+
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panics too");
+        }
+    }
+
+    #[test]
+    fn a_host_node_survives_a_payload_whose_drop_panics_and_reports_it() {
+        let keep = Keep::default();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let (boxed, p) = host_node_params(
+            move || {
+                r.fetch_add(1, Ordering::SeqCst);
+                std::panic::panic_any(Bomb);
+            },
+            &keep,
+        );
+        let trampoline = p.fn_.expect("a trampoline");
+        for _ in 0..2 {
+            // SAFETY: the node's data, alive in `boxed`, called as the driver would.
+            unsafe { trampoline(p.userData) };
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        let panic = keep.panics.take().expect("recorded");
+        assert_eq!(panic.count, 2);
+        assert_eq!(panic.message, "(a panic payload that is not a string)");
+        drop(boxed);
+        assert_eq!(Arc::strong_count(&runs), 1);
+    }
+
+    #[test]
+    fn a_host_node_marks_its_thread_as_a_callback_thread() {
+        let keep = Keep::default();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s = seen.clone();
+        let (_boxed, p) = host_node_params(
+            move || {
+                if crate::deferred::must_defer() {
+                    s.fetch_add(1, Ordering::SeqCst);
+                }
+            },
+            &keep,
+        );
+        // SAFETY: as above.
+        unsafe { p.fn_.expect("a trampoline")(p.userData) };
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        assert!(!crate::deferred::must_defer());
     }
 }

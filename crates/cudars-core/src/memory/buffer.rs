@@ -69,6 +69,8 @@ impl Buffer {
         size: usize,
         stream: impl Into<Option<&'s Stream>>,
     ) -> Result<Self> {
+        // Frees that could not run when dropped, first (one relaxed load when none).
+        crate::deferred::poll();
         let device = mr.device();
         let what = || format!("allocating {size} bytes on device {}", device.ordinal());
         if size == 0 {
@@ -641,12 +643,15 @@ impl Buffer {
     }
 
     /// Frees the buffer now (ordered on `stream`, or its free stream), reporting
-    /// errors that dropping it would swallow.
+    /// errors that dropping it would swallow. Called inside a host function (a
+    /// driver thread, where CUDA calls are forbidden), the free is queued and made
+    /// later on an ordinary thread (see [`deferred_frees`](crate::deferred_frees)).
     ///
     /// # Errors
-    /// The resource's error; when ordering the free on `stream` after the free
-    /// stream's work fails, that error, and the buffer is freed on its own
-    /// stream instead (it is dropped).
+    /// The resource's error: the memory was not freed, and the free is queued and
+    /// retried until it succeeds ([`deferred_frees`](crate::deferred_frees)); when
+    /// ordering the free on `stream` after the free stream's work fails, that
+    /// error, and the buffer is freed on its own stream instead (it is dropped).
     pub fn close(mut self, stream: Option<&Stream>) -> Result<()> {
         self.free(stream)
     }
@@ -668,6 +673,23 @@ impl Buffer {
                     ),
                 ));
             }
+        }
+        // One relaxed load when no callback runs and nothing waits (the fast
+        // path); drains waiting frees first on an ordinary thread.
+        if crate::deferred::release_gate() {
+            // Deferred-free rule: on a driver callback thread no CUDA call is
+            // made; the free, with the ordering it asked for, runs later on an
+            // ordinary thread, ordered after all the work queued by then.
+            defer_free(
+                mr,
+                (self.ptr, self.size),
+                free_stream,
+                stream.cloned(),
+                None,
+            );
+            return Ok(());
+        }
+        if let Some(other) = stream {
             // Work queued on the free stream must come before the free too.
             if let Err(e) = other.wait_stream(&free_stream) {
                 // Nothing was freed: put the owner back, so that dropping the
@@ -678,9 +700,66 @@ impl Buffer {
         }
         let s = stream.unwrap_or(&free_stream);
         // SAFETY: `ptr`/`size` came from `mr.allocate_raw` and are freed once (the
-        // owner was taken); later work cannot use them (the buffer is gone).
-        unsafe { mr.deallocate(self.ptr, self.size, s) }
+        // owner was taken; a failed free freed nothing, per the trait's contract,
+        // and is retried by the deferred queue alone); later work cannot use them
+        // (the buffer is gone).
+        let r = unsafe { mr.deallocate(self.ptr, self.size, s) };
+        if let Err(e) = &r {
+            // Deferred-free rule: a failed free is never dropped (a leak); it is
+            // retried on `s`, which already orders it after the free stream's work.
+            let first = crate::Report::new(e).to_string();
+            defer_free(mr, (self.ptr, self.size), s.clone(), None, Some(first));
+        }
+        r
     }
+}
+
+/// Queues the free of `ptr`/`size` to `mr` on the deferred-free queue: retried on
+/// an ordinary thread, on `on` after the work queued on `free_stream` (or on
+/// `free_stream` itself), until it succeeds. A retry waits while that stream is
+/// capturing a graph (its free would be captured, not done). The retry may run
+/// on any thread: a per-thread default stream names the retrying thread's own,
+/// so where one is involved the whole context is waited for first (nothing can
+/// still use the memory, whichever stream then frees it).
+fn defer_free(
+    mr: Arc<dyn MemoryResource>,
+    (ptr, size): (sys::CUdeviceptr, usize),
+    free_stream: Stream,
+    on: Option<Stream>,
+    first_error: Option<String>,
+) {
+    let mut ordered = on.is_none();
+    let what = format!("freeing {size} bytes at {ptr:#x}");
+    crate::deferred::defer(what, size, first_error, move || {
+        let s = on.as_ref().unwrap_or(&free_stream);
+        // The stream's context, current: a special handle (the legacy default
+        // stream) names the current context's.
+        let _current = s.context().ensure_current()?;
+        if s.capture_status()? != crate::CaptureStatus::None {
+            return Err(Error::unsupported(
+                "retrying a deferred free",
+                "the stream it is ordered on is capturing a graph",
+            ));
+        }
+        let per_thread = |x: &Stream| x.handle() == sys::CU_STREAM_PER_THREAD;
+        if per_thread(s) || per_thread(&free_stream) {
+            // Another thread's per-thread stream cannot be named here.
+            free_stream.context().sync()?;
+            s.context().sync()?;
+        } else if !ordered {
+            if let Some(o) = &on {
+                // `close(Some(on))` was asked on a callback thread: the free
+                // stream's work comes first.
+                o.wait_stream(&free_stream)?;
+            }
+            ordered = true;
+        }
+        // SAFETY: the buffer's memory, taken out of it (the buffer is gone, so no
+        // later work uses it); every earlier try failed, freeing nothing (the
+        // trait's contract); ordered after the buffer's work on `s` (or after all
+        // the context's work).
+        unsafe { mr.deallocate(ptr, size, s) }
+    });
 }
 
 /// Orders the frees of `buffers` after the work queued on `stream` so far: one
@@ -785,6 +864,9 @@ pub(crate) fn copy_device(
     Ok(())
 }
 
+// Deferred-free rule: a drop on a driver callback thread, or whose free fails,
+// hands the free to the deferred queue (`free`), so it neither calls CUDA there
+// nor leaks.
 impl Drop for Buffer {
     fn drop(&mut self) {
         // Errors cannot be reported from drop: `close` reports them.

@@ -264,12 +264,12 @@ impl ManagedMemoryResource {
 
 pool_attributes!(ManagedMemoryResource, |mr| mr.pool_or_unsupported());
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there.
 impl Drop for ManagedMemoryResource {
     fn drop(&mut self) {
         if self.owned {
-            // SAFETY: an owned pool; every buffer holds an `Arc` of this resource, so
-            // none is left (their frees are queued; the driver defers the release).
-            let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
+            super::pool::destroy_pool(self.pool);
         }
     }
 }
@@ -321,8 +321,9 @@ unsafe impl MemoryResource for ManagedMemoryResource {
                 })
             };
         }
-        // Wait for work that may still use it, then free regardless.
-        let _ = stream.drain();
+        // Wait for work that may still use it, then free regardless, unless the
+        // wait is refused for now (then nothing is freed; the free is retried).
+        crate::deferred::drain_before_free(stream)?;
         let _current = self.device.ensure_current()?;
         // SAFETY: per the trait's contract, `ptr` came from `cuMemAllocManaged`.
         unsafe { sys::cuMemFree(ptr) }.check(|| format!("freeing {size} bytes of managed memory"))

@@ -111,7 +111,11 @@ pub enum MemoryKind {
 /// [`kind`](Self::kind), usable on `device()`, and `deallocate` must accept exactly
 /// what `allocate_raw` returned. A resource whose
 /// [`is_stream_ordered`](Self::is_stream_ordered) is `false` must return memory
-/// that any stream may use as soon as `allocate_raw` returns.
+/// that any stream may use as soon as `allocate_raw` returns. A `deallocate` that
+/// returns an error must have freed nothing: a [`Buffer`] whose free fails hands
+/// it to the deferred-free queue ([`deferred_frees`](crate::deferred_frees)),
+/// which calls `deallocate` again with the same arguments, from another thread
+/// and later in the stream's order, until it succeeds.
 pub unsafe trait MemoryResource: fmt::Debug + Send + Sync {
     /// Allocates `size` bytes, ordered on `stream` where the resource can be, and
     /// returns their address, which **nothing owns or frees**: call `allocate` for
@@ -130,6 +134,11 @@ pub unsafe trait MemoryResource: fmt::Debug + Send + Sync {
     unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr>;
 
     /// Frees what `allocate_raw` returned, ordered on `stream` where it can be.
+    ///
+    /// An error means nothing was freed (see the trait's `# Safety`): the crate's
+    /// buffers retry it later. The crate never calls it on a driver callback
+    /// thread (a host function), where CUDA calls are forbidden: a buffer dropped
+    /// there is freed later, on an ordinary thread.
     ///
     /// # Safety
     /// `ptr` and `size` must come from this resource's `allocate_raw`, once, and no

@@ -46,8 +46,9 @@ unsafe impl MemoryResource for LegacyPinnedMemoryResource {
 
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
         // Not stream-ordered: wait for work that may still use it, then free
-        // regardless.
-        let _ = stream.drain();
+        // regardless, unless the wait is refused for now (a capture forbids it):
+        // then nothing is freed, and the buffer's free is retried later.
+        crate::deferred::drain_before_free(stream)?;
         // SAFETY: per the trait's contract, `ptr` came from `cuMemHostAlloc`.
         unsafe { sys::cuMemFreeHost(ptr as *mut std::ffi::c_void) }
             .check(|| format!("freeing {size} bytes of pinned host memory"))
@@ -220,10 +221,11 @@ impl PinnedMemoryResource {
     }
 }
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there.
 impl Drop for PinnedMemoryResource {
     fn drop(&mut self) {
-        // SAFETY: an owned pool; buffers hold an `Arc` of this resource, so none is left.
-        let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
+        super::pool::destroy_pool(self.pool);
     }
 }
 

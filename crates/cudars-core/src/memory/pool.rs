@@ -286,6 +286,22 @@ pub(super) unsafe fn pool_free(
     unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }.check(what)
 }
 
+/// Destroys an owned pool whose buffers are all gone (each holds an `Arc` of its
+/// resource; their frees are queued, and the driver defers the release), at once
+/// or, on a driver callback thread, through the deferred queue.
+pub(super) fn destroy_pool(pool: sys::CUmemoryPool) {
+    let destroy = |p: sys::CUmemoryPool| {
+        // SAFETY: an owned pool, destroyed once, after every buffer from it.
+        let _ = unsafe { sys::cuMemPoolDestroy(p) };
+    };
+    if crate::deferred::must_defer() {
+        // SAFETY: the owned pool handle; its one destroy moves to the queue.
+        unsafe { crate::deferred::defer_handle("destroying a memory pool", pool, destroy) };
+    } else {
+        destroy(pool);
+    }
+}
+
 pub(super) fn set_release_threshold(pool: sys::CUmemoryPool, bytes: u64) -> Result<()> {
     pool_set_u64(pool, sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, bytes)
 }
@@ -559,12 +575,12 @@ macro_rules! pool_attributes {
 pub(super) use pool_attributes;
 pool_attributes!(DeviceMemoryResource);
 
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there.
 impl Drop for DeviceMemoryResource {
     fn drop(&mut self) {
         if self.owned {
-            // SAFETY: an owned pool; every buffer holds an `Arc` of this resource, so
-            // none is left (their frees are queued; the driver defers the release).
-            let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
+            super::pool::destroy_pool(self.pool);
         }
     }
 }
