@@ -217,7 +217,8 @@ pub(crate) fn defer_drop<T: Send + 'static>(what: &'static str, value: T) {
 struct SendHandle<H>(H);
 
 // SAFETY: `defer_handle` wraps only driver handles, which the driver lets any
-// thread release, and hands the wrapper to nothing but the one release.
+// thread release, and hands the wrapper to nothing but the one release
+// (rules 6 and 11 of the soundness contract).
 unsafe impl<H> Send for SendHandle<H> {}
 
 /// Queues the release of a driver handle, run once on an ordinary thread: for a
