@@ -105,3 +105,8 @@ pub use cudars_bindings as bindings;
 #[cfg_attr(docsrs, doc(cfg(feature = "pathfinder")))]
 #[doc(inline)]
 pub use cudars_pathfinder as pathfinder;
+
+/// The README's example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
