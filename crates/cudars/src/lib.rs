@@ -53,8 +53,9 @@
 //! `cudars_core::Device`, and the two names are interchangeable (one type, one
 //! version). The module `cudars::core` does not hide the standard library's `core`:
 //! write `cudars::core::…` (or `use cudars::core as cuda;`). Only a
-//! `use cudars::core;` would make a bare `core::…` path in that module mean
-//! cuda-rs' crate; `::core::…` is always the standard one.
+//! `use cudars::core;` (or a glob, `use cudars::*;`, which is best avoided for this
+//! reason) would make a bare `core::…` path in that module mean cuda-rs' crate;
+//! `::core::…` is always the standard one.
 //!
 //! `kernels!` expands to paths under `::cudars_core`, so a crate that calls it also
 //! lists `cudars-core` among its dependencies (the same version as `cudars`' own:
