@@ -70,7 +70,7 @@ VIRTUAL_ENV=$VENV CUDA_RS_REQUIRE_WHEELS=1 \
 
 step "cargo check for $MSVC and $GNU (std built from source; nothing linked)"
 for t in $MSVC $GNU; do
-  cargo check --locked -Zbuild-std --target "$t" -p cudars-pathfinder -p cudars-bindings \
+  cargo check --locked -Zbuild-std --target "$t" -p cudars -p cudars-pathfinder -p cudars-bindings \
     -p cudars-core -p cudars-core-macros -p cudars-blas -p cudars-rand -p cudars-fft -p cudars-nccl \
     --all-features --all-targets
 done

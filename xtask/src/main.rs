@@ -7,8 +7,11 @@ mod catalog;
 mod codegen;
 mod headers;
 mod package;
+mod packages;
+mod release;
 mod testrun;
 mod util;
+mod workspace;
 
 use std::process::ExitCode;
 
@@ -33,6 +36,20 @@ commands:
                      fetch and verify the pinned CUDA headers into .headers/
   regen-bindings [--check]
                      run bindgen over the pinned headers (--check: fail if stale)
+  check-packages [--no-package]
+                     package every publishable crate and check each .crate: under
+                     10 MiB, README, licence files, CHANGELOG.md, rust-version, no
+                     scratch (--no-package: the .crate files already in target/package)
+  release CRATE VERSION [--no-dry-run]
+                     bump CRATE to VERSION (its CHANGELOG.md needs a `## [VERSION]`
+                     entry), rewrite every requirement on it, refresh Cargo.lock and
+                     run the publishing dry run (docs/releasing.md)
+  release-tag [CRATE...]
+                     tag HEAD CRATE-vVERSION (every publishable crate when none is
+                     named) and record it in release-baselines.toml
+  semver-checks [--crates a,b]
+                     cargo semver-checks of each publishable crate against its last
+                     release (release-baselines.toml)
   help               this text
 ";
 
@@ -49,6 +66,10 @@ fn main() -> ExitCode {
         "package-tests" => package::run(rest),
         "fetch-headers" => headers::run(rest),
         "regen-bindings" => bindings::run(rest),
+        "check-packages" => packages::run(rest),
+        "release" => release::release(rest),
+        "release-tag" => release::release_tag(rest),
+        "semver-checks" => release::semver_checks(rest),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())

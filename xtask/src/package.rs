@@ -9,6 +9,12 @@
 //! `DIR/run-shim.sh VERSION` runs `run.sh` over it, as if on an older driver.
 //! The folder is packed into `DIR.tar.xz`, which is what travels (at most 64 MiB:
 //! stripped test binaries pack about tenfold).
+//!
+//! The OpenGL interop tests need glvnd's `libEGL.so.1` and `libOpenGL.so.0`, which a
+//! bare GPU machine may lack: the package carries Debian's glvnd libraries
+//! (`DIR/lib/egl/`, from `apt-get download`, cached in `target/gpu-pkg-debs/`), and
+//! `run.sh` puts them on the loader's path only where the system has no
+//! `libEGL.so.1`. `CUDA_RS_PACKAGE_NO_GL=1` packages without them (no network).
 
 use serde_json::Value;
 use std::io::BufRead as _;
@@ -25,6 +31,21 @@ struct Artifact {
     name: String,
     path: PathBuf,
 }
+
+/// Debian's glvnd packages: the EGL, OpenGL, GLX and GLES dispatch libraries the
+/// OpenGL interop tests load (the NVIDIA driver provides the vendor library).
+const GL_DEBS: &[&str] = &[
+    "libegl1",
+    "libglvnd0",
+    "libopengl0",
+    "libgl1",
+    "libglx0",
+    "libgles2",
+];
+
+/// Set to `1`, packaging goes on without the glvnd libraries (no network for
+/// `apt-get download`); the OpenGL tests then need them on the GPU machine.
+const NO_GL_ENV: &str = "CUDA_RS_PACKAGE_NO_GL";
 
 /// The package of the driver shim.
 const SHIM_PACKAGE: &str = "cudars-driver-shim";
@@ -240,6 +261,18 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let shim = shim_dir.join("libcuda.so.1");
     copy_stripped(&build_shim()?, &shim)?;
     total += std::fs::metadata(&shim).map(|m| m.len()).unwrap_or(0);
+    if std::env::var(NO_GL_ENV).is_ok_and(|v| v == "1") {
+        println!("package-tests: {NO_GL_ENV}=1: no glvnd libraries in the package");
+    } else {
+        let egl = out.join("lib").join("egl");
+        let libs = gl_libraries(&egl)?;
+        total += libs;
+        println!(
+            "package-tests: glvnd's EGL/OpenGL libraries in {} ({:.1} MiB)",
+            egl.display(),
+            libs as f64 / (1024.0 * 1024.0)
+        );
+    }
     write_script(&out.join("run.sh"), &run_sh(&tests, &examples))?;
     write_script(&out.join("run-shim.sh"), RUN_SHIM_SH)?;
     write_script(&out.join("bench.sh"), &bench_sh(&benches))?;
@@ -294,6 +327,114 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The `.deb` of each of [`GL_DEBS`] in `cache`, downloaded there (amd64, from
+/// the Debian archive the machine's apt knows) when one is missing.
+fn gl_debs(cache: &Path) -> Result<Vec<PathBuf>, String> {
+    let find = |name: &str| -> Option<PathBuf> {
+        let prefix = format!("{name}_");
+        std::fs::read_dir(cache)
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix) && n.ends_with("_amd64.deb"))
+            })
+    };
+    if GL_DEBS.iter().all(|d| find(d).is_some()) {
+        println!("package-tests: glvnd .debs from {}", cache.display());
+    } else {
+        let lists = cache.join("apt-lists");
+        std::fs::create_dir_all(lists.join("partial"))
+            .map_err(|e| format!("creating {}: {e}", lists.display()))?;
+        // amd64 whatever this machine is; apt's lists and caches under `cache`, so
+        // neither the system's apt state nor root is needed.
+        let opts = [
+            "-qq".to_string(),
+            "-oAPT::Architecture=amd64".to_string(),
+            "-oAPT::Architectures=amd64".to_string(),
+            format!("-oDir::State::Lists={}", lists.display()),
+            "-oDir::Cache::pkgcache=".to_string(),
+            "-oDir::Cache::srcpkgcache=".to_string(),
+            "-oDebug::NoLocking=1".to_string(),
+        ];
+        let hint = format!(
+            "the GPU package carries Debian's glvnd libraries ({}) for the OpenGL tests;              set {NO_GL_ENV}=1 to package without them",
+            GL_DEBS.join(" ")
+        );
+        run_cmd(Command::new("apt-get").args(&opts).arg("update"))
+            .map_err(|e| format!("{e}: {hint}"))?;
+        run_cmd(
+            Command::new("apt-get")
+                .current_dir(cache)
+                .args(&opts)
+                .arg("download")
+                .args(GL_DEBS),
+        )
+        .map_err(|e| format!("{e}: {hint}"))?;
+    }
+    GL_DEBS
+        .iter()
+        .map(|d| {
+            find(d).ok_or_else(|| {
+                format!(
+                    "apt-get download left no {d}_*_amd64.deb in {}",
+                    cache.display()
+                )
+            })
+        })
+        .collect()
+}
+
+/// Unpacks the glvnd `.deb`s into `dest`: each library under its soname
+/// (`libEGL.so.1`), as the loader looks for it; returns the bytes copied.
+fn gl_libraries(dest: &Path) -> Result<u64, String> {
+    let cache = workspace_root().join("target").join("gpu-pkg-debs");
+    std::fs::create_dir_all(&cache).map_err(|e| format!("creating {}: {e}", cache.display()))?;
+    let debs = gl_debs(&cache)?;
+    let tmp = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
+    for deb in &debs {
+        run_cmd(Command::new("dpkg-deb").arg("-x").arg(deb).arg(tmp.path()))
+            .map_err(|e| format!("{e} (unpacking needs dpkg-deb)"))?;
+    }
+    let libdir = tmp.path().join("usr/lib/x86_64-linux-gnu");
+    std::fs::create_dir_all(dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
+    let mut total = 0;
+    let mut names = Vec::new();
+    for entry in
+        std::fs::read_dir(&libdir).map_err(|e| format!("reading {}: {e}", libdir.display()))?
+    {
+        let entry = entry.map_err(|e| format!("reading {}: {e}", libdir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !is_soname(&name) {
+            continue;
+        }
+        // The soname is a link to the versioned file: copy what it points at.
+        let to = dest.join(&name);
+        total += std::fs::copy(entry.path(), &to).map_err(|e| format!("copying {name}: {e}"))?;
+        names.push(name);
+    }
+    names.sort();
+    for want in ["libEGL.so.1", "libGLdispatch.so.0", "libOpenGL.so.0"] {
+        if !names.iter().any(|n| n == want) {
+            return Err(format!(
+                "the glvnd .debs hold no {want} (found: {})",
+                names.join(" ")
+            ));
+        }
+    }
+    Ok(total)
+}
+
+/// Whether a file name is a library's soname: `libX.so.N`.
+fn is_soname(name: &str) -> bool {
+    name.starts_with("lib")
+        && name
+            .split_once(".so.")
+            .is_some_and(|(_, v)| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Packs `dir` into `DIR.tar.xz` beside it (`tar` and `xz`, as every Linux
 /// machine has them), the folder's own name at the archive's top.
 fn archive(dir: &Path) -> Result<PathBuf, String> {
@@ -337,8 +478,31 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export CUDA_PATHFINDER_BIN="$here/bin/cudars-pathfinder"
 "#;
 
+/// `run.sh`'s set-up of EGL for the OpenGL interop tests: the package's glvnd
+/// (`lib/egl`) where the system has no `libEGL.so.1`, and NVIDIA's EGL vendor file
+/// where glvnd would not look for it.
+const EGL_ENV: &str = r#"# OpenGL interop (the graphics_gl tests) loads glvnd's libEGL.so.1: the package's copy
+# (lib/egl, Debian's glvnd) when the system has none. The 64-bit entries only.
+ldconfig_p() {
+  local l
+  for l in ldconfig /sbin/ldconfig /usr/sbin/ldconfig; do
+    if command -v "$l" >/dev/null 2>&1; then "$l" -p 2>/dev/null; return; fi
+  done
+}
+if [ -d "$here/lib/egl" ] && ! ldconfig_p | awk '/libEGL\.so\.1 / && !/\(libc6\)/ {f=1} END {exit !f}'; then
+  export LD_LIBRARY_PATH="$here/lib/egl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+# NVIDIA's EGL vendor file, where the driver's container set-up puts it.
+if [ -z "${__EGL_VENDOR_LIBRARY_FILENAMES:-}" ]; then
+  for f in /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json /usr/share/glvnd/egl_vendor.d/10_nvidia.json; do
+    if [ -e "$f" ]; then export __EGL_VENDOR_LIBRARY_FILENAMES="$f"; break; fi
+  done
+fi
+"#;
+
 fn run_sh(tests: &[String], examples: &[String]) -> String {
     let mut s = String::from(PRELUDE);
+    s.push_str(EGL_ENV);
     s.push_str(
         r#"export CUDA_TEST_REQUIRE_GPU=1
 # NVLink multicast (NVLS) stays off: on shared multi-GPU hosts it can take the GPUs down.
@@ -462,7 +626,9 @@ fn bench_sh(benches: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{RUN_SHIM_SH, SHIM_PACKAGE, classify, shim_library};
+    use super::{
+        EGL_ENV, RUN_SHIM_SH, SHIM_PACKAGE, classify, gl_libraries, is_soname, shim_library,
+    };
     use serde_json::json;
     use std::path::PathBuf;
 
@@ -589,6 +755,109 @@ mod tests {
         assert_eq!(rc, 1);
         assert!(out.is_empty(), "{out}");
         assert!(err.contains("found at /nonexistent/libcuda.so.1"), "{err}");
+    }
+
+    #[test]
+    fn only_sonames_of_the_glvnd_debs_are_packaged() {
+        for yes in ["libEGL.so.1", "libGLdispatch.so.0", "libGLESv2.so.2"] {
+            assert!(is_soname(yes), "{yes}");
+        }
+        for no in [
+            "libEGL.so.1.1.0",
+            "libEGL.so",
+            "libEGL.so.",
+            "README",
+            "libx.so.1a",
+        ] {
+            assert!(!is_soname(no), "{no}");
+        }
+    }
+
+    /// Downloads (or takes from target/gpu-pkg-debs) and unpacks the glvnd
+    /// libraries: needs apt-get and the network the first time.
+    #[test]
+    #[ignore = "needs apt-get and the Debian archive (or the .debs cached in target/)"]
+    fn the_glvnd_libraries_unpack_under_their_sonames() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = gl_libraries(dir.path()).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "libEGL.so.1",
+                "libGL.so.1",
+                "libGLESv2.so.2",
+                "libGLX.so.0",
+                "libGLdispatch.so.0",
+                "libOpenGL.so.0"
+            ]
+        );
+        assert!(bytes > 100_000 && bytes < 8 << 20, "{bytes}");
+    }
+
+    /// Runs run.sh's EGL set-up with `ldconfig -p` printing `cache`; returns
+    /// `LD_LIBRARY_PATH` and `__EGL_VENDOR_LIBRARY_FILENAMES` as it leaves them.
+    #[cfg(unix)]
+    fn egl_env(cache: &str, with_libs: bool, vendor: Option<&str>) -> (String, String) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("fakebin");
+        std::fs::create_dir_all(&fake).unwrap();
+        let ldconfig = fake.join("ldconfig");
+        std::fs::write(&ldconfig, format!("#!/bin/sh\nprintf '%s\\n' '{cache}'\n")).unwrap();
+        std::fs::set_permissions(&ldconfig, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if with_libs {
+            std::fs::create_dir_all(dir.path().join("lib/egl")).unwrap();
+        }
+        let script = format!(
+            "here={}\n{EGL_ENV}\necho \"$LD_LIBRARY_PATH\"\necho \"${{__EGL_VENDOR_LIBRARY_FILENAMES-unset}}\"\n",
+            dir.path().display()
+        );
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg("-c").arg(script).env(
+            "PATH",
+            format!(
+                "{}:{}",
+                fake.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        );
+        cmd.env("LD_LIBRARY_PATH", "/before");
+        match vendor {
+            Some(v) => cmd.env("__EGL_VENDOR_LIBRARY_FILENAMES", v),
+            None => cmd.env_remove("__EGL_VENDOR_LIBRARY_FILENAMES"),
+        };
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text =
+            String::from_utf8_lossy(&out.stdout).replace(&*dir.path().to_string_lossy(), "PKG");
+        let mut lines = text.lines().map(str::to_string);
+        (lines.next().unwrap(), lines.next().unwrap())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn run_sh_adds_the_packaged_egl_only_where_the_system_lacks_it() {
+        let none = "\t2 libs found in cache `/etc/ld.so.cache'";
+        let (ld, vendor) = egl_env(none, true, Some("/mine.json"));
+        assert_eq!(ld, "PKG/lib/egl:/before");
+        // A variable the user set stays.
+        assert_eq!(vendor, "/mine.json");
+        // A 32-bit libEGL does not count.
+        let i386 = "\tlibEGL.so.1 (libc6) => /usr/lib/i386-linux-gnu/libEGL.so.1";
+        assert_eq!(egl_env(i386, true, None).0, "PKG/lib/egl:/before");
+        let system = "\tlibEGL.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libEGL.so.1";
+        assert_eq!(egl_env(system, true, None).0, "/before");
+        // A package made with CUDA_RS_PACKAGE_NO_GL=1 has no lib/egl.
+        assert_eq!(egl_env(none, false, None).0, "/before");
     }
 
     #[test]

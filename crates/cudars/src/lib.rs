@@ -1,0 +1,113 @@
+//! CUDA for Rust in one dependency: every crate of cuda-rs behind a feature of its own.
+//!
+//! ```no_run
+//! use cudars::core::{
+//!     CompileTarget, ConstPtr, Device, DeviceBuffer, LaunchConfig, MutPtr, Program,
+//!     ProgramOptions, SourceCode, StreamOptions, TypedKernel,
+//! };
+//!
+//! let dev = Device::new(0)?;
+//! dev.set_current()?;
+//! let stream = dev.create_stream(StreamOptions::default())?;
+//!
+//! // Compile with NVRTC for this GPU, then type the kernel's parameters (checked once, here).
+//! let src = r#"extern "C" __global__ void scale(const float *x, float *y, float a, unsigned n) {
+//!     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!     if (i < n) y[i] = a * x[i];
+//! }"#;
+//! let code = Program::new(SourceCode::Cxx(src), ProgramOptions::for_device(&dev)?)?
+//!     .compile(CompileTarget::Cubin, &[])?;
+//! let scale = TypedKernel::<(ConstPtr<f32>, MutPtr<f32>, f32, u32)>::new(code.get_kernel("scale")?)?;
+//!
+//! let n = 1024u32;
+//! let x = DeviceBuffer::from_host(&dev, &vec![1.0f32; n as usize], &stream)?;
+//! let mut y = DeviceBuffer::<f32>::zeroed(&dev, n as usize, &stream)?;
+//! // SAFETY: `scale` reads x[0..n] and writes y[0..n]; both hold `n` floats.
+//! unsafe { scale.launch(&stream, &LaunchConfig::for_elements(n.into(), 256), (x.view(), y.view_mut(), 3.0, n))? };
+//! assert!(y.to_vec(&stream)?.iter().all(|&v| v == 3.0));
+//! # Ok::<(), cudars::core::Error>(())
+//! ```
+//!
+//! `cargo add cudars` gives [`core`] (with its `kernels!` macro); each library is one
+//! more feature (`cargo add cudars --features blas,fft`):
+//!
+//! | feature | module | crate | what it is |
+//! |---|---|---|---|
+//! | `core` (default) | `cudars::core` | [`cudars-core`](https://docs.rs/cudars-core) | the safe API: devices, streams, memory, compilation, kernels, graphs |
+//! | `macros` (default) | `cudars::core::kernels!` | [`cudars-core-macros`](https://docs.rs/cudars-core-macros) | typed launch functions from a `.cu` file's kernels |
+//! | `blas` | `cudars::blas` | [`cudars-blas`](https://docs.rs/cudars-blas) | cuBLAS and cuBLASLt |
+//! | `rand` | `cudars::rand` | [`cudars-rand`](https://docs.rs/cudars-rand) | cuRAND generators |
+//! | `fft` | `cudars::fft` | [`cudars-fft`](https://docs.rs/cudars-fft) | cuFFT plans |
+//! | `nccl` | `cudars::nccl` | [`cudars-nccl`](https://docs.rs/cudars-nccl) | NCCL communicators and collectives |
+//! | `file` | `cudars::file` | [`cudars-file`](https://docs.rs/cudars-file) | cuFile (GPUDirect Storage), Linux only |
+//! | `bindings` | `cudars::bindings` | [`cudars-bindings`](https://docs.rs/cudars-bindings) | the raw FFI (driver, runtime, NVRTC, nvJitLink, NVVM, NVML) |
+//! | `pathfinder` | `cudars::pathfinder` | [`cudars-pathfinder`](https://docs.rs/cudars-pathfinder) | finding and loading CUDA's libraries, headers and tools |
+//!
+//! The features are additive; each library feature turns `core` on, whose types
+//! (streams, device views) their calls take. Nothing links to CUDA at build time:
+//! the libraries are found and loaded at run time.
+//!
+//! # Module names
+//!
+//! Each module is the crate itself, re-exported: `cudars::core::Device` is
+//! `cudars_core::Device`, and the two names are interchangeable (one type, one
+//! version). The module `cudars::core` does not hide the standard library's `core`:
+//! write `cudars::core::…` (or `use cudars::core as cuda;`). Only a
+//! `use cudars::core;` (or a glob, `use cudars::*;`, which is best avoided for this
+//! reason) would make a bare `core::…` path in that module mean cuda-rs' crate;
+//! `::core::…` is always the standard one.
+//!
+//! `kernels!` expands to paths under `::cudars_core`, so a crate that calls it also
+//! lists `cudars-core` among its dependencies (the same version as `cudars`' own:
+//! cargo then builds it once).
+//!
+//! Each crate keeps its own version (see the project's `docs/releasing.md`): a
+//! release of `cudars` names the versions of the crates it re-exports, and a
+//! breaking release of any of them is a breaking release of `cudars`.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(feature = "core")]
+#[cfg_attr(docsrs, doc(cfg(feature = "core")))]
+#[doc(inline)]
+pub use cudars_core as core;
+
+#[cfg(feature = "blas")]
+#[cfg_attr(docsrs, doc(cfg(feature = "blas")))]
+#[doc(inline)]
+pub use cudars_blas as blas;
+
+#[cfg(feature = "rand")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rand")))]
+#[doc(inline)]
+pub use cudars_rand as rand;
+
+#[cfg(feature = "fft")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fft")))]
+#[doc(inline)]
+pub use cudars_fft as fft;
+
+#[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
+#[doc(inline)]
+pub use cudars_nccl as nccl;
+
+#[cfg(feature = "file")]
+#[cfg_attr(docsrs, doc(cfg(feature = "file")))]
+#[doc(inline)]
+pub use cudars_file as file;
+
+#[cfg(feature = "bindings")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bindings")))]
+#[doc(inline)]
+pub use cudars_bindings as bindings;
+
+#[cfg(feature = "pathfinder")]
+#[cfg_attr(docsrs, doc(cfg(feature = "pathfinder")))]
+#[doc(inline)]
+pub use cudars_pathfinder as pathfinder;
+
+/// The README's example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
