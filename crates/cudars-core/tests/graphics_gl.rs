@@ -505,7 +505,9 @@ fn a_gl_buffer_is_written_by_cuda_and_read_by_gl() {
         let (release, held) = mpsc::channel::<()>();
         other
             .launch_host_func(move || {
-                let _ = held.recv();
+                // Bounded: a host function that never returns would stall the
+                // driver's callback thread for every other test in the process.
+                let _ = held.recv_timeout(std::time::Duration::from_secs(10));
             })
             .unwrap();
         let mut v = mem.view_mut::<u32>().unwrap();

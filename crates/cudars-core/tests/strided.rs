@@ -105,7 +105,9 @@ fn the_producer_stream_is_ordered_before_the_consumer() {
     let (release, held) = mpsc::channel::<()>();
     producer
         .launch_host_func(move || {
-            let _ = held.recv();
+            // Bounded: a host function that never returns would stall the
+            // driver's callback thread for every other test in the process.
+            let _ = held.recv_timeout(std::time::Duration::from_secs(10));
         })
         .unwrap();
     let cai = CudaArrayInterface {
