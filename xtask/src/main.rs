@@ -36,10 +36,9 @@ commands:
                      fetch and verify the pinned CUDA headers into .headers/
   regen-bindings [--check]
                      run bindgen over the pinned headers (--check: fail if stale)
-  check-packages [--no-package]
-                     package every publishable crate and check each .crate: under
+  check-packages     package every publishable crate and check each .crate: under
                      10 MiB, README, licence files, CHANGELOG.md, rust-version, no
-                     scratch (--no-package: the .crate files already in target/package)
+                     scratch
   release CRATE VERSION [--no-dry-run]
                      bump CRATE to VERSION (its CHANGELOG.md needs a `## [VERSION]`
                      entry), rewrite every requirement on it, refresh Cargo.lock and

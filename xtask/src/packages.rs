@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::util::{cargo, no_more, run_cmd, take_flag, workspace_root};
+use crate::util::{cargo, no_more, run_cmd, workspace_root};
 use crate::workspace::{Crate, publishable};
 
 /// The most a `.crate` may weigh on the registry.
@@ -156,26 +156,18 @@ fn crate_files(path: &Path, top: &str) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// `cargo xtask check-packages [--no-package]` (`--no-package`: check the
-/// `.crate` files a publishing dry run just left in `target/package`).
+/// `cargo xtask check-packages`. It packages the crates itself (a few seconds):
+/// the `.crate` files of a publishing dry run lie in a folder of cargo's own.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    let mut args = args.to_vec();
-    let reuse = take_flag(&mut args, "--no-package");
-    no_more(&args)?;
+    no_more(args)?;
     let (crates, target) = publishable()?;
-    if !reuse {
-        let mut cmd = cargo();
-        cmd.current_dir(workspace_root()).args([
-            "package",
-            "--no-verify",
-            "--allow-dirty",
-            "--quiet",
-        ]);
-        for c in &crates {
-            cmd.args(["-p", &c.name]);
-        }
-        run_cmd(&mut cmd)?;
+    let mut cmd = cargo();
+    cmd.current_dir(workspace_root())
+        .args(["package", "--no-verify", "--allow-dirty", "--quiet"]);
+    for c in &crates {
+        cmd.args(["-p", &c.name]);
     }
+    run_cmd(&mut cmd)?;
     let mut failed = 0;
     for c in &crates {
         let top = format!("{}-{}", c.name, c.version);
