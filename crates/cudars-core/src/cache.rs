@@ -1258,7 +1258,10 @@ mod loom_tests {
     fn loom_in_memory_cache_keeps_its_bound_and_byte_count() {
         loom::model(|| {
             let cache = Arc::new(InMemoryProgramCache::new().with_max_entries(1));
-            let keys = [ProgramCacheKey::from_bytes([1; 32]), ProgramCacheKey::from_bytes([2; 32])];
+            let keys = [
+                ProgramCacheKey::from_bytes([1; 32]),
+                ProgramCacheKey::from_bytes([2; 32]),
+            ];
             let ts: Vec<_> = keys
                 .iter()
                 .enumerate()

@@ -2,9 +2,9 @@
 //! they compare: std's, or [loom](https://docs.rs/loom)'s under `cfg(loom)`, so
 //! that the loom tests (`RUSTFLAGS="--cfg loom" cargo test -p cudars-core --lib
 //! --release loom`, see docs/architecture.md) explore every interleaving of the
-//! modelled types: [`PanicSlot`](crate::callback), the green-context lock
-//! (`GreenLock`) and the in-memory program cache. Types that use these behave as
-//! with std's in every other build.
+//! modelled types: a host callback's `PanicSlot`, the green-context lock
+//! (`GreenLock`) and the in-memory program cache's index. Types that use these
+//! behave as with std's in every other build.
 //!
 //! loom's types work only inside `loom::model`: under `cfg(loom)` only the tests
 //! named `loom` run.
