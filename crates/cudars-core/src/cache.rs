@@ -1246,7 +1246,8 @@ mod tests {
 
 /// loom model checks (`RUSTFLAGS="--cfg loom" cargo test -p cudars-core --lib
 /// --release loom`) of the in-memory cache's index as threads share it.
-#[cfg(all(test, loom))]
+#[cfg(test)]
+#[cfg(loom)]
 mod loom_tests {
     use super::*;
     use loom::sync::Arc;

@@ -360,7 +360,8 @@ mod tests {
 
 /// loom model checks (`RUSTFLAGS="--cfg loom" cargo test -p cudars-core --lib
 /// --release loom`): the slot as driver threads and `Stream::sync` race on it.
-#[cfg(all(test, loom))]
+#[cfg(test)]
+#[cfg(loom)]
 mod loom_tests {
     use super::*;
 

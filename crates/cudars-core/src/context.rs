@@ -386,7 +386,8 @@ impl Drop for Inner {
 /// threads, reports a deadlock (a lost wake-up) and, through the `UnsafeCell`
 /// standing in for "the context is current on this thread", any two threads
 /// inside the lock at once.
-#[cfg(all(test, loom))]
+#[cfg(test)]
+#[cfg(loom)]
 mod loom_tests {
     use super::GreenLock;
     use loom::cell::UnsafeCell;
