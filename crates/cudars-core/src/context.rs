@@ -449,20 +449,25 @@ mod loom_tests {
         });
     }
 
-    /// Three threads contend: each release wakes one waiter (`notify_one`), and
-    /// no interleaving leaves a thread waiting on a free lock (loom fails a
-    /// model in which every thread is blocked).
+    /// Three threads contend, one of them nesting: each release wakes one waiter
+    /// (`notify_one`), and no interleaving leaves a thread waiting on a free lock
+    /// (loom fails a model in which every thread is blocked).
     #[test]
     fn loom_green_lock_wakes_every_waiter() {
         loom::model(|| {
             let g = Arc::new(Guarded::default());
-            let ts: Vec<_> = (0..2)
-                .map(|_| {
+            let ts: Vec<_> = [1, 2]
+                .into_iter()
+                .map(|depth| {
                     let g = g.clone();
                     loom::thread::spawn(move || {
-                        g.lock.acquire();
+                        for _ in 0..depth {
+                            g.lock.acquire();
+                        }
                         g.use_it();
-                        g.lock.release();
+                        for _ in 0..depth {
+                            g.lock.release();
+                        }
                     })
                 })
                 .collect();
