@@ -417,12 +417,24 @@ pub const PROPTEST_CASES_VAR: &str = "PROPTEST_CASES";
 /// number, else `default`. The defaults keep the whole property suite of the
 /// workspace to a few seconds on a small CI machine; a longer hunt sets the
 /// variable (`PROPTEST_CASES=100000 cargo test -p cudars-core hostile`).
+///
+/// Under Miri, which runs code thousands of times slower, the default is at most
+/// [`MIRI_PROPTEST_CASES`]: enough to run each property's code paths through
+/// Miri's checks (the variable still decides when set).
 pub fn proptest_cases(default: u32) -> u32 {
+    let default = if cfg!(miri) {
+        default.min(MIRI_PROPTEST_CASES)
+    } else {
+        default
+    };
     std::env::var(PROPTEST_CASES_VAR)
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(default)
 }
+
+/// The most cases a property test runs by default under Miri.
+pub const MIRI_PROPTEST_CASES: u32 = 4;
 
 /// The variable that turns "not running under the driver shim" from a skip into
 /// a failure (`run-shim.sh` sets it).

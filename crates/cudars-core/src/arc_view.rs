@@ -222,9 +222,11 @@ mod tests {
 
     #[test]
     fn shared_views_check_their_ranges_and_keep_the_allocation() {
-        let mut mem = vec![0u8; 64];
+        // `u32`s, so that the bytes are aligned for them (a `Vec<u8>` need not be:
+        // Miri places it anywhere).
+        let mut mem = [0u32; 16];
         let base = mem.as_mut_ptr() as u64;
-        let buf = host_backed(&mut mem);
+        let buf = host_backed(bytemuck::cast_slice_mut(&mut mem));
         let all = ArcView::<u32>::of_buffer(&buf).unwrap();
         assert_eq!((all.len(), all.ptr(), all.byte_len()), (16, base, 64));
         let mid = all.slice(4..10).unwrap();
@@ -251,7 +253,7 @@ mod tests {
         drop(keep);
         assert_eq!(Arc::strong_count(&buf), 1);
         // Sizes and addresses that are not whole `T`s are refused.
-        let odd = host_backed(&mut mem[..6]);
+        let odd = host_backed(&mut bytemuck::cast_slice_mut::<u32, u8>(&mut mem)[..6]);
         assert!(matches!(
             ArcView::<u32>::of_buffer(&odd),
             Err(Error::InvalidArgument { .. })

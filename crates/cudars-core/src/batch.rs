@@ -577,10 +577,11 @@ mod tests {
 
     #[test]
     fn batch_copies_are_checked_before_the_driver() {
-        let mut mem = vec![0u8; 64];
-        let mut other = vec![0u8; 64];
-        let a = host_backed(&mut mem);
-        let b = host_backed(&mut other);
+        // `u32`s, so that the bytes are aligned for them.
+        let mut mem = [0u32; 16];
+        let mut other = [0u32; 16];
+        let a = host_backed(bytemuck::cast_slice_mut(&mut mem));
+        let b = host_backed(bytemuck::cast_slice_mut(&mut other));
         let x = a.view::<u32>().unwrap();
         let y = b.view::<u32>().unwrap();
         let copy = |dst, src, bytes, exact| sealed::Copy {

@@ -31,7 +31,7 @@ use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest as _, Sha256};
@@ -39,6 +39,7 @@ use sha2::{Digest as _, Sha256};
 use crate::compile::{CompileTarget, Program, ProgramOptions, SourceCode};
 use crate::error::{Error, Result};
 use crate::object::{CodeType, ObjectCode};
+use crate::sync::{Mutex, MutexGuard};
 
 /// The first field hashed into every key: names the encoding.
 const KEY_FORMAT: &[u8] = b"cuda-rs program cache key";
@@ -1157,6 +1158,7 @@ mod tests {
             /// A key parses exactly from 64 hex digits, and writes back the same
             /// digits in lowercase.
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn keys_parse_only_from_hex(text in prop_oneof!["[0-9a-fA-F+ -]{64}", ".{0,70}"]) {
                 match text.parse::<ProgramCacheKey>() {
                     Ok(k) => prop_assert_eq!(k.to_string(), text.to_lowercase()),
@@ -1168,11 +1170,13 @@ mod tests {
             }
 
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn arbitrary_files_are_misses(file in proptest::collection::vec(any::<u8>(), 0..512)) {
                 prop_assert!(decode_entry(&file, &ProgramCacheKey([1; 32])).is_none());
             }
 
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn entries_round_trip(code in object(), key in any::<[u8; 32]>()) {
                 let key = ProgramCacheKey(key);
                 let back = decode_entry(&encode_entry(&key, &code), &key);
@@ -1181,6 +1185,7 @@ mod tests {
 
             /// Damage to the file (bit flips, truncation, a grown tail) is a miss.
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn damaged_files_are_misses(
                 code in object(),
                 flips in proptest::collection::vec((any::<usize>(), 0u8..8), 1..4),
@@ -1208,6 +1213,7 @@ mod tests {
             /// or forged lengths (up to `u64::MAX`) are misses, never a panic or
             /// a huge allocation.
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn forged_payloads_are_misses_or_exact(
                 code in object(),
                 pokes in proptest::collection::vec((any::<usize>(), prop_oneof![any::<u64>(), Just(u64::MAX), 0u64..64]), 1..3),
@@ -1235,5 +1241,49 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// loom model checks (`RUSTFLAGS="--cfg loom" cargo test -p cudars-core --lib
+/// --release loom`) of the in-memory cache's index as threads share it.
+#[cfg(test)]
+#[cfg(loom)]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+
+    /// Two threads store different entries in a one-entry cache while a third
+    /// reads one of them: the bound holds, the byte count is that of the entries
+    /// kept, and a hit is the code stored under that key.
+    #[test]
+    fn loom_in_memory_cache_keeps_its_bound_and_byte_count() {
+        loom::model(|| {
+            let cache = Arc::new(InMemoryProgramCache::new().with_max_entries(1));
+            let keys = [
+                ProgramCacheKey::from_bytes([1; 32]),
+                ProgramCacheKey::from_bytes([2; 32]),
+            ];
+            let ts: Vec<_> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, key)| {
+                    let (cache, key) = (cache.clone(), *key);
+                    loom::thread::spawn(move || {
+                        let code = ObjectCode::from_ptx(vec![b'a'; i + 1]).unwrap();
+                        cache.put(&key, &code).unwrap();
+                    })
+                })
+                .collect();
+            if let Some(hit) = cache.get(&keys[1]).unwrap() {
+                assert_eq!(hit.code(), b"aa");
+            }
+            for t in ts {
+                t.join().unwrap();
+            }
+            assert_eq!(cache.len(), 1);
+            let s = cache.state();
+            let sum: u64 = s.entries.values().map(|e| e.size).sum();
+            assert_eq!(s.bytes, sum);
+        });
     }
 }

@@ -5,11 +5,12 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
+use crate::sync::Mutex;
 use crate::{CaptureStatus, Stream};
 
 /// A panic of a host function queued with [`Stream::launch_host_func`] or
@@ -507,5 +508,44 @@ mod tests {
         // the box, never queued, is freed by the caller.
         assert_eq!(plan(Invalidated, true), Plan::Once);
         assert_eq!(plan(Invalidated, false), Plan::Once);
+    }
+}
+
+/// loom model checks (`RUSTFLAGS="--cfg loom" cargo test -p cudars-core --lib
+/// --release loom`): the slot as driver threads and `Stream::sync` race on it.
+#[cfg(test)]
+#[cfg(loom)]
+mod loom_tests {
+    use super::*;
+
+    /// Two driver threads record panics (one through the trampolines' catching
+    /// path) while the stream's thread takes the record: every panic is reported
+    /// exactly once, in one record or the next, and a record's message is the
+    /// first panic it counts.
+    #[test]
+    fn loom_panic_slot_reports_every_panic_once() {
+        loom::model(|| {
+            let slot = Arc::new(PanicSlot::default());
+            let a = {
+                let slot = slot.clone();
+                loom::thread::spawn(move || slot.record("a".to_owned()))
+            };
+            let b = {
+                let slot = slot.clone();
+                loom::thread::spawn(move || {
+                    run_caught(|| std::panic::resume_unwind(Box::new("b")), &slot);
+                })
+            };
+            let first = slot.take();
+            a.join().unwrap();
+            b.join().unwrap();
+            let rest = slot.take();
+            assert_eq!(slot.take(), None);
+            let count = |p: &Option<CallbackPanic>| p.as_ref().map_or(0, |p| p.count);
+            assert_eq!(count(&first) + count(&rest), 2);
+            for p in [first, rest].into_iter().flatten() {
+                assert!(p.message == "a" || p.message == "b", "{p:?}");
+            }
+        });
     }
 }

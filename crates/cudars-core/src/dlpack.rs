@@ -546,8 +546,9 @@ mod tests {
     #[test]
     fn a_typed_sub_range_round_trips_and_is_kept_alive() {
         let values: Vec<f32> = (0..24).map(|i| i as f32).collect();
-        let mut mem: Vec<u8> = bytemuck::cast_slice(&values).to_vec();
-        let buf = host_backed(&mut mem);
+        // A copy of `values` as `f32`s, so that its bytes are aligned for them.
+        let mut mem = values.clone();
+        let buf = host_backed(bytemuck::cast_slice_mut(&mut mem));
         let all = ArcView::<f32>::of_buffer(&buf).unwrap();
         let part = all.slice(6..18).unwrap();
         drop(all);

@@ -706,6 +706,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "loads NVML (dlopen), which Miri cannot run")]
     fn nvml_codes_have_kinds_and_nvml_errors_are_matchable() {
         for (code, kind) in [
             (nvml::NVML_ERROR_NOT_SUPPORTED, NvmlErrorKind::NotSupported),

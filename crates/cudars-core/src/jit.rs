@@ -395,11 +395,13 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(cudars_tests::proptest_cases(256)))]
 
         #[test]
+        #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 1..512), kind in kinds()) {
             let _ = check(&bytes, kind);
         }
 
         #[test]
+        #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
         fn arbitrary_bytes_behind_a_valid_magic_never_panic(
             tail in proptest::collection::vec(any::<u8>(), 0..512),
             fat in any::<bool>(),
@@ -414,6 +416,7 @@ mod tests {
         }
 
         #[test]
+        #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
         fn mutated_valid_images_never_panic(
             fat in any::<bool>(),
             flips in proptest::collection::vec((any::<usize>(), 0u8..8), 0..8),

@@ -101,6 +101,7 @@ mod resources;
 mod stream;
 mod strided;
 mod strings;
+mod sync;
 pub mod system;
 mod tensor_map;
 mod texture;

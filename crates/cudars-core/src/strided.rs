@@ -945,9 +945,9 @@ mod tests {
 
     #[test]
     fn views_of_this_crates_memory_check_their_layout_and_hold_it() {
-        let values: Vec<f32> = (0..24).map(|i| i as f32).collect();
-        let mut mem: Vec<u8> = bytemuck::cast_slice(&values).to_vec();
-        let buf = host_backed(&mut mem);
+        // `f32`s, so that the bytes are aligned for them (a `Vec<u8>` need not be).
+        let mut mem: Vec<f32> = (0..24).map(|i| i as f32).collect();
+        let buf = host_backed(bytemuck::cast_slice_mut(&mut mem));
 
         let v = StridedMemoryView::from_buffer(&buf, &[4, 6], None, DLDataType::F32).unwrap();
         assert_eq!(

@@ -107,9 +107,11 @@ impl RawConfig {
                             format!("{what} {s:?} holds a NUL byte"),
                         )
                     })?;
-                    let p = c.as_ptr();
+                    // The pointer is taken from the string where it stays: moving a
+                    // `CString` after taking it would invalidate it (the move
+                    // asserts that the box is unique; Miri found this).
                     strings.push(c);
-                    Ok(p)
+                    Ok(strings.last().map_or(ptr::null(), |c: &CString| c.as_ptr()))
                 }
             }
         };

@@ -194,6 +194,7 @@ mod tests {
             #![proptest_config(ProptestConfig::with_cases(cudars_tests::proptest_cases(256)))]
 
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn arbitrary_bytes_find_nothing_or_a_string(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
                 let mut b = MAGIC.to_vec();
                 b.extend(bytes);
@@ -203,6 +204,7 @@ mod tests {
             /// A damaged cache (bit flips, truncation, huge counts and offsets) answers
             /// with nothing or with one of the strings it holds.
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn damaged_caches_answer_with_their_own_strings(
                 flips in proptest::collection::vec((any::<usize>(), 0u8..8), 0..6),
                 count in prop_oneof![Just(None), Just(Some(u32::MAX)), any::<u32>().prop_map(Some)],

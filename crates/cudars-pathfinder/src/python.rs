@@ -492,6 +492,7 @@ mod tests {
             #![proptest_config(ProptestConfig::with_cases(cudars_tests::proptest_cases(64)))]
 
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn pyvenv_cfg_of_any_text_never_panics(cfg in "(?s).{0,200}", key in "[a-z_-]{0,12}") {
                 if let Some(v) = pyvenv_value(&cfg, &key) {
                     prop_assert!(cfg.contains(v.as_str()));
@@ -500,6 +501,7 @@ mod tests {
 
             /// Any environment and any `pyvenv.cfg`: a list of directories that exist.
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn any_environment_gives_existing_directories(
                 pythonpath in proptest::option::of(os_string()),
                 virtual_env in proptest::option::of(os_string()),

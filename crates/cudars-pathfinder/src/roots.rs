@@ -234,6 +234,7 @@ mod tests {
 
             /// A toolkit root worked out of any path is one of its ancestors.
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn a_root_is_an_ancestor_of_the_library(lib in path()) {
                 if let Some(root) = ctk_root_of(&lib) {
                     prop_assert!(lib.starts_with(&root), "{} from {}", root.display(), lib.display());
@@ -243,6 +244,7 @@ mod tests {
             /// Any directories (missing, files, odd names): a file that exists, or
             /// nothing, with one step recorded per directory searched.
             #[test]
+            #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
             fn odd_directories_are_searched_without_panicking(
                 dirs in proptest::collection::vec(path(), 0..5),
                 names in proptest::collection::vec("[a-z0-9_.]{0,12}", 1..3),

@@ -1165,6 +1165,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "loads NVRTC (dlopen), which Miri cannot run")]
     fn bundled_headers_are_one_option_with_their_directory() {
         let dir = PathBuf::from("/tmp/headers here");
         let options = ProgramOptions {

@@ -1667,8 +1667,9 @@ mod tests {
 
     #[test]
     fn capture_args_keep_memory_and_pass_values() {
-        let mut bytes = [0u8; 64];
-        let buf = crate::arc_view::host_backed(&mut bytes);
+        // `u64`s, so that the bytes are aligned for the `u32` view.
+        let mut words = [0u64; 8];
+        let buf = crate::arc_view::host_backed(bytemuck::cast_slice_mut(&mut words));
         let view = ArcView::<u32>::of_buffer(&buf).unwrap();
         let before = Arc::strong_count(&buf);
         let kept = CaptureArg::keep_alive(&view).unwrap();

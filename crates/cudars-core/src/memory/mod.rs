@@ -452,6 +452,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "loads the CUDA driver (dlopen), which Miri cannot run")]
     fn older_drivers_take_the_host_by_ordinal_and_no_numa_node() {
         let what = || "prefetching".to_owned();
         assert_eq!(

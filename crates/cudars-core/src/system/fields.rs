@@ -233,6 +233,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "loads NVML (dlopen), which Miri cannot run")]
     fn samples_decode_by_value_type_and_keep_their_errors() {
         let mut raw = nvmlFieldValue_t {
             fieldId: NVML_FI_DEV_POWER_INSTANT,

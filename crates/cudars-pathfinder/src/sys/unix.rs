@@ -35,12 +35,22 @@ fn last_error() -> String {
     }
 }
 
+/// Why nothing loads under Miri, which cannot call the dynamic loader: there, no
+/// library is loaded and loading fails with this message, so that a test that needs
+/// a library fails with it instead of ending the whole run; such tests are marked
+/// `#[cfg_attr(miri, ignore = "...")]` (docs/architecture.md, "Test support").
+const UNDER_MIRI: &str = "Miri cannot call the dynamic loader \
+     (mark a test that loads a library `#[cfg_attr(miri, ignore)]`)";
+
 fn to_cstring(name: &OsStr) -> Result<CString, String> {
     CString::new(name.as_bytes()).map_err(|_| "the path contains a NUL byte".to_string())
 }
 
 /// The handle of `soname` if the process has already loaded it (`RTLD_NOLOAD`).
 pub(crate) fn already_loaded(soname: &str) -> Option<RawDl> {
+    if cfg!(miri) {
+        return None;
+    }
     let c = to_cstring(OsStr::new(soname)).ok()?;
     // SAFETY: `c` is a valid C string; RTLD_NOLOAD only looks the library up and
     // bumps its reference count, which we never drop (handles are never closed).
@@ -51,6 +61,9 @@ pub(crate) fn already_loaded(soname: &str) -> Option<RawDl> {
 /// Loads a library by path or soname with `RTLD_NOW | RTLD_GLOBAL`
 /// (and `RTLD_DEEPBIND` when asked).
 pub(crate) fn open(name: &OsStr, deepbind: bool) -> Result<RawDl, String> {
+    if cfg!(miri) {
+        return Err(UNDER_MIRI.into());
+    }
     let c = to_cstring(name)?;
     let mut flags = libc::RTLD_NOW | libc::RTLD_GLOBAL;
     if deepbind {
