@@ -16,7 +16,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::ffi::{CStr, c_char, c_void};
-use std::sync::mpsc;
 
 use cudars_core::cudars_bindings::driver as sys;
 use cudars_core::{
@@ -502,14 +501,7 @@ fn a_gl_buffer_is_written_by_cuda_and_read_by_gl() {
         // held back by a host function until the mapping's stream is seen
         // waiting for it: the unmapping comes after work on any stream.
         let other = d.create_stream(StreamOptions::default()).unwrap();
-        let (release, held) = mpsc::channel::<()>();
-        other
-            .launch_host_func(move || {
-                // Bounded: a host function that never returns would stall the
-                // driver's callback thread for every other test in the process.
-                let _ = held.recv_timeout(std::time::Duration::from_secs(10));
-            })
-            .unwrap();
+        hold(&d, &other, 500);
         let mut v = mem.view_mut::<u32>().unwrap();
         v.slice_mut(..256)
             .unwrap()
@@ -518,7 +510,6 @@ fn a_gl_buffer_is_written_by_cuda_and_read_by_gl() {
         v.slice_mut(256..).unwrap().fill(FILL, &other).unwrap();
         drop(mem);
         let waiting = s.is_done();
-        release.send(()).unwrap();
         assert!(
             !waiting.unwrap(),
             "the mapping's stream waits for the fill on the other stream"
@@ -739,4 +730,37 @@ fn a_leaked_mapping_is_unmapped_by_its_resource() {
     );
     // SAFETY: a current context; the buffer is no longer registered.
     unsafe { (gl.gl.delete_buffers)(1, &name) };
+}
+
+/// Holds `stream` busy on the GPU for about `ms` milliseconds (a kernel that
+/// spins on the global timer): work queued after it waits, and no host thread
+/// blocks (a host function that waits for the test would stall the driver's
+/// callback thread for every test of the process).
+fn hold(d: &Device, stream: &Stream, ms: u64) {
+    const SRC: &str = r#"
+extern "C" __global__ void spin(unsigned long long ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}
+"#;
+    let k = cudars_core::Program::new(
+        cudars_core::SourceCode::Cxx(SRC),
+        cudars_core::ProgramOptions::for_device(d).unwrap(),
+    )
+    .unwrap()
+    .compile(cudars_core::CompileTarget::Cubin, &[])
+    .unwrap()
+    .get_kernel("spin")
+    .unwrap();
+    let k = cudars_core::TypedKernel::<(u64,)>::new(k).unwrap();
+    // SAFETY: the kernel touches no memory.
+    unsafe {
+        k.launch(
+            stream,
+            &cudars_core::LaunchConfig::new(1u32, 1u32),
+            (ms * 1_000_000,),
+        )
+    }
+    .unwrap();
 }

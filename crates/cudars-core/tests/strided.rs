@@ -9,7 +9,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
-use std::sync::mpsc;
 
 use cudars_core::dlpack::{DLDataType, DLDeviceType};
 use cudars_core::{
@@ -102,14 +101,7 @@ fn the_producer_stream_is_ordered_before_the_consumer() {
     let bystander = d.create_stream(StreamOptions::default()).unwrap();
     let m = Arc::new(DeviceBuffer::<f32>::zeroed(&d, 16, &producer).unwrap());
     producer.sync().unwrap();
-    let (release, held) = mpsc::channel::<()>();
-    producer
-        .launch_host_func(move || {
-            // Bounded: a host function that never returns would stall the
-            // driver's callback thread for every other test in the process.
-            let _ = held.recv_timeout(std::time::Duration::from_secs(10));
-        })
-        .unwrap();
+    hold(&d, &producer, 500);
     let cai = CudaArrayInterface {
         stream: Some(producer.handle() as usize as u64),
         ..CudaArrayInterface::new(m.as_buffer().ptr(), &[16], "<f4")
@@ -120,7 +112,6 @@ fn the_producer_stream_is_ordered_before_the_consumer() {
     let free = unsafe { StridedMemoryView::from_cuda_array_interface(&cai, None) };
     let ordered_done = consumer.is_done();
     let bystander_done = bystander.is_done();
-    release.send(()).unwrap();
     assert!(ordered.is_ok() && free.is_ok());
     assert!(
         !ordered_done.unwrap(),
@@ -156,4 +147,37 @@ fn memory_cuda_does_not_know_is_refused_by_the_driver() {
         e.to_string().contains("asking the driver about address"),
         "{e}"
     );
+}
+
+/// Holds `stream` busy on the GPU for about `ms` milliseconds (a kernel that
+/// spins on the global timer): work queued after it waits, and no host thread
+/// blocks (a host function that waits for the test would stall the driver's
+/// callback thread for every test of the process).
+fn hold(d: &Device, stream: &Stream, ms: u64) {
+    const SRC: &str = r#"
+extern "C" __global__ void spin(unsigned long long ns) {
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}
+"#;
+    let k = cudars_core::Program::new(
+        cudars_core::SourceCode::Cxx(SRC),
+        cudars_core::ProgramOptions::for_device(d).unwrap(),
+    )
+    .unwrap()
+    .compile(cudars_core::CompileTarget::Cubin, &[])
+    .unwrap()
+    .get_kernel("spin")
+    .unwrap();
+    let k = cudars_core::TypedKernel::<(u64,)>::new(k).unwrap();
+    // SAFETY: the kernel touches no memory.
+    unsafe {
+        k.launch(
+            stream,
+            &cudars_core::LaunchConfig::new(1u32, 1u32),
+            (ms * 1_000_000,),
+        )
+    }
+    .unwrap();
 }
