@@ -433,7 +433,8 @@ mod loom_tests {
     }
 
     // SAFETY: `uses` is only touched by the holder of `lock` (what the model
-    // checks: loom reports concurrent access to the cell).
+    // checks: loom reports concurrent access to the cell); rule 11 of the
+    // soundness contract is what this model checks.
     unsafe impl Sync for Guarded {}
 
     impl Guarded {

@@ -558,7 +558,6 @@ struct LentMemory {
 // handed the mapped range of `GraphicsMapping::buffer`, which it leaves to the
 // unmapping.
 // Soundness contract: rules 2 and 8.
-// Soundness contract: rule 1.
 unsafe impl MemoryResource for LentMemory {
     unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         Err(Error::unsupported(

@@ -324,7 +324,6 @@ fn imports() -> std::sync::MutexGuard<'static, ImportRegistry<Event>> {
 // SAFETY: imported pointers are memory of the pool's kind, usable on its device,
 // released with `cuMemFreeAsync` on the importing side.
 // Soundness contract: rules 1 and 9.
-// Soundness contract: rule 1.
 unsafe impl MemoryResource for Imported {
     unsafe fn allocate_raw(&self, _size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         Err(Error::unsupported(

@@ -863,7 +863,6 @@ fn export_chunk(
 // options' access for `device`; `deallocate` undoes exactly what `allocate_raw`
 // made, found by address.
 // Soundness contract: rules 1, 2 and 4 (frees wait for the free stream).
-// Soundness contract: rule 1.
 unsafe impl MemoryResource for VirtualMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, _stream: &Stream) -> Result<sys::CUdeviceptr> {
         let what = "allocating virtual memory";

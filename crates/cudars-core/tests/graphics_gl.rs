@@ -733,15 +733,14 @@ fn a_leaked_mapping_is_unmapped_by_its_resource() {
 }
 
 /// Holds `stream` busy on the GPU for about `ms` milliseconds (a kernel that
-/// spins on the global timer): work queued after it waits, and no host thread
-/// blocks (a host function that waits for the test would stall the driver's
-/// callback thread for every test of the process).
+/// spins on the SM clock, about 2 GHz on an H100): work queued after it waits,
+/// and no host thread blocks (a host function that waits for the test would
+/// stall the driver's callback thread for every test of the process).
 fn hold(d: &Device, stream: &Stream, ms: u64) {
     const SRC: &str = r#"
-extern "C" __global__ void spin(unsigned long long ns) {
-    unsigned long long t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+extern "C" __global__ void spin(unsigned long long cycles) {
+    unsigned long long t0 = clock64();
+    while (clock64() - t0 < cycles) {}
 }
 "#;
     let k = cudars_core::Program::new(
@@ -759,7 +758,7 @@ extern "C" __global__ void spin(unsigned long long ns) {
         k.launch(
             stream,
             &cudars_core::LaunchConfig::new(1u32, 1u32),
-            (ms * 1_000_000,),
+            (ms * 2_000_000,),
         )
     }
     .unwrap();

@@ -339,7 +339,15 @@ fn a_batch_copy_reading_out_of_stream_order_waits_for_its_sources() {
             dst: dst.view_mut(),
             src: src.view(),
         }];
-        copy_batch(&mut copies, &opts, &s1).unwrap();
+        match copy_batch(&mut copies, &opts, &s1) {
+            // Batch copies need a CUDA 12.8 driver: before, the typed refusal.
+            Err(cudars_core::Error::Unsupported { .. })
+                if cudars_tests::driver_version() < 12080 =>
+            {
+                return;
+            }
+            r => r.unwrap(),
+        }
         let got = dst.to_vec(&s1).unwrap();
         let stale = got.iter().filter(|&&x| x != 5.0).count();
         assert_eq!(stale, 0, "{order:?}: {stale} elements read before the fill");

@@ -44,11 +44,9 @@ struct Registration {
 // SAFETY: a cuFile handle is a process-wide registration of a file descriptor;
 // cuFile's I/O functions may be called on it from any thread, concurrently.
 // Soundness contract: rules 8 and 11.
-// Soundness contract: rule 11.
 unsafe impl Send for Registration {}
 // SAFETY: as above; `&Registration` only reads and writes through cuFile.
 // Soundness contract: rules 8 and 11.
-// Soundness contract: rule 11.
 unsafe impl Sync for Registration {}
 
 impl Drop for Registration {
@@ -311,11 +309,9 @@ struct Transfer {
 // when the `Transfer` is dropped, which the `IN_FLIGHT` entry delays until
 // then. Nothing else touches it, from any thread.
 // Soundness contract: rules 8 and 11.
-// Soundness contract: rule 11.
 unsafe impl Send for Transfer {}
 // SAFETY: as above: `&Transfer` only reads `done`, after the transfer.
 // Soundness contract: rules 8 and 11.
-// Soundness contract: rule 11.
 unsafe impl Sync for Transfer {}
 
 impl Transfer {

@@ -279,7 +279,6 @@ impl Drop for ManagedMemoryResource {
 // with the pointer its allocation returned. `cuMemAllocManaged` memory is usable
 // on any stream at once, as a resource that is not stream-ordered must be.
 // Soundness contract: rules 1 and 2.
-// Soundness contract: rule 1.
 unsafe impl MemoryResource for ManagedMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
         if self.is_pool() {

@@ -588,7 +588,6 @@ impl Drop for DeviceMemoryResource {
 // SAFETY: pool allocations are device memory of `self.device`, freed with
 // `cuMemFreeAsync`, which takes exactly what `cuMemAllocFromPoolAsync` returned.
 // Soundness contract: rules 1 and 2.
-// Soundness contract: rule 1.
 unsafe impl MemoryResource for DeviceMemoryResource {
     unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
         let what = || {
