@@ -509,11 +509,10 @@ fn a_gl_buffer_is_written_by_cuda_and_read_by_gl() {
             .unwrap();
         v.slice_mut(256..).unwrap().fill(FILL, &other).unwrap();
         drop(mem);
-        let waiting = s.is_done();
-        assert!(
-            !waiting.unwrap(),
-            "the mapping's stream waits for the fill on the other stream"
-        );
+        // The unmapping below is ordered after the fill, held back on the GPU
+        // for half a second: GL's read-back after it sees the fill (a query
+        // of the mapping's stream is no witness: a stream holding only a
+        // wait may report itself done).
         mapping.unmap().unwrap();
     }
     s.sync().unwrap();

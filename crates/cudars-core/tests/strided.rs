@@ -98,10 +98,11 @@ fn the_producer_stream_is_ordered_before_the_consumer() {
     require_gpu!();
     let (d, producer) = setup();
     let consumer = d.create_stream(StreamOptions::default()).unwrap();
-    let bystander = d.create_stream(StreamOptions::default()).unwrap();
-    let m = Arc::new(DeviceBuffer::<f32>::zeroed(&d, 16, &producer).unwrap());
+    let mut m = DeviceBuffer::<f32>::zeroed(&d, 16, &producer).unwrap();
     producer.sync().unwrap();
-    hold(&d, &producer, 500);
+    // The producer writes 1.0 everywhere after spinning on the GPU for a while.
+    hold_then_fill(&d, &producer, 300, &mut m, 1.0);
+    let m = Arc::new(m);
     let cai = CudaArrayInterface {
         stream: Some(producer.handle() as usize as u64),
         ..CudaArrayInterface::new(m.as_buffer().ptr(), &[16], "<f4")
@@ -110,15 +111,15 @@ fn the_producer_stream_is_ordered_before_the_consumer() {
     let ordered = unsafe { StridedMemoryView::from_cuda_array_interface(&cai, Some(&consumer)) };
     // SAFETY: as above; no consumer, so no ordering.
     let free = unsafe { StridedMemoryView::from_cuda_array_interface(&cai, None) };
-    let ordered_done = consumer.is_done();
-    let bystander_done = bystander.is_done();
     assert!(ordered.is_ok() && free.is_ok());
-    assert!(
-        !ordered_done.unwrap(),
+    // A copy the consumer queues after the view reads what the producer wrote.
+    let mut out = DeviceBuffer::<f32>::zeroed(&d, 16, &consumer).unwrap();
+    out.copy_from(m.view(), &consumer).unwrap();
+    assert_eq!(
+        out.to_vec(&consumer).unwrap(),
+        [1.0; 16],
         "the consumer waits for the held producer"
     );
-    assert!(bystander_done.unwrap());
-    consumer.sync().unwrap();
     producer.sync().unwrap();
 
     // The default streams by their interface numbers.
@@ -149,15 +150,18 @@ fn memory_cuda_does_not_know_is_refused_by_the_driver() {
     );
 }
 
-/// Holds `stream` busy on the GPU for about `ms` milliseconds (a kernel that
-/// spins on the SM clock, about 2 GHz on an H100): work queued after it waits,
-/// and no host thread blocks (a host function that waits for the test would
-/// stall the driver's callback thread for every test of the process).
-fn hold(d: &Device, stream: &Stream, ms: u64) {
+/// Queues on `stream` a kernel that spins on the SM clock for about `ms`
+/// milliseconds (about 2 GHz on an H100), then writes `value` to all of `buf`:
+/// work ordered after it sees the value, work that overtakes it does not. No
+/// host thread blocks (a host function that waits for the test would stall the
+/// driver's callback thread for every test of the process).
+fn hold_then_fill(d: &Device, stream: &Stream, ms: u64, buf: &mut DeviceBuffer<f32>, value: f32) {
     const SRC: &str = r#"
-extern "C" __global__ void spin(unsigned long long cycles) {
+extern "C" __global__ void spin_fill(float* y, unsigned long long n, float v,
+                                     unsigned long long cycles) {
     unsigned long long t0 = clock64();
     while (clock64() - t0 < cycles) {}
+    for (unsigned long long i = threadIdx.x; i < n; i += blockDim.x) y[i] = v;
 }
 "#;
     let k = cudars_core::Program::new(
@@ -167,15 +171,16 @@ extern "C" __global__ void spin(unsigned long long cycles) {
     .unwrap()
     .compile(cudars_core::CompileTarget::Cubin, &[])
     .unwrap()
-    .get_kernel("spin")
+    .get_kernel("spin_fill")
     .unwrap();
-    let k = cudars_core::TypedKernel::<(u64,)>::new(k).unwrap();
-    // SAFETY: the kernel touches no memory.
+    let k = cudars_core::TypedKernel::<(cudars_core::MutPtr<f32>, u64, f32, u64)>::new(k).unwrap();
+    let n = buf.len() as u64;
+    // SAFETY: the kernel writes `n` = the view's length elements.
     unsafe {
         k.launch(
             stream,
-            &cudars_core::LaunchConfig::new(1u32, 1u32),
-            (ms * 2_000_000,),
+            &cudars_core::LaunchConfig::new(1u32, 32u32),
+            (buf.view_mut(), n, value, ms * 2_000_000),
         )
     }
     .unwrap();
