@@ -25,6 +25,8 @@ use cudars_core::{
 use cudars_tests::{REQUIRE_GPU_VAR, current_test_name, require_or_skip};
 use libloading::Library;
 
+mod common;
+
 type EglBoolean = u32;
 type EglInt = i32;
 type Ptr = *mut c_void;
@@ -409,6 +411,25 @@ impl Headless {
         let e = unsafe { (self.gl.get_error)() };
         assert_eq!(e, GL_NO_ERROR, "{what}: glGetError() = {e:#x}");
     }
+
+    /// A new GL buffer object holding `initial`, bound to `GL_ARRAY_BUFFER`.
+    fn buffer(&self, initial: &[u32]) -> u32 {
+        let mut name = 0u32;
+        // SAFETY: a current context; `initial` holds its length of u32s.
+        unsafe {
+            (self.gl.gen_buffers)(1, &mut name);
+            (self.gl.bind_buffer)(GL_ARRAY_BUFFER, name);
+            (self.gl.buffer_data)(
+                GL_ARRAY_BUFFER,
+                std::mem::size_of_val(initial) as isize,
+                initial.as_ptr().cast(),
+                GL_DYNAMIC_DRAW,
+            );
+            (self.gl.finish)();
+        }
+        self.check("creating the GL buffer");
+        name
+    }
 }
 
 impl Drop for Headless {
@@ -457,21 +478,8 @@ fn a_gl_buffer_is_written_by_cuda_and_read_by_gl() {
     let Some((d, gl, s)) = setup() else { return };
     const N: usize = 1024;
 
-    let mut name = 0u32;
     let initial = vec![7u32; N];
-    // SAFETY: a current context; `initial` holds N u32s.
-    unsafe {
-        (gl.gl.gen_buffers)(1, &mut name);
-        (gl.gl.bind_buffer)(GL_ARRAY_BUFFER, name);
-        (gl.gl.buffer_data)(
-            GL_ARRAY_BUFFER,
-            (N * 4) as isize,
-            initial.as_ptr().cast(),
-            GL_DYNAMIC_DRAW,
-        );
-        (gl.gl.finish)();
-    }
-    gl.check("creating the GL buffer");
+    let name = gl.buffer(&initial);
 
     let mut res = GraphicsResource::from_gl_buffer(&d, name, GraphicsRegisterFlags::NONE).unwrap();
     assert!(!res.handle().is_null());
@@ -501,7 +509,7 @@ fn a_gl_buffer_is_written_by_cuda_and_read_by_gl() {
         // held back by a host function until the mapping's stream is seen
         // waiting for it: the unmapping comes after work on any stream.
         let other = d.create_stream(StreamOptions::default()).unwrap();
-        hold(&d, &other, 500);
+        common::spin(&d, &other, 500 * common::CYCLES_PER_MS);
         let mut v = mem.view_mut::<u32>().unwrap();
         v.slice_mut(..256)
             .unwrap()
@@ -676,21 +684,8 @@ fn a_gl_texture_is_written_through_its_mapped_array() {
 fn a_leaked_mapping_is_unmapped_by_its_resource() {
     let Some((d, gl, s)) = setup() else { return };
     const N: usize = 256;
-    let mut name = 0u32;
     let initial = vec![0u32; N];
-    // SAFETY: a current context; `initial` holds N u32s.
-    unsafe {
-        (gl.gl.gen_buffers)(1, &mut name);
-        (gl.gl.bind_buffer)(GL_ARRAY_BUFFER, name);
-        (gl.gl.buffer_data)(
-            GL_ARRAY_BUFFER,
-            (N * 4) as isize,
-            initial.as_ptr().cast(),
-            GL_DYNAMIC_DRAW,
-        );
-        (gl.gl.finish)();
-    }
-    gl.check("creating the GL buffer");
+    let name = gl.buffer(&initial);
     let mut res = GraphicsResource::from_gl_buffer(&d, name, GraphicsRegisterFlags::NONE).unwrap();
     {
         let mut mapping = res.map(&s).unwrap();
@@ -729,36 +724,4 @@ fn a_leaked_mapping_is_unmapped_by_its_resource() {
     );
     // SAFETY: a current context; the buffer is no longer registered.
     unsafe { (gl.gl.delete_buffers)(1, &name) };
-}
-
-/// Holds `stream` busy on the GPU for about `ms` milliseconds (a kernel that
-/// spins on the SM clock, about 2 GHz on an H100): work queued after it waits,
-/// and no host thread blocks (a host function that waits for the test would
-/// stall the driver's callback thread for every test of the process).
-fn hold(d: &Device, stream: &Stream, ms: u64) {
-    const SRC: &str = r#"
-extern "C" __global__ void spin(unsigned long long cycles) {
-    unsigned long long t0 = clock64();
-    while (clock64() - t0 < cycles) {}
-}
-"#;
-    let k = cudars_core::Program::new(
-        cudars_core::SourceCode::Cxx(SRC),
-        cudars_core::ProgramOptions::for_device(d).unwrap(),
-    )
-    .unwrap()
-    .compile(cudars_core::CompileTarget::Cubin, &[])
-    .unwrap()
-    .get_kernel("spin")
-    .unwrap();
-    let k = cudars_core::TypedKernel::<(u64,)>::new(k).unwrap();
-    // SAFETY: the kernel touches no memory.
-    unsafe {
-        k.launch(
-            stream,
-            &cudars_core::LaunchConfig::new(1u32, 1u32),
-            (ms * 2_000_000,),
-        )
-    }
-    .unwrap();
 }

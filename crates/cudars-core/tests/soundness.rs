@@ -18,31 +18,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cudars_core::{
-    BatchViewCopy, CompileTarget, Context, ContextOptions, CopyOptions, Device, DeviceBuffer,
-    GraphCompleteOptions, Kernel, LaunchConfig, LegacyPinnedMemoryResource, MemcpySrcAccessOrder,
-    MutPtr, PinnedBuffer, Program, ProgramOptions, SourceCode, Stream, StreamOptions, TypedKernel,
-    copy_batch,
+    BatchViewCopy, Context, ContextOptions, CopyOptions, Device, DeviceBuffer,
+    GraphCompleteOptions, LaunchConfig, LegacyPinnedMemoryResource, MemcpySrcAccessOrder,
+    PinnedBuffer, Stream, StreamOptions, copy_batch,
 };
 use cudars_tests::require_gpu;
 
-const SRC: &str = r#"
-extern "C" __global__ void spin(unsigned long long cycles) {
-    unsigned long long t0 = clock64();
-    while (clock64() - t0 < cycles) {}
-}
-extern "C" __global__ void spin_then_fill(float* y, unsigned long long n, float v,
-                                          unsigned long long cycles) {
-    unsigned long long t0 = clock64();
-    while (clock64() - t0 < cycles) {}
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-         i < n; i += (unsigned long long)gridDim.x * blockDim.x) {
-        y[i] = v;
-    }
-}
-"#;
+mod common;
+use common::{kernel, spin_fill};
 
-/// About 50 ms of spinning on an H100 (1.98 GHz).
-const SPIN: u64 = 100_000_000;
+/// About 50 ms of spinning on an H100.
+const SPIN: u64 = 50 * common::CYCLES_PER_MS;
 /// 1 Mi elements: what the review's successor allocation received.
 const N: usize = 1 << 20;
 
@@ -54,26 +40,9 @@ fn setup() -> (Device, Stream, Stream) {
     (d, s1, s2)
 }
 
-fn kernel(d: &Device, name: &str) -> Kernel {
-    Program::new(SourceCode::Cxx(SRC), ProgramOptions::for_device(d).unwrap())
-        .unwrap()
-        .compile(CompileTarget::Cubin, &[])
-        .unwrap()
-        .get_kernel(name)
-        .unwrap()
-}
-
-type SpinFill = (MutPtr<f32>, u64, f32, u64);
-
-fn spin_fill(d: &Device) -> TypedKernel<SpinFill> {
-    TypedKernel::new(kernel(d, "spin_then_fill")).unwrap()
-}
-
-/// Queues `cycles` of spinning on `s`: what follows on `s` stays pending.
+/// Queues about 50 ms of spinning on `s`: what follows on `s` stays pending.
 fn spin(d: &Device, s: &Stream) {
-    let k = TypedKernel::<(u64,)>::new(kernel(d, "spin")).unwrap();
-    // SAFETY: the kernel touches no memory.
-    unsafe { k.launch(s, &LaunchConfig::new(1u32, 1u32), (SPIN,)) }.unwrap();
+    common::spin(d, s, SPIN);
 }
 
 fn grid() -> LaunchConfig {

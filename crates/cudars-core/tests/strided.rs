@@ -17,6 +17,8 @@ use cudars_core::{
 };
 use cudars_tests::require_gpu;
 
+mod common;
+
 /// Device 0, current, and a stream on it.
 fn setup() -> (Device, Stream) {
     let d = Device::new(0).unwrap();
@@ -101,7 +103,15 @@ fn the_producer_stream_is_ordered_before_the_consumer() {
     let mut m = DeviceBuffer::<f32>::zeroed(&d, 16, &producer).unwrap();
     producer.sync().unwrap();
     // The producer writes 1.0 everywhere after spinning on the GPU for a while.
-    hold_then_fill(&d, &producer, 300, &mut m, 1.0);
+    // SAFETY: the kernel writes `n` = the view's length elements.
+    unsafe {
+        common::spin_fill(&d).launch(
+            &producer,
+            &cudars_core::LaunchConfig::new(1u32, 32u32),
+            (m.view_mut(), 16, 1.0, 300 * common::CYCLES_PER_MS),
+        )
+    }
+    .unwrap();
     let m = Arc::new(m);
     let cai = CudaArrayInterface {
         stream: Some(producer.handle() as usize as u64),
@@ -148,40 +158,4 @@ fn memory_cuda_does_not_know_is_refused_by_the_driver() {
         e.to_string().contains("asking the driver about address"),
         "{e}"
     );
-}
-
-/// Queues on `stream` a kernel that spins on the SM clock for about `ms`
-/// milliseconds (about 2 GHz on an H100), then writes `value` to all of `buf`:
-/// work ordered after it sees the value, work that overtakes it does not. No
-/// host thread blocks (a host function that waits for the test would stall the
-/// driver's callback thread for every test of the process).
-fn hold_then_fill(d: &Device, stream: &Stream, ms: u64, buf: &mut DeviceBuffer<f32>, value: f32) {
-    const SRC: &str = r#"
-extern "C" __global__ void spin_fill(float* y, unsigned long long n, float v,
-                                     unsigned long long cycles) {
-    unsigned long long t0 = clock64();
-    while (clock64() - t0 < cycles) {}
-    for (unsigned long long i = threadIdx.x; i < n; i += blockDim.x) y[i] = v;
-}
-"#;
-    let k = cudars_core::Program::new(
-        cudars_core::SourceCode::Cxx(SRC),
-        cudars_core::ProgramOptions::for_device(d).unwrap(),
-    )
-    .unwrap()
-    .compile(cudars_core::CompileTarget::Cubin, &[])
-    .unwrap()
-    .get_kernel("spin_fill")
-    .unwrap();
-    let k = cudars_core::TypedKernel::<(cudars_core::MutPtr<f32>, u64, f32, u64)>::new(k).unwrap();
-    let n = buf.len() as u64;
-    // SAFETY: the kernel writes `n` = the view's length elements.
-    unsafe {
-        k.launch(
-            stream,
-            &cudars_core::LaunchConfig::new(1u32, 32u32),
-            (buf.view_mut(), n, value, ms * 2_000_000),
-        )
-    }
-    .unwrap();
 }
