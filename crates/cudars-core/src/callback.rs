@@ -484,6 +484,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "forgets the payload of the second panic by design (dropping it could panic again), which Miri reports as a leak"
+    )]
     fn drop_caught_survives_a_payload_whose_drop_panics() {
         struct Outer;
         impl Drop for Outer {

@@ -471,6 +471,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the queue starts its reaper thread, which never ends and which Miri runs too slowly for the retry loops"
+    )]
     fn a_release_that_fails_is_retried_until_it_succeeds() {
         let _s = serial();
         settle();
@@ -489,6 +493,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the queue starts its reaper thread, which never ends and which Miri runs too slowly for the retry loops"
+    )]
     fn a_drain_reports_what_waits_and_never_drops_it() {
         let _s = serial();
         settle();
@@ -529,6 +537,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the queue starts its reaper thread, which never ends and which Miri runs too slowly for the retry loops"
+    )]
     fn a_panicking_release_is_kept_and_nothing_unwinds() {
         let _s = serial();
         settle();
@@ -545,6 +557,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the queue starts its reaper thread, which never ends and which Miri runs too slowly for the retry loops"
+    )]
     fn callback_threads_defer_and_do_not_drain() {
         let _s = serial();
         settle();
@@ -574,6 +590,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the queue starts its reaper thread, which never ends and which Miri runs too slowly for the retry loops"
+    )]
     fn deferred_drops_run_on_an_ordinary_thread() {
         let _s = serial();
         settle();
@@ -594,6 +614,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the queue starts its reaper thread, which never ends and which Miri runs too slowly for the retry loops"
+    )]
     fn only_refusals_for_now_hold_a_free_back() {
         use crate::error::Check as _;
         use cudars_bindings::driver as sys;
