@@ -741,8 +741,7 @@ fn defer_free(
                 "the stream it is ordered on is capturing a graph",
             ));
         }
-        let per_thread = |x: &Stream| x.handle() == sys::CU_STREAM_PER_THREAD;
-        if per_thread(s) || per_thread(&free_stream) {
+        if s.is_per_thread_default() || free_stream.is_per_thread_default() {
             // Another thread's per-thread stream cannot be named here.
             free_stream.context().sync()?;
             s.context().sync()?;
