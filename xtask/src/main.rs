@@ -9,6 +9,7 @@ mod headers;
 mod package;
 mod packages;
 mod release;
+mod structure;
 mod testrun;
 mod util;
 mod workspace;
@@ -49,6 +50,11 @@ commands:
   semver-checks [--crates a,b]
                      cargo semver-checks of each publishable crate against its last
                      release (release-baselines.toml)
+  structure [--crate NAME]
+                     the module graph of a crate's src/ (cudars-core unless named):
+                     rooms, arrows, floors, arrows running back up against the
+                     declared layers (docs/architecture.md), import loops, files
+                     over 800 lines
   help               this text
 ";
 
@@ -69,6 +75,7 @@ fn main() -> ExitCode {
         "release" => release::release(rest),
         "release-tag" => release::release_tag(rest),
         "semver-checks" => release::semver_checks(rest),
+        "structure" => structure::run(rest),
         "help" | "--help" | "-h" => {
             print!("{HELP}");
             Ok(())
