@@ -38,9 +38,12 @@ const HOST_VIEWS: &[(&str, &str)] = &[
         "crates/cudars-core/src/memory/buffer.rs",
         "pub fn host_slice_mut",
     ),
-    ("crates/cudars-core/src/pinned_buffer.rs", "pub fn as_slice"),
     (
-        "crates/cudars-core/src/pinned_buffer.rs",
+        "crates/cudars-core/src/memory/pinned_buffer.rs",
+        "pub fn as_slice",
+    ),
+    (
+        "crates/cudars-core/src/memory/pinned_buffer.rs",
         "pub fn as_mut_slice",
     ),
 ];

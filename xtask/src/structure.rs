@@ -36,14 +36,46 @@ const LONG_FILE: usize = 800;
 /// area may import its own floor's areas and the floors below, never above. Keep it
 /// in step with the table in docs/architecture.md.
 const LAYERS: &[(&str, u32, &str)] = &[
-    ("base", 0, "errors, versions, locks: what everything else names"),
-    ("ground", 1, "devices, contexts, streams, events, deferred frees, callbacks"),
-    ("memory", 2, "buffers, views, memory resources, pools, VMM, batches"),
-    ("code", 3, "programs, compilers, linkers, fatbins, object code, libraries, modules, kernels, the cache"),
-    ("launch", 4, "launch configurations, kernel arguments, typed kernels, tensor maps, textures"),
-    ("graph", 5, "graphs, graph builders, stream capture, graph memory"),
-    ("interop", 6, "DLPack, strided views, the CUDA Array Interface, OpenGL, IPC"),
-    ("system", 6, "NVML: system and device information and control"),
+    (
+        "base",
+        0,
+        "errors, versions, locks: what everything else names",
+    ),
+    (
+        "ground",
+        1,
+        "devices, contexts, streams, events, deferred frees, callbacks",
+    ),
+    (
+        "memory",
+        2,
+        "buffers, views, memory resources, pools, VMM, batches",
+    ),
+    (
+        "code",
+        3,
+        "programs, compilers, linkers, fatbins, object code, libraries, modules, kernels, the cache",
+    ),
+    (
+        "launch",
+        4,
+        "launch configurations, kernel arguments, typed kernels, tensor maps, textures",
+    ),
+    (
+        "graph",
+        5,
+        "graphs, graph builders, stream capture, graph memory",
+    ),
+    (
+        "interop",
+        6,
+        "DLPack, strided views, the CUDA Array Interface, OpenGL, IPC",
+    ),
+    (
+        "system",
+        6,
+        "NVML: system and device information and control",
+    ),
     ("root", 7, "lib.rs: the public paths (re-exports only)"),
 ];
 
@@ -144,8 +176,10 @@ impl Crate {
         let mut rooms = BTreeMap::new();
         for file in files {
             let rel = file.strip_prefix(src).map_err(|e| e.to_string())?;
-            let mut path: ModPath =
-                rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+            let mut path: ModPath = rel
+                .iter()
+                .map(|c| c.to_string_lossy().into_owned())
+                .collect();
             let last = path.pop().unwrap_or_default();
             let stem = last.trim_end_matches(".rs");
             if !(stem == "mod" || (stem == "lib" && path.is_empty())) {
@@ -153,24 +187,44 @@ impl Crate {
             }
             let text = fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
             let generated = rel.iter().any(|c| c == "generated")
-                || text.lines().next().is_some_and(|l| l.contains("DO NOT EDIT"));
+                || text
+                    .lines()
+                    .next()
+                    .is_some_and(|l| l.contains("DO NOT EDIT"));
             let code = strip_test_modules(&blank(&text));
-            rooms.insert(path, Room { file, lines: text.lines().count(), generated, code });
+            rooms.insert(
+                path,
+                Room {
+                    file,
+                    lines: text.lines().count(),
+                    generated,
+                    code,
+                },
+            );
         }
-        let mut this =
-            Crate { rooms, reexports: BTreeMap::new(), globs: BTreeMap::new(), refs: BTreeMap::new() };
+        let mut this = Crate {
+            rooms,
+            reexports: BTreeMap::new(),
+            globs: BTreeMap::new(),
+            refs: BTreeMap::new(),
+        };
         let paths: Vec<ModPath> = this.rooms.keys().cloned().collect();
         for m in &paths {
             let (uses, rest) = take_uses(&this.rooms[m].code);
             let mut refs = Vec::new();
             for (public, tree) in uses {
                 for (p, alias) in expand_use(&tree) {
-                    let Some(abs) = this.absolute(m, &p) else { continue };
+                    let Some(abs) = this.absolute(m, &p) else {
+                        continue;
+                    };
                     if public {
                         if alias == "*" {
                             this.globs.entry(m.clone()).or_default().push(abs.clone());
                         } else if !alias.is_empty() {
-                            this.reexports.entry(m.clone()).or_default().insert(alias, abs.clone());
+                            this.reexports
+                                .entry(m.clone())
+                                .or_default()
+                                .insert(alias, abs.clone());
                         }
                     }
                     refs.push(abs);
@@ -277,7 +331,10 @@ impl Crate {
             for r in refs {
                 if r.len() >= 1
                     && !self.rooms.contains_key(&r[..1].to_vec())
-                    && self.reexports.get(&Vec::new()).is_some_and(|e| e.contains_key(&r[0]))
+                    && self
+                        .reexports
+                        .get(&Vec::new())
+                        .is_some_and(|e| e.contains_key(&r[0]))
                 {
                     n += 1;
                 }
@@ -289,10 +346,18 @@ impl Crate {
     fn report(&self, krate: &str, layered: bool) -> String {
         let arrows = self.arrows();
         let nodes: Vec<ModPath> = self.rooms.keys().cloned().collect();
-        let index: BTreeMap<&ModPath, usize> = nodes.iter().enumerate().map(|(i, n)| (n, i)).collect();
+        let index: BTreeMap<&ModPath, usize> =
+            nodes.iter().enumerate().map(|(i, n)| (n, i)).collect();
         let adj: Vec<Vec<usize>> = nodes
             .iter()
-            .map(|n| arrows.get(n).into_iter().flatten().map(|t| index[t]).collect())
+            .map(|n| {
+                arrows
+                    .get(n)
+                    .into_iter()
+                    .flatten()
+                    .map(|t| index[t])
+                    .collect()
+            })
             .collect();
         let comp = scc(&adj);
         let ncomp = comp.iter().max().map_or(0, |m| m + 1);
@@ -302,7 +367,11 @@ impl Crate {
             if let Some(f) = floor[c] {
                 return f;
             }
-            let f = cadj[c].iter().map(|&d| floor_of(d, cadj, floor) + 1).max().unwrap_or(0);
+            let f = cadj[c]
+                .iter()
+                .map(|&d| floor_of(d, cadj, floor) + 1)
+                .max()
+                .unwrap_or(0);
             floor[c] = Some(f);
             f
         }
@@ -347,7 +416,11 @@ impl Crate {
                     None
                 };
                 if let Some(why) = why {
-                    back.push(format!("  {} -> {}: {why}", name(&nodes[a]), name(&nodes[b])));
+                    back.push(format!(
+                        "  {} -> {}: {why}",
+                        name(&nodes[a]),
+                        name(&nodes[b])
+                    ));
                 }
             }
         }
@@ -368,7 +441,10 @@ impl Crate {
             .map(|(m, r)| (r, m))
             .collect();
         long.sort_by(|a, b| b.0.lines.cmp(&a.0.lines));
-        out += &format!("hand-written files over {LONG_FILE} lines: {}\n", long.len());
+        out += &format!(
+            "hand-written files over {LONG_FILE} lines: {}\n",
+            long.len()
+        );
         for (r, _) in &long {
             let file = r.file.strip_prefix(workspace_root()).unwrap_or(&r.file);
             out += &format!("  {:>5} {}\n", r.lines, file.display());
@@ -383,7 +459,10 @@ impl Crate {
         out += "rooms by floor:\n";
         let mut by_floor: BTreeMap<u32, Vec<String>> = BTreeMap::new();
         for (i, n) in nodes.iter().enumerate() {
-            by_floor.entry(floor[comp[i]].unwrap_or(0)).or_default().push(name(n));
+            by_floor
+                .entry(floor[comp[i]].unwrap_or(0))
+                .or_default()
+                .push(name(n));
         }
         for (f, ns) in by_floor.iter().rev() {
             out += &format!("  {f}: {}\n", ns.join(" "));
@@ -394,7 +473,11 @@ impl Crate {
 
 /// A room's name as printed: its module path, `crate` for the root.
 fn name(m: &ModPath) -> String {
-    if m.is_empty() { "crate".into() } else { m.join("::") }
+    if m.is_empty() {
+        "crate".into()
+    } else {
+        m.join("::")
+    }
 }
 
 /// The declared area and floor of a room of cudars-core.
@@ -403,7 +486,10 @@ fn declared(m: &ModPath) -> Option<(&'static str, u32)> {
         None => "root",
         Some(first) => AREAS.iter().find(|(n, _)| n == first)?.1,
     };
-    LAYERS.iter().find(|(a, _, _)| *a == area).map(|(a, f, _)| (*a, *f))
+    LAYERS
+        .iter()
+        .find(|(a, _, _)| *a == area)
+        .map(|(a, f, _)| (*a, *f))
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
@@ -566,7 +652,9 @@ fn strip_test_modules(code: &str) -> String {
                 }
             }
             let rest: String = b[k..b.len().min(k + 200)].iter().collect();
-            let rest_t = rest.trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            let rest_t = rest
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ");
             let is_test = words(&attrs).iter().any(|w| w == "test" || w == "loom");
             if is_test && rest_t.starts_with("mod ") {
                 if let Some(open) = (k..b.len()).find(|&j| b[j] == '{' || b[j] == ';') {
@@ -618,14 +706,15 @@ fn take_uses(code: &str) -> (Vec<(bool, String)>, String) {
     let mut uses = Vec::new();
     let mut i = 0;
     while i + 4 <= b.len() {
-        let is_use = b[i..i + 3] == ['u', 's', 'e']
-            && b[i + 3].is_whitespace()
-            && !prev_is_ident(&b, i);
+        let is_use =
+            b[i..i + 3] == ['u', 's', 'e'] && b[i + 3].is_whitespace() && !prev_is_ident(&b, i);
         if !is_use {
             i += 1;
             continue;
         }
-        let Some(end) = (i..b.len()).find(|&j| b[j] == ';') else { break };
+        let Some(end) = (i..b.len()).find(|&j| b[j] == ';') else {
+            break;
+        };
         // `pub`, `pub(crate)`, `pub(super)` before it on the same statement.
         let before: String = b[i.saturating_sub(24)..i].iter().collect();
         let before = before.trim_end();
@@ -686,7 +775,12 @@ fn expand_use(tree: &str) -> Vec<(ModPath, String)> {
             None => (tree, None),
         };
         let mut p = prefix.to_vec();
-        p.extend(path.split("::").map(str::trim).filter(|s| !s.is_empty()).map(str::to_string));
+        p.extend(
+            path.split("::")
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+        );
         if p.last().is_some_and(|l| l == "self") {
             p.pop();
         }
@@ -718,7 +812,9 @@ fn inline_paths(code: &str) -> Vec<ModPath> {
                 j += 1;
             }
             let word: String = b[i..j].iter().collect();
-            if (word == "crate" || word == "super") && b.get(j) == Some(&':') && b.get(j + 1) == Some(&':')
+            if (word == "crate" || word == "super")
+                && b.get(j) == Some(&':')
+                && b.get(j + 1) == Some(&':')
                 && !(i >= 4 && b[i - 4..i].iter().collect::<String>() == "pub(")
             {
                 let mut segs = vec![word];

@@ -8,13 +8,13 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::graph::GraphMemUsage;
-use crate::memory::allocation_resources;
-use crate::resources::sm_resource_of;
-use crate::system::SystemDevice;
-use crate::texture::{
+use crate::launch::texture::{
     ArrayOptions, MipmappedArray, OpaqueArray, SurfaceObject, TextureObject, TextureOptions,
     TextureResource,
 };
+use crate::memory::allocation_resources;
+use crate::resources::sm_resource_of;
+use crate::system::SystemDevice;
 use crate::{Context, ContextOptions, DeviceResources, SmResource, Stream};
 
 /// `cuInit(0)`, once per process; its result is remembered.

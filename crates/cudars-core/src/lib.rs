@@ -68,60 +68,39 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod arc_view;
-mod arch;
-mod batch;
-pub mod cache;
 mod callback;
 pub mod checkpoint;
-mod compile;
+mod code;
 mod context;
 mod deferred;
 mod device;
-mod device_buffer;
-pub mod dlpack;
 mod error;
 mod event;
-mod fatbin;
 mod graph;
-mod graphics;
-#[cfg(unix)]
-mod ipc;
-mod jit;
-mod kernel;
+mod interop;
 mod launch;
-mod library;
-mod linker;
 mod memory;
-mod module;
-mod object;
-mod pinned_buffer;
 mod properties;
 mod resources;
 mod stream;
-mod strided;
-mod strings;
 mod sync;
 pub mod system;
-mod tensor_map;
-mod texture;
-mod typed_kernel;
 mod versions;
-mod view;
-mod vmm;
 
-pub use arc_view::ArcView;
-pub use batch::{
-    BatchCopy, BatchCopyEntry, BatchRange, BatchRangeMut, BatchViewCopy, CopyOptions,
-    MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch, discard_prefetch_batch,
-    prefetch_batch,
-};
 pub use callback::CallbackPanic;
-pub use compile::nvrtc;
-pub use compile::{
+pub use code::cache;
+pub use code::compile::nvrtc;
+pub use code::compile::{
     CompileTarget, CompilerBackend, PchStatus, Program, ProgramBackend, ProgramOptions, SourceCode,
     toolkit_include_dirs,
 };
+pub use code::fatbin::FatbinBuilder;
+pub use code::jit::JitOptions;
+pub use code::kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
+pub use code::library::{Global, Library, LibraryOptions};
+pub use code::linker::{Linker, LinkerBackend, LinkerHandle, LinkerOptions};
+pub use code::module::{LoadingMode, Module};
+pub use code::object::{CodeType, ObjectCode};
 pub use context::{Context, ContextOptions};
 pub use cudars_bindings;
 /// Typed launch functions generated from the `extern "C" __global__` kernels of
@@ -366,11 +345,8 @@ pub use cudars_core_macros::kernels;
 pub use cudars_pathfinder;
 pub use deferred::{DeferredFrees, deferred_frees, drain_deferred_frees};
 pub use device::Device;
-pub use device_buffer::DeviceBuffer;
-pub use dlpack::DLPackDType;
 pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
-pub use fatbin::FatbinBuilder;
 pub use graph::{
     CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,
     GraphAllocation, GraphBuilder, GraphCompleteOptions, GraphCondition, GraphDebugPrintOptions,
@@ -378,48 +354,52 @@ pub use graph::{
     GraphNodeKind, GraphNodeParams, GraphView, HostNodeInfo, KernelNodeInfo, MemAllocNodeInfo,
     MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
-pub use graphics::{
+/// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
+pub use half;
+pub use interop::dlpack;
+#[doc(no_inline)]
+pub use interop::dlpack::DLPackDType;
+pub use interop::graphics::{
     GraphicsMapFlags, GraphicsMapping, GraphicsRegisterFlags, GraphicsResource, MappedArray,
     MappedBuffer, gl_devices,
 };
-/// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
-pub use half;
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
-pub use ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
-pub use jit::JitOptions;
-pub use kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
+pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
+pub use interop::strided::{CudaArrayInterface, IntoStridedMemoryView, StridedMemoryView};
+pub use launch::tensor_map::{
+    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
+    TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,
+    TensorMapOobFill, TensorMapSwizzle,
+};
+pub use launch::texture::{
+    AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
+    SurfaceObject, TextureObject, TextureOptions, TextureResource,
+};
+pub use launch::typed_kernel::{
+    CaptureParam, CaptureSignature, ConstPtr, MutPtr, Param, Signature, TypedKernel, Val,
+};
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
-pub use library::{Global, Library, LibraryOptions};
-pub use linker::{Linker, LinkerBackend, LinkerHandle, LinkerOptions};
+pub use memory::arc_view::ArcView;
+pub use memory::batch::{
+    BatchCopy, BatchCopyEntry, BatchRange, BatchRangeMut, BatchViewCopy, CopyOptions,
+    MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch, discard_prefetch_batch,
+    prefetch_batch,
+};
+pub use memory::device_buffer::DeviceBuffer;
+pub use memory::pinned_buffer::PinnedBuffer;
+pub use memory::view::{DeviceView, DeviceViewMut};
+pub use memory::vmm::{
+    ExportedChunk, Granularity, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
+    VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions, VirtualMemoryResource,
+};
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,
     ManagedBuffer, ManagedMemoryResource, ManagedMemoryResourceOptions, MemoryKind, MemoryResource,
     MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions, PoolAttributes,
     PoolReuse,
 };
-pub use module::{LoadingMode, Module};
-pub use object::{CodeType, ObjectCode};
-pub use pinned_buffer::PinnedBuffer;
 pub use properties::DeviceProperties;
 pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
 pub use stream::{Stream, StreamOptions};
-pub use strided::{CudaArrayInterface, IntoStridedMemoryView, StridedMemoryView};
-pub use tensor_map::{
-    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
-    TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,
-    TensorMapOobFill, TensorMapSwizzle,
-};
-pub use texture::{
-    AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
-    SurfaceObject, TextureObject, TextureOptions, TextureResource,
-};
-pub use typed_kernel::{
-    CaptureParam, CaptureSignature, ConstPtr, MutPtr, Param, Signature, TypedKernel, Val,
-};
 pub use versions::{Component, Versions, versions};
-pub use view::{DeviceView, DeviceViewMut};
-pub use vmm::{
-    ExportedChunk, Granularity, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
-    VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions, VirtualMemoryResource,
-};

@@ -3,7 +3,7 @@
 //! layout carried through a description and back, the producer's stream
 //! ordered before the consumer's, and a pointer CUDA does not know refused.
 //! Prints `SKIPPED` without a GPU, and fails under `CUDA_TEST_REQUIRE_GPU=1`.
-//! The checks that need no driver are unit tests in `src/strided.rs`.
+//! The checks that need no driver are unit tests in `src/interop/strided.rs`.
 
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1337,7 +1337,7 @@ impl GraphBuilder {
         let dst = dst.view;
         check_device(self.device(), ("memory", dst.device()), WHAT)?;
         keep(&self.family.keep, dst.keep_alive());
-        crate::view::Span {
+        crate::memory::view::Span {
             buf: dst.buffer(),
             ptr: dst.ptr(),
             len: dst.len(),
@@ -1669,7 +1669,7 @@ mod tests {
     fn capture_args_keep_memory_and_pass_values() {
         // `u64`s, so that the bytes are aligned for the `u32` view.
         let mut words = [0u64; 8];
-        let buf = crate::arc_view::host_backed(bytemuck::cast_slice_mut(&mut words));
+        let buf = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut words));
         let view = ArcView::<u32>::of_buffer(&buf).unwrap();
         let before = Arc::strong_count(&buf);
         let kept = CaptureArg::keep_alive(&view).unwrap();

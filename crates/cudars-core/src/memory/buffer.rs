@@ -10,7 +10,7 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::view::NonZeroSize;
+use crate::memory::view::NonZeroSize;
 use crate::{Context, Device, DeviceView, DeviceViewMut, Stream};
 
 use super::{MemoryKind, MemoryResource};
@@ -372,8 +372,8 @@ impl Buffer {
     }
 
     /// The first `len` elements of `elem` bytes, as a span.
-    fn span(&self, len: usize, elem: usize) -> crate::view::Span<'_> {
-        crate::view::Span {
+    fn span(&self, len: usize, elem: usize) -> crate::memory::view::Span<'_> {
+        crate::memory::view::Span {
             buf: self,
             ptr: self.ptr,
             len,
@@ -873,7 +873,7 @@ impl Drop for Buffer {
     }
 }
 
-// Typed views of the whole buffer (the view types live in `crate::view`).
+// Typed views of the whole buffer (the view types live in `crate::memory::view`).
 impl Buffer {
     /// The whole buffer as a shared view of `T`s.
     ///

@@ -139,7 +139,7 @@ impl ManagedBuffer {
     /// [`Error::InvalidArgument`] for a stream of another device; the driver's
     /// error.
     pub fn discard(&mut self, stream: &Stream) -> Result<()> {
-        crate::batch::discard_one(&mut self.0, stream)
+        crate::memory::batch::discard_one(&mut self.0, stream)
     }
 
     /// Discards the contents and prefetches the (now unspecified) pages to
@@ -150,7 +150,7 @@ impl ManagedBuffer {
     /// # Errors
     /// As [`discard`](Self::discard).
     pub fn discard_prefetch(&mut self, location: Location, stream: &Stream) -> Result<()> {
-        crate::batch::discard_prefetch_one(&mut self.0, location, stream)
+        crate::memory::batch::discard_prefetch_one(&mut self.0, location, stream)
     }
 
     /// Advises the driver that the memory is mostly read (`true`), so it may

@@ -1,13 +1,26 @@
 //! Buffers and the memory resources that allocate them: the [`MemoryResource`]
 //! trait and [`Location`] here; [`Buffer`] in `buffer`; one module per resource
 //! (`pool`: the device's stream-ordered pools, `pinned`, `managed`; the virtual
-//! memory resource is `crate::vmm`).
+//! memory resource is `crate::memory::vmm`). The typed arrays ([`DeviceBuffer`],
+//! [`PinnedBuffer`]), their views ([`DeviceView`], [`ArcView`]) and batched copies
+//! sit here too.
+//!
+//! [`DeviceBuffer`]: device_buffer::DeviceBuffer
+//! [`PinnedBuffer`]: pinned_buffer::PinnedBuffer
+//! [`DeviceView`]: view::DeviceView
+//! [`ArcView`]: arc_view::ArcView
 
+pub(crate) mod arc_view;
+pub(crate) mod batch;
 mod buffer;
+pub(crate) mod device_buffer;
 mod managed;
 mod managed_buffer;
 mod pinned;
+pub(crate) mod pinned_buffer;
 mod pool;
+pub(crate) mod view;
+pub(crate) mod vmm;
 
 pub use buffer::Buffer;
 pub(crate) use buffer::{copy_device, order_frees_after};

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
-use crate::strided::{Layout, row_major};
+use crate::interop::strided::{Layout, row_major};
 use crate::{ArcView, Buffer, DeviceBuffer, MemoryKind, StridedMemoryView};
 
 /// `DLDeviceType`: where a tensor's memory lives.
@@ -351,7 +351,7 @@ impl<T: DLPackDType> ArcView<T> {
     /// 64-bit extent.
     pub fn to_dlpack(&self) -> Result<*mut DLManagedTensor> {
         let what = "exporting a view as a DLPack tensor";
-        let [len] = crate::strided::one_dim(self.len(), what)?;
+        let [len] = crate::interop::strided::one_dim(self.len(), what)?;
         self.export_as(vec![len], vec![1], what)
     }
 
@@ -477,8 +477,8 @@ impl StridedMemoryView {
 mod tests {
     use super::*;
     use crate::InvalidKind;
-    use crate::arc_view::host_backed;
     use crate::error::kind_of as kind;
+    use crate::memory::arc_view::host_backed;
 
     /// The deleter survives an owner whose `Drop` panics (it would abort, the
     /// panic leaving an `extern "C"` function).

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::code::linker::{Linker, LinkerOptions};
+use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
-use crate::linker::{Linker, LinkerOptions};
-use crate::object::{CodeType, ObjectCode};
 
 use super::{CompileTarget, Program};
 

@@ -16,8 +16,8 @@ use std::sync::{Mutex, PoisonError};
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
+use crate::memory::view::{DeviceView, DeviceViewMut, NonZeroSize};
 use crate::stream::QueueId;
-use crate::view::{DeviceView, DeviceViewMut, NonZeroSize};
 use crate::{
     Buffer, CaptureStatus, Device, Event, EventOptions, LegacyPinnedMemoryResource, Stream,
 };

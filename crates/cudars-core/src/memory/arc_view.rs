@@ -16,7 +16,7 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::Result;
-use crate::view::{NonZeroSize, bounds, view_accessors};
+use crate::memory::view::{NonZeroSize, bounds, view_accessors};
 use crate::{Buffer, Device, DeviceBuffer, DeviceView};
 
 /// An allocation an [`ArcView`] can hold: a byte [`Buffer`] or a typed

@@ -8,9 +8,9 @@ use std::ffi::{CString, c_char};
 use cudars_bindings::IntoResult as _;
 use cudars_bindings::nvfatbin as nf;
 
+use crate::code::object::{CodeType, ObjectCode};
+use crate::code::strings::{cstrings, input_bytes, input_name};
 use crate::error::{Error, Result};
-use crate::object::{CodeType, ObjectCode};
-use crate::strings::{cstrings, input_bytes, input_name};
 
 /// What one entry of a fatbin holds.
 #[derive(Debug, Clone)]
@@ -344,7 +344,7 @@ impl Handle {
     }
 
     fn bytes(&self) -> Result<Vec<u8>, nf::NvFatbinError> {
-        crate::strings::sized_output(
+        crate::code::strings::sized_output(
             // SAFETY: the handle is live; `n` is valid for writes.
             |n| unsafe { nf::nvFatbinSize(self.0, n) }.result(),
             // SAFETY: `buf` holds the bytes nvFatbin said the fatbin takes.

@@ -6,9 +6,9 @@ use std::ffi::{CString, c_char, c_int};
 use cudars_bindings::IntoResult as _;
 use cudars_bindings::nvvm;
 
+use crate::code::object::ObjectCode;
+use crate::code::strings::{cstrings, strip_nul, text};
 use crate::error::{Error, Result};
-use crate::object::ObjectCode;
-use crate::strings::{cstrings, strip_nul, text};
 
 use super::ptx::link_into_cubin;
 use super::{CompileTarget, Program};
@@ -166,7 +166,7 @@ type NvvmGetFn = unsafe fn(nvvm::nvvmProgram, *mut c_char) -> nvvm::nvvmResult;
 impl NvvmProgram {
     /// One of the program's outputs, through its size and copy functions.
     fn bytes(&self, size: NvvmSizeFn, get: NvvmGetFn) -> Result<Vec<u8>, nvvm::NvvmError> {
-        crate::strings::sized_output(
+        crate::code::strings::sized_output(
             // SAFETY: the program is live; `n` is valid for writes.
             |n| unsafe { size(self.0, n) }.result(),
             // SAFETY: `buf` holds the bytes NVVM said it will write.

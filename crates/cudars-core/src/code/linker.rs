@@ -29,10 +29,10 @@ use cudars_bindings::IntoResult as _;
 use cudars_bindings::driver::{self as sys, DriverError};
 use cudars_bindings::nvjitlink as jl;
 
-use crate::arch::Arch;
+use crate::code::arch::Arch;
+use crate::code::object::{CodeType, ObjectCode};
+use crate::code::strings::{input_bytes, input_name, strip_nul, text};
 use crate::error::{Check as _, Error, Result};
-use crate::object::{CodeType, ObjectCode};
-use crate::strings::{input_bytes, input_name, strip_nul, text};
 
 const OPTIONS_CONTEXT: &str = "checking the linker options";
 
@@ -614,7 +614,7 @@ impl JitLink {
     }
 
     fn bytes<P>(&self, size: JitSizeFn, get: JitGetFn<P>) -> Result<Vec<u8>, jl::NvJitLinkError> {
-        crate::strings::sized_output(
+        crate::code::strings::sized_output(
             // SAFETY: the handle is live; `n` is valid for writes.
             |n| unsafe { size(self.handle, n) }.result(),
             // SAFETY: `buf` holds the bytes nvJitLink said it will write.

@@ -1,4 +1,12 @@
 //! Launch configuration and type-checked kernel launches.
+//!
+//! Here: the launch configuration, kernel arguments and the byte launch; the
+//! typed launch ([`typed_kernel`]) and what kernels take by value: tensor maps
+//! ([`tensor_map`]), textures and surfaces ([`texture`]).
+
+pub(crate) mod tensor_map;
+pub(crate) mod texture;
+pub(crate) mod typed_kernel;
 
 use std::ffi::c_void;
 

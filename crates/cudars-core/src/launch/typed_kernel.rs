@@ -16,7 +16,7 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Error, Result};
 use crate::launch::{LaunchConfig, launch_raw};
-use crate::view::{DeviceView, DeviceViewMut};
+use crate::memory::view::{DeviceView, DeviceViewMut};
 use crate::{Buffer, CaptureArg, GraphView, Kernel, Stream};
 
 /// A `const T*` kernel parameter: takes a [`DeviceView<T>`].

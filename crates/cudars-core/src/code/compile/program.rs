@@ -5,8 +5,8 @@ use std::ffi::CString;
 use std::fmt;
 use std::sync::{Mutex, PoisonError};
 
+use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
-use crate::object::{CodeType, ObjectCode};
 
 use super::ProgramOptions;
 use super::nvrtc::PchStatus;
@@ -206,7 +206,7 @@ impl Program {
 
     /// What the last NVRTC compile of this program with `pch` or `create_pch` did
     /// about a precompiled header (`None` before such a compile, or when NVRTC
-    /// cannot say). A compile answered from a [program cache](crate::cache) runs
+    /// cannot say). A compile answered from a [program cache](crate::code::cache) runs
     /// no compiler: it makes no PCH and leaves this as it was.
     pub fn pch_status(&self) -> Option<PchStatus> {
         *self.pch.lock().unwrap_or_else(PoisonError::into_inner)

@@ -572,8 +572,8 @@ pub fn discard_prefetch_batch<R: BatchRangeMut>(
 mod tests {
     use super::*;
     use crate::InvalidKind;
-    use crate::arc_view::host_backed;
     use crate::error::kind_of as kind;
+    use crate::memory::arc_view::host_backed;
 
     #[test]
     fn batch_copies_are_checked_before_the_driver() {

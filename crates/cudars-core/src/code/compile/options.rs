@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::Device;
-use crate::arch::Arch;
+use crate::code::arch::Arch;
+use crate::code::linker::LinkerOptions;
 use crate::error::{Error, Result};
-use crate::linker::LinkerOptions;
 
 use super::CompileTarget;
 

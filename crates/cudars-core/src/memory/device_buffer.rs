@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
-use crate::view::{DeviceView, DeviceViewMut, NonZeroSize};
+use crate::memory::view::{DeviceView, DeviceViewMut, NonZeroSize};
 use crate::{Buffer, Device, MemoryResource, Stream};
 
 /// An owning array of `len` elements of type `T` in device memory: a [`Buffer`]

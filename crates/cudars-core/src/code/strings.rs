@@ -1,11 +1,11 @@
 //! C strings in and out of the compilers and linkers: shared by
-//! [`crate::compile`], [`crate::linker`] and [`crate::fatbin`] (options in, logs and
+//! [`crate::code::compile`], [`crate::code::linker`] and [`crate::code::fatbin`] (options in, logs and
 //! outputs out).
 
 use std::ffi::CString;
 
+use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
-use crate::object::{CodeType, ObjectCode};
 
 /// The options as C strings, or [`Error::InvalidArgument`] naming the one with a NUL byte.
 pub(crate) fn cstrings(args: Vec<String>, context: &'static str) -> Result<Vec<CString>> {

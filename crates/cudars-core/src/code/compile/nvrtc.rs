@@ -10,9 +10,9 @@ use std::sync::PoisonError;
 use cudars_bindings::IntoResult as _;
 use cudars_bindings::{Version, nvrtc};
 
+use crate::code::object::ObjectCode;
+use crate::code::strings::{cstrings, strip_nul, text};
 use crate::error::{Error, Result};
-use crate::object::ObjectCode;
-use crate::strings::{cstrings, strip_nul, text};
 
 use super::{CompileTarget, Program, ProgramOptions};
 
@@ -262,7 +262,7 @@ type NvrtcGetFn = unsafe fn(nvrtc::nvrtcProgram, *mut c_char) -> nvrtc::nvrtcRes
 impl NvrtcProgram {
     /// One of the program's outputs, through its size and copy functions.
     fn bytes(&self, size: NvrtcSizeFn, get: NvrtcGetFn) -> Result<Vec<u8>, nvrtc::NvrtcError> {
-        crate::strings::sized_output(
+        crate::code::strings::sized_output(
             // SAFETY: the program is live; `n` is valid for writes.
             |n| unsafe { size(self.0, n) }.result(),
             // SAFETY: `buf` holds the bytes NVRTC said it will write.

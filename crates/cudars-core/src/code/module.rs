@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use cudars_bindings::driver as sys;
 
+use crate::code::jit::{JitOptions, loadable};
+use crate::code::library::c_name;
 use crate::error::{Check as _, Error, Result};
-use crate::jit::{JitOptions, loadable};
-use crate::library::c_name;
 use crate::{CodeType, Context, Kernel, Library, ObjectCode};
 
 /// Whether the driver loads modules lazily (`CUDA_MODULE_LOADING`).
@@ -75,7 +75,7 @@ impl Module {
             ));
         }
         let _current = ctx.ensure_current()?;
-        crate::jit::check_image(code)?;
+        crate::code::jit::check_image(code)?;
         let bytes = loadable(code);
         let mut jit = options.raw();
         let mut handle: sys::CUmodule = std::ptr::null_mut();
@@ -148,7 +148,7 @@ impl Module {
     }
 
     fn lowered<'a>(&'a self, name: &'a str) -> &'a str {
-        crate::object::lower(&self.inner.symbol_mapping, name)
+        crate::code::object::lower(&self.inner.symbol_mapping, name)
     }
 
     /// The kernel `name` (`cuModuleGetFunction`).

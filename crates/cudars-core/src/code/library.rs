@@ -7,8 +7,8 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
+use crate::code::jit::{JitOptions, loadable};
 use crate::error::{Check as _, Error, Result};
-use crate::jit::{JitOptions, loadable};
 use crate::{CodeType, Context, Kernel, Module, ObjectCode, Stream};
 
 /// Options of [`Library::load`] (`CUlibraryOption`) and the JIT options for PTX.
@@ -83,7 +83,7 @@ impl Library {
                 "only cubin, PTX and fatbin load directly; link other kinds with `Linker` first",
             ));
         }
-        crate::jit::check_image(code)?;
+        crate::code::jit::check_image(code)?;
         crate::device::init()?;
         let bytes = loadable(code);
         let mut jit = options.jit.raw();
@@ -156,7 +156,7 @@ impl Library {
     }
 
     fn lowered<'a>(&'a self, name: &'a str) -> &'a str {
-        crate::object::lower(&self.inner.symbol_mapping, name)
+        crate::code::object::lower(&self.inner.symbol_mapping, name)
     }
 
     /// The kernel `name` (a name expression given to the compiler, or the plain or

@@ -1,5 +1,5 @@
 //! GPU architecture names (`sm_90a`, `compute_120f`), as the compilers and the
-//! linkers spell them: shared by [`crate::compile`] and [`crate::linker`].
+//! linkers spell them: shared by [`crate::code::compile`] and [`crate::code::linker`].
 
 use crate::error::{Error, Result};
 

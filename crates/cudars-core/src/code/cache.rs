@@ -36,9 +36,9 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest as _, Sha256};
 
-use crate::compile::{CompileTarget, Program, ProgramOptions, SourceCode};
+use crate::code::compile::{CompileTarget, Program, ProgramOptions, SourceCode};
+use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
-use crate::object::{CodeType, ObjectCode};
 use crate::sync::{Mutex, MutexGuard};
 
 /// The first field hashed into every key: names the encoding.

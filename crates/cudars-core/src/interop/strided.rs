@@ -20,8 +20,10 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
-use crate::dlpack::{DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, device_of};
 use crate::error::{Check as _, Error, Result};
+use crate::interop::dlpack::{
+    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, device_of,
+};
 use crate::{ArcView, Buffer, DeviceBuffer, Stream};
 
 /// Row-major (C order) strides, in elements, of `shape`.
@@ -785,8 +787,8 @@ impl<T: DLPackDType + Pod + Send + Sync> IntoStridedMemoryView for Arc<DeviceBuf
 mod tests {
     use super::*;
     use crate::InvalidKind;
-    use crate::arc_view::host_backed;
     use crate::error::kind_of as kind;
+    use crate::memory::arc_view::host_backed;
 
     #[test]
     fn type_strings_map_to_dtypes_and_back() {

@@ -1,0 +1,15 @@
+//! Device code: compiling ([`compile`]: NVRTC, NVVM, PTX), linking ([`linker`]),
+//! fatbins ([`fatbin`]), object code ([`object`]), loading ([`library`],
+//! [`module`]), kernels ([`kernel`]) and the program cache ([`cache`]).
+
+pub(crate) mod arch;
+pub mod cache;
+pub(crate) mod compile;
+pub(crate) mod fatbin;
+pub(crate) mod jit;
+pub(crate) mod kernel;
+pub(crate) mod library;
+pub(crate) mod linker;
+pub(crate) mod module;
+pub(crate) mod object;
+pub(crate) mod strings;

@@ -1,0 +1,9 @@
+//! Memory shared with other libraries and processes: DLPack ([`dlpack`]),
+//! strided views and the CUDA Array Interface ([`strided`]), OpenGL
+//! ([`graphics`]) and IPC ([`ipc`], Linux).
+
+pub mod dlpack;
+pub(crate) mod graphics;
+#[cfg(unix)]
+pub(crate) mod ipc;
+pub(crate) mod strided;
