@@ -76,8 +76,12 @@ fn child() {
     dev.set_current().unwrap();
     let s = non_blocking(&dev);
     let other = non_blocking(&dev);
-    // The fake takes any bytes as code; every kernel is `(float*, int)`.
-    let code = ObjectCode::from_cubin(b"\x7fELF fake cubin".to_vec()).unwrap();
+    // The fake loads any image; the crate checks a cubin's ELF header (64-bit,
+    // little-endian, no segments or sections here). Every kernel is
+    // `(float*, int)`.
+    let mut elf = vec![0u8; 64];
+    elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    let code = ObjectCode::from_cubin(elf).unwrap();
     let library = Library::load(&code, &LibraryOptions::default()).unwrap();
     let kernel = library.get_kernel("empty").unwrap();
     let typed = TypedKernel::<(MutPtr<f32>, i32)>::new(kernel.clone()).unwrap();
