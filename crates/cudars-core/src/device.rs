@@ -310,7 +310,8 @@ impl Device {
     pub fn set_current(&self) -> Result<()> {
         let ctx = self.primary_context()?;
         // SAFETY: a retained, live context.
-        unsafe { sys::cuCtxSetCurrent(ctx) }
+        let rc = unsafe { sys::cuCtxSetCurrent(ctx) };
+        crate::context::set_current_result(ctx, rc)
             .check(|| format!("making device {}'s context current", self.ordinal))
     }
 
@@ -467,7 +468,10 @@ impl Device {
     /// # Errors
     /// The driver's error.
     pub fn default_memory_resource(&self) -> Result<Arc<crate::DeviceMemoryResource>> {
-        Ok(Arc::new(crate::DeviceMemoryResource::default_pool(self)?))
+        Ok(match crate::memory::default_pool(self)? {
+            Some(d) => d.typed.clone(),
+            None => Arc::new(crate::DeviceMemoryResource::default_pool(self)?),
+        })
     }
 
     /// Makes `mr` the resource [`allocate`](Self::allocate) uses on this device, for
@@ -487,6 +491,8 @@ impl Device {
         let mut set = allocation_resources()
             .write()
             .unwrap_or_else(PoisonError::into_inner);
+        // From now on allocations look in the map (under its lock).
+        crate::memory::RESOURCES_EVER_SET.store(true, std::sync::atomic::Ordering::Release);
         match mr {
             Some(m) => {
                 set.insert(self.ordinal(), m);
@@ -505,15 +511,31 @@ impl Device {
     /// # Errors
     /// The driver's error (reading the default pool).
     pub fn memory_resource(&self) -> Result<Arc<dyn crate::MemoryResource>> {
+        Ok(self.allocation_resource()?.arc().clone())
+    }
+
+    /// The resource [`allocate`](Self::allocate) uses, as a buffer holds it: the
+    /// default pool (the common case: no lock, no count touched) unless
+    /// another was set.
+    pub(crate) fn allocation_resource(&self) -> Result<crate::memory::Resource> {
+        use crate::memory::Resource;
+        if !crate::memory::RESOURCES_EVER_SET.load(std::sync::atomic::Ordering::Acquire) {
+            if let Some(d) = crate::memory::default_pool(self)? {
+                return Ok(Resource::Static(&d.erased));
+            }
+        }
         let set = allocation_resources()
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&self.ordinal())
             .cloned();
-        match set {
-            Some(m) => Ok(m),
-            None => Ok(self.default_memory_resource()?),
-        }
+        Ok(match set {
+            Some(m) => Resource::Shared(m),
+            None => match crate::memory::default_pool(self)? {
+                Some(d) => Resource::Static(&d.erased),
+                None => Resource::Shared(self.default_memory_resource()?),
+            },
+        })
     }
 
     /// Allocates `size` bytes from the device's memory resource
@@ -529,7 +551,7 @@ impl Device {
         size: usize,
         stream: impl Into<Option<&'s Stream>>,
     ) -> Result<crate::Buffer> {
-        crate::Buffer::allocate(self.memory_resource()?, size, stream)
+        crate::Buffer::allocate_in(self.allocation_resource()?, size, stream.into())
     }
 }
 

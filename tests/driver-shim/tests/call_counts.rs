@@ -124,6 +124,8 @@ fn child() {
         }),
         &[
             ("cuLaunchKernel", 1),
+            // The event is made in the current context: asked, not trusted.
+            ("cuCtxGetCurrent", 1),
             ("cuEventCreate", 1),
             ("cuEventRecord", 1),
             ("cuStreamWaitEvent", 1),

@@ -575,13 +575,14 @@ pub unsafe fn launch_raw(
     kernel: &Kernel,
     args: *mut *mut c_void,
 ) -> Result<()> {
-    let _current = stream.context().ensure_current()?;
     let func = kernel.launch_handle(stream.context());
     let plain = config.cluster.is_none()
         && !config.cooperative
         && !config.programmatic_stream_serialization
         && config.priority.is_none();
-    let rc = if plain {
+    // One driver call: the stream names the context (`Stream::call`).
+    let rc = stream.call(|| {
+        if plain {
         // No launch attributes: the classic entry point, the driver's fastest path.
         let (g, b) = (config.grid, config.block);
         // SAFETY: a live kernel and stream; `args` per the contract.
@@ -605,6 +606,7 @@ pub unsafe fn launch_raw(
         let cfg = config.raw(stream, &mut attrs);
         // SAFETY: `cfg` and its attributes live for the call; `args` per the contract.
         unsafe { sys::cuLaunchKernelEx(&cfg, func, args, std::ptr::null_mut()) }
-    };
+        }
+    })?;
     rc.check(|| format!("launching kernel `{}`", kernel.name()))
 }

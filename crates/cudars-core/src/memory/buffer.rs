@@ -28,11 +28,50 @@ pub struct Buffer {
     size: usize,
     kind: MemoryKind,
     device: Device,
-    owner: Option<(Arc<dyn MemoryResource>, Stream)>,
+    owner: Option<(Resource, Stream)>,
     /// Imported from another process (IPC).
     mapped: bool,
     /// What keeps foreign memory alive ([`Buffer::from_raw_with_owner`]).
     keep: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+/// The resource an owned buffer gives its memory back to: one it holds an
+/// `Arc` of, or a device's default pool, which the crate keeps for the life of
+/// the process (so a buffer of it touches no reference count shared with
+/// every other thread that allocates: rule 1 of the soundness contract holds
+/// because that resource is never dropped).
+pub(crate) enum Resource {
+    /// Held by this buffer.
+    Shared(Arc<dyn MemoryResource>),
+    /// Lives as long as the process (`memory::pool::default_pool`).
+    Static(&'static Arc<dyn MemoryResource>),
+}
+
+impl Resource {
+    /// The resource's `Arc`.
+    #[inline]
+    pub(crate) fn arc(&self) -> &Arc<dyn MemoryResource> {
+        match self {
+            Self::Shared(a) => a,
+            Self::Static(a) => a,
+        }
+    }
+
+    /// An `Arc` of the resource to keep (a clone for the static one).
+    fn into_arc(self) -> Arc<dyn MemoryResource> {
+        match self {
+            Self::Shared(a) => a,
+            Self::Static(a) => Arc::clone(a),
+        }
+    }
+}
+
+impl std::ops::Deref for Resource {
+    type Target = dyn MemoryResource;
+    #[inline]
+    fn deref(&self) -> &Self::Target {
+        &**self.arc()
+    }
 }
 
 impl fmt::Debug for Buffer {
@@ -69,6 +108,15 @@ impl Buffer {
         size: usize,
         stream: impl Into<Option<&'s Stream>>,
     ) -> Result<Self> {
+        Self::allocate_in(Resource::Shared(mr), size, stream.into())
+    }
+
+    /// [`allocate`](Self::allocate) from either kind of [`Resource`].
+    pub(crate) fn allocate_in(
+        mr: Resource,
+        size: usize,
+        stream: Option<&Stream>,
+    ) -> Result<Self> {
         // Frees that could not run when dropped, first (one relaxed load when none).
         crate::deferred::poll();
         let device = mr.device();
@@ -77,7 +125,7 @@ impl Buffer {
             return Err(Error::zero_size(what()));
         }
         let legacy;
-        let stream = match stream.into() {
+        let stream = match stream {
             Some(s) => s,
             None if mr.is_stream_ordered() => {
                 return Err(Error::invalid(
@@ -102,14 +150,15 @@ impl Buffer {
         // after the buffer's own work.
         let ptr = unsafe { mr.allocate_raw(size, stream) }?;
         let kind = mr.kind();
-        Ok(Self::from_parts(
+        Ok(Self {
             ptr,
             size,
             kind,
             device,
-            (mr, stream),
-            false,
-        ))
+            owner: Some((mr, stream.for_frees())),
+            mapped: false,
+            keep: None,
+        })
     }
 
     /// A buffer whose memory `mr` gives back on `stream` (its free stream) when
@@ -130,7 +179,7 @@ impl Buffer {
             size,
             kind,
             device,
-            owner: Some((mr, stream.for_frees())),
+            owner: Some((Resource::Shared(mr), stream.for_frees())),
             mapped,
             keep: None,
         }
@@ -252,7 +301,7 @@ impl Buffer {
     /// The memory resource the buffer came from and returns its memory to
     /// (`None` for memory it does not own: [`Buffer::from_raw`]).
     pub fn memory_resource(&self) -> Option<&Arc<dyn MemoryResource>> {
-        self.owner.as_ref().map(|(mr, _)| mr)
+        self.owner.as_ref().map(|(mr, _)| mr.arc())
     }
 
     /// The stream the buffer is freed on (`None` for memory it does not own).
@@ -311,6 +360,12 @@ impl Buffer {
         stream: &Stream,
         what: &'static str,
     ) -> Result<crate::context::Current> {
+        self.check_stream_device(stream, what)?;
+        stream.context().ensure_current()
+    }
+
+    /// Refuses a stream of another device.
+    pub(crate) fn check_stream_device(&self, stream: &Stream, what: &'static str) -> Result<()> {
         if stream.device() != &self.device {
             return Err(Error::other_device(
                 what,
@@ -321,7 +376,7 @@ impl Buffer {
                 ),
             ));
         }
-        stream.context().ensure_current()
+        Ok(())
     }
 
     fn check_len(&self, bytes: usize, what: &'static str) -> Result<()> {
@@ -681,7 +736,7 @@ impl Buffer {
             // made; the free, with the ordering it asked for, runs later on an
             // ordinary thread, ordered after all the work queued by then.
             defer_free(
-                mr,
+                mr.into_arc(),
                 (self.ptr, self.size),
                 free_stream,
                 stream.cloned(),
@@ -708,7 +763,13 @@ impl Buffer {
             // Deferred-free rule: a failed free is never dropped (a leak); it is
             // retried on `s`, which already orders it after the free stream's work.
             let first = crate::Report::new(e).to_string();
-            defer_free(mr, (self.ptr, self.size), s.clone(), None, Some(first));
+            defer_free(
+                mr.into_arc(),
+                (self.ptr, self.size),
+                s.clone(),
+                None,
+                Some(first),
+            );
         }
         r
     }
@@ -813,9 +874,10 @@ pub(crate) fn copy_device(
         return Ok(());
     }
     if src.device == dst.device {
-        let _current = dst.check_stream(stream, WHAT)?;
+        dst.check_stream_device(stream, WHAT)?;
         // SAFETY: both spans are live and large enough; the copy is stream-ordered.
-        unsafe { sys::cuMemcpyAsync(dst_ptr, src_ptr, bytes, stream.handle()) }
+        stream
+            .call(|| unsafe { sys::cuMemcpyAsync(dst_ptr, src_ptr, bytes, stream.handle()) })?
             .check(|| format!("copying {bytes} bytes between buffers"))?;
     } else {
         if stream.device() != &dst.device && stream.device() != &src.device {

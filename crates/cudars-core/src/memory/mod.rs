@@ -23,7 +23,8 @@ pub(crate) mod view;
 pub(crate) mod vmm;
 
 pub use buffer::Buffer;
-pub(crate) use buffer::{copy_device, order_frees_after};
+pub(crate) use buffer::{Resource, copy_device, order_frees_after};
+pub(crate) use pool::default_pool;
 pub use managed::{ManagedMemoryResource, ManagedMemoryResourceOptions};
 pub use managed_buffer::ManagedBuffer;
 pub use pinned::{LegacyPinnedMemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions};
@@ -414,6 +415,12 @@ pub(crate) fn allocation_resources() -> &'static std::sync::RwLock<ResourceMap> 
     static SET: std::sync::OnceLock<std::sync::RwLock<ResourceMap>> = std::sync::OnceLock::new();
     SET.get_or_init(Default::default)
 }
+
+/// Whether [`Device::set_memory_resource`](crate::Device::set_memory_resource)
+/// was ever called: until then every device allocates from its default pool,
+/// and the allocation path takes no lock (`Device::allocation_resource`).
+pub(crate) static RESOURCES_EVER_SET: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 #[cfg(test)]
 mod tests {

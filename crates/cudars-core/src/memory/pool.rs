@@ -2,14 +2,71 @@
 //! default pool or one of its own), its options and attributes, and the pool calls
 //! the host pools of [`PinnedMemoryResource`](super::PinnedMemoryResource) share.
 
+use std::sync::{Arc, OnceLock};
+
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::{Device, Stream};
 
-use super::{Location, MemoryKind, MemoryResource, owning_allocate};
+use super::buffer::Resource;
+use super::{Location, MemoryKind, MemoryResource};
 
-owning_allocate!(ordered DeviceMemoryResource);
+impl DeviceMemoryResource {
+    /// Allocates an owning [`Buffer`](crate::Buffer) of `size` bytes from this
+    /// resource, ordered on `stream`, which becomes the buffer's free stream
+    /// (see [`Buffer::allocate`](crate::Buffer::allocate)). The resource is
+    /// stream-ordered: the stream is required.
+    ///
+    /// # Errors
+    /// As [`Buffer::allocate`](crate::Buffer::allocate).
+    pub fn allocate(self: &Arc<Self>, size: usize, stream: &Stream) -> Result<crate::Buffer> {
+        // The device's default pool as `default_memory_resource` hands it out:
+        // the buffer refers to the process-wide resource, touching no count.
+        let mr = match cached_default_pool(&self.device) {
+            Some(d) if Arc::ptr_eq(&d.typed, self) => Resource::Static(&d.erased),
+            _ => Resource::Shared(self.clone()),
+        };
+        crate::Buffer::allocate_in(mr, size, Some(stream))
+    }
+}
+
+/// A device's default pool as one resource for the whole process, typed and
+/// erased (one allocation): what [`Device::default_memory_resource`] and the
+/// allocations of [`Device::allocate`] and `DeviceBuffer::allocate` use. It is
+/// never dropped, so buffers of it refer to it without an `Arc` of their own.
+pub(crate) struct DefaultPool {
+    pub(crate) typed: Arc<DeviceMemoryResource>,
+    pub(crate) erased: Arc<dyn MemoryResource>,
+}
+
+/// How many devices' default pools are kept (as many as primary contexts).
+const CACHED_DEVICES: usize = 64;
+
+static DEFAULT_POOLS: [OnceLock<DefaultPool>; CACHED_DEVICES] =
+    [const { OnceLock::new() }; CACHED_DEVICES];
+
+/// The device's default pool, if made already.
+#[inline]
+fn cached_default_pool(device: &Device) -> Option<&'static DefaultPool> {
+    DEFAULT_POOLS.get(device.ordinal())?.get()
+}
+
+/// The device's default pool, made on first use; `Ok(None)` for a device
+/// beyond the [`CACHED_DEVICES`] kept (the caller makes a resource of its own).
+pub(crate) fn default_pool(device: &Device) -> Result<Option<&'static DefaultPool>> {
+    let Some(slot) = DEFAULT_POOLS.get(device.ordinal()) else {
+        return Ok(None);
+    };
+    if let Some(d) = slot.get() {
+        return Ok(Some(d));
+    }
+    let typed = Arc::new(DeviceMemoryResource::default_pool(device)?);
+    let erased: Arc<dyn MemoryResource> = typed.clone();
+    // Another thread may have won the race: its resource is the one kept (this
+    // one names the same pool, which the driver owns).
+    Ok(Some(slot.get_or_init(|| DefaultPool { typed, erased })))
+}
 
 /// Device memory from a stream-ordered pool (`cuMemAllocFromPoolAsync`): the device's
 /// default pool, or a pool of its own.
@@ -264,10 +321,11 @@ pub(super) fn pool_allocate(
     stream: &Stream,
     what: impl FnOnce() -> String,
 ) -> Result<sys::CUdeviceptr> {
-    let _current = stream.context().ensure_current()?;
     let mut p: sys::CUdeviceptr = 0;
     // SAFETY: a live pool and stream; `p` is valid for writes.
-    unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, pool, stream.handle()) }.check(what)?;
+    stream
+        .call(|| unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, pool, stream.handle()) })?
+        .check(what)?;
     Ok(p)
 }
 
@@ -281,9 +339,11 @@ pub(super) unsafe fn pool_free(
     stream: &Stream,
     what: impl FnOnce() -> String,
 ) -> Result<()> {
-    let _current = stream.context().ensure_current()?;
-    // SAFETY: per this function's contract.
-    unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }.check(what)
+    // SAFETY: per this function's contract (a failed free frees nothing, so
+    // `call` may make it again).
+    stream
+        .call(|| unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) })?
+        .check(what)
 }
 
 /// Destroys an owned pool whose buffers are all gone (each holds an `Arc` of its
