@@ -149,6 +149,38 @@ fn main() {
         t.elapsed().as_secs_f64() / f64::from(a) * 1e6,
     );
 
+    // The same through `DeviceBuffer<T>` and the device's allocation resource.
+    for _ in 0..1000 {
+        drop(DeviceBuffer::<u8>::allocate(&dev, 1 << 20, &s).unwrap());
+    }
+    s.sync().unwrap();
+    let t = Instant::now();
+    for _ in 0..a {
+        drop(DeviceBuffer::<u8>::allocate(&dev, 1 << 20, &s).unwrap());
+    }
+    s.sync().unwrap();
+    line(
+        "alloc_free_async_typed_us",
+        t.elapsed().as_secs_f64() / f64::from(a) * 1e6,
+    );
+
+    // Host time of an event record and query, and of a 4 KiB device-to-device
+    // copy: batches of 256, median batch (as `launch_host_us`).
+    let ev = dev.create_event(EventOptions::default()).unwrap();
+    line(
+        "event_record_query_us",
+        batches(&s, || {
+            ev.record(&s).unwrap();
+            std::hint::black_box(ev.is_done().unwrap());
+        }),
+    );
+    let src4k = pool.allocate(4096, &s).unwrap();
+    let mut dst4k = pool.allocate(4096, &s).unwrap();
+    line(
+        "d2d_copy_4k_us",
+        batches(&s, || dst4k.copy_from(&src4k, &s).unwrap()),
+    );
+
     let bytes = 256 << 20;
     let pinned =
         Arc::new(PinnedMemoryResource::new(&dev, PinnedMemoryResourceOptions::default()).unwrap());
@@ -200,6 +232,26 @@ fn main() {
     line("h2d_async_pinned_gbps", bytes as f64 / best_h2d / 1e9);
     line("d2h_async_pinned_gbps", bytes as f64 / best_d2h / 1e9);
     graphs(&s, &empty, &buf);
+}
+
+/// Host microseconds per call of `op`: 2000 calls to warm up, then 400 batches
+/// of 256, the stream synchronised after each; the median batch.
+fn batches(s: &cudars_core::Stream, mut op: impl FnMut()) -> f64 {
+    for _ in 0..2000 {
+        op();
+    }
+    s.sync().unwrap();
+    let mut per = Vec::with_capacity(400);
+    for _ in 0..400 {
+        let t = Instant::now();
+        for _ in 0..256 {
+            op();
+        }
+        per.push(t.elapsed().as_secs_f64() / 256.0 * 1e6);
+        s.sync().unwrap();
+    }
+    per.sort_by(f64::total_cmp);
+    per[per.len() / 2]
 }
 
 /// `graph_launch_us`: one launch of a captured graph of 100 empty kernels, then a
