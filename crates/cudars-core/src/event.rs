@@ -124,9 +124,11 @@ impl Event {
                 ),
             ));
         }
-        // SAFETY: a live event and stream of the same context.
         stream
-            .call(|| unsafe { sys::cuEventRecord(self.handle, stream.handle()) })?
+            .call(|| {
+                // SAFETY: a live event and stream of the same context.
+                unsafe { sys::cuEventRecord(self.handle, stream.handle()) }
+            })?
             .check(|| "recording an event")
     }
 

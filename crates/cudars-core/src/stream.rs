@@ -135,8 +135,7 @@ impl Stream {
     #[inline]
     pub(crate) fn enter(&self) -> Result<(crate::context::Current, bool)> {
         let h = self.inner.handle;
-        let special =
-            h.is_null() || h == sys::CU_STREAM_LEGACY || h == sys::CU_STREAM_PER_THREAD;
+        let special = h.is_null() || h == sys::CU_STREAM_LEGACY || h == sys::CU_STREAM_PER_THREAD;
         if !special && self.inner.ctx.is_known_current() {
             return Ok((crate::context::Current::none(), true));
         }
@@ -568,8 +567,10 @@ impl Stream {
         // Waiting for an event recorded in a capture joins this stream to it:
         // not while a host function is being queued here (the capture gate).
         let _gate = self.capture_gate_exclusive();
-        // SAFETY: a live stream and a live event.
-        let wait = || unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) };
+        let wait = || {
+            // SAFETY: a live stream and a live event.
+            unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
+        };
         let mut rc = wait();
         if trusted && misplaced_trust(rc) {
             crate::context::forget_current();

@@ -134,12 +134,16 @@ fn child() {
     );
     check(
         "Buffer alloc (Arc<DeviceMemoryResource>::allocate)",
-        count(&shim, 3, || std::mem::forget(pool.allocate(1 << 20, &s).unwrap())),
+        count(&shim, 3, || {
+            std::mem::forget(pool.allocate(1 << 20, &s).unwrap())
+        }),
         &[("cuMemAllocFromPoolAsync", 1)],
     );
     check(
         "Buffer alloc (Device::allocate)",
-        count(&shim, 3, || std::mem::forget(dev.allocate(1 << 20, &s).unwrap())),
+        count(&shim, 3, || {
+            std::mem::forget(dev.allocate(1 << 20, &s).unwrap())
+        }),
         &[("cuMemAllocFromPoolAsync", 1)],
     );
     check(
@@ -149,7 +153,9 @@ fn child() {
         }),
         &[("cuMemAllocFromPoolAsync", 1)],
     );
-    let mut held: Vec<Buffer> = (0..4).map(|_| pool.allocate(1 << 20, &s).unwrap()).collect();
+    let mut held: Vec<Buffer> = (0..4)
+        .map(|_| pool.allocate(1 << 20, &s).unwrap())
+        .collect();
     check(
         "Buffer free on its own stream",
         count(&shim, 3, || drop(held.pop().unwrap())),
@@ -231,6 +237,9 @@ fn hot_operations_make_the_fewest_driver_calls() {
         String::from_utf8_lossy(&out.stderr),
     );
     println!("{stdout}");
-    assert!(out.status.success(), "the child failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "the child failed:\n{stdout}\n{stderr}"
+    );
     assert!(stdout.contains("ok   event query"), "{stdout}\n{stderr}");
 }

@@ -240,7 +240,10 @@ impl Kernel {
             Some(&cached) => cached,
             // Resolved once, with the context made current for real (the
             // launch itself may take it as current on trust).
-            None => match ctx.ensure_current().and_then(|_c| self.function_in_current()) {
+            None => match ctx
+                .ensure_current()
+                .and_then(|_c| self.function_in_current())
+            {
                 Ok(f) => *self.inner.primary_fn.get_or_init(|| (c, f as usize)),
                 Err(_) => return *k as sys::CUfunction,
             },

@@ -583,29 +583,29 @@ pub unsafe fn launch_raw(
     // One driver call: the stream names the context (`Stream::call`).
     let rc = stream.call(|| {
         if plain {
-        // No launch attributes: the classic entry point, the driver's fastest path.
-        let (g, b) = (config.grid, config.block);
-        // SAFETY: a live kernel and stream; `args` per the contract.
-        unsafe {
-            sys::cuLaunchKernel(
-                func,
-                g.x,
-                g.y,
-                g.z,
-                b.x,
-                b.y,
-                b.z,
-                config.shmem_size,
-                stream.handle(),
-                args,
-                std::ptr::null_mut(),
-            )
-        }
-    } else {
-        let mut attrs = Attrs::default();
-        let cfg = config.raw(stream, &mut attrs);
-        // SAFETY: `cfg` and its attributes live for the call; `args` per the contract.
-        unsafe { sys::cuLaunchKernelEx(&cfg, func, args, std::ptr::null_mut()) }
+            // No launch attributes: the classic entry point, the driver's fastest path.
+            let (g, b) = (config.grid, config.block);
+            // SAFETY: a live kernel and stream; `args` per the contract.
+            unsafe {
+                sys::cuLaunchKernel(
+                    func,
+                    g.x,
+                    g.y,
+                    g.z,
+                    b.x,
+                    b.y,
+                    b.z,
+                    config.shmem_size,
+                    stream.handle(),
+                    args,
+                    std::ptr::null_mut(),
+                )
+            }
+        } else {
+            let mut attrs = Attrs::default();
+            let cfg = config.raw(stream, &mut attrs);
+            // SAFETY: `cfg` and its attributes live for the call; `args` per the contract.
+            unsafe { sys::cuLaunchKernelEx(&cfg, func, args, std::ptr::null_mut()) }
         }
     })?;
     rc.check(|| format!("launching kernel `{}`", kernel.name()))

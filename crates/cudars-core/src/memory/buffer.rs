@@ -112,11 +112,7 @@ impl Buffer {
     }
 
     /// [`allocate`](Self::allocate) from either kind of [`Resource`].
-    pub(crate) fn allocate_in(
-        mr: Resource,
-        size: usize,
-        stream: Option<&Stream>,
-    ) -> Result<Self> {
+    pub(crate) fn allocate_in(mr: Resource, size: usize, stream: Option<&Stream>) -> Result<Self> {
         // Frees that could not run when dropped, first (one relaxed load when none).
         crate::deferred::poll();
         let device = mr.device();
@@ -875,9 +871,12 @@ pub(crate) fn copy_device(
     }
     if src.device == dst.device {
         dst.check_stream_device(stream, WHAT)?;
-        // SAFETY: both spans are live and large enough; the copy is stream-ordered.
         stream
-            .call(|| unsafe { sys::cuMemcpyAsync(dst_ptr, src_ptr, bytes, stream.handle()) })?
+            .call(|| {
+                // SAFETY: both spans are live and large enough; the copy is
+                // stream-ordered.
+                unsafe { sys::cuMemcpyAsync(dst_ptr, src_ptr, bytes, stream.handle()) }
+            })?
             .check(|| format!("copying {bytes} bytes between buffers"))?;
     } else {
         if stream.device() != &dst.device && stream.device() != &src.device {

@@ -24,12 +24,12 @@ pub(crate) mod vmm;
 
 pub use buffer::Buffer;
 pub(crate) use buffer::{Resource, copy_device, order_frees_after};
-pub(crate) use pool::default_pool;
 pub use managed::{ManagedMemoryResource, ManagedMemoryResourceOptions};
 pub use managed_buffer::ManagedBuffer;
 pub use pinned::{LegacyPinnedMemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions};
 #[cfg(unix)]
 pub(crate) use pool::PoolIpc;
+pub(crate) use pool::default_pool;
 pub use pool::{DeviceMemoryPoolOptions, DeviceMemoryResource, PoolAttributes, PoolReuse};
 
 use std::fmt;

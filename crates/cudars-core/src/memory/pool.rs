@@ -322,9 +322,11 @@ pub(super) fn pool_allocate(
     what: impl FnOnce() -> String,
 ) -> Result<sys::CUdeviceptr> {
     let mut p: sys::CUdeviceptr = 0;
-    // SAFETY: a live pool and stream; `p` is valid for writes.
     stream
-        .call(|| unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, pool, stream.handle()) })?
+        .call(|| {
+            // SAFETY: a live pool and stream; `p` is valid for writes.
+            unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, pool, stream.handle()) }
+        })?
         .check(what)?;
     Ok(p)
 }
@@ -339,10 +341,12 @@ pub(super) unsafe fn pool_free(
     stream: &Stream,
     what: impl FnOnce() -> String,
 ) -> Result<()> {
-    // SAFETY: per this function's contract (a failed free frees nothing, so
-    // `call` may make it again).
     stream
-        .call(|| unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) })?
+        .call(|| {
+            // SAFETY: per this function's contract (a failed free frees nothing,
+            // so `call` may make it again).
+            unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }
+        })?
         .check(what)
 }
 
