@@ -58,9 +58,8 @@ fn main() {
     // pool holding live allocations makes each 1 MiB alloc + free slower (C's
     // own identical loop measured 0.72 µs in bench.c and 1.18 µs with two live
     // pool allocations, in one run).
-    let side = Arc::new(
-        cudars_core::DeviceMemoryResource::new_pool(&dev, Default::default()).unwrap(),
-    );
+    let side =
+        Arc::new(cudars_core::DeviceMemoryResource::new_pool(&dev, Default::default()).unwrap());
     let buf = side.allocate(1 << 20, &s).unwrap();
     {
         let n: u64 = 1 << 20;

@@ -13,7 +13,7 @@ use crate::error::{Check as _, Error, Result};
 use crate::memory::view::NonZeroSize;
 use crate::{Context, Device, DeviceView, DeviceViewMut, Stream};
 
-use super::{MemoryKind, MemoryResource};
+use super::{MemoryKind, MemoryResource, Resource};
 
 /// A span of memory from a [`MemoryResource`], or a foreign pointer.
 ///
@@ -33,45 +33,6 @@ pub struct Buffer {
     mapped: bool,
     /// What keeps foreign memory alive ([`Buffer::from_raw_with_owner`]).
     keep: Option<Arc<dyn Any + Send + Sync>>,
-}
-
-/// The resource an owned buffer gives its memory back to: one it holds an
-/// `Arc` of, or a device's default pool, which the crate keeps for the life of
-/// the process (so a buffer of it touches no reference count shared with
-/// every other thread that allocates: rule 1 of the soundness contract holds
-/// because that resource is never dropped).
-pub(crate) enum Resource {
-    /// Held by this buffer.
-    Shared(Arc<dyn MemoryResource>),
-    /// Lives as long as the process (`memory::pool::default_pool`).
-    Static(&'static Arc<dyn MemoryResource>),
-}
-
-impl Resource {
-    /// The resource's `Arc`.
-    #[inline]
-    pub(crate) fn arc(&self) -> &Arc<dyn MemoryResource> {
-        match self {
-            Self::Shared(a) => a,
-            Self::Static(a) => a,
-        }
-    }
-
-    /// An `Arc` of the resource to keep (a clone for the static one).
-    fn into_arc(self) -> Arc<dyn MemoryResource> {
-        match self {
-            Self::Shared(a) => a,
-            Self::Static(a) => Arc::clone(a),
-        }
-    }
-}
-
-impl std::ops::Deref for Resource {
-    type Target = dyn MemoryResource;
-    #[inline]
-    fn deref(&self) -> &Self::Target {
-        &**self.arc()
-    }
 }
 
 impl fmt::Debug for Buffer {

@@ -23,7 +23,7 @@ pub(crate) mod view;
 pub(crate) mod vmm;
 
 pub use buffer::Buffer;
-pub(crate) use buffer::{Resource, copy_device, order_frees_after};
+pub(crate) use buffer::{copy_device, order_frees_after};
 pub use managed::{ManagedMemoryResource, ManagedMemoryResourceOptions};
 pub use managed_buffer::ManagedBuffer;
 pub use pinned::{LegacyPinnedMemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions};
@@ -39,6 +39,45 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::{Device, Stream};
+
+/// The resource an owned buffer gives its memory back to: one it holds an
+/// `Arc` of, or a device's default pool, which the crate keeps for the life of
+/// the process (so a buffer of it touches no reference count shared with
+/// every other thread that allocates: rule 1 of the soundness contract holds
+/// because that resource is never dropped).
+pub(crate) enum Resource {
+    /// Held by this buffer.
+    Shared(Arc<dyn MemoryResource>),
+    /// Lives as long as the process (`memory::pool::default_pool`).
+    Static(&'static Arc<dyn MemoryResource>),
+}
+
+impl Resource {
+    /// The resource's `Arc`.
+    #[inline]
+    pub(crate) fn arc(&self) -> &Arc<dyn MemoryResource> {
+        match self {
+            Self::Shared(a) => a,
+            Self::Static(a) => a,
+        }
+    }
+
+    /// An `Arc` of the resource to keep (a clone for the static one).
+    pub(crate) fn into_arc(self) -> Arc<dyn MemoryResource> {
+        match self {
+            Self::Shared(a) => a,
+            Self::Static(a) => Arc::clone(a),
+        }
+    }
+}
+
+impl std::ops::Deref for Resource {
+    type Target = dyn MemoryResource;
+    #[inline]
+    fn deref(&self) -> &Self::Target {
+        &**self.arc()
+    }
+}
 
 /// What memory a resource hands out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -9,8 +9,7 @@ use cudars_bindings::driver as sys;
 use crate::error::{Check as _, Error, Result};
 use crate::{Device, Stream};
 
-use super::buffer::Resource;
-use super::{Location, MemoryKind, MemoryResource};
+use super::{Location, MemoryKind, MemoryResource, Resource};
 
 impl DeviceMemoryResource {
     /// Allocates an owning [`Buffer`](crate::Buffer) of `size` bytes from this
