@@ -8,7 +8,10 @@
 //! each function one operation makes, which no timing can do deterministically.
 //! The functions do what that needs and no more: handles are fresh numbers that
 //! nothing dereferences, queued work completes at once, the one device is an
-//! sm_90 with memory pools, and every kernel takes `(float*, int)`. A function
+//! sm_90 with memory pools, and every kernel takes `(float*, int)`. Launches,
+//! stream-ordered allocations, frees and copies, event records and stream waits
+//! fail with `CUDA_ERROR_INVALID_CONTEXT` when no context is current on the
+//! calling thread, as the driver's do. A function
 //! not listed is not found, as a driver too old to have it.
 //!
 //! Each function is written with the parameter types of its `PFN_` typedef
@@ -42,6 +45,12 @@ thread_local! {
     /// The context current on this thread; a stack for push/pop.
     static CURRENT: Cell<usize> = const { Cell::new(0) };
     static STACK: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `CUDA_ERROR_INVALID_CONTEXT` when no context is current on this thread, as
+/// the driver answers calls that need one.
+fn no_context() -> Option<CUresult> {
+    (CURRENT.with(Cell::get) == 0).then_some(CUDA_ERROR_INVALID_CONTEXT)
 }
 
 /// Writes `v` through `p` when `p` is not null.
@@ -195,7 +204,12 @@ fakes! {
     cuStreamDestroy PFN_cuStreamDestroy_v4000 (_s: CUstream) { CUDA_SUCCESS }
     cuStreamSynchronize PFN_cuStreamSynchronize_v2000 (_s: CUstream) { CUDA_SUCCESS }
     cuStreamQuery PFN_cuStreamQuery_v2000 (_s: CUstream) { CUDA_SUCCESS }
-    cuStreamWaitEvent PFN_cuStreamWaitEvent_v3020 (_s: CUstream, _e: CUevent, _f: c_uint) { CUDA_SUCCESS }
+    cuStreamWaitEvent PFN_cuStreamWaitEvent_v3020 (_s: CUstream, _e: CUevent, _f: c_uint) {
+        if let Some(rc) = no_context() {
+            return rc;
+        }
+        CUDA_SUCCESS
+    }
     cuStreamGetFlags PFN_cuStreamGetFlags_v5050 (_s: CUstream, f: *mut c_uint) {
         // SAFETY: as above.
         unsafe { put(f, 0) };
@@ -237,7 +251,12 @@ fakes! {
         CUDA_SUCCESS
     }
     cuEventDestroy PFN_cuEventDestroy_v4000 (_e: CUevent) { CUDA_SUCCESS }
-    cuEventRecord PFN_cuEventRecord_v2000 (_e: CUevent, _s: CUstream) { CUDA_SUCCESS }
+    cuEventRecord PFN_cuEventRecord_v2000 (_e: CUevent, _s: CUstream) {
+        if let Some(rc) = no_context() {
+            return rc;
+        }
+        CUDA_SUCCESS
+    }
     cuEventRecordWithFlags PFN_cuEventRecordWithFlags_v11010 (_e: CUevent, _s: CUstream, _f: c_uint) { CUDA_SUCCESS }
     cuEventQuery PFN_cuEventQuery_v2000 (_e: CUevent) { CUDA_SUCCESS }
     cuEventSynchronize PFN_cuEventSynchronize_v2000 (_e: CUevent) { CUDA_SUCCESS }
@@ -263,12 +282,25 @@ fakes! {
         CUDA_SUCCESS
     }
     cuMemAllocFromPoolAsync PFN_cuMemAllocFromPoolAsync_v11020 (p: *mut CUdeviceptr_v2, _n: usize, _pool: CUmemoryPool, _s: CUstream) {
+        if let Some(rc) = no_context() {
+            return rc;
+        }
         // SAFETY: as above.
         unsafe { put(p, fresh() as CUdeviceptr_v2) };
         CUDA_SUCCESS
     }
-    cuMemFreeAsync PFN_cuMemFreeAsync_v11020 (_p: CUdeviceptr_v2, _s: CUstream) { CUDA_SUCCESS }
-    cuMemcpyAsync PFN_cuMemcpyAsync_v4000 (_d: CUdeviceptr_v2, _s: CUdeviceptr_v2, _n: usize, _st: CUstream) { CUDA_SUCCESS }
+    cuMemFreeAsync PFN_cuMemFreeAsync_v11020 (_p: CUdeviceptr_v2, _s: CUstream) {
+        if let Some(rc) = no_context() {
+            return rc;
+        }
+        CUDA_SUCCESS
+    }
+    cuMemcpyAsync PFN_cuMemcpyAsync_v4000 (_d: CUdeviceptr_v2, _s: CUdeviceptr_v2, _n: usize, _st: CUstream) {
+        if let Some(rc) = no_context() {
+            return rc;
+        }
+        CUDA_SUCCESS
+    }
     cuMemcpyHtoDAsync PFN_cuMemcpyHtoDAsync_v3020 (_d: CUdeviceptr_v2, _h: *const c_void, _n: usize, _st: CUstream) { CUDA_SUCCESS }
     cuMemcpyDtoHAsync PFN_cuMemcpyDtoHAsync_v3020 (h: *mut c_void, _d: CUdeviceptr_v2, n: usize, _st: CUstream) {
         if !h.is_null() {
@@ -331,8 +363,18 @@ fakes! {
         _s: CUstream,
         _params: *mut *mut c_void,
         _extra: *mut *mut c_void
-    ) { CUDA_SUCCESS }
-    cuLaunchKernelEx PFN_cuLaunchKernelEx_v11060 (_c: *const CUlaunchConfig, _f: CUfunction, _p: *mut *mut c_void, _e: *mut *mut c_void) { CUDA_SUCCESS }
+    ) {
+        if let Some(rc) = no_context() {
+            return rc;
+        }
+        CUDA_SUCCESS
+    }
+    cuLaunchKernelEx PFN_cuLaunchKernelEx_v11060 (_c: *const CUlaunchConfig, _f: CUfunction, _p: *mut *mut c_void, _e: *mut *mut c_void) {
+        if let Some(rc) = no_context() {
+            return rc;
+        }
+        CUDA_SUCCESS
+    }
 }
 
 /// Starts every count again from zero.

@@ -102,24 +102,24 @@ fn child() {
 
     check(
         "launch (byte API, &Buffer)",
-        // SAFETY: the fake runs no kernel.
         count(&shim, 3, || {
+            // SAFETY: the fake runs no kernel.
             unsafe { launch(&s, &cfg, &kernel, &[&buf, &n0]) }.unwrap()
         }),
         &[("cuLaunchKernel", 1)],
     );
     check(
         "typed launch, operand freed on the launch stream",
-        // SAFETY: as above.
         count(&shim, 3, || {
+            // SAFETY: as above.
             unsafe { typed.launch(&s, &cfg, (tbuf.view_mut(), 0)) }.unwrap()
         }),
         &[("cuLaunchKernel", 1)],
     );
     check(
         "typed launch, operand freed on another stream (rule 2: one event)",
-        // SAFETY: as above.
         count(&shim, 3, || {
+            // SAFETY: as above.
             unsafe { typed.launch(&s, &cfg, (elsewhere.view_mut(), 0)) }.unwrap()
         }),
         &[
@@ -188,6 +188,34 @@ fn child() {
         "event query",
         count(&shim, 3, || assert!(event.is_done().unwrap())),
         &[("cuEventQuery", 1)],
+    );
+
+    // Code outside the crate leaves no context current (a raw call): the
+    // launch that took the context on trust fails with CUDA_ERROR_INVALID_CONTEXT,
+    // asks the driver, makes the context current and launches again.
+    check(
+        "launch after another library changed the current context",
+        count(&shim, 0, || {
+            // SAFETY: no context current is a valid state of the thread.
+            let rc = unsafe { cudars_bindings::driver::cuCtxSetCurrent(std::ptr::null_mut()) };
+            assert_eq!(rc, cudars_bindings::driver::CUDA_SUCCESS);
+            shim.set_faults("");
+            // SAFETY: the fake runs no kernel.
+            unsafe { launch(&s, &cfg, &kernel, &[&buf, &n0]) }.unwrap();
+        }),
+        &[
+            ("cuLaunchKernel", 2),
+            ("cuCtxGetCurrent", 1),
+            ("cuCtxSetCurrent", 1),
+        ],
+    );
+    check(
+        "launch once the context is current again",
+        count(&shim, 0, || {
+            // SAFETY: the fake runs no kernel.
+            unsafe { launch(&s, &cfg, &kernel, &[&buf, &n0]) }.unwrap()
+        }),
+        &[("cuLaunchKernel", 1)],
     );
 
     let mut report = String::new();
