@@ -349,6 +349,17 @@ mod tests {
     }
 
     #[test]
+    fn the_fake_driver_is_asked_for_with_1() {
+        assert!(!config(&[]).unwrap().fake);
+        assert!(config(&[(ENV_FAKE_DRIVER, "1")]).unwrap().fake);
+        assert!(!config(&[(ENV_FAKE_DRIVER, "0")]).unwrap().fake);
+        for bad in ["", "yes", "2"] {
+            let err = config(&[(ENV_FAKE_DRIVER, bad)]).unwrap_err();
+            assert!(err.starts_with(ENV_FAKE_DRIVER), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
     fn fault_variables_are_read_into_a_plan() {
         let c = config(&[
             (
