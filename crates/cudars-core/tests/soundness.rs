@@ -109,7 +109,7 @@ fn a_host_view_after_a_free_stream_swap_waits_for_the_old_stream() {
         .unwrap();
     buf.set_free_stream(&s1).unwrap();
     spin(&d, &s1);
-    buf.fill(2.0f32, &s1).unwrap();
+    buf.fill_pattern(2.0f32, &s1).unwrap();
     buf.set_free_stream(&s2).unwrap();
     let host: &mut [f32] = buf.host_slice_mut().unwrap();
     let pending = host.iter().filter(|&&x| x != 2.0).count();
@@ -174,7 +174,7 @@ fn a_host_view_waits_for_per_thread_stream_work_of_another_thread() {
         d.set_current().unwrap();
         let mine = Stream::per_thread_default(&d).unwrap();
         spin(&d, &mine);
-        buf.fill(3.0f32, &mine).unwrap();
+        buf.fill_pattern(3.0f32, &mine).unwrap();
         give.send(buf).unwrap();
         // Stay alive (a thread's exit may wait for its per-thread stream)
         // until the host view has been checked.

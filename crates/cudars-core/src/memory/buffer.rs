@@ -419,12 +419,41 @@ impl Buffer {
         dst.copy_from(self, stream)
     }
 
-    /// Fills the buffer with a byte, ordered on `stream`.
+    /// Fills every byte of the buffer with `value`, ordered on `stream`
+    /// (`cuMemsetD8Async`): Python's `buf.fill(42, stream)`.
+    ///
+    /// The value is a byte, so an unsuffixed literal (`buf.fill(42, &s)`) fills
+    /// bytes, as in Python; one that does not fit a byte (`buf.fill(300, &s)`,
+    /// `buf.fill(-1, &s)`) or a wider integer variable does not compile. A wider
+    /// pattern (Python's `buf.fill(np.uint32(v), stream)`, or a float) is
+    /// [`fill_pattern`](Self::fill_pattern), which takes the width from the value's
+    /// type.
+    ///
+    /// ```
+    /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// buf.fill(42, s)?; // every byte is 42
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// ```compile_fail
+    /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream, i: usize) -> cudars_core::Result<()> {
+    /// buf.fill((i + 1) % 256, s)?; // a usize: say `as u8`, or use `fill_pattern`
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// The driver's error; a stream of another device.
+    pub fn fill(&mut self, value: u8, stream: &Stream) -> Result<()> {
+        self.fill_pattern(value, stream)
+    }
+
+    /// Fills the buffer with a byte, ordered on `stream` (the same as
+    /// [`fill`](Self::fill)).
     ///
     /// # Errors
     /// The driver's error; a stream of another device.
     pub fn fill_u8(&mut self, value: u8, stream: &Stream) -> Result<()> {
-        self.fill(value, stream)
+        self.fill_pattern(value, stream)
     }
 
     /// Fills the buffer with a 2-byte pattern, ordered on `stream`.
@@ -432,7 +461,7 @@ impl Buffer {
     /// # Errors
     /// [`Error::InvalidArgument`] when the size is not a multiple of 2; the driver's error.
     pub fn fill_u16(&mut self, value: u16, stream: &Stream) -> Result<()> {
-        self.fill(value, stream)
+        self.fill_pattern(value, stream)
     }
 
     /// Fills the buffer with a 4-byte pattern, ordered on `stream`.
@@ -440,14 +469,18 @@ impl Buffer {
     /// # Errors
     /// [`Error::InvalidArgument`] when the size is not a multiple of 4; the driver's error.
     pub fn fill_u32(&mut self, value: u32, stream: &Stream) -> Result<()> {
-        self.fill(value, stream)
+        self.fill_pattern(value, stream)
     }
 
     /// Fills the buffer with copies of `value`, a 1-, 2-, 4- or 8-byte [`Pod`] value
     /// (`f32`, `i16`, `half::f16`, `u8`, `f64`, a `#[repr(C)]` pair of `u16`s, …),
-    /// ordered on `stream`: `buf.fill(1.5f32, &stream)` where Python writes
+    /// ordered on `stream`: `buf.fill_pattern(1.5f32, &stream)` where Python writes
     /// `buf.fill(np.float32(1.5), stream)`. The bytes of `value` are repeated as they
     /// are in memory (`cuMemsetD8/D16/D32Async`).
+    ///
+    /// The width is the value's type, so give a literal its suffix: an unsuffixed
+    /// integer is an `i32` (4 bytes) and an unsuffixed float an `f64` (8 bytes), as
+    /// anywhere in Rust. Python's `buf.fill(42)` (bytes) is [`fill`](Self::fill).
     ///
     /// The size is checked when the call is compiled to code (`cargo build`, not
     /// `cargo check`): 1, 2 and 4 bytes are one driver memset, 8 bytes (`f64`,
@@ -455,16 +488,16 @@ impl Buffer {
     ///
     /// ```
     /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
-    /// buf.fill(1.5f32, s)?;
-    /// buf.fill(cudars_core::half::f16::from_f32(-2.0), s)?;
-    /// buf.fill(7i8, s)?;
-    /// buf.fill(0.25f64, s)?;
+    /// buf.fill_pattern(1.5f32, s)?;
+    /// buf.fill_pattern(cudars_core::half::f16::from_f32(-2.0), s)?;
+    /// buf.fill_pattern(7i8, s)?;
+    /// buf.fill_pattern(0.25f64, s)?;
     /// # Ok(()) }
     /// ```
     ///
     /// ```compile_fail,E0080
     /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
-    /// buf.fill([1u8, 2, 3], s)?; // 3 bytes: no such memset
+    /// buf.fill_pattern([1u8, 2, 3], s)?; // 3 bytes: no such memset
     /// # Ok(()) }
     /// # fn main() {
     /// #     let g: fn(&mut cudars_core::Buffer, &cudars_core::Stream) -> cudars_core::Result<()> = f;
@@ -475,11 +508,11 @@ impl Buffer {
     /// # Errors
     /// [`Error::InvalidArgument`] when the buffer's size or address is not a
     /// multiple of the value's size; the driver's error; a stream of another device.
-    pub fn fill<T: Pod>(&mut self, value: T, stream: &Stream) -> Result<()> {
+    pub fn fill_pattern<T: Pod>(&mut self, value: T, stream: &Stream) -> Result<()> {
         const {
             assert!(
                 matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
-                "Buffer::fill takes a value of 1, 2, 4 or 8 bytes"
+                "Buffer::fill_pattern takes a value of 1, 2, 4 or 8 bytes"
             );
         }
         let len = self.typed_len::<T>("filling a buffer")?;
@@ -558,7 +591,7 @@ impl Buffer {
     /// use std::sync::Arc;
     /// use cudars_core::LegacyPinnedMemoryResource;
     /// let mut buf = Arc::new(LegacyPinnedMemoryResource::new(&dev)).allocate(1024, None)?;
-    /// buf.fill(2.0f32, s)?; // on the GPU, on `s`
+    /// buf.fill_pattern(2.0f32, s)?; // on the GPU, on `s`
     /// let host: &mut [f32] = buf.host_slice_mut()?; // waits for the fill
     /// assert!(host.iter().all(|&x| x == 2.0));
     /// host[0] = 1.0; // written straight into the pinned memory
