@@ -285,6 +285,50 @@ fn pinned_copies_on_two_devices_legacy_streams_are_ordered() {
     legacy1.sync().unwrap();
 }
 
+/// Issue 28, point 3, against rule 3: in a batch with options per copy, the one
+/// copy that reads its source out of stream order still waits for the kernel
+/// that writes it on another stream (its free stream is ordered after it).
+#[test]
+fn a_per_copy_out_of_order_read_in_a_mixed_batch_waits_for_its_source() {
+    require_gpu!();
+    let (d, s1, s2) = setup();
+    let k = spin_fill(&d);
+    let plain = DeviceBuffer::from_host(&d, &vec![1.0f32; N], &s1).unwrap();
+    let mut src = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
+    let mut a = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
+    let mut b = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
+    s1.sync().unwrap();
+    // SAFETY: `n` = the view's length.
+    unsafe { k.launch(&s2, &grid(), (src.view_mut(), N as u64, 5.0, SPIN)) }.unwrap();
+    let during = CopyOptions {
+        src_access_order: MemcpySrcAccessOrder::DuringApiCall,
+        ..Default::default()
+    };
+    let mut copies = [
+        BatchViewCopy {
+            dst: a.view_mut(),
+            src: plain.view(),
+        },
+        BatchViewCopy {
+            dst: b.view_mut(),
+            src: src.view(),
+        },
+    ];
+    match cudars_core::copy_batch_with(&mut copies, &[CopyOptions::default(), during], &s1) {
+        Err(cudars_core::Error::Unsupported { .. }) if cudars_tests::driver_version() < 12080 => {
+            return;
+        }
+        r => r.unwrap(),
+    }
+    assert_eq!(a.to_vec(&s1).unwrap(), vec![1.0; N]);
+    let got = b.to_vec(&s1).unwrap();
+    let stale = got.iter().filter(|&&x| x != 5.0).count();
+    assert_eq!(
+        stale, 0,
+        "{stale} elements read before the kernel wrote them"
+    );
+}
+
 /// Point 10: a batch copy that reads its sources during the call still comes
 /// after the work queued on them.
 #[test]
