@@ -1,9 +1,11 @@
 //! Memory shared with other libraries and processes: DLPack ([`dlpack`]),
-//! strided views and the CUDA Array Interface ([`strided`]), OpenGL
+//! strided views and the CUDA Array Interface ([`strided`]), views of host
+//! arrays and NumPy's array interface ([`host_strided`]), OpenGL
 //! ([`graphics`]) and IPC ([`ipc`], Linux).
 
 pub mod dlpack;
 pub(crate) mod graphics;
+pub(crate) mod host_strided;
 #[cfg(unix)]
 pub(crate) mod ipc;
 pub(crate) mod strided;

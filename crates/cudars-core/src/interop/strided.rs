@@ -147,6 +147,9 @@ enum Keep {
     /// Nothing: memory described by a CUDA Array Interface, kept alive by
     /// its producer (the caller of the `unsafe` constructor vouched for it).
     Foreign,
+    /// Nothing: a host slice, borrowed by the [`StridedHostView`](crate::StridedHostView) that holds
+    /// this view for as long as the view lives.
+    Borrowed,
 }
 
 /// A view of a strided array: address, shape, strides (in elements), dtype,
@@ -200,6 +203,7 @@ impl std::fmt::Debug for StridedMemoryView {
             Keep::Tensor(_) => "DLPack tensor",
             Keep::Shared { .. } => "allocation",
             Keep::Foreign => "none (CUDA Array Interface)",
+            Keep::Borrowed => "a borrowed host slice",
         };
         f.debug_struct("StridedMemoryView")
             .field("ptr", &format_args!("{:#x}", self.ptr))
@@ -214,6 +218,34 @@ impl std::fmt::Debug for StridedMemoryView {
 }
 
 impl StridedMemoryView {
+    /// A view of host memory that nothing here keeps alive: described by an
+    /// array interface (`borrowed: false`, the `unsafe` constructor's caller
+    /// vouches for it) or a slice a [`StridedHostView`](crate::StridedHostView) borrows (`borrowed:
+    /// true`). The layout was checked.
+    pub(crate) fn of_host(
+        ptr: u64,
+        layout: Layout,
+        dtype: DLDataType,
+        readonly: bool,
+        borrowed: bool,
+    ) -> Self {
+        Self {
+            ptr,
+            layout,
+            dtype,
+            device: DLDevice {
+                device_type: DLDeviceType::CPU,
+                device_id: 0,
+            },
+            readonly,
+            keep: if borrowed {
+                Keep::Borrowed
+            } else {
+                Keep::Foreign
+            },
+        }
+    }
+
     /// A view of a DLPack tensor whose layout was checked (for `from_dlpack`).
     pub(crate) fn of_tensor(
         ptr: u64,
@@ -566,16 +598,21 @@ impl CudaArrayInterface {
     /// # Errors
     /// [`Error::InvalidArgument`] naming what is wrong.
     pub(crate) fn check(&self) -> Result<(DLDataType, Layout)> {
-        const WHAT: &str = "reading a CUDA Array Interface description";
+        self.check_as("reading a CUDA Array Interface description")
+    }
+
+    /// [`check`](Self::check), errors saying `what` (the host array interface
+    /// shares the description's rules).
+    pub(crate) fn check_as(&self, what: &'static str) -> Result<(DLDataType, Layout)> {
         if self.version < 3 {
             return Err(Error::invalid(
-                WHAT,
+                what,
                 format!("version {} (version 3 or later is supported)", self.version),
             ));
         }
         if self.stream == Some(0) {
             return Err(Error::invalid(
-                WHAT,
+                what,
                 "stream 0 is ambiguous and the interface disallows it (1 is the legacy \
                  default stream, 2 the per-thread one, `None` no ordering)",
             ));
@@ -589,7 +626,7 @@ impl CudaArrayInterface {
                 for &b in bytes {
                     if b % elem != 0 {
                         return Err(Error::invalid(
-                            WHAT,
+                            what,
                             format!(
                                 "a stride of {b} bytes is not a whole number of \
                                  {elem}-byte elements"
@@ -601,16 +638,16 @@ impl CudaArrayInterface {
                 Some(elements)
             }
         };
-        let layout = Layout::check(&self.shape, strides.as_deref(), dtype, None, WHAT)?;
+        let layout = Layout::check(&self.shape, strides.as_deref(), dtype, None, what)?;
         if self.data == 0 && layout.len != 0 {
             return Err(Error::invalid(
-                WHAT,
+                what,
                 "the data address is null and the array is not empty",
             ));
         }
         if self.data.checked_add(layout.span).is_none() {
             return Err(Error::out_of_range(
-                WHAT,
+                what,
                 format!(
                     "{} bytes from address {:#x} pass the end of the address space",
                     layout.span, self.data
