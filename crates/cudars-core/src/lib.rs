@@ -54,7 +54,7 @@
 //! | system information | [`system`] (NVML: versions, memory, BAR1, utilisation, temperature, power, clocks and clock event reasons, PCI, MIG, field values, InfoROM, CPU and memory affinity, fans; errors by [`NvmlErrorKind`]) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
-//! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::replace_address`]) |
+//! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::from_tiled`] takes the element type and shape from a typed view, [`TiledOptions`] every option with a default; [`TensorMapDescriptor::replace_address`]) |
 //! | interop | [`StridedMemoryView`] (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: [`CudaArrayInterface`]; host arrays: NumPy's [`ArrayInterface`], a borrowed slice ([`StridedHostView`]); functions take [`IntoStridedMemoryView`]), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events; OpenGL: [`GraphicsResource`] (register a buffer or image, map it: [`GraphicsMapping`]) |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
@@ -369,9 +369,9 @@ pub use interop::host_strided::{ArrayInterface, StridedHostView};
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 pub use interop::strided::{CudaArrayInterface, IntoStridedMemoryView, StridedMemoryView};
 pub use launch::tensor_map::{
-    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
-    TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,
-    TensorMapOobFill, TensorMapSwizzle,
+    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapElement,
+    TensorMapIm2colOptions, TensorMapIm2colWideMode, TensorMapIm2colWideOptions,
+    TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill, TensorMapSwizzle, TiledOptions,
 };
 pub use launch::texture::{
     AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,

@@ -480,6 +480,23 @@ impl StridedMemoryView {
     }
 }
 
+impl StridedMemoryView {
+    /// A tiled tensor map over this view (Python's
+    /// `TensorMapDescriptor.from_tiled(view, box_dim=…)`): the data type, shape
+    /// and strides are the view's; `box_dims` is in the view's order (outermost
+    /// first). See [`TensorMapDescriptor::from_strided`](crate::TensorMapDescriptor::from_strided).
+    ///
+    /// # Errors
+    /// As [`TensorMapDescriptor::from_strided`](crate::TensorMapDescriptor::from_strided).
+    pub fn as_tensor_map(
+        &self,
+        box_dims: &[u32],
+        options: &crate::TiledOptions,
+    ) -> Result<crate::TensorMapDescriptor> {
+        crate::TensorMapDescriptor::from_strided(self, box_dims, options)
+    }
+}
+
 // Deferred-release rule: the producer's deleter may free memory through CUDA,
 // so on a driver callback thread it is handed to the deferred queue and called
 // later, once, on an ordinary thread.
