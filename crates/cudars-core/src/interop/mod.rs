@@ -1,6 +1,7 @@
 //! Memory shared with other libraries and processes: DLPack ([`dlpack`]),
 //! strided views and the CUDA Array Interface ([`strided`]), views of host
-//! arrays and NumPy's array interface ([`host_strided`]), OpenGL
+//! arrays and NumPy's array interface ([`host_strided`]), strided copies and
+//! typed views of a strided view ([`strided_copy`]), OpenGL
 //! ([`graphics`]) and IPC ([`ipc`], Linux).
 
 pub mod dlpack;
@@ -9,3 +10,4 @@ pub(crate) mod host_strided;
 #[cfg(unix)]
 pub(crate) mod ipc;
 pub(crate) mod strided;
+pub(crate) mod strided_copy;

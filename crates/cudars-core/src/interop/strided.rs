@@ -20,6 +20,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
+use crate::memory::arc_view::HoldsBuffer;
 use crate::error::{Check as _, Error, Result};
 use crate::interop::dlpack::{
     DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, device_of,
@@ -139,10 +140,10 @@ fn element_count(shape: &[i64]) -> Option<u64> {
 enum Keep {
     /// A DLPack producer's tensor, released through its deleter on drop.
     Tensor(*mut DLManagedTensor),
-    /// An allocation of this crate.
+    /// An allocation of this crate (which lends its `Buffer` to typed views).
     Shared {
-        /// Held, never read.
-        _owner: Arc<dyn Any + Send + Sync>,
+        /// The allocation.
+        owner: Arc<dyn HoldsBuffer>,
     },
     /// Nothing: memory described by a CUDA Array Interface, kept alive by
     /// its producer (the caller of the `unsafe` constructor vouched for it).
@@ -246,6 +247,35 @@ impl StridedMemoryView {
         }
     }
 
+    /// The size of one element, in bytes.
+    pub(crate) fn layout_elem(&self) -> usize {
+        self.layout.elem
+    }
+
+    /// The buffer of this crate the view lies in, when it was made from one.
+    pub(crate) fn shared_buffer(&self) -> Option<&Buffer> {
+        match &self.keep {
+            Keep::Shared { owner } => Some(owner.buffer()),
+            _ => None,
+        }
+    }
+
+    /// What keeps the view's memory alive, to share with an export, when it
+    /// can be shared (an allocation of this crate).
+    pub(crate) fn shared_owner(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        match &self.keep {
+            Keep::Shared { owner } => Some(owner.clone().keep_alive()),
+            _ => None,
+        }
+    }
+
+    /// Whether the view's memory is kept alive by the view itself (an
+    /// allocation or a DLPack tensor), so that moving the view into an export
+    /// keeps it alive too.
+    pub(crate) fn owns_its_memory(&self) -> bool {
+        matches!(self.keep, Keep::Shared { .. } | Keep::Tensor(_))
+    }
+
     /// A view of a DLPack tensor whose layout was checked (for `from_dlpack`).
     pub(crate) fn of_tensor(
         ptr: u64,
@@ -294,7 +324,7 @@ impl StridedMemoryView {
             device: device_of(buffer),
             readonly: false,
             keep: Keep::Shared {
-                _owner: buffer.clone(),
+                owner: buffer.clone(),
             },
         })
     }
@@ -325,7 +355,7 @@ impl StridedMemoryView {
             device: device_of(view.buffer()),
             readonly: false,
             keep: Keep::Shared {
-                _owner: view.keep_alive(),
+                owner: view.holder(),
             },
         })
     }

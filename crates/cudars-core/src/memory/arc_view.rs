@@ -146,6 +146,11 @@ impl<T: Pod> ArcView<T> {
         self.owner.buffer()
     }
 
+    /// The allocation, as what holds its buffer.
+    pub(crate) fn holder(&self) -> Arc<dyn HoldsBuffer> {
+        self.owner.clone()
+    }
+
     /// The allocation, for a holder to keep alive.
     pub(crate) fn keep_alive(&self) -> Arc<dyn Any + Send + Sync> {
         self.owner.clone().keep_alive()
