@@ -149,9 +149,9 @@ pub use cudars_bindings;
 /// | `int8_t` … `uint64_t`, `size_t`, `ptrdiff_t` (`std::` too) | `i8` … `u64`, `usize`, `isize` |
 /// | `bool` | `bool` |
 /// | `__half`, `__nv_bfloat16` | [`half::f16`], [`half::bf16`] |
-/// | `cudaTextureObject_t`, `cudaSurfaceObject_t` | `u64` |
+/// | `cudaTextureObject_t`, `cudaSurfaceObject_t`, `const __grid_constant__ CUtensorMap` | `&TextureObject`, `&SurfaceObject`, `&TensorMapDescriptor` (a typedef of them in the source: `u64`) |
 /// | a `typedef` or `using` name of the source (`typedef double real;`, chains, `const`, pointer typedefs) | what it names: `real* y` takes `y: DeviceViewMut<'_, f64>` |
-/// | `Name p`, `const __grid_constant__ Name p` (a struct, union or enum of the source) | `p: &T`, with `type Name = T;` (`T: Pod`; its size and alignment checked at compile time) |
+/// | `Name p`, `const __grid_constant__ Name p` (a struct, union or enum of the source) | `p: &T`, with `type Name = T;` (`T: Pod`; its size and alignment checked at compile time); a struct with pointer fields: `p: LentVal<'_, T>` (its `ViewPtr` fields made from views, which stay borrowed for the launch) |
 /// | `const Name*`, `Name*` | views of `T`, with `type Name = T;` (checked the same way) |
 ///
 /// Every pointer's element type and every value's type is read from the
@@ -378,7 +378,8 @@ pub use launch::texture::{
     SurfaceObject, TextureObject, TextureOptions, TextureResource,
 };
 pub use launch::typed_kernel::{
-    CaptureParam, CaptureSignature, ConstPtr, MutPtr, Param, Signature, TypedKernel, Val,
+    CaptureParam, CaptureSignature, ConstPtr, Lender, Lent, LentVal, MutPtr, Param, Signature,
+    TypedKernel, Val, ViewPtr,
 };
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
 pub use memory::arc_view::ArcView;

@@ -415,12 +415,32 @@ fn from_tiled_takes_the_element_type_and_shape_from_the_view() {
         .unwrap();
     assert_eq!(map_words(&from_view), map_words(&spelt));
     assert_eq!(from_view.device(), d);
-    let got = tile_through(&tma_code(&d), &typed, &d, &s);
+    let code = tma_code(&d);
+    let got = tile_through(&code, &typed, &d, &s);
     for r in 0..16 {
         for c in 0..16 {
             assert_eq!(got[r * 16 + c], ((32 + r) * n + 16 + c) as f32);
         }
     }
+    // Point 7: the map is a typed kernel parameter, taken by reference.
+    let tma =
+        cudars_core::TypedKernel::<(TensorMapDescriptor, cudars_core::MutPtr<f32>, i32, i32)>::new(
+            code.get_kernel("tma_tile").unwrap(),
+        )
+        .unwrap();
+    let mut tile = DeviceBuffer::<f32>::zeroed(&d, 256, &s).unwrap();
+    // SAFETY: `tma_tile` reads the 64×64 tensor through the map and writes 256
+    // floats; `a` outlives the kernel (it is read back below).
+    unsafe {
+        tma.launch(
+            &s,
+            &LaunchConfig::new(1, 128),
+            (&from_view, tile.view_mut(), 0, 16),
+        )
+    }
+    .unwrap();
+    let got = tile.to_vec(&s).unwrap();
+    assert_eq!(got[17], (17 * n + 1) as f32);
     // A shape that is not the view's length, a box of another rank: refused.
     for bad in [
         TensorMapDescriptor::from_tiled(&a.view(), &[64, 32], &[16, 16], &TiledOptions::default()),

@@ -1181,6 +1181,22 @@ fn check_box(
     )
 }
 
+// SAFETY: a `const __grid_constant__ CUtensorMap` parameter takes the 128
+// bytes by value; the pointer is to the descriptor the launch borrows. The map
+// holds an address, not a buffer (what it describes must outlive the kernel:
+// `TypedKernel::launch`'s `# Safety`).
+// Soundness contract: rule 10.
+unsafe impl crate::Param for TensorMapDescriptor {
+    type Arg<'a> = &'a TensorMapDescriptor;
+    const SIZE: usize = std::mem::size_of::<sys::CUtensorMap>();
+    fn addr(arg: &&TensorMapDescriptor) -> *mut c_void {
+        (&arg.map as *const sys::CUtensorMap).cast_mut().cast()
+    }
+    fn memory<'b>(_: &'b &TensorMapDescriptor) -> Option<&'b Buffer> {
+        None
+    }
+}
+
 // SAFETY: the pointer is to the descriptor's own 128 bytes, which is what a
 // `CUtensorMap` kernel parameter takes.
 // Soundness contract: rule 10.
