@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn the_array_interface_is_read_as_numpy_writes_it() {
-        let data = vec![0f32; 24];
+        let data = [0f32; 24];
         let addr = data.as_ptr() as u64;
         // `a[:, ::2]` of a (4, 6) float32 array: strides in bytes.
         let mut ai = ArrayInterface::new(addr, &[4, 3], "<f4");
@@ -296,10 +296,7 @@ mod tests {
         // A null address is fine for an empty array.
         let empty = ArrayInterface::new(0, &[0], "|u1");
         // SAFETY: no element is reached.
-        assert!(
-            unsafe { StridedMemoryView::from_array_interface(&empty) }
-                .unwrap()
-                .is_empty()
-        );
+        let none = unsafe { StridedMemoryView::from_array_interface(&empty) }.unwrap();
+        assert!(none.is_empty());
     }
 }
