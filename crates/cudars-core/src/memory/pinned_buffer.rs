@@ -214,10 +214,11 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
         const WHAT: &str = "lending pinned host memory to a host function";
         self.check(self.len, stream, WHAT)?;
         let host = HostPtr(self.buf.ptr() as usize as *mut T, self.len);
-        let mut p = self.lock();
         // Soundness contract: rule 3. Not before the copies in flight that
-        // write the memory.
-        order_after(&p.writes, stream)?;
+        // write the memory (none starts while `&self` is borrowed: writing takes
+        // `&mut self`). The lock is not held while queuing, which may drop `f`
+        // (user code) on a refusal.
+        order_after(&self.lock().writes, stream)?;
         stream.launch_host_func(move || {
             // SAFETY: rule 3. The memory lives until the host function has run
             // (as in `lend_mut_to_host_func`). Nothing writes it while it runs:
@@ -227,7 +228,7 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
             // tracked here first.
             f(unsafe { host.slice() });
         })?;
-        track(&mut p.reads, stream)
+        track(&mut self.lock().reads, stream)
     }
 }
 
