@@ -369,10 +369,11 @@ pub use interop::host_strided::{ArrayInterface, StridedHostView};
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 pub use interop::strided::{CudaArrayInterface, IntoStridedMemoryView, StridedMemoryView};
 pub use launch::tensor_map::{
-    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapElement,
-    TensorMapIm2colOptions, TensorMapIm2colWideMode, TensorMapIm2colWideOptions,
-    TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill, TensorMapSwizzle, TiledOptions,
+    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
+    TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,
+    TensorMapOobFill, TensorMapSwizzle,
 };
+pub use launch::tensor_map_array::{TensorMapElement, TiledOptions};
 pub use launch::texture::{
     AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
     SurfaceObject, TextureObject, TextureOptions, TextureResource,

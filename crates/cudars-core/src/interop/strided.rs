@@ -20,11 +20,11 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
-use crate::memory::arc_view::HoldsBuffer;
 use crate::error::{Check as _, Error, Result};
 use crate::interop::dlpack::{
     DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, device_of,
 };
+use crate::memory::arc_view::HoldsBuffer;
 use crate::{ArcView, Buffer, DeviceBuffer, Stream};
 
 /// Row-major (C order) strides, in elements, of `shape`.
@@ -507,23 +507,6 @@ impl StridedMemoryView {
     /// Bytes from the first to one past the last element.
     pub fn extent_bytes(&self) -> u64 {
         self.layout.span
-    }
-}
-
-impl StridedMemoryView {
-    /// A tiled tensor map over this view (Python's
-    /// `TensorMapDescriptor.from_tiled(view, box_dim=…)`): the data type, shape
-    /// and strides are the view's; `box_dims` is in the view's order (outermost
-    /// first). See [`TensorMapDescriptor::from_strided`](crate::TensorMapDescriptor::from_strided).
-    ///
-    /// # Errors
-    /// As [`TensorMapDescriptor::from_strided`](crate::TensorMapDescriptor::from_strided).
-    pub fn as_tensor_map(
-        &self,
-        box_dims: &[u32],
-        options: &crate::TiledOptions,
-    ) -> Result<crate::TensorMapDescriptor> {
-        crate::TensorMapDescriptor::from_strided(self, box_dims, options)
     }
 }
 

@@ -15,8 +15,8 @@
 use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
-use crate::interop::dlpack::{DLDeviceType, DLPackDType};
 use crate::error::{Check as _, Error, Result};
+use crate::interop::dlpack::{DLDeviceType, DLPackDType};
 use crate::{DeviceView, Stream, StridedMemoryView};
 
 /// One 2-D copy of a strided copy: `height` rows of `width` bytes, the view's

@@ -2,9 +2,10 @@
 //!
 //! Here: the launch configuration, kernel arguments and the byte launch; the
 //! typed launch ([`typed_kernel`]) and what kernels take by value: tensor maps
-//! ([`tensor_map`]), textures and surfaces ([`texture`]).
+//! ([`tensor_map`]; made from arrays: [`tensor_map_array`]), textures and surfaces ([`texture`]).
 
 pub(crate) mod tensor_map;
+pub(crate) mod tensor_map_array;
 pub(crate) mod texture;
 pub(crate) mod typed_kernel;
 

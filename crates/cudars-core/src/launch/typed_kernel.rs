@@ -633,8 +633,8 @@ mod tests {
         assert_eq!(<(Lent<Span2>, u8)>::SIZES, &[24, 1]);
         let mut m1 = [0u32; 8];
         let mut m2 = [0u32; 8];
-        let b1 = crate::arc_view::host_backed(bytemuck::cast_slice_mut(&mut m1));
-        let b2 = crate::arc_view::host_backed(bytemuck::cast_slice_mut(&mut m2));
+        let b1 = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut m1));
+        let b2 = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut m2));
         let x = crate::ArcView::<f32>::of_buffer(&b1).unwrap();
         let y = crate::ArcView::<u32>::of_buffer(&b2).unwrap();
         let arg = LentVal::new(|l| Span2 {
