@@ -130,7 +130,6 @@ fn a_heterogeneous_batch_takes_options_per_copy_in_one_call() {
     };
     let during = CopyOptions {
         src_access_order: MemcpySrcAccessOrder::DuringApiCall,
-        src_location_hint: Some(Location::Host),
         ..Default::default()
     };
     let options = [CopyOptions::default(), any, during, CopyOptions::default()];
