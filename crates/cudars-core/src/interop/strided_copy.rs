@@ -145,6 +145,8 @@ impl StridedMemoryView {
     /// (`cp.asnumpy`). Only the view's elements are read; a contiguous view is
     /// one copy, a strided one a 2-D copy per run of rows. A view of host
     /// memory (a slice or NumPy array) is copied on the host, without `stream`.
+    /// The slice is handed back only after the copies ran (rule 3 of the
+    /// soundness contract, `docs/architecture.md`).
     ///
     /// ```no_run
     /// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {

@@ -395,6 +395,11 @@ pub fn copy_batch<C: BatchCopyEntry>(
 /// `cuMemcpyBatchAsync` (`attrs` and `attrsIdxs`), so a batch with one set of
 /// options makes one block, as [`copy_batch`] does.
 ///
+/// As for [`copy_batch`]: every buffer's free is ordered after the batch (rule 2
+/// of the soundness contract, `docs/architecture.md`), and a copy whose options
+/// read its source out of stream order first waits for the stream and that
+/// source's free stream (rule 3).
+///
 /// ```no_run
 /// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
 /// use cudars_core::{copy_batch_with, BatchCopy, CopyOptions, MemcpySrcAccessOrder};
