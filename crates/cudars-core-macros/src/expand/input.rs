@@ -1,0 +1,121 @@
+//! The macro's input: the struct to generate, where its CUDA source is, the
+//! type mappings and the kernels wanted.
+
+use syn::parse::{Parse, ParseStream};
+use syn::{Attribute, Ident, LitStr, Token, Type, Visibility};
+
+mod kw {
+    syn::custom_keyword!(source);
+    syn::custom_keyword!(only);
+}
+
+/// Where the CUDA source comes from.
+pub(crate) enum Origin {
+    /// A file, relative to the calling crate's `CARGO_MANIFEST_DIR`.
+    File(LitStr),
+    /// Inline text: `source "…"`.
+    Inline(LitStr),
+}
+
+/// `type CName = RustType;`, or `unsafe type CName = RustType;` for a C type
+/// the macro cannot check (the caller then proves the layout).
+pub(crate) struct Mapping {
+    pub(crate) c_name: Ident,
+    pub(crate) rust: Type,
+    /// `unsafe type`: the escape hatch.
+    pub(crate) unchecked: bool,
+}
+
+/// The macro's input:
+///
+/// ```text
+/// #[attributes] VIS struct NAME = "path/to/file.cu";   (or: = source "…";)
+/// type CName = RustType;                               (any number)
+/// unsafe type CName = RustType;                        (a C type the macro cannot check)
+/// only kernel_a, kernel_b;                             (optional)
+/// ```
+pub(crate) struct Input {
+    pub(super) attrs: Vec<Attribute>,
+    pub(super) vis: Visibility,
+    pub(super) name: Ident,
+    pub(super) origin: Origin,
+    pub(super) mappings: Vec<Mapping>,
+    /// The kernels wanted (`only a, b;`); all when `None`.
+    pub(super) only: Option<Vec<Ident>>,
+}
+
+impl Parse for Input {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis: Visibility = input.parse()?;
+        input.parse::<Token![struct]>()?;
+        let name: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let origin = if input.peek(kw::source) {
+            input.parse::<kw::source>()?;
+            Origin::Inline(input.parse()?)
+        } else {
+            Origin::File(input.parse().map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    "expected the source's path (a string literal relative to the crate's \
+                     manifest directory) or `source \"…\"`",
+                )
+            })?)
+        };
+        input.parse::<Token![;]>()?;
+        let mut mappings: Vec<Mapping> = Vec::new();
+        let mut only: Option<Vec<Ident>> = None;
+        while !input.is_empty() {
+            if input.peek(kw::only) {
+                let kw = input.parse::<kw::only>()?;
+                if only.is_some() {
+                    return Err(syn::Error::new(kw.span, "`only` is given twice"));
+                }
+                let mut names: Vec<Ident> = Vec::new();
+                loop {
+                    let name = input.call(syn::ext::IdentExt::parse_any)?;
+                    if names.contains(&name) {
+                        return Err(syn::Error::new(
+                            name.span(),
+                            format!("`{name}` is listed twice"),
+                        ));
+                    }
+                    names.push(name);
+                    if input.peek(Token![;]) {
+                        break;
+                    }
+                    input.parse::<Token![,]>()?;
+                }
+                input.parse::<Token![;]>()?;
+                only = Some(names);
+                continue;
+            }
+            let unchecked = input.parse::<Option<Token![unsafe]>>()?.is_some();
+            input.parse::<Token![type]>()?;
+            let c_name: Ident = input.call(syn::ext::IdentExt::parse_any)?;
+            input.parse::<Token![=]>()?;
+            let rust: Type = input.parse()?;
+            input.parse::<Token![;]>()?;
+            if mappings.iter().any(|m| m.c_name == c_name) {
+                return Err(syn::Error::new(
+                    c_name.span(),
+                    format!("`{c_name}` is mapped twice"),
+                ));
+            }
+            mappings.push(Mapping {
+                c_name,
+                rust,
+                unchecked,
+            });
+        }
+        Ok(Self {
+            attrs,
+            vis,
+            name,
+            origin,
+            mappings,
+            only,
+        })
+    }
+}
