@@ -1,8 +1,11 @@
-//! Tidy checks of the soundness contract's paper trail, without a GPU: every
-//! `unsafe impl` of a thread-safety or crate contract trait in the safe crates,
-//! and every safe host view, names the rule of the soundness contract
-//! (`docs/architecture.md`, "The soundness contract") that it relies on, and
-//! every rule it names exists.
+//! Tidy checks, without a GPU, in the spirit of rust-analyzer's:
+//!
+//! - The soundness contract's paper trail: every `unsafe impl` of a
+//!   thread-safety or crate contract trait in the safe crates, and every safe
+//!   host view, names the rule of the soundness contract (`docs/architecture.md`,
+//!   "The soundness contract") that it relies on, and every rule it names exists.
+//! - Files a newcomer can hold in their head: no hand-written source file passes
+//!   [`MAX_LINES`] lines, but for the [`LONG_FILES`] listed with a reason.
 
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -216,4 +219,151 @@ fn cited_rules_are_read_as_written() {
     assert_eq!(cited_rules("rules 1 and 9."), [1, 9]);
     assert_eq!(cited_rules("(rules 1, 2 and 4 (frees wait))"), [1, 2, 4]);
     assert_eq!(cited_rules("no rules here"), [] as [u32; 0]);
+}
+
+/// The most lines a hand-written, non-test source file may have: past it, split
+/// the file along its seams (docs/architecture.md: each major type in its own
+/// module).
+const MAX_LINES: usize = 1000;
+
+/// The source files allowed past [`MAX_LINES`], each with why. An entry that is
+/// no longer needed (the file is gone, or back within the limit) fails the
+/// check, so the list only shrinks.
+const LONG_FILES: &[(&str, &str)] = &[
+    (
+        "crates/cudars-core/src/cache.rs",
+        "being split on branch floors",
+    ),
+    (
+        "crates/cudars-core/src/compile/options.rs",
+        "being split on branch floors",
+    ),
+    (
+        "crates/cudars-core/src/graph/builder.rs",
+        "being split on branch floors",
+    ),
+    (
+        "crates/cudars-core/src/linker.rs",
+        "being split on branch floors",
+    ),
+    (
+        "crates/cudars-core/src/strided.rs",
+        "being split on branch floors",
+    ),
+    (
+        "crates/cudars-core/src/system.rs",
+        "being split on branch floors",
+    ),
+    (
+        "crates/cudars-core/src/system/hardware.rs",
+        "being split on branch floors",
+    ),
+    (
+        "crates/cudars-core/src/tensor_map.rs",
+        "being split on branch floors",
+    ),
+    (
+        "crates/cudars-core/src/vmm.rs",
+        "being split on branch floors",
+    ),
+    (
+        "crates/cudars-nccl/src/group.rs",
+        "being split on branch kit",
+    ),
+];
+
+/// Whether `rel` (relative to the workspace root, `/`-separated) is test code:
+/// the `tests` package, a crate's `tests/` folder, a unit-test module file
+/// (`tests.rs`, or anything under a `tests/` folder of `src/`).
+fn is_test_file(rel: &str) -> bool {
+    rel.split('/').any(|c| c == "tests") || rel.ends_with("/tests.rs")
+}
+
+/// Whether `text` is generated code: `// @generated` in its first lines, as
+/// the generators (`cargo xtask codegen`, `cargo xtask regen-bindings`) write it.
+fn is_generated(text: &str) -> bool {
+    text.lines().take(3).any(|l| l.contains("@generated"))
+}
+
+/// Every hand-written, non-test `.rs` file of the workspace's crates and
+/// xtask, relative to the root, with its line count.
+fn source_files() -> Vec<(String, usize)> {
+    let root = root();
+    let mut files = Vec::new();
+    for dir in ["crates", "xtask"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut out = Vec::new();
+    for f in files {
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if is_test_file(&rel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        if is_generated(&text) {
+            continue;
+        }
+        out.push((rel, text.lines().count()));
+    }
+    out.sort();
+    out
+}
+
+/// Architecture Invariant: no hand-written, non-test source file passes
+/// [`MAX_LINES`] lines, but for the [`LONG_FILES`], each with a reason; and
+/// every exception is still needed.
+#[test]
+fn no_source_file_is_too_long() {
+    let files = source_files();
+    assert!(
+        files.len() > 100,
+        "only {} source files found: is the scan broken?",
+        files.len()
+    );
+    let mut problems = Vec::new();
+    for (rel, lines) in &files {
+        if *lines > MAX_LINES && !LONG_FILES.iter().any(|(f, _)| f == rel) {
+            problems.push(format!(
+                "{rel}: {lines} lines, more than {MAX_LINES}: split it along its seams \
+                 (or, with a reason, add it to LONG_FILES in tests/tests/tidy.rs)"
+            ));
+        }
+    }
+    for (i, (file, why)) in LONG_FILES.iter().enumerate() {
+        if why.trim().is_empty() {
+            problems.push(format!("LONG_FILES: {file} gives no reason"));
+        }
+        if LONG_FILES[..i].iter().any(|(f, _)| f == file) {
+            problems.push(format!("LONG_FILES: {file} is listed twice"));
+        }
+        match files.iter().find(|(f, _)| f == file) {
+            None => problems.push(format!(
+                "stale exception: {file} ({why}) is no longer a hand-written source file \
+                 (moved, removed, generated or a test): remove it from LONG_FILES"
+            )),
+            Some((_, lines)) if *lines <= MAX_LINES => problems.push(format!(
+                "stale exception: {file} ({why}) has {lines} lines, within {MAX_LINES}: \
+                 remove it from LONG_FILES"
+            )),
+            Some(_) => {}
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn test_and_generated_files_are_told_apart() {
+    assert!(is_test_file("tests/src/lib.rs"));
+    assert!(is_test_file("crates/cudars-core/tests/gpu.rs"));
+    assert!(is_test_file(
+        "crates/cudars-core-macros/src/cparse/tests.rs"
+    ));
+    assert!(!is_test_file("crates/cudars-core/src/lib.rs"));
+    assert!(!is_test_file("xtask/src/bindings/parse.rs"));
+    assert!(is_generated("// @generated by `cargo xtask codegen`\n"));
+    assert!(!is_generated("//! Hand-written.\nfn main() {}\n"));
 }
