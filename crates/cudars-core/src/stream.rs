@@ -540,6 +540,32 @@ impl Stream {
         event.record(self)
     }
 
+    /// Records a new event, made with `options` in this stream's context, at
+    /// this point of the stream and returns it: Python's `stream.record()`
+    /// (which makes the event when given none). To record one event again and
+    /// again, make it once and use [`record`](Self::record).
+    ///
+    /// ```no_run
+    /// use cudars_core::{Device, EventOptions, StreamOptions};
+    ///
+    /// let dev = Device::new(0)?;
+    /// let stream = dev.create_stream(StreamOptions::default())?;
+    /// let start = stream.record_new_event(EventOptions::default())?;
+    /// // … work on `stream` …
+    /// let end = stream.record_new_event(EventOptions::default())?;
+    /// end.sync()?;
+    /// println!("{:?}", end.elapsed_since(&start)?);
+    /// # Ok::<(), cudars_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Event::in_context`] and [`Event::record`].
+    pub fn record_new_event(&self, options: crate::EventOptions) -> Result<Event> {
+        let event = Event::in_context(self.context(), options)?;
+        event.record(self)?;
+        Ok(event)
+    }
+
     /// Makes later work on this stream wait until `event` has completed.
     ///
     /// An IPC event (`ipc: true`, or opened from another process) can be waited

@@ -96,6 +96,11 @@ fn cxx_compiles_to_ptx_cubin_and_ltoir() {
     let ptx = program.compile(CompileTarget::Ptx, &[]).unwrap();
     assert_eq!(ptx.code_type(), CodeType::Ptx);
     assert_eq!(ptx.name(), "saxpy.cu");
+    // Without name expressions, as Python's `program.compile("ptx")`.
+    assert_eq!(
+        program.compile_to(CompileTarget::Ptx).unwrap().code(),
+        ptx.code()
+    );
     let text = std::str::from_utf8(ptx.code()).unwrap();
     assert!(
         text.contains(".entry saxpy") && text.contains(".target sm_90"),

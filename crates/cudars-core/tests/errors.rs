@@ -52,6 +52,29 @@ fn assert_said_once(e: &Error, pieces: &[&str]) {
     assert!(report.starts_with(&levels[0]), "{report}");
     assert!(report.ends_with(&levels[levels.len() - 1]), "{report}");
     println!("{report}");
+    // `{e:?}`, what `fn main() -> Result<(), Error>` prints, is the report as
+    // `anyhow` lays it out: the error, then each cause under "Caused by:", in
+    // order, each piece once.
+    let debug = format!("{e:?}");
+    assert!(debug.starts_with(&levels[0]), "{debug}");
+    if levels.len() > 1 {
+        let (_, causes) = debug
+            .split_once("\n\nCaused by:\n")
+            .unwrap_or_else(|| panic!("no \"Caused by:\" in {debug}"));
+        let mut at = 0;
+        for level in &levels[1..] {
+            let first = level.lines().next().unwrap_or_default();
+            let i = causes[at..]
+                .find(first)
+                .unwrap_or_else(|| panic!("{first:?} is not among the causes, in order:\n{debug}"));
+            at += i + first.len();
+        }
+    } else {
+        assert_eq!(debug, levels[0]);
+    }
+    for piece in pieces {
+        assert_eq!(debug.matches(piece).count(), 1, "{piece:?} in:\n{debug}");
+    }
 }
 
 /// The search list of a library that could not be loaded, one line a place.

@@ -265,6 +265,15 @@ fn events_order_work_across_streams_and_time_it() {
     assert!(end.is_done().unwrap());
     let t = end.elapsed_since(&start).unwrap();
     assert!(t > Duration::ZERO && t < Duration::from_secs(5), "{t:?}");
+    // Python's `stream.record()`: a new event of the stream's context, recorded
+    // where it is made.
+    let first = a.record_new_event(timed).unwrap();
+    x.fill_u8(1, &a).unwrap();
+    let second = a.record_new_event(timed).unwrap();
+    assert!(second.context() == a.context() && second.options().timing);
+    second.sync().unwrap();
+    assert!(first.is_done().unwrap());
+    second.elapsed_since(&first).unwrap();
     // Without timing, elapsed time is an error, not garbage.
     let plain = Event::new(&d, EventOptions::default()).unwrap();
     a.record(&plain).unwrap();

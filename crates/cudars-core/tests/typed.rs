@@ -7,6 +7,7 @@
 
 use std::time::Instant;
 
+use cudars_core::cudars_bindings::driver as sys;
 use cudars_core::half::f16;
 use cudars_core::{
     CompileTarget, ConstPtr, Device, DeviceBuffer, Error, Event, EventOptions, InvalidKind, Kernel,
@@ -186,6 +187,74 @@ fn buffers_convert_to_and_from_typed_without_copying() {
     let back = DeviceBuffer::<u32>::from_buffer(buf).unwrap();
     assert_eq!(back.as_buffer().ptr(), ptr);
     assert_eq!(back.to_vec(&s).unwrap(), [1, 2, 3, 9]);
+}
+
+/// Whether a context is current on this thread.
+fn has_current_context() -> bool {
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: `ctx` is valid for writes.
+    let rc = unsafe { sys::cuCtxGetCurrent(&mut ctx) };
+    assert_eq!(rc, sys::CUDA_SUCCESS);
+    !ctx.is_null()
+}
+
+/// Compiling, loading and looking up a kernel need no current context, and
+/// neither does typing it: `TypedKernel::new` reads the parameters
+/// (`cuKernelGetParamInfo`, which fails with `CUDA_ERROR_INVALID_CONTEXT`
+/// without one) in a context it makes current itself, on a thread where none
+/// is (a new thread, nothing made current on it). The same for a module's
+/// function, whose own context is made current.
+#[test]
+fn a_kernel_is_typed_on_a_thread_with_no_current_context() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    std::thread::spawn(|| {
+        assert!(!has_current_context());
+        let d = Device::new(0).unwrap();
+        let code = Program::new(SourceCode::Cxx(SRC), ProgramOptions::for_device(&d).unwrap())
+            .unwrap()
+            .compile(CompileTarget::Cubin, &[])
+            .unwrap();
+        let k = code.get_kernel("saxpy").unwrap();
+        assert!(!has_current_context(), "compiling and loading made a context current");
+        let saxpy = TypedKernel::<(f32, ConstPtr<f32>, MutPtr<f32>, u64)>::new(k).unwrap();
+        assert!(saxpy.is_checked());
+        // The wrong signature is still caught there.
+        let e = TypedKernel::<(f32, ConstPtr<f32>)>::new(code.get_kernel("saxpy").unwrap())
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+        // And the kernel launches.
+        let s = d.create_stream(StreamOptions::default()).unwrap();
+        let x = DeviceBuffer::from_host(&d, &[1.0f32, 2.0], &s).unwrap();
+        let mut y = DeviceBuffer::from_host(&d, &[10.0f32, 20.0], &s).unwrap();
+        let cfg = LaunchConfig::for_elements(2, 32);
+        // SAFETY: saxpy touches x[0..2] and y[0..2], which both hold.
+        unsafe { saxpy.launch(&s, &cfg, (2.0, x.view(), y.view_mut(), 2)) }.unwrap();
+        assert_eq!(y.to_vec(&s).unwrap(), [12.0, 24.0]);
+    })
+    .join()
+    .unwrap();
+    // A module's function: its module's context is made current.
+    std::thread::spawn(|| {
+        let d = Device::new(0).unwrap();
+        let ctx = d.context().unwrap();
+        let code = Program::new(SourceCode::Cxx(SRC), ProgramOptions::for_device(&d).unwrap())
+            .unwrap()
+            .compile(CompileTarget::Cubin, &[])
+            .unwrap();
+        let f = code.get_module(&ctx).unwrap().get_function("affine").unwrap();
+        // Nothing of this thread's is current now: another thread's context work
+        // is not.
+        std::thread::spawn(move || {
+            assert!(!has_current_context());
+            let affine = TypedKernel::<(Val<Affine>, MutPtr<f32>)>::new(f).unwrap();
+            assert!(affine.is_checked());
+        })
+        .join()
+        .unwrap();
+    })
+    .join()
+    .unwrap();
 }
 
 #[test]

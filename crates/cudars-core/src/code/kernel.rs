@@ -262,6 +262,28 @@ impl Kernel {
         self.function_in_current()
     }
 
+    /// Makes current the context a query of the handle needs, if none is (see
+    /// [`params`](Self::params)): a module function's context; for a library
+    /// kernel, none when a context is current, else device 0's primary context.
+    fn ensure_context(&self) -> Result<Option<crate::context::Current>> {
+        match &self.inner.handle {
+            Handle::Module(_, Some(m)) => m.current(),
+            // An adopted function: its context is the caller's to make current.
+            Handle::Module(_, None) => Ok(None),
+            Handle::Library(..) => {
+                let mut cur: sys::CUcontext = std::ptr::null_mut();
+                // SAFETY: `cur` is valid for writes.
+                unsafe { sys::cuCtxGetCurrent(&mut cur) }
+                    .check(|| "reading the current context")?;
+                if cur.is_null() {
+                    Device::new(0)?.ensure_current().map(Some)
+                } else {
+                    Ok(None)
+                }
+            }
+        }
+    }
+
     /// The `CUfunction` of the kernel in the context current on this thread.
     pub(crate) fn function_in_current(&self) -> Result<sys::CUfunction> {
         match &self.inner.handle {
@@ -292,6 +314,12 @@ impl Kernel {
 
     /// The `(offset, size)` in bytes of each parameter, as the driver reports them.
     ///
+    /// The driver reads them in a current context (`cuKernelGetParamInfo` fails
+    /// with `CUDA_ERROR_INVALID_CONTEXT` without one), which this makes current
+    /// when none is: a module function's own context; for a library kernel, the
+    /// one current on this thread, else device 0's primary context (the device
+    /// [`Device::current`] names then).
+    ///
     /// # Errors
     /// [`Error::Unsupported`](crate::Error::Unsupported) from drivers before CUDA
     /// 12.4, which cannot report them; the driver's error.
@@ -299,6 +327,7 @@ impl Kernel {
         if let Some(p) = self.inner.params.get() {
             return Ok(p);
         }
+        let _current = self.ensure_context()?;
         let mut out = Vec::new();
         loop {
             let (mut off, mut size) = (0usize, 0usize);

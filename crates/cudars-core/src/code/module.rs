@@ -139,7 +139,9 @@ impl Module {
         &self.inner.info_log
     }
 
-    fn current(&self) -> Result<Option<crate::context::Current>> {
+    /// Makes the module's context current (when it knows it) for a call on it
+    /// or one of its functions.
+    pub(crate) fn current(&self) -> Result<Option<crate::context::Current>> {
         self.inner
             .ctx
             .as_ref()

@@ -170,6 +170,37 @@ impl LaunchConfig {
         }
     }
 
+    /// [`new`](Self::new) for one-dimensional `usize` counts (lengths, as Rust
+    /// has them): `grid_blocks` blocks of `block` threads, each checked to fit
+    /// the `u32` CUDA takes.
+    ///
+    /// ```
+    /// use cudars_core::LaunchConfig;
+    /// let n: usize = 1 << 20;
+    /// let config = LaunchConfig::try_new(n.div_ceil(256), 256)?;
+    /// assert_eq!(config.total_blocks(), 4096);
+    /// assert!(LaunchConfig::try_new(1usize << 40, 256).is_err());
+    /// # Ok::<(), cudars_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] ([`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange))
+    /// naming the count that does not fit.
+    pub fn try_new(grid_blocks: usize, block: usize) -> Result<Self> {
+        let fit = |what: &str, n: usize| {
+            u32::try_from(n).map_err(|_| {
+                Error::out_of_range(
+                    "making a launch configuration",
+                    format!("{n} {what} do not fit the u32 CUDA takes"),
+                )
+            })
+        };
+        Ok(Self::new(
+            fit("grid blocks", grid_blocks)?,
+            fit("threads per block", block)?,
+        ))
+    }
+
     /// Enough blocks of `block` threads to cover `n` elements.
     pub fn for_elements(n: u64, block: u32) -> Self {
         let block = block.max(1);

@@ -19,7 +19,7 @@
 //!
 //! | `cuda.core.system` | here |
 //! |---|---|
-//! | `get_num_devices` | [`device_count`] |
+//! | `get_num_devices` | [`device_count`] (NVML's count, every GPU in the machine; CUDA's visible devices are [`Device::count`](crate::Device::count)) |
 //! | `get_driver_branch` | [`driver_branch`] |
 //! | `get_kernel_mode_driver_version` | [`driver_version`] |
 //! | `get_nvml_version` | [`nvml_version`] |
@@ -281,7 +281,15 @@ pub fn user_mode_driver_version() -> Result<cudars_bindings::Version> {
 
 /// How many GPUs NVML sees (`nvmlDeviceGetCount`): every GPU in the machine,
 /// including those `CUDA_VISIBLE_DEVICES` hides from CUDA and those this process
-/// may not be allowed to use.
+/// may not be allowed to use. Index [`SystemDevice`]s with it.
+///
+/// **This is not CUDA's count.** With `CUDA_VISIBLE_DEVICES=1` on a machine of
+/// two GPUs it is 2 while CUDA sees one device: the devices
+/// [`Device::new`](crate::Device::new) takes are counted by
+/// [`Device::count`](crate::Device::count) (`cuDeviceGetCount`, as the
+/// runtime's `cudaGetDeviceCount`). NVML's indices are not CUDA's ordinals
+/// either: match devices by UUID
+/// ([`SystemDevice::uuid`] and [`Device::uuid`](crate::Device::uuid)).
 ///
 /// # Errors
 /// NVML's error; [`Error::is_unavailable`] without a driver.

@@ -844,13 +844,15 @@ impl ProgramOptions {
     /// let options = ProgramOptions { arch: Some("sm_90".into()), ..Default::default() }
     ///     .with_toolkit_headers()?;
     /// let ptx = Program::new(SourceCode::Cxx(src), options)?.compile(CompileTarget::Ptx, &[])?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # Ok::<(), cudars_core::Error>(())
     /// ```
     ///
     /// # Errors
     /// The pathfinder's [`PathfinderError`](cudars_pathfinder::PathfinderError):
     /// `NotFound` names the headers that were not found (`cudart` or `cccl`) and
-    /// lists every place searched.
+    /// lists every place searched. `?` turns it into
+    /// [`Error::Pathfinder`] (the pathfinder's error as its source) in a
+    /// function that returns this crate's [`Result`].
     pub fn with_toolkit_headers(mut self) -> Result<Self, cudars_pathfinder::PathfinderError> {
         for dir in toolkit_include_dirs()? {
             if !self.include_path.contains(&dir) {

@@ -250,6 +250,25 @@ impl Program {
             Source::Ptx(ptx) => self.compile_ptx(ptx, target),
         }
     }
+
+    /// [`compile`](Self::compile) without name expressions, for code whose
+    /// kernels are `extern "C"` (looked up by their plain names): Python's
+    /// `program.compile(target)`.
+    ///
+    /// ```no_run
+    /// use cudars_core::{CompileTarget, Program, ProgramOptions, SourceCode};
+    ///
+    /// let src = "extern \"C\" __global__ void k(int *o) { *o = 1; }";
+    /// let ptx = Program::new(SourceCode::Cxx(src), ProgramOptions::default())?
+    ///     .compile_to(CompileTarget::Ptx)?;
+    /// # Ok::<(), cudars_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`compile`](Self::compile).
+    pub fn compile_to(&self, target: CompileTarget) -> Result<ObjectCode> {
+        self.compile(target, &[])
+    }
 }
 
 #[cfg(test)]
