@@ -133,9 +133,9 @@ pub enum Error {
     Pathfinder {
         /// What was being done.
         context: Cow<'static, str>,
-        /// The pathfinder's error.
+        /// The pathfinder's error (boxed: it is large and rare).
         #[source]
-        source: cudars_pathfinder::PathfinderError,
+        source: Box<cudars_pathfinder::PathfinderError>,
     },
     /// An operation that cannot be done here: the object does not support it
     /// (timing on an event made without it, host access to device-only memory, …)
@@ -344,7 +344,7 @@ impl From<cudars_pathfinder::PathfinderError> for Error {
     fn from(source: cudars_pathfinder::PathfinderError) -> Self {
         Self::Pathfinder {
             context: Cow::Borrowed("looking for NVIDIA's files"),
-            source,
+            source: Box::new(source),
         }
     }
 }
@@ -920,7 +920,9 @@ mod tests {
 
     impl std::error::Error for Level {
         fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            self.1.as_deref().map(|l| l as &(dyn std::error::Error + 'static))
+            self.1
+                .as_deref()
+                .map(|l| l as &(dyn std::error::Error + 'static))
         }
     }
 
@@ -941,7 +943,10 @@ mod tests {
             "reading `k.cubin`\n\nCaused by:\n    disk on fire"
         );
         // Several: numbered, a cause of several lines indented under its first.
-        let deep = io(Level("outer", Some(Box::new(Level("inner\nsecond line", None)))));
+        let deep = io(Level(
+            "outer",
+            Some(Box::new(Level("inner\nsecond line", None))),
+        ));
         assert_eq!(
             format!("{deep:?}"),
             "reading `k.cubin`\n\nCaused by:\n    0: outer\n    1: inner\n       second line"
@@ -970,7 +975,10 @@ mod tests {
         let e = find().unwrap_err();
         assert!(matches!(e, Error::Pathfinder { .. }), "{e:#?}");
         let report = e.report().to_string();
-        assert!(report.starts_with("looking for NVIDIA's files: "), "{report}");
+        assert!(
+            report.starts_with("looking for NVIDIA's files: "),
+            "{report}"
+        );
         assert!(report.contains("`cccl`"), "{report}");
     }
 }

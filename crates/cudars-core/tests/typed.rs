@@ -211,12 +211,18 @@ fn a_kernel_is_typed_on_a_thread_with_no_current_context() {
     std::thread::spawn(|| {
         assert!(!has_current_context());
         let d = Device::new(0).unwrap();
-        let code = Program::new(SourceCode::Cxx(SRC), ProgramOptions::for_device(&d).unwrap())
-            .unwrap()
-            .compile(CompileTarget::Cubin, &[])
-            .unwrap();
+        let code = Program::new(
+            SourceCode::Cxx(SRC),
+            ProgramOptions::for_device(&d).unwrap(),
+        )
+        .unwrap()
+        .compile(CompileTarget::Cubin, &[])
+        .unwrap();
         let k = code.get_kernel("saxpy").unwrap();
-        assert!(!has_current_context(), "compiling and loading made a context current");
+        assert!(
+            !has_current_context(),
+            "compiling and loading made a context current"
+        );
         let saxpy = TypedKernel::<(f32, ConstPtr<f32>, MutPtr<f32>, u64)>::new(k).unwrap();
         assert!(saxpy.is_checked());
         // The wrong signature is still caught there.
@@ -238,11 +244,18 @@ fn a_kernel_is_typed_on_a_thread_with_no_current_context() {
     std::thread::spawn(|| {
         let d = Device::new(0).unwrap();
         let ctx = d.context().unwrap();
-        let code = Program::new(SourceCode::Cxx(SRC), ProgramOptions::for_device(&d).unwrap())
+        let code = Program::new(
+            SourceCode::Cxx(SRC),
+            ProgramOptions::for_device(&d).unwrap(),
+        )
+        .unwrap()
+        .compile(CompileTarget::Cubin, &[])
+        .unwrap();
+        let f = code
+            .get_module(&ctx)
             .unwrap()
-            .compile(CompileTarget::Cubin, &[])
+            .get_function("affine")
             .unwrap();
-        let f = code.get_module(&ctx).unwrap().get_function("affine").unwrap();
         // Nothing of this thread's is current now: another thread's context work
         // is not.
         std::thread::spawn(move || {
