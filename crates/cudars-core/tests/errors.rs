@@ -257,3 +257,27 @@ impl StdError for Wrapped {
         Some(&self.0)
     }
 }
+
+/// The pathfinder's error (what `ProgramOptions::with_toolkit_headers` returns)
+/// goes through `?` in a function returning this crate's `Result`, kept as the source.
+#[test]
+fn a_pathfinder_error_converts_with_its_source() {
+    fn find() -> cudars_core::Result<()> {
+        Err(
+            cudars_core::cudars_pathfinder::PathfinderError::NotAvailable {
+                kind: cudars_core::cudars_pathfinder::ArtifactKind::HeaderDir,
+                name: "cccl".into(),
+                platform: "nowhere",
+            },
+        )?;
+        Ok(())
+    }
+    let e = find().unwrap_err();
+    assert!(matches!(e, Error::Pathfinder { .. }), "{e:#?}");
+    let report = e.report().to_string();
+    assert!(
+        report.starts_with("looking for NVIDIA's files: "),
+        "{report}"
+    );
+    assert!(report.contains("`cccl`"), "{report}");
+}
