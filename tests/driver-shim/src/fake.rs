@@ -9,9 +9,9 @@
 //! The functions do what that needs and no more: handles are fresh numbers that
 //! nothing dereferences, queued work completes at once, the one device is an
 //! sm_90 with memory pools, and every kernel takes `(float*, int)`. Launches,
-//! stream-ordered allocations, frees and copies, event records and stream waits
-//! fail with `CUDA_ERROR_INVALID_CONTEXT` when no context is current on the
-//! calling thread, as the driver's do. A function
+//! stream-ordered allocations, frees and copies, event records and stream waits,
+//! and reading a kernel's parameters, fail with `CUDA_ERROR_INVALID_CONTEXT` when
+//! no context is current on the calling thread, as the driver's do. A function
 //! not listed is not found, as a driver too old to have it.
 //!
 //! Each function is written with the parameter types of its `PFN_` typedef
@@ -338,6 +338,11 @@ fakes! {
         CUDA_SUCCESS
     }
     cuKernelGetParamInfo PFN_cuKernelGetParamInfo_v12040 (_k: CUkernel, i: usize, off: *mut usize, size: *mut usize) {
+        // The driver reads a library kernel's parameters in the current context
+        // (on an H100 with driver 580, `CUDA_ERROR_INVALID_CONTEXT` without one).
+        if let Some(rc) = no_context() {
+            return rc;
+        }
         // Every kernel is `(float*, int)`.
         let (o, s) = match i {
             0 => (0, 8),
