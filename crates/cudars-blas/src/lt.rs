@@ -4,12 +4,11 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use cudars_bindings::IntoResult as _;
 use cudars_bindings::cublaslt as sys;
-use cudars_core::{DeviceBuffer, DeviceView, InvalidKind, Stream};
+use cudars_core::{ContextScope, DeviceBuffer, DeviceView, InvalidKind, Stream};
 
 use crate::element::Element;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_lt as check};
 use crate::matrix::{GemmShape, Layout, MatMut, MatRef, Op};
 
 /// Which way a bias vector runs: one value per row of the result (added along
@@ -119,20 +118,6 @@ pub struct BlasLt {
 // Soundness contract: rule 11.
 unsafe impl Send for BlasLt {}
 
-/// Turns a cuBLASLt status into a `Result`, saying what was being done.
-fn check(code: sys::cublasStatus_t, context: impl FnOnce() -> String) -> Result<()> {
-    code.result().map_err(|source| {
-        let context = context().into();
-        match source.unavailable() {
-            Some(reason) => Error::Unavailable {
-                context,
-                reason: Box::new(reason.clone()),
-            },
-            None => Error::BlasLt { context, source },
-        }
-    })
-}
-
 /// Frees a cuBLASLt descriptor when dropped.
 struct Guard<H: Copy>(H, unsafe fn(H) -> sys::cublasStatus_t);
 
@@ -160,7 +145,7 @@ impl BlasLt {
     /// # Errors
     /// As [`new`](Self::new).
     pub fn with_workspace(stream: &Stream, bytes: usize) -> Result<Self> {
-        stream.context().set_current()?;
+        let _scope = ContextScope::for_stream(stream)?;
         let workspace = DeviceBuffer::allocate(stream.device(), bytes.max(1), stream)?;
         let mut handle = ptr::null_mut();
         // SAFETY: `handle` is valid for writes; the stream's context is current.
@@ -257,7 +242,7 @@ impl BlasLt {
                 ),
             ));
         }
-        self.stream.context().set_current()?;
+        let _scope = ContextScope::for_stream(&self.stream)?;
 
         let dt = sys::cudaDataType_t(T::DATA_TYPE.0);
         let mut desc = ptr::null_mut();
@@ -397,7 +382,7 @@ impl BlasLt {
 
 impl Drop for BlasLt {
     fn drop(&mut self) {
-        let _ = self.stream.context().set_current();
+        let _scope = ContextScope::for_stream(&self.stream);
         // SAFETY: the handle is live and not used after this; the workspace is
         // freed after it, in stream order.
         let _ = unsafe { sys::cublasLtDestroy(self.handle) };
