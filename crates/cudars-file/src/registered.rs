@@ -48,7 +48,7 @@ impl<T: Pod> RegisteredBuffer<T> {
     /// buffer's context current. The buffer is dropped (freed in stream order).
     pub fn new(driver: &Driver, buf: DeviceBuffer<T>) -> Result<Self> {
         let (ptr, bytes) = (buf.view().ptr(), buf.view().byte_len());
-        crate::handle::make_current(buf.as_buffer())?;
+        let _scope = crate::handle::make_current(buf.as_buffer())?;
         // SAFETY: `ptr` is `bytes` bytes of device memory that `Self` owns
         // until it deregisters them (or leaks both); the driver is open.
         let status = unsafe { sys::cuFileBufRegister(ptr as *const _, bytes, 0) };
@@ -103,7 +103,7 @@ impl<T: Pod> RegisteredBuffer<T> {
     /// deregisters it. Called once, by `into_inner` or drop.
     fn deregister(&mut self) -> Result<()> {
         let buffer = self.buf.as_buffer();
-        crate::handle::make_current(buffer)?;
+        let _scope = crate::handle::make_current(buffer)?;
         if let Some(free) = buffer.free_stream() {
             free.sync()?;
         }

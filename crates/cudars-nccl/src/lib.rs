@@ -38,10 +38,12 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod collectives;
 mod comm;
 mod error;
 mod group;
 mod id;
+mod op;
 mod types;
 
 pub use comm::{CommConfig, Communicator};
