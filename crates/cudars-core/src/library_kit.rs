@@ -256,6 +256,11 @@ impl<S: StatusError, X> LibraryError<S, X> {
 ///
 /// `!Send`: the scope is about the thread that made it.
 ///
+/// ```compile_fail
+/// fn send<T: Send>() {}
+/// send::<cudars_core::ContextScope>();
+/// ```
+///
 /// Forgetting it (`mem::forget`) is safe, as forgetting a `MutexGuard` is: the
 /// context stays current on this thread and, for a green context, stays held
 /// by it, so other threads that use that green context wait for ever (a
@@ -383,4 +388,83 @@ pub fn rebind_stream<S, X>(
     bind(to.handle())?;
     *bound = to.clone();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use cudars_bindings::ApiKind;
+    use cudars_bindings::nvrtc::{NVRTC_ERROR_COMPILATION, NvrtcError};
+    use std::error::Error as _;
+
+    type E = LibraryError<NvrtcError>;
+
+    #[test]
+    fn each_level_says_its_own_part_once() {
+        let e = E::from_status("compiling a kernel", NvrtcError::new(NVRTC_ERROR_COMPILATION));
+        assert!(matches!(e, E::Library { detail: None, .. }), "{e:?}");
+        assert_eq!(e.to_string(), "compiling a kernel");
+        let source = e.source().unwrap().to_string();
+        assert!(source.starts_with("NVRTC_ERROR_COMPILATION (6)"), "{source}");
+        assert_eq!(e.status().unwrap().code(), NVRTC_ERROR_COMPILATION);
+        assert_eq!(
+            e.report().to_string(),
+            format!("compiling a kernel: {source}")
+        );
+        // The library's own account joins the message, the status stays the source.
+        let e = e.with_detail(|| Some("NVRTC: line 3".into()));
+        assert_eq!(e.to_string(), "compiling a kernel (NVRTC: line 3)");
+        assert!(e.source().is_some());
+        assert!(!e.is_unavailable());
+        assert_eq!(e.invalid_kind(), None);
+    }
+
+    #[test]
+    fn checks_pass_success_and_name_what_was_done() {
+        use cudars_bindings::nvrtc::NVRTC_SUCCESS;
+        assert!(E::check(NVRTC_SUCCESS, || unreachable!()).is_ok());
+        let e = E::check(NVRTC_ERROR_COMPILATION, || "linking".into()).unwrap_err();
+        assert_eq!(e.to_string(), "linking");
+    }
+
+    #[test]
+    fn a_missing_symbol_is_too_old_and_anything_else_stays() {
+        let symbol = Unavailable::Symbol {
+            api: ApiKind::Nccl,
+            name: "ncclGather",
+            symbol: "ncclGather",
+            path: "/lib/libnccl.so.2".into(),
+        };
+        let e = E::Unavailable {
+            context: "gathering".into(),
+            reason: Box::new(symbol),
+        }
+        .needing((2, 28));
+        assert!(matches!(e, E::TooOld { needs: (2, 28), .. }), "{e:?}");
+        assert!(e.is_unavailable());
+        assert_eq!(e.to_string(), "gathering: needs NCCL 2.28 or later");
+        let other = E::invalid("gathering", InvalidKind::OutOfRange, "too long");
+        assert_eq!(other.to_string(), "gathering: too long");
+        assert_eq!(other.invalid_kind(), Some(InvalidKind::OutOfRange));
+        assert!(matches!(
+            other.needing((2, 28)),
+            E::InvalidArgument { .. }
+        ));
+    }
+
+    #[test]
+    fn core_and_extra_errors_are_transparent() {
+        let core = Error::invalid_as(InvalidKind::ZeroSize, "allocating", "zero bytes");
+        let text = core.to_string();
+        let e = E::from(core);
+        assert_eq!(e.to_string(), text);
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::ZeroSize));
+        #[derive(Debug, thiserror::Error)]
+        #[error("an extra case")]
+        struct Extra;
+        let e: LibraryError<NvrtcError, Extra> = LibraryError::Extra(Extra);
+        assert_eq!(e.to_string(), "an extra case");
+        assert!(e.source().is_none());
+    }
 }

@@ -402,7 +402,7 @@ impl Communicator {
     /// (`ncclCommGetAsyncError`): a network failure or a remote rank's abort, say.
     ///
     /// # Errors
-    /// The asynchronous error as [`Error::Nccl`]; NCCL's error asking for it.
+    /// The asynchronous error as [`Error::Library`](cudars_core::LibraryError::Library); NCCL's error asking for it.
     pub fn async_error(&self) -> Result<()> {
         let mut state = sys::ncclSuccess;
         // SAFETY: a live communicator; `state` is writable.
