@@ -42,28 +42,30 @@ enum Kind {
 }
 
 /// One C API.
-struct Api {
+pub(crate) struct Api {
     /// The Rust module (and cargo feature) name.
-    module: &'static str,
+    pub(crate) module: &'static str,
     /// The header bindgen reads (and those whose items it keeps).
-    headers: &'static [&'static str],
+    pub(crate) headers: &'static [&'static str],
     /// Extra headers whose items are kept (types the API uses).
     extra_files: &'static [&'static str],
     /// Extra headers read for `#define` name mappings.
     kind: Kind,
     /// The type every call returns (and the fallback is built from).
-    result_type: &'static str,
+    pub(crate) result_type: &'static str,
     /// Whether bindgen's layout checks are kept.
     layout_tests: bool,
     /// The NVIDIA documentation of the API.
-    docs: &'static str,
+    pub(crate) docs: &'static str,
     /// Whether the library is versioned by CUDA major (`libcudart.so.12` and
     /// `.so.13` are different libraries with different ABIs), so that an entry
     /// resolves only against a library of a major whose headers give its shape.
-    by_major: bool,
+    pub(crate) by_major: bool,
 }
 
-const APIS: [Api; 13] = [
+/// Every C API the bindings cover; `library_docs` reads it for
+/// `docs/adding-a-library.md`.
+pub(crate) const APIS: [Api; 13] = [
     Api {
         module: "driver",
         // OpenGL interop (`cuGraphicsGLRegisterBuffer`, …) is in the driver
