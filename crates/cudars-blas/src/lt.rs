@@ -145,8 +145,10 @@ impl BlasLt {
     /// # Errors
     /// As [`new`](Self::new).
     pub fn with_workspace(stream: &Stream, bytes: usize) -> Result<Self> {
-        let _scope = ContextScope::for_stream(stream)?;
+        // Allocated first: cudars-core's allocation makes its own context
+        // current, and the handle must be created in the stream's.
         let workspace = DeviceBuffer::allocate(stream.device(), bytes.max(1), stream)?;
+        let _scope = ContextScope::for_stream(stream)?;
         let mut handle = ptr::null_mut();
         // SAFETY: `handle` is valid for writes; the stream's context is current.
         let status = unsafe { sys::cublasLtCreate(&mut handle) };

@@ -112,7 +112,7 @@ impl Drop for Current {
         if let Some(h) = self.green.take() {
             held_green_leave(h.ctx.inner.handle);
             if h.restore {
-                restore_current(h.prev, h.prev_green);
+                restore_current(h.prev, h.prev_green, &h.ctx.inner.device);
             }
             if let Some(lock) = &h.ctx.inner.green_lock {
                 lock.release();
@@ -152,19 +152,26 @@ pub(crate) fn may_be_held_green(ctx: sys::CUcontext) -> bool {
             .unwrap_or(true)
 }
 
-/// Makes `prev` current again: what a guard leaves behind. A green `prev`
-/// (`prev_green`) is put back only while this thread still holds it (rule 11);
-/// otherwise no context is left current. Errors have nowhere to go: the next
-/// operation makes its own context current anyway.
-pub(crate) fn restore_current(prev: sys::CUcontext, prev_green: bool) {
+/// Makes `prev` current again: what a guard of a context of `device` leaves
+/// behind. A green `prev` (`prev_green`) is put back only while this thread
+/// still holds it (rule 11); otherwise `device`'s primary context is made
+/// current instead (not null: `cuCtxSetCurrent(NULL)` pops the thread's
+/// context stack and would bring back whatever lies beneath). Errors have
+/// nowhere to go: the next operation makes its own context current anyway.
+pub(crate) fn restore_current(prev: sys::CUcontext, prev_green: bool, device: &Device) {
     let still_held = !prev_green
         || HELD_GREEN
             .try_with(|h| h.borrow().contains(&(prev as usize)))
             .unwrap_or(false);
-    let target = if still_held { prev } else { std::ptr::null_mut() };
-    // SAFETY: `target` is null (no context) or a context that was current on
-    // this thread when the guard was made; a green one is held by this thread
-    // (checked above). One destroyed since is refused by the driver
+    let target = if still_held {
+        prev
+    } else {
+        device.primary_context().unwrap_or(std::ptr::null_mut())
+    };
+    // SAFETY: `target` is a context that was current on this thread when the
+    // guard was made (a green one held by this thread, checked above), the
+    // device's primary context (retained for the process) or, when that cannot
+    // be had, null. One destroyed since is refused by the driver
     // (`CUDA_ERROR_CONTEXT_IS_DESTROYED` or `CUDA_ERROR_INVALID_CONTEXT`),
     // which this ignores.
     let _ = unsafe { sys::cuCtxSetCurrent(target) };

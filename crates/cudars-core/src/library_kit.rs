@@ -242,13 +242,17 @@ impl<S: StatusError, X> LibraryError<S, X> {
 ///
 /// What a library call needs (cuBLAS, cuFFT, cuRAND and NCCL create their
 /// handles in, and run on, the calling thread's current context): enter the
-/// stream's context, make the calls, drop the scope.
+/// stream's context, make the calls, drop the scope. cudars-core's own
+/// operations make their own context current (some a device's primary
+/// context), so make the library's calls before any of them in the scope, or
+/// enter again; the scope's drop puts back what was current before it in any
+/// case.
 ///
 /// Soundness contract, rule 11 (`docs/architecture.md`): a green context is
 /// current on one thread at a time, and only while that thread holds its lock.
 /// The scope holds the lock from entry to drop, and puts back a green context
 /// that was current before only while this thread still holds it (otherwise it
-/// leaves no context current). Scopes nest (a thread may enter a green context
+/// makes the device's primary context current). Scopes nest (a thread may enter a green context
 /// it holds again) and are meant to be dropped in the reverse order of their
 /// making; dropped in another order, the context left current may differ from
 /// the one before, which is safe: every operation of these crates makes its
@@ -271,12 +275,11 @@ impl<S: StatusError, X> LibraryError<S, X> {
 pub struct ContextScope {
     /// The context (kept alive while it may be current).
     ctx: Context,
-    /// For a green context: the crate's own guard (the lock, and what to put
-    /// back).
+    /// For a green context: the crate's own guard (the lock).
     green: Option<Current>,
-    /// For any other context: what was current before, and whether it is a
-    /// green context this thread held.
-    prev: Option<(sys::CUcontext, bool)>,
+    /// What was current before, and whether it is a green context this thread
+    /// held.
+    prev: (sys::CUcontext, bool),
     _not_send: PhantomData<*const ()>,
 }
 
@@ -295,27 +298,27 @@ impl ContextScope {
     /// # Errors
     /// The driver's error (reading or setting the current context).
     pub fn enter(ctx: &Context) -> crate::Result<Self> {
+        let mut prev: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `prev` is valid for writes.
+        unsafe { sys::cuCtxGetCurrent(&mut prev) }.check(|| "reading the current context")?;
+        let prev = (prev, context::may_be_held_green(prev));
         if ctx.is_green() {
             let green = ctx.ensure_current()?;
             return Ok(Self {
                 ctx: ctx.clone(),
                 green: Some(green),
-                prev: None,
+                prev,
                 _not_send: PhantomData,
             });
         }
-        let mut prev: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `prev` is valid for writes.
-        unsafe { sys::cuCtxGetCurrent(&mut prev) }.check(|| "reading the current context")?;
-        if prev != ctx.handle() {
+        if prev.0 != ctx.handle() {
             // SAFETY: a live context that is not green (clones keep it alive).
-            unsafe { sys::cuCtxSetCurrent(ctx.handle()) }
-                .check(|| "making a context current")?;
+            unsafe { sys::cuCtxSetCurrent(ctx.handle()) }.check(|| "making a context current")?;
         }
         Ok(Self {
             ctx: ctx.clone(),
             green: None,
-            prev: (prev != ctx.handle()).then(|| (prev, context::may_be_held_green(prev))),
+            prev,
             _not_send: PhantomData,
         })
     }
@@ -336,11 +339,13 @@ impl ContextScope {
 
 impl Drop for ContextScope {
     fn drop(&mut self) {
-        // The green guard restores and releases by itself.
+        // What was current before, whatever the scope's code made current
+        // meanwhile (cudars-core's operations make their own context current),
+        // put back while a green context's lock is still held; then the green
+        // guard releases it (restoring the same, or nothing).
+        let (prev, prev_green) = self.prev;
+        context::restore_current(prev, prev_green, self.ctx.device());
         drop(self.green.take());
-        if let Some((prev, prev_green)) = self.prev {
-            context::restore_current(prev, prev_green);
-        }
     }
 }
 
@@ -402,11 +407,17 @@ mod tests {
 
     #[test]
     fn each_level_says_its_own_part_once() {
-        let e = E::from_status("compiling a kernel", NvrtcError::new(NVRTC_ERROR_COMPILATION));
+        let e = E::from_status(
+            "compiling a kernel",
+            NvrtcError::new(NVRTC_ERROR_COMPILATION),
+        );
         assert!(matches!(e, E::Library { detail: None, .. }), "{e:?}");
         assert_eq!(e.to_string(), "compiling a kernel");
         let source = e.source().unwrap().to_string();
-        assert!(source.starts_with("NVRTC_ERROR_COMPILATION (6)"), "{source}");
+        assert!(
+            source.starts_with("NVRTC_ERROR_COMPILATION (6)"),
+            "{source}"
+        );
         assert_eq!(e.status().unwrap().code(), NVRTC_ERROR_COMPILATION);
         assert_eq!(
             e.report().to_string(),
@@ -447,10 +458,7 @@ mod tests {
         let other = E::invalid("gathering", InvalidKind::OutOfRange, "too long");
         assert_eq!(other.to_string(), "gathering: too long");
         assert_eq!(other.invalid_kind(), Some(InvalidKind::OutOfRange));
-        assert!(matches!(
-            other.needing((2, 28)),
-            E::InvalidArgument { .. }
-        ));
+        assert!(matches!(other.needing((2, 28)), E::InvalidArgument { .. }));
     }
 
     #[test]
