@@ -60,37 +60,3 @@ fn last_error() -> Option<String> {
         .to_owned();
     (!s.is_empty()).then(|| format!("NCCL: {s}"))
 }
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use cudars_bindings::{ApiKind, Unavailable};
-    use cudars_core::InvalidKind;
-
-    #[test]
-    fn a_missing_symbol_names_the_release_that_added_it() {
-        let symbol = Unavailable::Symbol {
-            api: ApiKind::Nccl,
-            name: "ncclGather",
-            symbol: "ncclGather",
-            path: "/lib/libnccl.so.2".into(),
-        };
-        let e = Error::Unavailable {
-            context: "gathering".into(),
-            reason: Box::new(symbol),
-        }
-        .needing((2, 28));
-        assert!(matches!(e, Error::TooOld { needs: (2, 28), .. }), "{e:?}");
-        assert!(e.is_unavailable());
-        assert_eq!(e.to_string(), "gathering: needs NCCL 2.28 or later");
-        let source = std::error::Error::source(&e).unwrap().to_string();
-        assert!(source.contains("`ncclGather` is not exported"), "{source}");
-        // Any other error is left as it is.
-        let other = Error::invalid("gathering", InvalidKind::Other, "no");
-        assert!(matches!(
-            other.needing((2, 28)),
-            Error::InvalidArgument { .. }
-        ));
-    }
-}
