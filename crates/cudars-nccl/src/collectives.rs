@@ -19,9 +19,9 @@ impl Communicator {
     /// same number of elements.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`]: lengths that differ
-    /// ([`InvalidKind::OutOfRange`]), a view or stream of another device
-    /// ([`InvalidKind::OtherDevice`]); NCCL's error.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument): lengths that differ
+    /// ([`InvalidKind::OutOfRange`](cudars_core::InvalidKind::OutOfRange)), a view or stream of another device
+    /// ([`InvalidKind::OtherDevice`](cudars_core::InvalidKind::OtherDevice)); NCCL's error.
     pub fn all_reduce<'o, T: Element>(
         &self,
         send: DeviceView<'_, T>,
@@ -67,9 +67,9 @@ impl Communicator {
     /// The root gives `send` (as long as `recv`); the others may give `None`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`]: a root not below the size or lengths that
-    /// differ ([`InvalidKind::OutOfRange`]), no `send` on the root
-    /// ([`InvalidKind::Other`]), a view or stream of another device; NCCL's error.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument): a root not below the size or lengths that
+    /// differ ([`InvalidKind::OutOfRange`](cudars_core::InvalidKind::OutOfRange)), no `send` on the root
+    /// ([`InvalidKind::Other`](cudars_core::InvalidKind::Other)), a view or stream of another device; NCCL's error.
     pub fn broadcast<T: Element>(
         &self,
         send: Option<DeviceView<'_, T>>,
@@ -149,8 +149,8 @@ impl Communicator {
     /// elements.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`]: `recv`'s length is not `size() · send.len()`
-    /// ([`InvalidKind::OutOfRange`]), a view or stream of another device; NCCL's
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument): `recv`'s length is not `size() · send.len()`
+    /// ([`InvalidKind::OutOfRange`](cudars_core::InvalidKind::OutOfRange)), a view or stream of another device; NCCL's
     /// error.
     pub fn all_gather<T: Element>(
         &self,
@@ -215,9 +215,9 @@ impl Communicator {
     /// hold `size() · count_per_peer`; it does not run in place.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`]: a view that does not hold `size() ·
-    /// count_per_peer` elements ([`InvalidKind::OutOfRange`]), a view or stream
-    /// of another device ([`InvalidKind::OtherDevice`]); [`Error::TooOld`] for
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument): a view that does not hold `size() ·
+    /// count_per_peer` elements ([`InvalidKind::OutOfRange`](cudars_core::InvalidKind::OutOfRange)), a view or stream
+    /// of another device ([`InvalidKind::OtherDevice`](cudars_core::InvalidKind::OtherDevice)); [`Error::TooOld`](crate::Error::TooOld) for
     /// an NCCL before 2.28; NCCL's error.
     pub fn all_to_all<T: Element>(
         &self,
@@ -237,10 +237,10 @@ impl Communicator {
     /// `recv`, of `size() · send.len()` elements; every other rank gives `None`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`]: a root not below the size or a `recv` of
-    /// another length ([`InvalidKind::OutOfRange`]), no `recv` on the root or
-    /// one on another rank ([`InvalidKind::Other`]), a view or stream of another
-    /// device; [`Error::TooOld`] for an NCCL before 2.28; NCCL's error.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument): a root not below the size or a `recv` of
+    /// another length ([`InvalidKind::OutOfRange`](cudars_core::InvalidKind::OutOfRange)), no `recv` on the root or
+    /// one on another rank ([`InvalidKind::Other`](cudars_core::InvalidKind::Other)), a view or stream of another
+    /// device; [`Error::TooOld`](crate::Error::TooOld) for an NCCL before 2.28; NCCL's error.
     pub fn gather<T: Element>(
         &self,
         send: DeviceView<'_, T>,
@@ -272,11 +272,11 @@ impl Communicator {
 
     /// Sends `buf` to rank `peer` (`ncclSend`), which must post a matching
     /// [`recv`](Self::recv). A send and a receive that depend on each other
-    /// (an exchange, a send to oneself) go in one [`Group`].
+    /// (an exchange, a send to oneself) go in one [`Group`](crate::Group).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`]: a peer not below the size
-    /// ([`InvalidKind::OutOfRange`]), a view or stream of another device; NCCL's
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument): a peer not below the size
+    /// ([`InvalidKind::OutOfRange`](cudars_core::InvalidKind::OutOfRange)), a view or stream of another device; NCCL's
     /// error.
     pub fn send<T: Element>(
         &self,
