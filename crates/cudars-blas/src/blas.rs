@@ -159,7 +159,7 @@ impl Blas {
     ) -> Result<()> {
         let context = || format!("multiplying {} matrices (GEMM)", T::NAME);
         let shape = GemmShape::new(&a.dims, op_a, &b.dims, op_b, &c.dims, &context)?;
-        let _scope = self.prepare(
+        let scope = self.prepare(
             &[a.view.device(), b.view.device(), c.view.device()],
             &context,
         )?;
@@ -191,6 +191,9 @@ impl Blas {
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after(
             [a.view.buffer(), b.view.buffer(), c.view.buffer()],
             &self.stream,
@@ -259,7 +262,7 @@ impl Blas {
                 ),
             ));
         }
-        let _scope = self.prepare(
+        let scope = self.prepare(
             &[
                 a.mat.view.device(),
                 b.mat.view.device(),
@@ -313,6 +316,9 @@ impl Blas {
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after(
             [
                 a.mat.view.buffer(),
@@ -357,7 +363,7 @@ impl Blas {
     ) -> Result<()> {
         let context = || format!("adding a scaled {} vector (AXPY)", T::NAME);
         let n = self.same_len(x.len(), y.len(), &context)?;
-        let _scope = self.prepare(&[x.device(), y.device()], &context)?;
+        let scope = self.prepare(&[x.device(), y.device()], &context)?;
         // SAFETY: both views hold `n` elements on the handle's device; y is exclusive.
         let status = unsafe {
             sys::cublasAxpyEx(
@@ -375,6 +381,9 @@ impl Blas {
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([x.buffer(), y.buffer()], &self.stream)?;
         Ok(())
     }
@@ -386,7 +395,7 @@ impl Blas {
     pub fn scal<T: Element>(&self, alpha: T::Scalar, x: DeviceViewMut<'_, T>) -> Result<()> {
         let context = || format!("scaling a {} vector (SCAL)", T::NAME);
         let n = to_int(x.len(), "the length", &context)?;
-        let _scope = self.prepare(&[x.device()], &context)?;
+        let scope = self.prepare(&[x.device()], &context)?;
         // SAFETY: the view holds `n` elements on the handle's device and is exclusive.
         let status = unsafe {
             sys::cublasScalEx(
@@ -401,6 +410,9 @@ impl Blas {
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([x.buffer()], &self.stream)?;
         Ok(())
     }

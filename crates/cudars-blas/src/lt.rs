@@ -244,7 +244,7 @@ impl BlasLt {
                 ),
             ));
         }
-        let _scope = ContextScope::for_stream(&self.stream)?;
+        let scope = ContextScope::for_stream(&self.stream)?;
 
         let dt = sys::cudaDataType_t(T::DATA_TYPE.0);
         let mut desc = ptr::null_mut();
@@ -377,6 +377,9 @@ impl BlasLt {
         // Dropping an operand right after must not free memory cuBLASLt still uses.
         let bias = epilogue.bias.as_ref().map(|(v, _)| v.buffer());
         let operands = [a.view.buffer(), b.view.buffer(), d.view.buffer()];
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after(operands.into_iter().chain(bias), &self.stream)?;
         Ok(())
     }

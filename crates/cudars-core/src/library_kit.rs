@@ -242,11 +242,13 @@ impl<S: StatusError, X> LibraryError<S, X> {
 ///
 /// What a library call needs (cuBLAS, cuFFT, cuRAND and NCCL create their
 /// handles in, and run on, the calling thread's current context): enter the
-/// stream's context, make the calls, drop the scope. cudars-core's own
-/// operations make their own context current (some a device's primary
-/// context), so make the library's calls before any of them in the scope, or
-/// enter again; the scope's drop puts back what was current before it in any
-/// case.
+/// stream's context, make the calls, drop the scope. Keep the scope to the
+/// library's calls: cudars-core's own operations make their own context
+/// current (some a device's primary context), and one that touches another
+/// green context (ordering a buffer's free on its stream, say) takes that
+/// context's lock, so two threads that each hold one green context's scope
+/// while waiting for the other's would wait for ever. The scope's drop puts
+/// back what was current before it in any case.
 ///
 /// Soundness contract, rule 11 (`docs/architecture.md`): a green context is
 /// current on one thread at a time, and only while that thread holds its lock.

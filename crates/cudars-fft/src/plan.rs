@@ -361,7 +361,7 @@ where
     ) -> Result<()> {
         let context = || format!("a {direction:?} complex-to-complex FFT");
         let (full, _) = self.sizes();
-        let _scope = self.prepare(
+        let scope = self.prepare(
             Kind::C2C,
             [(input.len(), full, "input"), (output.len(), full, "output")],
             [input.device(), output.device()],
@@ -379,6 +379,9 @@ where
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([input.buffer(), output.buffer()], &self.stream)?;
         Ok(())
     }
@@ -394,7 +397,7 @@ where
     ) -> Result<()> {
         let context = || format!("an in-place {direction:?} complex-to-complex FFT");
         let (full, _) = self.sizes();
-        let _scope = self.prepare(
+        let scope = self.prepare(
             Kind::C2C,
             [(data.len(), full, "data"); 2],
             [data.device(); 2],
@@ -404,6 +407,9 @@ where
         // SAFETY: the view holds the plan's elements on its device, exclusively.
         let status = unsafe { T::c2c(self.handle, p, p, dir(direction)) };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([data.buffer()], &self.stream)?;
         Ok(())
     }
@@ -420,7 +426,7 @@ where
     ) -> Result<()> {
         let context = || "a real-to-complex FFT".to_string();
         let (full, half) = self.sizes();
-        let _scope = self.prepare(
+        let scope = self.prepare(
             Kind::R2C,
             [(input.len(), full, "input"), (output.len(), half, "output")],
             [input.device(), output.device()],
@@ -436,6 +442,9 @@ where
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([input.buffer(), output.buffer()], &self.stream)?;
         Ok(())
     }
@@ -452,7 +461,7 @@ where
     ) -> Result<()> {
         let context = || "a complex-to-real FFT".to_string();
         let (full, half) = self.sizes();
-        let _scope = self.prepare(
+        let scope = self.prepare(
             Kind::C2R,
             [(input.len(), half, "input"), (output.len(), full, "output")],
             [input.device(), output.device()],
@@ -468,6 +477,9 @@ where
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([input.buffer(), output.buffer()], &self.stream)?;
         Ok(())
     }
@@ -492,10 +504,12 @@ where
     // leaked rather than destroyed under them. A leaked plan (`mem::forget`)
     // is a leak, nothing more.
     fn drop(&mut self) {
-        let _scope = ContextScope::for_stream(&self.stream);
         if self.stream.sync().is_err() {
             return;
         }
+        // Entered after the wait: cudars-core's operations make their own
+        // context current, and a scope holds a green context's lock.
+        let _scope = ContextScope::for_stream(&self.stream);
         // SAFETY: a live plan, not used after this; no execution is pending
         // (waited for above).
         let _ = unsafe { sys::cufftDestroy(self.handle) };

@@ -227,7 +227,6 @@ impl FileHandle {
                 ),
             ));
         }
-        let _scope = ContextScope::for_stream(stream)?;
         // Transfers whose streams have moved on since release what they held.
         settle_finished();
         // Made before the transfer is queued, so that once it is, nothing but
@@ -247,6 +246,9 @@ impl FileHandle {
             Dir::Read => sys::cuFileReadAsync,
             Dir::Write => sys::cuFileWriteAsync,
         };
+        // The stream's context for cuFile's call alone (cudars-core's own
+        // operations around it make their own context current).
+        let scope = ContextScope::for_stream(stream)?;
         // SAFETY: the memory is `bytes` bytes of device memory on the stream's
         // device, borrowed (exclusively for a read) while the `PendingIo`
         // lives, and its free is ordered after this work below (which holds if
@@ -265,6 +267,7 @@ impl FileHandle {
                 stream.handle().cast(),
             )
         };
+        drop(scope);
         // Nothing was queued on failure: the transfer's state may go.
         check(status, || format!("{what}, ordered on a stream"))?;
         // From here on the stream owns a use of `op`: it is released only
@@ -521,9 +524,10 @@ pub(crate) fn make_current(buf: &Buffer) -> Result<ContextScope> {
 /// returned scope), and the work cudars-core queued on the buffer (ordered
 /// before its free) finished.
 fn prepare_sync(buf: &Buffer) -> Result<ContextScope> {
-    let scope = make_current(buf)?;
+    // The wait first: cudars-core's operations make their own context current,
+    // and a scope holds a green context's lock.
     if let Some(free) = buf.free_stream() {
         free.sync()?;
     }
-    Ok(scope)
+    make_current(buf)
 }

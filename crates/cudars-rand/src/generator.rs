@@ -253,7 +253,7 @@ impl Generator {
     pub fn fill_uniform<T: Real>(&mut self, mut out: DeviceViewMut<'_, T>) -> Result<()> {
         let len = out.len();
         let what = || format!("filling {len} {} with uniform numbers", T::NAME);
-        let _scope = self.prepare(&out, &what)?;
+        let scope = self.prepare(&out, &what)?;
         if out.is_empty() {
             return Ok(());
         }
@@ -261,6 +261,9 @@ impl Generator {
         // SAFETY: `out` holds `n` elements on the generator's device, exclusively borrowed.
         let status = unsafe { T::uniform(self.raw, p, n) };
         check(status, what)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         Ok(out.buffer().order_free_after(&self.stream)?)
     }
 
@@ -271,7 +274,7 @@ impl Generator {
     pub fn fill_u32(&mut self, mut out: DeviceViewMut<'_, u32>) -> Result<()> {
         let len = out.len();
         let what = || format!("filling {len} u32 with random bits");
-        let _scope = self.prepare(&out, &what)?;
+        let scope = self.prepare(&out, &what)?;
         if out.is_empty() {
             return Ok(());
         }
@@ -279,6 +282,9 @@ impl Generator {
         // SAFETY: `out` holds `n` elements on the generator's device, exclusively borrowed.
         let status = unsafe { sys::curandGenerate(self.raw, p, n) };
         check(status, what)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         Ok(out.buffer().order_free_after(&self.stream)?)
     }
 
@@ -334,7 +340,7 @@ impl Generator {
                 ),
             ));
         }
-        let _scope = self.prepare(&out, &what)?;
+        let scope = self.prepare(&out, &what)?;
         let even = len & !1;
         if even > 0 {
             let p = out.view_ptr();
@@ -343,11 +349,17 @@ impl Generator {
             let status = unsafe { f(self.raw, p, even, mean, stddev) };
             check(status, what)?;
         }
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before cudars-core's operations, which make their own
+        // context current and may take other contexts' locks.
+        drop(scope);
         if len % 2 == 1 {
             let mut pair = DeviceBuffer::<T>::allocate(self.stream.device(), 2, &self.stream)?;
             let p = pair.view_mut().view_ptr();
+            let scope = ContextScope::for_stream(&self.stream)?;
             // SAFETY: `pair` holds 2 elements on the generator's device.
             let status = unsafe { f(self.raw, p, 2, mean, stddev) };
+            drop(scope);
             check(status, what)?;
             out.slice_mut(even..)?
                 .copy_from(pair.slice(..1)?, &self.stream)?;
