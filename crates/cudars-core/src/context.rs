@@ -168,6 +168,12 @@ pub(crate) fn restore_current(prev: sys::CUcontext, prev_green: bool, device: &D
     } else {
         device.primary_context().unwrap_or(std::ptr::null_mut())
     };
+    let mut cur: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: `cur` is valid for writes.
+    let read = unsafe { sys::cuCtxGetCurrent(&mut cur) };
+    if read == sys::CUDA_SUCCESS && cur == target {
+        return;
+    }
     // SAFETY: `target` is a context that was current on this thread when the
     // guard was made (a green one held by this thread, checked above), the
     // device's primary context (retained for the process) or, when that cannot
