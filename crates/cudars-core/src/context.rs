@@ -168,10 +168,20 @@ pub(crate) fn restore_current(prev: sys::CUcontext, prev_green: bool, device: &D
     } else {
         device.primary_context().unwrap_or(std::ptr::null_mut())
     };
+    // `KNOWN_CURRENT` follows, except for a green context, never trusted.
+    let green = prev_green && still_held;
+    let record = |rc: sys::CUresult| {
+        if green {
+            forget_current();
+        } else {
+            set_current_result(target, rc);
+        }
+    };
     let mut cur: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: `cur` is valid for writes.
     let read = unsafe { sys::cuCtxGetCurrent(&mut cur) };
     if read == sys::CUDA_SUCCESS && cur == target {
+        record(read);
         return;
     }
     // SAFETY: `target` is a context that was current on this thread when the
@@ -180,7 +190,8 @@ pub(crate) fn restore_current(prev: sys::CUcontext, prev_green: bool, device: &D
     // be had, null. One destroyed since is refused by the driver
     // (`CUDA_ERROR_CONTEXT_IS_DESTROYED` or `CUDA_ERROR_INVALID_CONTEXT`),
     // which this ignores.
-    let _ = unsafe { sys::cuCtxSetCurrent(target) };
+    let rc = unsafe { sys::cuCtxSetCurrent(target) };
+    record(rc);
 }
 
 // SAFETY: a CUcontext may be made current on any thread; `Inner` has no

@@ -313,10 +313,14 @@ impl ContextScope {
                 _not_send: PhantomData,
             });
         }
-        if prev.0 != ctx.handle() {
+        let rc = if prev.0 != ctx.handle() {
             // SAFETY: a live context that is not green (clones keep it alive).
-            unsafe { sys::cuCtxSetCurrent(ctx.handle()) }.check(|| "making a context current")?;
-        }
+            unsafe { sys::cuCtxSetCurrent(ctx.handle()) }
+        } else {
+            sys::CUDA_SUCCESS
+        };
+        // What this thread has current, for cudars-core's own calls.
+        context::set_current_result(ctx.handle(), rc).check(|| "making a context current")?;
         Ok(Self {
             ctx: ctx.clone(),
             green: None,
