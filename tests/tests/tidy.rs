@@ -270,10 +270,6 @@ const LONG_FILES: &[(&str, &str)] = &[
         "crates/cudars-core/src/system/mod.rs",
         "being split on branch floors",
     ),
-    (
-        "crates/cudars-nccl/src/group.rs",
-        "being split on branch kit",
-    ),
 ];
 
 /// Whether `rel` (relative to the workspace root, `/`-separated) is test code:

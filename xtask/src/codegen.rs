@@ -27,6 +27,8 @@ pub(crate) enum Generator {
     Bindings,
     /// `cargo xtask codegen`: the pathfinder's catalogue.
     Catalog,
+    /// `cargo xtask codegen`: the generated table of `docs/adding-a-library.md`.
+    LibraryDocs,
 }
 
 impl Generator {
@@ -34,7 +36,7 @@ impl Generator {
     pub(crate) fn command(self) -> &'static str {
         match self {
             Generator::Bindings => "cargo xtask fetch-headers && cargo xtask regen-bindings",
-            Generator::Catalog => "cargo xtask codegen",
+            Generator::Catalog | Generator::LibraryDocs => "cargo xtask codegen",
         }
     }
 }
@@ -133,7 +135,7 @@ impl Generator {
     fn command_name(self) -> &'static str {
         match self {
             Generator::Bindings => "regen-bindings",
-            Generator::Catalog => "codegen",
+            Generator::Catalog | Generator::LibraryDocs => "codegen",
         }
     }
 }

@@ -6,6 +6,7 @@ mod bindings;
 mod catalog;
 mod codegen;
 mod headers;
+mod library_docs;
 mod package;
 mod packages;
 mod release;
@@ -27,8 +28,9 @@ commands:
                      the project's test run: builds the tests once and runs them
                      against NVIDIA's CUDA 13.0 wheels (target/cuda-venv) and
                      again against the CUDA 12.9 wheels (target/cuda12-venv)
-  codegen [--check]  regenerate the pathfinder catalogue from its JSON
-                     (--check: fail if the committed file is stale)
+  codegen [--check]  regenerate the pathfinder catalogue from its JSON and the
+                     API table of docs/adding-a-library.md from the bindings'
+                     (--check: fail if a committed file is stale)
   package-tests --out DIR [--packages a,b] [--exclude c,d]
                      build every test and bench binary in release mode and
                      copy them, stripped, into DIR with a run.sh runner,
@@ -67,7 +69,7 @@ fn main() -> ExitCode {
     let result = match cmd {
         "test" => testrun::run(rest),
         "quickstart" => testrun::quickstart(rest),
-        "codegen" => catalog::run(rest),
+        "codegen" => catalog::run(rest).and_then(|()| library_docs::run(rest)),
         "package-tests" => package::run(rest),
         "fetch-headers" => headers::run(rest),
         "regen-bindings" => bindings::run(rest),

@@ -97,6 +97,7 @@ const AREAS: &[(&str, &str)] = &[
     ("event", "ground"),
     ("deferred", "ground"),
     ("callback", "ground"),
+    ("library_kit", "ground"),
     // memory
     ("memory", "memory"),
     ("device_buffer", "memory"),

@@ -240,6 +240,12 @@ impl std::error::Error for CufileError {
     }
 }
 
+impl crate::StatusError for CufileError {
+    fn unavailable(&self) -> Option<&crate::Unavailable> {
+        self.unavailable.as_deref()
+    }
+}
+
 impl crate::IntoResult for CUfileError_t {
     type Error = CufileError;
 

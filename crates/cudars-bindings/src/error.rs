@@ -25,6 +25,19 @@ pub trait IntoResult: Sized {
     fn result(self) -> Result<(), Self::Error>;
 }
 
+/// A library's status error, as the library crates over these bindings see it:
+/// an error that may stand for an entry point that could not be called.
+///
+/// Every error type of an API module implements it (cuBLAS's `CublasError`,
+/// cuFile's `CufileError`, …), so code that wraps several libraries' statuses
+/// (cudars-core's `LibraryError`) needs one rule for "not called at all"
+/// versus "the library said no".
+pub trait StatusError: std::error::Error + Send + Sync + 'static {
+    /// Why the entry point that returned this status could not be called, when
+    /// that is what happened.
+    fn unavailable(&self) -> Option<&crate::Unavailable>;
+}
+
 /// The name and description of a status code, as the library describes it.
 pub(crate) struct Described {
     pub(crate) name: Cow<'static, str>,
@@ -274,6 +287,12 @@ macro_rules! api_plumbing {
                 self.unavailable
                     .as_ref()
                     .map(|u| &**u as &(dyn ::std::error::Error + 'static))
+            }
+        }
+
+        impl $crate::StatusError for $Error {
+            fn unavailable(&self) -> Option<&$crate::Unavailable> {
+                self.unavailable.as_deref()
             }
         }
 

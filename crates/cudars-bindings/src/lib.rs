@@ -127,7 +127,7 @@ pub mod nvvm;
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub mod runtime;
 
-pub use error::IntoResult;
+pub use error::{IntoResult, StatusError};
 pub use loader::{ApiKind, PER_THREAD_DEFAULT_STREAM_VAR, SUPPORTED_MAJORS, Unavailable};
 
 /// A library's `major.minor` version.

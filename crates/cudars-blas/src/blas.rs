@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use std::ptr;
 
 use cudars_bindings::cublas as sys;
-use cudars_core::{DeviceView, DeviceViewMut, InvalidKind, Stream};
+use cudars_core::{ContextScope, DeviceView, DeviceViewMut, InvalidKind, Stream, rebind_stream};
 
 use crate::element::Element;
 use crate::error::{Error, Result, check};
@@ -56,7 +56,7 @@ impl Blas {
     /// # Errors
     /// [`Error::Unavailable`] when cuBLAS cannot be loaded; cuBLAS's error.
     pub fn new(stream: &Stream) -> Result<Self> {
-        stream.context().set_current()?;
+        let _scope = ContextScope::for_stream(stream)?;
         let mut handle = ptr::null_mut();
         // SAFETY: `handle` is valid for writes; the stream's context is current.
         let status = unsafe { sys::cublasCreate(&mut handle) };
@@ -93,31 +93,22 @@ impl Blas {
     /// [`Error::InvalidArgument`] ([`InvalidKind::OtherDevice`]) for a stream of
     /// another device; cuBLAS's error.
     pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
-        if stream.device() != self.stream.device() {
-            return Err(Error::invalid(
-                "binding a cuBLAS handle to a stream",
-                InvalidKind::OtherDevice,
-                format!(
-                    "the handle is on device {}, the stream on device {}",
-                    self.stream.device().ordinal(),
-                    stream.device().ordinal()
-                ),
-            ));
-        }
-        // Soundness rule (issue 26, "one user of the handle at a time"): every
-        // call uses the handle's workspace (cuBLAS's default workspace, one per handle), so calls must be totally
-        // ordered whatever stream they are queued on. The new stream waits for
-        // all the work queued so far on the old one before anything is queued
-        // on it; `&mut self` keeps a call from being queued meanwhile.
-        if !same_stream(stream, &self.stream) {
-            stream.wait_stream(&self.stream)?;
-        }
-        self.stream.context().set_current()?;
-        // SAFETY: a live handle and a live stream of its device.
-        let status = unsafe { sys::cublasSetStream(self.handle, stream.handle().cast()) };
-        check(status, || "binding a cuBLAS handle to a stream".into())?;
-        self.stream = stream.clone();
-        Ok(())
+        // Soundness contract, rule 2 (one user of the handle at a time): every
+        // call uses the handle's workspace (cuBLAS's default workspace, one per
+        // handle), so calls are totally ordered whatever stream they are queued
+        // on; `rebind_stream` orders the new stream after the old.
+        let handle = self.handle;
+        rebind_stream(
+            &mut self.stream,
+            stream,
+            "binding a cuBLAS handle to a stream",
+            |raw| {
+                // SAFETY: a live handle and a live stream of its device, whose
+                // context is current.
+                let status = unsafe { sys::cublasSetStream(handle, raw.cast()) };
+                check(status, || "binding a cuBLAS handle to a stream".into())
+            },
+        )
     }
 
     /// The raw handle, for calls this crate does not wrap. It stays owned by
@@ -126,13 +117,13 @@ impl Blas {
         self.handle
     }
 
-    /// Makes the handle's context current and checks that every view is on its
-    /// device.
+    /// Checks that every view is on the handle's device and makes its context
+    /// current for as long as the returned scope lives.
     fn prepare(
         &self,
         devices: &[&cudars_core::Device],
         context: &dyn Fn() -> String,
-    ) -> Result<()> {
+    ) -> Result<ContextScope> {
         let own = self.stream.device();
         if let Some(d) = devices.iter().find(|d| **d != own) {
             return Err(Error::invalid(
@@ -145,8 +136,7 @@ impl Blas {
                 ),
             ));
         }
-        self.stream.context().set_current()?;
-        Ok(())
+        Ok(ContextScope::for_stream(&self.stream)?)
     }
 
     /// `C = alpha·op(A)·op(B) + beta·C`, for any mix of row- and column-major
@@ -169,7 +159,7 @@ impl Blas {
     ) -> Result<()> {
         let context = || format!("multiplying {} matrices (GEMM)", T::NAME);
         let shape = GemmShape::new(&a.dims, op_a, &b.dims, op_b, &c.dims, &context)?;
-        self.prepare(
+        let scope = self.prepare(
             &[a.view.device(), b.view.device(), c.view.device()],
             &context,
         )?;
@@ -201,6 +191,9 @@ impl Blas {
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after(
             [a.view.buffer(), b.view.buffer(), c.view.buffer()],
             &self.stream,
@@ -269,7 +262,7 @@ impl Blas {
                 ),
             ));
         }
-        self.prepare(
+        let scope = self.prepare(
             &[
                 a.mat.view.device(),
                 b.mat.view.device(),
@@ -323,6 +316,9 @@ impl Blas {
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after(
             [
                 a.mat.view.buffer(),
@@ -367,7 +363,7 @@ impl Blas {
     ) -> Result<()> {
         let context = || format!("adding a scaled {} vector (AXPY)", T::NAME);
         let n = self.same_len(x.len(), y.len(), &context)?;
-        self.prepare(&[x.device(), y.device()], &context)?;
+        let scope = self.prepare(&[x.device(), y.device()], &context)?;
         // SAFETY: both views hold `n` elements on the handle's device; y is exclusive.
         let status = unsafe {
             sys::cublasAxpyEx(
@@ -385,6 +381,9 @@ impl Blas {
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([x.buffer(), y.buffer()], &self.stream)?;
         Ok(())
     }
@@ -396,7 +395,7 @@ impl Blas {
     pub fn scal<T: Element>(&self, alpha: T::Scalar, x: DeviceViewMut<'_, T>) -> Result<()> {
         let context = || format!("scaling a {} vector (SCAL)", T::NAME);
         let n = to_int(x.len(), "the length", &context)?;
-        self.prepare(&[x.device()], &context)?;
+        let scope = self.prepare(&[x.device()], &context)?;
         // SAFETY: the view holds `n` elements on the handle's device and is exclusive.
         let status = unsafe {
             sys::cublasScalEx(
@@ -411,6 +410,9 @@ impl Blas {
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([x.buffer()], &self.stream)?;
         Ok(())
     }
@@ -424,7 +426,7 @@ impl Blas {
     pub fn dot<T: Element>(&self, x: DeviceView<'_, T>, y: DeviceView<'_, T>) -> Result<T> {
         let context = || format!("a {} dot product (DOT)", T::NAME);
         let n = self.same_len(x.len(), y.len(), &context)?;
-        self.prepare(&[x.device(), y.device()], &context)?;
+        let _scope = self.prepare(&[x.device(), y.device()], &context)?;
         let mut out = T::zeroed();
         // SAFETY: both views hold `n` elements on the handle's device; `out` is a
         // host `T`, which cuBLAS writes before returning in host pointer mode.
@@ -465,7 +467,7 @@ impl Drop for Blas {
         // handle's default workspace is released by `cublasDestroy`, which cuBLAS
         // documents as implicitly synchronising the device first, so no call
         // queued on any stream still uses it. A failure here has nowhere to go.
-        let _ = self.stream.context().set_current();
+        let _scope = ContextScope::for_stream(&self.stream);
         // SAFETY: the handle is live and not used after this.
         let _ = unsafe { sys::cublasDestroy(self.handle) };
     }
@@ -503,9 +505,4 @@ fn operands(
 ) -> (*const c_void, *const c_void) {
     let (x, y) = if shape.swapped { (b, a) } else { (a, b) };
     (x as *const c_void, y as *const c_void)
-}
-
-/// Whether two streams are the same stream (handle and context).
-fn same_stream(a: &Stream, b: &Stream) -> bool {
-    a.handle() == b.handle() && a.context() == b.context()
 }

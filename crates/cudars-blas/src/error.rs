@@ -1,128 +1,60 @@
-//! The crate's error type: what was being done, and cuBLAS's or cudars-core's error.
+//! The crate's error type: cudars-core's [`LibraryError`] over cuBLAS's status.
+
+use cudars_bindings::cublas::CublasError;
+use cudars_core::LibraryError;
 
 use std::borrow::Cow;
 
-use cudars_bindings::Unavailable;
-use cudars_bindings::cublas::CublasError;
-use cudars_core::InvalidKind;
+use cudars_bindings::cublaslt::CublasLtError;
 
-/// Everything that can go wrong in this crate.
-///
-/// Each variant says what was being done (`context`); the library's error (its
-/// status code, name and description) or cudars-core's is the
-/// [`source`](std::error::Error::source), never repeated in the message. Print
-/// the whole chain with [`report`](Self::report).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// A cuBLAS call failed; the source is cuBLAS's status.
-    #[error("{context}")]
-    Blas {
-        /// What was being done.
-        context: Cow<'static, str>,
-        /// cuBLAS's error: its status code, name and description.
-        #[source]
-        source: CublasError,
-    },
-    /// A cuBLASLt call failed; the source is cuBLASLt's status.
-    #[error("{context}")]
-    BlasLt {
-        /// What was being done.
-        context: Cow<'static, str>,
-        /// cuBLASLt's error: its status code, name and description.
-        #[source]
-        source: cudars_bindings::cublaslt::CublasLtError,
-    },
-    /// cuBLAS or one of its entry points is not available (not installed, not
-    /// found, a symbol missing, a CUDA major the bindings do not know); the source
-    /// says which and why. Nothing was called.
-    #[error("{context}")]
-    Unavailable {
-        /// What was being done.
-        context: Cow<'static, str>,
-        /// Why the library or entry point cannot be used.
-        #[source]
-        reason: Box<Unavailable>,
-    },
-    /// An argument was rejected before cuBLAS was called; `kind` says which
-    /// common case it is, for matching.
-    #[error("{context}: {message}")]
-    InvalidArgument {
-        /// What was being done.
-        context: Cow<'static, str>,
-        /// Which kind of mistake.
-        kind: InvalidKind,
-        /// What is wrong with the argument.
-        message: String,
-    },
-    /// A cudars-core operation (a context, a stream, an allocation) failed.
-    #[error(transparent)]
-    Core(#[from] cudars_core::Error),
-}
+/// Everything that can go wrong in this crate: what was being done, and
+/// cuBLAS's status ([`LibraryError::Library`]), why cuBLAS could not be called
+/// ([`LibraryError::Unavailable`]), a rejected argument
+/// ([`LibraryError::InvalidArgument`]) or cudars-core's error
+/// ([`LibraryError::Core`]) or cuBLASLt's status ([`LibraryError::Extra`], an [`LtError`]), each level saying its own part once and
+/// the cause as the [`source`](std::error::Error::source). Print the whole
+/// chain with [`report`](LibraryError::report).
+pub type Error = LibraryError<CublasError, LtError>;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-impl Error {
-    /// The error and its causes, each once, joined by `": "`: the line to log.
-    pub fn report(&self) -> cudars_core::Report<'_> {
-        cudars_core::Report::new(self)
-    }
-
-    /// cuBLAS's status, when cuBLAS returned the error.
-    pub fn status(&self) -> Option<&CublasError> {
-        match self {
-            Self::Blas { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-
-    /// The kind of argument error, for [`Error::InvalidArgument`] (cudars-core's
-    /// own argument errors included).
-    pub fn invalid_kind(&self) -> Option<InvalidKind> {
-        match self {
-            Self::InvalidArgument { kind, .. } => Some(*kind),
-            Self::Core(e) => e.invalid_kind(),
-            _ => None,
-        }
-    }
-
-    /// Whether cuBLAS (or cudars-core's driver) was not available.
-    pub fn is_unavailable(&self) -> bool {
-        match self {
-            Self::Unavailable { .. } => true,
-            Self::Core(e) => e.is_unavailable(),
-            _ => false,
-        }
-    }
-
-    pub(crate) fn invalid(
-        context: impl Into<Cow<'static, str>>,
-        kind: InvalidKind,
-        message: impl Into<String>,
-    ) -> Self {
-        Self::InvalidArgument {
-            context: context.into(),
-            kind,
-            message: message.into(),
-        }
-    }
-}
-
 /// Turns a cuBLAS status into a `Result`, saying what was being done: an
-/// entry point that could not be called becomes [`Error::Unavailable`].
+/// entry point that could not be called becomes [`LibraryError::Unavailable`].
 pub(crate) fn check<C>(code: C, context: impl FnOnce() -> String) -> Result<()>
 where
     C: cudars_bindings::IntoResult<Error = CublasError>,
 {
+    Error::check(code, context)
+}
+
+/// cuBLASLt's failure: cuBLAS's error's one extra case
+/// ([`LibraryError::Extra`]). A cuBLASLt that could not be called is
+/// [`LibraryError::Unavailable`], as for cuBLAS.
+#[derive(Debug, thiserror::Error)]
+#[error("{context}")]
+#[non_exhaustive]
+pub struct LtError {
+    /// What was being done.
+    pub context: Cow<'static, str>,
+    /// cuBLASLt's error: its status code, name and description.
+    #[source]
+    pub source: CublasLtError,
+}
+
+/// Turns a cuBLASLt status into a `Result`, saying what was being done.
+pub(crate) fn check_lt<C>(code: C, context: impl FnOnce() -> String) -> Result<()>
+where
+    C: cudars_bindings::IntoResult<Error = CublasLtError>,
+{
     code.result().map_err(|source| {
         let context = Cow::Owned(context());
-        match source.unavailable() {
+        match cudars_bindings::StatusError::unavailable(&source) {
             Some(reason) => Error::Unavailable {
                 context,
                 reason: Box::new(reason.clone()),
             },
-            None => Error::Blas { context, source },
+            None => Error::Extra(LtError { context, source }),
         }
     })
 }

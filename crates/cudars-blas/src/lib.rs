@@ -46,6 +46,6 @@ mod matrix;
 
 pub use blas::{Blas, Strided};
 pub use element::Element;
-pub use error::{Error, Result};
+pub use error::{Error, LtError, Result};
 pub use lt::{BiasAlong, BlasLt, DEFAULT_WORKSPACE, Epilogue};
 pub use matrix::{Layout, MatMut, MatRef, Op};

@@ -4,12 +4,11 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use cudars_bindings::IntoResult as _;
 use cudars_bindings::cublaslt as sys;
-use cudars_core::{DeviceBuffer, DeviceView, InvalidKind, Stream};
+use cudars_core::{ContextScope, DeviceBuffer, DeviceView, InvalidKind, Stream};
 
 use crate::element::Element;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_lt as check};
 use crate::matrix::{GemmShape, Layout, MatMut, MatRef, Op};
 
 /// Which way a bias vector runs: one value per row of the result (added along
@@ -119,20 +118,6 @@ pub struct BlasLt {
 // Soundness contract: rule 11.
 unsafe impl Send for BlasLt {}
 
-/// Turns a cuBLASLt status into a `Result`, saying what was being done.
-fn check(code: sys::cublasStatus_t, context: impl FnOnce() -> String) -> Result<()> {
-    code.result().map_err(|source| {
-        let context = context().into();
-        match source.unavailable() {
-            Some(reason) => Error::Unavailable {
-                context,
-                reason: Box::new(reason.clone()),
-            },
-            None => Error::BlasLt { context, source },
-        }
-    })
-}
-
 /// Frees a cuBLASLt descriptor when dropped.
 struct Guard<H: Copy>(H, unsafe fn(H) -> sys::cublasStatus_t);
 
@@ -160,8 +145,10 @@ impl BlasLt {
     /// # Errors
     /// As [`new`](Self::new).
     pub fn with_workspace(stream: &Stream, bytes: usize) -> Result<Self> {
-        stream.context().set_current()?;
+        // Allocated first: cudars-core's allocation makes its own context
+        // current, and the handle must be created in the stream's.
         let workspace = DeviceBuffer::allocate(stream.device(), bytes.max(1), stream)?;
+        let _scope = ContextScope::for_stream(stream)?;
         let mut handle = ptr::null_mut();
         // SAFETY: `handle` is valid for writes; the stream's context is current.
         let status = unsafe { sys::cublasLtCreate(&mut handle) };
@@ -257,7 +244,7 @@ impl BlasLt {
                 ),
             ));
         }
-        self.stream.context().set_current()?;
+        let scope = ContextScope::for_stream(&self.stream)?;
 
         let dt = sys::cudaDataType_t(T::DATA_TYPE.0);
         let mut desc = ptr::null_mut();
@@ -390,6 +377,9 @@ impl BlasLt {
         // Dropping an operand right after must not free memory cuBLASLt still uses.
         let bias = epilogue.bias.as_ref().map(|(v, _)| v.buffer());
         let operands = [a.view.buffer(), b.view.buffer(), d.view.buffer()];
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after(operands.into_iter().chain(bias), &self.stream)?;
         Ok(())
     }
@@ -397,7 +387,7 @@ impl BlasLt {
 
 impl Drop for BlasLt {
     fn drop(&mut self) {
-        let _ = self.stream.context().set_current();
+        let _scope = ContextScope::for_stream(&self.stream);
         // SAFETY: the handle is live and not used after this; the workspace is
         // freed after it, in stream order.
         let _ = unsafe { sys::cublasLtDestroy(self.handle) };

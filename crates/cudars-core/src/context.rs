@@ -102,23 +102,96 @@ struct GreenHold {
     ctx: Context,
     /// What was current before, restored on drop when `restore`.
     prev: sys::CUcontext,
+    /// Whether `prev` was a green context this thread held.
+    prev_green: bool,
     restore: bool,
 }
 
 impl Drop for Current {
     fn drop(&mut self) {
         if let Some(h) = self.green.take() {
+            held_green_leave(h.ctx.inner.handle);
             if h.restore {
-                // SAFETY: `prev` was current on this thread before this guard (or
-                // null: no context); putting it back is what the caller expects.
-                let rc = unsafe { sys::cuCtxSetCurrent(h.prev) };
-                set_current_result(h.prev, rc);
+                restore_current(h.prev, h.prev_green, &h.ctx.inner.device);
             }
             if let Some(lock) = &h.ctx.inner.green_lock {
                 lock.release();
             }
         }
     }
+}
+
+std::thread_local! {
+    /// The green contexts this thread holds (their `CUcontext`s, once per hold):
+    /// rule 11 of the soundness contract lets a thread have a green context
+    /// current only while it holds it, so a guard puts a green context back
+    /// only if it is still here.
+    static HELD_GREEN: std::cell::RefCell<Vec<usize>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn held_green_enter(ctx: sys::CUcontext) {
+    let _ = HELD_GREEN.try_with(|h| h.borrow_mut().push(ctx as usize));
+}
+
+fn held_green_leave(ctx: sys::CUcontext) {
+    let _ = HELD_GREEN.try_with(|h| {
+        let mut h = h.borrow_mut();
+        if let Some(i) = h.iter().rposition(|&c| c == ctx as usize) {
+            h.swap_remove(i);
+        }
+    });
+}
+
+/// Whether `ctx` is (or, when the thread's bookkeeping is already gone, may be)
+/// a green context this thread holds.
+pub(crate) fn may_be_held_green(ctx: sys::CUcontext) -> bool {
+    !ctx.is_null()
+        && HELD_GREEN
+            .try_with(|h| h.borrow().contains(&(ctx as usize)))
+            .unwrap_or(true)
+}
+
+/// Makes `prev` current again: what a guard of a context of `device` leaves
+/// behind. A green `prev` (`prev_green`) is put back only while this thread
+/// still holds it (rule 11); otherwise `device`'s primary context is made
+/// current instead (not null: `cuCtxSetCurrent(NULL)` pops the thread's
+/// context stack and would bring back whatever lies beneath). Errors have
+/// nowhere to go: the next operation makes its own context current anyway.
+pub(crate) fn restore_current(prev: sys::CUcontext, prev_green: bool, device: &Device) {
+    let still_held = !prev_green
+        || HELD_GREEN
+            .try_with(|h| h.borrow().contains(&(prev as usize)))
+            .unwrap_or(false);
+    let target = if still_held {
+        prev
+    } else {
+        device.primary_context().unwrap_or(std::ptr::null_mut())
+    };
+    // `KNOWN_CURRENT` follows, except for a green context, never trusted.
+    let green = prev_green && still_held;
+    let record = |rc: sys::CUresult| {
+        if green {
+            forget_current();
+        } else {
+            set_current_result(target, rc);
+        }
+    };
+    let mut cur: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: `cur` is valid for writes.
+    let read = unsafe { sys::cuCtxGetCurrent(&mut cur) };
+    if read == sys::CUDA_SUCCESS && cur == target {
+        record(read);
+        return;
+    }
+    // SAFETY: `target` is a context that was current on this thread when the
+    // guard was made (a green one held by this thread, checked above), the
+    // device's primary context (retained for the process) or, when that cannot
+    // be had, null. One destroyed since is refused by the driver
+    // (`CUDA_ERROR_CONTEXT_IS_DESTROYED` or `CUDA_ERROR_INVALID_CONTEXT`),
+    // which this ignores.
+    let rc = unsafe { sys::cuCtxSetCurrent(target) };
+    record(rc);
 }
 
 // SAFETY: a CUcontext may be made current on any thread; `Inner` has no
@@ -289,8 +362,8 @@ impl Context {
     /// # Errors
     /// [`Error::Unsupported`](crate::Error::Unsupported) for a green context (the
     /// driver lets one be current on only one thread at a time, so this crate makes
-    /// it current for the length of each operation and no longer); the driver's
-    /// error.
+    /// it current for the length of each operation, or of a
+    /// [`ContextScope`](crate::ContextScope), and no longer); the driver's error.
     pub fn set_current(&self) -> Result<()> {
         if self.is_green() {
             return Err(crate::Error::unsupported(
@@ -336,22 +409,26 @@ impl Context {
     #[cold]
     fn enter_green(&self, lock: &GreenLock) -> Result<Current> {
         lock.acquire();
+        held_green_enter(self.inner.handle);
         let mut prev: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: `prev` is valid for writes.
         let rc = unsafe { sys::cuCtxGetCurrent(&mut prev) };
         if let Err(e) = rc.check(|| "reading the current context") {
+            held_green_leave(self.inner.handle);
             lock.release();
             return Err(e);
         }
         // Even when this thread holds the context already, something nested may
         // have made another one current since: check every time.
         let restore = prev != self.inner.handle;
+        let prev_green = may_be_held_green(prev);
         // From here on, dropping `guard` puts `prev` back (if it changes) and
         // releases the lock.
         let guard = Current {
             green: Some(GreenHold {
                 ctx: self.clone(),
                 prev,
+                prev_green,
                 restore,
             }),
         };

@@ -5,7 +5,7 @@ use std::ffi::c_int;
 use std::marker::PhantomData;
 
 use cudars_bindings::cufft as sys;
-use cudars_core::{DeviceView, DeviceViewMut, InvalidKind, Stream};
+use cudars_core::{ContextScope, DeviceView, DeviceViewMut, InvalidKind, Stream, rebind_stream};
 
 use crate::error::{Error, Result, check};
 
@@ -207,7 +207,7 @@ where
             Kind::C2R => 1,
             Kind::C2C => 2,
         }];
-        stream.context().set_current()?;
+        let _scope = ContextScope::for_stream(stream)?;
         let mut handle: sys::cufftHandle = 0;
         // SAFETY: `handle` is valid for writes; `n` holds `rank` sizes; null embeds
         // ask for the packed layout (the strides and distances are then ignored).
@@ -281,31 +281,21 @@ where
     /// [`Error::InvalidArgument`] ([`InvalidKind::OtherDevice`]) for a stream of
     /// another device; cuFFT's error.
     pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
-        if stream.device() != self.stream.device() {
-            return Err(Error::invalid(
-                "binding a cuFFT plan to a stream",
-                InvalidKind::OtherDevice,
-                format!(
-                    "the plan is on device {}, the stream on device {}",
-                    self.stream.device().ordinal(),
-                    stream.device().ordinal()
-                ),
-            ));
-        }
-        // Soundness rule (issue 26, "one user of the plan at a time"): every
-        // execution uses the plan's work area (one per plan), so executions must be totally
-        // ordered whatever stream they are queued on. The new stream waits for
-        // all the work queued so far on the old one before anything is queued
-        // on it; `&mut self` keeps a execution from being queued meanwhile.
-        if !same_stream(stream, &self.stream) {
-            stream.wait_stream(&self.stream)?;
-        }
-        self.stream.context().set_current()?;
-        // SAFETY: a live plan and a live stream of its device.
-        let status = unsafe { sys::cufftSetStream(self.handle, stream.handle().cast()) };
-        check(status, || "binding a cuFFT plan to a stream".into())?;
-        self.stream = stream.clone();
-        Ok(())
+        // Soundness contract, rule 2 (one user of the plan at a time): every
+        // execution uses the plan's work area (one per plan), so executions are
+        // totally ordered whatever stream they are queued on; `rebind_stream`
+        // orders the new stream after the old.
+        let handle = self.handle;
+        rebind_stream(
+            &mut self.stream,
+            stream,
+            "binding a cuFFT plan to a stream",
+            |raw| {
+                // SAFETY: a live plan and a live stream of its device.
+                let status = unsafe { sys::cufftSetStream(handle, raw.cast()) };
+                check(status, || "binding a cuFFT plan to a stream".into())
+            },
+        )
     }
 
     /// Elements of the full (real or complex) arrays and of the half spectrum.
@@ -322,7 +312,7 @@ where
         lens: [(usize, usize, &str); 2],
         devices: [&cudars_core::Device; 2],
         context: &dyn Fn() -> String,
-    ) -> Result<()> {
+    ) -> Result<ContextScope> {
         if self.kind != want {
             return Err(Error::invalid(
                 context(),
@@ -354,8 +344,7 @@ where
                 ),
             ));
         }
-        self.stream.context().set_current()?;
-        Ok(())
+        Ok(ContextScope::for_stream(&self.stream)?)
     }
 
     /// A complex-to-complex transform from `input` into `output`.
@@ -372,7 +361,7 @@ where
     ) -> Result<()> {
         let context = || format!("a {direction:?} complex-to-complex FFT");
         let (full, _) = self.sizes();
-        self.prepare(
+        let scope = self.prepare(
             Kind::C2C,
             [(input.len(), full, "input"), (output.len(), full, "output")],
             [input.device(), output.device()],
@@ -390,6 +379,9 @@ where
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([input.buffer(), output.buffer()], &self.stream)?;
         Ok(())
     }
@@ -405,7 +397,7 @@ where
     ) -> Result<()> {
         let context = || format!("an in-place {direction:?} complex-to-complex FFT");
         let (full, _) = self.sizes();
-        self.prepare(
+        let scope = self.prepare(
             Kind::C2C,
             [(data.len(), full, "data"); 2],
             [data.device(); 2],
@@ -415,6 +407,9 @@ where
         // SAFETY: the view holds the plan's elements on its device, exclusively.
         let status = unsafe { T::c2c(self.handle, p, p, dir(direction)) };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([data.buffer()], &self.stream)?;
         Ok(())
     }
@@ -431,7 +426,7 @@ where
     ) -> Result<()> {
         let context = || "a real-to-complex FFT".to_string();
         let (full, half) = self.sizes();
-        self.prepare(
+        let scope = self.prepare(
             Kind::R2C,
             [(input.len(), full, "input"), (output.len(), half, "output")],
             [input.device(), output.device()],
@@ -447,6 +442,9 @@ where
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([input.buffer(), output.buffer()], &self.stream)?;
         Ok(())
     }
@@ -463,7 +461,7 @@ where
     ) -> Result<()> {
         let context = || "a complex-to-real FFT".to_string();
         let (full, half) = self.sizes();
-        self.prepare(
+        let scope = self.prepare(
             Kind::C2R,
             [(input.len(), half, "input"), (output.len(), full, "output")],
             [input.device(), output.device()],
@@ -479,14 +477,12 @@ where
             )
         };
         check(status, context)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         cudars_core::Buffer::order_frees_after([input.buffer(), output.buffer()], &self.stream)?;
         Ok(())
     }
-}
-
-/// Whether two streams are the same stream (handle and context).
-fn same_stream(a: &Stream, b: &Stream) -> bool {
-    a.handle() == b.handle() && a.context() == b.context()
 }
 
 fn dir(d: Direction) -> c_int {
@@ -508,10 +504,12 @@ where
     // leaked rather than destroyed under them. A leaked plan (`mem::forget`)
     // is a leak, nothing more.
     fn drop(&mut self) {
-        let _ = self.stream.context().set_current();
         if self.stream.sync().is_err() {
             return;
         }
+        // Entered after the wait: cudars-core's operations make their own
+        // context current, and a scope holds a green context's lock.
+        let _scope = ContextScope::for_stream(&self.stream);
         // SAFETY: a live plan, not used after this; no execution is pending
         // (waited for above).
         let _ = unsafe { sys::cufftDestroy(self.handle) };

@@ -1,116 +1,26 @@
-//! The crate's error type: what was being done, and cuFile's or cudars-core's error.
+//! The crate's error type: cudars-core's [`LibraryError`] over cuFile's status.
 
 use std::borrow::Cow;
 
-use cudars_bindings::Unavailable;
 use cudars_bindings::cufile::CufileError;
-use cudars_core::InvalidKind;
+use cudars_core::LibraryError;
 
-/// Everything that can go wrong in this crate.
-///
-/// Each variant says what was being done (`context`); cuFile's error (its code,
-/// name, description, and the CUDA driver's code or the OS error behind it) or
-/// cudars-core's is the [`source`](std::error::Error::source), never repeated in the
-/// message. Print the whole chain with [`report`](Self::report).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// A cuFile call failed; the source is cuFile's status.
-    #[error("{context}")]
-    File {
-        /// What was being done.
-        context: Cow<'static, str>,
-        /// cuFile's error.
-        #[source]
-        source: CufileError,
-    },
-    /// cuFile or one of its entry points is not available (not installed, not
-    /// found, a symbol missing from an older cuFile); the source says which and
-    /// why. Nothing was called.
-    #[error("{context}")]
-    Unavailable {
-        /// What was being done.
-        context: Cow<'static, str>,
-        /// Why the library or entry point cannot be used.
-        #[source]
-        reason: Box<Unavailable>,
-    },
-    /// An argument was rejected before cuFile was called; `kind` says which
-    /// common case it is, for matching.
-    #[error("{context}: {message}")]
-    InvalidArgument {
-        /// What was being done.
-        context: Cow<'static, str>,
-        /// Which kind of mistake.
-        kind: InvalidKind,
-        /// What is wrong with the argument.
-        message: String,
-    },
-    /// A cudars-core operation (a context, a stream synchronisation) failed.
-    #[error(transparent)]
-    Core(#[from] cudars_core::Error),
-}
+/// Everything that can go wrong in this crate: what was being done, and
+/// cuFile's status ([`LibraryError::Library`]), why cuFile could not be called
+/// ([`LibraryError::Unavailable`]), a rejected argument
+/// ([`LibraryError::InvalidArgument`]) or cudars-core's error
+/// ([`LibraryError::Core`]), each level saying its own part once and the cause
+/// as the [`source`](std::error::Error::source). Print the whole chain with
+/// [`report`](LibraryError::report).
+pub type Error = LibraryError<CufileError>;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-impl Error {
-    /// The error and its causes, each once, joined by `": "`: the line to log.
-    pub fn report(&self) -> cudars_core::Report<'_> {
-        cudars_core::Report::new(self)
-    }
-
-    /// cuFile's status, when cuFile returned the error.
-    pub fn status(&self) -> Option<&CufileError> {
-        match self {
-            Self::File { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-
-    /// The kind of argument error, for [`Error::InvalidArgument`] (cudars-core's
-    /// own argument errors included).
-    pub fn invalid_kind(&self) -> Option<InvalidKind> {
-        match self {
-            Self::InvalidArgument { kind, .. } => Some(*kind),
-            Self::Core(e) => e.invalid_kind(),
-            _ => None,
-        }
-    }
-
-    /// Whether cuFile (or cudars-core's driver) was not available.
-    pub fn is_unavailable(&self) -> bool {
-        match self {
-            Self::Unavailable { .. } => true,
-            Self::Core(e) => e.is_unavailable(),
-            _ => false,
-        }
-    }
-
-    pub(crate) fn invalid(
-        context: impl Into<Cow<'static, str>>,
-        kind: InvalidKind,
-        message: impl Into<String>,
-    ) -> Self {
-        Self::InvalidArgument {
-            context: context.into(),
-            kind,
-            message: message.into(),
-        }
-    }
-}
-
 /// cuFile's error with what was being done: an entry point that could not be
-/// called becomes [`Error::Unavailable`].
+/// called becomes [`LibraryError::Unavailable`].
 pub(crate) fn from_status(context: impl Into<Cow<'static, str>>, source: CufileError) -> Error {
-    let context = context.into();
-    match source.unavailable() {
-        Some(reason) => Error::Unavailable {
-            context,
-            reason: Box::new(reason.clone()),
-        },
-        None => Error::File { context, source },
-    }
+    Error::from_status(context, source)
 }
 
 /// Turns a cuFile status into a `Result`, saying what was being done.
@@ -118,6 +28,5 @@ pub(crate) fn check(
     status: cudars_bindings::cufile::CUfileError_t,
     context: impl FnOnce() -> String,
 ) -> Result<()> {
-    use cudars_bindings::IntoResult as _;
-    status.result().map_err(|e| from_status(context(), e))
+    Error::check(status, context)
 }

@@ -7,7 +7,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bytemuck::Pod;
 use cudars_bindings::cufile as sys;
-use cudars_core::{Buffer, DeviceView, DeviceViewMut, Event, EventOptions, InvalidKind, Stream};
+use cudars_core::{
+    Buffer, Context, ContextScope, DeviceView, DeviceViewMut, Event, EventOptions, InvalidKind,
+    Stream,
+};
 
 use crate::driver::Driver;
 use crate::error::{Error, Result, check, from_status};
@@ -134,7 +137,7 @@ impl FileHandle {
     pub fn read<T: Pod>(&self, dst: DeviceViewMut<'_, T>, file_offset: u64) -> Result<usize> {
         let what = Dir::Read.describe(dst.byte_len(), file_offset);
         let offset = file_offset_of(file_offset, &what)?;
-        prepare_sync(dst.buffer())?;
+        let _scope = prepare_sync(dst.buffer())?;
         // SAFETY: `dst` is `byte_len` bytes of device memory, exclusively
         // borrowed for the call; the work queued on it has finished; the handle
         // is registered.
@@ -152,7 +155,7 @@ impl FileHandle {
     pub fn write<T: Pod>(&self, src: DeviceView<'_, T>, file_offset: u64) -> Result<usize> {
         let what = Dir::Write.describe(src.byte_len(), file_offset);
         let offset = file_offset_of(file_offset, &what)?;
-        prepare_sync(src.buffer())?;
+        let _scope = prepare_sync(src.buffer())?;
         // SAFETY: `src` is `byte_len` readable bytes of device memory, borrowed
         // for the call; the work queued on it has finished; the handle is
         // registered.
@@ -224,7 +227,6 @@ impl FileHandle {
                 ),
             ));
         }
-        stream.context().set_current()?;
         // Transfers whose streams have moved on since release what they held.
         settle_finished();
         // Made before the transfer is queued, so that once it is, nothing but
@@ -244,6 +246,9 @@ impl FileHandle {
             Dir::Read => sys::cuFileReadAsync,
             Dir::Write => sys::cuFileWriteAsync,
         };
+        // The stream's context for cuFile's call alone (cudars-core's own
+        // operations around it make their own context current).
+        let scope = ContextScope::for_stream(stream)?;
         // SAFETY: the memory is `bytes` bytes of device memory on the stream's
         // device, borrowed (exclusively for a read) while the `PendingIo`
         // lives, and its free is ordered after this work below (which holds if
@@ -262,6 +267,7 @@ impl FileHandle {
                 stream.handle().cast(),
             )
         };
+        drop(scope);
         // Nothing was queued on failure: the transfer's state may go.
         check(status, || format!("{what}, ordered on a stream"))?;
         // From here on the stream owns a use of `op`: it is released only
@@ -505,22 +511,23 @@ fn file_offset_of(file_offset: u64, what: &str) -> Result<sys::off_t> {
     })
 }
 
-/// Makes the context of `buf`'s memory current: its free stream's, else its
-/// device's primary context.
-pub(crate) fn make_current(buf: &Buffer) -> Result<()> {
-    match buf.free_stream() {
-        Some(free) => free.context().set_current()?,
-        None => buf.device().set_current()?,
-    }
-    Ok(())
+/// Makes the context of `buf`'s memory current for the returned scope: its
+/// free stream's, else its device's primary context.
+pub(crate) fn make_current(buf: &Buffer) -> Result<ContextScope> {
+    Ok(match buf.free_stream() {
+        Some(free) => ContextScope::for_stream(free)?,
+        None => ContextScope::enter(&Context::primary(buf.device())?)?,
+    })
 }
 
-/// Before a synchronous transfer: the buffer's context current, and the work
-/// cudars-core queued on the buffer (ordered before its free) finished.
-fn prepare_sync(buf: &Buffer) -> Result<()> {
-    make_current(buf)?;
+/// Before a synchronous transfer: the buffer's context current (for the
+/// returned scope), and the work cudars-core queued on the buffer (ordered
+/// before its free) finished.
+fn prepare_sync(buf: &Buffer) -> Result<ContextScope> {
+    // The wait first: cudars-core's operations make their own context current,
+    // and a scope holds a green context's lock.
     if let Some(free) = buf.free_stream() {
         free.sync()?;
     }
-    Ok(())
+    make_current(buf)
 }

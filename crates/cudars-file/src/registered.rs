@@ -48,7 +48,7 @@ impl<T: Pod> RegisteredBuffer<T> {
     /// buffer's context current. The buffer is dropped (freed in stream order).
     pub fn new(driver: &Driver, buf: DeviceBuffer<T>) -> Result<Self> {
         let (ptr, bytes) = (buf.view().ptr(), buf.view().byte_len());
-        crate::handle::make_current(buf.as_buffer())?;
+        let _scope = crate::handle::make_current(buf.as_buffer())?;
         // SAFETY: `ptr` is `bytes` bytes of device memory that `Self` owns
         // until it deregisters them (or leaks both); the driver is open.
         let status = unsafe { sys::cuFileBufRegister(ptr as *const _, bytes, 0) };
@@ -103,10 +103,12 @@ impl<T: Pod> RegisteredBuffer<T> {
     /// deregisters it. Called once, by `into_inner` or drop.
     fn deregister(&mut self) -> Result<()> {
         let buffer = self.buf.as_buffer();
-        crate::handle::make_current(buffer)?;
         if let Some(free) = buffer.free_stream() {
             free.sync()?;
         }
+        // Entered after the wait (cudars-core's operations make their own
+        // context current, and a scope holds a green context's lock).
+        let _scope = crate::handle::make_current(buffer)?;
         // SAFETY: registered in `new`, deregistered once (by the one caller
         // that consumes `self`), while the memory is still allocated and no
         // transfer is queued on it (waited for above; the caller's `&mut`

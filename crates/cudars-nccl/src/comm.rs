@@ -4,7 +4,7 @@ use std::ffi::CString;
 use std::ptr;
 
 use cudars_bindings::nccl as sys;
-use cudars_core::{Device, InvalidKind};
+use cudars_core::{Context, ContextScope, Device, InvalidKind};
 
 use crate::error::{Error, Result, check};
 use crate::id::UniqueId;
@@ -199,11 +199,12 @@ impl Communicator {
                 format!("{n} ranks are too many"),
             )
         })?;
-        for d in devices {
-            // Each device's primary context exists and is the one NCCL uses.
-            d.set_current()?;
-        }
-        devices[0].set_current()?;
+        // Each device's primary context exists and is the one NCCL uses.
+        let primaries = devices
+            .iter()
+            .map(Context::primary)
+            .collect::<cudars_core::Result<Vec<_>>>()?;
+        let _scope = ContextScope::enter(&primaries[0])?;
         let mut raw = vec![ptr::null_mut(); n];
         // SAFETY: `raw` holds `n` writable handles and `ordinals` `n` device ordinals.
         let status = unsafe { sys::ncclCommInitAll(raw.as_mut_ptr(), count, ordinals.as_ptr()) };
@@ -253,7 +254,7 @@ impl Communicator {
         };
         let (n, r) = check_rank(nranks, rank, &context)?;
         let mut config = RawConfig::new(config, &context)?;
-        device.set_current()?;
+        let _scope = primary_scope(device)?;
         let mut raw = ptr::null_mut();
         // SAFETY: `raw` is writable; the id is a valid `ncclUniqueId` passed by
         // value; `config.raw` is initialised as NCCL_CONFIG_INITIALIZER does and
@@ -321,9 +322,9 @@ impl Communicator {
             colors.push((color, key));
         }
         let mut raws = vec![ptr::null_mut(); comms.len()];
-        crate::group::grouped(&context, || {
+        grouped(&context, || {
             for ((comm, &(color, key)), raw) in comms.iter().zip(&colors).zip(&mut raws) {
-                comm.device.set_current()?;
+                let _scope = primary_scope(&comm.device)?;
                 // SAFETY: a live communicator; `raw` is writable; a null config
                 // inherits this communicator's.
                 let status =
@@ -401,7 +402,7 @@ impl Communicator {
     /// (`ncclCommGetAsyncError`): a network failure or a remote rank's abort, say.
     ///
     /// # Errors
-    /// The asynchronous error as [`Error::Nccl`]; NCCL's error asking for it.
+    /// The asynchronous error as [`Error::Library`](cudars_core::LibraryError::Library); NCCL's error asking for it.
     pub fn async_error(&self) -> Result<()> {
         let mut state = sys::ncclSuccess;
         // SAFETY: a live communicator; `state` is writable.
@@ -427,7 +428,7 @@ impl Communicator {
     /// # Errors
     /// NCCL's error.
     pub fn finalize(&self) -> Result<()> {
-        self.device.set_current()?;
+        let _scope = primary_scope(&self.device)?;
         // SAFETY: a live communicator.
         let status = unsafe { sys::ncclCommFinalize(self.raw) };
         check(status, || {
@@ -442,6 +443,7 @@ impl Communicator {
     /// NCCL's error; the handle is gone either way.
     pub fn destroy(self) -> Result<()> {
         let rank = self.rank;
+        let _scope = primary_scope(&self.device).ok();
         let raw = self.release();
         // SAFETY: a live communicator, not used after this.
         let status = unsafe { sys::ncclCommDestroy(raw) };
@@ -458,6 +460,7 @@ impl Communicator {
     /// NCCL's error; the handle is gone either way.
     pub fn abort(self) -> Result<()> {
         let rank = self.rank;
+        let _scope = primary_scope(&self.device).ok();
         let raw = self.release();
         // SAFETY: a live communicator, not used after this.
         let status = unsafe { sys::ncclCommAbort(raw) };
@@ -466,9 +469,8 @@ impl Communicator {
         })
     }
 
-    /// Makes the device current and gives up ownership of the handle.
+    /// Gives up ownership of the handle.
     fn release(self) -> sys::ncclComm_t {
-        let _ = self.device.set_current();
         let raw = self.raw;
         std::mem::forget(self);
         raw
@@ -477,13 +479,45 @@ impl Communicator {
 
 impl Drop for Communicator {
     fn drop(&mut self) {
-        let _ = self.device.set_current();
+        let _scope = primary_scope(&self.device);
         // SAFETY: a live communicator, not used after this.
         let _ = unsafe { sys::ncclCommDestroy(self.raw) };
     }
 }
 
+/// Runs `f` between `ncclGroupStart` and `ncclGroupEnd`; the group is ended
+/// even when `f` fails or panics. `f`'s error comes first.
+pub(crate) fn grouped<R>(context: &dyn Fn() -> String, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    struct End(bool);
+    impl Drop for End {
+        fn drop(&mut self) {
+            if self.0 {
+                // SAFETY: a group this thread started (only reached on a panic).
+                let _ = unsafe { sys::ncclGroupEnd() };
+            }
+        }
+    }
+    // SAFETY: starts a group on this thread; ended below or by `End` on a panic.
+    let status = unsafe { sys::ncclGroupStart() };
+    check(status, || format!("{}: starting a NCCL group", context()))?;
+    let mut end = End(true);
+    let r = f();
+    end.0 = false;
+    // SAFETY: ends the group started above.
+    let status = unsafe { sys::ncclGroupEnd() };
+    let ended = check(status, || format!("{}: ending a NCCL group", context()));
+    let r = r?;
+    ended?;
+    Ok(r)
+}
+
 /// Checks the devices of [`Communicator::init_all`]: at least one, none twice.
+/// The device's primary context (the one NCCL creates its communicators in
+/// and makes its own calls in), current for the scope.
+pub(crate) fn primary_scope(device: &Device) -> cudars_core::Result<ContextScope> {
+    ContextScope::enter(&Context::primary(device)?)
+}
+
 fn check_devices(devices: &[Device], context: &dyn Fn() -> String) -> Result<()> {
     if devices.is_empty() {
         return Err(Error::invalid(

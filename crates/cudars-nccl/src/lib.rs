@@ -38,10 +38,12 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod collectives;
 mod comm;
 mod error;
 mod group;
 mod id;
+mod op;
 mod types;
 
 pub use comm::{CommConfig, Communicator};
@@ -56,5 +58,5 @@ pub use types::{CustomOp, Element, ReduceOp, Reduction};
 /// [`Error::Unavailable`] when NCCL cannot be loaded; NCCL's error.
 pub fn version() -> Result<(i32, i32, i32)> {
     cudars_bindings::nccl::version()
-        .map_err(|source| Error::from_nccl(source, "asking NCCL for its version"))
+        .map_err(|source| error::from_nccl(source, "asking NCCL for its version"))
 }

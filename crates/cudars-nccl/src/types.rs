@@ -213,7 +213,7 @@ impl<T: Element> CustomOp<'_, T> {
     }
 
     fn destroy_raw(&self) -> sys::ncclResult_t {
-        let _ = self.comm.device().set_current();
+        let _scope = crate::comm::primary_scope(self.comm.device());
         // SAFETY: an operator this communicator made, not used after this: every
         // operation given it borrowed `self` until NCCL returned from its issue.
         unsafe { sys::ncclRedOpDestroy(self.raw, self.comm.raw) }
@@ -258,7 +258,7 @@ impl Communicator {
                 self.rank()
             )
         };
-        self.device().set_current()?;
+        let _scope = crate::comm::primary_scope(self.device())?;
         let mut value = scalar;
         let mut raw = sys::ncclRedOp_t(0);
         // SAFETY: a live communicator; `raw` is writable; with

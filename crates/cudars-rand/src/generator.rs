@@ -3,7 +3,7 @@
 use std::ptr;
 
 use cudars_bindings::curand as sys;
-use cudars_core::{DeviceBuffer, DeviceViewMut, InvalidKind, Stream};
+use cudars_core::{ContextScope, DeviceBuffer, DeviceViewMut, InvalidKind, Stream, rebind_stream};
 
 use crate::error::{Error, Result, check};
 
@@ -137,17 +137,17 @@ impl Generator {
     /// # Errors
     /// [`Error::Unavailable`] when cuRAND cannot be loaded; cuRAND's error.
     pub fn new(kind: RngKind, stream: &Stream) -> Result<Self> {
-        stream.context().set_current()?;
+        let _scope = ContextScope::for_stream(stream)?;
         let mut raw = ptr::null_mut();
         // SAFETY: `raw` is valid for writes; the stream's context is current.
         let status = unsafe { sys::curandCreateGenerator(&mut raw, kind.raw()) };
         check(status, || format!("creating a {kind:?} cuRAND generator"))?;
-        let mut g = Self {
+        let g = Self {
             raw,
             kind,
             stream: stream.clone(),
         };
-        g.bind(stream)?;
+        bind(g.raw, stream.handle())?;
         Ok(g)
     }
 
@@ -176,7 +176,7 @@ impl Generator {
     /// # Errors
     /// cuRAND's error.
     pub fn set_seed(&mut self, seed: u64) -> Result<()> {
-        self.stream.context().set_current()?;
+        let _scope = ContextScope::for_stream(&self.stream)?;
         // SAFETY: a live generator.
         let status = unsafe { sys::curandSetPseudoRandomGeneratorSeed(self.raw, seed) };
         check(status, || "seeding a cuRAND generator".into())?;
@@ -191,7 +191,7 @@ impl Generator {
     /// # Errors
     /// cuRAND's error.
     pub fn set_offset(&mut self, offset: u64) -> Result<()> {
-        self.stream.context().set_current()?;
+        let _scope = ContextScope::for_stream(&self.stream)?;
         // SAFETY: a live generator.
         let status = unsafe { sys::curandSetGeneratorOffset(self.raw, offset) };
         check(status, || {
@@ -207,38 +207,27 @@ impl Generator {
     /// [`Error::InvalidArgument`] ([`InvalidKind::OtherDevice`]) for a stream of
     /// another device; cuRAND's error.
     pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
-        if stream.device() != self.stream.device() {
-            return Err(Error::invalid(
-                "binding a cuRAND generator to a stream",
-                InvalidKind::OtherDevice,
-                format!(
-                    "the generator is on device {}, the stream on device {}",
-                    self.stream.device().ordinal(),
-                    stream.device().ordinal()
-                ),
-            ));
-        }
-        // Soundness rule (issue 26, "one user of the generator at a time"): every
-        // generation uses the generator's device state (its position in the sequence), so generations must be totally
-        // ordered whatever stream they are queued on. The new stream waits for
-        // all the work queued so far on the old one before anything is queued
-        // on it; `&mut self` keeps a generation from being queued meanwhile.
-        if !same_stream(stream, &self.stream) {
-            stream.wait_stream(&self.stream)?;
-        }
-        self.bind(stream)?;
-        self.stream = stream.clone();
-        Ok(())
+        // Soundness contract, rule 2 (one user of the generator at a time):
+        // every generation uses the generator's device state (its position in
+        // the sequence), so generations are totally ordered whatever stream
+        // they are queued on; `rebind_stream` orders the new stream after the
+        // old.
+        let raw = self.raw;
+        rebind_stream(
+            &mut self.stream,
+            stream,
+            "binding a cuRAND generator to a stream",
+            |handle| bind(raw, handle),
+        )
     }
 
-    fn bind(&mut self, stream: &Stream) -> Result<()> {
-        stream.context().set_current()?;
-        // SAFETY: a live generator and a live stream of its device.
-        let status = unsafe { sys::curandSetStream(self.raw, stream.handle().cast()) };
-        check(status, || "binding a cuRAND generator to a stream".into())
-    }
-
-    fn prepare<T>(&self, out: &DeviceViewMut<'_, T>, what: &dyn Fn() -> String) -> Result<()>
+    /// Checks that `out` is on the generator's device and makes its context
+    /// current for as long as the returned scope lives.
+    fn prepare<T>(
+        &self,
+        out: &DeviceViewMut<'_, T>,
+        what: &dyn Fn() -> String,
+    ) -> Result<ContextScope>
     where
         T: bytemuck::Pod,
     {
@@ -253,8 +242,7 @@ impl Generator {
                 ),
             ));
         }
-        self.stream.context().set_current()?;
-        Ok(())
+        Ok(ContextScope::for_stream(&self.stream)?)
     }
 
     /// Fills `out` with uniform numbers in `(0, 1]`.
@@ -265,7 +253,7 @@ impl Generator {
     pub fn fill_uniform<T: Real>(&mut self, mut out: DeviceViewMut<'_, T>) -> Result<()> {
         let len = out.len();
         let what = || format!("filling {len} {} with uniform numbers", T::NAME);
-        self.prepare(&out, &what)?;
+        let scope = self.prepare(&out, &what)?;
         if out.is_empty() {
             return Ok(());
         }
@@ -273,6 +261,9 @@ impl Generator {
         // SAFETY: `out` holds `n` elements on the generator's device, exclusively borrowed.
         let status = unsafe { T::uniform(self.raw, p, n) };
         check(status, what)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         Ok(out.buffer().order_free_after(&self.stream)?)
     }
 
@@ -283,7 +274,7 @@ impl Generator {
     pub fn fill_u32(&mut self, mut out: DeviceViewMut<'_, u32>) -> Result<()> {
         let len = out.len();
         let what = || format!("filling {len} u32 with random bits");
-        self.prepare(&out, &what)?;
+        let scope = self.prepare(&out, &what)?;
         if out.is_empty() {
             return Ok(());
         }
@@ -291,6 +282,9 @@ impl Generator {
         // SAFETY: `out` holds `n` elements on the generator's device, exclusively borrowed.
         let status = unsafe { sys::curandGenerate(self.raw, p, n) };
         check(status, what)?;
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before ordering frees, which may take other contexts'.
+        drop(scope);
         Ok(out.buffer().order_free_after(&self.stream)?)
     }
 
@@ -346,7 +340,7 @@ impl Generator {
                 ),
             ));
         }
-        self.prepare(&out, &what)?;
+        let scope = self.prepare(&out, &what)?;
         let even = len & !1;
         if even > 0 {
             let p = out.view_ptr();
@@ -355,11 +349,17 @@ impl Generator {
             let status = unsafe { f(self.raw, p, even, mean, stddev) };
             check(status, what)?;
         }
+        // The library's calls are queued: leave the context (and a green
+        // context's lock) before cudars-core's operations, which make their own
+        // context current and may take other contexts' locks.
+        drop(scope);
         if len % 2 == 1 {
             let mut pair = DeviceBuffer::<T>::allocate(self.stream.device(), 2, &self.stream)?;
             let p = pair.view_mut().view_ptr();
+            let scope = ContextScope::for_stream(&self.stream)?;
             // SAFETY: `pair` holds 2 elements on the generator's device.
             let status = unsafe { f(self.raw, p, 2, mean, stddev) };
+            drop(scope);
             check(status, what)?;
             out.slice_mut(even..)?
                 .copy_from(pair.slice(..1)?, &self.stream)?;
@@ -377,7 +377,7 @@ impl Generator {
 
 impl Drop for Generator {
     fn drop(&mut self) {
-        let _ = self.stream.context().set_current();
+        let _scope = ContextScope::for_stream(&self.stream);
         // SAFETY: a live generator, not used after this. cuRAND waits for the work
         // queued with it on its current stream before freeing its state, and that
         // stream is after every earlier one (`set_stream` orders them), so no
@@ -397,7 +397,10 @@ impl<T: bytemuck::Pod> ViewPtr<T> for DeviceViewMut<'_, T> {
     }
 }
 
-/// Whether two streams are the same stream (handle and context).
-fn same_stream(a: &Stream, b: &Stream) -> bool {
-    a.handle() == b.handle() && a.context() == b.context()
+/// Binds `raw` to the stream `stream`; the caller has the stream's context
+/// current.
+fn bind(raw: sys::curandGenerator_t, stream: cudars_bindings::driver::CUstream) -> Result<()> {
+    // SAFETY: a live generator and a live stream of its device.
+    let status = unsafe { sys::curandSetStream(raw, stream.cast()) };
+    check(status, || "binding a cuRAND generator to a stream".into())
 }

@@ -14,28 +14,28 @@ pub(super) enum Kind {
 }
 
 /// One C API.
-pub(super) struct Api {
+pub(crate) struct Api {
     /// The Rust module (and cargo feature) name.
-    pub(super) module: &'static str,
+    pub(crate) module: &'static str,
     /// The header bindgen reads (and those whose items it keeps).
-    pub(super) headers: &'static [&'static str],
+    pub(crate) headers: &'static [&'static str],
     /// Extra headers whose items are kept (types the API uses).
     pub(super) extra_files: &'static [&'static str],
     /// Extra headers read for `#define` name mappings.
     pub(super) kind: Kind,
     /// The type every call returns (and the fallback is built from).
-    pub(super) result_type: &'static str,
+    pub(crate) result_type: &'static str,
     /// Whether bindgen's layout checks are kept.
     pub(super) layout_tests: bool,
     /// The NVIDIA documentation of the API.
-    pub(super) docs: &'static str,
+    pub(crate) docs: &'static str,
     /// Whether the library is versioned by CUDA major (`libcudart.so.12` and
     /// `.so.13` are different libraries with different ABIs), so that an entry
     /// resolves only against a library of a major whose headers give its shape.
-    pub(super) by_major: bool,
+    pub(crate) by_major: bool,
 }
 
-pub(super) const APIS: [Api; 13] = [
+pub(crate) const APIS: [Api; 13] = [
     Api {
         module: "driver",
         // OpenGL interop (`cuGraphicsGLRegisterBuffer`, …) is in the driver

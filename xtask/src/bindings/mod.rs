@@ -45,7 +45,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use self::apis::{APIS, LINUX_ONLY, Os};
+pub(crate) use self::apis::APIS;
+use self::apis::{LINUX_ONLY, Os};
 use self::merge::{align_entries, assemble};
 use self::parse::parse_api;
 use self::render::render_per_os;

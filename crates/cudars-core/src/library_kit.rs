@@ -1,0 +1,484 @@
+//! The kit the library crates (cudars-blas, cudars-rand, cudars-fft,
+//! cudars-nccl, cudars-file) share: one error shape ([`LibraryError`]), one way
+//! to make a stream's context current for a scope ([`ContextScope`], green
+//! contexts included) and one way to move a library handle to another stream
+//! ([`rebind_stream`]).
+//!
+//! A library crate is a thin layer: its handle type owns the library's handle
+//! and the [`Stream`] it is bound to, each method checks its arguments, enters
+//! the stream's context with a [`ContextScope`] and calls the library, and its
+//! `Error` is `LibraryError<TheLibrarysStatus, ItsExtras>`
+//! (`docs/adding-a-library.md` lists everything else a new one touches).
+//!
+//! ```
+//! use cudars_core::{ContextScope, Device, StreamOptions};
+//!
+//! # fn main() -> cudars_core::Result<()> {
+//! # if Device::count().unwrap_or(0) == 0 { return Ok(()); }
+//! let stream = Device::new(0)?.create_stream(StreamOptions::default())?;
+//! {
+//!     let _scope = ContextScope::enter(stream.context())?;
+//!     // a library call that uses the current context (cublasCreate, …)
+//! }
+//! // the context that was current before is current again
+//! # Ok(()) }
+//! ```
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::marker::PhantomData;
+
+use cudars_bindings::driver as sys;
+use cudars_bindings::{IntoResult, StatusError, Unavailable};
+
+use crate::context::{self, Current};
+use crate::error::Check as _;
+use crate::{Context, Error, InvalidKind, Report, Stream};
+
+/// The error of a library crate: `S` is the library's status error (cuBLAS's
+/// `CublasError`, NCCL's `NcclError`, …), `X` the crate's own extra cases
+/// ([`Infallible`] when it has none).
+///
+/// Each variant says what was being done (`context`); the library's status,
+/// why it could not be called, or cudars-core's error is the
+/// [`source`](std::error::Error::source), never repeated in the message. Print
+/// the whole chain with [`report`](Self::report). A library crate names it
+/// with a type alias (`pub type Error = LibraryError<CublasError, LtError>;`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LibraryError<S, X = Infallible> {
+    /// A library call failed; the source is the library's status. `detail` is
+    /// the library's own account of the failure, when it gives one (NCCL's
+    /// `ncclGetLastError`).
+    #[error("{context}{}", detail.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Library {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// The library's own message about the failure, when it had one.
+        detail: Option<String>,
+        /// The library's error: its status code, name and description.
+        #[source]
+        source: S,
+    },
+    /// The library or one of its entry points is not available (not installed,
+    /// not found, a symbol missing, a CUDA major the bindings do not know); the
+    /// source says which and why. Nothing was called.
+    #[error("{context}")]
+    Unavailable {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// Why the library or entry point cannot be used.
+        #[source]
+        reason: Box<Unavailable>,
+    },
+    /// The loaded library predates the entry point the call needs, which it
+    /// added in release `needs` (major, minor). The source says which symbol is
+    /// missing from which file. Nothing was called.
+    #[error("{context}: needs {} {}.{} or later", reason.api(), needs.0, needs.1)]
+    TooOld {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// The release (major, minor) that added the entry point.
+        needs: (u32, u32),
+        /// The missing entry point.
+        #[source]
+        reason: Box<Unavailable>,
+    },
+    /// An argument was rejected before the library was called; `kind` says
+    /// which common case it is, for matching.
+    #[error("{context}: {message}")]
+    InvalidArgument {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// Which kind of mistake.
+        kind: InvalidKind,
+        /// What is wrong with the argument.
+        message: String,
+    },
+    /// A cudars-core operation (a context, a stream, an allocation) failed.
+    #[error(transparent)]
+    Core(#[from] Error),
+    /// One of the crate's own cases (`X`).
+    #[error(transparent)]
+    Extra(X),
+}
+
+impl<S, X> LibraryError<S, X>
+where
+    S: std::error::Error + 'static,
+    X: std::error::Error + 'static,
+{
+    /// The error and its causes, each once, joined by `": "`: the line to log.
+    pub fn report(&self) -> Report<'_> {
+        Report::new(self)
+    }
+}
+
+impl<S, X> LibraryError<S, X> {
+    /// The library's status, when the library returned the error.
+    pub fn status(&self) -> Option<&S> {
+        match self {
+            Self::Library { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The kind of argument error, for [`InvalidArgument`](Self::InvalidArgument)
+    /// (cudars-core's own argument errors included).
+    pub fn invalid_kind(&self) -> Option<InvalidKind> {
+        match self {
+            Self::InvalidArgument { kind, .. } => Some(*kind),
+            Self::Core(e) => e.invalid_kind(),
+            _ => None,
+        }
+    }
+
+    /// Whether the library (or cudars-core's driver) was not available, or
+    /// lacked an entry point ([`TooOld`](Self::TooOld)).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Unavailable { .. } | Self::TooOld { .. } => true,
+            Self::Core(e) => e.is_unavailable(),
+            _ => false,
+        }
+    }
+
+    /// An [`InvalidArgument`](Self::InvalidArgument) error.
+    pub fn invalid(
+        context: impl Into<Cow<'static, str>>,
+        kind: InvalidKind,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::InvalidArgument {
+            context: context.into(),
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// `self` as [`TooOld`](Self::TooOld) when it says the loaded library lacks
+    /// the entry point (a release before `needs`); any other error unchanged.
+    pub fn needing(self, needs: (u32, u32)) -> Self {
+        match self {
+            Self::Unavailable { context, reason }
+                if matches!(*reason, Unavailable::Symbol { .. }) =>
+            {
+                Self::TooOld {
+                    context,
+                    needs,
+                    reason,
+                }
+            }
+            e => e,
+        }
+    }
+}
+
+impl<S: StatusError, X> LibraryError<S, X> {
+    /// The library's status with what was being done: an entry point that
+    /// could not be called becomes [`Unavailable`](Self::Unavailable), any other
+    /// status [`Library`](Self::Library) (with no detail; see
+    /// [`with_detail`](Self::with_detail)).
+    pub fn from_status(context: impl Into<Cow<'static, str>>, source: S) -> Self {
+        let context = context.into();
+        match source.unavailable() {
+            Some(reason) => Self::Unavailable {
+                context,
+                reason: Box::new(reason.clone()),
+            },
+            None => Self::Library {
+                context,
+                detail: None,
+                source,
+            },
+        }
+    }
+
+    /// Turns a status code into a `Result`, saying what was being done (only
+    /// asked when the call failed), as [`from_status`](Self::from_status).
+    ///
+    /// # Errors
+    /// Every code other than the library's success code.
+    pub fn check<C>(code: C, context: impl FnOnce() -> String) -> Result<(), Self>
+    where
+        C: IntoResult<Error = S>,
+    {
+        code.result()
+            .map_err(|source| Self::from_status(context(), source))
+    }
+
+    /// [`check`](Self::check) for an entry point the library added in release
+    /// `needs` (major, minor): a library that lacks it gives
+    /// [`TooOld`](Self::TooOld), naming that release.
+    ///
+    /// # Errors
+    /// As [`check`](Self::check).
+    pub fn check_since<C>(
+        code: C,
+        needs: (u32, u32),
+        context: impl FnOnce() -> String,
+    ) -> Result<(), Self>
+    where
+        C: IntoResult<Error = S>,
+    {
+        Self::check(code, context).map_err(|e| e.needing(needs))
+    }
+
+    /// `self` with the library's own account of the failure (asked only for a
+    /// [`Library`](Self::Library) error, right after the failing call).
+    #[must_use]
+    pub fn with_detail(mut self, detail: impl FnOnce() -> Option<String>) -> Self {
+        if let Self::Library { detail: d, .. } = &mut self {
+            *d = detail();
+        }
+        self
+    }
+}
+
+/// A context made current on this thread for a scope: on drop, what was current
+/// before is current again. Green contexts are accepted
+/// ([`Context::set_current`] refuses them): for one, the scope holds the
+/// context's lock, so no other thread has it current meanwhile.
+///
+/// What a library call needs (cuBLAS, cuFFT, cuRAND and NCCL create their
+/// handles in, and run on, the calling thread's current context): enter the
+/// stream's context, make the calls, drop the scope. Keep the scope to the
+/// library's calls: cudars-core's own operations make their own context
+/// current (some a device's primary context), and one that touches another
+/// green context (ordering a buffer's free on its stream, say) takes that
+/// context's lock, so two threads that each hold one green context's scope
+/// while waiting for the other's would wait for ever. The scope's drop puts
+/// back what was current before it in any case.
+///
+/// Soundness contract, rule 11 (`docs/architecture.md`): a green context is
+/// current on one thread at a time, and only while that thread holds its lock.
+/// The scope holds the lock from entry to drop, and puts back a green context
+/// that was current before only while this thread still holds it (otherwise it
+/// makes the device's primary context current). Scopes nest (a thread may enter a green context
+/// it holds again) and are meant to be dropped in the reverse order of their
+/// making; dropped in another order, the context left current may differ from
+/// the one before, which is safe: every operation of these crates makes its
+/// own context current first.
+///
+/// `!Send`: the scope is about the thread that made it.
+///
+/// ```compile_fail
+/// fn send<T: Send>() {}
+/// send::<cudars_core::ContextScope>();
+/// ```
+///
+/// Forgetting it (`mem::forget`) is safe, as forgetting a `MutexGuard` is: the
+/// context stays current on this thread and, for a green context, stays held
+/// by it, so other threads that use that green context wait for ever (a
+/// deadlock, not undefined behaviour); the context itself is never destroyed
+/// (a leak the caller chose). No other guard or operation relies on this
+/// scope's drop running.
+#[must_use = "the context is only current while the scope lives"]
+pub struct ContextScope {
+    /// The context (kept alive while it may be current).
+    ctx: Context,
+    /// For a green context: the crate's own guard (the lock).
+    green: Option<Current>,
+    /// What was current before, and whether it is a green context this thread
+    /// held.
+    prev: (sys::CUcontext, bool),
+    _not_send: PhantomData<*const ()>,
+}
+
+impl std::fmt::Debug for ContextScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContextScope")
+            .field("context", &self.ctx)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ContextScope {
+    /// Makes `ctx` current on this thread until the scope is dropped. For a
+    /// green context this waits until no other thread holds it.
+    ///
+    /// # Errors
+    /// The driver's error (reading or setting the current context).
+    pub fn enter(ctx: &Context) -> crate::Result<Self> {
+        let mut prev: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `prev` is valid for writes.
+        unsafe { sys::cuCtxGetCurrent(&mut prev) }.check(|| "reading the current context")?;
+        let prev = (prev, context::may_be_held_green(prev));
+        if ctx.is_green() {
+            let green = ctx.ensure_current()?;
+            return Ok(Self {
+                ctx: ctx.clone(),
+                green: Some(green),
+                prev,
+                _not_send: PhantomData,
+            });
+        }
+        let rc = if prev.0 != ctx.handle() {
+            // SAFETY: a live context that is not green (clones keep it alive).
+            unsafe { sys::cuCtxSetCurrent(ctx.handle()) }
+        } else {
+            sys::CUDA_SUCCESS
+        };
+        // What this thread has current, for cudars-core's own calls.
+        context::set_current_result(ctx.handle(), rc).check(|| "making a context current")?;
+        Ok(Self {
+            ctx: ctx.clone(),
+            green: None,
+            prev,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// [`enter`](Self::enter) `stream`'s context.
+    ///
+    /// # Errors
+    /// As [`enter`](Self::enter).
+    pub fn for_stream(stream: &Stream) -> crate::Result<Self> {
+        Self::enter(stream.context())
+    }
+
+    /// The context this scope made current.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+impl Drop for ContextScope {
+    fn drop(&mut self) {
+        // What was current before, whatever the scope's code made current
+        // meanwhile (cudars-core's operations make their own context current),
+        // put back while a green context's lock is still held; then the green
+        // guard releases it (restoring the same, or nothing).
+        let (prev, prev_green) = self.prev;
+        context::restore_current(prev, prev_green, self.ctx.device());
+        drop(self.green.take());
+    }
+}
+
+/// Moves a library handle bound to `bound` onto `to`: the one place the library
+/// crates do it (`cublasSetStream`, `cufftSetStream`, `curandSetStream`, …).
+///
+/// Soundness contract, rule 2: what a handle's calls share (a cuBLAS
+/// workspace, a cuFFT work area, a cuRAND generator's state) is used by one
+/// call at a time, so the calls must be totally ordered whatever stream they
+/// are queued on. This checks that `to` is on the same device (a typed
+/// [`InvalidArgument`](LibraryError::InvalidArgument), [`InvalidKind::OtherDevice`],
+/// naming `what`), makes `to` wait for everything queued so far on `bound`
+/// (nothing when they are one queue, rule 5; the whole context when `bound` is
+/// a per-thread default stream, whose queue depends on the thread that used
+/// it), enters `to`'s context and calls `bind` with `to`'s handle; on success
+/// `bound` becomes `to`. The caller's `&mut` keeps anything from being queued
+/// with the handle meanwhile.
+///
+/// # Errors
+/// The device check's error, cudars-core's error (the wait, the context), and
+/// `bind`'s.
+pub fn rebind_stream<S, X>(
+    bound: &mut Stream,
+    to: &Stream,
+    what: &str,
+    bind: impl FnOnce(sys::CUstream) -> Result<(), LibraryError<S, X>>,
+) -> Result<(), LibraryError<S, X>> {
+    if to.device() != bound.device() {
+        return Err(LibraryError::invalid(
+            what.to_owned(),
+            InvalidKind::OtherDevice,
+            format!(
+                "bound to a stream of device {}, asked to move to one of device {}",
+                bound.device().ordinal(),
+                to.device().ordinal()
+            ),
+        ));
+    }
+    if bound.is_per_thread_default() {
+        bound.context().sync()?;
+    } else if !to.is_same_queue(bound) {
+        to.wait_stream(bound)?;
+    }
+    let _scope = ContextScope::for_stream(to)?;
+    bind(to.handle())?;
+    *bound = to.clone();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use cudars_bindings::ApiKind;
+    use cudars_bindings::nvrtc::{NVRTC_ERROR_COMPILATION, NvrtcError};
+    use std::error::Error as _;
+
+    type E = LibraryError<NvrtcError>;
+
+    #[test]
+    fn each_level_says_its_own_part_once() {
+        let e = E::from_status(
+            "compiling a kernel",
+            NvrtcError::new(NVRTC_ERROR_COMPILATION),
+        );
+        assert!(matches!(e, E::Library { detail: None, .. }), "{e:?}");
+        assert_eq!(e.to_string(), "compiling a kernel");
+        let source = e.source().unwrap().to_string();
+        assert!(
+            source.starts_with("NVRTC_ERROR_COMPILATION (6)"),
+            "{source}"
+        );
+        assert_eq!(e.status().unwrap().code(), NVRTC_ERROR_COMPILATION);
+        assert_eq!(
+            e.report().to_string(),
+            format!("compiling a kernel: {source}")
+        );
+        // The library's own account joins the message, the status stays the source.
+        let e = e.with_detail(|| Some("NVRTC: line 3".into()));
+        assert_eq!(e.to_string(), "compiling a kernel (NVRTC: line 3)");
+        assert!(e.source().is_some());
+        assert!(!e.is_unavailable());
+        assert_eq!(e.invalid_kind(), None);
+    }
+
+    #[test]
+    fn checks_pass_success_and_name_what_was_done() {
+        use cudars_bindings::nvrtc::NVRTC_SUCCESS;
+        assert!(E::check(NVRTC_SUCCESS, || unreachable!()).is_ok());
+        let e = E::check(NVRTC_ERROR_COMPILATION, || "linking".into()).unwrap_err();
+        assert_eq!(e.to_string(), "linking");
+    }
+
+    #[test]
+    fn a_missing_symbol_is_too_old_and_anything_else_stays() {
+        let symbol = Unavailable::Symbol {
+            api: ApiKind::Nccl,
+            name: "ncclGather",
+            symbol: "ncclGather",
+            path: "/lib/libnccl.so.2".into(),
+        };
+        let e = E::Unavailable {
+            context: "gathering".into(),
+            reason: Box::new(symbol),
+        }
+        .needing((2, 28));
+        assert!(matches!(e, E::TooOld { needs: (2, 28), .. }), "{e:?}");
+        assert!(e.is_unavailable());
+        assert_eq!(e.to_string(), "gathering: needs NCCL 2.28 or later");
+        let other = E::invalid("gathering", InvalidKind::OutOfRange, "too long");
+        assert_eq!(other.to_string(), "gathering: too long");
+        assert_eq!(other.invalid_kind(), Some(InvalidKind::OutOfRange));
+        assert!(matches!(other.needing((2, 28)), E::InvalidArgument { .. }));
+    }
+
+    #[test]
+    fn core_and_extra_errors_are_transparent() {
+        let core = Error::invalid_as(InvalidKind::ZeroSize, "allocating", "zero bytes");
+        let text = core.to_string();
+        let e = E::from(core);
+        assert_eq!(e.to_string(), text);
+        assert_eq!(e.invalid_kind(), Some(InvalidKind::ZeroSize));
+        #[derive(Debug, thiserror::Error)]
+        #[error("an extra case")]
+        struct Extra;
+        let e: LibraryError<NvrtcError, Extra> = LibraryError::Extra(Extra);
+        assert_eq!(e.to_string(), "an extra case");
+        assert!(e.source().is_none());
+    }
+}
