@@ -515,3 +515,22 @@ mod loom_tests {
         });
     }
 }
+
+// The device's contexts (the ground floor's `Device` knows no context).
+impl Device {
+    /// The device's primary context.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn context(&self) -> Result<Context> {
+        Context::primary(self)
+    }
+
+    /// A new explicit context on this device (see [`Context::create`]).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn create_context(&self, options: ContextOptions) -> Result<Context> {
+        Context::create(self, options)
+    }
+}

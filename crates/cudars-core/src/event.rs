@@ -210,3 +210,14 @@ impl Drop for Event {
         destroy(&self.ctx, self.handle);
     }
 }
+
+// Events in the device's primary context.
+impl Device {
+    /// A new event in the primary context (see [`Event::new`](crate::Event::new)).
+    ///
+    /// # Errors
+    /// As [`Event::new`](crate::Event::new).
+    pub fn create_event(&self, options: crate::EventOptions) -> Result<crate::Event> {
+        crate::Event::new(self, options)
+    }
+}

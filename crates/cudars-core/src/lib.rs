@@ -87,7 +87,6 @@ mod sync;
 pub mod system;
 mod versions;
 
-pub use callback::CallbackPanic;
 pub use code::cache;
 pub use code::compile::nvrtc;
 pub use code::compile::{
@@ -345,7 +344,9 @@ pub use cudars_core_macros::kernels;
 pub use cudars_pathfinder;
 pub use deferred::{DeferredFrees, deferred_frees, drain_deferred_frees};
 pub use device::Device;
-pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
+pub use error::{
+    CallbackPanic, DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError,
+};
 pub use event::{Event, EventOptions};
 pub use graph::{
     CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,

@@ -345,3 +345,33 @@ impl Stream {
         self.context().resources()
     }
 }
+
+// Green contexts: the device's resources and contexts made from them.
+impl Device {
+    /// All of the device's resources (`cuDeviceGetDevResource`).
+    ///
+    /// # Errors
+    /// The driver's error (`CUDA_ERROR_NOT_SUPPORTED` on drivers without green
+    /// contexts).
+    pub fn resources(&self) -> Result<DeviceResources> {
+        crate::device::init()?;
+        let dev = *self;
+        let sm = sm_resource_of(
+            dev,
+            || format!("reading the SM resource of device {}", dev.ordinal()),
+            // SAFETY: `r` is valid for writes; a valid device.
+            |r| unsafe {
+                sys::cuDeviceGetDevResource(dev.handle(), r, sys::CU_DEV_RESOURCE_TYPE_SM)
+            },
+        )?;
+        Ok(DeviceResources { sm })
+    }
+
+    /// A green context on this device (see [`Context::create_green`]).
+    ///
+    /// # Errors
+    /// As [`Context::create_green`].
+    pub fn create_green_context(&self, resources: &[SmResource]) -> Result<Context> {
+        Context::create_green(self, resources)
+    }
+}

@@ -17,12 +17,12 @@ use crate::{
     Kernel, KernelArg, LaunchConfig, MemoryResource, Stream, StreamOptions, TypedKernel,
 };
 
-use super::capture::CaptureInfo;
 use super::{
     CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphCompleteOptions, GraphCondition,
     GraphExec, Keep, Root, add_node, body_handles, conditional_params, create_condition_in, keep,
     keep_all,
 };
+use crate::stream::CaptureInfo;
 
 /// A kernel argument queued into a [`GraphBuilder`]: a value, copied when the
 /// work is captured, or device memory that the builder's graph must keep alive.
@@ -1563,6 +1563,19 @@ impl Drop for GraphBuilder {
                 }
             }
         }
+    }
+}
+
+// A graph builder from the device.
+impl Device {
+    /// A graph builder on a new stream of this device's primary context
+    /// (`Device.create_graph_builder()`; see
+    /// [`GraphBuilder::new`](crate::GraphBuilder::new)).
+    ///
+    /// # Errors
+    /// As [`GraphBuilder::new`](crate::GraphBuilder::new).
+    pub fn create_graph_builder(&self) -> Result<crate::GraphBuilder> {
+        crate::GraphBuilder::new(self)
     }
 }
 

@@ -980,3 +980,53 @@ impl SurfaceObject {
 }
 
 handle_object!(SurfaceObject, cuSurfObjectDestroy);
+
+// Arrays, textures and surfaces.
+impl Device {
+    /// A CUDA array in the primary context (see [`OpaqueArray::new`]).
+    ///
+    /// # Errors
+    /// As [`OpaqueArray::new`].
+    pub fn create_opaque_array(&self, options: &ArrayOptions) -> Result<OpaqueArray> {
+        OpaqueArray::new(&self.context()?, options)
+    }
+
+    /// A mipmapped array in the primary context (see [`MipmappedArray::new`]).
+    ///
+    /// # Errors
+    /// As [`MipmappedArray::new`].
+    pub fn create_mipmapped_array(
+        &self,
+        options: &ArrayOptions,
+        levels: u32,
+    ) -> Result<MipmappedArray> {
+        MipmappedArray::new(&self.context()?, options, levels)
+    }
+
+    /// A texture object in the primary context (see [`TextureObject::new`]).
+    ///
+    /// # Errors
+    /// As [`TextureObject::new`].
+    pub fn create_texture_object(
+        &self,
+        resource: TextureResource,
+        options: &TextureOptions,
+    ) -> Result<TextureObject> {
+        TextureObject::new(&self.context()?, resource, options)
+    }
+
+    /// A surface object over `array` (see [`SurfaceObject::new`]).
+    ///
+    /// # Errors
+    /// As [`SurfaceObject::new`], and [`Error::InvalidArgument`] for an array of
+    /// another device.
+    pub fn create_surface_object(&self, array: Arc<OpaqueArray>) -> Result<SurfaceObject> {
+        if array.context().device() != self {
+            return Err(Error::other_device(
+                "creating a surface object",
+                "the array is on another device",
+            ));
+        }
+        SurfaceObject::new(array)
+    }
+}

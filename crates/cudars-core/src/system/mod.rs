@@ -1323,3 +1323,16 @@ impl SystemDevice {
         Ok(out)
     }
 }
+
+// NVML's view of the device.
+impl Device {
+    /// This device as NVML sees it, found by UUID (`to_system_device` in Python).
+    ///
+    /// # Errors
+    /// The driver's error reading the UUID ([`Error::Driver`]); NVML's error
+    /// ([`Error::is_unavailable`] without NVML).
+    pub fn to_system_device(&self) -> Result<SystemDevice> {
+        let uuid = self.uuid_string()?;
+        SystemDevice::from_uuid(&uuid)
+    }
+}
