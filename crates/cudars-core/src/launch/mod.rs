@@ -449,6 +449,18 @@ unsafe impl<T: Pod> KernelArg for crate::DeviceViewMut<'_, T> {
     }
 }
 
+// SAFETY: points at the view's stored device address (8 bytes), which lives as
+// long as the view.
+// Soundness contract: rule 10.
+unsafe impl<T: Pod> KernelArg for crate::ArcView<T> {
+    fn arg_ptr(&self) -> *const std::ffi::c_void {
+        (&self.ptr as *const sys::CUdeviceptr).cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<sys::CUdeviceptr>()
+    }
+}
+
 // SAFETY: points at the underlying buffer's stored device address (8 bytes).
 // Soundness contract: rule 10.
 unsafe impl<T: Pod> KernelArg for crate::DeviceBuffer<T> {
@@ -607,4 +619,52 @@ pub unsafe fn launch_raw(
         unsafe { sys::cuLaunchKernelEx(&cfg, func, args, std::ptr::null_mut()) }
     };
     rc.check(|| format!("launching kernel `{}`", kernel.name()))
+}
+
+// Occupancy of launches with clusters: the kernel's occupancy queries that take a
+// launch configuration (code/ knows no launch configuration).
+impl crate::code::kernel::Occupancy<'_> {
+    /// The largest cluster size a launch of `config` could use
+    /// (`cuOccupancyMaxPotentialClusterSize`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn max_potential_cluster_size(
+        &self,
+        config: &LaunchConfig,
+        stream: &crate::Stream,
+    ) -> Result<u32> {
+        let f = self.kernel.function(self.device)?;
+        let mut attrs = Attrs::default();
+        let cfg = config.raw(stream, &mut attrs);
+        let mut n = 0;
+        // SAFETY: `cfg` and the attributes it points to live for the call.
+        unsafe { sys::cuOccupancyMaxPotentialClusterSize(&mut n, f, &cfg) }
+            .check(|| format!("asking the cluster size of kernel `{}`", self.kernel.name()))?;
+        Ok(n.max(0) as u32)
+    }
+
+    /// How many clusters of `config`'s cluster size can be resident at once
+    /// (`cuOccupancyMaxActiveClusters`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn max_active_clusters(
+        &self,
+        config: &LaunchConfig,
+        stream: &crate::Stream,
+    ) -> Result<u32> {
+        let f = self.kernel.function(self.device)?;
+        let mut attrs = Attrs::default();
+        let cfg = config.raw(stream, &mut attrs);
+        let mut n = 0;
+        // SAFETY: `cfg` and the attributes it points to live for the call.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f, &cfg) }.check(|| {
+            format!(
+                "asking the active clusters of kernel `{}`",
+                self.kernel.name()
+            )
+        })?;
+        Ok(n.max(0) as u32)
+    }
 }

@@ -72,7 +72,7 @@ impl<T: Pod + Send + Sync> HoldsBuffer for DeviceBuffer<T> {
 /// ```
 pub struct ArcView<T> {
     owner: Arc<dyn HoldsBuffer>,
-    ptr: sys::CUdeviceptr,
+    pub(crate) ptr: sys::CUdeviceptr,
     len: usize,
     _t: PhantomData<fn() -> T>,
 }
@@ -149,18 +149,6 @@ impl<T: Pod> ArcView<T> {
     /// The allocation, for a holder to keep alive.
     pub(crate) fn keep_alive(&self) -> Arc<dyn Any + Send + Sync> {
         self.owner.clone().keep_alive()
-    }
-}
-
-// SAFETY: points at the view's stored device address (8 bytes), which lives as
-// long as the view.
-// Soundness contract: rule 10.
-unsafe impl<T: Pod> crate::KernelArg for ArcView<T> {
-    fn arg_ptr(&self) -> *const std::ffi::c_void {
-        (&self.ptr as *const sys::CUdeviceptr).cast()
-    }
-    fn arg_size(&self) -> usize {
-        std::mem::size_of::<sys::CUdeviceptr>()
     }
 }
 

@@ -14,6 +14,8 @@ pub(crate) mod arc_view;
 pub(crate) mod batch;
 mod buffer;
 pub(crate) mod device_buffer;
+#[cfg(unix)]
+pub(crate) mod fd;
 mod managed;
 mod managed_buffer;
 mod pinned;

@@ -172,7 +172,7 @@ impl PinnedMemoryResource {
     #[cfg_attr(docsrs, doc(cfg(unix)))]
     pub fn import(device: &Device, fd: std::os::fd::BorrowedFd<'_>) -> Result<Self> {
         let _current = device.ensure_current()?;
-        let pool = crate::interop::ipc::import_pool(fd, || {
+        let pool = crate::memory::fd::import_pool(fd, || {
             format!(
                 "importing a pinned memory pool for device {}",
                 device.ordinal()

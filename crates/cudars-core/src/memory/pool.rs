@@ -59,7 +59,7 @@ impl PoolIpc {
             },
             #[cfg(unix)]
             fd: if enabled {
-                Some(crate::interop::ipc::export_pool(pool)?)
+                Some(crate::memory::fd::export_pool(pool)?)
             } else {
                 None
             },

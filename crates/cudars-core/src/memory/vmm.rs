@@ -841,7 +841,7 @@ fn export_chunk(
                 sys::cuMemExportToShareableHandle((&raw mut fd).cast(), chunk, handle_type.raw(), 0)
             }
             .check(|| what)?;
-            crate::interop::ipc::owned_fd(fd, what).map(ShareableHandle::Fd)
+            crate::memory::fd::owned_fd(fd, what).map(ShareableHandle::Fd)
         }
         VirtualMemoryHandleType::Fabric => {
             let mut h = sys::CUmemFabricHandle::default();

@@ -1,0 +1,73 @@
+//! POSIX file descriptors of pools and allocations (Unix): what memory/ needs to
+//! export and import them. Sharing itself (pool IPC, buffer descriptors, IPC
+//! events) is `crate::interop::ipc`'s.
+
+use std::os::fd::{AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd};
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+
+/// Takes over `fd`, a new descriptor a driver export just returned; a negative
+/// one (no descriptor) is [`Error::Unsupported`].
+pub(crate) fn owned_fd(fd: std::ffi::c_int, what: &'static str) -> Result<OwnedFd> {
+    if fd < 0 {
+        return Err(Error::unsupported(
+            what,
+            "the driver returned no descriptor",
+        ));
+    }
+    // SAFETY: the driver handed us a new descriptor, which we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Exports `pool` (made with the POSIX file descriptor handle type) as a new
+/// descriptor.
+pub(crate) fn export_pool(pool: sys::CUmemoryPool) -> Result<OwnedFd> {
+    let mut fd: std::ffi::c_int = -1;
+    // SAFETY: `fd` receives an `int` for the POSIX file descriptor handle type; a
+    // live pool.
+    unsafe {
+        sys::cuMemPoolExportToShareableHandle(
+            (&raw mut fd).cast(),
+            pool,
+            sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0,
+        )
+    }
+    .check(|| "exporting a memory pool")?;
+    let fd = owned_fd(fd, "exporting a memory pool")?;
+    // Keep a close-on-exec duplicate, so that processes this one starts do not
+    // inherit the pool by accident; the original closes here.
+    dup_pool_fd(&fd)
+}
+
+/// A close-on-exec duplicate of a pool's descriptor (std's `try_clone` sets the
+/// flag).
+pub(crate) fn dup_pool_fd(fd: &OwnedFd) -> Result<OwnedFd> {
+    fd.try_clone().map_err(|e| Error::Io {
+        context: "duplicating a memory pool's descriptor".into(),
+        source: e,
+    })
+}
+
+/// Imports the pool another process exported as `fd` (`cuMemPoolImportFromShareableHandle`).
+pub(crate) fn import_pool(
+    fd: BorrowedFd<'_>,
+    what: impl FnOnce() -> String,
+) -> Result<sys::CUmemoryPool> {
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // The handle is passed by value, as an `int` in a pointer-sized slot.
+    let raw = fd.as_raw_fd() as usize as *mut std::ffi::c_void;
+    // SAFETY: `pool` is valid for writes; the descriptor stays open for the call.
+    unsafe {
+        sys::cuMemPoolImportFromShareableHandle(
+            &mut pool,
+            raw,
+            sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            0,
+        )
+    }
+    .check(what)?;
+    Ok(pool)
+}
