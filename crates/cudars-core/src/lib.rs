@@ -357,6 +357,7 @@ pub use graph::{
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
+pub use interop::cai::CudaArrayInterface;
 pub use interop::dlpack;
 #[doc(no_inline)]
 pub use interop::dlpack::DLPackDType;
@@ -367,7 +368,7 @@ pub use interop::graphics::{
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
-pub use interop::strided::{CudaArrayInterface, IntoStridedMemoryView, StridedMemoryView};
+pub use interop::strided::{IntoStridedMemoryView, StridedMemoryView};
 pub use launch::tensor_map::{
     TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
     TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
-use crate::interop::strided::{Layout, row_major};
-use crate::{ArcView, Buffer, DeviceBuffer, MemoryKind, StridedMemoryView};
+use crate::interop::layout::{Layout, row_major};
+use crate::{ArcView, Buffer, DeviceBuffer, MemoryKind};
 
 /// `DLDeviceType`: where a tensor's memory lives.
 #[repr(transparent)]
@@ -351,7 +351,7 @@ impl<T: DLPackDType> ArcView<T> {
     /// 64-bit extent.
     pub fn to_dlpack(&self) -> Result<*mut DLManagedTensor> {
         let what = "exporting a view as a DLPack tensor";
-        let [len] = crate::interop::strided::one_dim(self.len(), what)?;
+        let [len] = crate::interop::layout::one_dim(self.len(), what)?;
         self.export_as(vec![len], vec![1], what)
     }
 
@@ -409,75 +409,12 @@ impl<T: DLPackDType + Send + Sync> DeviceBuffer<T> {
     }
 }
 
-impl StridedMemoryView {
-    /// Takes ownership of a DLPack tensor.
-    ///
-    /// # Safety
-    /// `tensor` must be a valid `DLManagedTensor` whose deleter has not been called,
-    /// not used by anyone else afterwards; its `shape` (and `strides` if not null)
-    /// must hold `ndim` entries.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a null tensor, a negative `ndim`, a null
-    /// `shape` with `ndim > 0`, negative extents or strides, a dtype with no whole
-    /// byte size, or a tensor whose span in bytes or number of elements does not
-    /// fit in 64 bits; the tensor is
-    /// released (its deleter called) in every error case but the null one.
-    pub unsafe fn from_dlpack(tensor: *mut DLManagedTensor) -> Result<Self> {
-        let what = "importing a DLPack tensor";
-        if tensor.is_null() {
-            return Err(Error::invalid(what, "the tensor pointer is null"));
-        }
-        let release = |t: *mut DLManagedTensor| {
-            // SAFETY: per the contract, `t` is live and its deleter not yet called.
-            if let Some(d) = unsafe { (*t).deleter } {
-                // SAFETY: as above; called once.
-                unsafe { d(t) };
-            }
-        };
-        // SAFETY: per the contract.
-        let t = unsafe { &(*tensor).dl_tensor };
-        let Ok(ndim) = usize::try_from(t.ndim) else {
-            release(tensor);
-            return Err(Error::invalid(what, "a negative ndim"));
-        };
-        let shape: &[i64] = if ndim == 0 {
-            &[]
-        } else if t.shape.is_null() {
-            release(tensor);
-            return Err(Error::invalid(what, "the shape pointer is null"));
-        } else {
-            // SAFETY: per the contract, `shape` holds `ndim` entries.
-            unsafe { std::slice::from_raw_parts(t.shape, ndim) }
-        };
-        let strides = if t.strides.is_null() || ndim == 0 {
-            None
-        } else {
-            // SAFETY: per the contract, `strides` holds `ndim` entries.
-            Some(unsafe { std::slice::from_raw_parts(t.strides.cast_const(), ndim) })
-        };
-        let layout = match Layout::check(shape, strides, t.dtype, None, what) {
-            Ok(layout) => layout,
-            Err(e) => {
-                release(tensor);
-                return Err(e);
-            }
-        };
-        Ok(Self::of_tensor(
-            (t.data as u64).wrapping_add(t.byte_offset),
-            layout,
-            t.dtype,
-            t.device,
-            tensor,
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::InvalidKind;
     use crate::error::kind_of as kind;
+    use crate::interop::strided::StridedMemoryView;
     use crate::memory::arc_view::host_backed;
 
     /// The deleter survives an owner whose `Drop` panics (it would abort, the

@@ -19,14 +19,13 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::fmt;
-use std::hash::{BuildHasher as _, Hasher as _};
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
+pub use crate::memory::fd::PoolUuid;
 use crate::memory::fd::{dup_pool_fd, import_pool};
 use crate::{
     Buffer, Context, Device, DeviceMemoryResource, Event, EventOptions, MemoryKind, MemoryResource,
@@ -486,51 +485,6 @@ impl Event {
                 ipc: true,
             },
         })
-    }
-}
-
-/// The identity of an IPC memory pool across processes (`cuda.core`'s
-/// `DeviceMemoryResource.uuid`): 16 random bytes, a version 4 UUID, made when an
-/// IPC-enabled pool is created. The exporter sends it with the pool's descriptor;
-/// an importer registers the imported pool under it
-/// ([`DeviceMemoryResource::register`]) and finds it again
-/// ([`DeviceMemoryResource::from_registry`]). It prints in the usual
-/// `8-4-4-4-12` hexadecimal form.
-#[cfg_attr(docsrs, doc(cfg(unix)))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PoolUuid(pub [u8; 16]);
-
-impl PoolUuid {
-    /// A new random (version 4) UUID, from the standard library's per-process
-    /// random hash keys (seeded from the operating system) and a counter.
-    pub(crate) fn new_random() -> Self {
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let half = |salt: u64| {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(n);
-            h.write_u64(salt);
-            h.write_u32(std::process::id());
-            h.finish().to_le_bytes()
-        };
-        let mut b = [0u8; 16];
-        b[..8].copy_from_slice(&half(0));
-        b[8..].copy_from_slice(&half(1));
-        b[6] = (b[6] & 0x0f) | 0x40; // version 4
-        b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
-        Self(b)
-    }
-}
-
-impl fmt::Display for PoolUuid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, byte) in self.0.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                f.write_str("-")?;
-            }
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
     }
 }
 

@@ -1,7 +1,8 @@
 //! POSIX file descriptors of pools and allocations (Unix): what memory/ needs to
-//! export and import them. Sharing itself (pool IPC, buffer descriptors, IPC
+//! export and import them, and a pool's identity across processes ([`PoolUuid`]). Sharing itself (pool IPC, buffer descriptors, IPC
 //! events) is `crate::interop::ipc`'s.
 
+use std::hash::{BuildHasher as _, Hasher as _};
 use std::os::fd::{AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd};
 
 use cudars_bindings::driver as sys;
@@ -70,4 +71,49 @@ pub(crate) fn import_pool(
     }
     .check(what)?;
     Ok(pool)
+}
+
+/// The identity of an IPC memory pool across processes (`cuda.core`'s
+/// `DeviceMemoryResource.uuid`): 16 random bytes, a version 4 UUID, made when an
+/// IPC-enabled pool is created. The exporter sends it with the pool's descriptor;
+/// an importer registers the imported pool under it
+/// ([`DeviceMemoryResource::register`](crate::DeviceMemoryResource::register)) and finds it again
+/// ([`DeviceMemoryResource::from_registry`](crate::DeviceMemoryResource::from_registry)). It prints in the usual
+/// `8-4-4-4-12` hexadecimal form.
+#[cfg_attr(docsrs, doc(cfg(unix)))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PoolUuid(pub [u8; 16]);
+
+impl PoolUuid {
+    /// A new random (version 4) UUID, from the standard library's per-process
+    /// random hash keys (seeded from the operating system) and a counter.
+    pub(crate) fn new_random() -> Self {
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let half = |salt: u64| {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(n);
+            h.write_u64(salt);
+            h.write_u32(std::process::id());
+            h.finish().to_le_bytes()
+        };
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&half(0));
+        b[8..].copy_from_slice(&half(1));
+        b[6] = (b[6] & 0x0f) | 0x40; // version 4
+        b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
+        Self(b)
+    }
+}
+
+impl std::fmt::Display for PoolUuid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, byte) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
 }

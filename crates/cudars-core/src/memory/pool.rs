@@ -34,7 +34,7 @@ pub struct PoolIpc {
     /// The pool's identity across processes, for IPC pools: made when the pool
     /// is, or given when an imported pool is registered.
     #[cfg(unix)]
-    pub(crate) uuid: std::sync::OnceLock<crate::PoolUuid>,
+    pub(crate) uuid: std::sync::OnceLock<crate::memory::fd::PoolUuid>,
     /// The pool's exported descriptor, made when an IPC pool is created (the driver
     /// exports a pool's buffers only once the pool itself has been exported).
     #[cfg(unix)]
@@ -53,7 +53,7 @@ impl PoolIpc {
             mapped: false,
             #[cfg(unix)]
             uuid: if enabled {
-                std::sync::OnceLock::from(crate::PoolUuid::new_random())
+                std::sync::OnceLock::from(crate::memory::fd::PoolUuid::new_random())
             } else {
                 std::sync::OnceLock::new()
             },
