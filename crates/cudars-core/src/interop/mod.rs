@@ -4,6 +4,7 @@
 
 pub(crate) mod cai;
 pub mod dlpack;
+pub(crate) mod dlpack_export;
 pub(crate) mod graphics;
 #[cfg(unix)]
 pub(crate) mod ipc;

@@ -22,9 +22,8 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::interop::cai::CudaArrayInterface;
-use crate::interop::dlpack::{
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, device_of,
-};
+use crate::interop::dlpack::{DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType};
+use crate::interop::dlpack_export::device_of;
 use crate::interop::layout::{Layout, one_dim, row_major};
 use crate::{ArcView, Buffer, DeviceBuffer, Stream};
 

@@ -12,7 +12,8 @@ use super::pool::{
     PoolAttributes, PoolReuse, create_pool, pool_allocate, pool_attributes, pool_bool, pool_free,
     pool_set_bool, pool_set_u64, pool_u64, set_release_threshold,
 };
-use super::{Location, ManagedBuffer, MemoryKind, MemoryResource, mem_advise};
+use super::resource::mem_advise;
+use super::{Location, ManagedBuffer, MemoryKind, MemoryResource};
 
 /// The driver version with pools of managed memory (`cuMemPoolCreate` with
 /// `CU_MEM_ALLOCATION_TYPE_MANAGED`, `cuMemGetMemPool`).
