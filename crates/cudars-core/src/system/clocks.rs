@@ -51,7 +51,7 @@ pub enum ClockId {
 }
 
 impl ClockId {
-    fn raw(self) -> nvmlClockId_t {
+    pub(crate) fn raw(self) -> nvmlClockId_t {
         match self {
             Self::Current => NVML_CLOCK_ID_CURRENT,
             Self::ApplicationTarget => NVML_CLOCK_ID_APP_CLOCK_TARGET,

@@ -99,7 +99,7 @@ impl DynamicPstatesInfo {
     /// The bus's (PCIe) domain.
     pub const BUS: usize = NVML_GPU_UTILIZATION_DOMAIN_BUS.0 as usize;
 
-    fn from_raw(raw: &nvmlGpuDynamicPstatesInfo_t) -> Self {
+    pub(crate) fn from_raw(raw: &nvmlGpuDynamicPstatesInfo_t) -> Self {
         let mut domains = [PstateUtilization::default(); NVML_MAX_GPU_UTILIZATIONS as usize];
         for (d, u) in domains.iter_mut().zip(raw.utilization.iter()) {
             *d = PstateUtilization {

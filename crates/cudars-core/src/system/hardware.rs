@@ -39,7 +39,7 @@ pub enum DeviceArch {
 }
 
 impl DeviceArch {
-    fn from_raw(a: nvmlDeviceArchitecture_t) -> Self {
+    pub(crate) fn from_raw(a: nvmlDeviceArchitecture_t) -> Self {
         match a {
             NVML_DEVICE_ARCH_KEPLER => Self::Kepler,
             NVML_DEVICE_ARCH_MAXWELL => Self::Maxwell,
@@ -100,7 +100,7 @@ pub enum Brand {
 }
 
 impl Brand {
-    fn from_raw(b: nvmlBrandType_t) -> Self {
+    pub(crate) fn from_raw(b: nvmlBrandType_t) -> Self {
         match b {
             NVML_BRAND_UNKNOWN => Self::Unknown,
             NVML_BRAND_QUADRO => Self::Quadro,
@@ -176,7 +176,7 @@ pub enum InforomObject {
 }
 
 impl InforomObject {
-    fn raw(self) -> nvmlInforomObject_t {
+    pub(crate) fn raw(self) -> nvmlInforomObject_t {
         match self {
             Self::Oem => NVML_INFOROM_OEM,
             Self::Ecc => NVML_INFOROM_ECC,
@@ -198,7 +198,7 @@ pub enum AffinityScope {
 }
 
 impl AffinityScope {
-    fn raw(self) -> nvmlAffinityScope_t {
+    pub(crate) fn raw(self) -> nvmlAffinityScope_t {
         match self {
             Self::Node => NVML_AFFINITY_SCOPE_NODE,
             Self::Socket => NVML_AFFINITY_SCOPE_SOCKET,

@@ -26,7 +26,7 @@ pub struct ProcessInfo {
 }
 
 impl ProcessInfo {
-    fn from_raw(p: &nvmlProcessInfo_t) -> Self {
+    pub(crate) fn from_raw(p: &nvmlProcessInfo_t) -> Self {
         // NVML writes all ones where it has no value.
         let id = |v: c_uint| (v != c_uint::MAX).then_some(v);
         Self {
@@ -62,7 +62,7 @@ pub enum TemperatureThreshold {
 }
 
 impl TemperatureThreshold {
-    fn raw(self) -> nvmlTemperatureThresholds_t {
+    pub(crate) fn raw(self) -> nvmlTemperatureThresholds_t {
         match self {
             Self::Shutdown => NVML_TEMPERATURE_THRESHOLD_SHUTDOWN,
             Self::Slowdown => NVML_TEMPERATURE_THRESHOLD_SLOWDOWN,
@@ -169,7 +169,7 @@ const THERMAL_TARGETS: [(ThermalTarget, nvmlThermalTarget_t); 10] = [
 ];
 
 impl ThermalTarget {
-    fn raw(self) -> nvmlThermalTarget_t {
+    pub(crate) fn raw(self) -> nvmlThermalTarget_t {
         match self {
             Self::Other(v) => nvmlThermalTarget_t(v),
             named => THERMAL_TARGETS
@@ -179,7 +179,7 @@ impl ThermalTarget {
         }
     }
 
-    fn from_raw(raw: nvmlThermalTarget_t) -> Self {
+    pub(crate) fn from_raw(raw: nvmlThermalTarget_t) -> Self {
         THERMAL_TARGETS
             .iter()
             .find(|(_, r)| *r == raw)
