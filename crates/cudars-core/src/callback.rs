@@ -10,7 +10,7 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{CallbackPanic, Check as _, Error, Result};
 use crate::sync::Mutex;
-use crate::{CaptureStatus, Stream};
+use crate::{stream::CaptureStatus, stream::Stream};
 
 /// Where a stream's host functions record their panics; shared by the stream's
 /// clones and by every host function queued on it.

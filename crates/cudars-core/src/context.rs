@@ -8,7 +8,7 @@ use cudars_bindings::driver as sys;
 use crate::error::{Check as _, Result};
 use crate::sync::thread::{self, ThreadId};
 use crate::sync::{Condvar, Mutex};
-use crate::{Device, Stream, StreamOptions};
+use crate::{device::Device, stream::Stream, stream::StreamOptions};
 
 /// A CUDA context: a device's primary context (what [`Device::set_current`] uses
 /// and what everything uses by default) or an explicit one from
@@ -281,7 +281,7 @@ impl Context {
     /// error.
     pub fn set_current(&self) -> Result<()> {
         if self.is_green() {
-            return Err(crate::Error::unsupported(
+            return Err(crate::error::Error::unsupported(
                 "making a context current",
                 "a green context is made current only for the length of each operation \
                  (the driver allows one thread at a time); use its streams instead",

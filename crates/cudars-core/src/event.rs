@@ -5,7 +5,7 @@ use std::time::Duration;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Context, Device, Stream};
+use crate::{context::Context, device::Device, stream::Stream};
 
 /// How to create an [`Event`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,7 +217,7 @@ impl Device {
     ///
     /// # Errors
     /// As [`Event::new`](crate::Event::new).
-    pub fn create_event(&self, options: crate::EventOptions) -> Result<crate::Event> {
-        crate::Event::new(self, options)
+    pub fn create_event(&self, options: crate::event::EventOptions) -> Result<crate::event::Event> {
+        crate::event::Event::new(self, options)
     }
 }

@@ -427,7 +427,7 @@ props! {
 // Every attribute, typed.
 impl Device {
     /// Every device attribute as a typed property.
-    pub fn properties(&self) -> crate::DeviceProperties {
-        crate::DeviceProperties::new(*self)
+    pub fn properties(&self) -> crate::properties::DeviceProperties {
+        crate::properties::DeviceProperties::new(*self)
     }
 }

@@ -29,7 +29,7 @@ use std::fmt;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Context, Device, Stream};
+use crate::{context::Context, device::Device, stream::Stream};
 
 /// A set of streaming multiprocessors of one device (`CUdevResource` of type
 /// `CU_DEV_RESOURCE_TYPE_SM`): all of a device's SMs ([`Device::resources`]), a

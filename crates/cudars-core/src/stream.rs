@@ -6,7 +6,7 @@ use cudars_bindings::driver as sys;
 
 use crate::callback::PanicSlot;
 use crate::error::{Check as _, Error, Result};
-use crate::{Context, Device, Event};
+use crate::{context::Context, device::Device, event::Event};
 
 /// How to create a [`Stream`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -509,7 +509,7 @@ impl Stream {
     /// another device; the driver's error.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         if event.options().ipc && event.device() != self.device() {
-            return Err(crate::Error::unsupported(
+            return Err(crate::error::Error::unsupported(
                 "making a stream wait for an event",
                 format!(
                     "the event is an IPC event of device {} and the stream is on device {} \
@@ -534,7 +534,7 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
-        let e = Event::in_context(other.context(), crate::EventOptions::default())?;
+        let e = Event::in_context(other.context(), crate::event::EventOptions::default())?;
         e.record(other)?;
         self.wait_event(&e)
     }
@@ -725,8 +725,11 @@ impl Device {
     ///
     /// # Errors
     /// As [`Stream::new`](crate::Stream::new).
-    pub fn create_stream(&self, options: crate::StreamOptions) -> Result<crate::Stream> {
-        crate::Stream::new(self, options)
+    pub fn create_stream(
+        &self,
+        options: crate::stream::StreamOptions,
+    ) -> Result<crate::stream::Stream> {
+        crate::stream::Stream::new(self, options)
     }
 
     /// The stream work goes to when none is named: the legacy default stream, or the

@@ -36,10 +36,13 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest as _, Sha256};
 
-use crate::code::compile::{CompileTarget, Program, ProgramOptions, SourceCode};
 use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
 use crate::sync::{Mutex, MutexGuard};
+use crate::{
+    code::compile::options::ProgramOptions, code::compile::program::CompileTarget,
+    code::compile::program::Program, code::compile::program::SourceCode,
+};
 
 /// The first field hashed into every key: names the encoding.
 const KEY_FORMAT: &[u8] = b"cuda-rs program cache key";
@@ -219,7 +222,7 @@ pub fn make_program_cache_key(
 
     let (backend, version, args, source): (&str, String, Vec<String>, &[u8]) = match *code {
         SourceCode::Cxx(src) => {
-            let version = crate::nvrtc::version()?;
+            let version = crate::code::compile::nvrtc::version()?;
             (
                 "NVRTC",
                 version.to_string(),

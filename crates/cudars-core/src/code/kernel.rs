@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Device, Library, Module};
+use crate::{code::library::Library, code::module::Module, device::Device};
 
 /// A kernel: from a [`Library`] (context-independent `CUkernel`) or a [`Module`]
 /// (`CUfunction`). Keeps its library or module loaded. Cheap to clone;
@@ -228,7 +228,7 @@ impl Kernel {
     /// What to pass to `cuLaunchKernel` for a launch in `ctx`, which is current:
     /// the kernel's `CUfunction` in `ctx` when `ctx` is the primary context it was
     /// first launched in (resolved once), otherwise the handle itself.
-    pub(crate) fn launch_handle(&self, ctx: &crate::Context) -> sys::CUfunction {
+    pub(crate) fn launch_handle(&self, ctx: &crate::context::Context) -> sys::CUfunction {
         let Handle::Library(k, _) = &self.inner.handle else {
             return self.handle();
         };

@@ -125,7 +125,7 @@ impl LinkerOptions {
     ///
     /// # Errors
     /// The driver's error reading the compute capability.
-    pub fn for_device(device: &crate::Device) -> crate::Result<Self> {
+    pub fn for_device(device: &crate::device::Device) -> crate::error::Result<Self> {
         Ok(Self::new(device.arch()?))
     }
 
@@ -136,8 +136,8 @@ impl LinkerOptions {
     /// # Errors
     /// As [`Device::current`](crate::Device::current) and
     /// [`for_device`](Self::for_device).
-    pub fn for_current_device() -> crate::Result<Self> {
-        Self::for_device(&crate::Device::current()?)
+    pub fn for_current_device() -> crate::error::Result<Self> {
+        Self::for_device(&crate::device::Device::current()?)
     }
 
     /// Options for `arch` (`sm_90`), everything else left at nvJitLink's default.

@@ -13,16 +13,22 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::{
-    ArcView, Buffer, CaptureSignature, Context, Device, DeviceBuffer, DeviceMemoryResource, Event,
-    Kernel, KernelArg, LaunchConfig, MemoryResource, Stream, StreamOptions, TypedKernel,
+    code::kernel::Kernel, context::Context, device::Device, event::Event, launch::KernelArg,
+    launch::LaunchConfig, launch::typed_kernel::CaptureSignature,
+    launch::typed_kernel::TypedKernel, memory::arc_view::ArcView, memory::buffer::Buffer,
+    memory::device_buffer::DeviceBuffer, memory::pool::DeviceMemoryResource,
+    memory::resource::MemoryResource, stream::Stream, stream::StreamOptions,
 };
 
 use super::{
-    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphCompleteOptions, GraphCondition,
-    GraphExec, Keep, Root, add_node, body_handles, conditional_params, create_condition_in, keep,
-    keep_all,
+    ConditionalKind, Graph, GraphCondition, Keep, Root, add_node, body_handles, conditional_params,
+    create_condition_in, keep, keep_all,
 };
 use crate::stream::CaptureInfo;
+use crate::{
+    graph::exec::GraphCompleteOptions, graph::exec::GraphExec, stream::CaptureMode,
+    stream::CaptureStatus,
+};
 
 /// A kernel argument queued into a [`GraphBuilder`]: a value, copied when the
 /// work is captured, or device memory that the builder's graph must keep alive.
@@ -941,7 +947,7 @@ impl GraphBuilder {
     pub fn debug_dot_print_with(
         &self,
         path: impl AsRef<std::path::Path>,
-        options: super::GraphDebugPrintOptions,
+        options: crate::graph::debug::GraphDebugPrintOptions,
     ) -> Result<()> {
         self.graph()?.debug_dot_print_with(path, options)
     }
@@ -1306,7 +1312,7 @@ impl GraphBuilder {
         }
         keep(&self.family.keep, dst.keep_alive());
         keep(&self.family.keep, src.keep_alive());
-        crate::memory::copy_device(
+        crate::memory::buffer::copy_device(
             dst.buffer(),
             dst.ptr(),
             src.buffer(),
@@ -1430,7 +1436,12 @@ impl GraphBuilder {
         // frees it (not owned), and the view that hands it out is taken only by
         // work of this graph.
         let buffer = Arc::new(unsafe {
-            Buffer::from_raw(ptr, bytes, crate::MemoryKind::Device, self.device())
+            Buffer::from_raw(
+                ptr,
+                bytes,
+                crate::memory::resource::MemoryKind::Device,
+                self.device(),
+            )
         });
         let view = ArcView::of_buffer(&buffer)?;
         let id = next_builder_id();
@@ -1574,8 +1585,8 @@ impl Device {
     ///
     /// # Errors
     /// As [`GraphBuilder::new`](crate::GraphBuilder::new).
-    pub fn create_graph_builder(&self) -> Result<crate::GraphBuilder> {
-        crate::GraphBuilder::new(self)
+    pub fn create_graph_builder(&self) -> Result<crate::graph::builder::GraphBuilder> {
+        crate::graph::builder::GraphBuilder::new(self)
     }
 }
 

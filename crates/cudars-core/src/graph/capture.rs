@@ -4,9 +4,10 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Result};
 pub use crate::stream::{CaptureMode, CaptureStatus};
-use crate::{Event, Stream};
+use crate::{event::Event, stream::Stream};
 
-use super::{Graph, GraphAllocation};
+use super::Graph;
+use crate::graph::memory_nodes::GraphAllocation;
 
 impl Stream {
     /// Starts capturing the work issued to this stream into a graph.
@@ -108,11 +109,11 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn fork(&self, n: usize) -> Result<Vec<Stream>> {
-        let e = Event::in_context(self.context(), crate::EventOptions::default())?;
+        let e = Event::in_context(self.context(), crate::event::EventOptions::default())?;
         e.record(self)?;
         (0..n)
             .map(|_| {
-                let s = self.context().create_stream(crate::StreamOptions {
+                let s = self.context().create_stream(crate::stream::StreamOptions {
                     non_blocking: true,
                     priority: None,
                 })?;

@@ -9,7 +9,7 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{ArcView, Buffer, Device};
+use crate::{device::Device, memory::arc_view::ArcView, memory::buffer::Buffer};
 
 use super::{Graph, GraphNode, keep};
 
@@ -19,7 +19,7 @@ pub struct GraphAllocation {
     /// The allocating node.
     pub node: GraphNode,
     /// The address, fixed when the node was added.
-    pub ptr: crate::DevicePtr,
+    pub ptr: crate::launch::DevicePtr,
     /// The size in bytes.
     pub size: usize,
 }
@@ -415,7 +415,7 @@ impl Graph {
             .check(|| format!("adding a node allocating {size} bytes"))?;
         Ok(GraphAllocation {
             node: self.node(node),
-            ptr: crate::DevicePtr(p.dptr),
+            ptr: crate::launch::DevicePtr(p.dptr),
             size,
         })
     }

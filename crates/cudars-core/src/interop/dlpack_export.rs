@@ -11,7 +11,10 @@ use crate::interop::dlpack::{
     DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, DLTensor,
 };
 use crate::interop::layout::{Layout, row_major};
-use crate::{ArcView, Buffer, DeviceBuffer, MemoryKind};
+use crate::{
+    memory::arc_view::ArcView, memory::buffer::Buffer, memory::device_buffer::DeviceBuffer,
+    memory::resource::MemoryKind,
+};
 
 /// What an exported tensor owns: the allocation and the shape/stride arrays.
 struct Export {

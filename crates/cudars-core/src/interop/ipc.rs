@@ -28,8 +28,9 @@ use crate::error::{Check as _, Error, Result};
 pub use crate::memory::fd::PoolUuid;
 use crate::memory::fd::{dup_pool_fd, import_pool};
 use crate::{
-    Buffer, Context, Device, DeviceMemoryResource, Event, EventOptions, MemoryKind, MemoryResource,
-    PinnedMemoryResource, Stream,
+    context::Context, device::Device, event::Event, event::EventOptions, memory::buffer::Buffer,
+    memory::pinned::PinnedMemoryResource, memory::pool::DeviceMemoryResource,
+    memory::resource::MemoryKind, memory::resource::MemoryResource, stream::Stream,
 };
 
 /// A memory pool whose allocations can be shared with other processes:
@@ -52,7 +53,7 @@ pub(crate) mod sealed {
         /// The driver's pool.
         fn raw_pool(&self) -> sys::CUmemoryPool;
         /// The pool's IPC state.
-        fn ipc(&self) -> &crate::memory::PoolIpc;
+        fn ipc(&self) -> &crate::memory::pool::PoolIpc;
     }
 }
 
@@ -65,7 +66,7 @@ macro_rules! ipc_memory_pool {
             fn raw_pool(&self) -> sys::CUmemoryPool {
                 self.pool
             }
-            fn ipc(&self) -> &crate::memory::PoolIpc {
+            fn ipc(&self) -> &crate::memory::pool::PoolIpc {
                 &self.ipc
             }
         }
@@ -116,7 +117,7 @@ impl DeviceMemoryResource {
             device: *device,
             pool,
             owned: true,
-            ipc: crate::memory::PoolIpc::imported(),
+            ipc: crate::memory::pool::PoolIpc::imported(),
         };
         // The owning device always has access; any other device has none until
         // this process grants it, so a wrong `device` shows here rather than as a
@@ -375,7 +376,7 @@ impl Buffer {
         }
         let already = || {
             Error::invalid_as(
-                crate::InvalidKind::AlreadyImported,
+                crate::error::InvalidKind::AlreadyImported,
                 "importing a buffer",
                 "the allocation is already imported in this process by a live buffer; drop that \
                  buffer before importing it again",

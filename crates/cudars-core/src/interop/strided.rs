@@ -25,7 +25,10 @@ use crate::interop::cai::CudaArrayInterface;
 use crate::interop::dlpack::{DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType};
 use crate::interop::dlpack_export::device_of;
 use crate::interop::layout::{Layout, one_dim, row_major};
-use crate::{ArcView, Buffer, DeviceBuffer, Stream};
+use crate::{
+    memory::arc_view::ArcView, memory::buffer::Buffer, memory::device_buffer::DeviceBuffer,
+    stream::Stream,
+};
 
 /// What keeps a view's memory alive.
 enum Keep {

@@ -14,7 +14,7 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Buffer, Kernel, Stream};
+use crate::{code::kernel::Kernel, memory::buffer::Buffer, stream::Stream};
 
 /// Three dimensions of a grid, block or cluster. `From` a `u32`, `(u32, u32)` or
 /// `(u32, u32, u32)`.
@@ -351,7 +351,7 @@ fn clusters_to_blocks(clusters: u32, cluster: u32, axis: &str, what: &'static st
 
 fn zero_dims(what: &'static str) -> Error {
     Error::invalid_as(
-        crate::InvalidKind::ZeroSize,
+        crate::error::InvalidKind::ZeroSize,
         what,
         "grid, block and cluster dimensions must all be at least 1",
     )
@@ -429,7 +429,7 @@ unsafe impl KernelArg for Buffer {
 
 // SAFETY: points at the view's stored device address (8 bytes).
 // Soundness contract: rule 10.
-unsafe impl<T: Pod> KernelArg for crate::DeviceView<'_, T> {
+unsafe impl<T: Pod> KernelArg for crate::memory::view::DeviceView<'_, T> {
     fn arg_ptr(&self) -> *const c_void {
         (&self.ptr as *const sys::CUdeviceptr).cast()
     }
@@ -440,7 +440,7 @@ unsafe impl<T: Pod> KernelArg for crate::DeviceView<'_, T> {
 
 // SAFETY: as above.
 // Soundness contract: rule 10.
-unsafe impl<T: Pod> KernelArg for crate::DeviceViewMut<'_, T> {
+unsafe impl<T: Pod> KernelArg for crate::memory::view::DeviceViewMut<'_, T> {
     fn arg_ptr(&self) -> *const c_void {
         (&self.ptr as *const sys::CUdeviceptr).cast()
     }
@@ -452,7 +452,7 @@ unsafe impl<T: Pod> KernelArg for crate::DeviceViewMut<'_, T> {
 // SAFETY: points at the view's stored device address (8 bytes), which lives as
 // long as the view.
 // Soundness contract: rule 10.
-unsafe impl<T: Pod> KernelArg for crate::ArcView<T> {
+unsafe impl<T: Pod> KernelArg for crate::memory::arc_view::ArcView<T> {
     fn arg_ptr(&self) -> *const std::ffi::c_void {
         (&self.ptr as *const sys::CUdeviceptr).cast()
     }
@@ -463,7 +463,7 @@ unsafe impl<T: Pod> KernelArg for crate::ArcView<T> {
 
 // SAFETY: points at the underlying buffer's stored device address (8 bytes).
 // Soundness contract: rule 10.
-unsafe impl<T: Pod> KernelArg for crate::DeviceBuffer<T> {
+unsafe impl<T: Pod> KernelArg for crate::memory::device_buffer::DeviceBuffer<T> {
     fn arg_ptr(&self) -> *const c_void {
         self.as_buffer().ptr_ref().cast()
     }
@@ -632,7 +632,7 @@ impl crate::code::kernel::Occupancy<'_> {
     pub fn max_potential_cluster_size(
         &self,
         config: &LaunchConfig,
-        stream: &crate::Stream,
+        stream: &crate::stream::Stream,
     ) -> Result<u32> {
         let f = self.kernel.function(self.device)?;
         let mut attrs = Attrs::default();
@@ -652,7 +652,7 @@ impl crate::code::kernel::Occupancy<'_> {
     pub fn max_active_clusters(
         &self,
         config: &LaunchConfig,
-        stream: &crate::Stream,
+        stream: &crate::stream::Stream,
     ) -> Result<u32> {
         let f = self.kernel.function(self.device)?;
         let mut attrs = Attrs::default();

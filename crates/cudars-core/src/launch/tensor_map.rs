@@ -13,7 +13,7 @@ use std::ops::RangeInclusive;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Buffer, Device, KernelArg};
+use crate::{device::Device, launch::KernelArg, memory::buffer::Buffer};
 
 /// The element type of a tensor map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,7 +34,9 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Buffer, Context, Device, KernelArg, Stream};
+use crate::{
+    context::Context, device::Device, launch::KernelArg, memory::buffer::Buffer, stream::Stream,
+};
 
 /// `Drop` (destroy the handle in its context) and `KernelArg` (the 64-bit handle,
 /// by value) for a texture or surface object.

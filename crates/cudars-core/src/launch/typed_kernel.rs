@@ -17,7 +17,10 @@ use cudars_bindings::driver as sys;
 use crate::error::{Error, Result};
 use crate::launch::{LaunchConfig, launch_raw};
 use crate::memory::view::{DeviceView, DeviceViewMut};
-use crate::{Buffer, CaptureArg, GraphView, Kernel, Stream};
+use crate::{
+    code::kernel::Kernel, graph::builder::CaptureArg, graph::builder::GraphView,
+    memory::buffer::Buffer, stream::Stream,
+};
 
 /// A `const T*` kernel parameter: takes a [`DeviceView<T>`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,7 +128,7 @@ scalar_params!(
 );
 
 #[inline]
-fn same_device(dev: &crate::Device, stream: &Stream) -> Result<()> {
+fn same_device(dev: &crate::device::Device, stream: &Stream) -> Result<()> {
     if dev != stream.device() {
         return Err(Error::other_device(
             "launching a typed kernel",
@@ -421,7 +424,7 @@ impl<S: Signature> TypedKernel<S> {
         // kernel, which is queued by now (ordering them first let a free on
         // another stream overtake the kernel). On failure the stream has been
         // drained, so no free can overtake it either.
-        crate::memory::order_frees_after(memory.iter().flatten().copied(), stream)
+        crate::memory::buffer::order_frees_after(memory.iter().flatten().copied(), stream)
     }
 }
 

@@ -17,7 +17,10 @@ use cudars_bindings::driver as sys;
 
 use crate::error::Result;
 use crate::memory::view::{NonZeroSize, bounds, view_accessors};
-use crate::{Buffer, Device, DeviceBuffer, DeviceView};
+use crate::{
+    device::Device, memory::buffer::Buffer, memory::device_buffer::DeviceBuffer,
+    memory::view::DeviceView,
+};
 
 /// An allocation an [`ArcView`] can hold: a byte [`Buffer`] or a typed
 /// [`DeviceBuffer`].
@@ -197,7 +200,7 @@ pub(crate) fn host_backed(data: &mut [u8]) -> Arc<Buffer> {
         Buffer::from_raw(
             data.as_mut_ptr() as u64,
             data.len(),
-            crate::MemoryKind::Pinned,
+            crate::memory::resource::MemoryKind::Pinned,
             &Device::for_tests(0),
         )
     })

@@ -45,12 +45,16 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result, copy_size_kind};
-use crate::{ArcView, Buffer, DeviceView, DeviceViewMut, Location, ManagedBuffer, Stream};
+use crate::{
+    memory::arc_view::ArcView, memory::buffer::Buffer, memory::managed_buffer::ManagedBuffer,
+    memory::resource::Location, memory::view::DeviceView, memory::view::DeviceViewMut,
+    stream::Stream,
+};
 
 /// What the batch traits read from their implementors; not nameable outside
 /// the crate, so the traits are sealed.
 mod sealed {
-    use crate::Buffer;
+    use crate::memory::buffer::Buffer;
 
     /// Bytes in a buffer: where they are and how many.
     #[derive(Clone, Copy)]
@@ -358,7 +362,7 @@ pub fn copy_batch<C: BatchCopyEntry>(
             unsafe { sys::cuMemcpyAsync(c.dst.ptr, c.src.ptr, c.bytes, stream.handle()) }
                 .check(|| format!("copying {} bytes of a batch", c.bytes))?;
         }
-        return crate::memory::order_frees_after(buffers(), stream);
+        return crate::memory::buffer::order_frees_after(buffers(), stream);
     }
     // One set of attributes, applying from copy 0 on.
     let mut attr_idx = [0usize];
@@ -399,7 +403,7 @@ pub fn copy_batch<C: BatchCopyEntry>(
         }
     };
     rc.check(|| format!("copying a batch of {} buffers", copies.len()))?;
-    crate::memory::order_frees_after(buffers(), stream)
+    crate::memory::buffer::order_frees_after(buffers(), stream)
 }
 
 /// Managed ranges for the batch calls (CUDA 13 drivers: `feature` names the
@@ -464,7 +468,7 @@ fn prefetch_like(
         )
     }
     .check(|| batch_context(what, n))?;
-    crate::memory::order_frees_after(ranges.iter().map(|r| r.buffer), stream)
+    crate::memory::buffer::order_frees_after(ranges.iter().map(|r| r.buffer), stream)
 }
 
 /// Prefetches each managed range (a whole buffer or a view, [`BatchRange`]) to
@@ -543,7 +547,7 @@ fn discard_ranges(ranges: &[Range<'_>], stream: &Stream, what: &'static str) -> 
         )
     }
     .check(|| batch_context(what, ranges.len()))?;
-    crate::memory::order_frees_after(ranges.iter().map(|r| r.buffer), stream)
+    crate::memory::buffer::order_frees_after(ranges.iter().map(|r| r.buffer), stream)
 }
 
 /// Discards each managed range's contents and prefetches its (now unspecified)

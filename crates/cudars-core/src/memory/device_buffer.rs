@@ -8,7 +8,9 @@ use bytemuck::Pod;
 
 use crate::error::{Error, Result};
 use crate::memory::view::{DeviceView, DeviceViewMut, NonZeroSize};
-use crate::{Buffer, Device, MemoryResource, Stream};
+use crate::{
+    device::Device, memory::buffer::Buffer, memory::resource::MemoryResource, stream::Stream,
+};
 
 /// An owning array of `len` elements of type `T` in device memory: a [`Buffer`]
 /// that knows its element type. It frees itself in stream order, like the

@@ -29,12 +29,8 @@ pub(crate) mod view;
 pub(crate) mod vmm;
 
 pub use buffer::Buffer;
-pub(crate) use buffer::{copy_device, order_frees_after};
 pub use managed::{ManagedMemoryResource, ManagedMemoryResourceOptions};
 pub use managed_buffer::ManagedBuffer;
 pub use pinned::{LegacyPinnedMemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions};
-#[cfg(unix)]
-pub(crate) use pool::PoolIpc;
 pub use pool::{DeviceMemoryPoolOptions, DeviceMemoryResource, PoolAttributes, PoolReuse};
-pub(crate) use resource::owning_allocate;
 pub use resource::{Location, MemoryKind, MemoryResource, MemoryResourceExt};

@@ -4,9 +4,12 @@
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Device, Stream};
+use crate::{device::Device, stream::Stream};
 
-use super::{Location, MemoryKind, MemoryResource, owning_allocate};
+use crate::{
+    memory::resource::Location, memory::resource::MemoryKind, memory::resource::MemoryResource,
+    memory::resource::owning_allocate,
+};
 
 use super::pool::{
     PoolAttributes, PoolIpc, PoolReuse, create_pool, pool_allocate, pool_attributes, pool_bool,

@@ -5,9 +5,12 @@
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Device, Stream};
+use crate::{device::Device, stream::Stream};
 
-use super::{Location, MemoryKind, MemoryResource, owning_allocate};
+use crate::{
+    memory::resource::Location, memory::resource::MemoryKind, memory::resource::MemoryResource,
+    memory::resource::owning_allocate,
+};
 
 owning_allocate!(ordered DeviceMemoryResource);
 
@@ -420,7 +423,7 @@ pub struct PoolAttributes {
 /// `Result<CUmemoryPool>` of `r: &T` (for a resource that may have no pool).
 macro_rules! pool_attributes {
     ($t:ty) => {
-        pool_attributes!($t, |this| Ok::<_, $crate::Error>(this.pool));
+        pool_attributes!($t, |this| Ok::<_, $crate::error::Error>(this.pool));
     };
     ($t:ty, |$this:ident| $pool:expr) => {
         impl $t {

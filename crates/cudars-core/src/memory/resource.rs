@@ -9,7 +9,7 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::memory::buffer::Buffer;
-use crate::{Device, Stream};
+use crate::{device::Device, stream::Stream};
 
 /// What memory a resource hands out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -185,7 +185,7 @@ pub trait MemoryResourceExt: sealed::Sealed {
 
 mod sealed {
     pub trait Sealed {}
-    impl<R: super::MemoryResource + 'static> Sealed for std::sync::Arc<R> {}
+    impl<R: crate::memory::resource::MemoryResource + 'static> Sealed for std::sync::Arc<R> {}
 }
 
 impl<R: MemoryResource + 'static> MemoryResourceExt for Arc<R> {
@@ -212,10 +212,10 @@ macro_rules! owning_allocate {
             pub fn allocate(
                 self: &::std::sync::Arc<Self>,
                 size: usize,
-                stream: &$crate::Stream,
-            ) -> $crate::Result<$crate::Buffer> {
-                let mr: ::std::sync::Arc<dyn $crate::MemoryResource> = self.clone();
-                $crate::Buffer::allocate(mr, size, stream)
+                stream: &$crate::stream::Stream,
+            ) -> $crate::error::Result<$crate::memory::buffer::Buffer> {
+                let mr: ::std::sync::Arc<dyn $crate::memory::resource::MemoryResource> = self.clone();
+                $crate::memory::buffer::Buffer::allocate(mr, size, stream)
             }
         }
     };
@@ -234,10 +234,10 @@ macro_rules! owning_allocate {
             pub fn allocate<'s>(
                 self: &::std::sync::Arc<Self>,
                 size: usize,
-                stream: impl Into<Option<&'s $crate::Stream>>,
-            ) -> $crate::Result<$crate::Buffer> {
-                let mr: ::std::sync::Arc<dyn $crate::MemoryResource> = self.clone();
-                $crate::Buffer::allocate(mr, size, stream)
+                stream: impl Into<Option<&'s $crate::stream::Stream>>,
+            ) -> $crate::error::Result<$crate::memory::buffer::Buffer> {
+                let mr: ::std::sync::Arc<dyn $crate::memory::resource::MemoryResource> = self.clone();
+                $crate::memory::buffer::Buffer::allocate(mr, size, stream)
             }
         }
     };
@@ -379,7 +379,8 @@ pub(crate) unsafe fn mem_prefetch(
     }
 }
 
-pub(crate) type ResourceMap = std::collections::HashMap<usize, Arc<dyn crate::MemoryResource>>;
+pub(crate) type ResourceMap =
+    std::collections::HashMap<usize, Arc<dyn crate::memory::resource::MemoryResource>>;
 
 /// The resources set with [`Device::set_memory_resource`](crate::Device::set_memory_resource), by device ordinal.
 pub(crate) fn allocation_resources() -> &'static std::sync::RwLock<ResourceMap> {
@@ -394,8 +395,12 @@ impl Device {
     ///
     /// # Errors
     /// The driver's error.
-    pub fn default_memory_resource(&self) -> Result<Arc<crate::DeviceMemoryResource>> {
-        Ok(Arc::new(crate::DeviceMemoryResource::default_pool(self)?))
+    pub fn default_memory_resource(
+        &self,
+    ) -> Result<Arc<crate::memory::pool::DeviceMemoryResource>> {
+        Ok(Arc::new(
+            crate::memory::pool::DeviceMemoryResource::default_pool(self)?,
+        ))
     }
 
     /// Makes `mr` the resource [`allocate`](Self::allocate) uses on this device, for
@@ -405,9 +410,12 @@ impl Device {
     /// # Errors
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a resource of
     /// another device.
-    pub fn set_memory_resource(&self, mr: Option<Arc<dyn crate::MemoryResource>>) -> Result<()> {
+    pub fn set_memory_resource(
+        &self,
+        mr: Option<Arc<dyn crate::memory::resource::MemoryResource>>,
+    ) -> Result<()> {
         if let Some(m) = mr.as_ref().filter(|m| m.device() != *self) {
-            return Err(crate::Error::other_device(
+            return Err(crate::error::Error::other_device(
                 format!("setting the memory resource of device {}", self.ordinal()),
                 format!("the resource belongs to device {}", m.device().ordinal()),
             ));
@@ -432,7 +440,7 @@ impl Device {
     ///
     /// # Errors
     /// The driver's error (reading the default pool).
-    pub fn memory_resource(&self) -> Result<Arc<dyn crate::MemoryResource>> {
+    pub fn memory_resource(&self) -> Result<Arc<dyn crate::memory::resource::MemoryResource>> {
         let set = allocation_resources()
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -456,8 +464,8 @@ impl Device {
         &self,
         size: usize,
         stream: impl Into<Option<&'s Stream>>,
-    ) -> Result<crate::Buffer> {
-        crate::Buffer::allocate(self.memory_resource()?, size, stream)
+    ) -> Result<crate::memory::buffer::Buffer> {
+        crate::memory::buffer::Buffer::allocate(self.memory_resource()?, size, stream)
     }
 }
 

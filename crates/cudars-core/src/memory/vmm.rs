@@ -8,7 +8,10 @@ use std::sync::Mutex;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Buffer, Device, Location, MemoryKind, MemoryResource, Stream};
+use crate::{
+    device::Device, memory::buffer::Buffer, memory::resource::Location,
+    memory::resource::MemoryKind, memory::resource::MemoryResource, stream::Stream,
+};
 
 /// Which granularity allocations are rounded to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -564,7 +567,7 @@ impl VirtualMemoryResource {
                 device,
                 left,
                 bytes,
-                Some(crate::Report::new(&e).to_string()),
+                Some(crate::error::Report::new(&e).to_string()),
             );
         }
     }
@@ -943,7 +946,7 @@ impl Drop for VirtualMemoryResource {
     }
 }
 
-crate::memory::owning_allocate!(
+crate::memory::resource::owning_allocate!(
     unordered VirtualMemoryResource,
     "The size is rounded up to the granularity (see [`granularity`](Self::granularity))."
 );

@@ -6,9 +6,10 @@ use std::ffi::c_uint;
 
 use cudars_bindings::nvml::*;
 
+use super::NvmlCheck as _;
 use super::hardware::read_list;
-use super::{NvmlCheck as _, SystemDevice};
 use crate::error::Result;
+use crate::system::device::SystemDevice;
 
 /// A clock domain (`ClockType` in Python).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -6,7 +6,7 @@ use std::fmt;
 
 use cudars_bindings::nvml::*;
 
-use crate::Device;
+use crate::device::Device;
 use crate::error::{Error, Result};
 
 use super::*;

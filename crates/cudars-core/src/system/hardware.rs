@@ -6,8 +6,9 @@ use std::ffi::{c_uint, c_ulong};
 
 use cudars_bindings::nvml::*;
 
-use super::{NvmlCheck as _, SystemDevice, read_string, struct_version};
+use super::{NvmlCheck as _, read_string, struct_version};
 use crate::error::{Error, Result};
+use crate::system::device::SystemDevice;
 
 /// The GPU architecture NVML reports ([`SystemDevice::arch`]; `DeviceArch` in
 /// Python).
@@ -547,7 +548,7 @@ impl SystemDevice {
         for i in 0..self.mig_device_count()? {
             match self.mig_device(i) {
                 Ok(d) => out.push(d),
-                Err(e) if e.nvml_kind() == Some(crate::NvmlErrorKind::NotFound) => {}
+                Err(e) if e.nvml_kind() == Some(crate::error::NvmlErrorKind::NotFound) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -1027,7 +1028,8 @@ pub(super) fn device_set<C: Into<std::borrow::Cow<'static, str>>>(
     context: impl FnOnce() -> C,
     call: impl FnOnce(*mut c_uint, *mut nvmlDevice_t) -> nvmlReturn_t,
 ) -> Result<Vec<SystemDevice>> {
-    let mut handles = vec![std::ptr::null_mut(); super::device_count()?.max(1) as usize];
+    let mut handles =
+        vec![std::ptr::null_mut(); crate::system::driver::device_count()?.max(1) as usize];
     let mut count = handles.len() as c_uint;
     call(&mut count, handles.as_mut_ptr()).check(context)?;
     handles.truncate(count as usize);

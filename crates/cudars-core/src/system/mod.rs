@@ -80,17 +80,17 @@
 
 pub use crate::error::NvmlErrorKind;
 
-mod clocks;
-mod control;
-mod device;
-mod driver;
-mod events;
-mod fields;
-mod hardware;
-mod info;
-mod nvlink;
-mod nvml;
-mod status;
+pub(crate) mod clocks;
+pub(crate) mod control;
+pub(crate) mod device;
+pub(crate) mod driver;
+pub(crate) mod events;
+pub(crate) mod fields;
+pub(crate) mod hardware;
+pub(crate) mod info;
+pub(crate) mod nvlink;
+pub(crate) mod nvml;
+pub(crate) mod status;
 
 pub use clocks::{ClockId, ClockType, ClocksEventReasons};
 pub use control::{ClockOffsets, DynamicPstatesInfo, MAX_PSTATE, PstateUtilization};

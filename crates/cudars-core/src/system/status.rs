@@ -7,8 +7,9 @@ use std::ffi::c_uint;
 use cudars_bindings::nvml::*;
 
 use super::hardware::{device_set, read_list};
-use super::{NvmlCheck as _, SystemDevice, TopologyLevel, struct_version};
+use super::{NvmlCheck as _, struct_version};
 use crate::error::{Error, Result};
+use crate::{system::device::SystemDevice, system::info::TopologyLevel};
 
 /// A process with a compute context on a device
 /// ([`SystemDevice::compute_running_processes`]; `ProcessInfo` in Python).

@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::Device;
 use crate::code::arch::Arch;
 use crate::code::linker::LinkerOptions;
+use crate::device::Device;
 use crate::error::{Error, Result};
 
-use super::CompileTarget;
+use crate::code::compile::program::CompileTarget;
 
 /// The name a program gets when [`ProgramOptions::name`] is `None`.
 const DEFAULT_NAME: &str = "default_program";
