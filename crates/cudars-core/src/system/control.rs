@@ -15,9 +15,9 @@ use cudars_bindings::nvml::*;
 
 use super::clocks::ClockType;
 use super::hardware::Fan;
-use super::{NvmlCheck as _, struct_version};
 use crate::error::{Error, InvalidKind, Result};
 use crate::system::device::SystemDevice;
+use crate::{system::nvml::NvmlCheck as _, system::nvml::struct_version};
 
 /// The lowest-performance state NVML numbers: P15 (P0 is the fastest).
 pub const MAX_PSTATE: u32 = 15;

@@ -8,8 +8,14 @@ use cudars_bindings::nvml::*;
 
 use crate::device::Device;
 use crate::error::{Error, Result};
-
-use super::*;
+use crate::system::driver::device_count;
+use crate::system::info::{
+    Clocks, MemoryInfo, P2pCapability, P2pStatus, PciInfo, TopologyLevel, Utilization,
+};
+use crate::system::nvml::{
+    NvmlCheck as _, c_string, from_c_buf, init, pci_from, read_string, strip_uuid_prefix,
+    struct_version,
+};
 
 /// A GPU as NVML sees it: the counterpart of `cuda.core.system.Device`.
 ///

@@ -6,8 +6,7 @@ use std::ffi::c_uint;
 use cudars_bindings::nvml::*;
 
 use crate::error::{Error, Result};
-
-use super::*;
+use crate::system::nvml::{NvmlCheck as _, from_c_buf, init, read_string, struct_version};
 
 /// The version of the installed display driver, as NVML reports it
 /// (`nvmlSystemGetDriverVersion`), e.g. `"580.95.05"`: the kernel-mode driver's

@@ -5,8 +5,8 @@ use std::ffi::c_uint;
 use cudars_bindings::nvml::*;
 
 use crate::error::Result;
-
-use super::*;
+use crate::system::device::SystemDevice;
+use crate::system::nvml::{NvmlCheck as _, init};
 
 /// A set of NVML event kinds (`nvmlEventType*` bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -6,9 +6,9 @@ use std::ffi::c_int;
 use cudars_bindings::IntoResult as _;
 use cudars_bindings::nvml::*;
 
-use super::NvmlCheck as _;
 use crate::error::{Error, Result};
 use crate::system::device::SystemDevice;
+use crate::system::nvml::NvmlCheck as _;
 
 /// A field to read: one of NVML's `NVML_FI_*` ids
 /// (`cudars_bindings::nvml::NVML_FI_DEV_POWER_INSTANT`, …) and, for fields kept

@@ -6,9 +6,11 @@ use std::ffi::{c_uint, c_ulong};
 
 use cudars_bindings::nvml::*;
 
-use super::{NvmlCheck as _, read_string, struct_version};
 use crate::error::{Error, Result};
 use crate::system::device::SystemDevice;
+use crate::{
+    system::nvml::NvmlCheck as _, system::nvml::read_string, system::nvml::struct_version,
+};
 
 /// The GPU architecture NVML reports ([`SystemDevice::arch`]; `DeviceArch` in
 /// Python).
@@ -797,7 +799,7 @@ impl SystemDevice {
     /// # Errors
     /// NVML's error.
     pub fn all_with_cpu_affinity(cpu: u32) -> Result<Vec<SystemDevice>> {
-        super::init()?;
+        crate::system::nvml::init()?;
         device_set(
             || format!("finding the GPUs near CPU {cpu} (nvmlSystemGetTopologyGpuSet)"),
             |count, out| {

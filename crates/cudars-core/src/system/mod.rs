@@ -107,7 +107,6 @@ pub use hardware::{
 };
 pub use info::{Clocks, MemoryInfo, P2pCapability, P2pStatus, PciInfo, TopologyLevel, Utilization};
 pub use nvlink::NvlinkInfo;
-pub(crate) use nvml::*;
 pub use status::{
     AddressingMode, DeviceAttributes, ProcessInfo, RepairStatus, TemperatureThreshold,
     ThermalSensor, ThermalTarget,

@@ -3,8 +3,10 @@
 use cudars_bindings::nvml::*;
 
 use crate::error::Result;
-
-use super::*;
+use crate::system::device::SystemDevice;
+use crate::system::events::EventTypes;
+use crate::system::info::PciInfo;
+use crate::system::nvml::{NvmlCheck as _, pci_from};
 
 /// One NVLink of a device ([`SystemDevice::nvlinks`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -9,8 +9,7 @@ use cudars_bindings::IntoResult as _;
 use cudars_bindings::nvml::*;
 
 use crate::error::{Error, Result};
-
-use super::*;
+use crate::system::info::PciInfo;
 
 /// Checks an NVML status, attaching what was being done (built only on failure).
 pub(crate) trait NvmlCheck {

@@ -7,9 +7,9 @@ use std::ffi::c_uint;
 use cudars_bindings::nvml::*;
 
 use super::hardware::{device_set, read_list};
-use super::{NvmlCheck as _, struct_version};
 use crate::error::{Error, Result};
 use crate::{system::device::SystemDevice, system::info::TopologyLevel};
+use crate::{system::nvml::NvmlCheck as _, system::nvml::struct_version};
 
 /// A process with a compute context on a device
 /// ([`SystemDevice::compute_running_processes`]; `ProcessInfo` in Python).
@@ -649,7 +649,7 @@ mod tests {
 
     #[test]
     fn uuid_prefixes_are_stripped() {
-        use super::super::strip_uuid_prefix;
+        use crate::system::nvml::strip_uuid_prefix;
         let bare = "2c9d9b41-1f0a-7d3e-8c4b-0a1b2c3d4e5f";
         assert_eq!(strip_uuid_prefix(&format!("GPU-{bare}")), bare);
         assert_eq!(strip_uuid_prefix(&format!("MIG-{bare}")), bare);
