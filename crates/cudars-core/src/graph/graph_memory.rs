@@ -6,9 +6,9 @@ use bytemuck::Pod;
 use crate::error::Result;
 use crate::{device::Device, memory::resource::MemoryKind};
 
-use super::builder::check_device;
+use crate::graph::builder_rules::check_device;
 use crate::{
-    graph::builder::GraphBuilder, graph::builder::GraphView, graph::memory_nodes::GraphMemUsage,
+    graph::builder::GraphBuilder, graph::memory_nodes::GraphMemUsage, graph::view::GraphView,
 };
 
 /// The memory graphs of a device allocate as they run (`cuda.core`'s

@@ -9,6 +9,8 @@
 //! nodes in `exec_update`, DOT output in `debug`, stream capture in `capture`.
 
 pub(crate) mod builder;
+pub(crate) mod builder_rules;
+pub(crate) mod builder_work;
 pub(crate) mod capture;
 pub(crate) mod debug;
 pub(crate) mod exec;
@@ -16,8 +18,9 @@ pub(crate) mod exec_update;
 pub(crate) mod graph_memory;
 pub(crate) mod memory_nodes;
 pub(crate) mod node;
+pub(crate) mod view;
 
-pub use builder::{CaptureArg, GraphBuilder, GraphView};
+pub use builder::GraphBuilder;
 pub use capture::{CaptureMode, CaptureStatus};
 pub use debug::GraphDebugPrintOptions;
 pub use exec::{GraphCompleteOptions, GraphExec};
@@ -27,6 +30,7 @@ pub use node::{
     ConditionalNodeInfo, GraphEdge, GraphEdgeKind, GraphNodeKind, GraphNodeParams, HostNodeInfo,
     KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
+pub use view::{CaptureArg, GraphView};
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -48,7 +52,7 @@ type Keep = Arc<KeepList>;
 /// What a [`Keep`] holds: the items, and where the graph's host nodes record
 /// their panics ([`Graph::take_callback_panic`]).
 #[derive(Default)]
-struct KeepList {
+pub(crate) struct KeepList {
     items: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
     panics: Arc<crate::callback::PanicSlot>,
 }

@@ -18,8 +18,8 @@ use crate::error::{Error, Result};
 use crate::launch::{LaunchConfig, launch_raw};
 use crate::memory::view::{DeviceView, DeviceViewMut};
 use crate::{
-    code::kernel::Kernel, graph::builder::CaptureArg, graph::builder::GraphView,
-    memory::buffer::Buffer, stream::Stream,
+    code::kernel::Kernel, graph::view::CaptureArg, graph::view::GraphView, memory::buffer::Buffer,
+    stream::Stream,
 };
 
 /// A `const T*` kernel parameter: takes a [`DeviceView<T>`].
