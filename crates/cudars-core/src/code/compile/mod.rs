@@ -18,6 +18,7 @@
 //! ```
 
 pub mod nvrtc;
+pub(crate) mod nvrtc_args;
 pub(crate) mod nvvm;
 pub(crate) mod options;
 pub(crate) mod program;
