@@ -3,8 +3,10 @@
 //! one it does not.
 
 use crate::code::arch::Arch;
+use crate::code::compile::options::{
+    Args, OPTIONS_CONTEXT, ProgramOptions, is_identifier, is_macro_name, on_off,
+};
 use crate::error::{Error, Result};
-use crate::code::compile::options::{Args, OPTIONS_CONTEXT, ProgramOptions, is_identifier, is_macro_name, on_off};
 
 impl ProgramOptions {
     /// The options as NVRTC takes them (`--gpu-architecture=sm_90`, …), in
