@@ -6,10 +6,10 @@ use std::ffi::c_uint;
 
 use cudars_bindings::nvml::*;
 
-use super::hardware::read_list;
 use crate::error::Result;
 use crate::system::device::SystemDevice;
 use crate::system::nvml::NvmlCheck as _;
+use crate::system::nvml::read_list;
 
 /// A clock domain (`ClockType` in Python).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

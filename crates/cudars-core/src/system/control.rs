@@ -14,9 +14,9 @@ use std::ffi::c_uint;
 use cudars_bindings::nvml::*;
 
 use super::clocks::ClockType;
-use super::hardware::Fan;
 use crate::error::{Error, InvalidKind, Result};
 use crate::system::device::SystemDevice;
+use crate::system::fan::Fan;
 use crate::{system::nvml::NvmlCheck as _, system::nvml::struct_version};
 
 /// The lowest-performance state NVML numbers: P15 (P0 is the fastest).

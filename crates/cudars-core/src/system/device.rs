@@ -624,3 +624,18 @@ impl Device {
         SystemDevice::from_uuid(&uuid)
     }
 }
+
+/// Reads a set of GPUs NVML fills in, given room for every GPU at once (some
+/// drivers refuse the size query, a count of 0, of these calls with
+/// `NVML_ERROR_INVALID_ARGUMENT`). NVML must be initialised.
+pub(super) fn device_set<C: Into<std::borrow::Cow<'static, str>>>(
+    context: impl FnOnce() -> C,
+    call: impl FnOnce(*mut c_uint, *mut nvmlDevice_t) -> nvmlReturn_t,
+) -> Result<Vec<SystemDevice>> {
+    let mut handles =
+        vec![std::ptr::null_mut(); crate::system::driver::device_count()?.max(1) as usize];
+    let mut count = handles.len() as c_uint;
+    call(&mut count, handles.as_mut_ptr()).check(context)?;
+    handles.truncate(count as usize);
+    handles.into_iter().map(SystemDevice::from_handle).collect()
+}

@@ -85,8 +85,10 @@ pub(crate) mod control;
 pub(crate) mod device;
 pub(crate) mod driver;
 pub(crate) mod events;
+pub(crate) mod fan;
 pub(crate) mod fields;
 pub(crate) mod hardware;
+pub(crate) mod hardware_types;
 pub(crate) mod info;
 pub(crate) mod nvlink;
 pub(crate) mod nvml;
@@ -100,10 +102,12 @@ pub use driver::{
     user_mode_driver_version,
 };
 pub use events::{EventSet, EventTypes, SystemEvent};
+pub use fan::Fan;
 pub use fields::{FieldId, FieldSample, FieldValue};
-pub use hardware::{
-    AffinityScope, Bar1MemoryInfo, BbxFlushTime, Brand, CoolerControl, CoolerInfo, CoolerTarget,
-    DeviceArch, Fan, FanControlPolicy, InforomObject, MigMode,
+pub use hardware::BbxFlushTime;
+pub use hardware_types::{
+    AffinityScope, Bar1MemoryInfo, Brand, CoolerControl, CoolerInfo, CoolerTarget, DeviceArch,
+    FanControlPolicy, InforomObject, MigMode,
 };
 pub use info::{Clocks, MemoryInfo, P2pCapability, P2pStatus, PciInfo, TopologyLevel, Utilization};
 pub use nvlink::NvlinkInfo;

@@ -100,3 +100,35 @@ pub(crate) fn c_string(s: &str, what: &'static str) -> Result<CString> {
         )
     })
 }
+
+/// Reads a list NVML fills by the two-call protocol: asked with a count of 0 it
+/// says how many there are (with `NVML_ERROR_INSUFFICIENT_SIZE`, or, for some
+/// calls, success); asked again with room for them, it fills them in. The list
+/// may grow between the calls, so a count larger than the room asks again.
+pub(super) fn read_list<T: Copy, C: Into<std::borrow::Cow<'static, str>>>(
+    zero: T,
+    context: impl Fn() -> C,
+    mut call: impl FnMut(*mut c_uint, *mut T) -> nvmlReturn_t,
+) -> Result<Vec<T>> {
+    let mut count: c_uint = 0;
+    let mut out: Vec<T> = Vec::new();
+    for _ in 0..4 {
+        let rc = call(&mut count, out.as_mut_ptr());
+        if rc == NVML_ERROR_INSUFFICIENT_SIZE {
+            out = vec![zero; count as usize];
+            continue;
+        }
+        rc.check(&context)?;
+        if count as usize > out.len() {
+            // Only counted (a call that answers a count of 0 with success).
+            out = vec![zero; count as usize];
+            continue;
+        }
+        out.truncate(count as usize);
+        return Ok(out);
+    }
+    Err(Error::unsupported(
+        context(),
+        "the list kept growing while it was read",
+    ))
+}

@@ -6,8 +6,9 @@ use std::ffi::c_uint;
 
 use cudars_bindings::nvml::*;
 
-use super::hardware::{device_set, read_list};
 use crate::error::{Error, Result};
+use crate::system::device::device_set;
+use crate::system::nvml::read_list;
 use crate::{system::device::SystemDevice, system::info::TopologyLevel};
 use crate::{system::nvml::NvmlCheck as _, system::nvml::struct_version};
 
