@@ -369,10 +369,11 @@ pub use interop::graphics::{
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 pub use interop::strided::{IntoStridedMemoryView, StridedMemoryView};
-pub use launch::tensor_map::{
-    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
-    TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,
-    TensorMapOobFill, TensorMapSwizzle,
+pub use launch::tensor_map::TensorMapDescriptor;
+pub use launch::tensor_map_options::{
+    TensorMapDataType, TensorMapDescriptorOptions, TensorMapIm2colOptions, TensorMapIm2colWideMode,
+    TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill,
+    TensorMapSwizzle,
 };
 pub use launch::texture::{
     AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,

@@ -778,7 +778,7 @@ mod tests {
     use crate::memory::arc_view::ArcView;
 
     #[test]
-    pub(crate) fn a_builder_begins_once_and_only_before_its_graph_is_built() {
+    fn a_builder_begins_once_and_only_before_its_graph_is_built() {
         assert!(check_begin(RoleKind::Top, Phase::Idle, false).is_ok());
         assert!(check_begin(RoleKind::Body, Phase::Idle, false).is_ok());
         for phase in [Phase::Building, Phase::Ended] {
@@ -793,7 +793,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn ending_needs_a_building_builder_with_nothing_left_open() {
+    fn ending_needs_a_building_builder_with_nothing_left_open() {
         assert!(check_end(RoleKind::Top, Phase::Building, 0).is_ok());
         assert!(check_end(RoleKind::Body, Phase::Building, 0).is_ok());
         let e = check_end(RoleKind::Top, Phase::Idle, 0).unwrap_err();
@@ -809,7 +809,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn work_is_queued_only_while_building() {
+    fn work_is_queued_only_while_building() {
         for role in [RoleKind::Top, RoleKind::Split, RoleKind::Body] {
             assert!(check_building(role, Phase::Building, false, "t").is_ok());
             let e = check_building(role, Phase::Idle, false, "launching").unwrap_err();
@@ -829,7 +829,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn split_counts_the_original_builder_as_python_does() {
+    fn split_counts_the_original_builder_as_python_does() {
         assert_eq!(check_split_count(2).unwrap(), 1);
         assert_eq!(check_split_count(5).unwrap(), 4);
         for bad in [0, 1] {
@@ -839,7 +839,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn only_split_builders_of_the_same_capture_and_device_join() {
+    fn only_split_builders_of_the_same_capture_and_device_join() {
         let (d0, d1) = (Device::for_tests(0), Device::for_tests(1));
         let at = |device, family, capture| Place {
             device,
@@ -871,7 +871,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn capture_args_keep_memory_and_pass_values() {
+    fn capture_args_keep_memory_and_pass_values() {
         // `u64`s, so that the bytes are aligned for the `u32` view.
         let mut words = [0u64; 8];
         let buf = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut words));

@@ -5,6 +5,8 @@
 //! ([`tensor_map`]), textures and surfaces ([`texture`]).
 
 pub(crate) mod tensor_map;
+pub(crate) mod tensor_map_layout;
+pub(crate) mod tensor_map_options;
 pub(crate) mod texture;
 pub(crate) mod typed_kernel;
 

@@ -648,7 +648,7 @@ mod tests {
     use super::*;
     use crate::{Program, SourceCode};
 
-    pub(crate) fn sm90() -> ProgramOptions {
+    fn sm90() -> ProgramOptions {
         ProgramOptions {
             arch: Some("sm_90".into()),
             ..Default::default()
@@ -656,7 +656,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn numba_debug_is_spelled_per_backend_and_refused_for_ptx() {
+    fn numba_debug_is_spelled_per_backend_and_refused_for_ptx() {
         let o = ProgramOptions {
             numba_debug: true,
             debug: true,
@@ -686,7 +686,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn backends_refuse_every_option_they_cannot_take_by_name() {
+    fn backends_refuse_every_option_they_cannot_take_by_name() {
         let cxx_only = ProgramOptions {
             std: Some("c++17".into()),
             define_macro: vec![("N".into(), None)],
@@ -814,7 +814,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn options_as_bytes_per_backend() {
+    fn options_as_bytes_per_backend() {
         let o = ProgramOptions {
             debug: true,
             ..sm90()
@@ -860,7 +860,7 @@ mod tests {
 
     #[test]
     #[cfg_attr(miri, ignore = "loads NVRTC (dlopen), which Miri cannot run")]
-    pub(crate) fn bundled_headers_are_one_option_with_their_directory() {
+    fn bundled_headers_are_one_option_with_their_directory() {
         let dir = PathBuf::from("/tmp/headers here");
         let options = ProgramOptions {
             use_bundled_headers: true,
@@ -893,7 +893,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn macro_names() {
+    fn macro_names() {
         for ok in ["N", "_x1", "F(a,b)", "F()", "F(a, ...)"] {
             assert!(is_macro_name(ok), "{ok}");
         }
