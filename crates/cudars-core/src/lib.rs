@@ -369,6 +369,7 @@ pub use interop::graphics::{
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 pub use interop::strided::{IntoStridedMemoryView, StridedMemoryView};
+pub use launch::array::{ArrayFormat, ArrayOptions, MipmappedArray, OpaqueArray};
 pub use launch::tensor_map::TensorMapDescriptor;
 pub use launch::tensor_map_options::{
     TensorMapDataType, TensorMapDescriptorOptions, TensorMapIm2colOptions, TensorMapIm2colWideMode,
@@ -376,8 +377,8 @@ pub use launch::tensor_map_options::{
     TensorMapSwizzle,
 };
 pub use launch::texture::{
-    AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
-    SurfaceObject, TextureObject, TextureOptions, TextureResource,
+    AddressMode, FilterMode, ReadMode, SurfaceObject, TextureObject, TextureOptions,
+    TextureResource,
 };
 pub use launch::typed_kernel::{
     CaptureParam, CaptureSignature, ConstPtr, MutPtr, Param, Signature, TypedKernel, Val,
@@ -392,9 +393,10 @@ pub use memory::batch::{
 pub use memory::device_buffer::DeviceBuffer;
 pub use memory::pinned_buffer::PinnedBuffer;
 pub use memory::view::{DeviceView, DeviceViewMut};
-pub use memory::vmm::{
+pub use memory::vmm::VirtualMemoryResource;
+pub use memory::vmm_options::{
     ExportedChunk, Granularity, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
-    VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions, VirtualMemoryResource,
+    VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions,
 };
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,

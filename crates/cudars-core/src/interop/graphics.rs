@@ -30,7 +30,7 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::{
-    context::Context, device::Device, launch::texture::OpaqueArray, memory::buffer::Buffer,
+    context::Context, device::Device, launch::array::OpaqueArray, memory::buffer::Buffer,
     memory::resource::MemoryKind, memory::resource::MemoryResource, memory::view::DeviceView,
     memory::view::DeviceViewMut, stream::Stream,
 };

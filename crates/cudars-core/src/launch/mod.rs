@@ -4,6 +4,7 @@
 //! typed launch ([`typed_kernel`]) and what kernels take by value: tensor maps
 //! ([`tensor_map`]), textures and surfaces ([`texture`]).
 
+pub(crate) mod array;
 pub(crate) mod tensor_map;
 pub(crate) mod tensor_map_layout;
 pub(crate) mod tensor_map_options;

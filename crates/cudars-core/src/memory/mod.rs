@@ -27,6 +27,7 @@ pub(crate) mod pool;
 pub(crate) mod resource;
 pub(crate) mod view;
 pub(crate) mod vmm;
+pub(crate) mod vmm_options;
 
 pub use buffer::Buffer;
 pub use managed::{ManagedMemoryResource, ManagedMemoryResourceOptions};
