@@ -12,7 +12,9 @@ use std::ffi::{c_int, c_void};
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::launch::tensor_map_layout::{Layout, check_pixel_box, check_wide_box, im2col_layout};
+use crate::launch::tensor_map_layout::{
+    Layout, check_pixel_box, check_replacement, check_wide_box, im2col_layout,
+};
 use crate::launch::tensor_map_options::{
     TensorMapDescriptorOptions, TensorMapIm2colOptions, TensorMapIm2colWideOptions,
 };
@@ -277,30 +279,6 @@ impl TensorMapDescriptor {
     pub fn raw(&self) -> &sys::CUtensorMap {
         &self.map
     }
-}
-
-/// Checks a replacement address: aligned as the layout needs, and the memory at
-/// it at least `span` bytes.
-pub(crate) fn check_replacement(
-    what: &'static str,
-    span: u64,
-    align: u64,
-    ptr: u64,
-    size: u64,
-) -> Result<()> {
-    if ptr % align != 0 {
-        return Err(Error::invalid(
-            what,
-            format!("the address {ptr:#x} is not {align}-byte aligned"),
-        ));
-    }
-    if span > size {
-        return Err(Error::out_of_range(
-            what,
-            format!("the tensor spans {span} bytes, the buffer holds {size}"),
-        ));
-    }
-    Ok(())
 }
 
 /// Checks a tiled map's box: one extent per dimension, each 1–256, the inner

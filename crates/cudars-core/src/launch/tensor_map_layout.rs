@@ -2,7 +2,6 @@
 //! encoded (pure functions: testable without a GPU).
 
 use crate::error::{Error, Result};
-use crate::launch::tensor_map::check_replacement;
 use crate::launch::tensor_map_options::{TensorMapDataType, TensorMapInterleave, TensorMapSwizzle};
 use crate::memory::buffer::Buffer;
 use cudars_bindings::driver as sys;
@@ -296,6 +295,30 @@ pub(crate) fn check_wide_box(what: &'static str, lower: i32, upper: i32) -> Resu
                 format!("`{field}` is {w}: it must be -32768 to 32767"),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Checks a replacement address: aligned as the layout needs, and the memory at
+/// it at least `span` bytes.
+pub(crate) fn check_replacement(
+    what: &'static str,
+    span: u64,
+    align: u64,
+    ptr: u64,
+    size: u64,
+) -> Result<()> {
+    if ptr % align != 0 {
+        return Err(Error::invalid(
+            what,
+            format!("the address {ptr:#x} is not {align}-byte aligned"),
+        ));
+    }
+    if span > size {
+        return Err(Error::out_of_range(
+            what,
+            format!("the tensor spans {span} bytes, the buffer holds {size}"),
+        ));
     }
     Ok(())
 }

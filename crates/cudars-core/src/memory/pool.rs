@@ -647,6 +647,89 @@ pub(super) fn create_pool(
     Ok(pool)
 }
 
+// The memory resource `Device::allocate` uses.
+impl Device {
+    /// The device's default memory resource: its default stream-ordered pool
+    /// (`cuDeviceGetDefaultMemPool`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn default_memory_resource(
+        &self,
+    ) -> Result<std::sync::Arc<crate::memory::pool::DeviceMemoryResource>> {
+        Ok(std::sync::Arc::new(
+            crate::memory::pool::DeviceMemoryResource::default_pool(self)?,
+        ))
+    }
+
+    /// Makes `mr` the resource [`allocate`](Self::allocate) uses on this device, for
+    /// the whole process (`None`: back to the default pool). Buffers already
+    /// allocated keep their own resource.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a resource of
+    /// another device.
+    pub fn set_memory_resource(
+        &self,
+        mr: Option<std::sync::Arc<dyn crate::memory::resource::MemoryResource>>,
+    ) -> Result<()> {
+        if let Some(m) = mr.as_ref().filter(|m| m.device() != *self) {
+            return Err(crate::error::Error::other_device(
+                format!("setting the memory resource of device {}", self.ordinal()),
+                format!("the resource belongs to device {}", m.device().ordinal()),
+            ));
+        }
+        let mut set = crate::memory::resource::allocation_resources()
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match mr {
+            Some(m) => {
+                set.insert(self.ordinal(), m);
+            }
+            None => {
+                set.remove(&self.ordinal());
+            }
+        }
+        Ok(())
+    }
+
+    /// The resource [`allocate`](Self::allocate) uses: the one set with
+    /// [`set_memory_resource`](Self::set_memory_resource), or else the default pool
+    /// ([`default_memory_resource`](Self::default_memory_resource)).
+    ///
+    /// # Errors
+    /// The driver's error (reading the default pool).
+    pub fn memory_resource(
+        &self,
+    ) -> Result<std::sync::Arc<dyn crate::memory::resource::MemoryResource>> {
+        let set = crate::memory::resource::allocation_resources()
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&self.ordinal())
+            .cloned();
+        match set {
+            Some(m) => Ok(m),
+            None => Ok(self.default_memory_resource()?),
+        }
+    }
+
+    /// Allocates `size` bytes from the device's memory resource
+    /// ([`memory_resource`](Self::memory_resource): the default pool unless another
+    /// was set), ordered on `stream`. `None` for the stream works only when the
+    /// resource set is not stream-ordered (see
+    /// [`Buffer::allocate`](crate::Buffer::allocate)).
+    ///
+    /// # Errors
+    /// As [`Buffer::allocate`](crate::Buffer::allocate).
+    pub fn allocate<'s>(
+        &self,
+        size: usize,
+        stream: impl Into<Option<&'s Stream>>,
+    ) -> Result<crate::memory::buffer::Buffer> {
+        crate::memory::buffer::Buffer::allocate(self.memory_resource()?, size, stream)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::PoolIpc;

@@ -2,8 +2,8 @@
 //! processes (written to a temporary file and renamed; checked by length and
 //! SHA-256 when read; trimmed to a size limit).
 
-use crate::code::cache::ProgramCache;
 use crate::code::cache::key::ProgramCacheKey;
+use crate::code::cache::store::ProgramCache;
 use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
 use sha2::{Digest as _, Sha256};
