@@ -329,8 +329,8 @@ impl Crate {
                 continue;
             }
             for r in refs {
-                if r.len() >= 1
-                    && !self.rooms.contains_key(&r[..1].to_vec())
+                if !r.is_empty()
+                    && !self.rooms.contains_key(&r[..1])
                     && self
                         .reexports
                         .get(&Vec::new())
@@ -440,7 +440,7 @@ impl Crate {
             .filter(|(_, r)| !r.generated && r.lines > LONG_FILE)
             .map(|(m, r)| (r, m))
             .collect();
-        long.sort_by(|a, b| b.0.lines.cmp(&a.0.lines));
+        long.sort_by_key(|r| std::cmp::Reverse(r.0.lines));
         out += &format!(
             "hand-written files over {LONG_FILE} lines: {}\n",
             long.len()

@@ -451,7 +451,7 @@ pub(crate) mod tests {
         move || {
             if left > 0 {
                 left -= 1;
-                return Err(crate::Error::invalid("freeing", "not yet"));
+                return Err(crate::error::Error::invalid("freeing", "not yet"));
             }
             done.fetch_add(1, Ordering::SeqCst);
             Ok(())
@@ -508,7 +508,7 @@ pub(crate) mod tests {
             if s.load(Ordering::SeqCst) {
                 Ok(())
             } else {
-                Err(crate::Error::invalid("freeing", "not yet"))
+                Err(crate::error::Error::invalid("freeing", "not yet"))
             }
         });
         // Whoever drains (this thread or the reaper), the item stays: it fails
@@ -637,6 +637,6 @@ pub(crate) mod tests {
             let e = code.check(|| "waiting").unwrap_err();
             assert!(!refused_for_now(&e), "{e:?}");
         }
-        assert!(!refused_for_now(&crate::Error::invalid("x", "y")));
+        assert!(!refused_for_now(&crate::error::Error::invalid("x", "y")));
     }
 }

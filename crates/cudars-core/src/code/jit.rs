@@ -254,10 +254,10 @@ mod tests {
     //! typed refusal, and refuse every image whose size fields point past its bytes.
 
     use super::check_image;
-    use crate::{CodeType, Error, ObjectCode};
+    use crate::{code::object::CodeType, code::object::ObjectCode, error::Error};
     use proptest::prelude::*;
 
-    fn check(bytes: &[u8], kind: CodeType) -> crate::Result<()> {
+    fn check(bytes: &[u8], kind: CodeType) -> crate::error::Result<()> {
         let code = ObjectCode::new(bytes.to_vec(), kind, "hostile")?;
         check_image(&code)
     }

@@ -497,9 +497,9 @@ pub enum LinkerHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
     #[allow(unused_imports)]
     use crate::code::linker_backends::*;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
 
     #[test]

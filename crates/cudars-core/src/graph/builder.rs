@@ -767,7 +767,7 @@ impl Device {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
     #[allow(unused_imports)]
     use crate::graph::builder_rules::*;
@@ -913,12 +913,20 @@ mod tests {
         );
         // A typed signature's captured tuple: views for pointers, values for
         // values, a `bool` as a `u8`.
-        type Sig = (crate::ConstPtr<u32>, crate::MutPtr<u32>, u64, bool);
+        type Sig = (
+            crate::launch::typed_kernel::ConstPtr<u32>,
+            crate::launch::typed_kernel::MutPtr<u32>,
+            u64,
+            bool,
+        );
         let captured: <Sig as CaptureSignature>::Captured =
             (GraphView::from(&view), GraphView::from(&view), 3, 1);
         Sig::with_captured(&captured, |all| {
             let sizes: Vec<usize> = all.iter().map(|a| a.as_kernel_arg().arg_size()).collect();
-            assert_eq!(sizes, <Sig as crate::Signature>::SIZES);
+            assert_eq!(
+                sizes,
+                <Sig as crate::launch::typed_kernel::Signature>::SIZES
+            );
             assert!(all[0].keep_alive().is_some() && all[2].keep_alive().is_none());
         });
         let n = 5u32;

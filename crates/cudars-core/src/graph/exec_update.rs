@@ -416,7 +416,7 @@ impl GraphExec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
 
     #[test]

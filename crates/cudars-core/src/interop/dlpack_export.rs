@@ -220,7 +220,7 @@ impl<T: DLPackDType + Send + Sync> DeviceBuffer<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
     use crate::interop::strided::StridedMemoryView;
     use crate::memory::arc_view::host_backed;

@@ -546,7 +546,7 @@ impl<T: DLPackDType + Pod + Send + Sync> IntoStridedMemoryView for Arc<DeviceBuf
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
     use crate::memory::arc_view::host_backed;
 

@@ -332,7 +332,7 @@ unsafe impl KernelArg for TensorMapDescriptor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     #[allow(unused_imports)]
     use crate::launch::tensor_map_layout::*;
     #[allow(unused_imports)]

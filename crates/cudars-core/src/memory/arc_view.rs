@@ -209,7 +209,7 @@ pub(crate) fn host_backed(data: &mut [u8]) -> Arc<Buffer> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Error, InvalidKind};
+    use crate::{error::Error, error::InvalidKind};
 
     #[test]
     fn shared_views_check_their_ranges_and_keep_the_allocation() {

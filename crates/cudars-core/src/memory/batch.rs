@@ -575,7 +575,7 @@ pub fn discard_prefetch_batch<R: BatchRangeMut>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
     use crate::memory::arc_view::host_backed;
 
@@ -617,7 +617,7 @@ mod tests {
         let e = check_copy(0, &copy(a.range(), b.range(), 0, false), "t");
         assert_eq!(kind(e), InvalidKind::ZeroSize);
         // Every kind of range names its own bytes.
-        let arc = crate::ArcView::<u32>::of_buffer(&a)
+        let arc = crate::memory::arc_view::ArcView::<u32>::of_buffer(&a)
             .unwrap()
             .slice(2..5)
             .unwrap();

@@ -426,11 +426,11 @@ mod tests {
         assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
         assert!(e.to_string().contains("reading a location"), "{e}");
         assert!(
-            crate::Report::new(&e)
+            crate::error::Report::new(&e)
                 .to_string()
                 .contains("location type 99"),
             "{}",
-            crate::Report::new(&e)
+            crate::error::Report::new(&e)
         );
         // A negative device ordinal is refused before any device is looked up.
         let e = Location::from_raw(sys::CU_MEM_LOCATION_TYPE_DEVICE, -2, "t").unwrap_err();

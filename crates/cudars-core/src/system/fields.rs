@@ -264,7 +264,10 @@ mod tests {
         // A field the device does not have: NVML's error, typed.
         raw.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
         let e = decode(&raw, &device()).value.unwrap_err();
-        assert_eq!(e.nvml_kind(), Some(crate::NvmlErrorKind::NotSupported));
+        assert_eq!(
+            e.nvml_kind(),
+            Some(crate::error::NvmlErrorKind::NotSupported)
+        );
         assert!(e.to_string().contains("of NVML device 3"), "{e}");
 
         // A value type this crate does not know is an error, not a guess.

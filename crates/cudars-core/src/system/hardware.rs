@@ -728,6 +728,9 @@ mod tests {
         assert!(empty.is_empty());
         // A failure is NVML's error, with the context.
         let e = read_list::<u32, _>(0, || "reading", |_, _| NVML_ERROR_NOT_SUPPORTED).unwrap_err();
-        assert_eq!(e.nvml_kind(), Some(crate::NvmlErrorKind::NotSupported));
+        assert_eq!(
+            e.nvml_kind(),
+            Some(crate::error::NvmlErrorKind::NotSupported)
+        );
     }
 }

@@ -646,7 +646,7 @@ pub fn toolkit_include_dirs() -> Result<Vec<PathBuf>, cudars_pathfinder::Pathfin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Program, SourceCode};
+    use crate::{code::compile::program::Program, code::compile::program::SourceCode};
 
     fn sm90() -> ProgramOptions {
         ProgramOptions {
@@ -855,7 +855,7 @@ mod tests {
             CompilerBackend::Nvvm
         );
         let e = "nvjitlink".parse::<CompilerBackend>().unwrap_err();
-        assert_eq!(e.invalid_kind(), Some(crate::InvalidKind::Other));
+        assert_eq!(e.invalid_kind(), Some(crate::error::InvalidKind::Other));
     }
 
     #[test]
