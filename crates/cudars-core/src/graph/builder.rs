@@ -51,12 +51,12 @@ pub(crate) fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) 
 /// event records and waits, child graphs) becomes nodes of the graph that
 /// [`end_building`](GraphBuilder::end_building) completes. Captured work refers to
 /// memory by address, so the builder **keeps every object queued into it alive**
-/// (the [`ArcView`]s and their allocations, the kernels and their libraries, the
+/// (the [`ArcView`](crate::ArcView)s and their allocations, the kernels and their libraries, the
 /// events, the child graphs' own keep lists) in the keep list of the graph it
 /// builds; the graph hands it to each [`GraphExec`] instantiated from it, which
 /// holds it until its launches have finished. That is what makes queuing safe,
 /// where [`Stream::begin_capture`] is `unsafe`. Graph memory
-/// ([`allocate`](GraphBuilder::allocate)) is a [`GraphView`] that only work
+/// ([`allocate`](GraphBuilder::allocate)) is a [`GraphView`](crate::GraphView) that only work
 /// ordered after its allocation takes, and is freed by a node that ends the
 /// graph.
 ///
@@ -240,7 +240,7 @@ impl GraphBuilder {
     /// Work queued on it directly while the builder is building is captured
     /// unchecked: it must keep to [`Stream::begin_capture`]'s contract (what it
     /// uses must outlive the graph and its instantiations), and no owning
-    /// [`Buffer`] may be allocated on it (its free would be ordered on this
+    /// [`Buffer`](crate::Buffer) may be allocated on it (its free would be ordered on this
     /// stream, outside the graph, after the capture).
     pub unsafe fn stream(&self) -> &Stream {
         &self.stream

@@ -311,10 +311,10 @@ impl GraphBuilder {
     }
 
     /// Calls `f` on a driver thread each time the graph reaches this point
-    /// (`callback(fn)`): [`Stream::launch_host_func_repeatable`] on the
+    /// (`callback(fn)`): [`Stream::launch_host_func_repeatable`](crate::Stream::launch_host_func_repeatable) on the
     /// capture, so the graph owns `f`. `f` must not call CUDA; a panic in it is
     /// caught and recorded in the graph: [`Graph::take_callback_panic`] or
-    /// [`GraphExec::take_callback_panic`] hands it over.
+    /// [`GraphExec::take_callback_panic`](crate::GraphExec::take_callback_panic) hands it over.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when not building; the driver's error.

@@ -11,11 +11,11 @@ use bytemuck::Pod;
 use std::any::Any;
 use std::sync::Arc;
 
-/// A kernel argument queued into a [`GraphBuilder`]: a value, copied when the
+/// A kernel argument queued into a [`GraphBuilder`](crate::GraphBuilder): a value, copied when the
 /// work is captured, or device memory that the builder's graph must keep alive.
 ///
 /// Implemented for every [`Pod`] value (numbers, `#[repr(C)]` structs, a
-/// [`GraphCondition`], a [`DevicePtr`](crate::DevicePtr), whose memory the
+/// [`GraphCondition`](crate::GraphCondition), a [`DevicePtr`](crate::DevicePtr), whose memory the
 /// caller vouches for), for [`ArcView`] (the address of its first element; the
 /// graph keeps its allocation alive) and for [`GraphView`] (an `ArcView`, or
 /// graph memory of the same graph). An `Arc<DeviceBuffer<T>>` is passed as
@@ -28,7 +28,7 @@ pub trait CaptureArg {
     fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>>;
     /// The device of the memory the argument points to (`None` for a value).
     fn memory_device(&self) -> Option<&Device>;
-    /// For graph memory ([`GraphBuilder::allocate`]), the allocation it comes
+    /// For graph memory ([`GraphBuilder::allocate`](crate::GraphBuilder::allocate)), the allocation it comes
     /// from: it is usable only by work ordered after that allocation in the same
     /// graph (see [`GraphView`]).
     fn graph_memory_of(&self) -> Option<u64> {
@@ -60,14 +60,14 @@ impl<T: Pod> CaptureArg for ArcView<T> {
     }
 }
 
-/// Device memory that work queued into a [`GraphBuilder`] uses: an [`ArcView`]
+/// Device memory that work queued into a [`GraphBuilder`](crate::GraphBuilder) uses: an [`ArcView`]
 /// (from an `Arc<DeviceBuffer<T>>`, `&ArcView<T>`, …), whose allocation the
-/// graph keeps alive, or graph memory from [`GraphBuilder::allocate`], which
+/// graph keeps alive, or graph memory from [`GraphBuilder::allocate`](crate::GraphBuilder::allocate), which
 /// exists only while its graph runs, from its allocation node to the free node
 /// that ends the graph. Graph memory is therefore taken only by work ordered
 /// after its allocation: by the builder that allocated it, by builders split
 /// off it (or conditional bodies added to it) afterwards, and by builders those
-/// were joined into; anywhere else it is an [`Error::InvalidArgument`].
+/// were joined into; anywhere else it is an [`Error::InvalidArgument`](crate::Error::InvalidArgument).
 pub struct GraphView<T> {
     pub(crate) view: ArcView<T>,
     /// The allocation this graph memory comes from (`None`: an `ArcView`).
@@ -97,7 +97,7 @@ impl<T: Pod> GraphView<T> {
     /// memory.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] with
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) with
     /// [`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange) for a range
     /// outside the view.
     pub fn slice(&self, range: impl std::ops::RangeBounds<usize>) -> Result<Self> {
@@ -122,7 +122,7 @@ impl<T: Pod> GraphView<T> {
         self.view.device()
     }
 
-    /// Whether this is graph memory of [`GraphBuilder::allocate`].
+    /// Whether this is graph memory of [`GraphBuilder::allocate`](crate::GraphBuilder::allocate).
     pub fn is_graph_memory(&self) -> bool {
         self.alloc.is_some()
     }

@@ -1,9 +1,9 @@
-//! DLPack interop: hand a [`Buffer`] to another library as a `DLManagedTensor`, and
-//! view another library's tensor ([`StridedMemoryView`]) without copying.
+//! DLPack interop: hand a [`Buffer`](crate::Buffer) to another library as a `DLManagedTensor`, and
+//! view another library's tensor ([`StridedMemoryView`](crate::StridedMemoryView)) without copying.
 //!
 //! The C structures ([`DLTensor`], [`DLManagedTensor`], [`DLDevice`],
 //! [`DLDeviceType`], [`DLDataType`]) are in this module alone; [`DLPackDType`] is
-//! also at the crate root, as is [`StridedMemoryView`] (its own module; its
+//! also at the crate root, as is [`StridedMemoryView`](crate::StridedMemoryView) (its own module; its
 //! DLPack constructor is there); the export methods and the import are
 //! `crate::interop::dlpack_export`'s and `crate::interop::strided`'s. They follow `dlpack.h` (ABI version 0.8/1.x `DLManagedTensor`, the
 //! unversioned capsule form that every framework accepts).
@@ -150,7 +150,7 @@ impl DLDataType {
 }
 
 /// An element type with a DLPack dtype: what a typed export
-/// ([`ArcView::to_dlpack`]) writes in the tensor's `dtype`. Implemented for the
+/// ([`ArcView::to_dlpack`](crate::ArcView::to_dlpack)) writes in the tensor's `dtype`. Implemented for the
 /// integers of 8 to 64 bits, `f32`, `f64`, [`half::f16`] and [`half::bf16`].
 pub trait DLPackDType: Pod {
     /// The dtype of one element.

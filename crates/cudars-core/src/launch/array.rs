@@ -83,7 +83,7 @@ pub struct ArrayOptions {
     pub height: usize,
     /// Depth in elements (or layers, when `layered`); 0 for a 1-D or 2-D array.
     pub depth: usize,
-    /// `CUDA_ARRAY3D_SURFACE_LDST`: the array can back a [`SurfaceObject`].
+    /// `CUDA_ARRAY3D_SURFACE_LDST`: the array can back a [`SurfaceObject`](crate::SurfaceObject).
     pub surface_load_store: bool,
     /// `CUDA_ARRAY3D_LAYERED`: `depth` counts layers of a 1-D or 2-D array.
     pub layered: bool,

@@ -36,7 +36,7 @@ pub enum MemoryKind {
 ///   `Arc<LegacyPinnedMemoryResource>`, `Arc<ManagedMemoryResource>`,
 ///   `Arc<VirtualMemoryResource>`): an inherent `allocate` of each type, so no
 ///   import is needed (`Arc<ManagedMemoryResource>`'s returns a
-///   [`ManagedBuffer`], which dereferences to its `Buffer`);
+///   [`ManagedBuffer`](crate::ManagedBuffer), which dereferences to its `Buffer`);
 /// - an `Arc` of your own resource type: [`MemoryResourceExt::allocate`] (import
 ///   the trait), or erase the type to `Arc<dyn MemoryResource>`.
 ///
@@ -46,8 +46,8 @@ pub enum MemoryKind {
 ///
 /// **The stream is optional where the resource is not stream-ordered**
 /// ([`is_stream_ordered`](Self::is_stream_ordered) is `false`:
-/// [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] where it does not
-/// use a pool ([`ManagedMemoryResource::legacy`], and drivers older than CUDA
+/// [`LegacyPinnedMemoryResource`](crate::LegacyPinnedMemoryResource), [`ManagedMemoryResource`](crate::ManagedMemoryResource) where it does not
+/// use a pool ([`ManagedMemoryResource::legacy`](crate::ManagedMemoryResource::legacy), and drivers older than CUDA
 /// 13), [`VirtualMemoryResource`](crate::VirtualMemoryResource)), as in `cuda.core`:
 /// `mr.allocate(size, None)` allocates at once, and the buffer is freed on the
 /// device's legacy default stream (see [`Buffer::allocate`]). A stream-ordered

@@ -148,7 +148,7 @@ impl VirtualMemoryHandleType {
     }
 }
 
-/// Options of a [`VirtualMemoryResource`] (`cuda.core`'s
+/// Options of a [`VirtualMemoryResource`](crate::VirtualMemoryResource) (`cuda.core`'s
 /// `VirtualMemoryResourceOptions`). Every option is checked when the resource is
 /// made, before any memory is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -178,14 +178,14 @@ pub struct VirtualMemoryOptions {
     /// Where the physical memory lives (`location_type`).
     pub location: VirtualMemoryLocation,
     /// The kind of shareable handle the memory can be exported as
-    /// ([`VirtualMemoryResource::export_handles`]; `handle_type`).
+    /// ([`VirtualMemoryResource::export_handles`](crate::VirtualMemoryResource::export_handles); `handle_type`).
     pub handle_type: VirtualMemoryHandleType,
     /// Make the memory usable for GPUDirect RDMA (`gpuDirectRDMACapable`): only on
     /// devices that support it with virtual memory (`gpu_direct_rdma`).
     pub gpu_direct_rdma: bool,
 }
 
-/// One physical chunk of an allocation, exported ([`VirtualMemoryResource::export_handles`]).
+/// One physical chunk of an allocation, exported ([`VirtualMemoryResource::export_handles`](crate::VirtualMemoryResource::export_handles)).
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct ExportedChunk {

@@ -4,7 +4,7 @@
 use cudars_bindings::nvml::*;
 use std::ffi::c_ulong;
 
-/// The GPU architecture NVML reports ([`SystemDevice::arch`]; `DeviceArch` in
+/// The GPU architecture NVML reports ([`SystemDevice::arch`](crate::system::SystemDevice::arch); `DeviceArch` in
 /// Python).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -51,7 +51,7 @@ impl DeviceArch {
     }
 }
 
-/// The product brand NVML reports ([`SystemDevice::brand`]); it displays as
+/// The product brand NVML reports ([`SystemDevice::brand`](crate::system::SystemDevice::brand)); it displays as
 /// Python's `brand` string (`Tesla`, `GeForce RTX`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -145,7 +145,7 @@ impl std::fmt::Display for Brand {
     }
 }
 
-/// A device's MIG (Multi-Instance GPU) mode ([`SystemDevice::mig_mode`]).
+/// A device's MIG (Multi-Instance GPU) mode ([`SystemDevice::mig_mode`](crate::system::SystemDevice::mig_mode)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct MigMode {
@@ -156,7 +156,7 @@ pub struct MigMode {
 }
 
 /// An InfoROM object whose version can be read
-/// ([`SystemDevice::inforom_version`]).
+/// ([`SystemDevice::inforom_version`](crate::system::SystemDevice::inforom_version)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum InforomObject {
@@ -182,7 +182,7 @@ impl InforomObject {
 }
 
 /// Which kind of set an affinity query returns
-/// ([`SystemDevice::cpu_affinity`], [`SystemDevice::memory_affinity`]).
+/// ([`SystemDevice::cpu_affinity`](crate::system::SystemDevice::cpu_affinity), [`SystemDevice::memory_affinity`](crate::system::SystemDevice::memory_affinity)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum AffinityScope {
     /// NUMA nodes (the default).
@@ -202,7 +202,7 @@ impl AffinityScope {
 }
 
 /// BAR1 memory, in bytes: the window through which the CPU and other PCIe
-/// devices reach device memory ([`SystemDevice::bar1_memory_info`]).
+/// devices reach device memory ([`SystemDevice::bar1_memory_info`](crate::system::SystemDevice::bar1_memory_info)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub struct Bar1MemoryInfo {
@@ -214,7 +214,7 @@ pub struct Bar1MemoryInfo {
     pub used: u64,
 }
 
-/// How a fan is controlled ([`Fan::control_policy`]).
+/// How a fan is controlled ([`Fan::control_policy`](crate::system::Fan::control_policy)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum FanControlPolicy {
@@ -252,7 +252,7 @@ pub enum CoolerTarget {
     PowerSupply,
 }
 
-/// One cooler of a device ([`SystemDevice::cooler_info`]).
+/// One cooler of a device ([`SystemDevice::cooler_info`](crate::system::SystemDevice::cooler_info)).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct CoolerInfo {

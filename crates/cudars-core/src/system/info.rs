@@ -3,7 +3,7 @@
 
 use cudars_bindings::nvml::*;
 
-/// A device's memory, in bytes ([`SystemDevice::memory_info`]).
+/// A device's memory, in bytes ([`SystemDevice::memory_info`](crate::system::SystemDevice::memory_info)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub struct MemoryInfo {
@@ -11,7 +11,7 @@ pub struct MemoryInfo {
     pub total: u64,
     /// Memory reserved by the driver and firmware, counted neither as free nor as
     /// used (0 when the driver cannot say). CUDA's total,
-    /// [`Device::total_memory`], leaves it out.
+    /// [`Device::total_memory`](crate::Device::total_memory), leaves it out.
     pub reserved: u64,
     /// Unallocated memory.
     pub free: u64,
@@ -20,7 +20,7 @@ pub struct MemoryInfo {
 }
 
 /// How busy a device was over NVML's last sample period
-/// ([`SystemDevice::utilization`]).
+/// ([`SystemDevice::utilization`](crate::system::SystemDevice::utilization)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub struct Utilization {
@@ -30,7 +30,7 @@ pub struct Utilization {
     pub memory_percent: u32,
 }
 
-/// A device's clocks, in MHz ([`SystemDevice::clocks`], [`SystemDevice::max_clocks`]).
+/// A device's clocks, in MHz ([`SystemDevice::clocks`](crate::system::SystemDevice::clocks), [`SystemDevice::max_clocks`](crate::system::SystemDevice::max_clocks)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub struct Clocks {
@@ -44,7 +44,7 @@ pub struct Clocks {
     pub video_mhz: u32,
 }
 
-/// Where a device sits on the PCI bus ([`SystemDevice::pci_info`]).
+/// Where a device sits on the PCI bus ([`SystemDevice::pci_info`](crate::system::SystemDevice::pci_info)).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub struct PciInfo {
@@ -90,7 +90,7 @@ impl PciInfo {
     }
 }
 
-/// A kind of peer-to-peer access ([`SystemDevice::p2p_status`]).
+/// A kind of peer-to-peer access ([`SystemDevice::p2p_status`](crate::system::SystemDevice::p2p_status)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum P2pCapability {
@@ -119,7 +119,7 @@ impl P2pCapability {
 }
 
 /// Whether two devices can use a peer-to-peer capability, and if not, why
-/// ([`SystemDevice::p2p_status`]).
+/// ([`SystemDevice::p2p_status`](crate::system::SystemDevice::p2p_status)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum P2pStatus {
@@ -159,7 +159,7 @@ impl P2pStatus {
 }
 
 /// The closest connection two devices share, nearest first
-/// ([`SystemDevice::topology_common_ancestor`]).
+/// ([`SystemDevice::topology_common_ancestor`](crate::system::SystemDevice::topology_common_ancestor)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum TopologyLevel {

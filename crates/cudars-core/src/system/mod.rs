@@ -26,7 +26,7 @@
 //! | `get_process_name` | [`process_name`] |
 //! | `get_p2p_status`, `get_topology_common_ancestor` | [`SystemDevice::p2p_status`], [`SystemDevice::topology_common_ancestor`] |
 //! | `Device` | [`SystemDevice`] |
-//! | `cuda.core.Device.to_system_device` | [`Device::to_system_device`] |
+//! | `cuda.core.Device.to_system_device` | [`Device::to_system_device`](crate::Device::to_system_device) |
 //! | `Device.arch`, `brand`, `numa_node_id`, `is_persistence_mode_enabled`, `bar1_memory_info` | [`SystemDevice::arch`], [`brand`](SystemDevice::brand), [`numa_node_id`](SystemDevice::numa_node_id), [`is_persistence_mode_enabled`](SystemDevice::is_persistence_mode_enabled), [`bar1_memory_info`](SystemDevice::bar1_memory_info) |
 //! | `Device.mig` | [`SystemDevice::mig_mode`], [`mig_device_count`](SystemDevice::mig_device_count), [`mig_devices`](SystemDevice::mig_devices), [`mig_parent`](SystemDevice::mig_parent), … |
 //! | `Device.get_field_values` | [`SystemDevice::field_values`] ([`FieldId`], [`FieldSample`], [`FieldValue`]) |
@@ -41,8 +41,8 @@
 //! | `Device.compute_running_processes`, `temperature.get_threshold`, `margin`, `get_thermal_settings` | [`SystemDevice::compute_running_processes`] ([`ProcessInfo`]), [`temperature_threshold`](SystemDevice::temperature_threshold) ([`TemperatureThreshold`]), [`temperature_margin`](SystemDevice::temperature_margin), [`thermal_settings`](SystemDevice::thermal_settings) ([`ThermalSensor`], [`ThermalTarget`]) |
 //! | `Device.pci_info`'s link generation, width, throughput and replays | [`SystemDevice::max_pcie_link_generation`], [`current_pcie_link_width`](SystemDevice::current_pcie_link_width), [`pcie_throughput_kbps`](SystemDevice::pcie_throughput_kbps), … |
 //! | `Device.is_c2c_enabled`, `addressing_mode`, `attributes`, `repair_status`, `get_topology_nearest_gpus` | [`SystemDevice::is_c2c_enabled`], [`addressing_mode`](SystemDevice::addressing_mode) ([`AddressingMode`]), [`attributes`](SystemDevice::attributes) ([`DeviceAttributes`]), [`repair_status`](SystemDevice::repair_status) ([`RepairStatus`]), [`topology_nearest_gpus`](SystemDevice::topology_nearest_gpus) |
-//! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`], whose [`nvml_kind`](Error::nvml_kind) is the [`NvmlErrorKind`] each subclass stands for, to `match` on ([`is_nvml_not_supported`](Error::is_nvml_not_supported) for `NotSupportedError`) |
-//! | `LibraryNotFoundError` (no NVML), `FunctionNotFoundError` | [`Error::Unavailable`] ([`is_unavailable`](Error::is_unavailable)), as for any missing library or entry point; its [`nvml_kind`](Error::nvml_kind) is [`NvmlErrorKind::LibraryNotFound`] or [`NvmlErrorKind::FunctionNotFound`] |
+//! | `NvmlError` and its subclasses (`NotSupportedError`, …) | [`Error::Nvml`](crate::Error::Nvml), whose [`nvml_kind`](crate::Error::nvml_kind) is the [`NvmlErrorKind`] each subclass stands for, to `match` on ([`is_nvml_not_supported`](crate::Error::is_nvml_not_supported) for `NotSupportedError`) |
+//! | `LibraryNotFoundError` (no NVML), `FunctionNotFoundError` | [`Error::Unavailable`](crate::Error::Unavailable) ([`is_unavailable`](crate::Error::is_unavailable)), as for any missing library or entry point; its [`nvml_kind`](crate::Error::nvml_kind) is [`NvmlErrorKind::LibraryNotFound`] or [`NvmlErrorKind::FunctionNotFound`] |
 //!
 //! # Settings
 //!
@@ -50,7 +50,7 @@
 //! driver unloads, without persistence mode), and need root: without it NVML
 //! refuses with [`NvmlErrorKind::NoPermission`], on a device without the feature
 //! with `NotSupported`. An entry point the installed driver's NVML lacks is an
-//! [`Error::Unavailable`] whose [`nvml_kind`](Error::nvml_kind) is
+//! [`Error::Unavailable`](crate::Error::Unavailable) whose [`nvml_kind`](crate::Error::nvml_kind) is
 //! [`NvmlErrorKind::FunctionNotFound`].
 //!
 //! # NVML's lifetime
@@ -63,19 +63,19 @@
 //! without invalidating the handles held here; and since this module holds its
 //! one reference until the process exits, a [`SystemDevice`] stays valid for the
 //! life of the process. An initialisation failure is remembered, as is the
-//! driver's `cuInit` in [`Device`].
+//! driver's `cuInit` in [`Device`](crate::Device).
 //!
 //! NVML needs the driver's `libnvidia-ml.so.1` (`nvml.dll` on Windows), which is
 //! installed with the display driver rather than the CUDA toolkit; without it every
-//! function returns an [`Error::Unavailable`] whose reason lists where the library
+//! function returns an [`Error::Unavailable`](crate::Error::Unavailable) whose reason lists where the library
 //! was searched for.
 //!
-//! Errors are the crate's one [`Error`]: NVML's own failures are
-//! [`Error::Nvml`], with NVML's code, name and description as the source.
+//! Errors are the crate's one [`Error`](crate::Error): NVML's own failures are
+//! [`Error::Nvml`](crate::Error::Nvml), with NVML's code, name and description as the source.
 //!
 //! NVML numbers devices on its own: an NVML index is not a CUDA ordinal (NVML
 //! ignores `CUDA_VISIBLE_DEVICES` and sorts by PCI bus id). Convert between the two
-//! by UUID with [`Device::to_system_device`] and
+//! by UUID with [`Device::to_system_device`](crate::Device::to_system_device) and
 //! [`SystemDevice::to_device`].
 
 pub use crate::error::NvmlErrorKind;

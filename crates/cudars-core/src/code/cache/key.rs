@@ -23,7 +23,7 @@ pub(crate) const DEFAULT_PROGRAM_NAME: &str = "default_program";
 /// [`make_program_cache_key`].
 ///
 /// Displays (and [parses](FromStr)) as 64 lowercase hex digits, which
-/// [`FileProgramCache`] uses as the file name.
+/// [`FileProgramCache`](crate::cache::FileProgramCache) uses as the file name.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProgramCacheKey(pub(crate) [u8; 32]);
 

@@ -18,7 +18,7 @@ pub trait ProgramCache: Send + Sync {
     /// The entry stored under `key`, or `None` (a miss).
     ///
     /// # Errors
-    /// The store's errors (I/O for [`FileProgramCache`]); a damaged entry is a
+    /// The store's errors (I/O for [`FileProgramCache`](crate::cache::FileProgramCache)); a damaged entry is a
     /// miss, not an error.
     fn get(&self, key: &ProgramCacheKey) -> Result<Option<ObjectCode>>;
 
