@@ -5,8 +5,8 @@
 #
 # usage: bench-rounds.sh [ROUNDS] [PEERS_DIR]
 #   PEERS_DIR may hold bench.c and bench_cuda_core.py (the peer benchmarks);
-#   c/graph.c, c/peer.c, c/gemm.c, c/fft.c, c/allreduce.c and c/threads.c (cuda-rs's own C graph,
-#   peer-copy, cuBLAS GEMM, cuFFT, NCCL all-reduce and thread-scaling benchmarks),
+#   c/graph.c, c/hot.c, c/peer.c, c/gemm.c, c/fft.c, c/allreduce.c and c/threads.c (cuda-rs's own C graph,
+#   hot-path (typed launch, typed allocation, event, 4 KiB copy), peer-copy, cuBLAS GEMM, cuFFT, NCCL all-reduce and thread-scaling benchmarks),
 #   c/threads_cuda_core.py (Python cuda.core with threads) and c/gemm_cupy.py (CuPy's matmul) are in the package.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -15,7 +15,7 @@ peers="${2:-}"
 out="${BENCH_OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 tmp="$(mktemp -d)"
-cbench=""; cgraph=""; cpeer=""; cgemm=""; cfft=""; callreduce=""; cthreads=""
+cbench=""; cgraph=""; chot=""; cpeer=""; cgemm=""; cfft=""; callreduce=""; cthreads=""
 # NVLink multicast (NVLS) stays off: on shared multi-GPU hosts it can take the GPUs down.
 export NCCL_NVLS_ENABLE=0
 if command -v nvcc >/dev/null; then
@@ -23,6 +23,7 @@ if command -v nvcc >/dev/null; then
     nvcc -O2 -o "$tmp/cbench" "$peers/bench.c" -lcuda -lnvrtc && cbench="$tmp/cbench"
   fi
   nvcc -O2 -o "$tmp/cgraph" "$here/c/graph.c" -lcuda -lnvrtc && cgraph="$tmp/cgraph"
+  nvcc -O2 -o "$tmp/chot" "$here/c/hot.c" -lcuda -lnvrtc && chot="$tmp/chot"
   nvcc -O2 -o "$tmp/cpeer" "$here/c/peer.c" -lcuda && cpeer="$tmp/cpeer"
   nvcc -O2 -o "$tmp/cgemm" "$here/c/gemm.c" -lcublas && cgemm="$tmp/cgemm"
   nvcc -O2 -o "$tmp/cfft" "$here/c/fft.c" -lcufft && cfft="$tmp/cfft"
@@ -44,6 +45,7 @@ for r in $(seq "$rounds"); do
   echo "round $r" >&2
   [ -n "$cbench" ] && "$cbench"
   [ -n "$cgraph" ] && "$cgraph"
+  [ -n "$chot" ] && "$chot"
   # Peer copies: with fewer than two GPUs both sides print nothing.
   [ -n "$cpeer" ] && "$cpeer"
   [ -n "$cgemm" ] && "$cgemm"
@@ -56,7 +58,7 @@ for r in $(seq "$rounds"); do
   [ -n "$py" ] && python3 "$py"
 done > "$out/bench.jsonl" 2>"$out/bench.err"
 "$here"/bin/*--pathfinder --bench > "$out/pathfinder.jsonl" 2>>"$out/bench.err"
-python3 "$here/bench_table.py" "$out/bench.jsonl"
+python3 "$here/bench_table.py" --per-round "$out/bench.jsonl"
 echo
 python3 "$here/bench_table.py" "$out/pathfinder.jsonl"
 echo "raw figures: $out" >&2

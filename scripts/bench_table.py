@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Medians of benchmark JSON lines ({"peer","metric","value"}) as a Markdown table.
 
-Usage: bench_table.py FILE...  (or JSON lines on standard input)
+Usage: bench_table.py [--per-round] FILE...  (or JSON lines on standard input)
 Rows are metrics, columns peers; each cell is the median over rounds, and for
 every peer but the C driver the ratio to C's median (lower is better for times,
-higher for bandwidths).
+higher for bandwidths). With --per-round, a second table: for each metric and
+peer, the median of the per-round ratios to C (the n-th figure of a peer over
+the n-th figure of C: the rounds interleave the programs, so a round's ratio
+compares figures taken moments apart) and every round's ratio in brackets.
 """
 import json
 import statistics
@@ -15,7 +18,10 @@ ORDER = ["c-driver", "cuda-rs", "cuda-rs-bindings", "py-cuda.core", "cupy"]
 
 
 def main() -> int:
-    streams = [open(f) for f in sys.argv[1:]] or [sys.stdin]
+    args = sys.argv[1:]
+    per_round = "--per-round" in args
+    args = [a for a in args if a != "--per-round"]
+    streams = [open(f) for f in args] or [sys.stdin]
     values = defaultdict(list)
     for s in streams:
         for line in s:
@@ -47,6 +53,28 @@ def main() -> int:
                 cell += f" ({med / base:.2f}×)"
             cells.append(cell)
         print(f"| `{m}` | " + " | ".join(cells) + " |")
+    if per_round:
+        print()
+        others = [p for p in peers if p != "c-driver"]
+        print("| metric | " + " | ".join(f"{p} / C" for p in others) + " |")
+        print("|---|" + "---|" * len(others))
+        for m in metrics:
+            c = values.get((m, "c-driver"))
+            if not c:
+                continue
+            cells = []
+            for p in others:
+                v = values.get((m, p))
+                if not v:
+                    cells.append("–")
+                    continue
+                ratios = [x / y for x, y in zip(v, c) if y]
+                cells.append(
+                    f"{statistics.median(ratios):.2f}× ["
+                    + " ".join(f"{r:.2f}" for r in ratios)
+                    + "]"
+                )
+            print(f"| `{m}` | " + " | ".join(cells) + " |")
     return 0
 
 

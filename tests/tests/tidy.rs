@@ -46,6 +46,14 @@ const HOST_VIEWS: &[(&str, &str)] = &[
         "crates/cudars-core/src/memory/pinned_buffer.rs",
         "pub fn as_mut_slice",
     ),
+    (
+        "crates/cudars-core/src/callback.rs",
+        "pub fn launch_host_func_with_mut",
+    ),
+    (
+        "crates/cudars-core/src/callback.rs",
+        "pub fn launch_host_func_with<",
+    ),
 ];
 
 fn root() -> PathBuf {

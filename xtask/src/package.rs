@@ -282,6 +282,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         ("scripts/bench-rounds.sh", "bench-rounds.sh"),
         ("scripts/bench_table.py", "bench_table.py"),
         ("crates/cudars-core/benches/c/graph.c", "c/graph.c"),
+        ("crates/cudars-core/benches/c/hot.c", "c/hot.c"),
         ("crates/cudars-core/benches/c/peer.c", "c/peer.c"),
         ("crates/cudars-blas/benches/c/gemm.c", "c/gemm.c"),
         (

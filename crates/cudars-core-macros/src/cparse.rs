@@ -1135,7 +1135,7 @@ fn parse_int(n: &str) -> Option<u64> {
 }
 
 /// Words in a parameter's declaration that do not change its Rust type.
-const QUALIFIERS: &[&str] = &[
+pub(crate) const QUALIFIERS: &[&str] = &[
     "const",
     "volatile",
     "__restrict__",

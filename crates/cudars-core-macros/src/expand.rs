@@ -8,7 +8,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, LitStr, Token, Type, Visibility};
 
-use crate::cparse::{self, Kernel, Param, ParamKind, Scalar, Types, is_keyword};
+use crate::cparse::{self, Base, Kernel, Param, ParamKind, Scalar, Types, is_keyword};
 use crate::ctypes::{self, Elem, Final};
 
 mod kw {
@@ -300,6 +300,13 @@ impl<'a> Ctx<'a> {
                 )));
             }
         }
+        if let Some(object) = self.handle_object(p) {
+            return Ok(GenParam {
+                sig: object.clone(),
+                arg: quote!(#id: &#object),
+                value: quote!(#id),
+            });
+        }
         let (base, constant, stars) = match &p.kind {
             ParamKind::Value(b) => (b, false, 0),
             ParamKind::Pointer { elem, constant } => (elem, *constant, 1),
@@ -351,7 +358,20 @@ impl<'a> Ctx<'a> {
         }
         let e = self.elem(&where_, &pname, &p.decl, &r.elem, notes)?;
         let t = e.ty;
-        Ok(if e.mapped {
+        let holds_pointers = match r.elem.fin {
+            Final::Record(i) => self.types.records.get(i).is_some_and(
+                |rec| matches!(&rec.body, Some(Ok(b)) if b.fields.iter().any(|f| f.ty.stars > 0)),
+            ),
+            _ => false,
+        };
+        Ok(if e.mapped && holds_pointers {
+            // A struct of pointers lends the views its `ViewPtr`s point into.
+            GenParam {
+                sig: quote!(::cudars_core::Lent<#t>),
+                arg: quote!(#id: ::cudars_core::LentVal<'_, #t>),
+                value: quote!(#id),
+            }
+        } else if e.mapped {
             GenParam {
                 sig: quote!(::cudars_core::Val<#t>),
                 arg: quote!(#id: &#t),
@@ -364,6 +384,44 @@ impl<'a> Ctx<'a> {
                 value: quote!(#id),
             }
         })
+    }
+
+    /// The handle type a by-value texture, surface or tensor-map parameter
+    /// takes (`cudaTextureObject_t` → `TextureObject`, `cudaSurfaceObject_t` →
+    /// `SurfaceObject`, `CUtensorMap` → `TensorMapDescriptor`, each by
+    /// reference), unless the source declares `CUtensorMap` or the input maps
+    /// the name (then it is what that says).
+    fn handle_object(&self, p: &Param) -> Option<TokenStream> {
+        let ParamKind::Value(base) = &p.kind else {
+            return None;
+        };
+        let names: Vec<&str> = p
+            .words
+            .iter()
+            .map(String::as_str)
+            .filter(|w| !crate::cparse::QUALIFIERS.contains(w))
+            .collect();
+        let [name] = names.as_slice() else {
+            return None;
+        };
+        if self.mapping(name).is_some() {
+            return None;
+        }
+        match *name {
+            "cudaTextureObject_t" | "CUtexObject" if *base == Base::Scalar(Scalar::U64) => {
+                Some(quote!(::cudars_core::TextureObject))
+            }
+            "cudaSurfaceObject_t" | "CUsurfObject" if *base == Base::Scalar(Scalar::U64) => {
+                Some(quote!(::cudars_core::SurfaceObject))
+            }
+            "CUtensorMap"
+                if ctypes::resolve(&self.types, base, false, 0)
+                    .map_or(true, |r| matches!(r.elem.fin, Final::Unresolved(_))) =>
+            {
+                Some(quote!(::cudars_core::TensorMapDescriptor))
+            }
+            _ => None,
+        }
     }
 
     /// The Rust type of a value or element type, checked against what the
@@ -1175,6 +1233,28 @@ mod tests {
         assert!(code.contains("(x,y,*p,n,raw,)"), "{code}");
         assert!(code.contains("with_param_names(code.get_kernel(\"k\")?,&[\"constfloat*x\",\"float*y\",\"Pp\",\"unsignedn\",\"void*raw\"])"), "{code}");
         assert!(code.contains("pubfnk_kernel(&self)"), "{code}");
+    }
+
+    /// Issue 28, point 7: textures, surfaces and tensor maps are typed
+    /// parameters taken by reference; a mapped struct that holds pointers is
+    /// `Lent` (its views borrowed for the launch), one without stays `Val`.
+    #[test]
+    fn handles_and_structs_of_pointers_take_typed_arguments() {
+        let code = run(r##"
+            pub struct K = source r#"
+                struct Span { float* data; unsigned n; };
+                struct Plain { float a; };
+                extern "C" __global__ void k(cudaTextureObject_t t, cudaSurfaceObject_t s,
+                                             const __grid_constant__ CUtensorMap m, Span sp, Plain p) {}
+            "#;
+            type Span = crate::Span;
+            type Plain = crate::Plain;
+        "##)
+        .unwrap()
+        .replace(' ', "");
+        assert!(code.contains("TypedKernel<(::cudars_core::TextureObject,::cudars_core::SurfaceObject,::cudars_core::TensorMapDescriptor,::cudars_core::Lent<crate::Span>,::cudars_core::Val<crate::Plain>,)>"), "{code}");
+        assert!(code.contains("t:&::cudars_core::TextureObject,s:&::cudars_core::SurfaceObject,m:&::cudars_core::TensorMapDescriptor,sp:::cudars_core::LentVal<'_,crate::Span>,p:&crate::Plain"), "{code}");
+        assert!(code.contains("(t,s,m,sp,*p,)"), "{code}");
     }
 
     #[test]

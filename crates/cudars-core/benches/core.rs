@@ -53,12 +53,19 @@ fn main() {
         })
         .unwrap();
     let pool = dev.default_memory_resource().unwrap();
-    let buf = pool.allocate(1 << 20, &s).unwrap();
+    // What stays allocated while the allocations are timed comes from a pool of
+    // its own, as C's `cuMemAlloc` keeps it out of the default pool: a default
+    // pool holding live allocations makes each 1 MiB alloc + free slower (C's
+    // own identical loop measured 0.72 µs in bench.c and 1.18 µs with two live
+    // pool allocations, in one run).
+    let side =
+        Arc::new(cudars_core::DeviceMemoryResource::new_pool(&dev, Default::default()).unwrap());
+    let buf = side.allocate(1 << 20, &s).unwrap();
     {
         let n: u64 = 1 << 20;
         let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
-        let mut dx = pool.allocate(x.len() * 4, &s).unwrap();
-        let mut dy = pool.allocate(x.len() * 4, &s).unwrap();
+        let mut dx = side.allocate(x.len() * 4, &s).unwrap();
+        let mut dy = side.allocate(x.len() * 4, &s).unwrap();
         dx.copy_from_host(&x, &s).unwrap();
         dy.copy_from_host(&vec![1.0f32; x.len()], &s).unwrap();
         // SAFETY: the kernel only touches the buffers passed, within their sizes.
@@ -103,7 +110,7 @@ fn main() {
     // The same launches through a typed handle: the signature checked once, the
     // arguments a tuple (a mutable view and an int).
     let typed = TypedKernel::<(MutPtr<f32>, i32)>::new(empty.clone()).unwrap();
-    let mut tbuf = DeviceBuffer::<f32>::zeroed(&dev, 1 << 18, &s).unwrap();
+    let mut tbuf = DeviceBuffer::<f32>::allocate_from(side.clone(), 1 << 18, &s).unwrap();
     for _ in 0..2000 {
         // SAFETY: `empty` touches nothing.
         unsafe { typed.launch(&s, &cfg, (tbuf.view_mut(), n0)) }.unwrap();
@@ -147,6 +154,38 @@ fn main() {
     line(
         "alloc_free_async_us",
         t.elapsed().as_secs_f64() / f64::from(a) * 1e6,
+    );
+
+    // The same through `DeviceBuffer<T>` and the device's allocation resource.
+    for _ in 0..1000 {
+        drop(DeviceBuffer::<u8>::allocate(&dev, 1 << 20, &s).unwrap());
+    }
+    s.sync().unwrap();
+    let t = Instant::now();
+    for _ in 0..a {
+        drop(DeviceBuffer::<u8>::allocate(&dev, 1 << 20, &s).unwrap());
+    }
+    s.sync().unwrap();
+    line(
+        "alloc_free_async_typed_us",
+        t.elapsed().as_secs_f64() / f64::from(a) * 1e6,
+    );
+
+    // Host time of an event record and query, and of a 4 KiB device-to-device
+    // copy: batches of 256, median batch (as `launch_host_us`).
+    let ev = dev.create_event(EventOptions::default()).unwrap();
+    line(
+        "event_record_query_us",
+        batches(&s, || {
+            ev.record(&s).unwrap();
+            std::hint::black_box(ev.is_done().unwrap());
+        }),
+    );
+    let src4k = side.allocate(4096, &s).unwrap();
+    let mut dst4k = side.allocate(4096, &s).unwrap();
+    line(
+        "d2d_copy_4k_us",
+        batches(&s, || dst4k.copy_from(&src4k, &s).unwrap()),
     );
 
     let bytes = 256 << 20;
@@ -200,6 +239,26 @@ fn main() {
     line("h2d_async_pinned_gbps", bytes as f64 / best_h2d / 1e9);
     line("d2h_async_pinned_gbps", bytes as f64 / best_d2h / 1e9);
     graphs(&s, &empty, &buf);
+}
+
+/// Host microseconds per call of `op`: 2000 calls to warm up, then 400 batches
+/// of 256, the stream synchronised after each; the median batch.
+fn batches(s: &cudars_core::Stream, mut op: impl FnMut()) -> f64 {
+    for _ in 0..2000 {
+        op();
+    }
+    s.sync().unwrap();
+    let mut per = Vec::with_capacity(400);
+    for _ in 0..400 {
+        let t = Instant::now();
+        for _ in 0..256 {
+            op();
+        }
+        per.push(t.elapsed().as_secs_f64() / 256.0 * 1e6);
+        s.sync().unwrap();
+    }
+    per.sort_by(f64::total_cmp);
+    per[per.len() / 2]
 }
 
 /// `graph_launch_us`: one launch of a captured graph of 100 empty kernels, then a

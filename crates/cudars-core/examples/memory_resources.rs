@@ -131,7 +131,7 @@ fn round_trip(name: &str, buf: &mut Buffer, pattern: &[u32], stream: &Stream) ->
 /// the host's own view of the buffer, then host writes into that view read back
 /// by the device (a copy).
 fn check_host_view(name: &str, buf: &mut Buffer, value: u32, stream: &Stream) -> Result<()> {
-    buf.fill(value, stream)?;
+    buf.fill_pattern(value, stream)?;
     // Waits for the fill (and any other work queued on the buffer), then lends
     // the memory itself; the `&mut` borrow keeps new work off the buffer meanwhile.
     let host: &mut [u32] = buf.host_slice_mut()?;
@@ -258,7 +258,7 @@ fn run() -> Result<()> {
     let mut managed = Arc::new(managed_mr).allocate(BYTES, &stream)?;
     round_trip("managed", &mut managed, &pattern, &stream)?;
     pinned.copy_from_host(&pattern, &stream)?;
-    managed.fill(0u32, &stream)?;
+    managed.fill_pattern(0u32, &stream)?;
     managed.copy_from(&pinned, &stream)?;
     if dev.properties().concurrent_managed_access()? {
         managed.prefetch(Location::Host, &stream)?;

@@ -89,6 +89,15 @@ pub(crate) struct Current {
     green: Option<GreenHold>,
 }
 
+impl Current {
+    /// A guard that holds nothing: the context is current already (see
+    /// `Stream::enter`).
+    #[inline]
+    pub(crate) fn none() -> Self {
+        Self { green: None }
+    }
+}
+
 struct GreenHold {
     ctx: Context,
     /// What was current before, restored on drop when `restore`.
@@ -102,7 +111,8 @@ impl Drop for Current {
             if h.restore {
                 // SAFETY: `prev` was current on this thread before this guard (or
                 // null: no context); putting it back is what the caller expects.
-                let _ = unsafe { sys::cuCtxSetCurrent(h.prev) };
+                let rc = unsafe { sys::cuCtxSetCurrent(h.prev) };
+                set_current_result(h.prev, rc);
             }
             if let Some(lock) = &h.ctx.inner.green_lock {
                 lock.release();
@@ -191,6 +201,8 @@ impl Context {
             // SAFETY: as above (the shape of drivers before CUDA 12.5).
             unsafe { sys::cuda12::cuCtxCreate(&mut handle, flags, device.handle()) }
         };
+        // `cuCtxCreate` makes the new context current (pushes it).
+        forget_current();
         rc.check(|| format!("creating a context on device {}", device.ordinal()))?;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -288,7 +300,8 @@ impl Context {
             ));
         }
         // SAFETY: a live context (clones keep it alive).
-        unsafe { sys::cuCtxSetCurrent(self.inner.handle) }.check(|| "making a context current")
+        let rc = unsafe { sys::cuCtxSetCurrent(self.inner.handle) };
+        set_current_result(self.inner.handle, rc).check(|| "making a context current")
     }
 
     /// Makes the context current if it is not; hold the guard for the length of the
@@ -299,6 +312,14 @@ impl Context {
             None => ensure_current(self.inner.handle, || "making a context current".into()),
             Some(lock) => self.enter_green(lock),
         }
+    }
+
+    /// Whether this thread last made or saw this context current, so that a
+    /// driver call naming one of its ordinary streams may skip the check (see
+    /// `KNOWN_CURRENT`); never for a green context.
+    #[inline]
+    pub(crate) fn is_known_current(&self) -> bool {
+        self.inner.green_lock.is_none() && known_current(self.inner.handle)
     }
 
     /// For a green context, [`ensure_current`](Self::ensure_current)'s guard (the
@@ -335,6 +356,8 @@ impl Context {
             }),
         };
         if restore {
+            // A green context is never trusted as current (see `KNOWN_CURRENT`).
+            forget_current();
             // SAFETY: a live green context's `CUcontext` (this clone keeps it).
             unsafe { sys::cuCtxSetCurrent(self.inner.handle) }
                 .check(|| "making a green context current")?;
@@ -376,12 +399,61 @@ pub(crate) fn ensure_current(
 ) -> Result<Current> {
     let mut cur: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: `cur` is valid for writes.
-    unsafe { sys::cuCtxGetCurrent(&mut cur) }.check(|| "reading the current context")?;
+    let rc = unsafe { sys::cuCtxGetCurrent(&mut cur) };
+    if rc != sys::CUDA_SUCCESS {
+        forget_current();
+        rc.check(|| "reading the current context")?;
+    }
     if cur != ctx {
         // SAFETY: the caller passes a live context.
-        unsafe { sys::cuCtxSetCurrent(ctx) }.check(what)?;
+        let rc = unsafe { sys::cuCtxSetCurrent(ctx) };
+        set_current_result(ctx, rc).check(what)?;
+    } else {
+        KNOWN_CURRENT.with(|k| k.set(ctx as usize));
     }
     Ok(Current { green: None })
+}
+
+thread_local! {
+    /// The context this crate last made current, or saw current, on this thread
+    /// (null: unknown). Architecture Invariant: it is trusted only by
+    /// [`Stream::enter`](crate::Stream), for a driver call that names an
+    /// ordinary stream handle of a context that is not green, where the driver
+    /// takes the context from the stream, not from the thread; every call that
+    /// depends on the current context itself (a special stream handle, a
+    /// creation, a context-wide synchronisation) asks the driver
+    /// (`ensure_current`). Every place the crate changes the current context
+    /// updates or forgets it; code outside the crate that changes it (a raw
+    /// `cuCtxSetCurrent`, a library that sets its device) can make it stale,
+    /// and then the call fails with a context or handle error, on which
+    /// `Stream::call` asks the driver and tries once more.
+    static KNOWN_CURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether `ctx` is what this thread last made or saw current (see
+/// `KNOWN_CURRENT`).
+#[inline]
+pub(crate) fn known_current(ctx: sys::CUcontext) -> bool {
+    KNOWN_CURRENT.with(|k| k.get() == ctx as usize && !ctx.is_null())
+}
+
+/// Forgets which context is current on this thread: the next
+/// [`ensure_current`] asks the driver.
+pub(crate) fn forget_current() {
+    KNOWN_CURRENT.with(|k| k.set(0));
+}
+
+/// Records the outcome of `cuCtxSetCurrent(ctx)` in `KNOWN_CURRENT` and hands
+/// the result back.
+pub(crate) fn set_current_result(ctx: sys::CUcontext, rc: sys::CUresult) -> sys::CUresult {
+    KNOWN_CURRENT.with(|k| {
+        k.set(if rc == sys::CUDA_SUCCESS {
+            ctx as usize
+        } else {
+            0
+        })
+    });
+    rc
 }
 
 // Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
@@ -406,6 +478,8 @@ impl Drop for Inner {
             // after every stream and event made in it (they hold clones).
             let _ = unsafe { sys::cuGreenCtxDestroy(self.green) };
         } else if self.owned {
+            // A destroyed context's handle may be reused by the next one made.
+            forget_current();
             // SAFETY: an owned context, destroyed once, after every stream and event
             // made in it (they hold clones).
             let _ = unsafe { sys::cuCtxDestroy(self.handle) };

@@ -296,7 +296,8 @@ impl Device {
     pub fn set_current(&self) -> Result<()> {
         let ctx = self.primary_context()?;
         // SAFETY: a retained, live context.
-        unsafe { sys::cuCtxSetCurrent(ctx) }
+        let rc = unsafe { sys::cuCtxSetCurrent(ctx) };
+        crate::context::set_current_result(ctx, rc)
             .check(|| format!("making device {}'s context current", self.ordinal))
     }
 

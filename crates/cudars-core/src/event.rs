@@ -124,9 +124,12 @@ impl Event {
                 ),
             ));
         }
-        let _current = self.ctx.ensure_current()?;
-        // SAFETY: a live event and stream of the same context.
-        unsafe { sys::cuEventRecord(self.handle, stream.handle()) }.check(|| "recording an event")
+        stream
+            .call(|| {
+                // SAFETY: a live event and stream of the same context.
+                unsafe { sys::cuEventRecord(self.handle, stream.handle()) }
+            })?
+            .check(|| "recording an event")
     }
 
     /// Waits until the work before the event's last record has completed.

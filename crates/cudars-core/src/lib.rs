@@ -46,7 +46,7 @@
 //! | ordering and timing | [`Stream`], [`Event`] |
 //! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies) |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] ([`ManagedBuffer`]), [`VirtualMemoryResource`] |
-//! | batched memory operations (CUDA 13) | [`copy_batch`] ([`BatchCopy`], [`BatchViewCopy`]), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
+//! | batched memory operations (CUDA 13) | [`copy_batch`], [`copy_batch_with`] (options per copy) ([`BatchCopy`], [`BatchViewCopy`], `zip` for two lists), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`FatbinBuilder`] (nvFatbin: cubins, PTX and LTO-IR for several architectures in one fatbin), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
 //! | kernels from a `.cu` file | `kernels!` (feature `macros`, on by default): a struct with one typed launch function per `extern "C"` kernel, compiled with NVRTC at run time |
@@ -54,8 +54,8 @@
 //! | system information | [`system`] (NVML: versions, memory, BAR1, utilisation, temperature, power, clocks and clock event reasons, PCI, MIG, field values, InfoROM, CPU and memory affinity, fans; errors by [`NvmlErrorKind`]) |
 //! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
-//! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::replace_address`]) |
-//! | interop | [`StridedMemoryView`] (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: [`CudaArrayInterface`]; functions take [`IntoStridedMemoryView`]), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events; OpenGL: [`GraphicsResource`] (register a buffer or image, map it: [`GraphicsMapping`]) |
+//! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::from_tiled`] takes the element type and shape from a typed view, [`TiledOptions`] every option with a default; [`TensorMapDescriptor::replace_address`]) |
+//! | interop | [`StridedMemoryView`] (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: [`CudaArrayInterface`]; host arrays: NumPy's [`ArrayInterface`], a borrowed slice ([`StridedHostView`]); functions take [`IntoStridedMemoryView`]), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events; OpenGL: [`GraphicsResource`] (register a buffer or image, map it: [`GraphicsMapping`]) |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
@@ -148,9 +148,9 @@ pub use cudars_bindings;
 /// | `int8_t` … `uint64_t`, `size_t`, `ptrdiff_t` (`std::` too) | `i8` … `u64`, `usize`, `isize` |
 /// | `bool` | `bool` |
 /// | `__half`, `__nv_bfloat16` | [`half::f16`], [`half::bf16`] |
-/// | `cudaTextureObject_t`, `cudaSurfaceObject_t` | `u64` |
+/// | `cudaTextureObject_t`, `cudaSurfaceObject_t`, `const __grid_constant__ CUtensorMap` | `&TextureObject`, `&SurfaceObject`, `&TensorMapDescriptor` (a typedef of them in the source: `u64`) |
 /// | a `typedef` or `using` name of the source (`typedef double real;`, chains, `const`, pointer typedefs) | what it names: `real* y` takes `y: DeviceViewMut<'_, f64>` |
-/// | `Name p`, `const __grid_constant__ Name p` (a struct, union or enum of the source) | `p: &T`, with `type Name = T;` (`T: Pod`; its size and alignment checked at compile time) |
+/// | `Name p`, `const __grid_constant__ Name p` (a struct, union or enum of the source) | `p: &T`, with `type Name = T;` (`T: Pod`; its size and alignment checked at compile time); a struct with pointer fields: `p: LentVal<'_, T>` (its `ViewPtr` fields made from views, which stay borrowed for the launch) |
 /// | `const Name*`, `Name*` | views of `T`, with `type Name = T;` (checked the same way) |
 ///
 /// Every pointer's element type and every value's type is read from the
@@ -365,12 +365,14 @@ pub use interop::graphics::{
     GraphicsMapFlags, GraphicsMapping, GraphicsRegisterFlags, GraphicsResource, MappedArray,
     MappedBuffer, gl_devices,
 };
+pub use interop::host_strided::{ArrayInterface, StridedHostView};
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 pub use interop::strided::{IntoStridedMemoryView, StridedMemoryView};
 pub use launch::array::{ArrayFormat, ArrayOptions, MipmappedArray, OpaqueArray};
 pub use launch::tensor_map::TensorMapDescriptor;
+pub use launch::tensor_map_array::{TensorMapElement, TiledOptions};
 pub use launch::tensor_map_options::{
     TensorMapDataType, TensorMapDescriptorOptions, TensorMapIm2colOptions, TensorMapIm2colWideMode,
     TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill,
@@ -381,14 +383,15 @@ pub use launch::texture::{
     TextureResource,
 };
 pub use launch::typed_kernel::{
-    CaptureParam, CaptureSignature, ConstPtr, MutPtr, Param, Signature, TypedKernel, Val,
+    CaptureParam, CaptureSignature, ConstPtr, Lender, Lent, LentVal, MutPtr, Param, Signature,
+    TypedKernel, Val, ViewPtr,
 };
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
 pub use memory::arc_view::ArcView;
 pub use memory::batch::{
     BatchCopy, BatchCopyEntry, BatchRange, BatchRangeMut, BatchViewCopy, CopyOptions,
-    MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, discard_batch, discard_prefetch_batch,
-    prefetch_batch,
+    MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch, copy_batch_with, discard_batch,
+    discard_prefetch_batch, prefetch_batch,
 };
 pub use memory::device_buffer::DeviceBuffer;
 pub use memory::pinned_buffer::PinnedBuffer;

@@ -123,6 +123,50 @@ impl Stream {
             && self.inner.ctx.handle() == other.inner.ctx.handle()
     }
 
+    /// Makes the stream's context current for one driver call that names this
+    /// stream, and says whether that was taken on trust: for an ordinary stream
+    /// handle (not null, `CU_STREAM_LEGACY` or `CU_STREAM_PER_THREAD`, which
+    /// name the current context's default streams) of a context that is not
+    /// green, and that this thread last made or saw current, no driver call
+    /// is made (the driver takes the context from the stream). Otherwise one
+    /// `cuCtxGetCurrent` (and `cuCtxSetCurrent` when it differs), or a green
+    /// context's lock. Callers go through [`call`](Self::call), which asks the
+    /// driver and retries when the trust was misplaced.
+    #[inline]
+    pub(crate) fn enter(&self) -> Result<(crate::context::Current, bool)> {
+        let h = self.inner.handle;
+        let special = h.is_null() || h == sys::CU_STREAM_LEGACY || h == sys::CU_STREAM_PER_THREAD;
+        if !special && self.inner.ctx.is_known_current() {
+            return Ok((crate::context::Current::none(), true));
+        }
+        self.inner.ctx.ensure_current().map(|c| (c, false))
+    }
+
+    /// Makes `call`, a driver call that names this stream (a launch, a
+    /// stream-ordered allocation, free or copy, an event record), with the
+    /// stream's context current, and returns its result. When the context was
+    /// taken as current on trust ([`enter`](Self::enter)) and the call fails
+    /// with a context or handle error, something outside the crate changed the
+    /// thread's context: the driver is asked, and the call made once more.
+    /// `call` must do nothing when it fails (driver calls that fail do not
+    /// queue work).
+    #[inline]
+    pub(crate) fn call(&self, mut call: impl FnMut() -> sys::CUresult) -> Result<sys::CUresult> {
+        let (_current, trusted) = self.enter()?;
+        let rc = call();
+        if trusted && misplaced_trust(rc) {
+            return self.call_again(call);
+        }
+        Ok(rc)
+    }
+
+    #[cold]
+    fn call_again(&self, mut call: impl FnMut() -> sys::CUresult) -> Result<sys::CUresult> {
+        crate::context::forget_current();
+        let _current = self.inner.ctx.ensure_current()?;
+        Ok(call())
+    }
+
     /// Whether the handle names the per-thread default stream: the calling
     /// thread's own queue, a different one on each thread
     /// ([`per_thread_default`](Self::per_thread_default)).
@@ -519,13 +563,21 @@ impl Stream {
                 ),
             ));
         }
-        let _current = self.inner.ctx.ensure_current()?;
+        let (_current, trusted) = self.enter()?;
         // Waiting for an event recorded in a capture joins this stream to it:
         // not while a host function is being queued here (the capture gate).
         let _gate = self.capture_gate_exclusive();
-        // SAFETY: a live stream and a live event.
-        unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
-            .check(|| "making a stream wait for an event")
+        let wait = || {
+            // SAFETY: a live stream and a live event.
+            unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
+        };
+        let mut rc = wait();
+        if trusted && misplaced_trust(rc) {
+            crate::context::forget_current();
+            let _current = self.inner.ctx.ensure_current()?;
+            rc = wait();
+        }
+        rc.check(|| "making a stream wait for an event")
     }
 
     /// Makes later work on this stream wait for all work queued so far on `other`
@@ -564,9 +616,20 @@ impl Drop for Inner {
     }
 }
 
+/// Whether `rc`, from a call made with the context taken as current on trust
+/// ([`Stream::enter`]), may mean that another context was current after all.
+#[inline]
+fn misplaced_trust(rc: sys::CUresult) -> bool {
+    rc == sys::CUDA_ERROR_INVALID_CONTEXT
+        || rc == sys::CUDA_ERROR_INVALID_HANDLE
+        || rc == sys::CUDA_ERROR_CONTEXT_IS_DESTROYED
+}
+
 /// The device of the live context `ctx`: pushed current for `cuCtxGetDevice`,
 /// then popped, so the calling thread's current context is left as it was.
 fn context_device(ctx: sys::CUcontext, what: &'static str) -> Result<Device> {
+    // The push and pop leave the current context as it was, unless one fails.
+    crate::context::forget_current();
     // SAFETY: the caller passes a live context.
     unsafe { sys::cuCtxPushCurrent(ctx) }.check(|| what)?;
     let mut dev: sys::CUdevice = 0;

@@ -7,9 +7,10 @@
 use std::sync::Arc;
 
 use cudars_core::{
-    BatchCopy, Buffer, CopyOptions, Device, Error, Location, ManagedMemoryResource,
-    MemcpyOverlapMode, MemcpySrcAccessOrder, PinnedMemoryResource, PinnedMemoryResourceOptions,
-    Stream, StreamOptions, copy_batch, discard_batch, discard_prefetch_batch, prefetch_batch,
+    BatchCopy, BatchViewCopy, Buffer, CopyOptions, Device, DeviceBuffer, Error, Location,
+    ManagedMemoryResource, MemcpyOverlapMode, MemcpySrcAccessOrder, PinnedMemoryResource,
+    PinnedMemoryResourceOptions, Stream, StreamOptions, copy_batch, copy_batch_with, discard_batch,
+    discard_prefetch_batch, prefetch_batch,
 };
 use cudars_tests::require_gpu;
 
@@ -92,6 +93,85 @@ fn a_batch_copies_between_every_kind_of_buffer() {
         assert!(read(&dst_man, &s).iter().all(|&x| x == 2));
         let h = read(&dst_dev, &s);
         assert!(h[..1024].iter().all(|&x| x == 3) && h[1024..].iter().all(|&x| x == 0));
+    }
+}
+
+/// Issue 28, point 3: Python's heterogeneous batch (options per copy) is one
+/// `cuMemcpyBatchAsync` call, and two `Vec`s of buffers pair up without a helper.
+#[test]
+fn a_heterogeneous_batch_takes_options_per_copy_in_one_call() {
+    require_gpu!();
+    let (d, s) = setup();
+    let pinned =
+        Arc::new(PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap());
+    let srcs: Vec<Buffer> = (0..4u32)
+        .map(|i| {
+            let mut b = if i == 2 {
+                Buffer::allocate(pinned.clone(), 4096, &s).unwrap()
+            } else {
+                d.allocate(4096 * (i as usize + 1), &s).unwrap()
+            };
+            filled(&mut b, i + 1, &s);
+            b
+        })
+        .collect();
+    let mut dsts: Vec<Buffer> = srcs
+        .iter()
+        .map(|b| {
+            let mut x = d.allocate(b.size(), &s).unwrap();
+            filled(&mut x, 0, &s);
+            x
+        })
+        .collect();
+    let any = CopyOptions {
+        src_access_order: MemcpySrcAccessOrder::Any,
+        overlap: MemcpyOverlapMode::PreferOverlapWithCompute,
+        ..Default::default()
+    };
+    let during = CopyOptions {
+        src_access_order: MemcpySrcAccessOrder::DuringApiCall,
+        ..Default::default()
+    };
+    let options = [CopyOptions::default(), any, during, CopyOptions::default()];
+    let done = cudars_tests::needs_driver!(
+        12080,
+        copy_batch_with(&mut BatchCopy::zip(&mut dsts, &srcs).unwrap(), &options, &s)
+    );
+    if done.is_none() {
+        return;
+    }
+    for (i, b) in dsts.iter().enumerate() {
+        let h = read(b, &s);
+        assert!(
+            h.iter().all(|&x| x == i as u32 + 1),
+            "copy {i}: {:?}",
+            &h[..4]
+        );
+    }
+    // One set of options per copy, checked before the driver.
+    let e = copy_batch_with(
+        &mut BatchCopy::zip(&mut dsts, &srcs).unwrap(),
+        &options[..3],
+        &s,
+    );
+    assert!(matches!(e, Err(Error::InvalidArgument { .. })), "{e:?}");
+    assert!(BatchCopy::zip(&mut dsts, &srcs[..3]).is_err());
+    // Typed buffers: two `Vec<DeviceBuffer<T>>`s through their views.
+    let xs: Vec<DeviceBuffer<f32>> = (1..=3)
+        .map(|i| DeviceBuffer::from_host(&d, &vec![i as f32; 100 * i], &s).unwrap())
+        .collect();
+    let mut ys: Vec<DeviceBuffer<f32>> = (1..=3)
+        .map(|i| DeviceBuffer::zeroed(&d, 100 * i, &s).unwrap())
+        .collect();
+    let mut copies = BatchViewCopy::zip(
+        ys.iter_mut().map(|b| b.view_mut()),
+        xs.iter().map(|b| b.view()),
+    )
+    .unwrap();
+    copy_batch_with(&mut copies, &[any, any, CopyOptions::default()], &s).unwrap();
+    drop(copies);
+    for (i, y) in ys.iter().enumerate() {
+        assert_eq!(y.to_vec(&s).unwrap(), vec![i as f32 + 1.0; 100 * (i + 1)]);
     }
 }
 

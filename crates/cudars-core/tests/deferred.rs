@@ -300,6 +300,9 @@ fn a_graph_host_node_survives_a_payload_whose_drop_panics() {
 #[test]
 fn run_once_host_functions_are_never_captured_whatever_the_interleaving() {
     require_gpu!();
+    // Its global-mode captures are process-wide: a test beside it that
+    // allocates or synchronises (pinned memory, a sync) invalidates them.
+    let _s = serial();
     let d = dev0();
     let s = stream(&d);
     let runs = Arc::new(AtomicUsize::new(0));

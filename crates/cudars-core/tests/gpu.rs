@@ -669,30 +669,51 @@ fn the_current_device_is_the_current_contexts_or_device_0() {
     .unwrap();
 }
 
+/// Issue 28, point 1: Python's `buf.fill(42, stream)` fills bytes, and so does the
+/// literal port: the unsuffixed literal is a `u8`, whatever the buffer's size.
+#[test]
+fn fill_with_an_unsuffixed_literal_fills_bytes_as_python_does() {
+    require_gpu!();
+    let d = dev0();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    // An odd size: a 4-byte fill would be refused, a byte fill is not.
+    let mut b = d.allocate(1023, &s).unwrap();
+    b.fill(42, &s).unwrap();
+    let mut bytes = vec![0u8; 1023];
+    b.copy_to_host(&mut bytes, &s).unwrap();
+    assert!(bytes.iter().all(|&x| x == 42), "{:?}", &bytes[..8]);
+    // The porter's loop: `(i + 1) % 256` cast to a byte, one byte pattern each.
+    for i in 0..3usize {
+        b.fill(((i + 1) % 256) as u8, &s).unwrap();
+        b.copy_to_host(&mut bytes, &s).unwrap();
+        assert!(bytes.iter().all(|&x| usize::from(x) == i + 1));
+    }
+}
+
 #[test]
 fn fill_takes_any_pod_value_of_1_2_or_4_bytes() {
     require_gpu!();
     let d = dev0();
     let s = d.create_stream(StreamOptions::default()).unwrap();
     let mut b = d.allocate(64, &s).unwrap();
-    b.fill(1.5f32, &s).unwrap();
+    b.fill_pattern(1.5f32, &s).unwrap();
     let mut floats = [0f32; 16];
     b.copy_to_host(&mut floats, &s).unwrap();
     assert_eq!(floats, [1.5; 16]);
-    b.fill(f16::from_f32(-2.0), &s).unwrap();
+    b.fill_pattern(f16::from_f32(-2.0), &s).unwrap();
     let mut halves = [f16::ZERO; 32];
     b.copy_to_host(&mut halves, &s).unwrap();
     assert_eq!(halves, [f16::from_f32(-2.0); 32]);
-    b.fill(-3i8, &s).unwrap();
+    b.fill_pattern(-3i8, &s).unwrap();
     let mut bytes = [0i8; 64];
     b.copy_to_host(&mut bytes, &s).unwrap();
     assert_eq!(bytes, [-3; 64]);
     // The value's bytes repeat as they are in memory.
-    b.fill([0x12u8, 0x34], &s).unwrap();
+    b.fill_pattern([0x12u8, 0x34], &s).unwrap();
     let mut raw = [0u8; 64];
     b.copy_to_host(&mut raw, &s).unwrap();
     assert!(raw.chunks(2).all(|c| c == [0x12, 0x34]), "{raw:?}");
-    b.fill(-7i32, &s).unwrap();
+    b.fill_pattern(-7i32, &s).unwrap();
     let mut ints = [0i32; 16];
     b.copy_to_host(&mut ints, &s).unwrap();
     assert_eq!(ints, [-7; 16]);
@@ -700,7 +721,7 @@ fn fill_takes_any_pod_value_of_1_2_or_4_bytes() {
     let mut odd = d.allocate(6, &s).unwrap();
     odd.fill(9u8, &s).unwrap();
     assert!(matches!(
-        odd.fill(1.0f32, &s),
+        odd.fill_pattern(1.0f32, &s),
         Err(Error::InvalidArgument { .. })
     ));
     let mut six = [0u8; 6];
@@ -762,7 +783,7 @@ fn host_views_of_pinned_and_managed_memory_wait_for_the_gpu_and_write_in_place()
         let alloc = d.create_stream(StreamOptions::default()).unwrap();
         let mut buf = mr.allocate(n * 4, &alloc).unwrap();
         alloc.sync().unwrap();
-        buf.fill(0u32, &work).unwrap();
+        buf.fill_pattern(0u32, &work).unwrap();
         work.sync().unwrap();
         // 50 ms of spinning on `work`, then a copy into the buffer behind it: the
         // host view must wait for both.
@@ -785,7 +806,7 @@ fn host_views_of_pinned_and_managed_memory_wait_for_the_gpu_and_write_in_place()
             "{name}: the device did not see the host's writes"
         );
         // The unchecked view, after a synchronisation of our own.
-        buf.fill(5u32, &work).unwrap();
+        buf.fill_pattern(5u32, &work).unwrap();
         work.sync().unwrap();
         // SAFETY: the fill, the only work queued on the buffer, has finished.
         let view: &mut [u32] = unsafe { buf.as_host_slice_mut() }.unwrap();

@@ -81,6 +81,68 @@ fn zeros(d: &Device, s: &Stream, n: usize) -> Arc<DeviceBuffer<i32>> {
     b
 }
 
+/// Issue 28, point 6 (`cuda_graphs.py`): a graph's operands are refilled,
+/// copied into and read between launches, ordered on the launch stream, while
+/// the executable graph (and its `Arc`s of them) stays alive; from another
+/// thread too, ordered by an event.
+#[test]
+fn a_graphs_operands_are_used_between_launches_without_dropping_it() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add_to = kernel(&code, "add_to");
+    let x = zeros(&d, &s, 32);
+    let y = zeros(&d, &s, 32);
+    let mut b = d.create_graph_builder().unwrap();
+    b.begin_building(CaptureMode::default()).unwrap();
+    launch_into(&b, &add_to, 32, &[&x.shared_view(), &3i32]);
+    b.copy(&y, &x).unwrap();
+    b.end_building().unwrap();
+    let exec = b.complete(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&s).unwrap();
+    assert_eq!(y.to_vec(&s).unwrap(), vec![3; 32]);
+    // Refill between launches, on the launch stream: a fill, a host upload
+    // and a device copy, each through the shared handle.
+    x.shared_view().fill(10, &s).unwrap();
+    exec.launch(&s).unwrap();
+    assert_eq!(y.to_vec(&s).unwrap(), vec![13; 32]);
+    let ramp: Vec<i32> = (0..32).collect();
+    x.shared_view().copy_from_host(&ramp, &s).unwrap();
+    exec.launch(&s).unwrap();
+    assert_eq!(y.to_vec(&s).unwrap(), (3..35).collect::<Vec<_>>());
+    x.shared_slice(..16)
+        .unwrap()
+        .copy_from(y.shared_slice(16..).unwrap().view(), &s)
+        .unwrap();
+    exec.launch(&s).unwrap();
+    let got = y.to_vec(&s).unwrap();
+    assert_eq!(got[0], 19 + 3, "{got:?}");
+    // From another thread: the refill waits for the launch through an event,
+    // and the next launch waits for the refill.
+    let launched = Arc::new(Event::new(&d, EventOptions::default()).unwrap());
+    let refilled = Arc::new(Event::new(&d, EventOptions::default()).unwrap());
+    exec.launch(&s).unwrap();
+    launched.record(&s).unwrap();
+    std::thread::scope(|t| {
+        t.spawn(|| {
+            let other = d.create_stream(StreamOptions::default()).unwrap();
+            other.wait_event(&launched).unwrap();
+            x.shared_view().fill(-3, &other).unwrap();
+            refilled.record(&other).unwrap();
+            other.sync().unwrap();
+        });
+    });
+    s.wait_event(&refilled).unwrap();
+    exec.launch(&s).unwrap();
+    assert_eq!(y.to_vec(&s).unwrap(), vec![0; 32]);
+    // Bad use is refused as for exclusive views.
+    assert!(matches!(
+        x.shared_view().copy_from_host(&ramp[..3], &s),
+        Err(Error::InvalidArgument { .. })
+    ));
+    drop(exec);
+}
+
 #[test]
 fn kernels_fills_copies_and_callbacks_captured_by_a_builder_replay() {
     require_gpu!();

@@ -599,3 +599,98 @@ fn a_typedef_kernel_writes_only_its_view() {
     let idx = idx.to_vec(&s).unwrap();
     assert!(idx.iter().enumerate().all(|(i, &v)| v as usize == i));
 }
+
+/// The C `struct Span2d` of `Porting` below: a pointer and two extents, as an
+/// `mdspan` holds them (issue 28, point 7).
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Span2d {
+    data: cudars_core::ViewPtr<f32>,
+    rows: u32,
+    cols: u32,
+}
+
+cudars_core::kernels! {
+    /// Kernels that take a struct of pointers and a texture (issue 28, point 7).
+    struct Porting = source r#"
+        struct Span2d { float* data; unsigned rows; unsigned cols; };
+        extern "C" __global__ void transpose_add(Span2d out, const __grid_constant__ Span2d in, float v) {
+            unsigned r = blockIdx.x, c = threadIdx.x;
+            if (r < in.rows && c < in.cols) out.data[c * out.cols + r] = in.data[r * in.cols + c] + v;
+        }
+        extern "C" __global__ void fetch_twice(cudaTextureObject_t tex, float* out, unsigned n) {
+            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) out[i] = tex1Dfetch<float>(tex, (int)i) * 2.0f;
+        }
+    "#;
+    type Span2d = crate::Span2d;
+}
+
+/// Issue 28, point 7: an `mdspan`-like struct of pointers is a typed parameter
+/// made from views (`LentVal`, `ViewPtr`), and a texture is a typed parameter
+/// taken by reference, through `kernels!`.
+#[test]
+fn structs_of_pointers_and_textures_are_typed_parameters() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s) = setup();
+    let k = Porting::load(&d).unwrap();
+    let (rows, cols) = (3u32, 5u32);
+    let a: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+    let x = DeviceBuffer::from_host(&d, &a, &s).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&d, a.len(), &s).unwrap();
+    let out = cudars_core::LentVal::new(|l| Span2d {
+        data: l.ptr_mut(y.view_mut()),
+        rows: cols,
+        cols: rows,
+    });
+    let input = cudars_core::LentVal::new(|l| Span2d {
+        data: l.ptr(x.view()),
+        rows,
+        cols,
+    });
+    // SAFETY: one block per row and one thread per column of `in`, each within
+    // `rows * cols` elements of both spans.
+    unsafe { k.transpose_add(&s, &LaunchConfig::new(rows, cols), out, input, 0.5) }.unwrap();
+    let got = y.to_vec(&s).unwrap();
+    for r in 0..rows {
+        for c in 0..cols {
+            assert_eq!(got[(c * rows + r) as usize], (r * cols + c) as f32 + 0.5);
+        }
+    }
+    // A texture over a buffer: the typed parameter takes `&TextureObject`.
+    let n = 64u32;
+    let src = std::sync::Arc::new({
+        let mut b = d.allocate(n as usize * 4, &s).unwrap();
+        b.copy_from_host(&(0..n).map(|i| i as f32).collect::<Vec<_>>(), &s)
+            .unwrap();
+        b
+    });
+    let tex = d
+        .create_texture_object(
+            cudars_core::TextureResource::Linear {
+                buffer: src,
+                format: cudars_core::ArrayFormat::F32,
+                channels: 1,
+            },
+            &cudars_core::TextureOptions::default(),
+        )
+        .unwrap();
+    let mut twice = DeviceBuffer::<f32>::zeroed(&d, n as usize, &s).unwrap();
+    // SAFETY: the kernel reads n texels and writes n floats.
+    unsafe {
+        k.fetch_twice(
+            &s,
+            &LaunchConfig::for_elements(n.into(), 32),
+            &tex,
+            twice.view_mut(),
+            n,
+        )
+    }
+    .unwrap();
+    assert_eq!(
+        twice.to_vec(&s).unwrap(),
+        (0..n).map(|i| 2.0 * i as f32).collect::<Vec<_>>()
+    );
+    s.sync().unwrap();
+}

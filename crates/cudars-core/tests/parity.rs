@@ -106,7 +106,7 @@ fn host_callbacks_run_in_stream_order_after_the_kernels_before_them() {
     let mut out = Arc::new(LegacyPinnedMemoryResource::new(&d))
         .allocate(4, None)
         .unwrap();
-    out.fill(0i32, &s).unwrap();
+    out.fill_pattern(0i32, &s).unwrap();
     // Long enough that a callback not ordered after the kernel would see 0.
     let cycles = i64::from(d.properties().clock_rate().unwrap()) * 50; // ~50 ms
     let order = Arc::new(Mutex::new(Vec::new()));

@@ -109,7 +109,7 @@ fn a_host_view_after_a_free_stream_swap_waits_for_the_old_stream() {
         .unwrap();
     buf.set_free_stream(&s1).unwrap();
     spin(&d, &s1);
-    buf.fill(2.0f32, &s1).unwrap();
+    buf.fill_pattern(2.0f32, &s1).unwrap();
     buf.set_free_stream(&s2).unwrap();
     let host: &mut [f32] = buf.host_slice_mut().unwrap();
     let pending = host.iter().filter(|&&x| x != 2.0).count();
@@ -174,7 +174,7 @@ fn a_host_view_waits_for_per_thread_stream_work_of_another_thread() {
         d.set_current().unwrap();
         let mine = Stream::per_thread_default(&d).unwrap();
         spin(&d, &mine);
-        buf.fill(3.0f32, &mine).unwrap();
+        buf.fill_pattern(3.0f32, &mine).unwrap();
         give.send(buf).unwrap();
         // Stay alive (a thread's exit may wait for its per-thread stream)
         // until the host view has been checked.
@@ -283,6 +283,50 @@ fn pinned_copies_on_two_devices_legacy_streams_are_ordered() {
         "the upload read {stale} elements before the download"
     );
     legacy1.sync().unwrap();
+}
+
+/// Issue 28, point 3, against rule 3: in a batch with options per copy, the one
+/// copy that reads its source out of stream order still waits for the kernel
+/// that writes it on another stream (its free stream is ordered after it).
+#[test]
+fn a_per_copy_out_of_order_read_in_a_mixed_batch_waits_for_its_source() {
+    require_gpu!();
+    let (d, s1, s2) = setup();
+    let k = spin_fill(&d);
+    let plain = DeviceBuffer::from_host(&d, &vec![1.0f32; N], &s1).unwrap();
+    let mut src = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
+    let mut a = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
+    let mut b = DeviceBuffer::<f32>::zeroed(&d, N, &s1).unwrap();
+    s1.sync().unwrap();
+    // SAFETY: `n` = the view's length.
+    unsafe { k.launch(&s2, &grid(), (src.view_mut(), N as u64, 5.0, SPIN)) }.unwrap();
+    let during = CopyOptions {
+        src_access_order: MemcpySrcAccessOrder::DuringApiCall,
+        ..Default::default()
+    };
+    let mut copies = [
+        BatchViewCopy {
+            dst: a.view_mut(),
+            src: plain.view(),
+        },
+        BatchViewCopy {
+            dst: b.view_mut(),
+            src: src.view(),
+        },
+    ];
+    match cudars_core::copy_batch_with(&mut copies, &[CopyOptions::default(), during], &s1) {
+        Err(cudars_core::Error::Unsupported { .. }) if cudars_tests::driver_version() < 12080 => {
+            return;
+        }
+        r => r.unwrap(),
+    }
+    assert_eq!(a.to_vec(&s1).unwrap(), vec![1.0; N]);
+    let got = b.to_vec(&s1).unwrap();
+    let stale = got.iter().filter(|&&x| x != 5.0).count();
+    assert_eq!(
+        stale, 0,
+        "{stale} elements read before the kernel wrote them"
+    );
 }
 
 /// Point 10: a batch copy that reads its sources during the call still comes

@@ -159,3 +159,118 @@ fn memory_cuda_does_not_know_is_refused_by_the_driver() {
         "{e}"
     );
 }
+
+/// The 4x6 matrix `0, 1, …, 23` as `f32`s on the device.
+fn matrix(d: &Device, s: &Stream) -> Arc<DeviceBuffer<f32>> {
+    let values: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    Arc::new(DeviceBuffer::from_host(d, &values, s).unwrap())
+}
+
+/// Issue 28, point 5: a strided view leads somewhere. Strided copies to and
+/// from the host move exactly the view's elements (the gaps between them are
+/// never written), on device, pinned and managed memory alike.
+#[test]
+fn strided_copies_move_exactly_the_views_elements() {
+    require_gpu!();
+    let (d, s) = setup();
+    let m = matrix(&d, &s);
+    // The 3x4 tile from row 1, column 2; a column; every other column.
+    let tile = StridedMemoryView::from_view(&m.shared_slice(8..).unwrap(), &[3, 4], Some(&[6, 1]))
+        .unwrap();
+    let mut out = [0f32; 12];
+    tile.copy_to_host(&mut out, &s).unwrap();
+    let expect: Vec<f32> = (1..4)
+        .flat_map(|r| (2..6).map(move |c| (r * 6 + c) as f32))
+        .collect();
+    assert_eq!(out.to_vec(), expect);
+    let col =
+        StridedMemoryView::from_view(&m.shared_slice(1..).unwrap(), &[4], Some(&[6])).unwrap();
+    let mut c = [0f32; 4];
+    col.copy_to_host(&mut c, &s).unwrap();
+    assert_eq!(c, [1.0, 7.0, 13.0, 19.0]);
+    let odd = StridedMemoryView::from_view(&m.shared_view(), &[4, 3], Some(&[6, 2])).unwrap();
+    let mut o = [0f32; 12];
+    odd.copy_to_host(&mut o, &s).unwrap();
+    assert_eq!(o[..4], [0.0, 2.0, 4.0, 6.0]);
+    // Writing the tile writes the tile, and nothing between its rows.
+    tile.copy_from_host(&[-1.0f32; 12], &s).unwrap();
+    let all = m.to_vec(&s).unwrap();
+    for (i, &x) in all.iter().enumerate() {
+        let (r, c) = (i / 6, i % 6);
+        let inside = (1..4).contains(&r) && (2..6).contains(&c);
+        assert_eq!(
+            x,
+            if inside { -1.0 } else { i as f32 },
+            "element ({r}, {c})"
+        );
+    }
+    // Writing every other column leaves the others.
+    odd.copy_from_host(&[5.0f32; 12], &s).unwrap();
+    let all = m.to_vec(&s).unwrap();
+    assert!(all.iter().step_by(2).all(|&x| x == 5.0));
+    assert_eq!(all[1], 1.0);
+    // Wrong dtype, wrong length, another device's stream: refused before the driver.
+    assert!(tile.copy_to_host(&mut [0u32; 12], &s).is_err());
+    assert!(tile.copy_to_host(&mut [0f32; 11], &s).is_err());
+    // Pinned memory takes the same path.
+    let pinned = Arc::new(
+        Arc::new(LegacyPinnedMemoryResource::new(&d))
+            .allocate(24 * 4, &s)
+            .unwrap(),
+    );
+    let pv =
+        StridedMemoryView::from_buffer(&pinned, &[4, 3], Some(&[6, 2]), DLDataType::F32).unwrap();
+    pv.copy_from_host(&[2.5f32; 12], &s).unwrap();
+    let mut back = [0f32; 12];
+    pv.copy_to_host(&mut back, &s).unwrap();
+    assert_eq!(back, [2.5; 12]);
+}
+
+/// Point 5 against rule 3: a strided copy returns only after its copies ran,
+/// even when the stream is held by a long kernel, so the host slice is never
+/// written after it is handed back; a broadcast view is never written.
+#[test]
+fn a_strided_copy_waits_for_its_stream_before_handing_the_slice_back() {
+    require_gpu!();
+    let (d, s) = setup();
+    let m = matrix(&d, &s);
+    let tile = StridedMemoryView::from_view(&m.shared_slice(8..).unwrap(), &[3, 4], Some(&[6, 1]))
+        .unwrap();
+    common::spin(&d, &s, 50 * common::CYCLES_PER_MS);
+    let mut out = vec![0f32; 12];
+    tile.copy_to_host(&mut out, &s).unwrap();
+    // Had the call returned before the copy, `out` would still be zeros.
+    assert_eq!(out[0], 8.0);
+    let broadcast = StridedMemoryView::from_view(&m.shared_view(), &[3, 6], Some(&[0, 1])).unwrap();
+    assert!(broadcast.copy_from_host(&[0f32; 18], &s).is_err());
+    let mut rows = [0f32; 18];
+    broadcast.copy_to_host(&mut rows, &s).unwrap();
+    assert_eq!(rows[..6], rows[6..12]);
+}
+
+/// Point 5: the export and the typed view. A strided view exports to DLPack
+/// with its layout and keeps the allocation alive past every Rust owner; a
+/// contiguous view lends a typed `DeviceView` for copies and kernels.
+#[test]
+fn a_strided_view_exports_and_lends_a_typed_view() {
+    require_gpu!();
+    let (d, s) = setup();
+    let m = matrix(&d, &s);
+    let tile = StridedMemoryView::from_view(&m.shared_slice(8..).unwrap(), &[3, 4], Some(&[6, 1]))
+        .unwrap();
+    let t = tile.to_dlpack().unwrap();
+    drop(tile);
+    drop(m);
+    // SAFETY: a fresh tensor, handed over once.
+    let back = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+    let mut out = [0f32; 12];
+    back.copy_to_host(&mut out, &s).unwrap();
+    assert_eq!(out[..4], [8.0, 9.0, 10.0, 11.0]);
+    let m = matrix(&d, &s);
+    let rows = StridedMemoryView::from_view(&m.shared_slice(6..).unwrap(), &[3, 6], None).unwrap();
+    let typed = rows.as_device_view::<f32>().unwrap();
+    assert_eq!(typed.to_vec(&s).unwrap()[0], 6.0);
+    let mut dst = DeviceBuffer::<f32>::zeroed(&d, 18, &s).unwrap();
+    dst.view_mut().copy_from(typed, &s).unwrap();
+    assert_eq!(dst.to_vec(&s).unwrap()[17], 23.0);
+}

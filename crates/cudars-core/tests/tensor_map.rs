@@ -6,11 +6,13 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::Arc;
+
 use cudars_core::{
-    Buffer, CompileTarget, Device, Error, InvalidKind, LaunchConfig, MemoryKind, ObjectCode,
-    Program, ProgramOptions, SourceCode, Stream, StreamOptions, TensorMapDataType,
-    TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
-    TensorMapIm2colWideOptions, TensorMapSwizzle, launch,
+    Buffer, CompileTarget, Device, DeviceBuffer, Error, InvalidKind, LaunchConfig, MemoryKind,
+    ObjectCode, Program, ProgramOptions, SourceCode, Stream, StreamOptions, StridedMemoryView,
+    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
+    TensorMapIm2colWideOptions, TensorMapSwizzle, TiledOptions, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
 
@@ -382,4 +384,80 @@ fn im2col_wide_maps_need_blackwell_and_a_cuda_12_8_driver() {
     )
     .unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+}
+
+/// The 128 bytes of a map.
+fn map_words(m: &TensorMapDescriptor) -> [u64; 16] {
+    // SAFETY: a `CUtensorMap` is 128 bytes of plain data.
+    unsafe { std::mem::transmute_copy(m.raw()) }
+}
+
+/// Issue 28, point 8 (and 5): Python's `from_tiled(a, box_dim=…)`. A typed view
+/// and a strided view give the map that every field spelt out gives, and it
+/// feeds the bulk tensor copy.
+#[test]
+fn from_tiled_takes_the_element_type_and_shape_from_the_view() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let Some((d, s)) = hopper() else { return };
+    let n = 64usize;
+    let a = Arc::new(
+        DeviceBuffer::from_host(&d, &(0..n * n).map(|i| i as f32).collect::<Vec<_>>(), &s).unwrap(),
+    );
+    let spelt = TensorMapDescriptor::tiled(a.as_buffer(), &tiles_of_64x64()).unwrap();
+    let typed =
+        TensorMapDescriptor::from_tiled(&a.view(), &[64, 64], &[16, 16], &TiledOptions::default())
+            .unwrap();
+    assert_eq!(map_words(&typed), map_words(&spelt));
+    let strided = StridedMemoryView::from_view(&a.shared_view(), &[64, 64], None).unwrap();
+    let from_view = strided
+        .as_tensor_map(&[16, 16], &TiledOptions::default())
+        .unwrap();
+    assert_eq!(map_words(&from_view), map_words(&spelt));
+    assert_eq!(from_view.device(), d);
+    let code = tma_code(&d);
+    let got = tile_through(&code, &typed, &d, &s);
+    for r in 0..16 {
+        for c in 0..16 {
+            assert_eq!(got[r * 16 + c], ((32 + r) * n + 16 + c) as f32);
+        }
+    }
+    // Point 7: the map is a typed kernel parameter, taken by reference.
+    let tma =
+        cudars_core::TypedKernel::<(TensorMapDescriptor, cudars_core::MutPtr<f32>, i32, i32)>::new(
+            code.get_kernel("tma_tile").unwrap(),
+        )
+        .unwrap();
+    let mut tile = DeviceBuffer::<f32>::zeroed(&d, 256, &s).unwrap();
+    // SAFETY: `tma_tile` reads the 64×64 tensor through the map and writes 256
+    // floats; `a` outlives the kernel (it is read back below).
+    unsafe {
+        tma.launch(
+            &s,
+            &LaunchConfig::new(1, 128),
+            (&from_view, tile.view_mut(), 0, 16),
+        )
+    }
+    .unwrap();
+    let got = tile.to_vec(&s).unwrap();
+    assert_eq!(got[17], (17 * n + 1) as f32);
+    // A shape that is not the view's length, a box of another rank: refused.
+    for bad in [
+        TensorMapDescriptor::from_tiled(&a.view(), &[64, 32], &[16, 16], &TiledOptions::default()),
+        TensorMapDescriptor::from_tiled(&a.view(), &[64, 64], &[16], &TiledOptions::default()),
+    ] {
+        assert!(matches!(bad, Err(Error::InvalidArgument { .. })), "{bad:?}");
+    }
+}
+
+/// A strided view of host memory has no tensor map (checked before the driver).
+#[test]
+fn a_host_view_has_no_tensor_map() {
+    let data = vec![0f32; 64];
+    let v = StridedMemoryView::from_slice(&data, &[4, 16], None).unwrap();
+    let e = TensorMapDescriptor::from_strided(&v, &[4, 16], &TiledOptions::default());
+    assert!(
+        matches!(&e, Err(Error::InvalidArgument { .. })) && format!("{e:?}").contains("host"),
+        "{e:?}"
+    );
 }

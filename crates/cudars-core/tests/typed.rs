@@ -155,7 +155,7 @@ fn typed_fill_of_every_width() {
     );
     // The byte buffer's fill takes 8-byte values too.
     let mut b = u.into_buffer();
-    b.fill(-1.0f64, &s).unwrap();
+    b.fill_pattern(-1.0f64, &s).unwrap();
     assert!(
         b.view::<f64>()
             .unwrap()

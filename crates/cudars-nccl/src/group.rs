@@ -357,7 +357,7 @@ impl<'a, T: Element> Op<'a, T> {
 
 impl<T: Element> Pending for Op<'_, T> {
     fn issue(&self) -> Result<()> {
-        self.stream.context().set_current()?;
+        make_current(self.stream.context())?;
         let (send, recv) = self.pointers();
         let (comm, stream) = (self.comm.raw, self.stream.handle().cast());
         let (n, dt, red) = (self.layout.count, T::DATA_TYPE, self.red.raw());
@@ -409,6 +409,21 @@ impl<T: Element> Pending for Op<'_, T> {
             self.stream,
         )?)
     }
+}
+
+/// Makes `ctx` current on this thread unless it is: one `cuCtxGetCurrent`
+/// per operation, and `cuCtxSetCurrent` only when another context is current
+/// (a group of one thread's ranks alternates), where setting it every time
+/// made every small collective pay for a context switch it did not need.
+fn make_current(ctx: &cudars_core::Context) -> Result<()> {
+    use cudars_bindings::driver as drv;
+    let mut cur: drv::CUcontext = std::ptr::null_mut();
+    // SAFETY: `cur` is valid for writes.
+    let rc = unsafe { drv::cuCtxGetCurrent(&mut cur) };
+    if rc != drv::CUDA_SUCCESS || cur != ctx.handle() {
+        ctx.set_current()?;
+    }
+    Ok(())
 }
 
 /// Runs `f` between `ncclGroupStart` and `ncclGroupEnd`; the group is ended

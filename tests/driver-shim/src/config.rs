@@ -22,6 +22,9 @@ pub const ENV_FAIL_SEED: &str = "CUDA_RS_SHIM_FAIL_SEED";
 pub const ENV_FAIL_RATE: &str = "CUDA_RS_SHIM_FAIL_RATE";
 /// Where to write the call and handle counts as JSON when the process exits.
 pub const ENV_REPORT: &str = "CUDA_RS_SHIM_REPORT";
+/// `1`: no real driver; the shim answers with its CPU-only fake
+/// ([`crate::fake`]), every call counted.
+pub const ENV_FAKE_DRIVER: &str = "CUDA_RS_SHIM_FAKE_DRIVER";
 
 /// The lowest version a driver has ever reported (CUDA 1.0 is `1000`).
 pub const MIN_DRIVER_VERSION: c_int = 1000;
@@ -41,6 +44,9 @@ pub struct Config {
     pub faults: Plan,
     /// [`ENV_REPORT`]: where the counts go at exit.
     pub report: Option<PathBuf>,
+    /// [`ENV_FAKE_DRIVER`]: answer with the fake driver instead of loading the
+    /// real one.
+    pub fake: bool,
 }
 
 impl Config {
@@ -121,12 +127,24 @@ impl Config {
             }
             Some(v) => Some(PathBuf::from(v)),
         };
+        let fake = match get(ENV_FAKE_DRIVER) {
+            None => false,
+            Some(v) if v == "1" => true,
+            Some(v) if v == "0" => false,
+            Some(v) => {
+                return Err(format!(
+                    "{ENV_FAKE_DRIVER}={} is neither 1 nor 0",
+                    v.to_string_lossy()
+                ));
+            }
+        };
         Ok(Self {
             real_driver,
             driver_version,
             hide,
             faults: Plan { rules, random },
             report,
+            fake,
         })
     }
 
@@ -328,6 +346,17 @@ mod tests {
         assert!(config(&[(ENV_REAL_DRIVER, "")]).is_err());
         let err = config(&[(ENV_HIDE, "cuA cuB")]).unwrap_err();
         assert!(err.starts_with(ENV_HIDE), "{err}");
+    }
+
+    #[test]
+    fn the_fake_driver_is_asked_for_with_1() {
+        assert!(!config(&[]).unwrap().fake);
+        assert!(config(&[(ENV_FAKE_DRIVER, "1")]).unwrap().fake);
+        assert!(!config(&[(ENV_FAKE_DRIVER, "0")]).unwrap().fake);
+        for bad in ["", "yes", "2"] {
+            let err = config(&[(ENV_FAKE_DRIVER, bad)]).unwrap_err();
+            assert!(err.starts_with(ENV_FAKE_DRIVER), "{bad:?}: {err}");
+        }
     }
 
     #[test]

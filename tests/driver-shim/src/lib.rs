@@ -34,6 +34,7 @@
 //! | `CUDA_RS_SHIM_FAIL` | comma-separated fault rules `function:N:ERROR`: the `N`th call (from 1; `*`: every call) of a wrapped function returns `ERROR` (a `CUresult` name) without reaching the driver (`cuMemAllocAsync:3:CUDA_ERROR_OUT_OF_MEMORY`) |
 //! | `CUDA_RS_SHIM_FAIL_SEED`, `CUDA_RS_SHIM_FAIL_RATE` | together: a seeded random schedule; each call of a wrapped function that releases nothing fails with probability `P` (`0.01`, or `0.01:CUDA_ERROR_OUT_OF_MEMORY`; default error `CUDA_ERROR_UNKNOWN`) |
 //! | `CUDA_RS_SHIM_REPORT` | a file the call, failure and handle counts are written to as JSON when the process exits |
+//! | `CUDA_RS_SHIM_FAKE_DRIVER` | `1`: load no real driver; answer with the CPU-only [`fake`] driver, which counts every call of every function it has (the report's `driver` section). For tests that count driver calls without a GPU |
 //!
 //! # Wrapped functions, faults and counts
 //!
@@ -71,6 +72,7 @@ use std::sync::OnceLock;
 
 pub mod config;
 pub mod errors;
+pub mod fake;
 pub mod fault;
 pub mod real;
 pub mod route;
@@ -119,12 +121,19 @@ fn set_up() -> Result<Shim, CUresult> {
         ));
         CUDA_ERROR_INVALID_VALUE
     })?;
-    let real = real::load(&config).map_err(|why| {
-        say(&format!(
-            "{why}; every call fails with CUDA_ERROR_SHARED_OBJECT_INIT_FAILED"
-        ));
-        CUDA_ERROR_SHARED_OBJECT_INIT_FAILED
-    })?;
+    let real = if config.fake {
+        real::RealDriver {
+            get_proc_address: fake::get_proc_address,
+            version: fake::VERSION,
+        }
+    } else {
+        real::load(&config).map_err(|why| {
+            say(&format!(
+                "{why}; every call fails with CUDA_ERROR_SHARED_OBJECT_INIT_FAILED"
+            ));
+            CUDA_ERROR_SHARED_OBJECT_INIT_FAILED
+        })?
+    };
     let clamped = clamp_version(config.driver_version, real.version);
     if let Some(note) = &clamped.note {
         say(note);

@@ -303,6 +303,7 @@ pub fn install(plan: Plan) {
     for c in CALLS.iter().chain(&INJECTED) {
         c.store(0, Ordering::Relaxed);
     }
+    crate::fake::reset();
     *current = plan;
 }
 
@@ -352,8 +353,9 @@ pub unsafe fn wrap_lookup(
 }
 
 /// The counts as JSON: calls and injected failures per function (those
-/// called), and per kind of handle the number created, released and live
-/// (created minus released).
+/// called), per kind of handle the number created, released and live
+/// (created minus released), and under `driver` the calls each function of the
+/// [fake driver](crate::fake) received (empty with a real driver).
 pub fn report_json() -> String {
     let mut calls = Vec::new();
     let mut injected = Vec::new();
@@ -380,12 +382,13 @@ pub fn report_json() -> String {
     let created = |k: Kind| i128::from(CREATED[k.index()].load(Ordering::Relaxed));
     let released = |k: Kind| i128::from(RELEASED[k.index()].load(Ordering::Relaxed));
     format!(
-        "{{\"calls\":{{{}}},\"injected\":{{{}}},\"created\":{{{}}},\"released\":{{{}}},\"live\":{{{}}}}}",
+        "{{\"calls\":{{{}}},\"injected\":{{{}}},\"created\":{{{}}},\"released\":{{{}}},\"live\":{{{}}},\"driver\":{{{}}}}}",
         calls.join(","),
         injected.join(","),
         per_kind(&created),
         per_kind(&released),
         per_kind(&|k| created(k) - released(k)),
+        crate::fake::counts_json(),
     )
 }
 

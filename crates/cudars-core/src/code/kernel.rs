@@ -238,7 +238,12 @@ impl Kernel {
         let c = ctx.handle() as usize;
         let (cached_ctx, f) = match self.inner.primary_fn.get() {
             Some(&cached) => cached,
-            None => match self.function_in_current() {
+            // Resolved once, with the context made current for real (the
+            // launch itself may take it as current on trust).
+            None => match ctx
+                .ensure_current()
+                .and_then(|_c| self.function_in_current())
+            {
                 Ok(f) => *self.inner.primary_fn.get_or_init(|| (c, f as usize)),
                 Err(_) => return *k as sys::CUfunction,
             },

@@ -8,8 +8,8 @@ use crate::interop::layout::Layout;
 /// The CUDA Array Interface, version 3: the description a producer's
 /// `__cuda_array_interface__` dictionary holds, as a Rust structure. Build it
 /// from what another library hands over and view it with
-/// [`StridedMemoryView::from_cuda_array_interface`](crate::StridedMemoryView::from_cuda_array_interface);
-/// [`StridedMemoryView::cuda_array_interface`](crate::StridedMemoryView::cuda_array_interface) writes one. The interface's
+/// [`StridedMemoryView::from_cuda_array_interface`];
+/// [`StridedMemoryView::cuda_array_interface`] writes one. The interface's
 /// `mask` is not supported (there is no field for it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CudaArrayInterface {
@@ -60,16 +60,21 @@ impl CudaArrayInterface {
     /// # Errors
     /// [`Error::InvalidArgument`] naming what is wrong.
     pub(crate) fn check(&self) -> Result<(DLDataType, Layout)> {
-        const WHAT: &str = "reading a CUDA Array Interface description";
+        self.check_as("reading a CUDA Array Interface description")
+    }
+
+    /// [`check`](Self::check), errors saying `what` (the host array interface
+    /// shares the description's rules).
+    pub(crate) fn check_as(&self, what: &'static str) -> Result<(DLDataType, Layout)> {
         if self.version < 3 {
             return Err(Error::invalid(
-                WHAT,
+                what,
                 format!("version {} (version 3 or later is supported)", self.version),
             ));
         }
         if self.stream == Some(0) {
             return Err(Error::invalid(
-                WHAT,
+                what,
                 "stream 0 is ambiguous and the interface disallows it (1 is the legacy \
                  default stream, 2 the per-thread one, `None` no ordering)",
             ));
@@ -83,7 +88,7 @@ impl CudaArrayInterface {
                 for &b in bytes {
                     if b % elem != 0 {
                         return Err(Error::invalid(
-                            WHAT,
+                            what,
                             format!(
                                 "a stride of {b} bytes is not a whole number of \
                                  {elem}-byte elements"
@@ -95,16 +100,16 @@ impl CudaArrayInterface {
                 Some(elements)
             }
         };
-        let layout = Layout::check(&self.shape, strides.as_deref(), dtype, None, WHAT)?;
+        let layout = Layout::check(&self.shape, strides.as_deref(), dtype, None, what)?;
         if self.data == 0 && layout.len != 0 {
             return Err(Error::invalid(
-                WHAT,
+                what,
                 "the data address is null and the array is not empty",
             ));
         }
         if self.data.checked_add(layout.span).is_none() {
             return Err(Error::out_of_range(
-                WHAT,
+                what,
                 format!(
                     "{} bytes from address {:#x} pass the end of the address space",
                     layout.span, self.data

@@ -52,22 +52,22 @@ pub(crate) fn device_of(b: &Buffer) -> DLDevice {
 }
 
 /// What a tensor export describes: the memory (in `buffer`, at `data`, with
-/// `avail` bytes from there), its layout and dtype, and what keeps it alive.
-struct ExportSpec<'a> {
-    buffer: &'a Buffer,
-    data: u64,
-    avail: usize,
-    shape: Vec<i64>,
-    strides: Vec<i64>,
-    dtype: DLDataType,
-    owner: Arc<dyn Any + Send + Sync>,
+/// `avail` bytes from there, on `device`), its layout and dtype, and what keeps it alive.
+pub(crate) struct ExportSpec {
+    pub(crate) device: DLDevice,
+    pub(crate) data: u64,
+    pub(crate) avail: usize,
+    pub(crate) shape: Vec<i64>,
+    pub(crate) strides: Vec<i64>,
+    pub(crate) dtype: DLDataType,
+    pub(crate) owner: Arc<dyn Any + Send + Sync>,
 }
 
 /// Checks `spec` and hands it out as a `DLManagedTensor` whose deleter releases
 /// the owner. The data pointer is the first element's address and
 /// `byte_offset` is 0, as `cuda.core`, CuPy and PyTorch export (consumers are
 /// told by `dlpack.h` not to rely on the pointer's alignment).
-fn export(spec: ExportSpec<'_>, what: &'static str) -> Result<*mut DLManagedTensor> {
+pub(crate) fn export(spec: ExportSpec, what: &'static str) -> Result<*mut DLManagedTensor> {
     let ndim =
         i32::try_from(spec.shape.len()).map_err(|_| Error::invalid(what, "too many dimensions"))?;
     Layout::check(
@@ -81,7 +81,7 @@ fn export(spec: ExportSpec<'_>, what: &'static str) -> Result<*mut DLManagedTens
         tensor: DLManagedTensor {
             dl_tensor: DLTensor {
                 data: spec.data as usize as *mut c_void,
-                device: device_of(spec.buffer),
+                device: spec.device,
                 ndim,
                 dtype: spec.dtype,
                 shape: std::ptr::null_mut(),
@@ -121,7 +121,7 @@ impl Buffer {
     ) -> Result<*mut DLManagedTensor> {
         export(
             ExportSpec {
-                buffer: self,
+                device: device_of(self),
                 data: self.ptr(),
                 avail: self.size(),
                 shape: shape.to_vec(),
@@ -193,7 +193,7 @@ impl<T: DLPackDType> ArcView<T> {
     ) -> Result<*mut DLManagedTensor> {
         export(
             ExportSpec {
-                buffer: self.buffer(),
+                device: device_of(self.buffer()),
                 data: self.ptr(),
                 avail: self.byte_len(),
                 shape,
@@ -261,6 +261,77 @@ mod tests {
         unsafe { (*raw).tensor.manager_ctx = raw.cast() };
         // SAFETY: the tensor of a leaked `Export`, deleted once.
         unsafe { export_deleter(&raw mut (*raw).tensor) };
+    }
+
+    /// Issue 28, point 5: a strided view leads somewhere. Its export round-trips
+    /// shape, strides, dtype and address, and keeps the allocation alive past
+    /// the view and every other owner (rule 8: the tensor's, not a guard's); a
+    /// view of a tensor moves into its export; what nothing keeps alive is
+    /// refused; a contiguous view lends a typed view of its buffer.
+    #[test]
+    fn a_strided_view_exports_moves_and_lends_a_typed_view() {
+        let mut mem: Vec<f32> = (0..24).map(|i| i as f32).collect();
+        let base = mem.as_ptr() as u64;
+        let buf = host_backed(bytemuck::cast_slice_mut(&mut mem));
+        // The 3x4 tile from row 1, column 2 of a 4x6 matrix.
+        let tile =
+            StridedMemoryView::from_buffer(&buf, &[3, 4], Some(&[6, 1]), DLDataType::F32).unwrap();
+        let t = tile.to_dlpack().unwrap();
+        drop(tile);
+        let alive = Arc::downgrade(&buf);
+        drop(buf);
+        assert!(alive.upgrade().is_some(), "the tensor keeps the allocation");
+        // SAFETY: a fresh tensor, handed over once.
+        let back = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+        assert_eq!(
+            (back.ptr(), back.shape(), back.strides()),
+            (base, &[3i64, 4][..], &[6i64, 1][..])
+        );
+        assert_eq!(back.dtype(), DLDataType::F32);
+        // A view holding a tensor cannot share it, but moves into a new one.
+        assert!(matches!(back.to_dlpack(), Err(Error::Unsupported { .. })));
+        let moved = back.into_dlpack().unwrap();
+        assert!(alive.upgrade().is_some());
+        // SAFETY: as above.
+        let again = unsafe { StridedMemoryView::from_dlpack(moved) }.unwrap();
+        assert_eq!(again.shape(), [3, 4]);
+        drop(again);
+        assert!(
+            alive.upgrade().is_none(),
+            "the last release frees the allocation"
+        );
+        // A borrowed host slice, and an array interface, are never exported.
+        let data = [1u8; 16];
+        let host = StridedMemoryView::from_slice(&data, &[16], None).unwrap();
+        assert!(matches!(host.to_dlpack(), Err(Error::Unsupported { .. })));
+        let ai =
+            crate::interop::host_strided::ArrayInterface::new(data.as_ptr() as u64, &[16], "|u1");
+        // SAFETY: `data` outlives the view.
+        let foreign = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+        assert!(matches!(
+            foreign.into_dlpack(),
+            Err(Error::Unsupported { .. })
+        ));
+        // A typed view where the layout is contiguous, over the same buffer.
+        let mut mem2 = [0u32; 12];
+        let b2 = host_backed(bytemuck::cast_slice_mut(&mut mem2));
+        let rows = ArcView::<u32>::of_buffer(&b2).unwrap().slice(4..).unwrap();
+        let v = StridedMemoryView::from_view(&rows, &[2, 4], None).unwrap();
+        let typed = v.as_device_view::<u32>().unwrap();
+        assert_eq!((typed.ptr(), typed.len()), (b2.ptr() + 16, 8));
+        assert_eq!(
+            kind(v.as_device_view::<f32>().map(drop)),
+            InvalidKind::Other
+        );
+        let strided = StridedMemoryView::from_view(&rows, &[2, 2], Some(&[4, 2])).unwrap();
+        assert_eq!(
+            kind(strided.as_device_view::<u32>().map(drop)),
+            InvalidKind::Other
+        );
+        assert!(matches!(
+            host.as_device_view::<u8>(),
+            Err(Error::Unsupported { .. })
+        ));
     }
 
     #[test]

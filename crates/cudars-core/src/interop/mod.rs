@@ -1,12 +1,16 @@
 //! Memory shared with other libraries and processes: DLPack ([`dlpack`]),
-//! strided views and the CUDA Array Interface ([`strided`]), OpenGL
+//! strided views and the CUDA Array Interface ([`strided`]), views of host
+//! arrays and NumPy's array interface ([`host_strided`]), strided copies and
+//! typed views of a strided view ([`strided_copy`]), OpenGL
 //! ([`graphics`]) and IPC ([`ipc`], Linux).
 
 pub(crate) mod cai;
 pub mod dlpack;
 pub(crate) mod dlpack_export;
 pub(crate) mod graphics;
+pub(crate) mod host_strided;
 #[cfg(unix)]
 pub(crate) mod ipc;
 pub(crate) mod layout;
 pub(crate) mod strided;
+pub(crate) mod strided_copy;

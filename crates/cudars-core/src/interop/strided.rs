@@ -23,8 +23,9 @@ use cudars_bindings::driver as sys;
 use crate::error::{Check as _, Error, Result};
 use crate::interop::cai::CudaArrayInterface;
 use crate::interop::dlpack::{DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType};
-use crate::interop::dlpack_export::device_of;
+use crate::interop::dlpack_export::{ExportSpec, device_of, export};
 use crate::interop::layout::{Layout, one_dim, row_major};
+use crate::memory::arc_view::HoldsBuffer;
 use crate::{
     memory::arc_view::ArcView, memory::buffer::Buffer, memory::device_buffer::DeviceBuffer,
     stream::Stream,
@@ -34,14 +35,17 @@ use crate::{
 enum Keep {
     /// A DLPack producer's tensor, released through its deleter on drop.
     Tensor(*mut DLManagedTensor),
-    /// An allocation of this crate.
+    /// An allocation of this crate (which lends its `Buffer` to typed views).
     Shared {
-        /// Held, never read.
-        _owner: Arc<dyn Any + Send + Sync>,
+        /// The allocation.
+        owner: Arc<dyn HoldsBuffer>,
     },
     /// Nothing: memory described by a CUDA Array Interface, kept alive by
     /// its producer (the caller of the `unsafe` constructor vouched for it).
     Foreign,
+    /// Nothing: a host slice, borrowed by the [`StridedHostView`](crate::StridedHostView) that holds
+    /// this view for as long as the view lives.
+    Borrowed,
 }
 
 /// A view of a strided array: address, shape, strides (in elements), dtype,
@@ -95,6 +99,7 @@ impl std::fmt::Debug for StridedMemoryView {
             Keep::Tensor(_) => "DLPack tensor",
             Keep::Shared { .. } => "allocation",
             Keep::Foreign => "none (CUDA Array Interface)",
+            Keep::Borrowed => "a borrowed host slice",
         };
         f.debug_struct("StridedMemoryView")
             .field("ptr", &format_args!("{:#x}", self.ptr))
@@ -109,6 +114,63 @@ impl std::fmt::Debug for StridedMemoryView {
 }
 
 impl StridedMemoryView {
+    /// A view of host memory that nothing here keeps alive: described by an
+    /// array interface (`borrowed: false`, the `unsafe` constructor's caller
+    /// vouches for it) or a slice a [`StridedHostView`](crate::StridedHostView) borrows (`borrowed:
+    /// true`). The layout was checked.
+    pub(crate) fn of_host(
+        ptr: u64,
+        layout: Layout,
+        dtype: DLDataType,
+        readonly: bool,
+        borrowed: bool,
+    ) -> Self {
+        Self {
+            ptr,
+            layout,
+            dtype,
+            device: DLDevice {
+                device_type: DLDeviceType::CPU,
+                device_id: 0,
+            },
+            readonly,
+            keep: if borrowed {
+                Keep::Borrowed
+            } else {
+                Keep::Foreign
+            },
+        }
+    }
+
+    /// The size of one element, in bytes.
+    pub(crate) fn layout_elem(&self) -> usize {
+        self.layout.elem
+    }
+
+    /// The buffer of this crate the view lies in, when it was made from one.
+    pub(crate) fn shared_buffer(&self) -> Option<&Buffer> {
+        match &self.keep {
+            Keep::Shared { owner } => Some(owner.buffer()),
+            _ => None,
+        }
+    }
+
+    /// What keeps the view's memory alive, to share with an export, when it
+    /// can be shared (an allocation of this crate).
+    pub(crate) fn shared_owner(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        match &self.keep {
+            Keep::Shared { owner } => Some(owner.clone().keep_alive()),
+            _ => None,
+        }
+    }
+
+    /// Whether the view's memory is kept alive by the view itself (an
+    /// allocation or a DLPack tensor), so that moving the view into an export
+    /// keeps it alive too.
+    pub(crate) fn owns_its_memory(&self) -> bool {
+        matches!(self.keep, Keep::Shared { .. } | Keep::Tensor(_))
+    }
+
     /// A view of a DLPack tensor whose layout was checked (for `from_dlpack`).
     pub(crate) fn of_tensor(
         ptr: u64,
@@ -157,7 +219,7 @@ impl StridedMemoryView {
             device: device_of(buffer),
             readonly: false,
             keep: Keep::Shared {
-                _owner: buffer.clone(),
+                owner: buffer.clone(),
             },
         })
     }
@@ -188,7 +250,7 @@ impl StridedMemoryView {
             device: device_of(view.buffer()),
             readonly: false,
             keep: Keep::Shared {
-                _owner: view.keep_alive(),
+                owner: view.holder(),
             },
         })
     }
@@ -370,6 +432,74 @@ impl Drop for StridedMemoryView {
 
 // DLPack import: a view that owns a producer's tensor.
 impl StridedMemoryView {
+    /// Exports the view as a DLPack tensor of its shape, strides and dtype
+    /// (Python's `view.__dlpack__()`, `np.from_dlpack(view)`): for a view of
+    /// this crate's memory ([`from_buffer`](Self::from_buffer),
+    /// [`from_view`](Self::from_view)), whose allocation the tensor keeps alive
+    /// until the consumer calls its deleter (rule 8 of the soundness contract).
+    /// A view that holds a DLPack tensor is exported by moving it:
+    /// [`into_dlpack`](Self::into_dlpack).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a view of memory this crate did not allocate
+    /// (a DLPack tensor: use `into_dlpack`; an array interface or a host slice,
+    /// which nothing would keep alive).
+    pub fn to_dlpack(&self) -> Result<*mut DLManagedTensor> {
+        const WHAT: &str = "exporting a strided view as a DLPack tensor";
+        let Some(owner) = self.shared_owner() else {
+            return Err(Error::unsupported(
+                WHAT,
+                if self.owns_its_memory() {
+                    "the view holds a DLPack tensor, which it cannot share: move it out with                      `into_dlpack`"
+                } else {
+                    "nothing keeps the view's memory alive (an array interface or a borrowed                      host slice), so no tensor can outlive the call"
+                },
+            ));
+        };
+        self.export_with(owner, WHAT)
+    }
+
+    /// Exports the view as a DLPack tensor, moving it into the tensor: the
+    /// tensor then holds what the view held (an allocation of this crate, or the
+    /// producer's DLPack tensor, released when the consumer calls the deleter;
+    /// rule 8 of the soundness contract).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a view whose memory nothing keeps alive (an
+    /// array interface); the view is dropped.
+    pub fn into_dlpack(self) -> Result<*mut DLManagedTensor> {
+        const WHAT: &str = "exporting a strided view as a DLPack tensor";
+        if !self.owns_its_memory() {
+            return Err(Error::unsupported(
+                WHAT,
+                "nothing keeps the view's memory alive (an array interface), so no tensor can                  hold it",
+            ));
+        }
+        let view = Arc::new(self);
+        view.export_with(view.clone(), WHAT)
+    }
+
+    fn export_with(
+        &self,
+        owner: Arc<dyn Any + Send + Sync>,
+        what: &'static str,
+    ) -> Result<*mut DLManagedTensor> {
+        export(
+            ExportSpec {
+                device: self.device(),
+                data: self.ptr(),
+                avail: usize::try_from(self.extent_bytes()).map_err(|_| {
+                    Error::invalid(what, "the view spans more than the host counts")
+                })?,
+                shape: self.shape().to_vec(),
+                strides: self.strides().to_vec(),
+                dtype: self.dtype(),
+                owner,
+            },
+            what,
+        )
+    }
+
     /// Takes ownership of a DLPack tensor.
     ///
     /// # Safety

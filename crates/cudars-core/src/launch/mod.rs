@@ -2,10 +2,11 @@
 //!
 //! Here: the launch configuration, kernel arguments and the byte launch; the
 //! typed launch ([`typed_kernel`]) and what kernels take by value: tensor maps
-//! ([`tensor_map`]), textures and surfaces ([`texture`]).
+//! ([`tensor_map`]; made from arrays: [`tensor_map_array`]), textures and surfaces ([`texture`]).
 
 pub(crate) mod array;
 pub(crate) mod tensor_map;
+pub(crate) mod tensor_map_array;
 pub(crate) mod tensor_map_layout;
 pub(crate) mod tensor_map_options;
 pub(crate) mod texture;
@@ -590,37 +591,39 @@ pub unsafe fn launch_raw(
     kernel: &Kernel,
     args: *mut *mut c_void,
 ) -> Result<()> {
-    let _current = stream.context().ensure_current()?;
     let func = kernel.launch_handle(stream.context());
     let plain = config.cluster.is_none()
         && !config.cooperative
         && !config.programmatic_stream_serialization
         && config.priority.is_none();
-    let rc = if plain {
-        // No launch attributes: the classic entry point, the driver's fastest path.
-        let (g, b) = (config.grid, config.block);
-        // SAFETY: a live kernel and stream; `args` per the contract.
-        unsafe {
-            sys::cuLaunchKernel(
-                func,
-                g.x,
-                g.y,
-                g.z,
-                b.x,
-                b.y,
-                b.z,
-                config.shmem_size,
-                stream.handle(),
-                args,
-                std::ptr::null_mut(),
-            )
+    // One driver call: the stream names the context (`Stream::call`).
+    let rc = stream.call(|| {
+        if plain {
+            // No launch attributes: the classic entry point, the driver's fastest path.
+            let (g, b) = (config.grid, config.block);
+            // SAFETY: a live kernel and stream; `args` per the contract.
+            unsafe {
+                sys::cuLaunchKernel(
+                    func,
+                    g.x,
+                    g.y,
+                    g.z,
+                    b.x,
+                    b.y,
+                    b.z,
+                    config.shmem_size,
+                    stream.handle(),
+                    args,
+                    std::ptr::null_mut(),
+                )
+            }
+        } else {
+            let mut attrs = Attrs::default();
+            let cfg = config.raw(stream, &mut attrs);
+            // SAFETY: `cfg` and its attributes live for the call; `args` per the contract.
+            unsafe { sys::cuLaunchKernelEx(&cfg, func, args, std::ptr::null_mut()) }
         }
-    } else {
-        let mut attrs = Attrs::default();
-        let cfg = config.raw(stream, &mut attrs);
-        // SAFETY: `cfg` and its attributes live for the call; `args` per the contract.
-        unsafe { sys::cuLaunchKernelEx(&cfg, func, args, std::ptr::null_mut()) }
-    };
+    })?;
     rc.check(|| format!("launching kernel `{}`", kernel.name()))
 }
 

@@ -47,9 +47,13 @@ impl std::fmt::Debug for TensorMapDescriptor {
 
 impl TensorMapDescriptor {
     pub(crate) fn encoded(map: sys::CUtensorMap, buffer: &Buffer, layout: &Layout) -> Self {
+        Self::encoded_on(map, *buffer.device(), layout)
+    }
+
+    pub(crate) fn encoded_on(map: sys::CUtensorMap, device: Device, layout: &Layout) -> Self {
         Self {
             map,
-            device: *buffer.device(),
+            device,
             span: layout.span,
             align: layout.align,
         }
@@ -65,7 +69,20 @@ impl TensorMapDescriptor {
     /// swizzle; element strides 1–8; the address aligned like the strides); the
     /// driver's error for what it rejects.
     pub fn tiled(buffer: &Buffer, options: &TensorMapDescriptorOptions) -> Result<Self> {
-        let what = "encoding a tiled tensor map";
+        Self::encode_tiled(
+            "encoding a tiled tensor map",
+            (buffer.ptr(), buffer.size() as u64, *buffer.device()),
+            options,
+        )
+    }
+
+    /// The one body of the tiled encodings: over `size` bytes at `ptr` on
+    /// `device`.
+    pub(super) fn encode_tiled(
+        what: &'static str,
+        (ptr, size, device): (u64, u64, Device),
+        options: &TensorMapDescriptorOptions,
+    ) -> Result<Self> {
         let layout = Layout::new(
             what,
             options.data_type,
@@ -76,16 +93,16 @@ impl TensorMapDescriptor {
             options.interleave,
         )?;
         check_box(what, &layout, options)?;
-        layout.check_memory(what, buffer.ptr(), buffer.size() as u64)?;
+        layout.check_memory(what, ptr, size)?;
         let mut map = sys::CUtensorMap::default();
         // SAFETY: every array holds the counts the driver reads for the rank
-        // (checked above); the address is the buffer's.
+        // (checked above); the address is of memory holding the layout's span.
         unsafe {
             sys::cuTensorMapEncodeTiled(
                 &mut map,
                 layout.dtype,
                 layout.dims.len() as u32,
-                buffer.ptr() as usize as *mut c_void,
+                ptr as usize as *mut c_void,
                 layout.dims.as_ptr(),
                 layout.strides.as_ptr(),
                 options.box_dims.as_ptr(),
@@ -97,7 +114,7 @@ impl TensorMapDescriptor {
             )
         }
         .check(|| what)?;
-        Ok(Self::encoded(map, buffer, &layout))
+        Ok(Self::encoded_on(map, device, &layout))
     }
 
     /// Encodes an im2col tensor map over `buffer` (`cuTensorMapEncodeIm2col`),
@@ -315,6 +332,22 @@ pub(crate) fn check_box(
         options.interleave,
         options.swizzle,
     )
+}
+
+// SAFETY: a `const __grid_constant__ CUtensorMap` parameter takes the 128
+// bytes by value; the pointer is to the descriptor the launch borrows. The map
+// holds an address, not a buffer (what it describes must outlive the kernel:
+// `TypedKernel::launch`'s `# Safety`).
+// Soundness contract: rule 10.
+unsafe impl crate::launch::typed_kernel::Param for TensorMapDescriptor {
+    type Arg<'a> = &'a TensorMapDescriptor;
+    const SIZE: usize = std::mem::size_of::<sys::CUtensorMap>();
+    fn addr(arg: &&TensorMapDescriptor) -> *mut c_void {
+        (&arg.map as *const sys::CUtensorMap).cast_mut().cast()
+    }
+    fn memory<'b>(_: &'b &TensorMapDescriptor) -> Option<&'b Buffer> {
+        None
+    }
 }
 
 // SAFETY: the pointer is to the descriptor's own 128 bytes, which is what a

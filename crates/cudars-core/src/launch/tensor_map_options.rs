@@ -127,6 +127,26 @@ pub struct TensorMapDescriptorOptions {
     pub oob_fill: TensorMapOobFill,
 }
 
+impl TensorMapDescriptorOptions {
+    /// Options of a packed tiled map of `data_type` elements with extents
+    /// `global_dims` and box `box_dims` (both innermost first, the driver's
+    /// order), every other field at its default: for struct update syntax,
+    /// `TensorMapDescriptorOptions { swizzle, ..TensorMapDescriptorOptions::new(…) }`.
+    pub fn new(data_type: TensorMapDataType, global_dims: &[u64], box_dims: &[u32]) -> Self {
+        Self {
+            data_type,
+            global_dims: global_dims.to_vec(),
+            global_strides: Vec::new(),
+            box_dims: box_dims.to_vec(),
+            element_strides: Vec::new(),
+            interleave: TensorMapInterleave::default(),
+            swizzle: TensorMapSwizzle::default(),
+            l2_promotion: TensorMapL2Promotion::default(),
+            oob_fill: TensorMapOobFill::default(),
+        }
+    }
+}
+
 /// Which elements an im2col-wide tensor map loads per pixel
 /// ([`TensorMapIm2colWideOptions::mode`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -61,6 +61,22 @@ macro_rules! handle_object {
             }
         }
 
+        // SAFETY: a `cudaTextureObject_t` / `cudaSurfaceObject_t` parameter
+        // takes the 64-bit handle by value; the pointer is to the handle inside
+        // the object the launch borrows. The memory it reads, where that is a
+        // buffer, is reported for the launch's checks and ordering.
+        // Soundness contract: rules 2 and 10.
+        unsafe impl crate::launch::typed_kernel::Param for $ty {
+            type Arg<'a> = &'a $ty;
+            const SIZE: usize = std::mem::size_of::<sys::CUtexObject>();
+            fn addr(arg: &&$ty) -> *mut c_void {
+                (&raw const arg.handle).cast_mut().cast()
+            }
+            fn memory<'b>(arg: &'b &$ty) -> Option<&'b Buffer> {
+                arg.buffer()
+            }
+        }
+
         // SAFETY: the object is a 64-bit handle passed by value; as a kernel
         // argument it is its own bytes.
         // Soundness contract: rule 10.
@@ -399,6 +415,16 @@ impl TextureObject {
     pub fn resource(&self) -> &TextureResource {
         &self.resource
     }
+
+    /// The buffer it reads, for a linear or pitched texture.
+    fn buffer(&self) -> Option<&Buffer> {
+        match &self.resource {
+            TextureResource::Linear { buffer, .. } | TextureResource::Pitch2D { buffer, .. } => {
+                Some(buffer)
+            }
+            _ => None,
+        }
+    }
 }
 
 handle_object!(TextureObject, cuTexObjectDestroy);
@@ -449,6 +475,11 @@ impl SurfaceObject {
     /// The array it accesses.
     pub fn array(&self) -> &Arc<OpaqueArray> {
         &self.array
+    }
+
+    /// No buffer: a surface accesses an array.
+    fn buffer(&self) -> Option<&Buffer> {
+        None
     }
 }
 

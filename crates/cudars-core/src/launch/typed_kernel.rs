@@ -51,6 +51,14 @@ pub unsafe trait Param {
     /// soundness contract, `docs/architecture.md`: a use is recorded *after* the
     /// work that makes it is queued).
     fn memory<'b>(arg: &'b Self::Arg<'_>) -> Option<&'b Buffer>;
+    /// Calls `f` with every buffer the argument points into: [`memory`](Self::memory)'s
+    /// one, or more for an argument that carries several views (a [`LentVal`]).
+    /// A launch checks and orders each as it does `memory`'s.
+    fn each_memory<'b>(arg: &'b Self::Arg<'_>, f: &mut dyn FnMut(&'b Buffer)) {
+        if let Some(b) = Self::memory(arg) {
+            f(b);
+        }
+    }
 }
 
 /// A [`Param`] as work captured into a [`GraphBuilder`](crate::GraphBuilder)
@@ -176,6 +184,175 @@ impl<T: Pod> CaptureParam for MutPtr<T> {
     type Captured = GraphView<T>;
 }
 
+/// A device address of `T`s that a `#[repr(C)]` struct can hold: plain old
+/// data, 8 bytes, laid out as a C `T*` (an `mdspan`-like struct of pointers and
+/// extents). Made from a view by a [`Lender`] inside [`LentVal::new`], so the
+/// struct travels to the kernel as a [`Lent`] parameter that borrows the views
+/// for the launch (their devices checked, their frees ordered after the kernel,
+/// rule 2 of the soundness contract), never as a bare address.
+///
+/// ```no_run
+/// use cudars_core::{LaunchConfig, Lent, LentVal, TypedKernel, ViewPtr};
+/// // struct Span2d { float* data; unsigned rows, cols; };  (the kernel's parameter)
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Span2d { data: ViewPtr<f32>, rows: u32, cols: u32 }
+///
+/// fn run(k: &TypedKernel<(Lent<Span2d>,)>, x: &mut cudars_core::DeviceBuffer<f32>,
+///        s: &cudars_core::Stream) -> cudars_core::Result<()> {
+///     let arg = LentVal::new(|l| Span2d { data: l.ptr_mut(x.view_mut()), rows: 4, cols: 6 });
+///     // SAFETY: the kernel stays within rows * cols elements of `data`.
+///     unsafe { k.launch(s, &LaunchConfig::new(1u32, 32u32), (arg,)) }
+/// }
+/// ```
+#[repr(transparent)]
+pub struct ViewPtr<T> {
+    addr: sys::CUdeviceptr,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for ViewPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for ViewPtr<T> {}
+
+impl<T> std::fmt::Debug for ViewPtr<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ViewPtr<{}>({:#x})",
+            std::any::type_name::<T>(),
+            self.addr
+        )
+    }
+}
+
+impl<T> PartialEq for ViewPtr<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.addr == other.addr
+    }
+}
+
+impl<T> Eq for ViewPtr<T> {}
+
+// SAFETY: a `u64` and a zero-sized marker, `repr(transparent)`: every bit
+// pattern is valid (an address is only a number until a kernel dereferences it,
+// which `TypedKernel::launch`'s `# Safety` covers), and zero is the null address.
+unsafe impl<T: 'static> bytemuck::Zeroable for ViewPtr<T> {}
+// SAFETY: as above; no padding, `Copy`, `'static`.
+unsafe impl<T: 'static> bytemuck::Pod for ViewPtr<T> {}
+
+impl<T> ViewPtr<T> {
+    /// The null address (a struct's field that points nowhere).
+    pub const fn null() -> Self {
+        Self {
+            addr: 0,
+            _t: PhantomData,
+        }
+    }
+
+    /// The device address.
+    pub fn addr(self) -> sys::CUdeviceptr {
+        self.addr
+    }
+}
+
+/// Makes [`ViewPtr`]s from views inside [`LentVal::new`], and records the
+/// buffers they point into for the launch.
+#[derive(Debug, Default)]
+pub struct Lender<'a> {
+    buffers: Vec<&'a Buffer>,
+}
+
+impl<'a> Lender<'a> {
+    /// The address of a shared view, borrowed for the [`LentVal`]'s life (a
+    /// `const T*` field).
+    pub fn ptr<T: Pod>(&mut self, view: DeviceView<'a, T>) -> ViewPtr<T> {
+        self.buffers.push(view.buf);
+        ViewPtr {
+            addr: view.ptr,
+            _t: PhantomData,
+        }
+    }
+
+    /// The address of an exclusive view, which the [`LentVal`] takes for its life
+    /// (a `T*` field the kernel writes through).
+    pub fn ptr_mut<T: Pod>(&mut self, view: DeviceViewMut<'a, T>) -> ViewPtr<T> {
+        self.buffers.push(view.buf);
+        ViewPtr {
+            addr: view.ptr,
+            _t: PhantomData,
+        }
+    }
+}
+
+/// A by-value struct argument that holds [`ViewPtr`]s, with the views they
+/// point into: what a [`Lent<S>`] parameter takes. Made by
+/// [`LentVal::new`], which hands the closure a [`Lender`] to turn views into
+/// pointers; the views stay borrowed for as long as the `LentVal` lives:
+///
+/// ```compile_fail,E0502
+/// # fn f(x: &mut cudars_core::DeviceBuffer<f32>) {
+/// let lent = cudars_core::LentVal::new(|l| l.ptr(x.view()));
+/// let _ = x.view_mut(); // error: `x` is lent to `lent`
+/// drop(lent);
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct LentVal<'a, S> {
+    value: S,
+    buffers: Vec<&'a Buffer>,
+}
+
+impl<'a, S: Pod> LentVal<'a, S> {
+    /// The struct `make` builds, its pointers made by the [`Lender`] it is
+    /// given.
+    pub fn new(make: impl FnOnce(&mut Lender<'a>) -> S) -> Self {
+        let mut lender = Lender::default();
+        let value = make(&mut lender);
+        Self {
+            value,
+            buffers: lender.buffers,
+        }
+    }
+
+    /// The struct.
+    pub fn value(&self) -> &S {
+        &self.value
+    }
+}
+
+/// A by-value struct parameter that holds device pointers ([`ViewPtr`]
+/// fields): takes a [`LentVal<S>`], so the views the struct points into are
+/// borrowed for the launch and their frees ordered after the kernel, as for a
+/// [`ConstPtr`] or [`MutPtr`] parameter. A struct without pointers is a
+/// [`Val<S>`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Lent<S>(PhantomData<S>);
+
+// SAFETY: the argument's bytes are the struct's, `size_of::<S>()` of them,
+// inside the `LentVal` the launch borrows; its buffers are reported to the
+// launch, which checks and orders them.
+// Soundness contract: rules 2 and 10.
+unsafe impl<S: Pod> Param for Lent<S> {
+    type Arg<'a> = LentVal<'a, S>;
+    const SIZE: usize = std::mem::size_of::<S>();
+    fn addr(arg: &LentVal<'_, S>) -> *mut c_void {
+        (&arg.value as *const S).cast_mut().cast()
+    }
+    fn memory<'b>(arg: &'b LentVal<'_, S>) -> Option<&'b Buffer> {
+        arg.buffers.first().copied()
+    }
+    fn each_memory<'b>(arg: &'b LentVal<'_, S>, f: &mut dyn FnMut(&'b Buffer)) {
+        for b in &arg.buffers {
+            f(b);
+        }
+    }
+}
+
 /// A kernel's parameter list as a tuple of [`Param`]s, up to 16:
 /// `(f32, ConstPtr<f32>, MutPtr<f32>, u64)` for
 /// `saxpy(float a, const float* x, float* y, unsigned long long n)`.
@@ -225,7 +402,7 @@ macro_rules! signature {
             const SIZES: &'static [usize] = &[$($p::SIZE),*];
             #[allow(unused_variables, unused_mut)]
             fn for_each_memory<'b>(args: &'b Self::Args<'_>, mut f: impl FnMut(&'b Buffer)) {
-                $(if let Some(b) = $p::memory(&args.$i) { f(b) })*
+                $($p::each_memory(&args.$i, &mut f);)*
             }
             #[allow(unused_variables)]
             fn with_args<R>(args: &Self::Args<'_>, f: impl FnOnce(*mut *mut c_void) -> R) -> R {
@@ -390,6 +567,11 @@ impl<S: Signature> TypedKernel<S> {
     /// [`MutPtr`] parameters, and must not race with work on other streams that
     /// uses the same memory. On a driver before CUDA 12.4 the signature itself is
     /// unchecked ([`is_checked`](Self::is_checked)) and must match the kernel.
+    /// Texture and surface objects, and the memory a tensor map describes, must
+    /// outlive the kernel: they are destroyed when dropped, not in stream order
+    /// (a texture over a buffer orders that buffer's free after the kernel, as a
+    /// view does). A [`LentVal`]'s struct must hold only the [`ViewPtr`]s its
+    /// [`Lender`] made.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a view of another device or invalid
@@ -401,8 +583,11 @@ impl<S: Signature> TypedKernel<S> {
         args: S::Args<'_>,
     ) -> Result<()> {
         config.validate()?;
-        // At most 16 parameters (the largest `Signature` tuple).
+        // One buffer per parameter fits on the stack (at most 16 parameters, the
+        // largest `Signature` tuple); arguments that carry several views
+        // (`LentVal`) may need more, which go to `more`: every one is ordered.
         let mut memory: [Option<&Buffer>; 16] = [None; 16];
+        let mut more: Vec<&Buffer> = Vec::new();
         let mut n = 0;
         let mut device = Ok(());
         S::for_each_memory(&args, |b| {
@@ -412,6 +597,8 @@ impl<S: Signature> TypedKernel<S> {
             if let Some(slot) = memory.get_mut(n) {
                 *slot = Some(b);
                 n += 1;
+            } else {
+                more.push(b);
             }
         });
         device?;
@@ -424,13 +611,75 @@ impl<S: Signature> TypedKernel<S> {
         // kernel, which is queued by now (ordering them first let a free on
         // another stream overtake the kernel). On failure the stream has been
         // drained, so no free can overtake it either.
-        crate::memory::buffer::order_frees_after(memory.iter().flatten().copied(), stream)
+        crate::memory::buffer::order_frees_after(
+            memory.iter().flatten().copied().chain(more),
+            stream,
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 28, point 7: a struct of `ViewPtr`s travels as a `Lent` parameter
+    /// whose views a launch sees, every one of them (more than a parameter's
+    /// one, more than 16 in all), and whose bytes are the struct's.
+    #[test]
+    fn a_lent_struct_reports_every_view_it_points_into() {
+        #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+        #[repr(C)]
+        struct Span2 {
+            a: ViewPtr<f32>,
+            b: ViewPtr<u32>,
+            rows: u32,
+            cols: u32,
+        }
+        assert_eq!(std::mem::size_of::<ViewPtr<f32>>(), 8);
+        assert_eq!(<(Lent<Span2>, u8)>::SIZES, &[24, 1]);
+        let mut m1 = [0u32; 8];
+        let mut m2 = [0u32; 8];
+        let b1 = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut m1));
+        let b2 = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut m2));
+        let x = crate::memory::arc_view::ArcView::<f32>::of_buffer(&b1).unwrap();
+        let y = crate::memory::arc_view::ArcView::<u32>::of_buffer(&b2).unwrap();
+        let arg = LentVal::new(|l| Span2 {
+            a: l.ptr(x.view().slice(2..).unwrap()),
+            b: l.ptr(y.view()),
+            rows: 2,
+            cols: 3,
+        });
+        assert_eq!(arg.value().a.addr(), b1.ptr() + 8);
+        assert_eq!(arg.value().b.addr(), b2.ptr());
+        let mut seen = Vec::new();
+        <(Lent<Span2>, u8)>::for_each_memory(&(arg, 1u8), |b| seen.push(b.ptr()));
+        assert_eq!(seen, [b1.ptr(), b2.ptr()]);
+        // The argument's bytes are the struct's.
+        let arg = LentVal::new(|l| Span2 {
+            a: l.ptr(x.view()),
+            b: ViewPtr::null(),
+            rows: 7,
+            cols: 9,
+        });
+        <(Lent<Span2>,)>::with_args(&(arg,), |p| {
+            // SAFETY: one pointer, to the lent `Span2`.
+            let v = unsafe { *(*p).cast::<Span2>() };
+            assert_eq!(
+                (v.a.addr(), v.b, v.rows, v.cols),
+                (b1.ptr(), ViewPtr::null(), 7, 9)
+            );
+        });
+        // Many views: none is dropped from what the launch orders.
+        let many = LentVal::new(|l| {
+            for _ in 0..40 {
+                l.ptr(x.view());
+            }
+            0u32
+        });
+        let mut n = 0;
+        <(Lent<u32>,)>::for_each_memory(&(many,), |_| n += 1);
+        assert_eq!(n, 40);
+    }
 
     #[test]
     fn signatures_list_their_sizes_in_order() {

@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::memory::view::{NonZeroSize, bounds, view_accessors};
 use crate::{
     device::Device, memory::buffer::Buffer, memory::device_buffer::DeviceBuffer,
-    memory::view::DeviceView,
+    memory::view::DeviceView, stream::Stream,
 };
 
 /// An allocation an [`ArcView`] can hold: a byte [`Buffer`] or a typed
@@ -149,9 +149,95 @@ impl<T: Pod> ArcView<T> {
         self.owner.buffer()
     }
 
+    /// The allocation, as what holds its buffer.
+    pub(crate) fn holder(&self) -> Arc<dyn HoldsBuffer> {
+        self.owner.clone()
+    }
+
     /// The allocation, for a holder to keep alive.
     pub(crate) fn keep_alive(&self) -> Arc<dyn Any + Send + Sync> {
         self.owner.clone().keep_alive()
+    }
+}
+
+/// Writing through the shared handle: what a graph's operands need between
+/// launches (Python's `cuda_graphs.py` refills its buffers between graph
+/// launches). The graph keeps its own `Arc` of the allocation, so these take
+/// `&self`: queue them on the stream the graph is launched on, and they run
+/// between the launches, in stream order, while the graph stays alive.
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream, exec: &cudars_core::GraphExec, x: std::sync::Arc<cudars_core::DeviceBuffer<f32>>) -> cudars_core::Result<()> {
+/// exec.launch(s)?; // the graph reads and writes `x`
+/// let out = x.to_vec(s)?; // after the launch, in stream order
+/// x.shared_view().fill(0.0, s)?; // refilled before the next launch
+/// exec.launch(s)?;
+/// # drop(out); Ok(()) }
+/// ```
+///
+/// Each is ordered before the allocation's free like any use (rule 2 of the
+/// soundness contract); writes that race other device work on the same memory
+/// (the graph launched on another stream, not waited for) give whatever the
+/// device makes of them, never a host data race: no safe host reference to the
+/// memory exists while an `Arc` of it is shared.
+impl<T: Pod> ArcView<T> {
+    /// Sets every element to `value`, ordered on `stream` (as
+    /// [`DeviceViewMut::fill`](crate::DeviceViewMut::fill), through the shared
+    /// handle).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a stream of
+    /// another device; the driver's error.
+    pub fn fill(&self, value: T, stream: &Stream) -> Result<()> {
+        const {
+            assert!(
+                matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
+                "fill takes elements of 1, 2, 4 or 8 bytes"
+            );
+        }
+        // Soundness contract: rule 2 (`Span::fill` orders the free after it).
+        self.view().span().fill(bytemuck::bytes_of(&value), stream)
+    }
+
+    /// Copies `src` (of the view's length) into the view and waits for the copy
+    /// (as [`DeviceViewMut::copy_from_host`](crate::DeviceViewMut::copy_from_host),
+    /// through the shared handle).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for another
+    /// length or a stream of another device; the driver's error.
+    pub fn copy_from_host(&self, src: &[T], stream: &Stream) -> Result<()> {
+        let view = self.view();
+        let span = view.span();
+        span.check_len(src.len(), "copying host memory into a shared view")?;
+        // SAFETY: `src` holds the view's bytes; the stream is drained before
+        // `src` is handed back (rule 3). The upload orders the free after it
+        // (rule 2).
+        unsafe { span.upload(src.as_ptr().cast(), stream) }?;
+        stream.drain()
+    }
+
+    /// Copies `src` (a view of equal length) into this view, ordered on
+    /// `stream` (as [`DeviceViewMut::copy_from`](crate::DeviceViewMut::copy_from),
+    /// through the shared handle).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for another
+    /// length or a stream of neither device; the driver's error.
+    pub fn copy_from(&self, src: DeviceView<'_, T>, stream: &Stream) -> Result<()> {
+        let view = self.view();
+        let dst = view.span();
+        dst.check_len(src.len(), "copying into a shared view")?;
+        crate::memory::buffer::copy_device(
+            dst.buf,
+            dst.ptr,
+            src.buffer(),
+            src.ptr(),
+            dst.bytes(),
+            stream,
+        )?;
+        // Soundness contract: rule 2.
+        crate::memory::buffer::order_frees_after([dst.buf, src.buffer()].into_iter(), stream)
     }
 }
 

@@ -218,6 +218,75 @@ pub struct BatchCopy<'a> {
     pub bytes: usize,
 }
 
+impl<'a> BatchCopy<'a> {
+    /// One copy per pair of `dsts` and `srcs`, each of all of its source's bytes:
+    /// Python's `copy_batch(dst_buffers, src_buffers)` over two lists.
+    ///
+    /// ```no_run
+    /// # fn f(dsts: &mut Vec<cudars_core::Buffer>, srcs: &Vec<cudars_core::Buffer>, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// use cudars_core::{copy_batch, BatchCopy, CopyOptions};
+    /// copy_batch(&mut BatchCopy::zip(dsts, srcs)?, &CopyOptions::default(), s)?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the two lists differ in length (a
+    /// destination smaller than its source is refused by the copy).
+    pub fn zip(
+        dsts: impl IntoIterator<Item = &'a mut Buffer>,
+        srcs: impl IntoIterator<Item = &'a Buffer>,
+    ) -> Result<Vec<Self>> {
+        zip_pairs(dsts, srcs, |dst, src| BatchCopy {
+            bytes: src.size(),
+            dst,
+            src,
+        })
+    }
+}
+
+impl<'a, T: Pod> BatchViewCopy<'a, T> {
+    /// One copy per pair of `dsts` and `srcs` (views of equal length), e.g. over
+    /// two `Vec<DeviceBuffer<T>>`s:
+    /// `BatchViewCopy::zip(dsts.iter_mut().map(|b| b.view_mut()), srcs.iter().map(|b| b.view()))?`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the two lists differ in length (views of
+    /// different lengths are refused by the copy).
+    pub fn zip(
+        dsts: impl IntoIterator<Item = DeviceViewMut<'a, T>>,
+        srcs: impl IntoIterator<Item = DeviceView<'a, T>>,
+    ) -> Result<Vec<Self>> {
+        zip_pairs(dsts, srcs, |dst, src| BatchViewCopy { dst, src })
+    }
+}
+
+/// Pairs two lists of equal length.
+fn zip_pairs<D, S, C>(
+    dsts: impl IntoIterator<Item = D>,
+    srcs: impl IntoIterator<Item = S>,
+    make: impl Fn(D, S) -> C,
+) -> Result<Vec<C>> {
+    let (mut dsts, mut srcs) = (dsts.into_iter(), srcs.into_iter());
+    let mut out = Vec::new();
+    loop {
+        match (dsts.next(), srcs.next()) {
+            (Some(d), Some(s)) => out.push(make(d, s)),
+            (None, None) => return Ok(out),
+            (d, _) => {
+                let (n_dst, n_src) = if d.is_some() {
+                    (out.len() + 1 + dsts.count(), out.len())
+                } else {
+                    (out.len(), out.len() + 1 + srcs.count())
+                };
+                return Err(Error::invalid(
+                    "pairing the buffers of a batch copy",
+                    format!("{n_dst} destinations and {n_src} sources"),
+                ));
+            }
+        }
+    }
+}
+
 impl AsCopy for BatchCopy<'_> {
     fn copy(&self) -> sealed::Copy<'_> {
         sealed::Copy {
@@ -308,7 +377,8 @@ fn check_batch<'b>(
 /// (typed views of equal length, at any offsets). Memory of any kind (device,
 /// pinned, managed) may be mixed. On a green context's stream the copies are
 /// issued one by one (`cuMemcpyAsync`, without `options`): the batch call
-/// crashed there with driver 580.
+/// crashed there with driver 580. `options` applies to every copy;
+/// [`copy_batch_with`] takes options per copy, still in one call.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for an empty batch, a copy of 0 bytes or of more
@@ -319,27 +389,82 @@ pub fn copy_batch<C: BatchCopyEntry>(
     options: &CopyOptions,
     stream: &Stream,
 ) -> Result<()> {
-    const WHAT: &str = "copying a batch of buffers";
     let copies: Vec<sealed::Copy<'_>> = copies.iter().map(AsCopy::copy).collect();
-    for (i, c) in copies.iter().enumerate() {
-        check_copy(i, c, WHAT)?;
+    copy_blocks(&copies, &[(0, *options)], stream)
+}
+
+/// [`copy_batch`] with options per copy (Python's `copy_batch(…, options=[…])`,
+/// a heterogeneous batch): `options[i]` applies to `copies[i]`. Still one driver
+/// call: each run of equal options is one attribute block of
+/// `cuMemcpyBatchAsync` (`attrs` and `attrsIdxs`), so a batch with one set of
+/// options makes one block, as [`copy_batch`] does.
+///
+/// As for [`copy_batch`]: every buffer's free is ordered after the batch (rule 2
+/// of the soundness contract, `docs/architecture.md`), and a copy whose options
+/// read its source out of stream order first waits for the stream and that
+/// source's free stream (rule 3).
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+/// use cudars_core::{copy_batch_with, BatchCopy, CopyOptions, MemcpySrcAccessOrder};
+/// let (a, b) = (dev.allocate(4096, s)?, dev.allocate(4096, s)?);
+/// let (mut x, mut y) = (dev.allocate(4096, s)?, dev.allocate(4096, s)?);
+/// let any = CopyOptions { src_access_order: MemcpySrcAccessOrder::Any, ..Default::default() };
+/// copy_batch_with(
+///     &mut [
+///         BatchCopy { dst: &mut x, src: &a, bytes: 4096 },
+///         BatchCopy { dst: &mut y, src: &b, bytes: 4096 },
+///     ],
+///     &[CopyOptions::default(), any],
+///     s,
+/// )?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As [`copy_batch`]; [`Error::InvalidArgument`] when `options` and `copies` differ
+/// in length.
+pub fn copy_batch_with<C: BatchCopyEntry>(
+    copies: &mut [C],
+    options: &[CopyOptions],
+    stream: &Stream,
+) -> Result<()> {
+    const WHAT: &str = "copying a batch of buffers";
+    if options.len() != copies.len() {
+        return Err(Error::invalid(
+            WHAT,
+            format!(
+                "{} copies and {} sets of options (one per copy)",
+                copies.len(),
+                options.len()
+            ),
+        ));
     }
-    let buffers = || copies.iter().flat_map(|c| [c.dst.buffer, c.src.buffer]);
-    let _current = check_batch(buffers(), stream, WHAT)?;
-    if options.src_access_order != MemcpySrcAccessOrder::Stream {
-        // Out-of-stream-order reads (rule 2 of the soundness contract): nothing
-        // queued may still write a source when the driver reads it.
-        stream.drain()?;
-        for c in &copies {
-            if let Some(free) = c.src.buffer.free_stream() {
-                free.drain()?;
-            }
+    let copies: Vec<sealed::Copy<'_>> = copies.iter().map(AsCopy::copy).collect();
+    copy_blocks(&copies, &attribute_blocks(options), stream)
+}
+
+/// The attribute blocks of a batch with per-copy `options`: one `(first copy,
+/// options)` per run of equal options, in order.
+fn attribute_blocks(options: &[CopyOptions]) -> Vec<(usize, CopyOptions)> {
+    let mut blocks: Vec<(usize, CopyOptions)> = Vec::new();
+    for (i, o) in options.iter().enumerate() {
+        if blocks.last().is_none_or(|(_, last)| last != o) {
+            blocks.push((i, *o));
         }
     }
-    let mut dsts: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.dst.ptr).collect();
-    let mut srcs: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.src.ptr).collect();
-    let mut sizes: Vec<usize> = copies.iter().map(|c| c.bytes).collect();
-    let mut attrs = sys::CUmemcpyAttributes {
+    blocks
+}
+
+/// The options of copy `i`, given the blocks (sorted by first copy, the first
+/// at 0).
+fn options_of(blocks: &[(usize, CopyOptions)], i: usize) -> &CopyOptions {
+    let k = blocks.partition_point(|(first, _)| *first <= i);
+    &blocks[k.saturating_sub(1)].1
+}
+
+fn raw_attributes(options: &CopyOptions) -> sys::CUmemcpyAttributes {
+    sys::CUmemcpyAttributes {
         srcAccessOrder: match options.src_access_order {
             MemcpySrcAccessOrder::Stream => sys::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
             MemcpySrcAccessOrder::DuringApiCall => sys::CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL,
@@ -353,32 +478,67 @@ pub fn copy_batch<C: BatchCopyEntry>(
                 sys::CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE.0
             }
         },
-    };
+    }
+}
+
+/// The one body of the batch copies: `copies` with attribute `blocks` (each a
+/// first copy and its options; the first at copy 0), in one driver call.
+fn copy_blocks(
+    copies: &[sealed::Copy<'_>],
+    blocks: &[(usize, CopyOptions)],
+    stream: &Stream,
+) -> Result<()> {
+    const WHAT: &str = "copying a batch of buffers";
+    for (i, c) in copies.iter().enumerate() {
+        check_copy(i, c, WHAT)?;
+    }
+    let buffers = || copies.iter().flat_map(|c| [c.dst.buffer, c.src.buffer]);
+    let _current = check_batch(buffers(), stream, WHAT)?;
+    // Soundness contract: rule 3. Out-of-stream-order reads: nothing queued may
+    // still write a source when the driver reads it, copy by copy.
+    let mut drained = false;
+    for (i, c) in copies.iter().enumerate() {
+        if options_of(blocks, i).src_access_order == MemcpySrcAccessOrder::Stream {
+            continue;
+        }
+        if !drained {
+            stream.drain()?;
+            drained = true;
+        }
+        if let Some(free) = c.src.buffer.free_stream() {
+            free.drain()?;
+        }
+    }
+    let mut dsts: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.dst.ptr).collect();
+    let mut srcs: Vec<sys::CUdeviceptr> = copies.iter().map(|c| c.src.ptr).collect();
+    let mut sizes: Vec<usize> = copies.iter().map(|c| c.bytes).collect();
+    let mut attrs: Vec<sys::CUmemcpyAttributes> =
+        blocks.iter().map(|(_, o)| raw_attributes(o)).collect();
+    let mut attr_idx: Vec<usize> = blocks.iter().map(|(first, _)| *first).collect();
     if stream.context().is_green() {
         // cuMemcpyBatchAsync on a green context's stream crashed the process with
         // driver 580 (CUDA 13.0); there the copies go one by one.
-        for c in &copies {
+        for c in copies {
             // SAFETY: both spans are live and hold `c.bytes` (checked above).
             unsafe { sys::cuMemcpyAsync(c.dst.ptr, c.src.ptr, c.bytes, stream.handle()) }
                 .check(|| format!("copying {} bytes of a batch", c.bytes))?;
         }
         return crate::memory::buffer::order_frees_after(buffers(), stream);
     }
-    // One set of attributes, applying from copy 0 on.
-    let mut attr_idx = [0usize];
     let rc = if crate::versions::driver_at_least(13000) {
         // SAFETY: the three arrays have `copies.len()` entries, each naming live
-        // memory of at least that size (checked above); one attribute block
-        // applies to all.
+        // memory of at least that size (checked above); `attrs` and `attr_idx`
+        // have one entry per block, the first block starting at copy 0 and the
+        // others at increasing copies below `copies.len()`.
         unsafe {
             sys::cuMemcpyBatchAsync(
                 dsts.as_mut_ptr(),
                 srcs.as_mut_ptr(),
                 sizes.as_mut_ptr(),
                 copies.len(),
-                &mut attrs,
+                attrs.as_mut_ptr(),
                 attr_idx.as_mut_ptr(),
-                1,
+                attrs.len(),
                 stream.handle(),
             )
         }
@@ -394,9 +554,9 @@ pub fn copy_batch<C: BatchCopyEntry>(
                 srcs.as_mut_ptr(),
                 sizes.as_mut_ptr(),
                 copies.len(),
-                &mut attrs,
+                attrs.as_mut_ptr(),
                 attr_idx.as_mut_ptr(),
-                1,
+                attrs.len(),
                 &mut fail_idx,
                 stream.handle(),
             )
@@ -623,5 +783,74 @@ mod tests {
             .unwrap();
         assert_eq!((arc.range().ptr, arc.range().bytes), (a.ptr() + 8, 12));
         assert_eq!((&&arc).range().ptr, a.ptr() + 8);
+    }
+
+    fn order(o: MemcpySrcAccessOrder) -> CopyOptions {
+        CopyOptions {
+            src_access_order: o,
+            ..CopyOptions::default()
+        }
+    }
+
+    #[test]
+    fn per_copy_options_become_one_block_per_run() {
+        use MemcpySrcAccessOrder::{Any, DuringApiCall, Stream};
+        let opts = [
+            order(Stream),
+            order(Stream),
+            order(Any),
+            order(Stream),
+            order(DuringApiCall),
+            order(DuringApiCall),
+        ];
+        let blocks = attribute_blocks(&opts);
+        let firsts: Vec<usize> = blocks.iter().map(|(i, _)| *i).collect();
+        assert_eq!(firsts, [0, 2, 3, 4]);
+        // Every copy gets its own options back from the blocks.
+        for (i, o) in opts.iter().enumerate() {
+            assert_eq!(options_of(&blocks, i), o, "copy {i}");
+        }
+        // One set of options: one block, as `copy_batch` makes.
+        assert_eq!(attribute_blocks(&[order(Any); 5]).len(), 1);
+        assert!(attribute_blocks(&[]).is_empty());
+        // The raw blocks say what the options say.
+        let raw = raw_attributes(&order(DuringApiCall));
+        assert_eq!(
+            raw.srcAccessOrder,
+            sys::CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL
+        );
+    }
+
+    #[test]
+    fn zipping_lists_of_different_lengths_is_refused() {
+        let pairs = zip_pairs([1, 2, 3], ["a", "b", "c"], |d, s| (d, s)).unwrap();
+        assert_eq!(pairs, [(1, "a"), (2, "b"), (3, "c")]);
+        let e = zip_pairs([1, 2, 3], ["a"], |d, s| (d, s)).unwrap_err();
+        assert!(
+            e.to_string().contains("3 destinations and 1 sources"),
+            "{e}"
+        );
+        let e = zip_pairs([1], ["a", "b"], |d, s| (d, s)).unwrap_err();
+        assert!(
+            e.to_string().contains("1 destinations and 2 sources"),
+            "{e}"
+        );
+        // Two `Vec`s of buffers: each copy takes all of its source.
+        let (mut m, mut n, mut o, mut p) = ([0u32; 4], [0u32; 8], [0u32; 4], [0u32; 8]);
+        let own = |b: std::sync::Arc<Buffer>| std::sync::Arc::into_inner(b).unwrap();
+        let srcs = vec![
+            own(host_backed(bytemuck::cast_slice_mut(&mut m))),
+            own(host_backed(bytemuck::cast_slice_mut(&mut n))),
+        ];
+        let mut dsts = vec![
+            own(host_backed(bytemuck::cast_slice_mut(&mut o))),
+            own(host_backed(bytemuck::cast_slice_mut(&mut p))),
+        ];
+        let copies = BatchCopy::zip(&mut dsts, &srcs).unwrap();
+        let sizes: Vec<usize> = copies.iter().map(|c| c.bytes).collect();
+        assert_eq!(sizes, [16, 32]);
+        assert_eq!(copies[1].src.ptr(), srcs[1].ptr());
+        drop(copies);
+        assert!(BatchCopy::zip(&mut dsts, &srcs[..1]).is_err());
     }
 }

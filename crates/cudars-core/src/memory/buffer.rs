@@ -16,7 +16,9 @@ use crate::{
     stream::Stream,
 };
 
-use crate::{memory::resource::MemoryKind, memory::resource::MemoryResource};
+use crate::{
+    memory::resource::MemoryKind, memory::resource::MemoryResource, memory::resource::Resource,
+};
 
 /// A span of memory from a [`MemoryResource`], or a foreign pointer.
 ///
@@ -31,7 +33,7 @@ pub struct Buffer {
     size: usize,
     kind: MemoryKind,
     device: Device,
-    owner: Option<(Arc<dyn MemoryResource>, Stream)>,
+    owner: Option<(Resource, Stream)>,
     /// Imported from another process (IPC).
     mapped: bool,
     /// What keeps foreign memory alive ([`Buffer::from_raw_with_owner`]).
@@ -72,6 +74,11 @@ impl Buffer {
         size: usize,
         stream: impl Into<Option<&'s Stream>>,
     ) -> Result<Self> {
+        Self::allocate_in(Resource::Shared(mr), size, stream.into())
+    }
+
+    /// [`allocate`](Self::allocate) from either kind of [`Resource`].
+    pub(crate) fn allocate_in(mr: Resource, size: usize, stream: Option<&Stream>) -> Result<Self> {
         // Frees that could not run when dropped, first (one relaxed load when none).
         crate::deferred::poll();
         let device = mr.device();
@@ -80,7 +87,7 @@ impl Buffer {
             return Err(Error::zero_size(what()));
         }
         let legacy;
-        let stream = match stream.into() {
+        let stream = match stream {
             Some(s) => s,
             None if mr.is_stream_ordered() => {
                 return Err(Error::invalid(
@@ -105,14 +112,15 @@ impl Buffer {
         // after the buffer's own work.
         let ptr = unsafe { mr.allocate_raw(size, stream) }?;
         let kind = mr.kind();
-        Ok(Self::from_parts(
+        Ok(Self {
             ptr,
             size,
             kind,
             device,
-            (mr, stream),
-            false,
-        ))
+            owner: Some((mr, stream.for_frees())),
+            mapped: false,
+            keep: None,
+        })
     }
 
     /// A buffer whose memory `mr` gives back on `stream` (its free stream) when
@@ -133,7 +141,7 @@ impl Buffer {
             size,
             kind,
             device,
-            owner: Some((mr, stream.for_frees())),
+            owner: Some((Resource::Shared(mr), stream.for_frees())),
             mapped,
             keep: None,
         }
@@ -255,7 +263,7 @@ impl Buffer {
     /// The memory resource the buffer came from and returns its memory to
     /// (`None` for memory it does not own: [`Buffer::from_raw`]).
     pub fn memory_resource(&self) -> Option<&Arc<dyn MemoryResource>> {
-        self.owner.as_ref().map(|(mr, _)| mr)
+        self.owner.as_ref().map(|(mr, _)| mr.arc())
     }
 
     /// The stream the buffer is freed on (`None` for memory it does not own).
@@ -314,6 +322,12 @@ impl Buffer {
         stream: &Stream,
         what: &'static str,
     ) -> Result<crate::context::Current> {
+        self.check_stream_device(stream, what)?;
+        stream.context().ensure_current()
+    }
+
+    /// Refuses a stream of another device.
+    pub(crate) fn check_stream_device(&self, stream: &Stream, what: &'static str) -> Result<()> {
         if stream.device() != &self.device {
             return Err(Error::other_device(
                 what,
@@ -324,7 +338,7 @@ impl Buffer {
                 ),
             ));
         }
-        stream.context().ensure_current()
+        Ok(())
     }
 
     fn check_len(&self, bytes: usize, what: &'static str) -> Result<()> {
@@ -410,12 +424,41 @@ impl Buffer {
         dst.copy_from(self, stream)
     }
 
-    /// Fills the buffer with a byte, ordered on `stream`.
+    /// Fills every byte of the buffer with `value`, ordered on `stream`
+    /// (`cuMemsetD8Async`): Python's `buf.fill(42, stream)`.
+    ///
+    /// The value is a byte, so an unsuffixed literal (`buf.fill(42, &s)`) fills
+    /// bytes, as in Python; one that does not fit a byte (`buf.fill(300, &s)`,
+    /// `buf.fill(-1, &s)`) or a wider integer variable does not compile. A wider
+    /// pattern (Python's `buf.fill(np.uint32(v), stream)`, or a float) is
+    /// [`fill_pattern`](Self::fill_pattern), which takes the width from the value's
+    /// type.
+    ///
+    /// ```
+    /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// buf.fill(42, s)?; // every byte is 42
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// ```compile_fail
+    /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream, i: usize) -> cudars_core::Result<()> {
+    /// buf.fill((i + 1) % 256, s)?; // a usize: say `as u8`, or use `fill_pattern`
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// The driver's error; a stream of another device.
+    pub fn fill(&mut self, value: u8, stream: &Stream) -> Result<()> {
+        self.fill_pattern(value, stream)
+    }
+
+    /// Fills the buffer with a byte, ordered on `stream` (the same as
+    /// [`fill`](Self::fill)).
     ///
     /// # Errors
     /// The driver's error; a stream of another device.
     pub fn fill_u8(&mut self, value: u8, stream: &Stream) -> Result<()> {
-        self.fill(value, stream)
+        self.fill_pattern(value, stream)
     }
 
     /// Fills the buffer with a 2-byte pattern, ordered on `stream`.
@@ -423,7 +466,7 @@ impl Buffer {
     /// # Errors
     /// [`Error::InvalidArgument`] when the size is not a multiple of 2; the driver's error.
     pub fn fill_u16(&mut self, value: u16, stream: &Stream) -> Result<()> {
-        self.fill(value, stream)
+        self.fill_pattern(value, stream)
     }
 
     /// Fills the buffer with a 4-byte pattern, ordered on `stream`.
@@ -431,14 +474,18 @@ impl Buffer {
     /// # Errors
     /// [`Error::InvalidArgument`] when the size is not a multiple of 4; the driver's error.
     pub fn fill_u32(&mut self, value: u32, stream: &Stream) -> Result<()> {
-        self.fill(value, stream)
+        self.fill_pattern(value, stream)
     }
 
     /// Fills the buffer with copies of `value`, a 1-, 2-, 4- or 8-byte [`Pod`] value
     /// (`f32`, `i16`, `half::f16`, `u8`, `f64`, a `#[repr(C)]` pair of `u16`s, …),
-    /// ordered on `stream`: `buf.fill(1.5f32, &stream)` where Python writes
+    /// ordered on `stream`: `buf.fill_pattern(1.5f32, &stream)` where Python writes
     /// `buf.fill(np.float32(1.5), stream)`. The bytes of `value` are repeated as they
     /// are in memory (`cuMemsetD8/D16/D32Async`).
+    ///
+    /// The width is the value's type, so give a literal its suffix: an unsuffixed
+    /// integer is an `i32` (4 bytes) and an unsuffixed float an `f64` (8 bytes), as
+    /// anywhere in Rust. Python's `buf.fill(42)` (bytes) is [`fill`](Self::fill).
     ///
     /// The size is checked when the call is compiled to code (`cargo build`, not
     /// `cargo check`): 1, 2 and 4 bytes are one driver memset, 8 bytes (`f64`,
@@ -446,16 +493,16 @@ impl Buffer {
     ///
     /// ```
     /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
-    /// buf.fill(1.5f32, s)?;
-    /// buf.fill(cudars_core::half::f16::from_f32(-2.0), s)?;
-    /// buf.fill(7i8, s)?;
-    /// buf.fill(0.25f64, s)?;
+    /// buf.fill_pattern(1.5f32, s)?;
+    /// buf.fill_pattern(cudars_core::half::f16::from_f32(-2.0), s)?;
+    /// buf.fill_pattern(7i8, s)?;
+    /// buf.fill_pattern(0.25f64, s)?;
     /// # Ok(()) }
     /// ```
     ///
     /// ```compile_fail,E0080
     /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
-    /// buf.fill([1u8, 2, 3], s)?; // 3 bytes: no such memset
+    /// buf.fill_pattern([1u8, 2, 3], s)?; // 3 bytes: no such memset
     /// # Ok(()) }
     /// # fn main() {
     /// #     let g: fn(&mut cudars_core::Buffer, &cudars_core::Stream) -> cudars_core::Result<()> = f;
@@ -466,11 +513,11 @@ impl Buffer {
     /// # Errors
     /// [`Error::InvalidArgument`] when the buffer's size or address is not a
     /// multiple of the value's size; the driver's error; a stream of another device.
-    pub fn fill<T: Pod>(&mut self, value: T, stream: &Stream) -> Result<()> {
+    pub fn fill_pattern<T: Pod>(&mut self, value: T, stream: &Stream) -> Result<()> {
         const {
             assert!(
                 matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
-                "Buffer::fill takes a value of 1, 2, 4 or 8 bytes"
+                "Buffer::fill_pattern takes a value of 1, 2, 4 or 8 bytes"
             );
         }
         let len = self.typed_len::<T>("filling a buffer")?;
@@ -549,7 +596,7 @@ impl Buffer {
     /// use std::sync::Arc;
     /// use cudars_core::LegacyPinnedMemoryResource;
     /// let mut buf = Arc::new(LegacyPinnedMemoryResource::new(&dev)).allocate(1024, None)?;
-    /// buf.fill(2.0f32, s)?; // on the GPU, on `s`
+    /// buf.fill_pattern(2.0f32, s)?; // on the GPU, on `s`
     /// let host: &mut [f32] = buf.host_slice_mut()?; // waits for the fill
     /// assert!(host.iter().all(|&x| x == 2.0));
     /// host[0] = 1.0; // written straight into the pinned memory
@@ -684,7 +731,7 @@ impl Buffer {
             // made; the free, with the ordering it asked for, runs later on an
             // ordinary thread, ordered after all the work queued by then.
             defer_free(
-                mr,
+                mr.into_arc(),
                 (self.ptr, self.size),
                 free_stream,
                 stream.cloned(),
@@ -711,7 +758,13 @@ impl Buffer {
             // Deferred-free rule: a failed free is never dropped (a leak); it is
             // retried on `s`, which already orders it after the free stream's work.
             let first = crate::error::Report::new(e).to_string();
-            defer_free(mr, (self.ptr, self.size), s.clone(), None, Some(first));
+            defer_free(
+                mr.into_arc(),
+                (self.ptr, self.size),
+                s.clone(),
+                None,
+                Some(first),
+            );
         }
         r
     }
@@ -819,9 +872,13 @@ pub(crate) fn copy_device(
         return Ok(());
     }
     if src.device == dst.device {
-        let _current = dst.check_stream(stream, WHAT)?;
-        // SAFETY: both spans are live and large enough; the copy is stream-ordered.
-        unsafe { sys::cuMemcpyAsync(dst_ptr, src_ptr, bytes, stream.handle()) }
+        dst.check_stream_device(stream, WHAT)?;
+        stream
+            .call(|| {
+                // SAFETY: both spans are live and large enough; the copy is
+                // stream-ordered.
+                unsafe { sys::cuMemcpyAsync(dst_ptr, src_ptr, bytes, stream.handle()) }
+            })?
             .check(|| format!("copying {bytes} bytes between buffers"))?;
     } else {
         if stream.device() != &dst.device && stream.device() != &src.device {

@@ -60,7 +60,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// [`Error::InvalidArgument`] for a length of zero, one whose size overflows,
     /// or a stream of another device; the resource's error.
     pub fn allocate(device: &Device, len: usize, stream: &Stream) -> Result<Self> {
-        Self::allocate_from(device.memory_resource()?, len, stream)
+        Self::allocate_in(device.allocation_resource()?, len, stream)
     }
 
     /// `len` elements from `mr`, ordered on `stream`.
@@ -68,6 +68,14 @@ impl<T: Pod> DeviceBuffer<T> {
     /// # Errors
     /// As [`allocate`](Self::allocate).
     pub fn allocate_from(mr: Arc<dyn MemoryResource>, len: usize, stream: &Stream) -> Result<Self> {
+        Self::allocate_in(crate::memory::resource::Resource::Shared(mr), len, stream)
+    }
+
+    fn allocate_in(
+        mr: crate::memory::resource::Resource,
+        len: usize,
+        stream: &Stream,
+    ) -> Result<Self> {
         let () = NonZeroSize::<T>::OK;
         let size = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
             Error::invalid(
@@ -78,7 +86,7 @@ impl<T: Pod> DeviceBuffer<T> {
                 ),
             )
         })?;
-        let buf = Buffer::allocate(mr, size, stream)?;
+        let buf = Buffer::allocate_in(mr, size, Some(stream))?;
         Ok(Self {
             buf,
             len,

@@ -42,7 +42,7 @@ const TAKING_OVER: &str = "using a buffer as managed memory";
 /// use cudars_core::{Location, ManagedMemoryResource};
 /// let mr = Arc::new(ManagedMemoryResource::new(&dev)?);
 /// let mut buf = mr.allocate(1 << 20, s)?;
-/// buf.fill(1.0f32, s)?; // a `Buffer` method
+/// buf.fill_pattern(1.0f32, s)?; // a `Buffer` method
 /// buf.set_read_mostly(true)?;
 /// buf.prefetch(Location::Device(dev), s)?;
 /// assert!(buf.read_mostly()?);

@@ -171,6 +171,99 @@ impl<T: Pod> PinnedBuffer<T> {
     }
 }
 
+impl<T: Pod + Send + Sync> PinnedBuffer<T> {
+    /// Queues `f` on `stream` with the elements, mutably: the body of
+    /// [`Stream::launch_host_func_with_mut`].
+    pub(crate) fn lend_mut_to_host_func(
+        &mut self,
+        stream: &Stream,
+        f: impl FnOnce(&mut [T]) + Send + 'static,
+    ) -> Result<()> {
+        const WHAT: &str = "lending pinned host memory to a host function";
+        self.check(self.len, stream, WHAT)?;
+        let host = HostPtr(self.buf.ptr() as usize as *mut T, self.len);
+        let p = self
+            .pending
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Soundness contract: rule 3. Not before the copies in flight that read
+        // or write the memory (ordered on the device: the host function runs
+        // after them in stream order, and nothing blocks on a driver thread).
+        order_after(&p.reads, stream)?;
+        order_after(&p.writes, stream)?;
+        stream.launch_host_func(move || {
+            // SAFETY: rule 3. The memory lives until the host function has run:
+            // the buffer's `Drop` waits for the event `track` records behind it
+            // on `stream` (and a forgotten buffer is never freed). No other host
+            // reference exists while it runs: `as_slice` and `as_mut_slice` wait
+            // for that event first, and `&mut self` excluded both until it was
+            // recorded. No copy touches the memory meanwhile: those queued before
+            // are ordered before it (above), those queued after wait for the
+            // event (it is tracked as a write, which every copy orders after).
+            f(unsafe { host.slice_mut() });
+        })?;
+        track(&mut p.writes, stream)
+    }
+
+    /// Queues `f` on `stream` with the elements, read only: the body of
+    /// [`Stream::launch_host_func_with`].
+    pub(crate) fn lend_to_host_func(
+        &self,
+        stream: &Stream,
+        f: impl FnOnce(&[T]) + Send + 'static,
+    ) -> Result<()> {
+        const WHAT: &str = "lending pinned host memory to a host function";
+        self.check(self.len, stream, WHAT)?;
+        let host = HostPtr(self.buf.ptr() as usize as *mut T, self.len);
+        // Soundness contract: rule 3. Not before the copies in flight that
+        // write the memory (none starts while `&self` is borrowed: writing takes
+        // `&mut self`). The lock is not held while queuing, which may drop `f`
+        // (user code) on a refusal.
+        order_after(&self.lock().writes, stream)?;
+        stream.launch_host_func(move || {
+            // SAFETY: rule 3. The memory lives until the host function has run
+            // (as in `lend_mut_to_host_func`). Nothing writes it while it runs:
+            // copies that write it queued before are ordered before it (above);
+            // the host writes only through `as_mut_slice`, and copies write it
+            // only through `copy_to_pinned`, which both wait for the reads
+            // tracked here first.
+            f(unsafe { host.slice() });
+        })?;
+        track(&mut self.lock().reads, stream)
+    }
+}
+
+/// The address and length of a [`PinnedBuffer`]'s elements, moved into a host
+/// function that views them.
+struct HostPtr<T>(*mut T, usize);
+
+// SAFETY: Soundness contract: rule 3. A `HostPtr` is only made by the lending
+// methods above, whose host function is the one user of it, and which order
+// every other access to the memory around that function; the elements are
+// `Send + Sync`, so viewing them from the driver's thread is allowed.
+unsafe impl<T: Send + Sync> Send for HostPtr<T> {}
+
+impl<T> HostPtr<T> {
+    /// The elements, mutably.
+    ///
+    /// # Safety
+    /// The memory is live and nothing else reads or writes it for `'a`.
+    unsafe fn slice_mut<'a>(self) -> &'a mut [T] {
+        // SAFETY: the caller's promise; the address is a live pinned
+        // allocation of `self.1` elements, aligned for `T` (`PinnedBuffer`).
+        unsafe { std::slice::from_raw_parts_mut(self.0, self.1) }
+    }
+
+    /// The elements.
+    ///
+    /// # Safety
+    /// The memory is live and nothing writes it for `'a`.
+    unsafe fn slice<'a>(self) -> &'a [T] {
+        // SAFETY: as in `slice_mut`.
+        unsafe { std::slice::from_raw_parts(self.0, self.1) }
+    }
+}
+
 /// Waits for every event of `list` and empties it.
 fn wait_all(list: &mut Vec<(QueueId, Event)>) -> Result<()> {
     for (_, e) in list.iter() {

@@ -2,6 +2,8 @@
 //! default pool or one of its own), its options and attributes, and the pool calls
 //! the host pools of [`PinnedMemoryResource`](super::PinnedMemoryResource) share.
 
+use std::sync::{Arc, OnceLock};
+
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
@@ -9,10 +11,68 @@ use crate::{device::Device, stream::Stream};
 
 use crate::{
     memory::resource::Location, memory::resource::MemoryKind, memory::resource::MemoryResource,
-    memory::resource::owning_allocate,
+    memory::resource::Resource,
 };
 
-owning_allocate!(ordered DeviceMemoryResource);
+impl DeviceMemoryResource {
+    /// Allocates an owning [`Buffer`](crate::Buffer) of `size` bytes from this
+    /// resource, ordered on `stream`, which becomes the buffer's free stream
+    /// (see [`Buffer::allocate`](crate::Buffer::allocate)). The resource is
+    /// stream-ordered: the stream is required.
+    ///
+    /// # Errors
+    /// As [`Buffer::allocate`](crate::Buffer::allocate).
+    pub fn allocate(
+        self: &Arc<Self>,
+        size: usize,
+        stream: &Stream,
+    ) -> Result<crate::memory::buffer::Buffer> {
+        // The device's default pool as `default_memory_resource` hands it out:
+        // the buffer refers to the process-wide resource, touching no count.
+        let mr = match cached_default_pool(&self.device) {
+            Some(d) if Arc::ptr_eq(&d.typed, self) => Resource::Static(&d.erased),
+            _ => Resource::Shared(self.clone()),
+        };
+        crate::memory::buffer::Buffer::allocate_in(mr, size, Some(stream))
+    }
+}
+
+/// A device's default pool as one resource for the whole process, typed and
+/// erased (one allocation): what [`Device::default_memory_resource`] and the
+/// allocations of [`Device::allocate`] and `DeviceBuffer::allocate` use. It is
+/// never dropped, so buffers of it refer to it without an `Arc` of their own.
+pub(crate) struct DefaultPool {
+    pub(crate) typed: Arc<DeviceMemoryResource>,
+    pub(crate) erased: Arc<dyn MemoryResource>,
+}
+
+/// How many devices' default pools are kept (as many as primary contexts).
+const CACHED_DEVICES: usize = 64;
+
+static DEFAULT_POOLS: [OnceLock<DefaultPool>; CACHED_DEVICES] =
+    [const { OnceLock::new() }; CACHED_DEVICES];
+
+/// The device's default pool, if made already.
+#[inline]
+fn cached_default_pool(device: &Device) -> Option<&'static DefaultPool> {
+    DEFAULT_POOLS.get(device.ordinal())?.get()
+}
+
+/// The device's default pool, made on first use; `Ok(None)` for a device
+/// beyond the [`CACHED_DEVICES`] kept (the caller makes a resource of its own).
+pub(crate) fn default_pool(device: &Device) -> Result<Option<&'static DefaultPool>> {
+    let Some(slot) = DEFAULT_POOLS.get(device.ordinal()) else {
+        return Ok(None);
+    };
+    if let Some(d) = slot.get() {
+        return Ok(Some(d));
+    }
+    let typed = Arc::new(DeviceMemoryResource::default_pool(device)?);
+    let erased: Arc<dyn MemoryResource> = typed.clone();
+    // Another thread may have won the race: its resource is the one kept (this
+    // one names the same pool, which the driver owns).
+    Ok(Some(slot.get_or_init(|| DefaultPool { typed, erased })))
+}
 
 /// Device memory from a stream-ordered pool (`cuMemAllocFromPoolAsync`): the device's
 /// default pool, or a pool of its own.
@@ -267,10 +327,13 @@ pub(super) fn pool_allocate(
     stream: &Stream,
     what: impl FnOnce() -> String,
 ) -> Result<sys::CUdeviceptr> {
-    let _current = stream.context().ensure_current()?;
     let mut p: sys::CUdeviceptr = 0;
-    // SAFETY: a live pool and stream; `p` is valid for writes.
-    unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, pool, stream.handle()) }.check(what)?;
+    stream
+        .call(|| {
+            // SAFETY: a live pool and stream; `p` is valid for writes.
+            unsafe { sys::cuMemAllocFromPoolAsync(&mut p, size, pool, stream.handle()) }
+        })?
+        .check(what)?;
     Ok(p)
 }
 
@@ -284,9 +347,13 @@ pub(super) unsafe fn pool_free(
     stream: &Stream,
     what: impl FnOnce() -> String,
 ) -> Result<()> {
-    let _current = stream.context().ensure_current()?;
-    // SAFETY: per this function's contract.
-    unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }.check(what)
+    stream
+        .call(|| {
+            // SAFETY: per this function's contract (a failed free frees nothing,
+            // so `call` may make it again).
+            unsafe { sys::cuMemFreeAsync(ptr, stream.handle()) }
+        })?
+        .check(what)
 }
 
 /// Destroys an owned pool whose buffers are all gone (each holds an `Arc` of its
@@ -657,9 +724,12 @@ impl Device {
     pub fn default_memory_resource(
         &self,
     ) -> Result<std::sync::Arc<crate::memory::pool::DeviceMemoryResource>> {
-        Ok(std::sync::Arc::new(
-            crate::memory::pool::DeviceMemoryResource::default_pool(self)?,
-        ))
+        Ok(match crate::memory::pool::default_pool(self)? {
+            Some(d) => d.typed.clone(),
+            None => std::sync::Arc::new(crate::memory::pool::DeviceMemoryResource::default_pool(
+                self,
+            )?),
+        })
     }
 
     /// Makes `mr` the resource [`allocate`](Self::allocate) uses on this device, for
@@ -682,6 +752,9 @@ impl Device {
         let mut set = crate::memory::resource::allocation_resources()
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // From now on allocations look in the map (under its lock).
+        crate::memory::resource::RESOURCES_EVER_SET
+            .store(true, std::sync::atomic::Ordering::Release);
         match mr {
             Some(m) => {
                 set.insert(self.ordinal(), m);
@@ -702,15 +775,31 @@ impl Device {
     pub fn memory_resource(
         &self,
     ) -> Result<std::sync::Arc<dyn crate::memory::resource::MemoryResource>> {
+        Ok(self.allocation_resource()?.arc().clone())
+    }
+
+    /// The resource [`allocate`](Self::allocate) uses, as a buffer holds it: the
+    /// default pool (the common case: no lock, no count touched) unless
+    /// another was set.
+    pub(crate) fn allocation_resource(&self) -> Result<crate::memory::resource::Resource> {
+        use crate::memory::resource::Resource;
+        if !crate::memory::resource::RESOURCES_EVER_SET.load(std::sync::atomic::Ordering::Acquire) {
+            if let Some(d) = crate::memory::pool::default_pool(self)? {
+                return Ok(Resource::Static(&d.erased));
+            }
+        }
         let set = crate::memory::resource::allocation_resources()
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&self.ordinal())
             .cloned();
-        match set {
-            Some(m) => Ok(m),
-            None => Ok(self.default_memory_resource()?),
-        }
+        Ok(match set {
+            Some(m) => Resource::Shared(m),
+            None => match crate::memory::pool::default_pool(self)? {
+                Some(d) => Resource::Static(&d.erased),
+                None => Resource::Shared(self.default_memory_resource()?),
+            },
+        })
     }
 
     /// Allocates `size` bytes from the device's memory resource
@@ -726,7 +815,7 @@ impl Device {
         size: usize,
         stream: impl Into<Option<&'s Stream>>,
     ) -> Result<crate::memory::buffer::Buffer> {
-        crate::memory::buffer::Buffer::allocate(self.memory_resource()?, size, stream)
+        crate::memory::buffer::Buffer::allocate_in(self.allocation_resource()?, size, stream.into())
     }
 }
 

@@ -11,6 +11,45 @@ use crate::error::{Check as _, Error, Result};
 use crate::memory::buffer::Buffer;
 use crate::{device::Device, stream::Stream};
 
+/// The resource an owned buffer gives its memory back to: one it holds an
+/// `Arc` of, or a device's default pool, which the crate keeps for the life of
+/// the process (so a buffer of it touches no reference count shared with
+/// every other thread that allocates: rule 1 of the soundness contract holds
+/// because that resource is never dropped).
+pub(crate) enum Resource {
+    /// Held by this buffer.
+    Shared(Arc<dyn MemoryResource>),
+    /// Lives as long as the process (`memory::pool::default_pool`).
+    Static(&'static Arc<dyn MemoryResource>),
+}
+
+impl Resource {
+    /// The resource's `Arc`.
+    #[inline]
+    pub(crate) fn arc(&self) -> &Arc<dyn MemoryResource> {
+        match self {
+            Self::Shared(a) => a,
+            Self::Static(a) => a,
+        }
+    }
+
+    /// An `Arc` of the resource to keep (a clone for the static one).
+    pub(crate) fn into_arc(self) -> Arc<dyn MemoryResource> {
+        match self {
+            Self::Shared(a) => a,
+            Self::Static(a) => Arc::clone(a),
+        }
+    }
+}
+
+impl std::ops::Deref for Resource {
+    type Target = dyn MemoryResource;
+    #[inline]
+    fn deref(&self) -> &Self::Target {
+        &**self.arc()
+    }
+}
+
 /// What memory a resource hands out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -387,6 +426,12 @@ pub(crate) fn allocation_resources() -> &'static std::sync::RwLock<ResourceMap> 
     static SET: std::sync::OnceLock<std::sync::RwLock<ResourceMap>> = std::sync::OnceLock::new();
     SET.get_or_init(Default::default)
 }
+
+/// Whether [`Device::set_memory_resource`](crate::Device::set_memory_resource)
+/// was ever called: until then every device allocates from its default pool,
+/// and the allocation path takes no lock (`Device::allocation_resource`).
+pub(crate) static RESOURCES_EVER_SET: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,273 @@
+//! How many driver calls each hot operation of cudars-core makes once warm,
+//! counted without a GPU: a child process loads the shim as `libcuda.so.1` in
+//! its fake-driver mode (`CUDA_RS_SHIM_FAKE_DRIVER=1`, see the shim's `fake`
+//! module), which counts every call of every driver function, and runs each
+//! operation through the safe API between two readings of the counts.
+//!
+//! A timing cannot tell a regression of 20 ns from the machine's noise; a count
+//! can. The expected counts are the floor: what C would call for the same work
+//! (a launch is one `cuLaunchKernel`, a stream-ordered allocation one
+//! `cuMemAllocFromPoolAsync`, a free on its own stream one `cuMemFreeAsync`),
+//! plus exactly what the soundness contract adds where it applies (a typed
+//! launch whose operand is freed on another stream orders that free after the
+//! kernel with one event). A change that adds a call to a hot path fails here,
+//! with the whole table of what each operation now calls.
+
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use cudars_core::{
+    Buffer, Device, DeviceBuffer, EventOptions, LaunchConfig, Library, LibraryOptions, MutPtr,
+    ObjectCode, Stream, StreamOptions, TypedKernel, launch,
+};
+use cudars_tests::DriverShim;
+
+/// Set in the child: run the operations and count.
+const CHILD: &str = "CUDA_RS_CALL_COUNTS_CHILD";
+
+/// The shim's shared library: built beside this test's binary (`deps/`), or,
+/// in the GPU test package, `shim/libcuda.so.1` beside `bin/`.
+fn shim_library() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap();
+    let candidates = [
+        dir.join("libcudars_driver_shim.so"),
+        dir.join("../shim/libcuda.so.1"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no shim library at {candidates:?}"))
+        .clone()
+}
+
+type Counts = BTreeMap<String, i64>;
+
+/// The driver calls `op` makes, after running it `warm` times uncounted.
+fn count(shim: &DriverShim, warm: usize, mut op: impl FnMut()) -> Counts {
+    for _ in 0..warm {
+        op();
+    }
+    shim.set_faults("");
+    op();
+    shim.counts("driver")
+}
+
+fn counts(pairs: &[(&str, i64)]) -> Counts {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+fn non_blocking(dev: &Device) -> Stream {
+    dev.create_stream(StreamOptions {
+        non_blocking: true,
+        ..StreamOptions::default()
+    })
+    .unwrap()
+}
+
+/// The child's side: every operation, measured, checked against its floor.
+fn child() {
+    let shim = DriverShim::find().expect("the shim is the loaded driver");
+    let dev = Device::new(0).unwrap();
+    dev.set_current().unwrap();
+    let s = non_blocking(&dev);
+    let other = non_blocking(&dev);
+    // The fake loads any image; the crate checks a cubin's ELF header (64-bit,
+    // little-endian, no segments or sections here). Every kernel is
+    // `(float*, int)`.
+    let mut elf = vec![0u8; 64];
+    elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    let code = ObjectCode::from_cubin(elf).unwrap();
+    let library = Library::load(&code, &LibraryOptions::default()).unwrap();
+    let kernel = library.get_kernel("empty").unwrap();
+    let typed = TypedKernel::<(MutPtr<f32>, i32)>::new(kernel.clone()).unwrap();
+    let cfg = LaunchConfig::new(1, 32);
+    let pool = dev.default_memory_resource().unwrap();
+    let buf = pool.allocate(4096, &s).unwrap();
+    let mut tbuf = DeviceBuffer::<f32>::allocate(&dev, 1024, &s).unwrap();
+    let mut elsewhere = DeviceBuffer::<f32>::allocate(&dev, 1024, &other).unwrap();
+    let src = pool.allocate(4096, &s).unwrap();
+    let mut dst = pool.allocate(4096, &s).unwrap();
+    let event = dev.create_event(EventOptions::default()).unwrap();
+    let n0 = 0i32;
+
+    let mut table: Vec<(&str, Counts, Counts)> = Vec::new();
+    let mut check = |name: &'static str, got: Counts, want: &[(&str, i64)]| {
+        table.push((name, got, counts(want)));
+    };
+
+    check(
+        "launch (byte API, &Buffer)",
+        count(&shim, 3, || {
+            // SAFETY: the fake runs no kernel.
+            unsafe { launch(&s, &cfg, &kernel, &[&buf, &n0]) }.unwrap()
+        }),
+        &[("cuLaunchKernel", 1)],
+    );
+    check(
+        "typed launch, operand freed on the launch stream",
+        count(&shim, 3, || {
+            // SAFETY: as above.
+            unsafe { typed.launch(&s, &cfg, (tbuf.view_mut(), 0)) }.unwrap()
+        }),
+        &[("cuLaunchKernel", 1)],
+    );
+    check(
+        "typed launch, operand freed on another stream (rule 2: one event)",
+        count(&shim, 3, || {
+            // SAFETY: as above.
+            unsafe { typed.launch(&s, &cfg, (elsewhere.view_mut(), 0)) }.unwrap()
+        }),
+        &[
+            ("cuLaunchKernel", 1),
+            // The event is made in the current context: asked, not trusted.
+            ("cuCtxGetCurrent", 1),
+            ("cuEventCreate", 1),
+            ("cuEventRecord", 1),
+            ("cuStreamWaitEvent", 1),
+            ("cuEventDestroy", 1),
+        ],
+    );
+    check(
+        "Buffer alloc (Arc<DeviceMemoryResource>::allocate)",
+        count(&shim, 3, || {
+            std::mem::forget(pool.allocate(1 << 20, &s).unwrap())
+        }),
+        &[("cuMemAllocFromPoolAsync", 1)],
+    );
+    check(
+        "Buffer alloc (Device::allocate)",
+        count(&shim, 3, || {
+            std::mem::forget(dev.allocate(1 << 20, &s).unwrap())
+        }),
+        &[("cuMemAllocFromPoolAsync", 1)],
+    );
+    check(
+        "DeviceBuffer<f32> alloc",
+        count(&shim, 3, || {
+            std::mem::forget(DeviceBuffer::<f32>::allocate(&dev, 1 << 18, &s).unwrap())
+        }),
+        &[("cuMemAllocFromPoolAsync", 1)],
+    );
+    let mut held: Vec<Buffer> = (0..4)
+        .map(|_| pool.allocate(1 << 20, &s).unwrap())
+        .collect();
+    check(
+        "Buffer free on its own stream",
+        count(&shim, 3, || drop(held.pop().unwrap())),
+        &[("cuMemFreeAsync", 1)],
+    );
+    let mut held: Vec<DeviceBuffer<f32>> = (0..4)
+        .map(|_| DeviceBuffer::<f32>::allocate(&dev, 1 << 18, &s).unwrap())
+        .collect();
+    check(
+        "DeviceBuffer<f32> free on its own stream",
+        count(&shim, 3, || drop(held.pop().unwrap())),
+        &[("cuMemFreeAsync", 1)],
+    );
+    check(
+        "alloc + free, 1 MiB (alloc_free_async_us)",
+        count(&shim, 3, || drop(pool.allocate(1 << 20, &s).unwrap())),
+        &[("cuMemAllocFromPoolAsync", 1), ("cuMemFreeAsync", 1)],
+    );
+    check(
+        "D2D copy of 4 KiB on the buffers' stream",
+        count(&shim, 3, || dst.copy_from(&src, &s).unwrap()),
+        &[("cuMemcpyAsync", 1)],
+    );
+    check(
+        "event record",
+        count(&shim, 3, || event.record(&s).unwrap()),
+        &[("cuEventRecord", 1)],
+    );
+    check(
+        "event query",
+        count(&shim, 3, || assert!(event.is_done().unwrap())),
+        &[("cuEventQuery", 1)],
+    );
+
+    // Code outside the crate leaves no context current (a raw call): the
+    // launch that took the context on trust fails with CUDA_ERROR_INVALID_CONTEXT,
+    // asks the driver, makes the context current and launches again.
+    check(
+        "launch after another library changed the current context",
+        count(&shim, 0, || {
+            // SAFETY: no context current is a valid state of the thread.
+            let rc = unsafe { cudars_bindings::driver::cuCtxSetCurrent(std::ptr::null_mut()) };
+            assert_eq!(rc, cudars_bindings::driver::CUDA_SUCCESS);
+            shim.set_faults("");
+            // SAFETY: the fake runs no kernel.
+            unsafe { launch(&s, &cfg, &kernel, &[&buf, &n0]) }.unwrap();
+        }),
+        &[
+            ("cuLaunchKernel", 2),
+            ("cuCtxGetCurrent", 1),
+            ("cuCtxSetCurrent", 1),
+        ],
+    );
+    check(
+        "launch once the context is current again",
+        count(&shim, 0, || {
+            // SAFETY: the fake runs no kernel.
+            unsafe { launch(&s, &cfg, &kernel, &[&buf, &n0]) }.unwrap()
+        }),
+        &[("cuLaunchKernel", 1)],
+    );
+
+    let mut report = String::new();
+    let mut failed = false;
+    for (name, got, want) in &table {
+        let ok = got == want;
+        failed |= !ok;
+        report.push_str(&format!(
+            "{} {name}: {got:?}{}\n",
+            if ok { "ok  " } else { "FAIL" },
+            if ok {
+                String::new()
+            } else {
+                format!(" (expected {want:?})")
+            }
+        ));
+    }
+    println!("{report}");
+    assert!(!failed, "driver calls per operation:\n{report}");
+}
+
+#[test]
+fn hot_operations_make_the_fewest_driver_calls() {
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    // The loader finds the shim by the driver's soname in a directory of its own.
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(shim_library(), dir.path().join("libcuda.so.1")).unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "hot_operations_make_the_fewest_driver_calls",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env(CHILD, "1")
+        .env("LD_LIBRARY_PATH", dir.path())
+        .env("CUDA_RS_SHIM_FAKE_DRIVER", "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "the child failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("ok   event query"), "{stdout}\n{stderr}");
+}
