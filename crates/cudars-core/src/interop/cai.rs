@@ -8,8 +8,8 @@ use crate::interop::layout::Layout;
 /// The CUDA Array Interface, version 3: the description a producer's
 /// `__cuda_array_interface__` dictionary holds, as a Rust structure. Build it
 /// from what another library hands over and view it with
-/// [`StridedMemoryView::from_cuda_array_interface`];
-/// [`StridedMemoryView::cuda_array_interface`] writes one. The interface's
+/// [`StridedMemoryView::from_cuda_array_interface`](crate::StridedMemoryView::from_cuda_array_interface);
+/// [`StridedMemoryView::cuda_array_interface`](crate::StridedMemoryView::cuda_array_interface) writes one. The interface's
 /// `mask` is not supported (there is no field for it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CudaArrayInterface {
