@@ -14,3 +14,4 @@ pub(crate) mod ipc;
 pub(crate) mod layout;
 pub(crate) mod strided;
 pub(crate) mod strided_copy;
+pub(crate) mod strided_dlpack;
