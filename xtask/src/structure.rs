@@ -311,8 +311,8 @@ impl Crate {
             let set = out.entry(m.clone()).or_default();
             for r in refs {
                 let to = self.resolve(r, 0);
-                if std::env::var_os("STRUCTURE_DEBUG").is_some() && to.is_empty() {
-                    eprintln!("{} names {} (the root)", name(m), r.join("::"));
+                if std::env::var("STRUCTURE_WHY").is_ok_and(|w| w == name(m)) {
+                    eprintln!("{} names {} -> {}", name(m), r.join("::"), name(&to));
                 }
                 if to != *m && !to.is_empty() && self.rooms.contains_key(&to) {
                     set.insert(to);

@@ -3,43 +3,14 @@
 
 use std::any::Any;
 use std::ffi::c_void;
-use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, PoisonError};
 
 use cudars_bindings::driver as sys;
 
-use crate::error::{Check as _, Error, Result};
+use crate::error::{CallbackPanic, Check as _, Error, Result};
 use crate::sync::Mutex;
-use crate::{CaptureStatus, PinnedBuffer, Stream};
-
-/// A panic of a host function queued with [`Stream::launch_host_func`] or
-/// [`Stream::launch_host_func_repeatable`]: the first panic's message and how many
-/// host functions of the stream have panicked since the last report.
-///
-/// Returned by [`Stream::take_callback_panic`], and inside
-/// [`Error::HostCallbackPanicked`] by [`Stream::sync`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallbackPanic {
-    /// The first panic's message (its payload when that is a string).
-    pub message: String,
-    /// How many host functions panicked (at least 1).
-    pub count: usize,
-}
-
-impl fmt::Display for CallbackPanic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a host callback panicked: {}", self.message)?;
-        if self.count > 1 {
-            write!(
-                f,
-                " ({} callbacks panicked; this was the first)",
-                self.count
-            )?;
-        }
-        Ok(())
-    }
-}
+use crate::{memory::pinned_buffer::PinnedBuffer, stream::CaptureStatus, stream::Stream};
 
 /// Where a stream's host functions record their panics; shared by the stream's
 /// clones and by every host function queued on it.

@@ -8,7 +8,7 @@ use cudars_bindings::driver as sys;
 use crate::error::{Check as _, Result};
 use crate::sync::thread::{self, ThreadId};
 use crate::sync::{Condvar, Mutex};
-use crate::{Device, Stream, StreamOptions};
+use crate::{device::Device, stream::Stream, stream::StreamOptions};
 
 /// A CUDA context: a device's primary context (what [`Device::set_current`] uses
 /// and what everything uses by default) or an explicit one from
@@ -366,7 +366,7 @@ impl Context {
     /// [`ContextScope`](crate::ContextScope), and no longer); the driver's error.
     pub fn set_current(&self) -> Result<()> {
         if self.is_green() {
-            return Err(crate::Error::unsupported(
+            return Err(crate::error::Error::unsupported(
                 "making a context current",
                 "a green context is made current only for the length of each operation \
                  (the driver allows one thread at a time); use its streams instead",
@@ -664,5 +664,24 @@ mod loom_tests {
             assert_eq!(g.uses(), 3);
             assert!(g.is_free());
         });
+    }
+}
+
+// The device's contexts (the ground floor's `Device` knows no context).
+impl Device {
+    /// The device's primary context.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn context(&self) -> Result<Context> {
+        Context::primary(self)
+    }
+
+    /// A new explicit context on this device (see [`Context::create`]).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn create_context(&self, options: ContextOptions) -> Result<Context> {
+        Context::create(self, options)
     }
 }

@@ -126,7 +126,7 @@ fn poll_cold() {
 /// Whether `e` is a refusal that may pass: a call forbidden for the moment (a
 /// stream capture in progress, a driver callback thread), as opposed to a
 /// failure of the work itself.
-pub(crate) fn refused_for_now(e: &crate::Error) -> bool {
+pub(crate) fn refused_for_now(e: &crate::error::Error) -> bool {
     use cudars_bindings::driver as sys;
     e.driver_code().is_some_and(|c| {
         [
@@ -144,7 +144,7 @@ pub(crate) fn refused_for_now(e: &crate::Error) -> bool {
 /// context if that fails, as `Stream::drain` does). A wait refused for now is
 /// the error, so that the caller frees nothing and its free is retried; any
 /// other failure lets the free go ahead (the failed work runs no more).
-pub(crate) fn drain_before_free(stream: &crate::Stream) -> Result<()> {
+pub(crate) fn drain_before_free(stream: &crate::stream::Stream) -> Result<()> {
     match stream.drain() {
         Err(e) if refused_for_now(&e) => Err(e),
         _ => Ok(()),
@@ -330,7 +330,7 @@ fn drain_once() -> DeferredFrees {
         match r {
             Ok(Ok(())) => released += 1,
             Ok(Err(e)) => {
-                d.last_error = Some(crate::Report::new(&e).to_string());
+                d.last_error = Some(crate::error::Report::new(&e).to_string());
                 failed.push(d);
             }
             Err(payload) => {
@@ -451,7 +451,7 @@ pub(crate) mod tests {
         move || {
             if left > 0 {
                 left -= 1;
-                return Err(crate::Error::invalid("freeing", "not yet"));
+                return Err(crate::error::Error::invalid("freeing", "not yet"));
             }
             done.fetch_add(1, Ordering::SeqCst);
             Ok(())
@@ -508,7 +508,7 @@ pub(crate) mod tests {
             if s.load(Ordering::SeqCst) {
                 Ok(())
             } else {
-                Err(crate::Error::invalid("freeing", "not yet"))
+                Err(crate::error::Error::invalid("freeing", "not yet"))
             }
         });
         // Whoever drains (this thread or the reaper), the item stays: it fails
@@ -637,6 +637,6 @@ pub(crate) mod tests {
             let e = code.check(|| "waiting").unwrap_err();
             assert!(!refused_for_now(&e), "{e:?}");
         }
-        assert!(!refused_for_now(&crate::Error::invalid("x", "y")));
+        assert!(!refused_for_now(&crate::error::Error::invalid("x", "y")));
     }
 }

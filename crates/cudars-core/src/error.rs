@@ -1,6 +1,7 @@
 //! The crate's one error type: what went wrong, and what was being done.
 
 use std::borrow::Cow;
+use std::fmt;
 
 use cudars_bindings::driver::{CUDA_ERROR_OUT_OF_MEMORY, CUresult, DriverError};
 use cudars_bindings::nvfatbin::NvFatbinError;
@@ -159,7 +160,7 @@ pub enum Error {
         /// What was being done when the panic was reported.
         context: Cow<'static, str>,
         /// The panic's message and how many host functions panicked.
-        panic: crate::CallbackPanic,
+        panic: CallbackPanic,
     },
 }
 
@@ -737,6 +738,34 @@ fn classify(
             reason: Box::new(u.clone()),
         },
     })
+}
+
+/// A panic of a host function queued with [`Stream::launch_host_func`](crate::Stream::launch_host_func) or
+/// [`Stream::launch_host_func_repeatable`](crate::Stream::launch_host_func_repeatable): the first panic's message and how many
+/// host functions of the stream have panicked since the last report.
+///
+/// Returned by [`Stream::take_callback_panic`](crate::Stream::take_callback_panic), and inside
+/// [`Error::HostCallbackPanicked`] by [`Stream::sync`](crate::Stream::sync).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallbackPanic {
+    /// The first panic's message (its payload when that is a string).
+    pub message: String,
+    /// How many host functions panicked (at least 1).
+    pub count: usize,
+}
+
+impl fmt::Display for CallbackPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a host callback panicked: {}", self.message)?;
+        if self.count > 1 {
+            write!(
+                f,
+                " ({} callbacks panicked; this was the first)",
+                self.count
+            )?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Context, Device, Stream};
+use crate::{context::Context, device::Device, stream::Stream};
 
 /// How to create an [`Event`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,5 +211,16 @@ impl Drop for Event {
             return;
         }
         destroy(&self.ctx, self.handle);
+    }
+}
+
+// Events in the device's primary context.
+impl Device {
+    /// A new event in the primary context (see [`Event::new`](crate::Event::new)).
+    ///
+    /// # Errors
+    /// As [`Event::new`](crate::Event::new).
+    pub fn create_event(&self, options: crate::event::EventOptions) -> Result<crate::event::Event> {
+        crate::event::Event::new(self, options)
     }
 }

@@ -89,7 +89,6 @@ mod sync;
 pub mod system;
 mod versions;
 
-pub use callback::CallbackPanic;
 pub use code::cache;
 pub use code::compile::nvrtc;
 pub use code::compile::{
@@ -347,7 +346,9 @@ pub use cudars_core_macros::kernels;
 pub use cudars_pathfinder;
 pub use deferred::{DeferredFrees, deferred_frees, drain_deferred_frees};
 pub use device::Device;
-pub use error::{DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError};
+pub use error::{
+    CallbackPanic, DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError,
+};
 pub use event::{Event, EventOptions};
 pub use graph::{
     CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,
@@ -358,6 +359,7 @@ pub use graph::{
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 pub use half;
+pub use interop::cai::CudaArrayInterface;
 pub use interop::dlpack;
 #[doc(no_inline)]
 pub use interop::dlpack::DLPackDType;
@@ -369,16 +371,18 @@ pub use interop::host_strided::{ArrayInterface, StridedHostView};
 #[cfg(unix)]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
-pub use interop::strided::{CudaArrayInterface, IntoStridedMemoryView, StridedMemoryView};
-pub use launch::tensor_map::{
-    TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions, TensorMapIm2colOptions,
-    TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,
-    TensorMapOobFill, TensorMapSwizzle,
-};
+pub use interop::strided::{IntoStridedMemoryView, StridedMemoryView};
+pub use launch::array::{ArrayFormat, ArrayOptions, MipmappedArray, OpaqueArray};
+pub use launch::tensor_map::TensorMapDescriptor;
 pub use launch::tensor_map_array::{TensorMapElement, TiledOptions};
+pub use launch::tensor_map_options::{
+    TensorMapDataType, TensorMapDescriptorOptions, TensorMapIm2colOptions, TensorMapIm2colWideMode,
+    TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill,
+    TensorMapSwizzle,
+};
 pub use launch::texture::{
-    AddressMode, ArrayFormat, ArrayOptions, FilterMode, MipmappedArray, OpaqueArray, ReadMode,
-    SurfaceObject, TextureObject, TextureOptions, TextureResource,
+    AddressMode, FilterMode, ReadMode, SurfaceObject, TextureObject, TextureOptions,
+    TextureResource,
 };
 pub use launch::typed_kernel::{
     CaptureParam, CaptureSignature, ConstPtr, Lender, Lent, LentVal, MutPtr, Param, Signature,
@@ -395,9 +399,10 @@ pub use memory::batch::{
 pub use memory::device_buffer::DeviceBuffer;
 pub use memory::pinned_buffer::PinnedBuffer;
 pub use memory::view::{DeviceView, DeviceViewMut};
-pub use memory::vmm::{
+pub use memory::vmm::VirtualMemoryResource;
+pub use memory::vmm_options::{
     ExportedChunk, Granularity, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
-    VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions, VirtualMemoryResource,
+    VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions,
 };
 pub use memory::{
     Buffer, DeviceMemoryPoolOptions, DeviceMemoryResource, LegacyPinnedMemoryResource, Location,

@@ -423,3 +423,11 @@ props! {
     #[needs_driver(13000)]
     only_partial_host_native_atomic_supported: bool = CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED;
 }
+
+// Every attribute, typed.
+impl Device {
+    /// Every device attribute as a typed property.
+    pub fn properties(&self) -> crate::properties::DeviceProperties {
+        crate::properties::DeviceProperties::new(*self)
+    }
+}

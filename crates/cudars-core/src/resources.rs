@@ -29,7 +29,7 @@ use std::fmt;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Context, Device, Stream};
+use crate::{context::Context, device::Device, stream::Stream};
 
 /// A set of streaming multiprocessors of one device (`CUdevResource` of type
 /// `CU_DEV_RESOURCE_TYPE_SM`): all of a device's SMs ([`Device::resources`]), a
@@ -343,5 +343,35 @@ impl Stream {
     /// The driver's error.
     pub fn resources(&self) -> Result<DeviceResources> {
         self.context().resources()
+    }
+}
+
+// Green contexts: the device's resources and contexts made from them.
+impl Device {
+    /// All of the device's resources (`cuDeviceGetDevResource`).
+    ///
+    /// # Errors
+    /// The driver's error (`CUDA_ERROR_NOT_SUPPORTED` on drivers without green
+    /// contexts).
+    pub fn resources(&self) -> Result<DeviceResources> {
+        crate::device::init()?;
+        let dev = *self;
+        let sm = sm_resource_of(
+            dev,
+            || format!("reading the SM resource of device {}", dev.ordinal()),
+            // SAFETY: `r` is valid for writes; a valid device.
+            |r| unsafe {
+                sys::cuDeviceGetDevResource(dev.handle(), r, sys::CU_DEV_RESOURCE_TYPE_SM)
+            },
+        )?;
+        Ok(DeviceResources { sm })
+    }
+
+    /// A green context on this device (see [`Context::create_green`]).
+    ///
+    /// # Errors
+    /// As [`Context::create_green`].
+    pub fn create_green_context(&self, resources: &[SmResource]) -> Result<Context> {
+        Context::create_green(self, resources)
     }
 }

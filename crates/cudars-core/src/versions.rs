@@ -88,7 +88,7 @@ impl Component {
                 version: None,
                 path: None,
                 found_via: None,
-                error: Some(crate::Report::new(&e).to_string()),
+                error: Some(crate::error::Report::new(&e).to_string()),
                 detail: None,
             },
             Ok(lib) => Self {
@@ -110,7 +110,7 @@ impl Component {
         if c.path.is_some() {
             match version() {
                 Ok(v) => c.version = Some(v),
-                Err(e) => c.error = Some(crate::Report::new(&e).to_string()),
+                Err(e) => c.error = Some(crate::error::Report::new(&e).to_string()),
             }
         }
         c
@@ -165,7 +165,7 @@ fn nvml_component() -> Component {
             Ok((nvml_version, driver)) => {
                 c.detail = Some(format!("NVML {nvml_version}, driver {driver}"));
             }
-            Err(e) => c.error = Some(crate::Report::new(&e).to_string()),
+            Err(e) => c.error = Some(crate::error::Report::new(&e).to_string()),
         }
     }
     c

@@ -117,9 +117,9 @@ impl RawJit {
 }
 
 /// The code to hand to a loader: PTX must be NUL-terminated.
-pub(crate) fn loadable(code: &crate::ObjectCode) -> std::borrow::Cow<'_, [u8]> {
+pub(crate) fn loadable(code: &crate::code::object::ObjectCode) -> std::borrow::Cow<'_, [u8]> {
     let bytes = code.code();
-    if code.code_type() == crate::CodeType::Ptx && bytes.last() != Some(&0) {
+    if code.code_type() == crate::code::object::CodeType::Ptx && bytes.last() != Some(&0) {
         let mut v = bytes.to_vec();
         v.push(0);
         std::borrow::Cow::Owned(v)
@@ -141,10 +141,10 @@ const FATBIN_ENTRY_HEADER_MIN: u64 = 16;
 
 /// Checks that a cubin's or fat binary's own size fields stay inside its bytes:
 /// the driver's loaders take no length and trust the image's headers.
-pub(crate) fn check_image(code: &crate::ObjectCode) -> crate::Result<()> {
+pub(crate) fn check_image(code: &crate::code::object::ObjectCode) -> crate::error::Result<()> {
     let b = code.code();
     let what = || format!("loading {} `{}`", code.code_type(), code.name());
-    let bad = |why: &str| crate::Error::invalid(what(), format!("not a valid image: {why}"));
+    let bad = |why: &str| crate::error::Error::invalid(what(), format!("not a valid image: {why}"));
     // Reads that run past the end (or past `usize::MAX`) are `None`.
     let at = |o: usize, n: usize| b.get(o..o.checked_add(n)?);
     let u16_at = |o: usize| at(o, 2).map(|s| u64::from(u16::from_le_bytes([s[0], s[1]])));
@@ -160,7 +160,7 @@ pub(crate) fn check_image(code: &crate::ObjectCode) -> crate::Result<()> {
     let len = b.len() as u64;
     let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
     match code.code_type() {
-        crate::CodeType::Cubin => {
+        crate::code::object::CodeType::Cubin => {
             if b.len() < 64 || &b[..4] != b"\x7fELF" || b[4] != 2 || b[5] != 1 {
                 return Err(bad("a cubin is a 64-bit little-endian ELF file"));
             }
@@ -207,7 +207,7 @@ pub(crate) fn check_image(code: &crate::ObjectCode) -> crate::Result<()> {
             }
             Ok(())
         }
-        crate::CodeType::Fatbin => {
+        crate::code::object::CodeType::Fatbin => {
             if u32_at(0) != Some(0xBA55_ED50) {
                 return Err(bad("a fat binary starts with the magic 0xBA55ED50"));
             }
@@ -254,10 +254,10 @@ mod tests {
     //! typed refusal, and refuse every image whose size fields point past its bytes.
 
     use super::check_image;
-    use crate::{CodeType, Error, ObjectCode};
+    use crate::{code::object::CodeType, code::object::ObjectCode, error::Error};
     use proptest::prelude::*;
 
-    fn check(bytes: &[u8], kind: CodeType) -> crate::Result<()> {
+    fn check(bytes: &[u8], kind: CodeType) -> crate::error::Result<()> {
         let code = ObjectCode::new(bytes.to_vec(), kind, "hostile")?;
         check_image(&code)
     }

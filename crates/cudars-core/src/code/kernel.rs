@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Device, Library, Module};
+use crate::{code::library::Library, code::module::Module, device::Device};
 
 /// A kernel: from a [`Library`] (context-independent `CUkernel`) or a [`Module`]
 /// (`CUfunction`). Keeps its library or module loaded. Cheap to clone;
@@ -228,7 +228,7 @@ impl Kernel {
     /// What to pass to `cuLaunchKernel` for a launch in `ctx`, which is current:
     /// the kernel's `CUfunction` in `ctx` when `ctx` is the primary context it was
     /// first launched in (resolved once), otherwise the handle itself.
-    pub(crate) fn launch_handle(&self, ctx: &crate::Context) -> sys::CUfunction {
+    pub(crate) fn launch_handle(&self, ctx: &crate::context::Context) -> sys::CUfunction {
         let Handle::Library(k, _) = &self.inner.handle else {
             return self.handle();
         };
@@ -257,7 +257,7 @@ impl Kernel {
 
     /// The `CUfunction` of the kernel in the current context (occupancy queries
     /// need one).
-    fn function(&self, device: &Device) -> Result<sys::CUfunction> {
+    pub(crate) fn function(&self, device: &Device) -> Result<sys::CUfunction> {
         let _current = device.ensure_current()?;
         self.function_in_current()
     }
@@ -561,8 +561,8 @@ impl KernelAttributes<'_> {
 /// Occupancy queries for a kernel on one device.
 #[derive(Debug, Clone, Copy)]
 pub struct Occupancy<'a> {
-    kernel: &'a Kernel,
-    device: &'a Device,
+    pub(crate) kernel: &'a Kernel,
+    pub(crate) device: &'a Device,
 }
 
 impl Occupancy<'_> {
@@ -644,49 +644,5 @@ impl Occupancy<'_> {
             )
         })?;
         Ok(n)
-    }
-
-    /// The largest cluster size a launch of `config` could use
-    /// (`cuOccupancyMaxPotentialClusterSize`).
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn max_potential_cluster_size(
-        &self,
-        config: &crate::LaunchConfig,
-        stream: &crate::Stream,
-    ) -> Result<u32> {
-        let f = self.kernel.function(self.device)?;
-        let mut attrs = crate::launch::Attrs::default();
-        let cfg = config.raw(stream, &mut attrs);
-        let mut n = 0;
-        // SAFETY: `cfg` and the attributes it points to live for the call.
-        unsafe { sys::cuOccupancyMaxPotentialClusterSize(&mut n, f, &cfg) }
-            .check(|| format!("asking the cluster size of kernel `{}`", self.kernel.name()))?;
-        Ok(n.max(0) as u32)
-    }
-
-    /// How many clusters of `config`'s cluster size can be resident at once
-    /// (`cuOccupancyMaxActiveClusters`).
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn max_active_clusters(
-        &self,
-        config: &crate::LaunchConfig,
-        stream: &crate::Stream,
-    ) -> Result<u32> {
-        let f = self.kernel.function(self.device)?;
-        let mut attrs = crate::launch::Attrs::default();
-        let cfg = config.raw(stream, &mut attrs);
-        let mut n = 0;
-        // SAFETY: `cfg` and the attributes it points to live for the call.
-        unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f, &cfg) }.check(|| {
-            format!(
-                "asking the active clusters of kernel `{}`",
-                self.kernel.name()
-            )
-        })?;
-        Ok(n.max(0) as u32)
     }
 }

@@ -9,7 +9,10 @@ use cudars_bindings::driver as sys;
 
 use crate::code::jit::{JitOptions, loadable};
 use crate::error::{Check as _, Error, Result};
-use crate::{CodeType, Context, Kernel, Module, ObjectCode, Stream};
+use crate::{
+    code::kernel::Kernel, code::module::Module, code::object::CodeType, code::object::ObjectCode,
+    context::Context, stream::Stream,
+};
 
 /// Options of [`Library::load`] (`CUlibraryOption`) and the JIT options for PTX.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -8,7 +8,10 @@ use cudars_bindings::driver as sys;
 use crate::code::jit::{JitOptions, loadable};
 use crate::code::library::c_name;
 use crate::error::{Check as _, Error, Result};
-use crate::{CodeType, Context, Kernel, Library, ObjectCode};
+use crate::{
+    code::kernel::Kernel, code::library::Library, code::object::CodeType, code::object::ObjectCode,
+    context::Context,
+};
 
 /// Whether the driver loads modules lazily (`CUDA_MODULE_LOADING`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,507 +2,33 @@
 //! `GraphBuilder` does, keeping alive what is queued into it; its checks are
 //! pure functions, tested without a GPU.
 
-use std::any::Any;
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{
-    ArcView, Buffer, CaptureSignature, Context, Device, DeviceBuffer, DeviceMemoryResource, Event,
-    Kernel, KernelArg, LaunchConfig, MemoryResource, Stream, StreamOptions, TypedKernel,
-};
+use crate::{device::Device, stream::Stream, stream::StreamOptions};
 
-use super::capture::CaptureInfo;
 use super::{
-    CaptureMode, CaptureStatus, ConditionalKind, Graph, GraphCompleteOptions, GraphCondition,
-    GraphExec, Keep, Root, add_node, body_handles, conditional_params, create_condition_in, keep,
-    keep_all,
+    ConditionalKind, Graph, GraphCondition, Keep, Root, add_node, body_handles, conditional_params,
+    create_condition_in,
 };
-
-/// A kernel argument queued into a [`GraphBuilder`]: a value, copied when the
-/// work is captured, or device memory that the builder's graph must keep alive.
-///
-/// Implemented for every [`Pod`] value (numbers, `#[repr(C)]` structs, a
-/// [`GraphCondition`], a [`DevicePtr`](crate::DevicePtr), whose memory the
-/// caller vouches for), for [`ArcView`] (the address of its first element; the
-/// graph keeps its allocation alive) and for [`GraphView`] (an `ArcView`, or
-/// graph memory of the same graph). An `Arc<DeviceBuffer<T>>` is passed as
-/// `x.shared_view()`, an `Arc<Buffer>` as `ArcView::<T>::of_buffer(&b)?`.
-pub trait CaptureArg {
-    /// The argument's bytes, as a launch takes them.
-    fn as_kernel_arg(&self) -> &dyn KernelArg;
-    /// What the graph must keep alive for the argument to stay valid (`None`
-    /// for a value).
-    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>>;
-    /// The device of the memory the argument points to (`None` for a value).
-    fn memory_device(&self) -> Option<&Device>;
-    /// For graph memory ([`GraphBuilder::allocate`]), the allocation it comes
-    /// from: it is usable only by work ordered after that allocation in the same
-    /// graph (see [`GraphView`]).
-    fn graph_memory_of(&self) -> Option<u64> {
-        None
-    }
-}
-
-impl<T: Pod> CaptureArg for T {
-    fn as_kernel_arg(&self) -> &dyn KernelArg {
-        self
-    }
-    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
-        None
-    }
-    fn memory_device(&self) -> Option<&Device> {
-        None
-    }
-}
-
-impl<T: Pod> CaptureArg for ArcView<T> {
-    fn as_kernel_arg(&self) -> &dyn KernelArg {
-        self
-    }
-    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
-        Some(ArcView::keep_alive(self))
-    }
-    fn memory_device(&self) -> Option<&Device> {
-        Some(self.buffer().device())
-    }
-}
-
-/// Device memory that work queued into a [`GraphBuilder`] uses: an [`ArcView`]
-/// (from an `Arc<DeviceBuffer<T>>`, `&ArcView<T>`, …), whose allocation the
-/// graph keeps alive, or graph memory from [`GraphBuilder::allocate`], which
-/// exists only while its graph runs, from its allocation node to the free node
-/// that ends the graph. Graph memory is therefore taken only by work ordered
-/// after its allocation: by the builder that allocated it, by builders split
-/// off it (or conditional bodies added to it) afterwards, and by builders those
-/// were joined into; anywhere else it is an [`Error::InvalidArgument`].
-pub struct GraphView<T> {
-    view: ArcView<T>,
-    /// The allocation this graph memory comes from (`None`: an `ArcView`).
-    alloc: Option<u64>,
-}
-
-impl<T> Clone for GraphView<T> {
-    fn clone(&self) -> Self {
-        Self {
-            view: self.view.clone(),
-            alloc: self.alloc,
-        }
-    }
-}
-
-impl<T> std::fmt::Debug for GraphView<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GraphView")
-            .field("view", &self.view)
-            .field("graph_memory", &self.alloc.is_some())
-            .finish()
-    }
-}
-
-impl<T: Pod> GraphView<T> {
-    /// The elements in `range` of this view (any range of `usize`), of the same
-    /// memory.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] with
-    /// [`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange) for a range
-    /// outside the view.
-    pub fn slice(&self, range: impl std::ops::RangeBounds<usize>) -> Result<Self> {
-        Ok(Self {
-            view: self.view.slice(range)?,
-            alloc: self.alloc,
-        })
-    }
-
-    /// How many elements.
-    pub fn len(&self) -> usize {
-        self.view.len()
-    }
-
-    /// Whether there are no elements.
-    pub fn is_empty(&self) -> bool {
-        self.view.is_empty()
-    }
-
-    /// The device the memory is on.
-    pub fn device(&self) -> &Device {
-        self.view.device()
-    }
-
-    /// Whether this is graph memory of [`GraphBuilder::allocate`].
-    pub fn is_graph_memory(&self) -> bool {
-        self.alloc.is_some()
-    }
-}
-
-impl<T: Pod> From<ArcView<T>> for GraphView<T> {
-    fn from(view: ArcView<T>) -> Self {
-        Self { view, alloc: None }
-    }
-}
-
-impl<T: Pod> From<&ArcView<T>> for GraphView<T> {
-    fn from(view: &ArcView<T>) -> Self {
-        Self::from(view.clone())
-    }
-}
-
-impl<T: Pod + Send + Sync> From<Arc<DeviceBuffer<T>>> for GraphView<T> {
-    fn from(buffer: Arc<DeviceBuffer<T>>) -> Self {
-        Self::from(ArcView::from(buffer))
-    }
-}
-
-impl<T: Pod + Send + Sync> From<&Arc<DeviceBuffer<T>>> for GraphView<T> {
-    fn from(buffer: &Arc<DeviceBuffer<T>>) -> Self {
-        Self::from(ArcView::from(buffer))
-    }
-}
-
-impl<T: Pod> From<&GraphView<T>> for GraphView<T> {
-    fn from(view: &GraphView<T>) -> Self {
-        view.clone()
-    }
-}
-
-// SAFETY: the inner view's stored device address (8 bytes), as `ArcView`'s.
-// Soundness contract: rule 10.
-unsafe impl<T: Pod> KernelArg for GraphView<T> {
-    fn arg_ptr(&self) -> *const std::ffi::c_void {
-        self.view.arg_ptr()
-    }
-    fn arg_size(&self) -> usize {
-        self.view.arg_size()
-    }
-}
-
-impl<T: Pod> CaptureArg for GraphView<T> {
-    fn as_kernel_arg(&self) -> &dyn KernelArg {
-        self
-    }
-    fn keep_alive(&self) -> Option<Arc<dyn Any + Send + Sync>> {
-        Some(ArcView::keep_alive(&self.view))
-    }
-    fn memory_device(&self) -> Option<&Device> {
-        Some(self.view.device())
-    }
-    fn graph_memory_of(&self) -> Option<u64> {
-        self.alloc
-    }
-}
-
-/// What a builder is, for the checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RoleKind {
-    /// The builder of the graph: `end_building` returns it.
-    Top,
-    /// Split off another builder; ended by joining it.
-    Split,
-    /// Captures into a conditional node's body graph.
-    Body,
-}
-
-/// Where a builder is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Made, not yet building.
-    Idle,
-    /// Capturing.
-    Building,
-    /// Done (ended, joined, or failed while ending).
-    Ended,
-}
-
-#[derive(Debug)]
-enum Role {
-    Top,
-    /// `origin` is the stream of the builder whose capture it takes part in
-    /// (the top builder or a conditional body), which a dropped split is
-    /// joined to.
-    Split {
-        origin: Stream,
-    },
-    /// The body graph, owned by its conditional node.
-    Body {
-        graph: sys::CUgraph,
-    },
-}
-
-impl Role {
-    fn kind(&self) -> RoleKind {
-        match self {
-            Role::Top => RoleKind::Top,
-            Role::Split { .. } => RoleKind::Split,
-            Role::Body { .. } => RoleKind::Body,
-        }
-    }
-}
-
-/// A builder of the family that is capturing and not yet ended or joined.
-struct OpenChild {
-    id: u64,
-    /// The capture it takes part in (see [`GraphBuilder::capture`]).
-    capture: u64,
-    stream: Stream,
-    kind: RoleKind,
-    /// The stream of the builder whose capture it takes part in (splits only).
-    origin: Option<Stream>,
-}
-
-/// A graph allocation made by [`GraphBuilder::allocate`], freed by a captured
-/// free node when the top builder ends.
-struct PendingFree {
-    ptr: sys::CUdeviceptr,
-    size: usize,
-}
-
-/// A node added to a capture's graph, named again once the graph is built.
-struct CapturedNode(sys::CUgraphNode);
-
-// SAFETY: the handle is only wrapped into a `GraphNode` of the built graph (an
-// identifier; `Graph` serialises its use), never used through this type.
-// Soundness contract: rule 11.
-unsafe impl Send for CapturedNode {}
-// SAFETY: as above.
-// Soundness contract: rule 11.
-unsafe impl Sync for CapturedNode {}
-
-/// What the builders of one graph (the top one, its splits, its bodies) share.
-struct Family {
-    /// Tells the families apart (graph memory names its family).
-    id: u64,
-    ctx: Context,
-    keep: Keep,
-    frees: Mutex<Vec<PendingFree>>,
-    /// The conditional nodes added to the top builder's capture, recorded in the
-    /// graph when it ends (for [`GraphNode::params`](super::GraphNode::params)).
-    conditionals: Mutex<Vec<(CapturedNode, GraphCondition, ConditionalKind)>>,
-    children: Mutex<Vec<OpenChild>>,
-    /// The top builder has ended (or was dropped): no body may begin.
-    ended: AtomicBool,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn next_builder_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// Checks that a builder may begin building.
-fn check_begin(role: RoleKind, phase: Phase, family_ended: bool) -> Result<()> {
-    const WHAT: &str = "beginning to build a graph";
-    match phase {
-        Phase::Building => Err(Error::invalid(WHAT, "the builder is already building")),
-        Phase::Ended => Err(Error::invalid(
-            WHAT,
-            "the builder's building has ended, and cannot resume",
-        )),
-        Phase::Idle if role == RoleKind::Body && family_ended => Err(Error::invalid(
-            WHAT,
-            "the graph this conditional body belongs to has been built already, or was dropped",
-        )),
-        Phase::Idle => Ok(()),
-    }
-}
-
-/// Checks that a builder may end building, with `open` builders split from it
-/// (or, for the top builder, any builder of its graph) still building.
-fn check_end(role: RoleKind, phase: Phase, open: usize) -> Result<()> {
-    const WHAT: &str = "ending a graph builder";
-    if role == RoleKind::Split {
-        return Err(Error::invalid(
-            WHAT,
-            "a builder made by `split` is ended by joining it (`join`)",
-        ));
-    }
-    match phase {
-        Phase::Idle => Err(Error::invalid(
-            WHAT,
-            "the builder is not building (call `begin_building` first)",
-        )),
-        Phase::Ended => Err(Error::invalid(WHAT, "the builder has already ended")),
-        Phase::Building if open > 0 => Err(Error::invalid(
-            WHAT,
-            format!(
-                "{open} builder{} made from it {} still building: join the split builders \
-                 and end the conditional bodies first",
-                if open == 1 { "" } else { "s" },
-                if open == 1 { "is" } else { "are" }
-            ),
-        )),
-        Phase::Building => Ok(()),
-    }
-}
-
-/// Checks that work may be queued into a builder. A split or body builder of
-/// a graph that has ended (or was dropped) is refused too: its stream no longer
-/// captures, so the work would run at once instead of joining a graph.
-fn check_building(
-    role: RoleKind,
-    phase: Phase,
-    family_ended: bool,
-    what: impl Into<Cow<'static, str>>,
-) -> Result<()> {
-    match phase {
-        Phase::Building if role != RoleKind::Top && family_ended => Err(Error::invalid(
-            what,
-            "the graph this builder adds to has ended or was dropped",
-        )),
-        Phase::Building => Ok(()),
-        Phase::Idle => Err(Error::invalid(
-            what,
-            "the builder is not building (call `begin_building` first)",
-        )),
-        Phase::Ended => Err(Error::invalid(what, "the builder's building has ended")),
-    }
-}
-
-/// Checks `split(count)`'s count (Python's: the builder itself and `count - 1`
-/// new ones) and returns how many builders to make.
-fn check_split_count(count: usize) -> Result<usize> {
-    if count < 2 {
-        return Err(Error::invalid(
-            "splitting a graph builder",
-            format!(
-                "a split makes at least 2 builders (the original and a new one), {count} asked"
-            ),
-        ));
-    }
-    Ok(count - 1)
-}
-
-/// Where a builder captures: its device, its graph (family) and the capture
-/// sequence it takes part in (the top builder's, or a conditional body's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Place {
-    device: Device,
-    family: u64,
-    capture: u64,
-}
-
-/// Checks that a builder (`other`, of `role`) may be joined into one at `into`.
-fn check_join(into: Place, other: Place, role: RoleKind) -> Result<()> {
-    const WHAT: &str = "joining graph builders";
-    if other.device != into.device {
-        return Err(Error::other_device(
-            WHAT,
-            format!(
-                "a builder of device {} cannot join one of device {}",
-                other.device.ordinal(),
-                into.device.ordinal()
-            ),
-        ));
-    }
-    if other.family != into.family {
-        return Err(Error::invalid(
-            WHAT,
-            "the builder belongs to another graph's capture",
-        ));
-    }
-    if role != RoleKind::Split {
-        return Err(Error::invalid(
-            WHAT,
-            "only builders made by `split` are joined (end the others with `end_building`)",
-        ));
-    }
-    if other.capture != into.capture {
-        return Err(Error::invalid(
-            WHAT,
-            "the builder was split off another capture of the graph (the top builder's or \
-             a conditional body's): join it into a builder of that capture",
-        ));
-    }
-    Ok(())
-}
-
-/// Checks that graph memory (`of`: its allocation) named by work queued into a
-/// builder is one of the allocations ordered before that work (`visible`).
-fn check_graph_memory(
-    visible: &[u64],
-    of: Option<u64>,
-    what: impl Into<Cow<'static, str>>,
-) -> Result<()> {
-    match of {
-        Some(id) if !visible.contains(&id) => Err(Error::invalid(
-            what,
-            "the graph memory is not allocated before this point of the graph: only the \
-             builder that allocated it, builders split off it or bodies added to it \
-             afterwards, and builders those were joined into use it",
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// The capture status `status` allows work, else why not.
-fn active(status: CaptureStatus, what: Cow<'static, str>) -> Result<()> {
-    match status {
-        CaptureStatus::Active => Ok(()),
-        CaptureStatus::Invalidated => Err(Error::invalid(
-            what,
-            "an error invalidated the capture; end the building to discard it",
-        )),
-        CaptureStatus::None => Err(Error::invalid(
-            what,
-            "the builder's stream is no longer capturing",
-        )),
-    }
-}
-
-/// Checks that `thing` (memory, a graph, a pool, an event) of device `other`
-/// can be used by work of a builder on `device`.
-pub(super) fn check_device(
-    device: &Device,
-    (thing, other): (&str, &Device),
-    what: impl Into<Cow<'static, str>>,
-) -> Result<()> {
-    if other != device {
-        return Err(Error::other_device(
-            what,
-            format!(
-                "the builder is on device {}, the {thing} on device {}",
-                device.ordinal(),
-                other.ordinal()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks captured-launch arguments against a typed signature's sizes.
-fn check_signature_sizes(kernel: &str, sizes: &[usize], args: &[&dyn CaptureArg]) -> Result<()> {
-    for (i, (a, want)) in args.iter().zip(sizes).enumerate() {
-        let have = a.as_kernel_arg().arg_size();
-        if have != *want {
-            return Err(Error::invalid(
-                format!("launching kernel `{kernel}` into a graph builder"),
-                format!("argument {i} is {have} bytes, the signature's parameter {want}"),
-            ));
-        }
-    }
-    if args.len() != sizes.len() {
-        return Err(Error::invalid(
-            format!("launching kernel `{kernel}` into a graph builder"),
-            format!(
-                "{} arguments for a signature of {}",
-                args.len(),
-                sizes.len()
-            ),
-        ));
-    }
-    Ok(())
-}
+use crate::graph::builder_rules::{
+    CapturedNode, Family, OpenChild, Phase, Place, Role, RoleKind, active, check_begin,
+    check_building, check_end, check_graph_memory, check_join, check_split_count, lock,
+    next_builder_id,
+};
+use crate::stream::CaptureInfo;
+use crate::{
+    graph::exec::GraphCompleteOptions, graph::exec::GraphExec, stream::CaptureMode,
+    stream::CaptureStatus,
+};
 
 /// `cuStreamEndCapture`: the status and the graph (null when none came back).
-fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
+pub(crate) fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
     let mut g: sys::CUgraph = std::ptr::null_mut();
     let rc = match stream.context().ensure_current() {
         // SAFETY: `g` is valid for writes; a live stream.
@@ -525,12 +51,12 @@ fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
 /// event records and waits, child graphs) becomes nodes of the graph that
 /// [`end_building`](GraphBuilder::end_building) completes. Captured work refers to
 /// memory by address, so the builder **keeps every object queued into it alive**
-/// (the [`ArcView`]s and their allocations, the kernels and their libraries, the
+/// (the [`ArcView`](crate::ArcView)s and their allocations, the kernels and their libraries, the
 /// events, the child graphs' own keep lists) in the keep list of the graph it
 /// builds; the graph hands it to each [`GraphExec`] instantiated from it, which
 /// holds it until its launches have finished. That is what makes queuing safe,
 /// where [`Stream::begin_capture`] is `unsafe`. Graph memory
-/// ([`allocate`](GraphBuilder::allocate)) is a [`GraphView`] that only work
+/// ([`allocate`](GraphBuilder::allocate)) is a [`GraphView`](crate::GraphView) that only work
 /// ordered after its allocation takes, and is freed by a node that ends the
 /// graph.
 ///
@@ -581,17 +107,17 @@ fn end_capture_raw(stream: &Stream) -> (sys::CUresult, sys::CUgraph) {
 ///
 /// Neither `Send` nor `Sync`, as [`Graph`].
 pub struct GraphBuilder {
-    id: u64,
+    pub(crate) id: u64,
     /// The id of the builder whose capture this one takes part in (its own, but
     /// for a split builder; the family's id for the top builder's capture).
-    capture: u64,
+    pub(crate) capture: u64,
     /// The graph allocations ordered before this builder's next work.
-    visible: Cell<Vec<u64>>,
-    stream: Stream,
-    role: Role,
-    phase: Phase,
-    family: Arc<Family>,
-    graph: Option<Graph>,
+    pub(crate) visible: Cell<Vec<u64>>,
+    pub(crate) stream: Stream,
+    pub(crate) role: Role,
+    pub(crate) phase: Phase,
+    pub(crate) family: Arc<Family>,
+    pub(crate) graph: Option<Graph>,
 }
 
 impl std::fmt::Debug for GraphBuilder {
@@ -636,7 +162,7 @@ impl GraphBuilder {
         Ok(Self::top(s))
     }
 
-    fn top(stream: Stream) -> Self {
+    pub(crate) fn top(stream: Stream) -> Self {
         let family = Arc::new(Family {
             id: next_builder_id(),
             ctx: stream.context().clone(),
@@ -651,7 +177,7 @@ impl GraphBuilder {
         b
     }
 
-    fn member(stream: Stream, role: Role, phase: Phase, family: Arc<Family>) -> Self {
+    pub(crate) fn member(stream: Stream, role: Role, phase: Phase, family: Arc<Family>) -> Self {
         let id = next_builder_id();
         Self {
             id,
@@ -666,14 +192,14 @@ impl GraphBuilder {
     }
 
     /// The allocations ordered before this builder's next work.
-    fn visible(&self) -> Vec<u64> {
+    pub(crate) fn visible(&self) -> Vec<u64> {
         let v = self.visible.take();
         self.visible.set(v.clone());
         v
     }
 
     /// Adds `ids` to the allocations ordered before this builder's next work.
-    fn see(&self, ids: impl IntoIterator<Item = u64>) {
+    pub(crate) fn see(&self, ids: impl IntoIterator<Item = u64>) {
         let mut v = self.visible.take();
         for id in ids {
             if !v.contains(&id) {
@@ -684,7 +210,7 @@ impl GraphBuilder {
     }
 
     /// Checks graph memory named by work queued here.
-    fn check_graph_memory(
+    pub(crate) fn check_graph_memory(
         &self,
         of: Option<u64>,
         what: impl Into<Cow<'static, str>>,
@@ -695,7 +221,7 @@ impl GraphBuilder {
         }
     }
 
-    fn place(&self) -> Place {
+    pub(crate) fn place(&self) -> Place {
         Place {
             device: *self.device(),
             family: self.family.id,
@@ -714,7 +240,7 @@ impl GraphBuilder {
     /// Work queued on it directly while the builder is building is captured
     /// unchecked: it must keep to [`Stream::begin_capture`]'s contract (what it
     /// uses must outlive the graph and its instantiations), and no owning
-    /// [`Buffer`] may be allocated on it (its free would be ordered on this
+    /// [`Buffer`](crate::Buffer) may be allocated on it (its free would be ordered on this
     /// stream, outside the graph, after the capture).
     pub unsafe fn stream(&self) -> &Stream {
         &self.stream
@@ -798,7 +324,7 @@ impl GraphBuilder {
     /// How many builders made from this one are still building: for a body,
     /// the split builders of its capture (at any depth); for the top builder,
     /// every builder of the graph.
-    fn open_children(&self) -> usize {
+    pub(crate) fn open_children(&self) -> usize {
         lock(&self.family.children)
             .iter()
             .filter(|c| {
@@ -808,7 +334,7 @@ impl GraphBuilder {
             .count()
     }
 
-    fn forget_child(&self) {
+    pub(crate) fn forget_child(&self) {
         lock(&self.family.children).retain(|c| c.id != self.id);
     }
 
@@ -941,7 +467,7 @@ impl GraphBuilder {
     pub fn debug_dot_print_with(
         &self,
         path: impl AsRef<std::path::Path>,
-        options: super::GraphDebugPrintOptions,
+        options: crate::graph::debug::GraphDebugPrintOptions,
     ) -> Result<()> {
         self.graph()?.debug_dot_print_with(path, options)
     }
@@ -949,7 +475,7 @@ impl GraphBuilder {
     /// Checks that work may be queued: the builder's phase and graph, then that
     /// its stream really is capturing (work queued on a stream whose capture
     /// ended, for instance by a driver error, would run at once).
-    fn check_building(&self, what: impl Into<Cow<'static, str>>) -> Result<()> {
+    pub(crate) fn check_building(&self, what: impl Into<Cow<'static, str>>) -> Result<()> {
         let what = what.into();
         self.check_phase(what.clone())?;
         active(self.stream.capture_status()?, what)
@@ -958,7 +484,7 @@ impl GraphBuilder {
     /// As [`check_building`](Self::check_building), returning the capture's
     /// graph and current dependencies (one `cuStreamGetCaptureInfo`, which
     /// answers the status too), for work that adds nodes itself.
-    fn capturing(&self, what: impl Into<Cow<'static, str>>) -> Result<CaptureInfo> {
+    pub(crate) fn capturing(&self, what: impl Into<Cow<'static, str>>) -> Result<CaptureInfo> {
         let what = what.into();
         self.check_phase(what.clone())?;
         let info = self.stream.capture_info()?;
@@ -967,7 +493,7 @@ impl GraphBuilder {
     }
 
     /// The builder's own state allows work (no driver call).
-    fn check_phase(&self, what: Cow<'static, str>) -> Result<()> {
+    pub(crate) fn check_phase(&self, what: Cow<'static, str>) -> Result<()> {
         check_building(
             self.role.kind(),
             self.phase,
@@ -1064,7 +590,11 @@ impl GraphBuilder {
 
     /// Adds a conditional node of `kind` at this point of the capture and
     /// returns a builder for each of its bodies (not yet building).
-    fn conditional(&self, condition: GraphCondition, kind: ConditionalKind) -> Result<Vec<Self>> {
+    pub(crate) fn conditional(
+        &self,
+        condition: GraphCondition,
+        kind: ConditionalKind,
+    ) -> Result<Vec<Self>> {
         let what = || format!("adding a {kind:?} node to a graph builder");
         let info = self.capturing(what())?;
         let (mut p, size) = conditional_params(&self.family.ctx, condition, kind)?;
@@ -1100,7 +630,7 @@ impl GraphBuilder {
             .collect()
     }
 
-    fn one_body(mut bodies: Vec<Self>, what: &'static str) -> Result<Self> {
+    pub(crate) fn one_body(mut bodies: Vec<Self>, what: &'static str) -> Result<Self> {
         bodies
             .pop()
             .ok_or_else(|| Error::unsupported(what, "the driver returned no body graph"))
@@ -1158,354 +688,9 @@ impl GraphBuilder {
         Self::one_body(bodies, "adding a while node to a graph builder")
     }
 
-    /// Embeds a copy of `child` at this point of the capture (`add_child`); the
-    /// graph being built keeps what `child` keeps alive.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when not building or for a graph of another
-    /// device; the driver's error.
-    pub fn add_child(&self, child: &Graph) -> Result<()> {
-        const WHAT: &str = "adding a child graph to a graph builder";
-        let info = self.capturing(WHAT)?;
-        check_device(self.device(), ("graph", child.ctx.device()), WHAT)?;
-        let mut node: sys::CUgraphNode = std::ptr::null_mut();
-        // SAFETY: the dependencies are nodes of the capture's graph; a live child
-        // graph, which the driver clones.
-        unsafe {
-            sys::cuGraphAddChildGraphNode(
-                &mut node,
-                info.graph,
-                info.deps.as_ptr(),
-                info.deps.len(),
-                child.handle,
-            )
-        }
-        .check(|| WHAT)?;
-        keep_all(&self.family.keep, &child.keep);
-        self.stream.set_capture_dependency(node)
-    }
-
-    /// Launches `kernel` with `config` and `args` into the graph
-    /// (`launch(builder, config, kernel, *args)`), checked as [`crate::launch`]
-    /// checks a launch. The graph keeps the kernel (and its library) and the
-    /// arguments' allocations alive.
-    ///
-    /// # Safety
-    /// As [`crate::launch`], for every launch of every instantiation of the graph,
-    /// except that the builder keeps [`ArcView`] arguments alive: the kernel must
-    /// stay within the memory it is given, must not race with other work on it,
-    /// and memory passed by raw address ([`DevicePtr`](crate::DevicePtr), an
-    /// integer) must stay valid while the graph can run.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when not building, for memory of another device,
-    /// graph memory of another graph, or a wrong argument count or size; the
-    /// driver's error.
-    pub unsafe fn launch(
-        &self,
-        config: &LaunchConfig,
-        kernel: &Kernel,
-        args: &[&dyn CaptureArg],
-    ) -> Result<()> {
-        let what = || format!("launching kernel `{}` into a graph builder", kernel.name());
-        self.check_building(what())?;
-        // The message is formatted only for an argument that fails.
-        for a in args {
-            if let Some(d) = a.memory_device() {
-                if d != self.device() {
-                    check_device(self.device(), ("memory", d), what())?;
-                }
-            }
-            if let Some(id) = a.graph_memory_of() {
-                self.check_graph_memory(Some(id), what())?;
-            }
-        }
-        // Kept first: a node the driver accepted must never outlive its memory.
-        for a in args {
-            if let Some(k) = a.keep_alive() {
-                keep(&self.family.keep, k);
-            }
-        }
-        keep(&self.family.keep, Arc::new(kernel.clone()));
-        let plain: Vec<&dyn KernelArg> = args.iter().map(|a| a.as_kernel_arg()).collect();
-        // SAFETY: per this function's contract; the builder's stream is capturing.
-        unsafe { crate::launch(&self.stream, config, kernel, &plain) }
-    }
-
-    /// Launches a [`TypedKernel`] into the graph: `args` is the signature's
-    /// tuple with a [`GraphView`] for each pointer (`ConstPtr<T>`, `MutPtr<T>`)
-    /// and the value for each value (a `bool` as a `u8`); see
-    /// [`CaptureSignature`]. The argument count, kinds and sizes are fixed by
-    /// the signature, checked once when the `TypedKernel` was made (on drivers
-    /// of CUDA 12.4 and later), and each argument's size is checked against it
-    /// here, whatever the driver. Otherwise as [`launch`](Self::launch).
-    ///
-    /// ```no_run
-    /// # fn f(k: cudars_core::Kernel, b: &cudars_core::GraphBuilder, x: &std::sync::Arc<cudars_core::DeviceBuffer<f32>>) -> cudars_core::Result<()> {
-    /// use cudars_core::{ConstPtr, LaunchConfig, MutPtr, TypedKernel};
-    /// // extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned long long n)
-    /// let saxpy = TypedKernel::<(f32, ConstPtr<f32>, MutPtr<f32>, u64)>::new(k)?;
-    /// let y = b.allocate::<f32>(1024)?;
-    /// // SAFETY: saxpy reads x[0..n] and writes y[0..n]; both hold n = 1024 floats.
-    /// unsafe { b.launch_typed(&LaunchConfig::for_elements(1024, 256), &saxpy, (2.0, x.into(), y, 1024))? };
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Safety
-    /// As [`TypedKernel::launch`], for every launch of every instantiation of the
-    /// graph: the kernel must stay within the views it is given and write only
-    /// through `MutPtr` parameters; the builder keeps the views' memory alive.
-    ///
-    /// # Errors
-    /// As [`launch`](Self::launch).
-    pub unsafe fn launch_typed<S: CaptureSignature>(
-        &self,
-        config: &LaunchConfig,
-        kernel: &TypedKernel<S>,
-        args: S::Captured,
-    ) -> Result<()> {
-        S::with_captured(&args, |all| {
-            check_signature_sizes(kernel.kernel().name(), S::SIZES, all)?;
-            // SAFETY: per this function's contract.
-            unsafe { self.launch(config, kernel.kernel(), all) }
-        })
-    }
-
-    /// Copies `src` into `dst`, views of equal length, when the graph runs (a
-    /// memcpy node); the graph keeps both allocations alive. Each is a
-    /// [`GraphView`]: an `&Arc<DeviceBuffer<T>>`, an [`ArcView`], or graph memory.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when not building, for views of other lengths
-    /// ([`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange)), graph
-    /// memory of another graph, or when neither is memory of the builder's
-    /// device; the driver's error.
-    pub fn copy<T: Pod>(
-        &self,
-        dst: impl Into<GraphView<T>>,
-        src: impl Into<GraphView<T>>,
-    ) -> Result<()> {
-        const WHAT: &str = "copying in a graph builder";
-        self.check_building(WHAT)?;
-        let (dst, src) = (dst.into(), src.into());
-        self.check_graph_memory(dst.alloc, WHAT)?;
-        self.check_graph_memory(src.alloc, WHAT)?;
-        let (dst, src) = (dst.view, src.view);
-        if dst.len() != src.len() {
-            return Err(Error::out_of_range(
-                WHAT,
-                format!(
-                    "the lengths differ: {} and {} elements",
-                    src.len(),
-                    dst.len()
-                ),
-            ));
-        }
-        if dst.device() != self.device() {
-            check_device(self.device(), ("memory", src.device()), WHAT)?;
-        }
-        keep(&self.family.keep, dst.keep_alive());
-        keep(&self.family.keep, src.keep_alive());
-        crate::memory::copy_device(
-            dst.buffer(),
-            dst.ptr(),
-            src.buffer(),
-            src.ptr(),
-            dst.byte_len(),
-            &self.stream,
-        )
-    }
-
-    /// Sets every element of `dst` to `value` when the graph runs (one memset
-    /// node; two for 8-byte elements); the graph keeps the allocation alive.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when not building, for memory of another
-    /// device, graph memory of another graph, or an address not aligned to the
-    /// element size; the driver's error.
-    pub fn fill<T: Pod>(&self, dst: impl Into<GraphView<T>>, value: T) -> Result<()> {
-        const {
-            assert!(
-                matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
-                "GraphBuilder::fill takes elements of 1, 2, 4 or 8 bytes"
-            );
-        }
-        const WHAT: &str = "filling in a graph builder";
-        self.check_building(WHAT)?;
-        let dst = dst.into();
-        self.check_graph_memory(dst.alloc, WHAT)?;
-        let dst = dst.view;
-        check_device(self.device(), ("memory", dst.device()), WHAT)?;
-        keep(&self.family.keep, dst.keep_alive());
-        crate::memory::view::Span {
-            buf: dst.buffer(),
-            ptr: dst.ptr(),
-            len: dst.len(),
-            elem: std::mem::size_of::<T>(),
-        }
-        .fill_queued(bytemuck::bytes_of(&value), &self.stream)
-    }
-
-    /// Allocates `len` elements of graph memory (`mr.allocate(size,
-    /// stream=builder)`; graph memory comes from the device's graph memory pool
-    /// whatever `mr` is): an allocation node now (`cuMemAllocAsync`), and a free
-    /// node that ends the graph, added by [`end_building`](Self::end_building).
-    /// The memory exists while the graph runs, from its allocation to the end of
-    /// the graph, fresh on each launch: the [`GraphView`] is taken by work queued
-    /// into this graph's builders (this one, its splits and bodies), and refused
-    /// by any other. [`allocate_from`](Self::allocate_from) names the pool whose
-    /// properties the allocation node takes.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when not building, for a zero length or a size
-    /// that overflows; [`Error::Unsupported`] in a conditional body (CUDA allows
-    /// no allocation there); the driver's error.
-    pub fn allocate<T: Pod>(&self, len: usize) -> Result<GraphView<T>> {
-        self.allocate_in(None, len)
-    }
-
-    /// As [`allocate`](Self::allocate), the allocation node taking the
-    /// properties of `pool`, a memory pool of the builder's device
-    /// (`cuMemAllocFromPoolAsync`).
-    ///
-    /// # Errors
-    /// As [`allocate`](Self::allocate); [`Error::InvalidArgument`] for a pool of
-    /// another device; [`Error::Unsupported`] for a pool imported from another
-    /// process.
-    pub fn allocate_from<T: Pod>(
-        &self,
-        pool: &DeviceMemoryResource,
-        len: usize,
-    ) -> Result<GraphView<T>> {
-        self.allocate_in(Some(pool), len)
-    }
-
-    fn allocate_in<T: Pod>(
-        &self,
-        pool: Option<&DeviceMemoryResource>,
-        len: usize,
-    ) -> Result<GraphView<T>> {
-        let what = || format!("allocating {len} elements in a graph builder");
-        self.check_building(what())?;
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or_else(|| Error::out_of_range(what(), "the size in bytes does not fit a usize"))?;
-        if bytes == 0 {
-            return Err(Error::zero_size(what()));
-        }
-        if self.capture != self.family.id {
-            return Err(Error::unsupported(
-                what(),
-                "CUDA allows no allocation in a conditional node's body",
-            ));
-        }
-        if let Some(pool) = pool {
-            check_device(
-                self.device(),
-                ("pool", &MemoryResource::device(pool)),
-                what(),
-            )?;
-            if pool.is_mapped() {
-                return Err(Error::unsupported(
-                    what(),
-                    "the pool was imported from another process, which allocates its memory",
-                ));
-            }
-        }
-        let _current = self.family.ctx.ensure_current()?;
-        let mut ptr: sys::CUdeviceptr = 0;
-        let rc = match pool {
-            // SAFETY: `ptr` is valid for writes; a live pool and a capturing stream
-            // (the allocation is a node of the graph).
-            Some(pool) => unsafe {
-                sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, pool.handle(), self.stream.handle())
-            },
-            // SAFETY: as above.
-            None => unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, self.stream.handle()) },
-        };
-        rc.check(|| format!("allocating {bytes} bytes of graph memory"))?;
-        lock(&self.family.frees).push(PendingFree { ptr, size: bytes });
-        // SAFETY: `bytes` of device memory at `ptr` while the graph runs, from its
-        // allocation node to the free node `end_building` adds; the buffer never
-        // frees it (not owned), and the view that hands it out is taken only by
-        // work of this graph.
-        let buffer = Arc::new(unsafe {
-            Buffer::from_raw(ptr, bytes, crate::MemoryKind::Device, self.device())
-        });
-        let view = ArcView::of_buffer(&buffer)?;
-        let id = next_builder_id();
-        self.see([id]);
-        Ok(GraphView {
-            view,
-            alloc: Some(id),
-        })
-    }
-
-    /// Calls `f` on a driver thread each time the graph reaches this point
-    /// (`callback(fn)`): [`Stream::launch_host_func_repeatable`] on the
-    /// capture, so the graph owns `f`. `f` must not call CUDA; a panic in it is
-    /// caught and recorded in the graph: [`Graph::take_callback_panic`] or
-    /// [`GraphExec::take_callback_panic`] hands it over.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when not building; the driver's error.
-    pub fn callback(&self, f: impl Fn() + Send + Sync + 'static) -> Result<()> {
-        self.check_building("adding a host callback to a graph builder")?;
-        self.stream
-            .launch_host_func_repeatable_into(f, self.family.keep.panics.clone())
-    }
-
-    /// Records `event` each time the graph reaches this point (an event record
-    /// node: `cuEventRecordWithFlags` with `CU_EVENT_RECORD_EXTERNAL`), for work
-    /// outside the graph to wait on. The graph keeps the event alive. (Ordering
-    /// between builders of one graph is [`split`](Self::split) and
-    /// [`join`](Self::join).)
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when not building or for an event of another
-    /// device ([`InvalidKind::OtherDevice`](crate::InvalidKind::OtherDevice));
-    /// the driver's error.
-    pub fn record_event(&self, event: &Arc<Event>) -> Result<()> {
-        self.event_node(event, "recording an event in a graph builder", |e, s| {
-            // SAFETY: a live event (kept by the graph) and a capturing stream of
-            // its device.
-            unsafe { sys::cuEventRecordWithFlags(e, s, sys::CU_EVENT_RECORD_EXTERNAL.0) }
-        })
-    }
-
-    /// Makes the work captured after this point wait, each time the graph runs,
-    /// for the last record of `event` before it (an event wait node:
-    /// `cuStreamWaitEvent` with `CU_EVENT_WAIT_EXTERNAL`), typically recorded by
-    /// work outside the graph. The graph keeps the event alive.
-    ///
-    /// # Errors
-    /// As [`record_event`](Self::record_event).
-    pub fn wait_event(&self, event: &Arc<Event>) -> Result<()> {
-        self.event_node(event, "making a graph builder wait for an event", |e, s| {
-            // SAFETY: a live event (kept by the graph) and a capturing stream of
-            // its device.
-            unsafe { sys::cuStreamWaitEvent(s, e, sys::CU_EVENT_WAIT_EXTERNAL.0) }
-        })
-    }
-
-    /// Checks and keeps `event`, then `queue`s its node on the builder's stream
-    /// (given the event's and the stream's handles), with the context current.
-    fn event_node(
-        &self,
-        event: &Arc<Event>,
-        what: &'static str,
-        queue: impl FnOnce(sys::CUevent, sys::CUstream) -> sys::CUresult,
-    ) -> Result<()> {
-        self.check_building(what)?;
-        check_device(self.device(), ("event", event.device()), what)?;
-        keep(&self.family.keep, event.clone());
-        let _current = self.family.ctx.ensure_current()?;
-        queue(event.handle(), self.stream.handle()).check(|| what)
-    }
-
     /// Ends the capture of the top builder and everything made from it, and
     /// destroys the partial graph (a dropped builder).
-    fn abandon_top(&mut self) {
+    pub(crate) fn abandon_top(&mut self) {
         self.family.ended.store(true, Ordering::Release);
         let children = std::mem::take(&mut *lock(&self.family.children));
         // Splits first, each joined to the builder whose capture it is part
@@ -1566,11 +751,31 @@ impl Drop for GraphBuilder {
     }
 }
 
+// A graph builder from the device.
+impl Device {
+    /// A graph builder on a new stream of this device's primary context
+    /// (`Device.create_graph_builder()`; see
+    /// [`GraphBuilder::new`](crate::GraphBuilder::new)).
+    ///
+    /// # Errors
+    /// As [`GraphBuilder::new`](crate::GraphBuilder::new).
+    pub fn create_graph_builder(&self) -> Result<crate::graph::builder::GraphBuilder> {
+        crate::graph::builder::GraphBuilder::new(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
+    #[allow(unused_imports)]
+    use crate::graph::builder_rules::*;
+    #[allow(unused_imports)]
+    use crate::graph::view::*;
+    use crate::launch::KernelArg;
+    use crate::launch::typed_kernel::CaptureSignature;
+    use crate::memory::arc_view::ArcView;
 
     #[test]
     fn a_builder_begins_once_and_only_before_its_graph_is_built() {
@@ -1708,12 +913,20 @@ mod tests {
         );
         // A typed signature's captured tuple: views for pointers, values for
         // values, a `bool` as a `u8`.
-        type Sig = (crate::ConstPtr<u32>, crate::MutPtr<u32>, u64, bool);
+        type Sig = (
+            crate::launch::typed_kernel::ConstPtr<u32>,
+            crate::launch::typed_kernel::MutPtr<u32>,
+            u64,
+            bool,
+        );
         let captured: <Sig as CaptureSignature>::Captured =
             (GraphView::from(&view), GraphView::from(&view), 3, 1);
         Sig::with_captured(&captured, |all| {
             let sizes: Vec<usize> = all.iter().map(|a| a.as_kernel_arg().arg_size()).collect();
-            assert_eq!(sizes, <Sig as crate::Signature>::SIZES);
+            assert_eq!(
+                sizes,
+                <Sig as crate::launch::typed_kernel::Signature>::SIZES
+            );
             assert!(all[0].keep_alive().is_some() && all[2].keep_alive().is_none());
         });
         let n = 5u32;

@@ -7,7 +7,9 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::stream::QueueId;
-use crate::{Context, Kernel, KernelArg, LaunchConfig, Stream};
+use crate::{
+    code::kernel::Kernel, context::Context, launch::KernelArg, launch::LaunchConfig, stream::Stream,
+};
 
 use super::{Graph, GraphNode, Keep, Root, keep, keep_all, kernel_node_params};
 
@@ -89,7 +91,7 @@ impl fmt::Debug for GraphExec {
 impl GraphExec {
     /// Takes the record of the host nodes that panicked since the last report
     /// (see [`Graph::take_callback_panic`], whose record this is too).
-    pub fn take_callback_panic(&self) -> Option<crate::CallbackPanic> {
+    pub fn take_callback_panic(&self) -> Option<crate::error::CallbackPanic> {
         self.keep.panics.take()
     }
 

@@ -14,11 +14,12 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{ArcView, Buffer, Event};
+use crate::{event::Event, memory::arc_view::ArcView, memory::buffer::Buffer};
 
 use super::memory_nodes::{check_node_devices, copy_params, memset_params, memset_pattern};
 use super::node::node_kind_raw;
-use super::{Graph, GraphExec, GraphNode, GraphNodeKind, GraphNodeParams, keep, keep_all};
+use super::{Graph, GraphNode, keep, keep_all};
+use crate::{graph::exec::GraphExec, graph::node::GraphNodeKind, graph::node::GraphNodeParams};
 
 /// Checks that a node of kind `have` may be given parameters for a node of kind `want`.
 fn check_kind(have: GraphNodeKind, want: GraphNodeKind, what: &'static str) -> Result<()> {
@@ -415,7 +416,7 @@ impl GraphExec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
 
     #[test]

@@ -4,10 +4,12 @@
 use bytemuck::Pod;
 
 use crate::error::Result;
-use crate::{Device, MemoryKind};
+use crate::{device::Device, memory::resource::MemoryKind};
 
-use super::builder::check_device;
-use super::{GraphBuilder, GraphMemUsage, GraphView};
+use crate::graph::builder_rules::check_device;
+use crate::{
+    graph::builder::GraphBuilder, graph::memory_nodes::GraphMemUsage, graph::view::GraphView,
+};
 
 /// The memory graphs of a device allocate as they run (`cuda.core`'s
 /// `GraphMemoryResource`): each allocation is an allocation node of a graph

@@ -9,7 +9,7 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{ArcView, Buffer, Device};
+use crate::{device::Device, memory::arc_view::ArcView, memory::buffer::Buffer};
 
 use super::{Graph, GraphNode, keep};
 
@@ -19,7 +19,7 @@ pub struct GraphAllocation {
     /// The allocating node.
     pub node: GraphNode,
     /// The address, fixed when the node was added.
-    pub ptr: crate::DevicePtr,
+    pub ptr: crate::launch::DevicePtr,
     /// The size in bytes.
     pub size: usize,
 }
@@ -415,7 +415,7 @@ impl Graph {
             .check(|| format!("adding a node allocating {size} bytes"))?;
         Ok(GraphAllocation {
             node: self.node(node),
-            ptr: crate::DevicePtr(p.dptr),
+            ptr: crate::launch::DevicePtr(p.dptr),
             size,
         })
     }
@@ -450,10 +450,69 @@ impl Graph {
     }
 }
 
+// Graph memory (the memory graphs allocate when they run).
+impl Device {
+    /// How much memory graphs use on this device (`cuDeviceGetGraphMemAttribute`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn graph_mem_usage(&self) -> Result<GraphMemUsage> {
+        let get = |attr: sys::CUgraphMem_attribute| -> Result<u64> {
+            let mut v: u64 = 0;
+            // SAFETY: these attributes are 64-bit values; `v` is valid for writes.
+            unsafe { sys::cuDeviceGetGraphMemAttribute(self.handle(), attr, (&raw mut v).cast()) }
+                .check(|| format!("reading the graph memory use of device {}", self.ordinal()))?;
+            Ok(v)
+        };
+        Ok(GraphMemUsage {
+            used: get(sys::CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT)?,
+            used_high: get(sys::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)?,
+            reserved: get(sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT)?,
+            reserved_high: get(sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)?,
+        })
+    }
+
+    /// Resets the high-water marks of [`graph_mem_usage`](Self::graph_mem_usage)
+    /// to the current figures.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn reset_graph_mem_high_watermarks(&self) -> Result<()> {
+        for attr in [
+            sys::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH,
+            sys::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH,
+        ] {
+            let mut zero: u64 = 0;
+            // SAFETY: the high-water marks accept 0 (reset); `zero` is valid for reads.
+            unsafe {
+                sys::cuDeviceSetGraphMemAttribute(self.handle(), attr, (&raw mut zero).cast())
+            }
+            .check(|| {
+                format!(
+                    "resetting the graph memory marks of device {}",
+                    self.ordinal()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Returns memory reserved for graph allocations and not in use to the OS
+    /// (`cuDeviceGraphMemTrim`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn graph_mem_trim(&self) -> Result<()> {
+        // SAFETY: a valid device.
+        unsafe { sys::cuDeviceGraphMemTrim(self.handle()) }
+            .check(|| format!("trimming the graph memory of device {}", self.ordinal()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
 
     #[test]

@@ -8,16 +8,19 @@
 //! instantiation and launch in `exec`, in-place updates of an instantiation's
 //! nodes in `exec_update`, DOT output in `debug`, stream capture in `capture`.
 
-mod builder;
-mod capture;
-mod debug;
-mod exec;
-mod exec_update;
-mod graph_memory;
-mod memory_nodes;
-mod node;
+pub(crate) mod builder;
+pub(crate) mod builder_rules;
+pub(crate) mod builder_work;
+pub(crate) mod capture;
+pub(crate) mod debug;
+pub(crate) mod exec;
+pub(crate) mod exec_update;
+pub(crate) mod graph_memory;
+pub(crate) mod memory_nodes;
+pub(crate) mod node;
+pub(crate) mod view;
 
-pub use builder::{CaptureArg, GraphBuilder, GraphView};
+pub use builder::GraphBuilder;
 pub use capture::{CaptureMode, CaptureStatus};
 pub use debug::GraphDebugPrintOptions;
 pub use exec::{GraphCompleteOptions, GraphExec};
@@ -27,6 +30,7 @@ pub use node::{
     ConditionalNodeInfo, GraphEdge, GraphEdgeKind, GraphNodeKind, GraphNodeParams, HostNodeInfo,
     KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
+pub use view::{CaptureArg, GraphView};
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -37,7 +41,9 @@ use std::sync::{Arc, Mutex};
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Context, Event, Kernel, KernelArg, LaunchConfig};
+use crate::{
+    code::kernel::Kernel, context::Context, event::Event, launch::KernelArg, launch::LaunchConfig,
+};
 
 /// Things a graph's nodes need alive: kernels (their libraries), host callbacks;
 /// shared by the graph, its bodies and its instantiations.
@@ -46,7 +52,7 @@ type Keep = Arc<KeepList>;
 /// What a [`Keep`] holds: the items, and where the graph's host nodes record
 /// their panics ([`Graph::take_callback_panic`]).
 #[derive(Default)]
-struct KeepList {
+pub(crate) struct KeepList {
     items: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
     panics: Arc<crate::callback::PanicSlot>,
 }
@@ -387,7 +393,7 @@ impl Graph {
     /// last report, in any launch of any of its instantiations (`None` if none
     /// did), without waiting for anything. Shared with its bodies and
     /// instantiations: one of them takes what the others would.
-    pub fn take_callback_panic(&self) -> Option<crate::CallbackPanic> {
+    pub fn take_callback_panic(&self) -> Option<crate::error::CallbackPanic> {
         self.keep.panics.take()
     }
 

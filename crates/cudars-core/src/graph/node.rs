@@ -12,7 +12,7 @@ use std::sync::Arc;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{DevicePtr, Dim3, Event};
+use crate::{event::Event, launch::DevicePtr, launch::Dim3};
 
 use super::{ConditionalKind, Graph, GraphCondition, GraphNode, keep};
 

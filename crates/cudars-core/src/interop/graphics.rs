@@ -30,8 +30,9 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::{
-    Buffer, Context, Device, DeviceView, DeviceViewMut, MemoryKind, MemoryResource, OpaqueArray,
-    Stream,
+    context::Context, device::Device, launch::array::OpaqueArray, memory::buffer::Buffer,
+    memory::resource::MemoryKind, memory::resource::MemoryResource, memory::view::DeviceView,
+    memory::view::DeviceViewMut, stream::Stream,
 };
 
 /// How CUDA will use a registered resource (`CU_GRAPHICS_REGISTER_FLAGS_*`);

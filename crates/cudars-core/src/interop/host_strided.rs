@@ -14,10 +14,10 @@
 use std::marker::PhantomData;
 use std::ops::Deref;
 
-use crate::dlpack::DLPackDType;
 use crate::error::Result;
-use crate::interop::strided::Layout;
-use crate::{CudaArrayInterface, StridedMemoryView};
+use crate::interop::dlpack::DLPackDType;
+use crate::interop::layout::Layout;
+use crate::{interop::cai::CudaArrayInterface, interop::strided::StridedMemoryView};
 
 /// NumPy's array interface (`__array_interface__`, version 3): the description
 /// of a strided array in host memory. The fields are those of the Python dict;
@@ -204,7 +204,7 @@ fn host_view<'a>(
     bytes: usize,
     shape: &[i64],
     strides: Option<&[i64]>,
-    dtype: crate::dlpack::DLDataType,
+    dtype: crate::interop::dlpack::DLDataType,
     readonly: bool,
 ) -> Result<StridedHostView<'a>> {
     let layout = Layout::check(
@@ -223,9 +223,9 @@ fn host_view<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
-    use crate::dlpack::{DLDataType, DLDeviceType};
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
+    use crate::{interop::dlpack::DLDataType, interop::dlpack::DLDeviceType};
 
     #[test]
     fn a_slice_view_reaches_only_elements_of_the_slice() {

@@ -19,61 +19,19 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::fmt;
-use std::hash::{BuildHasher as _, Hasher as _};
-use std::os::fd::{AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
+pub use crate::memory::fd::PoolUuid;
+use crate::memory::fd::{dup_pool_fd, import_pool};
 use crate::{
-    Buffer, Context, Device, DeviceMemoryResource, Event, EventOptions, MemoryKind, MemoryResource,
-    PinnedMemoryResource, Stream,
+    context::Context, device::Device, event::Event, event::EventOptions, memory::buffer::Buffer,
+    memory::pinned::PinnedMemoryResource, memory::pool::DeviceMemoryResource,
+    memory::resource::MemoryKind, memory::resource::MemoryResource, stream::Stream,
 };
-
-/// Takes over `fd`, a new descriptor a driver export just returned; a negative
-/// one (no descriptor) is [`Error::Unsupported`].
-pub(crate) fn owned_fd(fd: std::ffi::c_int, what: &'static str) -> Result<OwnedFd> {
-    if fd < 0 {
-        return Err(Error::unsupported(
-            what,
-            "the driver returned no descriptor",
-        ));
-    }
-    // SAFETY: the driver handed us a new descriptor, which we now own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Exports `pool` (made with the POSIX file descriptor handle type) as a new
-/// descriptor.
-pub(crate) fn export_pool(pool: sys::CUmemoryPool) -> Result<OwnedFd> {
-    let mut fd: std::ffi::c_int = -1;
-    // SAFETY: `fd` receives an `int` for the POSIX file descriptor handle type; a
-    // live pool.
-    unsafe {
-        sys::cuMemPoolExportToShareableHandle(
-            (&raw mut fd).cast(),
-            pool,
-            sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            0,
-        )
-    }
-    .check(|| "exporting a memory pool")?;
-    let fd = owned_fd(fd, "exporting a memory pool")?;
-    // Keep a close-on-exec duplicate, so that processes this one starts do not
-    // inherit the pool by accident; the original closes here.
-    dup_pool_fd(&fd)
-}
-
-/// A close-on-exec duplicate of a pool's descriptor (std's `try_clone` sets the
-/// flag).
-fn dup_pool_fd(fd: &OwnedFd) -> Result<OwnedFd> {
-    fd.try_clone().map_err(|e| Error::Io {
-        context: "duplicating a memory pool's descriptor".into(),
-        source: e,
-    })
-}
 
 /// A memory pool whose allocations can be shared with other processes:
 /// [`DeviceMemoryResource`] and [`PinnedMemoryResource`], made with
@@ -95,7 +53,7 @@ pub(crate) mod sealed {
         /// The driver's pool.
         fn raw_pool(&self) -> sys::CUmemoryPool;
         /// The pool's IPC state.
-        fn ipc(&self) -> &crate::memory::PoolIpc;
+        fn ipc(&self) -> &crate::memory::pool::PoolIpc;
     }
 }
 
@@ -108,7 +66,7 @@ macro_rules! ipc_memory_pool {
             fn raw_pool(&self) -> sys::CUmemoryPool {
                 self.pool
             }
-            fn ipc(&self) -> &crate::memory::PoolIpc {
+            fn ipc(&self) -> &crate::memory::pool::PoolIpc {
                 &self.ipc
             }
         }
@@ -135,27 +93,6 @@ fn export_handle_of<P: IpcMemoryPool>(pool: &P) -> Result<OwnedFd> {
     dup_pool_fd(fd)
 }
 
-/// Imports the pool another process exported as `fd` (`cuMemPoolImportFromShareableHandle`).
-pub(crate) fn import_pool(
-    fd: BorrowedFd<'_>,
-    what: impl FnOnce() -> String,
-) -> Result<sys::CUmemoryPool> {
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    // The handle is passed by value, as an `int` in a pointer-sized slot.
-    let raw = fd.as_raw_fd() as usize as *mut std::ffi::c_void;
-    // SAFETY: `pool` is valid for writes; the descriptor stays open for the call.
-    unsafe {
-        sys::cuMemPoolImportFromShareableHandle(
-            &mut pool,
-            raw,
-            sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            0,
-        )
-    }
-    .check(what)?;
-    Ok(pool)
-}
-
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 impl DeviceMemoryResource {
     /// Imports a pool another process exported
@@ -180,7 +117,7 @@ impl DeviceMemoryResource {
             device: *device,
             pool,
             owned: true,
-            ipc: crate::memory::PoolIpc::imported(),
+            ipc: crate::memory::pool::PoolIpc::imported(),
         };
         // The owning device always has access; any other device has none until
         // this process grants it, so a wrong `device` shows here rather than as a
@@ -439,7 +376,7 @@ impl Buffer {
         }
         let already = || {
             Error::invalid_as(
-                crate::InvalidKind::AlreadyImported,
+                crate::error::InvalidKind::AlreadyImported,
                 "importing a buffer",
                 "the allocation is already imported in this process by a live buffer; drop that \
                  buffer before importing it again",
@@ -549,51 +486,6 @@ impl Event {
                 ipc: true,
             },
         })
-    }
-}
-
-/// The identity of an IPC memory pool across processes (`cuda.core`'s
-/// `DeviceMemoryResource.uuid`): 16 random bytes, a version 4 UUID, made when an
-/// IPC-enabled pool is created. The exporter sends it with the pool's descriptor;
-/// an importer registers the imported pool under it
-/// ([`DeviceMemoryResource::register`]) and finds it again
-/// ([`DeviceMemoryResource::from_registry`]). It prints in the usual
-/// `8-4-4-4-12` hexadecimal form.
-#[cfg_attr(docsrs, doc(cfg(unix)))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PoolUuid(pub [u8; 16]);
-
-impl PoolUuid {
-    /// A new random (version 4) UUID, from the standard library's per-process
-    /// random hash keys (seeded from the operating system) and a counter.
-    pub(crate) fn new_random() -> Self {
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let half = |salt: u64| {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(n);
-            h.write_u64(salt);
-            h.write_u32(std::process::id());
-            h.finish().to_le_bytes()
-        };
-        let mut b = [0u8; 16];
-        b[..8].copy_from_slice(&half(0));
-        b[8..].copy_from_slice(&half(1));
-        b[6] = (b[6] & 0x0f) | 0x40; // version 4
-        b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
-        Self(b)
-    }
-}
-
-impl fmt::Display for PoolUuid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, byte) in self.0.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                f.write_str("-")?;
-            }
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
     }
 }
 

@@ -4,10 +4,14 @@
 //! typed views of a strided view ([`strided_copy`]), OpenGL
 //! ([`graphics`]) and IPC ([`ipc`], Linux).
 
+pub(crate) mod cai;
 pub mod dlpack;
+pub(crate) mod dlpack_export;
 pub(crate) mod graphics;
 pub(crate) mod host_strided;
 #[cfg(unix)]
 pub(crate) mod ipc;
+pub(crate) mod layout;
 pub(crate) mod strided;
 pub(crate) mod strided_copy;
+pub(crate) mod strided_dlpack;

@@ -2,7 +2,7 @@
 //! reach (address, shape, strides in elements, dtype, device), made from this
 //! crate's memory ([`StridedMemoryView::from_buffer`],
 //! [`StridedMemoryView::from_view`]), from a DLPack tensor
-//! ([`StridedMemoryView::from_dlpack`], in `dlpack.rs`) or from a CUDA Array
+//! ([`StridedMemoryView::from_dlpack`]) or from a CUDA Array
 //! Interface description ([`CudaArrayInterface`]); and
 //! [`IntoStridedMemoryView`], what a function takes to accept any of them.
 //!
@@ -21,120 +21,15 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::interop::dlpack::{
-    DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType, device_of,
-};
+use crate::interop::cai::CudaArrayInterface;
+use crate::interop::dlpack::{DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLPackDType};
+use crate::interop::dlpack_export::device_of;
+use crate::interop::layout::{Layout, one_dim, row_major};
 use crate::memory::arc_view::HoldsBuffer;
-use crate::{ArcView, Buffer, DeviceBuffer, Stream};
-
-/// Row-major (C order) strides, in elements, of `shape`.
-pub(crate) fn row_major(shape: &[i64]) -> Vec<i64> {
-    let mut strides = vec![1i64; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1].saturating_mul(shape[i + 1].max(1));
-    }
-    strides
-}
-
-/// A checked layout: extents, strides in elements, the element size, the
-/// number of elements and the bytes from the first to one past the last
-/// element reached.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Layout {
-    pub(crate) shape: Vec<i64>,
-    pub(crate) strides: Vec<i64>,
-    pub(crate) elem: usize,
-    pub(crate) len: u64,
-    pub(crate) span: u64,
-}
-
-impl Layout {
-    /// Checks `shape` and `strides` (in elements; `None` for row-major) of
-    /// `dtype` elements and, with `avail`, that they reach no byte past the
-    /// first `avail`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a dtype with no whole byte size, as many
-    /// strides as extents, negative extents or strides, a span or element
-    /// count past 64 bits; with
-    /// [`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange) for a span
-    /// past `avail`.
-    pub(crate) fn check(
-        shape: &[i64],
-        strides: Option<&[i64]>,
-        dtype: DLDataType,
-        avail: Option<u64>,
-        what: &'static str,
-    ) -> Result<Self> {
-        let elem = dtype
-            .size_bytes()
-            .ok_or_else(|| Error::invalid(what, "the dtype is not a whole number of bytes"))?;
-        let strides = match strides {
-            Some(s) if s.len() != shape.len() => {
-                return Err(Error::invalid(
-                    what,
-                    format!("{} extents and {} strides", shape.len(), s.len()),
-                ));
-            }
-            Some(s) => s.to_vec(),
-            None => row_major(shape),
-        };
-        let span = extent_bytes(shape, &strides, elem, what)?;
-        // Zero strides can make many elements span a few bytes.
-        let len = element_count(shape).ok_or_else(|| {
-            Error::invalid(what, "the number of elements does not fit in 64 bits")
-        })?;
-        if let Some(avail) = avail {
-            if span > avail {
-                return Err(Error::out_of_range(
-                    what,
-                    format!("the layout spans {span} bytes and the memory holds {avail}"),
-                ));
-            }
-        }
-        Ok(Self {
-            shape: shape.to_vec(),
-            strides,
-            elem,
-            len,
-            span,
-        })
-    }
-}
-
-/// The span of bytes a strided layout touches, or an error for negative
-/// extents or strides and for a span that does not fit in 64 bits.
-fn extent_bytes(shape: &[i64], strides: &[i64], elem: usize, what: &'static str) -> Result<u64> {
-    if shape.iter().any(|&s| s < 0) {
-        return Err(Error::invalid(what, "a negative extent"));
-    }
-    if shape.contains(&0) {
-        return Ok(0);
-    }
-    let too_large = || Error::invalid(what, "the layout spans more bytes than 64 bits count");
-    let mut last: u64 = 0;
-    for (&n, &st) in shape.iter().zip(strides) {
-        let Ok(st) = u64::try_from(st) else {
-            return Err(Error::invalid(what, "negative strides are not supported"));
-        };
-        // `n` is at least 1 here.
-        let step = (n.unsigned_abs() - 1)
-            .checked_mul(st)
-            .ok_or_else(too_large)?;
-        last = last.checked_add(step).ok_or_else(too_large)?;
-    }
-    last.checked_add(1)
-        .and_then(|elements| elements.checked_mul(elem as u64))
-        .ok_or_else(too_large)
-}
-
-/// The number of elements of `shape` (non-negative extents), or `None` when it
-/// does not fit in 64 bits.
-fn element_count(shape: &[i64]) -> Option<u64> {
-    shape
-        .iter()
-        .try_fold(1u64, |count, &n| count.checked_mul(u64::try_from(n).ok()?))
-}
+use crate::{
+    memory::arc_view::ArcView, memory::buffer::Buffer, memory::device_buffer::DeviceBuffer,
+    stream::Stream,
+};
 
 /// What keeps a view's memory alive.
 enum Keep {
@@ -573,204 +468,6 @@ fn pointer_device(ptr: u64, what: &'static str) -> Result<DLDevice> {
     })
 }
 
-/// The CUDA Array Interface, version 3: the description a producer's
-/// `__cuda_array_interface__` dictionary holds, as a Rust structure. Build it
-/// from what another library hands over and view it with
-/// [`StridedMemoryView::from_cuda_array_interface`];
-/// [`StridedMemoryView::cuda_array_interface`] writes one. The interface's
-/// `mask` is not supported (there is no field for it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CudaArrayInterface {
-    /// The extents (`shape`).
-    pub shape: Vec<i64>,
-    /// The element type (`typestr`), as NumPy writes it: a byte order (`<`
-    /// little-endian, `|` not applicable, `=` native, `>` big-endian), a kind
-    /// (`b` bool, `i` signed, `u` unsigned, `f` float, `c` complex) and a size
-    /// in bytes: `"<f4"`, `"|u1"`, `"<c16"`.
-    pub typestr: String,
-    /// The address of the first element (`data[0]`); 0 only for an empty
-    /// array.
-    pub data: u64,
-    /// Whether the memory may only be read (`data[1]`).
-    pub readonly: bool,
-    /// The strides in **bytes** (`strides`), or `None` for compact row-major.
-    pub strides: Option<Vec<i64>>,
-    /// The producer's stream (`stream`): a `CUstream` handle as an integer,
-    /// 1 for the legacy default stream, 2 for the per-thread one, or `None`
-    /// when the producer asks for no ordering. 0 is refused, as the interface
-    /// requires.
-    pub stream: Option<u64>,
-    /// The interface's version (`version`): at least 3.
-    pub version: u32,
-}
-
-impl CudaArrayInterface {
-    /// A version 3 description of a writable, compact row-major array with
-    /// no producer stream.
-    pub fn new(data: u64, shape: &[i64], typestr: &str) -> Self {
-        Self {
-            shape: shape.to_vec(),
-            typestr: typestr.to_owned(),
-            data,
-            readonly: false,
-            strides: None,
-            stream: None,
-            version: 3,
-        }
-    }
-
-    /// Checks the description without calling CUDA: the version, the type
-    /// string, the layout (byte strides must be whole elements) and the data
-    /// address (not null unless the array is empty, the span within 64-bit
-    /// addresses), and the stream (not 0). Returns the dtype and the layout in
-    /// elements.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] naming what is wrong.
-    pub(crate) fn check(&self) -> Result<(DLDataType, Layout)> {
-        self.check_as("reading a CUDA Array Interface description")
-    }
-
-    /// [`check`](Self::check), errors saying `what` (the host array interface
-    /// shares the description's rules).
-    pub(crate) fn check_as(&self, what: &'static str) -> Result<(DLDataType, Layout)> {
-        if self.version < 3 {
-            return Err(Error::invalid(
-                what,
-                format!("version {} (version 3 or later is supported)", self.version),
-            ));
-        }
-        if self.stream == Some(0) {
-            return Err(Error::invalid(
-                what,
-                "stream 0 is ambiguous and the interface disallows it (1 is the legacy \
-                 default stream, 2 the per-thread one, `None` no ordering)",
-            ));
-        }
-        let dtype = DLDataType::from_typestr(&self.typestr)?;
-        let strides = match &self.strides {
-            None => None,
-            Some(bytes) => {
-                let elem = dtype.size_bytes().unwrap_or(1) as i64;
-                let mut elements = Vec::with_capacity(bytes.len());
-                for &b in bytes {
-                    if b % elem != 0 {
-                        return Err(Error::invalid(
-                            what,
-                            format!(
-                                "a stride of {b} bytes is not a whole number of \
-                                 {elem}-byte elements"
-                            ),
-                        ));
-                    }
-                    elements.push(b / elem);
-                }
-                Some(elements)
-            }
-        };
-        let layout = Layout::check(&self.shape, strides.as_deref(), dtype, None, what)?;
-        if self.data == 0 && layout.len != 0 {
-            return Err(Error::invalid(
-                what,
-                "the data address is null and the array is not empty",
-            ));
-        }
-        if self.data.checked_add(layout.span).is_none() {
-            return Err(Error::out_of_range(
-                what,
-                format!(
-                    "{} bytes from address {:#x} pass the end of the address space",
-                    layout.span, self.data
-                ),
-            ));
-        }
-        Ok((dtype, layout))
-    }
-}
-
-impl DLDataType {
-    /// The dtype of a CUDA Array Interface (NumPy) type string: `"<f4"` is
-    /// [`F32`](Self::F32), `"|b1"` [`BOOL`](Self::BOOL), `"<c8"`
-    /// [`C64`](Self::C64).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a string that is not a byte order, a
-    /// kind and a size in decimal without leading zeros; a big-endian multi-byte type (CUDA devices are
-    /// little-endian); `|` on a multi-byte type; a kind or size with no DLPack
-    /// dtype (`b` of more than one byte, `f1`, `c4`, `V`, `M`, `O`, …).
-    pub fn from_typestr(typestr: &str) -> Result<Self> {
-        const WHAT: &str = "reading a CUDA Array Interface type string";
-        let bad = |why: &str| Error::invalid(WHAT, format!("`{typestr}`: {why}"));
-        let mut chars = typestr.chars();
-        let (Some(order), Some(kind)) = (chars.next(), chars.next()) else {
-            return Err(bad("too short (a byte order, a kind and a size, as `<f4`)"));
-        };
-        let digits = chars.as_str();
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad("the size after the kind is not a number of bytes"));
-        }
-        if digits.starts_with('0') {
-            return Err(bad("the size has a leading zero"));
-        }
-        let size: u32 = digits
-            .parse()
-            .map_err(|_| bad("the size does not fit in 32 bits"))?;
-        match order {
-            '<' => {}
-            '=' if cfg!(target_endian = "little") => {}
-            '|' | '>' if size == 1 => {}
-            '|' => return Err(bad("`|` (no byte order) on a multi-byte type")),
-            '>' | '=' => {
-                return Err(bad("big-endian elements (CUDA devices are little-endian)"));
-            }
-            _ => return Err(bad("the byte order is not one of `<`, `>`, `|`, `=`")),
-        }
-        let (code, sizes): (u8, &[u32]) = match kind {
-            'b' => (6, &[1]),
-            'i' => (0, &[1, 2, 4, 8]),
-            'u' => (1, &[1, 2, 4, 8]),
-            'f' => (2, &[2, 4, 8]),
-            'c' => (5, &[8, 16]),
-            _ => {
-                return Err(bad(
-                    "the kind is not one of `b`, `i`, `u`, `f`, `c` (the ones with a DLPack dtype)",
-                ));
-            }
-        };
-        if !sizes.contains(&size) {
-            return Err(bad(&format!(
-                "no DLPack dtype of kind `{kind}` has {size} bytes"
-            )));
-        }
-        Ok(Self {
-            code,
-            // At most 16 bytes, checked above.
-            bits: (size * 8) as u8,
-            lanes: 1,
-        })
-    }
-
-    /// The CUDA Array Interface (NumPy) type string of this dtype (`"<f4"`,
-    /// `"|u1"`), or `None` for one the interface has no string for
-    /// (`bfloat16`, several lanes, other codes).
-    pub fn typestr(self) -> Option<String> {
-        if self.lanes != 1 {
-            return None;
-        }
-        let kind = match (self.code, self.bits) {
-            (6, 8) => 'b',
-            (0, 8 | 16 | 32 | 64) => 'i',
-            (1, 8 | 16 | 32 | 64) => 'u',
-            (2, 16 | 32 | 64) => 'f',
-            (5, 64 | 128) => 'c',
-            _ => return None,
-        };
-        let bytes = self.bits / 8;
-        let order = if bytes == 1 { '|' } else { '<' };
-        Some(format!("{order}{kind}{bytes}"))
-    }
-}
-
 /// What a function can take to see its argument as a [`StridedMemoryView`]:
 /// the Rust shape of `cuda.core`'s `args_viewable_as_strided_memory`.
 /// Implemented for a view itself (one made from DLPack or the CUDA Array
@@ -803,13 +500,6 @@ impl IntoStridedMemoryView for StridedMemoryView {
     fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
         Ok(self)
     }
-}
-
-/// One dimension of `len` elements.
-pub(crate) fn one_dim(len: usize, what: &'static str) -> Result<[i64; 1]> {
-    i64::try_from(len)
-        .map(|n| [n])
-        .map_err(|_| Error::out_of_range(what, "the length does not fit in an i64"))
 }
 
 impl IntoStridedMemoryView for &Arc<Buffer> {
@@ -853,7 +543,7 @@ impl<T: DLPackDType + Pod + Send + Sync> IntoStridedMemoryView for Arc<DeviceBuf
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
     use crate::memory::arc_view::host_backed;
 

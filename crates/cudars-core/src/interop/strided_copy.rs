@@ -17,7 +17,7 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::interop::dlpack::{DLDeviceType, DLPackDType};
-use crate::{DeviceView, Stream, StridedMemoryView};
+use crate::{interop::strided::StridedMemoryView, memory::view::DeviceView, stream::Stream};
 
 /// One 2-D copy of a strided copy: `height` rows of `width` bytes, the view's
 /// rows `pitch` bytes apart from `offset`, the host's packed from `host`.
@@ -59,7 +59,7 @@ fn plan(shape: &[i64], strides: &[i64], elem: usize, what: &'static str) -> Resu
     }
     let len: usize = dims.iter().product();
     let rank = dims.len();
-    if strides == crate::interop::strided::row_major(shape).as_slice() || rank == 0 {
+    if strides == crate::interop::layout::row_major(shape).as_slice() || rank == 0 {
         let width = len.checked_mul(elem).ok_or_else(too_large)?;
         return Ok(vec![Rows {
             offset: 0,

@@ -4,8 +4,11 @@
 //! typed launch ([`typed_kernel`]) and what kernels take by value: tensor maps
 //! ([`tensor_map`]; made from arrays: [`tensor_map_array`]), textures and surfaces ([`texture`]).
 
+pub(crate) mod array;
 pub(crate) mod tensor_map;
 pub(crate) mod tensor_map_array;
+pub(crate) mod tensor_map_layout;
+pub(crate) mod tensor_map_options;
 pub(crate) mod texture;
 pub(crate) mod typed_kernel;
 
@@ -15,7 +18,7 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Buffer, Kernel, Stream};
+use crate::{code::kernel::Kernel, memory::buffer::Buffer, stream::Stream};
 
 /// Three dimensions of a grid, block or cluster. `From` a `u32`, `(u32, u32)` or
 /// `(u32, u32, u32)`.
@@ -383,7 +386,7 @@ fn clusters_to_blocks(clusters: u32, cluster: u32, axis: &str, what: &'static st
 
 fn zero_dims(what: &'static str) -> Error {
     Error::invalid_as(
-        crate::InvalidKind::ZeroSize,
+        crate::error::InvalidKind::ZeroSize,
         what,
         "grid, block and cluster dimensions must all be at least 1",
     )
@@ -461,7 +464,7 @@ unsafe impl KernelArg for Buffer {
 
 // SAFETY: points at the view's stored device address (8 bytes).
 // Soundness contract: rule 10.
-unsafe impl<T: Pod> KernelArg for crate::DeviceView<'_, T> {
+unsafe impl<T: Pod> KernelArg for crate::memory::view::DeviceView<'_, T> {
     fn arg_ptr(&self) -> *const c_void {
         (&self.ptr as *const sys::CUdeviceptr).cast()
     }
@@ -472,8 +475,20 @@ unsafe impl<T: Pod> KernelArg for crate::DeviceView<'_, T> {
 
 // SAFETY: as above.
 // Soundness contract: rule 10.
-unsafe impl<T: Pod> KernelArg for crate::DeviceViewMut<'_, T> {
+unsafe impl<T: Pod> KernelArg for crate::memory::view::DeviceViewMut<'_, T> {
     fn arg_ptr(&self) -> *const c_void {
+        (&self.ptr as *const sys::CUdeviceptr).cast()
+    }
+    fn arg_size(&self) -> usize {
+        std::mem::size_of::<sys::CUdeviceptr>()
+    }
+}
+
+// SAFETY: points at the view's stored device address (8 bytes), which lives as
+// long as the view.
+// Soundness contract: rule 10.
+unsafe impl<T: Pod> KernelArg for crate::memory::arc_view::ArcView<T> {
+    fn arg_ptr(&self) -> *const std::ffi::c_void {
         (&self.ptr as *const sys::CUdeviceptr).cast()
     }
     fn arg_size(&self) -> usize {
@@ -483,7 +498,7 @@ unsafe impl<T: Pod> KernelArg for crate::DeviceViewMut<'_, T> {
 
 // SAFETY: points at the underlying buffer's stored device address (8 bytes).
 // Soundness contract: rule 10.
-unsafe impl<T: Pod> KernelArg for crate::DeviceBuffer<T> {
+unsafe impl<T: Pod> KernelArg for crate::memory::device_buffer::DeviceBuffer<T> {
     fn arg_ptr(&self) -> *const c_void {
         self.as_buffer().ptr_ref().cast()
     }
@@ -641,4 +656,52 @@ pub unsafe fn launch_raw(
         }
     })?;
     rc.check(|| format!("launching kernel `{}`", kernel.name()))
+}
+
+// Occupancy of launches with clusters: the kernel's occupancy queries that take a
+// launch configuration (code/ knows no launch configuration).
+impl crate::code::kernel::Occupancy<'_> {
+    /// The largest cluster size a launch of `config` could use
+    /// (`cuOccupancyMaxPotentialClusterSize`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn max_potential_cluster_size(
+        &self,
+        config: &LaunchConfig,
+        stream: &crate::stream::Stream,
+    ) -> Result<u32> {
+        let f = self.kernel.function(self.device)?;
+        let mut attrs = Attrs::default();
+        let cfg = config.raw(stream, &mut attrs);
+        let mut n = 0;
+        // SAFETY: `cfg` and the attributes it points to live for the call.
+        unsafe { sys::cuOccupancyMaxPotentialClusterSize(&mut n, f, &cfg) }
+            .check(|| format!("asking the cluster size of kernel `{}`", self.kernel.name()))?;
+        Ok(n.max(0) as u32)
+    }
+
+    /// How many clusters of `config`'s cluster size can be resident at once
+    /// (`cuOccupancyMaxActiveClusters`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn max_active_clusters(
+        &self,
+        config: &LaunchConfig,
+        stream: &crate::stream::Stream,
+    ) -> Result<u32> {
+        let f = self.kernel.function(self.device)?;
+        let mut attrs = Attrs::default();
+        let cfg = config.raw(stream, &mut attrs);
+        let mut n = 0;
+        // SAFETY: `cfg` and the attributes it points to live for the call.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f, &cfg) }.check(|| {
+            format!(
+                "asking the active clusters of kernel `{}`",
+                self.kernel.name()
+            )
+        })?;
+        Ok(n.max(0) as u32)
+    }
 }

@@ -8,589 +8,17 @@
 //! with an [`Error::InvalidArgument`] naming the field.
 
 use std::ffi::{c_int, c_void};
-use std::ops::RangeInclusive;
 
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Buffer, Device, KernelArg};
-
-/// The element type of a tensor map.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TensorMapDataType {
-    /// `u8`.
-    U8,
-    /// `u16`.
-    U16,
-    /// `u32`.
-    U32,
-    /// `i32`.
-    I32,
-    /// `u64`.
-    U64,
-    /// `i64`.
-    I64,
-    /// `f16`.
-    F16,
-    /// `f32`.
-    F32,
-    /// `f64`.
-    F64,
-    /// `bf16`.
-    BF16,
-    /// `f32`, flushing denormals.
-    F32Ftz,
-    /// `tf32`.
-    TF32,
-}
-
-impl TensorMapDataType {
-    pub(crate) fn raw(self) -> (sys::CUtensorMapDataType, u64) {
-        match self {
-            Self::U8 => (sys::CU_TENSOR_MAP_DATA_TYPE_UINT8, 1),
-            Self::U16 => (sys::CU_TENSOR_MAP_DATA_TYPE_UINT16, 2),
-            Self::U32 => (sys::CU_TENSOR_MAP_DATA_TYPE_UINT32, 4),
-            Self::I32 => (sys::CU_TENSOR_MAP_DATA_TYPE_INT32, 4),
-            Self::U64 => (sys::CU_TENSOR_MAP_DATA_TYPE_UINT64, 8),
-            Self::I64 => (sys::CU_TENSOR_MAP_DATA_TYPE_INT64, 8),
-            Self::F16 => (sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2),
-            Self::F32 => (sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4),
-            Self::F64 => (sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT64, 8),
-            Self::BF16 => (sys::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
-            Self::F32Ftz => (sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ, 4),
-            Self::TF32 => (sys::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32, 4),
-        }
-    }
-}
-
-/// Interleaving of the innermost dimension.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum TensorMapInterleave {
-    /// None (the default).
-    #[default]
-    None,
-    /// 16-byte interleave.
-    B16,
-    /// 32-byte interleave.
-    B32,
-}
-
-/// Shared-memory swizzling of the copied box.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum TensorMapSwizzle {
-    /// None (the default).
-    #[default]
-    None,
-    /// 32-byte swizzle.
-    B32,
-    /// 64-byte swizzle.
-    B64,
-    /// 128-byte swizzle.
-    B128,
-}
-
-/// L2 promotion of the loads.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum TensorMapL2Promotion {
-    /// None (the default).
-    #[default]
-    None,
-    /// 64 bytes.
-    B64,
-    /// 128 bytes.
-    B128,
-    /// 256 bytes.
-    B256,
-}
-
-/// What out-of-bounds elements read as.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum TensorMapOobFill {
-    /// Zeros (the default).
-    #[default]
-    Zero,
-    /// NaN, requesting zero for FMA.
-    NanRequestZeroFma,
-}
-
-/// The layout of a tiled tensor map: `rank` (1–5) dimensions, innermost first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TensorMapDescriptorOptions {
-    /// Element type.
-    pub data_type: TensorMapDataType,
-    /// Extent of each dimension, in elements (innermost first).
-    pub global_dims: Vec<u64>,
-    /// Byte stride of each dimension but the innermost (`rank - 1` entries;
-    /// multiples of 16). Empty: packed.
-    pub global_strides: Vec<u64>,
-    /// The box copied per request, in elements (each ≤ 256).
-    pub box_dims: Vec<u32>,
-    /// Traversal stride per dimension (1–8); empty: all 1.
-    pub element_strides: Vec<u32>,
-    /// Interleave.
-    pub interleave: TensorMapInterleave,
-    /// Swizzle.
-    pub swizzle: TensorMapSwizzle,
-    /// L2 promotion.
-    pub l2_promotion: TensorMapL2Promotion,
-    /// Out-of-bounds fill.
-    pub oob_fill: TensorMapOobFill,
-}
-
-impl TensorMapDescriptorOptions {
-    /// Options of a packed tiled map of `data_type` elements with extents
-    /// `global_dims` and box `box_dims` (both innermost first, the driver's
-    /// order), every other field at its default: for struct update syntax,
-    /// `TensorMapDescriptorOptions { swizzle, ..TensorMapDescriptorOptions::new(…) }`.
-    pub fn new(data_type: TensorMapDataType, global_dims: &[u64], box_dims: &[u32]) -> Self {
-        Self {
-            data_type,
-            global_dims: global_dims.to_vec(),
-            global_strides: Vec::new(),
-            box_dims: box_dims.to_vec(),
-            element_strides: Vec::new(),
-            interleave: TensorMapInterleave::default(),
-            swizzle: TensorMapSwizzle::default(),
-            l2_promotion: TensorMapL2Promotion::default(),
-            oob_fill: TensorMapOobFill::default(),
-        }
-    }
-}
-
-/// Which elements an im2col-wide tensor map loads per pixel
-/// ([`TensorMapIm2colWideOptions::mode`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum TensorMapIm2colWideMode {
-    /// 32 elements along W (the default).
-    #[default]
-    W,
-    /// 128 elements along W.
-    W128,
-}
-
-impl TensorMapInterleave {
-    fn raw(self) -> sys::CUtensorMapInterleave {
-        match self {
-            Self::None => sys::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            Self::B16 => sys::CU_TENSOR_MAP_INTERLEAVE_16B,
-            Self::B32 => sys::CU_TENSOR_MAP_INTERLEAVE_32B,
-        }
-    }
-
-    /// The alignment, in bytes, of the address and strides.
-    fn alignment(self) -> u64 {
-        if self == Self::B32 { 32 } else { 16 }
-    }
-}
-
-impl TensorMapSwizzle {
-    fn raw(self) -> sys::CUtensorMapSwizzle {
-        match self {
-            Self::None => sys::CU_TENSOR_MAP_SWIZZLE_NONE,
-            Self::B32 => sys::CU_TENSOR_MAP_SWIZZLE_32B,
-            Self::B64 => sys::CU_TENSOR_MAP_SWIZZLE_64B,
-            Self::B128 => sys::CU_TENSOR_MAP_SWIZZLE_128B,
-        }
-    }
-
-    /// The most bytes the inner box dimension may span, for a swizzle.
-    fn span(self) -> Option<u64> {
-        match self {
-            Self::None => None,
-            Self::B32 => Some(32),
-            Self::B64 => Some(64),
-            Self::B128 => Some(128),
-        }
-    }
-}
-
-impl TensorMapL2Promotion {
-    fn raw(self) -> sys::CUtensorMapL2promotion {
-        match self {
-            Self::None => sys::CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            Self::B64 => sys::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
-            Self::B128 => sys::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-            Self::B256 => sys::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        }
-    }
-}
-
-impl TensorMapOobFill {
-    fn raw(self) -> sys::CUtensorMapFloatOOBfill {
-        match self {
-            Self::Zero => sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            Self::NanRequestZeroFma => sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
-        }
-    }
-}
-
-impl TensorMapIm2colWideMode {
-    fn raw(self) -> sys::CUtensorMapIm2ColWideMode {
-        match self {
-            Self::W => sys::CU_TENSOR_MAP_IM2COL_WIDE_MODE_W,
-            Self::W128 => sys::CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128,
-        }
-    }
-}
-
-/// The layout of an im2col tensor map (`cuTensorMapEncodeIm2col`): a tensor of
-/// rank 3 to 5, innermost dimension first (`[C, W, N]`, `[C, W, H, N]`,
-/// `[C, W, H, D, N]`), read as columns of `pixels_per_column` pixels of
-/// `channels_per_pixel` channels each, from a bounding box of pixels given by
-/// two corners relative to each output pixel.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TensorMapIm2colOptions {
-    /// Element type.
-    pub data_type: TensorMapDataType,
-    /// Extent of each dimension, in elements (innermost first: channels,
-    /// then the spatial dimensions W, H, D, then the batch).
-    pub global_dims: Vec<u64>,
-    /// Byte stride of each dimension but the innermost (`rank - 1` entries;
-    /// multiples of 16, of 32 with [`TensorMapInterleave::B32`]). Empty: packed.
-    pub global_strides: Vec<u64>,
-    /// The bounding box's lower corner, one offset per spatial dimension
-    /// (`rank - 2` entries, W first). The range depends on the rank: ±2^15
-    /// for rank 3, ±2^7 for rank 4, ±2^4 for rank 5 (the upper bound one less).
-    pub pixel_box_lower_corner: Vec<i32>,
-    /// The bounding box's upper corner, as the lower one.
-    pub pixel_box_upper_corner: Vec<i32>,
-    /// Channels loaded per pixel (1–256).
-    pub channels_per_pixel: u32,
-    /// Pixels loaded per column (1–1024).
-    pub pixels_per_column: u32,
-    /// Traversal stride per dimension (1–8); empty: all 1.
-    pub element_strides: Vec<u32>,
-    /// Interleave.
-    pub interleave: TensorMapInterleave,
-    /// Swizzle.
-    pub swizzle: TensorMapSwizzle,
-    /// L2 promotion.
-    pub l2_promotion: TensorMapL2Promotion,
-    /// Out-of-bounds fill.
-    pub oob_fill: TensorMapOobFill,
-}
-
-/// The layout of an im2col-wide tensor map (`cuTensorMapEncodeIm2colWide`, CUDA
-/// 12.8 drivers and compute capability 10.0 or newer): as
-/// [`TensorMapIm2colOptions`], but pixels are taken along W only, between two
-/// W offsets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TensorMapIm2colWideOptions {
-    /// Element type.
-    pub data_type: TensorMapDataType,
-    /// Extent of each dimension, in elements, innermost first (rank 3 to 5).
-    pub global_dims: Vec<u64>,
-    /// Byte stride of each dimension but the innermost; empty: packed.
-    pub global_strides: Vec<u64>,
-    /// The bounding box's lower W offset (−2^15 to 2^15 − 1).
-    pub pixel_box_lower_corner_width: i32,
-    /// The bounding box's upper W offset (−2^15 to 2^15 − 1).
-    pub pixel_box_upper_corner_width: i32,
-    /// Channels loaded per pixel (1–256).
-    pub channels_per_pixel: u32,
-    /// Pixels loaded per column (1–1024).
-    pub pixels_per_column: u32,
-    /// Traversal stride per dimension (1–8); empty: all 1.
-    pub element_strides: Vec<u32>,
-    /// Interleave.
-    pub interleave: TensorMapInterleave,
-    /// How many elements along W each pixel loads.
-    pub mode: TensorMapIm2colWideMode,
-    /// Swizzle (Python's default for this kind is [`TensorMapSwizzle::B128`]).
-    pub swizzle: TensorMapSwizzle,
-    /// L2 promotion.
-    pub l2_promotion: TensorMapL2Promotion,
-    /// Out-of-bounds fill.
-    pub oob_fill: TensorMapOobFill,
-}
-
-/// The global-memory part of a tensor map, checked: what every encoding and
-/// [`TensorMapDescriptor::replace_address`] share.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Layout {
-    dtype: sys::CUtensorMapDataType,
-    elem: u64,
-    dims: Vec<u64>,
-    strides: Vec<u64>,
-    element_strides: Vec<u32>,
-    /// The bytes from the first element to one past the last.
-    span: u64,
-    /// The alignment the address and strides need.
-    align: u64,
-}
-
-/// The most a global dimension may be (2^32) and a global stride (under 2^40).
-const MAX_DIM: u64 = 1 << 32;
-const MAX_STRIDE: u64 = 1 << 40;
-
-impl Layout {
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        what: &'static str,
-        data_type: TensorMapDataType,
-        dims: &[u64],
-        strides: &[u64],
-        element_strides: &[u32],
-        ranks: RangeInclusive<usize>,
-        interleave: TensorMapInterleave,
-    ) -> Result<Self> {
-        let rank = dims.len();
-        let ranks = if interleave == TensorMapInterleave::None {
-            ranks
-        } else {
-            // Interleaved layouts have at least 3 dimensions.
-            (*ranks.start()).max(3)..=*ranks.end()
-        };
-        if !ranks.contains(&rank) {
-            return Err(Error::out_of_range(
-                what,
-                format!(
-                    "the rank (the number of `global_dims`) is {rank}; this kind of tensor map \
-                     takes {} to {}",
-                    ranks.start(),
-                    ranks.end()
-                ),
-            ));
-        }
-        if let Some(i) = dims.iter().position(|&d| d == 0 || d > MAX_DIM) {
-            return Err(Error::out_of_range(
-                what,
-                format!("`global_dims[{i}]` is {}: it must be 1 to 2^32", dims[i]),
-            ));
-        }
-        let (dtype, elem) = data_type.raw();
-        let align = interleave.alignment();
-        let strides = if strides.is_empty() {
-            let mut s = elem;
-            let mut packed = Vec::with_capacity(rank - 1);
-            for d in &dims[..rank - 1] {
-                s = s
-                    .checked_mul(*d)
-                    .ok_or_else(|| Error::out_of_range(what, "the tensor is too large"))?;
-                packed.push(s);
-            }
-            packed
-        } else {
-            strides.to_vec()
-        };
-        if strides.len() != rank - 1 {
-            return Err(Error::invalid(
-                what,
-                format!(
-                    "`global_strides` has {} entries; a rank-{rank} tensor needs {} (every \
-                     dimension but the innermost), or none for a packed tensor",
-                    strides.len(),
-                    rank - 1
-                ),
-            ));
-        }
-        if let Some(i) = strides
-            .iter()
-            .position(|&s| s % align != 0 || s >= MAX_STRIDE)
-        {
-            return Err(Error::invalid(
-                what,
-                format!(
-                    "`global_strides[{i}]` is {} bytes: it must be a multiple of {align} below 2^40",
-                    strides[i]
-                ),
-            ));
-        }
-        let element_strides = if element_strides.is_empty() {
-            vec![1; rank]
-        } else {
-            element_strides.to_vec()
-        };
-        if element_strides.len() != rank {
-            return Err(Error::invalid(
-                what,
-                format!(
-                    "`element_strides` has {} entries, one per dimension ({rank}) or none",
-                    element_strides.len()
-                ),
-            ));
-        }
-        if let Some(i) = element_strides.iter().position(|s| !(1..=8).contains(s)) {
-            return Err(Error::out_of_range(
-                what,
-                format!(
-                    "`element_strides[{i}]` is {}: it must be 1 to 8",
-                    element_strides[i]
-                ),
-            ));
-        }
-        // The last element's offset: the innermost stride is the element size.
-        let mut last = 0u64;
-        for (d, s) in dims.iter().zip(std::iter::once(&elem).chain(&strides)) {
-            last = (d - 1)
-                .checked_mul(*s)
-                .and_then(|o| last.checked_add(o))
-                .ok_or_else(|| Error::out_of_range(what, "the tensor is too large"))?;
-        }
-        let span = last
-            .checked_add(elem)
-            .ok_or_else(|| Error::out_of_range(what, "the tensor is too large"))?;
-        Ok(Self {
-            dtype,
-            elem,
-            dims: dims.to_vec(),
-            strides,
-            element_strides,
-            span,
-            align,
-        })
-    }
-
-    /// Checks that memory at `ptr` of `size` bytes can hold the tensor.
-    fn check_memory(&self, what: &'static str, ptr: u64, size: u64) -> Result<()> {
-        check_replacement(what, self.span, self.align, ptr, size)
-    }
-
-    /// Checks the inner box dimension (`inner` elements), without interleave:
-    /// within the swizzle span and, for a tiled box (`granule`), a multiple of
-    /// 16 bytes.
-    fn check_inner_box(
-        &self,
-        what: &'static str,
-        field: &str,
-        inner: u32,
-        granule: bool,
-        interleave: TensorMapInterleave,
-        swizzle: TensorMapSwizzle,
-    ) -> Result<()> {
-        let bytes = u64::from(inner) * self.elem;
-        if interleave == TensorMapInterleave::None {
-            if granule && bytes % 16 != 0 {
-                return Err(Error::invalid(
-                    what,
-                    format!(
-                        "{field} is {bytes} bytes: without interleave it must be a multiple of 16"
-                    ),
-                ));
-            }
-            if let Some(span) = swizzle.span() {
-                if bytes > span {
-                    return Err(Error::invalid(
-                        what,
-                        format!("{field} is {bytes} bytes, more than the {span}-byte swizzle"),
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The checked layout of an im2col or im2col-wide map over `buffer`: rank 3 to
-/// 5, `channels_per_pixel` and `pixels_per_column` (`counts`) in range, the
-/// channels within the swizzle, the buffer aligned and large enough.
-#[allow(clippy::too_many_arguments)]
-fn im2col_layout(
-    what: &'static str,
-    buffer: &Buffer,
-    data_type: TensorMapDataType,
-    dims: &[u64],
-    strides: &[u64],
-    element_strides: &[u32],
-    interleave: TensorMapInterleave,
-    swizzle: TensorMapSwizzle,
-    (channels, pixels): (u32, u32),
-) -> Result<Layout> {
-    let layout = Layout::new(
-        what,
-        data_type,
-        dims,
-        strides,
-        element_strides,
-        3..=5,
-        interleave,
-    )?;
-    check_im2col_counts(what, channels, pixels)?;
-    layout.check_inner_box(
-        what,
-        "`channels_per_pixel`",
-        channels,
-        false,
-        interleave,
-        swizzle,
-    )?;
-    layout.check_memory(what, buffer.ptr(), buffer.size() as u64)?;
-    Ok(layout)
-}
-
-/// Checks `channels_per_pixel` and `pixels_per_column` of an im2col map.
-fn check_im2col_counts(what: &'static str, channels: u32, pixels: u32) -> Result<()> {
-    if !(1..=256).contains(&channels) {
-        return Err(Error::out_of_range(
-            what,
-            format!("`channels_per_pixel` is {channels}: it must be 1 to 256"),
-        ));
-    }
-    if !(1..=1024).contains(&pixels) {
-        return Err(Error::out_of_range(
-            what,
-            format!("`pixels_per_column` is {pixels}: it must be 1 to 1024"),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks an im2col bounding box: `rank - 2` offsets per corner, each within the
-/// range the rank allows.
-fn check_pixel_box(what: &'static str, rank: usize, lower: &[i32], upper: &[i32]) -> Result<()> {
-    let spatial = rank - 2;
-    let bits = match rank {
-        3 => 15,
-        4 => 7,
-        _ => 4,
-    };
-    let range = -(1i32 << bits)..=(1i32 << bits) - 1;
-    for (field, corner) in [
-        ("pixel_box_lower_corner", lower),
-        ("pixel_box_upper_corner", upper),
-    ] {
-        if corner.len() != spatial {
-            return Err(Error::invalid(
-                what,
-                format!(
-                    "`{field}` has {} entries; a rank-{rank} tensor has {spatial} spatial \
-                     dimensions",
-                    corner.len()
-                ),
-            ));
-        }
-        if let Some(i) = corner.iter().position(|c| !range.contains(c)) {
-            return Err(Error::out_of_range(
-                what,
-                format!(
-                    "`{field}[{i}]` is {}: for rank {rank} it must be {} to {}",
-                    corner[i],
-                    range.start(),
-                    range.end()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Checks an im2col-wide map's W offsets: each within −2^15 to 2^15 − 1.
-fn check_wide_box(what: &'static str, lower: i32, upper: i32) -> Result<()> {
-    let range = -(1i32 << 15)..=(1i32 << 15) - 1;
-    for (field, w) in [
-        ("pixel_box_lower_corner_width", lower),
-        ("pixel_box_upper_corner_width", upper),
-    ] {
-        if !range.contains(&w) {
-            return Err(Error::out_of_range(
-                what,
-                format!("`{field}` is {w}: it must be -32768 to 32767"),
-            ));
-        }
-    }
-    Ok(())
-}
+use crate::launch::tensor_map_layout::{
+    Layout, check_pixel_box, check_replacement, check_wide_box, im2col_layout,
+};
+use crate::launch::tensor_map_options::{
+    TensorMapDescriptorOptions, TensorMapIm2colOptions, TensorMapIm2colWideOptions,
+};
+use crate::{device::Device, launch::KernelArg, memory::buffer::Buffer};
 
 /// A `CUtensorMap` (128 bytes, 64-byte aligned, passed to kernels by value), with
 /// the device its memory is on and what its layout needs of that memory, so
@@ -600,12 +28,12 @@ fn check_wide_box(what: &'static str, lower: i32, upper: i32) -> Result<()> {
 /// while kernels use the map.
 #[derive(Clone, Copy)]
 pub struct TensorMapDescriptor {
-    map: sys::CUtensorMap,
-    device: Device,
+    pub(crate) map: sys::CUtensorMap,
+    pub(crate) device: Device,
     /// The bytes the layout spans from its address.
-    span: u64,
+    pub(crate) span: u64,
     /// The alignment the layout needs of its address.
-    align: u64,
+    pub(crate) align: u64,
 }
 
 impl std::fmt::Debug for TensorMapDescriptor {
@@ -618,11 +46,11 @@ impl std::fmt::Debug for TensorMapDescriptor {
 }
 
 impl TensorMapDescriptor {
-    fn encoded(map: sys::CUtensorMap, buffer: &Buffer, layout: &Layout) -> Self {
+    pub(crate) fn encoded(map: sys::CUtensorMap, buffer: &Buffer, layout: &Layout) -> Self {
         Self::encoded_on(map, *buffer.device(), layout)
     }
 
-    fn encoded_on(map: sys::CUtensorMap, device: Device, layout: &Layout) -> Self {
+    pub(crate) fn encoded_on(map: sys::CUtensorMap, device: Device, layout: &Layout) -> Self {
         Self {
             map,
             device,
@@ -870,27 +298,9 @@ impl TensorMapDescriptor {
     }
 }
 
-/// Checks a replacement address: aligned as the layout needs, and the memory at
-/// it at least `span` bytes.
-fn check_replacement(what: &'static str, span: u64, align: u64, ptr: u64, size: u64) -> Result<()> {
-    if ptr % align != 0 {
-        return Err(Error::invalid(
-            what,
-            format!("the address {ptr:#x} is not {align}-byte aligned"),
-        ));
-    }
-    if span > size {
-        return Err(Error::out_of_range(
-            what,
-            format!("the tensor spans {span} bytes, the buffer holds {size}"),
-        ));
-    }
-    Ok(())
-}
-
 /// Checks a tiled map's box: one extent per dimension, each 1–256, the inner
 /// one within the 16-byte granule and the swizzle.
-fn check_box(
+pub(crate) fn check_box(
     what: &'static str,
     layout: &Layout,
     options: &TensorMapDescriptorOptions,
@@ -929,7 +339,7 @@ fn check_box(
 // holds an address, not a buffer (what it describes must outlive the kernel:
 // `TypedKernel::launch`'s `# Safety`).
 // Soundness contract: rule 10.
-unsafe impl crate::Param for TensorMapDescriptor {
+unsafe impl crate::launch::typed_kernel::Param for TensorMapDescriptor {
     type Arg<'a> = &'a TensorMapDescriptor;
     const SIZE: usize = std::mem::size_of::<sys::CUtensorMap>();
     fn addr(arg: &&TensorMapDescriptor) -> *mut c_void {
@@ -955,7 +365,12 @@ unsafe impl KernelArg for TensorMapDescriptor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
+    #[allow(unused_imports)]
+    use crate::launch::tensor_map_layout::*;
+    #[allow(unused_imports)]
+    use crate::launch::tensor_map_options::*;
+    use std::ops::RangeInclusive;
 
     fn kind<T: std::fmt::Debug>(r: Result<T>, needle: &str) -> InvalidKind {
         let e = r.unwrap_err();

@@ -9,11 +9,14 @@
 
 use crate::error::{Error, Result};
 use crate::interop::dlpack::{DLDataType, DLDeviceType};
-use crate::launch::tensor_map::{
+use crate::launch::tensor_map_options::{
     TensorMapDataType, TensorMapDescriptorOptions, TensorMapInterleave, TensorMapL2Promotion,
     TensorMapOobFill, TensorMapSwizzle,
 };
-use crate::{Device, DeviceView, StridedMemoryView, TensorMapDescriptor};
+use crate::{
+    device::Device, interop::strided::StridedMemoryView, launch::tensor_map::TensorMapDescriptor,
+    memory::view::DeviceView,
+};
 
 /// An element type a tensor map can describe: what
 /// [`TensorMapDescriptor::from_tiled`] takes the map's data type from (Python's
@@ -293,7 +296,7 @@ impl StridedMemoryView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
 
     fn kind<T: std::fmt::Debug>(r: Result<T>, needle: &str) -> InvalidKind {
         let e = r.unwrap_err();

@@ -17,7 +17,10 @@ use cudars_bindings::driver as sys;
 use crate::error::{Error, Result};
 use crate::launch::{LaunchConfig, launch_raw};
 use crate::memory::view::{DeviceView, DeviceViewMut};
-use crate::{Buffer, CaptureArg, GraphView, Kernel, Stream};
+use crate::{
+    code::kernel::Kernel, graph::view::CaptureArg, graph::view::GraphView, memory::buffer::Buffer,
+    stream::Stream,
+};
 
 /// A `const T*` kernel parameter: takes a [`DeviceView<T>`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -133,7 +136,7 @@ scalar_params!(
 );
 
 #[inline]
-fn same_device(dev: &crate::Device, stream: &Stream) -> Result<()> {
+fn same_device(dev: &crate::device::Device, stream: &Stream) -> Result<()> {
     if dev != stream.device() {
         return Err(Error::other_device(
             "launching a typed kernel",
@@ -608,7 +611,10 @@ impl<S: Signature> TypedKernel<S> {
         // kernel, which is queued by now (ordering them first let a free on
         // another stream overtake the kernel). On failure the stream has been
         // drained, so no free can overtake it either.
-        crate::memory::order_frees_after(memory.iter().flatten().copied().chain(more), stream)
+        crate::memory::buffer::order_frees_after(
+            memory.iter().flatten().copied().chain(more),
+            stream,
+        )
     }
 }
 
@@ -635,8 +641,8 @@ mod tests {
         let mut m2 = [0u32; 8];
         let b1 = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut m1));
         let b2 = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut m2));
-        let x = crate::ArcView::<f32>::of_buffer(&b1).unwrap();
-        let y = crate::ArcView::<u32>::of_buffer(&b2).unwrap();
+        let x = crate::memory::arc_view::ArcView::<f32>::of_buffer(&b1).unwrap();
+        let y = crate::memory::arc_view::ArcView::<u32>::of_buffer(&b2).unwrap();
         let arg = LentVal::new(|l| Span2 {
             a: l.ptr(x.view().slice(2..).unwrap()),
             b: l.ptr(y.view()),

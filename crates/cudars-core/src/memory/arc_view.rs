@@ -17,7 +17,10 @@ use cudars_bindings::driver as sys;
 
 use crate::error::Result;
 use crate::memory::view::{NonZeroSize, bounds, view_accessors};
-use crate::{Buffer, Device, DeviceBuffer, DeviceView, Stream};
+use crate::{
+    device::Device, memory::buffer::Buffer, memory::device_buffer::DeviceBuffer,
+    memory::view::DeviceView, stream::Stream,
+};
 
 /// An allocation an [`ArcView`] can hold: a byte [`Buffer`] or a typed
 /// [`DeviceBuffer`].
@@ -72,7 +75,7 @@ impl<T: Pod + Send + Sync> HoldsBuffer for DeviceBuffer<T> {
 /// ```
 pub struct ArcView<T> {
     owner: Arc<dyn HoldsBuffer>,
-    ptr: sys::CUdeviceptr,
+    pub(crate) ptr: sys::CUdeviceptr,
     len: usize,
     _t: PhantomData<fn() -> T>,
 }
@@ -225,7 +228,7 @@ impl<T: Pod> ArcView<T> {
         let view = self.view();
         let dst = view.span();
         dst.check_len(src.len(), "copying into a shared view")?;
-        crate::memory::copy_device(
+        crate::memory::buffer::copy_device(
             dst.buf,
             dst.ptr,
             src.buffer(),
@@ -234,19 +237,7 @@ impl<T: Pod> ArcView<T> {
             stream,
         )?;
         // Soundness contract: rule 2.
-        crate::memory::order_frees_after([dst.buf, src.buffer()].into_iter(), stream)
-    }
-}
-
-// SAFETY: points at the view's stored device address (8 bytes), which lives as
-// long as the view.
-// Soundness contract: rule 10.
-unsafe impl<T: Pod> crate::KernelArg for ArcView<T> {
-    fn arg_ptr(&self) -> *const std::ffi::c_void {
-        (&self.ptr as *const sys::CUdeviceptr).cast()
-    }
-    fn arg_size(&self) -> usize {
-        std::mem::size_of::<sys::CUdeviceptr>()
+        crate::memory::buffer::order_frees_after([dst.buf, src.buffer()].into_iter(), stream)
     }
 }
 
@@ -295,7 +286,7 @@ pub(crate) fn host_backed(data: &mut [u8]) -> Arc<Buffer> {
         Buffer::from_raw(
             data.as_mut_ptr() as u64,
             data.len(),
-            crate::MemoryKind::Pinned,
+            crate::memory::resource::MemoryKind::Pinned,
             &Device::for_tests(0),
         )
     })
@@ -304,7 +295,7 @@ pub(crate) fn host_backed(data: &mut [u8]) -> Arc<Buffer> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Error, InvalidKind};
+    use crate::{error::Error, error::InvalidKind};
 
     #[test]
     fn shared_views_check_their_ranges_and_keep_the_allocation() {

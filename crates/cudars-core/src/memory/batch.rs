@@ -45,12 +45,16 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result, copy_size_kind};
-use crate::{ArcView, Buffer, DeviceView, DeviceViewMut, Location, ManagedBuffer, Stream};
+use crate::{
+    memory::arc_view::ArcView, memory::buffer::Buffer, memory::managed_buffer::ManagedBuffer,
+    memory::resource::Location, memory::view::DeviceView, memory::view::DeviceViewMut,
+    stream::Stream,
+};
 
 /// What the batch traits read from their implementors; not nameable outside
 /// the crate, so the traits are sealed.
 mod sealed {
-    use crate::Buffer;
+    use crate::memory::buffer::Buffer;
 
     /// Bytes in a buffer: where they are and how many.
     #[derive(Clone, Copy)]
@@ -519,7 +523,7 @@ fn copy_blocks(
             unsafe { sys::cuMemcpyAsync(c.dst.ptr, c.src.ptr, c.bytes, stream.handle()) }
                 .check(|| format!("copying {} bytes of a batch", c.bytes))?;
         }
-        return crate::memory::order_frees_after(buffers(), stream);
+        return crate::memory::buffer::order_frees_after(buffers(), stream);
     }
     let rc = if crate::versions::driver_at_least(13000) {
         // SAFETY: the three arrays have `copies.len()` entries, each naming live
@@ -559,7 +563,7 @@ fn copy_blocks(
         }
     };
     rc.check(|| format!("copying a batch of {} buffers", copies.len()))?;
-    crate::memory::order_frees_after(buffers(), stream)
+    crate::memory::buffer::order_frees_after(buffers(), stream)
 }
 
 /// Managed ranges for the batch calls (CUDA 13 drivers: `feature` names the
@@ -624,7 +628,7 @@ fn prefetch_like(
         )
     }
     .check(|| batch_context(what, n))?;
-    crate::memory::order_frees_after(ranges.iter().map(|r| r.buffer), stream)
+    crate::memory::buffer::order_frees_after(ranges.iter().map(|r| r.buffer), stream)
 }
 
 /// Prefetches each managed range (a whole buffer or a view, [`BatchRange`]) to
@@ -703,7 +707,7 @@ fn discard_ranges(ranges: &[Range<'_>], stream: &Stream, what: &'static str) -> 
         )
     }
     .check(|| batch_context(what, ranges.len()))?;
-    crate::memory::order_frees_after(ranges.iter().map(|r| r.buffer), stream)
+    crate::memory::buffer::order_frees_after(ranges.iter().map(|r| r.buffer), stream)
 }
 
 /// Discards each managed range's contents and prefetches its (now unspecified)
@@ -731,7 +735,7 @@ pub fn discard_prefetch_batch<R: BatchRangeMut>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::InvalidKind;
+    use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
     use crate::memory::arc_view::host_backed;
 
@@ -773,7 +777,7 @@ mod tests {
         let e = check_copy(0, &copy(a.range(), b.range(), 0, false), "t");
         assert_eq!(kind(e), InvalidKind::ZeroSize);
         // Every kind of range names its own bytes.
-        let arc = crate::ArcView::<u32>::of_buffer(&a)
+        let arc = crate::memory::arc_view::ArcView::<u32>::of_buffer(&a)
             .unwrap()
             .slice(2..5)
             .unwrap();

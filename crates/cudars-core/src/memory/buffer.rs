@@ -11,9 +11,14 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::memory::view::NonZeroSize;
-use crate::{Context, Device, DeviceView, DeviceViewMut, Stream};
+use crate::{
+    context::Context, device::Device, memory::view::DeviceView, memory::view::DeviceViewMut,
+    stream::Stream,
+};
 
-use super::{MemoryKind, MemoryResource, Resource};
+use crate::{
+    memory::resource::MemoryKind, memory::resource::MemoryResource, memory::resource::Resource,
+};
 
 /// A span of memory from a [`MemoryResource`], or a foreign pointer.
 ///
@@ -752,7 +757,7 @@ impl Buffer {
         if let Err(e) = &r {
             // Deferred-free rule: a failed free is never dropped (a leak); it is
             // retried on `s`, which already orders it after the free stream's work.
-            let first = crate::Report::new(e).to_string();
+            let first = crate::error::Report::new(e).to_string();
             defer_free(
                 mr.into_arc(),
                 (self.ptr, self.size),
@@ -786,7 +791,7 @@ fn defer_free(
         // The stream's context, current: a special handle (the legacy default
         // stream) names the current context's.
         let _current = s.context().ensure_current()?;
-        if s.capture_status()? != crate::CaptureStatus::None {
+        if s.capture_status()? != crate::stream::CaptureStatus::None {
             return Err(Error::unsupported(
                 "retrying a deferred free",
                 "the stream it is ordered on is capturing a graph",
@@ -832,7 +837,10 @@ pub(crate) fn order_frees_after<'a>(
         return Ok(());
     }
     let order = || -> Result<()> {
-        let e = crate::Event::in_context(stream.context(), crate::EventOptions::default())?;
+        let e = crate::event::Event::in_context(
+            stream.context(),
+            crate::event::EventOptions::default(),
+        )?;
         e.record(stream)?;
         for free in &frees {
             free.wait_event(&e)?;

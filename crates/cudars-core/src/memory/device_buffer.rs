@@ -8,7 +8,9 @@ use bytemuck::Pod;
 
 use crate::error::{Error, Result};
 use crate::memory::view::{DeviceView, DeviceViewMut, NonZeroSize};
-use crate::{Buffer, Device, MemoryResource, Stream};
+use crate::{
+    device::Device, memory::buffer::Buffer, memory::resource::MemoryResource, stream::Stream,
+};
 
 /// An owning array of `len` elements of type `T` in device memory: a [`Buffer`]
 /// that knows its element type. It frees itself in stream order, like the
@@ -66,10 +68,14 @@ impl<T: Pod> DeviceBuffer<T> {
     /// # Errors
     /// As [`allocate`](Self::allocate).
     pub fn allocate_from(mr: Arc<dyn MemoryResource>, len: usize, stream: &Stream) -> Result<Self> {
-        Self::allocate_in(crate::memory::Resource::Shared(mr), len, stream)
+        Self::allocate_in(crate::memory::resource::Resource::Shared(mr), len, stream)
     }
 
-    fn allocate_in(mr: crate::memory::Resource, len: usize, stream: &Stream) -> Result<Self> {
+    fn allocate_in(
+        mr: crate::memory::resource::Resource,
+        len: usize,
+        stream: &Stream,
+    ) -> Result<Self> {
         let () = NonZeroSize::<T>::OK;
         let size = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
             Error::invalid(

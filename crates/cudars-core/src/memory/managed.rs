@@ -6,13 +6,17 @@ use std::sync::Arc;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Buffer, Device, Stream};
+use crate::{device::Device, memory::buffer::Buffer, stream::Stream};
 
 use super::pool::{
     PoolAttributes, PoolReuse, create_pool, pool_allocate, pool_attributes, pool_bool, pool_free,
     pool_set_bool, pool_set_u64, pool_u64, set_release_threshold,
 };
-use super::{Location, ManagedBuffer, MemoryKind, MemoryResource, mem_advise};
+use super::resource::mem_advise;
+use crate::{
+    memory::managed_buffer::ManagedBuffer, memory::resource::Location,
+    memory::resource::MemoryKind, memory::resource::MemoryResource,
+};
 
 /// The driver version with pools of managed memory (`cuMemPoolCreate` with
 /// `CU_MEM_ALLOCATION_TYPE_MANAGED`, `cuMemGetMemPool`).

@@ -6,9 +6,10 @@ use std::ops::{Deref, DerefMut};
 use cudars_bindings::driver as sys;
 
 use crate::error::{Error, Result};
-use crate::{Device, Stream};
+use crate::{device::Device, stream::Stream};
 
-use super::{Buffer, Location, legacy_location, mem_advise, mem_prefetch};
+use super::resource::{legacy_location, mem_advise, mem_prefetch};
+use crate::{memory::buffer::Buffer, memory::resource::Location};
 
 /// What [`ManagedBuffer::from_buffer`] and `from_buffer_ref` do, for their error.
 const TAKING_OVER: &str = "using a buffer as managed memory";

@@ -4,9 +4,12 @@
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Device, Stream};
+use crate::{device::Device, stream::Stream};
 
-use super::{Location, MemoryKind, MemoryResource, owning_allocate};
+use crate::{
+    memory::resource::Location, memory::resource::MemoryKind, memory::resource::MemoryResource,
+    memory::resource::owning_allocate,
+};
 
 use super::pool::{
     PoolAttributes, PoolIpc, PoolReuse, create_pool, pool_allocate, pool_attributes, pool_bool,
@@ -172,7 +175,7 @@ impl PinnedMemoryResource {
     #[cfg_attr(docsrs, doc(cfg(unix)))]
     pub fn import(device: &Device, fd: std::os::fd::BorrowedFd<'_>) -> Result<Self> {
         let _current = device.ensure_current()?;
-        let pool = crate::interop::ipc::import_pool(fd, || {
+        let pool = crate::memory::fd::import_pool(fd, || {
             format!(
                 "importing a pinned memory pool for device {}",
                 device.ordinal()

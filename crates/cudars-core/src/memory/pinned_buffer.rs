@@ -19,7 +19,8 @@ use crate::error::{Error, Result};
 use crate::memory::view::{DeviceView, DeviceViewMut, NonZeroSize};
 use crate::stream::QueueId;
 use crate::{
-    Buffer, CaptureStatus, Device, Event, EventOptions, LegacyPinnedMemoryResource, Stream,
+    device::Device, event::Event, event::EventOptions, memory::buffer::Buffer,
+    memory::pinned::LegacyPinnedMemoryResource, stream::CaptureStatus, stream::Stream,
 };
 
 /// An array of `len` elements of type `T` in page-locked host memory
@@ -336,8 +337,14 @@ impl<T> Drop for PinnedBuffer<T> {
         let size = self.buf.size();
         // SAFETY: a stand-in that owns nothing, never used: `self` is being
         // dropped, and the real buffer moves to the queue.
-        let stand_in =
-            unsafe { Buffer::from_raw(0, 0, crate::MemoryKind::Pinned, self.buf.device()) };
+        let stand_in = unsafe {
+            Buffer::from_raw(
+                0,
+                0,
+                crate::memory::resource::MemoryKind::Pinned,
+                self.buf.device(),
+            )
+        };
         let mut buf = Some(std::mem::replace(&mut self.buf, stand_in));
         crate::deferred::defer(
             "freeing pinned memory",

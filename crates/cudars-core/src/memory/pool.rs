@@ -7,9 +7,12 @@ use std::sync::{Arc, OnceLock};
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Device, Stream};
+use crate::{device::Device, stream::Stream};
 
-use super::{Location, MemoryKind, MemoryResource, Resource};
+use crate::{
+    memory::resource::Location, memory::resource::MemoryKind, memory::resource::MemoryResource,
+    memory::resource::Resource,
+};
 
 impl DeviceMemoryResource {
     /// Allocates an owning [`Buffer`](crate::Buffer) of `size` bytes from this
@@ -19,14 +22,18 @@ impl DeviceMemoryResource {
     ///
     /// # Errors
     /// As [`Buffer::allocate`](crate::Buffer::allocate).
-    pub fn allocate(self: &Arc<Self>, size: usize, stream: &Stream) -> Result<crate::Buffer> {
+    pub fn allocate(
+        self: &Arc<Self>,
+        size: usize,
+        stream: &Stream,
+    ) -> Result<crate::memory::buffer::Buffer> {
         // The device's default pool as `default_memory_resource` hands it out:
         // the buffer refers to the process-wide resource, touching no count.
         let mr = match cached_default_pool(&self.device) {
             Some(d) if Arc::ptr_eq(&d.typed, self) => Resource::Static(&d.erased),
             _ => Resource::Shared(self.clone()),
         };
-        crate::Buffer::allocate_in(mr, size, Some(stream))
+        crate::memory::buffer::Buffer::allocate_in(mr, size, Some(stream))
     }
 }
 
@@ -90,7 +97,7 @@ pub struct PoolIpc {
     /// The pool's identity across processes, for IPC pools: made when the pool
     /// is, or given when an imported pool is registered.
     #[cfg(unix)]
-    pub(crate) uuid: std::sync::OnceLock<crate::PoolUuid>,
+    pub(crate) uuid: std::sync::OnceLock<crate::memory::fd::PoolUuid>,
     /// The pool's exported descriptor, made when an IPC pool is created (the driver
     /// exports a pool's buffers only once the pool itself has been exported).
     #[cfg(unix)]
@@ -109,13 +116,13 @@ impl PoolIpc {
             mapped: false,
             #[cfg(unix)]
             uuid: if enabled {
-                std::sync::OnceLock::from(crate::PoolUuid::new_random())
+                std::sync::OnceLock::from(crate::memory::fd::PoolUuid::new_random())
             } else {
                 std::sync::OnceLock::new()
             },
             #[cfg(unix)]
             fd: if enabled {
-                Some(crate::interop::ipc::export_pool(pool)?)
+                Some(crate::memory::fd::export_pool(pool)?)
             } else {
                 None
             },
@@ -483,7 +490,7 @@ pub struct PoolAttributes {
 /// `Result<CUmemoryPool>` of `r: &T` (for a resource that may have no pool).
 macro_rules! pool_attributes {
     ($t:ty) => {
-        pool_attributes!($t, |this| Ok::<_, $crate::Error>(this.pool));
+        pool_attributes!($t, |this| Ok::<_, $crate::error::Error>(this.pool));
     };
     ($t:ty, |$this:ident| $pool:expr) => {
         impl $t {
@@ -705,6 +712,111 @@ pub(super) fn create_pool(
     // SAFETY: `props` is fully initialised; `pool` is valid for writes.
     unsafe { sys::cuMemPoolCreate(&mut pool, &props) }.check(what)?;
     Ok(pool)
+}
+
+// The memory resource `Device::allocate` uses.
+impl Device {
+    /// The device's default memory resource: its default stream-ordered pool
+    /// (`cuDeviceGetDefaultMemPool`).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn default_memory_resource(
+        &self,
+    ) -> Result<std::sync::Arc<crate::memory::pool::DeviceMemoryResource>> {
+        Ok(match crate::memory::pool::default_pool(self)? {
+            Some(d) => d.typed.clone(),
+            None => std::sync::Arc::new(crate::memory::pool::DeviceMemoryResource::default_pool(
+                self,
+            )?),
+        })
+    }
+
+    /// Makes `mr` the resource [`allocate`](Self::allocate) uses on this device, for
+    /// the whole process (`None`: back to the default pool). Buffers already
+    /// allocated keep their own resource.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a resource of
+    /// another device.
+    pub fn set_memory_resource(
+        &self,
+        mr: Option<std::sync::Arc<dyn crate::memory::resource::MemoryResource>>,
+    ) -> Result<()> {
+        if let Some(m) = mr.as_ref().filter(|m| m.device() != *self) {
+            return Err(crate::error::Error::other_device(
+                format!("setting the memory resource of device {}", self.ordinal()),
+                format!("the resource belongs to device {}", m.device().ordinal()),
+            ));
+        }
+        let mut set = crate::memory::resource::allocation_resources()
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // From now on allocations look in the map (under its lock).
+        crate::memory::resource::RESOURCES_EVER_SET
+            .store(true, std::sync::atomic::Ordering::Release);
+        match mr {
+            Some(m) => {
+                set.insert(self.ordinal(), m);
+            }
+            None => {
+                set.remove(&self.ordinal());
+            }
+        }
+        Ok(())
+    }
+
+    /// The resource [`allocate`](Self::allocate) uses: the one set with
+    /// [`set_memory_resource`](Self::set_memory_resource), or else the default pool
+    /// ([`default_memory_resource`](Self::default_memory_resource)).
+    ///
+    /// # Errors
+    /// The driver's error (reading the default pool).
+    pub fn memory_resource(
+        &self,
+    ) -> Result<std::sync::Arc<dyn crate::memory::resource::MemoryResource>> {
+        Ok(self.allocation_resource()?.arc().clone())
+    }
+
+    /// The resource [`allocate`](Self::allocate) uses, as a buffer holds it: the
+    /// default pool (the common case: no lock, no count touched) unless
+    /// another was set.
+    pub(crate) fn allocation_resource(&self) -> Result<crate::memory::resource::Resource> {
+        use crate::memory::resource::Resource;
+        if !crate::memory::resource::RESOURCES_EVER_SET.load(std::sync::atomic::Ordering::Acquire) {
+            if let Some(d) = crate::memory::pool::default_pool(self)? {
+                return Ok(Resource::Static(&d.erased));
+            }
+        }
+        let set = crate::memory::resource::allocation_resources()
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&self.ordinal())
+            .cloned();
+        Ok(match set {
+            Some(m) => Resource::Shared(m),
+            None => match crate::memory::pool::default_pool(self)? {
+                Some(d) => Resource::Static(&d.erased),
+                None => Resource::Shared(self.default_memory_resource()?),
+            },
+        })
+    }
+
+    /// Allocates `size` bytes from the device's memory resource
+    /// ([`memory_resource`](Self::memory_resource): the default pool unless another
+    /// was set), ordered on `stream`. `None` for the stream works only when the
+    /// resource set is not stream-ordered (see
+    /// [`Buffer::allocate`](crate::Buffer::allocate)).
+    ///
+    /// # Errors
+    /// As [`Buffer::allocate`](crate::Buffer::allocate).
+    pub fn allocate<'s>(
+        &self,
+        size: usize,
+        stream: impl Into<Option<&'s Stream>>,
+    ) -> Result<crate::memory::buffer::Buffer> {
+        crate::memory::buffer::Buffer::allocate_in(self.allocation_resource()?, size, stream.into())
+    }
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::memory::MemoryKind;
-use crate::{Buffer, Device, Stream};
+use crate::memory::resource::MemoryKind;
+use crate::{device::Device, memory::buffer::Buffer, stream::Stream};
 
 /// Rejects zero-sized element types at compile time (a view of `()` would have
 /// no bytes to address).
@@ -388,8 +388,15 @@ impl<'a, T: Pod> DeviceViewMut<'a, T> {
     pub fn copy_from(&mut self, src: DeviceView<'_, T>, stream: &Stream) -> Result<()> {
         let dst = self.span();
         dst.check_len(src.len, "copying between views")?;
-        crate::memory::copy_device(dst.buf, dst.ptr, src.buf, src.ptr, dst.bytes(), stream)?;
-        crate::memory::order_frees_after([dst.buf, src.buf].into_iter(), stream)
+        crate::memory::buffer::copy_device(
+            dst.buf,
+            dst.ptr,
+            src.buf,
+            src.ptr,
+            dst.bytes(),
+            stream,
+        )?;
+        crate::memory::buffer::order_frees_after([dst.buf, src.buf].into_iter(), stream)
     }
 
     /// Sets every element to `value`, ordered on `stream`. Elements of 1, 2 and 4

@@ -8,225 +8,27 @@ use std::sync::Mutex;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{Buffer, Device, Location, MemoryKind, MemoryResource, Stream};
+use crate::memory::vmm_options::{
+    ExportedChunk, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
+    VirtualMemoryHandleType, VirtualMemoryOptions,
+};
+use crate::{
+    device::Device, memory::buffer::Buffer, memory::resource::Location,
+    memory::resource::MemoryKind, memory::resource::MemoryResource, stream::Stream,
+};
 
-/// Which granularity allocations are rounded to.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Granularity {
-    /// The driver's recommended granularity (the default; usually 2 MiB).
-    #[default]
-    Recommended,
-    /// The smallest the driver accepts.
-    Minimum,
+pub(crate) struct Chunk {
+    pub(crate) handle: sys::CUmemGenericAllocationHandle,
+    pub(crate) size: usize,
 }
 
-impl Granularity {
-    fn raw(self) -> sys::CUmemAllocationGranularity_flags {
-        match self {
-            Self::Recommended => sys::CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
-            Self::Minimum => sys::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
-        }
-    }
-}
-
-/// How a device may touch virtual memory (`CUmemAccess_flags`; `cuda.core`'s
-/// `VirtualMemoryAccessType`: `"rw"`, `"r"`, `None`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum VirtualMemoryAccess {
-    /// Read and write (`CU_MEM_ACCESS_FLAGS_PROT_READWRITE`; the default).
-    #[default]
-    ReadWrite,
-    /// Read only (`CU_MEM_ACCESS_FLAGS_PROT_READ`): a write is a fault, which
-    /// leaves the device's context unusable.
-    Read,
-    /// No access (`CU_MEM_ACCESS_FLAGS_PROT_NONE`).
-    None,
-}
-
-impl VirtualMemoryAccess {
-    fn raw(self) -> sys::CUmemAccess_flags {
-        match self {
-            Self::ReadWrite => sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-            Self::Read => sys::CU_MEM_ACCESS_FLAGS_PROT_READ,
-            Self::None => sys::CU_MEM_ACCESS_FLAGS_PROT_NONE,
-        }
-    }
-}
-
-/// Where the physical memory lives (`CUmemLocationType`; `cuda.core`'s
-/// `VirtualMemoryLocationType`). Whatever the location, the memory is reached
-/// through devices (copies and kernels): host slices of these buffers are refused.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum VirtualMemoryLocation {
-    /// On the resource's device (the default).
-    #[default]
-    Device,
-    /// In host memory (`CU_MEM_LOCATION_TYPE_HOST`; the drivers that take it
-    /// for `cuMemCreate` decide the node).
-    Host,
-    /// In host memory on this NUMA node (`CU_MEM_LOCATION_TYPE_HOST_NUMA`).
-    HostNuma(i32),
-    /// In host memory on the NUMA node of the calling thread
-    /// (`CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT`).
-    HostNumaCurrent,
-}
-
-impl VirtualMemoryLocation {
-    fn raw(self, device: &Device) -> sys::CUmemLocation {
-        match self {
-            Self::Device => Location::Device(*device),
-            Self::Host => Location::Host,
-            Self::HostNuma(node) => Location::HostNuma(node),
-            Self::HostNumaCurrent => Location::HostNumaCurrent,
-        }
-        .raw()
-    }
-
-    fn is_host(self) -> bool {
-        !matches!(self, Self::Device)
-    }
-}
-
-/// The kind of physical memory (`CUmemAllocationType`; `cuda.core`'s
-/// `VirtualMemoryAllocationType`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum VirtualMemoryAllocationType {
-    /// Pinned memory that does not migrate (`CU_MEM_ALLOCATION_TYPE_PINNED`; the
-    /// default).
-    #[default]
-    Pinned,
-    /// Managed memory (`CU_MEM_ALLOCATION_TYPE_MANAGED`; a CUDA 13 driver).
-    Managed,
-}
-
-/// The kind of shareable handle the physical memory can be exported as
-/// (`CUmemAllocationHandleType`; `cuda.core`'s `VirtualMemoryHandleType`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum VirtualMemoryHandleType {
-    /// Not exportable (the default; `cuda.core` defaults to `"posix_fd"`).
-    #[default]
-    None,
-    /// A POSIX file descriptor (`CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`; Unix).
-    PosixFd,
-    /// A Windows KMT handle (`CU_MEM_HANDLE_TYPE_WIN32_KMT`; Windows). Exporting
-    /// it through this crate is not supported yet.
-    Win32Kmt,
-    /// A 64-byte fabric handle (`CU_MEM_HANDLE_TYPE_FABRIC`; Linux, on systems
-    /// with a memory fabric).
-    Fabric,
-}
-
-impl VirtualMemoryHandleType {
-    fn raw(self) -> sys::CUmemAllocationHandleType {
-        match self {
-            Self::None => sys::CU_MEM_HANDLE_TYPE_NONE,
-            Self::PosixFd => sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-            Self::Win32Kmt => sys::CU_MEM_HANDLE_TYPE_WIN32_KMT,
-            Self::Fabric => sys::CU_MEM_HANDLE_TYPE_FABRIC,
-        }
-    }
-
-    /// Why this platform has no such handle, if it has none.
-    fn unavailable_here(self) -> Option<&'static str> {
-        match self {
-            Self::PosixFd if !cfg!(unix) => {
-                Some("POSIX file descriptor handles exist only on Unix")
-            }
-            Self::Win32Kmt if !cfg!(windows) => Some("Win32 KMT handles exist only on Windows"),
-            Self::Fabric if !cfg!(target_os = "linux") => {
-                Some("fabric handles exist only on Linux")
-            }
-            _ => None,
-        }
-    }
-
-    /// The device attribute that says whether the device can export the handle.
-    fn attribute(self) -> Option<sys::CUdevice_attribute> {
-        match self {
-            Self::None => None,
-            Self::PosixFd => {
-                Some(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
-            }
-            Self::Win32Kmt => Some(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED),
-            Self::Fabric => Some(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED),
-        }
-    }
-}
-
-/// Options of a [`VirtualMemoryResource`] (`cuda.core`'s
-/// `VirtualMemoryResourceOptions`). Every option is checked when the resource is
-/// made, before any memory is.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VirtualMemoryOptions {
-    /// Address space reserved per allocation, so it can grow in place; 0 reserves
-    /// 4× the first size.
-    pub reserve: usize,
-    /// The rounding of sizes.
-    pub granularity: Granularity,
-    /// Other devices that may access the memory, with [`peer_access_flags`](Self::peer_access_flags).
-    /// The resource's own device here is ignored: [`self_access`](Self::self_access) is its access.
-    pub peer_access: Vec<Device>,
-    /// How the devices of [`peer_access`](Self::peer_access) may access the
-    /// memory (`cuda.core`'s `peer_access`).
-    pub peer_access_flags: VirtualMemoryAccess,
-    /// How the resource's device may access the memory (`cuda.core`'s
-    /// `self_access`).
-    pub self_access: VirtualMemoryAccess,
-    /// The alignment of each reserved address range: 0 for the granularity, else
-    /// a power of two and a multiple of the granularity (`addr_align`).
-    pub addr_align: usize,
-    /// Where to try to reserve address ranges (a hint the driver may ignore; a
-    /// multiple of the granularity): 0 lets the driver choose (`addr_hint`).
-    pub addr_hint: u64,
-    /// The kind of physical memory (`allocation_type`).
-    pub allocation_type: VirtualMemoryAllocationType,
-    /// Where the physical memory lives (`location_type`).
-    pub location: VirtualMemoryLocation,
-    /// The kind of shareable handle the memory can be exported as
-    /// ([`VirtualMemoryResource::export_handles`]; `handle_type`).
-    pub handle_type: VirtualMemoryHandleType,
-    /// Make the memory usable for GPUDirect RDMA (`gpuDirectRDMACapable`): only on
-    /// devices that support it with virtual memory (`gpu_direct_rdma`).
-    pub gpu_direct_rdma: bool,
-}
-
-/// One physical chunk of an allocation, exported ([`VirtualMemoryResource::export_handles`]).
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct ExportedChunk {
-    /// Where the chunk is mapped, in bytes from the buffer's start.
-    pub offset: usize,
-    /// Its size in bytes.
-    pub size: usize,
-    /// The shareable handle.
-    pub handle: ShareableHandle,
-}
-
-/// A shareable handle of physical memory (`cuMemExportToShareableHandle`).
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ShareableHandle {
-    /// A POSIX file descriptor ([`VirtualMemoryHandleType::PosixFd`]), which the
-    /// caller owns.
-    #[cfg(unix)]
-    #[cfg_attr(docsrs, doc(cfg(unix)))]
-    Fd(std::os::fd::OwnedFd),
-    /// A fabric handle ([`VirtualMemoryHandleType::Fabric`]).
-    Fabric([u8; 64]),
-}
-
-struct Chunk {
-    handle: sys::CUmemGenericAllocationHandle,
-    size: usize,
-}
-
-struct Allocation {
-    reserved: usize,
-    chunks: Vec<Chunk>,
-    mapped: usize,
+pub(crate) struct Allocation {
+    pub(crate) reserved: usize,
+    pub(crate) chunks: Vec<Chunk>,
+    pub(crate) mapped: usize,
     /// The access the allocation's mappings have now ([`VirtualMemoryResource::set_access`]
     /// changes it); new chunks get the same.
-    access: Vec<sys::CUmemAccessDesc>,
+    pub(crate) access: Vec<sys::CUmemAccessDesc>,
 }
 
 /// Memory from the virtual memory API: each allocation reserves an address range
@@ -238,12 +40,12 @@ struct Allocation {
 ///
 /// Not stream-ordered: freeing and shrinking wait for the buffer's free stream.
 pub struct VirtualMemoryResource {
-    device: Device,
-    options: VirtualMemoryOptions,
-    prop: sys::CUmemAllocationProp,
-    granularity: usize,
-    align: usize,
-    allocations: Mutex<HashMap<sys::CUdeviceptr, Allocation>>,
+    pub(crate) device: Device,
+    pub(crate) options: VirtualMemoryOptions,
+    pub(crate) prop: sys::CUmemAllocationProp,
+    pub(crate) granularity: usize,
+    pub(crate) align: usize,
+    pub(crate) allocations: Mutex<HashMap<sys::CUdeviceptr, Allocation>>,
 }
 
 // SAFETY: `prop` holds plain values (its only pointer, the Windows handle
@@ -266,7 +68,10 @@ impl std::fmt::Debug for VirtualMemoryResource {
 
 /// The physical memory `options` asks for, on `device` (`cuMemCreate`'s
 /// properties).
-fn allocation_prop(device: &Device, options: &VirtualMemoryOptions) -> sys::CUmemAllocationProp {
+pub(crate) fn allocation_prop(
+    device: &Device,
+    options: &VirtualMemoryOptions,
+) -> sys::CUmemAllocationProp {
     let mut p = sys::CUmemAllocationProp {
         type_: match options.allocation_type {
             VirtualMemoryAllocationType::Pinned => sys::CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -282,7 +87,10 @@ fn allocation_prop(device: &Device, options: &VirtualMemoryOptions) -> sys::CUme
 
 /// The access descriptors of `options` for memory of `device`: the device's own
 /// (unless [`VirtualMemoryAccess::None`]), then each peer once.
-fn access_descs(device: &Device, options: &VirtualMemoryOptions) -> Vec<sys::CUmemAccessDesc> {
+pub(crate) fn access_descs(
+    device: &Device,
+    options: &VirtualMemoryOptions,
+) -> Vec<sys::CUmemAccessDesc> {
     let mut out: Vec<sys::CUmemAccessDesc> = Vec::new();
     let mut add = |d: Device, access: VirtualMemoryAccess| {
         let id = d.ordinal() as i32;
@@ -302,7 +110,7 @@ fn access_descs(device: &Device, options: &VirtualMemoryOptions) -> Vec<sys::CUm
 
 /// The checks of `options` that need no device: alignment and hint against
 /// `granularity`, and the handle type against this platform.
-fn check_options(options: &VirtualMemoryOptions, granularity: usize) -> Result<()> {
+pub(crate) fn check_options(options: &VirtualMemoryOptions, granularity: usize) -> Result<()> {
     let what = "creating a virtual memory resource";
     let align = options.addr_align;
     if align != 0 && (!align.is_power_of_two() || align % granularity != 0) {
@@ -330,7 +138,10 @@ fn check_options(options: &VirtualMemoryOptions, granularity: usize) -> Result<(
 
 /// Unmaps and releases `chunks`, the first mapped at `at`, in order; all of
 /// them, whatever fails, and reports the first failure.
-fn unmap_chunks(mut at: sys::CUdeviceptr, chunks: impl IntoIterator<Item = Chunk>) -> Result<()> {
+pub(crate) fn unmap_chunks(
+    mut at: sys::CUdeviceptr,
+    chunks: impl IntoIterator<Item = Chunk>,
+) -> Result<()> {
     let mut first = Ok(());
     for c in chunks {
         // SAFETY: each chunk was mapped at `at`, in order; unmapped and released once.
@@ -348,7 +159,7 @@ fn unmap_chunks(mut at: sys::CUdeviceptr, chunks: impl IntoIterator<Item = Chunk
 
 /// One step of freeing a virtual allocation.
 #[derive(Debug, Clone, Copy)]
-enum VmmStep {
+pub(crate) enum VmmStep {
     Unmap(sys::CUdeviceptr, usize),
     Release(sys::CUmemGenericAllocationHandle),
     AddressFree(sys::CUdeviceptr, usize),
@@ -356,7 +167,7 @@ enum VmmStep {
 
 /// Runs `steps` in order; returns those that failed, and the range's free while
 /// a mapping in it is left (empty when all are done), with the first error.
-fn run_steps(steps: Vec<VmmStep>) -> (Vec<VmmStep>, Result<()>) {
+pub(crate) fn run_steps(steps: Vec<VmmStep>) -> (Vec<VmmStep>, Result<()>) {
     let mut left = Vec::new();
     let mut first = None;
     for step in steps {
@@ -392,7 +203,12 @@ fn run_steps(steps: Vec<VmmStep>) -> (Vec<VmmStep>, Result<()>) {
 
 /// Queues the steps left of freeing a virtual allocation of `bytes` bytes of
 /// `device`, retried with its context current (the drain runs on any thread).
-fn defer_steps(device: Device, steps: Vec<VmmStep>, bytes: usize, first_error: Option<String>) {
+pub(crate) fn defer_steps(
+    device: Device,
+    steps: Vec<VmmStep>,
+    bytes: usize,
+    first_error: Option<String>,
+) {
     let mut left = steps;
     crate::deferred::defer("freeing virtual memory", bytes, first_error, move || {
         let _current = device.ensure_current()?;
@@ -494,7 +310,7 @@ impl VirtualMemoryResource {
         &self.options
     }
 
-    fn round(&self, size: usize, what: &'static str) -> Result<usize> {
+    pub(crate) fn round(&self, size: usize, what: &'static str) -> Result<usize> {
         if size == 0 {
             return Err(Error::zero_size(what));
         }
@@ -502,7 +318,7 @@ impl VirtualMemoryResource {
             .ok_or_else(|| Error::invalid(what, "the size is too large"))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<sys::CUdeviceptr, Allocation>> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<sys::CUdeviceptr, Allocation>> {
         self.allocations
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -510,7 +326,7 @@ impl VirtualMemoryResource {
 
     /// Creates a physical chunk and maps it at `at`, with `access`. Releases what
     /// it made on failure.
-    fn map_chunk(
+    pub(crate) fn map_chunk(
         &self,
         at: sys::CUdeviceptr,
         size: usize,
@@ -544,7 +360,7 @@ impl VirtualMemoryResource {
     /// that fail (and all of them on a driver callback thread, where no CUDA call
     /// is made) go to the deferred-free queue, retried until they succeed: freed
     /// or queued, never leaked (the deferred-free rule).
-    fn free_allocation(device: Device, base: sys::CUdeviceptr, a: Allocation) {
+    pub(crate) fn free_allocation(device: Device, base: sys::CUdeviceptr, a: Allocation) {
         let mut steps = Vec::with_capacity(2 * a.chunks.len() + 1);
         let mut at = base;
         for c in &a.chunks {
@@ -564,7 +380,7 @@ impl VirtualMemoryResource {
                 device,
                 left,
                 bytes,
-                Some(crate::Report::new(&e).to_string()),
+                Some(crate::error::Report::new(&e).to_string()),
             );
         }
     }
@@ -805,7 +621,7 @@ impl VirtualMemoryResource {
 
 /// The allocation of `buffer` among `allocs`, or an error saying `buffer` is
 /// another resource's.
-fn find<'a>(
+pub(crate) fn find<'a>(
     allocs: &'a mut HashMap<sys::CUdeviceptr, Allocation>,
     buffer: &Buffer,
     what: &'static str,
@@ -816,7 +632,11 @@ fn find<'a>(
 }
 
 /// `cuMemSetAccess` of `descs` over `size` mapped bytes at `at` (nothing for none).
-fn set_access_raw(at: sys::CUdeviceptr, size: usize, descs: &[sys::CUmemAccessDesc]) -> Result<()> {
+pub(crate) fn set_access_raw(
+    at: sys::CUdeviceptr,
+    size: usize,
+    descs: &[sys::CUmemAccessDesc],
+) -> Result<()> {
     if descs.is_empty() {
         return Ok(());
     }
@@ -827,7 +647,7 @@ fn set_access_raw(at: sys::CUdeviceptr, size: usize, descs: &[sys::CUmemAccessDe
 
 /// One chunk's shareable handle of `handle_type` (a POSIX descriptor or a fabric
 /// handle).
-fn export_chunk(
+pub(crate) fn export_chunk(
     chunk: sys::CUmemGenericAllocationHandle,
     handle_type: VirtualMemoryHandleType,
 ) -> Result<ShareableHandle> {
@@ -841,7 +661,7 @@ fn export_chunk(
                 sys::cuMemExportToShareableHandle((&raw mut fd).cast(), chunk, handle_type.raw(), 0)
             }
             .check(|| what)?;
-            crate::interop::ipc::owned_fd(fd, what).map(ShareableHandle::Fd)
+            crate::memory::fd::owned_fd(fd, what).map(ShareableHandle::Fd)
         }
         VirtualMemoryHandleType::Fabric => {
             let mut h = sys::CUmemFabricHandle::default();
@@ -943,7 +763,7 @@ impl Drop for VirtualMemoryResource {
     }
 }
 
-crate::memory::owning_allocate!(
+crate::memory::resource::owning_allocate!(
     unordered VirtualMemoryResource,
     "The size is rounded up to the granularity (see [`granularity`](Self::granularity))."
 );
@@ -951,6 +771,8 @@ crate::memory::owning_allocate!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[allow(unused_imports)]
+    use crate::memory::vmm_options::*;
 
     fn opts() -> VirtualMemoryOptions {
         VirtualMemoryOptions::default()

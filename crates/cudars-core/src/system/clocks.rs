@@ -6,9 +6,10 @@ use std::ffi::c_uint;
 
 use cudars_bindings::nvml::*;
 
-use super::hardware::read_list;
-use super::{NvmlCheck as _, SystemDevice};
 use crate::error::Result;
+use crate::system::device::SystemDevice;
+use crate::system::nvml::NvmlCheck as _;
+use crate::system::nvml::read_list;
 
 /// A clock domain (`ClockType` in Python).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,7 +52,7 @@ pub enum ClockId {
 }
 
 impl ClockId {
-    fn raw(self) -> nvmlClockId_t {
+    pub(crate) fn raw(self) -> nvmlClockId_t {
         match self {
             Self::Current => NVML_CLOCK_ID_CURRENT,
             Self::ApplicationTarget => NVML_CLOCK_ID_APP_CLOCK_TARGET,

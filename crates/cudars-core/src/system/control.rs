@@ -14,9 +14,10 @@ use std::ffi::c_uint;
 use cudars_bindings::nvml::*;
 
 use super::clocks::ClockType;
-use super::hardware::Fan;
-use super::{NvmlCheck as _, SystemDevice, struct_version};
 use crate::error::{Error, InvalidKind, Result};
+use crate::system::device::SystemDevice;
+use crate::system::fan::Fan;
+use crate::{system::nvml::NvmlCheck as _, system::nvml::struct_version};
 
 /// The lowest-performance state NVML numbers: P15 (P0 is the fastest).
 pub const MAX_PSTATE: u32 = 15;
@@ -99,7 +100,7 @@ impl DynamicPstatesInfo {
     /// The bus's (PCIe) domain.
     pub const BUS: usize = NVML_GPU_UTILIZATION_DOMAIN_BUS.0 as usize;
 
-    fn from_raw(raw: &nvmlGpuDynamicPstatesInfo_t) -> Self {
+    pub(crate) fn from_raw(raw: &nvmlGpuDynamicPstatesInfo_t) -> Self {
         let mut domains = [PstateUtilization::default(); NVML_MAX_GPU_UTILIZATIONS as usize];
         for (d, u) in domains.iter_mut().zip(raw.utilization.iter()) {
             *d = PstateUtilization {

@@ -6,8 +6,9 @@ use std::ffi::c_int;
 use cudars_bindings::IntoResult as _;
 use cudars_bindings::nvml::*;
 
-use super::{NvmlCheck as _, SystemDevice};
 use crate::error::{Error, Result};
+use crate::system::device::SystemDevice;
+use crate::system::nvml::NvmlCheck as _;
 
 /// A field to read: one of NVML's `NVML_FI_*` ids
 /// (`cudars_bindings::nvml::NVML_FI_DEV_POWER_INSTANT`, …) and, for fields kept
@@ -263,7 +264,10 @@ mod tests {
         // A field the device does not have: NVML's error, typed.
         raw.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
         let e = decode(&raw, &device()).value.unwrap_err();
-        assert_eq!(e.nvml_kind(), Some(crate::NvmlErrorKind::NotSupported));
+        assert_eq!(
+            e.nvml_kind(),
+            Some(crate::error::NvmlErrorKind::NotSupported)
+        );
         assert!(e.to_string().contains("of NVML device 3"), "{e}");
 
         // A value type this crate does not know is an error, not a guess.

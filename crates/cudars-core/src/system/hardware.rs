@@ -6,303 +6,16 @@ use std::ffi::{c_uint, c_ulong};
 
 use cudars_bindings::nvml::*;
 
-use super::{NvmlCheck as _, SystemDevice, read_string, struct_version};
-use crate::error::{Error, Result};
-
-/// The GPU architecture NVML reports ([`SystemDevice::arch`]; `DeviceArch` in
-/// Python).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum DeviceArch {
-    /// Kepler.
-    Kepler,
-    /// Maxwell.
-    Maxwell,
-    /// Pascal.
-    Pascal,
-    /// Volta.
-    Volta,
-    /// Turing.
-    Turing,
-    /// Ampere.
-    Ampere,
-    /// Ada Lovelace.
-    Ada,
-    /// Hopper.
-    Hopper,
-    /// Blackwell.
-    Blackwell,
-    /// NVML says it does not know (`NVML_DEVICE_ARCH_UNKNOWN`).
-    Unknown,
-    /// A value this crate does not know (NVML's raw value).
-    Other(u32),
-}
-
-impl DeviceArch {
-    fn from_raw(a: nvmlDeviceArchitecture_t) -> Self {
-        match a {
-            NVML_DEVICE_ARCH_KEPLER => Self::Kepler,
-            NVML_DEVICE_ARCH_MAXWELL => Self::Maxwell,
-            NVML_DEVICE_ARCH_PASCAL => Self::Pascal,
-            NVML_DEVICE_ARCH_VOLTA => Self::Volta,
-            NVML_DEVICE_ARCH_TURING => Self::Turing,
-            NVML_DEVICE_ARCH_AMPERE => Self::Ampere,
-            NVML_DEVICE_ARCH_ADA => Self::Ada,
-            NVML_DEVICE_ARCH_HOPPER => Self::Hopper,
-            NVML_DEVICE_ARCH_BLACKWELL => Self::Blackwell,
-            NVML_DEVICE_ARCH_UNKNOWN => Self::Unknown,
-            other => Self::Other(other),
-        }
-    }
-}
-
-/// The product brand NVML reports ([`SystemDevice::brand`]); it displays as
-/// Python's `brand` string (`Tesla`, `GeForce RTX`, …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Brand {
-    /// NVML does not know.
-    Unknown,
-    /// Quadro.
-    Quadro,
-    /// Tesla (data-centre GPUs: A100, H100, …).
-    Tesla,
-    /// NVS.
-    Nvs,
-    /// GRID.
-    Grid,
-    /// GeForce.
-    GeForce,
-    /// Titan.
-    Titan,
-    /// NVIDIA virtual applications.
-    NvidiaVapps,
-    /// NVIDIA virtual PC.
-    NvidiaVpc,
-    /// NVIDIA virtual compute server.
-    NvidiaVcs,
-    /// NVIDIA RTX virtual workstation.
-    NvidiaVws,
-    /// NVIDIA cloud gaming (also vGaming: NVML gives both one value).
-    NvidiaCloudGaming,
-    /// Quadro RTX.
-    QuadroRtx,
-    /// NVIDIA RTX.
-    NvidiaRtx,
-    /// NVIDIA.
-    Nvidia,
-    /// GeForce RTX.
-    GeForceRtx,
-    /// Titan RTX.
-    TitanRtx,
-    /// A value this crate does not know (NVML's raw value).
-    Other(u32),
-}
-
-impl Brand {
-    fn from_raw(b: nvmlBrandType_t) -> Self {
-        match b {
-            NVML_BRAND_UNKNOWN => Self::Unknown,
-            NVML_BRAND_QUADRO => Self::Quadro,
-            NVML_BRAND_TESLA => Self::Tesla,
-            NVML_BRAND_NVS => Self::Nvs,
-            NVML_BRAND_GRID => Self::Grid,
-            NVML_BRAND_GEFORCE => Self::GeForce,
-            NVML_BRAND_TITAN => Self::Titan,
-            NVML_BRAND_NVIDIA_VAPPS => Self::NvidiaVapps,
-            NVML_BRAND_NVIDIA_VPC => Self::NvidiaVpc,
-            NVML_BRAND_NVIDIA_VCS => Self::NvidiaVcs,
-            NVML_BRAND_NVIDIA_VWS => Self::NvidiaVws,
-            NVML_BRAND_NVIDIA_CLOUD_GAMING => Self::NvidiaCloudGaming,
-            NVML_BRAND_QUADRO_RTX => Self::QuadroRtx,
-            NVML_BRAND_NVIDIA_RTX => Self::NvidiaRtx,
-            NVML_BRAND_NVIDIA => Self::Nvidia,
-            NVML_BRAND_GEFORCE_RTX => Self::GeForceRtx,
-            NVML_BRAND_TITAN_RTX => Self::TitanRtx,
-            other => Self::Other(other.0),
-        }
-    }
-}
-
-impl std::fmt::Display for Brand {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = match self {
-            Self::Unknown => "Unknown",
-            Self::Quadro => "Quadro",
-            Self::Tesla => "Tesla",
-            Self::Nvs => "NVS",
-            Self::Grid => "GRID",
-            Self::GeForce => "GeForce",
-            Self::Titan => "Titan",
-            Self::NvidiaVapps => "NVIDIA vApps",
-            Self::NvidiaVpc => "NVIDIA VPC",
-            Self::NvidiaVcs => "NVIDIA VCS",
-            Self::NvidiaVws => "NVIDIA VWS",
-            Self::NvidiaCloudGaming => "NVIDIA Cloud Gaming",
-            Self::QuadroRtx => "Quadro RTX",
-            Self::NvidiaRtx => "NVIDIA RTX",
-            Self::Nvidia => "NVIDIA",
-            Self::GeForceRtx => "GeForce RTX",
-            Self::TitanRtx => "Titan RTX",
-            Self::Other(v) => return write!(f, "brand {v}"),
-        };
-        f.write_str(s)
-    }
-}
-
-/// A device's MIG (Multi-Instance GPU) mode ([`SystemDevice::mig_mode`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub struct MigMode {
-    /// Whether MIG is enabled now.
-    pub current: bool,
-    /// Whether MIG will be enabled after the next activation (a GPU reset).
-    pub pending: bool,
-}
-
-/// An InfoROM object whose version can be read
-/// ([`SystemDevice::inforom_version`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum InforomObject {
-    /// The OEM object.
-    Oem,
-    /// The ECC object.
-    Ecc,
-    /// The power-management object.
-    Power,
-    /// The DRAM-encryption object.
-    Den,
-}
-
-impl InforomObject {
-    fn raw(self) -> nvmlInforomObject_t {
-        match self {
-            Self::Oem => NVML_INFOROM_OEM,
-            Self::Ecc => NVML_INFOROM_ECC,
-            Self::Power => NVML_INFOROM_POWER,
-            Self::Den => NVML_INFOROM_DEN,
-        }
-    }
-}
-
-/// Which kind of set an affinity query returns
-/// ([`SystemDevice::cpu_affinity`], [`SystemDevice::memory_affinity`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum AffinityScope {
-    /// NUMA nodes (the default).
-    #[default]
-    Node,
-    /// CPU sockets.
-    Socket,
-}
-
-impl AffinityScope {
-    fn raw(self) -> nvmlAffinityScope_t {
-        match self {
-            Self::Node => NVML_AFFINITY_SCOPE_NODE,
-            Self::Socket => NVML_AFFINITY_SCOPE_SOCKET,
-        }
-    }
-}
-
-/// BAR1 memory, in bytes: the window through which the CPU and other PCIe
-/// devices reach device memory ([`SystemDevice::bar1_memory_info`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub struct Bar1MemoryInfo {
-    /// Total BAR1 memory.
-    pub total: u64,
-    /// Unallocated BAR1 memory.
-    pub free: u64,
-    /// Allocated BAR1 memory.
-    pub used: u64,
-}
-
-/// How a fan is controlled ([`Fan::control_policy`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum FanControlPolicy {
-    /// The driver controls the fan by temperature.
-    TemperatureControlled,
-    /// The fan is set by hand.
-    Manual,
-    /// A value this crate does not know (NVML's raw value).
-    Other(u32),
-}
-
-/// How a cooler's control signal works ([`CoolerInfo::signal_type`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CoolerControl {
-    /// On or off.
-    Toggle,
-    /// A variable speed.
-    Variable,
-    /// A value this crate does not know (NVML's raw value).
-    Other(u32),
-}
-
-/// What a cooler cools ([`CoolerInfo::targets`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum CoolerTarget {
-    /// Nothing.
-    None,
-    /// The GPU.
-    Gpu,
-    /// The memory.
-    Memory,
-    /// The power supply.
-    PowerSupply,
-}
-
-/// One cooler of a device ([`SystemDevice::cooler_info`]).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub struct CoolerInfo {
-    /// How its control signal works; `None` when NVML says it has none.
-    pub signal_type: Option<CoolerControl>,
-    /// What it cools.
-    pub targets: Vec<CoolerTarget>,
-}
-
-/// The set bits of an NVML bitmask (CPU or NUMA-node set), as indices, lowest
-/// first: bit `b` of word `w` is index `w * c_ulong::BITS + b`.
-pub(super) fn unpack_bitmask(words: &[c_ulong]) -> Vec<usize> {
-    let bits = c_ulong::BITS as usize;
-    let mut out = Vec::new();
-    for (w, &word) in words.iter().enumerate() {
-        let mut rest = word;
-        while rest != 0 {
-            let b = rest.trailing_zeros() as usize;
-            out.push(w * bits + b);
-            rest &= rest - 1;
-        }
-    }
-    out
-}
-
-/// The targets in a cooler's target mask.
-pub(super) fn cooler_targets(mask: u32) -> Vec<CoolerTarget> {
-    [
-        (NVML_THERMAL_COOLER_TARGET_NONE, CoolerTarget::None),
-        (NVML_THERMAL_COOLER_TARGET_GPU, CoolerTarget::Gpu),
-        (NVML_THERMAL_COOLER_TARGET_MEMORY, CoolerTarget::Memory),
-        (
-            NVML_THERMAL_COOLER_TARGET_POWER_SUPPLY,
-            CoolerTarget::PowerSupply,
-        ),
-    ]
-    .into_iter()
-    .filter(|(bit, _)| mask & bit.0 != 0)
-    .map(|(_, t)| t)
-    .collect()
-}
-
-/// The number of CPUs and NUMA nodes the affinity queries make room for: 8192,
-/// the largest `NR_CPUS` Linux is configured with.
-const AFFINITY_BITS: usize = 8192;
+use crate::error::Result;
+use crate::system::device::{SystemDevice, device_set};
+use crate::system::fan::Fan;
+use crate::system::hardware_types::{
+    AFFINITY_BITS, AffinityScope, Bar1MemoryInfo, Brand, CoolerControl, CoolerInfo, DeviceArch,
+    InforomObject, MigMode, cooler_targets, unpack_bitmask,
+};
+use crate::{
+    system::nvml::NvmlCheck as _, system::nvml::read_string, system::nvml::struct_version,
+};
 
 impl SystemDevice {
     /// Reads an `nvmlEnableState_t` through `call`, as a `bool`.
@@ -547,7 +260,7 @@ impl SystemDevice {
         for i in 0..self.mig_device_count()? {
             match self.mig_device(i) {
                 Ok(d) => out.push(d),
-                Err(e) if e.nvml_kind() == Some(crate::NvmlErrorKind::NotFound) => {}
+                Err(e) if e.nvml_kind() == Some(crate::error::NvmlErrorKind::NotFound) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -796,7 +509,7 @@ impl SystemDevice {
     /// # Errors
     /// NVML's error.
     pub fn all_with_cpu_affinity(cpu: u32) -> Result<Vec<SystemDevice>> {
-        super::init()?;
+        crate::system::nvml::init()?;
         device_set(
             || format!("finding the GPUs near CPU {cpu} (nvmlSystemGetTopologyGpuSet)"),
             |count, out| {
@@ -911,164 +624,14 @@ pub struct BbxFlushTime {
     pub duration_us: u64,
 }
 
-/// One fan of a device ([`SystemDevice::fan`]; `FanInfo` in Python). A plain
-/// `Copy` value: the device and the fan's number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Fan {
-    pub(super) device: SystemDevice,
-    pub(super) fan: u32,
-}
-
-impl Fan {
-    /// The fan's number on its device.
-    pub fn index(&self) -> u32 {
-        self.fan
-    }
-
-    /// Reads one `c_uint` of this fan.
-    fn read(
-        &self,
-        what: &str,
-        function: &str,
-        call: impl FnOnce(nvmlDevice_t, c_uint, *mut c_uint) -> nvmlReturn_t,
-    ) -> Result<u32> {
-        let mut v = 0;
-        call(self.device.handle, self.fan, &mut v).check(|| {
-            self.device
-                .ctx(&format!("{what} of fan {}", self.fan), function)
-        })?;
-        Ok(v)
-    }
-
-    /// The speed the fan is meant to run at, in percent of its maximum; it may
-    /// exceed 100 (`nvmlDeviceGetFanSpeed_v2`; `speed` in Python).
-    ///
-    /// # Errors
-    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
-    /// passively cooled boards).
-    pub fn speed(&self) -> Result<u32> {
-        self.read(
-            "reading the speed",
-            "nvmlDeviceGetFanSpeed_v2",
-            |h, f, p| {
-                // SAFETY: `h` is a valid device handle; `p` is valid for writes.
-                unsafe { nvmlDeviceGetFanSpeed_v2(h, f, p) }
-            },
-        )
-    }
-
-    /// The speed the fan is meant to run at, in RPM (`nvmlDeviceGetFanSpeedRPM`;
-    /// `speed_rpm` in Python).
-    ///
-    /// # Errors
-    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
-    /// passively cooled boards).
-    pub fn speed_rpm(&self) -> Result<u32> {
-        let mut s = nvmlFanSpeedInfo_t {
-            version: struct_version::<nvmlFanSpeedInfo_t>(1),
-            fan: self.fan,
-            speed: 0,
-        };
-        // SAFETY: a valid device handle; `s` is valid for writes and its version
-        // and fan fields are set.
-        unsafe { nvmlDeviceGetFanSpeedRPM(self.device.handle, &mut s) }.check(|| {
-            self.device.ctx(
-                &format!("reading the RPM of fan {}", self.fan),
-                "nvmlDeviceGetFanSpeedRPM",
-            )
-        })?;
-        Ok(s.speed)
-    }
-
-    /// The speed the driver (or a manual setting) aims the fan at, in percent
-    /// (`nvmlDeviceGetTargetFanSpeed`; `target_speed` in Python).
-    ///
-    /// # Errors
-    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
-    /// passively cooled boards).
-    pub fn target_speed(&self) -> Result<u32> {
-        self.read(
-            "reading the target speed",
-            "nvmlDeviceGetTargetFanSpeed",
-            |h, f, p| {
-                // SAFETY: `h` is a valid device handle; `p` is valid for writes.
-                unsafe { nvmlDeviceGetTargetFanSpeed(h, f, p) }
-            },
-        )
-    }
-
-    /// How the fan is controlled (`nvmlDeviceGetFanControlPolicy_v2`;
-    /// `control_policy` in Python).
-    ///
-    /// # Errors
-    /// NVML's error ([`NvmlErrorKind::NotSupported`](crate::NvmlErrorKind) on
-    /// passively cooled boards).
-    pub fn control_policy(&self) -> Result<FanControlPolicy> {
-        let p = self.read(
-            "reading the control policy",
-            "nvmlDeviceGetFanControlPolicy_v2",
-            |h, f, p| {
-                // SAFETY: `h` is a valid device handle; `p` is valid for writes.
-                unsafe { nvmlDeviceGetFanControlPolicy_v2(h, f, p) }
-            },
-        )?;
-        Ok(match p {
-            NVML_FAN_POLICY_TEMPERATURE_CONTINOUS_SW => FanControlPolicy::TemperatureControlled,
-            NVML_FAN_POLICY_MANUAL => FanControlPolicy::Manual,
-            other => FanControlPolicy::Other(other),
-        })
-    }
-}
-
-/// Reads a set of GPUs NVML fills in, given room for every GPU at once (some
-/// drivers refuse the size query, a count of 0, of these calls with
-/// `NVML_ERROR_INVALID_ARGUMENT`). NVML must be initialised.
-pub(super) fn device_set<C: Into<std::borrow::Cow<'static, str>>>(
-    context: impl FnOnce() -> C,
-    call: impl FnOnce(*mut c_uint, *mut nvmlDevice_t) -> nvmlReturn_t,
-) -> Result<Vec<SystemDevice>> {
-    let mut handles = vec![std::ptr::null_mut(); super::device_count()?.max(1) as usize];
-    let mut count = handles.len() as c_uint;
-    call(&mut count, handles.as_mut_ptr()).check(context)?;
-    handles.truncate(count as usize);
-    handles.into_iter().map(SystemDevice::from_handle).collect()
-}
-
-/// Reads a list NVML fills by the two-call protocol: asked with a count of 0 it
-/// says how many there are (with `NVML_ERROR_INSUFFICIENT_SIZE`, or, for some
-/// calls, success); asked again with room for them, it fills them in. The list
-/// may grow between the calls, so a count larger than the room asks again.
-pub(super) fn read_list<T: Copy, C: Into<std::borrow::Cow<'static, str>>>(
-    zero: T,
-    context: impl Fn() -> C,
-    mut call: impl FnMut(*mut c_uint, *mut T) -> nvmlReturn_t,
-) -> Result<Vec<T>> {
-    let mut count: c_uint = 0;
-    let mut out: Vec<T> = Vec::new();
-    for _ in 0..4 {
-        let rc = call(&mut count, out.as_mut_ptr());
-        if rc == NVML_ERROR_INSUFFICIENT_SIZE {
-            out = vec![zero; count as usize];
-            continue;
-        }
-        rc.check(&context)?;
-        if count as usize > out.len() {
-            // Only counted (a call that answers a count of 0 with success).
-            out = vec![zero; count as usize];
-            continue;
-        }
-        out.truncate(count as usize);
-        return Ok(out);
-    }
-    Err(Error::unsupported(
-        context(),
-        "the list kept growing while it was read",
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[allow(unused_imports)]
+    use crate::system::fan::*;
+    #[allow(unused_imports)]
+    use crate::system::hardware_types::*;
+    use crate::system::nvml::read_list;
 
     #[test]
     fn bitmasks_unpack_to_indices() {
@@ -1165,6 +728,9 @@ mod tests {
         assert!(empty.is_empty());
         // A failure is NVML's error, with the context.
         let e = read_list::<u32, _>(0, || "reading", |_, _| NVML_ERROR_NOT_SUPPORTED).unwrap_err();
-        assert_eq!(e.nvml_kind(), Some(crate::NvmlErrorKind::NotSupported));
+        assert_eq!(
+            e.nvml_kind(),
+            Some(crate::error::NvmlErrorKind::NotSupported)
+        );
     }
 }

@@ -6,9 +6,11 @@ use std::ffi::c_uint;
 
 use cudars_bindings::nvml::*;
 
-use super::hardware::{device_set, read_list};
-use super::{NvmlCheck as _, SystemDevice, TopologyLevel, struct_version};
 use crate::error::{Error, Result};
+use crate::system::device::device_set;
+use crate::system::nvml::read_list;
+use crate::{system::device::SystemDevice, system::info::TopologyLevel};
+use crate::{system::nvml::NvmlCheck as _, system::nvml::struct_version};
 
 /// A process with a compute context on a device
 /// ([`SystemDevice::compute_running_processes`]; `ProcessInfo` in Python).
@@ -26,7 +28,7 @@ pub struct ProcessInfo {
 }
 
 impl ProcessInfo {
-    fn from_raw(p: &nvmlProcessInfo_t) -> Self {
+    pub(crate) fn from_raw(p: &nvmlProcessInfo_t) -> Self {
         // NVML writes all ones where it has no value.
         let id = |v: c_uint| (v != c_uint::MAX).then_some(v);
         Self {
@@ -62,7 +64,7 @@ pub enum TemperatureThreshold {
 }
 
 impl TemperatureThreshold {
-    fn raw(self) -> nvmlTemperatureThresholds_t {
+    pub(crate) fn raw(self) -> nvmlTemperatureThresholds_t {
         match self {
             Self::Shutdown => NVML_TEMPERATURE_THRESHOLD_SHUTDOWN,
             Self::Slowdown => NVML_TEMPERATURE_THRESHOLD_SLOWDOWN,
@@ -169,7 +171,7 @@ const THERMAL_TARGETS: [(ThermalTarget, nvmlThermalTarget_t); 10] = [
 ];
 
 impl ThermalTarget {
-    fn raw(self) -> nvmlThermalTarget_t {
+    pub(crate) fn raw(self) -> nvmlThermalTarget_t {
         match self {
             Self::Other(v) => nvmlThermalTarget_t(v),
             named => THERMAL_TARGETS
@@ -179,7 +181,7 @@ impl ThermalTarget {
         }
     }
 
-    fn from_raw(raw: nvmlThermalTarget_t) -> Self {
+    pub(crate) fn from_raw(raw: nvmlThermalTarget_t) -> Self {
         THERMAL_TARGETS
             .iter()
             .find(|(_, r)| *r == raw)
@@ -648,7 +650,7 @@ mod tests {
 
     #[test]
     fn uuid_prefixes_are_stripped() {
-        use super::super::strip_uuid_prefix;
+        use crate::system::nvml::strip_uuid_prefix;
         let bare = "2c9d9b41-1f0a-7d3e-8c4b-0a1b2c3d4e5f";
         assert_eq!(strip_uuid_prefix(&format!("GPU-{bare}")), bare);
         assert_eq!(strip_uuid_prefix(&format!("MIG-{bare}")), bare);

@@ -18,10 +18,11 @@
 //! ```
 
 pub mod nvrtc;
-mod nvvm;
-mod options;
-mod program;
-mod ptx;
+pub(crate) mod nvrtc_args;
+pub(crate) mod nvvm;
+pub(crate) mod options;
+pub(crate) mod program;
+pub(crate) mod ptx;
 
 pub use nvrtc::PchStatus;
 pub use options::{CompilerBackend, ProgramOptions, toolkit_include_dirs};

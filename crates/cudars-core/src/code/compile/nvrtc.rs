@@ -14,7 +14,10 @@ use crate::code::object::ObjectCode;
 use crate::code::strings::{cstrings, strip_nul, text};
 use crate::error::{Error, Result};
 
-use super::{CompileTarget, Program, ProgramOptions};
+use crate::{
+    code::compile::options::ProgramOptions, code::compile::program::CompileTarget,
+    code::compile::program::Program,
+};
 
 /// What NVRTC did about creating a precompiled header
 /// (`nvrtcGetPCHCreateStatus`, after a compile with PCH options).

@@ -11,7 +11,7 @@ use crate::code::strings::{cstrings, strip_nul, text};
 use crate::error::{Error, Result};
 
 use super::ptx::link_into_cubin;
-use super::{CompileTarget, Program};
+use crate::{code::compile::program::CompileTarget, code::compile::program::Program};
 
 impl Program {
     pub(super) fn compile_nvvm(&self, ir: &[u8], target: CompileTarget) -> Result<ObjectCode> {

@@ -8,9 +8,9 @@ use std::sync::{Mutex, PoisonError};
 use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
 
-use super::ProgramOptions;
 use super::nvrtc::PchStatus;
 use super::options::LINKER_FIELDS;
+use crate::code::compile::options::ProgramOptions;
 
 /// The code a [`Program`] compiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use crate::code::linker::{Linker, LinkerOptions};
 use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
 
-use super::{CompileTarget, Program};
+use crate::{code::compile::program::CompileTarget, code::compile::program::Program};
 
 impl Program {
     pub(super) fn compile_ptx(&self, ptx: &str, target: CompileTarget) -> Result<ObjectCode> {

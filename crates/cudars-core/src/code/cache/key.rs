@@ -1,0 +1,304 @@
+//! Cache keys: [`ProgramCacheKey`], the SHA-256 of everything that decides a
+//! compilation's output, made by [`make_program_cache_key`].
+
+use crate::error::{Error, Result};
+use crate::{
+    code::compile::options::ProgramOptions, code::compile::program::CompileTarget,
+    code::compile::program::SourceCode,
+};
+use sha2::{Digest as _, Sha256};
+use std::fmt;
+use std::str::FromStr;
+
+/// The first field hashed into every key: names the encoding.
+pub(crate) const KEY_FORMAT: &[u8] = b"cuda-rs program cache key";
+/// The version of the key encoding; changing the encoding changes it, so old keys
+/// never match new entries.
+pub(crate) const KEY_VERSION: u32 = 1;
+/// The name a program gets when [`ProgramOptions::name`] is `None` (as
+/// [`Program`] names it).
+pub(crate) const DEFAULT_PROGRAM_NAME: &str = "default_program";
+
+/// The identity of one compilation: a SHA-256 digest made by
+/// [`make_program_cache_key`].
+///
+/// Displays (and [parses](FromStr)) as 64 lowercase hex digits, which
+/// [`FileProgramCache`](crate::cache::FileProgramCache) uses as the file name.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProgramCacheKey(pub(crate) [u8; 32]);
+
+impl ProgramCacheKey {
+    /// A key from its 32 bytes (for caches keyed by something other than
+    /// [`make_program_cache_key`]).
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The key's 32 bytes.
+    pub const fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl fmt::Display for ProgramCacheKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ProgramCacheKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ProgramCacheKey({self})")
+    }
+}
+
+impl FromStr for ProgramCacheKey {
+    type Err = Error;
+
+    /// Parses 64 hex digits (either case).
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::invalid(
+                "parsing a program cache key",
+                format!("{s:?} is not 64 hex digits"),
+            )
+        };
+        // `from_str_radix` alone would take a sign (`+f`): only hex digits pass.
+        if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        // Every byte is a hex digit now, so decoding cannot fail.
+        let nibble = |b: u8| match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            _ => b - b'A' + 10,
+        };
+        let mut out = [0u8; 32];
+        for (byte, pair) in out.iter_mut().zip(s.as_bytes().chunks_exact(2)) {
+            *byte = (nibble(pair[0]) << 4) | nibble(pair[1]);
+        }
+        Ok(Self(out))
+    }
+}
+
+/// SHA-256 over length-prefixed fields, so that no two different field
+/// sequences hash the same bytes.
+pub(crate) struct KeyHasher(Sha256);
+
+impl KeyHasher {
+    fn len(&mut self, n: usize) {
+        self.0.update((n as u64).to_le_bytes());
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.len(b.len());
+        self.0.update(b);
+    }
+
+    /// A labelled field.
+    fn field(&mut self, label: &str, value: &[u8]) {
+        self.bytes(label.as_bytes());
+        self.bytes(value);
+    }
+
+    /// A labelled list, its length first.
+    fn list<'a>(&mut self, label: &str, items: impl ExactSizeIterator<Item = &'a [u8]>) {
+        self.bytes(label.as_bytes());
+        self.len(items.len());
+        for item in items {
+            self.bytes(item);
+        }
+    }
+
+    /// A labelled list of (name, contents) pairs.
+    fn pairs<'a>(
+        &mut self,
+        label: &str,
+        items: impl ExactSizeIterator<Item = (&'a [u8], &'a [u8])>,
+    ) {
+        self.bytes(label.as_bytes());
+        self.len(items.len());
+        for (name, contents) in items {
+            self.bytes(name);
+            self.bytes(contents);
+        }
+    }
+}
+
+/// The linker that [`Program::compile`] uses for a cubin from PTX or NVVM IR
+/// (nvJitLink, or the driver's), with its version.
+pub(crate) fn linker_identity() -> Result<String> {
+    use cudars_bindings::{driver, nvjitlink};
+    if nvjitlink::is_available("nvJitLinkCreate") {
+        let v = nvjitlink::version()
+            .map_err(|e| Error::tool("querying the nvJitLink version for a cache key", e))?;
+        Ok(format!("nvJitLink {}.{}", v.major, v.minor))
+    } else {
+        let v = driver::version()
+            .map_err(|e| Error::from_driver("querying the driver version for a cache key", e))?;
+        Ok(format!("driver {}.{}", v.major, v.minor))
+    }
+}
+
+/// The key of compiling `code` with `options` to `target`, looking up
+/// `name_expressions`, with `extra_headers` (name, contents) taking part.
+///
+/// The key is a SHA-256 digest over a versioned, length-prefixed encoding of:
+///
+/// * the encoding's version;
+/// * the backend (`NVRTC` for C++, `NVVM` for NVVM IR, `PTX`) and the version of
+///   the loaded compiler (NVRTC's or NVVM's, `major.minor`), and, for a cubin
+///   made from PTX or NVVM IR, the linker that makes it and its version;
+/// * the target;
+/// * the canonical options: [`ProgramOptions::to_nvrtc_args`] for C++,
+///   [`to_nvvm_args`](ProgramOptions::to_nvvm_args) for NVVM IR, the
+///   [linker's](ProgramOptions::to_linker_options) options for PTX (when an
+///   `arch` is given), and for every backend the program's name, the include paths
+///   (in order), the `pre_include` headers, NVVM's `extra_sources` and, with
+///   `use_libdevice`, which libdevice file (path, size, modification time);
+/// * the source's bytes;
+/// * the name expressions, sorted and without duplicates (their order does not
+///   change what is compiled);
+/// * `extra_headers`, sorted by name.
+///
+/// The key changes when any of these does and is the same in every run and on
+/// every machine with the same compiler version. Files reached through
+/// `include_path` are **not** read: a program that includes files that may
+/// change should pass their contents in `extra_headers` (any name that
+/// identifies them).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for options the backend rejects;
+/// [`Error::Tool`] (or [`Error::Driver`], for the driver's linker) when the
+/// compiler's or linker's version cannot be had; [`Error::Unavailable`] when
+/// its library cannot be loaded.
+pub fn make_program_cache_key(
+    code: &SourceCode<'_>,
+    options: &ProgramOptions,
+    target: CompileTarget,
+    name_expressions: &[&str],
+    extra_headers: &[(&str, &[u8])],
+) -> Result<ProgramCacheKey> {
+    let mut h = KeyHasher(Sha256::new());
+    h.field("format", KEY_FORMAT);
+    h.field("format-version", &KEY_VERSION.to_le_bytes());
+
+    let (backend, version, args, source): (&str, String, Vec<String>, &[u8]) = match *code {
+        SourceCode::Cxx(src) => {
+            let version = crate::code::compile::nvrtc::version()?;
+            (
+                "NVRTC",
+                version.to_string(),
+                options.to_nvrtc_args()?,
+                src.as_bytes(),
+            )
+        }
+        SourceCode::Nvvm(ir) => {
+            let v = cudars_bindings::nvvm::version()
+                .map_err(|e| Error::tool("querying the NVVM version for a cache key", e))?;
+            (
+                "NVVM",
+                format!("{}.{}", v.major, v.minor),
+                options.to_nvvm_args()?,
+                ir,
+            )
+        }
+        SourceCode::Ptx(src) => {
+            let args = if options.arch.is_some() {
+                options.to_linker_options()?.to_nvjitlink_args()?
+            } else {
+                Vec::new()
+            };
+            ("PTX", String::new(), args, src.as_bytes())
+        }
+    };
+    h.field("backend", backend.as_bytes());
+    h.field("backend-version", version.as_bytes());
+    h.field(
+        "target",
+        match target {
+            CompileTarget::Ptx => b"ptx",
+            CompileTarget::Cubin => b"cubin",
+            CompileTarget::Ltoir => b"ltoir",
+        },
+    );
+    let linker = match (code, target) {
+        (SourceCode::Ptx(_) | SourceCode::Nvvm(_), CompileTarget::Cubin) => {
+            let mut lopts = options.to_linker_options()?;
+            if matches!(code, SourceCode::Nvvm(_)) && options.link_time_optimization {
+                lopts.link_time_optimization = true;
+            }
+            let mut id = linker_identity()?;
+            for arg in lopts.to_nvjitlink_args()? {
+                id.push('\0');
+                id.push_str(&arg);
+            }
+            id
+        }
+        _ => String::new(),
+    };
+    h.field("linker", linker.as_bytes());
+    h.list("options", args.iter().map(|a| a.as_bytes()));
+    h.field(
+        "name",
+        options
+            .name
+            .as_deref()
+            .unwrap_or(DEFAULT_PROGRAM_NAME)
+            .as_bytes(),
+    );
+    h.list(
+        "include-path",
+        options
+            .include_path
+            .iter()
+            .map(|p| p.as_os_str().as_encoded_bytes()),
+    );
+    h.list(
+        "pre-include",
+        options.pre_include.iter().map(|p| p.as_bytes()),
+    );
+    h.pairs(
+        "extra-sources",
+        options
+            .extra_sources
+            .iter()
+            .map(|(n, m)| (n.as_bytes(), m.as_slice())),
+    );
+    if options.use_libdevice {
+        // Only when set, so that keys made before the option existed still match.
+        // Which libdevice: its path, size and modification time (reading the
+        // bitcode for every key would cost more than the lookup it keys).
+        let id = cudars_pathfinder::find_bitcode_lib("libdevice")
+            .ok()
+            .and_then(|l| {
+                let m = std::fs::metadata(&l.abs_path).ok()?;
+                let modified = m
+                    .modified()
+                    .ok()?
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()?
+                    .as_nanos();
+                Some(format!("{}\0{}\0{modified}", l.abs_path.display(), m.len()))
+            })
+            .unwrap_or_default();
+        h.field("libdevice", id.as_bytes());
+    }
+    h.field("source", source);
+
+    let mut exprs: Vec<&str> = name_expressions.to_vec();
+    exprs.sort_unstable();
+    exprs.dedup();
+    h.list("name-expressions", exprs.iter().map(|e| e.as_bytes()));
+
+    let mut headers: Vec<(&str, &[u8])> = extra_headers.to_vec();
+    headers.sort_unstable();
+    h.pairs(
+        "extra-headers",
+        headers.iter().map(|(n, b)| (n.as_bytes(), *b)),
+    );
+    Ok(ProgramCacheKey(h.0.finalize().into()))
+}
