@@ -6,6 +6,8 @@
 //!   "The soundness contract") that it relies on, and every rule it names exists.
 //! - Files a newcomer can hold in their head: no hand-written source file passes
 //!   [`MAX_LINES`] lines, but for the [`LONG_FILES`] listed with a reason.
+//! - cudars-core's internal imports name an item by the module that defines it,
+//!   never through a root re-export (docs/architecture.md, "Floors of cudars-core").
 
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -221,6 +223,109 @@ fn cited_rules_are_read_as_written() {
     assert_eq!(cited_rules("no rules here"), [] as [u32; 0]);
 }
 
+/// The modules `lib.rs` declares: the only names that may follow `crate::`
+/// inside cudars-core.
+fn root_modules(lib: &str) -> Vec<String> {
+    lib.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l
+                .strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))?;
+            Some(rest.trim_end_matches(';').trim().to_string())
+        })
+        .collect()
+}
+
+/// Whether the `crate::` that `after` follows is the target of a doc link (`](`).
+fn rest_before_is_doc_link(code: &str, after: &str) -> bool {
+    let at = code.len() - after.len() - "crate::".len();
+    code[..at].ends_with("](")
+}
+
+/// Architecture Invariant (docs/architecture.md, "Floors of cudars-core"): inside
+/// cudars-core an item is named by the module that defines it, never through a root
+/// re-export: every `crate::` path in its sources (comments aside) starts with a
+/// module `lib.rs` declares, and so does every entry of a `use crate::{…}` group.
+#[test]
+fn cudars_core_imports_by_module_path_not_through_the_root() {
+    let src = root().join("crates/cudars-core/src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let modules = root_modules(&lib);
+    assert!(
+        modules.iter().any(|m| m == "memory"),
+        "lib.rs's modules not found"
+    );
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bad = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("src/lib.rs")) {
+        let text = std::fs::read_to_string(f).unwrap();
+        // Comments aside (a doc link may name a public path).
+        let code: String = text
+            .lines()
+            .map(|l| match l.find("//") {
+                Some(i) => &l[..i],
+                None => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        let mut rest = code.as_str();
+        while let Some(i) = rest.find("crate::") {
+            let before = rest[..i].chars().last();
+            let after = &rest[i + "crate::".len()..];
+            rest = after;
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue; // another word ending in `crate`
+            }
+            if rest_before_is_doc_link(&code, after) {
+                continue; // a doc link written in a string (`[x](crate::X)`)
+            }
+            let heads: Vec<String> = if let Some(group) = after.strip_prefix('{') {
+                // The entries of the group at its top level.
+                let mut depth = 0;
+                let mut entries = vec![String::new()];
+                for c in group.chars() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => entries.push(String::new()),
+                        _ => {}
+                    }
+                    if depth == 0 && c != ',' {
+                        entries.last_mut().unwrap().push(c);
+                    }
+                }
+                entries
+                    .iter()
+                    .map(|e| e.trim().split("::").next().unwrap_or("").trim().to_string())
+                    .filter(|e| !e.is_empty())
+                    .collect()
+            } else {
+                vec![
+                    after
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect(),
+                ]
+            };
+            for h in heads {
+                if h != "self" && !modules.contains(&h) {
+                    bad.push(format!("{rel}: crate::{h}"));
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "cudars-core names these items through lib.rs's re-exports; name them by the \
+         module that defines them (crate::module::Item):\n{}",
+        bad.join("\n")
+    );
+}
+
 /// The most lines a hand-written, non-test source file may have: past it, split
 /// the file along its seams (docs/architecture.md: each major type in its own
 /// module).
@@ -325,106 +430,4 @@ fn test_and_generated_files_are_told_apart() {
     assert!(!is_test_file("xtask/src/bindings/parse.rs"));
     assert!(is_generated("// @generated by `cargo xtask codegen`\n"));
     assert!(!is_generated("//! Hand-written.\nfn main() {}\n"));
-
-/// The modules `lib.rs` declares: the only names that may follow `crate::`
-/// inside cudars-core.
-fn root_modules(lib: &str) -> Vec<String> {
-    lib.lines()
-        .filter_map(|l| {
-            let l = l.trim();
-            let rest = l
-                .strip_prefix("pub mod ")
-                .or_else(|| l.strip_prefix("mod "))?;
-            Some(rest.trim_end_matches(';').trim().to_string())
-        })
-        .collect()
-}
-
-/// Whether the `crate::` that `after` follows is the target of a doc link (`](`).
-fn rest_before_is_doc_link(code: &str, after: &str) -> bool {
-    let at = code.len() - after.len() - "crate::".len();
-    code[..at].ends_with("](")
-}
-
-/// Architecture Invariant (docs/architecture.md, "Floors of cudars-core"): inside
-/// cudars-core an item is named by the module that defines it, never through a root
-/// re-export: every `crate::` path in its sources (comments aside) starts with a
-/// module `lib.rs` declares, and so does every entry of a `use crate::{…}` group.
-#[test]
-fn cudars_core_imports_by_module_path_not_through_the_root() {
-    let src = root().join("crates/cudars-core/src");
-    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
-    let modules = root_modules(&lib);
-    assert!(
-        modules.iter().any(|m| m == "memory"),
-        "lib.rs's modules not found"
-    );
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let mut bad = Vec::new();
-    for f in files.iter().filter(|f| !f.ends_with("src/lib.rs")) {
-        let text = std::fs::read_to_string(f).unwrap();
-        // Comments aside (a doc link may name a public path).
-        let code: String = text
-            .lines()
-            .map(|l| match l.find("//") {
-                Some(i) => &l[..i],
-                None => l,
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        let rel = f.strip_prefix(root()).unwrap().display().to_string();
-        let mut rest = code.as_str();
-        while let Some(i) = rest.find("crate::") {
-            let before = rest[..i].chars().last();
-            let after = &rest[i + "crate::".len()..];
-            rest = after;
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                continue; // another word ending in `crate`
-            }
-            if rest_before_is_doc_link(&code, after) {
-                continue; // a doc link written in a string (`[x](crate::X)`)
-            }
-            let heads: Vec<String> = if let Some(group) = after.strip_prefix('{') {
-                // The entries of the group at its top level.
-                let mut depth = 0;
-                let mut entries = vec![String::new()];
-                for c in group.chars() {
-                    match c {
-                        '{' => depth += 1,
-                        '}' if depth == 0 => break,
-                        '}' => depth -= 1,
-                        ',' if depth == 0 => entries.push(String::new()),
-                        _ => {}
-                    }
-                    if depth == 0 && c != ',' {
-                        entries.last_mut().unwrap().push(c);
-                    }
-                }
-                entries
-                    .iter()
-                    .map(|e| e.trim().split("::").next().unwrap_or("").trim().to_string())
-                    .filter(|e| !e.is_empty())
-                    .collect()
-            } else {
-                vec![
-                    after
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect(),
-                ]
-            };
-            for h in heads {
-                if h != "self" && !modules.contains(&h) {
-                    bad.push(format!("{rel}: crate::{h}"));
-                }
-            }
-        }
-    }
-    assert!(
-        bad.is_empty(),
-        "cudars-core names these items through lib.rs's re-exports; name them by the \
-         module that defines them (crate::module::Item):\n{}",
-        bad.join("\n")
-    );
 }

@@ -31,9 +31,9 @@ use std::marker::PhantomData;
 use cudars_bindings::driver as sys;
 use cudars_bindings::{IntoResult, StatusError, Unavailable};
 
-use crate::context::{self, Current};
-use crate::error::Check as _;
-use crate::{Context, Error, InvalidKind, Report, Stream};
+use crate::context::{self, Context, Current};
+use crate::error::{Check as _, Error, InvalidKind, Report};
+use crate::stream::Stream;
 
 /// The error of a library crate: `S` is the library's status error (cuBLAS's
 /// `CublasError`, NCCL's `NcclError`, …), `X` the crate's own extra cases
@@ -299,7 +299,7 @@ impl ContextScope {
     ///
     /// # Errors
     /// The driver's error (reading or setting the current context).
-    pub fn enter(ctx: &Context) -> crate::Result<Self> {
+    pub fn enter(ctx: &Context) -> crate::error::Result<Self> {
         let mut prev: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: `prev` is valid for writes.
         unsafe { sys::cuCtxGetCurrent(&mut prev) }.check(|| "reading the current context")?;
@@ -333,7 +333,7 @@ impl ContextScope {
     ///
     /// # Errors
     /// As [`enter`](Self::enter).
-    pub fn for_stream(stream: &Stream) -> crate::Result<Self> {
+    pub fn for_stream(stream: &Stream) -> crate::error::Result<Self> {
         Self::enter(stream.context())
     }
 

@@ -560,7 +560,7 @@ impl Stream {
     ///
     /// # Errors
     /// As [`Event::in_context`] and [`Event::record`].
-    pub fn record_new_event(&self, options: crate::EventOptions) -> Result<Event> {
+    pub fn record_new_event(&self, options: crate::event::EventOptions) -> Result<Event> {
         let event = Event::in_context(self.context(), options)?;
         event.record(self)?;
         Ok(event)
