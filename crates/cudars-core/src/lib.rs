@@ -72,6 +72,7 @@
 mod callback;
 pub mod checkpoint;
 mod code;
+mod completion;
 mod context;
 mod deferred;
 mod device;
@@ -102,6 +103,7 @@ pub use code::library::{Global, Library, LibraryOptions};
 pub use code::linker::{Linker, LinkerBackend, LinkerHandle, LinkerOptions};
 pub use code::module::{LoadingMode, Module};
 pub use code::object::{CodeType, ObjectCode};
+pub use completion::{Completion, EventWait, ToVec};
 pub use context::{Context, ContextOptions};
 pub use cudars_bindings;
 /// Typed launch functions generated from the `extern "C" __global__` kernels of

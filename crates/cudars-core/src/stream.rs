@@ -70,7 +70,7 @@ unsafe impl Sync for Inner {}
 /// queue onto one queue, in order; the crate's "same stream" shortcuts compare
 /// these, never handles alone (`CU_STREAM_LEGACY` has one value in every
 /// context, and `CU_STREAM_PER_THREAD` one on every thread).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct QueueId {
     handle: usize,
     ctx: usize,

@@ -1,0 +1,818 @@
+//! Futures for GPU work: [`Completion`] (from [`Stream::completion`] and
+//! [`Stream::completion_with`], and the asynchronous copies that return one),
+//! [`EventWait`] (from [`Event::wait_async`], or `.await` on an `&Event`) and
+//! [`ToVec`] ([`DeviceView::to_vec_async`]).
+//!
+//! They work on any executor: they need nothing but `std::task`. No thread waits
+//! for each future: one process-wide reactor thread (`reactor.rs`) watches every
+//! pending one and sleeps when none is pending.
+//!
+//! Architecture Invariant (rule 12 of the soundness contract,
+//! `docs/architecture.md`): what the GPU may still touch when a future is
+//! dropped or forgotten is never owned by the future's frame alone. It lives in
+//! a slot shared with the reactor, which releases it after the work has
+//! completed (through the deferred queue, never by a blocking drop on the
+//! executor's thread); `mem::forget` of the future leaks the slot, never frees
+//! it early.
+
+pub(crate) mod reactor;
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context as TaskContext, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use bytemuck::Pod;
+use cudars_bindings::driver as sys;
+
+use crate::callback::PanicSlot;
+use crate::error::{Check as _, Error, Result};
+use crate::{
+    CaptureStatus, Context, DeviceView, DeviceViewMut, Event, EventOptions, PinnedBuffer, Stream,
+};
+use reactor::{Finish, Source};
+
+const AWAITING: &str = "awaiting the work queued on a stream";
+
+/// Where a future's outcome and what it keeps meet: shared by the future and
+/// the reactor, so that neither dropping nor forgetting the future frees what
+/// the work may still touch.
+struct Slot<T> {
+    state: Mutex<SlotState<T>>,
+    /// Waited for (each try of a `cuCtxSynchronize`, rule 4) before `keep` is
+    /// released after a failure, when it is known.
+    ctx: Option<Context>,
+}
+
+struct SlotState<T> {
+    outcome: Option<Result<()>>,
+    /// What the work uses, handed back when it completes.
+    keep: Option<T>,
+    waker: Option<Waker>,
+    /// The future was dropped: the reactor releases `keep`.
+    abandoned: bool,
+}
+
+impl<T: Send + 'static> Slot<T> {
+    fn new(keep: Option<T>, ctx: Option<Context>) -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(SlotState {
+                outcome: None,
+                keep,
+                waker: None,
+                abandoned: false,
+            }),
+            ctx,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SlotState<T>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Releases `keep` after the work failed: off this thread, after waiting for
+    /// the context (rule 4: the failure may not be the context's, and nothing
+    /// queued may still touch `keep` when it goes).
+    fn release_after_failure(&self, keep: T) {
+        let ctx = self.ctx.clone();
+        let mut keep = Some(keep);
+        crate::deferred::defer(
+            "releasing what a failed GPU future held",
+            0,
+            None,
+            move || {
+                if let Some(ctx) = &ctx {
+                    for _ in 0..3 {
+                        if ctx.sync().is_ok() {
+                            break;
+                        }
+                    }
+                }
+                drop(keep.take());
+                Ok(())
+            },
+        );
+    }
+}
+
+impl<T: Send + 'static> Finish for Slot<T> {
+    fn finish(&self, outcome: Result<()>) {
+        let mut g = self.lock();
+        if outcome.is_err() {
+            if let Some(keep) = g.keep.take() {
+                self.release_after_failure(keep);
+            }
+        }
+        if g.abandoned {
+            // Nobody will take it: the work is done, release it off this thread.
+            if let Some(keep) = g.keep.take() {
+                crate::deferred::defer_drop("releasing what a dropped GPU future held", keep);
+            }
+            return;
+        }
+        g.outcome = Some(outcome);
+        let waker = g.waker.take();
+        drop(g);
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+/// An event recorded on a stream, as the reactor queries it.
+struct EventSource(Event);
+
+impl Source for EventSource {
+    fn query(&mut self) -> Option<Result<()>> {
+        query_event(&self.0, AWAITING)
+    }
+}
+
+/// `cuEventQuery`: `None` while the work before the event's last record runs.
+fn query_event(event: &Event, what: &'static str) -> Option<Result<()>> {
+    // Green rule: every call on a green context's event holds its lock.
+    let _green = match event.ctx.green_guard() {
+        Ok(g) => g,
+        Err(e) => return Some(Err(e)),
+    };
+    // SAFETY: a live event (borrowed or owned by the caller).
+    let rc = unsafe { sys::cuEventQuery(event.handle) };
+    if rc == sys::CUDA_ERROR_NOT_READY {
+        return None;
+    }
+    Some(rc.check(|| what))
+}
+
+/// A source not yet handed to the reactor.
+struct Unregistered {
+    source: Box<dyn Source>,
+    queue: Option<u64>,
+    seq: u64,
+}
+
+/// Hands a pending source to the reactor; if its thread cannot start, to the
+/// deferred queue, whose reaper retries it with backoff (slower, but nothing
+/// hangs and nothing is released early).
+fn hand_over(p: Unregistered, finish: Arc<dyn Finish>) {
+    match reactor::global() {
+        Ok(r) => r.register(p.source, p.queue, p.seq, finish),
+        Err(e) => {
+            let reason = crate::Report::new(&e).to_string();
+            let mut p = Some((p.source, finish));
+            crate::deferred::defer("watching GPU work for a future", 0, None, move || {
+                let Some((source, _)) = &mut p else {
+                    return Ok(());
+                };
+                match source.query() {
+                    None => Err(Error::unsupported(
+                        "watching GPU work for a future",
+                        format!("not complete yet ({reason})"),
+                    )),
+                    Some(outcome) => {
+                        if let Some((source, finish)) = p.take() {
+                            drop(source);
+                            finish.finish(outcome);
+                        }
+                        Ok(())
+                    }
+                }
+            });
+        }
+    }
+}
+
+enum State {
+    /// Recorded; asked directly at the first poll, then handed to the reactor.
+    Unregistered(Unregistered),
+    /// The reactor watches it.
+    Registered,
+    /// Failed before anything was recorded.
+    Failed(Error),
+    /// Resolved.
+    Done,
+}
+
+/// A future that resolves when the work queued on a stream before it has
+/// completed, with what it keeps ([`Stream::completion_with`]), or with the
+/// error of the work (a failed kernel's sticky error, a destroyed or reset
+/// context: every wait resolves, none hangs) or of a host function that
+/// panicked (as [`Stream::sync`] reports it).
+///
+/// Made by [`Stream::completion`], [`Stream::completion_with`] and the
+/// asynchronous copies ([`DeviceViewMut::copy_from_pinned_async`],
+/// [`DeviceView::copy_to_pinned_async`]). The point in the stream is taken when
+/// the future is made (an event is recorded then), not when it is first polled.
+/// Any executor can poll it; nothing waits on the polling thread.
+///
+/// **Cancellation** (rule 12 of the soundness contract,
+/// `docs/architecture.md`): dropping the future before it resolves leaves what
+/// it keeps with the process-wide reactor, which releases it after the work has
+/// completed, off the executor's thread. `mem::forget` leaks it. Neither frees
+/// anything the GPU may still touch.
+#[must_use = "a future does nothing unless awaited; dropping it does not cancel the GPU work"]
+pub struct Completion<T: Send + 'static = ()> {
+    state: State,
+    slot: Arc<Slot<T>>,
+    panics: Option<Arc<PanicSlot>>,
+}
+
+impl<T: Send + 'static> std::fmt::Debug for Completion<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            State::Unregistered(_) => "recorded",
+            State::Registered => "watched",
+            State::Failed(_) => "failed",
+            State::Done => "done",
+        };
+        f.debug_struct("Completion").field("state", &state).finish()
+    }
+}
+
+impl<T: Send + 'static> Completion<T> {
+    /// Records the completion point on `stream`, keeping `keep` until it is reached.
+    fn record(stream: &Stream, keep: T) -> Self {
+        let slot = Slot::new(Some(keep), Some(stream.context().clone()));
+        let panics = Some(stream.panic_slot().clone());
+        let recorded = (|| {
+            // Capture-gate rule (`callback.rs`): no capture of this stream
+            // begins between the check and the record, so the event is an
+            // ordinary one, which completes once.
+            let _gate = stream.capture_gate_shared();
+            if stream.capture_status()? != CaptureStatus::None {
+                return Err(Error::invalid(
+                    AWAITING,
+                    "the stream is capturing a graph, whose work runs only when the graph \
+                     is launched: await the stream the graph is launched on",
+                ));
+            }
+            let event = Event::in_context(stream.context(), EventOptions::default())?;
+            event.record(stream)?;
+            let queue = {
+                use std::hash::{Hash as _, Hasher as _};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                stream.queue_id().hash(&mut h);
+                h.finish()
+            };
+            Ok(Unregistered {
+                source: Box::new(EventSource(event)),
+                queue: Some(queue),
+                seq: reactor::next_seq(),
+            })
+        })();
+        match recorded {
+            Ok(p) => Self {
+                state: State::Unregistered(p),
+                slot,
+                panics,
+            },
+            Err(e) => {
+                // The work before may still run: `keep` waits for the context.
+                if let Some(keep) = slot.lock().keep.take() {
+                    slot.release_after_failure(keep);
+                }
+                Self {
+                    state: State::Failed(e),
+                    slot,
+                    panics,
+                }
+            }
+        }
+    }
+
+    /// A future that resolves at once with `e`.
+    fn failed(e: Error) -> Self {
+        Self {
+            state: State::Failed(e),
+            slot: Slot::new(None, None),
+            panics: None,
+        }
+    }
+
+    /// A future over a source of the CPU tests.
+    #[cfg(test)]
+    fn from_source(source: Box<dyn Source>, keep: T) -> Self {
+        Self {
+            state: State::Unregistered(Unregistered {
+                source,
+                queue: None,
+                seq: reactor::next_seq(),
+            }),
+            slot: Slot::new(Some(keep), None),
+            panics: None,
+        }
+    }
+
+    /// The outcome, with `keep` on success.
+    fn resolve(&mut self, outcome: Result<()>) -> Result<T> {
+        let keep = self.slot.lock().keep.take();
+        if let Err(e) = outcome {
+            if let Some(keep) = keep {
+                self.slot.release_after_failure(keep);
+            }
+            return Err(e);
+        }
+        if let Some(panic) = self.panics.as_ref().and_then(|p| p.take()) {
+            if let Some(keep) = keep {
+                crate::deferred::defer_drop("releasing what a GPU future held", keep);
+            }
+            return Err(Error::HostCallbackPanicked {
+                context: AWAITING.into(),
+                panic,
+            });
+        }
+        keep.ok_or_else(|| Error::invalid(AWAITING, "the future's value was already taken"))
+    }
+}
+
+impl<T: Send + 'static> Future for Completion<T> {
+    type Output = Result<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<T>> {
+        let this = self.get_mut();
+        match std::mem::replace(&mut this.state, State::Done) {
+            State::Failed(e) => Poll::Ready(Err(e)),
+            State::Done => Poll::Ready(Err(Error::invalid(
+                AWAITING,
+                "the future was polled after it resolved",
+            ))),
+            State::Unregistered(mut p) => match p.source.query() {
+                Some(outcome) => {
+                    drop(p);
+                    Poll::Ready(this.resolve(outcome))
+                }
+                None => {
+                    // The waker is in place before the reactor can finish.
+                    this.slot.lock().waker = Some(cx.waker().clone());
+                    hand_over(p, this.slot.clone());
+                    this.state = State::Registered;
+                    Poll::Pending
+                }
+            },
+            State::Registered => {
+                let mut g = this.slot.lock();
+                match g.outcome.take() {
+                    Some(outcome) => {
+                        drop(g);
+                        Poll::Ready(this.resolve(outcome))
+                    }
+                    None => {
+                        match &mut g.waker {
+                            Some(w) if w.will_wake(cx.waker()) => {}
+                            w => *w = Some(cx.waker().clone()),
+                        }
+                        drop(g);
+                        this.state = State::Registered;
+                        Poll::Pending
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Rule 12 of the soundness contract: a dropped future's `keep` goes to whoever
+// knows when the work is done (the reactor), never to this thread before then.
+impl<T: Send + 'static> Drop for Completion<T> {
+    fn drop(&mut self) {
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::Unregistered(p) => {
+                let mut g = self.slot.lock();
+                g.abandoned = true;
+                let keeps = g.keep.is_some();
+                drop(g);
+                if keeps {
+                    // Watched until done, then released (`Slot::finish`).
+                    hand_over(p, self.slot.clone());
+                }
+                // Otherwise the event alone goes: destroying an event whose work
+                // is pending is allowed (its resources go when the work is done).
+            }
+            State::Registered => {
+                let mut g = self.slot.lock();
+                g.abandoned = true;
+                g.waker = None;
+                // Resolved but never polled: the work is done; release off this
+                // thread all the same (a pinned free may synchronise).
+                if g.outcome.is_some() {
+                    if let Some(keep) = g.keep.take() {
+                        drop(g);
+                        crate::deferred::defer_drop("releasing what a GPU future held", keep);
+                    }
+                }
+            }
+            State::Failed(_) | State::Done => {}
+        }
+    }
+}
+
+impl Stream {
+    /// A future that resolves when all the work queued on this stream so far has
+    /// completed: `stream.completion().await` is the asynchronous
+    /// [`sync`](Self::sync), on any executor, with no thread blocked.
+    ///
+    /// ```no_run
+    /// # async fn f(stream: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// // ... queue copies and launches on `stream` ...
+    /// stream.completion().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// The point is taken now (an event is recorded); work queued later is not
+    /// waited for. Library calls (a GEMM, an FFT, a collective) and graph
+    /// launches are stream work like any other: queue them, then await this.
+    ///
+    /// # Errors
+    /// Through the future: [`Error::InvalidArgument`] for a capturing stream
+    /// (its work runs when the graph is launched); the driver's error for
+    /// failed work; [`Error::HostCallbackPanicked`] as [`sync`](Self::sync).
+    pub fn completion(&self) -> Completion {
+        Completion::record(self, ())
+    }
+
+    /// As [`completion`](Self::completion), keeping `keep` alive until the work
+    /// queued so far has completed, then handing it back: the way to keep host
+    /// memory, or anything else the queued work uses, owned until it is done
+    /// (rule 12 of the soundness contract, `docs/architecture.md`). If the future
+    /// is dropped first, `keep` is dropped after the work completes, off the
+    /// executor's thread; if it is forgotten, `keep` is leaked.
+    ///
+    /// # Errors
+    /// As [`completion`](Self::completion); after a failure `keep` is dropped
+    /// once the context has been waited for (the failed work runs no more).
+    pub fn completion_with<T: Send + 'static>(&self, keep: T) -> Completion<T> {
+        Completion::record(self, keep)
+    }
+}
+
+/// A future that resolves when the work before an [`Event`]'s last record has
+/// completed ([`Event::wait_async`], or `.await` on an `&Event`).
+///
+/// It borrows the event, so the reactor never holds it: each poll asks the
+/// driver (`cuEventQuery`), and while the work runs the reactor only wakes the
+/// task again later, from 10 µs doubling to 1 ms (a one-shot timer, so a
+/// forgotten future costs one wake). For waiting on a stream,
+/// [`Stream::completion`] is cheaper: the reactor asks the driver itself.
+#[must_use = "a future does nothing unless awaited"]
+#[derive(Debug)]
+pub struct EventWait<'a> {
+    event: &'a Event,
+    delay: Duration,
+}
+
+/// The first re-poll delay of an [`EventWait`].
+const EVENT_FIRST_DELAY: Duration = Duration::from_micros(10);
+
+impl Future for EventWait<'_> {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        if let Some(outcome) = query_event(this.event, "awaiting an event") {
+            return Poll::Ready(outcome);
+        }
+        let reactor = match reactor::global() {
+            Ok(r) => r,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        let delay = this.delay;
+        this.delay = (delay * 2).min(reactor::SLEEP_MAX);
+        reactor.tick(reactor::Tick {
+            at: Instant::now() + delay,
+            waker: cx.waker().clone(),
+        });
+        Poll::Pending
+    }
+}
+
+impl Event {
+    /// A future that resolves when the work before the event's last record has
+    /// completed, with the driver's error if it failed (the asynchronous
+    /// [`sync`](Self::sync)). `(&event).await` does the same.
+    ///
+    /// An event recorded again meanwhile is waited for at its newest record, as
+    /// with `sync`.
+    ///
+    /// # Errors
+    /// Through the future: the driver's error.
+    pub fn wait_async(&self) -> EventWait<'_> {
+        EventWait {
+            event: self,
+            delay: EVENT_FIRST_DELAY,
+        }
+    }
+}
+
+impl<'a> IntoFuture for &'a Event {
+    type Output = Result<()>;
+    type IntoFuture = EventWait<'a>;
+
+    fn into_future(self) -> EventWait<'a> {
+        self.wait_async()
+    }
+}
+
+/// A future of [`DeviceView::to_vec_async`]: the elements in a new vector.
+#[must_use = "a future does nothing unless awaited; dropping it does not cancel the copy"]
+#[derive(Debug)]
+pub struct ToVec<T: Pod + Send> {
+    inner: Completion<PinnedBuffer<T>>,
+}
+
+impl<T: Pod + Send> Future for ToVec<T> {
+    type Output = Result<Vec<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<Vec<T>>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Ready(Ok(staging)) => {
+                // The copy is complete: the wait `as_slice` makes returns at once.
+                let v = staging.as_slice().map(<[T]>::to_vec);
+                // Freeing pinned memory may synchronise: not on this thread.
+                crate::deferred::defer_drop("freeing a staging buffer", staging);
+                Poll::Ready(v)
+            }
+        }
+    }
+}
+
+impl<T: Pod + Send> DeviceView<'_, T> {
+    /// The view's elements in a new vector, copied without blocking: the copy
+    /// goes through page-locked memory that the returned future owns until the
+    /// copy has completed (a copy into ordinary memory would block the thread
+    /// until it finished). The copy is queued now, on `stream`, behind the work
+    /// already there.
+    ///
+    /// Dropping the future before it resolves leaves the staging memory to the
+    /// reactor, which frees it after the copy (rule 12 of the soundness
+    /// contract, `docs/architecture.md`).
+    ///
+    /// ```no_run
+    /// # async fn f(x: &cudars_core::DeviceBuffer<f32>, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// let v: Vec<f32> = x.to_vec_async(s).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Through the future: as [`copy_to_pinned`](Self::copy_to_pinned) and
+    /// [`Stream::completion`]; the staging allocation's error.
+    pub fn to_vec_async(&self, stream: &Stream) -> ToVec<T> {
+        let staging = PinnedBuffer::zeroed(self.device(), self.len);
+        let inner = match staging {
+            Ok(staging) => self.copy_to_pinned_async(staging, stream),
+            Err(e) => Completion::failed(e),
+        };
+        ToVec { inner }
+    }
+
+    /// Queues a copy of this view into `dst` (of equal length) on `stream`, and
+    /// returns a future that owns `dst` until the copy has completed, then hands
+    /// it back with the elements in it.
+    ///
+    /// # Errors
+    /// Through the future: as [`copy_to_pinned`](Self::copy_to_pinned) (then
+    /// `dst` is released, after waiting for its copies in flight).
+    pub fn copy_to_pinned_async(
+        &self,
+        mut dst: PinnedBuffer<T>,
+        stream: &Stream,
+    ) -> Completion<PinnedBuffer<T>> {
+        match self.copy_to_pinned(&mut dst, stream) {
+            Ok(()) => stream.completion_with(dst),
+            Err(e) => {
+                // Its own drop waits for its copies in flight: not here.
+                crate::deferred::defer_drop("freeing pinned memory", dst);
+                Completion::failed(e)
+            }
+        }
+    }
+}
+
+impl<T: Pod + Send> DeviceViewMut<'_, T> {
+    /// Queues a copy of `src` (of equal length) into this view on `stream`, and
+    /// returns a future that owns `src` until the copy has completed, then hands
+    /// it back for reuse.
+    ///
+    /// # Errors
+    /// Through the future: as [`copy_from_pinned`](Self::copy_from_pinned) (then
+    /// `src` is released, after waiting for its copies in flight).
+    pub fn copy_from_pinned_async(
+        &mut self,
+        src: PinnedBuffer<T>,
+        stream: &Stream,
+    ) -> Completion<PinnedBuffer<T>> {
+        match self.copy_from_pinned(&src, stream) {
+            Ok(()) => stream.completion_with(src),
+            Err(e) => {
+                crate::deferred::defer_drop("freeing pinned memory", src);
+                Completion::failed(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reactor::tests::Fake;
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    /// A waker that unparks the thread that polls.
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    /// The smallest executor: polls on this thread, parks between polls.
+    fn block_on<F: Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        let mut cx = TaskContext::from_waker(&waker);
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+            std::thread::park_timeout(Duration::from_secs(10));
+        }
+    }
+
+    /// Counts its drops; records whether its work was done when it dropped.
+    #[derive(Debug)]
+    struct Probe {
+        dropped: Arc<AtomicUsize>,
+        work_done: Arc<AtomicBool>,
+        early: Arc<AtomicUsize>,
+    }
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            if !self.work_done.load(Ordering::Acquire) {
+                self.early.fetch_add(1, Ordering::SeqCst);
+            }
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    struct Setup {
+        future: Completion<Probe>,
+        done: Arc<AtomicBool>,
+        dropped: Arc<AtomicUsize>,
+        early: Arc<AtomicUsize>,
+    }
+
+    fn setup(fail: bool) -> Setup {
+        let done = Arc::new(AtomicBool::new(false));
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let early = Arc::new(AtomicUsize::new(0));
+        let source = Box::new(Fake {
+            done: done.clone(),
+            fail,
+            queries: Arc::new(AtomicU64::new(0)),
+        });
+        let probe = Probe {
+            dropped: dropped.clone(),
+            work_done: done.clone(),
+            early: early.clone(),
+        };
+        Setup {
+            future: Completion::from_source(source, probe),
+            done,
+            dropped,
+            early,
+        }
+    }
+
+    fn wait_for(what: &str, f: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !f() {
+            assert!(start.elapsed() < Duration::from_secs(10), "{what}: never");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_completion_resolves_with_what_it_keeps_after_the_work() {
+        let _s = crate::deferred::tests::serial();
+        let s = setup(false);
+        let done = s.done.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            done.store(true, Ordering::Release);
+        });
+        let probe = block_on(s.future).expect("resolves");
+        assert!(s.done.load(Ordering::Acquire), "resolved before the work");
+        assert_eq!(s.dropped.load(Ordering::SeqCst), 0, "handed back, not dropped");
+        drop(probe);
+        assert_eq!(s.dropped.load(Ordering::SeqCst), 1);
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn finished_work_resolves_at_the_first_poll() {
+        let s = setup(false);
+        s.done.store(true, Ordering::Release);
+        let mut f = s.future;
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        let r = Pin::new(&mut f).poll(&mut TaskContext::from_waker(&waker));
+        assert!(matches!(r, Poll::Ready(Ok(_))));
+        // Polled again: an error, never a panic.
+        let again = Pin::new(&mut f).poll(&mut TaskContext::from_waker(&waker));
+        assert!(matches!(again, Poll::Ready(Err(Error::InvalidArgument { .. }))));
+    }
+
+    #[test]
+    fn failed_work_resolves_with_its_error_and_releases_after() {
+        let _s = crate::deferred::tests::serial();
+        let s = setup(true);
+        s.done.store(true, Ordering::Release);
+        let r = block_on(s.future);
+        assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{r:?}");
+        wait_for("the release after a failure", || {
+            s.dropped.load(Ordering::SeqCst) == 1
+        });
+        assert_eq!(s.early.load(Ordering::SeqCst), 0);
+    }
+
+    /// Polls once (so that the reactor watches it), then returns it.
+    fn poll_once(mut f: Completion<Probe>) -> Completion<Probe> {
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        let r = Pin::new(&mut f).poll(&mut TaskContext::from_waker(&waker));
+        assert!(r.is_pending());
+        f
+    }
+
+    #[test]
+    fn dropping_a_pending_future_releases_only_after_the_work() {
+        let _s = crate::deferred::tests::serial();
+        for polled in [false, true] {
+            let s = setup(false);
+            let f = if polled {
+                poll_once(s.future)
+            } else {
+                s.future
+            };
+            drop(f);
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(s.dropped.load(Ordering::SeqCst), 0, "released under the work");
+            s.done.store(true, Ordering::Release);
+            wait_for("the release after the work", || {
+                s.dropped.load(Ordering::SeqCst) == 1
+            });
+            assert_eq!(s.early.load(Ordering::SeqCst), 0);
+        }
+    }
+
+    #[test]
+    fn a_forgotten_future_leaks_and_releases_nothing() {
+        let _s = crate::deferred::tests::serial();
+        for polled in [false, true] {
+            let s = setup(false);
+            let f = if polled {
+                poll_once(s.future)
+            } else {
+                s.future
+            };
+            std::mem::forget(f);
+            s.done.store(true, Ordering::Release);
+            std::thread::sleep(Duration::from_millis(30));
+            assert_eq!(s.dropped.load(Ordering::SeqCst), 0);
+            assert_eq!(s.early.load(Ordering::SeqCst), 0);
+        }
+    }
+
+    #[test]
+    fn a_resolved_future_never_polled_releases_when_dropped() {
+        let _s = crate::deferred::tests::serial();
+        let s = setup(false);
+        let f = poll_once(s.future);
+        s.done.store(true, Ordering::Release);
+        // Let the reactor finish it, then drop it unpolled.
+        std::thread::sleep(Duration::from_millis(30));
+        drop(f);
+        wait_for("the release", || s.dropped.load(Ordering::SeqCst) == 1);
+        assert_eq!(s.early.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn many_futures_resolve_under_one_reactor() {
+        let _s = crate::deferred::tests::serial();
+        let all: Vec<Setup> = (0..200).map(|_| setup(false)).collect();
+        let flags: Vec<Arc<AtomicBool>> = all.iter().map(|s| s.done.clone()).collect();
+        let t = std::thread::spawn(move || {
+            for f in flags {
+                f.store(true, Ordering::Release);
+                std::thread::yield_now();
+            }
+        });
+        for s in all {
+            let probe = block_on(s.future).expect("resolves");
+            drop(probe);
+            assert_eq!(s.early.load(Ordering::SeqCst), 0);
+        }
+        t.join().unwrap();
+    }
+}
