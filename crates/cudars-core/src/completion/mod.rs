@@ -29,7 +29,7 @@ use cudars_bindings::driver as sys;
 use crate::callback::PanicSlot;
 use crate::error::{Check as _, Error, Result};
 use crate::{
-    CaptureStatus, Context, DeviceView, DeviceViewMut, Event, EventOptions, PinnedBuffer, Stream,
+    CaptureStatus, Context, DeviceBuffer, DeviceView, DeviceViewMut, Event, EventOptions, PinnedBuffer, Stream,
 };
 use reactor::{Finish, Source};
 
@@ -587,6 +587,17 @@ impl<T: Pod + Send> DeviceView<'_, T> {
                 Completion::failed(e)
             }
         }
+    }
+}
+
+impl<T: Pod + Send> DeviceBuffer<T> {
+    /// The elements in a new vector, copied without blocking
+    /// ([`DeviceView::to_vec_async`]; rule 12 of the soundness contract).
+    ///
+    /// # Errors
+    /// Through the future: see [`DeviceView::to_vec_async`].
+    pub fn to_vec_async(&self, stream: &Stream) -> ToVec<T> {
+        self.view().to_vec_async(stream)
     }
 }
 

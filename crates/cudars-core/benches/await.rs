@@ -1,0 +1,132 @@
+//! Awaiting GPU work (issue 29), printed as JSON lines like `core.rs`:
+//! - `await_latency_us`: an empty kernel queued, then `stream.completion()`
+//!   awaited on a current-thread tokio runtime; `sync_latency_us`: the same with
+//!   `Stream::sync`, interleaved in the same rounds (C's `cuStreamSynchronize`
+//!   figure is `launch_sync_us` of the C peer);
+//! - `await_1000_per_s`: futures resolved per second with 1,000 pending at once
+//!   (an empty kernel and a completion each, on eight streams);
+//! - `await_cpu_ms_per_100ms`: CPU time (user + system, the whole process) used
+//!   while 1,000 futures wait on a 100 ms kernel.
+//!
+//! Run: `cargo bench -p cudars-core --bench await` (or `bench.sh` from
+//! `cargo xtask package-tests`).
+
+// Benchmark code: a failed step ends the run, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::{Duration, Instant};
+
+use cudars_core::{
+    CompileTarget, Device, LaunchConfig, Program, ProgramOptions, SourceCode, Stream,
+    StreamOptions, TypedKernel,
+};
+
+const SRC: &str = "extern \"C\" __global__ void empty() {}\n\
+extern \"C\" __global__ void spin(unsigned long long cycles) {\n\
+  unsigned long long t0 = clock64();\n\
+  while (clock64() - t0 < cycles) {}\n}\n";
+
+fn line(metric: &str, value: f64) {
+    println!("{{\"peer\":\"cuda-rs\",\"metric\":\"{metric}\",\"value\":{value:.4}}}");
+}
+
+/// The process's CPU time so far (user + system).
+fn cpu_time() -> Duration {
+    // SAFETY: `usage` is valid for writes.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is always valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    assert_eq!(rc, 0);
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+fn main() {
+    if let Err(why) = cudars_tests::gpu_status() {
+        eprintln!("await bench: no GPU ({why}); nothing to measure");
+        return;
+    }
+    let dev = Device::new(0).unwrap();
+    dev.set_current().unwrap();
+    let code = Program::new(SourceCode::Cxx(SRC), ProgramOptions::for_device(&dev).unwrap())
+        .unwrap()
+        .compile(CompileTarget::Cubin, &[])
+        .unwrap();
+    let empty = TypedKernel::<()>::new(code.get_kernel("empty").unwrap()).unwrap();
+    let spin = TypedKernel::<(u64,)>::new(code.get_kernel("spin").unwrap()).unwrap();
+    let one = LaunchConfig::new(1u32, 1u32);
+    let opts = StreamOptions {
+        non_blocking: true,
+        priority: None,
+    };
+    let s = dev.create_stream(opts).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    // SAFETY (each launch below): the kernels touch no memory.
+    let launch_empty = |s: &Stream| unsafe { empty.launch(s, &one, ()) }.unwrap();
+
+    // Latency: interleaved rounds, the best round of each.
+    const N: u32 = 2000;
+    let (mut best_sync, mut best_await) = (f64::INFINITY, f64::INFINITY);
+    for round in 0..8 {
+        let t = Instant::now();
+        for _ in 0..N {
+            launch_empty(&s);
+            s.sync().unwrap();
+        }
+        let sync_us = t.elapsed().as_secs_f64() * 1e6 / f64::from(N);
+        let t = Instant::now();
+        rt.block_on(async {
+            for _ in 0..N {
+                launch_empty(&s);
+                s.completion().await.unwrap();
+            }
+        });
+        let await_us = t.elapsed().as_secs_f64() * 1e6 / f64::from(N);
+        // The first round warms up.
+        if round > 0 {
+            best_sync = best_sync.min(sync_us);
+            best_await = best_await.min(await_us);
+        }
+    }
+    line("sync_latency_us", best_sync);
+    line("await_latency_us", best_await);
+
+    // Throughput with 1,000 futures pending at once.
+    let streams: Vec<Stream> = (0..8).map(|_| dev.create_stream(opts).unwrap()).collect();
+    let mut best = 0f64;
+    for _ in 0..5 {
+        let t = Instant::now();
+        rt.block_on(async {
+            let mut pending = Vec::with_capacity(1000);
+            for i in 0..1000 {
+                let s = &streams[i % streams.len()];
+                launch_empty(s);
+                pending.push(s.completion());
+            }
+            for f in pending {
+                f.await.unwrap();
+            }
+        });
+        best = best.max(1000.0 / t.elapsed().as_secs_f64());
+    }
+    line("await_1000_per_s", best);
+
+    // CPU time while 1,000 futures wait on a 100 ms kernel (about 2 GHz SM clock).
+    let cycles = 200_000_000u64;
+    // SAFETY: touches no memory.
+    unsafe { spin.launch(&s, &one, (cycles,)) }.unwrap();
+    let pending: Vec<_> = (0..1000).map(|_| s.completion()).collect();
+    let (wall, cpu) = (Instant::now(), cpu_time());
+    rt.block_on(async {
+        for f in pending {
+            f.await.unwrap();
+        }
+    });
+    let (wall, cpu) = (wall.elapsed(), cpu_time() - cpu);
+    line(
+        "await_cpu_ms_per_100ms",
+        cpu.as_secs_f64() * 1e3 * 0.1 / wall.as_secs_f64(),
+    );
+}
