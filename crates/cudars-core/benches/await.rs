@@ -48,10 +48,13 @@ fn main() {
     }
     let dev = Device::new(0).unwrap();
     dev.set_current().unwrap();
-    let code = Program::new(SourceCode::Cxx(SRC), ProgramOptions::for_device(&dev).unwrap())
-        .unwrap()
-        .compile(CompileTarget::Cubin, &[])
-        .unwrap();
+    let code = Program::new(
+        SourceCode::Cxx(SRC),
+        ProgramOptions::for_device(&dev).unwrap(),
+    )
+    .unwrap()
+    .compile(CompileTarget::Cubin, &[])
+    .unwrap();
     let empty = TypedKernel::<()>::new(code.get_kernel("empty").unwrap()).unwrap();
     let spin = TypedKernel::<(u64,)>::new(code.get_kernel("spin").unwrap()).unwrap();
     let one = LaunchConfig::new(1u32, 1u32);
@@ -63,8 +66,10 @@ fn main() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    // SAFETY (each launch below): the kernels touch no memory.
-    let launch_empty = |s: &Stream| unsafe { empty.launch(s, &one, ()) }.unwrap();
+    let launch_empty = |s: &Stream| {
+        // SAFETY: the kernel touches no memory.
+        unsafe { empty.launch(s, &one, ()) }.unwrap();
+    };
 
     // Latency: interleaved rounds, the best round of each.
     const N: u32 = 2000;

@@ -73,7 +73,6 @@ impl Job {
             y: DeviceBuffer::allocate(dev, N, s)?,
         })
     }
-
 }
 
 /// Job `id`'s constants for `round`.
@@ -124,13 +123,7 @@ async fn run_async(job: Job, k: Arc<Affine>, s: Stream) -> Result<Job> {
             return Err(failed(id, round));
         }
     }
-    Ok(Job {
-        id,
-        up,
-        down,
-        x,
-        y,
-    })
+    Ok(Job { id, up, down, x, y })
 }
 
 /// The same work with a blocking wait per round.
@@ -167,7 +160,7 @@ fn run() -> Result<()> {
         .collect::<cudars_core::Result<_>>()?;
     let mut jobs: Vec<Job> = (0..JOBS)
         .map(|i| Job::new(&dev, &streams[i % STREAMS], i))
-        .collect::<Result<_>>()?;
+        .collect::<cudars_core::Result<_>>()?;
     for s in &streams {
         s.sync()?;
     }
@@ -215,7 +208,10 @@ fn run() -> Result<()> {
             .collect();
         let mut done = Vec::new();
         for t in tasks {
-            done.push(t.await.unwrap_or_else(|p| std::panic::resume_unwind(p.into_panic()))?);
+            done.push(
+                t.await
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p.into_panic()))?,
+            );
         }
         Ok::<_, ExampleError>(done)
     })?;

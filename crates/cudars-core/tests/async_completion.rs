@@ -70,9 +70,12 @@ fn jobs_complete_under_tokio_multi_thread() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let tasks: Vec<_> = (0..64).map(|i| tokio::spawn(job(d.clone(), i))).collect();
+        let tasks: Vec<_> = (0..64).map(|i| tokio::spawn(job(d, i))).collect();
         for t in tasks {
-            tokio::time::timeout(HANG, t).await.expect("a job hung").unwrap();
+            tokio::time::timeout(HANG, t)
+                .await
+                .expect("a job hung")
+                .unwrap();
         }
     });
 }
@@ -82,7 +85,7 @@ fn jobs_complete_under_smol() {
     require_gpu!();
     let d = device();
     let ex = smol::Executor::new();
-    let tasks: Vec<_> = (0..32).map(|i| ex.spawn(job(d.clone(), i))).collect();
+    let tasks: Vec<_> = (0..32).map(|i| ex.spawn(job(d, i))).collect();
     smol::block_on(ex.run(async {
         for t in tasks {
             t.await;
@@ -95,7 +98,7 @@ fn jobs_complete_under_futures_block_on() {
     require_gpu!();
     let d = device();
     futures::executor::block_on(async {
-        let jobs = (0..16).map(|i| job(d.clone(), i));
+        let jobs = (0..16).map(|i| job(d, i));
         futures::future::join_all(jobs).await;
     });
 }
@@ -164,7 +167,12 @@ fn pinned_copies_hand_their_buffers_back() {
 fn a_capturing_stream_is_refused() {
     require_gpu!();
     let d = device();
-    let s = d.create_stream(StreamOptions { non_blocking: true, priority: None }).unwrap();
+    let s = d
+        .create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })
+        .unwrap();
     // SAFETY: nothing is captured but the refused completion.
     unsafe { s.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
     let r = futures::executor::block_on(s.completion());
@@ -177,7 +185,8 @@ fn a_host_function_panic_is_reported_once() {
     require_gpu!();
     let d = device();
     let s = d.create_stream(StreamOptions::default()).unwrap();
-    s.launch_host_func(|| panic!("in the host function")).unwrap();
+    s.launch_host_func(|| panic!("in the host function"))
+        .unwrap();
     futures::executor::block_on(async {
         let r = s.completion().await;
         assert!(
@@ -212,8 +221,16 @@ fn dropping_a_pending_download_frees_nothing_in_use() {
         let mut next = PinnedBuffer::<f32>::zeroed(&d, N).unwrap();
         next.as_mut_slice().unwrap().fill(-1.0);
         s.sync().unwrap();
-        let landed = next.as_slice().unwrap().iter().filter(|&&x| x != -1.0).count();
-        assert_eq!(landed, 0, "{landed} elements of the dropped copy landed in new memory");
+        let landed = next
+            .as_slice()
+            .unwrap()
+            .iter()
+            .filter(|&&x| x != -1.0)
+            .count();
+        assert_eq!(
+            landed, 0,
+            "{landed} elements of the dropped copy landed in new memory"
+        );
     }
     // Everything the dropped futures held is released after the work.
     wait_until_no_deferred_frees();
@@ -239,7 +256,12 @@ fn forgetting_a_pending_download_leaks_and_corrupts_nothing() {
         let mut next = PinnedBuffer::<f32>::zeroed(&d, N).unwrap();
         next.as_mut_slice().unwrap().fill(-1.0);
         s.sync().unwrap();
-        let landed = next.as_slice().unwrap().iter().filter(|&&x| x != -1.0).count();
+        let landed = next
+            .as_slice()
+            .unwrap()
+            .iter()
+            .filter(|&&x| x != -1.0)
+            .count();
         assert_eq!(landed, 0);
     }
 }
@@ -292,7 +314,11 @@ fn a_thousand_pending_futures_resolve() {
 fn wait_until_no_deferred_frees() {
     let start = std::time::Instant::now();
     while deferred_frees() > 0 {
-        assert!(start.elapsed() < HANG, "{} releases never ran", deferred_frees());
+        assert!(
+            start.elapsed() < HANG,
+            "{} releases never ran",
+            deferred_frees()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }

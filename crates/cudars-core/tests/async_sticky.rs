@@ -33,8 +33,10 @@ fn in_child_or_run(test: &str) -> bool {
     let env: Vec<(String, std::ffi::OsString)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
         .collect();
-    let env: Vec<(&str, &std::ffi::OsStr)> =
-        env.iter().map(|(k, v)| (k.as_str(), v.as_os_str())).collect();
+    let env: Vec<(&str, &std::ffi::OsStr)> = env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_os_str()))
+        .collect();
     cudars_tests::run_test_in_child(test, &env);
     false
 }

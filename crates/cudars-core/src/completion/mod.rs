@@ -29,7 +29,8 @@ use cudars_bindings::driver as sys;
 use crate::callback::PanicSlot;
 use crate::error::{Check as _, Error, Result};
 use crate::{
-    CaptureStatus, Context, DeviceBuffer, DeviceView, DeviceViewMut, Event, EventOptions, PinnedBuffer, Stream,
+    CaptureStatus, Context, DeviceBuffer, DeviceView, DeviceViewMut, Event, EventOptions,
+    PinnedBuffer, Stream,
 };
 use reactor::{Finish, Source};
 
@@ -716,7 +717,11 @@ mod tests {
         });
         let probe = block_on(s.future).expect("resolves");
         assert!(s.done.load(Ordering::Acquire), "resolved before the work");
-        assert_eq!(s.dropped.load(Ordering::SeqCst), 0, "handed back, not dropped");
+        assert_eq!(
+            s.dropped.load(Ordering::SeqCst),
+            0,
+            "handed back, not dropped"
+        );
         drop(probe);
         assert_eq!(s.dropped.load(Ordering::SeqCst), 1);
         t.join().unwrap();
@@ -732,7 +737,10 @@ mod tests {
         assert!(matches!(r, Poll::Ready(Ok(_))));
         // Polled again: an error, never a panic.
         let again = Pin::new(&mut f).poll(&mut TaskContext::from_waker(&waker));
-        assert!(matches!(again, Poll::Ready(Err(Error::InvalidArgument { .. }))));
+        assert!(matches!(
+            again,
+            Poll::Ready(Err(Error::InvalidArgument { .. }))
+        ));
     }
 
     #[test]
@@ -768,7 +776,11 @@ mod tests {
             };
             drop(f);
             std::thread::sleep(Duration::from_millis(20));
-            assert_eq!(s.dropped.load(Ordering::SeqCst), 0, "released under the work");
+            assert_eq!(
+                s.dropped.load(Ordering::SeqCst),
+                0,
+                "released under the work"
+            );
             s.done.store(true, Ordering::Release);
             wait_for("the release after the work", || {
                 s.dropped.load(Ordering::SeqCst) == 1

@@ -107,7 +107,10 @@ impl Reactor {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inbox> {
-        self.shared.inbox.lock().unwrap_or_else(PoisonError::into_inner)
+        self.shared
+            .inbox
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Hands `source` over: `finish` is called with its outcome once it completes.
@@ -180,8 +183,7 @@ fn run(shared: &Shared) {
         // Take what arrived; park while nothing at all is pending.
         {
             let mut g = shared.inbox.lock().unwrap_or_else(PoisonError::into_inner);
-            while g.new.is_empty() && g.ticks.is_empty() && entries.is_empty() && ticks.is_empty()
-            {
+            while g.new.is_empty() && g.ticks.is_empty() && entries.is_empty() && ticks.is_empty() {
                 if g.shutdown {
                     return;
                 }
@@ -327,7 +329,12 @@ pub(crate) mod tests {
         for i in 0..8 {
             let (src, done, _) = fake(i % 3 == 0);
             flags.push(done);
-            r.register(src, None, next_seq(), Arc::new(Report(Mutex::new(tx.clone()), i)));
+            r.register(
+                src,
+                None,
+                next_seq(),
+                Arc::new(Report(Mutex::new(tx.clone()), i)),
+            );
         }
         // Nothing finishes before its work does.
         assert!(rx.recv_timeout(Duration::from_millis(20)).is_err());
@@ -355,11 +362,25 @@ pub(crate) mod tests {
         let (second, second_done, second_q) = fake(false);
         let (s1, s2) = (next_seq(), next_seq());
         // Registered out of order: the reactor orders them by recording.
-        r.register(second, Some(7), s2, Arc::new(Report(Mutex::new(tx.clone()), 2)));
-        r.register(first, Some(7), s1, Arc::new(Report(Mutex::new(tx.clone()), 1)));
+        r.register(
+            second,
+            Some(7),
+            s2,
+            Arc::new(Report(Mutex::new(tx.clone()), 2)),
+        );
+        r.register(
+            first,
+            Some(7),
+            s1,
+            Arc::new(Report(Mutex::new(tx.clone()), 1)),
+        );
         std::thread::sleep(Duration::from_millis(20));
         assert!(first_q.load(Ordering::SeqCst) > 0);
-        assert_eq!(second_q.load(Ordering::SeqCst), 0, "queried behind a pending source");
+        assert_eq!(
+            second_q.load(Ordering::SeqCst),
+            0,
+            "queried behind a pending source"
+        );
         first_done.store(true, Ordering::Release);
         second_done.store(true, Ordering::Release);
         let a = rx.recv_timeout(Duration::from_secs(10)).unwrap();
