@@ -121,12 +121,18 @@ fn an_event_can_be_awaited_by_reference() {
     assert!(y.to_vec(&s).unwrap().iter().all(|&x| x == 3.0));
 }
 
+/// "Polled after its stream is destroyed": a future holds no stream handle (its
+/// event keeps the context alive), so the last `Stream` going while the work is
+/// pending leaves the futures resolving as usual.
 #[test]
-fn the_future_keeps_its_stream_alive() {
+fn futures_outlive_their_stream() {
     require_gpu!();
     let d = device();
+    let keeper = d.create_stream(StreamOptions::default()).unwrap();
+    // Allocated on another stream, so that no buffer keeps `s` alive.
+    let mut y = DeviceBuffer::<f32>::zeroed(&d, N, &keeper).unwrap();
+    keeper.sync().unwrap();
     let s = d.create_stream(StreamOptions::default()).unwrap();
-    let mut y = DeviceBuffer::<f32>::zeroed(&d, N, &s).unwrap();
     fill_after_spin(&d, &s, &mut y, 4.0, SPIN);
     let done = s.completion();
     let read = y.to_vec_async(&s);

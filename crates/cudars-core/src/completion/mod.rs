@@ -707,6 +707,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn a_completion_resolves_with_what_it_keeps_after_the_work() {
         let _s = crate::deferred::tests::serial();
         let s = setup(false);
@@ -744,6 +748,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn failed_work_resolves_with_its_error_and_releases_after() {
         let _s = crate::deferred::tests::serial();
         let s = setup(true);
@@ -765,6 +773,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn dropping_a_pending_future_releases_only_after_the_work() {
         let _s = crate::deferred::tests::serial();
         for polled in [false, true] {
@@ -790,6 +802,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn a_forgotten_future_leaks_and_releases_nothing() {
         let _s = crate::deferred::tests::serial();
         for polled in [false, true] {
@@ -808,6 +824,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn a_resolved_future_never_polled_releases_when_dropped() {
         let _s = crate::deferred::tests::serial();
         let s = setup(false);
@@ -821,6 +841,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn many_futures_resolve_under_one_reactor() {
         let _s = crate::deferred::tests::serial();
         let all: Vec<Setup> = (0..200).map(|_| setup(false)).collect();

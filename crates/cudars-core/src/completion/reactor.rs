@@ -322,6 +322,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn each_source_finishes_once_with_its_outcome() {
         let r = Reactor::start("test-reactor").unwrap();
         let (tx, rx) = mpsc::channel();
@@ -355,6 +359,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn only_the_oldest_source_of_a_queue_is_queried() {
         let r = Reactor::start("test-reactor").unwrap();
         let (tx, rx) = mpsc::channel();
@@ -389,6 +397,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn an_idle_reactor_parks_and_queries_nothing() {
         let r = Reactor::start("test-reactor").unwrap();
         let (tx, rx) = mpsc::channel();
@@ -404,6 +416,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn a_pending_source_is_asked_less_often_as_it_waits() {
         let r = Reactor::start("test-reactor").unwrap();
         let (tx, rx) = mpsc::channel();
@@ -429,6 +445,10 @@ pub(crate) mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a reactor thread that never ends, real sleeps and (for forget) a deliberate leak: too slow and leak-checked under Miri"
+    )]
     fn ticks_wake_once_when_due() {
         let r = Reactor::start("test-reactor").unwrap();
         let w = Arc::new(CountWake(AtomicU64::new(0)));
