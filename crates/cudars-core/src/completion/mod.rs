@@ -1,7 +1,7 @@
 //! Futures for GPU work: [`Completion`] (from [`Stream::completion`] and
 //! [`Stream::completion_with`], and the asynchronous copies that return one),
 //! [`EventWait`] (from [`Event::wait_async`], or `.await` on an `&Event`) and
-//! [`ToVec`] ([`DeviceView::to_vec_async`]).
+//! [`ToVec`] ([`DeviceView::to_vec_async`](crate::DeviceView::to_vec_async)).
 //!
 //! They work on any executor: they need nothing but `std::task`. No thread waits
 //! for each future: one process-wide reactor thread (`reactor.rs`) watches every
@@ -15,23 +15,23 @@
 //! executor's thread); `mem::forget` of the future leaks the slot, never frees
 //! it early.
 
+mod copies;
+mod event_wait;
 pub(crate) mod reactor;
 
-use std::future::{Future, IntoFuture};
+pub use copies::ToVec;
+pub use event_wait::EventWait;
+
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll, Waker};
-use std::time::{Duration, Instant};
 
-use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::callback::PanicSlot;
 use crate::error::{Check as _, Error, Result};
-use crate::{
-    CaptureStatus, Context, DeviceBuffer, DeviceView, DeviceViewMut, Event, EventOptions,
-    PinnedBuffer, Stream,
-};
+use crate::{CaptureStatus, Context, Event, EventOptions, Stream};
 use reactor::{Finish, Source};
 
 const AWAITING: &str = "awaiting the work queued on a stream";
@@ -201,8 +201,8 @@ enum State {
 /// panicked (as [`Stream::sync`] reports it).
 ///
 /// Made by [`Stream::completion`], [`Stream::completion_with`] and the
-/// asynchronous copies ([`DeviceViewMut::copy_from_pinned_async`],
-/// [`DeviceView::copy_to_pinned_async`]). The point in the stream is taken when
+/// asynchronous copies ([`DeviceViewMut::copy_from_pinned_async`](crate::DeviceViewMut::copy_from_pinned_async),
+/// [`DeviceView::copy_to_pinned_async`](crate::DeviceView::copy_to_pinned_async)). The point in the stream is taken when
 /// the future is made (an event is recorded then), not when it is first polled.
 /// Any executor can poll it; nothing waits on the polling thread.
 ///
@@ -446,191 +446,13 @@ impl Stream {
     }
 }
 
-/// A future that resolves when the work before an [`Event`]'s last record has
-/// completed ([`Event::wait_async`], or `.await` on an `&Event`).
-///
-/// It borrows the event, so the reactor never holds it: each poll asks the
-/// driver (`cuEventQuery`), and while the work runs the reactor only wakes the
-/// task again later, from 10 µs doubling to 1 ms (a one-shot timer, so a
-/// forgotten future costs one wake). For waiting on a stream,
-/// [`Stream::completion`] is cheaper: the reactor asks the driver itself.
-#[must_use = "a future does nothing unless awaited"]
-#[derive(Debug)]
-pub struct EventWait<'a> {
-    event: &'a Event,
-    delay: Duration,
-}
-
-/// The first re-poll delay of an [`EventWait`].
-const EVENT_FIRST_DELAY: Duration = Duration::from_micros(10);
-
-impl Future for EventWait<'_> {
-    type Output = Result<()>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
-        let this = self.get_mut();
-        if let Some(outcome) = query_event(this.event, "awaiting an event") {
-            return Poll::Ready(outcome);
-        }
-        let reactor = match reactor::global() {
-            Ok(r) => r,
-            Err(e) => return Poll::Ready(Err(e)),
-        };
-        let delay = this.delay;
-        this.delay = (delay * 2).min(reactor::SLEEP_MAX);
-        reactor.tick(reactor::Tick {
-            at: Instant::now() + delay,
-            waker: cx.waker().clone(),
-        });
-        Poll::Pending
-    }
-}
-
-impl Event {
-    /// A future that resolves when the work before the event's last record has
-    /// completed, with the driver's error if it failed (the asynchronous
-    /// [`sync`](Self::sync)). `(&event).await` does the same.
-    ///
-    /// An event recorded again meanwhile is waited for at its newest record, as
-    /// with `sync`.
-    ///
-    /// # Errors
-    /// Through the future: the driver's error.
-    pub fn wait_async(&self) -> EventWait<'_> {
-        EventWait {
-            event: self,
-            delay: EVENT_FIRST_DELAY,
-        }
-    }
-}
-
-impl<'a> IntoFuture for &'a Event {
-    type Output = Result<()>;
-    type IntoFuture = EventWait<'a>;
-
-    fn into_future(self) -> EventWait<'a> {
-        self.wait_async()
-    }
-}
-
-/// A future of [`DeviceView::to_vec_async`]: the elements in a new vector.
-#[must_use = "a future does nothing unless awaited; dropping it does not cancel the copy"]
-#[derive(Debug)]
-pub struct ToVec<T: Pod + Send> {
-    inner: Completion<PinnedBuffer<T>>,
-}
-
-impl<T: Pod + Send> Future for ToVec<T> {
-    type Output = Result<Vec<T>>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<Vec<T>>> {
-        let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Ready(Ok(staging)) => {
-                // The copy is complete: the wait `as_slice` makes returns at once.
-                let v = staging.as_slice().map(<[T]>::to_vec);
-                // Freeing pinned memory may synchronise: not on this thread.
-                crate::deferred::defer_drop("freeing a staging buffer", staging);
-                Poll::Ready(v)
-            }
-        }
-    }
-}
-
-impl<T: Pod + Send> DeviceView<'_, T> {
-    /// The view's elements in a new vector, copied without blocking: the copy
-    /// goes through page-locked memory that the returned future owns until the
-    /// copy has completed (a copy into ordinary memory would block the thread
-    /// until it finished). The copy is queued now, on `stream`, behind the work
-    /// already there.
-    ///
-    /// Dropping the future before it resolves leaves the staging memory to the
-    /// reactor, which frees it after the copy (rule 12 of the soundness
-    /// contract, `docs/architecture.md`).
-    ///
-    /// ```no_run
-    /// # async fn f(x: &cudars_core::DeviceBuffer<f32>, s: &cudars_core::Stream) -> cudars_core::Result<()> {
-    /// let v: Vec<f32> = x.to_vec_async(s).await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// Through the future: as [`copy_to_pinned`](Self::copy_to_pinned) and
-    /// [`Stream::completion`]; the staging allocation's error.
-    pub fn to_vec_async(&self, stream: &Stream) -> ToVec<T> {
-        let staging = PinnedBuffer::zeroed(self.device(), self.len);
-        let inner = match staging {
-            Ok(staging) => self.copy_to_pinned_async(staging, stream),
-            Err(e) => Completion::failed(e),
-        };
-        ToVec { inner }
-    }
-
-    /// Queues a copy of this view into `dst` (of equal length) on `stream`, and
-    /// returns a future that owns `dst` until the copy has completed, then hands
-    /// it back with the elements in it.
-    ///
-    /// # Errors
-    /// Through the future: as [`copy_to_pinned`](Self::copy_to_pinned) (then
-    /// `dst` is released, after waiting for its copies in flight).
-    pub fn copy_to_pinned_async(
-        &self,
-        mut dst: PinnedBuffer<T>,
-        stream: &Stream,
-    ) -> Completion<PinnedBuffer<T>> {
-        match self.copy_to_pinned(&mut dst, stream) {
-            Ok(()) => stream.completion_with(dst),
-            Err(e) => {
-                // Its own drop waits for its copies in flight: not here.
-                crate::deferred::defer_drop("freeing pinned memory", dst);
-                Completion::failed(e)
-            }
-        }
-    }
-}
-
-impl<T: Pod + Send> DeviceBuffer<T> {
-    /// The elements in a new vector, copied without blocking
-    /// ([`DeviceView::to_vec_async`]; rule 12 of the soundness contract).
-    ///
-    /// # Errors
-    /// Through the future: see [`DeviceView::to_vec_async`].
-    pub fn to_vec_async(&self, stream: &Stream) -> ToVec<T> {
-        self.view().to_vec_async(stream)
-    }
-}
-
-impl<T: Pod + Send> DeviceViewMut<'_, T> {
-    /// Queues a copy of `src` (of equal length) into this view on `stream`, and
-    /// returns a future that owns `src` until the copy has completed, then hands
-    /// it back for reuse.
-    ///
-    /// # Errors
-    /// Through the future: as [`copy_from_pinned`](Self::copy_from_pinned) (then
-    /// `src` is released, after waiting for its copies in flight).
-    pub fn copy_from_pinned_async(
-        &mut self,
-        src: PinnedBuffer<T>,
-        stream: &Stream,
-    ) -> Completion<PinnedBuffer<T>> {
-        match self.copy_from_pinned(&src, stream) {
-            Ok(()) => stream.completion_with(src),
-            Err(e) => {
-                crate::deferred::defer_drop("freeing pinned memory", src);
-                Completion::failed(e)
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::reactor::tests::Fake;
     use super::*;
     use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     use std::task::Wake;
+    use std::time::{Duration, Instant};
 
     /// A waker that unparks the thread that polls.
     struct Unpark(std::thread::Thread);
