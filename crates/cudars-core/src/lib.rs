@@ -44,6 +44,7 @@
 //! | green contexts | [`Device::resources`], [`SmResource`] (split into groups), [`Context::create_green`] |
 //! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
 //! | ordering and timing | [`Stream`], [`Event`] |
+//! | awaiting GPU work (any executor) | [`Stream::completion`] and [`Stream::completion_with`] ([`Completion`]), [`Event::wait_async`] and `(&event).await` ([`EventWait`]), [`DeviceView::to_vec_async`] ([`ToVec`]), [`DeviceViewMut::copy_from_pinned_async`], [`DeviceView::copy_to_pinned_async`]: one reactor thread for the process, cancellation that frees nothing in use |
 //! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies) |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] ([`ManagedBuffer`]), [`VirtualMemoryResource`] |
 //! | batched memory operations (CUDA 13) | [`copy_batch`], [`copy_batch_with`] (options per copy) ([`BatchCopy`], [`BatchViewCopy`], `zip` for two lists), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |

@@ -30,7 +30,8 @@ impl<T: Pod + Send> Future for ToVec<T> {
             Poll::Ready(Ok(staging)) => {
                 // The copy is complete: the wait `as_slice` makes returns at once.
                 let v = staging.as_slice().map(<[T]>::to_vec);
-                // Freeing pinned memory may synchronise: not on this thread.
+                // Freeing pinned memory may synchronise: through the deferred
+                // queue, not in this poll.
                 crate::deferred::defer_drop("freeing a staging buffer", staging);
                 Poll::Ready(v)
             }

@@ -106,7 +106,8 @@ impl<T: Send + 'static> Finish for Slot<T> {
             }
         }
         if g.abandoned {
-            // Nobody will take it: the work is done, release it off this thread.
+            // Nobody will take it: the work is done; release it through the
+            // deferred queue, not on the reactor's thread (a drop may block).
             if let Some(keep) = g.keep.take() {
                 crate::deferred::defer_drop("releasing what a dropped GPU future held", keep);
             }
@@ -209,7 +210,9 @@ enum State {
 /// **Cancellation** (rule 12 of the soundness contract,
 /// `docs/architecture.md`): dropping the future before it resolves leaves what
 /// it keeps with the process-wide reactor, which releases it after the work has
-/// completed, off the executor's thread. `mem::forget` leaks it. Neither frees
+/// completed, through the deferred queue (its reaper thread, or the crate's next
+/// call on an ordinary thread), never by waiting on the thread that drops the
+/// future. `mem::forget` leaks it. Neither frees
 /// anything the GPU may still touch.
 #[must_use = "a future does nothing unless awaited; dropping it does not cancel the GPU work"]
 pub struct Completion<T: Send + 'static = ()> {
@@ -435,8 +438,9 @@ impl Stream {
     /// queued so far has completed, then handing it back: the way to keep host
     /// memory, or anything else the queued work uses, owned until it is done
     /// (rule 12 of the soundness contract, `docs/architecture.md`). If the future
-    /// is dropped first, `keep` is dropped after the work completes, off the
-    /// executor's thread; if it is forgotten, `keep` is leaked.
+    /// is dropped first, `keep` is dropped after the work completes, through the
+    /// deferred queue (the drop does not wait); if it is forgotten, `keep` is
+    /// leaked.
     ///
     /// # Errors
     /// As [`completion`](Self::completion); after a failure `keep` is dropped
