@@ -301,17 +301,17 @@ fn a_thousand_pending_futures_resolve() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let mut futures = Vec::new();
+        let mut pending = Vec::new();
         for round in 0..125 {
             for s in &streams {
                 if round % 25 == 0 {
                     common::spin(&d, s, common::CYCLES_PER_MS);
                 }
-                futures.push(s.completion());
+                pending.push(s.completion());
             }
         }
-        assert_eq!(futures.len(), 1000);
-        let all = futures::future::join_all(futures);
+        assert_eq!(pending.len(), 1000);
+        let all = futures::future::join_all(pending);
         let results = tokio::time::timeout(HANG, all).await.expect("hung");
         assert!(results.iter().all(Result::is_ok));
     });
