@@ -2,7 +2,8 @@
 //! - `await_latency_us`: an empty kernel queued, then `stream.completion()`
 //!   awaited on a current-thread tokio runtime; `sync_latency_us`: the same with
 //!   `Stream::sync`, interleaved in the same rounds (C's `cuStreamSynchronize`
-//!   figure is `launch_sync_us` of the C peer);
+//!   figure is `launch_sync_us` of the C peer); `await_spin20_latency_us`: the
+//!   await with `Completion::spin_first(20 µs)`;
 //! - `await_1000_per_s`: futures resolved per second with 1,000 pending at once
 //!   (an empty kernel and a completion each, on eight streams);
 //! - `await_cpu_ms_per_100ms`: CPU time (user + system, the whole process) used
@@ -82,7 +83,8 @@ fn main() {
 
     // Latency: interleaved rounds, the best round of each.
     const N: u32 = 2000;
-    let (mut best_sync, mut best_await) = (f64::INFINITY, f64::INFINITY);
+    let (mut best_sync, mut best_await, mut best_spin) =
+        (f64::INFINITY, f64::INFINITY, f64::INFINITY);
     for round in 0..8 {
         let t = Instant::now();
         for _ in 0..N {
@@ -98,14 +100,27 @@ fn main() {
             }
         });
         let await_us = t.elapsed().as_secs_f64() * 1e6 / f64::from(N);
+        let t = Instant::now();
+        rt.block_on(async {
+            for _ in 0..N {
+                launch_empty(&s);
+                s.completion()
+                    .spin_first(Duration::from_micros(20))
+                    .await
+                    .unwrap();
+            }
+        });
+        let spin_us = t.elapsed().as_secs_f64() * 1e6 / f64::from(N);
         // The first round warms up.
         if round > 0 {
             best_sync = best_sync.min(sync_us);
             best_await = best_await.min(await_us);
+            best_spin = best_spin.min(spin_us);
         }
     }
     line("sync_latency_us", best_sync);
     line("await_latency_us", best_await);
+    line("await_spin20_latency_us", best_spin);
 
     // Throughput with 1,000 futures pending at once.
     let streams: Vec<Stream> = (0..8).map(|_| dev.create_stream(opts).unwrap()).collect();
