@@ -57,6 +57,11 @@ const LAYERS: &[(&str, u32, &str)] = &[
         "programs, compilers, linkers, fatbins, object code, libraries, modules, kernels, the cache",
     ),
     (
+        "completion",
+        3,
+        "futures of stream work: the reactor, completions, event waits, the async copies",
+    ),
+    (
         "launch",
         4,
         "launch configurations, kernel arguments, typed kernels, tensor maps, textures",
@@ -134,6 +139,8 @@ const AREAS: &[(&str, &str)] = &[
     ("ipc", "interop"),
     // system
     ("system", "system"),
+    // completion
+    ("completion", "completion"),
 ];
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {

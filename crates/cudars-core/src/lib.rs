@@ -104,7 +104,9 @@ pub use code::library::{Global, Library, LibraryOptions};
 pub use code::linker::{Linker, LinkerBackend, LinkerHandle, LinkerOptions};
 pub use code::module::{LoadingMode, Module};
 pub use code::object::{CodeType, ObjectCode};
-pub use completion::{Completion, EventWait, ToVec};
+pub use completion::Completion;
+pub use completion::copies::ToVec;
+pub use completion::event_wait::EventWait;
 pub use context::{Context, ContextOptions};
 pub use cudars_bindings;
 /// Typed launch functions generated from the `extern "C" __global__` kernels of

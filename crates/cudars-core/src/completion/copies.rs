@@ -10,7 +10,10 @@ use bytemuck::Pod;
 
 use super::Completion;
 use crate::error::Result;
-use crate::{DeviceBuffer, DeviceView, DeviceViewMut, PinnedBuffer, Stream};
+use crate::memory::device_buffer::DeviceBuffer;
+use crate::memory::pinned_buffer::PinnedBuffer;
+use crate::memory::view::{DeviceView, DeviceViewMut};
+use crate::stream::Stream;
 
 /// A future of [`DeviceView::to_vec_async`]: the elements in a new vector.
 #[must_use = "a future does nothing unless awaited; dropping it does not cancel the copy"]

@@ -6,8 +6,8 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use super::{query_event, reactor};
-use crate::Event;
 use crate::error::Result;
+use crate::event::Event;
 
 /// A future that resolves when the work before an [`Event`]'s last record has
 /// completed ([`Event::wait_async`], or `.await` on an `&Event`).

@@ -1,7 +1,7 @@
 //! Futures for GPU work: [`Completion`] (from [`Stream::completion`] and
 //! [`Stream::completion_with`], and the asynchronous copies that return one),
-//! [`EventWait`] (from [`Event::wait_async`], or `.await` on an `&Event`) and
-//! [`ToVec`] ([`DeviceView::to_vec_async`](crate::DeviceView::to_vec_async)).
+//! [`EventWait`](event_wait::EventWait) (from [`Event::wait_async`], or `.await` on an `&Event`) and
+//! [`ToVec`](copies::ToVec) ([`DeviceView::to_vec_async`](crate::DeviceView::to_vec_async)).
 //!
 //! They work on any executor: they need nothing but `std::task`. No thread waits
 //! for each future: one process-wide reactor thread (`reactor.rs`) watches every
@@ -15,12 +15,9 @@
 //! executor's thread); `mem::forget` of the future leaks the slot, never frees
 //! it early.
 
-mod copies;
-mod event_wait;
+pub(crate) mod copies;
+pub(crate) mod event_wait;
 pub(crate) mod reactor;
-
-pub use copies::ToVec;
-pub use event_wait::EventWait;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -30,8 +27,10 @@ use std::task::{Context as TaskContext, Poll, Waker};
 use cudars_bindings::driver as sys;
 
 use crate::callback::PanicSlot;
+use crate::context::Context;
 use crate::error::{Check as _, Error, Result};
-use crate::{CaptureStatus, Context, Event, EventOptions, Stream};
+use crate::event::{Event, EventOptions};
+use crate::stream::{CaptureStatus, Stream};
 use reactor::{Finish, Source};
 
 const AWAITING: &str = "awaiting the work queued on a stream";
@@ -176,7 +175,7 @@ fn hand_over(p: Unregistered, finish: Arc<dyn Finish>) {
     match reactor::global() {
         Ok(r) => r.register(p.source, p.queue, p.seq, finish),
         Err(e) => {
-            let reason = crate::Report::new(&e).to_string();
+            let reason = crate::error::Report::new(&e).to_string();
             let mut p = Some((p.source, finish));
             crate::deferred::defer("watching GPU work for a future", 0, None, move || {
                 let Some((source, _)) = &mut p else {
