@@ -84,17 +84,23 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     };
 
     // One build, then one pass per major: the same binaries drive the CUDA 13.0
-    // and the CUDA 12.9 wheels.
+    // and the CUDA 12.9 wheels. Every feature of every crate, so that the parts
+    // a dependent opts into (cudars-core's `cache`, `half`, `nvml`, `macros`) are
+    // tested too.
     let mut build = cargo();
-    build
-        .current_dir(workspace_root())
-        .args(["test", "--workspace", "--all-targets", "--no-run"]);
+    build.current_dir(workspace_root()).args([
+        "test",
+        "--workspace",
+        "--all-features",
+        "--all-targets",
+        "--no-run",
+    ]);
     run_cmd(&mut build)?;
     for &major in majors {
         let mut cmd = cargo();
         cmd.current_dir(workspace_root()).arg("test");
         if major == 13 {
-            cmd.args(["--workspace", "--all-targets"]);
+            cmd.args(["--workspace", "--all-features", "--all-targets"]);
         } else {
             // The CUDA 12 pass reruns the crates whose behaviour depends on the
             // toolkit's major (the pathfinder's layout tests are about the CUDA
@@ -104,6 +110,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                 "cudars-bindings",
                 "-p",
                 "cudars-core",
+                "--all-features",
                 "--all-targets",
             ]);
         }
@@ -123,7 +130,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     // Doc tests run separately: `--all-targets` leaves them out.
     let mut doc = cargo();
     doc.current_dir(workspace_root())
-        .args(["test", "--workspace", "--doc"]);
+        .args(["test", "--workspace", "--all-features", "--doc"]);
     run_cmd(&mut doc)
 }
 

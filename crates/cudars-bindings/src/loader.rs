@@ -177,20 +177,17 @@ impl fmt::Display for ApiKind {
 /// Each message says what happened at this level; for a library that could not
 /// be loaded, the pathfinder's error (every place searched) is the
 /// [`source`](std::error::Error::source).
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Unavailable {
     /// The library itself could not be found or loaded.
-    #[error("the {api} library could not be loaded")]
     Library {
         /// The API.
         api: ApiKind,
         /// The pathfinder's error, listing every place it searched.
-        #[source]
         error: PathfinderError,
     },
     /// The library was loaded but lacks the symbol.
-    #[error("`{name}` is not exported by {path} (symbol `{symbol}`)")]
     Symbol {
         /// The API.
         api: ApiKind,
@@ -202,12 +199,6 @@ pub enum Unavailable {
         path: String,
     },
     /// The installed driver offers none of this entry point's ABIs.
-    #[error(
-        "`{name}` needs a CUDA {} driver (ABI version {version}); the installed driver is \
-         CUDA {}: {reason}",
-        fmt_version(*version as i32),
-        fmt_version(*driver_version)
-    )]
     DriverSymbol {
         /// The public C name.
         name: &'static str,
@@ -221,10 +212,6 @@ pub enum Unavailable {
     },
     /// The library found is of a CUDA major version the bindings do not know; its
     /// ABI may differ, so none of its entry points is used.
-    #[error(
-        "{api} library {path} is CUDA {found}; these bindings know CUDA 12 and 13 \
-         (make a CUDA 12 or 13 {api} the one found)"
-    )]
     MajorVersion {
         /// The API.
         api: ApiKind,
@@ -236,10 +223,6 @@ pub enum Unavailable {
     /// The entry point has another shape (signature or structure layout) in the
     /// loaded library's CUDA major: the function of the same name in the other
     /// module is the one to call.
-    #[error(
-        "`{name}` as called has the CUDA {shape} shape, but {api} library {path} is \
-         CUDA {found}: call {instead}"
-    )]
     OtherShape {
         /// The API.
         api: ApiKind,
@@ -255,13 +238,64 @@ pub enum Unavailable {
         instead: String,
     },
     /// The library was loaded but resolving its entry points failed as a whole.
-    #[error("{api}: {message}")]
     Resolution {
         /// The API.
         api: ApiKind,
         /// What went wrong.
         message: String,
     },
+}
+
+// Written out rather than derived: the crate has no proc-macro dependency, so that a
+// dependent's first build compiles no parser (docs/performance.md, "A dependent's build").
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Library { api, .. } => write!(f, "the {api} library could not be loaded"),
+            Self::Symbol {
+                name, symbol, path, ..
+            } => write!(f, "`{name}` is not exported by {path} (symbol `{symbol}`)"),
+            Self::DriverSymbol {
+                name,
+                version,
+                driver_version,
+                reason,
+            } => write!(
+                f,
+                "`{name}` needs a CUDA {} driver (ABI version {version}); the installed driver is \
+                 CUDA {}: {reason}",
+                fmt_version(*version as i32),
+                fmt_version(*driver_version)
+            ),
+            Self::MajorVersion { api, path, found } => write!(
+                f,
+                "{api} library {path} is CUDA {found}; these bindings know CUDA 12 and 13 \
+                 (make a CUDA 12 or 13 {api} the one found)"
+            ),
+            Self::OtherShape {
+                api,
+                name,
+                shape,
+                path,
+                found,
+                instead,
+            } => write!(
+                f,
+                "`{name}` as called has the CUDA {shape} shape, but {api} library {path} is \
+                 CUDA {found}: call {instead}"
+            ),
+            Self::Resolution { api, message } => write!(f, "{api}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for Unavailable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Library { error, .. } => Some(error),
+            _ => None,
+        }
+    }
 }
 
 impl Unavailable {

@@ -3,13 +3,16 @@
 use std::borrow::Cow;
 use std::fmt;
 
+#[cfg(feature = "nvml")]
+use cudars_bindings::ApiKind;
 use cudars_bindings::driver::{CUDA_ERROR_OUT_OF_MEMORY, CUresult, DriverError};
 use cudars_bindings::nvfatbin::NvFatbinError;
 use cudars_bindings::nvjitlink::NvJitLinkError;
+#[cfg(feature = "nvml")]
 use cudars_bindings::nvml::{self as nvml, NvmlError, nvmlReturn_t};
 use cudars_bindings::nvrtc::NvrtcError;
 use cudars_bindings::nvvm::NvvmError;
-use cudars_bindings::{ApiKind, Unavailable, Version};
+use cudars_bindings::{Unavailable, Version};
 
 mod debug;
 
@@ -19,7 +22,7 @@ mod debug;
 /// (`allocating 1048576 bytes on device 0`). Each level of an error says its own
 /// part once: a variant that wraps another error ([`Driver`](Self::Driver),
 /// [`Unavailable`](Self::Unavailable), [`Compile`](Self::Compile),
-/// [`Tool`](Self::Tool), [`Nvml`](Self::Nvml), [`Io`](Self::Io)) displays its
+/// [`Tool`](Self::Tool), `Nvml` (feature `nvml`), [`Io`](Self::Io)) displays its
 /// context (and a compiler's log) and returns the wrapped error from
 /// [`source`](std::error::Error::source), never both. Print the whole chain with
 /// [`report`](Self::report) (or `anyhow`'s `{:#}`):
@@ -30,7 +33,7 @@ mod debug;
 /// ```
 ///
 /// CUDA's own errors keep their code, name and description ([`DriverError`],
-/// [`NvmlError`], [`ToolError`]).
+/// `NvmlError`, [`ToolError`]).
 ///
 /// `{:?}` prints the same chain as a report, one level a line, as `anyhow`
 /// does, so `fn main() -> Result<(), cudars_core::Error>` and `{e:?}` show
@@ -43,17 +46,14 @@ mod debug;
 ///     0: the CUDA driver library could not be loaded
 ///     1: library `cuda` not found; searched, in order: …
 /// ```
-#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A CUDA driver call failed; the source is the driver's error (its code,
     /// name and description).
-    #[error("{context}")]
     Driver {
         /// What was being done.
         context: Cow<'static, str>,
         /// The driver's error.
-        #[source]
         source: DriverError,
     },
     /// A library (the driver, NVRTC, nvJitLink, NVVM, the runtime, NVML) or one
@@ -64,19 +64,16 @@ pub enum Error {
     ///
     /// A driver too old for an entry point is [`Unsupported`](Self::Unsupported)
     /// with [`required_driver`](Self::required_driver) instead.
-    #[error("{context}")]
     Unavailable {
         /// What was being done.
         context: Cow<'static, str>,
         /// Why the library or entry point cannot be used (boxed: it is large
         /// and rare).
-        #[source]
         reason: Box<Unavailable>,
     },
     /// An argument was rejected before CUDA was called (a zero size, an
     /// out-of-range copy, a buffer of another device, …); `kind` says which
     /// common case it is, for matching.
-    #[error("{context}: {message}")]
     InvalidArgument {
         /// What was being done.
         context: Cow<'static, str>,
@@ -87,54 +84,46 @@ pub enum Error {
     },
     /// Compiling or linking failed: the compiler's or linker's log, and the
     /// tool's error as the source.
-    #[error("{context}{}", log_suffix(log))]
     Compile {
         /// What was being compiled or linked.
         context: Cow<'static, str>,
         /// The compiler's or linker's log (empty if it wrote none).
         log: String,
         /// The tool's error.
-        #[source]
         source: ToolError,
     },
     /// A call into NVRTC, NVVM, nvJitLink or nvFatbin failed outside compilation proper
     /// (creating a program, reading a result, …).
-    #[error("{context}")]
     Tool {
         /// What was being done.
         context: Cow<'static, str>,
         /// The tool's error.
-        #[source]
         source: ToolError,
     },
     /// An NVML call failed ([`system`](crate::system)); the source is NVML's
     /// error (its code, name and description).
-    #[error("{context}")]
+    #[cfg(feature = "nvml")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
     Nvml {
         /// What was being done.
         context: Cow<'static, str>,
         /// NVML's error.
-        #[source]
         source: NvmlError,
     },
     /// Reading or writing a file failed.
-    #[error("{context}")]
     Io {
         /// What was being done.
         context: Cow<'static, str>,
         /// The I/O error.
-        #[source]
         source: std::io::Error,
     },
     /// Something looked for on the system (the toolkit's headers) was not
     /// found or could not be used; the source is the pathfinder's error, which
     /// lists every place searched. `?` makes one from a `PathfinderError`.
-    #[error("{context}")]
     Pathfinder {
         /// What was being done.
         context: Cow<'static, str>,
         /// The pathfinder's error (boxed: it is large and rare).
-        #[source]
         source: Box<cudars_pathfinder::PathfinderError>,
     },
     /// An operation that cannot be done here: the object does not support it
@@ -142,7 +131,6 @@ pub enum Error {
     /// or the installed driver is too old for it (then `requires` says which
     /// feature needs which driver version: "a conditional `switch` node needs a
     /// CUDA 12.8 driver; this driver is CUDA 12.4").
-    #[error("{context}: {message}")]
     Unsupported {
         /// What was being done.
         context: Cow<'static, str>,
@@ -155,13 +143,55 @@ pub enum Error {
     /// ([`Stream::launch_host_func`](crate::Stream::launch_host_func)) panicked;
     /// the panic was caught on the driver's thread and is reported here, by the
     /// next [`Stream::sync`](crate::Stream::sync). The stream stays usable.
-    #[error("{context}: {panic}")]
     HostCallbackPanicked {
         /// What was being done when the panic was reported.
         context: Cow<'static, str>,
         /// The panic's message and how many host functions panicked.
         panic: CallbackPanic,
     },
+}
+
+// `Display` and `Error` are written out rather than derived: the crate has no
+// proc-macro dependency by default, so that a dependent's first build compiles no
+// parser (docs/performance.md, "A dependent's build"). A variant that wraps an error
+// displays its own part (the context) and returns the wrapped error as its source.
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Driver { context, .. }
+            | Self::Unavailable { context, .. }
+            | Self::Tool { context, .. }
+            | Self::Io { context, .. }
+            | Self::Pathfinder { context, .. } => f.write_str(context),
+            #[cfg(feature = "nvml")]
+            Self::Nvml { context, .. } => f.write_str(context),
+            Self::InvalidArgument {
+                context, message, ..
+            }
+            | Self::Unsupported {
+                context, message, ..
+            } => write!(f, "{context}: {message}"),
+            Self::Compile { context, log, .. } => write!(f, "{context}{}", log_suffix(log)),
+            Self::HostCallbackPanicked { context, panic } => write!(f, "{context}: {panic}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Driver { source, .. } => Some(source),
+            Self::Unavailable { reason, .. } => Some(&**reason),
+            Self::Compile { source, .. } | Self::Tool { source, .. } => Some(source),
+            #[cfg(feature = "nvml")]
+            Self::Nvml { source, .. } => Some(source),
+            Self::Io { source, .. } => Some(source),
+            Self::Pathfinder { source, .. } => Some(&**source),
+            Self::InvalidArgument { .. }
+            | Self::Unsupported { .. }
+            | Self::HostCallbackPanicked { .. } => None,
+        }
+    }
 }
 
 /// The common kinds of [`Error::InvalidArgument`], for matching on them.
@@ -200,6 +230,8 @@ pub enum InvalidKind {
 /// The kinds of NVML failure ([`Error::nvml_kind`]), one per `nvmlReturn_t`
 /// error code; `cuda.core.system` raises one exception class for each
 /// (`NotSupportedError`, `NoPermissionError`, …).
+#[cfg(feature = "nvml")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum NvmlErrorKind {
@@ -273,6 +305,7 @@ pub enum NvmlErrorKind {
     Unknown(u32),
 }
 
+#[cfg(feature = "nvml")]
 impl NvmlErrorKind {
     /// The kind of an NVML status code (`NVML_SUCCESS` is `Unknown(0)`: not an
     /// error kind).
@@ -388,6 +421,8 @@ impl Error {
     /// [`nvml_kind`](Self::nvml_kind) is [`NvmlErrorKind::FunctionNotFound`] or
     /// [`NvmlErrorKind::LibraryNotFound`] for them, as `cuda.core.system` raises
     /// `FunctionNotFoundError` and `LibraryNotFoundError`.
+    #[cfg(feature = "nvml")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
     pub fn nvml_code(&self) -> Option<nvmlReturn_t> {
         match self {
             Self::Nvml { source, .. } => Some(source.code()),
@@ -403,6 +438,8 @@ impl Error {
     /// Whether NVML said the device or the driver does not support the query
     /// (`NVML_ERROR_NOT_SUPPORTED`): a fan speed on a passively cooled GPU, a
     /// serial number on a consumer board, …
+    #[cfg(feature = "nvml")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
     pub fn is_nvml_not_supported(&self) -> bool {
         self.nvml_kind() == Some(NvmlErrorKind::NotSupported)
     }
@@ -427,6 +464,8 @@ impl Error {
     ///
     /// NVML's library or an entry point missing is not an NVML kind but
     /// [`Error::Unavailable`] ([`is_unavailable`](Self::is_unavailable)).
+    #[cfg(feature = "nvml")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
     pub fn nvml_kind(&self) -> Option<NvmlErrorKind> {
         self.nvml_code().map(NvmlErrorKind::from_code)
     }
@@ -506,6 +545,7 @@ impl Error {
     }
 
     /// [`Error::Nvml`], unless NVML or the entry point could not be called.
+    #[cfg(feature = "nvml")]
     pub(crate) fn nvml(context: impl Into<Cow<'static, str>>, source: NvmlError) -> Self {
         classify(context.into(), source.unavailable())
             .unwrap_or_else(|context| Self::Nvml { context, source })
@@ -641,25 +681,63 @@ impl std::fmt::Debug for Report<'_> {
 }
 
 /// The error of one of the compilation tools.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum ToolError {
     /// NVRTC's error.
-    #[error(transparent)]
-    Nvrtc(#[from] NvrtcError),
+    Nvrtc(NvrtcError),
     /// NVVM's error.
-    #[error(transparent)]
-    Nvvm(#[from] NvvmError),
+    Nvvm(NvvmError),
     /// nvJitLink's error.
-    #[error(transparent)]
-    NvJitLink(#[from] NvJitLinkError),
+    NvJitLink(NvJitLinkError),
     /// nvFatbin's error ([`FatbinBuilder`](crate::FatbinBuilder)).
-    #[error(transparent)]
-    NvFatbin(#[from] NvFatbinError),
+    NvFatbin(NvFatbinError),
     /// The driver's JIT linker (`cuLink*`) or module loader.
-    #[error(transparent)]
-    Driver(#[from] DriverError),
+    Driver(DriverError),
 }
+
+impl ToolError {
+    /// The tool's own error, which this error is (displays as, and has the source of).
+    fn inner(&self) -> &(dyn std::error::Error + 'static) {
+        match self {
+            Self::Nvrtc(e) => e,
+            Self::Nvvm(e) => e,
+            Self::NvJitLink(e) => e,
+            Self::NvFatbin(e) => e,
+            Self::Driver(e) => e,
+        }
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self.inner(), f)
+    }
+}
+
+impl std::error::Error for ToolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner().source()
+    }
+}
+
+macro_rules! tool_error_from {
+    ($($variant:ident($error:ty)),* $(,)?) => {$(
+        impl From<$error> for ToolError {
+            fn from(e: $error) -> Self {
+                Self::$variant(e)
+            }
+        }
+    )*};
+}
+
+tool_error_from!(
+    Nvrtc(NvrtcError),
+    Nvvm(NvvmError),
+    NvJitLink(NvJitLinkError),
+    NvFatbin(NvFatbinError),
+    Driver(DriverError),
+);
 
 impl ToolError {
     /// Why the entry point that returned this error could not be called, when
@@ -768,7 +846,8 @@ impl fmt::Display for CallbackPanic {
     }
 }
 
-#[cfg(test)]
+// NVML's error kinds: the module's tests are all of the `nvml` feature.
+#[cfg(all(test, feature = "nvml"))]
 mod tests {
     use super::*;
 

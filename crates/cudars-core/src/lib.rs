@@ -50,10 +50,10 @@
 //! | batched memory operations (CUDA 13) | [`copy_batch`], [`copy_batch_with`] (options per copy) ([`BatchCopy`], [`BatchViewCopy`], `zip` for two lists), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`FatbinBuilder`] (nvFatbin: cubins, PTX and LTO-IR for several architectures in one fatbin), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
-//! | kernels from a `.cu` file | `kernels!` (feature `macros`, on by default): a struct with one typed launch function per `extern "C"` kernel, compiled with NVRTC at run time |
+//! | kernels from a `.cu` file | `kernels!` (feature `macros`): a struct with one typed launch function per `extern "C"` kernel, compiled with NVRTC at run time |
 //! | graphs (CUDA 13) | [`GraphBuilder`] (`cuda.core`'s: building by capture, split and joined, with conditional bodies; the graph keeps everything queued into it alive; graph memory: [`GraphView`]), [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
-//! | system information | [`system`] (NVML: versions, memory, BAR1, utilisation, temperature, power, clocks and clock event reasons, PCI, MIG, field values, InfoROM, CPU and memory affinity, fans; errors by [`NvmlErrorKind`]) |
-//! | program cache | [`cache`] (cache keys, in-memory and file caches safe across processes) |
+//! | system information | `system` (feature `nvml`; NVML: versions, memory, BAR1, utilisation, temperature, power, clocks and clock event reasons, PCI, MIG, field values, InfoROM, CPU and memory affinity, fans; errors by `NvmlErrorKind`) |
+//! | program cache | `cache` (feature `cache`: cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
 //! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::from_tiled`] takes the element type and shape from a typed view, [`TiledOptions`] every option with a default; [`TensorMapDescriptor::replace_address`]) |
 //! | for library crates | [`LibraryError`] (the error shape cuBLAS, cuRAND, cuFFT, NCCL and cuFile share), [`ContextScope`] (a stream's context current for a scope, green contexts included), [`rebind_stream`] (moving a library handle to another stream) |
@@ -67,6 +67,22 @@
 //! ([`Stream::begin_capture`]) are `unsafe`: device code can touch any memory its
 //! arguments point to, and captured work names memory by address (a
 //! [`GraphBuilder`] keeps what is queued into it alive instead).
+//!
+//! # Features
+//!
+//! None is on by default: a dependency on `cudars-core` alone builds the driver,
+//! NVRTC, nvJitLink, nvFatbin and NVVM, with no proc-macro and no hashing crate,
+//! so that a dependent's first build is short (`docs/performance.md`, "A
+//! dependent's build"). Each feature adds a part and what it needs; they are
+//! additive. The `cudars` umbrella crate turns them all on by default.
+//!
+//! | feature | what it adds | dependencies it adds |
+//! |---|---|---|
+//! | `macros` | `kernels!` (turns `cache` and `half` on, for its `load_cached` and `__half` parameters) | `cudars-core-macros` (`syn`) |
+//! | `half` | `half::f16` and `half::bf16` as [`TypedKernel`] parameters, DLPack dtypes and tensor map elements, and the `half` crate as `cudars_core::half` (as [`launch`] arguments and fill values they need no feature: any `Pod` type is one, `half`'s with its `bytemuck` feature) | `half` |
+//! | `cache` | `cache`: the program cache (keys, in-memory and file caches) | `sha2`, `tempfile` |
+//! | `nvml` | `system` (NVML's system information), `Error::Nvml`, `NvmlErrorKind`, `Device::to_system_device`, NVML in [`versions`] | NVML's bindings |
+//! | `runtime` | the runtime (`libcudart`) in [`versions`] (cudars-core makes no runtime call) | the runtime's bindings |
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -88,9 +104,13 @@ mod properties;
 mod resources;
 mod stream;
 mod sync;
+#[cfg(feature = "nvml")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
 pub mod system;
 mod versions;
 
+#[cfg(feature = "cache")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
 pub use code::cache;
 pub use code::compile::nvrtc;
 pub use code::compile::{
@@ -351,9 +371,10 @@ pub use cudars_core_macros::kernels;
 pub use cudars_pathfinder;
 pub use deferred::{DeferredFrees, deferred_frees, drain_deferred_frees};
 pub use device::Device;
-pub use error::{
-    CallbackPanic, DriverRequirement, Error, InvalidKind, NvmlErrorKind, Report, Result, ToolError,
-};
+#[cfg(feature = "nvml")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
+pub use error::NvmlErrorKind;
+pub use error::{CallbackPanic, DriverRequirement, Error, InvalidKind, Report, Result, ToolError};
 pub use event::{Event, EventOptions};
 pub use graph::{
     CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,
@@ -363,6 +384,8 @@ pub use graph::{
     MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
+#[cfg(feature = "half")]
+#[cfg_attr(docsrs, doc(cfg(feature = "half")))]
 pub use half;
 pub use interop::cai::CudaArrayInterface;
 pub use interop::dlpack;

@@ -26,6 +26,7 @@
 
 use std::borrow::Cow;
 use std::convert::Infallible;
+use std::fmt;
 use std::marker::PhantomData;
 
 use cudars_bindings::driver as sys;
@@ -44,49 +45,42 @@ use crate::stream::Stream;
 /// [`source`](std::error::Error::source), never repeated in the message. Print
 /// the whole chain with [`report`](Self::report). A library crate names it
 /// with a type alias (`pub type Error = LibraryError<CublasError, LtError>;`).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum LibraryError<S, X = Infallible> {
     /// A library call failed; the source is the library's status. `detail` is
     /// the library's own account of the failure, when it gives one (NCCL's
     /// `ncclGetLastError`).
-    #[error("{context}{}", detail.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
     Library {
         /// What was being done.
         context: Cow<'static, str>,
         /// The library's own message about the failure, when it had one.
         detail: Option<String>,
         /// The library's error: its status code, name and description.
-        #[source]
         source: S,
     },
     /// The library or one of its entry points is not available (not installed,
     /// not found, a symbol missing, a CUDA major the bindings do not know); the
     /// source says which and why. Nothing was called.
-    #[error("{context}")]
     Unavailable {
         /// What was being done.
         context: Cow<'static, str>,
         /// Why the library or entry point cannot be used.
-        #[source]
         reason: Box<Unavailable>,
     },
     /// The loaded library predates the entry point the call needs, which it
     /// added in release `needs` (major, minor). The source says which symbol is
     /// missing from which file. Nothing was called.
-    #[error("{context}: needs {} {}.{} or later", reason.api(), needs.0, needs.1)]
     TooOld {
         /// What was being done.
         context: Cow<'static, str>,
         /// The release (major, minor) that added the entry point.
         needs: (u32, u32),
         /// The missing entry point.
-        #[source]
         reason: Box<Unavailable>,
     },
     /// An argument was rejected before the library was called; `kind` says
     /// which common case it is, for matching.
-    #[error("{context}: {message}")]
     InvalidArgument {
         /// What was being done.
         context: Cow<'static, str>,
@@ -96,11 +90,65 @@ pub enum LibraryError<S, X = Infallible> {
         message: String,
     },
     /// A cudars-core operation (a context, a stream, an allocation) failed.
-    #[error(transparent)]
-    Core(#[from] Error),
+    Core(Error),
     /// One of the crate's own cases (`X`).
-    #[error(transparent)]
     Extra(X),
+}
+
+// `Display`, `Error` and `From` are written out rather than derived: cudars-core has
+// no proc-macro dependency by default (docs/performance.md, "A dependent's build").
+// A variant that wraps an error displays its own part and returns the wrapped error
+// as its source; `Core` and `Extra` are the wrapped error (its message and source).
+impl<S, X: fmt::Display> fmt::Display for LibraryError<S, X> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Library {
+                context, detail, ..
+            } => match detail {
+                Some(d) => write!(f, "{context} ({d})"),
+                None => f.write_str(context),
+            },
+            Self::Unavailable { context, .. } => f.write_str(context),
+            Self::TooOld {
+                context,
+                needs,
+                reason,
+            } => write!(
+                f,
+                "{context}: needs {} {}.{} or later",
+                reason.api(),
+                needs.0,
+                needs.1
+            ),
+            Self::InvalidArgument {
+                context, message, ..
+            } => write!(f, "{context}: {message}"),
+            Self::Core(e) => fmt::Display::fmt(e, f),
+            Self::Extra(x) => fmt::Display::fmt(x, f),
+        }
+    }
+}
+
+impl<S, X> std::error::Error for LibraryError<S, X>
+where
+    S: std::error::Error + 'static,
+    X: std::error::Error + 'static,
+{
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Library { source, .. } => Some(source),
+            Self::Unavailable { reason, .. } | Self::TooOld { reason, .. } => Some(&**reason),
+            Self::InvalidArgument { .. } => None,
+            Self::Core(e) => e.source(),
+            Self::Extra(x) => x.source(),
+        }
+    }
+}
+
+impl<S, X> From<Error> for LibraryError<S, X> {
+    fn from(e: Error) -> Self {
+        Self::Core(e)
+    }
 }
 
 impl<S, X> LibraryError<S, X>

@@ -10,10 +10,15 @@
 //! loom's types work only inside `loom::model`: under `cfg(loom)` only the tests
 //! named `loom` run.
 
+#[cfg(all(loom, test, feature = "cache"))]
+pub(crate) use loom::sync::MutexGuard;
 #[cfg(all(loom, test))]
-pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use loom::sync::{Condvar, Mutex};
 #[cfg(not(all(loom, test)))]
-pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use std::sync::{Condvar, Mutex};
+// The program cache's lock guard (`cache` feature).
+#[cfg(all(not(all(loom, test)), feature = "cache"))]
+pub(crate) use std::sync::MutexGuard;
 
 /// The calling thread's identity (loom runs its threads on one OS thread, so it
 /// has its own).

@@ -124,7 +124,8 @@ impl Component {
 pub struct Versions {
     /// The driver (`libcuda`): the CUDA version it supports.
     pub driver: Component,
-    /// The runtime (`libcudart`).
+    /// The runtime (`libcudart`); without the `runtime` feature, an error
+    /// saying that it was not looked for.
     pub runtime: Component,
     /// NVRTC.
     pub nvrtc: Component,
@@ -132,7 +133,8 @@ pub struct Versions {
     pub nvjitlink: Component,
     /// NVVM (its IR version, `major.minor`).
     pub nvvm: Component,
-    /// NVML (the version is the driver's CUDA version, as NVML reports it).
+    /// NVML (the version is the driver's CUDA version, as NVML reports it);
+    /// without the `nvml` feature, an error saying that it was not looked for.
     pub nvml: Component,
 }
 
@@ -144,10 +146,10 @@ pub struct Versions {
 /// println!("{}", cudars_core::versions());
 /// ```
 pub fn versions() -> Versions {
-    use cudars_bindings::{driver, nvjitlink, nvrtc, nvvm, runtime};
+    use cudars_bindings::{driver, nvjitlink, nvrtc, nvvm};
     Versions {
         driver: Component::new(driver::library(), driver::version),
-        runtime: Component::new(runtime::library(), runtime::version),
+        runtime: runtime_component(),
         nvrtc: Component::new(nvrtc::library(), nvrtc::version),
         nvjitlink: Component::new(nvjitlink::library(), nvjitlink::version),
         nvvm: Component::new(nvvm::library(), nvvm::version),
@@ -155,8 +157,36 @@ pub fn versions() -> Versions {
     }
 }
 
+/// The runtime: cudars-core makes no runtime call, and builds the runtime's
+/// bindings only for this report (the `runtime` feature).
+#[cfg(feature = "runtime")]
+fn runtime_component() -> Component {
+    use cudars_bindings::runtime;
+    Component::new(runtime::library(), runtime::version)
+}
+
+#[cfg(not(feature = "runtime"))]
+fn runtime_component() -> Component {
+    not_looked_for("runtime")
+}
+
+/// A component whose bindings this build leaves out (its `feature` is off).
+#[cfg(any(not(feature = "runtime"), not(feature = "nvml")))]
+fn not_looked_for(feature: &str) -> Component {
+    Component {
+        version: None,
+        path: None,
+        found_via: None,
+        error: Some(format!(
+            "not looked for: cudars-core was built without its `{feature}` feature"
+        )),
+        detail: None,
+    }
+}
+
 /// NVML has no CUDA version of its own: its version string and the driver's go
 /// in `detail`.
+#[cfg(feature = "nvml")]
 fn nvml_component() -> Component {
     use cudars_bindings::nvml;
     let mut c = Component::from_library(nvml::library());
@@ -169,6 +199,12 @@ fn nvml_component() -> Component {
         }
     }
     c
+}
+
+/// Without the `nvml` feature NVML's bindings are not built: the component says so.
+#[cfg(not(feature = "nvml"))]
+fn nvml_component() -> Component {
+    not_looked_for("nvml")
 }
 
 impl Versions {

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use cudars_core::cudars_bindings::driver::{self as sys, CUdeviceptr};
-use cudars_core::half::f16;
 use cudars_core::{
     Buffer, CompileTarget, Context, ContextOptions, Device, DeviceMemoryPoolOptions,
     DeviceMemoryResource, Error, Event, EventOptions, InvalidKind, LaunchConfig,
@@ -19,6 +18,7 @@ use cudars_core::{
     launch,
 };
 use cudars_tests::{require_gpu, require_libs};
+use half::f16;
 
 /// Held by the tests that measure or fill the whole device's memory, so that one
 /// does not see the other's allocations.

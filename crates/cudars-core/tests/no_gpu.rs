@@ -73,8 +73,8 @@ fn stream_captures_default_to_relaxed_as_in_cuda_core() {
 
 #[test]
 fn kernel_arguments_have_their_c_sizes() {
-    use cudars_core::half::{bf16, f16};
     use cudars_core::{DevicePtr, KernelArg};
+    use half::{bf16, f16};
     #[repr(C)]
     #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     struct Params {

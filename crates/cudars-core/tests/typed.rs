@@ -8,13 +8,13 @@
 use std::time::Instant;
 
 use cudars_core::cudars_bindings::driver as sys;
-use cudars_core::half::f16;
 use cudars_core::{
     CompileTarget, ConstPtr, Device, DeviceBuffer, Error, Event, EventOptions, InvalidKind, Kernel,
     LaunchConfig, MutPtr, PinnedBuffer, Program, ProgramOptions, SourceCode, Stream, StreamOptions,
     TypedKernel, Val, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
+use half::f16;
 
 const SRC: &str = r#"
 extern "C" __global__ void saxpy(float a, const float* x, float* y, unsigned long long n) {

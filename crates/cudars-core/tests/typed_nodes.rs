@@ -7,13 +7,13 @@
 
 use std::sync::Arc;
 
-use cudars_core::half::bf16;
 use cudars_core::{
     ArcView, BatchCopy, BatchViewCopy, Buffer, CopyOptions, Device, DeviceBuffer, Error, Graph,
     GraphCompleteOptions, InvalidKind, Location, ManagedMemoryResource, MemoryKind, Stream,
     StreamOptions, StridedMemoryView, copy_batch, discard_prefetch_batch, prefetch_batch,
 };
 use cudars_tests::require_gpu;
+use half::bf16;
 
 fn setup() -> (Device, Stream) {
     let d = Device::new(0).unwrap();

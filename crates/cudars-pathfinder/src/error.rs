@@ -66,11 +66,10 @@ fn render_steps(steps: &[SearchStep]) -> String {
 /// Unknown names, names the platform lacks, and artefacts that are not installed
 /// are distinct variants. [`NotFound`](Self::NotFound) lists every place looked
 /// at, in order, so that the message alone says how to fix a set-up.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum PathfinderError {
     /// The name is not in the catalogue (names are case-sensitive: `nvJitLink`).
-    #[error("unknown {kind} name `{name}`; supported names: {}", supported.join(", "))]
     UnknownName {
         /// What was asked for.
         kind: ArtifactKind,
@@ -80,7 +79,6 @@ pub enum PathfinderError {
         supported: Vec<&'static str>,
     },
     /// The name is known but this platform has no such artefact (`cufile` on Windows).
-    #[error("{kind} `{name}` is not available on {platform}")]
     NotAvailable {
         /// What was asked for.
         kind: ArtifactKind,
@@ -90,10 +88,6 @@ pub enum PathfinderError {
         platform: &'static str,
     },
     /// Every search step came up empty.
-    #[error(
-        "{kind} `{name}` not found; searched, in order:{}",
-        render_steps(searched)
-    )]
     NotFound {
         /// What was asked for.
         kind: ArtifactKind,
@@ -103,7 +97,6 @@ pub enum PathfinderError {
         searched: Vec<SearchStep>,
     },
     /// The library was found but the OS loader refused it.
-    #[error("library `{name}` was found at {} (via {found_via}) but could not be loaded: {message}", path.display())]
     LoadFailed {
         /// The library.
         name: String,
@@ -115,16 +108,71 @@ pub enum PathfinderError {
         message: String,
     },
     /// A library that must be loaded first could not be.
-    #[error("library `{name}` needs `{dependency}`, which could not be loaded")]
     Dependency {
         /// The library asked for.
         name: String,
         /// The dependency that failed.
         dependency: &'static str,
         /// Why it failed.
-        #[source]
         source: Box<PathfinderError>,
     },
+}
+
+// Written out rather than derived: the crate has no proc-macro dependency, so that a
+// dependent's first build compiles no parser (docs/performance.md, "A dependent's build").
+impl fmt::Display for PathfinderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownName {
+                kind,
+                name,
+                supported,
+            } => write!(
+                f,
+                "unknown {kind} name `{name}`; supported names: {}",
+                supported.join(", ")
+            ),
+            Self::NotAvailable {
+                kind,
+                name,
+                platform,
+            } => write!(f, "{kind} `{name}` is not available on {platform}"),
+            Self::NotFound {
+                kind,
+                name,
+                searched,
+            } => write!(
+                f,
+                "{kind} `{name}` not found; searched, in order:{}",
+                render_steps(searched)
+            ),
+            Self::LoadFailed {
+                name,
+                path,
+                found_via,
+                message,
+            } => write!(
+                f,
+                "library `{name}` was found at {} (via {found_via}) but could not be loaded: {message}",
+                path.display()
+            ),
+            Self::Dependency {
+                name, dependency, ..
+            } => write!(
+                f,
+                "library `{name}` needs `{dependency}`, which could not be loaded"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PathfinderError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Dependency { source, .. } => Some(&**source),
+            _ => None,
+        }
+    }
 }
 
 impl PathfinderError {

@@ -28,13 +28,19 @@
 //! # Ok::<(), cudars::core::Error>(())
 //! ```
 //!
-//! `cargo add cudars` gives [`core`] (with its `kernels!` macro); each library is one
-//! more feature (`cargo add cudars --features blas,fft`):
+//! `cargo add cudars` gives [`core`] with all of its optional parts (its `kernels!`
+//! macro, the program cache, `f16`/`bf16`, NVML's system information, the runtime's
+//! version); each library
+//! is one more feature (`cargo add cudars --features blas,fft`):
 //!
 //! | feature | module | crate | what it is |
 //! |---|---|---|---|
 //! | `core` (default) | `cudars::core` | [`cudars-core`](https://docs.rs/cudars-core) | the safe API: devices, streams, memory, compilation, kernels, graphs |
-//! | `macros` (default) | `cudars::core::kernels!` | [`cudars-core-macros`](https://docs.rs/cudars-core-macros) | typed launch functions from a `.cu` file's kernels |
+//! | `macros` (default) | `cudars::core::kernels!` | [`cudars-core-macros`](https://docs.rs/cudars-core-macros) | typed launch functions from a `.cu` file's kernels (turns `cache` and `half` on) |
+//! | `cache` (through `macros`) | `cudars::core::cache` | `cudars-core`'s `cache` feature | the program cache |
+//! | `half` (through `macros`) | `cudars::core::half` | `cudars-core`'s `half` feature | `f16`/`bf16` kernel arguments, fill values and DLPack dtypes |
+//! | `nvml` (default) | `cudars::core::system` | `cudars-core`'s `nvml` feature | NVML system information |
+//! | `runtime` (default) | `cudars::core::versions()`'s runtime entry | `cudars-core`'s `runtime` feature | the runtime's version and location |
 //! | `blas` | `cudars::blas` | [`cudars-blas`](https://docs.rs/cudars-blas) | cuBLAS and cuBLASLt |
 //! | `rand` | `cudars::rand` | [`cudars-rand`](https://docs.rs/cudars-rand) | cuRAND generators |
 //! | `fft` | `cudars::fft` | [`cudars-fft`](https://docs.rs/cudars-fft) | cuFFT plans |

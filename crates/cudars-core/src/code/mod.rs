@@ -3,6 +3,7 @@
 //! [`module`]), kernels ([`kernel`]) and the program cache ([`cache`]).
 
 pub(crate) mod arch;
+#[cfg(feature = "cache")]
 pub mod cache;
 pub(crate) mod compile;
 pub(crate) mod fatbin;

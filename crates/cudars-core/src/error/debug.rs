@@ -47,6 +47,7 @@ impl std::fmt::Debug for Error {
                 .field("context", context)
                 .field("source", source)
                 .finish(),
+            #[cfg(feature = "nvml")]
             Self::Nvml { context, source } => f
                 .debug_struct("Nvml")
                 .field("context", context)

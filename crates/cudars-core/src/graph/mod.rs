@@ -184,9 +184,16 @@ pub enum ConditionalKind {
 /// with `cudaGraphSetConditional(handle, value)` (link with `cudadevrt`), and
 /// named by conditional nodes. A 64-bit value ([`Pod`](bytemuck::Pod)): as a kernel
 /// argument it is its own bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]
 pub struct GraphCondition(pub sys::CUgraphConditionalHandle);
+
+// SAFETY: `repr(transparent)` over `CUgraphConditionalHandle`, a `u64`: every bit
+// pattern, zero included, is a value, and there is no padding. (Written out rather
+// than derived: bytemuck's derive would add a proc-macro crate to every build.)
+unsafe impl bytemuck::Zeroable for GraphCondition {}
+// SAFETY: as above; the type is `Copy` and `'static`.
+unsafe impl bytemuck::Pod for GraphCondition {}
 
 /// A graph host node's closure and where its panics go.
 struct HostNode {

@@ -151,7 +151,7 @@ impl DLDataType {
 
 /// An element type with a DLPack dtype: what a typed export
 /// ([`ArcView::to_dlpack`](crate::ArcView::to_dlpack)) writes in the tensor's `dtype`. Implemented for the
-/// integers of 8 to 64 bits, `f32`, `f64`, [`half::f16`] and [`half::bf16`].
+/// integers of 8 to 64 bits, `f32`, `f64`, and `half::f16` and `half::bf16` (feature `half`).
 pub trait DLPackDType: Pod {
     /// The dtype of one element.
     const DTYPE: DLDataType;
@@ -168,8 +168,11 @@ macro_rules! dlpack_dtypes {
 dlpack_dtypes!(
     i8 => I8, i16 => I16, i32 => I32, i64 => I64,
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
-    f32 => F32, f64 => F64, half::f16 => F16, half::bf16 => BF16,
+    f32 => F32, f64 => F64,
 );
+
+#[cfg(feature = "half")]
+dlpack_dtypes!(half::f16 => F16, half::bf16 => BF16);
 
 /// `DLTensor`.
 #[repr(C)]

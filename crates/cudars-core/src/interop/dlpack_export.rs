@@ -339,8 +339,6 @@ mod tests {
         let cases = [
             (<f32 as DLPackDType>::DTYPE, (2, 32)),
             (<f64 as DLPackDType>::DTYPE, (2, 64)),
-            (<half::f16 as DLPackDType>::DTYPE, (2, 16)),
-            (<half::bf16 as DLPackDType>::DTYPE, (4, 16)),
             (<i8 as DLPackDType>::DTYPE, (0, 8)),
             (<i16 as DLPackDType>::DTYPE, (0, 16)),
             (<i32 as DLPackDType>::DTYPE, (0, 32)),
@@ -354,6 +352,18 @@ mod tests {
             assert_eq!((d.code, d.bits, d.lanes), (code, bits, 1));
         }
         assert_eq!(<f64 as DLPackDType>::DTYPE.size_bytes(), Some(8));
+    }
+
+    #[test]
+    #[cfg(feature = "half")]
+    fn half_types_map_to_their_dtypes() {
+        let cases = [
+            (<half::f16 as DLPackDType>::DTYPE, (2, 16)),
+            (<half::bf16 as DLPackDType>::DTYPE, (4, 16)),
+        ];
+        for (d, (code, bits)) in cases {
+            assert_eq!((d.code, d.bits, d.lanes), (code, bits, 1));
+        }
     }
 
     /// Export then import through this crate's own reader, on host memory: the

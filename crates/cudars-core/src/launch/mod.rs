@@ -512,9 +512,16 @@ unsafe impl<T: Pod> KernelArg for crate::memory::device_buffer::DeviceBuffer<T> 
 /// For memory this program allocates, pass the [`Buffer`] itself: it owns the
 /// memory and frees it. `DevicePtr` is for addresses owned elsewhere (a graph
 /// allocation, another library's memory), whose lifetime the caller vouches for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]
 pub struct DevicePtr(pub sys::CUdeviceptr);
+
+// SAFETY: `repr(transparent)` over `CUdeviceptr`, a `u64`: every bit pattern, zero
+// included, is a value, and there is no padding. (Written out rather than derived:
+// bytemuck's derive would add a proc-macro crate to every build.)
+unsafe impl bytemuck::Zeroable for DevicePtr {}
+// SAFETY: as above; the type is `Copy` and `'static`.
+unsafe impl bytemuck::Pod for DevicePtr {}
 
 /// The most arguments a launch takes without allocating.
 const INLINE_ARGS: usize = 32;

@@ -36,8 +36,11 @@ macro_rules! tensor_map_elements {
 
 tensor_map_elements!(
     u8 => U8, u16 => U16, u32 => U32, i32 => I32, u64 => U64, i64 => I64,
-    half::f16 => F16, f32 => F32, f64 => F64, half::bf16 => BF16,
+    f32 => F32, f64 => F64,
 );
+
+#[cfg(feature = "half")]
+tensor_map_elements!(half::f16 => F16, half::bf16 => BF16);
 
 impl TensorMapDataType {
     /// The data type of a DLPack dtype, if a tensor map has one.
@@ -394,6 +397,7 @@ mod tests {
             Some(TensorMapDataType::I64)
         );
         assert_eq!(TensorMapDataType::of_dtype(DLDataType::I8), None);
+        #[cfg(feature = "half")]
         assert_eq!(
             <half::f16 as TensorMapElement>::DATA_TYPE,
             TensorMapDataType::F16

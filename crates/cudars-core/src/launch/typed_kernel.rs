@@ -130,10 +130,11 @@ scalar_params!(
     f64 => f64,
     usize => usize,
     isize => isize,
-    half::f16 => half::f16,
-    half::bf16 => half::bf16,
     bool => u8
 );
+
+#[cfg(feature = "half")]
+scalar_params!(half::f16 => half::f16, half::bf16 => half::bf16);
 
 #[inline]
 fn same_device(dev: &crate::device::Device, stream: &Stream) -> Result<()> {
@@ -693,6 +694,7 @@ mod tests {
             n: u32,
         }
         assert_eq!(<(Val<P>, Val<u8>)>::SIZES, &[16, 1]);
+        #[cfg(feature = "half")]
         assert_eq!(<(bool, half::f16)>::SIZES, &[1, 2]);
         let args: <(Val<u32>, Val<u16>) as Signature>::Args<'_> = (7, 9);
         <(Val<u32>, Val<u16>)>::with_args(&args, |p| {

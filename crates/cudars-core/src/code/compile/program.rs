@@ -206,7 +206,7 @@ impl Program {
 
     /// What the last NVRTC compile of this program with `pch` or `create_pch` did
     /// about a precompiled header (`None` before such a compile, or when NVRTC
-    /// cannot say). A compile answered from a [program cache](crate::code::cache) runs
+    /// cannot say). A compile answered from a program cache (`cache`, feature `cache`) runs
     /// no compiler: it makes no PCH and leaves this as it was.
     pub fn pch_status(&self) -> Option<PchStatus> {
         *self.pch.lock().unwrap_or_else(PoisonError::into_inner)
