@@ -87,6 +87,7 @@ mod resources;
 mod stream;
 mod sync;
 pub mod system;
+mod timeline;
 mod versions;
 
 pub use code::cache;
@@ -340,6 +341,11 @@ pub use cudars_bindings;
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use cudars_core_macros::kernels;
+/// The `cudars-nvtx` crate this one names its objects on the Nsight timeline with
+/// (ranges, marks, domains, and [`TimelineName`](cudars_nvtx::TimelineName), which
+/// [`Device`], [`Context`], [`Stream`] and [`Event`] implement), so that it need
+/// not be a dependency of its own.
+pub use cudars_nvtx;
 /// The `cudars-pathfinder` crate this one finds CUDA's libraries and headers with
 /// (its `find_nvidia_header_directory`, `PathfinderError`, …), so that it need not
 /// be a dependency of its own.

@@ -4,8 +4,8 @@
 //! [domains](Domain) with their categories and [registered
 //! strings](Domain::register_string), colours and payloads ([`Attributes`]), names
 //! for OS threads and CUDA devices, contexts, streams and events
-//! ([`name_cu_stream`] and friends; with the `core` feature, [`TimelineName`] for
-//! cudars-core's types), and, with the `tracing` feature, `NvtxLayer`, which turns every
+//! ([`name_cu_stream`] and friends; [`TimelineName`], which cudars-core implements
+//! for its types), and, with the `tracing` feature, `NvtxLayer`, which turns every
 //! `tracing` span into an NVTX range.
 //!
 //! ```
@@ -28,13 +28,14 @@
 //! # Why a crate of its own
 //!
 //! NVTX is useful without CUDA (CPU phases, I/O, a request's life) and needs only
-//! a dynamic loader, so every layer of cuda-rs and any program can use it without
-//! taking on the CUDA stack. The naming of cudars-core's objects needs their raw
-//! handles, so it is this crate that depends on cudars-core, behind the optional
-//! `core` feature ([`TimelineName`]); cudars-core does not depend on this crate.
-//! (Should cudars-core name the objects it makes itself, its private streams, it
-//! can depend on this crate, which depends on nothing of it, and the `core`
-//! feature's impls would move there.)
+//! a dynamic loader, so it sits *below* cudars-core: this crate depends on no other
+//! crate of cuda-rs, any program can use it without the CUDA stack, and cudars-core
+//! depends on it. That way round, cudars-core names what it makes itself (a graph
+//! builder's private streams, the program cache's compiles, in the `cuda-rs`
+//! domain) and implements [`TimelineName`] for its `Device`, `Context`, `Stream`
+//! and `Event`, whose raw handles it owns; it re-exports this crate as
+//! `cudars_core::cudars_nvtx`. (The other way, cudars-nvtx over cudars-core behind
+//! a feature, would leave cudars-core unable to name its own objects.)
 //!
 //! # Threads
 //!
@@ -58,13 +59,11 @@ pub use domain::{Domain, RegisteredString};
 #[cfg(feature = "tracing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub use layer::NvtxLayer;
-#[cfg(feature = "core")]
-#[cfg_attr(docsrs, doc(cfg(feature = "core")))]
-pub use names::TimelineName;
 #[cfg(target_os = "linux")]
 pub use names::name_current_thread;
 pub use names::{
-    name_category, name_cu_context, name_cu_device, name_cu_event, name_cu_stream, name_os_thread,
+    TimelineName, name_category, name_cu_context, name_cu_device, name_cu_event, name_cu_stream,
+    name_os_thread,
 };
 pub use range::{Range, ScopedRange};
 

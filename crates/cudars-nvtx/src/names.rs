@@ -89,51 +89,16 @@ pub unsafe fn name_cu_event(event: *mut c_void, name: &str) {
     name_with!(&CUDA_SLOTS[cuda::NAME_CU_EVENT_A], NamePtrA, event, name);
 }
 
-/// Naming cudars-core's objects on the timeline (the `core` feature).
-#[cfg(feature = "core")]
-mod core_names {
-    use super::*;
-
-    /// A cudars-core object that can be named on the Nsight timeline.
-    ///
-    /// ```no_run
-    /// use cudars_nvtx::TimelineName as _;
-    /// # fn f(stream: &cudars_core::Stream) {
-    /// stream.name_on_timeline("uploads");
-    /// # }
-    /// ```
-    pub trait TimelineName {
-        /// Gives the object this name on the timeline (nothing without a tool).
-        fn name_on_timeline(&self, name: &str);
-    }
-
-    impl TimelineName for cudars_core::Device {
-        fn name_on_timeline(&self, name: &str) {
-            name_cu_device(self.handle(), name);
-        }
-    }
-
-    impl TimelineName for cudars_core::Context {
-        fn name_on_timeline(&self, name: &str) {
-            // SAFETY: `self` owns or borrows a live context for as long as it lives.
-            unsafe { name_cu_context(self.handle().cast(), name) }
-        }
-    }
-
-    impl TimelineName for cudars_core::Stream {
-        fn name_on_timeline(&self, name: &str) {
-            // SAFETY: `self` holds a live stream (or a special handle) while it lives.
-            unsafe { name_cu_stream(self.handle().cast(), name) }
-        }
-    }
-
-    impl TimelineName for cudars_core::Event {
-        fn name_on_timeline(&self, name: &str) {
-            // SAFETY: `self` holds a live event while it lives.
-            unsafe { name_cu_event(self.handle().cast(), name) }
-        }
-    }
+/// An object that can be named on the Nsight timeline: cudars-core implements it
+/// for its `Device`, `Context`, `Stream` and `Event`.
+///
+/// ```no_run
+/// use cudars_nvtx::TimelineName as _;
+/// # fn f(stream: &cudars_core::Stream) {
+/// stream.name_on_timeline("uploads");
+/// # }
+/// ```
+pub trait TimelineName {
+    /// Gives the object this name on the timeline (nothing without a tool).
+    fn name_on_timeline(&self, name: &str);
 }
-
-#[cfg(feature = "core")]
-pub use core_names::TimelineName;
