@@ -358,3 +358,48 @@ fn without_a_usable_tool_nothing_is_recorded_and_nothing_fails() {
     let (_, calls) = run_child(T, Some(PathBuf::from("/nonexistent/libnvtx-tool.so")));
     assert!(calls.is_empty(), "{calls:?}");
 }
+
+#[test]
+fn the_program_cache_puts_its_lookups_and_compiles_on_the_timeline() {
+    const T: &str = "the_program_cache_puts_its_lookups_and_compiles_on_the_timeline";
+    if is_child(T) {
+        use cudars_core::cache::{InMemoryProgramCache, compile_cached};
+        use cudars_core::{CompileTarget, ProgramOptions, SourceCode};
+        let cache = InMemoryProgramCache::new();
+        for _ in 0..2 {
+            compile_cached(
+                &cache,
+                SourceCode::Cxx("extern \"C\" __global__ void k() {}"),
+                ProgramOptions::default(),
+                CompileTarget::Ptx,
+                &[],
+            )
+            .unwrap();
+        }
+        return;
+    }
+    cudars_tests::require_libs!("nvrtc");
+    let (_, calls) = run_child(T, Some(tool_library()));
+    let calls = after_attach(&calls);
+    let d = calls[0]
+        .details
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .strip_prefix("id=")
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        shape(&calls),
+        [
+            format!("domain_create id={d} name=cuda-rs"),
+            format!("dpush domain={d} depth=0 v=3 size=48 msg=program cache: lookup"),
+            format!("dpop domain={d} depth=0"),
+            format!("dpush domain={d} depth=0 v=3 size=48 msg=program cache: compile (miss)"),
+            format!("dpop domain={d} depth=0"),
+            format!("dpush domain={d} depth=0 v=3 size=48 msg=program cache: lookup"),
+            format!("dpop domain={d} depth=0"),
+            format!("dmark domain={d} v=3 size=48 msg=program cache: hit"),
+        ]
+    );
+}
