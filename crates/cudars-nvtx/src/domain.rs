@@ -80,7 +80,7 @@ impl Domain {
     }
 
     /// The `cuda-rs` domain: where the crates of cuda-rs and the
-    /// [`NvtxLayer`](crate::NvtxLayer) put their events.
+    /// `NvtxLayer` (feature `tracing`) put their events.
     pub fn cuda_rs() -> &'static Domain {
         &CUDA_RS
     }
