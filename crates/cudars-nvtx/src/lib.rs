@@ -59,7 +59,7 @@ pub use domain::{Domain, RegisteredString};
 #[cfg(feature = "tracing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub use layer::NvtxLayer;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 pub use names::name_current_thread;
 pub use names::{
     TimelineName, name_category, name_cu_context, name_cu_device, name_cu_event, name_cu_stream,

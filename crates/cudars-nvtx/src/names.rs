@@ -42,12 +42,28 @@ pub fn name_os_thread(thread_id: u32, name: &str) {
     );
 }
 
-/// Names the calling thread on the timeline (Linux: its kernel thread id).
-#[cfg(target_os = "linux")]
+/// Names the calling thread on the timeline (by its kernel thread id on Linux, its
+/// thread id on Windows).
+#[cfg(any(target_os = "linux", windows))]
 pub fn name_current_thread(name: &str) {
+    name_os_thread(current_thread_id(), name);
+}
+
+#[cfg(target_os = "linux")]
+fn current_thread_id() -> u32 {
     // SAFETY: `gettid` has no preconditions and cannot fail.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) };
-    name_os_thread(u32::try_from(tid).unwrap_or(0), name);
+    u32::try_from(tid).unwrap_or(0)
+}
+
+#[cfg(windows)]
+fn current_thread_id() -> u32 {
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn GetCurrentThreadId() -> u32;
+    }
+    // SAFETY: `GetCurrentThreadId` has no preconditions and cannot fail.
+    unsafe { GetCurrentThreadId() }
 }
 
 /// Names CUDA device `ordinal` (a `CUdevice`) on the timeline.
