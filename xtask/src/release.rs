@@ -80,7 +80,7 @@ pub(crate) fn release(args: &[String]) -> Result<(), String> {
     let mut manifests = vec![root.join("Cargo.toml")];
     manifests.extend(crates.iter().map(|c| c.manifest.clone()));
     // The unpublished members (tests, the xtask) too: they may name a version.
-    for dir in ["tests", "tests/driver-shim", "xtask"] {
+    for dir in ["tests", "tests/driver-shim", "tests/nvtx-inject", "xtask"] {
         manifests.push(root.join(dir).join("Cargo.toml"));
     }
     for path in manifests {
