@@ -7,7 +7,10 @@
 
 use cudars_nvtx::TimelineName;
 
-use crate::{Context, Device, Event, Stream};
+use crate::context::Context;
+use crate::device::Device;
+use crate::event::Event;
+use crate::stream::Stream;
 
 impl TimelineName for Device {
     fn name_on_timeline(&self, name: &str) {
