@@ -52,7 +52,7 @@ for r in $(seq "$rounds"); do
   [ -n "$cfft" ] && "$cfft"
   [ -n "$callreduce" ] && "$callreduce"
   [ -n "$cthreads" ] && "$cthreads"
-  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--allreduce "$here"/bin/*--threads "$here"/bin/*--await; do [ -x "$b" ] && "$b" --bench; done
+  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--allreduce "$here"/bin/*--threads "$here"/bin/*--await "$here"/bin/*--nvtx; do [ -x "$b" ] && "$b" --bench; done
   python3 -c "import cupy" 2>/dev/null && python3 "$here/c/gemm_cupy.py"
   python3 -c "import cuda.core" 2>/dev/null && python3 "$here/c/threads_cuda_core.py"
   [ -n "$py" ] && python3 "$py"

@@ -72,7 +72,7 @@ step "cargo check for $MSVC and $GNU (std built from source; nothing linked)"
 for t in $MSVC $GNU; do
   cargo check --locked -Zbuild-std --target "$t" -p cudars -p cudars-pathfinder -p cudars-bindings \
     -p cudars-core -p cudars-core-macros -p cudars-blas -p cudars-rand -p cudars-fft -p cudars-nccl \
-    --all-features --all-targets
+    -p cudars-nvtx --all-features --all-targets
 done
 
 step "done"

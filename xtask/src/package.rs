@@ -6,7 +6,9 @@
 //! and prints a per-binary and a total summary whose last line is
 //! `N passed, N failed`, and `DIR/bench.sh`, which runs the benchmarks. The driver
 //! shim (`tests/driver-shim`) goes to `DIR/shim/libcuda.so.1`, and
-//! `DIR/run-shim.sh VERSION` runs `run.sh` over it, as if on an older driver.
+//! `DIR/run-shim.sh VERSION` runs `run.sh` over it, as if on an older driver. The
+//! recording NVTX tool (`tests/nvtx-inject`) goes to `DIR/lib/nvtx/`, and
+//! `DIR/run-nvtx.sh` runs the `profiled_quickstart` example under it.
 //! The folder is packed into `DIR.tar.xz`, which is what travels (at most 64 MiB:
 //! stripped test binaries pack about tenfold).
 //!
@@ -25,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use self::gl::gl_libraries;
-use self::scripts::{RUN_SHIM_SH, bench_sh, run_sh, write_script};
+use self::scripts::{RUN_NVTX_SH, RUN_SHIM_SH, bench_sh, run_sh, write_script};
 use crate::util::{cargo, no_more, run_cmd, take_value, workspace_root};
 
 /// The most a package may weigh, so that it travels to a GPU machine.
@@ -104,16 +106,20 @@ fn build(args: &[&str]) -> Result<Vec<Artifact>, String> {
     Ok(out)
 }
 
-/// Builds the driver shim in release mode and returns its shared library.
-fn build_shim() -> Result<PathBuf, String> {
-    let msgs = cargo_artifacts(&["build", "--release", "-p", SHIM_PACKAGE, "--lib"])?;
-    shim_library(&msgs).ok_or_else(|| format!("cargo built no shared library for {SHIM_PACKAGE}"))
+/// The package of the recording NVTX tool (an NVTX injection library).
+const NVTX_TOOL_PACKAGE: &str = "cudars-nvtx-inject";
+
+/// Builds a cdylib package in release mode and returns its shared library.
+fn build_shared_library(package: &str) -> Result<PathBuf, String> {
+    let msgs = cargo_artifacts(&["build", "--release", "-p", package, "--lib"])?;
+    shared_library(&msgs, package)
+        .ok_or_else(|| format!("cargo built no shared library for {package}"))
 }
 
-/// The shim's shared library among cargo's `compiler-artifact` messages.
-fn shim_library(msgs: &[Value]) -> Option<PathBuf> {
+/// `package`'s shared library among cargo's `compiler-artifact` messages.
+fn shared_library(msgs: &[Value], package: &str) -> Option<PathBuf> {
     msgs.iter()
-        .filter(|m| package_name(m["package_id"].as_str().unwrap_or("")) == SHIM_PACKAGE)
+        .filter(|m| package_name(m["package_id"].as_str().unwrap_or("")) == package)
         .filter_map(|m| m["filenames"].as_array())
         .flatten()
         .filter_map(Value::as_str)
@@ -253,8 +259,15 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&shim_dir)
         .map_err(|e| format!("creating {}: {e}", shim_dir.display()))?;
     let shim = shim_dir.join("libcuda.so.1");
-    copy_stripped(&build_shim()?, &shim)?;
+    copy_stripped(&build_shared_library(SHIM_PACKAGE)?, &shim)?;
     total += std::fs::metadata(&shim).map(|m| m.len()).unwrap_or(0);
+    // The recording NVTX tool: its tests and run-nvtx.sh load it from lib/nvtx/.
+    let nvtx_dir = out.join("lib").join("nvtx");
+    std::fs::create_dir_all(&nvtx_dir)
+        .map_err(|e| format!("creating {}: {e}", nvtx_dir.display()))?;
+    let nvtx_tool = nvtx_dir.join("libcudars_nvtx_inject.so");
+    copy_stripped(&build_shared_library(NVTX_TOOL_PACKAGE)?, &nvtx_tool)?;
+    total += std::fs::metadata(&nvtx_tool).map(|m| m.len()).unwrap_or(0);
     if std::env::var(NO_GL_ENV).is_ok_and(|v| v == "1") {
         println!("package-tests: {NO_GL_ENV}=1: no glvnd libraries in the package");
     } else {
@@ -269,6 +282,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
     write_script(&out.join("run.sh"), &run_sh(&tests, &examples))?;
     write_script(&out.join("run-shim.sh"), RUN_SHIM_SH)?;
+    write_script(&out.join("run-nvtx.sh"), RUN_NVTX_SH)?;
     write_script(&out.join("bench.sh"), &bench_sh(&benches))?;
     // The benchmark comparison: rounds beside C (and Python), a table of medians.
     let root = workspace_root();

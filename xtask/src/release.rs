@@ -80,7 +80,7 @@ pub(crate) fn release(args: &[String]) -> Result<(), String> {
     let mut manifests = vec![root.join("Cargo.toml")];
     manifests.extend(crates.iter().map(|c| c.manifest.clone()));
     // The unpublished members (tests, the xtask) too: they may name a version.
-    for dir in ["tests", "tests/driver-shim", "xtask"] {
+    for dir in ["tests", "tests/driver-shim", "tests/nvtx-inject", "xtask"] {
         manifests.push(root.join(dir).join("Cargo.toml"));
     }
     for path in manifests {
@@ -212,7 +212,22 @@ pub(crate) fn semver_checks(args: &[String]) -> Result<(), String> {
     no_more(&args)?;
     let (crates, _) = publishable()?;
     let baselines = parse_baselines(&read(&workspace_root().join(BASELINES))?)?;
-    let plan = semver_plan(&crates, &baselines, only.as_deref())?;
+    let unreleased: Vec<String> = crates
+        .iter()
+        .filter(|c| {
+            let changelog = c.manifest.with_file_name("CHANGELOG.md");
+            std::fs::read_to_string(changelog).is_ok_and(|t| never_released(&t))
+        })
+        .map(|c| c.name.clone())
+        .collect();
+    for n in &unreleased {
+        if !baselines.iter().any(|b| b.name == *n) {
+            println!(
+                "semver-checks: {n} has no release yet (its CHANGELOG names none): nothing to compare"
+            );
+        }
+    }
+    let plan = semver_plan(&crates, &baselines, only.as_deref(), &unreleased)?;
     let installed = Command::new(cargo().get_program())
         .args(["semver-checks", "--version"])
         .output()
@@ -257,11 +272,22 @@ pub(crate) fn semver_checks(args: &[String]) -> Result<(), String> {
 /// describe (its tests guard it).
 const NO_RUST_API: &[&str] = &["cudars-core-macros"];
 
-/// The `cargo semver-checks` runs: crates grouped by baseline commit.
+/// Whether a crate's CHANGELOG shows no release: no `## [VERSION]` heading besides
+/// `## [Unreleased]` (a new crate, which has no baseline to compare with yet).
+fn never_released(changelog: &str) -> bool {
+    !changelog
+        .lines()
+        .any(|l| l.starts_with("## [") && !l.starts_with("## [Unreleased]"))
+}
+
+/// The `cargo semver-checks` runs: crates grouped by baseline commit. A crate of
+/// `unreleased` (never released) with no baseline is left out; any other crate
+/// without one is an error (a release that was not recorded).
 fn semver_plan(
     crates: &[Crate],
     baselines: &[Baseline],
     only: Option<&[String]>,
+    unreleased: &[String],
 ) -> Result<Vec<(String, Vec<String>)>, String> {
     let mut plan: Vec<(String, Vec<String>)> = Vec::new();
     if let Some(only) = only {
@@ -273,7 +299,11 @@ fn semver_plan(
         if only.is_some_and(|o| !o.contains(&c.name)) || NO_RUST_API.contains(&c.name.as_str()) {
             continue;
         }
-        let b = baselines.iter().find(|b| b.name == c.name).ok_or_else(|| {
+        let b = baselines.iter().find(|b| b.name == c.name);
+        if b.is_none() && unreleased.contains(&c.name) {
+            continue;
+        }
+        let b = b.ok_or_else(|| {
             format!(
                 "{BASELINES} has no baseline for {}: record its release with \
                  `cargo xtask release-tag {}`",
@@ -333,7 +363,7 @@ mod tests {
             b("b", "0.1.0", &r2),
             b("c", "1.0.0", &r1),
         ];
-        let plan = semver_plan(&crates, &bases, None).unwrap();
+        let plan = semver_plan(&crates, &bases, None, &[]).unwrap();
         assert_eq!(
             plan,
             [
@@ -343,23 +373,41 @@ mod tests {
         );
         let only = ["b".to_string()];
         assert_eq!(
-            semver_plan(&crates, &bases, Some(&only)).unwrap(),
+            semver_plan(&crates, &bases, Some(&only), &[]).unwrap(),
             [(r2, vec!["b".to_string()])]
         );
         assert!(
-            semver_plan(&crates, &bases[..1], None)
+            semver_plan(&crates, &bases[..1], None, &[])
                 .unwrap_err()
                 .contains("no baseline for b")
         );
+        // A crate never released has no baseline and is left out; one that was
+        // released still needs its baseline.
+        let new = ["b".to_string(), "c".to_string()];
+        assert_eq!(
+            semver_plan(&crates[..2], &bases[..1], None, &new).unwrap(),
+            [(r1.clone(), vec!["a".to_string()])]
+        );
+        assert!(
+            semver_plan(&crates, &bases[..1], None, &new[..1])
+                .unwrap_err()
+                .contains("no baseline for c")
+        );
+        assert!(never_released(
+            "# Changelog\n\n## [Unreleased]\n\n### Added\n"
+        ));
+        assert!(!never_released(
+            "## [Unreleased]\n\n## [0.1.0] - 2026-11-27\n"
+        ));
         let bad = ["nope".to_string()];
         assert!(
-            semver_plan(&crates, &bases, Some(&bad))
+            semver_plan(&crates, &bases, Some(&bad), &[])
                 .unwrap_err()
                 .contains("not a publishable")
         );
         let older = [b("a", "0.2.0", &r1)];
         assert!(
-            semver_plan(&crates[..1], &older, None)
+            semver_plan(&crates[..1], &older, None, &[])
                 .unwrap_err()
                 .contains("below its last release")
         );

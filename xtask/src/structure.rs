@@ -44,7 +44,7 @@ const LAYERS: &[(&str, u32, &str)] = &[
     (
         "ground",
         1,
-        "devices, contexts, streams, events, deferred frees, callbacks",
+        "devices, contexts, streams, events, deferred frees, callbacks, timeline names",
     ),
     (
         "memory",
@@ -103,6 +103,7 @@ const AREAS: &[(&str, &str)] = &[
     ("deferred", "ground"),
     ("callback", "ground"),
     ("library_kit", "ground"),
+    ("timeline", "ground"),
     // memory
     ("memory", "memory"),
     ("device_buffer", "memory"),

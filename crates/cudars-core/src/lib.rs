@@ -107,6 +107,7 @@ mod sync;
 #[cfg(feature = "nvml")]
 #[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
 pub mod system;
+mod timeline;
 mod versions;
 
 #[cfg(feature = "cache")]
@@ -365,6 +366,11 @@ pub use cudars_bindings;
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use cudars_core_macros::kernels;
+/// The `cudars-nvtx` crate this one names its objects on the Nsight timeline with
+/// (ranges, marks, domains, and [`TimelineName`](cudars_nvtx::TimelineName), which
+/// [`Device`], [`Context`], [`Stream`] and [`Event`] implement), so that it need
+/// not be a dependency of its own.
+pub use cudars_nvtx;
 /// The `cudars-pathfinder` crate this one finds CUDA's libraries and headers with
 /// (its `find_nvidia_header_directory`, `PathfinderError`, …), so that it need not
 /// be a dependency of its own.

@@ -497,6 +497,8 @@ pub(crate) fn grouped<R>(context: &dyn Fn() -> String, f: impl FnOnce() -> Resul
             }
         }
     }
+    // The group on the timeline (a profiler attached), in the `cuda-rs` domain.
+    let _range = cudars_core::cudars_nvtx::Domain::cuda_rs().range(c"NCCL group");
     // SAFETY: starts a group on this thread; ended below or by `End` on a panic.
     let status = unsafe { sys::ncclGroupStart() };
     check(status, || format!("{}: starting a NCCL group", context()))?;

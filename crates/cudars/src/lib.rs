@@ -46,11 +46,14 @@
 //! | `fft` | `cudars::fft` | [`cudars-fft`](https://docs.rs/cudars-fft) | cuFFT plans |
 //! | `nccl` | `cudars::nccl` | [`cudars-nccl`](https://docs.rs/cudars-nccl) | NCCL communicators and collectives |
 //! | `file` | `cudars::file` | [`cudars-file`](https://docs.rs/cudars-file) | cuFile (GPUDirect Storage), Linux only |
+//! | `nvtx` | `cudars::nvtx` | [`cudars-nvtx`](https://docs.rs/cudars-nvtx) | NVTX ranges, marks and names on the Nsight timeline |
+//! | `nvtx-tracing` | `cudars::nvtx::NvtxLayer` | [`cudars-nvtx`](https://docs.rs/cudars-nvtx) | `tracing` spans as NVTX ranges |
 //! | `bindings` | `cudars::bindings` | [`cudars-bindings`](https://docs.rs/cudars-bindings) | the raw FFI (driver, runtime, NVRTC, nvJitLink, NVVM, NVML) |
 //! | `pathfinder` | `cudars::pathfinder` | [`cudars-pathfinder`](https://docs.rs/cudars-pathfinder) | finding and loading CUDA's libraries, headers and tools |
 //!
 //! The features are additive; each library feature turns `core` on, whose types
-//! (streams, device views) their calls take. Nothing links to CUDA at build time:
+//! (streams, device views) their calls take (`nvtx` does not: NVTX needs no CUDA;
+//! with `core` also on, `cudars::nvtx::TimelineName` names `core`'s objects). Nothing links to CUDA at build time:
 //! the libraries are found and loaded at run time.
 //!
 //! # Module names
@@ -102,6 +105,11 @@ pub use cudars_nccl as nccl;
 #[cfg_attr(docsrs, doc(cfg(feature = "file")))]
 #[doc(inline)]
 pub use cudars_file as file;
+
+#[cfg(feature = "nvtx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvtx")))]
+#[doc(inline)]
+pub use cudars_nvtx as nvtx;
 
 #[cfg(feature = "bindings")]
 #[cfg_attr(docsrs, doc(cfg(feature = "bindings")))]

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::gl::{gl_libraries, is_soname};
 use super::scripts::{EGL_ENV, RUN_SHIM_SH};
-use super::{SHIM_PACKAGE, classify, shim_library};
+use super::{SHIM_PACKAGE, classify, shared_library};
 
 #[test]
 fn the_shim_is_the_shared_library_of_its_package() {
@@ -24,10 +24,11 @@ fn the_shim_is_the_shared_library_of_its_package() {
         }),
     ];
     assert_eq!(
-        shim_library(&msgs),
+        shared_library(&msgs, SHIM_PACKAGE),
         Some(PathBuf::from("/t/release/libcudars_driver_shim.so"))
     );
-    assert_eq!(shim_library(&msgs[..1]), None);
+    assert_eq!(shared_library(&msgs[..1], SHIM_PACKAGE), None);
+    assert_eq!(shared_library(&msgs, "cudars-nvtx-inject"), None);
 }
 
 /// Runs a copy of run-shim.sh beside a run.sh that prints what it was given.

@@ -172,6 +172,10 @@ impl GraphBuilder {
             children: Mutex::default(),
             ended: AtomicBool::new(false),
         });
+        // The private capture stream, named for a reader of the timeline.
+        crate::timeline::name_own_stream(&stream, || {
+            format!("cuda-rs graph builder {}", family.id)
+        });
         let mut b = Self::member(stream, Role::Top, Phase::Idle, family);
         b.capture = b.family.id;
         b
@@ -623,6 +627,9 @@ impl GraphBuilder {
                     non_blocking: true,
                     priority: None,
                 })?;
+                crate::timeline::name_own_stream(&s, || {
+                    format!("cuda-rs graph builder {}: conditional body", self.family.id)
+                });
                 let b = Self::member(s, Role::Body { graph }, Phase::Idle, self.family.clone());
                 b.see(self.visible());
                 Ok(b)

@@ -83,14 +83,21 @@ pub fn compile_cached_with_headers(
     name_expressions: &[&str],
     extra_headers: &[(&str, &[u8])],
 ) -> Result<ObjectCode> {
+    // On the timeline (a profiler attached): the lookup, and the compile on a miss.
+    let domain = cudars_nvtx::Domain::cuda_rs();
     let key = make_program_cache_key(&code, &options, target, name_expressions, extra_headers)?;
-    if let Some(hit) = cache.get(&key)? {
+    if let Some(hit) = {
+        let _r = domain.range(c"program cache: lookup");
+        cache.get(&key)?
+    } {
         // A store that returns another kind of code than the target is not
         // trusted: compile (and replace the entry).
         if hit.code_type() == target.code_type() {
+            domain.mark(c"program cache: hit");
             return Ok(hit);
         }
     }
+    let _r = domain.range(c"program cache: compile (miss)");
     let object = Program::new(code, options)?.compile(target, name_expressions)?;
     cache.put(&key, &object)?;
     Ok(object)
