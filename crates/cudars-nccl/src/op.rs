@@ -418,6 +418,18 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// Asserts that a check failed as `kind`, with a message that holds `needle`.
+    #[track_caller]
+    fn fails<T: std::fmt::Debug>(
+        r: Result<T, (InvalidKind, String)>,
+        kind: InvalidKind,
+        needle: &str,
+    ) {
+        let (k, m) = r.unwrap_err();
+        assert_eq!(k, kind, "{m}");
+        assert!(m.contains(needle), "{m}");
+    }
+
     fn plain(count: usize) -> Layout {
         Layout {
             count,
@@ -433,17 +445,21 @@ mod tests {
             l(Kind::AllReduce, Some(8), Some(8), None, 0, 2).unwrap(),
             plain(8)
         );
-        let (k, m) = l(Kind::AllReduce, Some(8), Some(7), None, 0, 2).unwrap_err();
-        assert_eq!(k, InvalidKind::OutOfRange);
-        assert!(m.contains("8 elements, the receive view 7"), "{m}");
+        fails(
+            l(Kind::AllReduce, Some(8), Some(7), None, 0, 2),
+            InvalidKind::OutOfRange,
+            "8 elements, the receive view 7",
+        );
         // All-gather: recv = size × send; reduce-scatter the other way round.
         assert_eq!(
             l(Kind::AllGather, Some(3), Some(12), None, 1, 4).unwrap(),
             plain(3)
         );
-        let (k, m) = l(Kind::AllGather, Some(3), Some(11), None, 1, 4).unwrap_err();
-        assert_eq!(k, InvalidKind::OutOfRange);
-        assert!(m.contains("4 ranks × 3 elements, but holds 11"), "{m}");
+        fails(
+            l(Kind::AllGather, Some(3), Some(11), None, 1, 4),
+            InvalidKind::OutOfRange,
+            "4 ranks × 3 elements, but holds 11",
+        );
         assert!(l(Kind::AllGather, Some(usize::MAX), Some(0), None, 0, 2).is_err());
         assert_eq!(
             l(Kind::ReduceScatter, Some(12), Some(3), None, 1, 4).unwrap(),
@@ -451,9 +467,11 @@ mod tests {
         );
         assert!(l(Kind::ReduceScatter, Some(12), Some(4), None, 1, 4).is_err());
         // Roots and peers below the size.
-        let (k, m) = l(Kind::Broadcast { root: 2 }, None, Some(4), None, 0, 2).unwrap_err();
-        assert_eq!(k, InvalidKind::OutOfRange);
-        assert!(m.contains("root rank 2"), "{m}");
+        fails(
+            l(Kind::Broadcast { root: 2 }, None, Some(4), None, 0, 2),
+            InvalidKind::OutOfRange,
+            "root rank 2",
+        );
         assert!(l(Kind::Send { peer: 5 }, Some(1), None, None, 0, 5).is_err());
         assert_eq!(
             l(Kind::Recv { peer: 4 }, None, Some(6), None, 0, 5).unwrap(),
@@ -493,9 +511,11 @@ mod tests {
                 recv_offset: 9
             }
         );
-        let (k, m) = l(Kind::AllGather, 10, 0, 4).unwrap_err();
-        assert_eq!(k, InvalidKind::OutOfRange);
-        assert!(m.contains("do not split evenly into 4"), "{m}");
+        fails(
+            l(Kind::AllGather, 10, 0, 4),
+            InvalidKind::OutOfRange,
+            "do not split evenly into 4",
+        );
         assert_eq!(l(Kind::AllReduce, 10, 0, 4).unwrap(), plain(10));
         assert_eq!(l(Kind::Reduce { root: 3 }, 10, 0, 4).unwrap(), plain(10));
         assert!(l(Kind::Reduce { root: 4 }, 10, 0, 4).is_err());
@@ -506,23 +526,23 @@ mod tests {
         let l = |count, s, r| layout(Kind::AllToAll { count }, Some(s), Some(r), None, 1, 4);
         assert_eq!(l(3, 12, 12).unwrap(), plain(3));
         assert_eq!(l(0, 0, 0).unwrap(), plain(0));
-        let (k, m) = l(3, 11, 12).unwrap_err();
-        assert_eq!(k, InvalidKind::OutOfRange);
-        assert!(
-            m.contains("the send view must hold 4 ranks × 3 elements, but holds 11"),
-            "{m}"
+        fails(
+            l(3, 11, 12),
+            InvalidKind::OutOfRange,
+            "the send view must hold 4 ranks × 3 elements, but holds 11",
         );
-        let (k, m) = l(3, 12, 13).unwrap_err();
-        assert_eq!(k, InvalidKind::OutOfRange);
-        assert!(
-            m.contains("the receive view must hold 4 ranks × 3 elements, but holds 13"),
-            "{m}"
+        fails(
+            l(3, 12, 13),
+            InvalidKind::OutOfRange,
+            "the receive view must hold 4 ranks × 3 elements, but holds 13",
         );
         assert!(l(usize::MAX, 0, 0).is_err());
         // Not in place, and both views are needed.
-        let (k, m) = layout(Kind::AllToAll { count: 3 }, None, None, Some(12), 0, 4).unwrap_err();
-        assert_eq!(k, InvalidKind::Other);
-        assert!(m.contains("cannot run in place"), "{m}");
+        fails(
+            layout(Kind::AllToAll { count: 3 }, None, None, Some(12), 0, 4),
+            InvalidKind::Other,
+            "cannot run in place",
+        );
         assert!(layout(Kind::AllToAll { count: 3 }, Some(12), None, None, 0, 4).is_err());
     }
 
@@ -532,29 +552,25 @@ mod tests {
         // The root receives size × count; the others give no view.
         assert_eq!(g(2, 5, Some(20), 2).unwrap(), plain(5));
         assert_eq!(g(2, 5, None, 0).unwrap(), plain(5));
-        let (k, m) = g(2, 5, Some(19), 2).unwrap_err();
-        assert_eq!(k, InvalidKind::OutOfRange);
-        assert!(
-            m.contains("the receive view must hold 4 ranks × 5 elements, but holds 19"),
-            "{m}"
+        fails(
+            g(2, 5, Some(19), 2),
+            InvalidKind::OutOfRange,
+            "the receive view must hold 4 ranks × 5 elements, but holds 19",
         );
-        let (k, m) = g(2, 5, None, 2).unwrap_err();
-        assert_eq!(k, InvalidKind::Other);
-        assert!(
-            m.contains("rank 2 is the root: it must give a view to receive into"),
-            "{m}"
+        fails(
+            g(2, 5, None, 2),
+            InvalidKind::Other,
+            "rank 2 is the root: it must give a view to receive into",
         );
-        let (k, m) = g(2, 5, Some(20), 1).unwrap_err();
-        assert_eq!(k, InvalidKind::Other);
-        assert!(
-            m.contains("rank 1 is not the root (rank 2): only the root receives"),
-            "{m}"
+        fails(
+            g(2, 5, Some(20), 1),
+            InvalidKind::Other,
+            "rank 1 is not the root (rank 2): only the root receives",
         );
-        let (k, m) = g(4, 5, None, 0).unwrap_err();
-        assert_eq!(k, InvalidKind::OutOfRange);
-        assert!(
-            m.contains("the root rank 4 is not below the 4 ranks"),
-            "{m}"
+        fails(
+            g(4, 5, None, 0),
+            InvalidKind::OutOfRange,
+            "the root rank 4 is not below the 4 ranks",
         );
         assert!(layout(Kind::Gather { root: 0 }, None, None, Some(20), 0, 4).is_err());
     }
@@ -564,23 +580,20 @@ mod tests {
         let sc = |root, s, r, rank| layout(Kind::Scatter { root }, s, Some(r), None, rank, 4);
         assert_eq!(sc(0, Some(24), 6, 0).unwrap(), plain(6));
         assert_eq!(sc(0, None, 6, 3).unwrap(), plain(6));
-        let (k, m) = sc(0, Some(23), 6, 0).unwrap_err();
-        assert_eq!(k, InvalidKind::OutOfRange);
-        assert!(
-            m.contains("the send view must hold 4 ranks × 6 elements, but holds 23"),
-            "{m}"
+        fails(
+            sc(0, Some(23), 6, 0),
+            InvalidKind::OutOfRange,
+            "the send view must hold 4 ranks × 6 elements, but holds 23",
         );
-        let (k, m) = sc(0, None, 6, 0).unwrap_err();
-        assert_eq!(k, InvalidKind::Other);
-        assert!(
-            m.contains("rank 0 is the root: it must give the data to send"),
-            "{m}"
+        fails(
+            sc(0, None, 6, 0),
+            InvalidKind::Other,
+            "rank 0 is the root: it must give the data to send",
         );
-        let (k, m) = sc(0, Some(24), 6, 3).unwrap_err();
-        assert_eq!(k, InvalidKind::Other);
-        assert!(
-            m.contains("rank 3 is not the root (rank 0): only the root sends"),
-            "{m}"
+        fails(
+            sc(0, Some(24), 6, 3),
+            InvalidKind::Other,
+            "rank 3 is not the root (rank 0): only the root sends",
         );
         let (k, _) = sc(7, None, 6, 0).unwrap_err();
         assert_eq!(k, InvalidKind::OutOfRange);
@@ -604,11 +617,11 @@ mod tests {
         assert!(custom.check_use(mine, sys::ncclFloat32, "f32").is_ok());
         assert_eq!(custom.name(), "pre-multiplied sum");
         assert_eq!(custom.raw(), sys::ncclRedOp_t(5));
-        let (k, m) = custom
-            .check_use(other, sys::ncclFloat32, "f32")
-            .unwrap_err();
-        assert_eq!(k, InvalidKind::Other);
-        assert!(m.contains("made by another communicator"), "{m}");
+        fails(
+            custom.check_use(other, sys::ncclFloat32, "f32"),
+            InvalidKind::Other,
+            "made by another communicator",
+        );
         let (k, m) = custom.check_use(mine, sys::ncclFloat64, "f64").unwrap_err();
         assert_eq!(k, InvalidKind::Other);
         assert_eq!(m, "the reduction operator was made for f32, not f64");
