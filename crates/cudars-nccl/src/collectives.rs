@@ -29,16 +29,8 @@ impl Communicator {
         op: impl Into<Reduction<'o>>,
         stream: &Stream,
     ) -> Result<()> {
-        Op::new(
-            self,
-            stream,
-            Kind::AllReduce,
-            op.into(),
-            Some(send),
-            Some(recv),
-            None,
-        )?
-        .run()
+        let kind = Kind::AllReduce;
+        Op::new(self, stream, kind, op.into(), Some(send), Some(recv), None)?.run()
     }
 
     /// [`all_reduce`](Self::all_reduce) with one buffer as both input and output.
@@ -51,16 +43,8 @@ impl Communicator {
         op: impl Into<Reduction<'o>>,
         stream: &Stream,
     ) -> Result<()> {
-        Op::new(
-            self,
-            stream,
-            Kind::AllReduce,
-            op.into(),
-            None,
-            None,
-            Some(buf),
-        )?
-        .run()
+        let kind = Kind::AllReduce;
+        Op::new(self, stream, kind, op.into(), None, None, Some(buf))?.run()
     }
 
     /// Copies rank `root`'s `send` into every rank's `recv` (`ncclBroadcast`).
@@ -109,16 +93,8 @@ impl Communicator {
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
-        Op::new(
-            self,
-            stream,
-            Kind::Reduce { root },
-            op.into(),
-            Some(send),
-            recv,
-            None,
-        )?
-        .run()
+        let kind = Kind::Reduce { root };
+        Op::new(self, stream, kind, op.into(), Some(send), recv, None)?.run()
     }
 
     /// [`reduce`](Self::reduce) in place: the root's `buf` receives the result.
@@ -132,16 +108,8 @@ impl Communicator {
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
-        Op::new(
-            self,
-            stream,
-            Kind::Reduce { root },
-            op.into(),
-            None,
-            None,
-            Some(buf),
-        )?
-        .run()
+        let kind = Kind::Reduce { root };
+        Op::new(self, stream, kind, op.into(), None, None, Some(buf))?.run()
     }
 
     /// Gathers every rank's `send` into every rank's `recv`, rank `i`'s part at

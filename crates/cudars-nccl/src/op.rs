@@ -138,22 +138,29 @@ fn layout(
             "{what} must hold {size} ranks × {part} elements, but holds {whole}"
         )),
     };
+    // In the arms below that call these, this rank is (or is not) the root.
+    let root_lacks = |what: &str| {
+        Err((
+            InvalidKind::Other,
+            format!("rank {rank} is the root: it must give {what}"),
+        ))
+    };
+    let not_root = |root: usize, verb: &str| {
+        Err((
+            InvalidKind::Other,
+            format!("rank {rank} is not the root (rank {root}): only the root {verb}"),
+        ))
+    };
     match (kind, send, recv) {
         (Kind::AllReduce, Some(s), Some(r)) => same(s, r, "all-reduce"),
         (Kind::Broadcast { root }, s, Some(r)) => match s {
             Some(s) => same(s, r, "broadcast"),
-            None if rank == root => Err((
-                InvalidKind::Other,
-                format!("rank {root} is the root: it must give the data to send"),
-            )),
+            None if rank == root => root_lacks("the data to send"),
             None => Ok(plain(r)),
         },
         (Kind::Reduce { root }, Some(s), r) => match r {
             Some(r) => same(s, r, "reduce"),
-            None if rank == root => Err((
-                InvalidKind::Other,
-                format!("rank {root} is the root: it must give a view to receive into"),
-            )),
+            None if rank == root => root_lacks("a view to receive into"),
             None => Ok(plain(s)),
         },
         (Kind::AllGather, Some(s), Some(r)) => times(s, r, "the receive view"),
@@ -165,26 +172,14 @@ fn layout(
         // Only the root receives (gather) or sends (scatter) the whole.
         (Kind::Gather { root }, Some(s), r) => match r {
             Some(r) if rank == root => times(s, r, "the receive view"),
-            None if rank == root => Err((
-                InvalidKind::Other,
-                format!("rank {root} is the root: it must give a view to receive into"),
-            )),
-            Some(_) => Err((
-                InvalidKind::Other,
-                format!("rank {rank} is not the root (rank {root}): only the root receives"),
-            )),
+            None if rank == root => root_lacks("a view to receive into"),
+            Some(_) => not_root(root, "receives"),
             None => Ok(plain(s)),
         },
         (Kind::Scatter { root }, s, Some(r)) => match s {
             Some(s) if rank == root => times(r, s, "the send view"),
-            None if rank == root => Err((
-                InvalidKind::Other,
-                format!("rank {root} is the root: it must give the data to send"),
-            )),
-            Some(_) => Err((
-                InvalidKind::Other,
-                format!("rank {rank} is not the root (rank {root}): only the root sends"),
-            )),
+            None if rank == root => root_lacks("the data to send"),
+            Some(_) => not_root(root, "sends"),
             None => Ok(plain(r)),
         },
         (Kind::Send { .. }, Some(s), None) => Ok(plain(s)),
