@@ -20,6 +20,24 @@ use crate::launch::tensor_map_options::{
 };
 use crate::{device::Device, launch::KernelArg, memory::buffer::Buffer};
 
+/// [`im2col_layout`] of an im2col or im2col-wide options struct: the two name
+/// the fields it reads alike.
+macro_rules! im2col_layout_of {
+    ($what:expr, $buffer:expr, $options:expr) => {
+        im2col_layout(
+            $what,
+            $buffer,
+            $options.data_type,
+            &$options.global_dims,
+            &$options.global_strides,
+            &$options.element_strides,
+            $options.interleave,
+            $options.swizzle,
+            ($options.channels_per_pixel, $options.pixels_per_column),
+        )
+    };
+}
+
 /// A `CUtensorMap` (128 bytes, 64-byte aligned, passed to kernels by value), with
 /// the device its memory is on and what its layout needs of that memory, so
 /// that [`replace_address`](Self::replace_address) can check a new buffer.
@@ -129,17 +147,7 @@ impl TensorMapDescriptor {
     /// column. The driver's error for what it rejects.
     pub fn im2col(buffer: &Buffer, options: &TensorMapIm2colOptions) -> Result<Self> {
         let what = "encoding an im2col tensor map";
-        let layout = im2col_layout(
-            what,
-            buffer,
-            options.data_type,
-            &options.global_dims,
-            &options.global_strides,
-            &options.element_strides,
-            options.interleave,
-            options.swizzle,
-            (options.channels_per_pixel, options.pixels_per_column),
-        )?;
+        let layout = im2col_layout_of!(what, buffer, options)?;
         check_pixel_box(
             what,
             layout.dims.len(),
@@ -185,17 +193,7 @@ impl TensorMapDescriptor {
     /// driver's error for what it rejects.
     pub fn im2col_wide(buffer: &Buffer, options: &TensorMapIm2colWideOptions) -> Result<Self> {
         let what = "encoding an im2col-wide tensor map";
-        let layout = im2col_layout(
-            what,
-            buffer,
-            options.data_type,
-            &options.global_dims,
-            &options.global_strides,
-            &options.element_strides,
-            options.interleave,
-            options.swizzle,
-            (options.channels_per_pixel, options.pixels_per_column),
-        )?;
+        let layout = im2col_layout_of!(what, buffer, options)?;
         check_wide_box(
             what,
             options.pixel_box_lower_corner_width,
