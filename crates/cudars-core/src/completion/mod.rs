@@ -557,6 +557,12 @@ mod tests {
         }
     }
 
+    /// Polls `f` once on this thread, with a waker that unparks it.
+    fn poll_here<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        Pin::new(f).poll(&mut TaskContext::from_waker(&waker))
+    }
+
     fn wait_for(what: &str, f: impl Fn() -> bool) {
         let start = Instant::now();
         while !f() {
@@ -600,8 +606,7 @@ mod tests {
             done.store(true, Ordering::Release);
         });
         let mut f = s.future.spin_first(Duration::from_secs(30));
-        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-        let r = Pin::new(&mut f).poll(&mut TaskContext::from_waker(&waker));
+        let r = poll_here(&mut f);
         assert!(matches!(r, Poll::Ready(Ok(_))), "pending after the spin");
         t.join().unwrap();
     }
@@ -611,11 +616,10 @@ mod tests {
         let s = setup(false);
         s.done.store(true, Ordering::Release);
         let mut f = s.future;
-        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-        let r = Pin::new(&mut f).poll(&mut TaskContext::from_waker(&waker));
+        let r = poll_here(&mut f);
         assert!(matches!(r, Poll::Ready(Ok(_))));
         // Polled again: an error, never a panic.
-        let again = Pin::new(&mut f).poll(&mut TaskContext::from_waker(&waker));
+        let again = poll_here(&mut f);
         assert!(matches!(
             again,
             Poll::Ready(Err(Error::InvalidArgument { .. }))
@@ -641,10 +645,21 @@ mod tests {
 
     /// Polls once (so that the reactor watches it), then returns it.
     fn poll_once(mut f: Completion<Probe>) -> Completion<Probe> {
-        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-        let r = Pin::new(&mut f).poll(&mut TaskContext::from_waker(&waker));
-        assert!(r.is_pending());
+        assert!(poll_here(&mut f).is_pending());
         f
+    }
+
+    /// A [`setup`] of work not yet done, its future polled once or never.
+    fn setup_polled(polled: bool) -> Setup {
+        let s = setup(false);
+        if polled {
+            Setup {
+                future: poll_once(s.future),
+                ..s
+            }
+        } else {
+            s
+        }
     }
 
     #[test]
@@ -655,12 +670,8 @@ mod tests {
     fn dropping_a_pending_future_releases_only_after_the_work() {
         let _s = crate::deferred::tests::serial();
         for polled in [false, true] {
-            let s = setup(false);
-            let f = if polled {
-                poll_once(s.future)
-            } else {
-                s.future
-            };
+            let s = setup_polled(polled);
+            let f = s.future;
             drop(f);
             std::thread::sleep(Duration::from_millis(20));
             assert_eq!(
@@ -684,12 +695,8 @@ mod tests {
     fn a_forgotten_future_leaks_and_releases_nothing() {
         let _s = crate::deferred::tests::serial();
         for polled in [false, true] {
-            let s = setup(false);
-            let f = if polled {
-                poll_once(s.future)
-            } else {
-                s.future
-            };
+            let s = setup_polled(polled);
+            let f = s.future;
             std::mem::forget(f);
             s.done.store(true, Ordering::Release);
             std::thread::sleep(Duration::from_millis(30));
