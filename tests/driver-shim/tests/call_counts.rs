@@ -16,9 +16,9 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
 
 use cudars_core::{
     Buffer, Device, DeviceBuffer, EventOptions, LaunchConfig, Library, LibraryOptions, MutPtr,
@@ -28,22 +28,6 @@ use cudars_tests::DriverShim;
 
 /// Set in the child: run the operations and count.
 const CHILD: &str = "CUDA_RS_CALL_COUNTS_CHILD";
-
-/// The shim's shared library: built beside this test's binary (`deps/`), or,
-/// in the GPU test package, `shim/libcuda.so.1` beside `bin/`.
-fn shim_library() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap();
-    let candidates = [
-        dir.join("libcudars_driver_shim.so"),
-        dir.join("../shim/libcuda.so.1"),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("no shim library at {candidates:?}"))
-        .clone()
-}
 
 type Counts = BTreeMap<String, i64>;
 
@@ -243,31 +227,9 @@ fn hot_operations_make_the_fewest_driver_calls() {
         child();
         return;
     }
-    // The loader finds the shim by the driver's soname in a directory of its own.
-    let dir = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(shim_library(), dir.path().join("libcuda.so.1")).unwrap();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "hot_operations_make_the_fewest_driver_calls",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env(CHILD, "1")
-        .env("LD_LIBRARY_PATH", dir.path())
-        .env("CUDA_RS_SHIM_FAKE_DRIVER", "1")
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    common::run_fake_driver_child(
+        "hot_operations_make_the_fewest_driver_calls",
+        CHILD,
+        "ok   event query",
     );
-    println!("{stdout}");
-    assert!(
-        out.status.success(),
-        "the child failed:\n{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("ok   event query"), "{stdout}\n{stderr}");
 }

@@ -10,8 +10,10 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const FAKE_DRIVER: &str = r#"
@@ -38,24 +40,6 @@ const SHIM: &str = "CUDA_RS_SHIM_E2E_SHIM";
 type Gpa = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_uint) -> c_uint;
 type Alloc = unsafe extern "C" fn(*mut u64, usize) -> c_uint;
 type Free = unsafe extern "C" fn(u64) -> c_uint;
-
-/// The shim's shared library: the one built with the library this test links
-/// (in `deps/` beside the test's binary; the copy one level up is `cargo
-/// build`'s and may be stale), or, in the GPU test package, `shim/libcuda.so.1`
-/// beside `bin/`.
-fn shim_library() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap();
-    let candidates = [
-        dir.join("libcudars_driver_shim.so"),
-        dir.join("../shim/libcuda.so.1"),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("no shim library at {candidates:?}"))
-        .clone()
-}
 
 fn dlopen(path: &Path) -> *mut c_void {
     let c = CString::new(path.to_str().unwrap()).unwrap();
@@ -177,7 +161,7 @@ fn run(scenario: &str, fake: &Path, envs: &[(&str, &str)]) -> (String, String) {
     cmd.args(["scenarios", "--exact", "--nocapture", "--test-threads=1"])
         .env_clear()
         .env(SCENARIO, scenario)
-        .env(SHIM, shim_library())
+        .env(SHIM, common::shim_library())
         .env("CUDA_RS_SHIM_REAL_DRIVER", fake);
     for (k, v) in envs {
         cmd.env(k, v);

@@ -10,30 +10,13 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
 use cudars_core::cudars_bindings::driver as sys;
 use cudars_core::{Error, MutPtr, ObjectCode, TypedKernel};
 
 /// Set in the child: run the check.
 const CHILD: &str = "CUDA_RS_NO_CURRENT_CONTEXT_CHILD";
-
-/// The shim's shared library, built beside this test's binary (`deps/`), or,
-/// in the GPU test package, `shim/libcuda.so.1` beside `bin/`.
-fn shim_library() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap();
-    let candidates = [
-        dir.join("libcudars_driver_shim.so"),
-        dir.join("../shim/libcuda.so.1"),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("no shim library at {candidates:?}"))
-        .clone()
-}
 
 /// Whether a context is current on this thread.
 fn has_current_context() -> bool {
@@ -84,34 +67,9 @@ fn a_kernel_is_typed_where_no_context_is_current() {
         child();
         return;
     }
-    // The loader finds the shim by the driver's soname in a directory of its own.
-    let dir = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(shim_library(), dir.path().join("libcuda.so.1")).unwrap();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "a_kernel_is_typed_where_no_context_is_current",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env(CHILD, "1")
-        .env("LD_LIBRARY_PATH", dir.path())
-        .env("CUDA_RS_SHIM_FAKE_DRIVER", "1")
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    println!("{stdout}");
-    assert!(
-        out.status.success(),
-        "the child failed:\n{stdout}\n{stderr}"
-    );
-    assert!(
-        stdout.contains("typed without a current context: ok"),
-        "{stdout}\n{stderr}"
+    common::run_fake_driver_child(
+        "a_kernel_is_typed_where_no_context_is_current",
+        CHILD,
+        "typed without a current context: ok",
     );
 }
