@@ -307,32 +307,17 @@ impl Handle {
                     name.as_ptr(),
                 )
             },
-            EntryKind::Ptx { options } => {
+            EntryKind::Ptx { options } | EntryKind::Ltoir { options } => {
                 let options = cstr(options);
+                let (code, size) = (bytes.as_ptr().cast(), bytes.len());
+                let (arch_p, name_p, opts_p) = (arch.as_ptr(), name.as_ptr(), options.as_ptr());
                 // SAFETY: as above.
                 unsafe {
-                    nf::nvFatbinAddPTX(
-                        self.0,
-                        bytes.as_ptr().cast(),
-                        bytes.len(),
-                        arch.as_ptr(),
-                        name.as_ptr(),
-                        options.as_ptr(),
-                    )
-                }
-            }
-            EntryKind::Ltoir { options } => {
-                let options = cstr(options);
-                // SAFETY: as above.
-                unsafe {
-                    nf::nvFatbinAddLTOIR(
-                        self.0,
-                        bytes.as_ptr().cast(),
-                        bytes.len(),
-                        arch.as_ptr(),
-                        name.as_ptr(),
-                        options.as_ptr(),
-                    )
+                    if matches!(e.kind, EntryKind::Ptx { .. }) {
+                        nf::nvFatbinAddPTX(self.0, code, size, arch_p, name_p, opts_p)
+                    } else {
+                        nf::nvFatbinAddLTOIR(self.0, code.cast(), size, arch_p, name_p, opts_p)
+                    }
                 }
             }
             // SAFETY: as above.

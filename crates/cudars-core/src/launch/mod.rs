@@ -678,14 +678,12 @@ impl crate::code::kernel::Occupancy<'_> {
         config: &LaunchConfig,
         stream: &crate::stream::Stream,
     ) -> Result<u32> {
-        let f = self.kernel.function(self.device)?;
-        let mut attrs = Attrs::default();
-        let cfg = config.raw(stream, &mut attrs);
-        let mut n = 0;
-        // SAFETY: `cfg` and the attributes it points to live for the call.
-        unsafe { sys::cuOccupancyMaxPotentialClusterSize(&mut n, f, &cfg) }
-            .check(|| format!("asking the cluster size of kernel `{}`", self.kernel.name()))?;
-        Ok(n.max(0) as u32)
+        self.cluster_query(
+            config,
+            stream,
+            "the cluster size",
+            sys::cuOccupancyMaxPotentialClusterSize,
+        )
     }
 
     /// How many clusters of `config`'s cluster size can be resident at once
@@ -698,17 +696,36 @@ impl crate::code::kernel::Occupancy<'_> {
         config: &LaunchConfig,
         stream: &crate::stream::Stream,
     ) -> Result<u32> {
+        self.cluster_query(
+            config,
+            stream,
+            "the active clusters",
+            sys::cuOccupancyMaxActiveClusters,
+        )
+    }
+
+    /// The one body of the cluster queries: `query` (a driver function that
+    /// writes a count for a function and a launch configuration) for `config`,
+    /// asking `what`.
+    fn cluster_query(
+        &self,
+        config: &LaunchConfig,
+        stream: &crate::stream::Stream,
+        what: &str,
+        query: unsafe fn(
+            *mut std::ffi::c_int,
+            sys::CUfunction,
+            *const sys::CUlaunchConfig,
+        ) -> sys::CUresult,
+    ) -> Result<u32> {
         let f = self.kernel.function(self.device)?;
         let mut attrs = Attrs::default();
         let cfg = config.raw(stream, &mut attrs);
         let mut n = 0;
-        // SAFETY: `cfg` and the attributes it points to live for the call.
-        unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f, &cfg) }.check(|| {
-            format!(
-                "asking the active clusters of kernel `{}`",
-                self.kernel.name()
-            )
-        })?;
+        // SAFETY: `query` is one of the driver's cluster occupancy queries; `n` is
+        // valid for writes; `cfg` and the attributes it points to live for the call.
+        unsafe { query(&mut n, f, &cfg) }
+            .check(|| format!("asking {what} of kernel `{}`", self.kernel.name()))?;
         Ok(n.max(0) as u32)
     }
 }
