@@ -5,7 +5,7 @@
  *                              launch: the same cuLaunchKernel, measured again)
  *   alloc_free_async_typed_us  the 1 MiB cuMemAllocAsync + cuMemFreeAsync of
  *                              alloc_free_async_us (DeviceBuffer<T> in Rust)
- *   event_record_query_us      cuEventRecord + cuEventQuery on a non-blocking stream
+ *   event_record_query_us      cuEventRecord + cuEventQuery (timing off) on a non-blocking stream
  *   d2d_copy_4k_us             one 4 KiB cuMemcpyAsync between device buffers
  * Host time per call: batches of 256 (synchronised after each), median of 400
  * batches, after 2000 calls to warm up; the allocations as bench.c times them.
@@ -95,7 +95,8 @@ int main(void) {
    * slow the timed alloc + free down. */
   CK(cuMemAlloc(&src4k, 4096));
   CK(cuMemAlloc(&dst4k, 4096));
-  CK(cuEventCreate(&ev, CU_EVENT_DEFAULT));
+  /* The Rust side records an EventOptions::default() event: timing off. */
+  CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
 
   out("launch_typed_host_us", batches(op_launch));
   CUdeviceptr p;
