@@ -393,15 +393,19 @@ mod tests {
     fn gather(memory: &[u32], shape: &[i64], strides: &[i64]) -> Vec<u32> {
         let plan = plan(shape, strides, 4, "t").unwrap();
         let len: i64 = shape.iter().product();
-        let mut out = vec![0u8; len as usize * 4];
+        // `u32`s, seen as bytes: a `Vec<u8>` need not be aligned for `u32`
+        // (Miri places it anywhere).
+        let mut out = vec![0u32; len as usize];
+        let out_bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
         let bytes: &[u8] = bytemuck::cast_slice(memory);
         for r in &plan {
             for row in 0..r.height {
                 let at = r.offset as usize + row * r.pitch;
-                out[r.host + row * r.width..][..r.width].copy_from_slice(&bytes[at..at + r.width]);
+                out_bytes[r.host + row * r.width..][..r.width]
+                    .copy_from_slice(&bytes[at..at + r.width]);
             }
         }
-        bytemuck::cast_slice(&out).to_vec()
+        out
     }
 
     /// The elements of `(shape, strides)`, one by one, in row-major order.
