@@ -23,6 +23,7 @@ const CRATES: &[&str] = &[
     "cudars-fft",
     "cudars-nccl",
     "cudars-file",
+    "cudars-nvtx",
 ];
 
 /// Traits whose `unsafe impl` must name a rule: thread safety, and the crate's

@@ -34,8 +34,10 @@ pub struct Domain {
 // token the tool hands out, never dereferenced here, and every call that takes it
 // is thread-safe by NVTX's contract (`nvToolsExt.h`, "thread safety"). The
 // handle is destroyed once, by the one `Domain` that owns it.
+// Soundness contract: rule 11.
 unsafe impl Send for Domain {}
 // SAFETY: as for `Send`: every `&self` method is a thread-safe NVTX call.
+// Soundness contract: rule 11.
 unsafe impl Sync for Domain {}
 
 type DomainCreateA = unsafe extern "C" fn(*const c_char) -> *mut c_void;
@@ -221,8 +223,10 @@ pub struct RegisteredString<'d> {
 
 // SAFETY: the handles are opaque tokens of the tool, never dereferenced here, and
 // usable from any thread by NVTX's contract; the text is an owned `CString`.
+// Soundness contract: rule 11.
 unsafe impl Send for RegisteredString<'_> {}
 // SAFETY: as for `Send`; nothing is mutated through `&self`.
+// Soundness contract: rule 11.
 unsafe impl Sync for RegisteredString<'_> {}
 
 impl RegisteredString<'_> {
