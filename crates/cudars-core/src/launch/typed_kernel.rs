@@ -16,7 +16,9 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Error, Result};
 use crate::launch::{LaunchConfig, launch_raw};
+use crate::memory::resource::MemoryKind;
 use crate::memory::view::{DeviceView, DeviceViewMut};
+use crate::stream::CaptureStatus;
 use crate::{
     code::kernel::Kernel, graph::view::CaptureArg, graph::view::GraphView, memory::buffer::Buffer,
     stream::Stream,
@@ -591,10 +593,12 @@ impl<S: Signature> TypedKernel<S> {
         let mut more: Vec<&Buffer> = Vec::new();
         let mut n = 0;
         let mut device = Ok(());
+        let mut host_reachable = false;
         S::for_each_memory(&args, |b| {
             if device.is_ok() {
                 device = same_device(b.device(), stream);
             }
+            host_reachable |= b.kind() == MemoryKind::Pinned;
             if let Some(slot) = memory.get_mut(n) {
                 *slot = Some(b);
                 n += 1;
@@ -603,6 +607,18 @@ impl<S: Signature> TypedKernel<S> {
             }
         });
         device?;
+        if host_reachable && stream.capture_status()? != CaptureStatus::None {
+            // Rule 3 of the soundness contract: a captured kernel runs whenever
+            // its graph is launched, past what a host view of the pinned memory
+            // can wait for (the device could write it under a live `&mut`).
+            return Err(Error::invalid(
+                "launching a typed kernel",
+                "a view of pinned host memory passed to a launch on a capturing stream: \
+                 the graph would touch the host memory whenever it is launched, past \
+                 what the buffer's host views can wait for (capture with \
+                 `GraphBuilder::launch_typed` and `GraphView`s instead)",
+            ));
+        }
         // SAFETY: the argument array matches the checked signature, one pointer
         // per parameter to a value of its size; the caller vouches for the rest.
         S::with_args(&args, |ptrs| unsafe {

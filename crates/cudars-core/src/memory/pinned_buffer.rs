@@ -9,6 +9,13 @@
 //! first. Copies that conflict with each other are ordered on the device
 //! (`cuStreamWaitEvent`), never by waiting on the host. Forgetting a guard cannot
 //! break this: there is no guard, the state lives in the buffer.
+//!
+//! Device views ([`PinnedBuffer::view`], [`PinnedBuffer::view_mut`]), which
+//! kernels and every other device operation take, are tracked the way a byte
+//! [`Buffer`]'s are: each use orders the inner buffer's free stream after itself
+//! (rule 2 of the soundness contract). Lending a view sets a flag in the buffer
+//! (not in the view, which `mem::forget` could skip); while it is set, host access
+//! waits for the free stream, and copies and host functions are ordered after it.
 
 use std::marker::PhantomData;
 use std::sync::{Mutex, PoisonError};
@@ -41,6 +48,41 @@ use crate::{
 /// assert_eq!(host.as_slice()?, [1, 2, 3, 4]); // waits for the download only
 /// # Ok(()) }
 /// ```
+///
+/// Kernels take it as they take a [`DeviceBuffer`](crate::DeviceBuffer), through
+/// [`view`](Self::view) (a `const T*`) and [`view_mut`](Self::view_mut) (a `T*`):
+/// the device reads and writes the page-locked memory directly (zero copy). A
+/// view borrows the buffer, so no host slice of it lives while a view does:
+///
+/// ```compile_fail,E0502
+/// # fn f(host: &mut cudars_core::PinnedBuffer<f32>) -> cudars_core::Result<()> {
+/// let elems = host.as_slice()?;
+/// let out = host.view_mut()?; // error: `host` is borrowed by the host slice
+/// drop((elems, out));
+/// # Ok(()) }
+/// ```
+///
+/// ```compile_fail,E0502
+/// # fn f(host: &mut cudars_core::PinnedBuffer<f32>) -> cudars_core::Result<()> {
+/// let input = host.view();
+/// let elems = host.as_mut_slice()?; // error: `host` is lent to a view
+/// drop((input, elems));
+/// # Ok(()) }
+/// ```
+///
+/// and after the view is gone, the host slices wait for the kernels it was given
+/// (rule 3 of the soundness contract):
+///
+/// ```no_run
+/// # fn f(k: &cudars_core::TypedKernel<(cudars_core::MutPtr<f32>, u64)>, dev: &cudars_core::Device,
+/// #      s: &cudars_core::Stream) -> cudars_core::Result<()> {
+/// let mut out = cudars_core::PinnedBuffer::<f32>::zeroed(dev, 1024)?;
+/// let cfg = cudars_core::LaunchConfig::for_elements(1024, 256);
+/// // SAFETY: the kernel writes out[0..n], n = 1024 = the view's length.
+/// unsafe { k.launch(s, &cfg, (out.view_mut()?, 1024))? };
+/// let written: &[f32] = out.as_slice()?; // waits for the kernel
+/// # let _ = written; Ok(()) }
+/// ```
 pub struct PinnedBuffer<T> {
     buf: Buffer,
     len: usize,
@@ -50,10 +92,51 @@ pub struct PinnedBuffer<T> {
 
 /// Copies in flight, by stream: those that read the host memory (to the device)
 /// and those that write it (from the device).
+/// And whether device views were lent since the host last waited for their uses.
 #[derive(Default)]
 struct Pending {
     reads: Vec<(QueueId, Event)>,
     writes: Vec<(QueueId, Event)>,
+    /// A shared view ([`PinnedBuffer::view`]) was lent: the device may read.
+    viewed: bool,
+    /// A mutable view ([`PinnedBuffer::view_mut`]) was lent: the device may write.
+    viewed_mut: bool,
+    /// Host functions lent the elements (also in `reads` or `writes`): a mutable
+    /// view waits for them, so that the device never writes under their slices.
+    hosted: Vec<(QueueId, Event)>,
+}
+
+impl Pending {
+    /// Waits on the host for the uses of the views lent: those that may write
+    /// (`writes_only`), or all.
+    fn wait_views(&mut self, buf: &Buffer, writes_only: bool, what: &'static str) -> Result<()> {
+        let lent = self.viewed_mut || (!writes_only && self.viewed);
+        if lent {
+            // Rule 2: every use of a view ordered the free stream after itself.
+            buf.wait_for_uses(what)?;
+            self.viewed_mut = false;
+            if !writes_only {
+                self.viewed = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Orders later work on `stream` after the uses of the views lent: those that
+    /// may write (`writes_only`), or all. The flags stay set: the host has not
+    /// waited.
+    fn order_after_views(
+        &self,
+        buf: &Buffer,
+        stream: &Stream,
+        writes_only: bool,
+        what: &'static str,
+    ) -> Result<()> {
+        if self.viewed_mut || (!writes_only && self.viewed) {
+            buf.order_after_uses(stream, what)?;
+        }
+        Ok(())
+    }
 }
 
 impl<T> std::fmt::Debug for PinnedBuffer<T> {
@@ -119,23 +202,29 @@ impl<T: Pod> PinnedBuffer<T> {
     }
 
     /// The elements, after waiting for the copies in flight that write them
-    /// (rule 3 of the soundness contract, `docs/architecture.md`).
+    /// and, when a [`view_mut`](Self::view_mut) was lent since the last wait, for
+    /// the device work given it (rule 3 of the soundness contract,
+    /// `docs/architecture.md`).
     ///
     /// # Errors
-    /// The driver's error for a failed copy.
+    /// The driver's error for a failed copy or kernel.
     pub fn as_slice(&self) -> Result<&[T]> {
         let mut p = self.lock();
         wait_all(&mut p.writes)?;
-        // SAFETY: no copy that writes the memory is in flight, and none can start
-        // while `&self` is borrowed (writing it takes `&mut self`).
+        p.wait_views(&self.buf, true, "reading pinned memory on the host")?;
+        // SAFETY: no copy that writes the memory is in flight, nor any device work
+        // given a mutable view of it (waited for above: rule 2 ordered each use
+        // before the free stream), and none can start while `&self` is borrowed
+        // (writing it takes `&mut self`, and so does a mutable view).
         unsafe { self.buf.as_host_slice() }
     }
 
-    /// The elements, mutably, after waiting for every copy in flight (rule 3
-    /// of the soundness contract, `docs/architecture.md`).
+    /// The elements, mutably, after waiting for every copy and host function in
+    /// flight and, when views were lent since the last wait, for the device work
+    /// given them (rule 3 of the soundness contract, `docs/architecture.md`).
     ///
     /// # Errors
-    /// The driver's error for a failed copy.
+    /// The driver's error for a failed copy or kernel.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
         let p = self
             .pending
@@ -143,9 +232,53 @@ impl<T: Pod> PinnedBuffer<T> {
             .unwrap_or_else(PoisonError::into_inner);
         wait_all(&mut p.reads)?;
         wait_all(&mut p.writes)?;
-        // SAFETY: no copy touches the memory now, and `&mut self` keeps new ones
-        // from starting.
+        p.wait_views(&self.buf, false, "writing pinned memory on the host")?;
+        // The host functions' events are behind those waited for above.
+        p.hosted.clear();
+        // SAFETY: no copy touches the memory now, nor any device work given a
+        // view of it (waited for above), and `&mut self` keeps new copies and new
+        // views from starting.
         unsafe { self.buf.as_host_slice_mut() }
+    }
+
+    /// The elements as a shared device view: what a kernel's `const T*`
+    /// parameter ([`ConstPtr`](crate::ConstPtr), `kernels!`' `DeviceView`), a copy
+    /// or a library call takes. The device reads the page-locked memory in place.
+    /// Later host writes ([`as_mut_slice`](Self::as_mut_slice)) and copies into
+    /// the buffer wait for the work given the view (rule 3 of the soundness
+    /// contract); the view borrows the buffer, so none can start while it lives.
+    pub fn view(&self) -> DeviceView<'_, T> {
+        self.lock().viewed = true;
+        DeviceView::new_unchecked(&self.buf, self.buf.ptr(), self.len)
+    }
+
+    /// The elements as an exclusive device view: what a kernel's `T*` parameter
+    /// ([`MutPtr`](crate::MutPtr), `kernels!`' `DeviceViewMut`) takes. Host
+    /// access ([`as_slice`](Self::as_slice), [`as_mut_slice`](Self::as_mut_slice),
+    /// a host function lent the elements) and copies wait for the work given the
+    /// view (rule 3 of the soundness contract): the device never writes the
+    /// memory under a live host slice, which the view's exclusive borrow excludes
+    /// while it lives and the wait after.
+    ///
+    /// It first waits for the host functions in flight that were lent the
+    /// elements ([`Stream::launch_host_func_with`] and `_with_mut`), whose slices
+    /// the device must not write under; copies in flight are not waited for (the
+    /// kernel's contract orders device work on other streams).
+    ///
+    /// # Errors
+    /// The driver's error waiting for a host function's stream.
+    pub fn view_mut(&mut self) -> Result<DeviceViewMut<'_, T>> {
+        let p = self
+            .pending
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        wait_all(&mut p.hosted)?;
+        p.viewed_mut = true;
+        Ok(DeviceViewMut::new_unchecked(
+            &self.buf,
+            self.buf.ptr(),
+            self.len,
+        ))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -191,6 +324,8 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
         // after them in stream order, and nothing blocks on a driver thread).
         order_after(&p.reads, stream)?;
         order_after(&p.writes, stream)?;
+        // And not before the device work given views of it.
+        p.order_after_views(&self.buf, stream, false, WHAT)?;
         stream.launch_host_func(move || {
             // SAFETY: rule 3. The memory lives until the host function has run:
             // the buffer's `Drop` waits for the event `track` records behind it
@@ -202,6 +337,7 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
             // event (it is tracked as a write, which every copy orders after).
             f(unsafe { host.slice_mut() });
         })?;
+        track(&mut p.hosted, stream)?;
         track(&mut p.writes, stream)
     }
 
@@ -219,17 +355,25 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
         // write the memory (none starts while `&self` is borrowed: writing takes
         // `&mut self`). The lock is not held while queuing, which may drop `f`
         // (user code) on a refusal.
-        order_after(&self.lock().writes, stream)?;
+        {
+            let p = self.lock();
+            order_after(&p.writes, stream)?;
+            // And not before device work given a mutable view of it.
+            p.order_after_views(&self.buf, stream, true, WHAT)?;
+        }
         stream.launch_host_func(move || {
             // SAFETY: rule 3. The memory lives until the host function has run
             // (as in `lend_mut_to_host_func`). Nothing writes it while it runs:
             // copies that write it queued before are ordered before it (above);
             // the host writes only through `as_mut_slice`, and copies write it
             // only through `copy_to_pinned`, which both wait for the reads
-            // tracked here first.
+            // tracked here first, and the device through a mutable view, which
+            // `&self` excludes now and which takes `&mut self` later.
             f(unsafe { host.slice() });
         })?;
-        track(&mut self.lock().reads, stream)
+        let mut p = self.lock();
+        track(&mut p.hosted, stream)?;
+        track(&mut p.reads, stream)
     }
 }
 
@@ -324,6 +468,7 @@ impl<T> Drop for PinnedBuffer<T> {
             .reads
             .drain(..)
             .chain(p.writes.drain(..))
+            .chain(p.hosted.drain(..))
             .map(|(_, e)| e)
             .collect();
         let mut left = if crate::deferred::must_defer() {
@@ -397,8 +542,10 @@ impl<T: Pod> DeviceViewMut<'_, T> {
         const WHAT: &str = "copying pinned host memory to the device";
         src.check(self.len, stream, WHAT)?;
         let mut p = src.lock();
-        // Not before copies in flight that write the host memory have finished.
+        // Not before copies in flight that write the host memory have finished,
+        // nor device work given a mutable view of it.
         order_after(&p.writes, stream)?;
+        p.order_after_views(&src.buf, stream, true, WHAT)?;
         // SAFETY: the pinned memory lives until every copy tracked in `pending`
         // has finished (Drop waits), and is not written on the host before (only
         // `as_mut_slice`, which waits, writes it).
@@ -423,9 +570,11 @@ impl<T: Pod> DeviceView<'_, T> {
             .pending
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
-        // Not before the copies in flight that read or write the host memory.
+        // Not before the copies in flight that read or write the host memory,
+        // nor device work given views of it.
         order_after(&p.reads, stream)?;
         order_after(&p.writes, stream)?;
+        p.order_after_views(&dst.buf, stream, false, WHAT)?;
         // SAFETY: as in `copy_from_pinned`; the host reads `dst` only after
         // waiting for this copy (`as_slice`), and `&mut` excludes other access now.
         unsafe { self.span().download(dst_ptr, stream) }?;
