@@ -5,6 +5,7 @@
 //! parameter's C type to its Rust type, with the compile-time checks of the
 //! user's type mappings against the source's layouts).
 
+mod declared;
 mod input;
 mod params;
 
@@ -66,6 +67,28 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             quote!(#lit),
             format!("{}.cu", input.name),
         ),
+        Origin::Expr(expr) => {
+            let shown = quote!(#expr).to_string();
+            let Some(decl) = &input.declare else {
+                return Err(syn::Error::new_spanned(
+                    expr,
+                    format!(
+                        "the macro reads the kernels' signatures when the crate compiles, and \
+                         cannot see the value of `{shown}`: repeat the declarations the \
+                         kernels need with `declare r#\"extern \"C\" __global__ void k(…);\"#;` \
+                         (checked against the source at compile time), or give the text \
+                         itself (`source r#\"…\"#`) or its file (`= \"kernels/ops.cu\"`, \
+                         relative to the crate's manifest directory)"
+                    ),
+                ));
+            };
+            (
+                decl.value(),
+                format!("the declarations of `{shown}`"),
+                quote!(#expr),
+                format!("{}.cu", input.name),
+            )
+        }
     };
     let mut ctx = Ctx {
         input,
@@ -282,7 +305,15 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         " The CUDA C++ source ({}), embedded at build time.",
         ctx.file
     );
-    let checks = &ctx.checks;
+    let mut checks = ctx.checks.clone();
+    if let Origin::Expr(expr) = &input.origin {
+        let shown = quote!(#expr).to_string();
+        checks.push(declared::check(
+            &input.name,
+            &shown,
+            &declared::declarations(&text),
+        ));
+    }
     Ok(quote! {
         #(#checks)*
 

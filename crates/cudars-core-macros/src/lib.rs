@@ -7,7 +7,10 @@
 //!
 //! The macro reads the source when the calling crate is compiled (no CUDA
 //! toolkit is needed then) and embeds it; the generated type compiles it with
-//! NVRTC when it is loaded, at run time.
+//! NVRTC when it is loaded, at run time. A source given as a constant
+//! expression (`source KERNELS;`) is embedded as that expression; the
+//! signatures then come from `declare "…";`, which the generated code checks
+//! against the source's text at compile time.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -45,7 +45,7 @@
 //! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
 //! | ordering and timing | [`Stream`], [`Event`] |
 //! | awaiting GPU work (any executor) | [`Stream::completion`] and [`Stream::completion_with`] ([`Completion`]), [`Event::wait_async`] and `(&event).await` ([`EventWait`]), [`DeviceView::to_vec_async`] ([`ToVec`]), [`DeviceViewMut::copy_from_pinned_async`], [`DeviceView::copy_to_pinned_async`]: one reactor thread for the process, cancellation that frees nothing in use |
-//! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies) |
+//! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies; its `view` and `view_mut` are kernel arguments) |
 //! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] ([`ManagedBuffer`]), [`VirtualMemoryResource`] |
 //! | batched memory operations (CUDA 13) | [`copy_batch`], [`copy_batch_with`] (options per copy) ([`BatchCopy`], [`BatchViewCopy`], `zip` for two lists), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`FatbinBuilder`] (nvFatbin: cubins, PTX and LTO-IR for several architectures in one fatbin), [`ObjectCode`] |
@@ -164,6 +164,63 @@ pub use cudars_bindings;
 /// `only saxpy, affine;` generates those kernels alone (the others' parameters
 /// are not looked at), and names why when one cannot be had (a template, a C++
 /// name, no such kernel).
+///
+/// A source kept in a `const` or `static` (as NVIDIA's Python examples keep
+/// theirs in a module-level string), or any other constant `&'static str`
+/// expression (`include_str!`, `concat!`), is `= source EXPR;`. The macro runs
+/// before such a value exists, so it cannot read the signatures from it: repeat
+/// the declarations the kernels need (their prototypes, and the `struct`s and
+/// `typedef`s they name) in `declare "…";`. The signatures are read from
+/// `declare`, and checked twice: at compile time, a constant of the generated
+/// code fails to evaluate, naming the declaration, unless `SOURCE` holds each
+/// of them as written (whitespace aside; a kernel inside an `extern "C" { … }`
+/// block is declared with or without its `extern "C"`); and at load time, each
+/// parameter's size, as for any source (CUDA 12.4 and later). Without `declare`
+/// the macro says what to write; a file is better named by its path
+/// (`= "kernels/ops.cu"`, which the macro reads itself). A source made at run
+/// time (read from a file, formatted) has no `SOURCE` to embed: compile it with
+/// [`Program`] and type its kernels with [`TypedKernel::new`].
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+/// const CODE: &str = r#"
+///     extern "C" __global__ void scale(float a, float* y, unsigned long long n) {
+///         unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+///         if (i < n) y[i] *= a;
+///     }
+/// "#;
+/// cudars_core::kernels! {
+///     struct Scale = source CODE;
+///     declare r#"extern "C" __global__ void scale(float a, float* y, unsigned long long n);"#;
+/// }
+/// let k = Scale::load(dev)?;
+/// let mut y = cudars_core::DeviceBuffer::<f32>::zeroed(dev, 512, s)?;
+/// // SAFETY: scale touches y[0..n], n = 512 = the view's length.
+/// unsafe { k.scale(s, &cudars_core::LaunchConfig::for_elements(512, 128), 2.0, y.view_mut(), 512)? };
+/// # Ok(()) }
+/// ```
+///
+/// A declaration the source does not hold does not compile:
+///
+/// ```compile_fail,E0080
+/// const CODE: &str = r#"extern "C" __global__ void scale(float a, float* y, int n) {}"#;
+/// cudars_core::kernels! {
+///     struct Scale = source CODE;
+///     declare r#"extern "C" __global__ void scale(float a, float* y, unsigned long long n);"#;
+/// }
+/// ```
+///
+/// nor does a source expression without `declare`:
+///
+/// ```compile_fail
+/// const CODE: &str = r#"extern "C" __global__ void scale(float a, float* y, int n) {}"#;
+/// cudars_core::kernels! {
+///     struct Scale = source CODE;
+/// }
+/// ```
+///
+/// A `PinnedBuffer`'s [`view`](PinnedBuffer::view) and
+/// [`view_mut`](PinnedBuffer::view_mut) are arguments as a `DeviceBuffer`'s are.
 ///
 /// | C parameter | Rust argument |
 /// |---|---|

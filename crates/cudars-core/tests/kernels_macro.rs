@@ -108,6 +108,52 @@ cudars_core::kernels! {
     "#;
 }
 
+/// A porter's source in a `const`, as NVIDIA's Python examples keep theirs in a
+/// module-level string (issue 28, point 13).
+const SCALE_SRC: &str = r#"
+struct Affine { float scale; float shift; unsigned n; };
+extern "C" {
+__global__ void scale(float a, float* y, unsigned long long n) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] *= a;
+}
+// Laid out differently from `declare` below: the comparison leaves whitespace out.
+__global__ void affine_of(const __grid_constant__ Affine p,
+                          float*  y) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.n) y[i] = p.scale * y[i] + p.shift;
+}
+}
+"#;
+
+cudars_core::kernels! {
+    /// A `const` source: the signatures come from `declare`, which the macro
+    /// checks against `SCALE_SRC` at compile time.
+    struct FromConst = source SCALE_SRC;
+    declare r#"
+        struct Affine { float scale; float shift; unsigned n; };
+        extern "C" __global__ void scale(float a, float* y, unsigned long long n);
+        extern "C" __global__ void affine_of(const __grid_constant__ Affine p, float* y);
+    "#;
+    type Affine = crate::Affine;
+}
+
+/// A `static` source.
+static SPIN_SRC: &str = r#"extern "C" __global__ void spin_a_little(int n) { for (int i = 0; i < n; i++) {} }"#;
+
+cudars_core::kernels! {
+    /// A `static` source.
+    struct FromStatic = source SPIN_SRC;
+    declare r#"extern "C" __global__ void spin_a_little(int n);"#;
+}
+
+cudars_core::kernels! {
+    /// `include_str!` (relative to this file), with the one kernel wanted
+    /// declared.
+    struct FromInclude = source include_str!("kernels/generated.cu");
+    declare r#"extern "C" __global__ void saxpy(float a, const float* x, float* y, int n);"#;
+}
+
 /// A Rust alias of `f64`: the macro cannot compare it by name with `real`'s
 /// type, so it checks the mapping at compile time.
 type Real = f64;
@@ -300,6 +346,58 @@ fn a_compile_error_carries_the_log_under_the_program_name() {
     assert!(matches!(e, Error::Compile { .. }), "{e:?}");
     assert!(text.contains("Broken.cu"), "{text}");
     assert!(text.contains("undefined_name"), "{text}");
+}
+
+/// Issue 28, point 13: kernels from a `const`, a `static` and `include_str!`
+/// sources load (their declarations checked at compile time, their sizes at
+/// load) and run.
+#[test]
+fn kernels_from_a_const_static_or_included_source_run() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s) = setup();
+    assert_eq!(FromConst::SOURCE, SCALE_SRC);
+    assert_eq!(FromConst::KERNELS, ["scale", "affine_of"]);
+    let k = FromConst::load(&d).unwrap();
+    let mut y = DeviceBuffer::from_host(&d, &[1.0f32, 2.0, 3.0, 4.0], &s).unwrap();
+    let cfg = LaunchConfig::for_elements(4, 32);
+    // SAFETY: scale touches y[0..n], n = 4 = the view's length.
+    unsafe { k.scale(&s, &cfg, 3.0, y.view_mut(), 4) }.unwrap();
+    let p = Affine {
+        scale: 0.5,
+        shift: 1.0,
+        n: 4,
+    };
+    // SAFETY: affine_of touches y[0..p.n], p.n = 4 = the view's length.
+    unsafe { k.affine_of(&s, &cfg, &p, y.view_mut()) }.unwrap();
+    assert_eq!(y.to_vec(&s).unwrap(), [2.5, 4.0, 5.5, 7.0]);
+
+    let spin = FromStatic::load(&d).unwrap();
+    // SAFETY: the kernel touches no memory.
+    unsafe { spin.spin_a_little(&s, &LaunchConfig::for_elements(1, 1), 10) }.unwrap();
+
+    let inc = FromInclude::load(&d).unwrap();
+    assert_eq!(inc.saxpy_kernel().kernel().name(), "saxpy");
+    let x = DeviceBuffer::from_host(&d, &[1.0f32; 4], &s).unwrap();
+    // SAFETY: saxpy touches x[0..n] and y[0..n], n = 4, both views' length.
+    unsafe { inc.saxpy(&s, &cfg, 2.0, x.view(), y.view_mut(), 4) }.unwrap();
+    assert_eq!(y.to_vec(&s).unwrap(), [4.5, 6.0, 7.5, 9.0]);
+}
+
+/// A `PinnedBuffer` is a `kernels!` argument as a `DeviceBuffer` is: the
+/// launch functions take its `view` and `view_mut` (issue 28, point 13).
+#[test]
+fn generated_launches_take_pinned_buffers() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s) = setup();
+    let k = FromInclude::load(&d).unwrap();
+    let x = cudars_core::PinnedBuffer::from_slice(&d, &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    let mut y = cudars_core::PinnedBuffer::from_slice(&d, &[10.0f32; 4]).unwrap();
+    let cfg = LaunchConfig::for_elements(4, 32);
+    // SAFETY: saxpy touches x[0..n] and y[0..n], n = 4, both views' length.
+    unsafe { k.saxpy(&s, &cfg, 2.0, x.view(), y.view_mut().unwrap(), 4) }.unwrap();
+    assert_eq!(y.as_slice().unwrap(), [12.0, 14.0, 16.0, 18.0]);
 }
 
 fn setup() -> (Device, Stream) {

@@ -2,11 +2,12 @@
 //! type mappings and the kernels wanted.
 
 use syn::parse::{Parse, ParseStream};
-use syn::{Attribute, Ident, LitStr, Token, Type, Visibility};
+use syn::{Attribute, Expr, Ident, LitStr, Token, Type, Visibility};
 
 mod kw {
     syn::custom_keyword!(source);
     syn::custom_keyword!(only);
+    syn::custom_keyword!(declare);
 }
 
 /// Where the CUDA source comes from.
@@ -15,6 +16,10 @@ pub(crate) enum Origin {
     File(LitStr),
     /// Inline text: `source "…"`.
     Inline(LitStr),
+    /// A constant expression the macro cannot read (`source KERNELS`, a `const`
+    /// or `static` path, `include_str!(…)`, `concat!(…)`): the signatures come
+    /// from `declare "…";`, checked against the text at compile time.
+    Expr(Box<Expr>),
 }
 
 /// `type CName = RustType;`, or `unsafe type CName = RustType;` for a C type
@@ -30,6 +35,7 @@ pub(crate) struct Mapping {
 ///
 /// ```text
 /// #[attributes] VIS struct NAME = "path/to/file.cu";   (or: = source "…";)
+///                                                      (or: = source EXPR; declare "…";)
 /// type CName = RustType;                               (any number)
 /// unsafe type CName = RustType;                        (a C type the macro cannot check)
 /// only kernel_a, kernel_b;                             (optional)
@@ -42,7 +48,14 @@ pub(crate) struct Input {
     pub(super) mappings: Vec<Mapping>,
     /// The kernels wanted (`only a, b;`); all when `None`.
     pub(super) only: Option<Vec<Ident>>,
+    /// `declare "…";`: the declarations of a source given as an expression.
+    pub(super) declare: Option<LitStr>,
 }
+
+/// What the macro expects after `=`.
+const EXPECTED: &str = "expected the source's path (a string literal relative to the crate's \
+     manifest directory), `source \"…\"` (the text) or `source EXPR` (a constant `&str` \
+     expression, with `declare \"…\";`)";
 
 impl Parse for Input {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
@@ -53,20 +66,48 @@ impl Parse for Input {
         input.parse::<Token![=]>()?;
         let origin = if input.peek(kw::source) {
             input.parse::<kw::source>()?;
-            Origin::Inline(input.parse()?)
+            if input.peek(LitStr) {
+                Origin::Inline(input.parse()?)
+            } else {
+                Origin::Expr(Box::new(input.parse()?))
+            }
+        } else if input.peek(LitStr) {
+            Origin::File(input.parse()?)
         } else {
-            Origin::File(input.parse().map_err(|e| {
-                syn::Error::new(
-                    e.span(),
-                    "expected the source's path (a string literal relative to the crate's \
-                     manifest directory) or `source \"…\"`",
-                )
-            })?)
+            let expr: Expr = input.parse().map_err(|e| syn::Error::new(e.span(), EXPECTED))?;
+            let include = matches!(&expr, Expr::Macro(m) if m.mac.path.is_ident("include_str"));
+            return Err(syn::Error::new_spanned(
+                expr,
+                if include {
+                    "`kernels!` reads the file itself: write its path relative to the crate's \
+                     manifest directory, `struct Name = \"kernels/ops.cu\";` (embedded as \
+                     `include_str!` would, and its signatures checked at compile time)"
+                } else {
+                    EXPECTED
+                },
+            ));
         };
         input.parse::<Token![;]>()?;
         let mut mappings: Vec<Mapping> = Vec::new();
         let mut only: Option<Vec<Ident>> = None;
+        let mut declare: Option<LitStr> = None;
         while !input.is_empty() {
+            if input.peek(kw::declare) {
+                let kw = input.parse::<kw::declare>()?;
+                if declare.is_some() {
+                    return Err(syn::Error::new(kw.span, "`declare` is given twice"));
+                }
+                if !matches!(origin, Origin::Expr(_)) {
+                    return Err(syn::Error::new(
+                        kw.span,
+                        "`declare` is for a source the macro cannot read (`source EXPR`): \
+                         the declarations of a file or an inline source are read from it",
+                    ));
+                }
+                declare = Some(input.parse()?);
+                input.parse::<Token![;]>()?;
+                continue;
+            }
             if input.peek(kw::only) {
                 let kw = input.parse::<kw::only>()?;
                 if only.is_some() {
@@ -116,6 +157,7 @@ impl Parse for Input {
             origin,
             mappings,
             only,
+            declare,
         })
     }
 }

@@ -138,6 +138,12 @@ impl<'a> Ctx<'a> {
     fn span(&self) -> Span {
         match &self.input.origin {
             Origin::File(l) | Origin::Inline(l) => l.span(),
+            // Errors about the declarations point at them.
+            Origin::Expr(e) => self
+                .input
+                .declare
+                .as_ref()
+                .map_or_else(|| syn::spanned::Spanned::span(e), |d| d.span()),
         }
     }
 

@@ -420,3 +420,67 @@ fn a_file_is_read_relative_to_the_manifest_and_embedded() {
     );
     assert!(code.contains("\"sample.cu\""), "{code}");
 }
+
+/// Issue 28, point 13: a source given as a constant expression takes its
+/// signatures from `declare`, embeds the expression, and checks at compile
+/// time that the text declares each of them.
+#[test]
+fn a_source_expression_takes_its_signatures_from_declare() {
+    let code = run(r##"
+            pub struct K = source crate::KERNELS;
+            declare r#"
+                // The kernels of KERNELS.
+                struct P { float a; unsigned n; };
+                extern "C" __global__ void scale(const P* p, float* y,
+                                                 unsigned long long n);
+            "#;
+            type P = crate::P;
+        "##)
+    .unwrap()
+    .replace(' ', "");
+    assert!(
+        code.contains("pubconstSOURCE:&'staticstr=crate::KERNELS;"),
+        "{code}"
+    );
+    assert!(
+        code.contains("p:::cudars_core::DeviceView<'_,crate::P>,y:::cudars_core::DeviceViewMut<'_,f32>,n:u64"),
+        "{code}"
+    );
+    assert!(code.contains("has(K::SOURCE.as_bytes(),\"structP{floata;unsignedn;}\".as_bytes())"), "{code}");
+    assert!(code.contains("has(K::SOURCE.as_bytes(),\"__global__voidscale(constP*p,float*y,unsignedlonglongn)\".as_bytes())"), "{code}");
+}
+
+#[test]
+fn a_source_expression_without_declare_says_what_to_write() {
+    fails(
+        "struct K = source KERNELS;",
+        "cannot see the value of `KERNELS`: repeat the declarations the kernels need with `declare",
+    );
+    fails(
+        r#"struct K = include_str!("ops.cu");"#,
+        "`kernels!` reads the file itself: write its path relative to the crate's manifest directory",
+    );
+    fails("struct K = KERNELS;", "or `source EXPR` (a constant `&str` expression, with `declare \"…\";`)");
+    fails(
+        r#"struct K = "ops.cu"; declare "extern \"C\" __global__ void k();";"#,
+        "`declare` is for a source the macro cannot read",
+    );
+}
+
+#[test]
+fn declarations_are_split_at_the_top_level_without_comments_or_directives() {
+    let d = declared::declarations(
+        "#include <x.h>\n#define A \\\n  1\n/* a\n comment; */ typedef double real; // real; \n\
+         struct S { int a; float b; };\nextern \"C\" __global__ void k(real* y, S s)\n;",
+    );
+    let needles: Vec<&str> = d.iter().map(|d| d.needle.as_str()).collect();
+    assert_eq!(
+        needles,
+        [
+            "typedefdoublereal",
+            "structS{inta;floatb;}",
+            "__global__voidk(real*y,Ss)"
+        ]
+    );
+    assert_eq!(d[2].shown, "__global__ void k(real* y, S s)");
+}
