@@ -139,7 +139,8 @@ cudars_core::kernels! {
 }
 
 /// A `static` source.
-static SPIN_SRC: &str = r#"extern "C" __global__ void spin_a_little(int n) { for (int i = 0; i < n; i++) {} }"#;
+static SPIN_SRC: &str =
+    r#"extern "C" __global__ void spin_a_little(int n) { for (int i = 0; i < n; i++) {} }"#;
 
 cudars_core::kernels! {
     /// A `static` source.

@@ -74,7 +74,9 @@ impl Parse for Input {
         } else if input.peek(LitStr) {
             Origin::File(input.parse()?)
         } else {
-            let expr: Expr = input.parse().map_err(|e| syn::Error::new(e.span(), EXPECTED))?;
+            let expr: Expr = input
+                .parse()
+                .map_err(|e| syn::Error::new(e.span(), EXPECTED))?;
             let include = matches!(&expr, Expr::Macro(m) if m.mac.path.is_ident("include_str"));
             return Err(syn::Error::new_spanned(
                 expr,

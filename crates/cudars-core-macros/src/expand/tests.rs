@@ -443,10 +443,15 @@ fn a_source_expression_takes_its_signatures_from_declare() {
         "{code}"
     );
     assert!(
-        code.contains("p:::cudars_core::DeviceView<'_,crate::P>,y:::cudars_core::DeviceViewMut<'_,f32>,n:u64"),
+        code.contains(
+            "p:::cudars_core::DeviceView<'_,crate::P>,y:::cudars_core::DeviceViewMut<'_,f32>,n:u64"
+        ),
         "{code}"
     );
-    assert!(code.contains("has(K::SOURCE.as_bytes(),\"structP{floata;unsignedn;}\".as_bytes())"), "{code}");
+    assert!(
+        code.contains("has(K::SOURCE.as_bytes(),\"structP{floata;unsignedn;}\".as_bytes())"),
+        "{code}"
+    );
     assert!(code.contains("has(K::SOURCE.as_bytes(),\"__global__voidscale(constP*p,float*y,unsignedlonglongn)\".as_bytes())"), "{code}");
 }
 
@@ -460,7 +465,10 @@ fn a_source_expression_without_declare_says_what_to_write() {
         r#"struct K = include_str!("ops.cu");"#,
         "`kernels!` reads the file itself: write its path relative to the crate's manifest directory",
     );
-    fails("struct K = KERNELS;", "or `source EXPR` (a constant `&str` expression, with `declare \"…\";`)");
+    fails(
+        "struct K = KERNELS;",
+        "or `source EXPR` (a constant `&str` expression, with `declare \"…\";`)",
+    );
     fails(
         r#"struct K = "ops.cu"; declare "extern \"C\" __global__ void k();";"#,
         "`declare` is for a source the macro cannot read",

@@ -639,32 +639,13 @@ impl Buffer {
         unsafe { self.as_host_slice_mut() }
     }
 
-    /// Waits for every use of the buffer that rule 2 of the soundness contract
-    /// ordered before its free stream (what [`host_slice_mut`](Self::host_slice_mut)
-    /// waits for): the wait a typed owner of the buffer makes before a host view
-    /// when it has lent device views of it (`PinnedBuffer::view`).
-    pub(crate) fn wait_for_uses(&self, what: &'static str) -> Result<()> {
-        match &self.owner {
-            Some((_, free)) => free.wait(),
-            None => Err(Error::unsupported(
-                what,
-                "the buffer does not own its memory, so it has no free stream to wait for",
-            )),
-        }
-    }
-
-    /// Makes later work on `stream` wait for every use of the buffer ordered
-    /// before its free stream (rule 2), as [`wait_for_uses`](Self::wait_for_uses)
-    /// does on the host.
-    pub(crate) fn order_after_uses(&self, stream: &Stream, what: &'static str) -> Result<()> {
-        match &self.owner {
-            Some((_, free)) if free.is_same_queue(stream) => Ok(()),
-            Some((_, free)) => stream.wait_stream(free),
-            None => Err(Error::unsupported(
-                what,
-                "the buffer does not own its memory, so it has no free stream to wait for",
-            )),
-        }
+    /// The free stream, before which rule 2 of the soundness contract ordered
+    /// every use of the buffer (what [`host_slice_mut`](Self::host_slice_mut)
+    /// waits for; `PinnedBuffer`'s host views wait for it once it lent views).
+    pub(crate) fn uses_stream(&self, what: &'static str) -> Result<&Stream> {
+        self.owner.as_ref().map(|(_, free)| free).ok_or_else(|| {
+            Error::unsupported(what, "the buffer does not own its memory: no free stream")
+        })
     }
 
     /// The number of `T`s in the host-visible buffer, or why it cannot be viewed

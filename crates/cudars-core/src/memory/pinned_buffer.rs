@@ -113,7 +113,7 @@ impl Pending {
         let lent = self.viewed_mut || (!writes_only && self.viewed);
         if lent {
             // Rule 2: every use of a view ordered the free stream after itself.
-            buf.wait_for_uses(what)?;
+            buf.uses_stream(what)?.wait()?;
             self.viewed_mut = false;
             if !writes_only {
                 self.viewed = false;
@@ -133,7 +133,10 @@ impl Pending {
         what: &'static str,
     ) -> Result<()> {
         if self.viewed_mut || (!writes_only && self.viewed) {
-            buf.order_after_uses(stream, what)?;
+            let free = buf.uses_stream(what)?;
+            if !free.is_same_queue(stream) {
+                stream.wait_stream(free)?;
+            }
         }
         Ok(())
     }
