@@ -58,8 +58,10 @@ fn setup() -> (Device, Stream, Stream, Spinning) {
     (d, s1, s2, k)
 }
 
+/// One thread per element, from `usize` counts (`LaunchConfig::try_new`, issue
+/// 28, point 13).
 fn cfg() -> LaunchConfig {
-    LaunchConfig::for_elements(N as u64, 256)
+    LaunchConfig::try_new(N.div_ceil(256), 256).unwrap()
 }
 
 /// Queues `spin_then_fill(out, N, v, SPIN)` on `s`.
