@@ -1,5 +1,5 @@
-//! `docs/parity.md` against the `cuda.core` 1.2.0 reference list
-//! (`docs/reference/cuda-core-1.2.0-api.txt`): one row per public name, under
+//! `docs/parity.md` against the `cuda.core` 1.3.x reference list
+//! (`docs/reference/cuda-core-1.3.x-api.txt`): one row per public name, under
 //! its type, totals that add up, and Rust paths that exist in this crate's
 //! sources. Needs no GPU; both documents are compiled in, the sources are read
 //! from the checkout (without them, that one test prints `SKIPPED`).
@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-const REFERENCE: &str = include_str!("../../../docs/reference/cuda-core-1.2.0-api.txt");
+const REFERENCE: &str = include_str!("../../../docs/reference/cuda-core-1.3.x-api.txt");
 const PARITY: &str = include_str!("../../../docs/parity.md");
 
 /// The statuses a row may have (before any "(in progress: …)").
