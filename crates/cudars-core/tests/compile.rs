@@ -191,6 +191,90 @@ fn template_kernels_by_name_expression() {
 }
 
 #[test]
+fn prebuilt_code_takes_a_name_and_a_symbol_mapping() {
+    require_libs!("nvrtc");
+    let src = "template<typename T> __global__ void add(T* x, T v) { x[threadIdx.x] += v; }\n";
+    let program = Program::new(SourceCode::Cxx(src), sm90()).unwrap();
+    let cubin = program
+        .compile(CompileTarget::Cubin, &["add<float>"])
+        .unwrap();
+    let mangled = cubin.symbol_mapping()["add<float>"].clone();
+    // Saved bytes come back without the mapping...
+    let bare = ObjectCode::from_cubin(cubin.code().to_vec()).unwrap();
+    assert_eq!(bare.name(), "cubin");
+    assert!(bare.symbol_mapping().is_empty());
+    assert_eq!(bare.lowered_name("add<float>"), "add<float>");
+    // ...and take it again, with a name, as cuda.core's from_cubin(name=,
+    // symbol_mapping=) does.
+    let prebuilt = bare
+        .with_name("saved.cubin")
+        .with_symbol_mapping([("add<float>", mangled.as_str())]);
+    assert_eq!(prebuilt.name(), "saved.cubin");
+    assert_eq!(prebuilt.code(), cubin.code());
+    assert_eq!(prebuilt.code_type(), CodeType::Cubin);
+    assert_eq!(prebuilt.lowered_name("add<float>"), mangled);
+    // A shared handle keeps its own name and mapping.
+    let shared = prebuilt.clone();
+    let renamed = prebuilt
+        .with_name("other")
+        .with_symbol_mapping(Vec::<(String, String)>::new());
+    assert_eq!(shared.name(), "saved.cubin");
+    assert_eq!(shared.lowered_name("add<float>"), mangled);
+    assert_eq!(renamed.name(), "other");
+    assert!(renamed.symbol_mapping().is_empty());
+}
+
+#[test]
+fn relocatable_objects_and_the_quiet_options() {
+    // ObjectCode::from_object: a relocatable object, typed as such.
+    let object = ObjectCode::from_object(ELF.to_vec()).unwrap();
+    assert_eq!(object.code_type(), CodeType::Object);
+    assert_eq!(object.name(), "object");
+    assert_eq!(object.code(), ELF);
+    let e = ObjectCode::from_object(Vec::new()).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    // disable_warnings and minimal reach NVRTC as --disable-warnings and --minimal.
+    let quiet = ProgramOptions {
+        disable_warnings: true,
+        minimal: true,
+        ..sm90()
+    };
+    let args = quiet.to_nvrtc_args().unwrap();
+    assert!(args.iter().any(|a| a == "--disable-warnings"), "{args:?}");
+    assert!(args.iter().any(|a| a == "--minimal"), "{args:?}");
+    require_libs!("nvrtc");
+    // A warning NVRTC would print (an unused variable) is gone with --disable-warnings.
+    let src = "extern \"C\" __global__ void k(int* p) { int unused = 1; *p = 0; }\n";
+    let loud = Program::new(SourceCode::Cxx(src), sm90()).unwrap();
+    loud.compile(CompileTarget::Ptx, &[]).unwrap();
+    let quiet_program = Program::new(
+        SourceCode::Cxx(src),
+        ProgramOptions {
+            disable_warnings: true,
+            ..sm90()
+        },
+    )
+    .unwrap();
+    quiet_program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert!(
+        !quiet_program.log().contains("warning"),
+        "{}",
+        quiet_program.log()
+    );
+    assert!(loud.log().contains("warning"), "{}", loud.log());
+    // --minimal compiles a kernel that needs none of the implicit headers.
+    let minimal = Program::new(SourceCode::Cxx(src), quiet).unwrap();
+    match minimal.compile(CompileTarget::Ptx, &[]) {
+        Ok(ptx) => assert!(
+            std::str::from_utf8(ptx.code())
+                .unwrap()
+                .contains(".entry k")
+        ),
+        Err(e) => panic!("--minimal: {e}\n{}", minimal.log()),
+    }
+}
+
+#[test]
 fn compile_errors_carry_the_log() {
     require_libs!("nvrtc");
     let program = Program::new(

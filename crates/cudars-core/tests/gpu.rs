@@ -105,6 +105,47 @@ fn streams_with_options() {
 }
 
 #[test]
+fn the_driver_says_what_memory_a_pointer_is() {
+    require_gpu!();
+    let d = dev0();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let device = Arc::new(DeviceMemoryResource::default_pool(&d).unwrap())
+        .allocate(4096, &s)
+        .unwrap();
+    let pinned = Arc::new(LegacyPinnedMemoryResource::new(&d))
+        .allocate(4096, &s)
+        .unwrap();
+    let managed = Arc::new(ManagedMemoryResource::legacy(&d, None))
+        .allocate(4096, &s)
+        .unwrap();
+    for (b, kind) in [
+        (&device, MemoryKind::Device),
+        (&pinned, MemoryKind::Pinned),
+        (&managed, MemoryKind::Managed),
+    ] {
+        assert_eq!(MemoryKind::of_pointer(b.ptr()).unwrap(), kind);
+        // A foreign pointer wrapped with the driver's answer reports what
+        // cuda.core's Buffer.from_handle reports for it.
+        // SAFETY: `b` owns the memory and outlives the view, which issues no work.
+        let view = unsafe {
+            Buffer::from_raw(
+                b.ptr(),
+                b.size(),
+                MemoryKind::of_pointer(b.ptr()).unwrap(),
+                &d,
+            )
+        };
+        assert_eq!(view.is_host_accessible(), kind != MemoryKind::Device);
+        assert_eq!(view.is_managed(), kind == MemoryKind::Managed);
+    }
+    // Pageable host memory is not CUDA's.
+    let on_the_heap = vec![0u8; 64];
+    let e = MemoryKind::of_pointer(on_the_heap.as_ptr() as CUdeviceptr).unwrap_err();
+    assert!(e.driver_code().is_some(), "{e}");
+    s.sync().unwrap();
+}
+
+#[test]
 fn buffers_round_trip_and_fill() {
     require_gpu!();
     let d = dev0();

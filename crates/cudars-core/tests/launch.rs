@@ -136,6 +136,19 @@ fn templates_by_name_expression() {
     bi.copy_to_host(&mut i, &s).unwrap();
     assert!(f.iter().all(|&v| v == 1.5) && i.iter().all(|&v| v == 7));
     assert!(code.get_kernel("add<double>").is_err());
+    // Prebuilt code (the cubin's bytes, as if read from a file) finds the
+    // kernel by its name expression once given the mapping, as cuda.core's
+    // ObjectCode.from_cubin(..., symbol_mapping=...) does.
+    let bare = ObjectCode::from_cubin(code.code().to_vec()).unwrap();
+    assert!(bare.get_kernel("add<float>").is_err());
+    let prebuilt = bare
+        .with_name("add.cubin")
+        .with_symbol_mapping(code.symbol_mapping().clone());
+    let k = prebuilt.get_kernel("add<float>").unwrap();
+    // SAFETY: the kernel only touches the buffer passed, within its size.
+    unsafe { launch(&s, &LaunchConfig::new(1, 32), &k, &[&bf, &1.0f32]) }.unwrap();
+    bf.copy_to_host(&mut f, &s).unwrap();
+    assert!(f.iter().all(|&v| v == 2.5), "{f:?}");
 }
 
 #[test]

@@ -39,6 +39,36 @@ fn a_nul_byte_is_rejected_before_nvml_is_called() {
     }
 }
 
+#[test]
+fn nvml_codes_read_as_python_s_exception_classes() {
+    use cudars_core::cudars_bindings::nvml::{self as nvml, NvmlError, nvmlReturn_t};
+    for (code, kind) in [
+        (
+            nvml::NVML_ERROR_FREQ_NOT_SUPPORTED,
+            NvmlErrorKind::FreqNotSupported,
+        ),
+        (nvml::NVML_ERROR_NOT_SUPPORTED, NvmlErrorKind::NotSupported),
+        (nvml::NVML_ERROR_NO_PERMISSION, NvmlErrorKind::NoPermission),
+        (nvml::NVML_ERROR_GPU_IS_LOST, NvmlErrorKind::GpuIsLost),
+        (nvmlReturn_t(9999), NvmlErrorKind::Unknown(9999)),
+    ] {
+        assert_eq!(NvmlErrorKind::from_code(code), kind);
+        // What a failed system call returns: `FreqNotSupportedError` in Python
+        // is an `Error::Nvml` whose kind is `FreqNotSupported`.
+        let e = Error::Nvml {
+            context: "setting a clock".into(),
+            source: NvmlError::new(code),
+        };
+        assert_eq!(e.nvml_kind(), Some(kind));
+        assert_eq!(e.nvml_code(), Some(code));
+        assert_eq!(
+            e.is_nvml_not_supported(),
+            kind == NvmlErrorKind::NotSupported,
+            "{kind:?}"
+        );
+    }
+}
+
 /// Checks that `r` failed because NVML is missing, and that the error says so:
 /// unavailable (not an NVML failure code), the search list in its chain.
 fn assert_library_not_found<T: Debug>(what: &str, r: Result<T>) {
@@ -87,6 +117,10 @@ fn without_nvml_every_function_says_where_it_looked() {
     }
     println!("{}", system::driver_version().unwrap_err().report());
     assert_library_not_found("driver_version", system::driver_version());
+    assert_library_not_found(
+        "kernel_mode_driver_version",
+        system::kernel_mode_driver_version(),
+    );
     assert_library_not_found("nvml_version", system::nvml_version());
     assert_library_not_found("driver_branch", system::driver_branch());
     assert_library_not_found("cuda_driver_version", system::cuda_driver_version());
@@ -159,6 +193,11 @@ fn system_versions() {
     assert!(major >= 12, "CUDA {major}.{minor}");
     // NVML's version is the CUDA major version and the driver version.
     assert!(nvml.ends_with(&driver), "NVML {nvml}, driver {driver}");
+    // The same version as numbers (Python's get_kernel_mode_driver_version).
+    let numbers = system::kernel_mode_driver_version().unwrap();
+    let joined: Vec<u32> = driver.split('.').map(|p| p.parse().unwrap()).collect();
+    assert_eq!(numbers, joined, "{driver}");
+    assert!(numbers[0] >= 525, "{numbers:?}");
     let cuda = cudars_core::cudars_bindings::driver::version().unwrap();
     assert_eq!((major, minor), (cuda.major, cuda.minor));
     match system::driver_branch() {

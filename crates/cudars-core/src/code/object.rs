@@ -201,6 +201,53 @@ impl ObjectCode {
         Self::new(code, code_type, name)
     }
 
+    /// This code under another name (the name used in logs; `cuda.core`'s
+    /// `name=` argument of the `ObjectCode.from_*` constructors).
+    #[must_use]
+    pub fn with_name(self, name: impl Into<String>) -> Self {
+        let (code, code_type, _, mapping) = self.into_parts();
+        Self::with_mapping(code, code_type, name.into(), mapping)
+    }
+
+    /// This code with `mapping` (source names, such as the name expression
+    /// `add<float>`, to the mangled names they compiled to) as its
+    /// [`symbol_mapping`](Self::symbol_mapping), replacing any it had:
+    /// `cuda.core`'s `symbol_mapping=` argument of the `ObjectCode.from_*`
+    /// constructors. [`get_kernel`](Self::get_kernel) then finds a kernel of
+    /// prebuilt code (a cubin saved from an earlier compile, for instance) by
+    /// the name expression, as it does for the code the compile returned.
+    #[must_use]
+    pub fn with_symbol_mapping<K, V>(self, mapping: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let (code, code_type, name, _) = self.into_parts();
+        let mapping = mapping
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        Self::with_mapping(code, code_type, name, mapping)
+    }
+
+    /// The parts, without copying the bytes when this is the only handle.
+    fn into_parts(self) -> (Vec<u8>, CodeType, String, BTreeMap<String, String>) {
+        match Arc::try_unwrap(self.inner) {
+            Ok(inner) => (
+                inner.code,
+                inner.code_type,
+                inner.name,
+                inner.symbol_mapping,
+            ),
+            Err(shared) => (
+                shared.code.clone(),
+                shared.code_type,
+                shared.name.clone(),
+                shared.symbol_mapping.clone(),
+            ),
+        }
+    }
+
     /// The bytes.
     pub fn code(&self) -> &[u8] {
         &self.inner.code

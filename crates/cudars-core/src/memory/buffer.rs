@@ -149,6 +149,11 @@ impl Buffer {
 
     /// Wraps memory someone else owns; it is never freed by this buffer.
     ///
+    /// `kind` is the caller's word, and what [`is_host_accessible`](Self::is_host_accessible)
+    /// and [`is_managed`](Self::is_managed) answer from; [`MemoryKind::of_pointer`]
+    /// asks the driver, as `cuda.core`'s `Buffer.from_handle` does without a
+    /// memory resource.
+    ///
     /// # Safety
     /// `ptr` must address `size` bytes of memory of `kind` usable on `device`, valid
     /// for as long as the buffer and the work issued through it, and must not
@@ -281,7 +286,10 @@ impl Buffer {
         true
     }
 
-    /// Whether the host can read and write it directly.
+    /// Whether the host can read and write it directly: pinned or managed
+    /// memory, by the buffer's [`MemoryKind`] (its resource's, or for
+    /// [`from_raw`](Self::from_raw) the kind its caller gave, which
+    /// [`MemoryKind::of_pointer`] can ask of the driver).
     pub fn is_host_accessible(&self) -> bool {
         matches!(self.kind, MemoryKind::Pinned | MemoryKind::Managed)
     }

@@ -63,6 +63,49 @@ pub enum MemoryKind {
     Managed,
 }
 
+impl MemoryKind {
+    /// The kind of the memory at `ptr`, asked of the driver
+    /// (`cuPointerGetAttribute`: `CU_POINTER_ATTRIBUTE_IS_MANAGED`, then
+    /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`): what `cuda.core`'s `Buffer` reports
+    /// for a pointer wrapped by `Buffer.from_handle` without a memory resource.
+    /// [`Buffer::from_raw`](crate::Buffer::from_raw) takes the kind from its
+    /// caller; pass it this answer to make a buffer's
+    /// [`is_host_accessible`](crate::Buffer::is_host_accessible) the driver's.
+    /// Host memory registered with the driver is [`Pinned`](Self::Pinned).
+    ///
+    /// # Errors
+    /// The driver's error (`CUDA_ERROR_INVALID_VALUE`) for an address CUDA
+    /// does not know, such as pageable host memory.
+    pub fn of_pointer(ptr: sys::CUdeviceptr) -> Result<Self> {
+        crate::device::init()?;
+        let mut managed: u32 = 0;
+        let mut memory_type: u32 = 0;
+        for (attribute, out) in [
+            (
+                sys::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                (&raw mut managed).cast::<std::ffi::c_void>(),
+            ),
+            (
+                sys::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                (&raw mut memory_type).cast(),
+            ),
+        ] {
+            // SAFETY: each output is a live local of the size the attribute
+            // writes (a bool as unsigned int, a CUmemorytype); the driver only
+            // looks the address up, it does not dereference it.
+            unsafe { sys::cuPointerGetAttribute(out, attribute, ptr) }
+                .check(|| format!("asking the driver what memory address {ptr:#x} is"))?;
+        }
+        Ok(if managed != 0 {
+            Self::Managed
+        } else if memory_type == sys::CU_MEMORYTYPE_HOST.0 {
+            Self::Pinned
+        } else {
+            Self::Device
+        })
+    }
+}
+
 /// An allocator of [`Buffer`]s. Implement it to plug in your own.
 ///
 /// **Allocate with `allocate`, which returns an owning [`Buffer`]** (freed, through

@@ -26,6 +26,34 @@ pub fn driver_version() -> Result<String> {
     )
 }
 
+/// The kernel-mode driver's version as numbers, `[580, 95, 5]` for
+/// `"580.95.05"`: [`driver_version`] read as `cuda.core`'s
+/// `get_kernel_mode_driver_version` returns it (a tuple of ints), to compare
+/// with `>=` as a version (`kernel_mode_driver_version()? >= [580, 65]`).
+///
+/// # Errors
+/// As [`driver_version`]; [`Error::InvalidArgument`] when NVML's string is not
+/// numbers joined by dots.
+pub fn kernel_mode_driver_version() -> Result<Vec<u32>> {
+    parse_dotted(&driver_version()?)
+}
+
+/// The numbers of a dotted version string (`"580.95.05"` → `[580, 95, 5]`).
+pub(crate) fn parse_dotted(version: &str) -> Result<Vec<u32>> {
+    version
+        .trim()
+        .split('.')
+        .map(|part| {
+            part.parse::<u32>().map_err(|_| {
+                Error::invalid(
+                    "reading the kernel-mode driver version (nvmlSystemGetDriverVersion)",
+                    format!("{version:?} is not numbers joined by dots"),
+                )
+            })
+        })
+        .collect()
+}
+
 /// NVML's own version (`nvmlSystemGetNVMLVersion`), e.g. `"13.580.95.05"`.
 ///
 /// # Errors
@@ -128,4 +156,18 @@ pub fn process_name(pid: u32) -> Result<String> {
             unsafe { nvmlSystemGetProcessName(pid, buf, len) }
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_dotted;
+
+    #[test]
+    fn dotted_versions_read_as_numbers() {
+        assert_eq!(parse_dotted("580.95.05").unwrap(), [580, 95, 5]);
+        assert_eq!(parse_dotted("575.51").unwrap(), [575, 51]);
+        assert!(parse_dotted("580.95.05").unwrap() >= vec![580, 65]);
+        assert!(parse_dotted("").is_err());
+        assert!(parse_dotted("580.x").is_err());
+    }
 }

@@ -21,7 +21,7 @@
 //! |---|---|
 //! | `get_num_devices` | [`device_count`] (NVML's count, every GPU in the machine; CUDA's visible devices are [`Device::count`](crate::Device::count)) |
 //! | `get_driver_branch` | [`driver_branch`] |
-//! | `get_kernel_mode_driver_version` | [`driver_version`] |
+//! | `get_kernel_mode_driver_version` | [`kernel_mode_driver_version`] (numbers); [`driver_version`] (the string) |
 //! | `get_nvml_version` | [`nvml_version`] |
 //! | `get_process_name` | [`process_name`] |
 //! | `get_p2p_status`, `get_topology_common_ancestor` | [`SystemDevice::p2p_status`], [`SystemDevice::topology_common_ancestor`] |
@@ -98,8 +98,8 @@ pub use clocks::{ClockId, ClockType, ClocksEventReasons};
 pub use control::{ClockOffsets, DynamicPstatesInfo, MAX_PSTATE, PstateUtilization};
 pub use device::SystemDevice;
 pub use driver::{
-    cuda_driver_version, device_count, driver_branch, driver_version, nvml_version, process_name,
-    user_mode_driver_version,
+    cuda_driver_version, device_count, driver_branch, driver_version, kernel_mode_driver_version,
+    nvml_version, process_name, user_mode_driver_version,
 };
 pub use events::{EventSet, EventTypes, SystemEvent};
 pub use fan::Fan;
