@@ -411,6 +411,55 @@ fn split_builders_join_and_if_else_picks_a_branch() {
     assert_eq!(x.to_vec(&s).unwrap(), want);
 }
 
+/// cuda.core 1.3 (#2776): a join that fails partway leaves no fork capturing.
+/// Here the builders it did not reach are joined as they drop, so the capture
+/// still ends, and their work is in the graph; (#2834) a device memory
+/// resource is made, and the device's resource read, during a global-mode
+/// capture without invalidating it.
+#[test]
+fn a_join_that_fails_partway_leaves_the_capture_whole() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let iota_plus = kernel(&code, "iota_plus");
+    let x = zeros(&d, &s, 96);
+    let mut b = d.create_graph_builder().unwrap();
+    b.begin_building(CaptureMode::Global).unwrap();
+    // Global capture: the default pool and the device's resource are reached
+    // without a refused (capture-invalidating) driver call.
+    let pool = cudars_core::DeviceMemoryResource::default_pool(&d).unwrap();
+    assert_eq!(cudars_core::MemoryResource::device(&pool), d);
+    assert!(d.memory_resource().is_ok());
+    let parts = b.split(4).unwrap();
+    assert_eq!(parts.len(), 3);
+    for (i, p) in parts.iter().enumerate() {
+        let third = x.shared_slice(32 * i..32 * (i + 1)).unwrap();
+        launch_into(p, &iota_plus, 32, &[&third, &(100 * i as i32)]);
+    }
+    let mut other = d.create_graph_builder().unwrap();
+    other.begin_building(CaptureMode::Global).unwrap();
+    let mut stranger = other.split(2).unwrap();
+    // The first is joined, the stranger is refused, the last is never reached.
+    let mut parts = parts.into_iter();
+    let (first, second, third) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+    );
+    let e = b
+        .join([first, stranger.pop().unwrap(), second])
+        .unwrap_err();
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::Other), "{e}");
+    // The stranger went back to its own graph, which ends.
+    other.end_building().unwrap();
+    b.join([third]).unwrap();
+    b.end_building().unwrap();
+    let exec = b.complete(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&s).unwrap();
+    let want: Vec<i32> = (0..96).map(|i| (i % 32) + 100 * (i / 32)).collect();
+    assert_eq!(x.to_vec(&s).unwrap(), want);
+}
+
 #[test]
 fn graph_memory_is_taken_only_by_work_ordered_after_its_allocation() {
     require_gpu!();

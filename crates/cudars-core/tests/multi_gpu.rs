@@ -53,6 +53,51 @@ fn add_one_on(k: &Kernel, buf: &Buffer, s: &Stream) {
     s.sync().unwrap();
 }
 
+/// cuda.core #2311: a device's methods act on that device while another is
+/// current, and a stream waits for a stream of a device that is not current
+/// (the ordering event is made in the waited-on stream's context).
+#[test]
+fn device_methods_and_waits_reach_a_device_that_is_not_current() {
+    require_gpus!(2);
+    let (d0, d1) = (Device::new(0).unwrap(), Device::new(1).unwrap());
+    d0.set_current().unwrap();
+    let s1 = d1.create_stream(StreamOptions::default()).unwrap();
+    assert_eq!(s1.device(), &d1);
+    let e1 = d1.create_event(Default::default()).unwrap();
+    assert_eq!(e1.device(), &d1);
+    let mut b1 = d1.allocate(1 << 20, &s1).unwrap();
+    assert_eq!(b1.device(), &d1);
+    d1.sync().unwrap();
+    let (free, total) = d1.memory_info().unwrap();
+    assert!(free <= total && total == d1.total_memory().unwrap());
+    // Device 0 current; the stream waited for is device 1's, and the other way.
+    d0.set_current().unwrap();
+    let s0 = d0.create_stream(StreamOptions::default()).unwrap();
+    let k1 = kernel(&d1);
+    let n = (b1.size() / 4) as u32;
+    b1.fill_u32(41, &s1).unwrap();
+    // SAFETY: the kernel touches x[0..n], which `b1` (device 1's) holds.
+    unsafe {
+        launch(
+            &s1,
+            &LaunchConfig::for_elements(n.into(), 256),
+            &k1,
+            &[&b1, &n],
+        )
+    }
+    .unwrap();
+    d0.set_current().unwrap();
+    s0.wait_stream(&s1).unwrap();
+    let mut a0 = d0.allocate(b1.size(), &s0).unwrap();
+    a0.copy_from(&b1, &s0).unwrap();
+    let mut h = vec![0u32; n as usize];
+    a0.copy_to_host(&mut h, &s0).unwrap();
+    assert!(h.iter().all(|&x| x == 42), "{:?}", &h[..4]);
+    d1.set_current().unwrap();
+    s1.wait_stream(&s0).unwrap();
+    s1.sync().unwrap();
+}
+
 #[test]
 fn copies_between_devices_and_peer_access() {
     require_gpus!(2);
