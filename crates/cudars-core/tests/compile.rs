@@ -233,6 +233,11 @@ fn relocatable_objects_and_the_quiet_options() {
     assert_eq!(object.code(), ELF);
     let e = ObjectCode::from_object(Vec::new()).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    // ObjectCode::from_library: a static library (an `ar` archive).
+    let archive = b"!<arch>\n".to_vec();
+    let library = ObjectCode::from_library(archive.clone()).unwrap();
+    assert_eq!(library.code_type(), CodeType::Library);
+    assert_eq!((library.name(), library.code()), ("library", &archive[..]));
     // disable_warnings and minimal reach NVRTC as --disable-warnings and --minimal.
     let quiet = ProgramOptions {
         disable_warnings: true,

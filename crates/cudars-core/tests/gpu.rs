@@ -165,6 +165,11 @@ fn buffers_round_trip_and_fill() {
     let mut back = vec![0u32; n];
     b.copy_to_host(&mut back, &s).unwrap();
     assert_eq!(back, data);
+    // copy_to is copy_from the other way round.
+    let mut c = pool.allocate(n * 4, &s).unwrap();
+    b.copy_to(&mut c, &s).unwrap();
+    c.copy_to_host(&mut back, &s).unwrap();
+    assert_eq!(back, data);
     b.fill_u32(0xabcd_ef01, &s).unwrap();
     b.copy_to_host(&mut back, &s).unwrap();
     assert!(back.iter().all(|&x| x == 0xabcd_ef01));

@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use cudars_core::{
-    CompileTarget, Context, Device, Error, Kernel, LaunchConfig, Program, ProgramOptions,
-    SmResourceOptions, SourceCode, Stream, StreamOptions, launch,
+    CompileTarget, Context, Device, DeviceResources, Error, Kernel, LaunchConfig, Program,
+    ProgramOptions, SmResourceOptions, SourceCode, Stream, StreamOptions, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
 
@@ -70,7 +70,8 @@ fn a_green_context_runs_only_on_its_sms() {
     require_libs!("nvrtc");
     let d = Device::new(0).unwrap();
     d.set_current().unwrap();
-    let all = d.resources().unwrap().sm;
+    let resources: DeviceResources = d.resources().unwrap();
+    let all = resources.sm;
     let sms = d
         .attribute(cudars_core::cudars_bindings::driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .unwrap() as u32;

@@ -464,3 +464,132 @@ fn rust_paths_in_the_parity_table_exist() {
         unknown.join("\n")
     );
 }
+
+/// The non-comment lines of every `.rs` file under `dir`, joined; with
+/// `unit_tests_only`, only the lines from a file's first `#[cfg(test)]` on
+/// (the unit tests at the end of a source file).
+fn rust_sources_under(dir: &Path, unit_tests_only: bool, out: &mut String) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_sources_under(&path, unit_tests_only, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let mut in_tests = !unit_tests_only;
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let t = line.trim_start();
+                in_tests |= t.starts_with("#[cfg(test)]");
+                if in_tests && !t.starts_with("//") {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+}
+
+/// Whether `word` occurs in `text` as a whole identifier, followed by one of
+/// `after` (any character when `after` is empty).
+fn has_word(text: &str, word: &str, after: &[&str]) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(i) = text[from..].find(word) {
+        let start = from + i;
+        let end = start + word.len();
+        let before_ok =
+            !word.starts_with(ident) || !text[..start].chars().next_back().is_some_and(ident);
+        let rest = &text[end..];
+        let after_ok = !rest.chars().next().is_some_and(ident)
+            && (after.is_empty() || after.iter().any(|a| rest.starts_with(a)));
+        if before_ok && after_ok {
+            return true;
+        }
+        from = end;
+    }
+    false
+}
+
+/// Whether the test and example code `text` uses the item `path` names: a type
+/// or module item by its name; `Type::member` as `Type::member`, or the member
+/// called or read through a value (`.member(`, `.member`), or set as a field
+/// (`member:`, `member,` in a struct literal's shorthand is not counted).
+fn is_used(text: &str, path: &str) -> bool {
+    let segments: Vec<&str> = path.split("::").collect();
+    let last = segments[segments.len() - 1];
+    if segments.len() == 1 {
+        return has_word(text, last, &[]);
+    }
+    let owner = segments[segments.len() - 2];
+    if !owner.starts_with(|c: char| c.is_ascii_uppercase()) {
+        // A module's item, by its name.
+        return has_word(text, last, &[]);
+    }
+    has_word(text, &format!("{owner}::{last}"), &[])
+        || has_word(text, &format!(".{last}"), &[])
+        || has_word(text, last, &[": "])
+}
+
+#[test]
+fn use_detection_is_not_a_substring_match() {
+    let text = "let b = pool.allocate_more(4);\nlet o = Foo { ipc_enabled: true };\nBuffer::from_raw_with_owner(p)\n";
+    assert!(!is_used(text, "Buffer::allocate"));
+    assert!(is_used(text, "Pool::allocate_more"));
+    assert!(is_used(text, "Options::ipc_enabled"));
+    assert!(!is_used(text, "Buffer::from_raw"));
+    assert!(is_used(text, "Buffer::from_raw_with_owner"));
+    assert!(is_used(text, "Buffer"));
+    assert!(!is_used(text, "Buff"));
+    assert!(is_used(text, "Foo"));
+    assert!(!is_used(text, "system::driver_version"));
+}
+
+/// Every covered row's Rust item (the first Rust path in its last column) is
+/// used by at least one test or example of this crate (its integration tests,
+/// its examples, or the unit tests at the end of its source files): a row is
+/// covered only when what it names is exercised, not merely defined.
+#[test]
+fn every_covered_row_is_exercised_by_a_test_or_an_example() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if !root.join("tests").is_dir() || !root.join("examples").is_dir() {
+        println!(
+            "SKIPPED every_covered_row_is_exercised: needs the cudars-core tests and examples"
+        );
+        return;
+    }
+    let mut text = String::new();
+    rust_sources_under(&root.join("tests"), false, &mut text);
+    rust_sources_under(&root.join("examples"), false, &mut text);
+    rust_sources_under(&root.join("src"), true, &mut text);
+    let mut unused = Vec::new();
+    let mut checked = 0;
+    for r in parity_rows()
+        .iter()
+        .filter(|r| r.base_status() == "covered")
+    {
+        let Some(path) = r
+            .rust
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .find(|c| is_path(c) && !c.starts_with("cudars_bindings::"))
+        else {
+            unused.push(format!("{}.{}: names no Rust item", r.section, r.name));
+            continue;
+        };
+        checked += 1;
+        let path = path.strip_prefix("cudars_core::").unwrap_or(path);
+        if !is_used(&text, path) {
+            unused.push(format!("{}.{}: `{path}`", r.section, r.name));
+        }
+    }
+    assert!(checked > 300, "only {checked} rows were checked");
+    assert!(
+        unused.is_empty(),
+        "covered rows whose Rust item no test or example of cudars-core uses \
+         ({} of {checked}):\n{}",
+        unused.len(),
+        unused.join("\n")
+    );
+}

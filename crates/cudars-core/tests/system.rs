@@ -452,7 +452,7 @@ fn events_are_registered_and_waited_for() {
 fn nvlinks_are_listed() {
     require_gpu!();
     for d in SystemDevice::all().unwrap() {
-        let links = d.nvlinks().unwrap();
+        let links: Vec<system::NvlinkInfo> = d.nvlinks().unwrap();
         println!(
             "NVML device {}: {} NVLink(s): {links:?}",
             d.index(),

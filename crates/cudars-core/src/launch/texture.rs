@@ -534,3 +534,23 @@ impl Device {
         SurfaceObject::new(array)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_mode_and_coordinates_become_the_descriptor_flags() {
+        let default = TextureOptions::default().raw();
+        assert_eq!(default.flags, sys::CU_TRSF_READ_AS_INTEGER);
+        let normalized = TextureOptions {
+            read_mode: ReadMode::NormalizedFloat,
+            normalized_coords: true,
+            filter_mode: FilterMode::Linear,
+            ..Default::default()
+        }
+        .raw();
+        assert_eq!(normalized.flags, sys::CU_TRSF_NORMALIZED_COORDINATES);
+        assert_eq!(normalized.filterMode, sys::CU_TR_FILTER_MODE_LINEAR);
+    }
+}
