@@ -336,6 +336,20 @@ fn a_while_loop_built_by_capture_counts_to_n() {
     assert_eq!(infos.len(), 1);
     let info = infos[0].expect("the builder records its conditional nodes");
     assert_eq!((info.condition, info.kind), (cond, ConditionalKind::While));
+    // Its body reads back too (WhileNode.body): the one kernel captured in it.
+    let conditional = nodes
+        .iter()
+        .find(|n| matches!(n.params(graph).unwrap(), GraphNodeParams::Conditional(_)))
+        .unwrap();
+    let bodies = conditional.bodies(graph).unwrap();
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(bodies[0].node_count().unwrap(), 1);
+    // A node that is not conditional has no bodies.
+    let other = nodes.iter().find(|n| *n != conditional).unwrap();
+    assert_eq!(
+        other.bodies(graph).unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
     let exec = b.complete(GraphCompleteOptions::default()).unwrap();
     for launch in 1..=2 {
         exec.launch(&s).unwrap();

@@ -173,16 +173,26 @@ fn conditional_if_runs_its_body_by_the_default_value() {
     let ctx = d.context().unwrap();
     let mut g = Graph::new(&ctx).unwrap();
     let yes = g.create_condition(Some(1)).unwrap();
-    let (n1, mut b1) = g.add_conditional(&[], yes, ConditionalKind::If).unwrap();
+    let (n1, added) = g.add_conditional(&[], yes, ConditionalKind::If).unwrap();
+    // The body reads back from the node (IfNode.then): the same graph, filled
+    // through the read-back value.
+    let mut b1 = n1.bodies(&g).unwrap();
+    assert_eq!(b1.len(), 1);
+    assert_eq!(b1[0].handle(), added[0].handle());
+    drop(added);
     // SAFETY: the kernel only touches the buffers passed, within their sizes.
     unsafe { b1[0].add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &1i32]) }.unwrap();
     // If/else nodes need a CUDA 12.8 driver; with an older one, the `if` alone
     // (and no second condition: every condition must belong to a node).
     let per_launch = if cudars_tests::driver_version() >= 12080 {
         let no = g.create_condition(Some(0)).unwrap();
-        let (_n2, mut b2) = g
+        let (n2, added) = g
             .add_conditional(&[n1], no, ConditionalKind::IfElse)
             .unwrap();
+        // IfElseNode.then and .else_, in that order.
+        let mut b2 = n2.bodies(&g).unwrap();
+        let same: Vec<_> = added.iter().map(Graph::handle).collect();
+        assert_eq!(b2.iter().map(Graph::handle).collect::<Vec<_>>(), same);
         // SAFETY: the kernel only touches the buffers passed, within their sizes.
         unsafe { b2[0].add_kernel(&[], &LaunchConfig::new(1, 32), &add, &[&x, &100i32]) }.unwrap();
         // SAFETY: the kernel only touches the buffers passed, within their sizes.
@@ -693,6 +703,15 @@ fn conditional_nodes_read_back_their_condition_and_kind() {
     let c = g.create_condition(Some(0)).unwrap();
     let (node, bodies) = g.add_conditional(&[], c, ConditionalKind::While).unwrap();
     assert_eq!(bodies.len(), 1);
+    let read_back = node.bodies(&g).unwrap();
+    assert_eq!(read_back.len(), 1);
+    assert_eq!(read_back[0].handle(), bodies[0].handle());
+    // A node of another graph is refused.
+    let other = Graph::new(&ctx).unwrap();
+    assert_eq!(
+        node.bodies(&other).unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
     assert_eq!(node.kind(&g).unwrap(), GraphNodeKind::Conditional);
     match node.params(&g).unwrap() {
         GraphNodeParams::Conditional(Some(info)) => {
@@ -700,6 +719,62 @@ fn conditional_nodes_read_back_their_condition_and_kind() {
             assert_eq!(info.kind, ConditionalKind::While);
         }
         other => panic!("conditional node read back as {other:?}"),
+    }
+}
+
+/// The definition-time update of event nodes (cuda.core's
+/// `EventRecordNode.update` and `EventWaitNode.update`): later instantiations
+/// record and wait for the new event; one made before keeps the old one.
+#[test]
+fn event_nodes_of_a_graph_take_another_event() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let ctx = d.context().unwrap();
+    let timing = EventOptions {
+        timing: true,
+        ..Default::default()
+    };
+    let (ev1, ev2) = (
+        Arc::new(Event::new(&d, timing).unwrap()),
+        Arc::new(Event::new(&d, timing).unwrap()),
+    );
+    let start = Event::new(&d, timing).unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let empty = g.add_empty(&[]).unwrap();
+    let rec = g.add_event_record(&[empty], &ev1).unwrap();
+    let wait = g.add_event_wait(&[rec], &ev1).unwrap();
+    let before = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    g.set_event_record_node(rec, &ev2).unwrap();
+    g.set_event_wait_node(wait, &ev2).unwrap();
+    for (node, want) in [(rec, &ev2), (wait, &ev2)] {
+        match node.params(&g).unwrap() {
+            GraphNodeParams::EventRecord(e) | GraphNodeParams::EventWait(e) => {
+                assert_eq!(e.handle, want.handle());
+                assert!(e.event.is_some_and(|kept| Arc::ptr_eq(&kept, want)));
+            }
+            other => panic!("an event node read back as {other:?}"),
+        }
+    }
+    // The instantiation made before records ev1, not ev2.
+    start.record(&s).unwrap();
+    before.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert!(ev1.elapsed_since(&start).is_ok());
+    assert!(ev2.elapsed_since(&start).is_err(), "ev2 was never recorded");
+    let after = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    start.record(&s).unwrap();
+    after.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert!(ev2.elapsed_since(&start).is_ok());
+    // The wrong kind of node, and a node of another graph, are refused.
+    for r in [
+        g.set_event_record_node(wait, &ev1),
+        g.set_event_wait_node(empty, &ev1),
+        Graph::new(&ctx).unwrap().set_event_record_node(rec, &ev1),
+    ] {
+        assert_eq!(r.unwrap_err().invalid_kind(), Some(InvalidKind::Other));
     }
 }
 

@@ -390,8 +390,9 @@ impl GraphBuilder {
                 );
                 // The graph is destroyed with `graph` if freeing failed.
                 freed?;
-                for (node, condition, kind) in lock(&self.family.conditionals).drain(..) {
-                    graph.record_conditional(graph.node(node.0), condition, kind);
+                for (node, condition, kind, bodies) in lock(&self.family.conditionals).drain(..) {
+                    let bodies = bodies.into_iter().map(|g| g as sys::CUgraph).collect();
+                    graph.record_conditional(graph.node(node.0), condition, kind, bodies);
                 }
                 self.graph = Some(graph);
                 Ok(())
@@ -617,10 +618,12 @@ impl GraphBuilder {
         }
         .check(what)?;
         self.stream.set_capture_dependency(node)?;
+        let handles = body_handles(&p, size)?;
         if self.capture == self.family.id {
-            lock(&self.family.conditionals).push((CapturedNode(node), condition, kind));
+            let addresses = handles.iter().map(|&g| g as usize).collect();
+            lock(&self.family.conditionals).push((CapturedNode(node), condition, kind, addresses));
         }
-        body_handles(&p, size)?
+        handles
             .into_iter()
             .map(|graph| {
                 let s = self.family.ctx.create_stream(StreamOptions {

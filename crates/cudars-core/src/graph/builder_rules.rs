@@ -89,6 +89,11 @@ unsafe impl Send for CapturedNode {}
 // Soundness contract: rule 11.
 unsafe impl Sync for CapturedNode {}
 
+/// A conditional node added to the top builder's capture: the node, its
+/// condition and kind, and the addresses of its body graphs (named again as
+/// `CUgraph`s once the graph is built, as the node is).
+pub(crate) type CapturedConditional = (CapturedNode, GraphCondition, ConditionalKind, Vec<usize>);
+
 /// What the builders of one graph (the top one, its splits, its bodies) share.
 pub(crate) struct Family {
     /// Tells the families apart (graph memory names its family).
@@ -98,7 +103,7 @@ pub(crate) struct Family {
     pub(crate) frees: Mutex<Vec<PendingFree>>,
     /// The conditional nodes added to the top builder's capture, recorded in the
     /// graph when it ends (for [`GraphNode::params`](super::GraphNode::params)).
-    pub(crate) conditionals: Mutex<Vec<(CapturedNode, GraphCondition, ConditionalKind)>>,
+    pub(crate) conditionals: Mutex<Vec<CapturedConditional>>,
     pub(crate) children: Mutex<Vec<OpenChild>>,
     /// The top builder has ended (or was dropped): no body may begin.
     pub(crate) ended: AtomicBool,

@@ -207,9 +207,13 @@ pub(super) struct ConditionalRecord {
     graph: u64,
     node: sys::CUgraphNode,
     info: ConditionalNodeInfo,
+    /// The node's body graphs, which the node owns.
+    bodies: Vec<sys::CUgraph>,
 }
 
-// SAFETY: the node handle is only compared, never handed to the driver.
+// SAFETY: the node handle is only compared, never handed to the driver; the
+// body handles are only wrapped into `Graph` values borrowed from the graph
+// that holds this record (`GraphNode::bodies`), which serialise their use.
 // Soundness contract: rule 11.
 unsafe impl Send for ConditionalRecord {}
 // SAFETY: as above.
@@ -476,6 +480,49 @@ impl GraphNode {
         })
     }
 
+    /// The body graphs of conditional node `node` of `graph`, in order (one for
+    /// `If` and `While`, the taken-if-true one first for `IfElse`, `n` for
+    /// `Switch(n)`): `cuda.core`'s `IfNode.then`, `IfElseNode.then` and
+    /// `.else_`, `SwitchNode.branches`, `WhileNode.body`. Each is borrowed, as
+    /// [`GraphNodeParams::ChildGraph`]'s graph is: it belongs to the node and
+    /// lives as long as the parent's hierarchy; nodes added to it change the
+    /// node. Known for the nodes [`Graph::add_conditional`] added and those a
+    /// [`GraphBuilder`](crate::GraphBuilder)'s capture added (`if_cond`,
+    /// `if_else`, `switch`, `while_loop`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a node of another graph or one that is
+    /// not a conditional node; [`Error::Unsupported`] for a conditional node
+    /// this crate did not add (a copy's, inside a child graph: the driver has
+    /// no query for a conditional node's bodies in the bindings); the driver's
+    /// error.
+    pub fn bodies(&self, graph: &Graph) -> Result<Vec<Graph>> {
+        const WHAT: &str = "reading a conditional node's body graphs";
+        if self.graph != graph.id {
+            return Err(Error::invalid(WHAT, "the node is a node of another graph"));
+        }
+        let kind = node_kind_raw(self.handle)?;
+        if kind != GraphNodeKind::Conditional {
+            return Err(Error::invalid(
+                WHAT,
+                format!("the node is a {} node, not a conditional node", kind.name()),
+            ));
+        }
+        let bodies = graph
+            .conditional_record(*self, |r| r.bodies.clone())
+            .ok_or_else(|| {
+                Error::unsupported(
+                    WHAT,
+                    "the node was not added through this graph or its builder (a node of a \
+                     copied child graph)",
+                )
+            })?;
+        Ok(bodies
+            .into_iter()
+            .map(|g| Graph::wrap(g, graph.ctx.clone(), graph.root.clone(), graph.keep.clone()))
+            .collect())
+    }
+
     /// The nodes this one depends on (`cuGraphNodeGetDependencies`; from CUDA 12.3
     /// the edge-data form).
     ///
@@ -563,19 +610,32 @@ impl Graph {
 
     /// What [`add_conditional`](Self::add_conditional) recorded of `node`.
     fn conditional(&self, node: GraphNode) -> Option<ConditionalNodeInfo> {
-        let items = self.keep.lock().unwrap_or_else(|p| p.into_inner());
-        items.iter().rev().find_map(|item| {
-            let r = item.downcast_ref::<ConditionalRecord>()?;
-            (r.graph == node.graph && r.node == node.handle).then_some(r.info)
-        })
+        self.conditional_record(node, |r| r.info)
     }
 
-    /// Records a conditional node's condition and kind for [`GraphNode::params`].
+    /// `read` of the record [`add_conditional`](Self::add_conditional) (or a
+    /// graph builder's capture) made of `node`.
+    fn conditional_record<T>(
+        &self,
+        node: GraphNode,
+        read: impl FnOnce(&ConditionalRecord) -> T,
+    ) -> Option<T> {
+        let items = self.keep.lock().unwrap_or_else(|p| p.into_inner());
+        let record = items.iter().rev().find_map(|item| {
+            let r = item.downcast_ref::<ConditionalRecord>()?;
+            (r.graph == node.graph && r.node == node.handle).then_some(r)
+        })?;
+        Some(read(record))
+    }
+
+    /// Records a conditional node's condition, kind and body graphs for
+    /// [`GraphNode::params`] and [`GraphNode::bodies`].
     pub(super) fn record_conditional(
         &self,
         node: GraphNode,
         condition: GraphCondition,
         kind: ConditionalKind,
+        bodies: Vec<sys::CUgraph>,
     ) {
         keep(
             &self.keep,
@@ -583,6 +643,7 @@ impl Graph {
                 graph: node.graph,
                 node: node.handle,
                 info: ConditionalNodeInfo { condition, kind },
+                bodies,
             }),
         );
     }
