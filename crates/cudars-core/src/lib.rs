@@ -441,10 +441,10 @@ pub use error::{CallbackPanic, DriverRequirement, Error, InvalidKind, Report, Re
 pub use event::{Event, EventOptions};
 pub use graph::{
     CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,
-    GraphAllocation, GraphBuilder, GraphCompleteOptions, GraphCondition, GraphDebugPrintOptions,
-    GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage, GraphMemoryResource, GraphNode,
-    GraphNodeKind, GraphNodeParams, GraphView, HostNodeInfo, KernelNodeInfo, MemAllocNodeInfo,
-    MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
+    GraphAllocOptions, GraphAllocation, GraphBuilder, GraphCompleteOptions, GraphCondition,
+    GraphDebugPrintOptions, GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage,
+    GraphMemoryResource, GraphNode, GraphNodeKind, GraphNodeParams, GraphView, HostNodeInfo,
+    KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 #[cfg(feature = "half")]

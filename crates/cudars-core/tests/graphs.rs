@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cudars_core::{
     Buffer, CaptureMode, CaptureStatus, CompileTarget, ConditionalKind, Device, DeviceBuffer,
-    Error, Event, EventOptions, Graph, GraphCompleteOptions, GraphDebugPrintOptions, GraphEdgeKind,
-    GraphNodeKind, GraphNodeParams, InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource,
-    ObjectCode, Program, ProgramOptions, SourceCode, Stream, StreamOptions, launch,
+    Error, Event, EventOptions, Graph, GraphAllocOptions, GraphCompleteOptions,
+    GraphDebugPrintOptions, GraphEdgeKind, GraphNodeKind, GraphNodeParams, InvalidKind, Kernel,
+    LaunchConfig, LegacyPinnedMemoryResource, Location, ObjectCode, Program, ProgramOptions,
+    SourceCode, Stream, StreamOptions, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
 
@@ -346,14 +347,58 @@ fn explicit_alloc_and_free_nodes_hold_memory_for_the_graph() {
     let _ = (k1, k2);
     // Another graph's allocation cannot be freed here.
     let mut other = Graph::new(&ctx).unwrap();
-    let b = other.add_mem_alloc(&[], 64).unwrap();
+    // Placed explicitly (the graph's own device; the device's own access is
+    // implied, not listed again); a host-NUMA-current location is refused.
+    let b = other
+        .add_mem_alloc_with(
+            &[],
+            64,
+            &GraphAllocOptions::new()
+                .location(Location::Device(d))
+                .peer_access([d]),
+        )
+        .unwrap();
+    match b.node.params(&other).unwrap() {
+        GraphNodeParams::MemAlloc(info) => {
+            assert_eq!((info.ptr, info.size, info.device), (b.ptr, 64, Some(0)));
+        }
+        p => panic!("an alloc node read back as {p:?}"),
+    }
+    assert_eq!(
+        other
+            .add_mem_alloc_with(
+                &[],
+                64,
+                &GraphAllocOptions::new().location(Location::HostNumaCurrent)
+            )
+            .unwrap_err()
+            .invalid_kind(),
+        Some(InvalidKind::Other)
+    );
     assert!(matches!(
         g.add_mem_free(&[k3], &b),
         Err(Error::InvalidArgument { .. })
     ));
     other.add_mem_free(&[b.node], &b).unwrap();
+    // Managed graph memory (CUDA 13 drivers): written and read by kernels.
+    if let Some(m) = cudars_tests::needs_driver!(
+        13000,
+        g.add_mem_alloc_with(&[k3], 32 * 4, &GraphAllocOptions::new().managed())
+    ) {
+        // SAFETY: each kernel touches the 32 ints of `m` (alive from its alloc
+        // node to its free node) and of `out`.
+        let last = unsafe {
+            let k = g
+                .add_kernel(&[m.node], &cfg, &set, &[&m.ptr, &100i32])
+                .unwrap();
+            let k = g.add_kernel(&[k], &cfg, &add, &[&m.ptr, &7i32]).unwrap();
+            g.add_kernel(&[k], &cfg, &copy, &[&out, &m.ptr]).unwrap()
+        };
+        g.add_mem_free(&[last], &m).unwrap();
+    }
     g.add_mem_free(&[k3], &a).unwrap();
-    assert_eq!(g.node_count().unwrap(), 5);
+    let managed = usize::from(cudars_tests::driver_version() >= 13000);
+    assert_eq!(g.node_count().unwrap(), 5 + 5 * managed);
     d.reset_graph_mem_high_watermarks().unwrap();
     let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
     // Freed inside the graph, so it can run again and again.
@@ -363,7 +408,10 @@ fn explicit_alloc_and_free_nodes_hold_memory_for_the_graph() {
     let mut h = [0i32; 32];
     out.copy_to_host(&mut h, &s).unwrap();
     assert!(
-        h.iter().enumerate().all(|(i, &v)| v == 105 + i as i32),
+        // The managed chain runs last and adds 7, not 5.
+        h.iter()
+            .enumerate()
+            .all(|(i, &v)| v == 105 + 2 * managed as i32 + i as i32),
         "{h:?}"
     );
     let usage = d.graph_mem_usage().unwrap();

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use cudars_core::{
     Buffer, CompileTarget, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error,
-    Granularity, Kernel, LaunchConfig, Program, ProgramOptions, SourceCode, Stream, StreamOptions,
+    Granularity, Graph, GraphAllocOptions, GraphCompleteOptions, GraphNodeParams, Kernel,
+    LaunchConfig, Location, Program, ProgramOptions, SourceCode, Stream, StreamOptions,
     VirtualMemoryOptions, VirtualMemoryResource, launch,
 };
 use cudars_tests::{require_gpus, require_libs};
@@ -20,9 +21,21 @@ extern "C" __global__ void add_one(unsigned *x, unsigned n) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] += 1;
 }
+extern "C" __global__ void set_to(unsigned *x, unsigned v, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = v;
+}
+extern "C" __global__ void copy_from(unsigned *dst, const unsigned *src, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
 "#;
 
 fn kernel(d: &Device) -> Kernel {
+    kernel_named(d, "add_one")
+}
+
+fn kernel_named(d: &Device, name: &str) -> Kernel {
     Program::new(
         SourceCode::Cxx(SRC),
         ProgramOptions {
@@ -33,7 +46,7 @@ fn kernel(d: &Device) -> Kernel {
     .unwrap()
     .compile(CompileTarget::Cubin, &[])
     .unwrap()
-    .get_kernel("add_one")
+    .get_kernel(name)
     .unwrap()
 }
 
@@ -96,6 +109,54 @@ fn device_methods_and_waits_reach_a_device_that_is_not_current() {
     d1.set_current().unwrap();
     s1.wait_stream(&s0).unwrap();
     s1.sync().unwrap();
+}
+
+/// cuda.core's `GraphAllocOptions(device=1, peer_access=[0])`: a graph of
+/// device 0 allocates on device 1 and its device-0 kernels use that memory.
+#[test]
+fn a_graph_allocates_on_the_other_device_for_its_own() {
+    require_gpus!(2);
+    let (d0, d1, s0, _s1) = two();
+    d0.enable_peer_access(&d1).unwrap();
+    let (set_to, add_one, copy_from) = (
+        kernel_named(&d0, "set_to"),
+        kernel_named(&d0, "add_one"),
+        kernel_named(&d0, "copy_from"),
+    );
+    let n = 1024u32;
+    let out = d0.allocate(n as usize * 4, &s0).unwrap();
+    let ctx = d0.context().unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let a = g
+        .add_mem_alloc_with(
+            &[],
+            n as usize * 4,
+            &GraphAllocOptions::new()
+                .location(Location::Device(d1))
+                .peer_access([d0]),
+        )
+        .unwrap();
+    match a.node.params(&g).unwrap() {
+        GraphNodeParams::MemAlloc(info) => assert_eq!(info.device, Some(1)),
+        p => panic!("an alloc node read back as {p:?}"),
+    }
+    let cfg = LaunchConfig::for_elements(n.into(), 256);
+    // SAFETY: each kernel touches n u32s of `a` (device 1's memory, which device
+    // 0 may use, alive from its alloc node to its free node) and of `out`.
+    let last = unsafe {
+        let k1 = g
+            .add_kernel(&[a.node], &cfg, &set_to, &[&a.ptr, &41u32, &n])
+            .unwrap();
+        let k2 = g.add_kernel(&[k1], &cfg, &add_one, &[&a.ptr, &n]).unwrap();
+        g.add_kernel(&[k2], &cfg, &copy_from, &[&out, &a.ptr, &n])
+            .unwrap()
+    };
+    g.add_mem_free(&[last], &a).unwrap();
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&s0).unwrap();
+    let mut h = vec![0u32; n as usize];
+    out.copy_to_host(&mut h, &s0).unwrap();
+    assert!(h.iter().all(|&x| x == 42), "{:?}", &h[..4]);
 }
 
 #[test]

@@ -9,7 +9,9 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{device::Device, memory::arc_view::ArcView, memory::buffer::Buffer};
+use crate::{
+    device::Device, memory::arc_view::ArcView, memory::buffer::Buffer, memory::resource::Location,
+};
 
 use super::{Graph, GraphNode, keep};
 
@@ -22,6 +24,61 @@ pub struct GraphAllocation {
     pub ptr: crate::launch::DevicePtr,
     /// The size in bytes.
     pub size: usize,
+}
+
+/// Where a graph allocation lives and which other devices may use it
+/// ([`Graph::add_mem_alloc_with`]): `cuda.core`'s `GraphAllocOptions`.
+///
+/// ```
+/// use cudars_core::{Device, GraphAllocOptions, Location};
+/// # fn f(d0: Device, d1: Device) {
+/// let options = GraphAllocOptions::new()
+///     .location(Location::Device(d1))
+///     .peer_access([d0]);
+/// # let _ = options; }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GraphAllocOptions {
+    /// Where the memory is: a device (another than the graph's, for memory a
+    /// peer holds) or the host; `None` for the graph's own device. The driver
+    /// says which locations its graph memory pools support.
+    pub location: Option<Location>,
+    /// Devices given read-write access besides the location's own
+    /// (`accessDescs`; each needs peer access to the location's device).
+    pub peer_access: Vec<Device>,
+    /// Managed memory (`CU_MEM_ALLOCATION_TYPE_MANAGED`, `memory_type="managed"`
+    /// in Python) instead of pinned device or host memory; CUDA 13.0 drivers
+    /// and newer.
+    pub managed: bool,
+}
+
+impl GraphAllocOptions {
+    /// Memory on the graph's device, used by that device alone.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// These options, with the memory at `location`.
+    #[must_use]
+    pub fn location(mut self, location: Location) -> Self {
+        self.location = Some(location);
+        self
+    }
+
+    /// These options, for managed memory.
+    #[must_use]
+    pub fn managed(mut self) -> Self {
+        self.managed = true;
+        self
+    }
+
+    /// These options, with read-write access for `devices` too.
+    #[must_use]
+    pub fn peer_access(mut self, devices: impl IntoIterator<Item = Device>) -> Self {
+        self.peer_access.extend(devices);
+        self
+    }
 }
 
 /// How much memory graphs use on a device ([`Device::graph_mem_usage`](crate::Device::graph_mem_usage)), in bytes.
@@ -389,19 +446,68 @@ impl Graph {
     /// [`Error::InvalidArgument`] for a size of 0; the driver's error (alloc nodes
     /// are not allowed in conditional bodies or child graphs).
     pub fn add_mem_alloc(&mut self, deps: &[GraphNode], size: usize) -> Result<GraphAllocation> {
+        self.add_mem_alloc_with(deps, size, &GraphAllocOptions::default())
+    }
+
+    /// As [`add_mem_alloc`](Self::add_mem_alloc), with the memory where
+    /// `options` says and usable by the devices it lists: `cuda.core`'s
+    /// `GraphDef.alloc(size, options)`. Kernels of this graph reach memory of
+    /// another location only through the access `options` grants.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a size of 0 or
+    /// [`Location::HostNumaCurrent`] (memory pools take no such location);
+    /// [`Error::Unsupported`] for managed memory before CUDA 13.0; the
+    /// driver's error, for a location its graph memory does not support or a
+    /// device without peer access to the memory's.
+    pub fn add_mem_alloc_with(
+        &mut self,
+        deps: &[GraphNode],
+        size: usize,
+        options: &GraphAllocOptions,
+    ) -> Result<GraphAllocation> {
+        const WHAT: &str = "adding a memory allocation node";
         if size == 0 {
-            return Err(Error::zero_size("adding a memory allocation node"));
+            return Err(Error::zero_size(WHAT));
         }
-        let device = *self.ctx.device();
+        let location = options
+            .location
+            .unwrap_or_else(|| Location::Device(*self.ctx.device()));
+        if location.is_numa_current() {
+            return Err(Error::invalid(
+                WHAT,
+                "graph memory takes no host-NUMA-current location",
+            ));
+        }
+        if options.managed {
+            crate::versions::require_driver(13000, "managed graph memory", || WHAT)?;
+        }
+        let mut access: Vec<sys::CUmemAccessDesc> = Vec::new();
+        for d in &options.peer_access {
+            let own = location == Location::Device(*d);
+            if !own && !access.iter().any(|a| a.location.id == d.ordinal() as i32) {
+                access.push(sys::CUmemAccessDesc {
+                    location: Location::Device(*d).raw(),
+                    flags: sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+                });
+            }
+        }
         let mut p = sys::CUDA_MEM_ALLOC_NODE_PARAMS {
             poolProps: sys::CUmemPoolProps {
-                allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
-                location: sys::CUmemLocation {
-                    type_: sys::CU_MEM_LOCATION_TYPE_DEVICE,
-                    id: device.ordinal() as i32,
+                allocType: if options.managed {
+                    sys::CU_MEM_ALLOCATION_TYPE_MANAGED
+                } else {
+                    sys::CU_MEM_ALLOCATION_TYPE_PINNED
                 },
+                location: location.raw(),
                 ..Default::default()
             },
+            accessDescs: if access.is_empty() {
+                std::ptr::null()
+            } else {
+                access.as_ptr()
+            },
+            accessDescCount: access.len(),
             bytesize: size,
             ..Default::default()
         };
@@ -409,8 +515,9 @@ impl Graph {
         let (d, n) = (dv.as_ptr(), dv.len());
         let mut node: sys::CUgraphNode = std::ptr::null_mut();
         let _current = self.ctx.ensure_current()?;
-        // SAFETY: `p` describes a device allocation and is valid for the call; the
-        // driver writes the address into it.
+        // SAFETY: `p` describes an allocation and is valid for the call, with
+        // `access` (alive until the end of this function) as its access
+        // descriptors; the driver writes the address into it.
         unsafe { sys::cuGraphAddMemAllocNode(&mut node, self.handle, d, n, &mut p) }
             .check(|| format!("adding a node allocating {size} bytes"))?;
         Ok(GraphAllocation {

@@ -25,7 +25,7 @@ pub use capture::{CaptureMode, CaptureStatus};
 pub use debug::GraphDebugPrintOptions;
 pub use exec::{GraphCompleteOptions, GraphExec};
 pub use graph_memory::GraphMemoryResource;
-pub use memory_nodes::{GraphAllocation, GraphMemUsage};
+pub use memory_nodes::{GraphAllocOptions, GraphAllocation, GraphMemUsage};
 pub use node::{
     ConditionalNodeInfo, GraphEdge, GraphEdgeKind, GraphNodeKind, GraphNodeParams, HostNodeInfo,
     KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
