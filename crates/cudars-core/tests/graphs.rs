@@ -770,6 +770,123 @@ fn conditional_nodes_read_back_their_condition_and_kind() {
     }
 }
 
+/// The definition-time update of memset, memcpy and host callback nodes
+/// (cuda.core's `MemsetNode.update`, …): instantiations made after use the new
+/// parameters, one made before keeps the old.
+#[test]
+fn memset_memcpy_and_host_nodes_of_a_graph_take_new_parameters() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let zeroed = || {
+        let mut buf = d.allocate(32 * 4, &s).unwrap();
+        buf.fill_u32(0, &s).unwrap();
+        Arc::new(buf)
+    };
+    let (a, b, a2, b2) = (zeroed(), zeroed(), zeroed(), zeroed());
+    s.sync().unwrap();
+    let (first, second) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let ctx = d.context().unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let set = g.add_memset(&[], &a, 7, 4).unwrap();
+    let copy = g.add_memcpy(&[set], &b, &a, 32 * 4).unwrap();
+    let f = first.clone();
+    let host = g
+        .add_host_callback(&[copy], move || {
+            f.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let before = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    g.set_memset_node(set, &a2, 0x0909_0909, 4).unwrap();
+    g.set_memcpy_node(copy, &b2, &a2, 16 * 4).unwrap();
+    let f = second.clone();
+    g.set_host_callback_node(host, move || {
+        f.fetch_add(1, Ordering::SeqCst);
+    })
+    .unwrap();
+    match set.params(&g).unwrap() {
+        GraphNodeParams::Memset(m) => {
+            assert_eq!(
+                (m.dst.0, m.element_size, m.value),
+                (a2.ptr(), 4, 0x0909_0909)
+            );
+        }
+        other => panic!("a memset node read back as {other:?}"),
+    }
+    let after = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    before.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert!(read(&b, &s).iter().all(|&v| v == 7));
+    assert_eq!(
+        (first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)),
+        (1, 0)
+    );
+    after.launch(&s).unwrap();
+    s.sync().unwrap();
+    let got = read(&b2, &s);
+    assert!(got[..16].iter().all(|&v| v == 0x0909_0909), "{got:?}");
+    assert!(
+        got[16..].iter().all(|&v| v == 0),
+        "only 16 ints were copied"
+    );
+    assert_eq!(
+        (first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)),
+        (1, 1)
+    );
+    // A node of the wrong kind is refused before the driver is asked.
+    assert_eq!(
+        g.set_memset_node(copy, &a2, 1, 4)
+            .unwrap_err()
+            .invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+    assert_eq!(
+        g.set_memcpy_node(set, &b2, &a2, 4)
+            .unwrap_err()
+            .invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+}
+
+/// `KernelNode.update`: a kernel node of the definition takes other arguments
+/// for the instantiations made afterwards.
+#[test]
+fn a_kernel_node_of_a_graph_takes_new_arguments() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add = code.get_kernel("add").unwrap();
+    let zeroed = || {
+        let mut buf = d.allocate(32 * 4, &s).unwrap();
+        buf.fill_u32(0, &s).unwrap();
+        Arc::new(buf)
+    };
+    let (a, a2) = (zeroed(), zeroed());
+    s.sync().unwrap();
+    let ctx = d.context().unwrap();
+    let cfg = LaunchConfig::new(1, 32);
+    let mut g = Graph::new(&ctx).unwrap();
+    // SAFETY: the kernel touches the 32 ints of `a`, which outlives the graph.
+    let k = unsafe { g.add_kernel(&[], &cfg, &add, &[&*a, &1i32]) }.unwrap();
+    let empty = g.add_empty(&[k]).unwrap();
+    let before = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    // SAFETY: as above, for `a2`.
+    unsafe { g.set_kernel_node(k, &cfg, &add, &[&*a2, &5i32]) }.unwrap();
+    // SAFETY: as above (refused: not a kernel node).
+    let refused = unsafe { g.set_kernel_node(empty, &cfg, &add, &[&*a2, &5i32]) };
+    assert_eq!(
+        refused.unwrap_err().invalid_kind(),
+        Some(InvalidKind::Other)
+    );
+    let after = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    before.launch(&s).unwrap();
+    after.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert!(read(&a, &s).iter().all(|&v| v == 1));
+    assert!(read(&a2, &s).iter().all(|&v| v == 5));
+}
+
 /// The definition-time update of event nodes (cuda.core's
 /// `EventRecordNode.update` and `EventWaitNode.update`): later instantiations
 /// record and wait for the new event; one made before keeps the old one.

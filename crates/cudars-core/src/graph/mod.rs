@@ -6,13 +6,15 @@
 //! One module per part: the graph and its nodes here, memory nodes (allocations,
 //! memsets, copies) in `memory_nodes`, reading nodes and edges back in `node`,
 //! instantiation and launch in `exec`, in-place updates of an instantiation's
-//! nodes in `exec_update`, DOT output in `debug`, stream capture in `capture`.
+//! nodes in `exec_update` and of the graph's own nodes in `def_update`, DOT
+//! output in `debug`, stream capture in `capture`.
 
 pub(crate) mod builder;
 pub(crate) mod builder_rules;
 pub(crate) mod builder_work;
 pub(crate) mod capture;
 pub(crate) mod debug;
+pub(crate) mod def_update;
 pub(crate) mod exec;
 pub(crate) mod exec_update;
 pub(crate) mod graph_memory;
@@ -529,77 +531,6 @@ impl Graph {
             .check(|| "adding an event wait node")?;
         keep(&self.keep, event.clone());
         Ok(self.node(node))
-    }
-
-    /// Makes event record node `node` of this graph record `event` from now on
-    /// (`cuGraphEventRecordNodeSetEvent`): the definition-time `update()` of
-    /// `cuda.core`'s `EventRecordNode`. Instantiations made before keep the
-    /// event they were made with ([`GraphExec::set_event_record_node`] changes
-    /// one); those made after use `event`. The graph keeps `event` alive.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a node of another graph or another kind;
-    /// the driver's error.
-    pub fn set_event_record_node(&mut self, node: GraphNode, event: &Arc<Event>) -> Result<()> {
-        self.set_event_node(
-            node,
-            event,
-            GraphNodeKind::EventRecord,
-            sys::cuGraphEventRecordNodeSetEvent,
-        )
-    }
-
-    /// Makes event wait node `node` of this graph wait for `event` from now on
-    /// (`cuGraphEventWaitNodeSetEvent`): the definition-time `update()` of
-    /// `cuda.core`'s `EventWaitNode`, as
-    /// [`set_event_record_node`](Self::set_event_record_node) is for record nodes.
-    ///
-    /// # Errors
-    /// As [`set_event_record_node`](Self::set_event_record_node).
-    pub fn set_event_wait_node(&mut self, node: GraphNode, event: &Arc<Event>) -> Result<()> {
-        self.set_event_node(
-            node,
-            event,
-            GraphNodeKind::EventWait,
-            sys::cuGraphEventWaitNodeSetEvent,
-        )
-    }
-
-    /// Gives event node `node` (of kind `kind`) `event` through `set`, the
-    /// driver's setter for that kind.
-    fn set_event_node(
-        &mut self,
-        node: GraphNode,
-        event: &Arc<Event>,
-        kind: GraphNodeKind,
-        set: unsafe fn(sys::CUgraphNode, sys::CUevent) -> sys::CUresult,
-    ) -> Result<()> {
-        let what = if kind == GraphNodeKind::EventRecord {
-            "changing an event record node of a graph"
-        } else {
-            "changing an event wait node of a graph"
-        };
-        if node.graph != self.id {
-            return Err(Error::invalid(what, "the node is a node of another graph"));
-        }
-        let have = node::node_kind_raw(node.handle)?;
-        if have != kind {
-            return Err(Error::invalid(
-                what,
-                format!(
-                    "the node is a {} node, not a {} node",
-                    have.name(),
-                    kind.name()
-                ),
-            ));
-        }
-        let _current = self.ctx.ensure_current()?;
-        // Kept first: every later instantiation may use it.
-        keep(&self.keep, event.clone());
-        // SAFETY: a live node of this graph (checked), of the kind `set` takes
-        // (checked); a live event, kept alive by the keep list; `&mut self`: no
-        // other call changes the graph meanwhile.
-        unsafe { set(node.handle, event.handle()) }.check(|| what)
     }
 
     /// Embeds a copy of `child`.
