@@ -139,8 +139,8 @@ fn the_driver_says_what_memory_a_pointer_is() {
         assert_eq!(view.is_managed(), kind == MemoryKind::Managed);
     }
     // Pageable host memory is not CUDA's.
-    let on_the_heap = vec![0u8; 64];
-    let e = MemoryKind::of_pointer(on_the_heap.as_ptr() as CUdeviceptr).unwrap_err();
+    let on_the_stack = [0u8; 64];
+    let e = MemoryKind::of_pointer(on_the_stack.as_ptr() as CUdeviceptr).unwrap_err();
     assert!(e.driver_code().is_some(), "{e}");
     s.sync().unwrap();
 }
