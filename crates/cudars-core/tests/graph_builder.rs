@@ -425,6 +425,44 @@ fn split_builders_join_and_if_else_picks_a_branch() {
     assert_eq!(x.to_vec(&s).unwrap(), want);
 }
 
+/// A switch node (`GraphBuilder.switch`): the body the condition names runs,
+/// the others do not. CUDA 12.8 drivers and later.
+#[test]
+fn a_switch_runs_the_body_its_condition_names() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add_to = kernel(&code, "add_to");
+    let x = zeros(&d, &s, 32);
+    let mut b = GraphBuilder::new(&d).unwrap();
+    b.begin_building(CaptureMode::default()).unwrap();
+    let Some(cond) = needs_driver!(12030, b.create_conditional_handle(Some(1))) else {
+        return;
+    };
+    // Refused before the driver is asked: `cond` keeps no node yet.
+    if cudars_tests::driver_version() >= 12080 {
+        assert_eq!(
+            b.switch(cond, 0).unwrap_err().invalid_kind(),
+            Some(InvalidKind::Other)
+        );
+    }
+    let Some(mut bodies) = needs_driver!(12080, b.switch(cond, 3)) else {
+        return;
+    };
+    assert_eq!(bodies.len(), 3);
+    for (i, body) in bodies.iter_mut().enumerate() {
+        body.begin_building(CaptureMode::default()).unwrap();
+        launch_into(body, &add_to, 32, &[&x.shared_view(), &10i32.pow(i as u32)]);
+        body.end_building().unwrap();
+    }
+    b.end_building().unwrap();
+    let exec = b.complete(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&s).unwrap();
+    exec.launch(&s).unwrap();
+    // Body 1 adds 10 at each launch; bodies 0 (1) and 2 (100) never run.
+    assert_eq!(x.to_vec(&s).unwrap(), vec![20; 32]);
+}
+
 /// cuda.core 1.3 (#2776): a join that fails partway leaves no fork capturing.
 /// Here the builders it did not reach are joined as they drop, so the capture
 /// still ends, and their work is in the graph; (#2834) a device memory

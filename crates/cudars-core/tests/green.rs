@@ -190,7 +190,9 @@ fn a_green_context_is_current_only_during_each_operation() {
     let d = Device::new(0).unwrap();
     let primary = d.context().unwrap();
     let group = one_group_of_8(&d);
-    let green = Context::create_green(&d, &[group]).unwrap();
+    // The device's shorthand for Context::create_green.
+    let green = d.create_green_context(&[group]).unwrap();
+    assert!(green.is_green());
     // It cannot be left current on a thread.
     assert!(matches!(
         green.set_current(),

@@ -258,6 +258,10 @@ fn a_pinned_pool_and_its_buffer_shared_with_a_child_process() {
         plain.register(PoolUuid([1; 16])),
         Err(cudars_core::Error::Unsupported { .. })
     ));
+    // A descriptor that is not an exported pool is the driver's error, no pool.
+    let not_a_pool = std::fs::File::open("/dev/null").unwrap();
+    let e = PinnedMemoryResource::import(&dev, not_a_pool.as_fd()).unwrap_err();
+    assert!(e.driver_code().is_some(), "{e}");
     let pool = Arc::new(
         PinnedMemoryResource::new(
             &dev,

@@ -545,10 +545,11 @@ fn use_detection_is_not_a_substring_match() {
     assert!(!is_used(text, "system::driver_version"));
 }
 
-/// Every covered row's Rust item (the first Rust path in its last column) is
-/// used by at least one test or example of this crate (its integration tests,
-/// its examples, or the unit tests at the end of its source files): a row is
-/// covered only when what it names is exercised, not merely defined.
+/// Every covered row's Rust item (the first Rust path in its last column), and
+/// every other member (`Type::member`) the row names, is used by at least one
+/// test or example of this crate (its integration tests, its examples, or the
+/// unit tests at the end of its source files): a row is covered only when what
+/// it names is exercised, not merely defined.
 #[test]
 fn every_covered_row_is_exercised_by_a_test_or_an_example() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -568,20 +569,30 @@ fn every_covered_row_is_exercised_by_a_test_or_an_example() {
         .iter()
         .filter(|r| r.base_status() == "covered")
     {
-        let Some(path) = r
+        let paths: Vec<&str> = r
             .rust
             .split('`')
             .skip(1)
             .step_by(2)
-            .find(|c| is_path(c) && !c.starts_with("cudars_bindings::"))
-        else {
+            .filter(|c| is_path(c) && !c.starts_with("cudars_bindings::"))
+            .map(|c| c.strip_prefix("cudars_core::").unwrap_or(c))
+            .collect();
+        let Some(first) = paths.first() else {
             unused.push(format!("{}.{}: names no Rust item", r.section, r.name));
             continue;
         };
         checked += 1;
-        let path = path.strip_prefix("cudars_core::").unwrap_or(path);
-        if !is_used(&text, path) {
-            unused.push(format!("{}.{}: `{path}`", r.section, r.name));
+        // The row's item, and every member (`Type::member`) it names besides:
+        // a type named only for its shape is exercised through its members.
+        let is_member = |p: &&&str| {
+            let segments: Vec<&str> = p.split("::").collect();
+            segments.len() >= 2
+                && segments[segments.len() - 2].starts_with(|c: char| c.is_ascii_uppercase())
+        };
+        for path in std::iter::once(first).chain(paths.iter().skip(1).filter(is_member)) {
+            if !is_used(&text, path) {
+                unused.push(format!("{}.{}: `{path}`", r.section, r.name));
+            }
         }
     }
     assert!(checked > 300, "only {checked} rows were checked");

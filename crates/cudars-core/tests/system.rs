@@ -42,14 +42,87 @@ fn a_nul_byte_is_rejected_before_nvml_is_called() {
 #[test]
 fn nvml_codes_read_as_python_s_exception_classes() {
     use cudars_core::cudars_bindings::nvml::{self as nvml, NvmlError, nvmlReturn_t};
+    // Every kind, one per exception class of cuda.core.system.
     for (code, kind) in [
+        (nvml::NVML_ERROR_UNINITIALIZED, NvmlErrorKind::Uninitialized),
+        (
+            nvml::NVML_ERROR_INVALID_ARGUMENT,
+            NvmlErrorKind::InvalidArgument,
+        ),
+        (nvml::NVML_ERROR_NOT_SUPPORTED, NvmlErrorKind::NotSupported),
+        (nvml::NVML_ERROR_NO_PERMISSION, NvmlErrorKind::NoPermission),
+        (
+            nvml::NVML_ERROR_ALREADY_INITIALIZED,
+            NvmlErrorKind::AlreadyInitialized,
+        ),
+        (nvml::NVML_ERROR_NOT_FOUND, NvmlErrorKind::NotFound),
+        (
+            nvml::NVML_ERROR_INSUFFICIENT_SIZE,
+            NvmlErrorKind::InsufficientSize,
+        ),
+        (
+            nvml::NVML_ERROR_INSUFFICIENT_POWER,
+            NvmlErrorKind::InsufficientPower,
+        ),
+        (
+            nvml::NVML_ERROR_DRIVER_NOT_LOADED,
+            NvmlErrorKind::DriverNotLoaded,
+        ),
+        (nvml::NVML_ERROR_TIMEOUT, NvmlErrorKind::Timeout),
+        (nvml::NVML_ERROR_IRQ_ISSUE, NvmlErrorKind::IrqIssue),
+        (
+            nvml::NVML_ERROR_LIBRARY_NOT_FOUND,
+            NvmlErrorKind::LibraryNotFound,
+        ),
+        (
+            nvml::NVML_ERROR_FUNCTION_NOT_FOUND,
+            NvmlErrorKind::FunctionNotFound,
+        ),
+        (
+            nvml::NVML_ERROR_CORRUPTED_INFOROM,
+            NvmlErrorKind::CorruptedInforom,
+        ),
+        (nvml::NVML_ERROR_GPU_IS_LOST, NvmlErrorKind::GpuIsLost),
+        (
+            nvml::NVML_ERROR_RESET_REQUIRED,
+            NvmlErrorKind::ResetRequired,
+        ),
+        (
+            nvml::NVML_ERROR_OPERATING_SYSTEM,
+            NvmlErrorKind::OperatingSystem,
+        ),
+        (
+            nvml::NVML_ERROR_LIB_RM_VERSION_MISMATCH,
+            NvmlErrorKind::LibRmVersionMismatch,
+        ),
+        (nvml::NVML_ERROR_IN_USE, NvmlErrorKind::InUse),
+        (nvml::NVML_ERROR_MEMORY, NvmlErrorKind::Memory),
+        (nvml::NVML_ERROR_NO_DATA, NvmlErrorKind::NoData),
+        (
+            nvml::NVML_ERROR_VGPU_ECC_NOT_SUPPORTED,
+            NvmlErrorKind::VgpuEccNotSupported,
+        ),
+        (
+            nvml::NVML_ERROR_INSUFFICIENT_RESOURCES,
+            NvmlErrorKind::InsufficientResources,
+        ),
         (
             nvml::NVML_ERROR_FREQ_NOT_SUPPORTED,
             NvmlErrorKind::FreqNotSupported,
         ),
-        (nvml::NVML_ERROR_NOT_SUPPORTED, NvmlErrorKind::NotSupported),
-        (nvml::NVML_ERROR_NO_PERMISSION, NvmlErrorKind::NoPermission),
-        (nvml::NVML_ERROR_GPU_IS_LOST, NvmlErrorKind::GpuIsLost),
+        (
+            nvml::NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
+            NvmlErrorKind::ArgumentVersionMismatch,
+        ),
+        (nvml::NVML_ERROR_DEPRECATED, NvmlErrorKind::Deprecated),
+        (nvml::NVML_ERROR_NOT_READY, NvmlErrorKind::NotReady),
+        (nvml::NVML_ERROR_GPU_NOT_FOUND, NvmlErrorKind::GpuNotFound),
+        (nvml::NVML_ERROR_INVALID_STATE, NvmlErrorKind::InvalidState),
+        (
+            nvml::NVML_ERROR_RESET_TYPE_NOT_SUPPORTED,
+            NvmlErrorKind::ResetTypeNotSupported,
+        ),
+        (nvml::NVML_ERROR_UNKNOWN, NvmlErrorKind::Unknown(999)),
         (nvmlReturn_t(9999), NvmlErrorKind::Unknown(9999)),
     ] {
         assert_eq!(NvmlErrorKind::from_code(code), kind);
