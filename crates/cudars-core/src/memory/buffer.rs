@@ -502,7 +502,7 @@ impl Buffer {
     /// ```
     /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
     /// buf.fill_pattern(1.5f32, s)?;
-    /// buf.fill_pattern(cudars_core::half::f16::from_f32(-2.0), s)?;
+    /// buf.fill_pattern(0x3c00u16, s)?; // the bits of a half-precision 1.0
     /// buf.fill_pattern(7i8, s)?;
     /// buf.fill_pattern(0.25f64, s)?;
     /// # Ok(()) }
