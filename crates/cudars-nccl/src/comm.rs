@@ -2,19 +2,23 @@
 
 use std::ffi::CString;
 use std::ptr;
+use std::time::{Duration, Instant};
 
 use cudars_bindings::nccl as sys;
 use cudars_core::{Context, ContextScope, Device, InvalidKind};
 
-use crate::error::{Error, Result, check};
+use crate::error::{Error, Result, TimedOut, WorldError, check};
 use crate::id::UniqueId;
 
 /// Options of a new communicator (`ncclConfig_t`); every field left `None` keeps
 /// NCCL's default (or its environment variable's value).
 ///
-/// Communicators made here are always blocking: each call returns once NCCL has
-/// queued its work (NCCL's non-blocking mode, whose calls return
-/// `ncclInProgress`, is not offered).
+/// Communicators made with these options by [`Communicator::init_rank_with`]
+/// are blocking: each call returns once NCCL has queued its work.
+/// [`Communicator::init_rank_timeout`] and [`World::join`](crate::World::join)
+/// make them in NCCL's non-blocking mode, whose calls may answer
+/// `ncclInProgress`; this crate then polls until NCCL is done, under a
+/// timeout, so each call still returns finished work or an error.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CommConfig {
@@ -162,6 +166,9 @@ pub struct Communicator {
     pub(crate) device: Device,
     pub(crate) rank: usize,
     pub(crate) size: usize,
+    /// `Some` for a non-blocking communicator: how long a call may stay in
+    /// progress before it is a [`WorldError::TimedOut`].
+    pub(crate) wait: Option<Duration>,
 }
 
 // SAFETY: a communicator may be used from any thread, one at a time; `!Sync`
@@ -218,6 +225,7 @@ impl Communicator {
                 device: *device,
                 rank,
                 size: n,
+                wait: None,
             })
             .collect())
     }
@@ -268,7 +276,107 @@ impl Communicator {
             device: *device,
             rank,
             size: nranks,
+            wait: None,
         })
+    }
+
+    /// [`init_rank_with`](Self::init_rank_with) under a timeout: the init runs in
+    /// NCCL's non-blocking mode (`blocking = 0`) and is polled
+    /// (`ncclCommGetAsyncError`) until every rank has joined, NCCL reports an
+    /// error, or `timeout` passes. On an error or the timeout the half-made
+    /// communicator is aborted (`ncclCommAbort`, which frees the GPU memory
+    /// NCCL took for it), so the caller never hangs on a rank that does not
+    /// come. The communicator stays non-blocking: each later call that NCCL
+    /// answers with `ncclInProgress` is polled until done, for at most
+    /// `timeout`.
+    ///
+    /// # Errors
+    /// As [`init_rank_with`](Self::init_rank_with);
+    /// [`WorldError::TimedOut`] inside [`Error::Extra`](cudars_core::LibraryError::Extra)
+    /// when the ranks had not all joined within `timeout`.
+    pub fn init_rank_timeout(
+        device: &Device,
+        nranks: usize,
+        id: &UniqueId,
+        rank: usize,
+        config: &CommConfig,
+        timeout: Duration,
+    ) -> Result<Self> {
+        let context = || {
+            format!(
+                "joining a NCCL communicator of {nranks} ranks as rank {rank} on device {} \
+                 (non-blocking, {:.1} s timeout)",
+                device.ordinal(),
+                timeout.as_secs_f64()
+            )
+        };
+        let (n, r) = check_rank(nranks, rank, &context)?;
+        let mut config = RawConfig::new(config, &context)?;
+        config.raw.blocking = 0;
+        let scope = primary_scope(device)?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: as in `init_rank_with`; with `blocking = 0` NCCL may return
+        // before the communicator is ready, writing the handle first.
+        let status =
+            unsafe { sys::ncclCommInitRankConfig(&mut raw, n, id.raw(), r, &mut config.raw) };
+        drop(scope);
+        if raw.is_null() {
+            check(status, context)?;
+            return Err(Error::invalid(
+                context(),
+                InvalidKind::Other,
+                "NCCL returned no communicator",
+            ));
+        }
+        let comm = Self {
+            raw,
+            device: *device,
+            rank,
+            size: nranks,
+            wait: Some(timeout),
+        };
+        let ready = if status == sys::ncclInProgress {
+            poll(raw, timeout, &context)
+        } else {
+            check(status, context)
+        };
+        match ready {
+            Ok(()) => Ok(comm),
+            Err(e) => {
+                // Abort the half-made communicator: its GPU memory, threads and
+                // sockets go; its error is not the one to report.
+                let _ = comm.abort();
+                Err(match e {
+                    Error::Extra(WorldError::TimedOut(mut t)) => {
+                        t.aborted = true;
+                        Error::Extra(WorldError::TimedOut(t))
+                    }
+                    e => e,
+                })
+            }
+        }
+    }
+
+    /// Whether this communicator is in NCCL's non-blocking mode (made by
+    /// [`init_rank_timeout`](Self::init_rank_timeout) or
+    /// [`World::join`](crate::World::join), or split from one), and the
+    /// longest a call of it is polled.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.wait
+    }
+
+    /// After a call that NCCL answered `status`: polls while it is
+    /// `ncclInProgress` on a non-blocking communicator; any other status is
+    /// checked.
+    pub(crate) fn settle(
+        &self,
+        status: sys::ncclResult_t,
+        context: &dyn Fn() -> String,
+    ) -> Result<()> {
+        match self.wait {
+            Some(after) if status == sys::ncclInProgress => poll(self.raw, after, context),
+            _ => check(status, context),
+        }
     }
 
     /// Splits the communicator (`ncclCommSplit`). It is a collective: every rank
@@ -322,14 +430,16 @@ impl Communicator {
             colors.push((color, key));
         }
         let mut raws = vec![ptr::null_mut(); comms.len()];
-        grouped(&context, || {
+        let ((), in_progress) = grouped_status(&context, || {
             for ((comm, &(color, key)), raw) in comms.iter().zip(&colors).zip(&mut raws) {
                 let _scope = primary_scope(&comm.device)?;
                 // SAFETY: a live communicator; `raw` is writable; a null config
                 // inherits this communicator's.
                 let status =
                     unsafe { sys::ncclCommSplit(comm.raw, color, key, raw, ptr::null_mut()) };
-                check(status, context)?;
+                if !(comm.wait.is_some() && status == sys::ncclInProgress) {
+                    check(status, context)?;
+                }
             }
             Ok(())
         })?;
@@ -343,9 +453,16 @@ impl Communicator {
                     device: comm.device,
                     rank: 0,
                     size: 0,
+                    wait: comm.wait,
                 })
             })
             .collect();
+        // Non-blocking parents give non-blocking children: wait until each is made.
+        if in_progress {
+            for c in owned.iter().flatten() {
+                c.settle(sys::ncclInProgress, &context)?;
+            }
+        }
         owned
             .into_iter()
             .map(|c| {
@@ -431,7 +548,7 @@ impl Communicator {
         let _scope = primary_scope(&self.device)?;
         // SAFETY: a live communicator.
         let status = unsafe { sys::ncclCommFinalize(self.raw) };
-        check(status, || {
+        self.settle(status, &|| {
             format!("finalizing rank {} of a NCCL communicator", self.rank)
         })
     }
@@ -486,8 +603,14 @@ impl Drop for Communicator {
 }
 
 /// Runs `f` between `ncclGroupStart` and `ncclGroupEnd`; the group is ended
-/// even when `f` fails or panics. `f`'s error comes first.
-pub(crate) fn grouped<R>(context: &dyn Fn() -> String, f: impl FnOnce() -> Result<R>) -> Result<R> {
+/// even when `f` fails or panics. `f`'s error comes first. Also says whether
+/// `ncclGroupEnd` answered
+/// `ncclInProgress` (a non-blocking communicator's work still being set up):
+/// the caller then polls the communicators ([`Communicator::settle`]).
+pub(crate) fn grouped_status<R>(
+    context: &dyn Fn() -> String,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<(R, bool)> {
     struct End(bool);
     impl Drop for End {
         fn drop(&mut self) {
@@ -507,10 +630,47 @@ pub(crate) fn grouped<R>(context: &dyn Fn() -> String, f: impl FnOnce() -> Resul
     end.0 = false;
     // SAFETY: ends the group started above.
     let status = unsafe { sys::ncclGroupEnd() };
-    let ended = check(status, || format!("{}: ending a NCCL group", context()));
+    let in_progress = status == sys::ncclInProgress;
+    let ended = if in_progress {
+        Ok(())
+    } else {
+        check(status, || format!("{}: ending a NCCL group", context()))
+    };
     let r = r?;
     ended?;
-    Ok(r)
+    Ok((r, in_progress))
+}
+
+/// Polls a non-blocking communicator (`ncclCommGetAsyncError`) until NCCL is
+/// no longer at work on it: its error, or [`WorldError::TimedOut`] once
+/// `after` has passed (nothing is aborted here).
+pub(crate) fn poll(
+    raw: sys::ncclComm_t,
+    after: Duration,
+    context: &dyn Fn() -> String,
+) -> Result<()> {
+    let start = Instant::now();
+    let mut nap = Duration::from_micros(20);
+    loop {
+        let mut state = sys::ncclSuccess;
+        // SAFETY: a live communicator; `state` is writable.
+        let status = unsafe { sys::ncclCommGetAsyncError(raw, &mut state) };
+        check(status, || {
+            format!("{}: asking NCCL how far it is", context())
+        })?;
+        if state != sys::ncclInProgress {
+            return check(state, context);
+        }
+        if start.elapsed() >= after {
+            return Err(Error::Extra(WorldError::TimedOut(TimedOut {
+                context: context(),
+                after,
+                aborted: false,
+            })));
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(5));
+    }
 }
 
 /// Checks the devices of [`Communicator::init_all`]: at least one, none twice.

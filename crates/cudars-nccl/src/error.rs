@@ -2,6 +2,8 @@
 //! with NCCL's own account of each failure.
 
 use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
 
 use cudars_bindings::nccl::{self as sys, NcclError};
 use cudars_core::LibraryError;
@@ -13,9 +15,78 @@ use cudars_core::LibraryError;
 /// ([`LibraryError::TooOld`]: the release that added the entry point), a
 /// rejected argument ([`LibraryError::InvalidArgument`]) or cudars-core's error
 /// ([`LibraryError::Core`]), each level saying its own part once and the cause
-/// as the [`source`](std::error::Error::source). Print the whole chain with
-/// [`report`](LibraryError::report).
-pub type Error = LibraryError<NcclError>;
+/// as the [`source`](std::error::Error::source), or one of this crate's own
+/// failures ([`LibraryError::Extra`]: a [`WorldError`], a launcher's variables
+/// that do not describe a rank or a join that timed out). Print the whole
+/// chain with [`report`](LibraryError::report).
+pub type Error = LibraryError<NcclError, WorldError>;
+
+/// This crate's own failures, which are no NCCL status ([`Error::Extra`](LibraryError::Extra)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorldError {
+    /// A launcher's variables are missing, malformed or inconsistent
+    /// ([`World::from_env`](crate::World::from_env)): it names every variable
+    /// read and the ones missing.
+    Env(crate::world::EnvError),
+    /// NCCL was still at work when the timeout passed (a rank that never
+    /// joined, a root nobody reached, ranks that disagree on the size, a
+    /// collective whose peer is gone). A communicator still being made was
+    /// aborted.
+    TimedOut(TimedOut),
+}
+
+impl fmt::Display for WorldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Env(e) => fmt::Display::fmt(e, f),
+            Self::TimedOut(t) => fmt::Display::fmt(t, f),
+        }
+    }
+}
+
+impl std::error::Error for WorldError {}
+
+/// What timed out, and after how long ([`WorldError::TimedOut`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimedOut {
+    pub(crate) context: String,
+    pub(crate) after: Duration,
+    pub(crate) aborted: bool,
+}
+
+impl TimedOut {
+    /// What was being done.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+
+    /// The timeout that passed.
+    pub fn after(&self) -> Duration {
+        self.after
+    }
+
+    /// Whether the communicator was aborted (`ncclCommAbort`): always when it
+    /// was being made.
+    pub fn aborted(&self) -> bool {
+        self.aborted
+    }
+}
+
+impl fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: NCCL had not finished after {:.1} s",
+            self.context,
+            self.after.as_secs_f64()
+        )?;
+        if self.aborted {
+            f.write_str("; the communicator was aborted")?;
+        }
+        Ok(())
+    }
+}
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

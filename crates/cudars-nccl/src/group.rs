@@ -2,7 +2,9 @@
 
 use cudars_core::{DeviceView, DeviceViewMut, Stream};
 
-use crate::comm::{Communicator, grouped};
+use cudars_bindings::nccl as sys;
+
+use crate::comm::{Communicator, grouped_status};
 use crate::error::Result;
 use crate::op::{Kind, Op, Pending};
 use crate::types::{Element, Reduction};
@@ -307,9 +309,24 @@ impl<'a> Group<'a> {
         }
         let n = self.ops.len();
         let context = || format!("issuing a group of {n} NCCL operations");
-        let issued = grouped(&context, || {
+        let issued = grouped_status(&context, || {
+            let mut in_progress = false;
             for op in &self.ops {
-                op.issue()?;
+                in_progress |= op.issue()?;
+            }
+            Ok(in_progress)
+        })
+        .and_then(|(queued, ended)| {
+            // Non-blocking communicators still setting up: wait for each once.
+            if queued || ended {
+                let mut seen: Vec<sys::ncclComm_t> = Vec::new();
+                for op in &self.ops {
+                    let comm = op.comm();
+                    if comm.timeout().is_some() && !seen.contains(&comm.handle()) {
+                        seen.push(comm.handle());
+                        comm.settle(sys::ncclInProgress, &context)?;
+                    }
+                }
             }
             Ok(())
         });

@@ -25,6 +25,11 @@
 //!   `f64`): all-reduce, broadcast, reduce, all-gather, reduce-scatter (each also
 //!   in place), all-to-all, gather, scatter, and send/receive; [`Group`] issues
 //!   several as one NCCL group.
+//! - [`World`]: this process's rank, size and local rank from a launcher's
+//!   variables (torchrun, Slurm, Open MPI, MPICH/PMI), its GPU, and
+//!   [`World::join`] / [`Communicator::from_env`]: the communicator, met
+//!   through NCCL's own bootstrap (`NCCL_COMM_ID`), made non-blocking under a
+//!   timeout and aborted on failure ([`WorldError`]).
 //! - Reductions: a built-in [`ReduceOp`] or a pre-multiplied sum
 //!   ([`Communicator::pre_mul_sum`], a [`CustomOp`]), both taken as a
 //!   [`Reduction`]. An entry point the loaded NCCL predates is
@@ -45,12 +50,14 @@ mod group;
 mod id;
 mod op;
 mod types;
+mod world;
 
 pub use comm::{CommConfig, Communicator};
-pub use error::{Error, Result};
+pub use error::{Error, Result, TimedOut, WorldError};
 pub use group::Group;
 pub use id::{UNIQUE_ID_BYTES, UniqueId};
 pub use types::{CustomOp, Element, ReduceOp, Reduction};
+pub use world::{DEFAULT_JOIN_TIMEOUT, EnvError, Launcher, NCCL_COMM_ID, World};
 
 /// The loaded NCCL's version: major, minor and patch, e.g. `(2, 28, 9)`.
 ///

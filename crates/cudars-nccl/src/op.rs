@@ -217,8 +217,11 @@ pub(crate) struct Op<'a, T> {
 
 /// An operation in a [`Group`], its element type erased.
 pub(crate) trait Pending {
-    /// Queues the operation with NCCL.
-    fn issue(&self) -> Result<()>;
+    /// Queues the operation with NCCL; `true` when a non-blocking
+    /// communicator answered `ncclInProgress` (the caller polls it).
+    fn issue(&self) -> Result<bool>;
+    /// The communicator it runs on.
+    fn comm(&self) -> &Communicator;
     /// Orders the frees of its buffers after its stream.
     fn order_frees(&self) -> Result<()>;
 }
@@ -347,13 +350,26 @@ impl<'a, T: Element> Op<'a, T> {
 
     /// Issues the operation alone and orders the frees.
     pub(crate) fn run(self) -> Result<()> {
-        self.issue()?;
-        self.order_frees()
+        let issued = self.issue().and_then(|in_progress| {
+            if in_progress {
+                self.comm.settle(sys::ncclInProgress, &|| self.context())
+            } else {
+                Ok(())
+            }
+        });
+        // Order the frees whatever happened: NCCL may have queued the work.
+        let ordered = self.order_frees();
+        issued?;
+        ordered
     }
 }
 
 impl<T: Element> Pending for Op<'_, T> {
-    fn issue(&self) -> Result<()> {
+    fn comm(&self) -> &Communicator {
+        self.comm
+    }
+
+    fn issue(&self) -> Result<bool> {
         let _scope = ContextScope::for_stream(self.stream)?;
         let (send, recv) = self.pointers();
         let (comm, stream) = (self.comm.raw, self.stream.handle().cast());
@@ -387,12 +403,16 @@ impl<T: Element> Pending for Op<'_, T> {
                 }
             }
         };
+        if status == sys::ncclInProgress && self.comm.wait.is_some() {
+            return Ok(true);
+        }
         match self.kind {
             Kind::AllToAll { .. } | Kind::Gather { .. } | Kind::Scatter { .. } => {
                 check_since(status, NCCL_2_28, || self.context())
             }
             _ => check(status, || self.context()),
         }
+        .map(|()| false)
     }
 
     fn order_frees(&self) -> Result<()> {
