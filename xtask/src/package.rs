@@ -9,6 +9,9 @@
 //! `DIR/run-shim.sh VERSION` runs `run.sh` over it, as if on an older driver. The
 //! recording NVTX tool (`tests/nvtx-inject`) goes to `DIR/lib/nvtx/`, and
 //! `DIR/run-nvtx.sh` runs the `profiled_quickstart` example under it.
+//! `DIR/run-launchers.sh` (from `scripts/`) runs cudars-nccl's tests and example
+//! as one process per GPU with each launcher's variables, over the GPUs' links
+//! and over NCCL's socket transport between network namespaces.
 //! The folder is packed into `DIR.tar.xz`, which is what travels (at most 64 MiB:
 //! stripped test binaries pack about tenfold).
 //!
@@ -289,6 +292,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     for (from, to) in [
         ("scripts/bench-rounds.sh", "bench-rounds.sh"),
         ("scripts/bench_table.py", "bench_table.py"),
+        // cudars-nccl's multi-process runs: launchers' variables, both transports.
+        ("scripts/run-launchers.sh", "run-launchers.sh"),
         ("crates/cudars-core/benches/c/graph.c", "c/graph.c"),
         ("crates/cudars-core/benches/c/hot.c", "c/hot.c"),
         ("crates/cudars-core/benches/c/peer.c", "c/peer.c"),
@@ -299,6 +304,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         ),
         ("crates/cudars-fft/benches/c/fft.c", "c/fft.c"),
         ("crates/cudars-nccl/benches/c/allreduce.c", "c/allreduce.c"),
+        (
+            "crates/cudars-nccl/benches/c/allreduce_ranks.c",
+            "c/allreduce_ranks.c",
+        ),
         ("crates/cudars-core/benches/c/threads.c", "c/threads.c"),
         (
             "crates/cudars-core/benches/c/threads_cuda_core.py",

@@ -1,0 +1,214 @@
+//! Bad input to [`World::join`] on the GPU: a rank that never joins, a wrong
+//! rendezvous address (`MASTER_ADDR` not this host's, nobody listening) and
+//! ranks that disagree on the world size. Each rank runs in a process of its
+//! own (this binary started again, running the ignored `rank_process` test
+//! with the launcher's variables set), and each must end within the timeout
+//! plus a margin with a typed error, never hang; the GPU memory it had free
+//! before joining must be free again after the abort.
+//!
+//! With two GPUs the ranks of a two-process case run on different GPUs, so
+//! each one's free-memory count is its own. Without a GPU the tests print
+//! `SKIPPED`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use cudars_core::Device;
+use cudars_nccl::{Communicator, Error, World, WorldError};
+use cudars_tests::require_gpu;
+
+/// The join timeout the rank processes use.
+const TIMEOUT: Duration = Duration::from_secs(4);
+/// Time allowed past the timeout: the abort and the process's start and end.
+const MARGIN: Duration = Duration::from_secs(20);
+/// The variable that makes `rank_process` run.
+const CHILD: &str = "CUDARS_NCCL_JOIN_CHILD";
+
+/// One case at a time: the free-memory counts are per device, not per process.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What one rank process reported.
+#[derive(Debug)]
+struct Outcome {
+    kind: String,
+    ms: u128,
+    leaked: i64,
+    line: String,
+}
+
+/// One rank's process: launcher variables, `NCCL_COMM_ID` as `World` derives it.
+fn spawn(vars: &[(&str, String)]) -> std::process::Child {
+    let world = World::from_vars(|k| {
+        vars.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.clone())
+    })
+    .unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = Command::new(exe);
+    cmd.args(["--ignored", "--exact", "rank_process", "--nocapture"])
+        .env(CHILD, "1")
+        .env_remove("NCCL_COMM_ID")
+        .stdout(Stdio::piped());
+    for k in ["RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    if let Some(id) = world.nccl_comm_id() {
+        cmd.env("NCCL_COMM_ID", id);
+    }
+    cmd.spawn().unwrap()
+}
+
+fn outcome(child: std::process::Child) -> Outcome {
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("RANK_OUTCOME"))
+        .unwrap_or_else(|| panic!("a rank process printed no outcome ({}):\n{text}", out.status))
+        .to_owned();
+    let field = |name: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+            .to_owned()
+    };
+    Outcome {
+        kind: field("kind"),
+        ms: field("ms").parse().unwrap(),
+        leaked: field("leaked").parse().unwrap(),
+        line,
+    }
+}
+
+fn torchrun(rank: usize, size: usize, local: usize, addr: &str, port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("RANK", rank.to_string()),
+        ("WORLD_SIZE", size.to_string()),
+        ("LOCAL_RANK", local.to_string()),
+        ("MASTER_ADDR", addr.to_owned()),
+        ("MASTER_PORT", port.to_string()),
+    ]
+}
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Checks that a rank failed with a typed error in time, without leaking.
+fn check_failed(o: &Outcome, kinds: &[&str], own_gpu: bool) {
+    println!("{}", o.line);
+    assert!(kinds.contains(&o.kind.as_str()), "unexpected outcome: {}", o.line);
+    assert!(
+        o.ms <= (TIMEOUT + MARGIN).as_millis(),
+        "took {} ms, more than the timeout and margin: {}",
+        o.ms,
+        o.line
+    );
+    if own_gpu {
+        assert!(o.leaked <= 0, "{} bytes of GPU memory not freed: {}", o.leaked, o.line);
+    }
+}
+
+fn gpus() -> usize {
+    Device::count().unwrap_or(0)
+}
+
+#[test]
+fn a_rank_that_never_joins_times_out() {
+    require_gpu!();
+    let _one = serial();
+    // Rank 0 alone: its bootstrap root waits for rank 1 until the timeout.
+    let o = outcome(spawn(&torchrun(0, 2, 0, "127.0.0.1", free_port())));
+    check_failed(&o, &["timed_out_aborted"], true);
+    assert!(o.ms >= TIMEOUT.as_millis(), "{}", o.line);
+    // Rank 1 alone: nobody listens at the root's address.
+    let o = outcome(spawn(&torchrun(1, 2, 0, "127.0.0.1", free_port())));
+    check_failed(&o, &["timed_out_aborted", "nccl"], true);
+}
+
+#[test]
+fn a_wrong_master_addr_fails_within_the_timeout() {
+    require_gpu!();
+    let _one = serial();
+    // 192.0.2.1 (TEST-NET-1) is no host's: rank 0 cannot open the root there,
+    // rank 1 cannot reach it.
+    let two = gpus() >= 2;
+    let port = free_port();
+    let ranks: Vec<_> = (0..2)
+        .map(|r| spawn(&torchrun(r, 2, if two { r } else { 0 }, "192.0.2.1", port)))
+        .collect();
+    let outcomes: Vec<_> = ranks.into_iter().map(outcome).collect();
+    check_failed(&outcomes[0], &["nccl", "timed_out_aborted"], two);
+    check_failed(&outcomes[1], &["nccl", "timed_out_aborted"], two);
+}
+
+#[test]
+fn a_world_size_that_disagrees_fails_within_the_timeout() {
+    require_gpu!();
+    let _one = serial();
+    let two = gpus() >= 2;
+    let port = free_port();
+    let a = spawn(&torchrun(0, 2, 0, "127.0.0.1", port));
+    let b = spawn(&torchrun(1, 3, if two { 1 } else { 0 }, "127.0.0.1", port));
+    let (a, b) = (outcome(a), outcome(b));
+    check_failed(&a, &["nccl", "timed_out_aborted"], two);
+    check_failed(&b, &["nccl", "timed_out_aborted"], two);
+}
+
+/// One rank of the cases above (run by them, with `CUDARS_NCCL_JOIN_CHILD=1`).
+#[test]
+#[ignore = "a rank process the join-failure tests start"]
+fn rank_process() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let world = World::from_env().unwrap();
+    let dev = world.device().unwrap();
+    dev.set_current().unwrap();
+    // NCCL's once-per-process set-up (its kernels loaded, say) before counting.
+    Communicator::init_all(std::slice::from_ref(&dev))
+        .unwrap()
+        .remove(0)
+        .destroy()
+        .unwrap();
+    let (free_before, _) = dev.memory_info().unwrap();
+    let t = Instant::now();
+    let joined = world.join(TIMEOUT);
+    let ms = t.elapsed().as_millis();
+    let (free_after, _) = dev.memory_info().unwrap();
+    let (kind, report) = match &joined {
+        Ok(_) => ("ok", String::new()),
+        Err(e @ Error::Extra(WorldError::TimedOut(t))) => (
+            if t.aborted() {
+                "timed_out_aborted"
+            } else {
+                "timed_out"
+            },
+            e.report().to_string(),
+        ),
+        Err(e @ Error::Library { .. }) => ("nccl", e.report().to_string()),
+        Err(e) => ("other", e.report().to_string()),
+    };
+    println!(
+        "RANK_OUTCOME rank={} size={} kind={kind} ms={ms} leaked={} error: {report}",
+        world.rank(),
+        world.size(),
+        free_before as i64 - free_after as i64
+    );
+}
