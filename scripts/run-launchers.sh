@@ -99,7 +99,7 @@ teardown_netns() {
 }
 
 # run_ranks NAME STYLE MODE(nvlink|socket) COMM_ID(yes|no) PROGRAM [ARGS...]
-# Starts N ranks, waits (300 s at most), counts one pass when every rank exits 0.
+# Starts N ranks, waits (120 s at most), counts one pass when every rank exits 0.
 run_ranks() {
   local name=$1 style=$2 mode=$3 with_id=$4; shift 4
   local addr=127.0.0.1 pids=() r rc ok=1 t0 t1
@@ -115,7 +115,7 @@ run_ranks() {
       [ "$ns_ok" -eq 1 ] && prefix=(ip netns exec "cr$r")
     fi
     # shellcheck disable=SC2086
-    "${prefix[@]}" env -u NCCL_COMM_ID $envs ${EXTRA_ENV:-} timeout 300 "$@" \
+    "${prefix[@]}" env -u NCCL_COMM_ID $envs ${EXTRA_ENV:-} timeout 120 "$@" \
       >"$logdir/$name.rank$r.log" 2>&1 &
     pids+=($!)
   done
