@@ -563,7 +563,7 @@ impl Communicator {
         let _scope = primary_scope(&self.device).ok();
         let raw = self.release();
         // SAFETY: a live communicator, not used after this.
-        let status = unsafe { sys::ncclCommDestroy(raw) };
+        let status = gone(unsafe { sys::ncclCommDestroy(raw) });
         check(status, || {
             format!("destroying rank {rank} of a NCCL communicator")
         })
@@ -580,13 +580,17 @@ impl Communicator {
         let _scope = primary_scope(&self.device).ok();
         let raw = self.release();
         // SAFETY: a live communicator, not used after this.
-        let status = unsafe { sys::ncclCommAbort(raw) };
+        let status = gone(unsafe { sys::ncclCommAbort(raw) });
         check(status, || {
             format!("aborting rank {rank} of a NCCL communicator")
         })
     }
 
     /// Gives up ownership of the handle.
+    ///
+    /// (A non-blocking communicator's destroy or abort may answer
+    /// `ncclInProgress`: NCCL finishes the teardown in the background, and the
+    /// handle is gone all the same.)
     fn release(self) -> sys::ncclComm_t {
         let raw = self.raw;
         std::mem::forget(self);
@@ -639,6 +643,16 @@ pub(crate) fn grouped_status<R>(
     let r = r?;
     ended?;
     Ok((r, in_progress))
+}
+
+/// A destroy's or abort's status: `ncclInProgress` (a non-blocking
+/// communicator's teardown, finished by NCCL in the background) is success.
+fn gone(status: sys::ncclResult_t) -> sys::ncclResult_t {
+    if status == sys::ncclInProgress {
+        sys::ncclSuccess
+    } else {
+        status
+    }
 }
 
 /// Polls a non-blocking communicator (`ncclCommGetAsyncError`) until NCCL is

@@ -191,7 +191,15 @@ fn rank_process() {
     let t = Instant::now();
     let joined = world.join(TIMEOUT);
     let ms = t.elapsed().as_millis();
-    let (free_after, _) = dev.memory_info().unwrap();
+    // A non-blocking communicator's abort may finish in NCCL's background
+    // thread: give the memory 10 s to come back.
+    let settle = Instant::now();
+    let mut free_after = dev.memory_info().unwrap().0;
+    while free_after < free_before && settle.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+        free_after = dev.memory_info().unwrap().0;
+    }
+    let settle_ms = settle.elapsed().as_millis();
     let (kind, report) = match &joined {
         Ok(_) => ("ok", String::new()),
         Err(e @ Error::Extra(WorldError::TimedOut(t))) => (
@@ -206,7 +214,7 @@ fn rank_process() {
         Err(e) => ("other", e.report().to_string()),
     };
     println!(
-        "RANK_OUTCOME rank={} size={} kind={kind} ms={ms} leaked={} error: {report}",
+        "RANK_OUTCOME rank={} size={} kind={kind} ms={ms} leaked={} settle_ms={settle_ms} error: {report}",
         world.rank(),
         world.size(),
         free_before as i64 - free_after as i64
