@@ -70,20 +70,22 @@ setup_netns() {
   local i
   for i in $(seq 0 $((n - 1))); do ip netns del "cr$i" 2>/dev/null; done
   ip link del cr-br 2>/dev/null
+  # Each step says what failed, for the note.
+  try() { "$@" 2>"$logdir/netns.err" || { echo "note: '$*' failed: $(cat "$logdir/netns.err")"; return 1; }; }
   if [ "$n" -eq 2 ]; then
-    ip netns add cr0 && ip netns add cr1 &&
-    ip link add cr-v0 type veth peer name cr-v1 &&
-    ip link set cr-v0 netns cr0 && ip link set cr-v1 netns cr1 &&
-    ip -n cr0 addr add 10.77.0.1/24 dev cr-v0 && ip -n cr1 addr add 10.77.0.2/24 dev cr-v1 &&
-    ip -n cr0 link set cr-v0 up && ip -n cr1 link set cr-v1 up &&
-    ip -n cr0 link set lo up && ip -n cr1 link set lo up || return 1
+    try ip netns add cr0 && try ip netns add cr1 &&
+    try ip link add cr-v0 type veth peer name cr-v1 &&
+    try ip link set cr-v0 netns cr0 && try ip link set cr-v1 netns cr1 &&
+    try ip -n cr0 addr add 10.77.0.1/24 dev cr-v0 && try ip -n cr1 addr add 10.77.0.2/24 dev cr-v1 &&
+    try ip -n cr0 link set cr-v0 up && try ip -n cr1 link set cr-v1 up &&
+    try ip -n cr0 link set lo up && try ip -n cr1 link set lo up || return 1
   else
-    ip link add cr-br type bridge && ip link set cr-br up || return 1
+    try ip link add cr-br type bridge && try ip link set cr-br up || return 1
     for i in $(seq 0 $((n - 1))); do
-      ip netns add "cr$i" && ip link add "cr-v$i" type veth peer name "cr-b$i" &&
-      ip link set "cr-v$i" netns "cr$i" && ip link set "cr-b$i" master cr-br && ip link set "cr-b$i" up &&
-      ip -n "cr$i" addr add "10.77.0.$((i + 1))/24" dev "cr-v$i" &&
-      ip -n "cr$i" link set "cr-v$i" up && ip -n "cr$i" link set lo up || return 1
+      try ip netns add "cr$i" && try ip link add "cr-v$i" type veth peer name "cr-b$i" &&
+      try ip link set "cr-v$i" netns "cr$i" && try ip link set "cr-b$i" master cr-br && try ip link set "cr-b$i" up &&
+      try ip -n "cr$i" addr add "10.77.0.$((i + 1))/24" dev "cr-v$i" &&
+      try ip -n "cr$i" link set "cr-v$i" up && try ip -n "cr$i" link set lo up || return 1
     done
   fi
   if command -v ping >/dev/null 2>&1; then

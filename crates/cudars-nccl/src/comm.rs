@@ -379,6 +379,94 @@ impl Communicator {
         }
     }
 
+    /// This communicator as a blocking one: a non-blocking communicator (from
+    /// [`init_rank_timeout`](Self::init_rank_timeout)) is split into a new one
+    /// of the same ranks in the same order with `blocking = 1`
+    /// (`ncclCommSplit`, a collective: every rank calls it), polled under the
+    /// communicator's timeout, and then destroyed. A blocking one is returned
+    /// as it is.
+    ///
+    /// Why: in NCCL's non-blocking mode every group end (every collective)
+    /// runs on a thread of its own and answers `ncclInProgress`, which the
+    /// polling turns into about 100 µs a call (measured on two H100s: an
+    /// 8 KiB all-reduce 110 µs against 10 µs blocking).
+    ///
+    /// # Errors
+    /// [`WorldError::TimedOut`] (both communicators aborted); NCCL's error.
+    pub fn into_blocking(self) -> Result<Self> {
+        let Some(after) = self.wait else {
+            return Ok(self);
+        };
+        let rank = self.rank;
+        let context = || format!("making rank {rank} of a NCCL communicator blocking (a split)");
+        let mut config = RawConfig::new(&CommConfig::default(), &context)?;
+        config.raw.blocking = 1;
+        // NCCL writes the new handle when the split finishes; on a failure it
+        // may still do so later, so the slot is leaked then, not freed.
+        let slot = Box::into_raw(Box::new(ptr::null_mut::<sys::ncclComm>()));
+        let status = match primary_scope(&self.device) {
+            // SAFETY: a live communicator; `slot` is writable and stays
+            // allocated until the split has finished or forever; `config` is
+            // initialised as NCCL_CONFIG_INITIALIZER does and lives past the
+            // split (or is leaked with the slot). The rank fits NCCL's `int`.
+            Ok(_scope) => unsafe {
+                sys::ncclCommSplit(self.raw, 0, rank as i32, slot, &mut config.raw)
+            },
+            Err(e) => {
+                // SAFETY: nothing was handed to NCCL; the box is ours again.
+                drop(unsafe { Box::from_raw(slot) });
+                return Err(e.into());
+            }
+        };
+        let ready = if status == sys::ncclInProgress || status == sys::ncclSuccess {
+            poll(self.raw, after, &context)
+        } else {
+            check(status, context)
+        };
+        if let Err(e) = ready {
+            std::mem::forget(config);
+            let _ = self.abort();
+            return Err(match e {
+                Error::Extra(WorldError::TimedOut(mut t)) => {
+                    t.aborted = true;
+                    Error::Extra(WorldError::TimedOut(t))
+                }
+                e => e,
+            });
+        }
+        // SAFETY: the split has finished; the slot is ours again.
+        let raw = *unsafe { Box::from_raw(slot) };
+        if raw.is_null() {
+            let _ = self.abort();
+            return Err(Error::invalid(
+                context(),
+                InvalidKind::Other,
+                "NCCL's split returned no communicator",
+            ));
+        }
+        let blocking = Self {
+            raw,
+            device: self.device,
+            rank,
+            size: self.size,
+            wait: None,
+        };
+        // The split keeps every rank in its place (one color, keys = ranks).
+        let (r, n) = (
+            blocking.query(sys::ncclCommUserRank, "its rank")?,
+            blocking.query(sys::ncclCommCount, "its size")?,
+        );
+        if (r, n) != (self.rank, self.size) {
+            return Err(Error::invalid(
+                context(),
+                InvalidKind::Other,
+                format!("the split made rank {r} of {n}, not {} of {}", self.rank, self.size),
+            ));
+        }
+        self.destroy()?;
+        Ok(blocking)
+    }
+
     /// Splits the communicator (`ncclCommSplit`). It is a collective: every rank
     /// calls it, each from its own thread or process (for several ranks driven by
     /// one thread, use [`split_all`](Self::split_all)). Ranks passing the same
@@ -429,11 +517,16 @@ impl Communicator {
             };
             colors.push((color, key));
         }
-        let mut raws = vec![ptr::null_mut(); comms.len()];
-        let ((), in_progress) = grouped_status(&context, || {
-            for ((comm, &(color, key)), raw) in comms.iter().zip(&colors).zip(&mut raws) {
+        let nonblocking = comms.iter().any(|c| c.wait.is_some());
+        // A non-blocking parent's split writes the new handle when it finishes,
+        // after `ncclGroupEnd` returned: until then NCCL may write here, so on a
+        // failure in that mode the slots are leaked rather than freed.
+        let mut raws = std::mem::ManuallyDrop::new(vec![ptr::null_mut(); comms.len()]);
+        let made = grouped_status(&context, || {
+            for ((comm, &(color, key)), raw) in comms.iter().zip(&colors).zip(raws.iter_mut()) {
                 let _scope = primary_scope(&comm.device)?;
-                // SAFETY: a live communicator; `raw` is writable; a null config
+                // SAFETY: a live communicator; `raw` is writable and stays
+                // allocated until the split has finished (above); a null config
                 // inherits this communicator's.
                 let status =
                     unsafe { sys::ncclCommSplit(comm.raw, color, key, raw, ptr::null_mut()) };
@@ -442,7 +535,23 @@ impl Communicator {
                 }
             }
             Ok(())
-        })?;
+        })
+        .and_then(|((), in_progress)| {
+            if in_progress || nonblocking {
+                // The parents stay in progress until their splits are done.
+                for comm in comms.iter().filter(|c| c.wait.is_some()) {
+                    comm.settle(sys::ncclInProgress, &context)?;
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = made {
+            if !nonblocking {
+                drop(std::mem::ManuallyDrop::into_inner(raws));
+            }
+            return Err(e);
+        }
+        let raws = std::mem::ManuallyDrop::into_inner(raws);
         // Own every new handle before anything can fail, so none leaks.
         let owned: Vec<Option<Self>> = raws
             .into_iter()
@@ -457,8 +566,8 @@ impl Communicator {
                 })
             })
             .collect();
-        // Non-blocking parents give non-blocking children: wait until each is made.
-        if in_progress {
+        // Non-blocking parents give non-blocking children: each is ready now.
+        if nonblocking {
             for c in owned.iter().flatten() {
                 c.settle(sys::ncclInProgress, &context)?;
             }

@@ -377,9 +377,10 @@ impl World {
     /// non-blocking (`ncclCommInitRankConfig`, `blocking = 0`) and polled
     /// until every rank has joined or `timeout` has passed. On a failure or a
     /// timeout the half-made communicator is aborted (`ncclCommAbort`), which
-    /// frees what NCCL allocated on the GPU. The communicator's later calls
-    /// wait (polling) while NCCL reports them in progress, at most `timeout`
-    /// each.
+    /// frees what NCCL allocated on the GPU. The communicator returned is a
+    /// blocking one ([`Communicator::into_blocking`], under the same timeout),
+    /// whose collectives cost what C's do; for one that stays non-blocking,
+    /// use [`Communicator::init_rank_timeout`] with [`UniqueId::new`].
     ///
     /// # Errors
     /// [`WorldError::TimedOut`] (a rank that never joins, a root nobody can
@@ -421,7 +422,8 @@ impl World {
         // With NCCL_COMM_ID set every rank derives the same id, and no listener
         // is opened here; a world of one rank makes its own.
         let id = UniqueId::new()?;
-        Communicator::init_rank_timeout(&device, self.size, &id, self.rank, config, timeout)
+        Communicator::init_rank_timeout(&device, self.size, &id, self.rank, config, timeout)?
+            .into_blocking()
     }
 }
 

@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use cudars_core::{DeviceBuffer, StreamOptions};
-use cudars_nccl::{Group, ReduceOp, World};
+use cudars_nccl::{CommConfig, Communicator, Group, ReduceOp, UniqueId, World};
 use cudars_tests::require_gpu;
 
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -26,7 +26,8 @@ fn world_runs_the_collectives() {
     let (r, n) = (world.rank(), world.size());
     let comm = world.join(TIMEOUT).unwrap();
     assert_eq!((comm.rank(), comm.size()), (r, n));
-    assert_eq!(comm.timeout(), Some(TIMEOUT));
+    // Joined non-blocking under the timeout, handed back blocking.
+    assert_eq!(comm.timeout(), None);
     let dev = *comm.device();
     dev.set_current().unwrap();
     let s = dev.create_stream(StreamOptions::default()).unwrap();
@@ -90,7 +91,6 @@ fn world_runs_the_collectives() {
 
     // A split by parity: each half sums its own ranks.
     let half = comm.split(Some((r % 2) as u32), 0).unwrap().unwrap();
-    assert_eq!(half.timeout(), Some(TIMEOUT), "split from a non-blocking parent");
     let members: Vec<usize> = (0..n).filter(|q| q % 2 == r % 2).collect();
     assert_eq!(half.size(), members.len());
     let mut y = DeviceBuffer::from_host(&dev, &[r as f32 + 1.0; 64], &s).unwrap();
@@ -103,5 +103,42 @@ fn world_runs_the_collectives() {
     comm.async_error().unwrap();
     comm.finalize().unwrap();
     comm.destroy().unwrap();
+
+    // A communicator that stays non-blocking, met again through NCCL_COMM_ID
+    // (one rank: an id of its own): each call is polled while NCCL reports it
+    // in progress, and its split is non-blocking too.
+    let nb = Communicator::init_rank_timeout(
+        &dev,
+        n,
+        &UniqueId::new().unwrap(),
+        r,
+        &CommConfig::default(),
+        TIMEOUT,
+    )
+    .unwrap();
+    assert_eq!(nb.timeout(), Some(TIMEOUT));
+    let mut z = DeviceBuffer::from_host(&dev, &vec![(r + 1) as f32; 1 << 16], &s).unwrap();
+    for _ in 0..3 {
+        nb.all_reduce_in_place(z.view_mut(), ReduceOp::Sum, &s)
+            .unwrap();
+    }
+    let want = ((n * (n + 1) / 2) as f32).powi(3) / (n * (n + 1) / 2) as f32;
+    assert!(z.to_vec(&s).unwrap().iter().all(|v| *v == want), "want {want}");
+    let mut g = Group::new();
+    g.send(&nb, out.view(), (r + 1) % n, &s).unwrap();
+    g.recv(&nb, inbox.view_mut(), (r + n - 1) % n, &s).unwrap();
+    g.launch().unwrap();
+    assert!(inbox.to_vec(&s).unwrap().iter().all(|v| *v == prev));
+    let nb_half = nb.split(Some((r % 2) as u32), 0).unwrap().unwrap();
+    assert_eq!(nb_half.timeout(), Some(TIMEOUT));
+    let mut y = DeviceBuffer::from_host(&dev, &[r as f32 + 1.0; 64], &s).unwrap();
+    nb_half
+        .all_reduce_in_place(y.view_mut(), ReduceOp::Sum, &s)
+        .unwrap();
+    let want: f32 = members.iter().map(|q| *q as f32 + 1.0).sum();
+    assert!(y.to_vec(&s).unwrap().iter().all(|v| *v == want));
+    nb_half.destroy().unwrap();
+    nb.finalize().unwrap();
+    nb.destroy().unwrap();
     println!("world: rank {r} of {n}: every collective checked");
 }
