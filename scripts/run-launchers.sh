@@ -25,6 +25,9 @@
 # transports, cuda-rs (cudars-nccl--allreduce_ranks) beside the same calls in C
 # (c/allreduce_ranks.c, built here with nvcc against the NCCL wheel's headers),
 # two rounds each, interleaved.
+# NVLINK_STYLES, SOCKET_STYLES, MLP_STYLES (launcher styles), BENCH_MODES, BENCH_ROUNDS
+# narrow a run. `ip` comes from the system or, where it has none (the lent GPU machines),
+# from iproute/ beside this script (Debian's iproute2 and its libraries, if put there).
 # The last line is "N passed, N failed"; the exit code is non-zero when anything failed.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -40,6 +43,19 @@ for a in "$@"; do
     *) echo "usage: run-launchers.sh [--bench] [--no-netns]" >&2; exit 2 ;;
   esac
 done
+# What runs (space-separated; the defaults run everything).
+nvlink_styles=${NVLINK_STYLES:-torchrun slurm ompi pmi}
+socket_styles=${SOCKET_STYLES:-torchrun slurm ompi pmi}
+mlp_styles=${MLP_STYLES:-torchrun slurm ompi pmi}
+bench_modes=${BENCH_MODES:-nvlink socket}
+bench_rounds=${BENCH_ROUNDS:-2}
+# `ip` from the system, else from the package's iproute/ (Debian's iproute2 and
+# the libraries it needs, for machines without it), only for `ip` itself.
+orig_ldp="${LD_LIBRARY_PATH-}"
+if ! command -v ip >/dev/null 2>&1 && [ -x "$here/iproute/ip" ]; then
+  ip() { LD_LIBRARY_PATH="$here/iproute/lib" "$here/iproute/ip" "$@"; }
+  echo "run-launchers.sh: using $here/iproute/ip"
+fi
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 n=${NRANKS:-$gpus}
 [ "$n" -ge 1 ] || { echo "run-launchers.sh: no GPU"; exit 1; }
@@ -65,7 +81,7 @@ style_env() {
 ns_ok=0
 setup_netns() {
   [ "$netns" -eq 1 ] || return 1
-  command -v ip >/dev/null 2>&1 || { echo "note: no 'ip' command"; return 1; }
+  command -v ip >/dev/null 2>&1 || { echo "note: no 'ip' command (nor iproute/ip in the package)"; return 1; }
   [ "$(id -u)" -eq 0 ] || { echo "note: not root"; return 1; }
   local i
   for i in $(seq 0 $((n - 1))); do ip netns del "cr$i" 2>/dev/null; done
@@ -114,7 +130,7 @@ run_ranks() {
     [ "$with_id" = yes ] && envs="$envs NCCL_COMM_ID=$addr:$port"
     if [ "$mode" = socket ]; then
       envs="$envs NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_NET=Socket"
-      [ "$ns_ok" -eq 1 ] && prefix=(ip netns exec "cr$r")
+      [ "$ns_ok" -eq 1 ] && prefix=(ip netns exec "cr$r" env "LD_LIBRARY_PATH=$orig_ldp")
     fi
     # shellcheck disable=SC2086
     "${prefix[@]}" env -u NCCL_COMM_ID $envs ${EXTRA_ENV:-} timeout 120 "$@" \
@@ -131,21 +147,23 @@ run_ranks() {
 }
 
 matrix() {
-  local mode=$1 style
-  for style in torchrun slurm ompi pmi; do
+  local mode=$1 styles=$2 style
+  for style in $styles; do
     run_ranks "world-$mode-$style" "$style" "$mode" yes "$bin/cudars-nccl--test-world" --nocapture --test-threads=1
+  done
+  for style in $mlp_styles; do
     run_ranks "mlp-$mode-$style" "$style" "$mode" no "$bin/cudars-nccl--example-data_parallel_mlp" 50
   done
-  grep -h "samples/s\|largest difference" "$logdir"/mlp-"$mode"-torchrun.rank*.log
+  grep -h "samples/s\|largest difference" "$logdir"/mlp-"$mode"-*.rank*.log
   # Which transport NCCL chose, in its own words.
   EXTRA_ENV="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,P2P" run_ranks "world-$mode-debug" torchrun "$mode" yes \
     "$bin/cudars-nccl--test-world" --nocapture --test-threads=1
-  grep -hoE "Channel 00/0 : [0-9]+\[[0-9]+\] -> [0-9]+\[[0-9]+\].*" "$logdir/world-$mode-debug.rank0.log" | head -2
+  grep -hoE "Channel 00/0 : [0-9]+\[[0-9]+\] -> [0-9]+\[[0-9]+\].*" "$logdir/world-$mode-debug.rank0.log" | sort -u | head -2
   grep -hoE "NET/Socket : Using .*|Using network Socket" "$logdir/world-$mode-debug.rank0.log" | head -1
 }
 
 echo "== over the machine's links (NVLink/P2P) =="
-matrix nvlink
+matrix nvlink "$nvlink_styles"
 echo "== NCCL's socket transport =="
 if setup_netns; then
   ns_ok=1
@@ -153,7 +171,7 @@ if setup_netns; then
 else
   echo "note: no network namespaces here: the socket runs go over loopback in one namespace"
 fi
-matrix socket
+matrix socket "$socket_styles"
 
 echo "== join failures (typed errors within the timeout) =="
 t0=$(date +%s)
@@ -175,8 +193,8 @@ if [ "$bench" -eq 1 ]; then
   else
     echo "note: the C peer did not build ($nccl_root)"; cat "$logdir/nvcc.log"; cbin=""
   fi
-  for mode in nvlink socket; do
-    for round in 1 2; do
+  for mode in $bench_modes; do
+    for round in $(seq 1 "$bench_rounds"); do
       run_ranks "bench-rs-$mode-$round" torchrun "$mode" yes "$bin/cudars-nccl--allreduce_ranks"
       grep -h '"metric"' "$logdir/bench-rs-$mode-$round.rank0.log" | sed "s/^/$mode /"
       if [ -n "$cbin" ]; then

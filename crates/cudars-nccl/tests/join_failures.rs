@@ -21,7 +21,7 @@ use cudars_nccl::{Communicator, Error, World, WorldError};
 use cudars_tests::require_gpu;
 
 /// The join timeout the rank processes use.
-const TIMEOUT: Duration = Duration::from_secs(4);
+const TIMEOUT: Duration = Duration::from_secs(3);
 /// Time allowed past the timeout: the abort and the process's start and end,
 /// and the first (unmeasured) attempt, itself up to a timeout.
 const MARGIN: Duration = Duration::from_secs(20);
@@ -40,6 +40,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 struct Outcome {
     kind: String,
     ms: u128,
+    leaked_second: i64,
     first_kind: String,
     first_ms: u128,
     leaked: i64,
@@ -89,6 +90,7 @@ fn outcome(child: std::process::Child) -> Outcome {
     Outcome {
         kind: field("kind"),
         ms: field("ms").parse().unwrap(),
+        leaked_second: field("leaked_second").parse().unwrap(),
         first_kind: field("first_kind"),
         first_ms: field("first_ms").parse().unwrap(),
         leaked: field("leaked").parse().unwrap(),
@@ -115,8 +117,9 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Checks that a rank failed with a typed error in time (both attempts), and
-/// that the second gave back all the GPU memory it took.
+/// Checks that a rank failed with a typed error in time (the first and the
+/// last attempt), and that the second and third gave back all the GPU memory
+/// they took.
 fn check_failed(o: &Outcome, kinds: &[&str], own_gpu: bool) {
     println!("{}", o.line);
     assert!(kinds.contains(&o.kind.as_str()), "unexpected outcome: {}", o.line);
@@ -133,7 +136,11 @@ fn check_failed(o: &Outcome, kinds: &[&str], own_gpu: bool) {
         o.line
     );
     if own_gpu {
-        assert!(o.leaked <= 0, "{} bytes of GPU memory not freed: {}", o.leaked, o.line);
+        assert!(
+            o.leaked <= 0 && o.leaked_second <= 0,
+            "GPU memory not freed: {}",
+            o.line
+        );
     }
 }
 
@@ -196,35 +203,45 @@ fn rank_process() {
     let world = World::from_env().unwrap();
     let dev = world.device().unwrap();
     dev.set_current().unwrap();
-    // Two attempts: the first pays NCCL's once-per-process set-up (its
-    // kernels loaded, say), the second is measured: a failed join must give
-    // back all it took. (A one-rank communicator cannot warm NCCL up here:
-    // with NCCL_COMM_ID set it would open its root at that address.)
+    // Three attempts: the first pays NCCL's once-per-process set-up (its
+    // kernels loaded, say); then the GPU's free memory is counted before and
+    // after each of the other two, which must give back all they took. (A
+    // one-rank communicator cannot warm NCCL up here: with NCCL_COMM_ID set it
+    // would open its root at that address.)
     let first = Instant::now();
     let warm = world.join(TIMEOUT);
     let first_ms = first.elapsed().as_millis();
     let first_kind = kind_of(&warm).0;
     drop(warm);
-    let (free_before, _) = dev.memory_info().unwrap();
+    let free = || dev.memory_info().unwrap().0;
+    // A non-blocking communicator's abort may finish in NCCL's background
+    // thread: give the memory 3 s to come back.
+    let settled = |before: usize| {
+        let t = Instant::now();
+        let mut now = free();
+        while now < before && t.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+            now = free();
+        }
+        now
+    };
+    let base = free();
+    let second = world.join(TIMEOUT);
+    let second_kind = kind_of(&second).0;
+    drop(second);
+    let after_second = settled(base);
     let t = Instant::now();
     let joined = world.join(TIMEOUT);
     let ms = t.elapsed().as_millis();
-    // A non-blocking communicator's abort may finish in NCCL's background
-    // thread: give the memory 10 s to come back.
-    let settle = Instant::now();
-    let mut free_after = dev.memory_info().unwrap().0;
-    while free_after < free_before && settle.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-        free_after = dev.memory_info().unwrap().0;
-    }
-    let settle_ms = settle.elapsed().as_millis();
+    let after_third = settled(after_second);
     let (kind, report) = kind_of(&joined);
     println!(
-        "RANK_OUTCOME rank={} size={} kind={kind} ms={ms} leaked={} settle_ms={settle_ms} \
-         first_kind={first_kind} first_ms={first_ms} error: {report}",
+        "RANK_OUTCOME rank={} size={} kind={kind} ms={ms} leaked={} leaked_second={} \
+         first_kind={first_kind} first_ms={first_ms} second_kind={second_kind} error: {report}",
         world.rank(),
         world.size(),
-        free_before as i64 - free_after as i64
+        after_second as i64 - after_third as i64,
+        base as i64 - after_second as i64,
     );
 }
 
