@@ -25,7 +25,9 @@ const SIZES: [(usize, &str); 3] = [(8 << 10, "8k"), (1 << 20, "1m"), (256 << 20,
 fn main() {
     let world = World::from_env().unwrap();
     if world.launcher() == Launcher::None {
-        eprintln!("allreduce_ranks bench: no launcher variables; run-launchers.sh starts it per GPU");
+        eprintln!(
+            "allreduce_ranks bench: no launcher variables; run-launchers.sh starts it per GPU"
+        );
         return;
     }
     let n = world.size();

@@ -97,7 +97,14 @@ extern "C" __global__ void sgd(float *p, const float *g, unsigned int n, float l
 
 type Fill = TypedKernel<(MutPtr<f32>, MutPtr<f32>, u64, u32, u32, u32)>;
 type Bias = TypedKernel<(MutPtr<f32>, ConstPtr<f32>, u32, u32)>;
-type Mse = TypedKernel<(ConstPtr<f32>, ConstPtr<f32>, MutPtr<f32>, u32, f32, MutPtr<f32>)>;
+type Mse = TypedKernel<(
+    ConstPtr<f32>,
+    ConstPtr<f32>,
+    MutPtr<f32>,
+    u32,
+    f32,
+    MutPtr<f32>,
+)>;
 type ReluBack = TypedKernel<(MutPtr<f32>, ConstPtr<f32>, u32)>;
 type Sgd = TypedKernel<(MutPtr<f32>, ConstPtr<f32>, u32, f32)>;
 
@@ -206,7 +213,14 @@ impl<'k> Replica<'k> {
             self.k.make_batch.launch(
                 s,
                 &launch_cfg(b),
-                (self.x.view_mut(), self.target.view_mut(), first, r32, din, dout),
+                (
+                    self.x.view_mut(),
+                    self.target.view_mut(),
+                    first,
+                    r32,
+                    din,
+                    dout,
+                ),
             )
         }?;
         let p = &self.params;
@@ -369,7 +383,9 @@ fn launch_ranks(steps: usize) -> Res<()> {
         return Err("no CUDA device".into());
     }
     // A port free now on the loopback interface, for NCCL's bootstrap root.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     println!("data_parallel_mlp: starting {n} rank(s), torchrun's variables, 127.0.0.1:{port}");
     let exe = std::env::current_exe()?;
     let children = (0..n)
@@ -402,7 +418,9 @@ fn launch_ranks(steps: usize) -> Res<()> {
 fn rank(world: &World, steps: usize) -> Res<()> {
     let (r, n) = (world.rank(), world.size());
     if GLOBAL_BATCH % n != 0 {
-        return Err(format!("the global batch of {GLOBAL_BATCH} does not split over {n} ranks").into());
+        return Err(
+            format!("the global batch of {GLOBAL_BATCH} does not split over {n} ranks").into(),
+        );
     }
     let comm = world.join(JOIN_TIMEOUT)?;
     let dev = *comm.device();
@@ -472,7 +490,9 @@ fn rank(world: &World, steps: usize) -> Res<()> {
              weight {scale:.3}; tolerance {TOLERANCE:.0e})"
         );
         if rel.is_nan() || rel > TOLERANCE {
-            return Err(format!("{tag}: the N-rank weights differ from one rank's by {rel:.2e}").into());
+            return Err(
+                format!("{tag}: the N-rank weights differ from one rank's by {rel:.2e}").into(),
+            );
         }
     }
     comm.destroy()?;

@@ -460,7 +460,10 @@ impl Communicator {
             return Err(Error::invalid(
                 context(),
                 InvalidKind::Other,
-                format!("the split made rank {r} of {n}, not {} of {}", self.rank, self.size),
+                format!(
+                    "the split made rank {r} of {n}, not {} of {}",
+                    self.rank, self.size
+                ),
             ));
         }
         self.destroy()?;

@@ -450,9 +450,11 @@ fn parse(get: impl Fn(&str) -> Option<String>) -> std::result::Result<World, Env
     };
     let mut found = None;
     for names in &LAUNCHERS {
-        let any = [names.rank, names.size, names.local_rank]
-            .iter()
-            .fold(false, |any, n| r.var(n).is_some() || any);
+        // Read all three (not stopping at the first): the error lists each.
+        let mut any = false;
+        for n in [names.rank, names.size, names.local_rank] {
+            any |= r.var(n).is_some();
+        }
         if any {
             found = Some(names);
             break;

@@ -49,19 +49,21 @@ struct Outcome {
 
 /// One rank's process: launcher variables, `NCCL_COMM_ID` as `World` derives it.
 fn spawn(vars: &[(&str, String)]) -> std::process::Child {
-    let world = World::from_vars(|k| {
-        vars.iter()
-            .find(|(n, _)| *n == k)
-            .map(|(_, v)| v.clone())
-    })
-    .unwrap();
+    let world =
+        World::from_vars(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())).unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut cmd = Command::new(exe);
     cmd.args(["--ignored", "--exact", "rank_process", "--nocapture"])
         .env(CHILD, "1")
         .env_remove("NCCL_COMM_ID")
         .stdout(Stdio::piped());
-    for k in ["RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"] {
+    for k in [
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+    ] {
         cmd.env_remove(k);
     }
     for (k, v) in vars {
@@ -79,7 +81,12 @@ fn outcome(child: std::process::Child) -> Outcome {
     let line = text
         .lines()
         .find(|l| l.starts_with("RANK_OUTCOME"))
-        .unwrap_or_else(|| panic!("a rank process printed no outcome ({}):\n{text}", out.status))
+        .unwrap_or_else(|| {
+            panic!(
+                "a rank process printed no outcome ({}):\n{text}",
+                out.status
+            )
+        })
         .to_owned();
     let field = |name: &str| {
         line.split_whitespace()
@@ -98,7 +105,13 @@ fn outcome(child: std::process::Child) -> Outcome {
     }
 }
 
-fn torchrun(rank: usize, size: usize, local: usize, addr: &str, port: u16) -> Vec<(&'static str, String)> {
+fn torchrun(
+    rank: usize,
+    size: usize,
+    local: usize,
+    addr: &str,
+    port: u16,
+) -> Vec<(&'static str, String)> {
     vec![
         ("RANK", rank.to_string()),
         ("WORLD_SIZE", size.to_string()),
@@ -122,7 +135,11 @@ fn free_port() -> u16 {
 /// they took.
 fn check_failed(o: &Outcome, kinds: &[&str], own_gpu: bool) {
     println!("{}", o.line);
-    assert!(kinds.contains(&o.kind.as_str()), "unexpected outcome: {}", o.line);
+    assert!(
+        kinds.contains(&o.kind.as_str()),
+        "unexpected outcome: {}",
+        o.line
+    );
     assert!(
         kinds.contains(&o.first_kind.as_str()),
         "unexpected first outcome: {}",

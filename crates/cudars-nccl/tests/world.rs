@@ -65,7 +65,11 @@ fn world_runs_the_collectives() {
     comm.all_gather(mine.view(), all.view_mut(), &s).unwrap();
     let all = all.to_vec(&s).unwrap();
     for q in 0..n {
-        assert!(all[q * chunk..(q + 1) * chunk].iter().all(|v| *v == q as u32));
+        assert!(
+            all[q * chunk..(q + 1) * chunk]
+                .iter()
+                .all(|v| *v == q as u32)
+        );
     }
 
     // Reduce-scatter: rank r gets the sum over ranks of (rank + 1)·(r + 1).
@@ -84,7 +88,8 @@ fn world_runs_the_collectives() {
     let mut inbox = DeviceBuffer::<f64>::zeroed(&dev, 777, &s).unwrap();
     let mut g = Group::new();
     g.send(&comm, out.view(), (r + 1) % n, &s).unwrap();
-    g.recv(&comm, inbox.view_mut(), (r + n - 1) % n, &s).unwrap();
+    g.recv(&comm, inbox.view_mut(), (r + n - 1) % n, &s)
+        .unwrap();
     g.launch().unwrap();
     let prev = ((r + n - 1) % n) as f64;
     assert!(inbox.to_vec(&s).unwrap().iter().all(|v| *v == prev));
@@ -124,7 +129,10 @@ fn world_runs_the_collectives() {
     }
     // Each all-reduce after the first multiplies the (equal) values by n.
     let want = (n * (n + 1) / 2 * n * n) as f32;
-    assert!(z.to_vec(&s).unwrap().iter().all(|v| *v == want), "want {want}");
+    assert!(
+        z.to_vec(&s).unwrap().iter().all(|v| *v == want),
+        "want {want}"
+    );
     let mut g = Group::new();
     g.send(&nb, out.view(), (r + 1) % n, &s).unwrap();
     g.recv(&nb, inbox.view_mut(), (r + n - 1) % n, &s).unwrap();
