@@ -27,7 +27,8 @@
 # two rounds each, interleaved.
 # NVLINK_STYLES, SOCKET_STYLES, MLP_STYLES (launcher styles), BENCH_MODES, BENCH_ROUNDS
 # narrow a run. `ip` comes from the system or, where it has none (the lent GPU machines),
-# from iproute/ beside this script (Debian's iproute2 and its libraries, if put there).
+# from iproute/ beside this script (Debian's iproute2 and its libraries, which
+# `cargo xtask package-tests` puts there beside cudars-nccl's tests).
 # The last line is "N passed, N failed"; the exit code is non-zero when anything failed.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

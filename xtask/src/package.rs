@@ -11,7 +11,11 @@
 //! `DIR/run-nvtx.sh` runs the `profiled_quickstart` example under it.
 //! `DIR/run-launchers.sh` (from `scripts/`) runs cudars-nccl's tests and example
 //! as one process per GPU with each launcher's variables, over the GPUs' links
-//! and over NCCL's socket transport between network namespaces.
+//! and over NCCL's socket transport between network namespaces; where the
+//! package holds cudars-nccl's tests, `DIR/iproute/` carries Debian's `ip` and the
+//! libraries it loads (the lent GPU machines have none), from `apt-get download`
+//! as the glvnd libraries are; without the network the package goes without it,
+//! and the script's socket runs fall back to loopback.
 //! The folder is packed into `DIR.tar.xz`, which is what travels (at most 64 MiB:
 //! stripped test binaries pack about tenfold).
 //!
@@ -22,6 +26,7 @@
 //! `libEGL.so.1`. `CUDA_RS_PACKAGE_NO_GL=1` packages without them (no network).
 
 mod gl;
+mod iproute;
 mod scripts;
 
 use serde_json::Value;
@@ -30,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use self::gl::gl_libraries;
+use self::iproute::iproute;
 use self::scripts::{RUN_NVTX_SH, RUN_SHIM_SH, bench_sh, run_sh, write_script};
 use crate::util::{cargo, no_more, run_cmd, take_value, workspace_root};
 
@@ -282,6 +288,24 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             egl.display(),
             libs as f64 / (1024.0 * 1024.0)
         );
+    }
+    // `ip` for run-launchers.sh's network namespaces, only beside cudars-nccl's tests;
+    // optional: without it the script's socket runs go over loopback, and say so.
+    if tests.iter().any(|t| t.starts_with("cudars-nccl--")) {
+        match iproute(&out.join("iproute")) {
+            Ok(bytes) => {
+                total += bytes;
+                println!(
+                    "package-tests: Debian's ip in {} ({:.1} MiB)",
+                    out.join("iproute").display(),
+                    bytes as f64 / (1024.0 * 1024.0)
+                );
+            }
+            Err(e) => println!(
+                "package-tests: warning: no iproute/ ({e}); run-launchers.sh's socket runs \
+                 will use loopback on a machine without `ip`"
+            ),
+        }
     }
     write_script(&out.join("run.sh"), &run_sh(&tests, &examples))?;
     write_script(&out.join("run-shim.sh"), RUN_SHIM_SH)?;

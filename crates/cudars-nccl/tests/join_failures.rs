@@ -159,7 +159,11 @@ fn check_failed(o: &Outcome, kinds: &[&str], own_gpu: bool) {
         // two H100s with NCCL 2.28.9 after every timed-out attempt, never
         // after the third; the cause is not established).
         assert!(o.leaked <= 0, "GPU memory not freed: {}", o.line);
-        assert!(o.leaked_second <= 2 << 20, "GPU memory not freed: {}", o.line);
+        assert!(
+            o.leaked_second <= 2 << 20,
+            "GPU memory not freed: {}",
+            o.line
+        );
     }
 }
 

@@ -1,5 +1,6 @@
 //! Debian's glvnd libraries for the OpenGL interop tests: downloaded once into
 //! `target/gpu-pkg-debs/`, unpacked, and their sonames copied into the package.
+//! [`debs`] serves the iproute module too.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,9 +19,10 @@ const GL_DEBS: &[&str] = &[
     "libgles2",
 ];
 
-/// The `.deb` of each of [`GL_DEBS`] in `cache`, downloaded there (amd64, from
-/// the Debian archive the machine's apt knows) when one is missing.
-fn gl_debs(cache: &Path) -> Result<Vec<PathBuf>, String> {
+/// The `.deb` of each of `wanted` in `cache`, downloaded there (amd64, from
+/// the Debian archive the machine's apt knows) when one is missing; `hint`
+/// says, on a failure, what they are for and how to do without.
+pub(super) fn debs(cache: &Path, wanted: &[&str], hint: &str) -> Result<Vec<PathBuf>, String> {
     let find = |name: &str| -> Option<PathBuf> {
         let prefix = format!("{name}_");
         std::fs::read_dir(cache)
@@ -33,8 +35,16 @@ fn gl_debs(cache: &Path) -> Result<Vec<PathBuf>, String> {
                     .is_some_and(|n| n.starts_with(&prefix) && n.ends_with("_amd64.deb"))
             })
     };
-    if GL_DEBS.iter().all(|d| find(d).is_some()) {
-        println!("package-tests: glvnd .debs from {}", cache.display());
+    // One apt-get at a time in this process: two (the tests run in parallel) would
+    // share `cache`'s lists and partial downloads without apt's locks.
+    static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _apt = APT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if wanted.iter().all(|d| find(d).is_some()) {
+        println!(
+            "package-tests: {} from {}",
+            wanted.join(" "),
+            cache.display()
+        );
     } else {
         let lists = cache.join("apt-lists");
         std::fs::create_dir_all(lists.join("partial"))
@@ -50,10 +60,6 @@ fn gl_debs(cache: &Path) -> Result<Vec<PathBuf>, String> {
             "-oDir::Cache::srcpkgcache=".to_string(),
             "-oDebug::NoLocking=1".to_string(),
         ];
-        let hint = format!(
-            "the GPU package carries Debian's glvnd libraries ({}) for the OpenGL tests;              set {NO_GL_ENV}=1 to package without them",
-            GL_DEBS.join(" ")
-        );
         run_cmd(Command::new("apt-get").args(&opts).arg("update"))
             .map_err(|e| format!("{e}: {hint}"))?;
         run_cmd(
@@ -61,11 +67,11 @@ fn gl_debs(cache: &Path) -> Result<Vec<PathBuf>, String> {
                 .current_dir(cache)
                 .args(&opts)
                 .arg("download")
-                .args(GL_DEBS),
+                .args(wanted),
         )
         .map_err(|e| format!("{e}: {hint}"))?;
     }
-    GL_DEBS
+    wanted
         .iter()
         .map(|d| {
             find(d).ok_or_else(|| {
@@ -83,7 +89,12 @@ fn gl_debs(cache: &Path) -> Result<Vec<PathBuf>, String> {
 pub(super) fn gl_libraries(dest: &Path) -> Result<u64, String> {
     let cache = workspace_root().join("target").join("gpu-pkg-debs");
     std::fs::create_dir_all(&cache).map_err(|e| format!("creating {}: {e}", cache.display()))?;
-    let debs = gl_debs(&cache)?;
+    let hint = format!(
+        "the GPU package carries Debian's glvnd libraries ({}) for the OpenGL tests; \
+         set {NO_GL_ENV}=1 to package without them",
+        GL_DEBS.join(" ")
+    );
+    let debs = debs(&cache, GL_DEBS, &hint)?;
     let tmp = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
     for deb in &debs {
         run_cmd(Command::new("dpkg-deb").arg("-x").arg(deb).arg(tmp.path()))

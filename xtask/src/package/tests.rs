@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::gl::{gl_libraries, is_soname};
+use super::iproute::iproute;
 use super::scripts::{EGL_ENV, RUN_SHIM_SH};
 use super::{SHIM_PACKAGE, classify, shared_library};
 
@@ -172,6 +173,38 @@ fn the_glvnd_libraries_unpack_under_their_sonames() {
         ]
     );
     assert!(bytes > 100_000 && bytes < 8 << 20, "{bytes}");
+}
+
+/// Downloads (or takes from target/gpu-pkg-debs) and unpacks iproute2: `ip` and
+/// every library it needs beyond glibc, under their sonames.
+#[test]
+#[ignore = "needs apt-get and the Debian archive (or the .debs cached in target/)"]
+fn the_packaged_ip_finds_its_libraries() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = iproute(dir.path()).unwrap();
+    assert!(dir.path().join("ip").is_file());
+    let mut names: Vec<String> = std::fs::read_dir(dir.path().join("lib"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for want in ["libbpf.so.1", "libcap.so.2", "libmnl.so.0", "libz.so.1"] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+    }
+    assert!(bytes > 500_000 && bytes < 8 << 20, "{bytes}");
+    // It runs from there (on an x86-64 Linux with glibc, as the GPU machines are).
+    if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        let out = std::process::Command::new(dir.path().join("ip"))
+            .arg("-V")
+            .env("LD_LIBRARY_PATH", dir.path().join("lib"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("iproute2"),
+            "{out:?}"
+        );
+    }
 }
 
 /// Runs run.sh's EGL set-up with `ldconfig -p` printing `cache`; returns
