@@ -38,7 +38,9 @@ pub(super) fn debs(cache: &Path, wanted: &[&str], hint: &str) -> Result<Vec<Path
     // One apt-get at a time in this process: two (the tests run in parallel) would
     // share `cache`'s lists and partial downloads without apt's locks.
     static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _apt = APT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _apt = APT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if wanted.iter().all(|d| find(d).is_some()) {
         println!(
             "package-tests: {} from {}",
