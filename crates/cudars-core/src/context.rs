@@ -514,6 +514,13 @@ pub(crate) fn known_current(ctx: sys::CUcontext) -> bool {
     KNOWN_CURRENT.with(|k| k.get() == ctx as usize && !ctx.is_null())
 }
 
+/// Whether what this thread last made or saw current (see `KNOWN_CURRENT`) is
+/// a device's primary context, as the crate retained it: no driver call.
+pub(crate) fn known_current_is_primary() -> bool {
+    let k = KNOWN_CURRENT.with(std::cell::Cell::get);
+    crate::device::is_retained_primary(k as sys::CUcontext)
+}
+
 /// Forgets which context is current on this thread: the next
 /// [`ensure_current`] asks the driver.
 pub(crate) fn forget_current() {

@@ -35,6 +35,22 @@ impl fmt::Debug for Device {
     }
 }
 
+/// How many devices' primary contexts the crate retains (one slot each).
+const MAX_PRIMARY: usize = 64;
+
+/// The primary context of each device, as `Device::primary_context`
+/// retained it (never released).
+static PRIMARY: [OnceLock<usize>; MAX_PRIMARY] = [const { OnceLock::new() }; MAX_PRIMARY];
+
+/// Whether `ctx` is a device's primary context that this crate retained: read
+/// from the crate's own record, no driver call.
+pub(crate) fn is_retained_primary(ctx: sys::CUcontext) -> bool {
+    !ctx.is_null()
+        && PRIMARY
+            .iter()
+            .any(|slot| slot.get().is_some_and(|&c| c == ctx as usize))
+}
+
 impl Device {
     /// A device value for unit tests that make no driver call (its handle is
     /// the ordinal).
@@ -264,12 +280,10 @@ impl Device {
 
     /// The device's primary context, retained once for the life of the process.
     pub(crate) fn primary_context(&self) -> Result<sys::CUcontext> {
-        const MAX: usize = 64;
-        static PRIMARY: [OnceLock<usize>; MAX] = [const { OnceLock::new() }; MAX];
         let slot = PRIMARY.get(self.ordinal as usize).ok_or_else(|| {
             Error::unsupported(
                 "retaining a primary context",
-                format!("more than {MAX} devices"),
+                format!("more than {MAX_PRIMARY} devices"),
             )
         })?;
         if let Some(c) = slot.get() {

@@ -385,6 +385,36 @@ impl ContextScope {
         Self::enter(stream.context())
     }
 
+    /// [`for_stream`](Self::for_stream) for a call into a library that makes
+    /// its own device's primary context current for its CUDA work and, when
+    /// done, makes the device that was current before current again (NCCL's
+    /// collectives: `cudaGetDevice`, `cudaSetDevice` to the communicator's
+    /// device around every launch, `cudaSetDevice` back): `None`, and no
+    /// driver call, when the scope would change nothing such a library relies
+    /// on, that is when `stream` is an ordinary stream (not a default-stream
+    /// handle, which names the current context's) of its device's primary
+    /// context, and the context cudars-core last made or saw current on this
+    /// thread is a primary context (the library leaves that one current, as
+    /// C's `cudaSetDevice` does). Otherwise `for_stream`'s scope, which asks
+    /// the driver.
+    ///
+    /// Only for such a library. A library that runs in whatever context is
+    /// current (cuBLAS, cuFFT, cuRAND) enters [`for_stream`](Self::for_stream):
+    /// here the thread's current context is taken from cudars-core's memory,
+    /// which code outside the crate can make stale (a raw `cuCtxSetCurrent`);
+    /// then the library finds that context current, as a C program that made
+    /// it current would, and sets its own device as it does there.
+    ///
+    /// # Errors
+    /// As [`enter`](Self::enter).
+    pub fn for_device_setting_library(stream: &Stream) -> crate::error::Result<Option<Self>> {
+        let ctx = stream.context();
+        if ctx.is_primary() && stream.is_ordinary() && context::known_current_is_primary() {
+            return Ok(None);
+        }
+        Self::for_stream(stream).map(Some)
+    }
+
     /// The context this scope made current.
     pub fn context(&self) -> &Context {
         &self.ctx

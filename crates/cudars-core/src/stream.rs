@@ -123,6 +123,15 @@ impl Stream {
             && self.inner.ctx.handle() == other.inner.ctx.handle()
     }
 
+    /// Whether the handle names this one stream wherever it is used: not null,
+    /// `CU_STREAM_LEGACY` or `CU_STREAM_PER_THREAD`, which name a default stream
+    /// of whatever context is current on the calling thread.
+    #[inline]
+    pub(crate) fn is_ordinary(&self) -> bool {
+        let h = self.inner.handle;
+        !(h.is_null() || h == sys::CU_STREAM_LEGACY || h == sys::CU_STREAM_PER_THREAD)
+    }
+
     /// Makes the stream's context current for one driver call that names this
     /// stream, and says whether that was taken on trust: for an ordinary stream
     /// handle (not null, `CU_STREAM_LEGACY` or `CU_STREAM_PER_THREAD`, which
@@ -134,9 +143,7 @@ impl Stream {
     /// driver and retries when the trust was misplaced.
     #[inline]
     pub(crate) fn enter(&self) -> Result<(crate::context::Current, bool)> {
-        let h = self.inner.handle;
-        let special = h.is_null() || h == sys::CU_STREAM_LEGACY || h == sys::CU_STREAM_PER_THREAD;
-        if !special && self.inner.ctx.is_known_current() {
+        if self.is_ordinary() && self.inner.ctx.is_known_current() {
             return Ok((crate::context::Current::none(), true));
         }
         self.inner.ctx.ensure_current().map(|c| (c, false))

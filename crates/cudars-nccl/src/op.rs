@@ -370,7 +370,11 @@ impl<T: Element> Pending for Op<'_, T> {
     }
 
     fn issue(&self) -> Result<bool> {
-        let _scope = ContextScope::for_stream(self.stream)?;
+        // NCCL makes the communicator's device current for its own work and
+        // puts the device that was current back: on the device's primary
+        // context, with a primary context current, no scope is needed (and
+        // none made: no driver call per collective, as in C).
+        let _scope = ContextScope::for_device_setting_library(self.stream)?;
         let (send, recv) = self.pointers();
         let (comm, stream) = (self.comm.raw, self.stream.handle().cast());
         let (n, dt, red) = (self.layout.count, T::DATA_TYPE, self.red.raw());

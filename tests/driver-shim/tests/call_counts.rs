@@ -21,8 +21,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use cudars_core::{
-    Buffer, Device, DeviceBuffer, EventOptions, LaunchConfig, Library, LibraryOptions, MutPtr,
-    ObjectCode, Stream, StreamOptions, TypedKernel, launch,
+    Buffer, ContextScope, Device, DeviceBuffer, EventOptions, LaunchConfig, Library,
+    LibraryOptions, MutPtr, ObjectCode, Stream, StreamOptions, TypedKernel, launch,
 };
 use cudars_tests::DriverShim;
 
@@ -162,6 +162,37 @@ fn child() {
         "D2D copy of 4 KiB on the buffers' stream",
         count(&shim, 3, || dst.copy_from(&src, &s).unwrap()),
         &[("cuMemcpyAsync", 1)],
+    );
+    check(
+        "DeviceBuffer<f32> alloc + free, 1 MiB (alloc_free_async_typed_us)",
+        count(&shim, 3, || {
+            drop(DeviceBuffer::<f32>::allocate(&dev, 1 << 18, &s).unwrap())
+        }),
+        &[("cuMemAllocFromPoolAsync", 1), ("cuMemFreeAsync", 1)],
+    );
+    let tsrc = DeviceBuffer::<f32>::allocate(&dev, 1024, &s).unwrap();
+    check(
+        "DeviceBuffer<f32> D2D copy of 4 KiB on the buffers' stream",
+        count(&shim, 3, || tbuf.copy_from(tsrc.view(), &s).unwrap()),
+        &[("cuMemcpyAsync", 1)],
+    );
+    // An NCCL collective's only context work: NCCL sets its own device, so on
+    // a primary context's stream, with a primary context known current,
+    // nothing (C makes no call either); the collective itself is NCCL's.
+    check(
+        "library scope of an NCCL collective (ContextScope::for_device_setting_library)",
+        count(&shim, 3, || {
+            let scope = ContextScope::for_device_setting_library(&s).unwrap();
+            assert!(scope.is_none());
+        }),
+        &[],
+    );
+    // cuBLAS, cuFFT and cuRAND run in the current context: their scope asks
+    // the driver on entry and checks what is current when it ends.
+    check(
+        "library scope of a cuBLAS/cuFFT/cuRAND call (ContextScope::for_stream)",
+        count(&shim, 3, || drop(ContextScope::for_stream(&s).unwrap())),
+        &[("cuCtxGetCurrent", 2)],
     );
     check(
         "event record",
