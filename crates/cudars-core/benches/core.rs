@@ -171,6 +171,21 @@ fn main() {
         t.elapsed().as_secs_f64() / f64::from(a) * 1e6,
     );
 
+    // The same allocations and frees timed as the launches are: batches of 256,
+    // the stream synchronised after each, the median batch (the totals above
+    // include whatever the driver does when its queue fills, which varies from
+    // run to run; `benches/c/hot.c` times C's the same way).
+    line(
+        "alloc_free_batch_us",
+        batches(&s, || drop(pool.allocate(1 << 20, &s).unwrap())),
+    );
+    line(
+        "alloc_free_typed_batch_us",
+        batches(&s, || {
+            drop(DeviceBuffer::<u8>::allocate(&dev, 1 << 20, &s).unwrap())
+        }),
+    );
+
     // Host time of an event record and query, and of a 4 KiB device-to-device
     // copy: batches of 256, median batch (as `launch_host_us`).
     let ev = dev.create_event(EventOptions::default()).unwrap();

@@ -7,6 +7,12 @@
  *                              alloc_free_async_us (DeviceBuffer<T> in Rust)
  *   event_record_query_us      cuEventRecord + cuEventQuery (timing off) on a non-blocking stream
  *   d2d_copy_4k_us             one 4 KiB cuMemcpyAsync between device buffers
+ *                              of a pool of their own (cuMemPoolCreate), as
+ *                              the Rust side's; d2d_copy_4k_memalloc_us the
+ *                              same between cuMemAlloc buffers (C only)
+ *   alloc_free_batch_us        the 1 MiB cuMemAllocAsync + cuMemFreeAsync, timed
+ *                              in batches as below (the Rust side's
+ *                              alloc_free_batch_us and alloc_free_typed_batch_us)
  * Host time per call: batches of 256 (synchronised after each), median of 400
  * batches, after 2000 calls to warm up; the allocations as bench.c times them.
  * Build: nvcc -O2 -o hot hot.c -lcuda -lnvrtc */
@@ -37,7 +43,7 @@ static void out(const char *metric, double v) {
 enum { BATCH = 256, REPS = 400 };
 static CUstream s;
 static CUfunction empty;
-static CUdeviceptr buf, src4k, dst4k;
+static CUdeviceptr buf, src4k, dst4k, msrc4k, mdst4k;
 static CUevent ev;
 static int zero;
 
@@ -51,6 +57,12 @@ static void op_event(void) {
   if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) CK(r);
 }
 static void op_copy(void) { CK(cuMemcpyAsync(dst4k, src4k, 4096, s)); }
+static void op_copy_memalloc(void) { CK(cuMemcpyAsync(mdst4k, msrc4k, 4096, s)); }
+static void op_alloc_free(void) {
+  CUdeviceptr p;
+  CK(cuMemAllocAsync(&p, 1 << 20, s));
+  CK(cuMemFreeAsync(p, s));
+}
 
 static double batches(void (*op)(void)) {
   static double per[REPS];
@@ -93,8 +105,19 @@ int main(void) {
   CK(cuMemAlloc(&buf, 1 << 20));
   /* Outside the default pool, as bench.c's buffer: live pool allocations
    * slow the timed alloc + free down. */
-  CK(cuMemAlloc(&src4k, 4096));
-  CK(cuMemAlloc(&dst4k, 4096));
+  CK(cuMemAlloc(&msrc4k, 4096));
+  CK(cuMemAlloc(&mdst4k, 4096));
+  /* The copy's buffers as the Rust side allocates them: from a pool of their
+   * own, so that the default pool holds nothing while allocations are timed. */
+  CUmemPoolProps props = {0};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool side;
+  CK(cuMemPoolCreate(&side, &props));
+  CK(cuMemAllocFromPoolAsync(&src4k, 4096, side, s));
+  CK(cuMemAllocFromPoolAsync(&dst4k, 4096, side, s));
+  CK(cuStreamSynchronize(s));
   /* The Rust side records an EventOptions::default() event: timing off. */
   CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
 
@@ -107,7 +130,9 @@ int main(void) {
   for (int i = 0; i < A; i++) { CK(cuMemAllocAsync(&p, 1 << 20, s)); CK(cuMemFreeAsync(p, s)); }
   CK(cuStreamSynchronize(s));
   out("alloc_free_async_typed_us", (now() - t0) / A * 1e6);
+  out("alloc_free_batch_us", batches(op_alloc_free));
   out("event_record_query_us", batches(op_event));
   out("d2d_copy_4k_us", batches(op_copy));
+  out("d2d_copy_4k_memalloc_us", batches(op_copy_memalloc));
   return 0;
 }
