@@ -305,3 +305,62 @@ fn nccl_runs_on_a_green_context_stream() {
         .unwrap();
     assert_eq!(b.to_vec(&s).unwrap(), x);
 }
+
+/// Issue 33: a library that sets its own device (NCCL) gets no scope, and no
+/// driver call, on a primary context's stream while a primary context is
+/// current; every other case gets `for_stream`'s scope. An NCCL collective
+/// issued either way leaves the thread's context as it found it.
+#[test]
+fn a_device_setting_library_needs_no_scope_on_a_primary_context() {
+    require_gpu!();
+    use cudars_nccl::{Communicator, ReduceOp};
+    let (d, g) = setup();
+    let primary = Context::primary(&d).unwrap();
+    let explicit = Context::create(&d, ContextOptions::default()).unwrap();
+    primary.set_current().unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let on_explicit = explicit.create_stream(StreamOptions::default()).unwrap();
+    let on_green = g.create_stream(StreamOptions::default()).unwrap();
+    assert!(
+        ContextScope::for_device_setting_library(&s)
+            .unwrap()
+            .is_none()
+    );
+    for other in [&on_explicit, &on_green] {
+        let scope = ContextScope::for_device_setting_library(other).unwrap();
+        assert!(scope.is_some());
+        drop(scope);
+        assert_eq!(current(), primary.handle());
+    }
+    // The legacy default stream names the current context's: always a scope.
+    let legacy = Stream::legacy_default(&d).unwrap();
+    assert!(
+        ContextScope::for_device_setting_library(&legacy)
+            .unwrap()
+            .is_some()
+    );
+    // With a context current that is not a primary one: a scope, which puts
+    // that context back.
+    explicit.set_current().unwrap();
+    assert!(
+        ContextScope::for_device_setting_library(&s)
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(current(), explicit.handle());
+
+    let comm = Communicator::init_all(std::slice::from_ref(&d))
+        .unwrap()
+        .remove(0);
+    let x: Vec<f32> = (0..1000).map(|i| (i % 7) as f32).collect();
+    let a = DeviceBuffer::from_host(&d, &x, &s).unwrap();
+    let mut b = DeviceBuffer::<f32>::zeroed(&d, x.len(), &s).unwrap();
+    for ctx in [&primary, &explicit] {
+        ctx.set_current().unwrap();
+        comm.all_reduce(a.view(), b.view_mut(), ReduceOp::Sum, &s)
+            .unwrap();
+        assert_eq!(current(), ctx.handle(), "after a collective");
+        assert_eq!(b.to_vec(&s).unwrap(), x);
+    }
+    primary.set_current().unwrap();
+}
