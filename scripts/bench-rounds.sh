@@ -8,6 +8,10 @@
 #   c/graph.c, c/hot.c, c/peer.c, c/gemm.c, c/fft.c, c/allreduce.c and c/threads.c (cuda-rs's own C graph,
 #   hot-path (typed launch, typed allocation, event, 4 KiB copy), peer-copy, cuBLAS GEMM, cuFFT, NCCL all-reduce and thread-scaling benchmarks),
 #   c/threads_cuda_core.py (Python cuda.core with threads) and c/gemm_cupy.py (CuPy's matmul) are in the package.
+# BENCH_PIN=1 runs every program on GPU 0's NUMA-local CPUs (taskset): on a host
+# of several sockets a program placed on the far one may pay more per driver
+# call, one suspected cause of sub-microsecond figures that are bimodal from one
+# process to the next (not yet measured with and without).
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rounds="${1:-3}"
@@ -41,21 +45,27 @@ py=""
 if [ -n "$peers" ] && [ -f "$peers/bench_cuda_core.py" ] && python3 -c "import cuda.core" 2>/dev/null; then
   py="$peers/bench_cuda_core.py"
 fi
+pin=""
+if [ "${BENCH_PIN:-0}" = 1 ] && command -v taskset >/dev/null && command -v nvidia-smi >/dev/null; then
+  bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 | tr 'A-Z' 'a-z' | sed 's/^0000//')
+  cpus=$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null)
+  [ -n "$cpus" ] && pin="taskset -c $cpus" && echo "bench-rounds: pinned to CPUs $cpus" >&2
+fi
 for r in $(seq "$rounds"); do
   echo "round $r" >&2
-  [ -n "$cbench" ] && "$cbench"
-  [ -n "$cgraph" ] && "$cgraph"
-  [ -n "$chot" ] && "$chot"
+  [ -n "$cbench" ] && $pin "$cbench"
+  [ -n "$cgraph" ] && $pin "$cgraph"
+  [ -n "$chot" ] && $pin "$chot"
   # Peer copies: with fewer than two GPUs both sides print nothing.
-  [ -n "$cpeer" ] && "$cpeer"
-  [ -n "$cgemm" ] && "$cgemm"
-  [ -n "$cfft" ] && "$cfft"
-  [ -n "$callreduce" ] && "$callreduce"
-  [ -n "$cthreads" ] && "$cthreads"
-  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--allreduce "$here"/bin/*--threads "$here"/bin/*--await "$here"/bin/*--nvtx; do [ -x "$b" ] && "$b" --bench; done
+  [ -n "$cpeer" ] && $pin "$cpeer"
+  [ -n "$cgemm" ] && $pin "$cgemm"
+  [ -n "$cfft" ] && $pin "$cfft"
+  [ -n "$callreduce" ] && $pin "$callreduce"
+  [ -n "$cthreads" ] && $pin "$cthreads"
+  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--allreduce "$here"/bin/*--threads "$here"/bin/*--await "$here"/bin/*--nvtx; do [ -x "$b" ] && $pin "$b" --bench; done
   python3 -c "import cupy" 2>/dev/null && python3 "$here/c/gemm_cupy.py"
   python3 -c "import cuda.core" 2>/dev/null && python3 "$here/c/threads_cuda_core.py"
-  [ -n "$py" ] && python3 "$py"
+  [ -n "$py" ] && $pin python3 "$py"
 done > "$out/bench.jsonl" 2>"$out/bench.err"
 "$here"/bin/*--pathfinder --bench > "$out/pathfinder.jsonl" 2>>"$out/bench.err"
 python3 "$here/bench_table.py" --per-round "$out/bench.jsonl"

@@ -321,6 +321,8 @@ fn a_device_setting_library_needs_no_scope_on_a_primary_context() {
     let s = d.create_stream(StreamOptions::default()).unwrap();
     let on_explicit = explicit.create_stream(StreamOptions::default()).unwrap();
     let on_green = g.create_stream(StreamOptions::default()).unwrap();
+    // Making a stream in `explicit` left it current: the primary context again.
+    primary.set_current().unwrap();
     assert!(
         ContextScope::for_device_setting_library(&s)
             .unwrap()

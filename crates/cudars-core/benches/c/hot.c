@@ -13,6 +13,8 @@
  *   alloc_free_batch_us        the 1 MiB cuMemAllocAsync + cuMemFreeAsync, timed
  *                              in batches as below (the Rust side's
  *                              alloc_free_batch_us and alloc_free_typed_batch_us)
+ *   alloc_free_pool_batch_us   the same through cuMemAllocFromPoolAsync on the
+ *                              device's default pool, the call cudars-core makes
  * Host time per call: batches of 256 (synchronised after each), median of 400
  * batches, after 2000 calls to warm up; the allocations as bench.c times them.
  * Build: nvcc -O2 -o hot hot.c -lcuda -lnvrtc */
@@ -58,6 +60,12 @@ static void op_event(void) {
 }
 static void op_copy(void) { CK(cuMemcpyAsync(dst4k, src4k, 4096, s)); }
 static void op_copy_memalloc(void) { CK(cuMemcpyAsync(mdst4k, msrc4k, 4096, s)); }
+static CUmemoryPool default_pool;
+static void op_alloc_free_pool(void) {
+  CUdeviceptr p;
+  CK(cuMemAllocFromPoolAsync(&p, 1 << 20, default_pool, s));
+  CK(cuMemFreeAsync(p, s));
+}
 static void op_alloc_free(void) {
   CUdeviceptr p;
   CK(cuMemAllocAsync(&p, 1 << 20, s));
@@ -131,6 +139,8 @@ int main(void) {
   CK(cuStreamSynchronize(s));
   out("alloc_free_async_typed_us", (now() - t0) / A * 1e6);
   out("alloc_free_batch_us", batches(op_alloc_free));
+  CK(cuDeviceGetDefaultMemPool(&default_pool, dev));
+  out("alloc_free_pool_batch_us", batches(op_alloc_free_pool));
   out("event_record_query_us", batches(op_event));
   out("d2d_copy_4k_us", batches(op_copy));
   out("d2d_copy_4k_memalloc_us", batches(op_copy_memalloc));
