@@ -128,6 +128,7 @@ pub use code::object::{CodeType, ObjectCode};
 pub use completion::Completion;
 pub use completion::copies::ToVec;
 pub use completion::event_wait::EventWait;
+pub use completion::staging::trim_completion_pools;
 pub use context::{Context, ContextOptions};
 pub use cudars_bindings;
 /// Typed launch functions generated from the `extern "C" __global__` kernels of

@@ -3,23 +3,35 @@
 //! [`PinnedBuffer`] back.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
 use bytemuck::Pod;
 
 use super::Completion;
-use crate::error::Result;
+use super::staging::StagingBlock;
+use crate::error::{Error, Result};
 use crate::memory::device_buffer::DeviceBuffer;
 use crate::memory::pinned_buffer::PinnedBuffer;
 use crate::memory::view::{DeviceView, DeviceViewMut};
-use crate::stream::Stream;
+use crate::stream::{CaptureStatus, Stream};
 
 /// A future of [`DeviceView::to_vec_async`]: the elements in a new vector.
 #[must_use = "a future does nothing unless awaited; dropping it does not cancel the copy"]
-#[derive(Debug)]
 pub struct ToVec<T: Pod + Send> {
-    inner: Completion<PinnedBuffer<T>>,
+    inner: Completion<StagingBlock>,
+    len: usize,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Pod + Send> std::fmt::Debug for ToVec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToVec")
+            .field("inner", &self.inner)
+            .field("len", &self.len)
+            .finish()
+    }
 }
 
 impl<T: Pod + Send> Future for ToVec<T> {
@@ -30,13 +42,16 @@ impl<T: Pod + Send> Future for ToVec<T> {
         match Pin::new(&mut this.inner).poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Ready(Ok(staging)) => {
-                // The copy is complete: the wait `as_slice` makes returns at once.
-                let v = staging.as_slice().map(<[T]>::to_vec);
-                // Freeing pinned memory may synchronise: through the deferred
-                // queue, not in this poll.
-                crate::deferred::defer_drop("freeing a staging buffer", staging);
-                Poll::Ready(v)
+            Poll::Ready(Ok(block)) => {
+                // SAFETY: the block holds at least `len` elements (asked for at
+                // `to_vec_async`), is page-aligned (so aligned for `T`), and the
+                // copy into it has completed (the future resolved after it, on
+                // the same stream): nothing writes it while it is read here.
+                let v = unsafe { std::slice::from_raw_parts(block.ptr().cast::<T>(), this.len) }
+                    .to_vec();
+                // Back to the pool (rule 13 of the soundness contract).
+                drop(block);
+                Poll::Ready(Ok(v))
             }
         }
     }
@@ -44,14 +59,17 @@ impl<T: Pod + Send> Future for ToVec<T> {
 
 impl<T: Pod + Send> DeviceView<'_, T> {
     /// The view's elements in a new vector, copied without blocking: the copy
-    /// goes through page-locked memory that the returned future owns until the
-    /// copy has completed (a copy into ordinary memory would block the thread
-    /// until it finished). The copy is queued now, on `stream`, behind the work
-    /// already there.
+    /// goes through a page-locked block of the process's staging pool, which the
+    /// returned future owns until the copy has completed (a copy into ordinary
+    /// memory would block the thread until it finished), then gives back for the
+    /// next copy. The copy is queued now, on `stream`, behind the work already
+    /// there.
     ///
-    /// Dropping the future before it resolves leaves the staging memory to the
-    /// reactor, which frees it after the copy (rule 12 of the soundness
-    /// contract, `docs/architecture.md`).
+    /// Dropping the future before it resolves leaves the block to the reactor,
+    /// which gives it back after the copy (rules 12 and 13 of the soundness
+    /// contract, `docs/architecture.md`). Blocks are powers of two from 64 KiB
+    /// to 16 MiB (a larger copy allocates its own); at most 64 MiB stay idle
+    /// ([`trim_completion_pools`](crate::trim_completion_pools) frees them).
     ///
     /// ```no_run
     /// # async fn f(x: &cudars_core::DeviceBuffer<f32>, s: &cudars_core::Stream) -> cudars_core::Result<()> {
@@ -60,15 +78,32 @@ impl<T: Pod + Send> DeviceView<'_, T> {
     /// ```
     ///
     /// # Errors
-    /// Through the future: as [`copy_to_pinned`](Self::copy_to_pinned) and
-    /// [`Stream::completion`]; the staging allocation's error.
+    /// Through the future: [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+    /// for a capturing stream or a stream of another device; the staging
+    /// allocation's error; as [`Stream::completion`].
     pub fn to_vec_async(&self, stream: &Stream) -> ToVec<T> {
-        let staging = PinnedBuffer::zeroed(self.device(), self.len);
-        let inner = match staging {
-            Ok(staging) => self.copy_to_pinned_async(staging, stream),
-            Err(e) => Completion::failed(e),
-        };
-        ToVec { inner }
+        let bytes = self.len * std::mem::size_of::<T>();
+        let queued = (|| {
+            if stream.capture_status()? != CaptureStatus::None {
+                return Err(Error::invalid(
+                    "copying device memory to a vector asynchronously",
+                    "the stream is capturing a graph, which would write the staging memory \
+                     whenever it is launched",
+                ));
+            }
+            let block = StagingBlock::take(self.device(), bytes)?;
+            // SAFETY: the block holds `bytes` writable bytes and stays untouched
+            // until the copy has run: the completion keeps it until the work
+            // queued so far (the copy) has completed (rules 12 and 13). If the
+            // copy is refused nothing was queued, and the block goes back.
+            unsafe { self.span().download(block.ptr(), stream) }?;
+            Ok(stream.completion_with(block))
+        })();
+        ToVec {
+            inner: queued.unwrap_or_else(Completion::failed),
+            len: self.len,
+            _t: PhantomData,
+        }
     }
 
     /// Queues a copy of this view into `dst` (of equal length) on `stream`, and

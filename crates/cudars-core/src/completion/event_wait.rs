@@ -5,15 +5,17 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
-use super::{query_event, reactor};
+use super::{DEFAULT_SPIN, query_event, reactor};
 use crate::error::Result;
 use crate::event::Event;
 
 /// A future that resolves when the work before an [`Event`]'s last record has
 /// completed ([`Event::wait_async`], or `.await` on an `&Event`).
 ///
-/// It borrows the event, so the reactor never holds it: each poll asks the
-/// driver (`cuEventQuery`), and while the work runs the reactor only wakes the
+/// It borrows the event, so the reactor never holds it: the first poll asks the
+/// driver (`cuEventQuery`) back to back for up to 20 µs, as a
+/// [`Completion`](crate::Completion)'s does by default, each later poll once, and
+/// while the work runs the reactor only wakes the
 /// task again later, from 10 µs doubling to 1 ms (a one-shot timer, so a
 /// forgotten future costs one wake). For waiting on a stream,
 /// [`Stream::completion`](crate::Stream::completion) is cheaper: the reactor asks the driver itself.
@@ -32,8 +34,20 @@ impl Future for EventWait<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        if let Some(outcome) = query_event(this.event, "awaiting an event") {
-            return Poll::Ready(outcome);
+        let spin = if this.delay == EVENT_FIRST_DELAY {
+            DEFAULT_SPIN
+        } else {
+            Duration::ZERO
+        };
+        let start = Instant::now();
+        loop {
+            if let Some(outcome) = query_event(this.event, "awaiting an event") {
+                return Poll::Ready(outcome);
+            }
+            if start.elapsed() >= spin {
+                break;
+            }
+            std::hint::spin_loop();
         }
         let reactor = match reactor::global() {
             Ok(r) => r,

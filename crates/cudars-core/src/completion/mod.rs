@@ -16,8 +16,10 @@
 //! it early.
 
 pub(crate) mod copies;
+mod event_pool;
 pub(crate) mod event_wait;
 pub(crate) mod reactor;
+pub(crate) mod staging;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,7 +31,7 @@ use cudars_bindings::driver as sys;
 use crate::callback::PanicSlot;
 use crate::context::Context;
 use crate::error::{Check as _, Error, Result};
-use crate::event::{Event, EventOptions};
+use crate::event::Event;
 use crate::stream::{CaptureStatus, Stream};
 use reactor::{Finish, Source};
 
@@ -121,14 +123,51 @@ impl<T: Send + 'static> Finish for Slot<T> {
     }
 }
 
-/// An event recorded on a stream, as the reactor queries it.
-struct EventSource(Event);
+/// An event recorded on a stream, as the reactor queries it. Once a query has
+/// seen its work complete, it goes back to the event pool when dropped
+/// (`event_pool.rs`); otherwise it is destroyed (destroying an event whose work
+/// is pending is allowed: its resources go when the work is done).
+struct EventSource {
+    event: Option<Event>,
+    complete: bool,
+}
+
+impl EventSource {
+    fn new(event: Event) -> Self {
+        Self {
+            event: Some(event),
+            complete: false,
+        }
+    }
+}
 
 impl Source for EventSource {
     fn query(&mut self) -> Option<Result<()>> {
-        query_event(&self.0, AWAITING)
+        let outcome = query_event(self.event.as_ref()?, AWAITING);
+        self.complete = matches!(outcome, Some(Ok(())));
+        outcome
     }
 }
+
+impl Drop for EventSource {
+    fn drop(&mut self) {
+        if let Some(e) = self.event.take() {
+            if self.complete {
+                event_pool::put(e);
+            }
+        }
+    }
+}
+
+/// How long the first poll of a future asks the driver, back to back, before
+/// handing the wait to the reactor, unless [`Completion::spin_first`] says
+/// otherwise: short work (a launch and its completion take a few microseconds)
+/// resolves in the first poll, with no thread woken, as fast as a blocking
+/// `Stream::sync`. Skipped when the reactor already watches an earlier point of
+/// the same queue (which must complete first), so a thousand futures of one
+/// stream polled at once spin once, not a thousand times. The figures behind
+/// the choice are in `docs/architecture.md` ("Awaiting GPU work").
+pub(crate) const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// `cuEventQuery`: `None` while the work before the event's last record runs.
 fn query_event(event: &Event, what: &'static str) -> Option<Result<()>> {
@@ -235,8 +274,9 @@ pub struct Completion<T: Send + 'static = ()> {
     slot: Arc<Slot<T>>,
     panics: Option<Arc<PanicSlot>>,
     /// How long the first poll keeps asking the driver before handing over to
-    /// the reactor ([`spin_first`](Self::spin_first)); zero by default.
-    spin: std::time::Duration,
+    /// the reactor ([`spin_first`](Self::spin_first)); `None`: [`DEFAULT_SPIN`]
+    /// unless the queue is busy.
+    spin: Option<std::time::Duration>,
 }
 
 impl<T: Send + 'static> std::fmt::Debug for Completion<T> {
@@ -268,7 +308,8 @@ impl<T: Send + 'static> Completion<T> {
                      is launched: await the stream the graph is launched on",
                 ));
             }
-            let event = Event::in_context(stream.context(), EventOptions::default())?;
+            let event = event_pool::take(stream.context())?;
+            // A failed record drops the event (not back to the pool).
             event.record(stream)?;
             let queue = {
                 use std::hash::{Hash as _, Hasher as _};
@@ -277,7 +318,7 @@ impl<T: Send + 'static> Completion<T> {
                 h.finish()
             };
             Ok(Unregistered {
-                source: Box::new(EventSource(event)),
+                source: Box::new(EventSource::new(event)),
                 queue: Some(queue),
                 seq: reactor::next_seq(),
             })
@@ -287,7 +328,7 @@ impl<T: Send + 'static> Completion<T> {
                 state: State::Unregistered(p),
                 slot,
                 panics,
-                spin: std::time::Duration::ZERO,
+                spin: None,
             },
             Err(e) => {
                 // The work before may still run: `keep` waits for the context.
@@ -298,7 +339,7 @@ impl<T: Send + 'static> Completion<T> {
                     state: State::Failed(e),
                     slot,
                     panics,
-                    spin: std::time::Duration::ZERO,
+                    spin: None,
                 }
             }
         }
@@ -310,7 +351,7 @@ impl<T: Send + 'static> Completion<T> {
             state: State::Failed(e),
             slot: Slot::new(None, None),
             panics: None,
-            spin: std::time::Duration::ZERO,
+            spin: None,
         }
     }
 
@@ -325,19 +366,31 @@ impl<T: Send + 'static> Completion<T> {
             }),
             slot: Slot::new(Some(keep), None),
             panics: None,
-            spin: std::time::Duration::ZERO,
+            spin: None,
         }
     }
 
     /// Makes the first poll ask the driver for up to `spin` (back to back,
-    /// on the polling thread) before handing the wait to the reactor: for short,
-    /// latency-critical work, where the reactor's wake of the executor's thread
-    /// would cost more than the work. The executor's thread is busy meanwhile,
-    /// so keep `spin` to microseconds (NVIDIA's `cuda-async` spins about 20 µs).
-    /// Zero, the default, asks once.
+    /// on the polling thread) before handing the wait to the reactor. By default
+    /// it spins for [`DEFAULT_SPIN`] (20 µs) unless the reactor already watches
+    /// an earlier point of the same stream: short work resolves in the first
+    /// poll, where the reactor's wake of the executor's thread would cost more
+    /// than the work. The executor's thread is busy meanwhile, so keep `spin` to
+    /// microseconds; zero asks once (for a future known to wait long, or an
+    /// executor whose thread must not spin). An explicit `spin` is spun whatever
+    /// the reactor watches.
     pub fn spin_first(mut self, spin: std::time::Duration) -> Self {
-        self.spin = spin;
+        self.spin = Some(spin);
         self
+    }
+
+    /// How long the first poll spins on `p`.
+    fn first_spin(&self, p: &Unregistered) -> std::time::Duration {
+        match self.spin {
+            Some(d) => d,
+            None if p.queue.is_some_and(reactor::queue_busy) => std::time::Duration::ZERO,
+            None => DEFAULT_SPIN,
+        }
     }
 
     /// The outcome, with `keep` on success.
@@ -373,19 +426,22 @@ impl<T: Send + 'static> Future for Completion<T> {
                 AWAITING,
                 "the future was polled after it resolved",
             ))),
-            State::Unregistered(mut p) => match query_spinning(&mut *p.source, this.spin) {
-                Some(outcome) => {
-                    drop(p);
-                    Poll::Ready(this.resolve(outcome))
+            State::Unregistered(mut p) => {
+                let spin = this.first_spin(&p);
+                match query_spinning(&mut *p.source, spin) {
+                    Some(outcome) => {
+                        drop(p);
+                        Poll::Ready(this.resolve(outcome))
+                    }
+                    None => {
+                        // The waker is in place before the reactor can finish.
+                        this.slot.lock().waker = Some(cx.waker().clone());
+                        hand_over(p, this.slot.clone());
+                        this.state = State::Registered;
+                        Poll::Pending
+                    }
                 }
-                None => {
-                    // The waker is in place before the reactor can finish.
-                    this.slot.lock().waker = Some(cx.waker().clone());
-                    hand_over(p, this.slot.clone());
-                    this.state = State::Registered;
-                    Poll::Pending
-                }
-            },
+            }
             State::Registered => {
                 let mut g = this.slot.lock();
                 match g.outcome.take() {
