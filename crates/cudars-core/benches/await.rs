@@ -1,13 +1,20 @@
 //! Awaiting GPU work (issue 29), printed as JSON lines like `core.rs`:
 //! - `await_latency_us`: an empty kernel queued, then `stream.completion()`
-//!   awaited on a current-thread tokio runtime; `sync_latency_us`: the same with
-//!   `Stream::sync`, interleaved in the same rounds (C's `cuStreamSynchronize`
-//!   figure is `launch_sync_us` of the C peer); `await_spin20_latency_us`: the
-//!   await with `Completion::spin_first(20 µs)`;
+//!   awaited on a current-thread tokio runtime (the default: a first-poll spin of
+//!   up to 20 µs); `sync_latency_us`: the same with `Stream::sync`, interleaved
+//!   in the same rounds (C's figures: `c/await.c`); `await_nospin_latency_us`:
+//!   the await with `Completion::spin_first(0)` (the reactor's wake);
+//! - `spin_<S>us_work_<W>us_ratio`: for kernels that run about `W` µs, the await
+//!   with a first-poll spin of `S` µs over `Stream::sync` (how the default
+//!   spin was chosen);
 //! - `await_1000_per_s`: futures resolved per second with 1,000 pending at once
 //!   (an empty kernel and a completion each, on eight streams);
 //! - `await_cpu_ms_per_100ms`: CPU time (user + system, the whole process) used
-//!   while 1,000 futures wait on a 100 ms kernel.
+//!   while 1,000 futures wait on a 100 ms kernel, awaited one after another;
+//!   `await_cpu_spawned_ms_per_100ms`: the same with each future its own task
+//!   (all first polled while the kernel runs);
+//! - `to_vec_async_1mib_us`: a 1 MiB `to_vec_async` awaited (staging pool warm),
+//!   beside `to_vec_1mib_us` (`DeviceView::to_vec`, blocking).
 //!
 //! Run: `cargo bench -p cudars-core --bench await` (or `bench.sh` from
 //! `cargo xtask package-tests`).
@@ -83,7 +90,7 @@ fn main() {
 
     // Latency: interleaved rounds, the best round of each.
     const N: u32 = 2000;
-    let (mut best_sync, mut best_await, mut best_spin) =
+    let (mut best_sync, mut best_await, mut best_nospin) =
         (f64::INFINITY, f64::INFINITY, f64::INFINITY);
     for round in 0..8 {
         let t = Instant::now();
@@ -104,23 +111,53 @@ fn main() {
         rt.block_on(async {
             for _ in 0..N {
                 launch_empty(&s);
-                s.completion()
-                    .spin_first(Duration::from_micros(20))
-                    .await
-                    .unwrap();
+                s.completion().spin_first(Duration::ZERO).await.unwrap();
             }
         });
-        let spin_us = t.elapsed().as_secs_f64() * 1e6 / f64::from(N);
+        let nospin_us = t.elapsed().as_secs_f64() * 1e6 / f64::from(N);
         // The first round warms up.
         if round > 0 {
             best_sync = best_sync.min(sync_us);
             best_await = best_await.min(await_us);
-            best_spin = best_spin.min(spin_us);
+            best_nospin = best_nospin.min(nospin_us);
         }
     }
     line("sync_latency_us", best_sync);
     line("await_latency_us", best_await);
-    line("await_spin20_latency_us", best_spin);
+    line("await_nospin_latency_us", best_nospin);
+
+    // The spin against the work's length: the await over a blocking sync, for
+    // kernels of about `work` µs (at about 1.75 GHz), best of 3 rounds of 200.
+    for work in [0u64, 10, 30, 100, 300] {
+        let cycles = work * 1750;
+        let run = |s: &Stream| {
+            // SAFETY: touches no memory.
+            unsafe { spin.launch(s, &one, (cycles,)) }.unwrap();
+        };
+        for spin_us in [0u64, 5, 10, 20, 50] {
+            let mut best = f64::INFINITY;
+            for _ in 0..3 {
+                let t = Instant::now();
+                for _ in 0..200 {
+                    run(&s);
+                    s.sync().unwrap();
+                }
+                let sync = t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                rt.block_on(async {
+                    for _ in 0..200 {
+                        run(&s);
+                        s.completion()
+                            .spin_first(Duration::from_micros(spin_us))
+                            .await
+                            .unwrap();
+                    }
+                });
+                best = best.min(t.elapsed().as_secs_f64() / sync);
+            }
+            line(&format!("spin_{spin_us}us_work_{work}us_ratio"), best);
+        }
+    }
 
     // Throughput with 1,000 futures pending at once.
     let streams: Vec<Stream> = (0..8).map(|_| dev.create_stream(opts).unwrap()).collect();
@@ -142,23 +179,59 @@ fn main() {
     }
     line("await_1000_per_s", best);
 
-    // CPU time while 1,000 futures wait on a 100 ms kernel (about 2 GHz SM clock).
-    let cycles = 200_000_000u64;
-    // SAFETY: touches no memory.
-    unsafe { spin.launch(&s, &one, (cycles,)) }.unwrap();
-    let pending: Vec<_> = (0..1000).map(|_| s.completion()).collect();
-    let (wall, cpu) = (Instant::now(), cpu_time());
-    rt.block_on(async {
-        for f in pending {
-            f.await.unwrap();
+    // CPU time while 1,000 futures wait on a 100 ms kernel (about 1.75 GHz SM
+    // clock), awaited one after another, then each its own task.
+    let cycles = 175_000_000u64;
+    for spawned in [false, true] {
+        // SAFETY: touches no memory.
+        unsafe { spin.launch(&s, &one, (cycles,)) }.unwrap();
+        let pending: Vec<_> = (0..1000).map(|_| s.completion()).collect();
+        let (wall, cpu) = (Instant::now(), cpu_time());
+        rt.block_on(async {
+            if spawned {
+                let tasks: Vec<_> = pending.into_iter().map(tokio::spawn).collect();
+                for t in tasks {
+                    t.await.unwrap().unwrap();
+                }
+            } else {
+                for f in pending {
+                    f.await.unwrap();
+                }
+            }
+        });
+        let wall = wall.elapsed();
+        if let (Some(before), Some(after)) = (cpu, cpu_time()) {
+            let cpu = after.saturating_sub(before);
+            let name = if spawned {
+                "await_cpu_spawned_ms_per_100ms"
+            } else {
+                "await_cpu_ms_per_100ms"
+            };
+            line(name, cpu.as_secs_f64() * 1e3 * 0.1 / wall.as_secs_f64());
         }
-    });
-    let wall = wall.elapsed();
-    if let (Some(before), Some(after)) = (cpu, cpu_time()) {
-        let cpu = after.saturating_sub(before);
-        line(
-            "await_cpu_ms_per_100ms",
-            cpu.as_secs_f64() * 1e3 * 0.1 / wall.as_secs_f64(),
-        );
     }
+
+    // A 1 MiB download into a new vector: awaited through the staging pool,
+    // and blocking.
+    let buf = cudars_core::DeviceBuffer::<f32>::allocate(&dev, 1 << 18, &s).unwrap();
+    s.sync().unwrap();
+    let (mut best_async, mut best_blocking) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..5 {
+        let t = Instant::now();
+        rt.block_on(async {
+            for _ in 0..200 {
+                let v = buf.to_vec_async(&s).await.unwrap();
+                assert_eq!(v.len(), 1 << 18);
+            }
+        });
+        best_async = best_async.min(t.elapsed().as_secs_f64() * 1e6 / 200.0);
+        let t = Instant::now();
+        for _ in 0..200 {
+            let v = buf.view().to_vec(&s).unwrap();
+            assert_eq!(v.len(), 1 << 18);
+        }
+        best_blocking = best_blocking.min(t.elapsed().as_secs_f64() * 1e6 / 200.0);
+    }
+    line("to_vec_async_1mib_us", best_async);
+    line("to_vec_1mib_us", best_blocking);
 }

@@ -2,7 +2,10 @@
 //! streams, each an upload from page-locked memory, a kernel and a download,
 //! awaited on a multi-threaded tokio runtime (no thread blocked per job), every
 //! result checked; then the same jobs written with blocking `Stream::sync` on a
-//! pool of threads. Prints jobs per second for both.
+//! pool of threads (as many threads as the runtime has workers). Each side
+//! downloads two ways: into a page-locked buffer the job owns (handed to the
+//! future and back), and into a new vector (`to_vec_async` through the staging
+//! pool, `to_vec` when blocking). Prints jobs per second for each.
 //!
 //! `cargo run -p cudars-core --release --example async_jobs`
 
@@ -103,8 +106,17 @@ fn launch(
     unsafe { k.launch(s, &grid, (x.view(), y.view_mut(), a, b, N as u64)) }
 }
 
+/// Where a round's result goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Download {
+    /// Into the job's page-locked buffer.
+    Pinned,
+    /// Into a new vector.
+    Vec,
+}
+
 /// The jobs on a tokio runtime: each round awaited, no thread blocked.
-async fn run_async(job: Job, k: Arc<Affine>, s: Stream) -> Result<Job> {
+async fn run_async(job: Job, k: Arc<Affine>, s: Stream, how: Download) -> Result<Job> {
     let Job {
         id,
         mut up,
@@ -116,10 +128,20 @@ async fn run_async(job: Job, k: Arc<Affine>, s: Stream) -> Result<Job> {
         // Each future owns its page-locked buffer until its copy is done.
         let upload = x.view_mut().copy_from_pinned_async(up, &s);
         launch(&k, &s, &x, &mut y, id, round)?;
-        let download = y.view().copy_to_pinned_async(down, &s);
-        up = upload.await?;
-        down = download.await?;
-        if !check(id, down.as_slice()?, round) {
+        let ok = match how {
+            Download::Pinned => {
+                let download = y.view().copy_to_pinned_async(down, &s);
+                up = upload.await?;
+                down = download.await?;
+                check(id, down.as_slice()?, round)
+            }
+            Download::Vec => {
+                let download = y.to_vec_async(&s);
+                up = upload.await?;
+                check(id, &download.await?, round)
+            }
+        };
+        if !ok {
             return Err(failed(id, round));
         }
     }
@@ -127,17 +149,84 @@ async fn run_async(job: Job, k: Arc<Affine>, s: Stream) -> Result<Job> {
 }
 
 /// The same work with a blocking wait per round.
-fn run_blocking(job: &mut Job, k: &Affine, s: &Stream) -> Result<()> {
+fn run_blocking(job: &mut Job, k: &Affine, s: &Stream, how: Download) -> Result<()> {
     for round in 0..ROUNDS {
         job.x.view_mut().copy_from_pinned(&job.up, s)?;
         launch(k, s, &job.x, &mut job.y, job.id, round)?;
-        job.y.view().copy_to_pinned(&mut job.down, s)?;
-        s.sync()?;
-        if !check(job.id, job.down.as_slice()?, round) {
+        let ok = match how {
+            Download::Pinned => {
+                job.y.view().copy_to_pinned(&mut job.down, s)?;
+                s.sync()?;
+                check(job.id, job.down.as_slice()?, round)
+            }
+            // Waits for the stream, the copy included.
+            Download::Vec => check(job.id, &job.y.to_vec(s)?, round),
+        };
+        if !ok {
             return Err(failed(job.id, round));
         }
     }
     Ok(())
+}
+
+/// Jobs per second of every job's rounds on a pool of threads, one per stream.
+fn blocking_rate(jobs: &mut [Job], k: &Affine, streams: &[Stream], how: Download) -> Result<f64> {
+    let t = Instant::now();
+    let next = AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<&mut Job>> =
+        jobs.iter_mut().map(std::sync::Mutex::new).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = streams
+            .iter()
+            .map(|s| {
+                let (next, slots) = (&next, &slots);
+                scope.spawn(move || -> Result<()> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(slot) = slots.get(i) else {
+                            return Ok(());
+                        };
+                        let mut job = slot.lock().unwrap_or_else(|p| p.into_inner());
+                        run_blocking(&mut job, k, s, how)?;
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    })?;
+    Ok((JOBS * ROUNDS) as f64 / t.elapsed().as_secs_f64())
+}
+
+/// Jobs per second of every job a task on `rt`, all in flight at once; the
+/// jobs come back.
+fn async_rate(
+    rt: &tokio::runtime::Runtime,
+    jobs: Vec<Job>,
+    k: &Arc<Affine>,
+    streams: &[Stream],
+    how: Download,
+) -> Result<(f64, Vec<Job>)> {
+    let t = Instant::now();
+    let jobs = rt.block_on(async {
+        let tasks: Vec<_> = jobs
+            .into_iter()
+            .enumerate()
+            .map(|(i, job)| {
+                tokio::spawn(run_async(job, k.clone(), streams[i % STREAMS].clone(), how))
+            })
+            .collect();
+        let mut done = Vec::new();
+        for t in tasks {
+            done.push(
+                t.await
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p.into_panic()))?,
+            );
+        }
+        Ok::<_, ExampleError>(done)
+    })?;
+    Ok(((JOBS * ROUNDS) as f64 / t.elapsed().as_secs_f64(), jobs))
 }
 
 fn failed(id: usize, round: usize) -> ExampleError {
@@ -165,65 +254,33 @@ fn run() -> Result<()> {
         s.sync()?;
     }
 
-    // Blocking: one thread per stream, each running its share of the jobs.
-    let t = Instant::now();
-    let next = AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<&mut Job>> =
-        jobs.iter_mut().map(std::sync::Mutex::new).collect();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = streams
-            .iter()
-            .map(|s| {
-                let (k, next, slots) = (&k, &next, &slots);
-                scope.spawn(move || -> Result<()> {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(slot) = slots.get(i) else {
-                            return Ok(());
-                        };
-                        let mut job = slot.lock().unwrap_or_else(|p| p.into_inner());
-                        run_blocking(&mut job, k, s)?;
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-    })?;
-    drop(slots);
-    let blocking = (JOBS * ROUNDS) as f64 / t.elapsed().as_secs_f64();
-
-    // Async: every job a task, all in flight at once.
+    // As many tokio workers as blocking threads.
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(4)
+        .worker_threads(STREAMS)
         .build()
         .map_err(ExampleError::Runtime)?;
-    let t = Instant::now();
-    let jobs = rt.block_on(async {
-        let tasks: Vec<_> = jobs
-            .into_iter()
-            .enumerate()
-            .map(|(i, job)| tokio::spawn(run_async(job, k.clone(), streams[i % STREAMS].clone())))
-            .collect();
-        let mut done = Vec::new();
-        for t in tasks {
-            done.push(
-                t.await
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p.into_panic()))?,
-            );
-        }
-        Ok::<_, ExampleError>(done)
-    })?;
-    let awaited = (JOBS * ROUNDS) as f64 / t.elapsed().as_secs_f64();
+    let mut rates = Vec::new();
+    for how in [Download::Pinned, Download::Vec] {
+        let blocking = blocking_rate(&mut jobs, &k, &streams, how)?;
+        let (awaited, back) = async_rate(&rt, jobs, &k, &streams, how)?;
+        jobs = back;
+        rates.push((how, awaited, blocking));
+    }
     drop(jobs);
 
     println!(
         "{JOBS} jobs x {ROUNDS} rounds of {} KiB on {STREAMS} streams, every result checked:",
         N * 4 / 1024
     );
-    println!("  tokio, awaited:              {awaited:>10.0} jobs/s");
-    println!("  thread pool, Stream::sync:   {blocking:>10.0} jobs/s");
+    for (how, awaited, blocking) in rates {
+        let what = match how {
+            Download::Pinned => "into the job's pinned buffer",
+            Download::Vec => "into a new Vec",
+        };
+        println!("  download {what}:");
+        println!("    tokio ({STREAMS} workers), awaited:       {awaited:>10.0} jobs/s");
+        println!("    {STREAMS} threads, blocking Stream::sync: {blocking:>10.0} jobs/s");
+    }
     Ok(())
 }
 

@@ -290,6 +290,48 @@ fn forgetting_a_pending_download_leaks_and_corrupts_nothing() {
     }
 }
 
+/// Rule 13: a dropped `to_vec_async`'s staging block goes back to the pool
+/// only after its copy. Meanwhile other downloads of the same size take blocks
+/// from the pool, again and again, each checked: a block handed out under the
+/// pending copy would be overwritten by it when the spin ends.
+#[test]
+fn a_dropped_download_returns_its_staging_block_only_after_the_copy() {
+    require_gpu!();
+    let d = device();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let other = d
+        .create_stream(StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })
+        .unwrap();
+    let mut z = DeviceBuffer::<f32>::zeroed(&d, N, &other).unwrap();
+    z.view_mut().fill(3.0, &other).unwrap();
+    // Two blocks of this size idle in the pool, one for the dropped download,
+    // one for the reads (allocated before the spin: a pinned allocation may
+    // synchronise the device).
+    let (a, b) = futures::executor::block_on(futures::future::join(
+        z.to_vec_async(&other),
+        z.to_vec_async(&other),
+    ));
+    assert!(a.unwrap().iter().chain(&b.unwrap()).all(|&x| x == 3.0));
+    let mut y = DeviceBuffer::<f32>::zeroed(&d, N, &s).unwrap();
+    let _k = fill_after_spin(&d, &s, &mut y, 7.0, SPIN);
+    let mut f = Box::pin(y.to_vec_async(&s));
+    let w = futures::task::noop_waker();
+    assert!(f.as_mut().poll_unpin_once(&w), "the copy should be pending");
+    drop(f);
+    let mut reads = 0;
+    while !s.is_done().unwrap() || reads < 10 {
+        let got = futures::executor::block_on(z.to_vec_async(&other)).unwrap();
+        let wrong = got.iter().filter(|&&x| x != 3.0).count();
+        assert_eq!(wrong, 0, "read {reads}: a pending copy wrote a reused block");
+        reads += 1;
+    }
+    s.sync().unwrap();
+    wait_until_no_deferred_frees();
+}
+
 /// Dropping a pending future does not wait: the executor's thread is not held
 /// for the GPU work (the spin runs about 50 ms; the drop returns long before).
 #[test]
