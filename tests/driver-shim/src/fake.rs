@@ -8,7 +8,8 @@
 //! each function one operation makes, which no timing can do deterministically.
 //! The functions do what that needs and no more: handles are fresh numbers that
 //! nothing dereferences, queued work completes at once, the one device is an
-//! sm_90 with memory pools, and every kernel takes `(float*, int)`. Launches,
+//! sm_90 with memory pools, and every kernel takes `(float*, int)`; pinned host
+//! memory (`cuMemHostAlloc`) is real host memory. Launches,
 //! stream-ordered allocations, frees and copies, event records and stream waits,
 //! and reading a kernel's parameters, fail with `CUDA_ERROR_INVALID_CONTEXT` when
 //! no context is current on the calling thread, as the driver's do. A function
@@ -276,6 +277,25 @@ fakes! {
         CUDA_SUCCESS
     }
     cuMemFree PFN_cuMemFree_v3020 (_p: CUdeviceptr_v2) { CUDA_SUCCESS }
+    cuMemHostAlloc PFN_cuMemHostAlloc_v2020 (pp: *mut *mut c_void, n: usize, _flags: c_uint) {
+        // Real host memory (page-aligned, as the driver's): the crate writes and
+        // reads it, and the fake's downloads write it.
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `p` is valid for writes; 4096 is a power of two and a
+        // multiple of the pointer size.
+        if unsafe { libc::posix_memalign(&mut p, 4096, n.max(1)) } != 0 {
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        // SAFETY: as above.
+        unsafe { put(pp, p) };
+        CUDA_SUCCESS
+    }
+    cuMemFreeHost PFN_cuMemFreeHost_v2000 (p: *mut c_void) {
+        // SAFETY: `p` came from `cuMemHostAlloc` above, freed once by the
+        // caller's contract.
+        unsafe { libc::free(p) };
+        CUDA_SUCCESS
+    }
     cuMemAllocAsync PFN_cuMemAllocAsync_v11020 (p: *mut CUdeviceptr_v2, _n: usize, _s: CUstream) {
         // SAFETY: as above.
         unsafe { put(p, fresh() as CUdeviceptr_v2) };

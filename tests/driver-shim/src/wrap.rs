@@ -238,6 +238,7 @@ trampolines! {
     48 cuLinkDestroy "cuLinkDestroy" 5050, None, Effect::Release(Kind::Linker), PFN_cuLinkDestroy_v5050 (state: CUlinkState);
     49 cuMemPoolCreate "cuMemPoolCreate" 11020, None, Effect::Acquire(Kind::Pool), PFN_cuMemPoolCreate_v11020 (pool: *mut CUmemoryPool, pool_props: *const CUmemPoolProps_v1);
     50 cuMemPoolDestroy "cuMemPoolDestroy" 11020, None, Effect::Release(Kind::Pool), PFN_cuMemPoolDestroy_v11020 (pool: CUmemoryPool);
+    51 cuEventQuery "cuEventQuery" 2000, None, Effect::None, PFN_cuEventQuery_v2000 (h_event: CUevent);
 }
 
 /// The real functions behind each entry's two slots.
