@@ -351,7 +351,10 @@ fn a_dropped_download_returns_its_staging_block_only_after_the_copy() {
     while !s.is_done().unwrap() || reads < 10 {
         let got = futures::executor::block_on(z.to_vec_async(&other)).unwrap();
         let wrong = got.iter().filter(|&&x| x != 3.0).count();
-        assert_eq!(wrong, 0, "read {reads}: a pending copy wrote a reused block");
+        assert_eq!(
+            wrong, 0,
+            "read {reads}: a pending copy wrote a reused block"
+        );
         reads += 1;
     }
     s.sync().unwrap();

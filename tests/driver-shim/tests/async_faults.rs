@@ -148,7 +148,7 @@ fn child_record_fails() {
     // The same in `to_vec_async`, whose staging block is released likewise.
     shim.set_faults("cuEventRecord:1:CUDA_ERROR_LAUNCH_FAILED");
     let r = block_on(y.to_vec_async(&s));
-    assert_names(&r.err().expect("an error"), CUDA_ERROR_LAUNCH_FAILED);
+    assert_names(&r.expect_err("an error"), CUDA_ERROR_LAUNCH_FAILED);
     shim.set_faults("");
     assert_settles(&shim, before);
     println!("async faults: record ok");
@@ -184,7 +184,7 @@ fn child_reactor_sees_an_error() {
     };
     let r = block_on(y.to_vec_async(&s));
     failer.join().unwrap();
-    assert_names(&r.err().expect("an error"), CUDA_ERROR_LAUNCH_FAILED);
+    assert_names(&r.expect_err("an error"), CUDA_ERROR_LAUNCH_FAILED);
     shim.set_faults("");
     // A future after the failures resolves as usual.
     block_on(s.completion()).unwrap();
@@ -199,7 +199,7 @@ fn child_staging_alloc_fails() {
     let before = settled(&shim);
     shim.set_faults("cuMemHostAlloc:1:CUDA_ERROR_OUT_OF_MEMORY");
     let r = block_on(y.to_vec_async(&s));
-    assert_names(&r.err().expect("an error"), CUDA_ERROR_OUT_OF_MEMORY);
+    assert_names(&r.expect_err("an error"), CUDA_ERROR_OUT_OF_MEMORY);
     shim.set_faults("");
     for _ in 0..5 {
         let v = block_on(y.to_vec_async(&s)).unwrap();
