@@ -372,7 +372,7 @@ impl<T: Send + 'static> Completion<T> {
 
     /// Makes the first poll ask the driver for up to `spin` (back to back,
     /// on the polling thread) before handing the wait to the reactor. By default
-    /// it spins for [`DEFAULT_SPIN`] (20 µs) unless the reactor already watches
+    /// it spins for 20 µs unless the reactor already watches
     /// an earlier point of the same stream: short work resolves in the first
     /// poll, where the reactor's wake of the executor's thread would cost more
     /// than the work. The executor's thread is busy meanwhile, so keep `spin` to
