@@ -53,11 +53,11 @@ const HOST_VIEWS: &[(&str, &str)] = &[
         "pub fn as_mut_slice",
     ),
     (
-        "crates/cudars-core/src/callback.rs",
+        "crates/cudars-core/src/memory/pinned_buffer.rs",
         "pub fn launch_host_func_with_mut",
     ),
     (
-        "crates/cudars-core/src/callback.rs",
+        "crates/cudars-core/src/memory/pinned_buffer.rs",
         "pub fn launch_host_func_with<",
     ),
 ];

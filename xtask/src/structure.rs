@@ -102,6 +102,7 @@ const AREAS: &[(&str, &str)] = &[
     ("event", "ground"),
     ("deferred", "ground"),
     ("callback", "ground"),
+    ("panics", "ground"),
     ("library_kit", "ground"),
     ("timeline", "ground"),
     // memory

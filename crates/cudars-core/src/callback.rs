@@ -1,67 +1,14 @@
 //! Host functions queued on a stream (`cuLaunchHostFunc`): Rust closures that run
 //! on a driver thread, in stream order, with their panics caught and recorded.
 
-use std::any::Any;
 use std::ffi::c_void;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use cudars_bindings::driver as sys;
 
 use crate::error::{CallbackPanic, Check as _, Error, Result};
-use crate::sync::Mutex;
-use crate::{memory::pinned_buffer::PinnedBuffer, stream::CaptureStatus, stream::Stream};
-
-/// Where a stream's host functions record their panics; shared by the stream's
-/// clones and by every host function queued on it.
-#[derive(Debug, Default)]
-pub(crate) struct PanicSlot(Mutex<Option<CallbackPanic>>);
-
-impl PanicSlot {
-    fn record(&self, message: String) {
-        let mut g = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        match &mut *g {
-            Some(p) => p.count += 1,
-            None => *g = Some(CallbackPanic { message, count: 1 }),
-        }
-    }
-
-    pub(crate) fn take(&self) -> Option<CallbackPanic> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
-    }
-}
-
-/// The message of a panic payload.
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(a panic payload that is not a string)".to_owned()
-    }
-}
-
-/// Runs `f`, recording a panic in `slot`; nothing unwinds out of it (a payload
-/// whose own drop panics is leaked).
-pub(crate) fn run_caught(f: impl FnOnce(), slot: &PanicSlot) {
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-        slot.record(panic_message(&*payload));
-        drop_caught(payload);
-    }
-}
-
-/// Drops `value` without letting a panic of its destructor unwind. The panic's
-/// payload is dropped under `catch_unwind` too; a payload of *that* panic is
-/// forgotten (dropping it could panic again, without end): the one thing leaked,
-/// and only when two destructors in a row panic.
-pub(crate) fn drop_caught<T>(value: T) {
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-            std::mem::forget(again);
-        }
-    }
-}
+use crate::panics::{PanicSlot, drop_caught, run_caught};
+use crate::stream::{CaptureStatus, Stream};
 
 /// A host function that runs once: the driver calls [`once_trampoline`] once with
 /// the box, which frees it.
@@ -256,65 +203,6 @@ impl Stream {
             .check(|| WHAT)
     }
 
-    /// Queues `f` to run on a driver thread in stream order, as
-    /// [`launch_host_func`](Self::launch_host_func), with `buf`'s elements lent to
-    /// it mutably for the length of the call: Python's host callback that reads
-    /// and writes a pinned array (`host_launch.py`).
-    ///
-    /// ```no_run
-    /// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
-    /// use cudars_core::{DeviceBuffer, PinnedBuffer};
-    /// let mut host = PinnedBuffer::<i32>::zeroed(dev, 4)?;
-    /// let mut d = DeviceBuffer::<i32>::from_host(dev, &[1, 2, 3, 4], s)?;
-    /// d.view().copy_to_pinned(&mut host, s)?; // the device writes the array
-    /// s.launch_host_func_with_mut(&mut host, |xs| {
-    ///     for x in xs {
-    ///         *x *= 10; // then the host, in stream order
-    ///     }
-    /// })?;
-    /// d.view_mut().copy_from_pinned(&host, s)?; // then the device reads it
-    /// assert_eq!(host.as_slice()?, [10, 20, 30, 40]); // waits for the callback
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// The lending is ordered like any stream work on the buffer, and nothing
-    /// blocks: `stream` waits on the device for the buffer's copies in flight on
-    /// other streams, and the callback is tracked in the buffer as a write, so
-    /// copies queued after it (on any stream) wait for it on the device and the
-    /// host views ([`PinnedBuffer::as_slice`], [`PinnedBuffer::as_mut_slice`]) and
-    /// the buffer's `Drop` wait for it. No other reference to the elements exists
-    /// while `f` runs (rule 3 of the soundness contract, `docs/architecture.md`).
-    /// The rules of `launch_host_func` hold: `f` must not call CUDA, its panics
-    /// are recorded in the stream.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a capturing stream (a graph would run the
-    /// callback whenever it is launched, past what the buffer tracks) or a stream
-    /// of another device; the driver's error.
-    pub fn launch_host_func_with_mut<T: bytemuck::Pod + Send + Sync>(
-        &self,
-        buf: &mut PinnedBuffer<T>,
-        f: impl FnOnce(&mut [T]) + Send + 'static,
-    ) -> Result<()> {
-        buf.lend_mut_to_host_func(self, f)
-    }
-
-    /// As [`launch_host_func_with_mut`](Self::launch_host_func_with_mut), lending
-    /// `buf`'s elements read only: the callback runs after the copies in flight
-    /// that write them, may overlap host reads ([`PinnedBuffer::as_slice`]) and
-    /// copies that read them, and is waited for by whatever writes them next
-    /// (rule 3 of the soundness contract).
-    ///
-    /// # Errors
-    /// As [`launch_host_func_with_mut`](Self::launch_host_func_with_mut).
-    pub fn launch_host_func_with<T: bytemuck::Pod + Send + Sync>(
-        &self,
-        buf: &PinnedBuffer<T>,
-        f: impl FnOnce(&[T]) + Send + 'static,
-    ) -> Result<()> {
-        buf.lend_to_host_func(self, f)
-    }
-
     /// Takes the record of the host functions of this stream that panicked since
     /// the last report (`None` if none did), without waiting for anything.
     /// [`sync`](Self::sync) reports the same record as an error.
@@ -384,28 +272,6 @@ mod tests {
     fn slot_and_counter() -> (Arc<PanicSlot>, Counter, Counter) {
         let hit = Counter::default();
         (Arc::default(), hit.clone(), hit)
-    }
-
-    #[test]
-    fn panics_are_caught_counted_and_taken() {
-        let slot = PanicSlot::default();
-        run_caught(|| {}, &slot);
-        assert_eq!(slot.take(), None);
-        run_caught(|| panic!("first"), &slot);
-        run_caught(|| panic!("second {}", 2), &slot);
-        let p = slot.take().expect("recorded");
-        assert_eq!(p.message, "first");
-        assert_eq!(p.count, 2);
-        assert_eq!(
-            p.to_string(),
-            "a host callback panicked: first (2 callbacks panicked; this was the first)"
-        );
-        assert_eq!(slot.take(), None);
-        run_caught(|| std::panic::panic_any(7u32), &slot);
-        assert_eq!(
-            slot.take().map(|p| p.message),
-            Some("(a panic payload that is not a string)".to_owned())
-        );
     }
 
     #[test]
@@ -542,44 +408,5 @@ mod tests {
         // the box, never queued, is freed by the caller.
         assert_eq!(plan(Invalidated, true), Plan::Once);
         assert_eq!(plan(Invalidated, false), Plan::Once);
-    }
-}
-
-/// loom model checks (`RUSTFLAGS="--cfg loom" cargo test -p cudars-core --lib
-/// --release loom`): the slot as driver threads and `Stream::sync` race on it.
-#[cfg(test)]
-#[cfg(loom)]
-mod loom_tests {
-    use super::*;
-
-    /// Two driver threads record panics (one through the trampolines' catching
-    /// path) while the stream's thread takes the record: every panic is reported
-    /// exactly once, in one record or the next, and a record's message is the
-    /// first panic it counts.
-    #[test]
-    fn loom_panic_slot_reports_every_panic_once() {
-        loom::model(|| {
-            let slot = Arc::new(PanicSlot::default());
-            let a = {
-                let slot = slot.clone();
-                loom::thread::spawn(move || slot.record("a".to_owned()))
-            };
-            let b = {
-                let slot = slot.clone();
-                loom::thread::spawn(move || {
-                    run_caught(|| std::panic::resume_unwind(Box::new("b")), &slot);
-                })
-            };
-            let first = slot.take();
-            a.join().unwrap();
-            b.join().unwrap();
-            let rest = slot.take();
-            assert_eq!(slot.take(), None);
-            let count = |p: &Option<CallbackPanic>| p.as_ref().map_or(0, |p| p.count);
-            assert_eq!(count(&first) + count(&rest), 2);
-            for p in [first, rest].into_iter().flatten() {
-                assert!(p.message == "a" || p.message == "b", "{p:?}");
-            }
-        });
     }
 }

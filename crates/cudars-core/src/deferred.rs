@@ -140,17 +140,6 @@ pub(crate) fn refused_for_now(e: &crate::error::Error) -> bool {
     })
 }
 
-/// Waits for `stream` before a free that is not stream-ordered (and for its
-/// context if that fails, as `Stream::drain` does). A wait refused for now is
-/// the error, so that the caller frees nothing and its free is retried; any
-/// other failure lets the free go ahead (the failed work runs no more).
-pub(crate) fn drain_before_free(stream: &crate::stream::Stream) -> Result<()> {
-    match stream.drain() {
-        Err(e) if refused_for_now(&e) => Err(e),
-        _ => Ok(()),
-    }
-}
-
 /// A release waiting in the queue.
 struct Deferred {
     what: Cow<'static, str>,
@@ -336,7 +325,7 @@ fn drain_once() -> DeferredFrees {
             Err(payload) => {
                 d.last_error = Some("the release panicked".to_owned());
                 // The payload's own drop may panic: keep it from unwinding.
-                crate::callback::drop_caught(payload);
+                crate::panics::drop_caught(payload);
                 failed.push(d);
             }
         }

@@ -100,6 +100,7 @@ mod interop;
 mod launch;
 mod library_kit;
 mod memory;
+mod panics;
 mod properties;
 mod resources;
 mod stream;

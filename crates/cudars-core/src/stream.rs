@@ -4,8 +4,8 @@ use std::fmt;
 
 use cudars_bindings::driver as sys;
 
-use crate::callback::PanicSlot;
 use crate::error::{Check as _, Error, Result};
+use crate::panics::PanicSlot;
 use crate::{context::Context, device::Device, event::Event};
 
 /// How to create a [`Stream`].
@@ -839,5 +839,16 @@ impl Device {
         } else {
             Stream::legacy_default(self)
         }
+    }
+}
+
+/// Waits for `stream` before a free that is not stream-ordered (and for its
+/// context if that fails, as `Stream::drain` does). A wait refused for now is
+/// the error, so that the caller frees nothing and its free is retried; any
+/// other failure lets the free go ahead (the failed work runs no more).
+pub(crate) fn drain_before_free(stream: &Stream) -> Result<()> {
+    match stream.drain() {
+        Err(e) if crate::deferred::refused_for_now(&e) => Err(e),
+        _ => Ok(()),
     }
 }

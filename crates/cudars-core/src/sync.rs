@@ -3,7 +3,7 @@
 //! `cfg(loom)` (loom is a dev-dependency for that cfg), so that the loom tests
 //! (`RUSTFLAGS="--cfg loom" cargo test -p cudars-core --lib --release loom`, see
 //! docs/architecture.md) explore every interleaving of the modelled types: a host
-//! callback's `PanicSlot`, the green-context lock (`GreenLock`) and the in-memory
+//! the host functions' `PanicSlot`, the green-context lock (`GreenLock`) and the in-memory
 //! program cache's index. Types that use these behave as with std's in every other
 //! build.
 //!

@@ -28,10 +28,10 @@ use std::task::{Context as TaskContext, Poll, Waker};
 
 use cudars_bindings::driver as sys;
 
-use crate::callback::PanicSlot;
 use crate::context::Context;
 use crate::error::{Check as _, Error, Result};
 use crate::event::Event;
+use crate::panics::PanicSlot;
 use crate::stream::{CaptureStatus, Stream};
 use reactor::{Finish, Source};
 

@@ -56,7 +56,7 @@ type Keep = Arc<KeepList>;
 #[derive(Default)]
 pub(crate) struct KeepList {
     items: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
-    panics: Arc<crate::callback::PanicSlot>,
+    panics: Arc<crate::panics::PanicSlot>,
 }
 
 impl KeepList {
@@ -200,7 +200,7 @@ unsafe impl bytemuck::Pod for GraphCondition {}
 /// A graph host node's closure and where its panics go.
 struct HostNode {
     f: Box<dyn Fn() + Send + Sync>,
-    panics: Arc<crate::callback::PanicSlot>,
+    panics: Arc<crate::panics::PanicSlot>,
 }
 
 // The trampoline rule (see `callback::once_trampoline`): the thread is marked as
@@ -213,7 +213,7 @@ unsafe extern "C" fn host_trampoline(data: *mut c_void) {
     // SAFETY: `data` is the `HostNode` that `host_node_params` made and its
     // caller stored in the graph's keep list, alive for every instantiation.
     let node = unsafe { &*(data as *const HostNode) };
-    crate::callback::run_caught(|| (node.f)(), &node.panics);
+    crate::panics::run_caught(|| (node.f)(), &node.panics);
 }
 
 /// The host node parameters that call `f`, recording its panics in `keep`'s

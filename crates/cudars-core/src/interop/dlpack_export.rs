@@ -36,7 +36,7 @@ unsafe extern "C" fn export_deleter(t: *mut DLManagedTensor) {
     // `Export` whose address is in `manager_ctx`; DLPack calls the deleter once.
     let ctx = unsafe { (*t).manager_ctx };
     // SAFETY: `manager_ctx` is the `Box<Export>` leaked by `export`.
-    crate::callback::drop_caught(unsafe { Box::from_raw(ctx.cast::<Export>()) });
+    crate::panics::drop_caught(unsafe { Box::from_raw(ctx.cast::<Export>()) });
 }
 
 pub(crate) fn device_of(b: &Buffer) -> DLDevice {

@@ -326,7 +326,7 @@ unsafe impl MemoryResource for ManagedMemoryResource {
         }
         // Wait for work that may still use it, then free regardless, unless the
         // wait is refused for now (then nothing is freed; the free is retried).
-        crate::deferred::drain_before_free(stream)?;
+        crate::stream::drain_before_free(stream)?;
         let _current = self.device.ensure_current()?;
         // SAFETY: per the trait's contract, `ptr` came from `cuMemAllocManaged`.
         unsafe { sys::cuMemFree(ptr) }.check(|| format!("freeing {size} bytes of managed memory"))

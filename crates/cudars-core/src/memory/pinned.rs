@@ -51,7 +51,7 @@ unsafe impl MemoryResource for LegacyPinnedMemoryResource {
         // Not stream-ordered: wait for work that may still use it, then free
         // regardless, unless the wait is refused for now (a capture forbids it):
         // then nothing is freed, and the buffer's free is retried later.
-        crate::deferred::drain_before_free(stream)?;
+        crate::stream::drain_before_free(stream)?;
         // SAFETY: per the trait's contract, `ptr` came from `cuMemHostAlloc`.
         unsafe { sys::cuMemFreeHost(ptr as *mut std::ffi::c_void) }
             .check(|| format!("freeing {size} bytes of pinned host memory"))

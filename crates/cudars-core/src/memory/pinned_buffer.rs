@@ -380,6 +380,70 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
     }
 }
 
+/// Host functions that borrow a pinned buffer: the lending part of the host
+/// function API (`crate::callback` has the rest), here beside the buffer state it
+/// orders.
+impl Stream {
+    /// Queues `f` to run on a driver thread in stream order, as
+    /// [`launch_host_func`](Self::launch_host_func), with `buf`'s elements lent to
+    /// it mutably for the length of the call: Python's host callback that reads
+    /// and writes a pinned array (`host_launch.py`).
+    ///
+    /// ```no_run
+    /// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// use cudars_core::{DeviceBuffer, PinnedBuffer};
+    /// let mut host = PinnedBuffer::<i32>::zeroed(dev, 4)?;
+    /// let mut d = DeviceBuffer::<i32>::from_host(dev, &[1, 2, 3, 4], s)?;
+    /// d.view().copy_to_pinned(&mut host, s)?; // the device writes the array
+    /// s.launch_host_func_with_mut(&mut host, |xs| {
+    ///     for x in xs {
+    ///         *x *= 10; // then the host, in stream order
+    ///     }
+    /// })?;
+    /// d.view_mut().copy_from_pinned(&host, s)?; // then the device reads it
+    /// assert_eq!(host.as_slice()?, [10, 20, 30, 40]); // waits for the callback
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// The lending is ordered like any stream work on the buffer, and nothing
+    /// blocks: `stream` waits on the device for the buffer's copies in flight on
+    /// other streams, and the callback is tracked in the buffer as a write, so
+    /// copies queued after it (on any stream) wait for it on the device and the
+    /// host views ([`PinnedBuffer::as_slice`], [`PinnedBuffer::as_mut_slice`]) and
+    /// the buffer's `Drop` wait for it. No other reference to the elements exists
+    /// while `f` runs (rule 3 of the soundness contract, `docs/architecture.md`).
+    /// The rules of `launch_host_func` hold: `f` must not call CUDA, its panics
+    /// are recorded in the stream.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a capturing stream (a graph would run the
+    /// callback whenever it is launched, past what the buffer tracks) or a stream
+    /// of another device; the driver's error.
+    pub fn launch_host_func_with_mut<T: bytemuck::Pod + Send + Sync>(
+        &self,
+        buf: &mut PinnedBuffer<T>,
+        f: impl FnOnce(&mut [T]) + Send + 'static,
+    ) -> Result<()> {
+        buf.lend_mut_to_host_func(self, f)
+    }
+
+    /// As [`launch_host_func_with_mut`](Self::launch_host_func_with_mut), lending
+    /// `buf`'s elements read only: the callback runs after the copies in flight
+    /// that write them, may overlap host reads ([`PinnedBuffer::as_slice`]) and
+    /// copies that read them, and is waited for by whatever writes them next
+    /// (rule 3 of the soundness contract).
+    ///
+    /// # Errors
+    /// As [`launch_host_func_with_mut`](Self::launch_host_func_with_mut).
+    pub fn launch_host_func_with<T: bytemuck::Pod + Send + Sync>(
+        &self,
+        buf: &PinnedBuffer<T>,
+        f: impl FnOnce(&[T]) + Send + 'static,
+    ) -> Result<()> {
+        buf.lend_to_host_func(self, f)
+    }
+}
+
 /// The address and length of a [`PinnedBuffer`]'s elements, moved into a host
 /// function that views them.
 struct HostPtr<T>(*mut T, usize);

@@ -727,7 +727,7 @@ unsafe impl MemoryResource for VirtualMemoryResource {
         stream: &Stream,
     ) -> Result<()> {
         // Nothing is freed while the wait is refused for now (the free is retried).
-        crate::deferred::drain_before_free(stream)?;
+        crate::stream::drain_before_free(stream)?;
         let a = self
             .lock()
             .remove(&ptr)
