@@ -5,7 +5,7 @@ use std::time::Duration;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{context::Context, device::Device, stream::Stream};
+use crate::{context::Context, device::Device};
 
 /// How to create an [`Event`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,29 +107,6 @@ impl Event {
     /// The options it was made with.
     pub fn options(&self) -> EventOptions {
         self.options
-    }
-
-    /// Records the event at the current end of `stream`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a stream of another device; the driver's error.
-    pub fn record(&self, stream: &Stream) -> Result<()> {
-        if stream.context() != &self.ctx {
-            return Err(Error::other_device(
-                "recording an event",
-                format!(
-                    "the event and the stream belong to different contexts (devices {} and {})",
-                    self.device().ordinal(),
-                    stream.device().ordinal()
-                ),
-            ));
-        }
-        stream
-            .call(|| {
-                // SAFETY: a live event and stream of the same context.
-                unsafe { sys::cuEventRecord(self.handle, stream.handle()) }
-            })?
-            .check(|| "recording an event")
     }
 
     /// Waits until the work before the event's last record has completed.

@@ -625,6 +625,33 @@ impl Stream {
     }
 }
 
+/// Recording an event needs the stream it is recorded on: here, so that events sit
+/// below streams.
+impl Event {
+    /// Records the event at the current end of `stream`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a stream of another device; the driver's error.
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        if stream.context() != self.context() {
+            return Err(Error::other_device(
+                "recording an event",
+                format!(
+                    "the event and the stream belong to different contexts (devices {} and {})",
+                    self.device().ordinal(),
+                    stream.device().ordinal()
+                ),
+            ));
+        }
+        stream
+            .call(|| {
+                // SAFETY: a live event and stream of the same context.
+                unsafe { sys::cuEventRecord(self.handle(), stream.handle()) }
+            })?
+            .check(|| "recording an event")
+    }
+}
+
 // Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
 // is handed to the deferred queue instead of made there.
 impl Drop for Inner {
@@ -816,6 +843,16 @@ impl Stream {
 }
 
 // Streams of the device.
+impl Context {
+    /// A new stream in this context.
+    ///
+    /// # Errors
+    /// As [`Stream::new`].
+    pub fn create_stream(&self, options: StreamOptions) -> Result<Stream> {
+        Stream::in_context(self, options)
+    }
+}
+
 impl Device {
     /// A new stream on this device (see [`Stream::new`](crate::Stream::new)).
     ///
