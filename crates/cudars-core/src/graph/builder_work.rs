@@ -170,7 +170,7 @@ impl GraphBuilder {
         }
         keep(&self.family.keep, dst.keep_alive());
         keep(&self.family.keep, src.keep_alive());
-        crate::memory::buffer::copy_device(
+        crate::memory::span::copy_device(
             dst.buffer(),
             dst.ptr(),
             src.buffer(),
@@ -201,7 +201,7 @@ impl GraphBuilder {
         let dst = dst.view;
         check_device(self.device(), ("memory", dst.device()), WHAT)?;
         keep(&self.family.keep, dst.keep_alive());
-        crate::memory::view::Span {
+        crate::memory::span::Span {
             buf: dst.buffer(),
             ptr: dst.ptr(),
             len: dst.len(),

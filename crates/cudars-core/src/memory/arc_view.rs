@@ -16,7 +16,8 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::Result;
-use crate::memory::view::{NonZeroSize, bounds, view_accessors};
+use crate::memory::buffer::NonZeroSize;
+use crate::memory::view::{bounds, view_accessors};
 use crate::{
     device::Device, memory::buffer::Buffer, memory::device_buffer::DeviceBuffer,
     memory::view::DeviceView, stream::Stream,
@@ -228,7 +229,7 @@ impl<T: Pod> ArcView<T> {
         let view = self.view();
         let dst = view.span();
         dst.check_len(src.len(), "copying into a shared view")?;
-        crate::memory::buffer::copy_device(
+        crate::memory::span::copy_device(
             dst.buf,
             dst.ptr,
             src.buffer(),

@@ -4,21 +4,29 @@
 
 use std::any::Any;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
-use crate::error::{Check as _, Error, Result};
-use crate::memory::view::NonZeroSize;
-use crate::{
-    context::Context, device::Device, memory::view::DeviceView, memory::view::DeviceViewMut,
-    stream::Stream,
-};
+use crate::error::{Error, Result};
+use crate::{device::Device, stream::Stream};
 
 use crate::{
     memory::resource::MemoryKind, memory::resource::MemoryResource, memory::resource::Resource,
 };
+
+/// Rejects zero-sized element types at compile time (a view of `()` would have
+/// no bytes to address).
+pub(crate) struct NonZeroSize<T>(PhantomData<T>);
+
+impl<T> NonZeroSize<T> {
+    pub(crate) const OK: () = assert!(
+        std::mem::size_of::<T>() > 0,
+        "typed device memory needs an element type of at least one byte"
+    );
+}
 
 /// A span of memory from a [`MemoryResource`], or a foreign pointer.
 ///
@@ -349,7 +357,7 @@ impl Buffer {
         Ok(())
     }
 
-    fn check_len(&self, bytes: usize, what: &'static str) -> Result<()> {
+    pub(crate) fn check_len(&self, bytes: usize, what: &'static str) -> Result<()> {
         if bytes > self.size {
             return Err(Error::out_of_range(
                 what,
@@ -360,177 +368,6 @@ impl Buffer {
             ));
         }
         Ok(())
-    }
-
-    /// Copies `src` into the start of the buffer on `stream`, and waits for the copy
-    /// (so `src` may be reused at once).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when `src` is larger than the buffer or the stream
-    /// is of another device; the driver's error.
-    pub fn copy_from_host<T: Pod>(&mut self, src: &[T], stream: &Stream) -> Result<()> {
-        let bytes = std::mem::size_of_val(src);
-        self.check_len(bytes, "copying host memory into a buffer")?;
-        // SAFETY: `src` holds `bytes` readable bytes and the buffer at least as many;
-        // the stream is drained before `src` can be touched again.
-        unsafe { self.span(bytes, 1).upload(src.as_ptr().cast(), stream) }?;
-        // Waits before the caller's memory is handed back (the whole context if
-        // the stream cannot be waited for).
-        stream.drain()
-    }
-
-    /// Copies the start of the buffer into `dst` on `stream`, and waits for the copy.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when `dst` is larger than the buffer or the stream
-    /// is of another device; the driver's error.
-    pub fn copy_to_host<T: Pod>(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
-        let bytes = std::mem::size_of_val(dst);
-        self.check_len(bytes, "copying a buffer to host memory")?;
-        // SAFETY: `dst` holds `bytes` writable bytes (any bit pattern is a valid `T`:
-        // `Pod`); the stream is drained before `dst` is handed back.
-        unsafe {
-            self.span(bytes, 1)
-                .download(dst.as_mut_ptr().cast(), stream)
-        }?;
-        stream.drain()
-    }
-
-    /// The first `len` elements of `elem` bytes, as a span.
-    fn span(&self, len: usize, elem: usize) -> crate::memory::view::Span<'_> {
-        crate::memory::view::Span {
-            buf: self,
-            ptr: self.ptr,
-            len,
-            elem,
-        }
-    }
-
-    /// Copies all of `src` into the start of this buffer, ordered on `stream`
-    /// (asynchronous: both buffers are freed in stream order, so put their free
-    /// streams after `stream`, or use one stream).
-    ///
-    /// Between buffers of two devices the copy is a peer copy
-    /// (`cuMemcpyPeerAsync`), which needs neither peer access nor pool access (the
-    /// driver stages it through the host where the devices cannot reach each
-    /// other), and `stream` may belong to either device.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when `src` is larger than this buffer or the stream
-    /// belongs to neither buffer's device; the driver's error.
-    pub fn copy_from(&mut self, src: &Buffer, stream: &Stream) -> Result<()> {
-        self.check_len(src.size, "copying between buffers")?;
-        copy_device(self, self.ptr, src, src.ptr, src.size, stream)?;
-        order_frees_after([&*self, src].into_iter(), stream)
-    }
-
-    /// Copies this buffer into the start of `dst` (see [`copy_from`](Self::copy_from)).
-    ///
-    /// # Errors
-    /// As [`copy_from`](Self::copy_from).
-    pub fn copy_to(&self, dst: &mut Buffer, stream: &Stream) -> Result<()> {
-        dst.copy_from(self, stream)
-    }
-
-    /// Fills every byte of the buffer with `value`, ordered on `stream`
-    /// (`cuMemsetD8Async`): Python's `buf.fill(42, stream)`.
-    ///
-    /// The value is a byte, so an unsuffixed literal (`buf.fill(42, &s)`) fills
-    /// bytes, as in Python; one that does not fit a byte (`buf.fill(300, &s)`,
-    /// `buf.fill(-1, &s)`) or a wider integer variable does not compile. A wider
-    /// pattern (Python's `buf.fill(np.uint32(v), stream)`, or a float) is
-    /// [`fill_pattern`](Self::fill_pattern), which takes the width from the value's
-    /// type.
-    ///
-    /// ```
-    /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
-    /// buf.fill(42, s)?; // every byte is 42
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// ```compile_fail
-    /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream, i: usize) -> cudars_core::Result<()> {
-    /// buf.fill((i + 1) % 256, s)?; // a usize: say `as u8`, or use `fill_pattern`
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// The driver's error; a stream of another device.
-    pub fn fill(&mut self, value: u8, stream: &Stream) -> Result<()> {
-        self.fill_pattern(value, stream)
-    }
-
-    /// Fills the buffer with a byte, ordered on `stream` (the same as
-    /// [`fill`](Self::fill)).
-    ///
-    /// # Errors
-    /// The driver's error; a stream of another device.
-    pub fn fill_u8(&mut self, value: u8, stream: &Stream) -> Result<()> {
-        self.fill_pattern(value, stream)
-    }
-
-    /// Fills the buffer with a 2-byte pattern, ordered on `stream`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when the size is not a multiple of 2; the driver's error.
-    pub fn fill_u16(&mut self, value: u16, stream: &Stream) -> Result<()> {
-        self.fill_pattern(value, stream)
-    }
-
-    /// Fills the buffer with a 4-byte pattern, ordered on `stream`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when the size is not a multiple of 4; the driver's error.
-    pub fn fill_u32(&mut self, value: u32, stream: &Stream) -> Result<()> {
-        self.fill_pattern(value, stream)
-    }
-
-    /// Fills the buffer with copies of `value`, a 1-, 2-, 4- or 8-byte [`Pod`] value
-    /// (`f32`, `i16`, `half::f16`, `u8`, `f64`, a `#[repr(C)]` pair of `u16`s, …),
-    /// ordered on `stream`: `buf.fill_pattern(1.5f32, &stream)` where Python writes
-    /// `buf.fill(np.float32(1.5), stream)`. The bytes of `value` are repeated as they
-    /// are in memory (`cuMemsetD8/D16/D32Async`).
-    ///
-    /// The width is the value's type, so give a literal its suffix: an unsuffixed
-    /// integer is an `i32` (4 bytes) and an unsuffixed float an `f64` (8 bytes), as
-    /// anywhere in Rust. Python's `buf.fill(42)` (bytes) is [`fill`](Self::fill).
-    ///
-    /// The size is checked when the call is compiled to code (`cargo build`, not
-    /// `cargo check`): 1, 2 and 4 bytes are one driver memset, 8 bytes (`f64`,
-    /// `u64`) two strided 4-byte memsets; a value of another size does not build.
-    ///
-    /// ```
-    /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
-    /// buf.fill_pattern(1.5f32, s)?;
-    /// buf.fill_pattern(0x3c00u16, s)?; // the bits of a half-precision 1.0
-    /// buf.fill_pattern(7i8, s)?;
-    /// buf.fill_pattern(0.25f64, s)?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// ```compile_fail,E0080
-    /// # fn f(buf: &mut cudars_core::Buffer, s: &cudars_core::Stream) -> cudars_core::Result<()> {
-    /// buf.fill_pattern([1u8, 2, 3], s)?; // 3 bytes: no such memset
-    /// # Ok(()) }
-    /// # fn main() {
-    /// #     let g: fn(&mut cudars_core::Buffer, &cudars_core::Stream) -> cudars_core::Result<()> = f;
-    /// #     std::hint::black_box(g);
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when the buffer's size or address is not a
-    /// multiple of the value's size; the driver's error; a stream of another device.
-    pub fn fill_pattern<T: Pod>(&mut self, value: T, stream: &Stream) -> Result<()> {
-        const {
-            assert!(
-                matches!(std::mem::size_of::<T>(), 1 | 2 | 4 | 8),
-                "Buffer::fill_pattern takes a value of 1, 2, 4 or 8 bytes"
-            );
-        }
-        let len = self.typed_len::<T>("filling a buffer")?;
-        self.span(len, std::mem::size_of::<T>())
-            .fill(bytemuck::bytes_of(&value), stream)
     }
 
     pub(crate) fn require_managed(&self, what: &'static str) -> Result<()> {
@@ -871,78 +708,6 @@ pub(crate) fn order_frees_after<'a>(
     r
 }
 
-/// Copies `bytes` bytes from `src_ptr` (inside `src`) to `dst_ptr` (inside `dst`),
-/// ordered on `stream`: `cuMemcpyAsync` on one device, `cuMemcpyPeerAsync` between
-/// two (the stream may then be either device's). The caller checked that both
-/// spans lie in their buffers, and orders both buffers' frees after the copy
-/// ([`order_frees_after`]) unless a graph being captured keeps them alive.
-pub(crate) fn copy_device(
-    dst: &Buffer,
-    dst_ptr: sys::CUdeviceptr,
-    src: &Buffer,
-    src_ptr: sys::CUdeviceptr,
-    bytes: usize,
-    stream: &Stream,
-) -> Result<()> {
-    const WHAT: &str = "copying between buffers";
-    if bytes == 0 {
-        return Ok(());
-    }
-    if src.device == dst.device {
-        dst.check_stream_device(stream, WHAT)?;
-        stream
-            .call(|| {
-                // SAFETY: both spans are live and large enough; the copy is
-                // stream-ordered.
-                unsafe { sys::cuMemcpyAsync(dst_ptr, src_ptr, bytes, stream.handle()) }
-            })?
-            .check(|| format!("copying {bytes} bytes between buffers"))?;
-    } else {
-        if stream.device() != &dst.device && stream.device() != &src.device {
-            return Err(Error::other_device(
-                WHAT,
-                format!(
-                    "the buffers are on devices {} and {}, the stream on device {}",
-                    src.device.ordinal(),
-                    dst.device.ordinal(),
-                    stream.device().ordinal()
-                ),
-            ));
-        }
-        // The context of each side: the stream's for its own device, the primary
-        // context for the other.
-        let on = |d: &Device| -> Result<Context> {
-            if stream.device() == d {
-                Ok(stream.context().clone())
-            } else {
-                d.context()
-            }
-        };
-        let (dst_ctx, src_ctx) = (on(&dst.device)?, on(&src.device)?);
-        let _current = stream.context().ensure_current()?;
-        // SAFETY: both spans are live and large enough, each in its device's
-        // context; the copy is stream-ordered.
-        unsafe {
-            sys::cuMemcpyPeerAsync(
-                dst_ptr,
-                dst_ctx.handle(),
-                src_ptr,
-                src_ctx.handle(),
-                bytes,
-                stream.handle(),
-            )
-        }
-        .check(|| {
-            format!(
-                "copying {bytes} bytes from device {} to device {}",
-                src.device.ordinal(),
-                dst.device.ordinal()
-            )
-        })?;
-    }
-    Ok(())
-}
-
 // Deferred-free rule: a drop on a driver callback thread, or whose free fails,
 // hands the free to the deferred queue (`free`), so it neither calls CUDA there
 // nor leaks.
@@ -953,27 +718,7 @@ impl Drop for Buffer {
     }
 }
 
-// Typed views of the whole buffer (the view types live in `crate::memory::view`).
 impl Buffer {
-    /// The whole buffer as a shared view of `T`s.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when the size is not a multiple of `T`'s or the
-    /// address is not aligned for `T`.
-    pub fn view<T: Pod>(&self) -> Result<DeviceView<'_, T>> {
-        let len = self.typed_len::<T>("viewing a buffer as typed elements")?;
-        Ok(DeviceView::new_unchecked(self, self.ptr(), len))
-    }
-
-    /// The whole buffer as a mutable view of `T`s.
-    ///
-    /// # Errors
-    /// As [`view`](Self::view).
-    pub fn view_mut<T: Pod>(&mut self) -> Result<DeviceViewMut<'_, T>> {
-        let len = self.typed_len::<T>("viewing a buffer as typed elements")?;
-        Ok(DeviceViewMut::new_unchecked(self, self.ptr(), len))
-    }
-
     /// How many `T`s the buffer holds, if it holds a whole number of aligned ones.
     pub(crate) fn typed_len<T>(&self, what: &'static str) -> Result<usize> {
         let () = NonZeroSize::<T>::OK;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
-use crate::memory::view::{DeviceView, DeviceViewMut, NonZeroSize};
+use crate::memory::buffer::NonZeroSize;
+use crate::memory::view::{DeviceView, DeviceViewMut};
 use crate::{
     device::Device, memory::buffer::Buffer, memory::resource::MemoryResource, stream::Stream,
 };

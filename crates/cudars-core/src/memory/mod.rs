@@ -13,6 +13,7 @@
 //! [`MemoryResource`]: resource::MemoryResource
 //! [`Location`]: resource::Location
 
+pub(crate) mod allocate;
 pub(crate) mod arc_view;
 pub(crate) mod batch;
 pub(crate) mod buffer;
@@ -25,13 +26,15 @@ pub(crate) mod pinned;
 pub(crate) mod pinned_buffer;
 pub(crate) mod pool;
 pub(crate) mod resource;
+pub(crate) mod span;
 pub(crate) mod view;
 pub(crate) mod vmm;
 pub(crate) mod vmm_options;
 
+pub use allocate::MemoryResourceExt;
 pub use buffer::Buffer;
 pub use managed::{ManagedMemoryResource, ManagedMemoryResourceOptions};
 pub use managed_buffer::ManagedBuffer;
 pub use pinned::{LegacyPinnedMemoryResource, PinnedMemoryResource, PinnedMemoryResourceOptions};
 pub use pool::{DeviceMemoryPoolOptions, DeviceMemoryResource, PoolAttributes, PoolReuse};
-pub use resource::{Location, MemoryKind, MemoryResource, MemoryResourceExt};
+pub use resource::{Location, MemoryKind, MemoryResource};

@@ -7,8 +7,8 @@ use crate::error::{Check as _, Error, Result};
 use crate::{device::Device, stream::Stream};
 
 use crate::{
-    memory::resource::Location, memory::resource::MemoryKind, memory::resource::MemoryResource,
-    memory::resource::owning_allocate,
+    memory::allocate::owning_allocate, memory::resource::Location, memory::resource::MemoryKind,
+    memory::resource::MemoryResource,
 };
 
 use super::pool::{

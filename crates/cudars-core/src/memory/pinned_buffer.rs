@@ -23,7 +23,8 @@ use std::sync::{Mutex, PoisonError};
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
-use crate::memory::view::{DeviceView, DeviceViewMut, NonZeroSize};
+use crate::memory::buffer::NonZeroSize;
+use crate::memory::view::{DeviceView, DeviceViewMut};
 use crate::stream::QueueId;
 use crate::{
     device::Device, event::Event, event::EventOptions, memory::buffer::Buffer,

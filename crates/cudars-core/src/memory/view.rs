@@ -17,20 +17,10 @@ use std::ops::{Bound, RangeBounds};
 use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
-use crate::error::{Check as _, Error, Result};
-use crate::memory::resource::MemoryKind;
+use crate::error::{Error, Result};
+use crate::memory::buffer::NonZeroSize;
+use crate::memory::span::Span;
 use crate::{device::Device, memory::buffer::Buffer, stream::Stream};
-
-/// Rejects zero-sized element types at compile time (a view of `()` would have
-/// no bytes to address).
-pub(crate) struct NonZeroSize<T>(PhantomData<T>);
-
-impl<T> NonZeroSize<T> {
-    pub(crate) const OK: () = assert!(
-        std::mem::size_of::<T>() > 0,
-        "typed device memory needs an element type of at least one byte"
-    );
-}
 
 /// A shared view of `len` elements of type `T` in device memory: a sub-range of a
 /// [`Buffer`] or [`DeviceBuffer`](crate::DeviceBuffer). `Copy`; pass it to kernels
@@ -388,14 +378,7 @@ impl<'a, T: Pod> DeviceViewMut<'a, T> {
     pub fn copy_from(&mut self, src: DeviceView<'_, T>, stream: &Stream) -> Result<()> {
         let dst = self.span();
         dst.check_len(src.len, "copying between views")?;
-        crate::memory::buffer::copy_device(
-            dst.buf,
-            dst.ptr,
-            src.buf,
-            src.ptr,
-            dst.bytes(),
-            stream,
-        )?;
+        crate::memory::span::copy_device(dst.buf, dst.ptr, src.buf, src.ptr, dst.bytes(), stream)?;
         crate::memory::buffer::order_frees_after([dst.buf, src.buf].into_iter(), stream)
     }
 
@@ -418,150 +401,26 @@ impl<'a, T: Pod> DeviceViewMut<'a, T> {
     }
 }
 
-/// Which way a host copy goes.
-#[derive(Clone, Copy)]
-enum Direction {
-    ToDevice,
-    ToHost,
-}
-
-/// The bytes a typed operation touches, in the buffer that holds them.
-pub(crate) struct Span<'a> {
-    pub(crate) buf: &'a Buffer,
-    pub(crate) ptr: sys::CUdeviceptr,
-    pub(crate) len: usize,
-    pub(crate) elem: usize,
-}
-
-impl Span<'_> {
-    pub(crate) fn bytes(&self) -> usize {
-        self.len * self.elem
-    }
-
-    pub(crate) fn check_len(&self, other: usize, what: &'static str) -> Result<()> {
-        if other != self.len {
-            return Err(Error::out_of_range(
-                what,
-                format!("the lengths differ: {other} and {} elements", self.len),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Queues a copy of `bytes()` bytes from `src` into the span.
+// Typed views of a whole buffer: here, beside the view types, so that
+// `buffer` names no view.
+impl Buffer {
+    /// The whole buffer as a shared view of `T`s.
     ///
-    /// # Safety
-    /// `src` must stay readable for `bytes()` bytes until the copy has run.
-    pub(crate) unsafe fn upload(&self, src: *const u8, stream: &Stream) -> Result<()> {
-        // SAFETY: per this function's contract.
-        unsafe { self.host_copy(src as usize, Direction::ToDevice, stream) }
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the size is not a multiple of `T`'s or the
+    /// address is not aligned for `T`.
+    pub fn view<T: Pod>(&self) -> Result<DeviceView<'_, T>> {
+        let len = self.typed_len::<T>("viewing a buffer as typed elements")?;
+        Ok(DeviceView::new_unchecked(self, self.ptr(), len))
     }
 
-    /// Queues a copy of the span into `dst`.
+    /// The whole buffer as a mutable view of `T`s.
     ///
-    /// # Safety
-    /// `dst` must stay writable for `bytes()` bytes, and untouched, until the copy
-    /// has run.
-    pub(crate) unsafe fn download(&self, dst: *mut u8, stream: &Stream) -> Result<()> {
-        // SAFETY: per this function's contract.
-        unsafe { self.host_copy(dst as usize, Direction::ToHost, stream) }
-    }
-
-    /// A copy between the span and host memory at `host`, either way. Device
-    /// memory takes the explicit path, host-visible memory the unified one (which
-    /// infers both sides).
-    ///
-    /// # Safety
-    /// `host` must address `bytes()` bytes, readable (to the device) or writable
-    /// and untouched (to the host), until the copy has run.
-    unsafe fn host_copy(&self, host: usize, dir: Direction, stream: &Stream) -> Result<()> {
-        let n = self.bytes();
-        if n == 0 {
-            return Ok(());
-        }
-        let what = match dir {
-            Direction::ToDevice => "copying host memory to the device",
-            Direction::ToHost => "copying device memory to the host",
-        };
-        let _current = self.buf.check_stream(stream, what)?;
-        let explicit = self.buf.kind() == MemoryKind::Device;
-        let s = stream.handle();
-        // SAFETY: the span lies in the live buffer; `host` per the contract.
-        let rc = unsafe {
-            match (dir, explicit) {
-                (Direction::ToDevice, true) => sys::cuMemcpyHtoDAsync(self.ptr, host as _, n, s),
-                (Direction::ToHost, true) => sys::cuMemcpyDtoHAsync(host as _, self.ptr, n, s),
-                (Direction::ToDevice, false) => sys::cuMemcpyAsync(self.ptr, host as u64, n, s),
-                (Direction::ToHost, false) => sys::cuMemcpyAsync(host as u64, self.ptr, n, s),
-            }
-        };
-        rc.check(|| {
-            let dev = self.buf.device().ordinal();
-            match dir {
-                Direction::ToDevice => format!("copying {n} bytes from the host to device {dev}"),
-                Direction::ToHost => format!("copying {n} bytes from device {dev} to the host"),
-            }
-        })?;
-        self.buf.order_free_after(stream)
-    }
-
-    /// Fills the span with the element `pattern` (1, 2, 4 or 8 bytes).
-    pub(crate) fn fill(&self, pattern: &[u8], stream: &Stream) -> Result<()> {
-        self.fill_queued(pattern, stream)?;
-        self.buf.order_free_after(stream)
-    }
-
-    /// As [`fill`](Self::fill), without ordering the buffer's free after the
-    /// fill: for a capturing stream, whose graph keeps the memory alive instead
-    /// (an event of the capture waited for by another stream would pull that
-    /// stream into the capture).
-    pub(crate) fn fill_queued(&self, pattern: &[u8], stream: &Stream) -> Result<()> {
-        let what = "filling device memory";
-        let n = self.len;
-        let rc = |r: sys::CUresult| {
-            r.check(|| format!("filling {n} elements of {} bytes", pattern.len()))
-        };
-        if !matches!(pattern.len(), 1 | 2 | 4 | 8) {
-            return Err(Error::invalid(
-                what,
-                format!(
-                    "elements of {} bytes cannot be filled by the driver (1, 2, 4 or 8 can)",
-                    pattern.len()
-                ),
-            ));
-        }
-        if self.ptr % pattern.len() as u64 != 0 {
-            return Err(Error::invalid(
-                what,
-                format!("the address is not aligned to {} bytes", pattern.len()),
-            ));
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        let _current = self.buf.check_stream(stream, what)?;
-        let s = stream.handle();
-        let word = |b: &[u8]| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
-        match *pattern {
-            // SAFETY: the span's `n` elements lie in the live buffer.
-            [b] => rc(unsafe { sys::cuMemsetD8Async(self.ptr, b, n, s) })?,
-            [a, b] => {
-                let v = u16::from_ne_bytes([a, b]);
-                // SAFETY: as above.
-                rc(unsafe { sys::cuMemsetD16Async(self.ptr, v, n, s) })?
-            }
-            // SAFETY: as above.
-            [_, _, _, _] => rc(unsafe { sys::cuMemsetD32Async(self.ptr, word(pattern), n, s) })?,
-            _ => {
-                // Two 4-byte columns of `n` rows with a pitch of 8 bytes: the low
-                // and the high half of every element.
-                for (off, half) in [(0u64, &pattern[..4]), (4, &pattern[4..])] {
-                    // SAFETY: rows of 8 bytes, `n` of them, inside the span.
-                    rc(unsafe { sys::cuMemsetD2D32Async(self.ptr + off, 8, word(half), 1, n, s) })?;
-                }
-            }
-        }
-        Ok(())
+    /// # Errors
+    /// As [`view`](Self::view).
+    pub fn view_mut<T: Pod>(&mut self) -> Result<DeviceViewMut<'_, T>> {
+        let len = self.typed_len::<T>("viewing a buffer as typed elements")?;
+        Ok(DeviceViewMut::new_unchecked(self, self.ptr(), len))
     }
 }
 

@@ -763,7 +763,7 @@ impl Drop for VirtualMemoryResource {
     }
 }
 
-crate::memory::resource::owning_allocate!(
+crate::memory::allocate::owning_allocate!(
     unordered VirtualMemoryResource,
     "The size is rounded up to the granularity (see [`granularity`](Self::granularity))."
 );
