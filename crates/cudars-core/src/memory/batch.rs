@@ -46,14 +46,13 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result, copy_size_kind};
 use crate::{
-    memory::arc_view::ArcView, memory::buffer::Buffer, memory::managed_buffer::ManagedBuffer,
-    memory::resource::Location, memory::view::DeviceView, memory::view::DeviceViewMut,
-    stream::Stream,
+    memory::arc_view::ArcView, memory::buffer::Buffer, memory::resource::Location,
+    memory::view::DeviceView, memory::view::DeviceViewMut, stream::Stream,
 };
 
 /// What the batch traits read from their implementors; not nameable outside
 /// the crate, so the traits are sealed.
-mod sealed {
+pub(crate) mod sealed {
     use crate::memory::buffer::Buffer;
 
     /// Bytes in a buffer: where they are and how many.
@@ -94,7 +93,7 @@ mod sealed {
 
 use sealed::{AsCopy, AsRange, Range};
 
-/// Memory that [`prefetch_batch`] takes: a whole [`Buffer`] or [`ManagedBuffer`]
+/// Memory that [`prefetch_batch`] takes: a whole [`Buffer`] or [`ManagedBuffer`](crate::ManagedBuffer)
 /// (by reference), a [`DeviceView`], a [`DeviceViewMut`] or an [`ArcView`]
 /// (by reference or value). Sealed: implemented by this crate only.
 pub trait BatchRange: AsRange {}
@@ -120,14 +119,6 @@ impl AsRange for Buffer {
 }
 impl BatchRange for Buffer {}
 impl BatchRangeMut for Buffer {}
-
-impl AsRange for ManagedBuffer {
-    fn range(&self) -> Range<'_> {
-        (**self).range()
-    }
-}
-impl BatchRange for ManagedBuffer {}
-impl BatchRangeMut for ManagedBuffer {}
 
 /// Typed views name their own bytes.
 macro_rules! view_ranges {
@@ -660,13 +651,13 @@ pub fn discard_batch<R: BatchRangeMut>(buffers: &mut [R], stream: &Stream) -> Re
     discard_ranges(&ranges, stream, "discarding a batch of buffers")
 }
 
-/// Discards one managed buffer ([`ManagedBuffer::discard`]).
+/// Discards one managed buffer ([`ManagedBuffer::discard`](crate::ManagedBuffer::discard)).
 pub(crate) fn discard_one(buffer: &mut Buffer, stream: &Stream) -> Result<()> {
     discard_ranges(&[buffer.range()], stream, "discarding a buffer")
 }
 
 /// Discards one managed buffer and prefetches it to `location`
-/// ([`ManagedBuffer::discard_prefetch`]).
+/// ([`ManagedBuffer::discard_prefetch`](crate::ManagedBuffer::discard_prefetch)).
 pub(crate) fn discard_prefetch_one(
     buffer: &mut Buffer,
     location: Location,

@@ -6,6 +6,8 @@ use std::ops::{Deref, DerefMut};
 use cudars_bindings::driver as sys;
 
 use crate::error::{Error, Result};
+use crate::memory::batch::sealed::{AsRange, Range};
+use crate::memory::batch::{BatchRange, BatchRangeMut};
 use crate::{device::Device, stream::Stream};
 
 use super::resource::{legacy_location, mem_advise, mem_prefetch};
@@ -350,6 +352,15 @@ impl ManagedBuffer {
         }
     }
 }
+
+// A managed buffer is a whole range for the batch calls (`memory::batch`).
+impl AsRange for ManagedBuffer {
+    fn range(&self) -> Range<'_> {
+        (**self).range()
+    }
+}
+impl BatchRange for ManagedBuffer {}
+impl BatchRangeMut for ManagedBuffer {}
 
 impl Deref for ManagedBuffer {
     type Target = Buffer;
