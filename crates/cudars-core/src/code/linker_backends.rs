@@ -1,7 +1,7 @@
 //! The two linkers behind [`Linker`](crate::Linker): nvJitLink's handle and
 //! the driver's `CUlinkState`, each created, fed, finished and destroyed here.
 
-use crate::code::linker::{Linker, LinkerOptions, OPTIONS_CONTEXT};
+use crate::code::linker_options::{LinkerOptions, OPTIONS_CONTEXT};
 use crate::code::object::{CodeType, ObjectCode};
 use crate::code::strings::{input_bytes, input_name, strip_nul, text};
 use crate::error::{Check as _, Error, Result};
@@ -99,11 +99,11 @@ impl JitLink {
         Ok(this)
     }
 
-    pub(crate) fn complete(&self, linker: &Linker) -> Result<Vec<u8>> {
+    pub(crate) fn complete(&self, name: &str) -> Result<Vec<u8>> {
         // SAFETY: the handle is live and every input has been added.
         if let Err(e) = unsafe { jl::nvJitLinkComplete(self.handle) }.result() {
             return Err(Error::compile(
-                format!("linking {} with nvJitLink", linker.name),
+                format!("linking {} with nvJitLink", name),
                 self.error_log(),
                 e,
             ));
@@ -121,7 +121,7 @@ impl JitLink {
         }
         if code.is_empty() {
             return Err(Error::invalid(
-                format!("linking {}", linker.name),
+                format!("linking {}", name),
                 format!("nvJitLink produced no {what}"),
             ));
         }
@@ -349,7 +349,7 @@ impl DriverLink {
         })
     }
 
-    pub(crate) fn complete(&self, linker: &Linker) -> Result<Vec<u8>> {
+    pub(crate) fn complete(&self, name: &str) -> Result<Vec<u8>> {
         let _current = self.enter()?;
         let mut cubin: *mut c_void = std::ptr::null_mut();
         let mut size = 0usize;
@@ -358,14 +358,14 @@ impl DriverLink {
         let rc = unsafe { sys::cuLinkComplete(self.state, &mut cubin, &mut size) };
         if rc != sys::CUDA_SUCCESS {
             return Err(Error::compile(
-                format!("linking {} with the driver's JIT linker", linker.name),
+                format!("linking {} with the driver's JIT linker", name),
                 text(&self.error_log),
                 DriverError::new(rc),
             ));
         }
         if cubin.is_null() || size == 0 {
             return Err(Error::invalid(
-                format!("linking {}", linker.name),
+                format!("linking {}", name),
                 "the driver's linker produced no cubin",
             ));
         }

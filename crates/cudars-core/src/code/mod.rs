@@ -12,6 +12,7 @@ pub(crate) mod kernel;
 pub(crate) mod library;
 pub(crate) mod linker;
 pub(crate) mod linker_backends;
+pub(crate) mod linker_options;
 pub(crate) mod module;
 pub(crate) mod object;
 pub(crate) mod strings;

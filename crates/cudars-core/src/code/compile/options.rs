@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::code::arch::Arch;
-use crate::code::linker::LinkerOptions;
+use crate::code::linker_options::LinkerOptions;
 use crate::device::Device;
 use crate::error::{Error, Result};
 

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::code::linker::{Linker, LinkerOptions};
+use crate::code::linker::Linker;
+use crate::code::linker_options::LinkerOptions;
 use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
 
