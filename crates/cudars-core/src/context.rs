@@ -568,109 +568,6 @@ impl Drop for Inner {
 /// threads, reports a deadlock (a lost wake-up) and, through the `UnsafeCell`
 /// standing in for "the context is current on this thread", any two threads
 /// inside the lock at once.
-
-/// What a device does through its primary context: here, above the device, so
-/// that `device` names no context.
-impl Device {
-    /// Makes this device's primary context current on the calling thread.
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn set_current(&self) -> Result<()> {
-        let ctx = self.primary_context()?;
-        // SAFETY: a retained, live context.
-        let rc = unsafe { sys::cuCtxSetCurrent(ctx) };
-        set_current_result(ctx, rc)
-            .check(|| format!("making device {}'s context current", self.ordinal()))
-    }
-
-    /// Makes the device current if it is not (every operation calls this first, so
-    /// that work goes to the right device whichever thread issues it).
-    pub(crate) fn ensure_current(&self) -> Result<Current> {
-        // The primary context is retained for the life of the process.
-        ensure_current(self.primary_context()?, || {
-            format!("making device {}'s context current", self.ordinal())
-        })
-    }
-
-    /// Waits for all work on the device's primary context.
-    ///
-    /// # Errors
-    /// The driver's error, including errors of earlier asynchronous work.
-    pub fn sync(&self) -> Result<()> {
-        let _current = self.ensure_current()?;
-        // SAFETY: a current context.
-        unsafe { sys::cuCtxSynchronize() }
-            .check(|| format!("synchronising device {}", self.ordinal()))?;
-        // Frees deferred until the work they waited for was done.
-        crate::deferred::poll();
-        Ok(())
-    }
-
-    /// Free and total memory in bytes, as the driver sees them now
-    /// (`cuMemGetInfo`, through the device's primary context).
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn memory_info(&self) -> Result<(usize, usize)> {
-        let _current = self.ensure_current()?;
-        let (mut free, mut total) = (0, 0);
-        // SAFETY: both are valid for writes; the device's context is current.
-        unsafe { sys::cuMemGetInfo(&mut free, &mut total) }
-            .check(|| format!("reading the free memory of device {}", self.ordinal()))?;
-        Ok((free, total))
-    }
-
-    /// Lets this device's context access `peer`'s memory. Enabling it twice is not
-    /// an error.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] when the devices cannot be peers; the driver's error.
-    pub fn enable_peer_access(&self, peer: &Device) -> Result<()> {
-        if !self.can_access_peer(peer)? {
-            return Err(Error::unsupported(
-                format!(
-                    "enabling peer access from device {} to {}",
-                    self.ordinal(),
-                    peer.ordinal()
-                ),
-                "the devices cannot access each other's memory",
-            ));
-        }
-        if peer == self {
-            return Ok(());
-        }
-        let _current = self.ensure_current()?;
-        let peer_ctx = peer.primary_context()?;
-        // SAFETY: a live peer context; flags must be 0.
-        let rc = unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) };
-        if rc == sys::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
-            return Ok(());
-        }
-        rc.check(|| {
-            format!(
-                "enabling peer access from device {} to {}",
-                self.ordinal(),
-                peer.ordinal()
-            )
-        })
-    }
-
-    /// The priority range of streams on this device: `(least, greatest)`; a
-    /// greater priority is a numerically smaller value.
-    ///
-    /// # Errors
-    /// The driver's error.
-    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
-        let _current = self.ensure_current()?;
-        let (mut least, mut greatest) = (0, 0);
-        // SAFETY: both are valid for writes.
-        unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
-            .check(|| format!("reading the stream priorities of device {}", self.ordinal()))?;
-        Ok((least, greatest))
-    }
-}
-
 #[cfg(test)]
 #[cfg(loom)]
 mod loom_tests {
@@ -785,5 +682,107 @@ impl Device {
     /// The driver's error.
     pub fn create_context(&self, options: ContextOptions) -> Result<Context> {
         Context::create(self, options)
+    }
+}
+
+/// What a device does through its primary context: here, above the device, so
+/// that `device` names no context.
+impl Device {
+    /// Makes this device's primary context current on the calling thread.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn set_current(&self) -> Result<()> {
+        let ctx = self.primary_context()?;
+        // SAFETY: a retained, live context.
+        let rc = unsafe { sys::cuCtxSetCurrent(ctx) };
+        set_current_result(ctx, rc)
+            .check(|| format!("making device {}'s context current", self.ordinal()))
+    }
+
+    /// Makes the device current if it is not (every operation calls this first, so
+    /// that work goes to the right device whichever thread issues it).
+    pub(crate) fn ensure_current(&self) -> Result<Current> {
+        // The primary context is retained for the life of the process.
+        ensure_current(self.primary_context()?, || {
+            format!("making device {}'s context current", self.ordinal())
+        })
+    }
+
+    /// Waits for all work on the device's primary context.
+    ///
+    /// # Errors
+    /// The driver's error, including errors of earlier asynchronous work.
+    pub fn sync(&self) -> Result<()> {
+        let _current = self.ensure_current()?;
+        // SAFETY: a current context.
+        unsafe { sys::cuCtxSynchronize() }
+            .check(|| format!("synchronising device {}", self.ordinal()))?;
+        // Frees deferred until the work they waited for was done.
+        crate::deferred::poll();
+        Ok(())
+    }
+
+    /// Free and total memory in bytes, as the driver sees them now
+    /// (`cuMemGetInfo`, through the device's primary context).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        let _current = self.ensure_current()?;
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: both are valid for writes; the device's context is current.
+        unsafe { sys::cuMemGetInfo(&mut free, &mut total) }
+            .check(|| format!("reading the free memory of device {}", self.ordinal()))?;
+        Ok((free, total))
+    }
+
+    /// Lets this device's context access `peer`'s memory. Enabling it twice is not
+    /// an error.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the devices cannot be peers; the driver's error.
+    pub fn enable_peer_access(&self, peer: &Device) -> Result<()> {
+        if !self.can_access_peer(peer)? {
+            return Err(Error::unsupported(
+                format!(
+                    "enabling peer access from device {} to {}",
+                    self.ordinal(),
+                    peer.ordinal()
+                ),
+                "the devices cannot access each other's memory",
+            ));
+        }
+        if peer == self {
+            return Ok(());
+        }
+        let _current = self.ensure_current()?;
+        let peer_ctx = peer.primary_context()?;
+        // SAFETY: a live peer context; flags must be 0.
+        let rc = unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) };
+        if rc == sys::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+            return Ok(());
+        }
+        rc.check(|| {
+            format!(
+                "enabling peer access from device {} to {}",
+                self.ordinal(),
+                peer.ordinal()
+            )
+        })
+    }
+
+    /// The priority range of streams on this device: `(least, greatest)`; a
+    /// greater priority is a numerically smaller value.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        let _current = self.ensure_current()?;
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: both are valid for writes.
+        unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }
+            .check(|| format!("reading the stream priorities of device {}", self.ordinal()))?;
+        Ok((least, greatest))
     }
 }

@@ -26,7 +26,7 @@ pub(crate) const OPTIONS_CONTEXT: &str = "checking the linker options";
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkerOptions {
-    /// The name of the linked [`ObjectCode`] (`linked` when `None`).
+    /// The name of the linked [`ObjectCode`](crate::ObjectCode) (`linked` when `None`).
     pub name: Option<String>,
     /// The target architecture, required: `sm_XY` (optionally with an `a`/`f`
     /// suffix), or `compute_XY` when linking to PTX (`-arch=`).
@@ -75,7 +75,7 @@ pub struct LinkerOptions {
     /// Numba's debug mode (`-numba-debug`, as NVRTC and NVVM spell it for
     /// [`ProgramOptions::numba_debug`](crate::ProgramOptions::numba_debug)).
     /// Passed to nvJitLink, which decides: the nvJitLink releases of CUDA 12 and
-    /// 13 know no such option and fail [`Linker::new`] with their
+    /// 13 know no such option and fail [`Linker::new`](crate::Linker::new) with their
     /// `NVJITLINK_ERROR_UNRECOGNIZED_OPTION` (an [`Error::Tool`] whose context
     /// lists the options given), never ignoring it silently. The driver's linker has no
     /// counterpart: [`Error::Unsupported`] before the driver is called.

@@ -18,7 +18,7 @@ impl dyn MemoryResource {
     ///
     /// # Errors
     /// As [`Buffer::allocate`] (`None` for a stream-ordered resource is
-    /// [`Error::InvalidArgument`]).
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
     pub fn allocate<'s>(
         self: &Arc<Self>,
         size: usize,

@@ -105,10 +105,10 @@ impl MemoryKind {
     }
 }
 
-/// An allocator of [`Buffer`]s. Implement it to plug in your own.
+/// An allocator of [`Buffer`](crate::Buffer)s. Implement it to plug in your own.
 ///
-/// **Allocate with `allocate`, which returns an owning [`Buffer`]** (freed, through
-/// the resource, when it is dropped or [closed](Buffer::close)). It is a method of
+/// **Allocate with `allocate`, which returns an owning [`Buffer`](crate::Buffer)** (freed, through
+/// the resource, when it is dropped or [closed](crate::Buffer::close)). It is a method of
 /// every resource behind an `Arc`:
 ///
 /// - `Arc<dyn MemoryResource>` (what [`Device::memory_resource`] returns): the
@@ -118,10 +118,10 @@ impl MemoryKind {
 ///   `Arc<VirtualMemoryResource>`): an inherent `allocate` of each type, so no
 ///   import is needed (`Arc<ManagedMemoryResource>`'s returns a
 ///   [`ManagedBuffer`](crate::ManagedBuffer), which dereferences to its `Buffer`);
-/// - an `Arc` of your own resource type: [`MemoryResourceExt::allocate`] (import
+/// - an `Arc` of your own resource type: [`MemoryResourceExt::allocate`](crate::MemoryResourceExt::allocate) (import
 ///   the trait), or erase the type to `Arc<dyn MemoryResource>`.
 ///
-/// All of them are [`Buffer::allocate`]. The trait's raw allocation,
+/// All of them are [`Buffer::allocate`](crate::Buffer::allocate). The trait's raw allocation,
 /// [`allocate_raw`](Self::allocate_raw), returns an address that nothing frees: it
 /// is `unsafe` to call, and is what an implementation provides.
 ///
@@ -131,10 +131,10 @@ impl MemoryKind {
 /// use a pool ([`ManagedMemoryResource::legacy`](crate::ManagedMemoryResource::legacy), and drivers older than CUDA
 /// 13), [`VirtualMemoryResource`](crate::VirtualMemoryResource)), as in `cuda.core`:
 /// `mr.allocate(size, None)` allocates at once, and the buffer is freed on the
-/// device's legacy default stream (see [`Buffer::allocate`]). A stream-ordered
+/// device's legacy default stream (see [`Buffer::allocate`](crate::Buffer::allocate)). A stream-ordered
 /// resource (a memory pool) needs `Some(&stream)` (or just `&stream`): the typed
 /// resources take only a `&Stream`, and `Arc<dyn MemoryResource>` and
-/// [`Buffer::allocate`] answer `None` with [`Error::InvalidArgument`].
+/// [`Buffer::allocate`](crate::Buffer::allocate) answer `None` with [`Error::InvalidArgument`].
 ///
 /// ```no_run
 /// # fn f() -> cudars_core::Result<()> {
@@ -156,7 +156,7 @@ impl MemoryKind {
 /// # Ok(()) }
 /// ```
 ///
-/// and `allocate` is a [`Buffer`], not an address:
+/// and `allocate` is a [`Buffer`](crate::Buffer), not an address:
 ///
 /// ```compile_fail,E0308
 /// # fn f(dev: cudars_core::Device, stream: &cudars_core::Stream) -> cudars_core::Result<()> {
@@ -178,15 +178,15 @@ impl MemoryKind {
 /// what `allocate_raw` returned. A resource whose
 /// [`is_stream_ordered`](Self::is_stream_ordered) is `false` must return memory
 /// that any stream may use as soon as `allocate_raw` returns. A `deallocate` that
-/// returns an error must have freed nothing: a [`Buffer`] whose free fails hands
+/// returns an error must have freed nothing: a [`Buffer`](crate::Buffer) whose free fails hands
 /// it to the deferred-free queue ([`deferred_frees`](crate::deferred_frees)),
 /// which calls `deallocate` again with the same arguments, from another thread
 /// and later in the stream's order, until it succeeds.
 pub unsafe trait MemoryResource: fmt::Debug + Send + Sync {
     /// Allocates `size` bytes, ordered on `stream` where the resource can be, and
     /// returns their address, which **nothing owns or frees**: call `allocate` for
-    /// a [`Buffer`] instead (see [`MemoryResource`]). This is the method an
-    /// implementation provides; [`Buffer::allocate`] calls it.
+    /// a [`Buffer`](crate::Buffer) instead (see [`MemoryResource`]). This is the method an
+    /// implementation provides; [`Buffer::allocate`](crate::Buffer::allocate) calls it.
     ///
     /// # Safety
     /// The caller takes the memory over. It must hand the address, with the same
@@ -222,7 +222,7 @@ pub unsafe trait MemoryResource: fmt::Debug + Send + Sync {
     /// `true`, the default), or happen at once whatever stream is passed (`false`).
     ///
     /// An owning allocation from a resource that says `false` may be made without
-    /// a stream ([`Buffer::allocate`] with `None`); `allocate_raw` is then given the
+    /// a stream ([`Buffer::allocate`](crate::Buffer::allocate) with `None`); `allocate_raw` is then given the
     /// device's legacy default stream, which it must accept (and may ignore).
     /// Returning `true` is always safe: it only makes a stream required.
     fn is_stream_ordered(&self) -> bool {

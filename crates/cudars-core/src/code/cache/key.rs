@@ -3,8 +3,8 @@
 
 use crate::error::{Error, Result};
 use crate::{
-    code::compile::options::ProgramOptions, code::compile::program::CompileTarget,
-    code::compile::program::SourceCode,
+    code::compile::options::ProgramOptions, code::compile::program::SourceCode,
+    code::compile::target::CompileTarget,
 };
 use sha2::{Digest as _, Sha256};
 use std::fmt;

@@ -5,8 +5,8 @@ use crate::code::cache::key::{ProgramCacheKey, make_program_cache_key};
 use crate::code::object::ObjectCode;
 use crate::error::Result;
 use crate::{
-    code::compile::options::ProgramOptions, code::compile::program::CompileTarget,
-    code::compile::program::Program, code::compile::program::SourceCode,
+    code::compile::options::ProgramOptions, code::compile::program::Program,
+    code::compile::program::SourceCode, code::compile::target::CompileTarget,
 };
 
 /// A store of compiled programs by [`ProgramCacheKey`] (`cuda.core`'s

@@ -17,13 +17,17 @@
 //! # Ok::<(), cudars_core::Error>(())
 //! ```
 
+pub(crate) mod dispatch;
 pub mod nvrtc;
 pub(crate) mod nvrtc_args;
+pub(crate) mod nvrtc_compile;
 pub(crate) mod nvvm;
 pub(crate) mod options;
 pub(crate) mod program;
 pub(crate) mod ptx;
+pub(crate) mod target;
 
 pub use nvrtc::PchStatus;
 pub use options::{CompilerBackend, ProgramOptions, toolkit_include_dirs};
-pub use program::{CompileTarget, Program, ProgramBackend, SourceCode};
+pub use program::{Program, ProgramBackend, SourceCode};
+pub use target::CompileTarget;

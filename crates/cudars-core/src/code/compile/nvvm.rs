@@ -11,7 +11,8 @@ use crate::code::strings::{cstrings, strip_nul, text};
 use crate::error::{Error, Result};
 
 use super::ptx::link_into_cubin;
-use crate::{code::compile::program::CompileTarget, code::compile::program::Program};
+use crate::code::compile::program::Program;
+use crate::code::compile::target::CompileTarget;
 
 impl Program {
     pub(super) fn compile_nvvm(&self, ir: &[u8], target: CompileTarget) -> Result<ObjectCode> {

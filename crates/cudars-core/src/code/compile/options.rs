@@ -9,7 +9,7 @@ use crate::code::linker_options::LinkerOptions;
 use crate::device::Device;
 use crate::error::{Error, Result};
 
-use crate::code::compile::program::CompileTarget;
+use crate::code::compile::target::CompileTarget;
 
 /// The name a program gets when [`ProgramOptions::name`] is `None`.
 pub(crate) const DEFAULT_NAME: &str = "default_program";

@@ -5,7 +5,6 @@ use std::ffi::CString;
 use std::fmt;
 use std::sync::{Mutex, PoisonError};
 
-use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
 
 use super::nvrtc::PchStatus;
@@ -17,42 +16,11 @@ use crate::code::compile::options::ProgramOptions;
 pub enum SourceCode<'a> {
     /// CUDA C++ source, compiled by NVRTC.
     Cxx(&'a str),
-    /// PTX text: returned as is for [`CompileTarget::Ptx`], assembled and linked by
-    /// the [`Linker`](crate::Linker) for [`CompileTarget::Cubin`].
+    /// PTX text: returned as is for [`CompileTarget::Ptx`](crate::CompileTarget::Ptx), assembled and linked by
+    /// the [`Linker`](crate::Linker) for [`CompileTarget::Cubin`](crate::CompileTarget::Cubin).
     Ptx(&'a str),
     /// NVVM IR, as text (LLVM assembly) or bitcode, compiled by NVVM.
     Nvvm(&'a [u8]),
-}
-
-/// What [`Program::compile`] produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CompileTarget {
-    /// PTX text.
-    Ptx,
-    /// A cubin for one real architecture (needs `arch: Some("sm_XY")`).
-    Cubin,
-    /// LTO-IR for link-time optimisation (needs `link_time_optimization: true`).
-    Ltoir,
-}
-
-impl CompileTarget {
-    /// The kind of [`ObjectCode`] this target produces.
-    pub fn code_type(self) -> CodeType {
-        match self {
-            Self::Ptx => CodeType::Ptx,
-            Self::Cubin => CodeType::Cubin,
-            Self::Ltoir => CodeType::Ltoir,
-        }
-    }
-}
-
-/// Writes `cuda.core`'s `target_type` string (`ptx`, `cubin`, `ltoir`): the
-/// [`CodeType`] the target produces, as that writes itself, so
-/// `CompileTarget::Ltoir` and `CodeType::Ltoir` both print `ltoir`.
-impl fmt::Display for CompileTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.code_type(), f)
-    }
 }
 
 /// The compiler behind a [`Program`] ([`Program::backend`]), as
@@ -83,7 +51,7 @@ impl fmt::Display for ProgramBackend {
 
 /// The source, owned.
 #[derive(Debug)]
-enum Source {
+pub(super) enum Source {
     Cxx(CString),
     Ptx(String),
     Nvvm(Vec<u8>),
@@ -92,12 +60,12 @@ enum Source {
 /// A program to compile: CUDA C++ (NVRTC), NVVM IR (NVVM) or PTX (the linker).
 ///
 /// [`new`](Self::new) checks the source and options; [`compile`](Self::compile)
-/// compiles to PTX, a cubin or LTO-IR and returns [`ObjectCode`]. Each compile makes
+/// compiles to PTX, a cubin or LTO-IR and returns [`ObjectCode`](crate::ObjectCode). Each compile makes
 /// and destroys its own compiler program, so a `Program` may be compiled any number
 /// of times, for several targets, from any thread (`Send + Sync`).
 #[derive(Debug)]
 pub struct Program {
-    source: Source,
+    pub(super) source: Source,
     pub(super) options: ProgramOptions,
     log: Mutex<String>,
     /// What the last NVRTC compile did about a precompiled header.
@@ -215,85 +183,11 @@ impl Program {
     pub(super) fn set_log(&self, log: String) {
         *self.log.lock().unwrap_or_else(PoisonError::into_inner) = log;
     }
-
-    /// Compiles to `target`.
-    ///
-    /// `name_expressions` (C++ only) name the kernels and variables to look up
-    /// afterwards, such as `add<float>` or `&counter`: each is instantiated if it
-    /// is a template, and the result's [`ObjectCode::symbol_mapping`] maps it to its
-    /// mangled name.
-    ///
-    /// * C++ goes through NVRTC: PTX, a cubin (needs an `sm_XY` `arch`) or LTO-IR
-    ///   (needs `link_time_optimization`, which gives LTO-IR only).
-    /// * NVVM IR goes through NVVM: PTX or LTO-IR (needs `link_time_optimization`,
-    ///   which is `-gen-lto`); a cubin is linked from that by the [`Linker`](crate::Linker).
-    /// * PTX is returned as is for [`CompileTarget::Ptx`] and linked into a cubin by
-    ///   the [`Linker`](crate::Linker) for [`CompileTarget::Cubin`].
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a target the source or options cannot
-    /// produce, name expressions on a non-C++ program, or a name expression with a
-    /// NUL byte; [`Error::Compile`] with the compiler's log when compilation fails;
-    /// [`Error::Tool`] when another compiler call fails; [`Error::Unavailable`]
-    /// when the compiler's library cannot be loaded (its reason says where it
-    /// was searched for).
-    pub fn compile(&self, target: CompileTarget, name_expressions: &[&str]) -> Result<ObjectCode> {
-        if !name_expressions.is_empty() && !matches!(self.source, Source::Cxx(_)) {
-            return Err(Error::invalid(
-                format!("compiling a {} program to {target}", self.backend()),
-                "name expressions apply to C++ programs only",
-            ));
-        }
-        match &self.source {
-            Source::Cxx(src) => self.compile_nvrtc(src, target, name_expressions),
-            Source::Nvvm(ir) => self.compile_nvvm(ir, target),
-            Source::Ptx(ptx) => self.compile_ptx(ptx, target),
-        }
-    }
-
-    /// [`compile`](Self::compile) without name expressions, for code whose
-    /// kernels are `extern "C"` (looked up by their plain names): Python's
-    /// `program.compile(target)`.
-    ///
-    /// ```no_run
-    /// use cudars_core::{CompileTarget, Program, ProgramOptions, SourceCode};
-    ///
-    /// let src = "extern \"C\" __global__ void k(int *o) { *o = 1; }";
-    /// let ptx = Program::new(SourceCode::Cxx(src), ProgramOptions::default())?
-    ///     .compile_to(CompileTarget::Ptx)?;
-    /// # Ok::<(), cudars_core::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`compile`](Self::compile).
-    pub fn compile_to(&self, target: CompileTarget) -> Result<ObjectCode> {
-        self.compile(target, &[])
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn targets_print_as_the_code_types_they_make() {
-        for (target, name) in [
-            (CompileTarget::Ptx, "ptx"),
-            (CompileTarget::Cubin, "cubin"),
-            (CompileTarget::Ltoir, "ltoir"),
-        ] {
-            assert_eq!(target.to_string(), name);
-            assert_eq!(target.code_type().to_string(), name);
-        }
-        for (code, name) in [
-            (CodeType::Fatbin, "fatbin"),
-            (CodeType::Object, "object"),
-            (CodeType::Library, "library"),
-        ] {
-            assert_eq!(code.to_string(), name);
-        }
-        assert_eq!(CodeType::Object.extension(), "o");
-    }
 
     #[test]
     fn backends_print_as_cuda_core_names_them() {

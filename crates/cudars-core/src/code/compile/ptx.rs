@@ -8,7 +8,8 @@ use crate::code::linker_options::LinkerOptions;
 use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
 
-use crate::{code::compile::program::CompileTarget, code::compile::program::Program};
+use crate::code::compile::program::Program;
+use crate::code::compile::target::CompileTarget;
 
 impl Program {
     pub(super) fn compile_ptx(&self, ptx: &str, target: CompileTarget) -> Result<ObjectCode> {
