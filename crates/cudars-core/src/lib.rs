@@ -122,7 +122,8 @@ pub use code::compile::{
 pub use code::fatbin::FatbinBuilder;
 pub use code::jit::JitOptions;
 pub use code::kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
-pub use code::library::{Global, Library, LibraryOptions};
+pub use code::library::{Global, LibraryOptions};
+pub use code::library_handle::Library;
 pub use code::linker::{Linker, LinkerBackend, LinkerHandle};
 pub use code::linker_options::LinkerOptions;
 pub use code::module::{LoadingMode, Module};

@@ -5,8 +5,9 @@ use std::sync::{Arc, OnceLock};
 
 use cudars_bindings::driver as sys;
 
+use crate::code::strings::c_name;
 use crate::error::{Check as _, Error, Result};
-use crate::{code::library::Library, code::module::Module, device::Device};
+use crate::{code::library_handle::Library, code::module::Module, device::Device};
 
 /// A kernel: from a [`Library`] (context-independent `CUkernel`) or a [`Module`]
 /// (`CUfunction`). Keeps its library or module loaded. Cheap to clone;
@@ -644,5 +645,22 @@ impl Occupancy<'_> {
             )
         })?;
         Ok(n)
+    }
+}
+
+/// Looking a kernel up in a module: here, so that `module` names no kernel.
+impl Module {
+    /// The kernel `name` (`cuModuleGetFunction`).
+    ///
+    /// # Errors
+    /// The driver's error (`CUDA_ERROR_NOT_FOUND` for an unknown name).
+    pub fn get_function(&self, name: &str) -> Result<Kernel> {
+        let _current = self.current()?;
+        let cname = c_name(self.lowered(name), "looking up a function")?;
+        let mut f: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: a live module and a NUL-terminated name.
+        unsafe { sys::cuModuleGetFunction(&mut f, self.handle(), cname.as_ptr()) }
+            .check(|| format!("looking up function `{name}`"))?;
+        Ok(Kernel::from_module(f, self.clone(), name))
     }
 }

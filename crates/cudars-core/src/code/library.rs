@@ -1,13 +1,14 @@
 //! Libraries (`cuLibrary*`): context-independent loaded code.
 
-use std::ffi::{CStr, CString, c_char, c_void};
-use std::fmt;
+use std::ffi::{CStr, c_char, c_void};
 use std::sync::Arc;
 
 use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::code::jit::{JitOptions, loadable};
+use crate::code::library_handle::{Inner, Library};
+use crate::code::strings::c_name;
 use crate::error::{Check as _, Error, Result};
 use crate::{
     code::kernel::Kernel, code::module::Module, code::object::CodeType, code::object::ObjectCode,
@@ -24,45 +25,11 @@ pub struct LibraryOptions {
     pub jit: JitOptions,
 }
 
-/// Loaded device code, usable from every context of the process
-/// (`cuLibraryLoadData`): kernels, `__device__` globals, managed variables.
-///
-/// Unloaded when the last clone goes; kernels taken from it keep it alive.
-/// `Send + Sync`: library handles may be used from any thread.
-#[derive(Clone)]
-pub struct Library {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    handle: sys::CUlibrary,
-    /// The bytes, kept while the driver may point at them.
-    _code: Option<Vec<u8>>,
-    info_log: String,
-    symbol_mapping: std::collections::BTreeMap<String, String>,
-}
-
-// SAFETY: a CUlibrary is context-independent and may be used from any thread.
-// Soundness contract: rule 11.
-unsafe impl Send for Inner {}
-// SAFETY: as above; the driver serialises.
-// Soundness contract: rule 11.
-unsafe impl Sync for Inner {}
-
-impl fmt::Debug for Library {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Library")
-            .field("handle", &self.inner.handle)
-            .finish()
-    }
-}
-
-pub(crate) fn c_name(name: &str, what: &'static str) -> Result<CString> {
-    CString::new(name)
-        .map_err(|_| Error::invalid(what, format!("the name {name:?} holds a NUL byte")))
-}
-
 impl Library {
+    fn lowered<'a>(&'a self, name: &'a str) -> &'a str {
+        crate::code::object::lower(&self.inner.symbol_mapping, name)
+    }
+
     /// Loads cubin, PTX or fatbin code.
     ///
     /// # Errors
@@ -146,20 +113,6 @@ impl Library {
         options: &LibraryOptions,
     ) -> Result<Self> {
         Self::load(&ObjectCode::from_file(path, code_type)?, options)
-    }
-
-    /// The driver's handle.
-    pub fn handle(&self) -> sys::CUlibrary {
-        self.inner.handle
-    }
-
-    /// The JIT's info log from loading (empty for cubin).
-    pub fn info_log(&self) -> &str {
-        &self.inner.info_log
-    }
-
-    fn lowered<'a>(&'a self, name: &'a str) -> &'a str {
-        crate::code::object::lower(&self.inner.symbol_mapping, name)
     }
 
     /// The kernel `name` (a name expression given to the compiler, or the plain or
@@ -279,24 +232,6 @@ impl Library {
         unsafe { sys::cuLibraryGetModule(&mut m, self.inner.handle) }
             .check(|| "getting a library's module")?;
         Ok(Module::borrowed(m, self.clone(), ctx.clone()))
-    }
-}
-
-// Deferred-release rule: on a driver callback thread the unload (a CUDA call) is
-// handed to the deferred queue instead of made there.
-impl Drop for Inner {
-    fn drop(&mut self) {
-        let unload = |h: sys::CUlibrary| {
-            // SAFETY: an owned library, unloaded once, after every kernel and
-            // global from it (they hold clones).
-            let _ = unsafe { sys::cuLibraryUnload(h) };
-        };
-        if crate::deferred::must_defer() {
-            // SAFETY: the owned library handle; its one unload moves to the queue.
-            unsafe { crate::deferred::defer_handle("unloading a library", self.handle, unload) };
-            return;
-        }
-        unload(self.handle);
     }
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod fatbin;
 pub(crate) mod jit;
 pub(crate) mod kernel;
 pub(crate) mod library;
+pub(crate) mod library_handle;
 pub(crate) mod linker;
 pub(crate) mod linker_backends;
 pub(crate) mod linker_options;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use cudars_bindings::driver as sys;
 
 use crate::code::jit::{JitOptions, loadable};
-use crate::code::library::c_name;
+use crate::code::strings::c_name;
 use crate::error::{Check as _, Error, Result};
 use crate::{
-    code::kernel::Kernel, code::library::Library, code::object::CodeType, code::object::ObjectCode,
+    code::library_handle::Library, code::object::CodeType, code::object::ObjectCode,
     context::Context,
 };
 
@@ -152,22 +152,8 @@ impl Module {
             .transpose()
     }
 
-    fn lowered<'a>(&'a self, name: &'a str) -> &'a str {
+    pub(crate) fn lowered<'a>(&'a self, name: &'a str) -> &'a str {
         crate::code::object::lower(&self.inner.symbol_mapping, name)
-    }
-
-    /// The kernel `name` (`cuModuleGetFunction`).
-    ///
-    /// # Errors
-    /// The driver's error (`CUDA_ERROR_NOT_FOUND` for an unknown name).
-    pub fn get_function(&self, name: &str) -> Result<Kernel> {
-        let _current = self.current()?;
-        let cname = c_name(self.lowered(name), "looking up a function")?;
-        let mut f: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: a live module and a NUL-terminated name.
-        unsafe { sys::cuModuleGetFunction(&mut f, self.inner.handle, cname.as_ptr()) }
-            .check(|| format!("looking up function `{name}`"))?;
-        Ok(Kernel::from_module(f, self.clone(), name))
     }
 
     /// The address and size of the global `name` (`cuModuleGetGlobal`).

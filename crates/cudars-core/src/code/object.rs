@@ -80,7 +80,7 @@ pub(crate) struct ObjectInner {
     pub(crate) code_type: CodeType,
     pub(crate) name: String,
     pub(crate) symbol_mapping: BTreeMap<String, String>,
-    pub(crate) loaded: OnceLock<crate::code::library::Library>,
+    pub(crate) loaded: OnceLock<crate::code::library_handle::Library>,
 }
 
 impl fmt::Debug for ObjectCode {

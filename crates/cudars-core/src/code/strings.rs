@@ -61,3 +61,9 @@ pub(crate) fn sized_output<E>(
     get(buf.as_mut_ptr())?;
     Ok(buf)
 }
+
+/// `name` as a C string, or the error of `what` naming it.
+pub(crate) fn c_name(name: &str, what: &'static str) -> Result<CString> {
+    CString::new(name)
+        .map_err(|_| Error::invalid(what, format!("the name {name:?} holds a NUL byte")))
+}
