@@ -12,7 +12,7 @@ use cudars_bindings::driver as sys;
 use crate::error::{Check as _, Error, Result};
 use crate::{device::Device, stream::Stream, stream::StreamOptions};
 
-use super::{
+use super::define::{
     ConditionalKind, Graph, GraphCondition, Keep, Root, add_node, body_handles, conditional_params,
     create_condition_in,
 };

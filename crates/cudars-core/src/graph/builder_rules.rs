@@ -3,7 +3,7 @@
 //! builders that share a capture, and the checks each method makes before it
 //! touches CUDA (testable without a GPU).
 
-use super::{ConditionalKind, GraphCondition, Keep};
+use super::define::{ConditionalKind, GraphCondition, Keep};
 use crate::error::{Error, Result};
 use crate::graph::view::CaptureArg;
 use crate::stream::CaptureStatus;

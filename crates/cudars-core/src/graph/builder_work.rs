@@ -4,7 +4,7 @@
 //! (`crate::graph::builder_rules`) and keeps what the work touches alive in the
 //! graph.
 
-use super::{Graph, keep, keep_all};
+use super::define::{Graph, keep, keep_all};
 use crate::error::{Check as _, Error, Result};
 use crate::graph::builder::GraphBuilder;
 use crate::graph::builder_rules::{

@@ -142,6 +142,22 @@ impl GraphDebugPrintOptions {
 }
 
 impl Graph {
+    /// Writes the graph as a Graphviz DOT file (`cuGraphDebugDotPrint`, verbose):
+    /// [`debug_dot_print_with`](Self::debug_dot_print_with) with only
+    /// [`GraphDebugPrintOptions::verbose`].
+    ///
+    /// # Errors
+    /// As [`debug_dot_print_with`](Self::debug_dot_print_with).
+    pub fn debug_dot_print(&self, path: impl AsRef<Path>) -> Result<()> {
+        self.debug_dot_print_with(
+            path,
+            GraphDebugPrintOptions {
+                verbose: true,
+                ..Default::default()
+            },
+        )
+    }
+
     /// Writes the graph as a Graphviz DOT file (`cuGraphDebugDotPrint`), showing
     /// what `options` asks for.
     ///

@@ -12,9 +12,10 @@ use crate::error::{Check as _, Error, Result};
 use crate::event::Event;
 use crate::memory::buffer::Buffer;
 
+use super::define::{Graph, GraphNode, keep, kernel_node_params};
 use super::memory_nodes::{check_node_devices, copy_params, memset_params, memset_pattern};
+use super::node::GraphNodeKind;
 use super::node::node_kind_raw;
-use super::{Graph, GraphNode, GraphNodeKind, keep, kernel_node_params};
 use crate::{code::kernel::Kernel, launch::KernelArg, launch::LaunchConfig};
 
 impl Graph {
@@ -166,7 +167,7 @@ impl Graph {
     ) -> Result<()> {
         const WHAT: &str = "changing a host callback node of a graph";
         self.check_own_node(node, GraphNodeKind::HostCallback, WHAT)?;
-        let (boxed, p) = super::host_node_params(f, &self.keep);
+        let (boxed, p) = super::define::host_node_params(f, &self.keep);
         let _current = self.ctx.ensure_current()?;
         keep(&self.keep, boxed);
         // SAFETY: a host node of this graph (checked); the box `p` points to

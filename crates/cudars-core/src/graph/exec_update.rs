@@ -16,9 +16,9 @@ use cudars_bindings::driver as sys;
 use crate::error::{Check as _, Error, Result};
 use crate::{event::Event, memory::arc_view::ArcView, memory::buffer::Buffer};
 
+use super::define::{Graph, GraphNode, keep, keep_all};
 use super::memory_nodes::{check_node_devices, copy_params, memset_params, memset_pattern};
 use super::node::node_kind_raw;
-use super::{Graph, GraphNode, keep, keep_all};
 use crate::{graph::exec::GraphExec, graph::node::GraphNodeKind, graph::node::GraphNodeParams};
 
 /// Checks that a node of kind `have` may be given parameters for a node of kind `want`.
@@ -404,7 +404,7 @@ impl GraphExec {
     ) -> Result<()> {
         const WHAT: &str = "changing a host callback node of an instantiated graph";
         self.check_node_of_kind(graph, node, GraphNodeKind::HostCallback, WHAT)?;
-        let (boxed, p) = super::host_node_params(f, &self.keep);
+        let (boxed, p) = super::define::host_node_params(f, &self.keep);
         let _current = self.ctx.ensure_current()?;
         keep(&self.keep, boxed);
         // SAFETY: a host node of the source graph (checked); the box `p` points

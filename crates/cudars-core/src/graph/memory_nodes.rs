@@ -13,7 +13,7 @@ use crate::{
     device::Device, memory::arc_view::ArcView, memory::buffer::Buffer, memory::resource::Location,
 };
 
-use super::{Graph, GraphNode, keep};
+use super::define::{Graph, GraphNode, keep};
 
 /// Device memory a graph allocates when it runs ([`Graph::add_mem_alloc`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

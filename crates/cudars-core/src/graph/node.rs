@@ -14,7 +14,7 @@ use cudars_bindings::driver as sys;
 use crate::error::{Check as _, Error, Result};
 use crate::{event::Event, launch::DevicePtr, launch::Dim3};
 
-use super::{ConditionalKind, Graph, GraphCondition, GraphNode, keep};
+use super::define::{ConditionalNodeInfo, ConditionalRecord, Graph, GraphNode};
 
 /// What a graph node does (`CUgraphNodeType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -189,36 +189,6 @@ pub struct MemAllocNodeInfo {
     /// The device the memory is on (the location's ordinal), when it is a device.
     pub device: Option<i32>,
 }
-
-/// A conditional node's condition and kind ([`GraphNodeParams::Conditional`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ConditionalNodeInfo {
-    /// The condition handle the node reads.
-    pub condition: GraphCondition,
-    /// What it does with the value.
-    pub kind: ConditionalKind,
-}
-
-/// What [`Graph::add_conditional`] records of a node, since the driver's query
-/// for a conditional node's parameters (`cuGraphNodeGetParams`) is not in the
-/// bindings.
-pub(super) struct ConditionalRecord {
-    graph: u64,
-    node: sys::CUgraphNode,
-    info: ConditionalNodeInfo,
-    /// The node's body graphs, which the node owns.
-    bodies: Vec<sys::CUgraph>,
-}
-
-// SAFETY: the node handle is only compared, never handed to the driver; the
-// body handles are only wrapped into `Graph` values borrowed from the graph
-// that holds this record (`GraphNode::bodies`), which serialise their use.
-// Soundness contract: rule 11.
-unsafe impl Send for ConditionalRecord {}
-// SAFETY: as above.
-// Soundness contract: rule 11.
-unsafe impl Sync for ConditionalRecord {}
 
 /// A node's parameters, by kind ([`GraphNode::params`]).
 #[derive(Debug)]
@@ -611,41 +581,6 @@ impl Graph {
     /// What [`add_conditional`](Self::add_conditional) recorded of `node`.
     fn conditional(&self, node: GraphNode) -> Option<ConditionalNodeInfo> {
         self.conditional_record(node, |r| r.info)
-    }
-
-    /// `read` of the record [`add_conditional`](Self::add_conditional) (or a
-    /// graph builder's capture) made of `node`.
-    fn conditional_record<T>(
-        &self,
-        node: GraphNode,
-        read: impl FnOnce(&ConditionalRecord) -> T,
-    ) -> Option<T> {
-        let items = self.keep.lock().unwrap_or_else(|p| p.into_inner());
-        let record = items.iter().rev().find_map(|item| {
-            let r = item.downcast_ref::<ConditionalRecord>()?;
-            (r.graph == node.graph && r.node == node.handle).then_some(r)
-        })?;
-        Some(read(record))
-    }
-
-    /// Records a conditional node's condition, kind and body graphs for
-    /// [`GraphNode::params`] and [`GraphNode::bodies`].
-    pub(super) fn record_conditional(
-        &self,
-        node: GraphNode,
-        condition: GraphCondition,
-        kind: ConditionalKind,
-        bodies: Vec<sys::CUgraph>,
-    ) {
-        keep(
-            &self.keep,
-            Arc::new(ConditionalRecord {
-                graph: node.graph,
-                node: node.handle,
-                info: ConditionalNodeInfo { condition, kind },
-                bodies,
-            }),
-        );
     }
 
     /// Every node of the graph (`cuGraphGetNodes`; not those of conditional bodies

@@ -1,0 +1,723 @@
+//! The graph defined node by node: [`Graph`], its nodes ([`GraphNode`]), what it
+//! keeps alive, and conditional nodes with their condition handles
+//! ([`ConditionalKind`], [`GraphCondition`]). The other parts of a graph (memory
+//! nodes, reading nodes back, instantiation, capture, the builder) sit above it.
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Error, Result};
+use crate::{
+    code::kernel::Kernel, context::Context, event::Event, launch::KernelArg, launch::LaunchConfig,
+};
+
+/// Things a graph's nodes need alive: kernels (their libraries), host callbacks;
+/// shared by the graph, its bodies and its instantiations.
+pub(crate) type Keep = Arc<KeepList>;
+
+/// What a [`Keep`] holds: the items, and where the graph's host nodes record
+/// their panics ([`Graph::take_callback_panic`]).
+#[derive(Default)]
+pub(crate) struct KeepList {
+    pub(super) items: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
+    pub(super) panics: Arc<crate::panics::PanicSlot>,
+}
+
+impl KeepList {
+    pub(super) fn lock(
+        &self,
+    ) -> std::sync::LockResult<std::sync::MutexGuard<'_, Vec<Arc<dyn Any + Send + Sync>>>> {
+        self.items.lock()
+    }
+}
+
+pub(crate) fn keep(k: &Keep, item: Arc<dyn Any + Send + Sync>) {
+    k.lock().unwrap_or_else(|e| e.into_inner()).push(item);
+}
+
+/// Adds everything `from` keeps alive to `into`.
+pub(crate) fn keep_all(into: &Keep, from: &Keep) {
+    if Arc::ptr_eq(into, from) {
+        return;
+    }
+    let items: Vec<_> = from.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    into.lock().unwrap_or_else(|e| e.into_inner()).extend(items);
+}
+
+/// A node of a [`Graph`], to name as a dependency of later nodes of the same graph
+/// (using it with another graph is an [`Error::InvalidArgument`]), and to read
+/// back with [`kind`](Self::kind), [`params`](Self::params),
+/// [`dependencies`](Self::dependencies) and [`dependents`](Self::dependents).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GraphNode {
+    pub(super) handle: sys::CUgraphNode,
+    pub(super) graph: u64,
+}
+
+// SAFETY: a node handle is an identifier; it is only handed to the driver together
+// with the graph it belongs to (checked by id), which `&mut Graph` serialises.
+// Soundness contract: rule 11.
+unsafe impl Send for GraphNode {}
+// SAFETY: as above.
+// Soundness contract: rule 11.
+unsafe impl Sync for GraphNode {}
+
+impl GraphNode {
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUgraphNode {
+        self.handle
+    }
+}
+
+fn next_graph_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Destroys the root graph of a hierarchy when the last handle on it goes.
+pub(crate) struct Root(pub(super) sys::CUgraph);
+
+// SAFETY: the handle is only destroyed, once, by whichever holder goes last; no
+// other use is made of it through `Root`.
+// Soundness contract: rule 11.
+unsafe impl Send for Root {}
+// SAFETY: as above: `Root` offers no access to the graph.
+// Soundness contract: rule 11.
+unsafe impl Sync for Root {}
+
+// Deferred-release rule: on a driver callback thread the destroy (a CUDA call)
+// is handed to the deferred queue instead of made there.
+impl Drop for Root {
+    fn drop(&mut self) {
+        let destroy = |g: sys::CUgraph| {
+            // SAFETY: the root graph, destroyed once, after every body graph
+            // handle (they hold this `Arc`); instantiations are independent of it.
+            let _ = unsafe { sys::cuGraphDestroy(g) };
+        };
+        if crate::deferred::must_defer() {
+            // SAFETY: the owned root graph; its one destroy moves to the queue.
+            unsafe { crate::deferred::defer_handle("destroying a graph", self.0, destroy) };
+            return;
+        }
+        destroy(self.0);
+    }
+}
+
+/// A graph definition (`CUgraph`): nodes and the edges between them.
+///
+/// Built by [`Stream::end_capture`](crate::Stream::end_capture) (from work issued to a capturing stream) or
+/// node by node with the `add_*` methods. Instantiate it with
+/// [`instantiate`](Self::instantiate) to launch it. Owned graphs are destroyed on
+/// drop; the bodies of conditional nodes belong to their parent graph.
+///
+/// Neither `Send` nor `Sync`: the driver requires a graph hierarchy (a graph and
+/// the bodies of its conditional nodes) to be modified from one thread at a time,
+/// and the bodies are separate values; keeping them on one thread guarantees it.
+/// Instantiate, and send the [`GraphExec`], to launch from elsewhere.
+pub struct Graph {
+    pub(super) handle: sys::CUgraph,
+    pub(super) id: u64,
+    pub(super) ctx: Context,
+    /// The root of the hierarchy: a body keeps its root graph alive.
+    pub(super) root: Option<Arc<Root>>,
+    pub(super) keep: Keep,
+    pub(super) _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl fmt::Debug for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Graph")
+            .field("handle", &self.handle)
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+/// What a conditional node does with its condition value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConditionalKind {
+    /// Run the body once if the value is non-zero.
+    If,
+    /// Run the first body if non-zero, the second if zero.
+    IfElse,
+    /// Run the body while the value is non-zero (checked before each run).
+    While,
+    /// Run body `value` of `n` bodies (none if out of range).
+    Switch(u32),
+}
+
+/// A condition handle (`CUgraphConditionalHandle`): passed to kernels, which set it
+/// with `cudaGraphSetConditional(handle, value)` (link with `cudadevrt`), and
+/// named by conditional nodes. A 64-bit value ([`Pod`](bytemuck::Pod)): as a kernel
+/// argument it is its own bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct GraphCondition(pub sys::CUgraphConditionalHandle);
+
+// SAFETY: `repr(transparent)` over `CUgraphConditionalHandle`, a `u64`: every bit
+// pattern, zero included, is a value, and there is no padding. (Written out rather
+// than derived: bytemuck's derive would add a proc-macro crate to every build.)
+unsafe impl bytemuck::Zeroable for GraphCondition {}
+// SAFETY: as above; the type is `Copy` and `'static`.
+unsafe impl bytemuck::Pod for GraphCondition {}
+
+/// A graph host node's closure and where its panics go.
+pub(crate) struct HostNode {
+    pub(super) f: Box<dyn Fn() + Send + Sync>,
+    pub(super) panics: Arc<crate::panics::PanicSlot>,
+}
+
+// The trampoline rule (see `callback::once_trampoline`): the thread is marked as
+// a driver callback thread, the closure runs under `catch_unwind`, and the
+// panic's payload is dropped through `drop_caught` (`run_caught`), so a payload
+// whose own `Drop` panics neither unwinds into the driver nor aborts. The box is
+// dropped on an ordinary thread, with the keep list.
+unsafe extern "C" fn host_trampoline(data: *mut c_void) {
+    let _scope = crate::deferred::CallbackScope::enter();
+    // SAFETY: `data` is the `HostNode` that `host_node_params` made and its
+    // caller stored in the graph's keep list, alive for every instantiation.
+    let node = unsafe { &*(data as *const HostNode) };
+    crate::panics::run_caught(|| (node.f)(), &node.panics);
+}
+
+/// The host node parameters that call `f`, recording its panics in `keep`'s
+/// slot, and the box they point to, which must stay alive (in the keep list) as
+/// long as any node or instantiation names it.
+pub(crate) fn host_node_params(
+    f: impl Fn() + Send + Sync + 'static,
+    keep: &Keep,
+) -> (Arc<HostNode>, sys::CUDA_HOST_NODE_PARAMS) {
+    let boxed = Arc::new(HostNode {
+        f: Box::new(f),
+        panics: keep.panics.clone(),
+    });
+    let p = sys::CUDA_HOST_NODE_PARAMS {
+        fn_: Some(host_trampoline),
+        userData: Arc::as_ptr(&boxed) as *mut c_void,
+    };
+    (boxed, p)
+}
+
+/// `cuGraphAddNode` without edge data: the CUDA 12.3 shape where the driver has
+/// it, else the CUDA 12.2 one (older drivers have neither: the call fails with
+/// [`Error::Unsupported`]).
+///
+/// # Safety
+/// As `cuGraphAddNode`: `deps` holds `n` nodes of `graph`, `p` a valid node
+/// description.
+pub(crate) unsafe fn add_node(
+    node: &mut sys::CUgraphNode,
+    graph: sys::CUgraph,
+    deps: *const sys::CUgraphNode,
+    n: usize,
+    p: &mut sys::CUgraphNodeParams,
+) -> sys::CUresult {
+    if crate::versions::driver_at_least(12030) {
+        // SAFETY: per this function's contract; no edge data.
+        unsafe { sys::cuGraphAddNode(node, graph, deps, std::ptr::null(), n, p) }
+    } else {
+        // SAFETY: as above.
+        unsafe { sys::cuda12::cuGraphAddNode(node, graph, deps, n, p) }
+    }
+}
+
+/// A kernel node's parameters in `ctx` (made current while the guard in the
+/// caller lives); `ptrs` receives the argument pointers, which `p` points into.
+pub(crate) fn kernel_node_params(
+    ctx: &Context,
+    config: &LaunchConfig,
+    kernel: &Kernel,
+    args: &[&dyn KernelArg],
+    ptrs: &mut Vec<*mut c_void>,
+) -> Result<sys::CUgraphNodeParams> {
+    if let Some(params) = kernel.params_if_known()? {
+        crate::launch::check_args(kernel, params, args)?;
+    }
+    *ptrs = args.iter().map(|a| a.arg_ptr().cast_mut()).collect();
+    let _current = ctx.ensure_current()?;
+    // Kernel nodes take the kernel's function in the graph's context.
+    let func = kernel.function_in_current()?;
+    let mut p = sys::CUgraphNodeParams {
+        type_: sys::CU_GRAPH_NODE_TYPE_KERNEL,
+        ..Default::default()
+    };
+    p.__bindgen_anon_1.kernel = sys::CUDA_KERNEL_NODE_PARAMS_v3 {
+        func,
+        gridDimX: config.grid.x,
+        gridDimY: config.grid.y,
+        gridDimZ: config.grid.z,
+        blockDimX: config.block.x,
+        blockDimY: config.block.y,
+        blockDimZ: config.block.z,
+        sharedMemBytes: config.shmem_size,
+        kernelParams: ptrs.as_mut_ptr(),
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: ctx.handle(),
+    };
+    Ok(p)
+}
+
+/// A conditional node's condition and kind ([`GraphNodeParams::Conditional`](crate::GraphNodeParams::Conditional)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConditionalNodeInfo {
+    /// The condition handle the node reads.
+    pub condition: GraphCondition,
+    /// What it does with the value.
+    pub kind: ConditionalKind,
+}
+
+/// What [`Graph::add_conditional`] records of a node, since the driver's query
+/// for a conditional node's parameters (`cuGraphNodeGetParams`) is not in the
+/// bindings.
+pub(super) struct ConditionalRecord {
+    pub(super) graph: u64,
+    pub(super) node: sys::CUgraphNode,
+    pub(super) info: ConditionalNodeInfo,
+    /// The node's body graphs, which the node owns.
+    pub(super) bodies: Vec<sys::CUgraph>,
+}
+
+// SAFETY: the node handle is only compared, never handed to the driver; the
+// body handles are only wrapped into `Graph` values borrowed from the graph
+// that holds this record (`GraphNode::bodies`), which serialise their use.
+// Soundness contract: rule 11.
+unsafe impl Send for ConditionalRecord {}
+// SAFETY: as above.
+// Soundness contract: rule 11.
+unsafe impl Sync for ConditionalRecord {}
+
+/// A condition handle for conditional nodes of `graph` (a graph of `ctx`, or one
+/// being captured); with `default`, reset to it at the start of each launch.
+pub(crate) fn create_condition_in(
+    graph: sys::CUgraph,
+    ctx: &Context,
+    default: Option<u32>,
+) -> Result<GraphCondition> {
+    let _current = ctx.ensure_current()?;
+    let mut h: sys::CUgraphConditionalHandle = 0;
+    let (value, flags) = match default {
+        Some(v) => (v, sys::CU_GRAPH_COND_ASSIGN_DEFAULT),
+        None => (0, 0),
+    };
+    // SAFETY: `h` is valid for writes; the caller passes a live graph of `ctx`.
+    unsafe { sys::cuGraphConditionalHandleCreate(&mut h, graph, ctx.handle(), value, flags) }
+        .check(|| "creating a graph condition")?;
+    Ok(GraphCondition(h))
+}
+
+/// The description of a conditional node of `kind` on `condition` in `ctx`, and
+/// its number of bodies; checks the driver's version and the kind first.
+pub(crate) fn conditional_params(
+    ctx: &Context,
+    condition: GraphCondition,
+    kind: ConditionalKind,
+) -> Result<(sys::CUgraphNodeParams, u32)> {
+    let (needs, feature) = match kind {
+        ConditionalKind::If => (12030, "a conditional `if` node"),
+        ConditionalKind::While => (12030, "a conditional `while` node"),
+        ConditionalKind::IfElse => (12080, "a conditional `if`/`else` node"),
+        ConditionalKind::Switch(_) => (12080, "a conditional `switch` node"),
+    };
+    crate::versions::require_driver(needs, feature, || format!("adding a {kind:?} node"))?;
+    let (type_, size) = match kind {
+        ConditionalKind::If => (sys::CU_GRAPH_COND_TYPE_IF, 1),
+        ConditionalKind::IfElse => (sys::CU_GRAPH_COND_TYPE_IF, 2),
+        ConditionalKind::While => (sys::CU_GRAPH_COND_TYPE_WHILE, 1),
+        ConditionalKind::Switch(0) => {
+            return Err(Error::invalid(
+                "adding a switch node",
+                "a switch needs at least one body",
+            ));
+        }
+        ConditionalKind::Switch(n) => (sys::CU_GRAPH_COND_TYPE_SWITCH, n),
+    };
+    let mut p = sys::CUgraphNodeParams {
+        type_: sys::CU_GRAPH_NODE_TYPE_CONDITIONAL,
+        ..Default::default()
+    };
+    p.__bindgen_anon_1.conditional = sys::CUDA_CONDITIONAL_NODE_PARAMS {
+        handle: condition.0,
+        type_,
+        size,
+        phGraph_out: std::ptr::null_mut(),
+        ctx: ctx.handle(),
+    };
+    Ok((p, size))
+}
+
+/// The `size` body graphs the driver wrote into `p`, a conditional node
+/// description it has just added.
+pub(crate) fn body_handles(p: &sys::CUgraphNodeParams, size: u32) -> Result<Vec<sys::CUgraph>> {
+    // SAFETY: reading back the union member `conditional_params` wrote; the driver
+    // set `phGraph_out` to its own array of `size` body graphs, valid while the node lives.
+    let out = unsafe { p.__bindgen_anon_1.conditional.phGraph_out };
+    if out.is_null() {
+        return Err(Error::unsupported(
+            "adding a conditional node",
+            "the driver returned no body graphs",
+        ));
+    }
+    // SAFETY: `out` holds `size` graph handles (see above).
+    Ok(unsafe { std::slice::from_raw_parts(out, size as usize) }.to_vec())
+}
+
+impl Graph {
+    /// Records a conditional node's condition, kind and body graphs for
+    /// [`GraphNode::params`](crate::GraphNode::params) and
+    /// [`GraphNode::bodies`](crate::GraphNode::bodies).
+    pub(super) fn record_conditional(
+        &self,
+        node: GraphNode,
+        condition: GraphCondition,
+        kind: ConditionalKind,
+        bodies: Vec<sys::CUgraph>,
+    ) {
+        keep(
+            &self.keep,
+            Arc::new(ConditionalRecord {
+                graph: node.graph,
+                node: node.handle,
+                info: ConditionalNodeInfo { condition, kind },
+                bodies,
+            }),
+        );
+    }
+
+    /// `read` of the record [`add_conditional`](Self::add_conditional) (or a
+    /// graph builder's capture) made of `node`.
+    pub(super) fn conditional_record<T>(
+        &self,
+        node: GraphNode,
+        read: impl FnOnce(&ConditionalRecord) -> T,
+    ) -> Option<T> {
+        let items = self.keep.lock().unwrap_or_else(|p| p.into_inner());
+        let record = items.iter().rev().find_map(|item| {
+            let r = item.downcast_ref::<ConditionalRecord>()?;
+            (r.graph == node.graph && r.node == node.handle).then_some(r)
+        })?;
+        Some(read(record))
+    }
+
+    /// An empty graph in `ctx`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn new(ctx: &Context) -> Result<Self> {
+        let _current = ctx.ensure_current()?;
+        let mut g: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: `g` is valid for writes; flags must be 0.
+        unsafe { sys::cuGraphCreate(&mut g, 0) }.check(|| "creating a graph")?;
+        Ok(Self::owned(g, ctx.clone()))
+    }
+
+    pub(super) fn wrap(
+        handle: sys::CUgraph,
+        ctx: Context,
+        root: Option<Arc<Root>>,
+        keep: Keep,
+    ) -> Self {
+        Self {
+            handle,
+            id: next_graph_id(),
+            ctx,
+            root,
+            keep,
+            _not_send: std::marker::PhantomData,
+        }
+    }
+
+    pub(super) fn owned(handle: sys::CUgraph, ctx: Context) -> Self {
+        Self::wrap(handle, ctx, Some(Arc::new(Root(handle))), Keep::default())
+    }
+
+    /// Takes the record of this graph's host nodes
+    /// ([`add_host_callback`](Self::add_host_callback)) that panicked since the
+    /// last report, in any launch of any of its instantiations (`None` if none
+    /// did), without waiting for anything. Shared with its bodies and
+    /// instantiations: one of them takes what the others would.
+    pub fn take_callback_panic(&self) -> Option<crate::error::CallbackPanic> {
+        self.keep.panics.take()
+    }
+
+    /// The driver's handle.
+    pub fn handle(&self) -> sys::CUgraph {
+        self.handle
+    }
+
+    /// The dependencies as driver handles, checked to belong to this graph.
+    pub(super) fn deps(&self, deps: &[GraphNode]) -> Result<Vec<sys::CUgraphNode>> {
+        if deps.iter().any(|d| d.graph != self.id) {
+            return Err(Error::invalid(
+                "adding a graph node",
+                "a dependency is a node of another graph",
+            ));
+        }
+        Ok(deps.iter().map(|d| d.handle).collect())
+    }
+
+    pub(super) fn node(&self, handle: sys::CUgraphNode) -> GraphNode {
+        GraphNode {
+            handle,
+            graph: self.id,
+        }
+    }
+
+    /// An empty node: a join point.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_empty(&mut self, deps: &[GraphNode]) -> Result<GraphNode> {
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: `d` holds `n` nodes of this graph (`GraphNode` is `repr` of the handle).
+        unsafe { sys::cuGraphAddEmptyNode(&mut node, self.handle, d, n) }
+            .check(|| "adding an empty node")?;
+        Ok(self.node(node))
+    }
+
+    /// A kernel launch with `config` and `args` (checked as [`crate::launch`]
+    /// checks them; the driver copies the argument values now). Cluster,
+    /// cooperative and priority settings are not part of kernel nodes.
+    ///
+    /// # Safety
+    /// As [`crate::launch`], for every launch of every instantiation of the graph:
+    /// the memory the arguments point to must stay valid while the graph can run.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for wrong arguments; the driver's error.
+    pub unsafe fn add_kernel(
+        &mut self,
+        deps: &[GraphNode],
+        config: &LaunchConfig,
+        kernel: &Kernel,
+        args: &[&dyn KernelArg],
+    ) -> Result<GraphNode> {
+        let mut ptrs = Vec::new();
+        let mut p = kernel_node_params(&self.ctx, config, kernel, args, &mut ptrs)?;
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: `p` is a kernel node description whose argument pointers are valid
+        // for the call; the driver copies the values. (`cuGraphAddNode` works in
+        // conditional bodies, where `cuGraphAddKernelNode` does not.)
+        unsafe { add_node(&mut node, self.handle, d, n, &mut p) }
+            .check(|| format!("adding a node for kernel `{}`", kernel.name()))?;
+        keep(&self.keep, Arc::new(kernel.clone()));
+        Ok(self.node(node))
+    }
+
+    /// Calls `f` on a driver thread when the node runs. `f` must not call CUDA.
+    /// A panic in `f` is caught (nothing unwinds into the driver, and a payload
+    /// whose own `Drop` panics does not abort the process) and recorded:
+    /// [`take_callback_panic`](Self::take_callback_panic) (or the
+    /// instantiation's [`GraphExec::take_callback_panic`]) hands it over.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_host_callback(
+        &mut self,
+        deps: &[GraphNode],
+        f: impl Fn() + Send + Sync + 'static,
+    ) -> Result<GraphNode> {
+        let (boxed, p) = host_node_params(f, &self.keep);
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: the box `p` points to stays alive in the keep list as long as
+        // the graph and its instantiations.
+        unsafe { sys::cuGraphAddHostNode(&mut node, self.handle, d, n, &p) }
+            .check(|| "adding a host node")?;
+        keep(&self.keep, boxed);
+        Ok(self.node(node))
+    }
+
+    /// Records `event` when the node runs.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_event_record(
+        &mut self,
+        deps: &[GraphNode],
+        event: &Arc<Event>,
+    ) -> Result<GraphNode> {
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: a live event, kept alive by the keep list.
+        unsafe { sys::cuGraphAddEventRecordNode(&mut node, self.handle, d, n, event.handle()) }
+            .check(|| "adding an event record node")?;
+        keep(&self.keep, event.clone());
+        Ok(self.node(node))
+    }
+
+    /// Waits for `event` before the node's dependents run.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_event_wait(&mut self, deps: &[GraphNode], event: &Arc<Event>) -> Result<GraphNode> {
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: a live event, kept alive by the keep list.
+        unsafe { sys::cuGraphAddEventWaitNode(&mut node, self.handle, d, n, event.handle()) }
+            .check(|| "adding an event wait node")?;
+        keep(&self.keep, event.clone());
+        Ok(self.node(node))
+    }
+
+    /// Embeds a copy of `child`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_child(&mut self, deps: &[GraphNode], child: &Graph) -> Result<GraphNode> {
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: a live child graph; the driver clones it.
+        unsafe { sys::cuGraphAddChildGraphNode(&mut node, self.handle, d, n, child.handle) }
+            .check(|| "adding a child graph node")?;
+        keep_all(&self.keep, &child.keep);
+        Ok(self.node(node))
+    }
+
+    /// Adds the edge `from → to`.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn add_dependency(&mut self, from: GraphNode, to: GraphNode) -> Result<()> {
+        self.deps(&[from, to])?;
+        let rc = if crate::versions::driver_at_least(12030) {
+            // SAFETY: two nodes of this graph (checked); no edge data.
+            unsafe {
+                sys::cuGraphAddDependencies(
+                    self.handle,
+                    &from.handle,
+                    &to.handle,
+                    std::ptr::null(),
+                    1,
+                )
+            }
+        } else {
+            // SAFETY: as above (the shape of drivers before CUDA 12.3).
+            unsafe { sys::cuda12::cuGraphAddDependencies(self.handle, &from.handle, &to.handle, 1) }
+        };
+        rc.check(|| "adding a graph edge")
+    }
+
+    /// A condition handle for conditional nodes of this graph; with `default`, the
+    /// value is reset to it at the start of each launch.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn create_condition(&mut self, default: Option<u32>) -> Result<GraphCondition> {
+        create_condition_in(self.handle, &self.ctx, default)
+    }
+
+    /// A conditional node on `condition`; returns the node and its body graphs
+    /// (one for `If` and `While`, two for `IfElse`, `n` for `Switch(n)`), to fill
+    /// with nodes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `Switch(0)`; the driver's error.
+    pub fn add_conditional(
+        &mut self,
+        deps: &[GraphNode],
+        condition: GraphCondition,
+        kind: ConditionalKind,
+    ) -> Result<(GraphNode, Vec<Graph>)> {
+        let (mut p, size) = conditional_params(&self.ctx, condition, kind)?;
+        let dv = self.deps(deps)?;
+        let (d, n) = (dv.as_ptr(), dv.len());
+        let mut node: sys::CUgraphNode = std::ptr::null_mut();
+        let _current = self.ctx.ensure_current()?;
+        // SAFETY: `p` is a fully initialised conditional node description.
+        unsafe { add_node(&mut node, self.handle, d, n, &mut p) }
+            .check(|| format!("adding a {kind:?} node"))?;
+        let handles = body_handles(&p, size)?;
+        let bodies = handles
+            .iter()
+            .map(|&g| Graph::wrap(g, self.ctx.clone(), self.root.clone(), self.keep.clone()))
+            .collect();
+        let node = self.node(node);
+        self.record_conditional(node, condition, kind, handles);
+        Ok((node, bodies))
+    }
+
+    /// How many nodes the graph has (not counting conditional bodies).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn node_count(&self) -> Result<usize> {
+        let mut n = 0usize;
+        // SAFETY: a null array asks for the count only.
+        unsafe { sys::cuGraphGetNodes(self.handle, std::ptr::null_mut(), &mut n) }
+            .check(|| "counting graph nodes")?;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A panic payload whose own `Drop` panics.
+    struct Bomb;
+
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's drop panics too");
+        }
+    }
+
+    #[test]
+    fn a_host_node_survives_a_payload_whose_drop_panics_and_reports_it() {
+        let keep = Keep::default();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let (boxed, p) = host_node_params(
+            move || {
+                r.fetch_add(1, Ordering::SeqCst);
+                std::panic::panic_any(Bomb);
+            },
+            &keep,
+        );
+        let trampoline = p.fn_.expect("a trampoline");
+        for _ in 0..2 {
+            // SAFETY: the node's data, alive in `boxed`, called as the driver would.
+            unsafe { trampoline(p.userData) };
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        let panic = keep.panics.take().expect("recorded");
+        assert_eq!(panic.count, 2);
+        assert_eq!(panic.message, "(a panic payload that is not a string)");
+        drop(boxed);
+        assert_eq!(Arc::strong_count(&runs), 1);
+    }
+
+    #[test]
+    fn a_host_node_marks_its_thread_as_a_callback_thread() {
+        let keep = Keep::default();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s = seen.clone();
+        let (_boxed, p) = host_node_params(
+            move || {
+                if crate::deferred::must_defer() {
+                    s.fetch_add(1, Ordering::SeqCst);
+                }
+            },
+            &keep,
+        );
+        // SAFETY: as above.
+        unsafe { p.fn_.expect("a trampoline")(p.userData) };
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        assert!(!crate::deferred::must_defer());
+    }
+}
