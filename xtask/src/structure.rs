@@ -353,6 +353,32 @@ impl Crate {
         n
     }
 
+    /// The import loops: the rooms of each strongly connected component of more
+    /// than one room, by name.
+    fn loops(&self) -> Vec<Vec<String>> {
+        let arrows = self.arrows();
+        let nodes: Vec<&ModPath> = self.rooms.keys().collect();
+        let index: BTreeMap<&ModPath, usize> =
+            nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let adj: Vec<Vec<usize>> = nodes
+            .iter()
+            .map(|n| {
+                arrows
+                    .get(*n)
+                    .into_iter()
+                    .flatten()
+                    .map(|t| index[t])
+                    .collect()
+            })
+            .collect();
+        let comp = scc(&adj);
+        let mut members: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            members.entry(comp[i]).or_default().push(name(n));
+        }
+        members.into_values().filter(|m| m.len() > 1).collect()
+    }
+
     fn report(&self, krate: &str, layered: bool) -> String {
         let arrows = self.arrows();
         let nodes: Vec<ModPath> = self.rooms.keys().cloned().collect();
@@ -401,7 +427,7 @@ impl Crate {
         for (i, n) in nodes.iter().enumerate() {
             members.entry(comp[i]).or_default().push(n);
         }
-        let loops: Vec<&Vec<&ModPath>> = members.values().filter(|m| m.len() > 1).collect();
+        let loops = self.loops();
 
         let mut out = String::new();
         let n_arrows: usize = adj.iter().map(Vec::len).sum();
@@ -441,8 +467,7 @@ impl Crate {
         }
         out += &format!("import loops: {}\n", loops.len());
         for l in &loops {
-            let names: Vec<String> = l.iter().map(|m| name(m)).collect();
-            out += &format!("  {}\n", names.join(" <-> "));
+            out += &format!("  {}\n", l.join(" <-> "));
         }
         let mut long: Vec<(&Room, &ModPath)> = self
             .rooms
@@ -938,6 +963,57 @@ mod tests {
         assert_eq!(uses, [(false, "crate::a".to_string())]);
         let inline: Vec<String> = inline_paths(&rest).iter().map(|p| p.join("::")).collect();
         assert_eq!(inline, ["crate::g::h"]);
+    }
+
+    /// Architecture Invariant: no crate of the workspace has an import loop (its
+    /// modules can be read bottom up; see "Floors" in docs/architecture.md).
+    /// `cargo xtask structure --crate NAME` shows the arrows of a loop this
+    /// reports, and `STRUCTURE_WHY=room` what each names.
+    #[test]
+    fn no_crate_has_an_import_loop() {
+        let crates = workspace_root().join("crates");
+        let mut names: Vec<String> = fs::read_dir(&crates)
+            .expect("crates/")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("src").is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert!(
+            names.iter().any(|n| n == "cudars-core") && names.len() > 5,
+            "{names:?}"
+        );
+        let mut found = Vec::new();
+        for krate in &names {
+            let graph = Crate::read(&crates.join(krate).join("src")).expect("readable source");
+            for l in graph.loops() {
+                found.push(format!("{krate}: {}", l.join(" <-> ")));
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "import loops (break each along a real seam: move the shared items \
+             down into a leaf module, or the impl block up beside what it needs):\n{}",
+            found.join("\n")
+        );
+    }
+
+    #[test]
+    fn a_loop_through_a_parent_module_is_found() {
+        let dir = std::env::temp_dir().join(format!("structure-loop-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("a")).unwrap();
+        fs::write(dir.join("lib.rs"), "mod a;\nmod b;\n").unwrap();
+        fs::write(
+            dir.join("a/mod.rs"),
+            "mod c;\npub use c::C;\npub struct A;\n",
+        )
+        .unwrap();
+        fs::write(dir.join("a/c.rs"), "use super::A;\npub struct C(A);\n").unwrap();
+        fs::write(dir.join("b.rs"), "use crate::a::C;\n").unwrap();
+        let graph = Crate::read(&dir).unwrap();
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(graph.loops(), [vec!["a".to_string(), "a::c".to_string()]]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::FoundVia;
+use crate::found_via::FoundVia;
 
 /// What was being looked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

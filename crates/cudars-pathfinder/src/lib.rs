@@ -100,6 +100,7 @@ mod artifacts;
 pub mod catalog;
 mod dynlib;
 mod error;
+mod found_via;
 #[cfg(unix)]
 mod ldcache;
 mod python;
@@ -111,9 +112,10 @@ pub use artifacts::{
     find_static_lib, supported_names,
 };
 pub use dynlib::{
-    FoundVia, LoadedDl, LocatedDynamicLib, load_nvidia_dynamic_lib, loaded_libraries,
+    LoadedDl, LocatedDynamicLib, load_nvidia_dynamic_lib, loaded_libraries,
     locate_nvidia_dynamic_lib,
 };
 pub use error::{ArtifactKind, PathfinderError, SearchStep};
+pub use found_via::FoundVia;
 pub use python::site_packages_dirs;
 pub use roots::get_cuda_path_or_home;
