@@ -983,12 +983,33 @@ mod tests {
             names.iter().any(|n| n == "cudars-core") && names.len() > 5,
             "{names:?}"
         );
+        // The loops still allowed, each with why; one that is gone fails the test
+        // too, so that the list only shrinks.
+        const ALLOWED: &[(&str, &str, &str)] = &[(
+            "cudars-nvtx",
+            "attributes <-> domain <-> range",
+            "a domain's event methods (mark, push, range) take attributes and make \
+             ranges, while attributes name the domain's registered strings; the fix \
+             moves those methods beside the ranges, with the tool-call macros",
+        )];
         let mut found = Vec::new();
+        let mut allowed_seen = Vec::new();
         for krate in &names {
             let graph = Crate::read(&crates.join(krate).join("src")).expect("readable source");
             for l in graph.loops() {
-                found.push(format!("{krate}: {}", l.join(" <-> ")));
+                let l = l.join(" <-> ");
+                if ALLOWED.iter().any(|(k, a, _)| k == krate && *a == l) {
+                    allowed_seen.push((krate.clone(), l));
+                } else {
+                    found.push(format!("{krate}: {l}"));
+                }
             }
+        }
+        for (k, a, _) in ALLOWED {
+            assert!(
+                allowed_seen.iter().any(|(sk, sa)| sk == k && sa == a),
+                "{k}: the allowed loop {a} is gone: take it off ALLOWED"
+            );
         }
         assert!(
             found.is_empty(),
