@@ -78,7 +78,7 @@ const LAYERS: &[(&str, u32, &str)] = &[
     ),
     (
         "system",
-        6,
+        2,
         "NVML: system and device information and control",
     ),
     ("root", 7, "lib.rs: the public paths (re-exports only)"),

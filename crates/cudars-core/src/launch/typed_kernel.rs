@@ -3,7 +3,9 @@
 //! Architecture Invariant: the signature is checked against the kernel's
 //! parameter information (count and sizes) when the handle is made, never again;
 //! a launch builds its argument array on the stack from the tuple and calls the
-//! driver, with no allocation and no dynamic dispatch. Borrowing does the rest: a
+//! driver, with no dynamic dispatch, and with no allocation when every view's
+//! buffer is freed on the launch stream (a buffer freed on another stream costs
+//! one event, which orders that free after the kernel). Borrowing does the rest: a
 //! [`MutPtr`] parameter takes a [`DeviceViewMut`], which exists only through an
 //! exclusive borrow, so one launch cannot be handed two views that may write the
 //! same elements.
