@@ -8,7 +8,8 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{CallbackPanic, Check as _, Error, Result};
 use crate::panics::{PanicSlot, drop_caught, run_caught};
-use crate::stream::{CaptureStatus, Stream};
+use crate::stream::Stream;
+use crate::stream_capture::CaptureStatus;
 
 /// A host function that runs once: the driver calls [`once_trampoline`] once with
 /// the box, which frees it.

@@ -104,6 +104,7 @@ mod panics;
 mod properties;
 mod resources;
 mod stream;
+mod stream_capture;
 mod sync;
 #[cfg(feature = "nvml")]
 #[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]

@@ -32,7 +32,8 @@ use crate::context::Context;
 use crate::error::{Check as _, Error, Result};
 use crate::event::Event;
 use crate::panics::PanicSlot;
-use crate::stream::{CaptureStatus, Stream};
+use crate::stream::Stream;
+use crate::stream_capture::CaptureStatus;
 use reactor::{Finish, Source};
 
 const AWAITING: &str = "awaiting the work queued on a stream";

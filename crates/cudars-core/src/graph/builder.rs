@@ -21,10 +21,10 @@ use crate::graph::builder_rules::{
     check_building, check_end, check_graph_memory, check_join, check_split_count, lock,
     next_builder_id,
 };
-use crate::stream::CaptureInfo;
+use crate::stream_capture::CaptureInfo;
 use crate::{
-    graph::exec::GraphCompleteOptions, graph::exec::GraphExec, stream::CaptureMode,
-    stream::CaptureStatus,
+    graph::exec::GraphCompleteOptions, graph::exec::GraphExec, stream_capture::CaptureMode,
+    stream_capture::CaptureStatus,
 };
 
 /// `cuStreamEndCapture`: the status and the graph (null when none came back).

@@ -6,7 +6,7 @@
 use super::define::{ConditionalKind, GraphCondition, Keep};
 use crate::error::{Error, Result};
 use crate::graph::view::CaptureArg;
-use crate::stream::CaptureStatus;
+use crate::stream_capture::CaptureStatus;
 use crate::{context::Context, device::Device, stream::Stream};
 use cudars_bindings::driver as sys;
 use std::borrow::Cow;

@@ -3,7 +3,7 @@
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Result};
-pub use crate::stream::{CaptureMode, CaptureStatus};
+pub use crate::stream_capture::{CaptureMode, CaptureStatus};
 use crate::{event::Event, stream::Stream};
 
 use super::Graph;

@@ -117,7 +117,7 @@ impl Drop for Root {
 /// Neither `Send` nor `Sync`: the driver requires a graph hierarchy (a graph and
 /// the bodies of its conditional nodes) to be modified from one thread at a time,
 /// and the bodies are separate values; keeping them on one thread guarantees it.
-/// Instantiate, and send the [`GraphExec`], to launch from elsewhere.
+/// Instantiate, and send the [`GraphExec`](crate::GraphExec), to launch from elsewhere.
 pub struct Graph {
     pub(super) handle: sys::CUgraph,
     pub(super) id: u64,
@@ -517,7 +517,7 @@ impl Graph {
     /// A panic in `f` is caught (nothing unwinds into the driver, and a payload
     /// whose own `Drop` panics does not abort the process) and recorded:
     /// [`take_callback_panic`](Self::take_callback_panic) (or the
-    /// instantiation's [`GraphExec::take_callback_panic`]) hands it over.
+    /// instantiation's [`GraphExec::take_callback_panic`](crate::GraphExec::take_callback_panic)) hands it over.
     ///
     /// # Errors
     /// The driver's error.

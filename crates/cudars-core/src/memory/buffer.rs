@@ -645,7 +645,7 @@ fn defer_free(
         // The stream's context, current: a special handle (the legacy default
         // stream) names the current context's.
         let _current = s.context().ensure_current()?;
-        if s.capture_status()? != crate::stream::CaptureStatus::None {
+        if s.capture_status()? != crate::stream_capture::CaptureStatus::None {
             return Err(Error::unsupported(
                 "retrying a deferred free",
                 "the stream it is ordered on is capturing a graph",

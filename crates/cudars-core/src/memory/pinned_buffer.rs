@@ -28,7 +28,7 @@ use crate::memory::view::{DeviceView, DeviceViewMut};
 use crate::stream::QueueId;
 use crate::{
     device::Device, event::Event, event::EventOptions, memory::buffer::Buffer,
-    memory::pinned::LegacyPinnedMemoryResource, stream::CaptureStatus, stream::Stream,
+    memory::pinned::LegacyPinnedMemoryResource, stream::Stream, stream_capture::CaptureStatus,
 };
 
 /// An array of `len` elements of type `T` in page-locked host memory

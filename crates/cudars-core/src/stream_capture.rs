@@ -1,0 +1,145 @@
+//! A stream's capture state: [`CaptureMode`], [`CaptureStatus`] and what the
+//! driver says of a stream's capture. Above `stream` (it adds the queries to
+//! [`Stream`]); read by host functions, buffers' frees and `graph/` (which starts
+//! and ends captures).
+
+use cudars_bindings::driver as sys;
+
+use crate::error::{Check as _, Result};
+use crate::stream::Stream;
+
+/// Which calls that are unsafe during a stream capture (a synchronous
+/// allocation, a synchronisation, a query of another stream, …) CUDA refuses while
+/// the capture runs (`CUstreamCaptureMode`).
+///
+/// **The default is [`Relaxed`](Self::Relaxed), as for `cuda.core`'s
+/// `GraphBuilder.begin_building()`**, so that a port behaves as its Python
+/// original. CUDA's C examples usually capture with `Global`, which also catches
+/// mistakes: a capture in `Global` mode fails (and is invalidated) when any thread
+/// makes such a call, one in `Relaxed` mode lets them through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CaptureMode {
+    /// Such calls from any thread are errors while capturing
+    /// (`CU_STREAM_CAPTURE_MODE_GLOBAL`).
+    Global,
+    /// Only this thread's such calls are errors
+    /// (`CU_STREAM_CAPTURE_MODE_THREAD_LOCAL`).
+    ThreadLocal,
+    /// No calls are restricted (`CU_STREAM_CAPTURE_MODE_RELAXED`); the default,
+    /// as in `cuda.core`.
+    #[default]
+    Relaxed,
+}
+
+impl CaptureMode {
+    /// The driver's value.
+    pub(crate) fn raw(self) -> sys::CUstreamCaptureMode {
+        match self {
+            CaptureMode::Global => sys::CU_STREAM_CAPTURE_MODE_GLOBAL,
+            CaptureMode::ThreadLocal => sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            CaptureMode::Relaxed => sys::CU_STREAM_CAPTURE_MODE_RELAXED,
+        }
+    }
+}
+
+/// Whether a stream is capturing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureStatus {
+    /// Not capturing.
+    None,
+    /// Capturing.
+    Active,
+    /// Capturing, but an error invalidated the capture.
+    Invalidated,
+}
+
+impl CaptureStatus {
+    /// From the driver's value.
+    fn from_raw(s: sys::CUstreamCaptureStatus) -> Self {
+        if s == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE {
+            CaptureStatus::Active
+        } else if s == sys::CU_STREAM_CAPTURE_STATUS_INVALIDATED {
+            CaptureStatus::Invalidated
+        } else {
+            CaptureStatus::None
+        }
+    }
+}
+
+/// What [`Stream::capture_info`] reads of a stream's capture.
+pub(crate) struct CaptureInfo {
+    /// Whether, and how, the stream is capturing.
+    pub(crate) status: CaptureStatus,
+    /// The graph being captured into (null when not capturing).
+    pub(crate) graph: sys::CUgraph,
+    /// The nodes the stream's next captured work will depend on.
+    pub(crate) deps: Vec<sys::CUgraphNode>,
+}
+
+impl Stream {
+    /// Whether the stream is capturing.
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn capture_status(&self) -> Result<CaptureStatus> {
+        // Green rule: every call on a green context's stream holds its lock.
+        let _green = self.context().green_guard()?;
+        let mut s = sys::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: `s` is valid for writes; a live stream.
+        unsafe { sys::cuStreamIsCapturing(self.handle(), &mut s) }
+            .check(|| "asking a stream's capture status")?;
+        Ok(CaptureStatus::from_raw(s))
+    }
+
+    /// The stream's capture: its status, the graph being captured into and the
+    /// nodes that the next captured work will depend on
+    /// (`cuStreamGetCaptureInfo`, the CUDA 12.3 shape where the driver has it).
+    pub(crate) fn capture_info(&self) -> Result<CaptureInfo> {
+        const WHAT: &str = "reading a stream's capture";
+        let _current = self.context().ensure_current()?;
+        let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        let mut deps: *const sys::CUgraphNode = std::ptr::null();
+        let mut n = 0usize;
+        let rc = if crate::versions::driver_at_least(12030) {
+            // SAFETY: every output is valid for writes (edge data is optional); a
+            // live stream.
+            unsafe {
+                sys::cuStreamGetCaptureInfo(
+                    self.handle(),
+                    &mut status,
+                    std::ptr::null_mut(),
+                    &mut graph,
+                    &mut deps,
+                    std::ptr::null_mut(),
+                    &mut n,
+                )
+            }
+        } else {
+            // SAFETY: as above, the shape of drivers before CUDA 12.3.
+            unsafe {
+                sys::cuda12::cuStreamGetCaptureInfo(
+                    self.handle(),
+                    &mut status,
+                    std::ptr::null_mut(),
+                    &mut graph,
+                    &mut deps,
+                    &mut n,
+                )
+            }
+        };
+        rc.check(|| WHAT)?;
+        let deps = if deps.is_null() || n == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the driver's array of `n` nodes, valid until the next call
+            // on the stream; copied at once.
+            unsafe { std::slice::from_raw_parts(deps, n) }.to_vec()
+        };
+        Ok(CaptureInfo {
+            status: CaptureStatus::from_raw(status),
+            graph,
+            deps,
+        })
+    }
+}
