@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::launch::{LaunchConfig, launch_raw};
 use crate::memory::resource::MemoryKind;
 use crate::memory::view::{DeviceView, DeviceViewMut};
-use crate::stream::CaptureStatus;
+use crate::stream_capture::CaptureStatus;
 use crate::{
     code::kernel::Kernel, graph::view::CaptureArg, graph::view::GraphView, memory::buffer::Buffer,
     stream::Stream,
