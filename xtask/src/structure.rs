@@ -356,9 +356,9 @@ impl Crate {
         n
     }
 
-    /// The import loops: the rooms of each strongly connected component of more
-    /// than one room, by name.
-    fn loops(&self) -> Vec<Vec<String>> {
+    /// The rooms in order, the arrows as indices into it, and the strongly
+    /// connected component of each room.
+    fn graph(&self) -> (Vec<&ModPath>, Vec<Vec<usize>>, Vec<usize>) {
         let arrows = self.arrows();
         let nodes: Vec<&ModPath> = self.rooms.keys().collect();
         let index: BTreeMap<&ModPath, usize> =
@@ -375,6 +375,13 @@ impl Crate {
             })
             .collect();
         let comp = scc(&adj);
+        (nodes, adj, comp)
+    }
+
+    /// The import loops: the rooms of each strongly connected component of more
+    /// than one room, by name.
+    fn loops(&self) -> Vec<Vec<String>> {
+        let (nodes, _, comp) = self.graph();
         let mut members: BTreeMap<usize, Vec<String>> = BTreeMap::new();
         for (i, n) in nodes.iter().enumerate() {
             members.entry(comp[i]).or_default().push(name(n));
@@ -383,22 +390,7 @@ impl Crate {
     }
 
     fn report(&self, krate: &str, layered: bool) -> String {
-        let arrows = self.arrows();
-        let nodes: Vec<ModPath> = self.rooms.keys().cloned().collect();
-        let index: BTreeMap<&ModPath, usize> =
-            nodes.iter().enumerate().map(|(i, n)| (n, i)).collect();
-        let adj: Vec<Vec<usize>> = nodes
-            .iter()
-            .map(|n| {
-                arrows
-                    .get(n)
-                    .into_iter()
-                    .flatten()
-                    .map(|t| index[t])
-                    .collect()
-            })
-            .collect();
-        let comp = scc(&adj);
+        let (nodes, adj, comp) = self.graph();
         let ncomp = comp.iter().max().map_or(0, |m| m + 1);
         // Floors of the condensation: the longest path down to a leaf.
         let mut floor = vec![None::<u32>; ncomp];
@@ -445,7 +437,7 @@ impl Crate {
                 let why = if comp[a] == comp[b] {
                     Some("in a loop".to_string())
                 } else if layered {
-                    match (declared(&nodes[a]), declared(&nodes[b])) {
+                    match (declared(nodes[a]), declared(nodes[b])) {
                         (Some((aa, fa)), Some((ab, fb))) if fb > fa => {
                             Some(format!("{aa} (floor {fa}) -> {ab} (floor {fb})"))
                         }
@@ -455,11 +447,7 @@ impl Crate {
                     None
                 };
                 if let Some(why) = why {
-                    back.push(format!(
-                        "  {} -> {}: {why}",
-                        name(&nodes[a]),
-                        name(&nodes[b])
-                    ));
+                    back.push(format!("  {} -> {}: {why}", name(nodes[a]), name(nodes[b])));
                 }
             }
         }
@@ -490,7 +478,7 @@ impl Crate {
         if std::env::var_os("STRUCTURE_ARROWS").is_some() {
             out += "arrows by room:\n";
             for (i, n) in nodes.iter().enumerate() {
-                let ts: Vec<String> = adj[i].iter().map(|&t| name(&nodes[t])).collect();
+                let ts: Vec<String> = adj[i].iter().map(|&t| name(nodes[t])).collect();
                 out += &format!("  {} -> {}\n", name(n), ts.join(" "));
             }
         }
