@@ -1,8 +1,7 @@
 //! What an NVTX event carries: its message, colour, category and payload.
 
-use std::ffi::{CStr, c_char, c_void};
-
-use crate::domain::RegisteredString;
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::marker::PhantomData;
 
 /// A colour on the timeline, as ARGB (`0xAARRGGBB`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -232,6 +231,51 @@ impl Attributes<'_> {
                 }
             }
         }
+    }
+}
+
+/// Text registered with a [`Domain`](crate::Domain) ([`Domain::register_string`](crate::Domain::register_string)): a message
+/// that costs the tool a handle lookup instead of a copy. It borrows its domain,
+/// so it cannot outlive it.
+#[derive(Debug)]
+pub struct RegisteredString<'d> {
+    /// The tool's `nvtxStringHandle_t` (null without a tool).
+    handle: *mut c_void,
+    /// The handle of the domain it was registered in.
+    domain: *mut c_void,
+    text: CString,
+    /// Borrows the domain it was registered in (made only by
+    /// [`Domain::register_string`](crate::Domain::register_string), whose `&self` gives `'d`).
+    _domain: PhantomData<&'d ()>,
+}
+
+// SAFETY: the handles are opaque tokens of the tool, never dereferenced here, and
+// usable from any thread by NVTX's contract; the text is an owned `CString`.
+// Soundness contract: rule 11.
+unsafe impl Send for RegisteredString<'_> {}
+// SAFETY: as for `Send`; nothing is mutated through `&self`.
+// Soundness contract: rule 11.
+unsafe impl Sync for RegisteredString<'_> {}
+
+impl RegisteredString<'_> {
+    pub(crate) fn new(handle: *mut c_void, domain: *mut c_void, text: CString) -> Self {
+        RegisteredString {
+            handle,
+            domain,
+            text,
+            _domain: PhantomData,
+        }
+    }
+
+    /// The registered text.
+    pub fn text(&self) -> &CStr {
+        &self.text
+    }
+    pub(crate) fn handle(&self) -> *mut c_void {
+        self.handle
+    }
+    pub(crate) fn domain_handle(&self) -> *mut c_void {
+        self.domain
     }
 }
 

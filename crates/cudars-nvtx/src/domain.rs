@@ -1,12 +1,10 @@
 //! Domains: a library's own namespace of ranges, marks, categories and
 //! registered strings, shown as its own row group in Nsight Systems.
 
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
-use std::marker::PhantomData;
+use std::ffi::{CString, c_char, c_int, c_void};
 use std::sync::LazyLock;
 
-use crate::attributes::{Attributes, RawAttributes, with_c_str};
-use crate::range::{Range, ScopedRange};
+use crate::attributes::{Attributes, RawAttributes, RegisteredString, with_c_str};
 use crate::tool::{self, CORE2_SLOTS, core2};
 
 /// An NVTX domain. Events in a domain are grouped under its name on the
@@ -108,14 +106,6 @@ impl Domain {
         }
     }
 
-    /// A range on the calling thread, from now until the guard drops (a push now,
-    /// a pop then).
-    #[must_use = "the range ends when the guard drops"]
-    pub fn range<'a>(&self, attributes: impl Into<Attributes<'a>>) -> ScopedRange<'_> {
-        self.push(attributes);
-        ScopedRange::new(Some(self))
-    }
-
     /// Pushes a range onto the calling thread's stack of this domain; returns the
     /// depth of the new range, or `None` when no tool keeps a stack.
     pub fn push<'a>(&self, attributes: impl Into<Attributes<'a>>) -> Option<u32> {
@@ -134,19 +124,17 @@ impl Domain {
         u32::try_from(unsafe { f(self.handle) }).ok()
     }
 
-    /// Starts a range that any thread may end (with [`Range::end`] or by dropping
-    /// it): a request handed from thread to thread, an asynchronous phase.
-    #[must_use = "the range ends when it drops"]
-    pub fn start_range<'a>(&self, attributes: impl Into<Attributes<'a>>) -> Range<'_> {
-        let id = match core2_fn!(DOMAIN_RANGE_START_EX as DomainRangeStartEx) {
+    /// Starts a range of this domain (`nvtxDomainRangeStartEx`); the tool's id
+    /// for it, 0 without a tool.
+    pub(crate) fn start_raw<'a>(&self, attributes: impl Into<Attributes<'a>>) -> u64 {
+        match core2_fn!(DOMAIN_RANGE_START_EX as DomainRangeStartEx) {
             Some(f) => {
                 let a = attributes.into();
                 // SAFETY: the tool's `nvtxDomainRangeStartEx`, as for `mark`.
                 a.with_raw(self.handle, |r| unsafe { f(self.handle, r) })
             }
             None => 0,
-        };
-        Range::new(id, Some(self))
+        }
     }
 
     pub(crate) fn pop_raw(&self) {
@@ -186,12 +174,7 @@ impl Domain {
             Some(f) => unsafe { f(self.handle, text.as_ptr()) },
             None => std::ptr::null_mut(),
         };
-        RegisteredString {
-            handle,
-            domain: self.handle,
-            text,
-            _domain: PhantomData,
-        }
+        RegisteredString::new(handle, self.handle, text)
     }
 }
 
@@ -205,39 +188,5 @@ impl Drop for Domain {
             // every guard and registered string borrowing the domain is gone.
             unsafe { f(self.handle) }
         }
-    }
-}
-
-/// Text registered with a [`Domain`] ([`Domain::register_string`]): a message
-/// that costs the tool a handle lookup instead of a copy. It borrows its domain,
-/// so it cannot outlive it.
-#[derive(Debug)]
-pub struct RegisteredString<'d> {
-    /// The tool's `nvtxStringHandle_t` (null without a tool).
-    handle: *mut c_void,
-    /// The handle of the domain it was registered in.
-    domain: *mut c_void,
-    text: CString,
-    _domain: PhantomData<&'d Domain>,
-}
-
-// SAFETY: the handles are opaque tokens of the tool, never dereferenced here, and
-// usable from any thread by NVTX's contract; the text is an owned `CString`.
-// Soundness contract: rule 11.
-unsafe impl Send for RegisteredString<'_> {}
-// SAFETY: as for `Send`; nothing is mutated through `&self`.
-// Soundness contract: rule 11.
-unsafe impl Sync for RegisteredString<'_> {}
-
-impl RegisteredString<'_> {
-    /// The registered text.
-    pub fn text(&self) -> &CStr {
-        &self.text
-    }
-    pub(crate) fn handle(&self) -> *mut c_void {
-        self.handle
-    }
-    pub(crate) fn domain_handle(&self) -> *mut c_void {
-        self.domain
     }
 }

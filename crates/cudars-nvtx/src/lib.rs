@@ -54,8 +54,8 @@ mod tool;
 
 use std::ffi::{c_int, c_void};
 
-pub use attributes::{Attributes, Color, Message, Payload};
-pub use domain::{Domain, RegisteredString};
+pub use attributes::{Attributes, Color, Message, Payload, RegisteredString};
+pub use domain::Domain;
 #[cfg(feature = "tracing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub use layer::NvtxLayer;

@@ -2,7 +2,8 @@
 
 use std::marker::PhantomData;
 
-use crate::Domain;
+use crate::attributes::Attributes;
+use crate::domain::Domain;
 
 /// A range on the calling thread's stack, ended (popped) when the guard drops.
 /// Made by [`range`](crate::range) or [`Domain::range`].
@@ -68,5 +69,24 @@ impl Drop for Range<'_> {
             Some(d) => d.end_raw(self.id),
             None => crate::end_raw(self.id),
         }
+    }
+}
+
+/// The range methods of [`Domain`], beside the guards they return (the domain's
+/// own module knows no range).
+impl Domain {
+    /// A range on the calling thread, from now until the guard drops (a push now,
+    /// a pop then).
+    #[must_use = "the range ends when the guard drops"]
+    pub fn range<'a>(&self, attributes: impl Into<Attributes<'a>>) -> ScopedRange<'_> {
+        self.push(attributes);
+        ScopedRange::new(Some(self))
+    }
+
+    /// Starts a range that any thread may end (with [`Range::end`] or by dropping
+    /// it): a request handed from thread to thread, an asynchronous phase.
+    #[must_use = "the range ends when it drops"]
+    pub fn start_range<'a>(&self, attributes: impl Into<Attributes<'a>>) -> Range<'_> {
+        Range::new(self.start_raw(attributes), Some(self))
     }
 }
