@@ -15,7 +15,8 @@ use crate::error::{Error, Result};
 use crate::memory::device_buffer::DeviceBuffer;
 use crate::memory::pinned_buffer::PinnedBuffer;
 use crate::memory::view::{DeviceView, DeviceViewMut};
-use crate::stream::{CaptureStatus, Stream};
+use crate::stream::Stream;
+use crate::stream_capture::CaptureStatus;
 
 /// A future of [`DeviceView::to_vec_async`]: the elements in a new vector.
 #[must_use = "a future does nothing unless awaited; dropping it does not cancel the copy"]
