@@ -28,7 +28,7 @@ pub enum WorldError {
     /// A launcher's variables are missing, malformed or inconsistent
     /// ([`World::from_env`](crate::World::from_env)): it names every variable
     /// read and the ones missing.
-    Env(crate::world::EnvError),
+    Env(crate::launcher::EnvError),
     /// NCCL was still at work when the timeout passed (a rank that never
     /// joined, a root nobody reached, ranks that disagree on the size, a
     /// collective whose peer is gone). A communicator still being made was

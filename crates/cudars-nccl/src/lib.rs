@@ -48,6 +48,7 @@ mod comm;
 mod error;
 mod group;
 mod id;
+mod launcher;
 mod op;
 mod types;
 mod world;
@@ -56,8 +57,9 @@ pub use comm::{CommConfig, Communicator};
 pub use error::{Error, Result, TimedOut, WorldError};
 pub use group::Group;
 pub use id::{UNIQUE_ID_BYTES, UniqueId};
+pub use launcher::{EnvError, Launcher};
 pub use types::{CustomOp, Element, ReduceOp, Reduction};
-pub use world::{DEFAULT_JOIN_TIMEOUT, EnvError, Launcher, NCCL_COMM_ID, World};
+pub use world::{DEFAULT_JOIN_TIMEOUT, NCCL_COMM_ID, World};
 
 /// The loaded NCCL's version: major, minor and patch, e.g. `(2, 28, 9)`.
 ///

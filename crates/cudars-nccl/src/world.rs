@@ -8,7 +8,6 @@
 //! every malformed setting are tested without a GPU or a launcher; only
 //! [`World::from_env`] reads the process environment.
 
-use std::fmt;
 use std::time::Duration;
 
 use cudars_core::Device;
@@ -16,104 +15,13 @@ use cudars_core::Device;
 use crate::comm::{CommConfig, Communicator};
 use crate::error::{Error, Result, WorldError};
 use crate::id::UniqueId;
+use crate::launcher::{EnvError, Launcher};
 
 /// The variable NCCL reads its bootstrap root's address from (`host:port`).
 pub const NCCL_COMM_ID: &str = "NCCL_COMM_ID";
 
 /// How long [`Communicator::from_env`] waits for every rank to join: 5 minutes.
 pub const DEFAULT_JOIN_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The launcher whose variables described this process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Launcher {
-    /// PyTorch's `torchrun` (or anything setting `RANK`, `WORLD_SIZE`,
-    /// `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT` the same way).
-    Torchrun,
-    /// Open MPI's `mpirun` (`OMPI_COMM_WORLD_*`).
-    OpenMpi,
-    /// MPICH's (Hydra's) `mpirun`/`mpiexec`, or another PMI launcher
-    /// (`PMI_RANK`, `PMI_SIZE`, `MPI_LOCALRANKID`).
-    Mpich,
-    /// Slurm's `srun` (`SLURM_PROCID`, `SLURM_NTASKS`, `SLURM_LOCALID`).
-    Slurm,
-    /// No launcher's variables: one process, a world of one rank.
-    None,
-}
-
-impl Launcher {
-    /// The launcher's name, as errors and logs print it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Torchrun => "torchrun",
-            Self::OpenMpi => "Open MPI",
-            Self::Mpich => "MPICH/PMI",
-            Self::Slurm => "Slurm",
-            Self::None => "no launcher",
-        }
-    }
-}
-
-impl fmt::Display for Launcher {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The launcher's variables are missing, malformed or disagree: which launcher
-/// they seemed to come from, every variable read (with its value, or unset),
-/// the ones that were needed and missing, and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvError {
-    launcher: Launcher,
-    read: Vec<(&'static str, Option<String>)>,
-    missing: Vec<&'static str>,
-    problem: String,
-}
-
-impl EnvError {
-    /// The launcher the variables seemed to come from.
-    pub fn launcher(&self) -> Launcher {
-        self.launcher
-    }
-
-    /// Every variable read, in order, with its value (`None`: unset).
-    pub fn read(&self) -> &[(&'static str, Option<String>)] {
-        &self.read
-    }
-
-    /// The variables that were needed and not set.
-    pub fn missing(&self) -> &[&'static str] {
-        &self.missing
-    }
-
-    /// What is wrong, in words.
-    pub fn problem(&self) -> &str {
-        &self.problem
-    }
-}
-
-impl fmt::Display for EnvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "reading this process's rank from the {} variables: {} (read ",
-            self.launcher, self.problem
-        )?;
-        for (i, (name, value)) in self.read.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            match value {
-                Some(v) => write!(f, "{name}={v}")?,
-                None => write!(f, "{name} unset")?,
-            }
-        }
-        f.write_str(")")
-    }
-}
-
-impl std::error::Error for EnvError {}
 
 /// This process's place in a multi-process job: its rank, the number of ranks,
 /// its rank on this machine, and where the ranks meet. Read from a launcher's
