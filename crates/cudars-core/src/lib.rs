@@ -88,6 +88,7 @@
 
 mod callback;
 pub mod checkpoint;
+mod cleanup;
 mod code;
 mod completion;
 mod context;
@@ -112,6 +113,7 @@ pub mod system;
 mod timeline;
 mod versions;
 
+pub use cleanup::{CleanupFailures, cleanup_failures, clear_cleanup_hook, set_cleanup_hook};
 #[cfg(feature = "cache")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
 pub use code::cache;
@@ -507,6 +509,9 @@ pub use memory::{
     PoolReuse,
 };
 pub use properties::DeviceProperties;
-pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
+pub use resources::{
+    DeviceResources, SmGroup, SmResource, SmResourceFlags, SmResourceOptions, SmSplit,
+    WorkqueueResource, WorkqueueResourceOptions, WorkqueueSharingScope,
+};
 pub use stream::{Stream, StreamOptions};
 pub use versions::{Component, Versions, versions};

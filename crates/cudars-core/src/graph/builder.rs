@@ -378,7 +378,10 @@ impl GraphBuilder {
                 if let Err(e) = rc.check(|| "ending a graph builder") {
                     if !g.is_null() {
                         // SAFETY: the partial graph, ours, destroyed once.
-                        let _ = unsafe { sys::cuGraphDestroy(g) };
+                        crate::cleanup::driver(
+                            unsafe { sys::cuGraphDestroy(g) },
+                            "destroying a graph (cuGraphDestroy)",
+                        );
                     }
                     return Err(e);
                 }
@@ -717,7 +720,10 @@ impl GraphBuilder {
         let (_, g) = end_capture_raw(&self.stream);
         if !g.is_null() {
             // SAFETY: the partial graph, ours, destroyed once.
-            let _ = unsafe { sys::cuGraphDestroy(g) };
+            crate::cleanup::driver(
+                unsafe { sys::cuGraphDestroy(g) },
+                "destroying a graph (cuGraphDestroy)",
+            );
         }
     }
 }

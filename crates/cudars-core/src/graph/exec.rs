@@ -297,6 +297,9 @@ impl Drop for GraphExec {
         }
         let _current = self.ctx.ensure_current();
         // SAFETY: an owned executable graph, destroyed once (launched work completes).
-        let _ = unsafe { sys::cuGraphExecDestroy(self.handle) };
+        crate::cleanup::driver(
+            unsafe { sys::cuGraphExecDestroy(self.handle) },
+            "destroying an executable graph (cuGraphExecDestroy)",
+        );
     }
 }

@@ -390,7 +390,10 @@ impl Drop for GraphicsResource {
         let _current = self.ctx.ensure_current();
         // SAFETY: a live, unmapped resource (a mapping borrows it; a leaked
         // one was unmapped and waited for above), unregistered once.
-        let _ = unsafe { sys::cuGraphicsUnregisterResource(self.handle) };
+        crate::cleanup::driver(
+            unsafe { sys::cuGraphicsUnregisterResource(self.handle) },
+            "unregistering a graphics resource (cuGraphicsUnregisterResource)",
+        );
     }
 }
 
