@@ -174,7 +174,10 @@ fn nvfatbin_reports_its_version_and_major_or_why_it_is_missing() {
             if (v.major, v.minor) >= (13, 5) {
                 assert_eq!(resolved, total, "every nvFatbin entry point resolves");
             } else {
-                assert!(resolved + 1 >= total, "{resolved}/{total} nvFatbin entry points");
+                assert!(
+                    resolved + 1 >= total,
+                    "{resolved}/{total} nvFatbin entry points"
+                );
             }
             // An empty handle builds nothing: nvFatbin describes its own codes.
             let mut h: nvfatbin::nvFatbinHandle = std::ptr::null_mut();

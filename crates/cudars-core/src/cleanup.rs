@@ -30,8 +30,8 @@ static LAST: Mutex<Option<String>> = Mutex::new(None);
 pub struct CleanupFailures {
     /// How many cleanup calls have failed in this process.
     pub count: u64,
-    /// The latest failure, as its error displays (what was being released and the
-    /// CUDA error name).
+    /// The latest failure: what was being released, then each cause (the CUDA
+    /// error's name and description), joined by `": "`.
     pub last: Option<String>,
 }
 
@@ -63,12 +63,24 @@ pub fn cleanup_failures() -> CleanupFailures {
 pub(crate) fn report(result: crate::error::Result<()>) {
     let Err(e) = result else { return };
     COUNT.fetch_add(1, Ordering::Relaxed);
-    *LAST.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
+    *LAST.lock().unwrap_or_else(PoisonError::into_inner) = Some(chain(&e));
     let hook = HOOK.read().unwrap_or_else(PoisonError::into_inner).clone();
     if let Some(hook) = hook {
         // Nothing unwinds out of a `Drop` (soundness contract, rule 7).
         let _caught = catch_unwind(AssertUnwindSafe(|| hook(&e)));
     }
+}
+
+/// `e` and its causes, joined by `": "`.
+fn chain(e: &Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
 }
 
 /// Reports a failed driver call made by a `Drop`.
@@ -86,7 +98,7 @@ mod tests {
         let seen = Arc::new(AtomicU64::new(0));
         let s = seen.clone();
         set_cleanup_hook(move |e| {
-            assert!(e.to_string().contains("CUDA_ERROR_INVALID_HANDLE"), "{e}");
+            assert!(chain(e).contains("CUDA_ERROR_INVALID_HANDLE"), "{e}");
             s.fetch_add(1, Ordering::Relaxed);
         });
         let before = cleanup_failures().count;
@@ -97,7 +109,9 @@ mod tests {
         driver(cudars_bindings::driver::CUDA_SUCCESS, "not a failure");
         let after = cleanup_failures();
         assert!(after.count > before);
-        assert!(after.last.unwrap().contains("cuEventDestroy"));
+        let last = after.last.unwrap();
+        assert!(last.contains("cuEventDestroy"), "{last}");
+        assert!(last.contains("CUDA_ERROR_INVALID_HANDLE"), "{last}");
         assert_eq!(seen.load(Ordering::Relaxed), 1);
         // A panicking hook is caught.
         set_cleanup_hook(|_| panic!("a hook that panics"));
