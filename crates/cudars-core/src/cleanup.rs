@@ -8,6 +8,11 @@
 //! writes nothing to stdout or stderr. Failures are never dropped silently: every
 //! one is counted, whether or not a hook is installed.
 //!
+//! Not reported here: a free of device memory that fails. It is not lost but
+//! retried (soundness contract, rule 6), and [`deferred_frees`](crate::deferred_frees)
+//! counts what waits. Nor is ending an abandoned graph capture, whose "failure"
+//! (already ended, invalidated) is the expected outcome.
+//!
 //! A hook runs on the thread of the `Drop`, which may hold crate locks: it must
 //! not call back into cudars-core. A hook that panics has its panic caught and
 //! counted as that failure's only report.

@@ -284,8 +284,9 @@ impl Device {
         if kept != ctx as usize {
             // Another thread won the race; give back this retain.
             // SAFETY: balances the retain above.
+            let rc = unsafe { sys::cuDevicePrimaryCtxRelease(self.handle) };
             crate::cleanup::driver(
-                unsafe { sys::cuDevicePrimaryCtxRelease(self.handle) },
+                rc,
                 "releasing a device's primary context (cuDevicePrimaryCtxRelease)",
             );
         }

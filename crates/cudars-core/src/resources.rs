@@ -607,10 +607,8 @@ impl Context {
         // writes.
         if let Err(e) = unsafe { sys::cuCtxFromGreenCtx(&mut ctx, green) }.check(what) {
             // SAFETY: destroys the green context made above, which nothing else holds.
-            crate::cleanup::driver(
-                unsafe { sys::cuGreenCtxDestroy(green) },
-                "destroying a green context (cuGreenCtxDestroy)",
-            );
+            let rc = unsafe { sys::cuGreenCtxDestroy(green) };
+            crate::cleanup::driver(rc, "destroying a green context (cuGreenCtxDestroy)");
             return Err(e);
         }
         Ok(Self::wrap_green(ctx, green, *device))

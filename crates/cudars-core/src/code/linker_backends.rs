@@ -484,10 +484,8 @@ impl Drop for DriverLink {
         if !self.state.is_null() {
             let _current = self.enter();
             // SAFETY: a state from cuLinkCreate, destroyed once here.
-            crate::cleanup::driver(
-                unsafe { sys::cuLinkDestroy(self.state) },
-                "destroying the driver's link state (cuLinkDestroy)",
-            );
+            let rc = unsafe { sys::cuLinkDestroy(self.state) };
+            crate::cleanup::driver(rc, "destroying the driver's link state (cuLinkDestroy)");
         }
     }
 }

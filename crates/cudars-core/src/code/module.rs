@@ -197,10 +197,8 @@ impl Drop for Inner {
             let unload = move |h: sys::CUmodule| {
                 let _current = ctx.ensure_current();
                 // SAFETY: an owned module, unloaded once, after every kernel from it.
-                crate::cleanup::driver(
-                    unsafe { sys::cuModuleUnload(h) },
-                    "unloading a module (cuModuleUnload)",
-                );
+                let rc = unsafe { sys::cuModuleUnload(h) };
+                crate::cleanup::driver(rc, "unloading a module (cuModuleUnload)");
             };
             if crate::deferred::must_defer() {
                 // SAFETY: the owned module handle; its one unload moves to the queue.

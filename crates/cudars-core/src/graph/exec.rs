@@ -297,9 +297,7 @@ impl Drop for GraphExec {
         }
         let _current = self.ctx.ensure_current();
         // SAFETY: an owned executable graph, destroyed once (launched work completes).
-        crate::cleanup::driver(
-            unsafe { sys::cuGraphExecDestroy(self.handle) },
-            "destroying an executable graph (cuGraphExecDestroy)",
-        );
+        let rc = unsafe { sys::cuGraphExecDestroy(self.handle) };
+        crate::cleanup::driver(rc, "destroying an executable graph (cuGraphExecDestroy)");
     }
 }

@@ -397,10 +397,8 @@ impl Drop for OpaqueArray {
                 let _current = ctx.ensure_current();
                 // SAFETY: an owned array, destroyed once; textures and surfaces
                 // made from it hold it (in an `Arc`) and are gone.
-                crate::cleanup::driver(
-                    unsafe { sys::cuArrayDestroy(h) },
-                    "destroying an array (cuArrayDestroy)",
-                );
+                let rc = unsafe { sys::cuArrayDestroy(h) };
+                crate::cleanup::driver(rc, "destroying an array (cuArrayDestroy)");
             };
             if crate::deferred::must_defer() {
                 // SAFETY: the owned array; its one destroy moves to the queue.
@@ -435,10 +433,8 @@ impl Drop for MipmappedInner {
             let _current = ctx.ensure_current();
             // SAFETY: an owned mipmapped array, destroyed once, after every level
             // and texture (they hold this `Arc`).
-            crate::cleanup::driver(
-                unsafe { sys::cuMipmappedArrayDestroy(h) },
-                "destroying a mipmapped array (cuMipmappedArrayDestroy)",
-            );
+            let rc = unsafe { sys::cuMipmappedArrayDestroy(h) };
+            crate::cleanup::driver(rc, "destroying a mipmapped array (cuMipmappedArrayDestroy)");
         };
         if crate::deferred::must_defer() {
             // SAFETY: the owned array; its one destroy moves to the queue.

@@ -48,8 +48,9 @@ macro_rules! handle_object {
                 let destroy = move |h| {
                     let _current = ctx.ensure_current();
                     // SAFETY: an owned object handle, destroyed once.
+                    let rc = unsafe { sys::$destroy(h) };
                     crate::cleanup::driver(
-                        unsafe { sys::$destroy(h) },
+                        rc,
                         concat!(
                             "destroying a texture or surface object (",
                             stringify!($destroy),

@@ -306,10 +306,8 @@ unsafe impl MemoryResource for ManagedMemoryResource {
             };
             if let Err(e) = rc {
                 // SAFETY: frees what was allocated above, once.
-                crate::cleanup::driver(
-                    unsafe { sys::cuMemFree(p) },
-                    "freeing managed memory (cuMemFree)",
-                );
+                let rc = unsafe { sys::cuMemFree(p) };
+                crate::cleanup::driver(rc, "freeing managed memory (cuMemFree)");
                 return Err(e);
             }
         }

@@ -342,10 +342,8 @@ impl VirtualMemoryResource {
             .check(|| format!("creating {size} bytes of physical memory"))?;
         let release = |h| {
             // SAFETY: a handle from `cuMemCreate`, released once.
-            crate::cleanup::driver(
-                unsafe { sys::cuMemRelease(h) },
-                "releasing a physical allocation (cuMemRelease)",
-            );
+            let rc = unsafe { sys::cuMemRelease(h) };
+            crate::cleanup::driver(rc, "releasing a physical allocation (cuMemRelease)");
         };
         // SAFETY: `at..at+size` lies in a range this resource reserved and left unmapped.
         let mapped = unsafe { sys::cuMemMap(at, size, 0, handle, 0) };
@@ -355,10 +353,8 @@ impl VirtualMemoryResource {
         }
         if let Err(e) = set_access_raw(at, size, access) {
             // SAFETY: undoes the mapping above.
-            crate::cleanup::driver(
-                unsafe { sys::cuMemUnmap(at, size) },
-                "unmapping virtual memory (cuMemUnmap)",
-            );
+            let rc = unsafe { sys::cuMemUnmap(at, size) };
+            crate::cleanup::driver(rc, "unmapping virtual memory (cuMemUnmap)");
             release(handle);
             return Err(e);
         }
@@ -724,10 +720,8 @@ unsafe impl MemoryResource for VirtualMemoryResource {
             }
             Err(e) => {
                 // SAFETY: the range reserved above, freed once.
-                crate::cleanup::driver(
-                    unsafe { sys::cuMemAddressFree(base, reserve) },
-                    "freeing a virtual address range (cuMemAddressFree)",
-                );
+                let rc = unsafe { sys::cuMemAddressFree(base, reserve) };
+                crate::cleanup::driver(rc, "freeing a virtual address range (cuMemAddressFree)");
                 Err(e)
             }
         }
