@@ -1,13 +1,15 @@
 //! `cargo xtask test`: the project's test run, as the README gives it.
 //!
-//! Builds the tests once, then runs them twice: against NVIDIA's CUDA 13.0 wheels
-//! (`tests/wheels.txt`, in `target/cuda-venv`) and against the CUDA 12.9 wheels
-//! (`tests/wheels-cu12.txt`, in `target/cuda12-venv`), each pass with
+//! Builds the tests once, then runs them three times: against NVIDIA's CUDA 13.0
+//! wheels (`tests/wheels.txt`, in `target/cuda-venv`), the CUDA 12.9 wheels
+//! (`tests/wheels-cu12.txt`, in `target/cuda12-venv`) and the newest CUDA 13
+//! wheels (`tests/wheels-cu13-latest.txt`, in `target/cuda13-latest-venv`: the
+//! toolkit the bindings' headers come from), each pass with
 //! `VIRTUAL_ENV` pointing at its venv, so the real NVRTC, nvJitLink, NVVM and
 //! runtime libraries of both majors are found, loaded and used by the same
 //! binaries without a GPU. `CUDA_RS_EXPECT_MAJOR` tells the tests which major the
 //! pass is for; `CUDA_RS_REQUIRE_WHEELS=1` makes a test needing the wheels fail
-//! rather than skip if they are missing. `--cuda 12|13` runs one pass.
+//! rather than skip if they are missing. `--cuda 12|13|13-latest` runs one pass.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,11 +78,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let no_venv = take_flag(&mut args, "--no-venv");
     let cuda = crate::util::take_value(&mut args, "--cuda")?;
     crate::util::no_more(&args)?;
-    let majors: &[u32] = match cuda.as_deref() {
-        None | Some("all") => &[13, 12],
-        Some("13") => &[13],
-        Some("12") => &[12],
-        Some(o) => return Err(format!("--cuda takes 12, 13 or all, not `{o}`")),
+    let passes: &[Pass] = match cuda.as_deref() {
+        None | Some("all") => &[Pass::Cuda13, Pass::Cuda12, Pass::Cuda13Latest],
+        Some("13") => &[Pass::Cuda13],
+        Some("12") => &[Pass::Cuda12],
+        Some("13-latest") => &[Pass::Cuda13Latest],
+        Some(o) => return Err(format!("--cuda takes 12, 13, 13-latest or all, not `{o}`")),
     };
 
     // One build, then one pass per major: the same binaries drive the CUDA 13.0
@@ -96,15 +99,16 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "--no-run",
     ]);
     run_cmd(&mut build)?;
-    for &major in majors {
+    for &pass in passes {
+        let major = pass.major();
         let mut cmd = cargo();
         cmd.current_dir(workspace_root()).arg("test");
-        if major == 13 {
+        if pass == Pass::Cuda13 {
             cmd.args(["--workspace", "--all-features", "--all-targets"]);
         } else {
-            // The CUDA 12 pass reruns the crates whose behaviour depends on the
-            // toolkit's major (the pathfinder's layout tests are about the CUDA
-            // 13 wheels' layout); the binaries are those of the build above.
+            // The CUDA 12 and newest-13 passes rerun the crates whose behaviour
+            // depends on the toolkit (the pathfinder's layout tests are about the
+            // CUDA 13.0 wheels' layout); the binaries are those of the build above.
             cmd.args([
                 "-p",
                 "cudars-bindings",
@@ -115,11 +119,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             ]);
         }
         if !no_venv {
-            let venv = venv_for(major);
-            ensure_venv_from(&venv, wheels_list(major))?;
+            let venv = pass.venv();
+            ensure_venv_from(&venv, pass.wheels_list())?;
             wheels_env(&mut cmd, &venv);
             cmd.env("CUDA_RS_EXPECT_MAJOR", major.to_string());
-            println!("xtask test: the CUDA {major} pass ({})", venv.display());
+            println!("xtask test: the {} pass ({})", pass.label(), venv.display());
         }
         cmd.args(&passthrough);
         run_cmd(&mut cmd)?;
@@ -132,6 +136,48 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     doc.current_dir(workspace_root())
         .args(["test", "--workspace", "--all-features", "--doc"]);
     run_cmd(&mut doc)
+}
+
+/// One run of the tests against one set of wheels.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// CUDA 13.0 (`tests/wheels.txt`), as the GPU machines' driver.
+    Cuda13,
+    /// CUDA 12.9 (`tests/wheels-cu12.txt`).
+    Cuda12,
+    /// The newest CUDA 13 (`tests/wheels-cu13-latest.txt`), the headers' toolkit.
+    Cuda13Latest,
+}
+
+impl Pass {
+    fn major(self) -> u32 {
+        match self {
+            Self::Cuda12 => 12,
+            Self::Cuda13 | Self::Cuda13Latest => 13,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Cuda13 => "CUDA 13.0",
+            Self::Cuda12 => "CUDA 12.9",
+            Self::Cuda13Latest => "newest CUDA 13",
+        }
+    }
+
+    fn wheels_list(self) -> &'static str {
+        match self {
+            Self::Cuda13Latest => "tests/wheels-cu13-latest.txt",
+            _ => wheels_list(self.major()),
+        }
+    }
+
+    fn venv(self) -> PathBuf {
+        match self {
+            Self::Cuda13Latest => workspace_root().join("target").join("cuda13-latest-venv"),
+            _ => venv_for(self.major()),
+        }
+    }
 }
 
 /// The wheels list of a major (relative to the workspace root).

@@ -58,8 +58,10 @@ fn devices_have_names_and_memory() {
     let v = cudars_bindings::driver::version().unwrap();
     assert!(v.major >= 12, "{v}");
     let (resolved, all) = resolved_count().unwrap();
+    // The headers are CUDA 13.5's: a 13.0 driver has 91% of their entry points,
+    // a 12.4 driver (the shim's `run-shim.sh 12040`) 85%.
     assert!(
-        resolved * 10 > all * 9,
+        resolved * 5 > all * 4,
         "{resolved}/{all} driver entry points resolved"
     );
     println!(

@@ -169,7 +169,16 @@ fn nvfatbin_reports_its_version_and_major_or_why_it_is_missing() {
             let name = lib.abs_path().file_name().unwrap().to_string_lossy();
             assert!(name.contains(&format!(".so.{}", v.major)), "{name}");
             let (resolved, total) = nvfatbin::resolved_count().unwrap();
-            assert_eq!(resolved, total, "every nvFatbin entry point resolves");
+            // The headers' release (13.5) has them all; an older one lacks what
+            // came later (`nvFatbinAddTileIR`, 13.5).
+            if (v.major, v.minor) >= (13, 5) {
+                assert_eq!(resolved, total, "every nvFatbin entry point resolves");
+            } else {
+                assert!(
+                    resolved + 1 >= total,
+                    "{resolved}/{total} nvFatbin entry points"
+                );
+            }
             // An empty handle builds nothing: nvFatbin describes its own codes.
             let mut h: nvfatbin::nvFatbinHandle = std::ptr::null_mut();
             unsafe { nvfatbin::nvFatbinCreate(&mut h, std::ptr::null_mut(), 0) }

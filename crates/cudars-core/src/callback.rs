@@ -196,7 +196,8 @@ impl Stream {
             drop(gate);
             // SAFETY: our one reference was not moved; releasing it runs the
             // destructor, which frees the box.
-            let _ = unsafe { sys::cuUserObjectRelease(object, 1) };
+            let rc = unsafe { sys::cuUserObjectRelease(object, 1) };
+            crate::cleanup::driver(rc, "releasing a user object (cuUserObjectRelease)");
             return Err(e);
         }
         // SAFETY: the graph owns `data` (above) for as long as it can run the node.

@@ -203,8 +203,9 @@ impl Process {
                 pairs.as_mut_ptr()
             },
             gpuPairsCount: count,
-            reserved: [0; 44],
-            reserved1: 0,
+            // The rest zeroed: no custom storage (CUDA 13.4's
+            // `customStorageInfo_out`), reserved bytes as the driver requires.
+            ..Default::default()
         };
         // SAFETY: `args` is a valid argument block; `gpuPairs` points to
         // `count` pairs that outlive the call (or is null with a count of 0,

@@ -552,13 +552,15 @@ impl Drop for Inner {
         if !self.green.is_null() {
             // SAFETY: an owned green context (which owns `handle`), destroyed once,
             // after every stream and event made in it (they hold clones).
-            let _ = unsafe { sys::cuGreenCtxDestroy(self.green) };
+            let rc = unsafe { sys::cuGreenCtxDestroy(self.green) };
+            crate::cleanup::driver(rc, "destroying a green context (cuGreenCtxDestroy)");
         } else if self.owned {
             // A destroyed context's handle may be reused by the next one made.
             forget_current();
             // SAFETY: an owned context, destroyed once, after every stream and event
             // made in it (they hold clones).
-            let _ = unsafe { sys::cuCtxDestroy(self.handle) };
+            let rc = unsafe { sys::cuCtxDestroy(self.handle) };
+            crate::cleanup::driver(rc, "destroying a context (cuCtxDestroy)");
         }
     }
 }

@@ -284,7 +284,11 @@ impl Device {
         if kept != ctx as usize {
             // Another thread won the race; give back this retain.
             // SAFETY: balances the retain above.
-            let _ = unsafe { sys::cuDevicePrimaryCtxRelease(self.handle) };
+            let rc = unsafe { sys::cuDevicePrimaryCtxRelease(self.handle) };
+            crate::cleanup::driver(
+                rc,
+                "releasing a device's primary context (cuDevicePrimaryCtxRelease)",
+            );
         }
         Ok(kept as sys::CUcontext)
     }

@@ -175,7 +175,8 @@ impl Drop for Event {
         fn destroy(ctx: &Context, e: sys::CUevent) {
             let _green = ctx.green_guard();
             // SAFETY: an owned, live event, destroyed once (pending records complete).
-            let _ = unsafe { sys::cuEventDestroy(e) };
+            let rc = unsafe { sys::cuEventDestroy(e) };
+            crate::cleanup::driver(rc, "destroying an event (cuEventDestroy)");
         }
         if crate::deferred::must_defer() {
             let ctx = self.ctx.clone();

@@ -41,7 +41,8 @@
 //! | area | types |
 //! |---|---|
 //! | devices and contexts | [`Device`] ([`Device::current`]), [`DeviceProperties`], [`Context`] |
-//! | green contexts | [`Device::resources`], [`SmResource`] (split into groups), [`Context::create_green`] |
+//! | green contexts | [`Device::resources`], [`SmResource`] (split into groups; [`SmResource::split_groups`] per group, CUDA 13.1), [`WorkqueueResource`] (CUDA 13.1), [`Context::create_green`], [`Context::green_id`] |
+//! | failures no caller can receive | [`set_cleanup_hook`], [`cleanup_failures`] (a `Drop` whose destroy fails) |
 //! | checkpoint and restore | [`checkpoint`] (lock, checkpoint, restore, unlock a process by pid) |
 //! | ordering and timing | [`Stream`], [`Event`] |
 //! | awaiting GPU work (any executor) | [`Stream::completion`] and [`Stream::completion_with`] ([`Completion`]), [`Event::wait_async`] and `(&event).await` ([`EventWait`]), [`DeviceView::to_vec_async`] ([`ToVec`]), [`DeviceViewMut::copy_from_pinned_async`], [`DeviceView::copy_to_pinned_async`], [`trim_completion_pools`]: one reactor thread for the process, a first-poll spin, pooled events and staging, cancellation that frees nothing in use |
@@ -88,6 +89,7 @@
 
 mod callback;
 pub mod checkpoint;
+mod cleanup;
 mod code;
 mod completion;
 mod context;
@@ -112,6 +114,7 @@ pub mod system;
 mod timeline;
 mod versions;
 
+pub use cleanup::{CleanupFailures, cleanup_failures, clear_cleanup_hook, set_cleanup_hook};
 #[cfg(feature = "cache")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
 pub use code::cache;
@@ -507,6 +510,9 @@ pub use memory::{
     PoolReuse,
 };
 pub use properties::DeviceProperties;
-pub use resources::{DeviceResources, SmResource, SmResourceOptions, SmSplit};
+pub use resources::{
+    DeviceResources, SmGroup, SmResource, SmResourceFlags, SmResourceOptions, SmSplit,
+    WorkqueueResource, WorkqueueResourceOptions, WorkqueueSharingScope,
+};
 pub use stream::{Stream, StreamOptions};
 pub use versions::{Component, Versions, versions};

@@ -662,7 +662,8 @@ impl Drop for Inner {
                 // Errors cannot be reported from drop; the handle is gone either way.
                 let _current = ctx.ensure_current();
                 // SAFETY: an owned, live stream, destroyed once.
-                let _ = unsafe { sys::cuStreamDestroy(s) };
+                let rc = unsafe { sys::cuStreamDestroy(s) };
+                crate::cleanup::driver(rc, "destroying a stream (cuStreamDestroy)");
             };
             if crate::deferred::must_defer() {
                 // SAFETY: the owned stream; its one destroy moves to the queue.

@@ -1744,3 +1744,110 @@ fn linker_numba_debug_reaches_nvjitlink_or_is_refused() {
         }
     }
 }
+
+/// Incremental linking (`LinkerOptions::relocatable`, nvJitLink 13.2+) and linked
+/// LTO-IR (`Linker::link_ltoir`, nvJitLink 13.3+): a caller with an undefined
+/// `scale` links on its own into a relocatable stage, which a final link with the
+/// callee resolves. On an older nvJitLink each is the typed `Unsupported` naming
+/// the version it needs and the loaded one, before nvJitLink is called.
+#[test]
+fn incremental_links_and_linked_ltoir_or_say_which_nvjitlink_they_need() {
+    require_libs!("nvrtc", "nvJitLink");
+    let version = cudars_core::cudars_bindings::nvjitlink::version().unwrap();
+    let have = (version.major, version.minor);
+    let loaded = format!("{}.{}", version.major, version.minor);
+    let unsupported = |r: Result<ObjectCode, Error>, needs: &str| match r {
+        Err(e @ Error::Unsupported { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&format!("nvJitLink {needs}")) && msg.contains(&loaded),
+                "{msg}"
+            );
+        }
+        other => panic!("expected Unsupported (needs {needs}) on nvJitLink {loaded}: {other:?}"),
+    };
+    let relocatable = LinkerOptions {
+        relocatable: true,
+        ..LinkerOptions::new("sm_90")
+    };
+    assert!(
+        relocatable
+            .to_nvjitlink_args()
+            .unwrap()
+            .contains(&"-r".to_owned())
+    );
+    // Relocatable PTX does not exist; the driver's linker has no `-r`.
+    is_invalid(
+        LinkerOptions {
+            ptx: true,
+            link_time_optimization: true,
+            ..relocatable.clone()
+        }
+        .to_nvjitlink_args(),
+        "relocatable",
+    );
+
+    // Native stages: the caller alone (its `scale` undefined), then the callee.
+    let caller = cxx(CALLER, rdc(false), CompileTarget::Cubin);
+    let callee = cxx(CALLEE, rdc(false), CompileTarget::Cubin);
+    let stage = Linker::new(&[&caller], relocatable.clone()).and_then(|l| l.link());
+    if have < (13, 2) {
+        unsupported(stage, "13.2");
+    } else {
+        let stage = stage.unwrap();
+        assert_eq!(stage.code_type(), CodeType::Cubin);
+        assert!(stage.code().starts_with(ELF));
+        let last = Linker::new(&[&stage, &callee], LinkerOptions::new("sm_90"))
+            .unwrap()
+            .link()
+            .unwrap();
+        assert!(last.code().starts_with(ELF));
+    }
+
+    // LTO-IR stages: the caller's LTO-IR joined without its callee, then finished.
+    let caller = cxx(CALLER, rdc(true), CompileTarget::Ltoir);
+    let callee = cxx(CALLEE, rdc(true), CompileTarget::Ltoir);
+    let lto = LinkerOptions {
+        link_time_optimization: true,
+        ..LinkerOptions::new("sm_90")
+    };
+    // Without -lto there is no linked LTO-IR, whatever the version.
+    let plain = Linker::new(&[&callee], LinkerOptions::new("sm_90"));
+    if let Ok(plain) = plain {
+        is_invalid(plain.link_ltoir(), "link_time_optimization");
+    }
+    let joined = Linker::new(&[&caller, &callee], lto.clone()).and_then(|l| l.link_ltoir());
+    if have < (13, 3) {
+        unsupported(joined, "13.3");
+    } else {
+        let joined = joined.unwrap();
+        assert_eq!(joined.code_type(), CodeType::Ltoir);
+        assert!(!joined.code().is_empty());
+        let cubin = Linker::new(&[&joined], lto.clone())
+            .unwrap()
+            .link()
+            .unwrap();
+        assert!(cubin.code().starts_with(ELF));
+        // Both outputs of one linker, each read once and then the same again.
+        let linker = Linker::new(&[&caller, &callee], lto.clone()).unwrap();
+        let a = linker.link_ltoir().unwrap();
+        assert!(linker.link().unwrap().code().starts_with(ELF));
+        assert_eq!(linker.link_ltoir().unwrap().code(), a.code());
+        // An incremental LTO chain: the caller alone, then with its callee.
+        let stage = Linker::new(
+            &[&caller],
+            LinkerOptions {
+                relocatable: true,
+                ..lto.clone()
+            },
+        )
+        .unwrap()
+        .link_ltoir()
+        .unwrap();
+        let last = Linker::new(&[&stage, &callee], lto)
+            .unwrap()
+            .link()
+            .unwrap();
+        assert!(last.code().starts_with(ELF));
+    }
+}

@@ -350,3 +350,93 @@ fn green_stream_and_event_queries_hold_the_green_lock() {
         );
     }
 }
+
+/// The CUDA 13.1 resources (workqueues, the structured split, SM flags, a
+/// stream's own resources) and green-context ids (12.9): each works where the
+/// driver has it and is the typed `Unsupported` naming the version it needs where
+/// it does not (the 580 driver is CUDA 13.0; `run-shim.sh 12040` is 12.4).
+#[test]
+fn cuda_13_1_resources_work_or_name_the_driver_they_need() {
+    use cudars_core::{SmGroup, WorkqueueResourceOptions, WorkqueueSharingScope};
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let v = cudars_core::cudars_bindings::driver::version().unwrap();
+    let have = (v.major, v.minor);
+    let needs = |e: Error, major: i32, minor: i32| {
+        let r = e
+            .required_driver()
+            .unwrap_or_else(|| panic!("no requirement: {e:?}"));
+        assert_eq!((r.needs.major, r.needs.minor), (major, minor), "{e}");
+        assert_eq!((r.driver.major, r.driver.minor), have, "{e}");
+    };
+    let all = d.resources().unwrap().sm;
+    let green = Context::create_green(&d, &[one_group_of_8(&d)]).unwrap();
+    let green2 = Context::create_green(&d, &[one_group_of_8(&d)]).unwrap();
+    let primary = Context::primary(&d).unwrap();
+
+    // Green-context ids: CUDA 12.9.
+    assert_eq!(primary.green_id().unwrap(), None);
+    if have < (12, 9) {
+        needs(green.green_id().unwrap_err(), 12, 9);
+    } else {
+        let (a, b) = (green.green_id().unwrap(), green2.green_id().unwrap());
+        assert!(a.is_some() && b.is_some() && a != b, "{a:?} {b:?}");
+        assert_eq!(green.clone().green_id().unwrap(), a);
+    }
+
+    // A stream's resources: its own from 13.1, its context's before.
+    let s = green.create_stream(StreamOptions::default()).unwrap();
+    assert_eq!(
+        s.resources().unwrap().sm.sm_count(),
+        green.resources().unwrap().sm.sm_count()
+    );
+
+    let groups = [
+        SmGroup {
+            count: Some(8),
+            coscheduled_sm_count: Some(2),
+            ..Default::default()
+        },
+        SmGroup {
+            count: None,
+            coscheduled_sm_count: Some(2),
+            backfill: true,
+            ..Default::default()
+        },
+    ];
+    if have < (13, 1) {
+        assert_eq!(all.flags(), None);
+        needs(d.workqueue_resource().unwrap_err(), 13, 1);
+        needs(primary.workqueue_resource().unwrap_err(), 13, 1);
+        needs(green.workqueue_resource().unwrap_err(), 13, 1);
+        needs(all.split_groups(&groups).unwrap_err(), 13, 1);
+    } else {
+        assert!(all.flags().is_some());
+        let split = all.split_groups(&groups).unwrap();
+        assert_eq!(split.groups.len(), 2, "{split:?}");
+        assert!(split.groups[0].sm_count() >= 8, "{split:?}");
+        assert!(split.groups[1].flags().unwrap().backfill(), "{split:?}");
+        let mut wq = d.workqueue_resource().unwrap();
+        assert!(wq.concurrency_limit() >= 1, "{wq:?}");
+        assert_eq!(wq.sharing_scope(), WorkqueueSharingScope::DeviceContext);
+        wq.configure(WorkqueueResourceOptions {
+            sharing_scope: Some(WorkqueueSharingScope::GreenContextBalanced),
+            concurrency_limit: Some(1),
+        })
+        .unwrap();
+        assert_eq!(wq.concurrency_limit(), 1);
+        let balanced = Context::create_green_with_workqueue(&d, &[split.groups[0]], &wq).unwrap();
+        let got = balanced.workqueue_resource().unwrap();
+        println!("{got:?}");
+        assert_eq!(
+            got.sharing_scope(),
+            WorkqueueSharingScope::GreenContextBalanced
+        );
+    }
+    // Refused before the driver, whatever its version.
+    assert!(matches!(
+        all.split_groups(&[]),
+        Err(Error::InvalidArgument { .. })
+    ));
+}

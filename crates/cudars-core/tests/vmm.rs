@@ -196,7 +196,7 @@ fn set_access_re_protects_an_allocation_and_a_write_to_read_only_memory_fails() 
     let mut flags: u64 = 0;
     let loc = sys::CUmemLocation {
         type_: sys::CU_MEM_LOCATION_TYPE_DEVICE,
-        id: 0,
+        __bindgen_anon_1: sys::CUmemLocation_st__bindgen_ty_1 { id: 0 },
     };
     // SAFETY: `flags` is a local; the grown part is mapped.
     let rc = unsafe { sys::cuMemGetAccess(&mut flags, &loc, buf.ptr() + g as u64) };
@@ -402,7 +402,7 @@ fn an_exported_allocation_maps_again_with_its_data() {
         let access = sys::CUmemAccessDesc {
             location: sys::CUmemLocation {
                 type_: sys::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: 0,
+                __bindgen_anon_1: sys::CUmemLocation_st__bindgen_ty_1 { id: 0 },
             },
             flags: sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         };

@@ -18,7 +18,16 @@
 //! Each function is written with the parameter types of its `PFN_` typedef
 //! (checked by a `const` item, as the trampolines of [`wrap`](crate::wrap) are);
 //! the driver version reported is [`VERSION`], so the loader asks for the ABIs of
-//! CUDA 12.8.
+//! CUDA 12.8, unless `CUDA_RS_SHIM_DRIVER_VERSION` asks for another, up to
+//! [`MAX_VERSION`] (the loader then asks for that version's ABIs; the fake's
+//! functions have one shape each, so a test that emulates a version keeps to the
+//! functions whose shape did not change).
+//!
+//! The device's resources (CUDA 12.4's and 13.1's green-context resources) are
+//! answered too: an SM resource of 132 SMs (partitions of 8), workqueue resources
+//! (a concurrency limit of 8, shared with the device), the structured split
+//! (`cuDevSmResourceSplit`: each group gets its count, or what is left) and a
+//! stream's resources, so that their success paths run without a GPU.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -28,6 +37,56 @@ use cudars_bindings::driver::*;
 
 /// The driver version the fake reports (12.8).
 pub const VERSION: c_int = 12080;
+
+/// The newest driver version the fake may be asked to emulate (13.5, the
+/// bindings' headers).
+pub const MAX_VERSION: c_int = 13050;
+
+/// The fake device's SM resource.
+fn sm_resource(count: c_uint, flags: c_uint) -> CUdevResource {
+    let mut r = CUdevResource {
+        type_: CU_DEV_RESOURCE_TYPE_SM,
+        ..Default::default()
+    };
+    r.__bindgen_anon_1.sm = CUdevSmResource {
+        smCount: count,
+        minSmPartitionSize: 8,
+        smCoscheduledAlignment: 8,
+        flags,
+        localityDomainId: 0,
+    };
+    r
+}
+
+/// Fills `r` (null or valid for a write) with the fake device's resource of `t`.
+///
+/// # Safety
+/// `r` is null or valid for one write.
+unsafe fn device_resource(r: *mut CUdevResource, t: CUdevResourceType) -> CUresult {
+    let value = match t {
+        CU_DEV_RESOURCE_TYPE_SM => sm_resource(132, 0),
+        CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG => {
+            let mut v = CUdevResource {
+                type_: t,
+                ..Default::default()
+            };
+            v.__bindgen_anon_1.wqConfig = CUdevWorkqueueConfigResource {
+                device: 0,
+                wqConcurrencyLimit: 8,
+                sharingScope: CU_WORKQUEUE_SCOPE_DEVICE_CTX,
+            };
+            v
+        }
+        CU_DEV_RESOURCE_TYPE_WORKQUEUE => CUdevResource {
+            type_: t,
+            ..Default::default()
+        },
+        _ => return CUDA_ERROR_INVALID_RESOURCE_TYPE,
+    };
+    // SAFETY: per the contract.
+    unsafe { put(r, value) };
+    CUDA_SUCCESS
+}
 
 /// The next handle handed out: distinct, non-null, never a special stream
 /// handle (those are 0, 1 and 2).
@@ -392,6 +451,57 @@ fakes! {
         if let Some(rc) = no_context() {
             return rc;
         }
+        CUDA_SUCCESS
+    }
+    cuDeviceGetDevResource PFN_cuDeviceGetDevResource_v12040 (_d: CUdevice_v1, r: *mut CUdevResource, t: CUdevResourceType) {
+        // SAFETY: the caller's out-pointer.
+        unsafe { device_resource(r, t) }
+    }
+    cuCtxGetDevResource PFN_cuCtxGetDevResource_v12040 (_c: CUcontext, r: *mut CUdevResource, t: CUdevResourceType) {
+        // SAFETY: the caller's out-pointer.
+        unsafe { device_resource(r, t) }
+    }
+    cuStreamGetDevResource PFN_cuStreamGetDevResource_v13010 (_s: CUstream, r: *mut CUdevResource, t: CUdevResourceType) {
+        if t != CU_DEV_RESOURCE_TYPE_SM {
+            return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+        }
+        // SAFETY: the caller's out-pointer.
+        unsafe { device_resource(r, t) }
+    }
+    cuDevSmResourceSplit PFN_cuDevSmResourceSplit_v13010 (
+        result: *mut CUdevResource,
+        n: c_uint,
+        input: *const CUdevResource,
+        remainder: *mut CUdevResource,
+        flags: c_uint,
+        params: *mut CU_DEV_SM_RESOURCE_GROUP_PARAMS
+    ) {
+        if input.is_null() || params.is_null() || flags != 0 || n == 0 {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        // SAFETY: `input` is a resource and `params` holds `n` entries, by the
+        // caller's contract.
+        let (input, params) = unsafe { (&*input, std::slice::from_raw_parts(params, n as usize)) };
+        // SAFETY: plain integers.
+        let mut left = unsafe { input.__bindgen_anon_1.sm.smCount };
+        let mut out = Vec::with_capacity(params.len());
+        for p in params {
+            let want = if p.smCount == 0 { left } else { p.smCount };
+            if want == 0 || want > left {
+                return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+            }
+            left -= want;
+            out.push(sm_resource(want, p.flags));
+        }
+        if !result.is_null() {
+            for (i, g) in out.into_iter().enumerate() {
+                // SAFETY: `result` holds `n` resources, by the caller's contract.
+                unsafe { result.add(i).write(g) };
+            }
+        }
+        let rest = if left == 0 { CUdevResource::default() } else { sm_resource(left, 0) };
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(remainder, rest) };
         CUDA_SUCCESS
     }
     cuLaunchKernelEx PFN_cuLaunchKernelEx_v11060 (_c: *const CUlaunchConfig, _f: CUfunction, _p: *mut *mut c_void, _e: *mut *mut c_void) {

@@ -34,7 +34,7 @@
 //! | `CUDA_RS_SHIM_FAIL` | comma-separated fault rules `function:N:ERROR`: the `N`th call (from 1; `*`: every call) of a wrapped function returns `ERROR` (a `CUresult` name) without reaching the driver (`cuMemAllocAsync:3:CUDA_ERROR_OUT_OF_MEMORY`) |
 //! | `CUDA_RS_SHIM_FAIL_SEED`, `CUDA_RS_SHIM_FAIL_RATE` | together: a seeded random schedule; each call of a wrapped function that releases nothing fails with probability `P` (`0.01`, or `0.01:CUDA_ERROR_OUT_OF_MEMORY`; default error `CUDA_ERROR_UNKNOWN`) |
 //! | `CUDA_RS_SHIM_REPORT` | a file the call, failure and handle counts are written to as JSON when the process exits |
-//! | `CUDA_RS_SHIM_FAKE_DRIVER` | `1`: load no real driver; answer with the CPU-only [`fake`] driver, which counts every call of every function it has (the report's `driver` section). For tests that count driver calls without a GPU |
+//! | `CUDA_RS_SHIM_FAKE_DRIVER` | `1`: load no real driver; answer with the CPU-only [`fake`] driver, which counts every call of every function it has (the report's `driver` section); it reports CUDA 12.8, or the version `CUDA_RS_SHIM_DRIVER_VERSION` asks for up to 13.5. For tests that count driver calls, or run the paths of a driver version, without a GPU |
 //!
 //! # Wrapped functions, faults and counts
 //!
@@ -124,7 +124,10 @@ fn set_up() -> Result<Shim, CUresult> {
     let real = if config.fake {
         real::RealDriver {
             get_proc_address: fake::get_proc_address,
-            version: fake::VERSION,
+            // The fake emulates the version asked for, up to its newest.
+            version: config
+                .driver_version
+                .map_or(fake::VERSION, |v| v.min(fake::MAX_VERSION)),
         }
     } else {
         real::load(&config).map_err(|why| {

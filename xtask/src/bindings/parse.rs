@@ -399,10 +399,26 @@ pub(super) fn parse_api(
                     })
                     .collect();
                 vs.sort_unstable();
-                if suffix.is_some() {
-                    vs.last().copied()
-                } else {
-                    vs.first().copied()
+                match suffix {
+                    // A suffixed symbol takes the newest ABI of its shape, but
+                    // the newest ABIs go to newer suffixes first: where the
+                    // header also exports `cuGraphAddNode_v3` (13.4's ABI, the
+                    // same C shape), `cuGraphAddNode_v2` keeps 12.3's, as
+                    // the headers before `_v3` said.
+                    Some(n) => {
+                        let newer = symbols
+                            .iter()
+                            .filter(|s| {
+                                let (b, m) = split_version_suffix(s);
+                                b == base && m.is_some_and(|m| m > n)
+                            })
+                            .count();
+                        vs.len()
+                            .checked_sub(1 + newer)
+                            .map(|i| vs[i])
+                            .or_else(|| vs.first().copied())
+                    }
+                    None => vs.first().copied(),
                 }
             };
             match pick(false) {

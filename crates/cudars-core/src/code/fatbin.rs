@@ -341,7 +341,10 @@ impl Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         // SAFETY: a handle from nvFatbinCreate, destroyed once here.
-        let _ = unsafe { nf::nvFatbinDestroy(&mut self.0) };
+        let r = unsafe { nf::nvFatbinDestroy(&mut self.0) }.result();
+        crate::cleanup::report(r.map_err(|e| {
+            crate::error::Error::tool("destroying an nvFatbin handle (nvFatbinDestroy)", e)
+        }));
     }
 }
 

@@ -60,7 +60,8 @@ impl Drop for Inner {
         let unload = |h: sys::CUlibrary| {
             // SAFETY: an owned library, unloaded once, after every kernel and
             // global from it (they hold clones).
-            let _ = unsafe { sys::cuLibraryUnload(h) };
+            let rc = unsafe { sys::cuLibraryUnload(h) };
+            crate::cleanup::driver(rc, "unloading a library (cuLibraryUnload)");
         };
         if crate::deferred::must_defer() {
             // SAFETY: the owned library handle; its one unload moves to the queue.

@@ -191,7 +191,7 @@ impl Linker {
         if let Some(done) = state.output() {
             return Ok(done.clone());
         }
-        let code = match &*state {
+        let code = match &mut *state {
             State::NvJitLink(s) => s.complete(&self.name)?,
             State::Driver(s) => s.complete(&self.name)?,
         };
@@ -202,6 +202,44 @@ impl Linker {
             self.mapping.clone(),
         );
         *state.output_mut() = Some(object.clone());
+        Ok(object)
+    }
+
+    /// Completes the link and returns the linked LTO-IR (`cuda.core`'s
+    /// `Linker.link("ltoir")`, `nvJitLinkGetLinkedLTOIR`): the inputs' LTO-IR
+    /// joined, still unoptimised across the link, for a later [`Linker`] with
+    /// `link_time_optimization` to take as an input ([`CodeType::Ltoir`]).
+    /// With [`LinkerOptions::relocatable`] the result may keep undefined
+    /// references: the stages of an incremental link. A second call returns the
+    /// same result; [`link`](Self::link) on the same linker returns its cubin.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] without `link_time_optimization`, or when
+    /// linking to PTX; [`Error::Unsupported`] on the driver's linker and when the
+    /// loaded nvJitLink is older than 13.3 (the first with linked LTO-IR), naming
+    /// its version; otherwise as [`link`](Self::link).
+    pub fn link_ltoir(&self) -> Result<ObjectCode> {
+        let mut state = self.lock();
+        let s = match &mut *state {
+            State::NvJitLink(s) => s,
+            State::Driver(_) => {
+                return Err(Error::unsupported(
+                    format!("reading the linked LTO-IR of {}", self.name),
+                    "the driver's linker cannot output LTO-IR (nvJitLink 13.3 can)",
+                ));
+            }
+        };
+        if let Some(done) = &s.ltoir_output {
+            return Ok(done.clone());
+        }
+        let code = s.complete_ltoir(&self.name)?;
+        let object = ObjectCode::with_mapping(
+            code,
+            CodeType::Ltoir,
+            self.name.clone(),
+            self.mapping.clone(),
+        );
+        s.ltoir_output = Some(object.clone());
         Ok(object)
     }
 

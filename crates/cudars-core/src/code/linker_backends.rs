@@ -14,7 +14,13 @@ use std::ffi::{CString, c_char, c_uint, c_void};
 pub(crate) struct JitLink {
     pub(crate) handle: jl::nvJitLinkHandle,
     pub(crate) ptx: bool,
+    /// Whether the link optimises LTO-IR (`-lto`): linked LTO-IR needs it.
+    pub(crate) lto: bool,
+    /// Whether `nvJitLinkComplete` has succeeded (it is called once).
+    pub(crate) completed: bool,
     pub(crate) output: Option<ObjectCode>,
+    /// The linked LTO-IR, once read ([`Linker::link_ltoir`](crate::Linker::link_ltoir)).
+    pub(crate) ltoir_output: Option<ObjectCode>,
     /// The inputs' bytes, kept for the handle's life.
     pub(crate) _inputs: Vec<Vec<u8>>,
 }
@@ -31,6 +37,13 @@ pub(crate) type JitGetFn<P> = unsafe fn(jl::nvJitLinkHandle, *mut P) -> jl::nvJi
 impl JitLink {
     pub(crate) fn new(inputs: &[&ObjectCode], options: &LinkerOptions) -> Result<Self> {
         let args = options.to_nvjitlink_args()?;
+        if options.relocatable {
+            require_nvjitlink(
+                (13, 2),
+                "an incremental link (`LinkerOptions::relocatable`, `-r`)",
+                || "creating an nvJitLink linker".into(),
+            )?;
+        }
         let args: Vec<CString> = args
             .into_iter()
             .map(CString::new)
@@ -42,7 +55,10 @@ impl JitLink {
         let mut this = Self {
             handle: std::ptr::null_mut(),
             ptx: options.ptx,
+            lto: options.link_time_optimization,
+            completed: false,
             output: None,
+            ltoir_output: None,
             _inputs: Vec::with_capacity(inputs.len()),
         };
         // SAFETY: `this.handle` is valid for writes; `ptrs` holds `count` pointers
@@ -99,7 +115,11 @@ impl JitLink {
         Ok(this)
     }
 
-    pub(crate) fn complete(&self, name: &str) -> Result<Vec<u8>> {
+    /// `nvJitLinkComplete`, once.
+    fn finish(&mut self, name: &str) -> Result<()> {
+        if self.completed {
+            return Ok(());
+        }
         // SAFETY: the handle is live and every input has been added.
         if let Err(e) = unsafe { jl::nvJitLinkComplete(self.handle) }.result() {
             return Err(Error::compile(
@@ -108,6 +128,48 @@ impl JitLink {
                 e,
             ));
         }
+        self.completed = true;
+        Ok(())
+    }
+
+    /// Completes the link and reads the linked LTO-IR.
+    pub(crate) fn complete_ltoir(&mut self, name: &str) -> Result<Vec<u8>> {
+        let context = || format!("reading the linked LTO-IR of {name}");
+        if !self.lto {
+            return Err(Error::invalid(
+                context(),
+                "linked LTO-IR needs `link_time_optimization` (-lto)",
+            ));
+        }
+        if self.ptx {
+            return Err(Error::invalid(
+                context(),
+                "the link was asked for PTX (`ptx`); LTO-IR is read from a link to a cubin",
+            ));
+        }
+        require_nvjitlink((13, 3), "linked LTO-IR (`nvJitLinkGetLinkedLTOIR`)", || {
+            context().into()
+        })?;
+        if !jl::is_available("nvJitLinkGetLinkedLTOIR")
+            || !jl::is_available("nvJitLinkGetLinkedLTOIRSize")
+        {
+            return Err(Error::unsupported(
+                context(),
+                "the loaded nvJitLink does not export nvJitLinkGetLinkedLTOIR",
+            ));
+        }
+        self.finish(name)?;
+        let code = self
+            .bytes(jl::nvJitLinkGetLinkedLTOIRSize, jl::nvJitLinkGetLinkedLTOIR)
+            .map_err(|e| Error::tool(context(), e))?;
+        if code.is_empty() {
+            return Err(Error::invalid(context(), "nvJitLink produced no LTO-IR"));
+        }
+        Ok(code)
+    }
+
+    pub(crate) fn complete(&mut self, name: &str) -> Result<Vec<u8>> {
+        self.finish(name)?;
         let (code, what) = if self.ptx {
             let ptx = self.bytes(jl::nvJitLinkGetLinkedPtxSize, jl::nvJitLinkGetLinkedPtx);
             (ptx, "PTX")
@@ -154,9 +216,33 @@ impl Drop for JitLink {
     fn drop(&mut self) {
         if !self.handle.is_null() {
             // SAFETY: a handle from nvJitLinkCreate, destroyed once here.
-            let _ = unsafe { jl::nvJitLinkDestroy(&mut self.handle) };
+            let r = unsafe { jl::nvJitLinkDestroy(&mut self.handle) }.result();
+            crate::cleanup::report(
+                r.map_err(|e| Error::tool("destroying an nvJitLink linker (nvJitLinkDestroy)", e)),
+            );
         }
     }
+}
+
+/// `Ok` when the loaded nvJitLink is `needs` (major, minor) or newer, else
+/// [`Error::Unsupported`] naming `feature`, the version it needs and the loaded
+/// one. A version that cannot be read is nvJitLink's own error.
+pub(crate) fn require_nvjitlink(
+    needs: (i32, i32),
+    feature: &str,
+    context: impl FnOnce() -> std::borrow::Cow<'static, str>,
+) -> Result<()> {
+    let have = jl::version().map_err(|e| Error::tool("reading nvJitLink's version", e))?;
+    if (have.major, have.minor) >= needs {
+        return Ok(());
+    }
+    Err(Error::unsupported(
+        context(),
+        format!(
+            "{feature} needs nvJitLink {}.{}; the loaded nvJitLink is {}.{}",
+            needs.0, needs.1, have.major, have.minor
+        ),
+    ))
 }
 
 /// The size of each of the driver linker's log buffers.
@@ -205,6 +291,7 @@ impl DriverLink {
                 options.split_compile_extended.is_some(),
             ),
             ("no_cache", options.no_cache),
+            ("relocatable", options.relocatable),
             ("numba_debug", options.numba_debug),
             ("extra", !options.extra.is_empty()),
         ];
@@ -397,7 +484,8 @@ impl Drop for DriverLink {
         if !self.state.is_null() {
             let _current = self.enter();
             // SAFETY: a state from cuLinkCreate, destroyed once here.
-            let _ = unsafe { sys::cuLinkDestroy(self.state) };
+            let rc = unsafe { sys::cuLinkDestroy(self.state) };
+            crate::cleanup::driver(rc, "destroying the driver's link state (cuLinkDestroy)");
         }
     }
 }

@@ -72,6 +72,21 @@ pub struct LinkerOptions {
     pub split_compile_extended: Option<u32>,
     /// Do not use the compilation cache (`-no-cache`).
     pub no_cache: bool,
+    /// An incremental (relocatable) link (`-r`): the result may keep undefined
+    /// device references, to be resolved by a later link that takes it as an
+    /// input (`cuda.core`'s `LinkerOptions(relocatable=True)`). The result is a
+    /// relocatable cubin from [`Linker::link`](crate::Linker::link), or, with
+    /// `link_time_optimization`, LTO-IR from
+    /// [`Linker::link_ltoir`](crate::Linker::link_ltoir) (which keeps later links
+    /// able to optimise across it). Not loadable until a final link resolves it.
+    ///
+    /// Needs nvJitLink 13.2 or newer: an older one makes
+    /// [`Linker::new`](crate::Linker::new) fail with [`Error::Unsupported`]
+    /// naming both versions, before nvJitLink is called. The driver's linker has
+    /// no counterpart ([`Error::Unsupported`]); nor can it be combined with `ptx`
+    /// ([`Error::InvalidArgument`]).
+    #[doc(alias = "incremental")]
+    pub relocatable: bool,
     /// Numba's debug mode (`-numba-debug`, as NVRTC and NVVM spell it for
     /// [`ProgramOptions::numba_debug`](crate::ProgramOptions::numba_debug)).
     /// Passed to nvJitLink, which decides: the nvJitLink releases of CUDA 12 and
@@ -137,6 +152,7 @@ impl LinkerOptions {
             split_compile: None,
             split_compile_extended: None,
             no_cache: false,
+            relocatable: false,
             numba_debug: false,
             extra: Vec::new(),
         }
@@ -210,6 +226,9 @@ impl LinkerOptions {
         if self.no_cache {
             out.push("-no-cache".to_owned());
         }
+        if self.relocatable {
+            out.push("-r".to_owned());
+        }
         if self.numba_debug {
             out.push("-numba-debug".to_owned());
         }
@@ -253,6 +272,13 @@ impl LinkerOptions {
                     format!("`{field}` has an empty entry or one with a NUL byte: {v:?}"),
                 ));
             }
+        }
+        if self.relocatable && self.ptx {
+            return Err(Error::invalid(
+                OPTIONS_CONTEXT,
+                "`relocatable` and `ptx` cannot be combined: an incremental link yields a \
+                 relocatable cubin or LTO-IR, never PTX",
+            ));
         }
         if let Some(n) = &self.name {
             if n.is_empty() || n.contains('\0') {

@@ -197,7 +197,8 @@ impl Drop for Inner {
             let unload = move |h: sys::CUmodule| {
                 let _current = ctx.ensure_current();
                 // SAFETY: an owned module, unloaded once, after every kernel from it.
-                let _ = unsafe { sys::cuModuleUnload(h) };
+                let rc = unsafe { sys::cuModuleUnload(h) };
+                crate::cleanup::driver(rc, "unloading a module (cuModuleUnload)");
             };
             if crate::deferred::must_defer() {
                 // SAFETY: the owned module handle; its one unload moves to the queue.

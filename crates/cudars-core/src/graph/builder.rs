@@ -378,7 +378,8 @@ impl GraphBuilder {
                 if let Err(e) = rc.check(|| "ending a graph builder") {
                     if !g.is_null() {
                         // SAFETY: the partial graph, ours, destroyed once.
-                        let _ = unsafe { sys::cuGraphDestroy(g) };
+                        let rc = unsafe { sys::cuGraphDestroy(g) };
+                        crate::cleanup::driver(rc, "destroying a graph (cuGraphDestroy)");
                     }
                     return Err(e);
                 }
@@ -707,9 +708,12 @@ impl GraphBuilder {
         // of, then the bodies' captures; their graphs belong to the partial graph.
         for c in children.iter().filter(|c| c.kind == RoleKind::Split) {
             if let Some(origin) = &c.origin {
-                let _ = origin.wait_stream(&c.stream);
+                crate::cleanup::report(origin.wait_stream(&c.stream));
             }
         }
+        // Ending an abandoned capture reports what became of it (invalidated,
+        // already ended by its parent): the expected outcomes of abandoning it,
+        // not failures to report.
         for c in children.iter().rev().filter(|c| c.kind == RoleKind::Body) {
             let _ = end_capture_raw(&c.stream);
         }
@@ -717,7 +721,8 @@ impl GraphBuilder {
         let (_, g) = end_capture_raw(&self.stream);
         if !g.is_null() {
             // SAFETY: the partial graph, ours, destroyed once.
-            let _ = unsafe { sys::cuGraphDestroy(g) };
+            let rc = unsafe { sys::cuGraphDestroy(g) };
+            crate::cleanup::driver(rc, "destroying a graph (cuGraphDestroy)");
         }
     }
 }
@@ -736,7 +741,7 @@ impl Drop for GraphBuilder {
                 if open {
                     // Joined to the builder whose capture it is part of, so that
                     // builder can end.
-                    let _ = origin.wait_stream(&self.stream);
+                    crate::cleanup::report(origin.wait_stream(&self.stream));
                 }
             }
             Role::Body { .. } => {
@@ -752,8 +757,9 @@ impl Drop for GraphBuilder {
                 // splits of its capture are joined back.
                 if !open.is_empty() {
                     for c in &splits {
-                        let _ = self.stream.wait_stream(&c.stream);
+                        crate::cleanup::report(self.stream.wait_stream(&c.stream));
                     }
+                    // As in `abandon_top`: not a failure to report.
                     let _ = end_capture_raw(&self.stream);
                 }
             }

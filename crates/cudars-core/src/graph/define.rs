@@ -96,7 +96,8 @@ impl Drop for Root {
         let destroy = |g: sys::CUgraph| {
             // SAFETY: the root graph, destroyed once, after every body graph
             // handle (they hold this `Arc`); instantiations are independent of it.
-            let _ = unsafe { sys::cuGraphDestroy(g) };
+            let rc = unsafe { sys::cuGraphDestroy(g) };
+            crate::cleanup::driver(rc, "destroying a graph (cuGraphDestroy)");
         };
         if crate::deferred::must_defer() {
             // SAFETY: the owned root graph; its one destroy moves to the queue.
@@ -220,7 +221,15 @@ pub(crate) unsafe fn add_node(
         // SAFETY: per this function's contract; no edge data.
         unsafe { sys::cuGraphAddNode(node, graph, deps, std::ptr::null(), n, p) }
     } else {
-        // SAFETY: as above.
+        // CUDA 12's declaration of the parameters is its own type: the same C
+        // layout (256 bytes), which the headers since 13.4 spell with a union in
+        // `CUmemLocation`.
+        const _: () = assert!(
+            std::mem::size_of::<sys::CUgraphNodeParams>()
+                == std::mem::size_of::<sys::cuda12::CUgraphNodeParams>()
+        );
+        let p = std::ptr::from_mut(p).cast::<sys::cuda12::CUgraphNodeParams>();
+        // SAFETY: as above; `p` is the same parameter block, of the same layout.
         unsafe { sys::cuda12::cuGraphAddNode(node, graph, deps, n, p) }
     }
 }

@@ -297,6 +297,7 @@ impl Drop for GraphExec {
         }
         let _current = self.ctx.ensure_current();
         // SAFETY: an owned executable graph, destroyed once (launched work completes).
-        let _ = unsafe { sys::cuGraphExecDestroy(self.handle) };
+        let rc = unsafe { sys::cuGraphExecDestroy(self.handle) };
+        crate::cleanup::driver(rc, "destroying an executable graph (cuGraphExecDestroy)");
     }
 }

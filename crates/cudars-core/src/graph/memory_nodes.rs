@@ -485,7 +485,11 @@ impl Graph {
         let mut access: Vec<sys::CUmemAccessDesc> = Vec::new();
         for d in &options.peer_access {
             let own = location == Location::Device(*d);
-            if !own && !access.iter().any(|a| a.location.id == d.ordinal() as i32) {
+            if !own
+                && !access.iter().any(|a| {
+                    crate::memory::resource::location_id(&a.location) == d.ordinal() as i32
+                })
+            {
                 access.push(sys::CUmemAccessDesc {
                     location: Location::Device(*d).raw(),
                     flags: sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,

@@ -436,7 +436,8 @@ impl GraphNode {
                 GraphNodeParams::MemAlloc(MemAllocNodeInfo {
                     ptr: DevicePtr(p.dptr),
                     size: p.bytesize,
-                    device: (loc.type_ == sys::CU_MEM_LOCATION_TYPE_DEVICE).then_some(loc.id),
+                    device: (loc.type_ == sys::CU_MEM_LOCATION_TYPE_DEVICE)
+                        .then_some(crate::memory::resource::location_id(&loc)),
                 })
             }
             GraphNodeKind::MemFree => {

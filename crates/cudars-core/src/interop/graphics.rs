@@ -390,7 +390,11 @@ impl Drop for GraphicsResource {
         let _current = self.ctx.ensure_current();
         // SAFETY: a live, unmapped resource (a mapping borrows it; a leaked
         // one was unmapped and waited for above), unregistered once.
-        let _ = unsafe { sys::cuGraphicsUnregisterResource(self.handle) };
+        let rc = unsafe { sys::cuGraphicsUnregisterResource(self.handle) };
+        crate::cleanup::driver(
+            rc,
+            "unregistering a graphics resource (cuGraphicsUnregisterResource)",
+        );
     }
 }
 
@@ -542,8 +546,9 @@ impl Drop for GraphicsMapping<'_> {
     // or its unregistration.
     fn drop(&mut self) {
         if self.mapped {
-            // Errors cannot be reported from drop (`unmap` reports them).
-            let _ = self.unmap_now();
+            // Errors cannot be returned from drop (`unmap` returns them): the
+            // cleanup hook gets them.
+            crate::cleanup::report(self.unmap_now());
         }
     }
 }

@@ -397,7 +397,8 @@ impl Drop for OpaqueArray {
                 let _current = ctx.ensure_current();
                 // SAFETY: an owned array, destroyed once; textures and surfaces
                 // made from it hold it (in an `Arc`) and are gone.
-                let _ = unsafe { sys::cuArrayDestroy(h) };
+                let rc = unsafe { sys::cuArrayDestroy(h) };
+                crate::cleanup::driver(rc, "destroying an array (cuArrayDestroy)");
             };
             if crate::deferred::must_defer() {
                 // SAFETY: the owned array; its one destroy moves to the queue.
@@ -432,7 +433,8 @@ impl Drop for MipmappedInner {
             let _current = ctx.ensure_current();
             // SAFETY: an owned mipmapped array, destroyed once, after every level
             // and texture (they hold this `Arc`).
-            let _ = unsafe { sys::cuMipmappedArrayDestroy(h) };
+            let rc = unsafe { sys::cuMipmappedArrayDestroy(h) };
+            crate::cleanup::driver(rc, "destroying a mipmapped array (cuMipmappedArrayDestroy)");
         };
         if crate::deferred::must_defer() {
             // SAFETY: the owned array; its one destroy moves to the queue.

@@ -48,7 +48,15 @@ macro_rules! handle_object {
                 let destroy = move |h| {
                     let _current = ctx.ensure_current();
                     // SAFETY: an owned object handle, destroyed once.
-                    let _ = unsafe { sys::$destroy(h) };
+                    let rc = unsafe { sys::$destroy(h) };
+                    crate::cleanup::driver(
+                        rc,
+                        concat!(
+                            "destroying a texture or surface object (",
+                            stringify!($destroy),
+                            ")"
+                        ),
+                    );
                 };
                 if crate::deferred::must_defer() {
                     // SAFETY: the owned handle; its one destroy moves to the queue.

@@ -339,10 +339,7 @@ fn check_copy(i: usize, c: &sealed::Copy<'_>, what: &'static str) -> Result<()> 
 
 fn hint(l: Option<Location>) -> sys::CUmemLocation {
     l.map_or(
-        sys::CUmemLocation {
-            type_: sys::CU_MEM_LOCATION_TYPE_INVALID,
-            id: 0,
-        },
+        crate::memory::resource::mem_location(sys::CU_MEM_LOCATION_TYPE_INVALID, 0),
         Location::raw,
     )
 }
@@ -538,14 +535,21 @@ fn copy_blocks(
         // index of a failing copy); older ones have none and the call fails with
         // `Error::Unsupported`.
         let mut fail_idx = usize::MAX;
-        // SAFETY: as above; `fail_idx` is valid for writes.
+        // CUDA 12's attributes are their own type, of the same C layout (the
+        // headers since 13.4 spell its `CUmemLocation` with a union).
+        const _: () = assert!(
+            std::mem::size_of::<sys::CUmemcpyAttributes>()
+                == std::mem::size_of::<sys::cuda12::CUmemcpyAttributes>()
+        );
+        // SAFETY: as above; `fail_idx` is valid for writes; the attributes are
+        // passed as CUDA 12's type, of the same layout.
         unsafe {
             sys::cuda12::cuMemcpyBatchAsync(
                 dsts.as_mut_ptr(),
                 srcs.as_mut_ptr(),
                 sizes.as_mut_ptr(),
                 copies.len(),
-                attrs.as_mut_ptr(),
+                attrs.as_mut_ptr().cast::<sys::cuda12::CUmemcpyAttributes>(),
                 attr_idx.as_mut_ptr(),
                 attrs.len(),
                 &mut fail_idx,

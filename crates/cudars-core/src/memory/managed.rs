@@ -24,10 +24,8 @@ const MANAGED_POOLS: i32 = 13000;
 
 /// No preferred location, for a pool of managed memory (the id is unused; -1 as
 /// `cuda.core` passes it).
-const NO_LOCATION: sys::CUmemLocation = sys::CUmemLocation {
-    type_: sys::CU_MEM_LOCATION_TYPE_NONE,
-    id: -1,
-};
+const NO_LOCATION: sys::CUmemLocation =
+    crate::memory::resource::mem_location(sys::CU_MEM_LOCATION_TYPE_NONE, -1);
 
 /// Managed (unified) memory, reachable from the host and every device and
 /// migrated on demand (`cuda.core`'s `ManagedMemoryResource`). Its
@@ -308,7 +306,8 @@ unsafe impl MemoryResource for ManagedMemoryResource {
             };
             if let Err(e) = rc {
                 // SAFETY: frees what was allocated above, once.
-                let _ = unsafe { sys::cuMemFree(p) };
+                let rc = unsafe { sys::cuMemFree(p) };
+                crate::cleanup::driver(rc, "freeing managed memory (cuMemFree)");
                 return Err(e);
             }
         }

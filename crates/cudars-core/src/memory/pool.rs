@@ -362,7 +362,8 @@ pub(super) unsafe fn pool_free(
 pub(super) fn destroy_pool(pool: sys::CUmemoryPool) {
     let destroy = |p: sys::CUmemoryPool| {
         // SAFETY: an owned pool, destroyed once, after every buffer from it.
-        let _ = unsafe { sys::cuMemPoolDestroy(p) };
+        let rc = unsafe { sys::cuMemPoolDestroy(p) };
+        crate::cleanup::driver(rc, "destroying a memory pool (cuMemPoolDestroy)");
     };
     if crate::deferred::must_defer() {
         // SAFETY: the owned pool handle; its one destroy moves to the queue.

@@ -262,7 +262,7 @@ impl Location {
             Self::HostNuma(n) => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA, n),
             Self::HostNumaCurrent => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
         };
-        sys::CUmemLocation { type_, id }
+        mem_location(type_, id)
     }
 
     /// The location a driver reported as a type and an id: `None` for
@@ -299,6 +299,23 @@ impl Location {
             }
         }
     }
+}
+
+/// A `CUmemLocation` of `type_` and `id`. (CUDA 13.4 put `id` in a union with
+/// the locality-domain form of a device location; the layout is unchanged.)
+pub(crate) const fn mem_location(type_: sys::CUmemLocationType, id: i32) -> sys::CUmemLocation {
+    sys::CUmemLocation {
+        type_,
+        __bindgen_anon_1: sys::CUmemLocation_st__bindgen_ty_1 { id },
+    }
+}
+
+/// The `id` of a `CUmemLocation`.
+pub(crate) fn location_id(l: &sys::CUmemLocation) -> i32 {
+    // SAFETY: the union's members are plain integers and `id` spans all of its
+    // bytes, which this crate or the driver wrote (every `CUmemLocation` here is
+    // made by `mem_location`, zeroed, or filled in by the driver).
+    unsafe { l.__bindgen_anon_1.id }
 }
 
 /// A location given as a device ordinal, `CU_DEVICE_CPU` for the host or
@@ -400,7 +417,7 @@ mod tests {
             ),
         ] {
             let raw = loc.raw();
-            assert_eq!((raw.type_, raw.id), (type_, id), "{loc:?}");
+            assert_eq!((raw.type_, location_id(&raw)), (type_, id), "{loc:?}");
             assert_eq!(Location::from_raw(type_, id, "t").unwrap(), Some(loc));
         }
         assert!(Location::HostNumaCurrent.is_numa_current());

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
+use crate::memory::resource::location_id;
 use crate::memory::vmm_options::{
     ExportedChunk, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
     VirtualMemoryHandleType, VirtualMemoryOptions,
@@ -94,7 +95,9 @@ pub(crate) fn access_descs(
     let mut out: Vec<sys::CUmemAccessDesc> = Vec::new();
     let mut add = |d: Device, access: VirtualMemoryAccess| {
         let id = d.ordinal() as i32;
-        if access != VirtualMemoryAccess::None && !out.iter().any(|a| a.location.id == id) {
+        if access != VirtualMemoryAccess::None
+            && !out.iter().any(|a| location_id(&a.location) == id)
+        {
             out.push(sys::CUmemAccessDesc {
                 location: Location::Device(d).raw(),
                 flags: access.raw(),
@@ -339,7 +342,8 @@ impl VirtualMemoryResource {
             .check(|| format!("creating {size} bytes of physical memory"))?;
         let release = |h| {
             // SAFETY: a handle from `cuMemCreate`, released once.
-            let _ = unsafe { sys::cuMemRelease(h) };
+            let rc = unsafe { sys::cuMemRelease(h) };
+            crate::cleanup::driver(rc, "releasing a physical allocation (cuMemRelease)");
         };
         // SAFETY: `at..at+size` lies in a range this resource reserved and left unmapped.
         let mapped = unsafe { sys::cuMemMap(at, size, 0, handle, 0) };
@@ -349,7 +353,8 @@ impl VirtualMemoryResource {
         }
         if let Err(e) = set_access_raw(at, size, access) {
             // SAFETY: undoes the mapping above.
-            let _ = unsafe { sys::cuMemUnmap(at, size) };
+            let rc = unsafe { sys::cuMemUnmap(at, size) };
+            crate::cleanup::driver(rc, "unmapping virtual memory (cuMemUnmap)");
             release(handle);
             return Err(e);
         }
@@ -529,7 +534,8 @@ impl VirtualMemoryResource {
         let _current = self.device.ensure_current()?;
         set_access_raw(buffer.ptr(), a.mapped, &descs)?;
         for d in descs {
-            a.access.retain(|x| x.location.id != d.location.id);
+            a.access
+                .retain(|x| location_id(&x.location) != location_id(&d.location));
             if d.flags != sys::CU_MEM_ACCESS_FLAGS_PROT_NONE {
                 a.access.push(d);
             }
@@ -714,7 +720,8 @@ unsafe impl MemoryResource for VirtualMemoryResource {
             }
             Err(e) => {
                 // SAFETY: the range reserved above, freed once.
-                let _ = unsafe { sys::cuMemAddressFree(base, reserve) };
+                let rc = unsafe { sys::cuMemAddressFree(base, reserve) };
+                crate::cleanup::driver(rc, "freeing a virtual address range (cuMemAddressFree)");
                 Err(e)
             }
         }
@@ -841,7 +848,7 @@ mod tests {
         assert_eq!(p.type_, sys::CU_MEM_ALLOCATION_TYPE_PINNED);
         assert_eq!(p.requestedHandleTypes, sys::CU_MEM_HANDLE_TYPE_NONE);
         assert_eq!(
-            (p.location.type_, p.location.id),
+            (p.location.type_, location_id(&p.location)),
             (sys::CU_MEM_LOCATION_TYPE_DEVICE, 3)
         );
         assert_eq!(p.allocFlags.gpuDirectRDMACapable, 0);
@@ -859,7 +866,7 @@ mod tests {
         assert_eq!(p.type_, sys::CU_MEM_ALLOCATION_TYPE_MANAGED);
         assert_eq!(p.requestedHandleTypes, sys::CU_MEM_HANDLE_TYPE_FABRIC);
         assert_eq!(
-            (p.location.type_, p.location.id),
+            (p.location.type_, location_id(&p.location)),
             (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA, 1)
         );
         assert_eq!(p.allocFlags.gpuDirectRDMACapable, 1);
@@ -889,7 +896,9 @@ mod tests {
         let d1 = Device::for_tests(1);
         let d2 = Device::for_tests(2);
         let ids = |v: &[sys::CUmemAccessDesc]| -> Vec<(i32, sys::CUmemAccess_flags)> {
-            v.iter().map(|a| (a.location.id, a.flags)).collect()
+            v.iter()
+                .map(|a| (location_id(&a.location), a.flags))
+                .collect()
         };
         let rw = sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
         let r = sys::CU_MEM_ACCESS_FLAGS_PROT_READ;

@@ -145,6 +145,7 @@ impl EventSet {
 impl Drop for EventSet {
     fn drop(&mut self) {
         // SAFETY: a live set, freed once.
-        let _ = unsafe { nvmlEventSetFree(self.set) };
+        let rc = unsafe { nvmlEventSetFree(self.set) };
+        crate::cleanup::report(rc.check(|| "freeing an NVML event set (nvmlEventSetFree)"));
     }
 }

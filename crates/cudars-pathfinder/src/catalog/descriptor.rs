@@ -71,6 +71,13 @@ pub struct LibDescriptor {
     pub requires_windows_binary_arch_check: bool,
 }
 
+/// Libraries NVIDIA ships for Linux on aarch64 only: cuDLA (and the driver's
+/// `nvcudla` under it) drives the deep-learning accelerator of Jetson and DRIVE
+/// (Tegra) systems. Elsewhere on Linux they are
+/// [`PathfinderError::NotAvailable`](crate::PathfinderError::NotAvailable), as on
+/// Windows x64; `cuda.pathfinder`'s catalogue lists their sonames for every Linux.
+pub(crate) const LINUX_AARCH64_ONLY: &[&str] = &["cudla", "nvcudla"];
+
 impl LibDescriptor {
     /// The platform's file names for this library (sonames or DLL names).
     pub fn platform_names(&self) -> &'static [&'static str] {
@@ -92,6 +99,7 @@ impl LibDescriptor {
             !self.windows_dlls.is_empty() && self.supported_windows_arch.contains(&arch)
         } else if cfg!(target_os = "linux") {
             !self.linux_sonames.is_empty()
+                && (cfg!(target_arch = "aarch64") || !LINUX_AARCH64_ONLY.contains(&self.name))
         } else {
             false
         }

@@ -7,6 +7,37 @@
 //! One `unsafe fn` per entry point, with the C name and signature, calling
 //! through the entry table.
 use super::*;
+/// `cuCheckpointProcessCheckpoint` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuCheckpointProcessCheckpoint", .., 12080, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuCheckpointProcessCheckpoint` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuCheckpointProcessCheckpoint(
+    pid: ::core::ffi::c_int,
+    args: *mut CUcheckpointCheckpointArgs,
+) -> CUresult {
+    match crate::driver::__entry12(0) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        ::core::ffi::c_int,
+                        *mut CUcheckpointCheckpointArgs,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(pid, args) }
+        }
+        None => crate::driver::__unavailable12(0),
+    }
+}
 /// `cuCheckpointProcessRestore` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuCheckpointProcessRestore", .., 12080, ..)`.
 ///
 /// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
@@ -20,7 +51,7 @@ pub unsafe fn cuCheckpointProcessRestore(
     pid: ::core::ffi::c_int,
     args: *mut CUcheckpointRestoreArgs,
 ) -> CUresult {
-    match crate::driver::__entry12(0) {
+    match crate::driver::__entry12(1) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -35,7 +66,7 @@ pub unsafe fn cuCheckpointProcessRestore(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(pid, args) }
         }
-        None => crate::driver::__unavailable12(0),
+        None => crate::driver::__unavailable12(1),
     }
 }
 /// `cuCtxCreate` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuCtxCreate", .., 3020, ..)`.
@@ -52,7 +83,7 @@ pub unsafe fn cuCtxCreate(
     flags: ::core::ffi::c_uint,
     dev: CUdevice,
 ) -> CUresult {
-    match crate::driver::__entry12(1) {
+    match crate::driver::__entry12(2) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -68,7 +99,7 @@ pub unsafe fn cuCtxCreate(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(pctx, flags, dev) }
         }
-        None => crate::driver::__unavailable12(1),
+        None => crate::driver::__unavailable12(2),
     }
 }
 /// `cuCtxCreate_v3` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuCtxCreate", .., 11040, ..)`.
@@ -87,7 +118,7 @@ pub unsafe fn cuCtxCreate_v3(
     flags: ::core::ffi::c_uint,
     dev: CUdevice,
 ) -> CUresult {
-    match crate::driver::__entry12(2) {
+    match crate::driver::__entry12(3) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -105,7 +136,7 @@ pub unsafe fn cuCtxCreate_v3(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(pctx, paramsArray, numParams, flags, dev) }
         }
-        None => crate::driver::__unavailable12(2),
+        None => crate::driver::__unavailable12(3),
     }
 }
 /// `cuCtxCreate_v4` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuCtxCreate", .., 12050, ..)`.
@@ -123,7 +154,7 @@ pub unsafe fn cuCtxCreate_v4(
     flags: ::core::ffi::c_uint,
     dev: CUdevice,
 ) -> CUresult {
-    match crate::driver::__entry12(3) {
+    match crate::driver::__entry12(4) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -140,7 +171,7 @@ pub unsafe fn cuCtxCreate_v4(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(pctx, ctxCreateParams, flags, dev) }
         }
-        None => crate::driver::__unavailable12(3),
+        None => crate::driver::__unavailable12(4),
     }
 }
 /// `cuCtxGetDevResource` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuCtxGetDevResource", .., 12040, ..)`.
@@ -157,7 +188,7 @@ pub unsafe fn cuCtxGetDevResource(
     resource: *mut CUdevResource,
     type_: CUdevResourceType,
 ) -> CUresult {
-    match crate::driver::__entry12(4) {
+    match crate::driver::__entry12(5) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -173,7 +204,7 @@ pub unsafe fn cuCtxGetDevResource(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hCtx, resource, type_) }
         }
-        None => crate::driver::__unavailable12(4),
+        None => crate::driver::__unavailable12(5),
     }
 }
 /// `cuDevResourceGenerateDesc` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuDevResourceGenerateDesc", .., 12040, ..)`.
@@ -190,7 +221,7 @@ pub unsafe fn cuDevResourceGenerateDesc(
     resources: *mut CUdevResource,
     nbResources: ::core::ffi::c_uint,
 ) -> CUresult {
-    match crate::driver::__entry12(5) {
+    match crate::driver::__entry12(6) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -206,7 +237,7 @@ pub unsafe fn cuDevResourceGenerateDesc(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(phDesc, resources, nbResources) }
         }
-        None => crate::driver::__unavailable12(5),
+        None => crate::driver::__unavailable12(6),
     }
 }
 /// `cuDevSmResourceSplitByCount` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuDevSmResourceSplitByCount", .., 12040, ..)`.
@@ -226,7 +257,7 @@ pub unsafe fn cuDevSmResourceSplitByCount(
     useFlags: ::core::ffi::c_uint,
     minCount: ::core::ffi::c_uint,
 ) -> CUresult {
-    match crate::driver::__entry12(6) {
+    match crate::driver::__entry12(7) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -245,7 +276,7 @@ pub unsafe fn cuDevSmResourceSplitByCount(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(result, nbGroups, input, remaining, useFlags, minCount) }
         }
-        None => crate::driver::__unavailable12(6),
+        None => crate::driver::__unavailable12(7),
     }
 }
 /// `cuDeviceGetDevResource` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuDeviceGetDevResource", .., 12040, ..)`.
@@ -262,7 +293,7 @@ pub unsafe fn cuDeviceGetDevResource(
     resource: *mut CUdevResource,
     type_: CUdevResourceType,
 ) -> CUresult {
-    match crate::driver::__entry12(7) {
+    match crate::driver::__entry12(8) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -278,7 +309,7 @@ pub unsafe fn cuDeviceGetDevResource(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(device, resource, type_) }
         }
-        None => crate::driver::__unavailable12(7),
+        None => crate::driver::__unavailable12(8),
     }
 }
 /// `cuDeviceGetUuid_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuDeviceGetUuid", .., 11040, ..)`.
@@ -291,7 +322,7 @@ pub unsafe fn cuDeviceGetDevResource(
 /// of `cuDeviceGetUuid_v2` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
 #[inline]
 pub unsafe fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
-    match crate::driver::__entry12(8) {
+    match crate::driver::__entry12(9) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -303,7 +334,7 @@ pub unsafe fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(uuid, dev) }
         }
-        None => crate::driver::__unavailable12(8),
+        None => crate::driver::__unavailable12(9),
     }
 }
 /// `cuEventElapsedTime_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuEventElapsedTime", .., 12080, ..)`.
@@ -320,7 +351,7 @@ pub unsafe fn cuEventElapsedTime_v2(
     hStart: CUevent,
     hEnd: CUevent,
 ) -> CUresult {
-    match crate::driver::__entry12(9) {
+    match crate::driver::__entry12(10) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -332,7 +363,46 @@ pub unsafe fn cuEventElapsedTime_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(pMilliseconds, hStart, hEnd) }
         }
-        None => crate::driver::__unavailable12(9),
+        None => crate::driver::__unavailable12(10),
+    }
+}
+/// `cuGraphAddBatchMemOpNode` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphAddBatchMemOpNode", .., 11070, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuGraphAddBatchMemOpNode` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuGraphAddBatchMemOpNode(
+    phGraphNode: *mut CUgraphNode,
+    hGraph: CUgraph,
+    dependencies: *const CUgraphNode,
+    numDependencies: usize,
+    nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+) -> CUresult {
+    match crate::driver::__entry12(11) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe {
+                entry_fn(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
+            }
+        }
+        None => crate::driver::__unavailable12(11),
     }
 }
 /// `cuGraphAddDependencies` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphAddDependencies", .., 10000, ..)`.
@@ -350,7 +420,7 @@ pub unsafe fn cuGraphAddDependencies(
     to: *const CUgraphNode,
     numDependencies: usize,
 ) -> CUresult {
-    match crate::driver::__entry12(10) {
+    match crate::driver::__entry12(12) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -367,7 +437,7 @@ pub unsafe fn cuGraphAddDependencies(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hGraph, from, to, numDependencies) }
         }
-        None => crate::driver::__unavailable12(10),
+        None => crate::driver::__unavailable12(12),
     }
 }
 /// `cuGraphAddDependencies_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphAddDependencies", .., 12030, ..)`.
@@ -386,7 +456,7 @@ pub unsafe fn cuGraphAddDependencies_v2(
     edgeData: *const CUgraphEdgeData,
     numDependencies: usize,
 ) -> CUresult {
-    match crate::driver::__entry12(11) {
+    match crate::driver::__entry12(13) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -404,7 +474,46 @@ pub unsafe fn cuGraphAddDependencies_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hGraph, from, to, edgeData, numDependencies) }
         }
-        None => crate::driver::__unavailable12(11),
+        None => crate::driver::__unavailable12(13),
+    }
+}
+/// `cuGraphAddMemAllocNode` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphAddMemAllocNode", .., 11040, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuGraphAddMemAllocNode` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuGraphAddMemAllocNode(
+    phGraphNode: *mut CUgraphNode,
+    hGraph: CUgraph,
+    dependencies: *const CUgraphNode,
+    numDependencies: usize,
+    nodeParams: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
+) -> CUresult {
+    match crate::driver::__entry12(14) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut CUgraphNode,
+                        CUgraph,
+                        *const CUgraphNode,
+                        usize,
+                        *mut CUDA_MEM_ALLOC_NODE_PARAMS,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe {
+                entry_fn(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
+            }
+        }
+        None => crate::driver::__unavailable12(14),
     }
 }
 /// `cuGraphAddNode` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphAddNode", .., 12020, ..)`.
@@ -423,7 +532,7 @@ pub unsafe fn cuGraphAddNode(
     numDependencies: usize,
     nodeParams: *mut CUgraphNodeParams,
 ) -> CUresult {
-    match crate::driver::__entry12(12) {
+    match crate::driver::__entry12(15) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -443,7 +552,7 @@ pub unsafe fn cuGraphAddNode(
                 entry_fn(phGraphNode, hGraph, dependencies, numDependencies, nodeParams)
             }
         }
-        None => crate::driver::__unavailable12(12),
+        None => crate::driver::__unavailable12(15),
     }
 }
 /// `cuGraphAddNode_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphAddNode", .., 12030, ..)`.
@@ -463,7 +572,7 @@ pub unsafe fn cuGraphAddNode_v2(
     numDependencies: usize,
     nodeParams: *mut CUgraphNodeParams,
 ) -> CUresult {
-    match crate::driver::__entry12(13) {
+    match crate::driver::__entry12(16) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -491,7 +600,135 @@ pub unsafe fn cuGraphAddNode_v2(
                 )
             }
         }
-        None => crate::driver::__unavailable12(13),
+        None => crate::driver::__unavailable12(16),
+    }
+}
+/// `cuGraphBatchMemOpNodeGetParams` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphBatchMemOpNodeGetParams", .., 11070, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuGraphBatchMemOpNodeGetParams` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuGraphBatchMemOpNodeGetParams(
+    hNode: CUgraphNode,
+    nodeParams_out: *mut CUDA_BATCH_MEM_OP_NODE_PARAMS,
+) -> CUresult {
+    match crate::driver::__entry12(17) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUDA_BATCH_MEM_OP_NODE_PARAMS,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(hNode, nodeParams_out) }
+        }
+        None => crate::driver::__unavailable12(17),
+    }
+}
+/// `cuGraphBatchMemOpNodeSetParams` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphBatchMemOpNodeSetParams", .., 11070, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuGraphBatchMemOpNodeSetParams` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuGraphBatchMemOpNodeSetParams(
+    hNode: CUgraphNode,
+    nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+) -> CUresult {
+    match crate::driver::__entry12(18) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(hNode, nodeParams) }
+        }
+        None => crate::driver::__unavailable12(18),
+    }
+}
+/// `cuGraphExecBatchMemOpNodeSetParams` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphExecBatchMemOpNodeSetParams", .., 11070, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuGraphExecBatchMemOpNodeSetParams` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuGraphExecBatchMemOpNodeSetParams(
+    hGraphExec: CUgraphExec,
+    hNode: CUgraphNode,
+    nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+) -> CUresult {
+    match crate::driver::__entry12(19) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(hGraphExec, hNode, nodeParams) }
+        }
+        None => crate::driver::__unavailable12(19),
+    }
+}
+/// `cuGraphExecNodeSetParams` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphExecNodeSetParams", .., 12020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuGraphExecNodeSetParams` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuGraphExecNodeSetParams(
+    hGraphExec: CUgraphExec,
+    hNode: CUgraphNode,
+    nodeParams: *mut CUgraphNodeParams,
+) -> CUresult {
+    match crate::driver::__entry12(20) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        CUgraphExec,
+                        CUgraphNode,
+                        *mut CUgraphNodeParams,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(hGraphExec, hNode, nodeParams) }
+        }
+        None => crate::driver::__unavailable12(20),
     }
 }
 /// `cuGraphGetEdges` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphGetEdges", .., 10000, ..)`.
@@ -509,7 +746,7 @@ pub unsafe fn cuGraphGetEdges(
     to: *mut CUgraphNode,
     numEdges: *mut usize,
 ) -> CUresult {
-    match crate::driver::__entry12(14) {
+    match crate::driver::__entry12(21) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -526,7 +763,7 @@ pub unsafe fn cuGraphGetEdges(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hGraph, from, to, numEdges) }
         }
-        None => crate::driver::__unavailable12(14),
+        None => crate::driver::__unavailable12(21),
     }
 }
 /// `cuGraphGetEdges_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphGetEdges", .., 12030, ..)`.
@@ -545,7 +782,7 @@ pub unsafe fn cuGraphGetEdges_v2(
     edgeData: *mut CUgraphEdgeData,
     numEdges: *mut usize,
 ) -> CUresult {
-    match crate::driver::__entry12(15) {
+    match crate::driver::__entry12(22) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -563,7 +800,7 @@ pub unsafe fn cuGraphGetEdges_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hGraph, from, to, edgeData, numEdges) }
         }
-        None => crate::driver::__unavailable12(15),
+        None => crate::driver::__unavailable12(22),
     }
 }
 /// `cuGraphKernelNodeGetAttribute` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphKernelNodeGetAttribute", .., 11000, ..)`.
@@ -580,7 +817,7 @@ pub unsafe fn cuGraphKernelNodeGetAttribute(
     attr: CUkernelNodeAttrID,
     value_out: *mut CUkernelNodeAttrValue,
 ) -> CUresult {
-    match crate::driver::__entry12(16) {
+    match crate::driver::__entry12(23) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -596,7 +833,7 @@ pub unsafe fn cuGraphKernelNodeGetAttribute(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hNode, attr, value_out) }
         }
-        None => crate::driver::__unavailable12(16),
+        None => crate::driver::__unavailable12(23),
     }
 }
 /// `cuGraphKernelNodeSetAttribute` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphKernelNodeSetAttribute", .., 11000, ..)`.
@@ -613,7 +850,7 @@ pub unsafe fn cuGraphKernelNodeSetAttribute(
     attr: CUkernelNodeAttrID,
     value: *const CUkernelNodeAttrValue,
 ) -> CUresult {
-    match crate::driver::__entry12(17) {
+    match crate::driver::__entry12(24) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -629,7 +866,38 @@ pub unsafe fn cuGraphKernelNodeSetAttribute(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hNode, attr, value) }
         }
-        None => crate::driver::__unavailable12(17),
+        None => crate::driver::__unavailable12(24),
+    }
+}
+/// `cuGraphMemAllocNodeGetParams` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphMemAllocNodeGetParams", .., 11040, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuGraphMemAllocNodeGetParams` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuGraphMemAllocNodeGetParams(
+    hNode: CUgraphNode,
+    params_out: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
+) -> CUresult {
+    match crate::driver::__entry12(25) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        CUgraphNode,
+                        *mut CUDA_MEM_ALLOC_NODE_PARAMS,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(hNode, params_out) }
+        }
+        None => crate::driver::__unavailable12(25),
     }
 }
 /// `cuGraphNodeGetDependencies` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphNodeGetDependencies", .., 10000, ..)`.
@@ -646,7 +914,7 @@ pub unsafe fn cuGraphNodeGetDependencies(
     dependencies: *mut CUgraphNode,
     numDependencies: *mut usize,
 ) -> CUresult {
-    match crate::driver::__entry12(18) {
+    match crate::driver::__entry12(26) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -662,7 +930,7 @@ pub unsafe fn cuGraphNodeGetDependencies(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hNode, dependencies, numDependencies) }
         }
-        None => crate::driver::__unavailable12(18),
+        None => crate::driver::__unavailable12(26),
     }
 }
 /// `cuGraphNodeGetDependencies_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphNodeGetDependencies", .., 12030, ..)`.
@@ -680,7 +948,7 @@ pub unsafe fn cuGraphNodeGetDependencies_v2(
     edgeData: *mut CUgraphEdgeData,
     numDependencies: *mut usize,
 ) -> CUresult {
-    match crate::driver::__entry12(19) {
+    match crate::driver::__entry12(27) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -697,7 +965,7 @@ pub unsafe fn cuGraphNodeGetDependencies_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hNode, dependencies, edgeData, numDependencies) }
         }
-        None => crate::driver::__unavailable12(19),
+        None => crate::driver::__unavailable12(27),
     }
 }
 /// `cuGraphNodeGetDependentNodes` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphNodeGetDependentNodes", .., 10000, ..)`.
@@ -714,7 +982,7 @@ pub unsafe fn cuGraphNodeGetDependentNodes(
     dependentNodes: *mut CUgraphNode,
     numDependentNodes: *mut usize,
 ) -> CUresult {
-    match crate::driver::__entry12(20) {
+    match crate::driver::__entry12(28) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -730,7 +998,7 @@ pub unsafe fn cuGraphNodeGetDependentNodes(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hNode, dependentNodes, numDependentNodes) }
         }
-        None => crate::driver::__unavailable12(20),
+        None => crate::driver::__unavailable12(28),
     }
 }
 /// `cuGraphNodeGetDependentNodes_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphNodeGetDependentNodes", .., 12030, ..)`.
@@ -748,7 +1016,7 @@ pub unsafe fn cuGraphNodeGetDependentNodes_v2(
     edgeData: *mut CUgraphEdgeData,
     numDependentNodes: *mut usize,
 ) -> CUresult {
-    match crate::driver::__entry12(21) {
+    match crate::driver::__entry12(29) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -765,7 +1033,35 @@ pub unsafe fn cuGraphNodeGetDependentNodes_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hNode, dependentNodes, edgeData, numDependentNodes) }
         }
-        None => crate::driver::__unavailable12(21),
+        None => crate::driver::__unavailable12(29),
+    }
+}
+/// `cuGraphNodeSetParams` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphNodeSetParams", .., 12020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuGraphNodeSetParams` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuGraphNodeSetParams(
+    hNode: CUgraphNode,
+    nodeParams: *mut CUgraphNodeParams,
+) -> CUresult {
+    match crate::driver::__entry12(30) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(CUgraphNode, *mut CUgraphNodeParams) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(hNode, nodeParams) }
+        }
+        None => crate::driver::__unavailable12(30),
     }
 }
 /// `cuGraphRemoveDependencies` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphRemoveDependencies", .., 10000, ..)`.
@@ -783,7 +1079,7 @@ pub unsafe fn cuGraphRemoveDependencies(
     to: *const CUgraphNode,
     numDependencies: usize,
 ) -> CUresult {
-    match crate::driver::__entry12(22) {
+    match crate::driver::__entry12(31) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -800,7 +1096,7 @@ pub unsafe fn cuGraphRemoveDependencies(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hGraph, from, to, numDependencies) }
         }
-        None => crate::driver::__unavailable12(22),
+        None => crate::driver::__unavailable12(31),
     }
 }
 /// `cuGraphRemoveDependencies_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGraphRemoveDependencies", .., 12030, ..)`.
@@ -819,7 +1115,7 @@ pub unsafe fn cuGraphRemoveDependencies_v2(
     edgeData: *const CUgraphEdgeData,
     numDependencies: usize,
 ) -> CUresult {
-    match crate::driver::__entry12(23) {
+    match crate::driver::__entry12(32) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -837,7 +1133,7 @@ pub unsafe fn cuGraphRemoveDependencies_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hGraph, from, to, edgeData, numDependencies) }
         }
-        None => crate::driver::__unavailable12(23),
+        None => crate::driver::__unavailable12(32),
     }
 }
 /// `cuGreenCtxGetDevResource` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuGreenCtxGetDevResource", .., 12040, ..)`.
@@ -854,7 +1150,7 @@ pub unsafe fn cuGreenCtxGetDevResource(
     resource: *mut CUdevResource,
     type_: CUdevResourceType,
 ) -> CUresult {
-    match crate::driver::__entry12(24) {
+    match crate::driver::__entry12(33) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -870,7 +1166,7 @@ pub unsafe fn cuGreenCtxGetDevResource(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hCtx, resource, type_) }
         }
-        None => crate::driver::__unavailable12(24),
+        None => crate::driver::__unavailable12(33),
     }
 }
 /// `cuLaunchKernelEx` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuLaunchKernelEx", .., 11060, ..)` (per-thread default stream: version 11060).
@@ -888,7 +1184,7 @@ pub unsafe fn cuLaunchKernelEx(
     kernelParams: *mut *mut ::core::ffi::c_void,
     extra: *mut *mut ::core::ffi::c_void,
 ) -> CUresult {
-    match crate::driver::__entry12(25) {
+    match crate::driver::__entry12(34) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -905,7 +1201,7 @@ pub unsafe fn cuLaunchKernelEx(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(config, f, kernelParams, extra) }
         }
-        None => crate::driver::__unavailable12(25),
+        None => crate::driver::__unavailable12(34),
     }
 }
 /// `cuMemAdvise` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemAdvise", .., 8000, ..)`.
@@ -923,7 +1219,7 @@ pub unsafe fn cuMemAdvise(
     advice: CUmem_advise,
     device: CUdevice,
 ) -> CUresult {
-    match crate::driver::__entry12(26) {
+    match crate::driver::__entry12(35) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -940,7 +1236,7 @@ pub unsafe fn cuMemAdvise(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(devPtr, count, advice, device) }
         }
-        None => crate::driver::__unavailable12(26),
+        None => crate::driver::__unavailable12(35),
     }
 }
 /// `cuMemAdvise_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemAdvise", .., 12020, ..)`.
@@ -958,7 +1254,7 @@ pub unsafe fn cuMemAdvise_v2(
     advice: CUmem_advise,
     location: CUmemLocation,
 ) -> CUresult {
-    match crate::driver::__entry12(27) {
+    match crate::driver::__entry12(36) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -975,7 +1271,236 @@ pub unsafe fn cuMemAdvise_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(devPtr, count, advice, location) }
         }
-        None => crate::driver::__unavailable12(27),
+        None => crate::driver::__unavailable12(36),
+    }
+}
+/// `cuMemCreate` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemCreate", .., 10020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuMemCreate` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuMemCreate(
+    handle: *mut CUmemGenericAllocationHandle,
+    size: usize,
+    prop: *const CUmemAllocationProp,
+    flags: ::core::ffi::c_ulonglong,
+) -> CUresult {
+    match crate::driver::__entry12(37) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut CUmemGenericAllocationHandle,
+                        usize,
+                        *const CUmemAllocationProp,
+                        ::core::ffi::c_ulonglong,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(handle, size, prop, flags) }
+        }
+        None => crate::driver::__unavailable12(37),
+    }
+}
+/// `cuMemGetAccess` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemGetAccess", .., 10020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuMemGetAccess` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuMemGetAccess(
+    flags: *mut ::core::ffi::c_ulonglong,
+    location: *const CUmemLocation,
+    ptr: CUdeviceptr,
+) -> CUresult {
+    match crate::driver::__entry12(38) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut ::core::ffi::c_ulonglong,
+                        *const CUmemLocation,
+                        CUdeviceptr,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(flags, location, ptr) }
+        }
+        None => crate::driver::__unavailable12(38),
+    }
+}
+/// `cuMemGetAllocationGranularity` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemGetAllocationGranularity", .., 10020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuMemGetAllocationGranularity` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuMemGetAllocationGranularity(
+    granularity: *mut usize,
+    prop: *const CUmemAllocationProp,
+    option: CUmemAllocationGranularity_flags,
+) -> CUresult {
+    match crate::driver::__entry12(39) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut usize,
+                        *const CUmemAllocationProp,
+                        CUmemAllocationGranularity_flags,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(granularity, prop, option) }
+        }
+        None => crate::driver::__unavailable12(39),
+    }
+}
+/// `cuMemGetAllocationPropertiesFromHandle` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemGetAllocationPropertiesFromHandle", .., 10020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuMemGetAllocationPropertiesFromHandle` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuMemGetAllocationPropertiesFromHandle(
+    prop: *mut CUmemAllocationProp,
+    handle: CUmemGenericAllocationHandle,
+) -> CUresult {
+    match crate::driver::__entry12(40) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut CUmemAllocationProp,
+                        CUmemGenericAllocationHandle,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(prop, handle) }
+        }
+        None => crate::driver::__unavailable12(40),
+    }
+}
+/// `cuMemPoolCreate` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemPoolCreate", .., 11020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuMemPoolCreate` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuMemPoolCreate(
+    pool: *mut CUmemoryPool,
+    poolProps: *const CUmemPoolProps,
+) -> CUresult {
+    match crate::driver::__entry12(41) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut CUmemoryPool,
+                        *const CUmemPoolProps,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(pool, poolProps) }
+        }
+        None => crate::driver::__unavailable12(41),
+    }
+}
+/// `cuMemPoolGetAccess` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemPoolGetAccess", .., 11020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuMemPoolGetAccess` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuMemPoolGetAccess(
+    flags: *mut CUmemAccess_flags,
+    memPool: CUmemoryPool,
+    location: *mut CUmemLocation,
+) -> CUresult {
+    match crate::driver::__entry12(42) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut CUmemAccess_flags,
+                        CUmemoryPool,
+                        *mut CUmemLocation,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(flags, memPool, location) }
+        }
+        None => crate::driver::__unavailable12(42),
+    }
+}
+/// `cuMemPoolSetAccess` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemPoolSetAccess", .., 11020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuMemPoolSetAccess` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuMemPoolSetAccess(
+    pool: CUmemoryPool,
+    map: *const CUmemAccessDesc,
+    count: usize,
+) -> CUresult {
+    match crate::driver::__entry12(43) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        CUmemoryPool,
+                        *const CUmemAccessDesc,
+                        usize,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(pool, map, count) }
+        }
+        None => crate::driver::__unavailable12(43),
     }
 }
 /// `cuMemPrefetchAsync` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemPrefetchAsync", .., 8000, ..)` (per-thread default stream: version 8000).
@@ -993,7 +1518,7 @@ pub unsafe fn cuMemPrefetchAsync(
     dstDevice: CUdevice,
     hStream: CUstream,
 ) -> CUresult {
-    match crate::driver::__entry12(28) {
+    match crate::driver::__entry12(44) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1010,7 +1535,7 @@ pub unsafe fn cuMemPrefetchAsync(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(devPtr, count, dstDevice, hStream) }
         }
-        None => crate::driver::__unavailable12(28),
+        None => crate::driver::__unavailable12(44),
     }
 }
 /// `cuMemPrefetchAsync_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemPrefetchAsync", .., 12020, ..)` (per-thread default stream: version 12020).
@@ -1029,7 +1554,7 @@ pub unsafe fn cuMemPrefetchAsync_v2(
     flags: ::core::ffi::c_uint,
     hStream: CUstream,
 ) -> CUresult {
-    match crate::driver::__entry12(29) {
+    match crate::driver::__entry12(45) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1047,7 +1572,42 @@ pub unsafe fn cuMemPrefetchAsync_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(devPtr, count, location, flags, hStream) }
         }
-        None => crate::driver::__unavailable12(29),
+        None => crate::driver::__unavailable12(45),
+    }
+}
+/// `cuMemSetAccess` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemSetAccess", .., 10020, ..)`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuMemSetAccess` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuMemSetAccess(
+    ptr: CUdeviceptr,
+    size: usize,
+    desc: *const CUmemAccessDesc,
+    count: usize,
+) -> CUresult {
+    match crate::driver::__entry12(46) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        CUdeviceptr,
+                        usize,
+                        *const CUmemAccessDesc,
+                        usize,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(ptr, size, desc, count) }
+        }
+        None => crate::driver::__unavailable12(46),
     }
 }
 /// `cuMemcpy3DBatchAsync` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemcpy3DBatchAsync", .., 12080, ..)` (per-thread default stream: version 12080).
@@ -1066,7 +1626,7 @@ pub unsafe fn cuMemcpy3DBatchAsync(
     flags: ::core::ffi::c_ulonglong,
     hStream: CUstream,
 ) -> CUresult {
-    match crate::driver::__entry12(30) {
+    match crate::driver::__entry12(47) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1084,7 +1644,7 @@ pub unsafe fn cuMemcpy3DBatchAsync(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(numOps, opList, failIdx, flags, hStream) }
         }
-        None => crate::driver::__unavailable12(30),
+        None => crate::driver::__unavailable12(47),
     }
 }
 /// `cuMemcpyBatchAsync` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuMemcpyBatchAsync", .., 12080, ..)` (per-thread default stream: version 12080).
@@ -1107,7 +1667,7 @@ pub unsafe fn cuMemcpyBatchAsync(
     failIdx: *mut usize,
     hStream: CUstream,
 ) -> CUresult {
-    match crate::driver::__entry12(31) {
+    match crate::driver::__entry12(48) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1141,7 +1701,7 @@ pub unsafe fn cuMemcpyBatchAsync(
                 )
             }
         }
-        None => crate::driver::__unavailable12(31),
+        None => crate::driver::__unavailable12(48),
     }
 }
 /// `cuOccupancyMaxActiveClusters` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuOccupancyMaxActiveClusters", .., 11070, ..)`.
@@ -1158,7 +1718,7 @@ pub unsafe fn cuOccupancyMaxActiveClusters(
     func: CUfunction,
     config: *const CUlaunchConfig,
 ) -> CUresult {
-    match crate::driver::__entry12(32) {
+    match crate::driver::__entry12(49) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1174,7 +1734,7 @@ pub unsafe fn cuOccupancyMaxActiveClusters(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(numClusters, func, config) }
         }
-        None => crate::driver::__unavailable12(32),
+        None => crate::driver::__unavailable12(49),
     }
 }
 /// `cuOccupancyMaxPotentialClusterSize` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuOccupancyMaxPotentialClusterSize", .., 11070, ..)`.
@@ -1191,7 +1751,7 @@ pub unsafe fn cuOccupancyMaxPotentialClusterSize(
     func: CUfunction,
     config: *const CUlaunchConfig,
 ) -> CUresult {
-    match crate::driver::__entry12(33) {
+    match crate::driver::__entry12(50) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1207,7 +1767,42 @@ pub unsafe fn cuOccupancyMaxPotentialClusterSize(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(clusterSize, func, config) }
         }
-        None => crate::driver::__unavailable12(33),
+        None => crate::driver::__unavailable12(50),
+    }
+}
+/// `cuStreamBatchMemOp` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuStreamBatchMemOp", .., 11070, ..)` (per-thread default stream: version 11070).
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cuStreamBatchMemOp` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-driver-api/>).
+#[inline]
+pub unsafe fn cuStreamBatchMemOp(
+    stream: CUstream,
+    count: ::core::ffi::c_uint,
+    paramArray: *mut CUstreamBatchMemOpParams,
+    flags: ::core::ffi::c_uint,
+) -> CUresult {
+    match crate::driver::__entry12(51) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        CUstream,
+                        ::core::ffi::c_uint,
+                        *mut CUstreamBatchMemOpParams,
+                        ::core::ffi::c_uint,
+                    ) -> CUresult,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(stream, count, paramArray, flags) }
+        }
+        None => crate::driver::__unavailable12(51),
     }
 }
 /// `cuStreamGetAttribute` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuStreamGetAttribute", .., 11000, ..)` (per-thread default stream: version 11000).
@@ -1224,7 +1819,7 @@ pub unsafe fn cuStreamGetAttribute(
     attr: CUstreamAttrID,
     value_out: *mut CUstreamAttrValue,
 ) -> CUresult {
-    match crate::driver::__entry12(34) {
+    match crate::driver::__entry12(52) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1240,7 +1835,7 @@ pub unsafe fn cuStreamGetAttribute(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hStream, attr, value_out) }
         }
-        None => crate::driver::__unavailable12(34),
+        None => crate::driver::__unavailable12(52),
     }
 }
 /// `cuStreamGetCaptureInfo` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuStreamGetCaptureInfo", .., 11030, ..)` (per-thread default stream: version 11030).
@@ -1260,7 +1855,7 @@ pub unsafe fn cuStreamGetCaptureInfo(
     dependencies_out: *mut *const CUgraphNode,
     numDependencies_out: *mut usize,
 ) -> CUresult {
-    match crate::driver::__entry12(35) {
+    match crate::driver::__entry12(53) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1288,7 +1883,7 @@ pub unsafe fn cuStreamGetCaptureInfo(
                 )
             }
         }
-        None => crate::driver::__unavailable12(35),
+        None => crate::driver::__unavailable12(53),
     }
 }
 /// `cuStreamGetCaptureInfo_v3` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuStreamGetCaptureInfo", .., 12030, ..)` (per-thread default stream: version 12030).
@@ -1309,7 +1904,7 @@ pub unsafe fn cuStreamGetCaptureInfo_v3(
     edgeData_out: *mut *const CUgraphEdgeData,
     numDependencies_out: *mut usize,
 ) -> CUresult {
-    match crate::driver::__entry12(36) {
+    match crate::driver::__entry12(54) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1339,7 +1934,7 @@ pub unsafe fn cuStreamGetCaptureInfo_v3(
                 )
             }
         }
-        None => crate::driver::__unavailable12(36),
+        None => crate::driver::__unavailable12(54),
     }
 }
 /// `cuStreamSetAttribute` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuStreamSetAttribute", .., 11000, ..)` (per-thread default stream: version 11000).
@@ -1356,7 +1951,7 @@ pub unsafe fn cuStreamSetAttribute(
     attr: CUstreamAttrID,
     value: *const CUstreamAttrValue,
 ) -> CUresult {
-    match crate::driver::__entry12(37) {
+    match crate::driver::__entry12(55) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1372,7 +1967,7 @@ pub unsafe fn cuStreamSetAttribute(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hStream, attr, value) }
         }
-        None => crate::driver::__unavailable12(37),
+        None => crate::driver::__unavailable12(55),
     }
 }
 /// `cuStreamUpdateCaptureDependencies` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuStreamUpdateCaptureDependencies", .., 11030, ..)` (per-thread default stream: version 11030).
@@ -1390,7 +1985,7 @@ pub unsafe fn cuStreamUpdateCaptureDependencies(
     numDependencies: usize,
     flags: ::core::ffi::c_uint,
 ) -> CUresult {
-    match crate::driver::__entry12(38) {
+    match crate::driver::__entry12(56) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1407,7 +2002,7 @@ pub unsafe fn cuStreamUpdateCaptureDependencies(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hStream, dependencies, numDependencies, flags) }
         }
-        None => crate::driver::__unavailable12(38),
+        None => crate::driver::__unavailable12(56),
     }
 }
 /// `cuStreamUpdateCaptureDependencies_v2` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuStreamUpdateCaptureDependencies", .., 12030, ..)` (per-thread default stream: version 12030).
@@ -1426,7 +2021,7 @@ pub unsafe fn cuStreamUpdateCaptureDependencies_v2(
     numDependencies: usize,
     flags: ::core::ffi::c_uint,
 ) -> CUresult {
-    match crate::driver::__entry12(39) {
+    match crate::driver::__entry12(57) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1446,7 +2041,7 @@ pub unsafe fn cuStreamUpdateCaptureDependencies_v2(
                 entry_fn(hStream, dependencies, dependencyData, numDependencies, flags)
             }
         }
-        None => crate::driver::__unavailable12(39),
+        None => crate::driver::__unavailable12(57),
     }
 }
 /// `cuTensorMapEncodeIm2col` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuTensorMapEncodeIm2col", .., 12000, ..)`.
@@ -1475,7 +2070,7 @@ pub unsafe fn cuTensorMapEncodeIm2col(
     l2Promotion: CUtensorMapL2promotion,
     oobFill: CUtensorMapFloatOOBfill,
 ) -> CUresult {
-    match crate::driver::__entry12(40) {
+    match crate::driver::__entry12(58) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1521,7 +2116,7 @@ pub unsafe fn cuTensorMapEncodeIm2col(
                 )
             }
         }
-        None => crate::driver::__unavailable12(40),
+        None => crate::driver::__unavailable12(58),
     }
 }
 /// `cuTensorMapEncodeIm2colWide` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuTensorMapEncodeIm2colWide", .., 12080, ..)`.
@@ -1551,7 +2146,7 @@ pub unsafe fn cuTensorMapEncodeIm2colWide(
     l2Promotion: CUtensorMapL2promotion,
     oobFill: CUtensorMapFloatOOBfill,
 ) -> CUresult {
-    match crate::driver::__entry12(41) {
+    match crate::driver::__entry12(59) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1599,7 +2194,7 @@ pub unsafe fn cuTensorMapEncodeIm2colWide(
                 )
             }
         }
-        None => crate::driver::__unavailable12(41),
+        None => crate::driver::__unavailable12(59),
     }
 }
 /// `cuTensorMapEncodeTiled` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuTensorMapEncodeTiled", .., 12000, ..)`.
@@ -1625,7 +2220,7 @@ pub unsafe fn cuTensorMapEncodeTiled(
     l2Promotion: CUtensorMapL2promotion,
     oobFill: CUtensorMapFloatOOBfill,
 ) -> CUresult {
-    match crate::driver::__entry12(42) {
+    match crate::driver::__entry12(60) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1665,7 +2260,7 @@ pub unsafe fn cuTensorMapEncodeTiled(
                 )
             }
         }
-        None => crate::driver::__unavailable12(42),
+        None => crate::driver::__unavailable12(60),
     }
 }
 /// `cuTensorMapReplaceAddress` from `cuda.h` (CUDA 12.9), resolved through `cuGetProcAddress("cuTensorMapReplaceAddress", .., 12000, ..)`.
@@ -1681,7 +2276,7 @@ pub unsafe fn cuTensorMapReplaceAddress(
     tensorMap: *mut CUtensorMap,
     globalAddress: *mut ::core::ffi::c_void,
 ) -> CUresult {
-    match crate::driver::__entry12(43) {
+    match crate::driver::__entry12(61) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1696,6 +2291,6 @@ pub unsafe fn cuTensorMapReplaceAddress(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(tensorMap, globalAddress) }
         }
-        None => crate::driver::__unavailable12(43),
+        None => crate::driver::__unavailable12(61),
     }
 }

@@ -6,10 +6,23 @@
 
 //! The entry points the loader resolves, in the order of the dispatch table.
 /// How many entry points this module has.
-pub(crate) const ENTRY_COUNT: usize = 44;
+pub(crate) const ENTRY_COUNT: usize = 62;
 /// Every entry point of this module, in the order of the dispatch table, each
 /// with its ABIs, newest first.
 pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
+    crate::loader::Entry {
+        name: c"cuCheckpointProcessCheckpoint",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuCheckpointProcessCheckpoint",
+                symbol: c"cuCheckpointProcessCheckpoint",
+                version: 12080,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
     crate::loader::Entry {
         name: c"cuCheckpointProcessRestore",
         abis: &[
@@ -141,6 +154,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
         ],
     },
     crate::loader::Entry {
+        name: c"cuGraphAddBatchMemOpNode",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuGraphAddBatchMemOpNode",
+                symbol: c"cuGraphAddBatchMemOpNode",
+                version: 11070,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
         name: c"cuGraphAddDependencies",
         abis: &[
             crate::loader::Abi {
@@ -167,6 +193,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
         ],
     },
     crate::loader::Entry {
+        name: c"cuGraphAddMemAllocNode",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuGraphAddMemAllocNode",
+                symbol: c"cuGraphAddMemAllocNode",
+                version: 11040,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
         name: c"cuGraphAddNode",
         abis: &[
             crate::loader::Abi {
@@ -187,6 +226,58 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
                 base: c"cuGraphAddNode",
                 symbol: c"cuGraphAddNode_v2",
                 version: 12030,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuGraphBatchMemOpNodeGetParams",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuGraphBatchMemOpNodeGetParams",
+                symbol: c"cuGraphBatchMemOpNodeGetParams",
+                version: 11070,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuGraphBatchMemOpNodeSetParams",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuGraphBatchMemOpNodeSetParams",
+                symbol: c"cuGraphBatchMemOpNodeSetParams",
+                version: 11070,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuGraphExecBatchMemOpNodeSetParams",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuGraphExecBatchMemOpNodeSetParams",
+                symbol: c"cuGraphExecBatchMemOpNodeSetParams",
+                version: 11070,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuGraphExecNodeSetParams",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuGraphExecNodeSetParams",
+                symbol: c"cuGraphExecNodeSetParams",
+                version: 12020,
                 ptds_symbol: None,
                 ptds_version: 0,
             },
@@ -245,6 +336,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
         ],
     },
     crate::loader::Entry {
+        name: c"cuGraphMemAllocNodeGetParams",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuGraphMemAllocNodeGetParams",
+                symbol: c"cuGraphMemAllocNodeGetParams",
+                version: 11040,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
         name: c"cuGraphNodeGetDependencies",
         abis: &[
             crate::loader::Abi {
@@ -291,6 +395,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
                 base: c"cuGraphNodeGetDependentNodes",
                 symbol: c"cuGraphNodeGetDependentNodes_v2",
                 version: 12030,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuGraphNodeSetParams",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuGraphNodeSetParams",
+                symbol: c"cuGraphNodeSetParams",
+                version: 12020,
                 ptds_symbol: None,
                 ptds_version: 0,
             },
@@ -375,6 +492,97 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
         ],
     },
     crate::loader::Entry {
+        name: c"cuMemCreate",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuMemCreate",
+                symbol: c"cuMemCreate",
+                version: 10020,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuMemGetAccess",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuMemGetAccess",
+                symbol: c"cuMemGetAccess",
+                version: 10020,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuMemGetAllocationGranularity",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuMemGetAllocationGranularity",
+                symbol: c"cuMemGetAllocationGranularity",
+                version: 10020,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuMemGetAllocationPropertiesFromHandle",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuMemGetAllocationPropertiesFromHandle",
+                symbol: c"cuMemGetAllocationPropertiesFromHandle",
+                version: 10020,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuMemPoolCreate",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuMemPoolCreate",
+                symbol: c"cuMemPoolCreate",
+                version: 11020,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuMemPoolGetAccess",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuMemPoolGetAccess",
+                symbol: c"cuMemPoolGetAccess",
+                version: 11020,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuMemPoolSetAccess",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuMemPoolSetAccess",
+                symbol: c"cuMemPoolSetAccess",
+                version: 11020,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
         name: c"cuMemPrefetchAsync",
         abis: &[
             crate::loader::Abi {
@@ -397,6 +605,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
                 version: 12020,
                 ptds_symbol: Some(c"cuMemPrefetchAsync_v2_ptsz"),
                 ptds_version: 12020,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuMemSetAccess",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuMemSetAccess",
+                symbol: c"cuMemSetAccess",
+                version: 10020,
+                ptds_symbol: None,
+                ptds_version: 0,
             },
         ],
     },
@@ -449,6 +670,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
                 version: 11070,
                 ptds_symbol: None,
                 ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cuStreamBatchMemOp",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cuStreamBatchMemOp",
+                symbol: c"cuStreamBatchMemOp_v2",
+                version: 11070,
+                ptds_symbol: Some(c"cuStreamBatchMemOp_v2_ptsz"),
+                ptds_version: 11070,
             },
         ],
     },

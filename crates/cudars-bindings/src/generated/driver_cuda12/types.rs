@@ -9,13 +9,179 @@
 #![allow(unpredictable_function_pointer_comparisons)]
 use super::*;
 pub const CUDA_VERSION: u32 = 12090;
+pub const RESOURCE_ABI_EXTERNAL_BYTES: u32 = 48;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUstreamBatchMemOpParams_union {
+    pub operation: CUstreamBatchMemOpType,
+    pub waitValue: CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st,
+    pub writeValue: CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st,
+    pub flushRemoteWrites: CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st,
+    pub memoryBarrier: CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st,
+    pub pad: [cuuint64_t; 6usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUstreamBatchMemOpParams_union",
+    ][::core::mem::size_of::<CUstreamBatchMemOpParams_union>() - 48usize];
+    [
+        "Alignment of CUstreamBatchMemOpParams_union",
+    ][::core::mem::align_of::<CUstreamBatchMemOpParams_union>() - 8usize];
+    [
+        "Offset of field: CUstreamBatchMemOpParams_union::operation",
+    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, operation) - 0usize];
+    [
+        "Offset of field: CUstreamBatchMemOpParams_union::waitValue",
+    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, waitValue) - 0usize];
+    [
+        "Offset of field: CUstreamBatchMemOpParams_union::writeValue",
+    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, writeValue) - 0usize];
+    [
+        "Offset of field: CUstreamBatchMemOpParams_union::flushRemoteWrites",
+    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, flushRemoteWrites)
+        - 0usize];
+    [
+        "Offset of field: CUstreamBatchMemOpParams_union::memoryBarrier",
+    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, memoryBarrier) - 0usize];
+    [
+        "Offset of field: CUstreamBatchMemOpParams_union::pad",
+    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, pad) - 0usize];
+};
+impl Default for CUstreamBatchMemOpParams_union {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUstreamBatchMemOpParams_v1 = CUstreamBatchMemOpParams_union;
+pub type CUstreamBatchMemOpParams = CUstreamBatchMemOpParams_v1;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st {
+    pub ctx: CUcontext,
+    pub count: ::core::ffi::c_uint,
+    pub paramArray: *mut CUstreamBatchMemOpParams,
+    pub flags: ::core::ffi::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st",
+    ][::core::mem::size_of::<CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st>() - 32usize];
+    [
+        "Alignment of CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st",
+    ][::core::mem::align_of::<CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st>() - 8usize];
+    [
+        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st::ctx",
+    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st, ctx) - 0usize];
+    [
+        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st::count",
+    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st, count) - 8usize];
+    [
+        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st::paramArray",
+    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st, paramArray)
+        - 16usize];
+    [
+        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st::flags",
+    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st, flags) - 24usize];
+};
+impl Default for CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 = CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st;
+pub type CUDA_BATCH_MEM_OP_NODE_PARAMS = CUDA_BATCH_MEM_OP_NODE_PARAMS_v1;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st {
+    pub ctx: CUcontext,
+    pub count: ::core::ffi::c_uint,
+    pub paramArray: *mut CUstreamBatchMemOpParams,
+    pub flags: ::core::ffi::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st",
+    ][::core::mem::size_of::<CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st>() - 32usize];
+    [
+        "Alignment of CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st",
+    ][::core::mem::align_of::<CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st>() - 8usize];
+    [
+        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st::ctx",
+    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st, ctx) - 0usize];
+    [
+        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st::count",
+    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st, count) - 8usize];
+    [
+        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st::paramArray",
+    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st, paramArray)
+        - 16usize];
+    [
+        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st::flags",
+    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st, flags) - 24usize];
+};
+impl Default for CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 = CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st;
 pub const CU_DEVICE_ATTRIBUTE_MAX: CUdevice_attribute_enum = CUdevice_attribute_enum(
     144,
+);
+pub const CU_FUNC_ATTRIBUTE_MAX: CUfunction_attribute_enum = CUfunction_attribute_enum(
+    16,
 );
 pub const CU_JIT_NUM_OPTIONS: CUjit_option_enum = CUjit_option_enum(34);
 pub const CU_TARGET_COMPUTE_101: CUjit_target_enum = CUjit_target_enum(101);
 pub const CU_TARGET_COMPUTE_101A: CUjit_target_enum = CUjit_target_enum(65637);
 pub const CU_TARGET_COMPUTE_101F: CUjit_target_enum = CUjit_target_enum(131173);
+pub const CU_LIMIT_MAX: CUlimit_enum = CUlimit_enum(10);
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUDA_HOST_NODE_PARAMS_v2_st {
+    pub fn_: CUhostFn,
+    pub userData: *mut ::core::ffi::c_void,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUDA_HOST_NODE_PARAMS_v2_st",
+    ][::core::mem::size_of::<CUDA_HOST_NODE_PARAMS_v2_st>() - 16usize];
+    [
+        "Alignment of CUDA_HOST_NODE_PARAMS_v2_st",
+    ][::core::mem::align_of::<CUDA_HOST_NODE_PARAMS_v2_st>() - 8usize];
+    [
+        "Offset of field: CUDA_HOST_NODE_PARAMS_v2_st::fn_",
+    ][::core::mem::offset_of!(CUDA_HOST_NODE_PARAMS_v2_st, fn_) - 0usize];
+    [
+        "Offset of field: CUDA_HOST_NODE_PARAMS_v2_st::userData",
+    ][::core::mem::offset_of!(CUDA_HOST_NODE_PARAMS_v2_st, userData) - 8usize];
+};
+impl Default for CUDA_HOST_NODE_PARAMS_v2_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUDA_HOST_NODE_PARAMS_v2 = CUDA_HOST_NODE_PARAMS_v2_st;
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union CUlaunchAttributeValue_union {
@@ -232,6 +398,688 @@ impl Default for CUtensorMap_st {
 }
 pub type CUtensorMap = CUtensorMap_st;
 #[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st {
+    pub extSemArray: *mut CUexternalSemaphore,
+    pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+    pub numExtSems: ::core::ffi::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st",
+    ][::core::mem::size_of::<CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st>() - 24usize];
+    [
+        "Alignment of CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st",
+    ][::core::mem::align_of::<CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st>() - 8usize];
+    [
+        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st::extSemArray",
+    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st, extSemArray)
+        - 0usize];
+    [
+        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st::paramsArray",
+    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st, paramsArray)
+        - 8usize];
+    [
+        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st::numExtSems",
+    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st, numExtSems)
+        - 16usize];
+};
+impl Default for CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2 = CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st {
+    pub extSemArray: *mut CUexternalSemaphore,
+    pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+    pub numExtSems: ::core::ffi::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st",
+    ][::core::mem::size_of::<CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st>() - 24usize];
+    [
+        "Alignment of CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st",
+    ][::core::mem::align_of::<CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st>() - 8usize];
+    [
+        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st::extSemArray",
+    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st, extSemArray)
+        - 0usize];
+    [
+        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st::paramsArray",
+    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st, paramsArray)
+        - 8usize];
+    [
+        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st::numExtSems",
+    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st, numExtSems)
+        - 16usize];
+};
+impl Default for CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2 = CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemLocation_st {
+    pub type_: CUmemLocationType,
+    pub id: ::core::ffi::c_int,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUmemLocation_st"][::core::mem::size_of::<CUmemLocation_st>() - 8usize];
+    [
+        "Alignment of CUmemLocation_st",
+    ][::core::mem::align_of::<CUmemLocation_st>() - 4usize];
+    [
+        "Offset of field: CUmemLocation_st::type_",
+    ][::core::mem::offset_of!(CUmemLocation_st, type_) - 0usize];
+    [
+        "Offset of field: CUmemLocation_st::id",
+    ][::core::mem::offset_of!(CUmemLocation_st, id) - 4usize];
+};
+impl Default for CUmemLocation_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUmemLocation_v1 = CUmemLocation_st;
+pub type CUmemLocation = CUmemLocation_v1;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemAllocationProp_st {
+    pub type_: CUmemAllocationType,
+    pub requestedHandleTypes: CUmemAllocationHandleType,
+    pub location: CUmemLocation,
+    pub win32HandleMetaData: *mut ::core::ffi::c_void,
+    pub allocFlags: CUmemAllocationProp_st__bindgen_ty_1,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUmemAllocationProp_st",
+    ][::core::mem::size_of::<CUmemAllocationProp_st>() - 32usize];
+    [
+        "Alignment of CUmemAllocationProp_st",
+    ][::core::mem::align_of::<CUmemAllocationProp_st>() - 8usize];
+    [
+        "Offset of field: CUmemAllocationProp_st::type_",
+    ][::core::mem::offset_of!(CUmemAllocationProp_st, type_) - 0usize];
+    [
+        "Offset of field: CUmemAllocationProp_st::requestedHandleTypes",
+    ][::core::mem::offset_of!(CUmemAllocationProp_st, requestedHandleTypes) - 4usize];
+    [
+        "Offset of field: CUmemAllocationProp_st::location",
+    ][::core::mem::offset_of!(CUmemAllocationProp_st, location) - 8usize];
+    [
+        "Offset of field: CUmemAllocationProp_st::win32HandleMetaData",
+    ][::core::mem::offset_of!(CUmemAllocationProp_st, win32HandleMetaData) - 16usize];
+    [
+        "Offset of field: CUmemAllocationProp_st::allocFlags",
+    ][::core::mem::offset_of!(CUmemAllocationProp_st, allocFlags) - 24usize];
+};
+impl Default for CUmemAllocationProp_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUmemAllocationProp_v1 = CUmemAllocationProp_st;
+pub type CUmemAllocationProp = CUmemAllocationProp_v1;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemAccessDesc_st {
+    pub location: CUmemLocation,
+    pub flags: CUmemAccess_flags,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUmemAccessDesc_st",
+    ][::core::mem::size_of::<CUmemAccessDesc_st>() - 12usize];
+    [
+        "Alignment of CUmemAccessDesc_st",
+    ][::core::mem::align_of::<CUmemAccessDesc_st>() - 4usize];
+    [
+        "Offset of field: CUmemAccessDesc_st::location",
+    ][::core::mem::offset_of!(CUmemAccessDesc_st, location) - 0usize];
+    [
+        "Offset of field: CUmemAccessDesc_st::flags",
+    ][::core::mem::offset_of!(CUmemAccessDesc_st, flags) - 8usize];
+};
+impl Default for CUmemAccessDesc_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUmemAccessDesc_v1 = CUmemAccessDesc_st;
+pub type CUmemAccessDesc = CUmemAccessDesc_v1;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemPoolProps_st {
+    pub allocType: CUmemAllocationType,
+    pub handleTypes: CUmemAllocationHandleType,
+    pub location: CUmemLocation,
+    pub win32SecurityAttributes: *mut ::core::ffi::c_void,
+    pub maxSize: usize,
+    pub usage: ::core::ffi::c_ushort,
+    pub reserved: [::core::ffi::c_uchar; 54usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUmemPoolProps_st"][::core::mem::size_of::<CUmemPoolProps_st>() - 88usize];
+    [
+        "Alignment of CUmemPoolProps_st",
+    ][::core::mem::align_of::<CUmemPoolProps_st>() - 8usize];
+    [
+        "Offset of field: CUmemPoolProps_st::allocType",
+    ][::core::mem::offset_of!(CUmemPoolProps_st, allocType) - 0usize];
+    [
+        "Offset of field: CUmemPoolProps_st::handleTypes",
+    ][::core::mem::offset_of!(CUmemPoolProps_st, handleTypes) - 4usize];
+    [
+        "Offset of field: CUmemPoolProps_st::location",
+    ][::core::mem::offset_of!(CUmemPoolProps_st, location) - 8usize];
+    [
+        "Offset of field: CUmemPoolProps_st::win32SecurityAttributes",
+    ][::core::mem::offset_of!(CUmemPoolProps_st, win32SecurityAttributes) - 16usize];
+    [
+        "Offset of field: CUmemPoolProps_st::maxSize",
+    ][::core::mem::offset_of!(CUmemPoolProps_st, maxSize) - 24usize];
+    [
+        "Offset of field: CUmemPoolProps_st::usage",
+    ][::core::mem::offset_of!(CUmemPoolProps_st, usage) - 32usize];
+    [
+        "Offset of field: CUmemPoolProps_st::reserved",
+    ][::core::mem::offset_of!(CUmemPoolProps_st, reserved) - 34usize];
+};
+impl Default for CUmemPoolProps_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUmemPoolProps_v1 = CUmemPoolProps_st;
+pub type CUmemPoolProps = CUmemPoolProps_v1;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemcpyAttributes_st {
+    pub srcAccessOrder: CUmemcpySrcAccessOrder,
+    pub srcLocHint: CUmemLocation,
+    pub dstLocHint: CUmemLocation,
+    pub flags: ::core::ffi::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUmemcpyAttributes_st",
+    ][::core::mem::size_of::<CUmemcpyAttributes_st>() - 24usize];
+    [
+        "Alignment of CUmemcpyAttributes_st",
+    ][::core::mem::align_of::<CUmemcpyAttributes_st>() - 4usize];
+    [
+        "Offset of field: CUmemcpyAttributes_st::srcAccessOrder",
+    ][::core::mem::offset_of!(CUmemcpyAttributes_st, srcAccessOrder) - 0usize];
+    [
+        "Offset of field: CUmemcpyAttributes_st::srcLocHint",
+    ][::core::mem::offset_of!(CUmemcpyAttributes_st, srcLocHint) - 4usize];
+    [
+        "Offset of field: CUmemcpyAttributes_st::dstLocHint",
+    ][::core::mem::offset_of!(CUmemcpyAttributes_st, dstLocHint) - 12usize];
+    [
+        "Offset of field: CUmemcpyAttributes_st::flags",
+    ][::core::mem::offset_of!(CUmemcpyAttributes_st, flags) - 20usize];
+};
+impl Default for CUmemcpyAttributes_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUmemcpyAttributes_v1 = CUmemcpyAttributes_st;
+pub type CUmemcpyAttributes = CUmemcpyAttributes_v1;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUmemcpy3DOperand_st {
+    pub type_: CUmemcpy3DOperandType,
+    pub op: CUmemcpy3DOperand_st__bindgen_ty_1,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUmemcpy3DOperand_st__bindgen_ty_1 {
+    pub ptr: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1,
+    pub array: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1 {
+    pub ptr: CUdeviceptr,
+    pub rowLength: usize,
+    pub layerHeight: usize,
+    pub locHint: CUmemLocation,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1",
+    ][::core::mem::size_of::<CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1>()
+        - 32usize];
+    [
+        "Alignment of CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1",
+    ][::core::mem::align_of::<CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1>()
+        - 8usize];
+    [
+        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1::ptr",
+    ][::core::mem::offset_of!(CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1, ptr)
+        - 0usize];
+    [
+        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1::rowLength",
+    ][::core::mem::offset_of!(
+        CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1, rowLength
+    ) - 8usize];
+    [
+        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1::layerHeight",
+    ][::core::mem::offset_of!(
+        CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1, layerHeight
+    ) - 16usize];
+    [
+        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1::locHint",
+    ][::core::mem::offset_of!(CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1, locHint)
+        - 24usize];
+};
+impl Default for CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUmemcpy3DOperand_st__bindgen_ty_1",
+    ][::core::mem::size_of::<CUmemcpy3DOperand_st__bindgen_ty_1>() - 32usize];
+    [
+        "Alignment of CUmemcpy3DOperand_st__bindgen_ty_1",
+    ][::core::mem::align_of::<CUmemcpy3DOperand_st__bindgen_ty_1>() - 8usize];
+    [
+        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1::ptr",
+    ][::core::mem::offset_of!(CUmemcpy3DOperand_st__bindgen_ty_1, ptr) - 0usize];
+    [
+        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1::array",
+    ][::core::mem::offset_of!(CUmemcpy3DOperand_st__bindgen_ty_1, array) - 0usize];
+};
+impl Default for CUmemcpy3DOperand_st__bindgen_ty_1 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUmemcpy3DOperand_st",
+    ][::core::mem::size_of::<CUmemcpy3DOperand_st>() - 40usize];
+    [
+        "Alignment of CUmemcpy3DOperand_st",
+    ][::core::mem::align_of::<CUmemcpy3DOperand_st>() - 8usize];
+    [
+        "Offset of field: CUmemcpy3DOperand_st::type_",
+    ][::core::mem::offset_of!(CUmemcpy3DOperand_st, type_) - 0usize];
+    [
+        "Offset of field: CUmemcpy3DOperand_st::op",
+    ][::core::mem::offset_of!(CUmemcpy3DOperand_st, op) - 8usize];
+};
+impl Default for CUmemcpy3DOperand_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUmemcpy3DOperand_v1 = CUmemcpy3DOperand_st;
+pub type CUmemcpy3DOperand = CUmemcpy3DOperand_v1;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUDA_MEMCPY3D_BATCH_OP_st {
+    pub src: CUmemcpy3DOperand,
+    pub dst: CUmemcpy3DOperand,
+    pub extent: CUextent3D,
+    pub srcAccessOrder: CUmemcpySrcAccessOrder,
+    pub flags: ::core::ffi::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUDA_MEMCPY3D_BATCH_OP_st",
+    ][::core::mem::size_of::<CUDA_MEMCPY3D_BATCH_OP_st>() - 112usize];
+    [
+        "Alignment of CUDA_MEMCPY3D_BATCH_OP_st",
+    ][::core::mem::align_of::<CUDA_MEMCPY3D_BATCH_OP_st>() - 8usize];
+    [
+        "Offset of field: CUDA_MEMCPY3D_BATCH_OP_st::src",
+    ][::core::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP_st, src) - 0usize];
+    [
+        "Offset of field: CUDA_MEMCPY3D_BATCH_OP_st::dst",
+    ][::core::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP_st, dst) - 40usize];
+    [
+        "Offset of field: CUDA_MEMCPY3D_BATCH_OP_st::extent",
+    ][::core::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP_st, extent) - 80usize];
+    [
+        "Offset of field: CUDA_MEMCPY3D_BATCH_OP_st::srcAccessOrder",
+    ][::core::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP_st, srcAccessOrder) - 104usize];
+    [
+        "Offset of field: CUDA_MEMCPY3D_BATCH_OP_st::flags",
+    ][::core::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP_st, flags) - 108usize];
+};
+impl Default for CUDA_MEMCPY3D_BATCH_OP_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUDA_MEMCPY3D_BATCH_OP_v1 = CUDA_MEMCPY3D_BATCH_OP_st;
+pub type CUDA_MEMCPY3D_BATCH_OP = CUDA_MEMCPY3D_BATCH_OP_v1;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
+    pub poolProps: CUmemPoolProps,
+    pub accessDescs: *const CUmemAccessDesc,
+    pub accessDescCount: usize,
+    pub bytesize: usize,
+    pub dptr: CUdeviceptr,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUDA_MEM_ALLOC_NODE_PARAMS_v1_st",
+    ][::core::mem::size_of::<CUDA_MEM_ALLOC_NODE_PARAMS_v1_st>() - 120usize];
+    [
+        "Alignment of CUDA_MEM_ALLOC_NODE_PARAMS_v1_st",
+    ][::core::mem::align_of::<CUDA_MEM_ALLOC_NODE_PARAMS_v1_st>() - 8usize];
+    [
+        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v1_st::poolProps",
+    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v1_st, poolProps) - 0usize];
+    [
+        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v1_st::accessDescs",
+    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v1_st, accessDescs) - 88usize];
+    [
+        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v1_st::accessDescCount",
+    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v1_st, accessDescCount)
+        - 96usize];
+    [
+        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v1_st::bytesize",
+    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v1_st, bytesize) - 104usize];
+    [
+        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v1_st::dptr",
+    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v1_st, dptr) - 112usize];
+};
+impl Default for CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUDA_MEM_ALLOC_NODE_PARAMS_v1 = CUDA_MEM_ALLOC_NODE_PARAMS_v1_st;
+pub type CUDA_MEM_ALLOC_NODE_PARAMS = CUDA_MEM_ALLOC_NODE_PARAMS_v1;
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
+    pub poolProps: CUmemPoolProps,
+    pub accessDescs: *const CUmemAccessDesc,
+    pub accessDescCount: usize,
+    pub bytesize: usize,
+    pub dptr: CUdeviceptr,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUDA_MEM_ALLOC_NODE_PARAMS_v2_st",
+    ][::core::mem::size_of::<CUDA_MEM_ALLOC_NODE_PARAMS_v2_st>() - 120usize];
+    [
+        "Alignment of CUDA_MEM_ALLOC_NODE_PARAMS_v2_st",
+    ][::core::mem::align_of::<CUDA_MEM_ALLOC_NODE_PARAMS_v2_st>() - 8usize];
+    [
+        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v2_st::poolProps",
+    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v2_st, poolProps) - 0usize];
+    [
+        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v2_st::accessDescs",
+    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v2_st, accessDescs) - 88usize];
+    [
+        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v2_st::accessDescCount",
+    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v2_st, accessDescCount)
+        - 96usize];
+    [
+        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v2_st::bytesize",
+    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v2_st, bytesize) - 104usize];
+    [
+        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v2_st::dptr",
+    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v2_st, dptr) - 112usize];
+};
+impl Default for CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUDA_MEM_ALLOC_NODE_PARAMS_v2 = CUDA_MEM_ALLOC_NODE_PARAMS_v2_st;
+pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE: CUgraphChildGraphNodeOwnership_enum = CUgraphChildGraphNodeOwnership_enum(
+    0,
+);
+pub const CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: CUgraphChildGraphNodeOwnership_enum = CUgraphChildGraphNodeOwnership_enum(
+    1,
+);
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUgraphChildGraphNodeOwnership_enum(pub ::core::ffi::c_uint);
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUDA_EVENT_RECORD_NODE_PARAMS_st {
+    pub event: CUevent,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUDA_EVENT_RECORD_NODE_PARAMS_st",
+    ][::core::mem::size_of::<CUDA_EVENT_RECORD_NODE_PARAMS_st>() - 8usize];
+    [
+        "Alignment of CUDA_EVENT_RECORD_NODE_PARAMS_st",
+    ][::core::mem::align_of::<CUDA_EVENT_RECORD_NODE_PARAMS_st>() - 8usize];
+    [
+        "Offset of field: CUDA_EVENT_RECORD_NODE_PARAMS_st::event",
+    ][::core::mem::offset_of!(CUDA_EVENT_RECORD_NODE_PARAMS_st, event) - 0usize];
+};
+impl Default for CUDA_EVENT_RECORD_NODE_PARAMS_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUDA_EVENT_RECORD_NODE_PARAMS = CUDA_EVENT_RECORD_NODE_PARAMS_st;
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct CUgraphNodeParams_st {
+    pub type_: CUgraphNodeType,
+    pub reserved0: [::core::ffi::c_int; 3usize],
+    pub __bindgen_anon_1: CUgraphNodeParams_st__bindgen_ty_1,
+    pub reserved2: ::core::ffi::c_longlong,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union CUgraphNodeParams_st__bindgen_ty_1 {
+    pub reserved1: [::core::ffi::c_longlong; 29usize],
+    pub kernel: CUDA_KERNEL_NODE_PARAMS_v3,
+    pub memcpy: CUDA_MEMCPY_NODE_PARAMS,
+    pub memset: CUDA_MEMSET_NODE_PARAMS_v2,
+    pub host: CUDA_HOST_NODE_PARAMS_v2,
+    pub graph: CUDA_CHILD_GRAPH_NODE_PARAMS,
+    pub eventWait: CUDA_EVENT_WAIT_NODE_PARAMS,
+    pub eventRecord: CUDA_EVENT_RECORD_NODE_PARAMS,
+    pub extSemSignal: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2,
+    pub extSemWait: CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2,
+    pub alloc: CUDA_MEM_ALLOC_NODE_PARAMS_v2,
+    pub free: CUDA_MEM_FREE_NODE_PARAMS,
+    pub memOp: CUDA_BATCH_MEM_OP_NODE_PARAMS_v2,
+    pub conditional: CUDA_CONDITIONAL_NODE_PARAMS,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUgraphNodeParams_st__bindgen_ty_1",
+    ][::core::mem::size_of::<CUgraphNodeParams_st__bindgen_ty_1>() - 232usize];
+    [
+        "Alignment of CUgraphNodeParams_st__bindgen_ty_1",
+    ][::core::mem::align_of::<CUgraphNodeParams_st__bindgen_ty_1>() - 8usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::reserved1",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, reserved1) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::kernel",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, kernel) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::memcpy",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, memcpy) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::memset",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, memset) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::host",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, host) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::graph",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, graph) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::eventWait",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, eventWait) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::eventRecord",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, eventRecord) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::extSemSignal",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, extSemSignal)
+        - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::extSemWait",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, extSemWait) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::alloc",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, alloc) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::free",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, free) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::memOp",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, memOp) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::conditional",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, conditional) - 0usize];
+};
+impl Default for CUgraphNodeParams_st__bindgen_ty_1 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUgraphNodeParams_st",
+    ][::core::mem::size_of::<CUgraphNodeParams_st>() - 256usize];
+    [
+        "Alignment of CUgraphNodeParams_st",
+    ][::core::mem::align_of::<CUgraphNodeParams_st>() - 8usize];
+    [
+        "Offset of field: CUgraphNodeParams_st::type_",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st, type_) - 0usize];
+    [
+        "Offset of field: CUgraphNodeParams_st::reserved0",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st, reserved0) - 4usize];
+    [
+        "Offset of field: CUgraphNodeParams_st::reserved2",
+    ][::core::mem::offset_of!(CUgraphNodeParams_st, reserved2) - 248usize];
+};
+impl Default for CUgraphNodeParams_st {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type CUgraphNodeParams = CUgraphNodeParams_st;
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUcheckpointCheckpointArgs_st {
+    pub reserved: [cuuint64_t; 8usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of CUcheckpointCheckpointArgs_st",
+    ][::core::mem::size_of::<CUcheckpointCheckpointArgs_st>() - 64usize];
+    [
+        "Alignment of CUcheckpointCheckpointArgs_st",
+    ][::core::mem::align_of::<CUcheckpointCheckpointArgs_st>() - 8usize];
+    [
+        "Offset of field: CUcheckpointCheckpointArgs_st::reserved",
+    ][::core::mem::offset_of!(CUcheckpointCheckpointArgs_st, reserved) - 0usize];
+};
+pub type CUcheckpointCheckpointArgs = CUcheckpointCheckpointArgs_st;
+#[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUcheckpointRestoreArgs_st {
     pub reserved: [cuuint64_t; 8usize],
@@ -249,6 +1097,42 @@ const _: () = {
     ][::core::mem::offset_of!(CUcheckpointRestoreArgs_st, reserved) - 0usize];
 };
 pub type CUcheckpointRestoreArgs = CUcheckpointRestoreArgs_st;
+pub const CU_COREDUMP_DEFAULT_FLAGS: CUCoredumpGenerationFlags = CUCoredumpGenerationFlags(
+    0,
+);
+pub const CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES: CUCoredumpGenerationFlags = CUCoredumpGenerationFlags(
+    1,
+);
+pub const CU_COREDUMP_SKIP_GLOBAL_MEMORY: CUCoredumpGenerationFlags = CUCoredumpGenerationFlags(
+    2,
+);
+pub const CU_COREDUMP_SKIP_SHARED_MEMORY: CUCoredumpGenerationFlags = CUCoredumpGenerationFlags(
+    4,
+);
+pub const CU_COREDUMP_SKIP_LOCAL_MEMORY: CUCoredumpGenerationFlags = CUCoredumpGenerationFlags(
+    8,
+);
+pub const CU_COREDUMP_SKIP_ABORT: CUCoredumpGenerationFlags = CUCoredumpGenerationFlags(
+    16,
+);
+pub const CU_COREDUMP_SKIP_CONSTBANK_MEMORY: CUCoredumpGenerationFlags = CUCoredumpGenerationFlags(
+    32,
+);
+pub const CU_COREDUMP_LIGHTWEIGHT_FLAGS: CUCoredumpGenerationFlags = CUCoredumpGenerationFlags(
+    47,
+);
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUCoredumpGenerationFlags(pub ::core::ffi::c_uint);
+pub const CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING: CUdevSmResourceSplit_flags = CUdevSmResourceSplit_flags(
+    1,
+);
+pub const CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE: CUdevSmResourceSplit_flags = CUdevSmResourceSplit_flags(
+    2,
+);
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct CUdevSmResourceSplit_flags(pub ::core::ffi::c_uint);
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUdevSmResource_st {
@@ -328,6 +1212,101 @@ impl Default for CUdevResource_st {
 }
 pub type CUdevResource_v1 = CUdevResource_st;
 pub type CUdevResource = CUdevResource_v1;
+pub type PFN_cuMemcpyBatchAsync_v12080_ptsz = ::core::option::Option<
+    unsafe extern "C" fn(
+        dsts: *mut CUdeviceptr_v2,
+        srcs: *mut CUdeviceptr_v2,
+        sizes: *mut usize,
+        count: usize,
+        attrs: *mut CUmemcpyAttributes_v1,
+        attrIdxs: *mut usize,
+        numAttrs: usize,
+        failIdx: *mut usize,
+        hStream: CUstream,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemcpy3DBatchAsync_v12080_ptsz = ::core::option::Option<
+    unsafe extern "C" fn(
+        numParams: usize,
+        opList: *mut CUDA_MEMCPY3D_BATCH_OP_v1,
+        failIdx: *mut usize,
+        flags: ::core::ffi::c_ulonglong,
+        hStream: CUstream,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemCreate_v10020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        handle: *mut CUmemGenericAllocationHandle_v1,
+        size: usize,
+        prop: *const CUmemAllocationProp_v1,
+        flags: ::core::ffi::c_ulonglong,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemSetAccess_v10020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        ptr: CUdeviceptr_v2,
+        size: usize,
+        desc: *const CUmemAccessDesc_v1,
+        count: usize,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemGetAccess_v10020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        flags: *mut ::core::ffi::c_ulonglong,
+        location: *const CUmemLocation_v1,
+        ptr: CUdeviceptr_v2,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemGetAllocationGranularity_v10020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        granularity: *mut usize,
+        prop: *const CUmemAllocationProp_v1,
+        option: CUmemAllocationGranularity_flags,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemGetAllocationPropertiesFromHandle_v10020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        prop: *mut CUmemAllocationProp_v1,
+        handle: CUmemGenericAllocationHandle_v1,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemPoolSetAccess_v11020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        pool: CUmemoryPool,
+        map: *const CUmemAccessDesc_v1,
+        count: usize,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemPoolGetAccess_v11020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        flags: *mut CUmemAccess_flags,
+        memPool: CUmemoryPool,
+        location: *mut CUmemLocation_v1,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemPoolCreate_v11020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        pool: *mut CUmemoryPool,
+        poolProps: *const CUmemPoolProps_v1,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemAdvise_v12020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        devPtr: CUdeviceptr_v2,
+        count: usize,
+        advice: CUmem_advise,
+        location: CUmemLocation_v1,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemPrefetchAsync_v12020_ptsz = ::core::option::Option<
+    unsafe extern "C" fn(
+        devPtr: CUdeviceptr_v2,
+        count: usize,
+        location: CUmemLocation_v1,
+        flags: ::core::ffi::c_uint,
+        hStream: CUstream,
+    ) -> CUresult,
+>;
 pub type PFN_cuStreamGetAttribute_v11000_ptsz = ::core::option::Option<
     unsafe extern "C" fn(
         hStream: CUstream,
@@ -342,12 +1321,56 @@ pub type PFN_cuStreamSetAttribute_v11000_ptsz = ::core::option::Option<
         value: *const CUstreamAttrValue_v1,
     ) -> CUresult,
 >;
+pub type PFN_cuStreamBatchMemOp_v8000_ptsz = ::core::option::Option<
+    unsafe extern "C" fn(
+        stream: CUstream,
+        count: ::core::ffi::c_uint,
+        paramArray: *mut CUstreamBatchMemOpParams_v1,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult,
+>;
+pub type PFN_cuStreamBatchMemOp_v11070_ptsz = ::core::option::Option<
+    unsafe extern "C" fn(
+        stream: CUstream,
+        count: ::core::ffi::c_uint,
+        paramArray: *mut CUstreamBatchMemOpParams,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult,
+>;
 pub type PFN_cuLaunchKernelEx_v11060_ptsz = ::core::option::Option<
     unsafe extern "C" fn(
         config: *const CUlaunchConfig,
         f: CUfunction,
         kernelParams: *mut *mut ::core::ffi::c_void,
         extra: *mut *mut ::core::ffi::c_void,
+    ) -> CUresult,
+>;
+pub type PFN_cuGraphAddBatchMemOpNode_v11070 = ::core::option::Option<
+    unsafe extern "C" fn(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+    ) -> CUresult,
+>;
+pub type PFN_cuGraphBatchMemOpNodeGetParams_v11070 = ::core::option::Option<
+    unsafe extern "C" fn(
+        hNode: CUgraphNode,
+        nodeParams_out: *mut CUDA_BATCH_MEM_OP_NODE_PARAMS,
+    ) -> CUresult,
+>;
+pub type PFN_cuGraphBatchMemOpNodeSetParams_v11070 = ::core::option::Option<
+    unsafe extern "C" fn(
+        hNode: CUgraphNode,
+        nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
+    ) -> CUresult,
+>;
+pub type PFN_cuGraphExecBatchMemOpNodeSetParams_v11070 = ::core::option::Option<
+    unsafe extern "C" fn(
+        graphExec: CUgraphExec,
+        node: CUgraphNode,
+        nodeParams: *const CUDA_BATCH_MEM_OP_NODE_PARAMS,
     ) -> CUresult,
 >;
 pub type PFN_cuGraphKernelNodeGetAttribute_v11000 = ::core::option::Option<
@@ -362,6 +1385,53 @@ pub type PFN_cuGraphKernelNodeSetAttribute_v11000 = ::core::option::Option<
         hNode: CUgraphNode,
         attr: CUkernelNodeAttrID,
         value: *const CUkernelNodeAttrValue_v1,
+    ) -> CUresult,
+>;
+pub type PFN_cuGraphAddMemAllocNode_v11040 = ::core::option::Option<
+    unsafe extern "C" fn(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        nodeParams: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
+    ) -> CUresult,
+>;
+pub type PFN_cuGraphMemAllocNodeGetParams_v11040 = ::core::option::Option<
+    unsafe extern "C" fn(
+        hNode: CUgraphNode,
+        params_out: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
+    ) -> CUresult,
+>;
+pub type PFN_cuGraphAddNode_v12020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        nodeParams: *mut CUgraphNodeParams,
+    ) -> CUresult,
+>;
+pub type PFN_cuGraphAddNode_v12030 = ::core::option::Option<
+    unsafe extern "C" fn(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        dependencyData: *const CUgraphEdgeData,
+        numDependencies: usize,
+        nodeParams: *mut CUgraphNodeParams,
+    ) -> CUresult,
+>;
+pub type PFN_cuGraphNodeSetParams_v12020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        hNode: CUgraphNode,
+        nodeParams: *mut CUgraphNodeParams,
+    ) -> CUresult,
+>;
+pub type PFN_cuGraphExecNodeSetParams_v12020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        nodeParams: *mut CUgraphNodeParams,
     ) -> CUresult,
 >;
 pub type PFN_cuOccupancyMaxPotentialClusterSize_v11070 = ::core::option::Option<
@@ -439,12 +1509,59 @@ pub type PFN_cuTensorMapEncodeIm2colWide_v12080 = ::core::option::Option<
         oobFill: CUtensorMapFloatOOBfill,
     ) -> CUresult,
 >;
+pub type PFN_cuMemcpyBatchAsync_v12080 = ::core::option::Option<
+    unsafe extern "C" fn(
+        dsts: *mut CUdeviceptr_v2,
+        srcs: *mut CUdeviceptr_v2,
+        sizes: *mut usize,
+        count: usize,
+        attrs: *mut CUmemcpyAttributes_v1,
+        attrIdxs: *mut usize,
+        numAttrs: usize,
+        failIdx: *mut usize,
+        hStream: CUstream,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemcpy3DBatchAsync_v12080 = ::core::option::Option<
+    unsafe extern "C" fn(
+        numParams: usize,
+        opList: *mut CUDA_MEMCPY3D_BATCH_OP_v1,
+        failIdx: *mut usize,
+        flags: ::core::ffi::c_ulonglong,
+        hStream: CUstream,
+    ) -> CUresult,
+>;
 pub type PFN_cuLaunchKernelEx_v11060 = ::core::option::Option<
     unsafe extern "C" fn(
         config: *const CUlaunchConfig,
         f: CUfunction,
         kernelParams: *mut *mut ::core::ffi::c_void,
         extra: *mut *mut ::core::ffi::c_void,
+    ) -> CUresult,
+>;
+pub type PFN_cuStreamBatchMemOp_v8000 = ::core::option::Option<
+    unsafe extern "C" fn(
+        stream: CUstream,
+        count: ::core::ffi::c_uint,
+        paramArray: *mut CUstreamBatchMemOpParams,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult,
+>;
+pub type PFN_cuStreamBatchMemOp_v11070 = ::core::option::Option<
+    unsafe extern "C" fn(
+        stream: CUstream,
+        count: ::core::ffi::c_uint,
+        paramArray: *mut CUstreamBatchMemOpParams,
+        flags: ::core::ffi::c_uint,
+    ) -> CUresult,
+>;
+pub type PFN_cuMemPrefetchAsync_v12020 = ::core::option::Option<
+    unsafe extern "C" fn(
+        devPtr: CUdeviceptr_v2,
+        count: usize,
+        location: CUmemLocation_v1,
+        flags: ::core::ffi::c_uint,
+        hStream: CUstream,
     ) -> CUresult,
 >;
 pub type PFN_cuStreamGetAttribute_v11000 = ::core::option::Option<
@@ -497,6 +1614,12 @@ pub type PFN_cuDevSmResourceSplitByCount_v12040 = ::core::option::Option<
         remaining: *mut CUdevResource,
         useFlags: ::core::ffi::c_uint,
         minCount: ::core::ffi::c_uint,
+    ) -> CUresult,
+>;
+pub type PFN_cuCheckpointProcessCheckpoint_v12080 = ::core::option::Option<
+    unsafe extern "C" fn(
+        pid: ::core::ffi::c_int,
+        args: *mut CUcheckpointCheckpointArgs,
     ) -> CUresult,
 >;
 pub type PFN_cuCheckpointProcessRestore_v12080 = ::core::option::Option<

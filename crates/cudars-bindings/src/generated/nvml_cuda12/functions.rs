@@ -38,3 +38,28 @@ pub unsafe fn nvmlDeviceGetGpuFabricInfoV(
         None => crate::nvml::__unavailable12(0),
     }
 }
+/// `nvmlGpmMetricsGet` from `nvml.h` (CUDA 12.9), resolved as the exported symbol `nvmlGpmMetricsGet`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `nvmlGpmMetricsGet` in NVIDIA's documentation (<https://docs.nvidia.com/deploy/nvml-api/>).
+#[inline]
+pub unsafe fn nvmlGpmMetricsGet(metricsGet: *mut nvmlGpmMetricsGet_t) -> nvmlReturn_t {
+    match crate::nvml::__entry12(1) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(*mut nvmlGpmMetricsGet_t) -> nvmlReturn_t,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(metricsGet) }
+        }
+        None => crate::nvml::__unavailable12(1),
+    }
+}

@@ -4,8 +4,8 @@
 // CUDA 12.9; headers: nvml.h.
 // From the wheels: nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-nvjitlink-cu12==12.9.86 nvidia-nvfatbin-cu12==12.9.82 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-nvml-dev-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cublas-cu12==12.9.1.4 nvidia-curand-cu12==10.3.10.19 nvidia-cufft-cu12==11.4.1.4 nvidia-nccl-cu12==2.28.9 nvidia-cufile-cu12==1.14.1.1.
 
-//! The `nvml` API as CUDA 12.9 declares it, where that differs from CUDA 13.0:
-//! the types, constants and functions whose shape changed or that CUDA 13.0
+//! The `nvml` API as CUDA 12.9 declares it, where that differs from CUDA 13.5:
+//! the types, constants and functions whose shape changed or that CUDA 13.5
 //! dropped. Everything else is the parent module's (`use super::*`).
 //!
 //! A function here resolves by its CUDA 12 symbol.
@@ -21,15 +21,16 @@ use super::*;
 mod functions;
 mod table;
 mod types;
-pub use self::functions::nvmlDeviceGetGpuFabricInfoV;
+pub use self::functions::{nvmlDeviceGetGpuFabricInfoV, nvmlGpmMetricsGet};
 pub(crate) use self::table::{ENTRIES, ENTRY_COUNT};
 pub use self::types::{
-    NVML_API_VERSION, NVML_API_VERSION_STR, NVML_BRAND_COUNT, NVML_DEVICE_ARCH_T23X,
-    NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN,
+    NVML_API_VERSION, NVML_API_VERSION_STR, NVML_BRAND_COUNT,
+    NVML_COMPUTE_INSTANCE_PROFILE_COUNT, NVML_DEVICE_ARCH_T23X,
+    NVML_DEVICE_VGPU_CAP_COUNT, NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN,
     NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN,
     NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN,
     NVML_FI_DEV_POWER_SYNC_BALANCING_AF, NVML_FI_DEV_POWER_SYNC_BALANCING_FREQ,
-    NVML_FI_PWR_SMOOTHING_ACTIVE_PRESET_PROFILE,
+    NVML_FI_MAX, NVML_FI_PWR_SMOOTHING_ACTIVE_PRESET_PROFILE,
     NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_PERCENT_TMP_FLOOR,
     NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_RAMP_DOWN_HYST_VAL,
     NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_RAMP_DOWN_RATE,
@@ -44,5 +45,8 @@ pub use self::types::{
     NVML_FI_PWR_SMOOTHING_PROFILE_PERCENT_TMP_FLOOR,
     NVML_FI_PWR_SMOOTHING_PROFILE_RAMP_DOWN_HYST_VAL,
     NVML_FI_PWR_SMOOTHING_PROFILE_RAMP_DOWN_RATE,
-    NVML_FI_PWR_SMOOTHING_PROFILE_RAMP_UP_RATE, nvmlGpuFabricInfoV_t,
+    NVML_FI_PWR_SMOOTHING_PROFILE_RAMP_UP_RATE, NVML_GPM_METRIC_MAX,
+    NVML_GPU_INSTANCE_PROFILE_COUNT, NVML_NVLINK_MAX_LINKS, NVML_POWER_PROFILE_MAX,
+    NVML_POWER_SMOOTHING_NUM_PROFILE_PARAMS, NVML_TEMPERATURE_COUNT, nvmlGpmMetricsGet_t,
+    nvmlGpuFabricInfoV_t,
 };

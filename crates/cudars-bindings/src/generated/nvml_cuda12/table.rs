@@ -6,7 +6,7 @@
 
 //! The entry points the loader resolves, in the order of the dispatch table.
 /// How many entry points this module has.
-pub(crate) const ENTRY_COUNT: usize = 1;
+pub(crate) const ENTRY_COUNT: usize = 2;
 /// Every entry point of this module, in the order of the dispatch table, each
 /// with its ABIs, newest first.
 pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
@@ -17,6 +17,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
                 major: 12,
                 base: c"nvmlDeviceGetGpuFabricInfoV",
                 symbol: c"nvmlDeviceGetGpuFabricInfoV",
+                version: 0,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"nvmlGpmMetricsGet",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"nvmlGpmMetricsGet",
+                symbol: c"nvmlGpmMetricsGet",
                 version: 0,
                 ptds_symbol: None,
                 ptds_version: 0,

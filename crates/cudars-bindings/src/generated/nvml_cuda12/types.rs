@@ -10,6 +10,7 @@
 use super::*;
 pub const NVML_API_VERSION: u32 = 12;
 pub const NVML_API_VERSION_STR: &[u8; 3] = b"12\0";
+pub const NVML_NVLINK_MAX_LINKS: u32 = 18;
 pub const NVML_DEVICE_ARCH_T23X: u32 = 11;
 pub const NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN: u32 = 251;
 pub const NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN: u32 = 252;
@@ -34,5 +35,59 @@ pub const NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_PERCENT_TMP_FLOOR: u32 = 270;
 pub const NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_RAMP_UP_RATE: u32 = 271;
 pub const NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_RAMP_DOWN_RATE: u32 = 272;
 pub const NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_RAMP_DOWN_HYST_VAL: u32 = 273;
+pub const NVML_FI_MAX: u32 = 274;
+pub const NVML_GPU_INSTANCE_PROFILE_COUNT: u32 = 17;
+pub const NVML_COMPUTE_INSTANCE_PROFILE_COUNT: u32 = 8;
+pub const NVML_POWER_SMOOTHING_NUM_PROFILE_PARAMS: u32 = 4;
 pub const NVML_BRAND_COUNT: nvmlBrandType_enum = nvmlBrandType_enum(17);
+pub const NVML_TEMPERATURE_COUNT: nvmlTemperatureSensors_enum = nvmlTemperatureSensors_enum(
+    1,
+);
+pub const NVML_DEVICE_VGPU_CAP_COUNT: nvmlDeviceVgpuCapability_enum = nvmlDeviceVgpuCapability_enum(
+    12,
+);
 pub type nvmlGpuFabricInfoV_t = nvmlGpuFabricInfo_v2_t;
+pub const NVML_GPM_METRIC_MAX: nvmlGpmMetricId_t = nvmlGpmMetricId_t(210);
+#[repr(C)]
+#[derive(Debug, Copy, Clone, PartialEq)]
+pub struct nvmlGpmMetricsGet_t {
+    pub version: ::core::ffi::c_uint,
+    pub numMetrics: ::core::ffi::c_uint,
+    pub sample1: nvmlGpmSample_t,
+    pub sample2: nvmlGpmSample_t,
+    pub metrics: [nvmlGpmMetric_t; 210usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of nvmlGpmMetricsGet_t",
+    ][::core::mem::size_of::<nvmlGpmMetricsGet_t>() - 8424usize];
+    [
+        "Alignment of nvmlGpmMetricsGet_t",
+    ][::core::mem::align_of::<nvmlGpmMetricsGet_t>() - 8usize];
+    [
+        "Offset of field: nvmlGpmMetricsGet_t::version",
+    ][::core::mem::offset_of!(nvmlGpmMetricsGet_t, version) - 0usize];
+    [
+        "Offset of field: nvmlGpmMetricsGet_t::numMetrics",
+    ][::core::mem::offset_of!(nvmlGpmMetricsGet_t, numMetrics) - 4usize];
+    [
+        "Offset of field: nvmlGpmMetricsGet_t::sample1",
+    ][::core::mem::offset_of!(nvmlGpmMetricsGet_t, sample1) - 8usize];
+    [
+        "Offset of field: nvmlGpmMetricsGet_t::sample2",
+    ][::core::mem::offset_of!(nvmlGpmMetricsGet_t, sample2) - 16usize];
+    [
+        "Offset of field: nvmlGpmMetricsGet_t::metrics",
+    ][::core::mem::offset_of!(nvmlGpmMetricsGet_t, metrics) - 24usize];
+};
+impl Default for nvmlGpmMetricsGet_t {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub const NVML_POWER_PROFILE_MAX: nvmlPowerProfileType_t = nvmlPowerProfileType_t(15);

@@ -203,6 +203,37 @@ pub unsafe fn cudaExternalMemoryGetMappedMipmappedArray(
         None => crate::runtime::__unavailable12(5),
     }
 }
+/// `cudaFuncGetAttributes` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaFuncGetAttributes`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cudaFuncGetAttributes` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
+#[inline]
+pub unsafe fn cudaFuncGetAttributes(
+    attr: *mut cudaFuncAttributes,
+    func: *const ::core::ffi::c_void,
+) -> cudaError_t {
+    match crate::runtime::__entry12(6) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut cudaFuncAttributes,
+                        *const ::core::ffi::c_void,
+                    ) -> cudaError_t,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(attr, func) }
+        }
+        None => crate::runtime::__unavailable12(6),
+    }
+}
 /// `cudaGetDeviceProperties` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGetDeviceProperties_v2`.
 ///
 /// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
@@ -216,7 +247,7 @@ pub unsafe fn cudaGetDeviceProperties(
     prop: *mut cudaDeviceProp,
     device: ::core::ffi::c_int,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(6) {
+    match crate::runtime::__entry12(7) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -231,7 +262,7 @@ pub unsafe fn cudaGetDeviceProperties(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(prop, device) }
         }
-        None => crate::runtime::__unavailable12(6),
+        None => crate::runtime::__unavailable12(7),
     }
 }
 /// `cudaGetSurfaceObjectResourceDesc` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGetSurfaceObjectResourceDesc`.
@@ -247,7 +278,7 @@ pub unsafe fn cudaGetSurfaceObjectResourceDesc(
     pResDesc: *mut cudaResourceDesc,
     surfObject: cudaSurfaceObject_t,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(7) {
+    match crate::runtime::__entry12(8) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -262,7 +293,7 @@ pub unsafe fn cudaGetSurfaceObjectResourceDesc(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(pResDesc, surfObject) }
         }
-        None => crate::runtime::__unavailable12(7),
+        None => crate::runtime::__unavailable12(8),
     }
 }
 /// `cudaGetTextureObjectResourceDesc` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGetTextureObjectResourceDesc`.
@@ -278,7 +309,7 @@ pub unsafe fn cudaGetTextureObjectResourceDesc(
     pResDesc: *mut cudaResourceDesc,
     texObject: cudaTextureObject_t,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(8) {
+    match crate::runtime::__entry12(9) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -293,7 +324,7 @@ pub unsafe fn cudaGetTextureObjectResourceDesc(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(pResDesc, texObject) }
         }
-        None => crate::runtime::__unavailable12(8),
+        None => crate::runtime::__unavailable12(9),
     }
 }
 /// `cudaGetTextureObjectResourceViewDesc` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGetTextureObjectResourceViewDesc`.
@@ -309,7 +340,7 @@ pub unsafe fn cudaGetTextureObjectResourceViewDesc(
     pResViewDesc: *mut cudaResourceViewDesc,
     texObject: cudaTextureObject_t,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(9) {
+    match crate::runtime::__entry12(10) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -324,7 +355,7 @@ pub unsafe fn cudaGetTextureObjectResourceViewDesc(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(pResViewDesc, texObject) }
         }
-        None => crate::runtime::__unavailable12(9),
+        None => crate::runtime::__unavailable12(10),
     }
 }
 /// `cudaGraphAddDependencies` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphAddDependencies`.
@@ -342,7 +373,7 @@ pub unsafe fn cudaGraphAddDependencies(
     to: *const cudaGraphNode_t,
     numDependencies: usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(10) {
+    match crate::runtime::__entry12(11) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -359,7 +390,7 @@ pub unsafe fn cudaGraphAddDependencies(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(graph, from, to, numDependencies) }
         }
-        None => crate::runtime::__unavailable12(10),
+        None => crate::runtime::__unavailable12(11),
     }
 }
 /// `cudaGraphAddDependencies_v2` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphAddDependencies_v2`.
@@ -378,7 +409,7 @@ pub unsafe fn cudaGraphAddDependencies_v2(
     edgeData: *const cudaGraphEdgeData,
     numDependencies: usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(11) {
+    match crate::runtime::__entry12(12) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -396,7 +427,46 @@ pub unsafe fn cudaGraphAddDependencies_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(graph, from, to, edgeData, numDependencies) }
         }
-        None => crate::runtime::__unavailable12(11),
+        None => crate::runtime::__unavailable12(12),
+    }
+}
+/// `cudaGraphAddMemAllocNode` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphAddMemAllocNode`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cudaGraphAddMemAllocNode` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
+#[inline]
+pub unsafe fn cudaGraphAddMemAllocNode(
+    pGraphNode: *mut cudaGraphNode_t,
+    graph: cudaGraph_t,
+    pDependencies: *const cudaGraphNode_t,
+    numDependencies: usize,
+    nodeParams: *mut cudaMemAllocNodeParams,
+) -> cudaError_t {
+    match crate::runtime::__entry12(13) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut cudaGraphNode_t,
+                        cudaGraph_t,
+                        *const cudaGraphNode_t,
+                        usize,
+                        *mut cudaMemAllocNodeParams,
+                    ) -> cudaError_t,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe {
+                entry_fn(pGraphNode, graph, pDependencies, numDependencies, nodeParams)
+            }
+        }
+        None => crate::runtime::__unavailable12(13),
     }
 }
 /// `cudaGraphAddNode` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphAddNode`.
@@ -415,7 +485,7 @@ pub unsafe fn cudaGraphAddNode(
     numDependencies: usize,
     nodeParams: *mut cudaGraphNodeParams,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(12) {
+    match crate::runtime::__entry12(14) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -435,7 +505,7 @@ pub unsafe fn cudaGraphAddNode(
                 entry_fn(pGraphNode, graph, pDependencies, numDependencies, nodeParams)
             }
         }
-        None => crate::runtime::__unavailable12(12),
+        None => crate::runtime::__unavailable12(14),
     }
 }
 /// `cudaGraphAddNode_v2` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphAddNode_v2`.
@@ -455,7 +525,7 @@ pub unsafe fn cudaGraphAddNode_v2(
     numDependencies: usize,
     nodeParams: *mut cudaGraphNodeParams,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(13) {
+    match crate::runtime::__entry12(15) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -483,7 +553,40 @@ pub unsafe fn cudaGraphAddNode_v2(
                 )
             }
         }
-        None => crate::runtime::__unavailable12(13),
+        None => crate::runtime::__unavailable12(15),
+    }
+}
+/// `cudaGraphExecNodeSetParams` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphExecNodeSetParams`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cudaGraphExecNodeSetParams` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
+#[inline]
+pub unsafe fn cudaGraphExecNodeSetParams(
+    graphExec: cudaGraphExec_t,
+    node: cudaGraphNode_t,
+    nodeParams: *mut cudaGraphNodeParams,
+) -> cudaError_t {
+    match crate::runtime::__entry12(16) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        cudaGraphExec_t,
+                        cudaGraphNode_t,
+                        *mut cudaGraphNodeParams,
+                    ) -> cudaError_t,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(graphExec, node, nodeParams) }
+        }
+        None => crate::runtime::__unavailable12(16),
     }
 }
 /// `cudaGraphGetEdges` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphGetEdges`.
@@ -501,7 +604,7 @@ pub unsafe fn cudaGraphGetEdges(
     to: *mut cudaGraphNode_t,
     numEdges: *mut usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(14) {
+    match crate::runtime::__entry12(17) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -518,7 +621,7 @@ pub unsafe fn cudaGraphGetEdges(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(graph, from, to, numEdges) }
         }
-        None => crate::runtime::__unavailable12(14),
+        None => crate::runtime::__unavailable12(17),
     }
 }
 /// `cudaGraphGetEdges_v2` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphGetEdges_v2`.
@@ -537,7 +640,7 @@ pub unsafe fn cudaGraphGetEdges_v2(
     edgeData: *mut cudaGraphEdgeData,
     numEdges: *mut usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(15) {
+    match crate::runtime::__entry12(18) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -555,7 +658,7 @@ pub unsafe fn cudaGraphGetEdges_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(graph, from, to, edgeData, numEdges) }
         }
-        None => crate::runtime::__unavailable12(15),
+        None => crate::runtime::__unavailable12(18),
     }
 }
 /// `cudaGraphKernelNodeGetAttribute` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphKernelNodeGetAttribute`.
@@ -572,7 +675,7 @@ pub unsafe fn cudaGraphKernelNodeGetAttribute(
     attr: cudaLaunchAttributeID,
     value_out: *mut cudaLaunchAttributeValue,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(16) {
+    match crate::runtime::__entry12(19) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -588,7 +691,7 @@ pub unsafe fn cudaGraphKernelNodeGetAttribute(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hNode, attr, value_out) }
         }
-        None => crate::runtime::__unavailable12(16),
+        None => crate::runtime::__unavailable12(19),
     }
 }
 /// `cudaGraphKernelNodeSetAttribute` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphKernelNodeSetAttribute`.
@@ -605,7 +708,7 @@ pub unsafe fn cudaGraphKernelNodeSetAttribute(
     attr: cudaLaunchAttributeID,
     value: *const cudaLaunchAttributeValue,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(17) {
+    match crate::runtime::__entry12(20) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -621,7 +724,38 @@ pub unsafe fn cudaGraphKernelNodeSetAttribute(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hNode, attr, value) }
         }
-        None => crate::runtime::__unavailable12(17),
+        None => crate::runtime::__unavailable12(20),
+    }
+}
+/// `cudaGraphMemAllocNodeGetParams` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphMemAllocNodeGetParams`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cudaGraphMemAllocNodeGetParams` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
+#[inline]
+pub unsafe fn cudaGraphMemAllocNodeGetParams(
+    node: cudaGraphNode_t,
+    params_out: *mut cudaMemAllocNodeParams,
+) -> cudaError_t {
+    match crate::runtime::__entry12(21) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaMemAllocNodeParams,
+                    ) -> cudaError_t,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(node, params_out) }
+        }
+        None => crate::runtime::__unavailable12(21),
     }
 }
 /// `cudaGraphNodeGetDependencies` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphNodeGetDependencies`.
@@ -638,7 +772,7 @@ pub unsafe fn cudaGraphNodeGetDependencies(
     pDependencies: *mut cudaGraphNode_t,
     pNumDependencies: *mut usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(18) {
+    match crate::runtime::__entry12(22) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -654,7 +788,7 @@ pub unsafe fn cudaGraphNodeGetDependencies(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(node, pDependencies, pNumDependencies) }
         }
-        None => crate::runtime::__unavailable12(18),
+        None => crate::runtime::__unavailable12(22),
     }
 }
 /// `cudaGraphNodeGetDependencies_v2` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphNodeGetDependencies_v2`.
@@ -672,7 +806,7 @@ pub unsafe fn cudaGraphNodeGetDependencies_v2(
     edgeData: *mut cudaGraphEdgeData,
     pNumDependencies: *mut usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(19) {
+    match crate::runtime::__entry12(23) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -689,7 +823,7 @@ pub unsafe fn cudaGraphNodeGetDependencies_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(node, pDependencies, edgeData, pNumDependencies) }
         }
-        None => crate::runtime::__unavailable12(19),
+        None => crate::runtime::__unavailable12(23),
     }
 }
 /// `cudaGraphNodeGetDependentNodes` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphNodeGetDependentNodes`.
@@ -706,7 +840,7 @@ pub unsafe fn cudaGraphNodeGetDependentNodes(
     pDependentNodes: *mut cudaGraphNode_t,
     pNumDependentNodes: *mut usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(20) {
+    match crate::runtime::__entry12(24) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -722,7 +856,7 @@ pub unsafe fn cudaGraphNodeGetDependentNodes(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(node, pDependentNodes, pNumDependentNodes) }
         }
-        None => crate::runtime::__unavailable12(20),
+        None => crate::runtime::__unavailable12(24),
     }
 }
 /// `cudaGraphNodeGetDependentNodes_v2` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphNodeGetDependentNodes_v2`.
@@ -740,7 +874,7 @@ pub unsafe fn cudaGraphNodeGetDependentNodes_v2(
     edgeData: *mut cudaGraphEdgeData,
     pNumDependentNodes: *mut usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(21) {
+    match crate::runtime::__entry12(25) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -757,7 +891,38 @@ pub unsafe fn cudaGraphNodeGetDependentNodes_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(node, pDependentNodes, edgeData, pNumDependentNodes) }
         }
-        None => crate::runtime::__unavailable12(21),
+        None => crate::runtime::__unavailable12(25),
+    }
+}
+/// `cudaGraphNodeSetParams` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphNodeSetParams`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cudaGraphNodeSetParams` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
+#[inline]
+pub unsafe fn cudaGraphNodeSetParams(
+    node: cudaGraphNode_t,
+    nodeParams: *mut cudaGraphNodeParams,
+) -> cudaError_t {
+    match crate::runtime::__entry12(26) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        cudaGraphNode_t,
+                        *mut cudaGraphNodeParams,
+                    ) -> cudaError_t,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(node, nodeParams) }
+        }
+        None => crate::runtime::__unavailable12(26),
     }
 }
 /// `cudaGraphRemoveDependencies` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphRemoveDependencies`.
@@ -775,7 +940,7 @@ pub unsafe fn cudaGraphRemoveDependencies(
     to: *const cudaGraphNode_t,
     numDependencies: usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(22) {
+    match crate::runtime::__entry12(27) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -792,7 +957,7 @@ pub unsafe fn cudaGraphRemoveDependencies(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(graph, from, to, numDependencies) }
         }
-        None => crate::runtime::__unavailable12(22),
+        None => crate::runtime::__unavailable12(27),
     }
 }
 /// `cudaGraphRemoveDependencies_v2` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaGraphRemoveDependencies_v2`.
@@ -811,7 +976,7 @@ pub unsafe fn cudaGraphRemoveDependencies_v2(
     edgeData: *const cudaGraphEdgeData,
     numDependencies: usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(23) {
+    match crate::runtime::__entry12(28) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -829,7 +994,7 @@ pub unsafe fn cudaGraphRemoveDependencies_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(graph, from, to, edgeData, numDependencies) }
         }
-        None => crate::runtime::__unavailable12(23),
+        None => crate::runtime::__unavailable12(28),
     }
 }
 /// `cudaImportExternalMemory` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaImportExternalMemory`.
@@ -845,7 +1010,7 @@ pub unsafe fn cudaImportExternalMemory(
     extMem_out: *mut cudaExternalMemory_t,
     memHandleDesc: *const cudaExternalMemoryHandleDesc,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(24) {
+    match crate::runtime::__entry12(29) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -860,7 +1025,7 @@ pub unsafe fn cudaImportExternalMemory(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(extMem_out, memHandleDesc) }
         }
-        None => crate::runtime::__unavailable12(24),
+        None => crate::runtime::__unavailable12(29),
     }
 }
 /// `cudaImportExternalSemaphore` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaImportExternalSemaphore`.
@@ -876,7 +1041,7 @@ pub unsafe fn cudaImportExternalSemaphore(
     extSem_out: *mut cudaExternalSemaphore_t,
     semHandleDesc: *const cudaExternalSemaphoreHandleDesc,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(25) {
+    match crate::runtime::__entry12(30) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -891,7 +1056,7 @@ pub unsafe fn cudaImportExternalSemaphore(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(extSem_out, semHandleDesc) }
         }
-        None => crate::runtime::__unavailable12(25),
+        None => crate::runtime::__unavailable12(30),
     }
 }
 /// `cudaLaunchCooperativeKernelMultiDevice` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaLaunchCooperativeKernelMultiDevice`.
@@ -908,7 +1073,7 @@ pub unsafe fn cudaLaunchCooperativeKernelMultiDevice(
     numDevices: ::core::ffi::c_uint,
     flags: ::core::ffi::c_uint,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(26) {
+    match crate::runtime::__entry12(31) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -924,7 +1089,7 @@ pub unsafe fn cudaLaunchCooperativeKernelMultiDevice(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(launchParamsList, numDevices, flags) }
         }
-        None => crate::runtime::__unavailable12(26),
+        None => crate::runtime::__unavailable12(31),
     }
 }
 /// `cudaLaunchKernelExC` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaLaunchKernelExC` (per-thread default stream: `cudaLaunchKernelExC_ptsz`).
@@ -941,7 +1106,7 @@ pub unsafe fn cudaLaunchKernelExC(
     func: *const ::core::ffi::c_void,
     args: *mut *mut ::core::ffi::c_void,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(27) {
+    match crate::runtime::__entry12(32) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -957,7 +1122,7 @@ pub unsafe fn cudaLaunchKernelExC(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(config, func, args) }
         }
-        None => crate::runtime::__unavailable12(27),
+        None => crate::runtime::__unavailable12(32),
     }
 }
 /// `cudaMemAdvise` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaMemAdvise`.
@@ -975,7 +1140,7 @@ pub unsafe fn cudaMemAdvise(
     advice: cudaMemoryAdvise,
     device: ::core::ffi::c_int,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(28) {
+    match crate::runtime::__entry12(33) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -992,7 +1157,7 @@ pub unsafe fn cudaMemAdvise(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(devPtr, count, advice, device) }
         }
-        None => crate::runtime::__unavailable12(28),
+        None => crate::runtime::__unavailable12(33),
     }
 }
 /// `cudaMemAdvise_v2` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaMemAdvise_v2`.
@@ -1010,7 +1175,7 @@ pub unsafe fn cudaMemAdvise_v2(
     advice: cudaMemoryAdvise,
     location: cudaMemLocation,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(29) {
+    match crate::runtime::__entry12(34) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1027,7 +1192,104 @@ pub unsafe fn cudaMemAdvise_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(devPtr, count, advice, location) }
         }
-        None => crate::runtime::__unavailable12(29),
+        None => crate::runtime::__unavailable12(34),
+    }
+}
+/// `cudaMemPoolCreate` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaMemPoolCreate`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cudaMemPoolCreate` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
+#[inline]
+pub unsafe fn cudaMemPoolCreate(
+    memPool: *mut cudaMemPool_t,
+    poolProps: *const cudaMemPoolProps,
+) -> cudaError_t {
+    match crate::runtime::__entry12(35) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut cudaMemPool_t,
+                        *const cudaMemPoolProps,
+                    ) -> cudaError_t,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(memPool, poolProps) }
+        }
+        None => crate::runtime::__unavailable12(35),
+    }
+}
+/// `cudaMemPoolGetAccess` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaMemPoolGetAccess`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cudaMemPoolGetAccess` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
+#[inline]
+pub unsafe fn cudaMemPoolGetAccess(
+    flags: *mut cudaMemAccessFlags,
+    memPool: cudaMemPool_t,
+    location: *mut cudaMemLocation,
+) -> cudaError_t {
+    match crate::runtime::__entry12(36) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        *mut cudaMemAccessFlags,
+                        cudaMemPool_t,
+                        *mut cudaMemLocation,
+                    ) -> cudaError_t,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(flags, memPool, location) }
+        }
+        None => crate::runtime::__unavailable12(36),
+    }
+}
+/// `cudaMemPoolSetAccess` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaMemPoolSetAccess`.
+///
+/// When the library or this entry point cannot be loaded, returns the library's "not found" code (see the module docs) without calling anything.
+///
+/// # Safety
+///
+/// This calls the C function directly: every pointer, handle and size must satisfy the contract
+/// of `cudaMemPoolSetAccess` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
+#[inline]
+pub unsafe fn cudaMemPoolSetAccess(
+    memPool: cudaMemPool_t,
+    descList: *const cudaMemAccessDesc,
+    count: usize,
+) -> cudaError_t {
+    match crate::runtime::__entry12(37) {
+        Some(entry_fn) => {
+            // SAFETY: this entry was resolved for this function, whose C signature this is.
+            let entry_fn = unsafe {
+                ::core::mem::transmute::<
+                    unsafe extern "C" fn(),
+                    unsafe extern "C" fn(
+                        cudaMemPool_t,
+                        *const cudaMemAccessDesc,
+                        usize,
+                    ) -> cudaError_t,
+                >(entry_fn)
+            };
+            // SAFETY: the caller upholds the C function's contract (see `# Safety`).
+            unsafe { entry_fn(memPool, descList, count) }
+        }
+        None => crate::runtime::__unavailable12(37),
     }
 }
 /// `cudaMemPrefetchAsync` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaMemPrefetchAsync` (per-thread default stream: `cudaMemPrefetchAsync_ptsz`).
@@ -1045,7 +1307,7 @@ pub unsafe fn cudaMemPrefetchAsync(
     dstDevice: ::core::ffi::c_int,
     stream: cudaStream_t,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(30) {
+    match crate::runtime::__entry12(38) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1062,7 +1324,7 @@ pub unsafe fn cudaMemPrefetchAsync(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(devPtr, count, dstDevice, stream) }
         }
-        None => crate::runtime::__unavailable12(30),
+        None => crate::runtime::__unavailable12(38),
     }
 }
 /// `cudaMemPrefetchAsync_v2` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaMemPrefetchAsync_v2` (per-thread default stream: `cudaMemPrefetchAsync_v2_ptsz`).
@@ -1081,7 +1343,7 @@ pub unsafe fn cudaMemPrefetchAsync_v2(
     flags: ::core::ffi::c_uint,
     stream: cudaStream_t,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(31) {
+    match crate::runtime::__entry12(39) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1099,7 +1361,7 @@ pub unsafe fn cudaMemPrefetchAsync_v2(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(devPtr, count, location, flags, stream) }
         }
-        None => crate::runtime::__unavailable12(31),
+        None => crate::runtime::__unavailable12(39),
     }
 }
 /// `cudaMemcpy3DBatchAsync` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaMemcpy3DBatchAsync` (per-thread default stream: `cudaMemcpy3DBatchAsync_ptsz`).
@@ -1118,7 +1380,7 @@ pub unsafe fn cudaMemcpy3DBatchAsync(
     flags: ::core::ffi::c_ulonglong,
     stream: cudaStream_t,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(32) {
+    match crate::runtime::__entry12(40) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1136,7 +1398,7 @@ pub unsafe fn cudaMemcpy3DBatchAsync(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(numOps, opList, failIdx, flags, stream) }
         }
-        None => crate::runtime::__unavailable12(32),
+        None => crate::runtime::__unavailable12(40),
     }
 }
 /// `cudaMemcpyBatchAsync` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaMemcpyBatchAsync` (per-thread default stream: `cudaMemcpyBatchAsync_ptsz`).
@@ -1159,7 +1421,7 @@ pub unsafe fn cudaMemcpyBatchAsync(
     failIdx: *mut usize,
     stream: cudaStream_t,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(33) {
+    match crate::runtime::__entry12(41) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1193,7 +1455,7 @@ pub unsafe fn cudaMemcpyBatchAsync(
                 )
             }
         }
-        None => crate::runtime::__unavailable12(33),
+        None => crate::runtime::__unavailable12(41),
     }
 }
 /// `cudaOccupancyMaxActiveClusters` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaOccupancyMaxActiveClusters`.
@@ -1210,7 +1472,7 @@ pub unsafe fn cudaOccupancyMaxActiveClusters(
     func: *const ::core::ffi::c_void,
     launchConfig: *const cudaLaunchConfig_t,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(34) {
+    match crate::runtime::__entry12(42) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1226,7 +1488,7 @@ pub unsafe fn cudaOccupancyMaxActiveClusters(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(numClusters, func, launchConfig) }
         }
-        None => crate::runtime::__unavailable12(34),
+        None => crate::runtime::__unavailable12(42),
     }
 }
 /// `cudaOccupancyMaxPotentialClusterSize` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaOccupancyMaxPotentialClusterSize`.
@@ -1243,7 +1505,7 @@ pub unsafe fn cudaOccupancyMaxPotentialClusterSize(
     func: *const ::core::ffi::c_void,
     launchConfig: *const cudaLaunchConfig_t,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(35) {
+    match crate::runtime::__entry12(43) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1259,7 +1521,7 @@ pub unsafe fn cudaOccupancyMaxPotentialClusterSize(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(clusterSize, func, launchConfig) }
         }
-        None => crate::runtime::__unavailable12(35),
+        None => crate::runtime::__unavailable12(43),
     }
 }
 /// `cudaPointerGetAttributes` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaPointerGetAttributes`.
@@ -1275,7 +1537,7 @@ pub unsafe fn cudaPointerGetAttributes(
     attributes: *mut cudaPointerAttributes,
     ptr: *const ::core::ffi::c_void,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(36) {
+    match crate::runtime::__entry12(44) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1290,7 +1552,7 @@ pub unsafe fn cudaPointerGetAttributes(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(attributes, ptr) }
         }
-        None => crate::runtime::__unavailable12(36),
+        None => crate::runtime::__unavailable12(44),
     }
 }
 /// `cudaSetDoubleForDevice` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaSetDoubleForDevice`.
@@ -1303,7 +1565,7 @@ pub unsafe fn cudaPointerGetAttributes(
 /// of `cudaSetDoubleForDevice` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
 #[inline]
 pub unsafe fn cudaSetDoubleForDevice(d: *mut f64) -> cudaError_t {
-    match crate::runtime::__entry12(37) {
+    match crate::runtime::__entry12(45) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1315,7 +1577,7 @@ pub unsafe fn cudaSetDoubleForDevice(d: *mut f64) -> cudaError_t {
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(d) }
         }
-        None => crate::runtime::__unavailable12(37),
+        None => crate::runtime::__unavailable12(45),
     }
 }
 /// `cudaSetDoubleForHost` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaSetDoubleForHost`.
@@ -1328,7 +1590,7 @@ pub unsafe fn cudaSetDoubleForDevice(d: *mut f64) -> cudaError_t {
 /// of `cudaSetDoubleForHost` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
 #[inline]
 pub unsafe fn cudaSetDoubleForHost(d: *mut f64) -> cudaError_t {
-    match crate::runtime::__entry12(38) {
+    match crate::runtime::__entry12(46) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1340,7 +1602,7 @@ pub unsafe fn cudaSetDoubleForHost(d: *mut f64) -> cudaError_t {
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(d) }
         }
-        None => crate::runtime::__unavailable12(38),
+        None => crate::runtime::__unavailable12(46),
     }
 }
 /// `cudaStreamGetAttribute` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaStreamGetAttribute` (per-thread default stream: `cudaStreamGetAttribute_ptsz`).
@@ -1357,7 +1619,7 @@ pub unsafe fn cudaStreamGetAttribute(
     attr: cudaLaunchAttributeID,
     value_out: *mut cudaLaunchAttributeValue,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(39) {
+    match crate::runtime::__entry12(47) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1373,7 +1635,7 @@ pub unsafe fn cudaStreamGetAttribute(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hStream, attr, value_out) }
         }
-        None => crate::runtime::__unavailable12(39),
+        None => crate::runtime::__unavailable12(47),
     }
 }
 /// `cudaStreamGetCaptureInfo` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaStreamGetCaptureInfo_v2` (per-thread default stream: `cudaStreamGetCaptureInfo_v2_ptsz`).
@@ -1393,7 +1655,7 @@ pub unsafe fn cudaStreamGetCaptureInfo(
     dependencies_out: *mut *const cudaGraphNode_t,
     numDependencies_out: *mut usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(40) {
+    match crate::runtime::__entry12(48) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1421,7 +1683,7 @@ pub unsafe fn cudaStreamGetCaptureInfo(
                 )
             }
         }
-        None => crate::runtime::__unavailable12(40),
+        None => crate::runtime::__unavailable12(48),
     }
 }
 /// `cudaStreamGetCaptureInfo_v3` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaStreamGetCaptureInfo_v3` (per-thread default stream: `cudaStreamGetCaptureInfo_v3_ptsz`).
@@ -1442,7 +1704,7 @@ pub unsafe fn cudaStreamGetCaptureInfo_v3(
     edgeData_out: *mut *const cudaGraphEdgeData,
     numDependencies_out: *mut usize,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(41) {
+    match crate::runtime::__entry12(49) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1472,7 +1734,7 @@ pub unsafe fn cudaStreamGetCaptureInfo_v3(
                 )
             }
         }
-        None => crate::runtime::__unavailable12(41),
+        None => crate::runtime::__unavailable12(49),
     }
 }
 /// `cudaStreamSetAttribute` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaStreamSetAttribute` (per-thread default stream: `cudaStreamSetAttribute_ptsz`).
@@ -1489,7 +1751,7 @@ pub unsafe fn cudaStreamSetAttribute(
     attr: cudaLaunchAttributeID,
     value: *const cudaLaunchAttributeValue,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(42) {
+    match crate::runtime::__entry12(50) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1505,7 +1767,7 @@ pub unsafe fn cudaStreamSetAttribute(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(hStream, attr, value) }
         }
-        None => crate::runtime::__unavailable12(42),
+        None => crate::runtime::__unavailable12(50),
     }
 }
 /// `cudaStreamUpdateCaptureDependencies` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaStreamUpdateCaptureDependencies` (per-thread default stream: `cudaStreamUpdateCaptureDependencies_ptsz`).
@@ -1523,7 +1785,7 @@ pub unsafe fn cudaStreamUpdateCaptureDependencies(
     numDependencies: usize,
     flags: ::core::ffi::c_uint,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(43) {
+    match crate::runtime::__entry12(51) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1540,7 +1802,7 @@ pub unsafe fn cudaStreamUpdateCaptureDependencies(
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(stream, dependencies, numDependencies, flags) }
         }
-        None => crate::runtime::__unavailable12(43),
+        None => crate::runtime::__unavailable12(51),
     }
 }
 /// `cudaStreamUpdateCaptureDependencies_v2` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaStreamUpdateCaptureDependencies_v2` (per-thread default stream: `cudaStreamUpdateCaptureDependencies_v2_ptsz`).
@@ -1559,7 +1821,7 @@ pub unsafe fn cudaStreamUpdateCaptureDependencies_v2(
     numDependencies: usize,
     flags: ::core::ffi::c_uint,
 ) -> cudaError_t {
-    match crate::runtime::__entry12(44) {
+    match crate::runtime::__entry12(52) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1579,7 +1841,7 @@ pub unsafe fn cudaStreamUpdateCaptureDependencies_v2(
                 entry_fn(stream, dependencies, dependencyData, numDependencies, flags)
             }
         }
-        None => crate::runtime::__unavailable12(44),
+        None => crate::runtime::__unavailable12(52),
     }
 }
 /// `cudaThreadExit` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaThreadExit`.
@@ -1592,7 +1854,7 @@ pub unsafe fn cudaStreamUpdateCaptureDependencies_v2(
 /// of `cudaThreadExit` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
 #[inline]
 pub unsafe fn cudaThreadExit() -> cudaError_t {
-    match crate::runtime::__entry12(45) {
+    match crate::runtime::__entry12(53) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1604,7 +1866,7 @@ pub unsafe fn cudaThreadExit() -> cudaError_t {
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn() }
         }
-        None => crate::runtime::__unavailable12(45),
+        None => crate::runtime::__unavailable12(53),
     }
 }
 /// `cudaThreadGetCacheConfig` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaThreadGetCacheConfig`.
@@ -1617,7 +1879,7 @@ pub unsafe fn cudaThreadExit() -> cudaError_t {
 /// of `cudaThreadGetCacheConfig` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
 #[inline]
 pub unsafe fn cudaThreadGetCacheConfig(pCacheConfig: *mut cudaFuncCache) -> cudaError_t {
-    match crate::runtime::__entry12(46) {
+    match crate::runtime::__entry12(54) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1629,7 +1891,7 @@ pub unsafe fn cudaThreadGetCacheConfig(pCacheConfig: *mut cudaFuncCache) -> cuda
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(pCacheConfig) }
         }
-        None => crate::runtime::__unavailable12(46),
+        None => crate::runtime::__unavailable12(54),
     }
 }
 /// `cudaThreadGetLimit` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaThreadGetLimit`.
@@ -1642,7 +1904,7 @@ pub unsafe fn cudaThreadGetCacheConfig(pCacheConfig: *mut cudaFuncCache) -> cuda
 /// of `cudaThreadGetLimit` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
 #[inline]
 pub unsafe fn cudaThreadGetLimit(pValue: *mut usize, limit: cudaLimit) -> cudaError_t {
-    match crate::runtime::__entry12(47) {
+    match crate::runtime::__entry12(55) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1654,7 +1916,7 @@ pub unsafe fn cudaThreadGetLimit(pValue: *mut usize, limit: cudaLimit) -> cudaEr
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(pValue, limit) }
         }
-        None => crate::runtime::__unavailable12(47),
+        None => crate::runtime::__unavailable12(55),
     }
 }
 /// `cudaThreadSetCacheConfig` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaThreadSetCacheConfig`.
@@ -1667,7 +1929,7 @@ pub unsafe fn cudaThreadGetLimit(pValue: *mut usize, limit: cudaLimit) -> cudaEr
 /// of `cudaThreadSetCacheConfig` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
 #[inline]
 pub unsafe fn cudaThreadSetCacheConfig(cacheConfig: cudaFuncCache) -> cudaError_t {
-    match crate::runtime::__entry12(48) {
+    match crate::runtime::__entry12(56) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1679,7 +1941,7 @@ pub unsafe fn cudaThreadSetCacheConfig(cacheConfig: cudaFuncCache) -> cudaError_
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(cacheConfig) }
         }
-        None => crate::runtime::__unavailable12(48),
+        None => crate::runtime::__unavailable12(56),
     }
 }
 /// `cudaThreadSetLimit` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaThreadSetLimit`.
@@ -1692,7 +1954,7 @@ pub unsafe fn cudaThreadSetCacheConfig(cacheConfig: cudaFuncCache) -> cudaError_
 /// of `cudaThreadSetLimit` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
 #[inline]
 pub unsafe fn cudaThreadSetLimit(limit: cudaLimit, value: usize) -> cudaError_t {
-    match crate::runtime::__entry12(49) {
+    match crate::runtime::__entry12(57) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1704,7 +1966,7 @@ pub unsafe fn cudaThreadSetLimit(limit: cudaLimit, value: usize) -> cudaError_t 
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn(limit, value) }
         }
-        None => crate::runtime::__unavailable12(49),
+        None => crate::runtime::__unavailable12(57),
     }
 }
 /// `cudaThreadSynchronize` from `cuda_runtime_api.h` (CUDA 12.9), resolved as the exported symbol `cudaThreadSynchronize`.
@@ -1717,7 +1979,7 @@ pub unsafe fn cudaThreadSetLimit(limit: cudaLimit, value: usize) -> cudaError_t 
 /// of `cudaThreadSynchronize` in NVIDIA's documentation (<https://docs.nvidia.com/cuda/cuda-runtime-api/>).
 #[inline]
 pub unsafe fn cudaThreadSynchronize() -> cudaError_t {
-    match crate::runtime::__entry12(50) {
+    match crate::runtime::__entry12(58) {
         Some(entry_fn) => {
             // SAFETY: this entry was resolved for this function, whose C signature this is.
             let entry_fn = unsafe {
@@ -1729,6 +1991,6 @@ pub unsafe fn cudaThreadSynchronize() -> cudaError_t {
             // SAFETY: the caller upholds the C function's contract (see `# Safety`).
             unsafe { entry_fn() }
         }
-        None => crate::runtime::__unavailable12(50),
+        None => crate::runtime::__unavailable12(58),
     }
 }

@@ -6,7 +6,7 @@
 
 //! The entry points the loader resolves, in the order of the dispatch table.
 /// How many entry points this module has.
-pub(crate) const ENTRY_COUNT: usize = 51;
+pub(crate) const ENTRY_COUNT: usize = 59;
 /// Every entry point of this module, in the order of the dispatch table, each
 /// with its ABIs, newest first.
 pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
@@ -82,6 +82,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
                 major: 12,
                 base: c"cudaExternalMemoryGetMappedMipmappedArray",
                 symbol: c"cudaExternalMemoryGetMappedMipmappedArray",
+                version: 0,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cudaFuncGetAttributes",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cudaFuncGetAttributes",
+                symbol: c"cudaFuncGetAttributes",
                 version: 0,
                 ptds_symbol: None,
                 ptds_version: 0,
@@ -167,6 +180,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
         ],
     },
     crate::loader::Entry {
+        name: c"cudaGraphAddMemAllocNode",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cudaGraphAddMemAllocNode",
+                symbol: c"cudaGraphAddMemAllocNode",
+                version: 0,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
         name: c"cudaGraphAddNode",
         abis: &[
             crate::loader::Abi {
@@ -186,6 +212,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
                 major: 12,
                 base: c"cudaGraphAddNode_v2",
                 symbol: c"cudaGraphAddNode_v2",
+                version: 0,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cudaGraphExecNodeSetParams",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cudaGraphExecNodeSetParams",
+                symbol: c"cudaGraphExecNodeSetParams",
                 version: 0,
                 ptds_symbol: None,
                 ptds_version: 0,
@@ -245,6 +284,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
         ],
     },
     crate::loader::Entry {
+        name: c"cudaGraphMemAllocNodeGetParams",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cudaGraphMemAllocNodeGetParams",
+                symbol: c"cudaGraphMemAllocNodeGetParams",
+                version: 0,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
         name: c"cudaGraphNodeGetDependencies",
         abis: &[
             crate::loader::Abi {
@@ -290,6 +342,19 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
                 major: 12,
                 base: c"cudaGraphNodeGetDependentNodes_v2",
                 symbol: c"cudaGraphNodeGetDependentNodes_v2",
+                version: 0,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cudaGraphNodeSetParams",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cudaGraphNodeSetParams",
+                symbol: c"cudaGraphNodeSetParams",
                 version: 0,
                 ptds_symbol: None,
                 ptds_version: 0,
@@ -394,6 +459,45 @@ pub(crate) static ENTRIES: [crate::loader::Entry; ENTRY_COUNT] = [
                 major: 12,
                 base: c"cudaMemAdvise_v2",
                 symbol: c"cudaMemAdvise_v2",
+                version: 0,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cudaMemPoolCreate",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cudaMemPoolCreate",
+                symbol: c"cudaMemPoolCreate",
+                version: 0,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cudaMemPoolGetAccess",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cudaMemPoolGetAccess",
+                symbol: c"cudaMemPoolGetAccess",
+                version: 0,
+                ptds_symbol: None,
+                ptds_version: 0,
+            },
+        ],
+    },
+    crate::loader::Entry {
+        name: c"cudaMemPoolSetAccess",
+        abis: &[
+            crate::loader::Abi {
+                major: 12,
+                base: c"cudaMemPoolSetAccess",
+                symbol: c"cudaMemPoolSetAccess",
                 version: 0,
                 ptds_symbol: None,
                 ptds_version: 0,

@@ -13,6 +13,116 @@ pub const __CUDART_API_VERSION: u32 = 12090;
 pub const cudaCooperativeLaunchMultiDeviceNoPreSync: u32 = 1;
 pub const cudaCooperativeLaunchMultiDeviceNoPostSync: u32 = 2;
 #[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaMemcpyNodeParams {
+    pub flags: ::core::ffi::c_int,
+    pub reserved: [::core::ffi::c_int; 3usize],
+    pub copyParams: cudaMemcpy3DParms,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemcpyNodeParams",
+    ][::core::mem::size_of::<cudaMemcpyNodeParams>() - 176usize];
+    [
+        "Alignment of cudaMemcpyNodeParams",
+    ][::core::mem::align_of::<cudaMemcpyNodeParams>() - 8usize];
+    [
+        "Offset of field: cudaMemcpyNodeParams::flags",
+    ][::core::mem::offset_of!(cudaMemcpyNodeParams, flags) - 0usize];
+    [
+        "Offset of field: cudaMemcpyNodeParams::reserved",
+    ][::core::mem::offset_of!(cudaMemcpyNodeParams, reserved) - 4usize];
+    [
+        "Offset of field: cudaMemcpyNodeParams::copyParams",
+    ][::core::mem::offset_of!(cudaMemcpyNodeParams, copyParams) - 16usize];
+};
+impl Default for cudaMemcpyNodeParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaMemsetParamsV2 {
+    pub dst: *mut ::core::ffi::c_void,
+    pub pitch: usize,
+    pub value: ::core::ffi::c_uint,
+    pub elementSize: ::core::ffi::c_uint,
+    pub width: usize,
+    pub height: usize,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemsetParamsV2",
+    ][::core::mem::size_of::<cudaMemsetParamsV2>() - 40usize];
+    [
+        "Alignment of cudaMemsetParamsV2",
+    ][::core::mem::align_of::<cudaMemsetParamsV2>() - 8usize];
+    [
+        "Offset of field: cudaMemsetParamsV2::dst",
+    ][::core::mem::offset_of!(cudaMemsetParamsV2, dst) - 0usize];
+    [
+        "Offset of field: cudaMemsetParamsV2::pitch",
+    ][::core::mem::offset_of!(cudaMemsetParamsV2, pitch) - 8usize];
+    [
+        "Offset of field: cudaMemsetParamsV2::value",
+    ][::core::mem::offset_of!(cudaMemsetParamsV2, value) - 16usize];
+    [
+        "Offset of field: cudaMemsetParamsV2::elementSize",
+    ][::core::mem::offset_of!(cudaMemsetParamsV2, elementSize) - 20usize];
+    [
+        "Offset of field: cudaMemsetParamsV2::width",
+    ][::core::mem::offset_of!(cudaMemsetParamsV2, width) - 24usize];
+    [
+        "Offset of field: cudaMemsetParamsV2::height",
+    ][::core::mem::offset_of!(cudaMemsetParamsV2, height) - 32usize];
+};
+impl Default for cudaMemsetParamsV2 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaHostNodeParamsV2 {
+    pub fn_: cudaHostFn_t,
+    pub userData: *mut ::core::ffi::c_void,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaHostNodeParamsV2",
+    ][::core::mem::size_of::<cudaHostNodeParamsV2>() - 16usize];
+    [
+        "Alignment of cudaHostNodeParamsV2",
+    ][::core::mem::align_of::<cudaHostNodeParamsV2>() - 8usize];
+    [
+        "Offset of field: cudaHostNodeParamsV2::fn_",
+    ][::core::mem::offset_of!(cudaHostNodeParamsV2, fn_) - 0usize];
+    [
+        "Offset of field: cudaHostNodeParamsV2::userData",
+    ][::core::mem::offset_of!(cudaHostNodeParamsV2, userData) - 8usize];
+};
+impl Default for cudaHostNodeParamsV2 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
 #[derive(Copy, Clone)]
 pub struct cudaResourceDesc {
     pub resType: cudaResourceType,
@@ -170,11 +280,468 @@ impl Default for cudaPointerAttributes {
         }
     }
 }
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaFuncAttributes {
+    pub sharedSizeBytes: usize,
+    pub constSizeBytes: usize,
+    pub localSizeBytes: usize,
+    pub maxThreadsPerBlock: ::core::ffi::c_int,
+    pub numRegs: ::core::ffi::c_int,
+    pub ptxVersion: ::core::ffi::c_int,
+    pub binaryVersion: ::core::ffi::c_int,
+    pub cacheModeCA: ::core::ffi::c_int,
+    pub maxDynamicSharedSizeBytes: ::core::ffi::c_int,
+    pub preferredShmemCarveout: ::core::ffi::c_int,
+    pub clusterDimMustBeSet: ::core::ffi::c_int,
+    pub requiredClusterWidth: ::core::ffi::c_int,
+    pub requiredClusterHeight: ::core::ffi::c_int,
+    pub requiredClusterDepth: ::core::ffi::c_int,
+    pub clusterSchedulingPolicyPreference: ::core::ffi::c_int,
+    pub nonPortableClusterSizeAllowed: ::core::ffi::c_int,
+    pub reserved: [::core::ffi::c_int; 16usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaFuncAttributes",
+    ][::core::mem::size_of::<cudaFuncAttributes>() - 144usize];
+    [
+        "Alignment of cudaFuncAttributes",
+    ][::core::mem::align_of::<cudaFuncAttributes>() - 8usize];
+    [
+        "Offset of field: cudaFuncAttributes::sharedSizeBytes",
+    ][::core::mem::offset_of!(cudaFuncAttributes, sharedSizeBytes) - 0usize];
+    [
+        "Offset of field: cudaFuncAttributes::constSizeBytes",
+    ][::core::mem::offset_of!(cudaFuncAttributes, constSizeBytes) - 8usize];
+    [
+        "Offset of field: cudaFuncAttributes::localSizeBytes",
+    ][::core::mem::offset_of!(cudaFuncAttributes, localSizeBytes) - 16usize];
+    [
+        "Offset of field: cudaFuncAttributes::maxThreadsPerBlock",
+    ][::core::mem::offset_of!(cudaFuncAttributes, maxThreadsPerBlock) - 24usize];
+    [
+        "Offset of field: cudaFuncAttributes::numRegs",
+    ][::core::mem::offset_of!(cudaFuncAttributes, numRegs) - 28usize];
+    [
+        "Offset of field: cudaFuncAttributes::ptxVersion",
+    ][::core::mem::offset_of!(cudaFuncAttributes, ptxVersion) - 32usize];
+    [
+        "Offset of field: cudaFuncAttributes::binaryVersion",
+    ][::core::mem::offset_of!(cudaFuncAttributes, binaryVersion) - 36usize];
+    [
+        "Offset of field: cudaFuncAttributes::cacheModeCA",
+    ][::core::mem::offset_of!(cudaFuncAttributes, cacheModeCA) - 40usize];
+    [
+        "Offset of field: cudaFuncAttributes::maxDynamicSharedSizeBytes",
+    ][::core::mem::offset_of!(cudaFuncAttributes, maxDynamicSharedSizeBytes) - 44usize];
+    [
+        "Offset of field: cudaFuncAttributes::preferredShmemCarveout",
+    ][::core::mem::offset_of!(cudaFuncAttributes, preferredShmemCarveout) - 48usize];
+    [
+        "Offset of field: cudaFuncAttributes::clusterDimMustBeSet",
+    ][::core::mem::offset_of!(cudaFuncAttributes, clusterDimMustBeSet) - 52usize];
+    [
+        "Offset of field: cudaFuncAttributes::requiredClusterWidth",
+    ][::core::mem::offset_of!(cudaFuncAttributes, requiredClusterWidth) - 56usize];
+    [
+        "Offset of field: cudaFuncAttributes::requiredClusterHeight",
+    ][::core::mem::offset_of!(cudaFuncAttributes, requiredClusterHeight) - 60usize];
+    [
+        "Offset of field: cudaFuncAttributes::requiredClusterDepth",
+    ][::core::mem::offset_of!(cudaFuncAttributes, requiredClusterDepth) - 64usize];
+    [
+        "Offset of field: cudaFuncAttributes::clusterSchedulingPolicyPreference",
+    ][::core::mem::offset_of!(cudaFuncAttributes, clusterSchedulingPolicyPreference)
+        - 68usize];
+    [
+        "Offset of field: cudaFuncAttributes::nonPortableClusterSizeAllowed",
+    ][::core::mem::offset_of!(cudaFuncAttributes, nonPortableClusterSizeAllowed)
+        - 72usize];
+    [
+        "Offset of field: cudaFuncAttributes::reserved",
+    ][::core::mem::offset_of!(cudaFuncAttributes, reserved) - 76usize];
+};
+pub const cudaFuncAttributeMax: cudaFuncAttribute = cudaFuncAttribute(16);
 pub const cudaDevAttrCooperativeMultiDeviceLaunch: cudaDeviceAttr = cudaDeviceAttr(96);
 pub const cudaDevAttrMaxTimelineSemaphoreInteropSupported: cudaDeviceAttr = cudaDeviceAttr(
     114,
 );
 pub const cudaDevAttrMax: cudaDeviceAttr = cudaDeviceAttr(144);
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaMemLocation {
+    pub type_: cudaMemLocationType,
+    pub id: ::core::ffi::c_int,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cudaMemLocation"][::core::mem::size_of::<cudaMemLocation>() - 8usize];
+    [
+        "Alignment of cudaMemLocation",
+    ][::core::mem::align_of::<cudaMemLocation>() - 4usize];
+    [
+        "Offset of field: cudaMemLocation::type_",
+    ][::core::mem::offset_of!(cudaMemLocation, type_) - 0usize];
+    [
+        "Offset of field: cudaMemLocation::id",
+    ][::core::mem::offset_of!(cudaMemLocation, id) - 4usize];
+};
+impl Default for cudaMemLocation {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaMemAccessDesc {
+    pub location: cudaMemLocation,
+    pub flags: cudaMemAccessFlags,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cudaMemAccessDesc"][::core::mem::size_of::<cudaMemAccessDesc>() - 12usize];
+    [
+        "Alignment of cudaMemAccessDesc",
+    ][::core::mem::align_of::<cudaMemAccessDesc>() - 4usize];
+    [
+        "Offset of field: cudaMemAccessDesc::location",
+    ][::core::mem::offset_of!(cudaMemAccessDesc, location) - 0usize];
+    [
+        "Offset of field: cudaMemAccessDesc::flags",
+    ][::core::mem::offset_of!(cudaMemAccessDesc, flags) - 8usize];
+};
+impl Default for cudaMemAccessDesc {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaMemPoolProps {
+    pub allocType: cudaMemAllocationType,
+    pub handleTypes: cudaMemAllocationHandleType,
+    pub location: cudaMemLocation,
+    pub win32SecurityAttributes: *mut ::core::ffi::c_void,
+    pub maxSize: usize,
+    pub usage: ::core::ffi::c_ushort,
+    pub reserved: [::core::ffi::c_uchar; 54usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of cudaMemPoolProps"][::core::mem::size_of::<cudaMemPoolProps>() - 88usize];
+    [
+        "Alignment of cudaMemPoolProps",
+    ][::core::mem::align_of::<cudaMemPoolProps>() - 8usize];
+    [
+        "Offset of field: cudaMemPoolProps::allocType",
+    ][::core::mem::offset_of!(cudaMemPoolProps, allocType) - 0usize];
+    [
+        "Offset of field: cudaMemPoolProps::handleTypes",
+    ][::core::mem::offset_of!(cudaMemPoolProps, handleTypes) - 4usize];
+    [
+        "Offset of field: cudaMemPoolProps::location",
+    ][::core::mem::offset_of!(cudaMemPoolProps, location) - 8usize];
+    [
+        "Offset of field: cudaMemPoolProps::win32SecurityAttributes",
+    ][::core::mem::offset_of!(cudaMemPoolProps, win32SecurityAttributes) - 16usize];
+    [
+        "Offset of field: cudaMemPoolProps::maxSize",
+    ][::core::mem::offset_of!(cudaMemPoolProps, maxSize) - 24usize];
+    [
+        "Offset of field: cudaMemPoolProps::usage",
+    ][::core::mem::offset_of!(cudaMemPoolProps, usage) - 32usize];
+    [
+        "Offset of field: cudaMemPoolProps::reserved",
+    ][::core::mem::offset_of!(cudaMemPoolProps, reserved) - 34usize];
+};
+impl Default for cudaMemPoolProps {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaMemAllocNodeParams {
+    pub poolProps: cudaMemPoolProps,
+    pub accessDescs: *const cudaMemAccessDesc,
+    pub accessDescCount: usize,
+    pub bytesize: usize,
+    pub dptr: *mut ::core::ffi::c_void,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemAllocNodeParams",
+    ][::core::mem::size_of::<cudaMemAllocNodeParams>() - 120usize];
+    [
+        "Alignment of cudaMemAllocNodeParams",
+    ][::core::mem::align_of::<cudaMemAllocNodeParams>() - 8usize];
+    [
+        "Offset of field: cudaMemAllocNodeParams::poolProps",
+    ][::core::mem::offset_of!(cudaMemAllocNodeParams, poolProps) - 0usize];
+    [
+        "Offset of field: cudaMemAllocNodeParams::accessDescs",
+    ][::core::mem::offset_of!(cudaMemAllocNodeParams, accessDescs) - 88usize];
+    [
+        "Offset of field: cudaMemAllocNodeParams::accessDescCount",
+    ][::core::mem::offset_of!(cudaMemAllocNodeParams, accessDescCount) - 96usize];
+    [
+        "Offset of field: cudaMemAllocNodeParams::bytesize",
+    ][::core::mem::offset_of!(cudaMemAllocNodeParams, bytesize) - 104usize];
+    [
+        "Offset of field: cudaMemAllocNodeParams::dptr",
+    ][::core::mem::offset_of!(cudaMemAllocNodeParams, dptr) - 112usize];
+};
+impl Default for cudaMemAllocNodeParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaMemAllocNodeParamsV2 {
+    pub poolProps: cudaMemPoolProps,
+    pub accessDescs: *const cudaMemAccessDesc,
+    pub accessDescCount: usize,
+    pub bytesize: usize,
+    pub dptr: *mut ::core::ffi::c_void,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemAllocNodeParamsV2",
+    ][::core::mem::size_of::<cudaMemAllocNodeParamsV2>() - 120usize];
+    [
+        "Alignment of cudaMemAllocNodeParamsV2",
+    ][::core::mem::align_of::<cudaMemAllocNodeParamsV2>() - 8usize];
+    [
+        "Offset of field: cudaMemAllocNodeParamsV2::poolProps",
+    ][::core::mem::offset_of!(cudaMemAllocNodeParamsV2, poolProps) - 0usize];
+    [
+        "Offset of field: cudaMemAllocNodeParamsV2::accessDescs",
+    ][::core::mem::offset_of!(cudaMemAllocNodeParamsV2, accessDescs) - 88usize];
+    [
+        "Offset of field: cudaMemAllocNodeParamsV2::accessDescCount",
+    ][::core::mem::offset_of!(cudaMemAllocNodeParamsV2, accessDescCount) - 96usize];
+    [
+        "Offset of field: cudaMemAllocNodeParamsV2::bytesize",
+    ][::core::mem::offset_of!(cudaMemAllocNodeParamsV2, bytesize) - 104usize];
+    [
+        "Offset of field: cudaMemAllocNodeParamsV2::dptr",
+    ][::core::mem::offset_of!(cudaMemAllocNodeParamsV2, dptr) - 112usize];
+};
+impl Default for cudaMemAllocNodeParamsV2 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaMemcpyAttributes {
+    pub srcAccessOrder: cudaMemcpySrcAccessOrder,
+    pub srcLocHint: cudaMemLocation,
+    pub dstLocHint: cudaMemLocation,
+    pub flags: ::core::ffi::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemcpyAttributes",
+    ][::core::mem::size_of::<cudaMemcpyAttributes>() - 24usize];
+    [
+        "Alignment of cudaMemcpyAttributes",
+    ][::core::mem::align_of::<cudaMemcpyAttributes>() - 4usize];
+    [
+        "Offset of field: cudaMemcpyAttributes::srcAccessOrder",
+    ][::core::mem::offset_of!(cudaMemcpyAttributes, srcAccessOrder) - 0usize];
+    [
+        "Offset of field: cudaMemcpyAttributes::srcLocHint",
+    ][::core::mem::offset_of!(cudaMemcpyAttributes, srcLocHint) - 4usize];
+    [
+        "Offset of field: cudaMemcpyAttributes::dstLocHint",
+    ][::core::mem::offset_of!(cudaMemcpyAttributes, dstLocHint) - 12usize];
+    [
+        "Offset of field: cudaMemcpyAttributes::flags",
+    ][::core::mem::offset_of!(cudaMemcpyAttributes, flags) - 20usize];
+};
+impl Default for cudaMemcpyAttributes {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct cudaMemcpy3DOperand {
+    pub type_: cudaMemcpy3DOperandType,
+    pub op: cudaMemcpy3DOperand__bindgen_ty_1,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union cudaMemcpy3DOperand__bindgen_ty_1 {
+    pub ptr: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1,
+    pub array: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1 {
+    pub ptr: *mut ::core::ffi::c_void,
+    pub rowLength: usize,
+    pub layerHeight: usize,
+    pub locHint: cudaMemLocation,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1",
+    ][::core::mem::size_of::<cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1>()
+        - 32usize];
+    [
+        "Alignment of cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1",
+    ][::core::mem::align_of::<cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1>()
+        - 8usize];
+    [
+        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1::ptr",
+    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1, ptr)
+        - 0usize];
+    [
+        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1::rowLength",
+    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1, rowLength)
+        - 8usize];
+    [
+        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1::layerHeight",
+    ][::core::mem::offset_of!(
+        cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1, layerHeight
+    ) - 16usize];
+    [
+        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1::locHint",
+    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1, locHint)
+        - 24usize];
+};
+impl Default for cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemcpy3DOperand__bindgen_ty_1",
+    ][::core::mem::size_of::<cudaMemcpy3DOperand__bindgen_ty_1>() - 32usize];
+    [
+        "Alignment of cudaMemcpy3DOperand__bindgen_ty_1",
+    ][::core::mem::align_of::<cudaMemcpy3DOperand__bindgen_ty_1>() - 8usize];
+    [
+        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1::ptr",
+    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1, ptr) - 0usize];
+    [
+        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1::array",
+    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1, array) - 0usize];
+};
+impl Default for cudaMemcpy3DOperand__bindgen_ty_1 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemcpy3DOperand",
+    ][::core::mem::size_of::<cudaMemcpy3DOperand>() - 40usize];
+    [
+        "Alignment of cudaMemcpy3DOperand",
+    ][::core::mem::align_of::<cudaMemcpy3DOperand>() - 8usize];
+    [
+        "Offset of field: cudaMemcpy3DOperand::type_",
+    ][::core::mem::offset_of!(cudaMemcpy3DOperand, type_) - 0usize];
+    [
+        "Offset of field: cudaMemcpy3DOperand::op",
+    ][::core::mem::offset_of!(cudaMemcpy3DOperand, op) - 8usize];
+};
+impl Default for cudaMemcpy3DOperand {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct cudaMemcpy3DBatchOp {
+    pub src: cudaMemcpy3DOperand,
+    pub dst: cudaMemcpy3DOperand,
+    pub extent: cudaExtent,
+    pub srcAccessOrder: cudaMemcpySrcAccessOrder,
+    pub flags: ::core::ffi::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaMemcpy3DBatchOp",
+    ][::core::mem::size_of::<cudaMemcpy3DBatchOp>() - 112usize];
+    [
+        "Alignment of cudaMemcpy3DBatchOp",
+    ][::core::mem::align_of::<cudaMemcpy3DBatchOp>() - 8usize];
+    [
+        "Offset of field: cudaMemcpy3DBatchOp::src",
+    ][::core::mem::offset_of!(cudaMemcpy3DBatchOp, src) - 0usize];
+    [
+        "Offset of field: cudaMemcpy3DBatchOp::dst",
+    ][::core::mem::offset_of!(cudaMemcpy3DBatchOp, dst) - 40usize];
+    [
+        "Offset of field: cudaMemcpy3DBatchOp::extent",
+    ][::core::mem::offset_of!(cudaMemcpy3DBatchOp, extent) - 80usize];
+    [
+        "Offset of field: cudaMemcpy3DBatchOp::srcAccessOrder",
+    ][::core::mem::offset_of!(cudaMemcpy3DBatchOp, srcAccessOrder) - 104usize];
+    [
+        "Offset of field: cudaMemcpy3DBatchOp::flags",
+    ][::core::mem::offset_of!(cudaMemcpy3DBatchOp, flags) - 108usize];
+};
+impl Default for cudaMemcpy3DBatchOp {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaDeviceProp {
@@ -1071,6 +1638,339 @@ const _: () = {
     ][::core::mem::offset_of!(cudaLaunchParams, stream) - 48usize];
 };
 impl Default for cudaLaunchParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaKernelNodeParamsV2 {
+    pub func: *mut ::core::ffi::c_void,
+    pub gridDim: dim3,
+    pub blockDim: dim3,
+    pub sharedMemBytes: ::core::ffi::c_uint,
+    pub kernelParams: *mut *mut ::core::ffi::c_void,
+    pub extra: *mut *mut ::core::ffi::c_void,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaKernelNodeParamsV2",
+    ][::core::mem::size_of::<cudaKernelNodeParamsV2>() - 56usize];
+    [
+        "Alignment of cudaKernelNodeParamsV2",
+    ][::core::mem::align_of::<cudaKernelNodeParamsV2>() - 8usize];
+    [
+        "Offset of field: cudaKernelNodeParamsV2::func",
+    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, func) - 0usize];
+    [
+        "Offset of field: cudaKernelNodeParamsV2::gridDim",
+    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, gridDim) - 8usize];
+    [
+        "Offset of field: cudaKernelNodeParamsV2::blockDim",
+    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, blockDim) - 20usize];
+    [
+        "Offset of field: cudaKernelNodeParamsV2::sharedMemBytes",
+    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, sharedMemBytes) - 32usize];
+    [
+        "Offset of field: cudaKernelNodeParamsV2::kernelParams",
+    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, kernelParams) - 40usize];
+    [
+        "Offset of field: cudaKernelNodeParamsV2::extra",
+    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, extra) - 48usize];
+};
+impl Default for cudaKernelNodeParamsV2 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaExternalSemaphoreSignalNodeParamsV2 {
+    pub extSemArray: *mut cudaExternalSemaphore_t,
+    pub paramsArray: *const cudaExternalSemaphoreSignalParams,
+    pub numExtSems: ::core::ffi::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaExternalSemaphoreSignalNodeParamsV2",
+    ][::core::mem::size_of::<cudaExternalSemaphoreSignalNodeParamsV2>() - 24usize];
+    [
+        "Alignment of cudaExternalSemaphoreSignalNodeParamsV2",
+    ][::core::mem::align_of::<cudaExternalSemaphoreSignalNodeParamsV2>() - 8usize];
+    [
+        "Offset of field: cudaExternalSemaphoreSignalNodeParamsV2::extSemArray",
+    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalNodeParamsV2, extSemArray)
+        - 0usize];
+    [
+        "Offset of field: cudaExternalSemaphoreSignalNodeParamsV2::paramsArray",
+    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalNodeParamsV2, paramsArray)
+        - 8usize];
+    [
+        "Offset of field: cudaExternalSemaphoreSignalNodeParamsV2::numExtSems",
+    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalNodeParamsV2, numExtSems)
+        - 16usize];
+};
+impl Default for cudaExternalSemaphoreSignalNodeParamsV2 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaExternalSemaphoreWaitNodeParamsV2 {
+    pub extSemArray: *mut cudaExternalSemaphore_t,
+    pub paramsArray: *const cudaExternalSemaphoreWaitParams,
+    pub numExtSems: ::core::ffi::c_uint,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaExternalSemaphoreWaitNodeParamsV2",
+    ][::core::mem::size_of::<cudaExternalSemaphoreWaitNodeParamsV2>() - 24usize];
+    [
+        "Alignment of cudaExternalSemaphoreWaitNodeParamsV2",
+    ][::core::mem::align_of::<cudaExternalSemaphoreWaitNodeParamsV2>() - 8usize];
+    [
+        "Offset of field: cudaExternalSemaphoreWaitNodeParamsV2::extSemArray",
+    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitNodeParamsV2, extSemArray)
+        - 0usize];
+    [
+        "Offset of field: cudaExternalSemaphoreWaitNodeParamsV2::paramsArray",
+    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitNodeParamsV2, paramsArray)
+        - 8usize];
+    [
+        "Offset of field: cudaExternalSemaphoreWaitNodeParamsV2::numExtSems",
+    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitNodeParamsV2, numExtSems)
+        - 16usize];
+};
+impl Default for cudaExternalSemaphoreWaitNodeParamsV2 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaConditionalNodeParams {
+    pub handle: cudaGraphConditionalHandle,
+    pub type_: cudaGraphConditionalNodeType,
+    pub size: ::core::ffi::c_uint,
+    pub phGraph_out: *mut cudaGraph_t,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaConditionalNodeParams",
+    ][::core::mem::size_of::<cudaConditionalNodeParams>() - 24usize];
+    [
+        "Alignment of cudaConditionalNodeParams",
+    ][::core::mem::align_of::<cudaConditionalNodeParams>() - 8usize];
+    [
+        "Offset of field: cudaConditionalNodeParams::handle",
+    ][::core::mem::offset_of!(cudaConditionalNodeParams, handle) - 0usize];
+    [
+        "Offset of field: cudaConditionalNodeParams::type_",
+    ][::core::mem::offset_of!(cudaConditionalNodeParams, type_) - 8usize];
+    [
+        "Offset of field: cudaConditionalNodeParams::size",
+    ][::core::mem::offset_of!(cudaConditionalNodeParams, size) - 12usize];
+    [
+        "Offset of field: cudaConditionalNodeParams::phGraph_out",
+    ][::core::mem::offset_of!(cudaConditionalNodeParams, phGraph_out) - 16usize];
+};
+impl Default for cudaConditionalNodeParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub const cudaGraphNodeTypeCount: cudaGraphNodeType = cudaGraphNodeType(14);
+pub const cudaGraphChildGraphOwnershipClone: cudaGraphChildGraphNodeOwnership = cudaGraphChildGraphNodeOwnership(
+    0,
+);
+pub const cudaGraphChildGraphOwnershipMove: cudaGraphChildGraphNodeOwnership = cudaGraphChildGraphNodeOwnership(
+    1,
+);
+#[repr(transparent)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaGraphChildGraphNodeOwnership(pub ::core::ffi::c_uint);
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaChildGraphNodeParams {
+    pub graph: cudaGraph_t,
+    pub ownership: cudaGraphChildGraphNodeOwnership,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaChildGraphNodeParams",
+    ][::core::mem::size_of::<cudaChildGraphNodeParams>() - 16usize];
+    [
+        "Alignment of cudaChildGraphNodeParams",
+    ][::core::mem::align_of::<cudaChildGraphNodeParams>() - 8usize];
+    [
+        "Offset of field: cudaChildGraphNodeParams::graph",
+    ][::core::mem::offset_of!(cudaChildGraphNodeParams, graph) - 0usize];
+    [
+        "Offset of field: cudaChildGraphNodeParams::ownership",
+    ][::core::mem::offset_of!(cudaChildGraphNodeParams, ownership) - 8usize];
+};
+impl Default for cudaChildGraphNodeParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct cudaEventRecordNodeParams {
+    pub event: cudaEvent_t,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaEventRecordNodeParams",
+    ][::core::mem::size_of::<cudaEventRecordNodeParams>() - 8usize];
+    [
+        "Alignment of cudaEventRecordNodeParams",
+    ][::core::mem::align_of::<cudaEventRecordNodeParams>() - 8usize];
+    [
+        "Offset of field: cudaEventRecordNodeParams::event",
+    ][::core::mem::offset_of!(cudaEventRecordNodeParams, event) - 0usize];
+};
+impl Default for cudaEventRecordNodeParams {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct cudaGraphNodeParams {
+    pub type_: cudaGraphNodeType,
+    pub reserved0: [::core::ffi::c_int; 3usize],
+    pub __bindgen_anon_1: cudaGraphNodeParams__bindgen_ty_1,
+    pub reserved2: ::core::ffi::c_longlong,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union cudaGraphNodeParams__bindgen_ty_1 {
+    pub reserved1: [::core::ffi::c_longlong; 29usize],
+    pub kernel: cudaKernelNodeParamsV2,
+    pub memcpy: cudaMemcpyNodeParams,
+    pub memset: cudaMemsetParamsV2,
+    pub host: cudaHostNodeParamsV2,
+    pub graph: cudaChildGraphNodeParams,
+    pub eventWait: cudaEventWaitNodeParams,
+    pub eventRecord: cudaEventRecordNodeParams,
+    pub extSemSignal: cudaExternalSemaphoreSignalNodeParamsV2,
+    pub extSemWait: cudaExternalSemaphoreWaitNodeParamsV2,
+    pub alloc: cudaMemAllocNodeParamsV2,
+    pub free: cudaMemFreeNodeParams,
+    pub conditional: cudaConditionalNodeParams,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaGraphNodeParams__bindgen_ty_1",
+    ][::core::mem::size_of::<cudaGraphNodeParams__bindgen_ty_1>() - 232usize];
+    [
+        "Alignment of cudaGraphNodeParams__bindgen_ty_1",
+    ][::core::mem::align_of::<cudaGraphNodeParams__bindgen_ty_1>() - 8usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::reserved1",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, reserved1) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::kernel",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, kernel) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::memcpy",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, memcpy) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::memset",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, memset) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::host",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, host) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::graph",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, graph) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::eventWait",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, eventWait) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::eventRecord",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, eventRecord) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::extSemSignal",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, extSemSignal) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::extSemWait",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, extSemWait) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::alloc",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, alloc) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::free",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, free) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::conditional",
+    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, conditional) - 0usize];
+};
+impl Default for cudaGraphNodeParams__bindgen_ty_1 {
+    fn default() -> Self {
+        let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::core::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of cudaGraphNodeParams",
+    ][::core::mem::size_of::<cudaGraphNodeParams>() - 256usize];
+    [
+        "Alignment of cudaGraphNodeParams",
+    ][::core::mem::align_of::<cudaGraphNodeParams>() - 8usize];
+    [
+        "Offset of field: cudaGraphNodeParams::type_",
+    ][::core::mem::offset_of!(cudaGraphNodeParams, type_) - 0usize];
+    [
+        "Offset of field: cudaGraphNodeParams::reserved0",
+    ][::core::mem::offset_of!(cudaGraphNodeParams, reserved0) - 4usize];
+    [
+        "Offset of field: cudaGraphNodeParams::reserved2",
+    ][::core::mem::offset_of!(cudaGraphNodeParams, reserved2) - 248usize];
+};
+impl Default for cudaGraphNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
         unsafe {

@@ -213,7 +213,10 @@ impl Drop for NvrtcProgram {
     fn drop(&mut self) {
         if !self.0.is_null() {
             // SAFETY: a program created by nvrtcCreateProgram, destroyed once here.
-            let _ = unsafe { nvrtc::nvrtcDestroyProgram(&mut self.0) };
+            let r = unsafe { nvrtc::nvrtcDestroyProgram(&mut self.0) }.result();
+            crate::cleanup::report(r.map_err(|e| {
+                crate::error::Error::tool("destroying an NVRTC program (nvrtcDestroyProgram)", e)
+            }));
         }
     }
 }

@@ -187,7 +187,10 @@ impl Drop for NvvmProgram {
     fn drop(&mut self) {
         if !self.0.is_null() {
             // SAFETY: a program created by nvvmCreateProgram, destroyed once here.
-            let _ = unsafe { nvvm::nvvmDestroyProgram(&mut self.0) };
+            let r = unsafe { nvvm::nvvmDestroyProgram(&mut self.0) }.result();
+            crate::cleanup::report(r.map_err(|e| {
+                crate::error::Error::tool("destroying an NVVM program (nvvmDestroyProgram)", e)
+            }));
         }
     }
 }
