@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use cudars_core::{
     CaptureArg, CaptureMode, CompileTarget, ConditionalKind, Device, DeviceBuffer, Error, Event,
@@ -29,6 +30,18 @@ extern "C" __global__ void count_to(int *counter, int n, cudaGraphConditionalHan
     }
 }
 "#;
+/// Tests of this binary run in parallel, except the one that captures in
+/// global mode: while it captures, another thread's synchronising call (a
+/// stream sync, an allocation) is refused and invalidates its capture.
+static SERIAL: RwLock<()> = RwLock::new(());
+
+fn alone() -> RwLockWriteGuard<'static, ()> {
+    SERIAL.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn beside_others() -> RwLockReadGuard<'static, ()> {
+    SERIAL.read().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Device 0, a stream on it, and the test kernels as a whole-program cubin (the
 /// driver resolves `cudaGraphSetConditional` when it loads the code).
@@ -88,6 +101,7 @@ fn zeros(d: &Device, s: &Stream, n: usize) -> Arc<DeviceBuffer<i32>> {
 #[test]
 fn a_graphs_operands_are_used_between_launches_without_dropping_it() {
     require_gpu!();
+    let _serial = beside_others();
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let add_to = kernel(&code, "add_to");
@@ -146,6 +160,7 @@ fn a_graphs_operands_are_used_between_launches_without_dropping_it() {
 #[test]
 fn kernels_fills_copies_and_callbacks_captured_by_a_builder_replay() {
     require_gpu!();
+    let _serial = beside_others();
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let add_to = kernel(&code, "add_to");
@@ -212,6 +227,7 @@ fn kernels_fills_copies_and_callbacks_captured_by_a_builder_replay() {
 #[test]
 fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
     require_gpu!();
+    let _serial = beside_others();
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let iota_plus = kernel(&code, "iota_plus");
@@ -279,6 +295,7 @@ fn allocations_in_a_builder_are_graph_memory_freed_as_the_graph_ends() {
 #[test]
 fn a_while_loop_built_by_capture_counts_to_n() {
     require_gpu!();
+    let _serial = beside_others();
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let count_to = kernel(&code, "count_to");
@@ -362,6 +379,7 @@ fn a_while_loop_built_by_capture_counts_to_n() {
 #[test]
 fn split_builders_join_and_if_else_picks_a_branch() {
     require_gpu!();
+    let _serial = beside_others();
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let (iota_plus, add_to) = (kernel(&code, "iota_plus"), kernel(&code, "add_to"));
@@ -430,6 +448,7 @@ fn split_builders_join_and_if_else_picks_a_branch() {
 #[test]
 fn a_switch_runs_the_body_its_condition_names() {
     require_gpu!();
+    let _serial = beside_others();
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let add_to = kernel(&code, "add_to");
@@ -471,6 +490,9 @@ fn a_switch_runs_the_body_its_condition_names() {
 #[test]
 fn a_join_that_fails_partway_leaves_the_capture_whole() {
     require_gpu!();
+    // A global-mode capture refuses (and is invalidated by) other threads'
+    // unsafe calls: no other test of this binary runs meanwhile.
+    let _serial = alone();
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let iota_plus = kernel(&code, "iota_plus");
@@ -515,6 +537,7 @@ fn a_join_that_fails_partway_leaves_the_capture_whole() {
 #[test]
 fn graph_memory_is_taken_only_by_work_ordered_after_its_allocation() {
     require_gpu!();
+    let _serial = beside_others();
     require_libs!("nvrtc");
     let (d, s, _code) = setup();
     let y = zeros(&d, &s, 64);
@@ -556,6 +579,7 @@ fn graph_memory_is_taken_only_by_work_ordered_after_its_allocation() {
 #[test]
 fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
     require_gpu!();
+    let _serial = beside_others();
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let add_to = kernel(&code, "add_to");
@@ -661,6 +685,7 @@ fn bad_use_is_an_error_and_a_dropped_builder_ends_its_capture() {
 #[test]
 fn the_graph_memory_resource_allocates_into_a_builder_and_reports_the_reserve() {
     require_gpu!();
+    let _serial = beside_others();
     require_libs!("nvrtc");
     let (d, s, code) = setup();
     let iota_plus = kernel(&code, "iota_plus");
