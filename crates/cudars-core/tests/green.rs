@@ -405,6 +405,7 @@ fn cuda_13_1_resources_work_or_name_the_driver_they_need() {
         SmGroup {
             count: Some(8),
             coscheduled_sm_count: Some(2),
+            preferred_coscheduled_sm_count: Some(4),
             ..Default::default()
         },
         SmGroup {
@@ -428,6 +429,18 @@ fn cuda_13_1_resources_work_or_name_the_driver_they_need() {
         assert!(split.groups[1].flags().unwrap().backfill(), "{split:?}");
         let mut wq = d.workqueue_resource().unwrap();
         assert!(wq.concurrency_limit() >= 1, "{wq:?}");
+        assert_eq!(wq.device(), &d);
+        {
+            use cudars_core::cudars_bindings::driver as sys;
+            assert_eq!(
+                wq.raw_config().type_,
+                sys::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG
+            );
+            assert_eq!(
+                wq.raw_workqueue().type_,
+                sys::CU_DEV_RESOURCE_TYPE_WORKQUEUE
+            );
+        }
         assert_eq!(wq.sharing_scope(), WorkqueueSharingScope::DeviceContext);
         wq.configure(WorkqueueResourceOptions {
             sharing_scope: Some(WorkqueueSharingScope::GreenContextBalanced),

@@ -40,6 +40,7 @@ fn child(version: i32) {
         SmGroup {
             count: Some(16),
             coscheduled_sm_count: Some(8),
+            preferred_coscheduled_sm_count: Some(16),
             ..Default::default()
         },
         SmGroup {
@@ -63,6 +64,18 @@ fn child(version: i32) {
         assert_eq!(split.remaining.unwrap().sm_count(), 132 - 36);
         let mut wq = dev.workqueue_resource().unwrap();
         assert_eq!(wq.concurrency_limit(), 8);
+        assert_eq!(wq.device(), &dev);
+        {
+            use cudars_core::cudars_bindings::driver as sys;
+            assert_eq!(
+                wq.raw_config().type_,
+                sys::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG
+            );
+            assert_eq!(
+                wq.raw_workqueue().type_,
+                sys::CU_DEV_RESOURCE_TYPE_WORKQUEUE
+            );
+        }
         assert_eq!(wq.sharing_scope(), WorkqueueSharingScope::DeviceContext);
         wq.configure(WorkqueueResourceOptions {
             sharing_scope: Some(WorkqueueSharingScope::GreenContextBalanced),
