@@ -432,11 +432,24 @@ pub(crate) mod tests {
             Arc::new(Report(Mutex::new(tx.clone()), 1)),
         );
         // The reactor may have taken the second alone, before the first came
-        // (and asked it then); once both are in, only the first is asked.
-        std::thread::sleep(Duration::from_millis(20));
+        // (and asked it then); once both are in, only the first is asked. The
+        // test follows the reactor's own progress (the first's queries), not
+        // the clock, so a slow or loaded host cannot make it fail.
+        let queried_at_least = |n: u64| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while first_q.load(Ordering::SeqCst) < n {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the first source was not asked {n} times"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        queried_at_least(1);
         let before = second_q.load(Ordering::SeqCst);
-        std::thread::sleep(Duration::from_millis(20));
-        assert!(first_q.load(Ordering::SeqCst) > 0);
+        // Two more rounds of the reactor after the first was seen.
+        let seen = first_q.load(Ordering::SeqCst);
+        queried_at_least(seen + 2);
         assert_eq!(
             second_q.load(Ordering::SeqCst),
             before,
