@@ -150,6 +150,9 @@ impl Source for EventSource {
     }
 }
 
+// Rule 13 of the soundness contract: the event goes back to the pool only once
+// the reactor saw its work complete; an event dropped while pending is destroyed
+// (rule 12: the drop never waits), so no later owner records over pending work.
 impl Drop for EventSource {
     fn drop(&mut self) {
         if let Some(e) = self.event.take() {

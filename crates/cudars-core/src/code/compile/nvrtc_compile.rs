@@ -209,6 +209,8 @@ impl NvrtcProgram {
     }
 }
 
+// Rule 1 of the soundness contract: the program is owned here and destroyed once;
+// a failed destroy goes to the cleanup hook, never dropped silently.
 impl Drop for NvrtcProgram {
     fn drop(&mut self) {
         if !self.0.is_null() {
