@@ -102,6 +102,21 @@ pub struct DeviceResources {
 }
 
 impl SmResource {
+    /// The split the driver wrote: its groups, and what is left where the
+    /// remainder is SMs at all.
+    fn split_of(&self, groups: Vec<sys::CUdevResource>, remaining: sys::CUdevResource) -> SmSplit {
+        let remaining = Self::from_raw(remaining, self.device);
+        SmSplit {
+            groups: groups
+                .into_iter()
+                .map(|g| Self::from_raw(g, self.device))
+                .collect(),
+            remaining: (remaining.raw.type_ == sys::CU_DEV_RESOURCE_TYPE_SM
+                && remaining.sm_count() > 0)
+                .then_some(remaining),
+        }
+    }
+
     fn from_raw(raw: sys::CUdevResource, device: Device) -> Self {
         Self { raw, device }
     }
@@ -224,16 +239,7 @@ impl SmResource {
         }
         .check(what)?;
         groups.truncate(n as usize);
-        let remaining = Self::from_raw(remaining, self.device);
-        Ok(SmSplit {
-            groups: groups
-                .into_iter()
-                .map(|g| Self::from_raw(g, self.device))
-                .collect(),
-            remaining: (remaining.raw.type_ == sys::CU_DEV_RESOURCE_TYPE_SM
-                && remaining.sm_count() > 0)
-                .then_some(remaining),
-        })
+        Ok(self.split_of(groups, remaining))
     }
 }
 
@@ -328,16 +334,7 @@ impl SmResource {
             )
         }
         .check(what)?;
-        let remaining = Self::from_raw(remaining, self.device);
-        Ok(SmSplit {
-            groups: result
-                .into_iter()
-                .map(|g| Self::from_raw(g, self.device))
-                .collect(),
-            remaining: (remaining.raw.type_ == sys::CU_DEV_RESOURCE_TYPE_SM
-                && remaining.sm_count() > 0)
-                .then_some(remaining),
-        })
+        Ok(self.split_of(result, remaining))
     }
 }
 
