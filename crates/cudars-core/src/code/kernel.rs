@@ -229,6 +229,7 @@ impl Kernel {
     /// What to pass to `cuLaunchKernel` for a launch in `ctx`, which is current:
     /// the kernel's `CUfunction` in `ctx` when `ctx` is the primary context it was
     /// first launched in (resolved once), otherwise the handle itself.
+    #[inline]
     pub(crate) fn launch_handle(&self, ctx: &crate::context::Context) -> sys::CUfunction {
         let Handle::Library(k, _) = &self.inner.handle else {
             return self.handle();
@@ -239,14 +240,9 @@ impl Kernel {
         let c = ctx.handle() as usize;
         let (cached_ctx, f) = match self.inner.primary_fn.get() {
             Some(&cached) => cached,
-            // Resolved once, with the context made current for real (the
-            // launch itself may take it as current on trust).
-            None => match ctx
-                .ensure_current()
-                .and_then(|_c| self.function_in_current())
-            {
-                Ok(f) => *self.inner.primary_fn.get_or_init(|| (c, f as usize)),
-                Err(_) => return *k as sys::CUfunction,
+            None => match self.resolve_primary_fn(ctx) {
+                Some(cached) => cached,
+                None => return *k as sys::CUfunction,
             },
         };
         if cached_ctx == c {
@@ -254,6 +250,20 @@ impl Kernel {
         } else {
             *k as sys::CUfunction
         }
+    }
+
+    /// The first launch in a primary context: the kernel's `CUfunction` there,
+    /// resolved once, with the context made current for real (the launch itself
+    /// may take it as current on trust); `None` if it cannot be resolved.
+    #[cold]
+    #[inline(never)]
+    fn resolve_primary_fn(&self, ctx: &crate::context::Context) -> Option<(usize, usize)> {
+        let c = ctx.handle() as usize;
+        let f = ctx
+            .ensure_current()
+            .and_then(|_c| self.function_in_current())
+            .ok()?;
+        Some(*self.inner.primary_fn.get_or_init(|| (c, f as usize)))
     }
 
     /// The `CUfunction` of the kernel in the current context (occupancy queries

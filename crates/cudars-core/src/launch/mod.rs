@@ -302,7 +302,17 @@ impl LaunchConfig {
         self.grid.count()
     }
 
+    #[inline]
     pub(crate) fn validate(&self) -> Result<()> {
+        if self.grid.has_zero() || self.block.has_zero() || self.cluster.is_some() {
+            return self.validate_slow();
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn validate_slow(&self) -> Result<()> {
         let what = "launching a kernel";
         if self.grid.has_zero() || self.block.has_zero() {
             return Err(zero_dims(what));

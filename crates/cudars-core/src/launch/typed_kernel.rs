@@ -588,27 +588,24 @@ impl<S: Signature> TypedKernel<S> {
         args: S::Args<'_>,
     ) -> Result<()> {
         config.validate()?;
-        // One buffer per parameter fits on the stack (at most 16 parameters, the
-        // largest `Signature` tuple); arguments that carry several views
-        // (`LentVal`) may need more, which go to `more`: every one is ordered.
-        let mut memory: [Option<&Buffer>; 16] = [None; 16];
-        let mut more: Vec<&Buffer> = Vec::new();
-        let mut n = 0;
-        let mut device = Ok(());
+        // Only the buffers whose frees run on another queue are kept (rule 2):
+        // none in the common case, where nothing is gathered or allocated;
+        // every one otherwise, however many views an argument carries.
+        let mut later: Vec<&Buffer> = Vec::new();
+        let mut other_device = None;
         let mut host_reachable = false;
         S::for_each_memory(&args, |b| {
-            if device.is_ok() {
-                device = same_device(b.device(), stream);
+            if b.device() != stream.device() && other_device.is_none() {
+                other_device = Some(b.device());
             }
             host_reachable |= b.kind() == MemoryKind::Pinned;
-            if let Some(slot) = memory.get_mut(n) {
-                *slot = Some(b);
-                n += 1;
-            } else {
-                more.push(b);
+            if b.free_needs_ordering(stream) {
+                later.push(b);
             }
         });
-        device?;
+        if let Some(dev) = other_device {
+            same_device(dev, stream)?;
+        }
         if host_reachable && stream.capture_status()? != CaptureStatus::None {
             // Rule 3 of the soundness contract: a captured kernel runs whenever
             // its graph is launched, past what a host view of the pinned memory
@@ -630,10 +627,7 @@ impl<S: Signature> TypedKernel<S> {
         // kernel, which is queued by now (ordering them first let a free on
         // another stream overtake the kernel). On failure the stream has been
         // drained, so no free can overtake it either.
-        crate::memory::buffer::order_frees_after(
-            memory.iter().flatten().copied().chain(more),
-            stream,
-        )
+        crate::memory::buffer::order_frees_after(later.into_iter(), stream)
     }
 }
 

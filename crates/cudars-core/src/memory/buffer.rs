@@ -522,14 +522,7 @@ impl Buffer {
     /// been waited for, so the free still cannot overtake the work.
     #[inline]
     pub fn order_free_after(&self, stream: &Stream) -> Result<()> {
-        match &self.owner {
-            // The common case, on every typed launch: work on the free stream
-            // itself (or memory this buffer does not free) needs nothing.
-            Some((_, free)) if !free.is_same_queue(stream) => {
-                order_frees_after(std::iter::once(self), stream)
-            }
-            _ => Ok(()),
-        }
+        order_frees_after(std::iter::once(self), stream)
     }
 
     /// [`order_free_after`](Self::order_free_after) for several buffers at once,
@@ -675,20 +668,43 @@ fn defer_free(
 /// event recorded on `stream`, waited for by each distinct free stream that is not
 /// `stream`. If that fails, waits for `stream` instead, so that no free can
 /// overtake the work, and reports the error.
+#[inline]
 pub(crate) fn order_frees_after<'a>(
     buffers: impl Iterator<Item = &'a Buffer>,
     stream: &Stream,
 ) -> Result<()> {
+    // The common case, every operand freed on `stream` (or not owned): one
+    // comparison per buffer, nothing gathered.
+    let mut rest = buffers.skip_while(|b| !b.free_needs_ordering(stream));
+    match rest.next() {
+        None => Ok(()),
+        Some(first) => order_frees_slow(first, rest, stream),
+    }
+}
+
+impl Buffer {
+    /// Whether the buffer's free runs on a queue other than `stream`'s, so that
+    /// work on `stream` using the buffer must be ordered before it (rule 2).
+    #[inline]
+    pub(crate) fn free_needs_ordering(&self, stream: &Stream) -> bool {
+        matches!(&self.owner, Some((_, free)) if !free.is_same_queue(stream))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn order_frees_slow<'a>(
+    first: &'a Buffer,
+    rest: impl Iterator<Item = &'a Buffer>,
+    stream: &Stream,
+) -> Result<()> {
     let mut frees: Vec<&Stream> = Vec::new();
-    for b in buffers {
+    for b in std::iter::once(first).chain(rest) {
         if let Some((_, free)) = &b.owner {
             if !free.is_same_queue(stream) && !frees.iter().any(|s| s.is_same_queue(free)) {
                 frees.push(free);
             }
         }
-    }
-    if frees.is_empty() {
-        return Ok(());
     }
     let order = || -> Result<()> {
         let e = crate::event::Event::in_context(

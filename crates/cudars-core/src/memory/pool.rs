@@ -30,7 +30,7 @@ impl DeviceMemoryResource {
         // The device's default pool as `default_memory_resource` hands it out:
         // the buffer refers to the process-wide resource, touching no count.
         let mr = match cached_default_pool(&self.device) {
-            Some(d) if Arc::ptr_eq(&d.typed, self) => Resource::Static(&d.erased),
+            Some(d) if Arc::ptr_eq(&d.typed, self) => Resource::Static(d),
             _ => Resource::Shared(self.clone()),
         };
         crate::memory::buffer::Buffer::allocate_in(mr, size, Some(stream))
@@ -660,6 +660,7 @@ impl Drop for DeviceMemoryResource {
 // `cuMemFreeAsync`, which takes exactly what `cuMemAllocFromPoolAsync` returned.
 // Soundness contract: rules 1 and 2.
 unsafe impl MemoryResource for DeviceMemoryResource {
+    #[inline]
     unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> Result<sys::CUdeviceptr> {
         let what = || {
             format!(
@@ -671,6 +672,7 @@ unsafe impl MemoryResource for DeviceMemoryResource {
         pool_allocate(self.pool, size, stream, what)
     }
 
+    #[inline]
     unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> Result<()> {
         // SAFETY: per the trait's contract.
         unsafe {
@@ -786,7 +788,7 @@ impl Device {
         use crate::memory::resource::Resource;
         if !crate::memory::resource::RESOURCES_EVER_SET.load(std::sync::atomic::Ordering::Acquire) {
             if let Some(d) = crate::memory::pool::default_pool(self)? {
-                return Ok(Resource::Static(&d.erased));
+                return Ok(Resource::Static(d));
             }
         }
         let set = crate::memory::resource::allocation_resources()
@@ -797,7 +799,7 @@ impl Device {
         Ok(match set {
             Some(m) => Resource::Shared(m),
             None => match crate::memory::pool::default_pool(self)? {
-                Some(d) => Resource::Static(&d.erased),
+                Some(d) => Resource::Static(d),
                 None => Resource::Shared(self.default_memory_resource()?),
             },
         })

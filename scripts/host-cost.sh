@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The host-side instructions cudars-core spends per hot operation, counted by
+# callgrind against the driver shim's fake driver (no GPU needed), beside the
+# same driver calls made raw. Deterministic: a change that adds work to a hot
+# path shows here as instructions, where a GPU timing drowns it in noise.
+# Needs valgrind. Usage: scripts/host-cost.sh (from the workspace root).
+set -euo pipefail
+cargo build --release -q -p cudars-driver-shim --example host_cost
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+ln -s "$PWD/target/release/libcudars_driver_shim.so" "$dir/libcuda.so.1"
+count() { # MODE N -> instructions of the whole run
+  LD_LIBRARY_PATH="$dir" CUDA_RS_SHIM_FAKE_DRIVER=1 valgrind --tool=callgrind \
+    --callgrind-out-file="$dir/cg" target/release/examples/host_cost "$1" "$2" 2>&1 >/dev/null |
+    sed -n 's/.*Collected : *//p' | tr -d ,
+}
+per_op() { echo $(( ($(count "$1" 11000) - $(count "$1" 1000)) / 10000 )); }
+printf '%-18s %8s %10s\n' operation instr/op "beyond raw"
+for m in raw-launch launch typed-launch raw-alloc-free alloc-free typed-alloc-free; do
+  n=$(per_op "$m")
+  case $m in
+    raw-launch) raw_launch=$n base=$n ;;
+    raw-alloc-free) raw_alloc=$n base=$n ;;
+    *launch) base=$raw_launch ;;
+    *) base=$raw_alloc ;;
+  esac
+  printf '%-18s %8d %10d\n' "$m" "$n" $(( n - base ))
+done
