@@ -1,8 +1,9 @@
 //! The kit the library crates (cudars-blas, cudars-rand, cudars-fft,
 //! cudars-nccl, cudars-file) share: one error shape ([`LibraryError`]), one way
 //! to make a stream's context current for a scope ([`ContextScope`], green
-//! contexts included) and one way to move a library handle to another stream
-//! ([`rebind_stream`]).
+//! contexts included), one way to move a library handle to another stream
+//! ([`rebind_stream`]) and one check that the driver is new enough for the
+//! library's CUDA major ([`DriverGate`]).
 //!
 //! A library crate is a thin layer: its handle type owns the library's handle
 //! and the [`Stream`] it is bound to, each method checks its arguments, enters
@@ -28,12 +29,15 @@ use std::borrow::Cow;
 use std::convert::Infallible;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::OnceLock;
 
 use cudars_bindings::driver as sys;
 use cudars_bindings::{IntoResult, StatusError, Unavailable};
 
+use cudars_bindings::Version;
+
 use crate::context::{self, Context, Current};
-use crate::error::{Check as _, Error, InvalidKind, Report};
+use crate::error::{Check as _, DriverRequirement, Error, InvalidKind, Report};
 use crate::stream::Stream;
 
 /// The error of a library crate: `S` is the library's status error (cuBLAS's
@@ -79,6 +83,22 @@ pub enum LibraryError<S, X = Infallible> {
         /// The missing entry point.
         reason: Box<Unavailable>,
     },
+    /// The loaded library belongs to a newer CUDA major than the driver's: a
+    /// CUDA 13.x library needs a CUDA 13.0 driver or newer (CUDA's minor-version
+    /// compatibility holds within a major only), and the driver is older.
+    /// Checked once, before the library's handle, plan or session is made
+    /// ([`DriverGate`]); nothing was called. `requires` names the library and
+    /// its version (`feature`), the driver it needs and the driver found:
+    /// "cuBLAS 13.1 needs a CUDA 13.0 driver; this driver is CUDA 12.4".
+    DriverTooOld {
+        /// What was being done.
+        context: Cow<'static, str>,
+        /// The library found and the CUDA major it belongs to.
+        release: LibraryRelease,
+        /// The library (with its version), the driver it needs and the one
+        /// installed (boxed: it is large and rare).
+        requires: Box<DriverRequirement>,
+    },
     /// An argument was rejected before the library was called; `kind` says
     /// which common case it is, for matching.
     InvalidArgument {
@@ -109,6 +129,9 @@ impl<S, X: fmt::Display> fmt::Display for LibraryError<S, X> {
                 None => f.write_str(context),
             },
             Self::Unavailable { context, .. } => f.write_str(context),
+            Self::DriverTooOld {
+                context, requires, ..
+            } => write!(f, "{context}: {requires}"),
             Self::TooOld {
                 context,
                 needs,
@@ -138,7 +161,7 @@ where
         match self {
             Self::Library { source, .. } => Some(source),
             Self::Unavailable { reason, .. } | Self::TooOld { reason, .. } => Some(&**reason),
-            Self::InvalidArgument { .. } => None,
+            Self::InvalidArgument { .. } | Self::DriverTooOld { .. } => None,
             Self::Core(e) => e.source(),
             Self::Extra(x) => x.source(),
         }
@@ -188,6 +211,18 @@ impl<S, X> LibraryError<S, X> {
             Self::Unavailable { .. } | Self::TooOld { .. } => true,
             Self::Core(e) => e.is_unavailable(),
             _ => false,
+        }
+    }
+
+    /// The driver version needed and the one installed, when the driver is too
+    /// old: for the library itself ([`DriverTooOld`](Self::DriverTooOld)) or
+    /// for a cudars-core feature ([`Core`](Self::Core) with
+    /// [`Error::required_driver`]).
+    pub fn required_driver(&self) -> Option<&DriverRequirement> {
+        match self {
+            Self::DriverTooOld { requires, .. } => Some(requires),
+            Self::Core(e) => e.required_driver(),
+            _ => None,
         }
     }
 
@@ -280,6 +315,154 @@ impl<S: StatusError, X> LibraryError<S, X> {
             *d = detail();
         }
         self
+    }
+}
+
+/// A library's own version and the CUDA major it belongs to: what
+/// [`DriverGate`] checks against the driver. The two numbers differ for some
+/// libraries: CUDA 13 ships cuBLAS 13, cuFFT 12, cuRAND 10.4 and cuFile 1.15.
+///
+/// ```
+/// use cudars_core::LibraryRelease;
+/// use cudars_core::cudars_bindings::Version;
+///
+/// let cublas = LibraryRelease::new("cuBLAS", Version { major: 13, minor: 1 }, 13);
+/// assert_eq!(cublas.to_string(), "cuBLAS 13.1");
+/// assert_eq!(cublas.needs_driver(), Version { major: 13, minor: 0 });
+/// assert!(cublas.requirement(13000).is_none()); // a 13.0 driver runs it
+/// let too_old = cublas.requirement(12040).unwrap(); // a 12.4 driver does not
+/// assert_eq!(too_old.to_string(), "cuBLAS 13.1 needs a CUDA 13.0 driver; this driver is CUDA 12.4");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LibraryRelease {
+    /// The library's name as NVIDIA writes it (`cuBLAS`).
+    pub library: &'static str,
+    /// The library's own version (cuFFT 12.0, cuRAND 10.4, cuFile 1.15).
+    pub version: Version,
+    /// The CUDA major it was built for (13 for each of those).
+    pub cuda_major: i32,
+}
+
+impl LibraryRelease {
+    /// `library` at `version`, built for CUDA `cuda_major`.
+    pub const fn new(library: &'static str, version: Version, cuda_major: i32) -> Self {
+        Self {
+            library,
+            version,
+            cuda_major,
+        }
+    }
+
+    /// The oldest driver it runs on: CUDA `cuda_major`.0. CUDA's minor-version
+    /// compatibility lets a library of a CUDA major run on any driver of that
+    /// major or a later one, and on none before it.
+    pub const fn needs_driver(&self) -> Version {
+        Version {
+            major: self.cuda_major,
+            minor: 0,
+        }
+    }
+
+    /// What the library needs that a driver of CUDA version `driver` (as
+    /// `cuDriverGetVersion` gives it: `1000 * major + 10 * minor`) lacks: `None`
+    /// when that driver runs it, and when `driver` is 0 (no driver: the
+    /// library's own call fails and says so).
+    pub fn requirement(&self, driver: i32) -> Option<DriverRequirement> {
+        let needs = self.needs_driver();
+        let have = Version::from_cuda(driver);
+        (driver > 0 && have.major < needs.major).then(|| DriverRequirement {
+            feature: Cow::Owned(self.to_string()),
+            needs,
+            driver: have,
+        })
+    }
+}
+
+impl fmt::Display for LibraryRelease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.library, self.version)
+    }
+}
+
+/// The one check a library crate makes before it creates a handle, a plan, a
+/// generator, a communicator or a driver session: is the driver new enough for
+/// the library's CUDA major? A CUDA 13 library on a CUDA 12 driver fails
+/// inside the library with an opaque status (`CUBLAS_STATUS_NOT_INITIALIZED`,
+/// `CUFFT_INTERNAL_ERROR`); the gate turns that into
+/// [`LibraryError::DriverTooOld`], naming the library, its version, the driver
+/// it needs and the driver found, before the library is called.
+///
+/// Cheap: the driver's version is read once per process (cudars-core reads it
+/// for its own gates), and the library's release once per gate, by `probe`,
+/// which asks the library its version (`cublasGetProperty`, `cufftGetProperty`,
+/// `curandGetProperty`, `cuFileGetVersion`: no handle, no GPU needed) and says
+/// which CUDA major that version belongs to. A probe that cannot tell (the
+/// library is missing, or of a version it does not know) gives `None` and the
+/// gate lets the call go on, to fail or succeed on its own.
+///
+/// ```
+/// use cudars_core::{DriverGate, LibraryError, LibraryRelease};
+/// use cudars_core::cudars_bindings::{Version, nvrtc::NvrtcError};
+///
+/// static GATE: DriverGate = DriverGate::new(|| {
+///     Some(LibraryRelease::new("cuExample", Version { major: 13, minor: 0 }, 13))
+/// });
+/// match GATE.check::<NvrtcError, std::convert::Infallible>(|| "creating a handle".into()) {
+///     Ok(()) => {} // a CUDA 13 driver (or none at all)
+///     Err(e) => {
+///         let r = e.required_driver().unwrap();
+///         assert_eq!(r.needs, Version { major: 13, minor: 0 });
+///         assert!(r.driver.major < 13);
+///     }
+/// }
+/// ```
+#[derive(Debug)]
+pub struct DriverGate {
+    /// Asks the library its release.
+    probe: fn() -> Option<LibraryRelease>,
+    /// What `probe` said, once.
+    release: OnceLock<Option<LibraryRelease>>,
+}
+
+impl DriverGate {
+    /// A gate whose library is described by `probe` (asked once, at the first
+    /// check).
+    pub const fn new(probe: fn() -> Option<LibraryRelease>) -> Self {
+        Self {
+            probe,
+            release: OnceLock::new(),
+        }
+    }
+
+    /// The library's release, as the probe told it (asked once).
+    pub fn release(&self) -> Option<LibraryRelease> {
+        *self.release.get_or_init(self.probe)
+    }
+
+    /// `Ok` when the driver runs the library (or there is no driver, or the
+    /// library's release cannot be told); else
+    /// [`LibraryError::DriverTooOld`] saying what was being done (`context`,
+    /// only asked on failure).
+    ///
+    /// # Errors
+    /// [`LibraryError::DriverTooOld`].
+    pub fn check<S, X>(&self, context: impl FnOnce() -> String) -> Result<(), LibraryError<S, X>> {
+        let driver = crate::versions::driver_version();
+        if driver == 0 {
+            return Ok(());
+        }
+        let Some(release) = self.release() else {
+            return Ok(());
+        };
+        match release.requirement(driver) {
+            None => Ok(()),
+            Some(requires) => Err(LibraryError::DriverTooOld {
+                context: Cow::Owned(context()),
+                release,
+                requires: Box::new(requires),
+            }),
+        }
     }
 }
 
@@ -543,6 +726,75 @@ mod tests {
         assert_eq!(other.to_string(), "gathering: too long");
         assert_eq!(other.invalid_kind(), Some(InvalidKind::OutOfRange));
         assert!(matches!(other.needing((2, 28)), E::InvalidArgument { .. }));
+    }
+
+    #[test]
+    fn a_library_needs_a_driver_of_its_cuda_major() {
+        let v = |major, minor| Version { major, minor };
+        let cufft = LibraryRelease::new("cuFFT", v(12, 0), 13);
+        assert_eq!(cufft.needs_driver(), v(13, 0));
+        // Minor-version compatibility: any driver of the major, or a later one.
+        for ok in [13000, 13010, 13050, 14000] {
+            assert!(cufft.requirement(ok).is_none(), "{ok}");
+        }
+        // No driver: the library's own call says so.
+        assert!(cufft.requirement(0).is_none());
+        let r = cufft.requirement(12090).unwrap();
+        assert_eq!((r.needs, r.driver), (v(13, 0), v(12, 9)));
+        assert_eq!(r.feature, "cuFFT 12.0");
+        let cu12 = LibraryRelease::new("cuRAND", v(10, 3), 12);
+        assert!(cu12.requirement(12000).is_none());
+        assert!(cu12.requirement(13000).is_none());
+        let r = cu12.requirement(11080).unwrap();
+        assert_eq!(r.to_string(), "cuRAND 10.3 needs a CUDA 12.0 driver; this driver is CUDA 11.8");
+    }
+
+    #[test]
+    fn a_driver_too_old_says_its_part_once() {
+        let release = LibraryRelease::new("cuBLAS", Version { major: 13, minor: 1 }, 13);
+        let e = E::DriverTooOld {
+            context: "creating a cuBLAS handle on device 0".into(),
+            release,
+            requires: Box::new(release.requirement(12040).unwrap()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "creating a cuBLAS handle on device 0: cuBLAS 13.1 needs a CUDA 13.0 driver; \
+             this driver is CUDA 12.4"
+        );
+        assert!(e.source().is_none());
+        assert_eq!(e.report().to_string(), e.to_string());
+        let r = e.required_driver().unwrap();
+        assert_eq!((r.needs.major, r.driver.major, r.driver.minor), (13, 12, 4));
+        assert!(!e.is_unavailable());
+        assert!(e.status().is_none());
+        // cudars-core's own driver requirement shows through too.
+        let core = E::from(Error::driver_too_old(
+            "making a switch node",
+            DriverRequirement {
+                feature: "a conditional switch node".into(),
+                needs: Version { major: 12, minor: 8 },
+                driver: Version { major: 12, minor: 4 },
+            },
+        ));
+        assert_eq!(core.required_driver().unwrap().needs.minor, 8);
+        assert!(E::invalid("x", InvalidKind::Other, "y").required_driver().is_none());
+    }
+
+    #[test]
+    fn a_gate_asks_its_library_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static PROBES: AtomicUsize = AtomicUsize::new(0);
+        static GATE: DriverGate = DriverGate::new(|| {
+            PROBES.fetch_add(1, Ordering::Relaxed);
+            None
+        });
+        // A release that cannot be told lets the call go on.
+        for _ in 0..3 {
+            assert!(GATE.check::<NvrtcError, Infallible>(|| unreachable!()).is_ok());
+        }
+        assert!(GATE.release().is_none());
+        assert!(PROBES.load(Ordering::Relaxed) <= 1);
     }
 
     #[test]
