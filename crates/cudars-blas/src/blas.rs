@@ -7,7 +7,7 @@ use cudars_bindings::cublas as sys;
 use cudars_core::{ContextScope, DeviceView, DeviceViewMut, InvalidKind, Stream, rebind_stream};
 
 use crate::element::Element;
-use crate::error::{Error, Result, check};
+use crate::error::{Error, Result, check, check_driver};
 use crate::matrix::{GemmShape, MatMut, MatRef, Op, to_int};
 
 /// A cuBLAS handle bound to one stream: every operation is queued on that stream,
@@ -54,18 +54,22 @@ impl Blas {
     /// (`alpha`, `beta`, results) are host values.
     ///
     /// # Errors
-    /// [`Error::Unavailable`] when cuBLAS cannot be loaded; cuBLAS's error.
+    /// [`Error::Unavailable`] when cuBLAS cannot be loaded;
+    /// [`Error::DriverTooOld`] when the driver is older than cuBLAS's CUDA major
+    /// (the crate docs' "Which driver"); cuBLAS's error.
     pub fn new(stream: &Stream) -> Result<Self> {
-        let _scope = ContextScope::for_stream(stream)?;
-        let mut handle = ptr::null_mut();
-        // SAFETY: `handle` is valid for writes; the stream's context is current.
-        let status = unsafe { sys::cublasCreate(&mut handle) };
-        check(status, || {
+        let context = || {
             format!(
                 "creating a cuBLAS handle on device {}",
                 stream.device().ordinal()
             )
-        })?;
+        };
+        check_driver(context)?;
+        let _scope = ContextScope::for_stream(stream)?;
+        let mut handle = ptr::null_mut();
+        // SAFETY: `handle` is valid for writes; the stream's context is current.
+        let status = unsafe { sys::cublasCreate(&mut handle) };
+        check(status, context)?;
         let blas = Self {
             handle,
             stream: stream.clone(),

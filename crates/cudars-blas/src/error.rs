@@ -1,7 +1,7 @@
 //! The crate's error type: cudars-core's [`LibraryError`] over cuBLAS's status.
 
 use cudars_bindings::cublas::CublasError;
-use cudars_core::LibraryError;
+use cudars_core::{DriverGate, LibraryError, LibraryRelease};
 
 use std::borrow::Cow;
 
@@ -57,4 +57,27 @@ where
             None => Error::Extra(LtError { context, source }),
         }
     })
+}
+
+/// cuBLAS's release: cuBLAS 13.x belongs to CUDA 13, 12.x to CUDA 12.
+static CUBLAS: DriverGate = DriverGate::new(|| {
+    let v = cudars_bindings::cublas::version().ok()?;
+    Some(LibraryRelease::new("cuBLAS", v, v.major))
+});
+
+/// cuBLASLt's release, numbered as cuBLAS's.
+static CUBLASLT: DriverGate = DriverGate::new(|| {
+    let v = cudars_bindings::cublaslt::version().ok()?;
+    Some(LibraryRelease::new("cuBLASLt", v, v.major))
+});
+
+/// [`LibraryError::DriverTooOld`] when the driver is older than cuBLAS's CUDA
+/// major (checked before a handle is made; the crate docs' "Which driver").
+pub(crate) fn check_driver(context: impl FnOnce() -> String) -> Result<()> {
+    CUBLAS.check(context)
+}
+
+/// [`check_driver`] for cuBLASLt.
+pub(crate) fn check_driver_lt(context: impl FnOnce() -> String) -> Result<()> {
+    CUBLASLT.check(context)
 }

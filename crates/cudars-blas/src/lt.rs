@@ -8,7 +8,7 @@ use cudars_bindings::cublaslt as sys;
 use cudars_core::{ContextScope, DeviceBuffer, DeviceView, InvalidKind, Stream};
 
 use crate::element::Element;
-use crate::error::{Error, Result, check_lt as check};
+use crate::error::{Error, Result, check_driver_lt, check_lt as check};
 use crate::matrix::{GemmShape, Layout, MatMut, MatRef, Op};
 
 /// Which way a bias vector runs: one value per row of the result (added along
@@ -133,8 +133,10 @@ impl BlasLt {
     /// A handle on `stream` with a [`DEFAULT_WORKSPACE`] workspace.
     ///
     /// # Errors
-    /// [`Error::Unavailable`] when cuBLASLt cannot be loaded; the allocation's or
-    /// cuBLASLt's error.
+    /// [`Error::Unavailable`] when cuBLASLt cannot be loaded;
+    /// [`Error::DriverTooOld`] when the driver is older than cuBLASLt's CUDA
+    /// major (the crate docs' "Which driver"); the allocation's or cuBLASLt's
+    /// error.
     pub fn new(stream: &Stream) -> Result<Self> {
         Self::with_workspace(stream, DEFAULT_WORKSPACE)
     }
@@ -145,6 +147,14 @@ impl BlasLt {
     /// # Errors
     /// As [`new`](Self::new).
     pub fn with_workspace(stream: &Stream, bytes: usize) -> Result<Self> {
+        let context = || {
+            format!(
+                "creating a cuBLASLt handle on device {}",
+                stream.device().ordinal()
+            )
+        };
+        // Before the workspace: nothing to free when the driver is too old.
+        check_driver_lt(context)?;
         // Allocated first: cudars-core's allocation makes its own context
         // current, and the handle must be created in the stream's.
         let workspace = DeviceBuffer::allocate(stream.device(), bytes.max(1), stream)?;
@@ -152,12 +162,7 @@ impl BlasLt {
         let mut handle = ptr::null_mut();
         // SAFETY: `handle` is valid for writes; the stream's context is current.
         let status = unsafe { sys::cublasLtCreate(&mut handle) };
-        check(status, || {
-            format!(
-                "creating a cuBLASLt handle on device {}",
-                stream.device().ordinal()
-            )
-        })?;
+        check(status, context)?;
         Ok(Self {
             handle,
             workspace,

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use cudars_bindings::cufft as sys;
 use cudars_core::{ContextScope, DeviceView, DeviceViewMut, InvalidKind, Stream, rebind_stream};
 
-use crate::error::{Error, Result, check};
+use crate::error::{Error, Result, check, check_driver};
 
 /// A complex number as cuFFT stores it: real part, then imaginary part.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -171,7 +171,8 @@ where
     /// [`Error::InvalidArgument`]: no dimensions or more than 3, a zero
     /// dimension or batch ([`InvalidKind::ZeroSize`]), a size past cuFFT's
     /// 32-bit limit ([`InvalidKind::OutOfRange`]); [`Error::Unavailable`] when
-    /// cuFFT cannot be loaded; cuFFT's error.
+    /// cuFFT cannot be loaded; [`Error::DriverTooOld`] when the driver is older
+    /// than cuFFT's CUDA major (the crate docs' "Which driver"); cuFFT's error.
     pub fn new(dims: &[usize], batch: usize, kind: Kind, stream: &Stream) -> Result<Self> {
         let context = || format!("making a {kind:?} cuFFT plan of shape {dims:?} × {batch}");
         if dims.is_empty() || dims.len() > 3 {
@@ -207,6 +208,7 @@ where
             Kind::C2R => 1,
             Kind::C2C => 2,
         }];
+        check_driver(context)?;
         let _scope = ContextScope::for_stream(stream)?;
         let mut handle: sys::cufftHandle = 0;
         // SAFETY: `handle` is valid for writes; `n` holds `rank` sizes; null embeds

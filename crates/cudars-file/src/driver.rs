@@ -5,7 +5,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use cudars_bindings::cufile as sys;
 use cudars_core::InvalidKind;
 
-use crate::error::{Error, Result, check};
+use crate::error::{Error, Result, check, check_driver};
 
 /// The driver of this process: the one open while any [`Driver`] (or
 /// [`FileHandle`](crate::FileHandle)) holds it, and whether its close is still
@@ -113,8 +113,10 @@ impl Driver {
     /// already open.
     ///
     /// # Errors
-    /// [`Error::Unavailable`] when cuFile cannot be loaded; cuFile's error when
-    /// the driver cannot open (`CU_FILE_DRIVER_NOT_INITIALIZED` where
+    /// [`Error::Unavailable`] when cuFile cannot be loaded;
+    /// [`Error::DriverTooOld`] when the CUDA driver is older than cuFile's CUDA
+    /// major (the crate docs' "Which driver"); cuFile's error when the driver
+    /// cannot open (`CU_FILE_DRIVER_NOT_INITIALIZED` where
     /// `nvidia-fs` is absent and compatibility mode is not allowed).
     pub fn open() -> Result<Self> {
         Self::open_with(&DriverOptions::default())
@@ -148,6 +150,8 @@ impl Driver {
             }
             return Ok(Self { _opened: opened });
         }
+        // Before any parameter is set: a driver too old leaves cuFile untouched.
+        check_driver(|| "opening the cuFile driver (cuFileDriverOpen)".into())?;
         let params = [
             (
                 sys::CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE,

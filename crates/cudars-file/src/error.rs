@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use cudars_bindings::cufile::CufileError;
-use cudars_core::LibraryError;
+use cudars_core::{DriverGate, LibraryError, LibraryRelease};
 
 /// Everything that can go wrong in this crate: what was being done, and
 /// cuFile's status ([`LibraryError::Library`]), why cuFile could not be called
@@ -29,4 +29,24 @@ pub(crate) fn check(
     context: impl FnOnce() -> String,
 ) -> Result<()> {
     Error::check(status, context)
+}
+
+/// cuFile's release: cuFile is 1.x in every CUDA, its minor tells the CUDA
+/// major (1.5 to 1.14: CUDA 12.0 to 12.9, 1.15 on: CUDA 13).
+static CUFILE: DriverGate = DriverGate::new(|| {
+    let v = cudars_bindings::cufile::version().ok()?;
+    let cuda = match (v.major, v.minor) {
+        (1, ..=4) => 11,
+        (1, 5..=14) => 12,
+        (1, _) => 13,
+        _ => return None,
+    };
+    Some(LibraryRelease::new("cuFile", v, cuda))
+});
+
+/// [`LibraryError::DriverTooOld`] when the driver is older than cuFile's CUDA
+/// major (checked before cuFile's driver opens; the crate docs' "Which
+/// driver").
+pub(crate) fn check_driver(context: impl FnOnce() -> String) -> Result<()> {
+    CUFILE.check(context)
 }

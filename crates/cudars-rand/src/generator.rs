@@ -5,7 +5,7 @@ use std::ptr;
 use cudars_bindings::curand as sys;
 use cudars_core::{ContextScope, DeviceBuffer, DeviceViewMut, InvalidKind, Stream, rebind_stream};
 
-use crate::error::{Error, Result, check};
+use crate::error::{Error, Result, check, check_driver};
 
 /// The pseudo-random algorithm of a [`Generator`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -135,13 +135,17 @@ impl Generator {
     /// A generator of `kind` with seed 0 on `stream`'s device, bound to `stream`.
     ///
     /// # Errors
-    /// [`Error::Unavailable`] when cuRAND cannot be loaded; cuRAND's error.
+    /// [`Error::Unavailable`] when cuRAND cannot be loaded;
+    /// [`Error::DriverTooOld`] when the driver is older than cuRAND's CUDA major
+    /// (the crate docs' "Which driver"); cuRAND's error.
     pub fn new(kind: RngKind, stream: &Stream) -> Result<Self> {
+        let context = || format!("creating a {kind:?} cuRAND generator");
+        check_driver(context)?;
         let _scope = ContextScope::for_stream(stream)?;
         let mut raw = ptr::null_mut();
         // SAFETY: `raw` is valid for writes; the stream's context is current.
         let status = unsafe { sys::curandCreateGenerator(&mut raw, kind.raw()) };
-        check(status, || format!("creating a {kind:?} cuRAND generator"))?;
+        check(status, context)?;
         let g = Self {
             raw,
             kind,
