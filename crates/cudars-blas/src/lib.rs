@@ -35,6 +35,17 @@
 //! cuBLAS and cuBLASLt are found at run time by the pathfinder (NVIDIA's wheels,
 //! the toolkit, the system); a missing library is [`Error::Unavailable`], whose
 //! source says where it was searched for.
+//!
+//! # Which driver
+//! cuBLAS follows CUDA's minor-version compatibility: a cuBLAS of CUDA 13.x
+//! runs on any CUDA 13.0 driver or newer, one of CUDA 12.x on any 12.0 driver
+//! or newer, and none runs on a driver of an older major. Making a [`Blas`] or a [`BlasLt`] first asks
+//! cuBLAS its version (`cublasGetProperty`; cuBLAS 13.x is CUDA 13's, no GPU needed) and the driver its CUDA
+//! version (both once per process) and, on a driver too old for cuBLAS's CUDA
+//! major, returns [`Error::DriverTooOld`] before cuBLAS is called: "cuBLAS 13.1
+//! needs a CUDA 13.0 driver; this driver is CUDA 12.4", not the opaque status
+//! cuBLAS would give. Its [`required_driver`](cudars_core::LibraryError::required_driver)
+//! holds the versions.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

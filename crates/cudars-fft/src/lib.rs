@@ -24,6 +24,17 @@
 //! checked against the plan before cuFFT is called. Transforms are unnormalised.
 //! cuFFT is found at run time by the pathfinder; a missing library is
 //! [`Error::Unavailable`].
+//!
+//! # Which driver
+//! cuFFT follows CUDA's minor-version compatibility: a cuFFT of CUDA 13.x
+//! runs on any CUDA 13.0 driver or newer, one of CUDA 12.x on any 12.0 driver
+//! or newer, and none runs on a driver of an older major. Making a [`Plan`] first asks
+//! cuFFT its version (`cufftGetProperty`; cuFFT numbers itself one behind CUDA: cuFFT 12 is CUDA 13's, no GPU needed) and the driver its CUDA
+//! version (both once per process) and, on a driver too old for cuFFT's CUDA
+//! major, returns [`Error::DriverTooOld`] before cuFFT is called: "cuFFT 12.0
+//! needs a CUDA 13.0 driver; this driver is CUDA 12.4", not the opaque status
+//! cuFFT would give. Its [`required_driver`](cudars_core::LibraryError::required_driver)
+//! holds the versions.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

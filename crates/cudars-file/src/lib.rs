@@ -44,6 +44,17 @@
 //! cuFile is found at run time by the pathfinder (NVIDIA's `nvidia-cufile`
 //! wheel, a CUDA toolkit, the system's libraries); a missing library is
 //! [`Error::Unavailable`].
+//!
+//! # Which driver
+//! cuFile follows CUDA's minor-version compatibility: a cuFile of CUDA 13.x
+//! runs on any CUDA 13.0 driver or newer, one of CUDA 12.x on any 12.0 driver
+//! or newer, and none runs on a driver of an older major. Opening the [`Driver`] first asks
+//! cuFile its version (`cuFileGetVersion`; cuFile is 1.x, and 1.5 to 1.14 are CUDA 12's, 1.15 on CUDA 13's, no GPU needed) and the driver its CUDA
+//! version (both once per process) and, on a driver too old for cuFile's CUDA
+//! major, returns [`Error::DriverTooOld`] before cuFile is called: "cuFile 1.15
+//! needs a CUDA 13.0 driver; this driver is CUDA 12.4", not the opaque status
+//! cuFile would give. Its [`required_driver`](cudars_core::LibraryError::required_driver)
+//! holds the versions.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg(target_os = "linux")]

@@ -40,6 +40,16 @@
 //!
 //! NCCL is found at run time by the pathfinder (NVIDIA's `nvidia-nccl` wheels,
 //! conda, the system); a missing library is [`Error::Unavailable`].
+//!
+//! # Which driver
+//! NCCL is built for one CUDA major (NVIDIA ships it per major), but unlike
+//! cuBLAS, cuFFT, cuRAND and cuFile it does not say which: `ncclGetVersion`
+//! gives NCCL's own version (2.28), the same in both builds. So this crate
+//! makes no driver check of its own (the other library crates return
+//! `DriverTooOld` on a driver older than their library's CUDA major): NCCL
+//! resolves the driver's entry points at the driver's own version and
+//! supports CUDA's minor-version compatibility since 2.9.9, and whatever it
+//! refuses is its own status ([`Error::Library`], with NCCL's message).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -19,6 +19,17 @@
 //! seeds and offsets, and fills `f32` and `f64` views with uniform, normal and
 //! log-normal numbers ([`Real`]) and `u32` views with random bits. cuRAND is found
 //! at run time by the pathfinder; a missing library is [`Error::Unavailable`].
+//!
+//! # Which driver
+//! cuRAND follows CUDA's minor-version compatibility: a cuRAND of CUDA 13.x
+//! runs on any CUDA 13.0 driver or newer, one of CUDA 12.x on any 12.0 driver
+//! or newer, and none runs on a driver of an older major. Making a [`Generator`] first asks
+//! cuRAND its version (`curandGetProperty`; cuRAND is 10.x, and 10.3 is CUDA 12's, 10.4 on CUDA 13's, no GPU needed) and the driver its CUDA
+//! version (both once per process) and, on a driver too old for cuRAND's CUDA
+//! major, returns [`Error::DriverTooOld`] before cuRAND is called: "cuRAND 10.4
+//! needs a CUDA 13.0 driver; this driver is CUDA 12.4", not the opaque status
+//! cuRAND would give. Its [`required_driver`](cudars_core::LibraryError::required_driver)
+//! holds the versions.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
