@@ -7,6 +7,8 @@
 //! * [`require_env_or_skip`]: the same skip-or-fail rule for other prerequisites
 //!   (for example the NVIDIA wheels venv, required when `CUDA_RS_REQUIRE_WHEELS=1`).
 //! * [`proptest_cases`]: how many cases a property test runs (`PROPTEST_CASES`).
+//! * [`needs_driver!`] / [`needs_library_driver!`]: a feature or library the
+//!   driver is too old for is asserted as its typed error, never skipped.
 //! * [`DriverShim`] / [`require_shim`]: the driver shim's fault rules and handle
 //!   counts, for tests run under it (`run-shim.sh`).
 
@@ -149,6 +151,50 @@ macro_rules! needs_driver {
             None
         } else {
             Some(result.unwrap())
+        }
+    }};
+}
+
+/// For a library crate's handle, plan, generator or cuFile driver (`Blas::new(&s)`,
+/// `Plan::new(..)`): on a driver (a real one or the shim's) older than the
+/// library's CUDA major, asserts that `result` is the typed `DriverTooOld` error
+/// (its `required_driver()` names this driver, and an `X.0` driver of a newer
+/// major than it) and gives `None`; otherwise unwraps it. Library tests never
+/// skip on such a driver: they check the error, print it, and end.
+///
+/// ```ignore
+/// let Some(blas) = cudars_tests::needs_library_driver!(Blas::new(&s)) else {
+///     return;
+/// };
+/// ```
+#[macro_export]
+macro_rules! needs_library_driver {
+    ($result:expr) => {{
+        match $result {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let have = $crate::driver_version();
+                let report = e.report().to_string();
+                let req = e.required_driver().unwrap_or_else(|| {
+                    panic!("expected a library too new for the driver, got: {report}")
+                });
+                assert_eq!(
+                    req.driver.major * 1000 + req.driver.minor * 10,
+                    have,
+                    "the error names another driver: {report}"
+                );
+                assert!(
+                    req.needs.minor == 0 && req.needs.major > req.driver.major,
+                    "a library of a CUDA major this driver has was refused: {report}"
+                );
+                let says = format!(
+                    "{} needs a CUDA {} driver; this driver is CUDA {}",
+                    req.feature, req.needs, req.driver
+                );
+                assert!(report.contains(&says), "{report}");
+                println!("as expected on a CUDA {have} driver: {report}");
+                None
+            }
         }
     }};
 }

@@ -216,7 +216,9 @@ fn cublas_runs_on_a_green_context_stream() {
     use cudars_blas::{Blas, MatMut, MatRef, Op};
     let (d, _g, s) = green_stream();
     let before = current();
-    let blas = Blas::new(&s).unwrap();
+    let Some(blas) = cudars_tests::needs_library_driver!(Blas::new(&s)) else {
+        return;
+    };
     assert_eq!(current(), before, "the scope restores the context");
     let a = DeviceBuffer::from_host(&d, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &s).unwrap();
     let b = DeviceBuffer::from_host(&d, &[1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0], &s).unwrap();
@@ -245,7 +247,10 @@ fn cufft_runs_on_a_green_context_stream() {
         .collect();
     let a = DeviceBuffer::from_host(&d, &host, &s).unwrap();
     let mut b = DeviceBuffer::<Complex<f32>>::zeroed(&d, n, &s).unwrap();
-    let plan = Plan::<f32>::new(&[n], 1, Kind::C2C, &s).unwrap();
+    let Some(plan) = cudars_tests::needs_library_driver!(Plan::<f32>::new(&[n], 1, Kind::C2C, &s))
+    else {
+        return;
+    };
     plan.c2c(a.view(), b.view_mut(), Direction::Forward)
         .unwrap();
     // The DC term is the sum of the input.
@@ -274,7 +279,11 @@ fn curand_runs_on_a_green_context_stream() {
     use cudars_rand::{Generator, RngKind};
     let (d, g, s) = green_stream();
     let mut x = DeviceBuffer::<f32>::zeroed(&d, 4096, &s).unwrap();
-    let mut rng = Generator::with_seed(RngKind::Philox4x32_10, 42, &s).unwrap();
+    let Some(mut rng) =
+        cudars_tests::needs_library_driver!(Generator::with_seed(RngKind::Philox4x32_10, 42, &s))
+    else {
+        return;
+    };
     rng.fill_uniform(x.view_mut()).unwrap();
     let v = x.to_vec(&s).unwrap();
     assert!(v.iter().all(|&u| u > 0.0 && u <= 1.0));

@@ -20,7 +20,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::new(0)?;
     dev.set_current()?;
     let stream = dev.create_stream(StreamOptions::default())?;
-    let blas = Blas::new(&stream)?;
+    let blas = match Blas::new(&stream) {
+        Ok(blas) => blas,
+        // A driver older than cuBLAS's CUDA major: say which driver it needs.
+        Err(e) if e.required_driver().is_some() => {
+            println!("gemm: not on this driver: {}", e.report());
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
     let da = DeviceBuffer::from_host(&dev, &a, &stream)?;
     let db = DeviceBuffer::from_host(&dev, &b, &stream)?;
     let mut dc = DeviceBuffer::<f32>::zeroed(&dev, m * n, &stream)?;

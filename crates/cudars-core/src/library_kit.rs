@@ -746,12 +746,22 @@ mod tests {
         assert!(cu12.requirement(12000).is_none());
         assert!(cu12.requirement(13000).is_none());
         let r = cu12.requirement(11080).unwrap();
-        assert_eq!(r.to_string(), "cuRAND 10.3 needs a CUDA 12.0 driver; this driver is CUDA 11.8");
+        assert_eq!(
+            r.to_string(),
+            "cuRAND 10.3 needs a CUDA 12.0 driver; this driver is CUDA 11.8"
+        );
     }
 
     #[test]
     fn a_driver_too_old_says_its_part_once() {
-        let release = LibraryRelease::new("cuBLAS", Version { major: 13, minor: 1 }, 13);
+        let release = LibraryRelease::new(
+            "cuBLAS",
+            Version {
+                major: 13,
+                minor: 1,
+            },
+            13,
+        );
         let e = E::DriverTooOld {
             context: "creating a cuBLAS handle on device 0".into(),
             release,
@@ -773,12 +783,22 @@ mod tests {
             "making a switch node",
             DriverRequirement {
                 feature: "a conditional switch node".into(),
-                needs: Version { major: 12, minor: 8 },
-                driver: Version { major: 12, minor: 4 },
+                needs: Version {
+                    major: 12,
+                    minor: 8,
+                },
+                driver: Version {
+                    major: 12,
+                    minor: 4,
+                },
             },
         ));
         assert_eq!(core.required_driver().unwrap().needs.minor, 8);
-        assert!(E::invalid("x", InvalidKind::Other, "y").required_driver().is_none());
+        assert!(
+            E::invalid("x", InvalidKind::Other, "y")
+                .required_driver()
+                .is_none()
+        );
     }
 
     #[test]
@@ -791,7 +811,10 @@ mod tests {
         });
         // A release that cannot be told lets the call go on.
         for _ in 0..3 {
-            assert!(GATE.check::<NvrtcError, Infallible>(|| unreachable!()).is_ok());
+            assert!(
+                GATE.check::<NvrtcError, Infallible>(|| unreachable!())
+                    .is_ok()
+            );
         }
         assert!(GATE.release().is_none());
         assert!(PROBES.load(Ordering::Relaxed) <= 1);

@@ -63,7 +63,15 @@ fn main() -> Result<(), Box<dyn Error>> {
     )?;
 
     let spectrum = H * (W / 2 + 1);
-    let forward = Plan::<f32>::new(&[H, W], 1, Kind::R2C, &s)?;
+    let forward = match Plan::<f32>::new(&[H, W], 1, Kind::R2C, &s) {
+        Ok(plan) => plan,
+        // A driver older than cuFFT's CUDA major: say which driver it needs.
+        Err(e) if e.required_driver().is_some() => {
+            println!("fft_convolution: not on this driver: {}", e.report());
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
     let inverse = Plan::<f32>::new(&[H, W], 1, Kind::C2R, &s)?;
     let d_image = DeviceBuffer::from_host(&dev, &image, &s)?;
     let d_kernel = DeviceBuffer::from_host(&dev, &kernel, &s)?;

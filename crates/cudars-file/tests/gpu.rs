@@ -18,21 +18,37 @@ use cudars_tests::{require_gpu, require_libs};
 /// 1 MiB and an odd tail, so the last transfer is not a whole page.
 const N: usize = (1 << 20) + 4099;
 
-/// One driver for the whole test binary, opened with compatibility mode allowed.
-fn driver() -> Driver {
-    static DRIVER: OnceLock<Driver> = OnceLock::new();
+/// One driver for the whole test binary, opened with compatibility mode allowed;
+/// `None` when the CUDA driver is older than cuFile's CUDA major, after
+/// asserting that opening it is the typed error saying so.
+fn driver() -> Option<Driver> {
+    static DRIVER: OnceLock<Option<Driver>> = OnceLock::new();
     DRIVER
         .get_or_init(|| {
-            let d = Driver::open_with(&DriverOptions {
+            let d = cudars_tests::needs_library_driver!(Driver::open_with(&DriverOptions {
                 allow_compat_mode: Some(true),
                 force_compat_mode: None,
-            })
-            .unwrap_or_else(|e| panic!("{}", e.report()));
+            }))?;
             let p = d.properties().unwrap();
             println!("cuFile {:?}: {p:?}", cudars_file::version().unwrap());
-            d
+            Some(d)
         })
         .clone()
+}
+
+/// The test binary's driver, or, on a CUDA driver older than cuFile's CUDA
+/// major, the typed error asserted again (opening is refused each time, with
+/// cuFile untouched) and the test ended.
+macro_rules! cufile_driver {
+    () => {
+        match driver() {
+            Some(d) => d,
+            None => {
+                assert!(cudars_tests::needs_library_driver!(Driver::open()).is_none());
+                return;
+            }
+        }
+    };
 }
 
 fn setup() -> (Device, Stream) {
@@ -90,9 +106,9 @@ const REQUIRE_CUFILE_VAR: &str = "CUDA_TEST_REQUIRE_CUFILE";
 /// compatibility mode, where it cannot read the file system's volume
 /// attributes from udev; the lent Firecracker VMs are such machines
 /// (`cufile.log`: "unable to get volume attributes for fd").
-fn cufile_registers_files(test: &str) -> bool {
+fn cufile_registers_files(test: &str, driver: &Driver) -> bool {
     let probe = file_with(b"probe");
-    let status = match FileHandle::register(&driver(), open_rw(probe.path())) {
+    let status = match FileHandle::register(driver, open_rw(probe.path())) {
         Ok(_) => Ok(()),
         Err(e) => Err(format!(
             "cuFile cannot register a file in {}: {}",
@@ -109,8 +125,8 @@ fn cufile_registers_files(test: &str) -> bool {
 }
 
 macro_rules! require_cufile_files {
-    () => {
-        if !cufile_registers_files(&cudars_tests::current_test_name()) {
+    ($driver:expr) => {
+        if !cufile_registers_files(&cudars_tests::current_test_name(), $driver) {
             return;
         }
     };
@@ -120,7 +136,8 @@ macro_rules! require_cufile_files {
 fn driver_reports_its_mode() {
     require_gpu!();
     require_libs!("cufile");
-    let p = driver().properties().unwrap();
+    let driver = cufile_driver!();
+    let p = driver.properties().unwrap();
     assert!(p.allow_compat_mode);
     assert_eq!(
         p.uses_compat_mode(),
@@ -131,12 +148,13 @@ fn driver_reports_its_mode() {
 #[test]
 fn file_to_device_and_back() {
     require_gpu!();
-    require_cufile_files!();
     require_libs!("cufile");
+    let driver = cufile_driver!();
+    require_cufile_files!(&driver);
     let (dev, s) = setup();
     let data = random_bytes(N, 1);
     let f = file_with(&data);
-    let h = FileHandle::register(&driver(), File::open(f.path()).unwrap()).unwrap();
+    let h = FileHandle::register(&driver, File::open(f.path()).unwrap()).unwrap();
     let mut buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
     assert_eq!(h.read(buf.view_mut(), 0).unwrap(), N);
     assert!(buf.to_vec(&s).unwrap() == data, "the bytes read differ");
@@ -153,13 +171,14 @@ fn file_to_device_and_back() {
 #[test]
 fn device_to_file_and_back() {
     require_gpu!();
-    require_cufile_files!();
     require_libs!("cufile");
+    let driver = cufile_driver!();
+    require_cufile_files!(&driver);
     let (dev, s) = setup();
     let data = random_bytes(N, 2);
     let buf = DeviceBuffer::from_host(&dev, &data, &s).unwrap();
     let f = file_with(&[]);
-    let h = FileHandle::register(&driver(), open_rw(f.path())).unwrap();
+    let h = FileHandle::register(&driver, open_rw(f.path())).unwrap();
     // The copy into `buf` is still queued: the write waits for it.
     assert_eq!(h.write(buf.view(), 0).unwrap(), N);
     assert!(std::fs::read(f.path()).unwrap() == data, "the file differs");
@@ -175,12 +194,13 @@ fn device_to_file_and_back() {
 #[test]
 fn stream_ordered_reads_and_writes() {
     require_gpu!();
-    require_cufile_files!();
     require_libs!("cufile");
+    let driver = cufile_driver!();
+    require_cufile_files!(&driver);
     let (dev, s) = setup();
     let data = random_bytes(N, 3);
     let f = file_with(&data);
-    let h = FileHandle::register(&driver(), open_rw(f.path())).unwrap();
+    let h = FileHandle::register(&driver, open_rw(f.path())).unwrap();
     // Read on the stream, then copy back on the same stream: the copy sees it.
     let mut buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
     let pending = h.read_async(buf.view_mut(), 0, &s).unwrap();
@@ -192,7 +212,7 @@ fn stream_ordered_reads_and_writes() {
 
     // Write from device memory on the stream, to a second file.
     let out = file_with(&[]);
-    let h2 = FileHandle::register(&driver(), open_rw(out.path())).unwrap();
+    let h2 = FileHandle::register(&driver, open_rw(out.path())).unwrap();
     let src = DeviceBuffer::from_host(&dev, &data, &s).unwrap();
     let pending = h2.write_async(src.view(), 0, &s).unwrap();
     assert_eq!(pending.wait().unwrap(), N);
@@ -212,14 +232,15 @@ fn stream_ordered_reads_and_writes() {
 #[test]
 fn registered_buffers_round_trip() {
     require_gpu!();
-    require_cufile_files!();
     require_libs!("cufile");
+    let driver = cufile_driver!();
+    require_cufile_files!(&driver);
     let (dev, s) = setup();
     let data = random_bytes(N, 4);
     let f = file_with(&data);
-    let h = FileHandle::register(&driver(), open_rw(f.path())).unwrap();
+    let h = FileHandle::register(&driver, open_rw(f.path())).unwrap();
     let buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
-    let mut reg = RegisteredBuffer::new(&driver(), buf).unwrap();
+    let mut reg = RegisteredBuffer::new(&driver, buf).unwrap();
     assert_eq!(h.read(reg.view_mut(), 0).unwrap(), N);
     assert_eq!(
         h.read_async(reg.view_mut(), 0, &s).unwrap().wait().unwrap(),
@@ -235,9 +256,9 @@ fn registered_buffers_round_trip() {
         "the registered buffer's write differs"
     );
     // Deregistered by `into_inner`: registering again works.
-    let mut reg = RegisteredBuffer::new(&driver(), buf).unwrap();
+    let mut reg = RegisteredBuffer::new(&driver, buf).unwrap();
     let other = DeviceBuffer::<u8>::zeroed(&dev, 16, &s).unwrap();
-    let _second = RegisteredBuffer::new(&driver(), other).unwrap();
+    let _second = RegisteredBuffer::new(&driver, other).unwrap();
     assert_eq!(h.read(reg.view_mut(), 0).unwrap(), N);
 }
 
@@ -249,13 +270,14 @@ fn registered_buffers_round_trip() {
 #[test]
 fn a_leaked_pending_io_keeps_its_file_registered() {
     require_gpu!();
-    require_cufile_files!();
     require_libs!("cufile");
+    let driver = cufile_driver!();
+    require_cufile_files!(&driver);
     let (dev, s) = setup();
     let data = random_bytes(N, 5);
     let f = file_with(&data);
     let decoy = file_with(&random_bytes(N, 6));
-    let h = FileHandle::register(&driver(), open_rw(f.path())).unwrap();
+    let h = FileHandle::register(&driver, open_rw(f.path())).unwrap();
     let mut buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
     // Hold the stream, so the read is still queued when the handle goes.
     let delay = std::time::Duration::from_millis(300);
@@ -283,14 +305,15 @@ fn a_leaked_pending_io_keeps_its_file_registered() {
 #[test]
 fn a_registered_buffer_outlives_its_transfers() {
     require_gpu!();
-    require_cufile_files!();
     require_libs!("cufile");
+    let driver = cufile_driver!();
+    require_cufile_files!(&driver);
     let (dev, s) = setup();
     let data = random_bytes(N, 7);
     let f = file_with(&data);
-    let h = FileHandle::register(&driver(), open_rw(f.path())).unwrap();
+    let h = FileHandle::register(&driver, open_rw(f.path())).unwrap();
     let buf = DeviceBuffer::<u8>::zeroed(&dev, N, &s).unwrap();
-    let mut reg = RegisteredBuffer::new(&driver(), buf).unwrap();
+    let mut reg = RegisteredBuffer::new(&driver, buf).unwrap();
     let delay = std::time::Duration::from_millis(300);
     // Timed from before the host function starts sleeping.
     let start = std::time::Instant::now();
@@ -304,17 +327,18 @@ fn a_registered_buffer_outlives_its_transfers() {
     );
     assert!(buf.to_vec(&s).unwrap() == data);
     // Leaked: the array stays allocated and registered; nothing else happens.
-    std::mem::forget(RegisteredBuffer::new(&driver(), buf).unwrap());
+    std::mem::forget(RegisteredBuffer::new(&driver, buf).unwrap());
 }
 
 #[test]
 fn bad_arguments_are_refused_before_cufile() {
     require_gpu!();
-    require_cufile_files!();
     require_libs!("cufile");
+    let driver = cufile_driver!();
+    require_cufile_files!(&driver);
     let (dev, s) = setup();
     let f = file_with(&[0u8; 16]);
-    let h = FileHandle::register(&driver(), File::open(f.path()).unwrap()).unwrap();
+    let h = FileHandle::register(&driver, File::open(f.path()).unwrap()).unwrap();
     let mut buf = DeviceBuffer::<u8>::zeroed(&dev, 16, &s).unwrap();
     let e = h.read(buf.view_mut(), u64::MAX).unwrap_err();
     assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange), "{e}");
@@ -322,7 +346,7 @@ fn bad_arguments_are_refused_before_cufile() {
     assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange), "{e}");
     // A directory is not a file cuFile can register.
     let dir = File::open(test_dir()).unwrap();
-    let e = FileHandle::register(&driver(), dir).unwrap_err();
+    let e = FileHandle::register(&driver, dir).unwrap_err();
     assert!(e.status().is_some(), "{e:?}");
     println!("{}", e.report());
 }
