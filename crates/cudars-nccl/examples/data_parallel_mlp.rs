@@ -382,6 +382,19 @@ fn launch_ranks(steps: usize) -> Res<()> {
     if n == 0 {
         return Err("no CUDA device".into());
     }
+    // A driver older than cuBLAS's CUDA major: say which driver it needs.
+    {
+        let dev = Device::new(0)?;
+        let stream = dev.create_stream(StreamOptions::default())?;
+        match Blas::new(&stream) {
+            Ok(_) => {}
+            Err(e) if e.required_driver().is_some() => {
+                println!("data_parallel_mlp: not on this driver: {}", e.report());
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
     // A port free now on the loopback interface, for NCCL's bootstrap root.
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
