@@ -162,10 +162,15 @@ macro_rules! needs_driver {
 /// major than it) and gives `None`; otherwise unwraps it. Library tests never
 /// skip on such a driver: they check the error, print it, and end.
 ///
-/// ```ignore
-/// let Some(blas) = cudars_tests::needs_library_driver!(Blas::new(&s)) else {
-///     return;
+/// ```no_run
+/// use cudars_core::{Device, StreamOptions};
+///
+/// let s = Device::new(0).unwrap().create_stream(StreamOptions::default()).unwrap();
+/// let Some(blas) = cudars_tests::needs_library_driver!(cudars_blas::Blas::new(&s)) else {
+///     return; // the driver is too old for cuBLAS: the error was checked and printed
 /// };
+/// // … the test, in full
+/// # drop(blas);
 /// ```
 #[macro_export]
 macro_rules! needs_library_driver {
