@@ -32,9 +32,7 @@ use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use cudars_bindings::driver as sys;
-use cudars_bindings::{IntoResult, StatusError, Unavailable};
-
-use cudars_bindings::Version;
+use cudars_bindings::{IntoResult, StatusError, Unavailable, Version};
 
 use crate::context::{self, Context, Current};
 use crate::error::{Check as _, DriverRequirement, Error, InvalidKind, Report};
