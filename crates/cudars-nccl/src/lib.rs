@@ -46,10 +46,11 @@
 //! cuBLAS, cuFFT, cuRAND and cuFile it does not say which: `ncclGetVersion`
 //! gives NCCL's own version (2.28), the same in both builds. So this crate
 //! makes no driver check of its own (the other library crates return
-//! `DriverTooOld` on a driver older than their library's CUDA major): NCCL
-//! resolves the driver's entry points at the driver's own version and
-//! supports CUDA's minor-version compatibility since 2.9.9, and whatever it
-//! refuses is its own status ([`Error::Library`], with NCCL's message).
+//! `DriverTooOld` on a driver older than their library's CUDA major). NCCL
+//! has its own rule instead: it takes each driver entry point it uses through
+//! `cuGetProcAddress` at a fixed ABI version and turns features off by the
+//! driver's version (minor-version compatibility since NCCL 2.9.9); whatever
+//! it refuses is its own status ([`Error::Library`], with NCCL's message).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
