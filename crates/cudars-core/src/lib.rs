@@ -120,8 +120,8 @@ pub use cleanup::{CleanupFailures, cleanup_failures, clear_cleanup_hook, set_cle
 pub use code::cache;
 pub use code::compile::nvrtc;
 pub use code::compile::{
-    CompileTarget, CompilerBackend, PchStatus, Program, ProgramBackend, ProgramOptions, SourceCode,
-    toolkit_include_dirs,
+    CompileTarget, CompilerBackend, PchStatus, Program, ProgramBackend, ProgramHandle,
+    ProgramOptions, RawProgramHandle, SourceCode, toolkit_include_dirs,
 };
 pub use code::fatbin::FatbinBuilder;
 pub use code::jit::JitOptions;
