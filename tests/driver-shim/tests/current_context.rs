@@ -38,10 +38,8 @@ fn child() {
     let rc = unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw_primary, d.handle()) };
     assert_eq!(rc, sys::CUDA_SUCCESS);
     // SAFETY: a live context (retained above).
-    assert_eq!(
-        unsafe { sys::cuCtxSetCurrent(raw_primary) },
-        sys::CUDA_SUCCESS
-    );
+    let rc = unsafe { sys::cuCtxSetCurrent(raw_primary) };
+    assert_eq!(rc, sys::CUDA_SUCCESS);
     match d.set_current_context(&mine).unwrap() {
         Some(PreviousContext::Context(c)) => {
             assert!(c.is_primary(), "{c:?}");
@@ -50,10 +48,8 @@ fn child() {
         other => panic!("the primary context came back as {other:?}"),
     }
     // SAFETY: balances the retain above (the crate holds its own).
-    assert_eq!(
-        unsafe { sys::cuDevicePrimaryCtxRelease(d.handle()) },
-        sys::CUDA_SUCCESS
-    );
+    let rc = unsafe { sys::cuDevicePrimaryCtxRelease(d.handle()) };
+    assert_eq!(rc, sys::CUDA_SUCCESS);
     assert_eq!(current(), mine.handle());
     let primary = d.context().unwrap();
     match d.set_current_context(&primary).unwrap() {
@@ -71,7 +67,8 @@ fn child() {
     // A context the crate does not own: its handle, and no `Context`.
     let foreign = 0xF00 as sys::CUcontext;
     // SAFETY: the fake takes any handle (nothing is dereferenced).
-    assert_eq!(unsafe { sys::cuCtxSetCurrent(foreign) }, sys::CUDA_SUCCESS);
+    let rc = unsafe { sys::cuCtxSetCurrent(foreign) };
+    assert_eq!(rc, sys::CUDA_SUCCESS);
     let prev = d.set_current_context(&primary).unwrap().unwrap();
     assert!(
         matches!(prev, PreviousContext::Foreign(h) if h == foreign),
@@ -82,7 +79,8 @@ fn child() {
     let gone = mine.handle();
     drop(mine);
     // SAFETY: the fake takes any handle (nothing is dereferenced).
-    assert_eq!(unsafe { sys::cuCtxSetCurrent(gone) }, sys::CUDA_SUCCESS);
+    let rc = unsafe { sys::cuCtxSetCurrent(gone) };
+    assert_eq!(rc, sys::CUDA_SUCCESS);
     let prev = d.set_current_context(&primary).unwrap().unwrap();
     assert!(
         matches!(prev, PreviousContext::Foreign(h) if h == gone),
@@ -90,10 +88,8 @@ fn child() {
     );
     // Nothing current: nothing comes back.
     // SAFETY: null unbinds the thread's context.
-    assert_eq!(
-        unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) },
-        sys::CUDA_SUCCESS
-    );
+    let rc = unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) };
+    assert_eq!(rc, sys::CUDA_SUCCESS);
     assert!(d.set_current_context(&primary).unwrap().is_none());
     assert_eq!(current(), primary.handle());
     println!("set_current_context checked");

@@ -71,10 +71,11 @@ pub enum RawProgramHandle {
     Linker(LinkerHandle),
 }
 
-// SAFETY: the owned NVRTC or NVVM program is plain state of the compiler
-// library, which any thread may use (one at a time: `&mut`-free raw calls are
-// the caller's to serialise, and `ProgramHandle` is not `Sync`); a `Linker` is
-// `Send`. Soundness contract: rule 11.
+// SAFETY: an NVRTC or NVVM program is state of the compiler library that any
+// thread may use, one at a time (`ProgramHandle` is not `Sync`, and this crate
+// makes no call on it after creating it: raw calls are the caller's, under
+// their own `unsafe`); dropping it on another thread destroys it there, which
+// the libraries allow; a `Linker` is `Send`. Soundness contract: rule 11.
 unsafe impl Send for ProgramHandle {}
 
 impl std::fmt::Debug for ProgramHandle {
