@@ -369,8 +369,10 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
 
             /// Compiles [`SOURCE`](Self::SOURCE) with NVRTC: a cubin when
             /// `options.arch` is a real architecture (`sm_90`), else PTX (for a
-            /// virtual one, `compute_90`, or NVRTC's default; the driver compiles
-            /// it for the GPU when it is loaded); through `cache` when given. A program with
+            /// virtual one, `compute_90`, or, unset, for the current device, as
+            /// `Program::new` fills it in (NVRTC's default without a GPU); the
+            /// driver compiles it for the GPU when it is loaded); through `cache`
+            /// when given. A program with
             /// no name is named [`PROGRAM_NAME`](Self::PROGRAM_NAME).
             ///
             /// # Errors

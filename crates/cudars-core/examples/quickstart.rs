@@ -71,8 +71,8 @@ fn run() -> Result<(), QuickstartError> {
     println!("device 0: {} ({})", dev.name()?, dev.arch()?);
 
     let t = Instant::now();
-    // Compile for this GPU (`ProgramOptions::default()` would leave NVRTC's
-    // oldest architecture, and no cubin).
+    // Compile for this GPU (an unset `arch` would be the current device's too,
+    // as in Python; `for_device` names the device).
     let options = ProgramOptions::for_device(&dev)?;
     let code = Program::new(SourceCode::Cxx(SAXPY), options)?.compile(CompileTarget::Cubin, &[])?;
     // The kernel's parameter list as a type, checked once against the kernel.

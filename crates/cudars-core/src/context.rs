@@ -38,6 +38,71 @@ struct Inner {
     green_lock: Option<GreenLock>,
 }
 
+/// The contexts this crate owns (made by [`Context::create`] or from a green
+/// context), by handle, so that [`Device::set_current_context`] can hand back
+/// the one it replaced as the owning [`Context`] it is. Architecture Invariant:
+/// an entry is only ever upgraded, never trusted by its handle alone: a
+/// destroyed context's handle may be reused by the driver for a context this
+/// crate does not own, and then its entry's upgrade fails (the last clone is
+/// gone), so no `Context` is made for a handle it does not own.
+static OWNED: std::sync::Mutex<Vec<(usize, std::sync::Weak<Inner>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Records a context this crate owns in [`OWNED`], dropping the entries of
+/// contexts gone since.
+fn register_owned(inner: &Arc<Inner>) {
+    let mut owned = OWNED.lock().unwrap_or_else(PoisonError::into_inner);
+    owned.retain(|(_, w)| w.strong_count() > 0);
+    owned.push((inner.handle as usize, Arc::downgrade(inner)));
+}
+
+/// The live context this crate owns whose handle is `handle`, if any.
+fn owned_context(handle: sys::CUcontext) -> Option<Context> {
+    let owned = OWNED.lock().unwrap_or_else(PoisonError::into_inner);
+    owned
+        .iter()
+        .filter(|(h, _)| *h == handle as usize)
+        .find_map(|(_, w)| w.upgrade())
+        .map(|inner| Context { inner })
+}
+
+/// The context a thread had current before [`Device::set_current_context`]
+/// replaced it: what `cuda.core`'s `Device.set_current(ctx)` returns.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum PreviousContext {
+    /// A context this crate can hold: a device's primary context (retained
+    /// for the process), or a context made by [`Context::create`] or
+    /// [`Context::create_green`](crate::Context::create_green) that is still
+    /// alive (the same context as the caller's clones: this value keeps it
+    /// alive too).
+    Context(Context),
+    /// A context made outside this crate (a raw `cuCtxCreate`, another
+    /// library): its handle, borrowed. This crate cannot keep it alive (the
+    /// driver counts no references to such a context), so it gives no
+    /// [`Context`] for it; put it back with a raw `cuCtxSetCurrent` while its
+    /// owner keeps it alive.
+    Foreign(sys::CUcontext),
+}
+
+impl PreviousContext {
+    /// The driver's handle of the context.
+    pub fn handle(&self) -> sys::CUcontext {
+        match self {
+            Self::Context(c) => c.handle(),
+            Self::Foreign(h) => *h,
+        }
+    }
+
+    /// The context, when this crate can hold it (not a foreign one).
+    pub fn context(&self) -> Option<&Context> {
+        match self {
+            Self::Context(c) => Some(c),
+            Self::Foreign(_) => None,
+        }
+    }
+}
+
 /// Who holds a green context current: a thread and how deeply it nested.
 #[derive(Default)]
 struct GreenLock {
@@ -289,16 +354,16 @@ impl Context {
         // `cuCtxCreate` makes the new context current (pushes it).
         forget_current();
         rc.check(|| format!("creating a context on device {}", device.ordinal()))?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                handle,
-                device: *device,
-                owned: true,
-                primary: false,
-                green: std::ptr::null_mut(),
-                green_lock: None,
-            }),
-        })
+        let inner = Arc::new(Inner {
+            handle,
+            device: *device,
+            owned: true,
+            primary: false,
+            green: std::ptr::null_mut(),
+            green_lock: None,
+        });
+        register_owned(&inner);
+        Ok(Self { inner })
     }
 
     /// Wraps a context made from the live green context `green`, owning both.
@@ -307,16 +372,16 @@ impl Context {
         green: sys::CUgreenCtx,
         device: Device,
     ) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                handle,
-                device,
-                owned: true,
-                primary: false,
-                green,
-                green_lock: Some(GreenLock::default()),
-            }),
-        }
+        let inner = Arc::new(Inner {
+            handle,
+            device,
+            owned: true,
+            primary: false,
+            green,
+            green_lock: Some(GreenLock::default()),
+        });
+        register_owned(&inner);
+        Self { inner }
     }
 
     /// The driver's handle (for a green context, the `CUcontext` made from it).
@@ -467,6 +532,47 @@ impl Context {
         crate::deferred::poll();
         Ok(())
     }
+}
+
+/// What [`Device::set_current_context`] hands back for `prev`, the context
+/// current on this thread now (null: none): a [`Context`] for a primary
+/// context or a live one this crate owns, else the borrowed handle.
+fn previous_context(prev: sys::CUcontext) -> Result<Option<PreviousContext>> {
+    if prev.is_null() {
+        return Ok(None);
+    }
+    if let Some(ctx) = owned_context(prev) {
+        return Ok(Some(PreviousContext::Context(ctx)));
+    }
+    if let Some(ordinal) = crate::device::retained_primary_ordinal(prev) {
+        let dev = Device::new(ordinal)?;
+        return Ok(Some(PreviousContext::Context(Context::primary(&dev)?)));
+    }
+    // A primary context someone else retained (the runtime's, say) is still a
+    // device's primary context: ask the driver whose it is, and retain it only
+    // when it is active (a current primary context is), so that asking makes
+    // no context.
+    let mut handle: sys::CUdevice = 0;
+    // SAFETY: `handle` is valid for writes; `prev` is current on this thread.
+    unsafe { sys::cuCtxGetDevice(&mut handle) }.check(|| "reading the current context's device")?;
+    let dev = Device::from_driver_handle(handle, "reading the current context's device")?;
+    let (mut flags, mut active) = (0u32, 0i32);
+    // SAFETY: both out-pointers are valid for writes.
+    unsafe { sys::cuDevicePrimaryCtxGetState(dev.handle(), &mut flags, &mut active) }.check(
+        || {
+            format!(
+                "reading the primary context state of device {}",
+                dev.ordinal()
+            )
+        },
+    )?;
+    if active != 0 {
+        let primary = Context::primary(&dev)?;
+        if primary.handle() == prev {
+            return Ok(Some(PreviousContext::Context(primary)));
+        }
+    }
+    Ok(Some(PreviousContext::Foreign(prev)))
 }
 
 /// Makes `ctx` (a live context that is not green) current on this thread unless
@@ -702,7 +808,9 @@ impl Device {
 /// What a device does through its primary context: here, above the device, so
 /// that `device` names no context.
 impl Device {
-    /// Makes this device's primary context current on the calling thread.
+    /// Makes this device's primary context current on the calling thread
+    /// (`cuda.core`'s `Device.set_current()`; with a context,
+    /// [`set_current_context`](Self::set_current_context)).
     ///
     /// # Errors
     /// The driver's error.
@@ -712,6 +820,67 @@ impl Device {
         let rc = unsafe { sys::cuCtxSetCurrent(ctx) };
         set_current_result(ctx, rc)
             .check(|| format!("making device {}'s context current", self.ordinal()))
+    }
+
+    /// Makes `ctx`, a context of this device, current on the calling thread in
+    /// place of the context that was (`cuCtxSetCurrent`, which replaces the top
+    /// of the thread's context stack), and returns that one: `cuda.core`'s
+    /// `Device.set_current(ctx)`, which pops the previous context and returns
+    /// it. `None` when no context was current.
+    ///
+    /// The previous context comes back as a [`Context`] when this crate can
+    /// hold it (a primary context, or a live context this crate made: the
+    /// same context as its other clones) and as a borrowed handle
+    /// ([`PreviousContext::Foreign`]) when something else made it. Nothing
+    /// changes when this fails.
+    ///
+    /// ```no_run
+    /// use cudars_core::{ContextOptions, Device, PreviousContext};
+    ///
+    /// let dev = Device::new(0)?;
+    /// dev.set_current()?;
+    /// let mine = dev.create_context(ContextOptions::default())?;
+    /// // `Context::create` left `mine` current; put the primary context back.
+    /// let prev = dev.set_current_context(&dev.context()?)?;
+    /// assert!(matches!(prev, Some(PreviousContext::Context(c)) if c == mine));
+    /// # Ok::<(), cudars_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) (of kind
+    /// [`InvalidKind::OtherDevice`](crate::InvalidKind::OtherDevice)) when `ctx`
+    /// is a context of another device;
+    /// [`Error::Unsupported`](crate::Error::Unsupported) for a green context (see
+    /// [`Context::set_current`]); the driver's error.
+    pub fn set_current_context(&self, ctx: &Context) -> Result<Option<PreviousContext>> {
+        const WHAT: &str = "making a context current";
+        if ctx.device() != self {
+            return Err(Error::other_device(
+                WHAT,
+                format!(
+                    "the context is one of device {}, not of device {}",
+                    ctx.device().ordinal(),
+                    self.ordinal()
+                ),
+            ));
+        }
+        if ctx.is_green() {
+            return Err(Error::unsupported(
+                WHAT,
+                "a green context is made current only for the length of each operation \
+                 (the driver allows one thread at a time); use its streams instead",
+            ));
+        }
+        let mut prev: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `prev` is valid for writes.
+        unsafe { sys::cuCtxGetCurrent(&mut prev) }.check(|| "reading the current context")?;
+        // Told apart while `prev` is still current (its device is read from the
+        // thread), before anything changes.
+        let previous = previous_context(prev)?;
+        // SAFETY: a live context (the caller's clone keeps it alive), not green.
+        let rc = unsafe { sys::cuCtxSetCurrent(ctx.inner.handle) };
+        set_current_result(ctx.inner.handle, rc).check(|| WHAT)?;
+        Ok(previous)
     }
 
     /// Makes the device current if it is not (every operation calls this first, so

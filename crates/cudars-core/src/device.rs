@@ -51,6 +51,17 @@ pub(crate) fn is_retained_primary(ctx: sys::CUcontext) -> bool {
             .any(|slot| slot.get().is_some_and(|&c| c == ctx as usize))
 }
 
+/// The ordinal of the device whose primary context, as this crate retained it,
+/// is `ctx`: read from the crate's own record, no driver call.
+pub(crate) fn retained_primary_ordinal(ctx: sys::CUcontext) -> Option<usize> {
+    if ctx.is_null() {
+        return None;
+    }
+    PRIMARY
+        .iter()
+        .position(|slot| slot.get().is_some_and(|&c| c == ctx as usize))
+}
+
 impl Device {
     /// A device value for unit tests that make no driver call (its handle is
     /// the ordinal).

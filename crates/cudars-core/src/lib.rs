@@ -120,8 +120,8 @@ pub use cleanup::{CleanupFailures, cleanup_failures, clear_cleanup_hook, set_cle
 pub use code::cache;
 pub use code::compile::nvrtc;
 pub use code::compile::{
-    CompileTarget, CompilerBackend, PchStatus, Program, ProgramBackend, ProgramOptions, SourceCode,
-    toolkit_include_dirs,
+    CompileTarget, CompilerBackend, PchStatus, Program, ProgramBackend, ProgramHandle,
+    ProgramOptions, RawProgramHandle, SourceCode, toolkit_include_dirs,
 };
 pub use code::fatbin::FatbinBuilder;
 pub use code::jit::JitOptions;
@@ -136,7 +136,7 @@ pub use completion::Completion;
 pub use completion::copies::ToVec;
 pub use completion::event_wait::EventWait;
 pub use completion::staging::trim_completion_pools;
-pub use context::{Context, ContextOptions};
+pub use context::{Context, ContextOptions, PreviousContext};
 pub use cudars_bindings;
 /// Typed launch functions generated from the `extern "C" __global__` kernels of
 /// a CUDA C++ file.
@@ -451,8 +451,8 @@ pub use graph::{
     CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,
     GraphAllocOptions, GraphAllocation, GraphBuilder, GraphCompleteOptions, GraphCondition,
     GraphDebugPrintOptions, GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage,
-    GraphMemoryResource, GraphNode, GraphNodeKind, GraphNodeParams, GraphView, HostNodeInfo,
-    KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
+    GraphMemoryResource, GraphMemoryType, GraphNode, GraphNodeKind, GraphNodeParams, GraphView,
+    HostNodeInfo, KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
 /// The `half` crate, whose `f16` and `bf16` are kernel arguments ([`KernelArg`]).
 #[cfg(feature = "half")]

@@ -7,9 +7,10 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use cudars_core::cudars_bindings::driver as sys;
 use cudars_core::cudars_pathfinder::{self, ArtifactKind, PathfinderError};
 use cudars_core::{
-    CodeType, CompileTarget, Error, FatbinBuilder, Linker, LinkerBackend, LinkerOptions,
+    CodeType, CompileTarget, Device, Error, FatbinBuilder, Linker, LinkerBackend, LinkerOptions,
     ObjectCode, Program, ProgramBackend, ProgramOptions, SourceCode, ToolError, nvrtc,
     toolkit_include_dirs,
 };
@@ -492,12 +493,19 @@ fn options_are_checked_before_compiling() {
         "NUL",
     );
 
-    // Targets the options cannot produce.
+    // Targets the options cannot produce: an unset `arch` without a GPU to ask
+    // gives no cubin (with one, it is the GPU's).
     let no_arch = Program::new(SourceCode::Cxx(SAXPY), ProgramOptions::default()).unwrap();
-    is_invalid(
-        no_arch.compile(CompileTarget::Cubin, &[]),
-        "real architecture",
-    );
+    match gpu_arch() {
+        None => is_invalid(
+            no_arch.compile(CompileTarget::Cubin, &[]),
+            "real architecture",
+        ),
+        Some(arch) => {
+            assert_eq!(no_arch.options().arch.as_deref(), Some(arch.as_str()));
+            assert!(no_arch.compile(CompileTarget::Cubin, &[]).is_ok());
+        }
+    }
     let virt = ProgramOptions {
         arch: Some("compute_90".into()),
         ..Default::default()
@@ -729,10 +737,13 @@ fn ptx_is_kept_or_linked_into_a_cubin() {
     assert_eq!(cubin.name(), "saxpy.ptx");
     is_invalid(program.compile(CompileTarget::Ltoir, &[]), "LTO-IR");
     let no_arch = Program::new(SourceCode::Ptx(text), ProgramOptions::default()).unwrap();
-    is_invalid(
-        no_arch.compile(CompileTarget::Cubin, &[]),
-        "real architecture",
-    );
+    match gpu_arch() {
+        None => is_invalid(
+            no_arch.compile(CompileTarget::Cubin, &[]),
+            "real architecture",
+        ),
+        Some(_) => assert!(no_arch.compile(CompileTarget::Cubin, &[]).is_ok()),
+    }
 
     // Through the linker directly, with the info log.
     let linker = Linker::new(
@@ -1088,36 +1099,80 @@ fn versions_report_each_library_and_its_major() {
     println!("{text}");
 }
 
-/// The architecture NVRTC and NVVM compile for when `arch` is unset: their oldest
-/// (`sm_75` for CUDA 13, `sm_52` for CUDA 12), whatever GPU there is.
-fn default_arch(major: i32) -> &'static str {
-    if major >= 13 { "sm_75" } else { "sm_52" }
+/// The architecture of the GPU an unset `arch` is filled in from (the current
+/// device's), or `None` where there is no GPU to ask (no driver, no device).
+fn gpu_arch() -> Option<String> {
+    match Device::current().and_then(|d| d.arch()) {
+        Ok(arch) => Some(arch),
+        Err(e) => {
+            assert!(
+                e.is_unavailable()
+                    || matches!(
+                        e.driver_code(),
+                        Some(sys::CUDA_ERROR_NO_DEVICE | sys::CUDA_ERROR_INVALID_DEVICE)
+                    ),
+                "not a missing GPU: {e}"
+            );
+            None
+        }
+    }
+}
+
+/// The architecture an unset `arch` compiles for: the current device's (Python's
+/// `ProgramOptions()`), or without a GPU the compiler's oldest (`sm_75` for CUDA
+/// 13, `sm_52` for CUDA 12).
+fn default_arch(major: i32) -> String {
+    gpu_arch().unwrap_or_else(|| if major >= 13 { "sm_75" } else { "sm_52" }.into())
 }
 
 #[test]
-fn an_unset_arch_is_the_compilers_oldest_not_the_gpu() {
+fn an_unset_arch_is_the_current_devices_or_without_a_gpu_the_compilers_oldest() {
     require_libs!("nvrtc");
     let major = nvrtc::version().unwrap().major;
     let ptx = cxx(SAXPY, ProgramOptions::default(), CompileTarget::Ptx);
     let text = std::str::from_utf8(ptx.code()).unwrap();
     let target = format!(".target {}", default_arch(major));
     assert!(text.contains(&target), "expected {target:?} in:\n{text}");
-    // LTO-IR is made for the same default; a cubin and linking need an `arch`.
+    // The program shows what it compiles for, as Python's options do.
+    let program = Program::new(SourceCode::Cxx(SAXPY), ProgramOptions::default()).unwrap();
+    assert_eq!(program.options().arch, gpu_arch());
+    // LTO-IR is made for the same; a cubin needs a real `arch`: the GPU's.
     let lto = ProgramOptions {
         link_time_optimization: true,
         ..Default::default()
     };
     assert!(!cxx(SAXPY, lto, CompileTarget::Ltoir).code().is_empty());
-    let program = Program::new(SourceCode::Cxx(SAXPY), ProgramOptions::default()).unwrap();
-    is_invalid(
-        program.compile(CompileTarget::Cubin, &[]),
-        "a cubin needs a real architecture",
+    match gpu_arch() {
+        None => is_invalid(
+            program.compile(CompileTarget::Cubin, &[]),
+            "a cubin needs a real architecture",
+        ),
+        Some(_) => {
+            let cubin = program.compile(CompileTarget::Cubin, &[]).unwrap();
+            assert!(cubin.code().starts_with(ELF));
+        }
+    }
+    // The options alone never ask the driver: no architecture, and the
+    // linker's options need one.
+    assert!(
+        !ProgramOptions::default()
+            .to_nvrtc_args()
+            .unwrap()
+            .iter()
+            .any(|a| a.starts_with("--gpu-architecture"))
     );
     is_invalid(ProgramOptions::default().to_linker_options(), "`arch`");
+    // A given `arch` is kept.
+    let virt = ProgramOptions {
+        arch: Some("compute_80".into()),
+        ..Default::default()
+    };
+    let program = Program::new(SourceCode::Cxx(SAXPY), virt).unwrap();
+    assert_eq!(program.options().arch.as_deref(), Some("compute_80"));
 }
 
 #[test]
-fn an_unset_arch_is_nvvms_oldest_too() {
+fn an_unset_arch_is_the_same_for_nvvm() {
     // NVVM reports its own version; the toolkit's major is NVRTC's (one wheel set).
     require_libs!("nvvm", "nvrtc");
     let major = nvrtc::version().unwrap().major;
@@ -1850,4 +1905,89 @@ fn incremental_links_and_linked_ltoir_or_say_which_nvjitlink_they_need() {
             .unwrap();
         assert!(last.code().starts_with(ELF));
     }
+}
+
+/// `Program.handle`: a compiler program of its own, for raw NVRTC calls, made
+/// from the program's source and name; compiled here by hand with the program's
+/// options, it gives what `compile` gives.
+#[test]
+fn a_program_hands_out_a_compiler_program_for_raw_calls() {
+    require_libs!("nvrtc");
+    use cudars_core::cudars_bindings::nvrtc as raw_nvrtc;
+    use cudars_core::{ProgramHandle, RawProgramHandle};
+    use std::ffi::{CString, c_char};
+    let options = ProgramOptions {
+        name: Some("saxpy.cu".into()),
+        ..sm90()
+    };
+    let program = Program::new(SourceCode::Cxx(SAXPY), options.clone()).unwrap();
+    let handle: ProgramHandle = program.create_handle().unwrap();
+    assert_eq!(handle.backend(), ProgramBackend::Nvrtc);
+    assert!(handle.linker().is_none());
+    let RawProgramHandle::Nvrtc(raw) = handle.as_raw() else {
+        panic!("a C++ program's handle is NVRTC's: {handle:?}")
+    };
+    assert!(!raw.is_null());
+    // Each call makes a program of its own.
+    let other = program.create_handle().unwrap();
+    assert_ne!(other.as_raw(), handle.as_raw());
+    let args: Vec<CString> = options
+        .to_nvrtc_args()
+        .unwrap()
+        .into_iter()
+        .map(|a| CString::new(a).unwrap())
+        .collect();
+    let ptrs: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    // SAFETY: a live program, owned by `handle`; `ptrs` holds `args.len()`
+    // NUL-terminated strings, alive for the call.
+    let rc = unsafe { raw_nvrtc::nvrtcCompileProgram(raw, ptrs.len() as i32, ptrs.as_ptr()) };
+    assert_eq!(rc, raw_nvrtc::NVRTC_SUCCESS);
+    let mut size = 0usize;
+    // SAFETY: a compiled program; `size` is valid for writes.
+    let rc = unsafe { raw_nvrtc::nvrtcGetPTXSize(raw, &mut size) };
+    assert_eq!(rc, raw_nvrtc::NVRTC_SUCCESS);
+    let mut ptx = vec![0u8; size];
+    // SAFETY: `ptx` holds the `size` bytes NVRTC said it writes.
+    let rc = unsafe { raw_nvrtc::nvrtcGetPTX(raw, ptx.as_mut_ptr().cast()) };
+    assert_eq!(rc, raw_nvrtc::NVRTC_SUCCESS);
+    let text = String::from_utf8_lossy(&ptx);
+    assert!(
+        text.contains(".entry saxpy") && text.contains(".target sm_90"),
+        "{text}"
+    );
+    // The same PTX as the program's own compile.
+    let own = program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert_eq!(
+        text.trim_end_matches('\0'),
+        std::str::from_utf8(own.code()).unwrap()
+    );
+    drop(handle);
+    drop(other);
+}
+
+/// An NVVM IR program's handle is an NVVM program holding the IR; a PTX
+/// program's is the linker holding the PTX (which needs an `arch`).
+#[test]
+fn nvvm_and_ptx_programs_hand_out_their_compilers_handles() {
+    require_libs!("nvvm", "nvJitLink");
+    use cudars_core::RawProgramHandle;
+    use cudars_core::cudars_bindings::nvvm;
+    let program = Program::new(SourceCode::Nvvm(NVVM_IR.as_bytes()), sm90()).unwrap();
+    let handle = program.create_handle().unwrap();
+    assert_eq!(handle.backend(), ProgramBackend::Nvvm);
+    let RawProgramHandle::Nvvm(raw) = handle.as_raw() else {
+        panic!("an NVVM IR program's handle is NVVM's: {handle:?}")
+    };
+    // The module is in the program: it verifies (NVVM reads the IR now).
+    // SAFETY: a live program holding one module; no options.
+    let rc = unsafe { nvvm::nvvmVerifyProgram(raw, 0, std::ptr::null_mut()) };
+    assert_eq!(rc, nvvm::NVVM_SUCCESS);
+    let ptx = cxx(SAXPY, sm90(), CompileTarget::Ptx);
+    let text = std::str::from_utf8(ptx.code()).unwrap();
+    let program = Program::new(SourceCode::Ptx(text), sm90()).unwrap();
+    let handle = program.create_handle().unwrap();
+    assert_eq!(handle.backend(), ProgramBackend::NvJitLink);
+    let linker = handle.linker().expect("a PTX program's handle is a linker");
+    assert!(matches!(handle.as_raw(), RawProgramHandle::Linker(h) if h == linker.handle()));
+    assert!(linker.link().unwrap().code().starts_with(ELF));
 }

@@ -13,9 +13,9 @@ use cudars_core::{
     Buffer, CompileTarget, Context, ContextOptions, Device, DeviceMemoryPoolOptions,
     DeviceMemoryResource, Error, Event, EventOptions, InvalidKind, LaunchConfig,
     LegacyPinnedMemoryResource, LinkerOptions, Location, ManagedMemoryResource, MemoryKind,
-    MemoryResource, MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions, Program,
-    ProgramOptions, SourceCode, Stream, StreamOptions, VirtualMemoryOptions, VirtualMemoryResource,
-    launch,
+    MemoryResource, MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions,
+    PreviousContext, Program, ProgramOptions, SourceCode, Stream, StreamOptions,
+    VirtualMemoryOptions, VirtualMemoryResource, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
 use half::f16;
@@ -449,6 +449,69 @@ fn explicit_contexts_on_many_threads() {
     s.sync().unwrap();
     drop(s);
     d.set_current().unwrap();
+}
+
+/// `Device.set_current(ctx)`: the context replaced comes back, as the
+/// `Context` the crate holds or, for one made outside it, as its handle.
+#[test]
+fn set_current_context_returns_the_context_it_replaced() {
+    require_gpu!();
+    // A thread of its own starts with no context current.
+    std::thread::spawn(|| {
+        let d = dev0();
+        let primary = d.context().unwrap();
+        assert!(d.set_current_context(&primary).unwrap().is_none());
+        let mine = d.create_context(ContextOptions::default()).unwrap();
+        match d.set_current_context(&primary).unwrap() {
+            Some(PreviousContext::Context(c)) => assert_eq!(c, mine),
+            other => panic!("the explicit context came back as {other:?}"),
+        }
+        match d.set_current_context(&mine).unwrap() {
+            Some(PreviousContext::Context(c)) => assert!(c.is_primary() && c == primary),
+            other => panic!("the primary context came back as {other:?}"),
+        }
+        // Work runs in the context made current, and the streams of each
+        // context work whichever is current.
+        let s = mine.create_stream(StreamOptions::default()).unwrap();
+        let mut b = Buffer::allocate(d.default_memory_resource().unwrap(), 64, &s).unwrap();
+        b.fill_u32(7, &s).unwrap();
+        let mut back = [0u32; 16];
+        b.copy_to_host(&mut back, &s).unwrap();
+        assert_eq!(back, [7; 16]);
+        // A context made outside the crate comes back as its handle.
+        let mut raw: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `raw` is valid for writes; destroyed below.
+        let rc = unsafe {
+            if cudars_tests::driver_version() >= 12050 {
+                sys::cuCtxCreate(&mut raw, std::ptr::null_mut(), 0, d.handle())
+            } else {
+                sys::cuda12::cuCtxCreate(&mut raw, 0, d.handle())
+            }
+        };
+        assert_eq!(rc, sys::CUDA_SUCCESS);
+        let prev = d.set_current_context(&primary).unwrap().unwrap();
+        assert!(
+            matches!(prev, PreviousContext::Foreign(h) if h == raw),
+            "{prev:?}"
+        );
+        assert!(prev.context().is_none());
+        // SAFETY: made above, no longer current, used by nothing.
+        assert_eq!(unsafe { sys::cuCtxDestroy(raw) }, sys::CUDA_SUCCESS);
+        // The primary context is current now, and a refusal changes nothing.
+        let mut cur: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `cur` is valid for writes.
+        unsafe { sys::cuCtxGetCurrent(&mut cur) };
+        assert_eq!(cur, primary.handle());
+        if let Ok(d1) = Device::new(1) {
+            let e = d1.set_current_context(&mine).unwrap_err();
+            assert_eq!(e.invalid_kind(), Some(InvalidKind::OtherDevice));
+            // SAFETY: as above.
+            unsafe { sys::cuCtxGetCurrent(&mut cur) };
+            assert_eq!(cur, primary.handle());
+        }
+    })
+    .join()
+    .unwrap();
 }
 
 #[test]
@@ -898,6 +961,8 @@ fn resources_that_are_not_stream_ordered_allocate_without_a_stream() {
     let d = dev0();
     let s = d.create_stream(StreamOptions::default()).unwrap();
     let legacy = Arc::new(LegacyPinnedMemoryResource::new(&d));
+    // cuda.core's -1: portable memory, bound to no device.
+    assert_eq!(legacy.device_id(), None);
     let managed = Arc::new(ManagedMemoryResource::legacy(&d, None));
     let vmm = Arc::new(VirtualMemoryResource::new(&d, VirtualMemoryOptions::default()).unwrap());
     let pool = d.default_memory_resource().unwrap();

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cudars_core::{
     Buffer, CaptureMode, CaptureStatus, CompileTarget, ConditionalKind, Device, DeviceBuffer,
     Error, Event, EventOptions, Graph, GraphAllocOptions, GraphCompleteOptions,
-    GraphDebugPrintOptions, GraphEdgeKind, GraphNodeKind, GraphNodeParams, InvalidKind, Kernel,
-    LaunchConfig, LegacyPinnedMemoryResource, Location, ObjectCode, Program, ProgramOptions,
-    SourceCode, Stream, StreamOptions, launch,
+    GraphDebugPrintOptions, GraphEdgeKind, GraphMemoryType, GraphNodeKind, GraphNodeParams,
+    InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource, Location, ObjectCode, Program,
+    ProgramOptions, SourceCode, Stream, StreamOptions, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
 
@@ -361,6 +361,7 @@ fn explicit_alloc_and_free_nodes_hold_memory_for_the_graph() {
     match b.node.params(&other).unwrap() {
         GraphNodeParams::MemAlloc(info) => {
             assert_eq!((info.ptr, info.size, info.device), (b.ptr, 64, Some(0)));
+            assert_eq!(info.memory_type, GraphMemoryType::Device);
         }
         p => panic!("an alloc node read back as {p:?}"),
     }
@@ -383,8 +384,19 @@ fn explicit_alloc_and_free_nodes_hold_memory_for_the_graph() {
     // Managed graph memory (CUDA 13 drivers): written and read by kernels.
     if let Some(m) = cudars_tests::needs_driver!(
         13000,
-        g.add_mem_alloc_with(&[k3], 32 * 4, &GraphAllocOptions::new().managed())
+        g.add_mem_alloc_with(
+            &[k3],
+            32 * 4,
+            &GraphAllocOptions::new().memory_type(GraphMemoryType::Managed)
+        )
     ) {
+        match m.node.params(&g).unwrap() {
+            GraphNodeParams::MemAlloc(info) => {
+                assert_eq!(info.memory_type, GraphMemoryType::Managed);
+                assert_eq!(info.memory_type.to_string(), "managed");
+            }
+            p => panic!("a managed alloc node read back as {p:?}"),
+        }
         // SAFETY: each kernel touches the 32 ints of `m` (alive from its alloc
         // node to its free node) and of `out`.
         let last = unsafe {
@@ -885,6 +897,63 @@ fn a_kernel_node_of_a_graph_takes_new_arguments() {
     s.sync().unwrap();
     assert!(read(&a, &s).iter().all(|&v| v == 1));
     assert!(read(&a2, &s).iter().all(|&v| v == 5));
+}
+
+/// The definition-time update of a child graph node (`ChildGraphNode`): the
+/// node's graph is replaced wholesale, by one of another topology too; an
+/// instantiation made before keeps the old child.
+#[test]
+fn a_child_graph_node_of_a_graph_takes_another_graph() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let zeroed = || {
+        let mut buf = d.allocate(32 * 4, &s).unwrap();
+        buf.fill_u32(0, &s).unwrap();
+        Arc::new(buf)
+    };
+    let (a, b, c) = (zeroed(), zeroed(), zeroed());
+    s.sync().unwrap();
+    let ctx = d.context().unwrap();
+    let mut one = Graph::new(&ctx).unwrap();
+    one.add_memset(&[], &a, 7, 4).unwrap();
+    let mut two = Graph::new(&ctx).unwrap();
+    let fill = two.add_memset(&[], &b, 9, 4).unwrap();
+    two.add_memcpy(&[fill], &c, &b, 32 * 4).unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let empty = g.add_empty(&[]).unwrap();
+    let kid = g.add_child(&[empty], &one).unwrap();
+    let before = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    // SAFETY: no graph read from `kid` before is used after.
+    unsafe { g.set_child_graph_node(kid, &two) }.unwrap();
+    match kid.params(&g).unwrap() {
+        GraphNodeParams::ChildGraph(child) => assert_eq!(child.node_count().unwrap(), 2),
+        other => panic!("a child graph node read back as {other:?}"),
+    }
+    // `two` was copied: changing it now changes nothing in `g`.
+    two.add_empty(&[]).unwrap();
+    let after = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    before.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert!(read(&a, &s).iter().all(|&v| v == 7));
+    assert!(read(&c, &s).iter().all(|&v| v == 0), "the old child runs");
+    after.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert!(read(&b, &s).iter().all(|&v| v == 9));
+    assert!(read(&c, &s).iter().all(|&v| v == 9), "the new child runs");
+    // The wrong kind of node and a node of another graph are refused before
+    // the driver is asked.
+    // SAFETY: refused: nothing changes.
+    let refused = unsafe {
+        [
+            g.set_child_graph_node(empty, &one),
+            Graph::new(&ctx).unwrap().set_child_graph_node(kid, &one),
+        ]
+    };
+    for r in refused {
+        assert_eq!(r.unwrap_err().invalid_kind(), Some(InvalidKind::Other));
+    }
 }
 
 /// The definition-time update of event nodes (cuda.core's

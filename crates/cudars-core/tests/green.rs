@@ -198,6 +198,11 @@ fn a_green_context_is_current_only_during_each_operation() {
         green.set_current(),
         Err(Error::Unsupported { .. })
     ));
+    // Nor through the device, where Python's `set_current(ctx)` would take it.
+    assert!(matches!(
+        green.device().set_current_context(&green),
+        Err(Error::Unsupported { .. })
+    ));
     let Some(s) = cudars_tests::needs_driver!(12050, green.create_stream(StreamOptions::default()))
     else {
         return;

@@ -27,7 +27,10 @@
 //! answered too: an SM resource of 132 SMs (partitions of 8), workqueue resources
 //! (a concurrency limit of 8, shared with the device), the structured split
 //! (`cuDevSmResourceSplit`: each group gets its count, or what is left) and a
-//! stream's resources, so that their success paths run without a GPU.
+//! stream's resources, so that their success paths run without a GPU. Contexts:
+//! one primary context per device (always active), and explicit ones
+//! (`cuCtxCreate` pushes a fresh handle, `cuCtxDestroy` pops it when current),
+//! on a per-thread current context and stack.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -221,6 +224,32 @@ fakes! {
         CUDA_SUCCESS
     }
     cuDevicePrimaryCtxRelease PFN_cuDevicePrimaryCtxRelease_v11000 (_d: CUdevice_v1) { CUDA_SUCCESS }
+    cuDevicePrimaryCtxGetState PFN_cuDevicePrimaryCtxGetState_v7000 (_d: CUdevice_v1, flags: *mut c_uint, active: *mut c_int) {
+        // SAFETY: the caller's out-pointers. The primary context is always active.
+        unsafe {
+            put(flags, 0);
+            put(active, 1);
+        }
+        CUDA_SUCCESS
+    }
+    cuCtxCreate PFN_cuCtxCreate_v12050 (c: *mut CUcontext, _p: *mut CUctxCreateParams, _flags: c_uint, _d: CUdevice) {
+        // A new context, made current (pushed), as the driver's.
+        let ctx = fresh();
+        let prev = CURRENT.with(|cur| cur.replace(ctx));
+        STACK.with(|s| s.borrow_mut().push(prev));
+        // SAFETY: as above.
+        unsafe { put(c, ctx as CUcontext) };
+        CUDA_SUCCESS
+    }
+    cuCtxDestroy PFN_cuCtxDestroy_v4000 (c: CUcontext) {
+        // A destroyed context is no longer current on this thread.
+        CURRENT.with(|cur| {
+            if cur.get() == c as usize {
+                cur.set(STACK.with(|s| s.borrow_mut().pop()).unwrap_or(0));
+            }
+        });
+        CUDA_SUCCESS
+    }
     cuCtxGetCurrent PFN_cuCtxGetCurrent_v4000 (c: *mut CUcontext) {
         // SAFETY: as above.
         unsafe { put(c, CURRENT.with(Cell::get) as CUcontext) };

@@ -12,7 +12,7 @@ use crate::error::{Check as _, Error, Result};
 use crate::event::Event;
 use crate::memory::buffer::Buffer;
 
-use super::define::{Graph, GraphNode, keep, kernel_node_params};
+use super::define::{Graph, GraphNode, keep, keep_all, kernel_node_params};
 use super::memory_nodes::{check_node_devices, copy_params, memset_params, memset_pattern};
 use super::node::GraphNodeKind;
 use super::node::node_kind_raw;
@@ -191,6 +191,53 @@ impl Graph {
         // SAFETY: an event record node of this graph (checked); a live event,
         // kept alive by the keep list; `&mut self`: no other call changes the graph.
         unsafe { sys::cuGraphEventRecordNodeSetEvent(node.handle, event.handle()) }.check(|| WHAT)
+    }
+
+    /// Makes child graph node `node` of this graph run a copy of `child` from
+    /// now on (`cuGraphNodeSetParams` with the node's graph, the driver's
+    /// clone ownership; CUDA 12.2 drivers and newer): the definition-time
+    /// `update()` of a `ChildGraphNode`, replacing the node's graph wholesale
+    /// (any topology; [`GraphExec::set_child_graph_node`](super::GraphExec::set_child_graph_node)
+    /// changes an instantiation's node, same topology only). Instantiations made
+    /// before keep the old graph. The graph keeps alive what `child`'s nodes use.
+    ///
+    /// # Safety
+    /// The node's previous graph may be destroyed by the driver: a [`Graph`]
+    /// read from the node before ([`GraphNode::params`]'s
+    /// [`GraphNodeParams::ChildGraph`](super::GraphNodeParams::ChildGraph)),
+    /// the [`GraphNode`]s of that graph and the bodies of its conditional
+    /// nodes must not be used after this call (as after
+    /// [`destroy_node`](Self::destroy_node)). Read the node's new graph with
+    /// [`GraphNode::params`] again.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a node of another graph or kind, or
+    /// `child` being this graph; [`Error::Unsupported`] on a driver without
+    /// `cuGraphNodeSetParams`; the driver's error (a child with memory
+    /// allocation, free or conditional nodes, which the driver cannot clone
+    /// into a node).
+    pub unsafe fn set_child_graph_node(&mut self, node: GraphNode, child: &Graph) -> Result<()> {
+        const WHAT: &str = "changing a child graph node of a graph";
+        self.check_own_node(node, GraphNodeKind::ChildGraph, WHAT)?;
+        if child.handle == self.handle {
+            return Err(Error::invalid(WHAT, "the child is the graph itself"));
+        }
+        let mut p = sys::CUgraphNodeParams {
+            type_: sys::CU_GRAPH_NODE_TYPE_GRAPH,
+            ..Default::default()
+        };
+        p.__bindgen_anon_1.graph = sys::CUDA_CHILD_GRAPH_NODE_PARAMS {
+            graph: child.handle,
+            ownership: sys::CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE,
+        };
+        let _current = self.ctx.ensure_current()?;
+        // Kept first: what the child's nodes use must outlive every later launch.
+        keep_all(&self.keep, &child.keep);
+        // SAFETY: a child graph node of this graph (checked); `p` is a zeroed
+        // child graph description naming a live graph, which the driver clones
+        // (not retained); the node's old graph is not used again (the caller's
+        // promise); `&mut self`: no other call changes the graph.
+        unsafe { sys::cuGraphNodeSetParams(node.handle, &mut p) }.check(|| WHAT)
     }
 
     /// Makes event wait node `node` of this graph wait for `event` from now on

@@ -73,11 +73,102 @@ impl GraphAllocOptions {
         self
     }
 
+    /// These options, with memory of type `memory_type` (Python's
+    /// `GraphAllocOptions(memory_type=…)`): [`GraphMemoryType::Device`] is pinned
+    /// memory of the [`location`](Self::location)'s device (the graph's device
+    /// when the location is not a device), [`GraphMemoryType::Host`] pinned
+    /// memory of the host ([`Location::Host`], unless a host NUMA node is
+    /// given already), [`GraphMemoryType::Managed`] managed memory
+    /// ([`managed`](Self::managed), at the location given).
+    #[must_use]
+    pub fn memory_type(mut self, memory_type: GraphMemoryType) -> Self {
+        let on_host = matches!(
+            self.location,
+            Some(Location::Host | Location::HostNuma(_) | Location::HostNumaCurrent)
+        );
+        match memory_type {
+            GraphMemoryType::Device => {
+                self.managed = false;
+                if on_host {
+                    self.location = None;
+                }
+            }
+            GraphMemoryType::Host => {
+                self.managed = false;
+                if !on_host {
+                    self.location = Some(Location::Host);
+                }
+            }
+            GraphMemoryType::Managed => self.managed = true,
+        }
+        self
+    }
+
+    /// The type of memory these options allocate.
+    pub fn to_memory_type(&self) -> GraphMemoryType {
+        if self.managed {
+            GraphMemoryType::Managed
+        } else {
+            match self.location {
+                Some(Location::Host | Location::HostNuma(_) | Location::HostNumaCurrent) => {
+                    GraphMemoryType::Host
+                }
+                _ => GraphMemoryType::Device,
+            }
+        }
+    }
+
     /// These options, with read-write access for `devices` too.
     #[must_use]
     pub fn peer_access(mut self, devices: impl IntoIterator<Item = Device>) -> Self {
         self.peer_access.extend(devices);
         self
+    }
+}
+
+/// The memory space of a graph allocation: `cuda.core`'s `GraphMemoryType`
+/// (`"device"`, `"host"`, `"managed"`, which it prints as). Chosen with
+/// [`GraphAllocOptions::memory_type`], read back from an allocation node as
+/// [`MemAllocNodeInfo::memory_type`](crate::MemAllocNodeInfo::memory_type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum GraphMemoryType {
+    /// Pinned memory of a device (`CU_MEM_ALLOCATION_TYPE_PINNED` at a device
+    /// location): the default.
+    #[default]
+    Device,
+    /// Pinned host memory (`CU_MEM_ALLOCATION_TYPE_PINNED` at a host or host
+    /// NUMA location).
+    Host,
+    /// Managed memory (`CU_MEM_ALLOCATION_TYPE_MANAGED`; CUDA 13.0 drivers and
+    /// newer).
+    Managed,
+}
+
+impl GraphMemoryType {
+    /// The type of an allocation of `alloc_type` at a location of `location_type`,
+    /// as the driver describes a graph memory pool.
+    pub(crate) fn from_raw(
+        alloc_type: sys::CUmemAllocationType,
+        location_type: sys::CUmemLocationType,
+    ) -> Self {
+        if alloc_type == sys::CU_MEM_ALLOCATION_TYPE_MANAGED {
+            Self::Managed
+        } else if location_type == sys::CU_MEM_LOCATION_TYPE_DEVICE {
+            Self::Device
+        } else {
+            Self::Host
+        }
+    }
+}
+
+impl std::fmt::Display for GraphMemoryType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Device => "device",
+            Self::Host => "host",
+            Self::Managed => "managed",
+        })
     }
 }
 
@@ -625,6 +716,71 @@ mod tests {
     use super::*;
     use crate::error::InvalidKind;
     use crate::error::kind_of as kind;
+
+    #[test]
+    fn graph_memory_types_choose_the_pool_and_print_as_python_names_them() {
+        let d = Device::for_tests(2);
+        let t = |o: GraphAllocOptions| o.to_memory_type();
+        assert_eq!(t(GraphAllocOptions::new()), GraphMemoryType::Device);
+        let host = GraphAllocOptions::new().memory_type(GraphMemoryType::Host);
+        assert_eq!(host.location, Some(Location::Host));
+        assert_eq!(t(host.clone()), GraphMemoryType::Host);
+        // A host NUMA node given first stays; back to device memory drops it.
+        let numa = GraphAllocOptions::new()
+            .location(Location::HostNuma(1))
+            .memory_type(GraphMemoryType::Host);
+        assert_eq!(numa.location, Some(Location::HostNuma(1)));
+        let dev = numa.memory_type(GraphMemoryType::Device);
+        assert_eq!((dev.location, dev.managed), (None, false));
+        // A device location stays for device and managed memory.
+        let on_d = GraphAllocOptions::new().location(Location::Device(d));
+        let managed = on_d.clone().memory_type(GraphMemoryType::Managed);
+        assert_eq!(
+            (managed.location, managed.managed),
+            (Some(Location::Device(d)), true)
+        );
+        assert_eq!(t(managed.clone()), GraphMemoryType::Managed);
+        assert_eq!(
+            managed.memory_type(GraphMemoryType::Device),
+            on_d.clone().memory_type(GraphMemoryType::Device)
+        );
+        assert_eq!(
+            GraphAllocOptions::new().managed().to_memory_type(),
+            GraphMemoryType::Managed
+        );
+        assert_eq!(GraphMemoryType::default(), GraphMemoryType::Device);
+        // What the driver reports for a node's pool.
+        use GraphMemoryType as M;
+        for (alloc, loc, want) in [
+            (
+                sys::CU_MEM_ALLOCATION_TYPE_PINNED,
+                sys::CU_MEM_LOCATION_TYPE_DEVICE,
+                M::Device,
+            ),
+            (
+                sys::CU_MEM_ALLOCATION_TYPE_PINNED,
+                sys::CU_MEM_LOCATION_TYPE_HOST,
+                M::Host,
+            ),
+            (
+                sys::CU_MEM_ALLOCATION_TYPE_PINNED,
+                sys::CU_MEM_LOCATION_TYPE_HOST_NUMA,
+                M::Host,
+            ),
+            (
+                sys::CU_MEM_ALLOCATION_TYPE_MANAGED,
+                sys::CU_MEM_LOCATION_TYPE_DEVICE,
+                M::Managed,
+            ),
+        ] {
+            assert_eq!(M::from_raw(alloc, loc), want);
+        }
+        let names: Vec<String> = [M::Device, M::Host, M::Managed]
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(names, ["device", "host", "managed"]);
+    }
 
     #[test]
     fn memset_nodes_cover_every_element_width() {

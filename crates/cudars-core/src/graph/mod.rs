@@ -29,7 +29,7 @@ pub use debug::GraphDebugPrintOptions;
 pub use define::{ConditionalKind, ConditionalNodeInfo, Graph, GraphCondition, GraphNode};
 pub use exec::{GraphCompleteOptions, GraphExec};
 pub use graph_memory::GraphMemoryResource;
-pub use memory_nodes::{GraphAllocOptions, GraphAllocation, GraphMemUsage};
+pub use memory_nodes::{GraphAllocOptions, GraphAllocation, GraphMemUsage, GraphMemoryType};
 pub use node::{
     GraphEdge, GraphEdgeKind, GraphNodeKind, GraphNodeParams, HostNodeInfo, KernelNodeInfo,
     MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,

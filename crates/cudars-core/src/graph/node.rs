@@ -15,6 +15,7 @@ use crate::error::{Check as _, Error, Result};
 use crate::{event::Event, launch::DevicePtr, launch::Dim3};
 
 use super::define::{ConditionalNodeInfo, ConditionalRecord, Graph, GraphNode};
+use super::memory_nodes::GraphMemoryType;
 
 /// What a graph node does (`CUgraphNodeType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -188,6 +189,8 @@ pub struct MemAllocNodeInfo {
     pub size: usize,
     /// The device the memory is on (the location's ordinal), when it is a device.
     pub device: Option<i32>,
+    /// Device, host or managed memory (`AllocNode.memory_type` in `cuda.core`).
+    pub memory_type: GraphMemoryType,
 }
 
 /// A node's parameters, by kind ([`GraphNode::params`]).
@@ -438,6 +441,7 @@ impl GraphNode {
                     size: p.bytesize,
                     device: (loc.type_ == sys::CU_MEM_LOCATION_TYPE_DEVICE)
                         .then_some(crate::memory::resource::location_id(&loc)),
+                    memory_type: GraphMemoryType::from_raw(p.poolProps.allocType, loc.type_),
                 })
             }
             GraphNodeKind::MemFree => {

@@ -32,6 +32,15 @@ impl LegacyPinnedMemoryResource {
     pub fn new(device: &Device) -> Self {
         Self { device: *device }
     }
+
+    /// The device the memory is bound to: always `None`, `cuda.core`'s
+    /// `LegacyPinnedMemoryResource.device_id` of -1. The memory is allocated
+    /// portable (`CU_MEMHOSTALLOC_PORTABLE`), so every context of every device
+    /// may use it; [`MemoryResource::device`] is only the device whose context
+    /// makes the allocations (the one given to [`new`](Self::new)).
+    pub fn device_id(&self) -> Option<Device> {
+        None
+    }
 }
 
 // SAFETY: `cuMemHostAlloc` memory is host memory the device can reach, freed by
@@ -261,3 +270,19 @@ unsafe impl MemoryResource for PinnedMemoryResource {
 }
 
 pool_attributes!(PinnedMemoryResource);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legacy_pinned_memory_is_bound_to_no_device() {
+        let d = Device::for_tests(1);
+        let r = LegacyPinnedMemoryResource::new(&d);
+        // cuda.core answers -1: portable memory, no device of its own.
+        assert_eq!(r.device_id(), None);
+        // The device whose context allocates is still the one given.
+        assert_eq!(MemoryResource::device(&r), d);
+        assert_eq!(r.kind(), MemoryKind::Pinned);
+    }
+}

@@ -159,6 +159,9 @@ pub(crate) fn linker_identity() -> Result<String> {
 ///   `arch` is given), and for every backend the program's name, the include paths
 ///   (in order), the `pre_include` headers, NVVM's `extra_sources` and, with
 ///   `use_libdevice`, which libdevice file (path, size, modification time);
+///   An unset `arch` counts as the current device's, as
+///   [`Program::new`](crate::Program::new) fills it in (where there is a GPU to
+///   ask), except for PTX kept as PTX, which uses none;
 /// * the source's bytes;
 /// * the name expressions, sorted and without duplicates (their order does not
 ///   change what is compiled);
@@ -182,6 +185,15 @@ pub fn make_program_cache_key(
     name_expressions: &[&str],
     extra_headers: &[(&str, &[u8])],
 ) -> Result<ProgramCacheKey> {
+    // An unset `arch` is the current device's, as `Program::new` makes it,
+    // wherever the compile uses one (PTX kept as PTX uses none).
+    let resolved;
+    let options = if matches!((code, target), (SourceCode::Ptx(_), CompileTarget::Ptx)) {
+        options
+    } else {
+        resolved = options.clone().with_current_device_arch()?;
+        &resolved
+    };
     let mut h = KeyHasher(Sha256::new());
     h.field("format", KEY_FORMAT);
     h.field("format-version", &KEY_VERSION.to_le_bytes());

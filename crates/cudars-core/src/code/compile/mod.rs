@@ -18,6 +18,7 @@
 //! ```
 
 pub(crate) mod dispatch;
+pub(crate) mod handle;
 pub mod nvrtc;
 pub(crate) mod nvrtc_args;
 pub(crate) mod nvrtc_compile;
@@ -27,6 +28,7 @@ pub(crate) mod program;
 pub(crate) mod ptx;
 pub(crate) mod target;
 
+pub use handle::{ProgramHandle, RawProgramHandle};
 pub use nvrtc::PchStatus;
 pub use options::{CompilerBackend, ProgramOptions, toolkit_include_dirs};
 pub use program::{Program, ProgramBackend, SourceCode};

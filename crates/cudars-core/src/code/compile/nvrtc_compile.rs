@@ -67,21 +67,7 @@ impl Program {
         let c_name = CString::new(name)
             .map_err(|_| Error::invalid(check, "the program name contains a NUL byte"))?;
 
-        let mut prog = NvrtcProgram(std::ptr::null_mut());
-        // SAFETY: `prog.0` is valid for writes; `src` and `c_name` are
-        // NUL-terminated and outlive the call; no headers are passed.
-        unsafe {
-            nvrtc::nvrtcCreateProgram(
-                &mut prog.0,
-                src.as_ptr(),
-                c_name.as_ptr(),
-                0,
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        }
-        .result()
-        .map_err(|e| Error::tool(format!("creating NVRTC program {name}"), e))?;
+        let prog = NvrtcProgram::create(src, &c_name, name)?;
         for (expr, c) in &exprs {
             // SAFETY: `prog` is live; `c` is NUL-terminated and outlives the call.
             unsafe { nvrtc::nvrtcAddNameExpression(prog.0, c.as_ptr()) }
@@ -192,12 +178,33 @@ fn prepare_bundled_headers(opts: &ProgramOptions, name: &str) -> Result<()> {
 }
 
 /// An NVRTC program, destroyed on drop.
-struct NvrtcProgram(nvrtc::nvrtcProgram);
+pub(crate) struct NvrtcProgram(pub(crate) nvrtc::nvrtcProgram);
 
 type NvrtcSizeFn = unsafe fn(nvrtc::nvrtcProgram, *mut usize) -> nvrtc::nvrtcResult;
 type NvrtcGetFn = unsafe fn(nvrtc::nvrtcProgram, *mut c_char) -> nvrtc::nvrtcResult;
 
 impl NvrtcProgram {
+    /// A new program of the C++ source `src` named `c_name` (`name`, for
+    /// errors), with no headers (`nvrtcCreateProgram`, which copies both).
+    pub(crate) fn create(src: &CStr, c_name: &CStr, name: &str) -> Result<Self> {
+        let mut prog = NvrtcProgram(std::ptr::null_mut());
+        // SAFETY: `prog.0` is valid for writes; `src` and `c_name` are
+        // NUL-terminated and outlive the call; no headers are passed.
+        unsafe {
+            nvrtc::nvrtcCreateProgram(
+                &mut prog.0,
+                src.as_ptr(),
+                c_name.as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        }
+        .result()
+        .map_err(|e| Error::tool(format!("creating NVRTC program {name}"), e))?;
+        Ok(prog)
+    }
+
     /// One of the program's outputs, through its size and copy functions.
     fn bytes(&self, size: NvrtcSizeFn, get: NvrtcGetFn) -> Result<Vec<u8>, nvrtc::NvrtcError> {
         crate::code::strings::sized_output(

@@ -54,6 +54,46 @@ impl Program {
         let mut arg_ptrs: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
         let num_args = c_int::try_from(arg_ptrs.len())
             .map_err(|_| Error::invalid(check, "too many options"))?;
+        let prog = self.nvvm_program(ir, check)?;
+        // SAFETY: `prog` is live; `arg_ptrs` holds `num_args` pointers to
+        // NUL-terminated strings in `args`, which outlive the call (NVVM only reads
+        // them, whatever the header's pointer type says).
+        let rc = unsafe { nvvm::nvvmCompileProgram(prog.0, num_args, arg_ptrs.as_mut_ptr()) };
+        let log = prog.log();
+        self.set_log(log.clone());
+        if let Err(e) = rc.result() {
+            return Err(Error::compile(
+                format!("compiling {name} with NVVM"),
+                log,
+                e,
+            ));
+        }
+        let mut code = prog
+            .bytes(nvvm::nvvmGetCompiledResultSize, nvvm::nvvmGetCompiledResult)
+            .map_err(|e| Error::tool(format!("reading {name}'s {target}"), e))?;
+        if target == CompileTarget::Ptx {
+            strip_nul(&mut code);
+        }
+        if code.is_empty() {
+            return Err(Error::invalid(
+                format!("reading {name}'s {target}"),
+                format!("NVVM produced no {target}"),
+            ));
+        }
+        Ok(ObjectCode::with_mapping(
+            code,
+            target.code_type(),
+            name.to_owned(),
+            BTreeMap::new(),
+        ))
+    }
+
+    /// A new NVVM program holding `ir` (named by the options), the options'
+    /// `extra_sources` and, with `use_libdevice`, libdevice (lazily added), not
+    /// compiled. A failure to add a module records NVVM's log as the program's.
+    pub(crate) fn nvvm_program(&self, ir: &[u8], check: &'static str) -> Result<NvvmProgram> {
+        let opts = &self.options;
+        let name = opts.program_name();
         let mut modules: Vec<(CString, &[u8])> = Vec::with_capacity(1 + opts.extra_sources.len());
         modules.push((
             CString::new(name).map_err(|_| Error::invalid(check, "the name has a NUL byte"))?,
@@ -124,42 +164,12 @@ impl Program {
                 ));
             }
         }
-        // SAFETY: `prog` is live; `arg_ptrs` holds `num_args` pointers to
-        // NUL-terminated strings in `args`, which outlive the call (NVVM only reads
-        // them, whatever the header's pointer type says).
-        let rc = unsafe { nvvm::nvvmCompileProgram(prog.0, num_args, arg_ptrs.as_mut_ptr()) };
-        let log = prog.log();
-        self.set_log(log.clone());
-        if let Err(e) = rc.result() {
-            return Err(Error::compile(
-                format!("compiling {name} with NVVM"),
-                log,
-                e,
-            ));
-        }
-        let mut code = prog
-            .bytes(nvvm::nvvmGetCompiledResultSize, nvvm::nvvmGetCompiledResult)
-            .map_err(|e| Error::tool(format!("reading {name}'s {target}"), e))?;
-        if target == CompileTarget::Ptx {
-            strip_nul(&mut code);
-        }
-        if code.is_empty() {
-            return Err(Error::invalid(
-                format!("reading {name}'s {target}"),
-                format!("NVVM produced no {target}"),
-            ));
-        }
-        Ok(ObjectCode::with_mapping(
-            code,
-            target.code_type(),
-            name.to_owned(),
-            BTreeMap::new(),
-        ))
+        Ok(prog)
     }
 }
 
 /// An NVVM program, destroyed on drop.
-struct NvvmProgram(nvvm::nvvmProgram);
+pub(crate) struct NvvmProgram(pub(crate) nvvm::nvvmProgram);
 
 type NvvmSizeFn = unsafe fn(nvvm::nvvmProgram, *mut usize) -> nvvm::nvvmResult;
 type NvvmGetFn = unsafe fn(nvvm::nvvmProgram, *mut c_char) -> nvvm::nvvmResult;
@@ -183,6 +193,8 @@ impl NvvmProgram {
     }
 }
 
+// Rule 1 of the soundness contract: the program is owned here and destroyed once;
+// a failed destroy goes to the cleanup hook, never dropped silently.
 impl Drop for NvvmProgram {
     fn drop(&mut self) {
         if !self.0.is_null() {

@@ -33,11 +33,11 @@ pub(crate) const DEFAULT_NAME: &str = "default_program";
 /// # Ok::<(), cudars_core::Error>(())
 /// ```
 ///
-/// **`Default` has no architecture, and nothing fills one in.** `cuda.core`'s
-/// `ProgramOptions()` targets the current device; here an unset
-/// [`arch`](Self::arch) is the compiler's own default (see that field), which is
-/// not your GPU. For the GPU, start from [`for_device`](Self::for_device) or, as
-/// Python does, [`for_current_device`](Self::for_current_device):
+/// **An unset [`arch`](Self::arch) is the current device's**, as in `cuda.core`'s
+/// `ProgramOptions()`: [`Program::new`](crate::Program::new) fills it in from
+/// the current device (see that field); without a GPU it stays the compiler's
+/// own default. For another device, start from [`for_device`](Self::for_device)
+/// ([`for_current_device`](Self::for_current_device) fills it in at once):
 ///
 /// ```no_run
 /// use cudars_core::{Device, ProgramOptions};
@@ -74,14 +74,20 @@ pub struct ProgramOptions {
     /// (virtual: PTX only), either with an `a` or `f` suffix (`sm_90a`)
     /// (`--gpu-architecture=`; NVVM `-arch=compute_XY`).
     ///
-    /// **`None` is not the current device** (as it is in `cuda.core`): nothing is
-    /// passed and the compiler's own default applies. For NVRTC and NVVM that is
-    /// their oldest supported virtual architecture, `compute_75` for CUDA 13 and
-    /// `compute_52` for CUDA 12: PTX and LTO-IR are made for it (the driver
-    /// compiles such PTX for the GPU when it is loaded, and code for a newer
-    /// architecture, clusters for instance, does not compile). A cubin, and
-    /// linking ([`to_linker_options`](Self::to_linker_options)), need an `arch` and
-    /// refuse `None` with [`Error::InvalidArgument`]. Set it from a device with
+    /// **`None` is the current device**, as in `cuda.core`:
+    /// [`Program::new`](crate::Program::new) (and the program cache's key) sets
+    /// it to the architecture of [`Device::current`] (the current context's
+    /// device, or device 0), and [`Program::options`](crate::Program::options)
+    /// shows it. Where there is no GPU to ask (no CUDA driver, or no device;
+    /// `cuda.core` raises there) it stays `None`: nothing is passed and the
+    /// compiler's own default applies, for NVRTC and NVVM their oldest supported
+    /// virtual architecture, `compute_75` for CUDA 13 and `compute_52` for CUDA
+    /// 12 (PTX and LTO-IR are made for it, which the driver compiles for the GPU
+    /// when it is loaded), and a cubin refuses it with
+    /// [`Error::InvalidArgument`]. The options themselves never ask the driver:
+    /// [`to_nvrtc_args`](Self::to_nvrtc_args) and
+    /// [`to_linker_options`](Self::to_linker_options) of unset options have no
+    /// architecture (the linker refuses them). Set it from a device with
     /// [`for_device`](Self::for_device) or
     /// [`for_current_device`](Self::for_current_device).
     pub arch: Option<String>,
@@ -519,6 +525,23 @@ impl ProgramOptions {
         Self::for_device(&Device::current()?)
     }
 
+    /// These options with an unset [`arch`](Self::arch) filled in as
+    /// `cuda.core`'s `ProgramOptions` fills it: the current device's
+    /// architecture ([`Device::current`], [`Device::arch`]). Where there is no
+    /// GPU to ask (no CUDA driver, or a driver with no device) it stays unset,
+    /// the compiler's default, so that compiling needs no GPU (`cuda.core`
+    /// raises there). [`Program::new`](crate::Program::new) and the program
+    /// cache's key call this.
+    ///
+    /// # Errors
+    /// Any other driver error reading the device or its compute capability.
+    pub(crate) fn with_current_device_arch(mut self) -> Result<Self> {
+        if self.arch.is_none() {
+            self.arch = current_device_arch()?;
+        }
+        Ok(self)
+    }
+
     /// These options with the include directories of the CUDA runtime headers
     /// (`cudart`: `cuda_runtime.h`, `cooperative_groups.h`, `cuda_fp16.h`, …) and
     /// of CCCL (`cccl`: `<cuda/std/…>`, `<cub/…>`, `<thrust/…>`) added to
@@ -643,6 +666,27 @@ pub fn toolkit_include_dirs() -> Result<Vec<PathBuf>, cudars_pathfinder::Pathfin
         }
     }
     Ok(dirs)
+}
+
+/// The current device's architecture (`sm_90`), or `None` when there is no GPU
+/// to ask: no CUDA driver ([`Error::Unavailable`]), or a driver without a
+/// device (`CUDA_ERROR_NO_DEVICE`, or no device 0: `CUDA_ERROR_INVALID_DEVICE`).
+fn current_device_arch() -> Result<Option<String>> {
+    match Device::current().and_then(|d| d.arch()) {
+        Ok(arch) => Ok(Some(arch)),
+        Err(e) if no_gpu(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `e` says there is no GPU to ask (see [`current_device_arch`]).
+fn no_gpu(e: &Error) -> bool {
+    use cudars_bindings::driver as sys;
+    e.is_unavailable()
+        || matches!(
+            e.driver_code(),
+            Some(sys::CUDA_ERROR_NO_DEVICE | sys::CUDA_ERROR_INVALID_DEVICE)
+        )
 }
 
 #[cfg(test)]

@@ -73,9 +73,13 @@ pub struct Program {
 }
 
 impl Program {
-    /// A program from source code and options.
+    /// A program from source code and options. An unset
+    /// [`arch`](ProgramOptions::arch) becomes the current device's, as in
+    /// `cuda.core` (none where there is no GPU: see that field).
     ///
     /// # Errors
+    /// The driver's error reading the current device's architecture, for an
+    /// unset `arch` (not for no driver or no device);
     /// [`Error::Unsupported`] naming the options set that the backend has no
     /// counterpart for (for NVVM IR see [`to_nvvm_args`](ProgramOptions::to_nvvm_args);
     /// PTX takes those [`to_linker_options`](ProgramOptions::to_linker_options)
@@ -86,6 +90,7 @@ impl Program {
     /// with a source that is not NVVM IR.
     pub fn new(code: SourceCode<'_>, options: ProgramOptions) -> Result<Self> {
         const CONTEXT: &str = "creating a program";
+        let options = options.with_current_device_arch()?;
         if !options.extra_sources.is_empty() && !matches!(code, SourceCode::Nvvm(_)) {
             return Err(Error::invalid(
                 CONTEXT,
