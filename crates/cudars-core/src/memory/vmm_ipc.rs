@@ -24,7 +24,7 @@ use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
 use crate::memory::resource::{Location, MemoryKind, MemoryResource};
-use crate::memory::vmm::{Allocation, Chunk, VmmStep, VirtualMemoryResource, run_steps};
+use crate::memory::vmm::{Allocation, Chunk, VirtualMemoryResource, VmmStep, run_steps};
 use crate::memory::vmm_options::{
     ExportedChunk, ShareableHandle, VirtualMemoryAccess, VirtualMemoryHandleType,
 };
@@ -103,11 +103,11 @@ impl VirtualMemoryIpcDescriptor {
                     c.size
                 )));
             }
-            let kind_matches = match (&c.handle, handle_type) {
+            let kind_matches = matches!(
+                (&c.handle, handle_type),
                 (ShareableHandle::Fd(_), VirtualMemoryHandleType::PosixFd)
-                | (ShareableHandle::Fabric(_), VirtualMemoryHandleType::Fabric) => true,
-                _ => false,
-            };
+                    | (ShareableHandle::Fabric(_), VirtualMemoryHandleType::Fabric)
+            );
             if !kind_matches {
                 return Err(invalid(format!(
                     "chunk {i}'s handle is not of the descriptor's type {handle_type:?}"
@@ -207,8 +207,8 @@ impl VirtualMemoryIpcDescriptor {
             ));
         }
         let code = u32::from_le_bytes(le(bytes, 8));
-        let handle_type = handle_of_code(code)
-            .ok_or_else(|| invalid(format!("unknown handle type {code}")))?;
+        let handle_type =
+            handle_of_code(code).ok_or_else(|| invalid(format!("unknown handle type {code}")))?;
         let count = u32::from_le_bytes(le(bytes, 12)) as usize;
         let usize_of = |v: u64, what: &str| {
             usize::try_from(v).map_err(|_| invalid(format!("the {what} {v} does not fit here")))
@@ -504,7 +504,12 @@ unsafe impl MemoryResource for ImportedVirtualMemory {
         ))
     }
 
-    unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, _size: usize, stream: &Stream) -> Result<()> {
+    unsafe fn deallocate(
+        &self,
+        ptr: sys::CUdeviceptr,
+        _size: usize,
+        stream: &Stream,
+    ) -> Result<()> {
         let what = "freeing an imported virtual memory buffer";
         if ptr != self.base {
             return Err(Error::invalid(what, "unknown address"));
@@ -627,9 +632,8 @@ mod tests {
                 handle: ShareableHandle::Fd(fd()),
             },
         ];
-        let d =
-            VirtualMemoryIpcDescriptor::new(2 * G, G, VirtualMemoryHandleType::PosixFd, chunks)
-                .unwrap();
+        let d = VirtualMemoryIpcDescriptor::new(2 * G, G, VirtualMemoryHandleType::PosixFd, chunks)
+            .unwrap();
         assert_eq!(d.fds().len(), 2);
         let b = d.to_bytes();
         assert_eq!(b.len(), HEADER + 2 * CHUNK);
@@ -652,7 +656,11 @@ mod tests {
         assert!(bad(0, G, &[(0, G)]).to_string().contains("size is zero"));
         assert!(bad(G, 0, &[(0, G)]).to_string().contains("granularity"));
         assert!(bad(G, G, &[(G, G)]).to_string().contains("starts at"));
-        assert!(bad(G, G, &[(0, G), (2 * G, G)]).to_string().contains("starts at"));
+        assert!(
+            bad(G, G, &[(0, G), (2 * G, G)])
+                .to_string()
+                .contains("starts at")
+        );
         assert!(bad(G, G, &[(0, G + 1)]).to_string().contains("multiple"));
         assert!(bad(G, G, &[(0, 0)]).to_string().contains("multiple"));
         assert!(bad(2 * G, G, &[(0, G)]).to_string().contains("fewer"));
@@ -691,7 +699,10 @@ mod tests {
     #[test]
     fn undoing_a_partial_import_releases_in_reverse_of_what_was_done() {
         let mapped = [
-            Chunk { handle: 11, size: G },
+            Chunk {
+                handle: 11,
+                size: G,
+            },
             Chunk {
                 handle: 12,
                 size: 2 * G,
@@ -711,6 +722,9 @@ mod tests {
             )
         );
         // Before the range was reserved: only the imported handles.
-        assert_eq!(format!("{:?}", undo_steps(0, 0, &[], &[7, 8])), "[Release(7), Release(8)]");
+        assert_eq!(
+            format!("{:?}", undo_steps(0, 0, &[], &[7, 8])),
+            "[Release(7), Release(8)]"
+        );
     }
 }
