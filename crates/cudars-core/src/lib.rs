@@ -58,7 +58,7 @@
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
 //! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::from_tiled`] takes the element type and shape from a typed view, [`TiledOptions`] every option with a default; [`TensorMapDescriptor::replace_address`]) |
 //! | for library crates | [`LibraryError`] (the error shape cuBLAS, cuRAND, cuFFT, NCCL and cuFile share), [`ContextScope`] (a stream's context current for a scope, green contexts included), [`rebind_stream`] (moving a library handle to another stream) |
-//! | interop | [`StridedMemoryView`] (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: [`CudaArrayInterface`]; host arrays: NumPy's [`ArrayInterface`], a borrowed slice ([`StridedHostView`]); functions take [`IntoStridedMemoryView`]), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events; OpenGL: [`GraphicsResource`] (register a buffer or image, map it: [`GraphicsMapping`]) |
+//! | interop | [`StridedMemoryView`] (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: [`CudaArrayInterface`]; host arrays: NumPy's [`ArrayInterface`], a borrowed slice ([`StridedHostView`]); functions take [`IntoStridedMemoryView`], ordered per call with the consumer's stream; other producers: [`ViaDLPack`], [`ForeignCudaArray`]), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events; OpenGL: [`GraphicsResource`] (register a buffer or image, map it: [`GraphicsMapping`]) |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
@@ -471,6 +471,7 @@ pub use interop::host_strided::{ArrayInterface, StridedHostView};
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 pub use interop::strided::{IntoStridedMemoryView, StridedMemoryView};
+pub use interop::strided_source::{DLPackProducer, ForeignCudaArray, ViaDLPack};
 pub use launch::array::{ArrayFormat, ArrayOptions, MipmappedArray, OpaqueArray};
 pub use launch::tensor_map::TensorMapDescriptor;
 pub use launch::tensor_map_array::{TensorMapElement, TiledOptions};

@@ -1,5 +1,6 @@
 //! Memory shared with other libraries and processes: DLPack ([`dlpack`]),
-//! strided views and the CUDA Array Interface ([`strided`]), views of host
+//! strided views and the CUDA Array Interface ([`strided`]), the producers a
+//! strided argument comes from, ordered per call ([`strided_source`]), views of host
 //! arrays and NumPy's array interface ([`host_strided`]), strided copies and
 //! typed views of a strided view ([`strided_copy`]), OpenGL
 //! ([`graphics`]) and IPC ([`ipc`], Linux).
@@ -15,3 +16,4 @@ pub(crate) mod layout;
 pub(crate) mod strided;
 pub(crate) mod strided_copy;
 pub(crate) mod strided_dlpack;
+pub(crate) mod strided_source;

@@ -1,0 +1,254 @@
+//! The producers an [`IntoStridedMemoryView`] argument can come from besides
+//! this crate's memory, each ordered per call with the consumer's stream
+//! ([`IntoStridedMemoryView::into_strided_memory_view_on`], `cuda.core`'s
+//! `view(stream_ptr)`): a DLPack producer ([`DLPackProducer`], passed as
+//! [`ViaDLPack`]), asked for a tensor ready for the consumer's stream; and a
+//! CUDA Array Interface description ([`ForeignCudaArray`]), whose producer
+//! stream the consumer's waits for. The consumer ordering of this crate's own
+//! memory is in `strided` (the view's `order_after_producer`).
+
+use crate::error::Result;
+use crate::interop::cai::CudaArrayInterface;
+use crate::interop::dlpack::DLManagedTensor;
+use crate::interop::strided::{IntoStridedMemoryView, StridedMemoryView};
+use crate::stream::Stream;
+
+/// A DLPack producer (Python's `__dlpack__`): hands out a tensor of its memory,
+/// made ready for a consumer's stream. Passed to a function that takes an
+/// [`IntoStridedMemoryView`] as [`ViaDLPack`].
+///
+/// # Safety
+/// [`to_dlpack_for`](Self::to_dlpack_for) must return a tensor that
+/// [`StridedMemoryView::from_dlpack`]'s contract accepts (valid, its deleter
+/// not called, given over to the caller, `shape`/`strides` holding `ndim`
+/// entries), whose memory stays valid until its deleter is called; and, given
+/// `Some(consumer)`, work queued on `consumer` after the call must be ordered
+/// after the producer's work on that memory (as DLPack's `stream` argument
+/// asks: for example the consumer waits for an event the producer recorded).
+pub unsafe trait DLPackProducer {
+    /// A tensor of the memory for a consumer on `consumer` (`None`: no
+    /// ordering asked for, `cuda.core`'s `stream_ptr=-1`).
+    ///
+    /// # Errors
+    /// The producer's.
+    fn to_dlpack_for(&self, consumer: Option<&Stream>) -> Result<*mut DLManagedTensor>;
+}
+
+/// A [`DLPackProducer`] as an [`IntoStridedMemoryView`] argument: the view
+/// owns the tensor the producer hands out, which
+/// [`into_strided_memory_view_on`](IntoStridedMemoryView::into_strided_memory_view_on)
+/// asks for with the consumer's stream.
+#[derive(Debug, Clone, Copy)]
+pub struct ViaDLPack<'a, P: ?Sized>(pub &'a P);
+
+impl<P: DLPackProducer + ?Sized> ViaDLPack<'_, P> {
+    fn view(self, consumer: Option<&Stream>) -> Result<StridedMemoryView> {
+        let tensor = self.0.to_dlpack_for(consumer)?;
+        // SAFETY: `DLPackProducer`'s contract: a tensor `from_dlpack` accepts,
+        // handed over to the view.
+        unsafe { StridedMemoryView::from_dlpack(tensor) }
+    }
+}
+
+impl<P: DLPackProducer + ?Sized> IntoStridedMemoryView for ViaDLPack<'_, P> {
+    /// The producer's tensor, no ordering asked for.
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
+        self.view(None)
+    }
+
+    /// The producer's tensor, asked for `consumer`'s stream (the producer
+    /// orders it: see [`DLPackProducer`]).
+    fn into_strided_memory_view_on(self, consumer: &Stream) -> Result<StridedMemoryView> {
+        self.view(Some(consumer))
+    }
+}
+
+/// A CUDA Array Interface description vouched for, as an
+/// [`IntoStridedMemoryView`] argument: converted per call by
+/// [`StridedMemoryView::from_cuda_array_interface`], with the consumer's
+/// stream when there is one (which then waits for the description's producer
+/// `stream`).
+#[derive(Debug, Clone)]
+pub struct ForeignCudaArray {
+    cai: CudaArrayInterface,
+}
+
+impl ForeignCudaArray {
+    /// Wraps `cai`.
+    ///
+    /// # Safety
+    /// As [`StridedMemoryView::from_cuda_array_interface`], for as long as this
+    /// value and every view made from it live: `data` addresses memory CUDA
+    /// can reach that holds the whole layout and stays valid, and the
+    /// producer's `stream` (when set) is a live stream handle, or 1 or 2 (the
+    /// legacy and per-thread default streams).
+    pub unsafe fn new(cai: CudaArrayInterface) -> Self {
+        Self { cai }
+    }
+
+    /// The description.
+    pub fn description(&self) -> &CudaArrayInterface {
+        &self.cai
+    }
+}
+
+impl IntoStridedMemoryView for &ForeignCudaArray {
+    /// The view, no ordering (`cuda.core`'s `stream_ptr=-1`).
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
+        // SAFETY: `new`'s caller vouched for the memory and the stream.
+        unsafe { StridedMemoryView::from_cuda_array_interface(&self.cai, None) }
+    }
+
+    /// The view, with `consumer` waiting for the producer's `stream`.
+    fn into_strided_memory_view_on(self, consumer: &Stream) -> Result<StridedMemoryView> {
+        // SAFETY: as above.
+        unsafe { StridedMemoryView::from_cuda_array_interface(&self.cai, Some(consumer)) }
+    }
+}
+
+impl IntoStridedMemoryView for ForeignCudaArray {
+    fn into_strided_memory_view(self) -> Result<StridedMemoryView> {
+        (&self).into_strided_memory_view()
+    }
+
+    fn into_strided_memory_view_on(self, consumer: &Stream) -> Result<StridedMemoryView> {
+        (&self).into_strided_memory_view_on(consumer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interop::dlpack::{DLDataType, DLDevice, DLDeviceType, DLTensor};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A producer of a 2x3 host tensor over its own memory, which records how
+    /// it was asked and whether the tensor's deleter ran.
+    struct Producer {
+        data: Box<[f32; 6]>,
+        shape: Box<[i64; 2]>,
+        asked: Mutex<Vec<bool>>,
+        deleted: AtomicUsize,
+    }
+
+    impl Producer {
+        fn new(shape: [i64; 2]) -> Self {
+            Self {
+                data: Box::new([0.0; 6]),
+                shape: Box::new(shape),
+                asked: Mutex::new(Vec::new()),
+                deleted: AtomicUsize::new(0),
+            }
+        }
+
+        fn deleted(&self) -> usize {
+            self.deleted.load(Ordering::SeqCst)
+        }
+    }
+
+    unsafe extern "C" fn deleter(t: *mut DLManagedTensor) {
+        // SAFETY: the tensor `to_dlpack_for` boxed, deleted once; its context
+        // is the producer's counter, which outlives it.
+        let t = unsafe { Box::from_raw(t) };
+        // SAFETY: as above.
+        unsafe { &*t.manager_ctx.cast::<AtomicUsize>() }.fetch_add(1, Ordering::SeqCst);
+    }
+
+    // SAFETY: a valid tensor over memory the test keeps alive, handed over
+    // boxed with a deleter that frees it; no consumer stream is ever given
+    // (the CPU tests have none).
+    unsafe impl DLPackProducer for Producer {
+        fn to_dlpack_for(&self, consumer: Option<&Stream>) -> Result<*mut DLManagedTensor> {
+            self.asked
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(consumer.is_some());
+            Ok(Box::into_raw(Box::new(DLManagedTensor {
+                dl_tensor: DLTensor {
+                    data: self.data.as_ptr() as *mut std::ffi::c_void,
+                    device: DLDevice {
+                        device_type: DLDeviceType::CPU,
+                        device_id: 0,
+                    },
+                    ndim: 2,
+                    dtype: DLDataType::F32,
+                    shape: self.shape.as_ptr() as *mut i64,
+                    strides: std::ptr::null_mut(),
+                    byte_offset: 0,
+                },
+                manager_ctx: (&raw const self.deleted).cast_mut().cast(),
+                deleter: Some(deleter),
+            })))
+        }
+    }
+
+    fn takes(x: impl IntoStridedMemoryView) -> Result<StridedMemoryView> {
+        x.into_strided_memory_view()
+    }
+
+    #[test]
+    fn a_dlpack_producer_is_asked_per_call_and_its_tensor_released() {
+        let p = Producer::new([2, 3]);
+        let v = takes(ViaDLPack(&p)).unwrap();
+        assert_eq!((v.shape(), v.dtype()), (&[2i64, 3][..], DLDataType::F32));
+        assert_eq!(v.ptr(), p.data.as_ptr() as u64);
+        assert!(v.is_c_contiguous());
+        assert_eq!(p.deleted(), 0);
+        drop(v);
+        assert_eq!(p.deleted(), 1);
+        // Asked again for each view, and without a consumer stream.
+        let _again = ViaDLPack(&p).into_strided_memory_view().unwrap();
+        assert_eq!(*p.asked.lock().unwrap(), [false, false]);
+    }
+
+    #[test]
+    fn a_dlpack_producer_error_comes_back_and_a_bad_tensor_is_released() {
+        struct Failing;
+        // SAFETY: never hands out a tensor.
+        unsafe impl DLPackProducer for Failing {
+            fn to_dlpack_for(&self, _: Option<&Stream>) -> Result<*mut DLManagedTensor> {
+                Err(crate::error::Error::unsupported(
+                    "exporting",
+                    "no tensor today",
+                ))
+            }
+        }
+        let e = takes(ViaDLPack(&Failing)).unwrap_err();
+        assert!(e.to_string().contains("no tensor today"), "{e}");
+        // A negative extent: refused, and the tensor's deleter still runs.
+        let p = Producer::new([2, -3]);
+        assert!(matches!(
+            takes(ViaDLPack(&p)),
+            Err(crate::error::Error::InvalidArgument { .. })
+        ));
+        assert_eq!(p.deleted(), 1);
+    }
+
+    #[test]
+    fn a_foreign_array_is_checked_per_call() {
+        // An empty array at address 0 needs no driver to describe.
+        let empty = CudaArrayInterface {
+            stream: Some(1),
+            ..CudaArrayInterface::new(0, &[0, 4], "<i4")
+        };
+        // SAFETY: an empty array: no memory is reached.
+        let a = unsafe { ForeignCudaArray::new(empty.clone()) };
+        assert_eq!(a.description(), &empty);
+        let v = takes(&a).unwrap();
+        assert_eq!(
+            (v.shape(), v.dtype(), v.len()),
+            (&[0i64, 4][..], DLDataType::I32, 0)
+        );
+        assert_eq!(v.device().device_type, DLDeviceType::CUDA);
+        // Stream 0 is ambiguous: refused at each conversion.
+        let zero = CudaArrayInterface {
+            stream: Some(0),
+            ..empty
+        };
+        // SAFETY: as above.
+        let z = unsafe { ForeignCudaArray::new(zero) };
+        let e = takes(z).unwrap_err();
+        assert!(e.to_string().contains("stream 0"), "{e}");
+    }
+}
