@@ -198,8 +198,17 @@ mod tests {
         drop(v);
         assert_eq!(p.deleted(), 1);
         // Asked again for each view, and without a consumer stream.
-        let _again = ViaDLPack(&p).into_strided_memory_view().unwrap();
+        let again = ViaDLPack(&p).into_strided_memory_view().unwrap();
         assert_eq!(*p.asked.lock().unwrap(), [false, false]);
+        // What the argument does by hand: ask, then view.
+        let t = p.to_dlpack_for(None).unwrap();
+        // SAFETY: the producer's contract.
+        let v = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+        assert_eq!(v.len(), 6);
+        drop(v);
+        assert_eq!(p.deleted(), 2, "the first view's tensor and this one's");
+        drop(again);
+        assert_eq!(p.deleted(), 3);
     }
 
     #[test]
