@@ -462,6 +462,8 @@ pub use interop::cai::CudaArrayInterface;
 pub use interop::dlpack;
 #[doc(no_inline)]
 pub use interop::dlpack::DLPackDType;
+pub use interop::dlpack_producer::{DLPackProducer, ViaDLPack};
+pub use interop::foreign_array::ForeignCudaArray;
 pub use interop::graphics::{
     GraphicsMapFlags, GraphicsMapping, GraphicsRegisterFlags, GraphicsResource, MappedArray,
     MappedBuffer, gl_devices,
@@ -471,7 +473,6 @@ pub use interop::host_strided::{ArrayInterface, StridedHostView};
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 pub use interop::strided::{IntoStridedMemoryView, StridedMemoryView};
-pub use interop::strided_source::{DLPackProducer, ForeignCudaArray, ViaDLPack};
 pub use launch::array::{ArrayFormat, ArrayOptions, MipmappedArray, OpaqueArray};
 pub use launch::tensor_map::TensorMapDescriptor;
 pub use launch::tensor_map_array::{TensorMapElement, TiledOptions};

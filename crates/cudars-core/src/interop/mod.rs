@@ -1,6 +1,7 @@
 //! Memory shared with other libraries and processes: DLPack ([`dlpack`]),
 //! strided views and the CUDA Array Interface ([`strided`]), the producers a
-//! strided argument comes from, ordered per call ([`strided_source`]), views of host
+//! strided argument comes from, ordered per call ([`dlpack_producer`],
+//! [`foreign_array`]), views of host
 //! arrays and NumPy's array interface ([`host_strided`]), strided copies and
 //! typed views of a strided view ([`strided_copy`]), OpenGL
 //! ([`graphics`]) and IPC ([`ipc`], Linux).
@@ -8,6 +9,8 @@
 pub(crate) mod cai;
 pub mod dlpack;
 pub(crate) mod dlpack_export;
+pub(crate) mod dlpack_producer;
+pub(crate) mod foreign_array;
 pub(crate) mod graphics;
 pub(crate) mod host_strided;
 #[cfg(unix)]
@@ -16,4 +19,3 @@ pub(crate) mod layout;
 pub(crate) mod strided;
 pub(crate) mod strided_copy;
 pub(crate) mod strided_dlpack;
-pub(crate) mod strided_source;
