@@ -271,9 +271,12 @@ impl VirtualMemoryIpcDescriptor {
     /// soundness contract): nothing is left behind.
     ///
     /// Each import is a new mapping of its own, so importing one descriptor
-    /// twice gives two buffers that alias the same memory at different
-    /// addresses (rule 9 holds: each mapping has one owner). The memory is
-    /// shared with the exporter: order the work of both sides (an IPC
+    /// twice (or in the exporting process) gives buffers that alias the same
+    /// memory at different addresses (rule 9 holds: each mapping has one
+    /// owner; the memory is device memory, never lent to the host as a
+    /// slice). A copy between two aliases overlaps, and its result is
+    /// unspecified, as CUDA leaves overlapping copies. The memory is shared
+    /// with the exporter: order the work of both sides (an IPC
     /// [`Event`](crate::Event)) before reading what the other wrote.
     ///
     /// `device` is the device, in this process's numbering, whose kernels and
