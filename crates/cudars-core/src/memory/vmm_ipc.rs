@@ -42,9 +42,17 @@ const CHUNK: usize = 16;
 /// allocation granularity, the handle type and each physical chunk's offset,
 /// size and shareable handle, in address order. Made by
 /// [`VirtualMemoryResource::ipc_descriptor`], sent as
-/// [`to_bytes`](Self::to_bytes) (plus [`fds`](Self::fds) for POSIX descriptors,
-/// see the [module](self) docs), rebuilt by [`from_bytes`](Self::from_bytes) and
-/// mapped by [`import`](Self::import).
+/// [`to_bytes`](Self::to_bytes) plus, for POSIX descriptors, [`fds`](Self::fds),
+/// rebuilt by [`from_bytes`](Self::from_bytes) and mapped by
+/// [`import`](Self::import).
+///
+/// The bytes are plain data: any channel will do. Fabric handles
+/// ([`VirtualMemoryHandleType::Fabric`]) are in them; POSIX file descriptors
+/// ([`VirtualMemoryHandleType::PosixFd`]) are not, as only the kernel can carry
+/// a descriptor to another process: send them over a Unix socket with
+/// `SCM_RIGHTS` (as the `ipc` example does for a pool's descriptor), let a
+/// child process inherit them, or take them with `pidfd_getfd`, and hand the
+/// received ones to `from_bytes` in the same order.
 ///
 /// It owns its POSIX descriptors: they close when it is dropped. The physical
 /// memory stays alive while any process holds a mapping or an imported handle
