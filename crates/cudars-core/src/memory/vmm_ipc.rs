@@ -274,9 +274,9 @@ impl VirtualMemoryIpcDescriptor {
     /// The buffer owns the range, the mappings and the imported handles; its
     /// free stream is `stream`, which the free waits for before it unmaps
     /// (the resource is not stream-ordered, as [`VirtualMemoryResource`]'s).
-    /// A failure partway undoes every step done so far, in reverse order;
-    /// what cannot be undone now goes to the deferred-free queue (rule 6 of the
-    /// soundness contract): nothing is left behind.
+    /// A failure partway undoes every step done so far (unmaps, releases, then
+    /// frees the range); what cannot be undone now goes to the deferred-free
+    /// queue (rule 6 of the soundness contract): nothing is left behind.
     ///
     /// Each import is a new mapping of its own, so importing one descriptor
     /// twice (or in the exporting process) gives buffers that alias the same
@@ -708,7 +708,7 @@ mod tests {
     }
 
     #[test]
-    fn undoing_a_partial_import_releases_in_reverse_of_what_was_done() {
+    fn undoing_a_partial_import_unmaps_releases_then_frees_the_range() {
         let mapped = [
             Chunk {
                 handle: 11,
