@@ -50,7 +50,7 @@ const CHUNK: usize = 16;
 /// ([`VirtualMemoryHandleType::Fabric`]) are in them; POSIX file descriptors
 /// ([`VirtualMemoryHandleType::PosixFd`]) are not, as only the kernel can carry
 /// a descriptor to another process: send them over a Unix socket with
-/// `SCM_RIGHTS` (as the `ipc` example does for a pool's descriptor), let a
+/// `SCM_RIGHTS` (as the `ipc` example does, one message for all of them), let a
 /// child process inherit them, or take them with `pidfd_getfd`, and hand the
 /// received ones to `from_bytes` in the same order.
 ///
