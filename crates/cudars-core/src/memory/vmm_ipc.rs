@@ -12,8 +12,8 @@
 //! [`VirtualMemoryHandleType::Fabric`] the handles are in those bytes; for
 //! [`VirtualMemoryHandleType::PosixFd`] they are file descriptors, which only the
 //! kernel can carry to another process: send [`fds`](VirtualMemoryIpcDescriptor::fds)
-//! over a Unix socket with `SCM_RIGHTS` (as the `ipc` example does for a pool's
-//! descriptor), let the child inherit them, or take them with `pidfd_getfd`, and
+//! over a Unix socket with `SCM_RIGHTS` (as the `ipc` example does, all of them
+//! in one message with the bytes), let the child inherit them, or take them with `pidfd_getfd`, and
 //! rebuild the descriptor with [`from_bytes`](VirtualMemoryIpcDescriptor::from_bytes)
 //! and the received descriptors, in the same order.
 
