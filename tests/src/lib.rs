@@ -438,15 +438,23 @@ pub fn unhex(s: &str) -> Vec<u8> {
 /// status and output, unless the child ran that test and it passed.
 #[cfg(unix)]
 pub fn run_test_with_fd(test: &str, fd: std::os::fd::BorrowedFd<'_>, envs: &[(&str, String)]) {
+    run_test_with_fds(test, &[fd], envs);
+}
+
+/// [`run_test_with_fd`] with several descriptors, each inherited by the child.
+#[cfg(unix)]
+pub fn run_test_with_fds(test: &str, fds: &[std::os::fd::BorrowedFd<'_>], envs: &[(&str, String)]) {
     use std::os::fd::AsRawFd as _;
-    // SAFETY: clearing FD_CLOEXEC on a descriptor the caller holds open.
-    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) };
-    assert_eq!(
-        rc,
-        0,
-        "clearing FD_CLOEXEC: {}",
-        std::io::Error::last_os_error()
-    );
+    for fd in fds {
+        // SAFETY: clearing FD_CLOEXEC on a descriptor the caller holds open.
+        let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) };
+        assert_eq!(
+            rc,
+            0,
+            "clearing FD_CLOEXEC: {}",
+            std::io::Error::last_os_error()
+        );
+    }
     let out = std::process::Command::new(std::env::current_exe().expect("the test binary's path"))
         .args([test, "--exact", "--nocapture"])
         .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))

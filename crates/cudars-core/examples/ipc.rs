@@ -2,7 +2,11 @@
 //! an IPC-enabled pool and records an IPC event; a second process (this program
 //! re-run as `ipc child SOCKET`) receives the pool's file descriptor over a Unix
 //! socket (`SCM_RIGHTS`), imports the pool, the buffer and the event, waits on the
-//! event, checks the data and writes its answer into the same memory.
+//! event, checks the data and writes its answer into the same memory. Then the
+//! same for a buffer of virtual memory in two physical chunks: the descriptor's
+//! bytes and one file descriptor per chunk go in one message
+//! (`VirtualMemoryResource::ipc_descriptor`, `VirtualMemoryIpcDescriptor::fds`),
+//! and the importer maps them into one buffer (`VirtualMemoryIpcDescriptor::import`).
 //!
 //! `cargo run -p cudars-core --example ipc` (Linux).
 
@@ -17,7 +21,8 @@ mod linux {
 
     use cudars_core::{
         Buffer, Device, DeviceBuffer, DeviceMemoryPoolOptions, DeviceMemoryResource, Error, Event,
-        EventOptions, IpcBufferDescriptor, Result, StreamOptions,
+        EventOptions, IpcBufferDescriptor, Result, StreamOptions, VirtualMemoryHandleType,
+        VirtualMemoryIpcDescriptor, VirtualMemoryOptions, VirtualMemoryResource,
     };
 
     const N: usize = 1 << 20;
@@ -29,10 +34,13 @@ mod linux {
         }
     }
 
-    /// Room for one control message carrying one descriptor.
-    fn control_buffer() -> Vec<u8> {
+    /// The most descriptors one message carries here.
+    const MAX_FDS: usize = 16;
+
+    /// Room for one control message carrying `n` descriptors.
+    fn control_buffer(n: usize) -> Vec<u8> {
         // SAFETY: CMSG_SPACE only computes a size.
-        vec![0u8; unsafe { libc::CMSG_SPACE(size_of::<i32>() as u32) } as usize]
+        vec![0u8; unsafe { libc::CMSG_SPACE((n * size_of::<i32>()) as u32) } as usize]
     }
 
     /// A message of one data buffer and the control buffer `control`.
@@ -46,22 +54,28 @@ mod linux {
         msg
     }
 
-    /// Sends `fd` and `payload` in one message (`SCM_RIGHTS`).
-    fn send_fd(sock: &UnixStream, fd: BorrowedFd<'_>, payload: &[u8]) -> std::io::Result<()> {
+    /// Sends `fds` (1 to [`MAX_FDS`]) and `payload` in one message (`SCM_RIGHTS`).
+    fn send_fds(sock: &UnixStream, fds: &[BorrowedFd<'_>], payload: &[u8]) -> std::io::Result<()> {
+        if fds.is_empty() || fds.len() > MAX_FDS {
+            return Err(std::io::Error::other("1 to 16 descriptors per message"));
+        }
         let mut iov = libc::iovec {
             iov_base: payload.as_ptr() as *mut _,
             iov_len: payload.len(),
         };
-        let mut control = control_buffer();
+        let mut control = control_buffer(fds.len());
         let msg = header(&mut iov, &mut control);
-        // SAFETY: `msg` points at `control`, which has room for one header and one
-        // descriptor; CMSG_FIRSTHDR/CMSG_DATA stay within it.
+        // SAFETY: `msg` points at `control`, which has room for one header and
+        // `fds.len()` descriptors; CMSG_FIRSTHDR/CMSG_DATA stay within it.
         unsafe {
             let c = libc::CMSG_FIRSTHDR(&msg);
             (*c).cmsg_level = libc::SOL_SOCKET;
             (*c).cmsg_type = libc::SCM_RIGHTS;
-            (*c).cmsg_len = libc::CMSG_LEN(size_of::<i32>() as u32) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<i32>(), fd.as_raw_fd());
+            (*c).cmsg_len = libc::CMSG_LEN((fds.len() * size_of::<i32>()) as u32) as _;
+            let data = libc::CMSG_DATA(c).cast::<i32>();
+            for (i, fd) in fds.iter().enumerate() {
+                std::ptr::write_unaligned(data.add(i), fd.as_raw_fd());
+            }
         }
         // SAFETY: a connected socket and a message whose buffers outlive the call.
         let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, 0) };
@@ -74,13 +88,14 @@ mod linux {
         Ok(())
     }
 
-    /// Receives a descriptor and up to `payload.len()` bytes sent by [`send_fd`].
-    fn recv_fd(sock: &UnixStream, payload: &mut [u8]) -> std::io::Result<(OwnedFd, usize)> {
+    /// Receives the descriptors and up to `payload.len()` bytes sent by
+    /// [`send_fds`].
+    fn recv_fds(sock: &UnixStream, payload: &mut [u8]) -> std::io::Result<(Vec<OwnedFd>, usize)> {
         let mut iov = libc::iovec {
             iov_base: payload.as_mut_ptr().cast(),
             iov_len: payload.len(),
         };
-        let mut control = control_buffer();
+        let mut control = control_buffer(MAX_FDS);
         let mut msg = header(&mut iov, &mut control);
         // SAFETY: a connected socket; `msg`'s buffers outlive the call.
         let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
@@ -88,8 +103,9 @@ mod linux {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: the kernel filled `control` (msg_controllen says how much);
-        // CMSG_FIRSTHDR returns null when there is no header.
-        let fd = unsafe {
+        // CMSG_FIRSTHDR returns null when there is no header; the header's
+        // length says how many descriptors follow it.
+        let raw: Vec<i32> = unsafe {
             let c = libc::CMSG_FIRSTHDR(&msg);
             if c.is_null()
                 || (*c).cmsg_level != libc::SOL_SOCKET
@@ -97,10 +113,19 @@ mod linux {
             {
                 return Err(std::io::Error::other("no descriptor in the message"));
             }
-            std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<i32>())
+            let count = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize)
+                / size_of::<i32>();
+            let data = libc::CMSG_DATA(c).cast::<i32>();
+            (0..count)
+                .map(|i| std::ptr::read_unaligned(data.add(i)))
+                .collect()
         };
-        // SAFETY: SCM_RIGHTS gave this process a new descriptor, now owned here.
-        Ok((unsafe { OwnedFd::from_raw_fd(fd) }, n as usize))
+        let fds = raw
+            .into_iter()
+            // SAFETY: SCM_RIGHTS gave this process new descriptors, now owned here.
+            .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+            .collect();
+        Ok((fds, n as usize))
     }
 
     /// Waits (up to a minute) for the importer to connect, or to fail first.
@@ -179,13 +204,37 @@ mod linux {
         let mut payload = buf.as_buffer().ipc_descriptor()?.to_bytes().to_vec();
         payload.extend_from_slice(&ready.ipc_handle()?);
         let fd = pool.export_handle()?;
-        send_fd(&sock, fd.as_fd(), &payload).map_err(io("sending the pool"))?;
+        send_fds(&sock, &[fd.as_fd()], &payload).map_err(io("sending the pool"))?;
         // The importer answers when it has written its data.
         let mut ack = [0u8; 2];
         sock.read_exact(&mut ack)
             .map_err(io("waiting for the importer"))?;
+        let pool_ack = ack;
+
+        // Virtual memory: a buffer of two physical chunks, exportable as POSIX
+        // descriptors; its descriptor's bytes (after their length) and one
+        // descriptor per chunk in one message.
+        let vmm = Arc::new(VirtualMemoryResource::new(
+            &dev,
+            VirtualMemoryOptions {
+                handle_type: VirtualMemoryHandleType::PosixFd,
+                ..Default::default()
+            },
+        )?);
+        let g = vmm.granularity();
+        let mut vbuf = vmm.allocate(g, &s)?;
+        vmm.grow(&mut vbuf, 2 * g)?;
+        vbuf.fill_u32(0x5eed_5eed, &s)?;
+        s.sync()?;
+        let vdesc = vmm.ipc_descriptor(&vbuf)?;
+        let bytes = vdesc.to_bytes();
+        let mut message = (bytes.len() as u32).to_le_bytes().to_vec();
+        message.extend_from_slice(&bytes);
+        send_fds(&sock, &vdesc.fds(), &message).map_err(io("sending the virtual memory"))?;
+        sock.read_exact(&mut ack)
+            .map_err(io("waiting for the importer"))?;
         let status = child.wait().map_err(io("waiting for the importer"))?;
-        if !status.success() || &ack != b"ok" {
+        if !status.success() || &pool_ack != b"ok" || &ack != b"ok" {
             return Err(Error::Io {
                 context: "running the importing process".into(),
                 source: std::io::Error::other(format!("it failed: {status}")),
@@ -200,13 +249,32 @@ mod linux {
                 source: std::io::Error::other("data mismatch"),
             });
         }
+        let mut vback = vec![0u32; vbuf.size() / 4];
+        vbuf.copy_to_host(&mut vback, &s)?;
+        let good = vback.iter().filter(|&&x| x == 0x0bad_f00d).count();
+        println!(
+            "exporter: the importer's writes to the virtual memory are visible here: {good} of {} words",
+            vback.len()
+        );
+        if good != vback.len() {
+            return Err(Error::Io {
+                context: "checking the importer's writes to the virtual memory".into(),
+                source: std::io::Error::other("data mismatch"),
+            });
+        }
         Ok(())
     }
 
     pub(crate) fn importer(socket: &str) -> Result<()> {
         let sock = UnixStream::connect(socket).map_err(io("connecting to the exporter"))?;
         let mut payload = [0u8; 72 + 64];
-        let (fd, n) = recv_fd(&sock, &mut payload).map_err(io("receiving the pool"))?;
+        let (fds, n) = recv_fds(&sock, &mut payload).map_err(io("receiving the pool"))?;
+        let Ok([fd]) = <[OwnedFd; 1]>::try_from(fds) else {
+            return Err(Error::Io {
+                context: "receiving the pool".into(),
+                source: std::io::Error::other("not one descriptor"),
+            });
+        };
         if n != payload.len() {
             return Err(Error::Io {
                 context: "receiving the pool".into(),
@@ -241,6 +309,41 @@ mod linux {
         buf.fill(0x0bad_f00d, &s)?;
         s.sync()?;
         drop(buf);
+        s.sync()?;
+        (&sock)
+            .write_all(b"ok")
+            .map_err(io("answering the exporter"))?;
+
+        // The virtual memory: the descriptor's bytes and its chunks' descriptors.
+        let mut message = vec![0u8; 4096];
+        let (fds, n) = recv_fds(&sock, &mut message).map_err(io("receiving the virtual memory"))?;
+        let len = message
+            .get(..4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .filter(|&len| n == 4 + len)
+            .ok_or_else(|| Error::Io {
+                context: "receiving the virtual memory".into(),
+                source: std::io::Error::other(format!("{n} bytes do not hold a descriptor")),
+            })?;
+        let vdesc = VirtualMemoryIpcDescriptor::from_bytes(&message[4..4 + len], fds)?;
+        let mut vbuf = vdesc.import(&dev, &s)?;
+        let mut seen = vec![0u32; vbuf.size() / 4];
+        vbuf.copy_to_host(&mut seen, &s)?;
+        let good = seen.iter().filter(|&&x| x == 0x5eed_5eed).count();
+        println!(
+            "importer: {good} of {} words of virtual memory in {} chunks as the exporter wrote them",
+            seen.len(),
+            vdesc.chunks().len()
+        );
+        if good != seen.len() {
+            return Err(Error::Io {
+                context: "checking the exporter's virtual memory".into(),
+                source: std::io::Error::other("data mismatch"),
+            });
+        }
+        vbuf.fill_u32(0x0bad_f00d, &s)?;
+        s.sync()?;
+        drop(vbuf);
         s.sync()?;
         (&sock)
             .write_all(b"ok")

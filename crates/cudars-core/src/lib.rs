@@ -47,7 +47,7 @@
 //! | ordering and timing | [`Stream`], [`Event`] |
 //! | awaiting GPU work (any executor) | [`Stream::completion`] and [`Stream::completion_with`] ([`Completion`]), [`Event::wait_async`] and `(&event).await` ([`EventWait`]), [`DeviceView::to_vec_async`] ([`ToVec`]), [`DeviceViewMut::copy_from_pinned_async`], [`DeviceView::copy_to_pinned_async`], [`trim_completion_pools`]: one reactor thread for the process, a first-poll spin, pooled events and staging, cancellation that frees nothing in use |
 //! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies; its `view` and `view_mut` are kernel arguments) |
-//! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] ([`ManagedBuffer`]), [`VirtualMemoryResource`] |
+//! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] ([`ManagedBuffer`]), [`VirtualMemoryResource`] (shared with other processes: `VirtualMemoryIpcDescriptor`) |
 //! | batched memory operations (CUDA 13) | [`copy_batch`], [`copy_batch_with`] (options per copy) ([`BatchCopy`], [`BatchViewCopy`], `zip` for two lists), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`FatbinBuilder`] (nvFatbin: cubins, PTX and LTO-IR for several architectures in one fatbin), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
@@ -58,7 +58,7 @@
 //! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
 //! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::from_tiled`] takes the element type and shape from a typed view, [`TiledOptions`] every option with a default; [`TensorMapDescriptor::replace_address`]) |
 //! | for library crates | [`LibraryError`] (the error shape cuBLAS, cuRAND, cuFFT, NCCL and cuFile share), [`ContextScope`] (a stream's context current for a scope, green contexts included), [`rebind_stream`] (moving a library handle to another stream), [`DriverGate`] and [`LibraryRelease`] (a library of a newer CUDA major than the driver is a typed error) |
-//! | interop | [`StridedMemoryView`] (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: [`CudaArrayInterface`]; host arrays: NumPy's [`ArrayInterface`], a borrowed slice ([`StridedHostView`]); functions take [`IntoStridedMemoryView`]), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events; OpenGL: [`GraphicsResource`] (register a buffer or image, map it: [`GraphicsMapping`]) |
+//! | interop | [`StridedMemoryView`] (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: [`CudaArrayInterface`]; host arrays: NumPy's [`ArrayInterface`], a borrowed slice ([`StridedHostView`]); functions take [`IntoStridedMemoryView`], ordered per call with the consumer's stream; other producers: [`ViaDLPack`], [`ForeignCudaArray`]), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events; OpenGL: [`GraphicsResource`] (register a buffer or image, map it: [`GraphicsMapping`]) |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
@@ -462,6 +462,8 @@ pub use interop::cai::CudaArrayInterface;
 pub use interop::dlpack;
 #[doc(no_inline)]
 pub use interop::dlpack::DLPackDType;
+pub use interop::dlpack_producer::{DLPackProducer, ViaDLPack};
+pub use interop::foreign_array::ForeignCudaArray;
 pub use interop::graphics::{
     GraphicsMapFlags, GraphicsMapping, GraphicsRegisterFlags, GraphicsResource, MappedArray,
     MappedBuffer, gl_devices,
@@ -499,6 +501,9 @@ pub use memory::device_buffer::DeviceBuffer;
 pub use memory::pinned_buffer::PinnedBuffer;
 pub use memory::view::{DeviceView, DeviceViewMut};
 pub use memory::vmm::VirtualMemoryResource;
+#[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
+pub use memory::vmm_ipc::VirtualMemoryIpcDescriptor;
 pub use memory::vmm_options::{
     ExportedChunk, Granularity, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
     VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions,

@@ -378,3 +378,126 @@ fn fault_sweep_failures_while_starting_are_typed_errors() {
         );
     }
 }
+
+/// The virtual memory handles live now: physical allocations, mappings and
+/// reserved ranges.
+fn vmm_live(shim: &DriverShim) -> BTreeMap<String, i64> {
+    let mut l = live(shim);
+    l.retain(|k, _| matches!(k.as_str(), "physical" | "mappings" | "reservations"));
+    l
+}
+
+/// `VirtualMemoryIpcDescriptor::import` of a three-chunk buffer, with each of
+/// its driver calls failing in turn (each chunk's import and mapping, the
+/// reservation, the access): a typed error naming the injected `CUresult`, and
+/// every step done before it undone (the shim's counts of physical
+/// allocations, mappings and ranges come back). Then the undo failing too:
+/// what it could not undo is retried by the deferred-free queue until it is.
+#[cfg(unix)]
+#[test]
+fn fault_sweep_a_virtual_memory_import_failing_partway_undoes_every_step() {
+    use cudars_core::{VirtualMemoryHandleType, VirtualMemoryOptions, VirtualMemoryResource};
+    let _serial = serial();
+    require_gpu!();
+    let Some(shim) =
+        require_shim("fault_sweep_a_virtual_memory_import_failing_partway_undoes_every_step")
+    else {
+        return;
+    };
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let vmm = Arc::new(
+        VirtualMemoryResource::new(
+            &d,
+            VirtualMemoryOptions {
+                handle_type: VirtualMemoryHandleType::PosixFd,
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+    );
+    let g = vmm.granularity();
+    let mut buf = vmm.allocate(g, &s).unwrap();
+    vmm.grow(&mut buf, 2 * g).unwrap();
+    vmm.grow(&mut buf, 3 * g).unwrap();
+    buf.fill_u32(0x600d_cafe, &s).unwrap();
+    s.sync().unwrap();
+    let desc = vmm.ipc_descriptor(&buf).unwrap();
+
+    // A clean import: which calls it makes, and that its drop undoes them.
+    shim.set_faults("");
+    let before = vmm_live(&shim);
+    let imported = desc.import(&d, &s).unwrap();
+    let calls = shim.counts("calls");
+    for (f, n) in [
+        ("cuMemImportFromShareableHandle", 3),
+        ("cuMemAddressReserve", 1),
+        ("cuMemMap", 3),
+        ("cuMemSetAccess", 1),
+    ] {
+        assert_eq!(calls.get(f), Some(&n), "{f}: {calls:?}");
+    }
+    let mut seen = vec![0u32; 3 * g / 4];
+    imported.copy_to_host(&mut seen, &s).unwrap();
+    assert!(seen.iter().all(|&x| x == 0x600d_cafe));
+    drop(imported);
+    settle("a clean import");
+    assert_eq!(vmm_live(&shim), before, "the import's drop left handles");
+
+    let sites = [
+        ("cuMemImportFromShareableHandle", 1),
+        ("cuMemImportFromShareableHandle", 2),
+        ("cuMemImportFromShareableHandle", 3),
+        ("cuMemAddressReserve", 1),
+        ("cuMemMap", 1),
+        ("cuMemMap", 2),
+        ("cuMemMap", 3),
+        ("cuMemSetAccess", 1),
+    ];
+    for (f, nth) in sites {
+        for undo_fails in [false, true] {
+            let what = format!("{f} failing on call {nth} (undo failing: {undo_fails})");
+            let mut rules = format!("{f}:{nth}:{}", OUT_OF_MEMORY.1);
+            if undo_fails {
+                // The undo's first unmap (or, with nothing mapped, its first
+                // release) fails once: deferred and retried.
+                let first = if f == "cuMemMap" && nth > 1 || f == "cuMemSetAccess" {
+                    "cuMemUnmap"
+                } else {
+                    "cuMemRelease"
+                };
+                if f == "cuMemImportFromShareableHandle" && nth == 1 {
+                    continue; // nothing to undo
+                }
+                rules.push_str(&format!(",{first}:1:{UNKNOWN}"));
+            }
+            shim.set_faults(&rules);
+            let outcome = catch_unwind(AssertUnwindSafe(|| desc.import(&d, &s)));
+            let injected = shim.counts("injected");
+            shim.set_faults("");
+            match outcome {
+                Err(_) => panic!("{what}: the import panicked"),
+                Ok(Ok(_)) => panic!("{what}: the import succeeded (injected {injected:?})"),
+                Ok(Err(e)) => {
+                    let report = e.report().to_string();
+                    assert!(
+                        report.contains(OUT_OF_MEMORY.1),
+                        "{what}: the error does not name the injected error: {report}"
+                    );
+                    assert_eq!(
+                        injected.len(),
+                        1 + usize::from(undo_fails),
+                        "{what}: {injected:?}"
+                    );
+                }
+            }
+            settle(&what);
+            assert_eq!(vmm_live(&shim), before, "{what}: handles leaked");
+        }
+    }
+    drop(desc);
+    drop(buf);
+    s.sync().unwrap();
+    settle("freeing the exported buffer");
+}

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use cudars_core::dlpack::{DLDataType, DLDeviceType};
 use cudars_core::{
-    CudaArrayInterface, Device, DeviceBuffer, IntoStridedMemoryView, LegacyPinnedMemoryResource,
-    Stream, StreamOptions, StridedMemoryView,
+    CudaArrayInterface, DLPackProducer, Device, DeviceBuffer, ForeignCudaArray,
+    IntoStridedMemoryView, LegacyPinnedMemoryResource, Stream, StreamOptions, StridedMemoryView,
+    ViaDLPack,
 };
 use cudars_tests::require_gpu;
 
@@ -273,4 +274,122 @@ fn a_strided_view_exports_and_lends_a_typed_view() {
     let mut dst = DeviceBuffer::<f32>::zeroed(&d, 18, &s).unwrap();
     dst.view_mut().copy_from(typed, &s).unwrap();
     assert_eq!(dst.to_vec(&s).unwrap()[17], 23.0);
+}
+
+/// A DLPack producer whose memory a kernel on its own stream is writing: asked
+/// for a consumer's stream, it makes that stream wait for its own.
+struct Producer {
+    buf: Arc<DeviceBuffer<f32>>,
+    stream: Stream,
+}
+
+// SAFETY: `to_dlpack` hands out a valid tensor that keeps the buffer alive;
+// given a consumer, the consumer waits for the producer's stream first.
+unsafe impl DLPackProducer for Producer {
+    fn to_dlpack_for(
+        &self,
+        consumer: Option<&Stream>,
+    ) -> cudars_core::Result<*mut cudars_core::dlpack::DLManagedTensor> {
+        if let Some(c) = consumer {
+            c.wait_stream(&self.stream)?;
+        }
+        self.buf.to_dlpack()
+    }
+}
+
+/// Fills `n` floats of `m` with `value` on `stream` after spinning there for
+/// 300 ms.
+fn slow_fill(d: &Device, m: &mut DeviceBuffer<f32>, value: f32, stream: &Stream) {
+    // SAFETY: the kernel writes `n` = the buffer's length elements.
+    unsafe {
+        common::spin_fill(d).launch(
+            stream,
+            &cudars_core::LaunchConfig::new(1u32, 32u32),
+            (m.view_mut(), 16, value, 300 * common::CYCLES_PER_MS),
+        )
+    }
+    .unwrap();
+}
+
+/// What `consumer` reads from `src` (the memory `view` describes) with a copy
+/// queued right after the view was made.
+fn read_on(
+    d: &Device,
+    view: &StridedMemoryView,
+    src: &DeviceBuffer<f32>,
+    consumer: &Stream,
+) -> Vec<f32> {
+    assert_eq!((view.ptr(), view.len()), (src.as_buffer().ptr(), 16));
+    let mut out = DeviceBuffer::<f32>::zeroed(d, 16, consumer).unwrap();
+    out.copy_from(src.view(), consumer).unwrap();
+    out.to_vec(consumer).unwrap()
+}
+
+/// `into_strided_memory_view_on` orders the consumer's stream after each kind
+/// of producer, per call: this crate's memory (the allocation's free stream),
+/// a CUDA Array Interface (its `stream`) and a DLPack producer (asked for the
+/// consumer's stream). Each producer writes after spinning on the GPU for a
+/// while; a copy the consumer queues right after the view reads the producer's
+/// data, which it would not without the ordering.
+#[test]
+fn into_strided_memory_view_on_orders_the_consumer_after_each_producer() {
+    require_gpu!();
+    let (d, producer) = setup();
+    let consumer = d.create_stream(StreamOptions::default()).unwrap();
+
+    // This crate's memory, allocated (and so freed) on the producer's stream.
+    let mut m = DeviceBuffer::<f32>::zeroed(&d, 16, &producer).unwrap();
+    producer.sync().unwrap();
+    slow_fill(&d, &mut m, 1.0, &producer);
+    let m = Arc::new(m);
+    let v = (&m).into_strided_memory_view_on(&consumer).unwrap();
+    assert_eq!(read_on(&d, &v, &m, &consumer), [1.0; 16], "crate memory");
+    // Without a consumer: no ordering, the same view.
+    let plain = (&m).into_strided_memory_view().unwrap();
+    assert_eq!((plain.ptr(), plain.shape()), (v.ptr(), v.shape()));
+    producer.sync().unwrap();
+
+    // A CUDA Array Interface naming its producer stream, `side`. The memory's
+    // free stream is a third one, `home` (a launch on `side` orders `home`
+    // after it, never the consumer).
+    let side = d.create_stream(StreamOptions::default()).unwrap();
+    let home = d.create_stream(StreamOptions::default()).unwrap();
+    let mut c = DeviceBuffer::<f32>::zeroed(&d, 16, &home).unwrap();
+    home.sync().unwrap();
+    slow_fill(&d, &mut c, 2.0, &side);
+    let c = Arc::new(c);
+    let cai = CudaArrayInterface {
+        stream: Some(side.handle() as usize as u64),
+        ..CudaArrayInterface::new(c.as_buffer().ptr(), &[16], "<f4")
+    };
+    // SAFETY: `c`'s memory and a live producer stream, both outliving the array.
+    let foreign = unsafe { ForeignCudaArray::new(cai) };
+    let v = (&foreign).into_strided_memory_view_on(&consumer).unwrap();
+    assert_eq!(
+        read_on(&d, &v, &c, &consumer),
+        [2.0; 16],
+        "CUDA Array Interface"
+    );
+    side.sync().unwrap();
+
+    // A DLPack producer, asked for the consumer's stream.
+    let mut p = DeviceBuffer::<f32>::zeroed(&d, 16, &home).unwrap();
+    home.sync().unwrap();
+    slow_fill(&d, &mut p, 3.0, &side);
+    let producer = Producer {
+        buf: Arc::new(p),
+        stream: side.clone(),
+    };
+    let v = ViaDLPack(&producer)
+        .into_strided_memory_view_on(&consumer)
+        .unwrap();
+    assert_eq!(
+        read_on(&d, &v, &producer.buf, &consumer),
+        [3.0; 16],
+        "DLPack"
+    );
+    drop(v);
+    side.sync().unwrap();
+    consumer.sync().unwrap();
+    home.sync().unwrap();
 }

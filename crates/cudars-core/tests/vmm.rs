@@ -426,3 +426,124 @@ fn an_exported_allocation_maps_again_with_its_data() {
         s.sync().unwrap();
     }
 }
+
+/// The child's side of [`a_virtual_memory_buffer_is_shared_with_a_child_process`]:
+/// rebuild the descriptor from its bytes and the inherited descriptors, map it,
+/// check the parent's data, write back.
+#[cfg(unix)]
+fn vmm_ipc_child(bytes: &str) {
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    let fds: Vec<OwnedFd> = std::env::var("VMM_IPC_FDS")
+        .unwrap()
+        .split(',')
+        .map(|n| {
+            // SAFETY: the parent left these descriptors open (no close-on-exec)
+            // for this process, which takes them over once each.
+            unsafe { OwnedFd::from_raw_fd(n.parse().unwrap()) }
+        })
+        .collect();
+    let desc =
+        cudars_core::VirtualMemoryIpcDescriptor::from_bytes(&cudars_tests::unhex(bytes), fds)
+            .unwrap();
+    let (d, s) = setup();
+    let g = desc.granularity();
+    assert_eq!((desc.size(), desc.chunks().len()), (3 * g, 3));
+    let mut buf = desc.import(&d, &s).unwrap();
+    assert!(buf.is_mapped() && buf.is_device_accessible());
+    assert_eq!(buf.size(), 3 * g);
+    let want: Vec<u32> = (0..(3 * g / 4) as u32).map(|i| i ^ 0x5a5a_5a5a).collect();
+    assert_eq!(read_u32(&buf, &s), want, "the child sees other data");
+    // A second import is a second mapping of the same memory, at its own address.
+    let again = desc.import(&d, &s).unwrap();
+    assert_ne!(again.ptr(), buf.ptr());
+    assert_eq!(read_u32(&again, &s), want);
+    drop(again);
+    s.sync().unwrap();
+    // Still mapped here after the other import is gone.
+    buf.fill_u32(0x0bad_f00d, &s).unwrap();
+    s.sync().unwrap();
+    drop(buf);
+    s.sync().unwrap();
+    assert_eq!(
+        cudars_core::deferred_frees(),
+        0,
+        "every step of the free ran"
+    );
+}
+
+/// `VirtualMemoryResource::ipc_descriptor` and `VirtualMemoryIpcDescriptor::import`
+/// between two processes: the parent exports a three-chunk buffer, the child
+/// (this test re-run) receives the bytes and the inherited descriptors, maps
+/// the memory into one buffer, reads the parent's data and writes its answer,
+/// which the parent sees in its own buffer.
+#[cfg(unix)]
+#[test]
+fn a_virtual_memory_buffer_is_shared_with_a_child_process() {
+    if let Ok(bytes) = std::env::var("VMM_IPC_BYTES") {
+        vmm_ipc_child(&bytes);
+        return;
+    }
+    cudars_tests::require_gpu!();
+    let (d, s) = setup();
+    let posix = d
+        .attribute(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
+        .unwrap();
+    assert_ne!(posix, 0, "the test machines export POSIX descriptors");
+    // Not exportable without a handle type.
+    let plain = resource(&d, VirtualMemoryOptions::default());
+    let b = plain.allocate(plain.granularity(), &s).unwrap();
+    assert!(matches!(
+        plain.ipc_descriptor(&b),
+        Err(Error::Unsupported { .. })
+    ));
+    // Nor a buffer of another resource.
+    let vmm = resource(
+        &d,
+        VirtualMemoryOptions {
+            handle_type: cudars_core::VirtualMemoryHandleType::PosixFd,
+            ..Default::default()
+        },
+    );
+    assert!(matches!(
+        vmm.ipc_descriptor(&b),
+        Err(Error::InvalidArgument { .. })
+    ));
+    drop(b);
+    let g = vmm.granularity();
+    let mut buf = vmm.allocate(g, &s).unwrap();
+    vmm.grow(&mut buf, 2 * g).unwrap();
+    vmm.grow(&mut buf, 3 * g).unwrap();
+    let data: Vec<u32> = (0..(3 * g / 4) as u32).map(|i| i ^ 0x5a5a_5a5a).collect();
+    buf.copy_from_host(&data, &s).unwrap();
+    s.sync().unwrap();
+    let desc = vmm.ipc_descriptor(&buf).unwrap();
+    assert_eq!(
+        desc.chunks()
+            .iter()
+            .map(|c| (c.offset, c.size))
+            .collect::<Vec<_>>(),
+        [(0, g), (g, g), (2 * g, g)]
+    );
+    // In this process too: the import maps the same memory.
+    let here = desc.import(&d, &s).unwrap();
+    assert_eq!(read_u32(&here, &s), data);
+    drop(here);
+    let fds = desc.fds();
+    use std::os::fd::AsRawFd as _;
+    let numbers: Vec<String> = fds.iter().map(|f| f.as_raw_fd().to_string()).collect();
+    cudars_tests::run_test_with_fds(
+        "a_virtual_memory_buffer_is_shared_with_a_child_process",
+        &fds,
+        &[
+            ("VMM_IPC_BYTES", cudars_tests::hex(&desc.to_bytes())),
+            ("VMM_IPC_FDS", numbers.join(",")),
+        ],
+    );
+    assert!(
+        read_u32(&buf, &s).iter().all(|&x| x == 0x0bad_f00d),
+        "the child's write is not seen here"
+    );
+    drop(desc);
+    drop(buf);
+    s.sync().unwrap();
+}

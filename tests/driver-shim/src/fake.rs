@@ -23,6 +23,11 @@
 //! functions have one shape each, so a test that emulates a version keeps to the
 //! functions whose shape did not change).
 //!
+//! The virtual memory calls of an import (reserving a range, importing, creating
+//! and releasing physical memory, mapping, unmapping, setting access) succeed
+//! with fresh handles and addresses, for the import fault test
+//! (`tests/vmm_import_faults.rs`).
+//!
 //! The device's resources (CUDA 12.4's and 13.1's green-context resources) are
 //! answered too: an SM resource of 132 SMs (partitions of 8), workqueue resources
 //! (a concurrency limit of 8, shared with the device), the structured split
@@ -33,7 +38,7 @@
 //! on a per-thread current context and stack.
 
 use std::cell::Cell;
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use cudars_bindings::driver::*;
@@ -292,6 +297,26 @@ fakes! {
     }
     cuStreamDestroy PFN_cuStreamDestroy_v4000 (_s: CUstream) { CUDA_SUCCESS }
     cuStreamSynchronize PFN_cuStreamSynchronize_v2000 (_s: CUstream) { CUDA_SUCCESS }
+    cuMemAddressReserve PFN_cuMemAddressReserve_v10020 (p: *mut CUdeviceptr_v2, _size: usize, _align: usize, _addr: CUdeviceptr_v2, _flags: c_ulonglong) {
+        // SAFETY: as above.
+        unsafe { put(p, fresh() as CUdeviceptr_v2) };
+        CUDA_SUCCESS
+    }
+    cuMemAddressFree PFN_cuMemAddressFree_v10020 (_p: CUdeviceptr_v2, _size: usize) { CUDA_SUCCESS }
+    cuMemCreate PFN_cuMemCreate_v10020 (h: *mut CUmemGenericAllocationHandle_v1, _size: usize, _prop: *const CUmemAllocationProp_v1, _flags: c_ulonglong) {
+        // SAFETY: as above.
+        unsafe { put(h, fresh() as CUmemGenericAllocationHandle_v1) };
+        CUDA_SUCCESS
+    }
+    cuMemImportFromShareableHandle PFN_cuMemImportFromShareableHandle_v10020 (h: *mut CUmemGenericAllocationHandle_v1, _os: *mut c_void, _t: CUmemAllocationHandleType) {
+        // SAFETY: as above.
+        unsafe { put(h, fresh() as CUmemGenericAllocationHandle_v1) };
+        CUDA_SUCCESS
+    }
+    cuMemRelease PFN_cuMemRelease_v10020 (_h: CUmemGenericAllocationHandle_v1) { CUDA_SUCCESS }
+    cuMemMap PFN_cuMemMap_v10020 (_p: CUdeviceptr_v2, _size: usize, _off: usize, _h: CUmemGenericAllocationHandle_v1, _flags: c_ulonglong) { CUDA_SUCCESS }
+    cuMemUnmap PFN_cuMemUnmap_v10020 (_p: CUdeviceptr_v2, _size: usize) { CUDA_SUCCESS }
+    cuMemSetAccess PFN_cuMemSetAccess_v10020 (_p: CUdeviceptr_v2, _size: usize, _desc: *const CUmemAccessDesc_v1, _count: usize) { CUDA_SUCCESS }
     cuStreamQuery PFN_cuStreamQuery_v2000 (_s: CUstream) { CUDA_SUCCESS }
     cuStreamWaitEvent PFN_cuStreamWaitEvent_v3020 (_s: CUstream, _e: CUevent, _f: c_uint) {
         if let Some(rc) = no_context() {

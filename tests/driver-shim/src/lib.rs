@@ -42,7 +42,8 @@
 //! release (the list is [`wrap::ENTRIES`]) are handed out behind typed
 //! trampolines ([`wrap`]): each call is counted, may be failed as the fault plan
 //! ([`fault`]) says, and, when it succeeds, counts the handle it creates or
-//! releases (memory, streams, events, modules, libraries, linkers, pools). Besides
+//! releases (memory, streams, events, modules, libraries, linkers, pools, and the
+//! virtual memory API's physical allocations, mappings and reservations). Besides
 //! the variables, a test drives this through three functions the shim exports
 //! beside the driver's (found with `dlsym`): [`cuda_rs_shim_set_faults`],
 //! [`cuda_rs_shim_set_random_faults`] and [`cuda_rs_shim_report`].

@@ -17,7 +17,7 @@
 //! stream variant (`_ptds`/`_ptsz`) of its function, which share a signature and
 //! are distinct functions of the driver.
 
-use std::ffi::{c_char, c_int, c_uchar, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uchar, c_uint, c_ulonglong, c_void};
 use std::io::Write as _;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -55,11 +55,18 @@ pub enum Kind {
     Linker,
     /// Memory pools.
     Pool,
+    /// Physical allocations of the virtual memory API (created or imported
+    /// from a shareable handle; released with `cuMemRelease`).
+    Physical,
+    /// Virtual memory mappings (`cuMemMap`, `cuMemUnmap`).
+    Mapping,
+    /// Reserved virtual address ranges (`cuMemAddressReserve`, `cuMemAddressFree`).
+    Reservation,
 }
 
 impl Kind {
     /// Every kind, in the report's order.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Memory,
         Kind::Stream,
         Kind::Event,
@@ -67,6 +74,9 @@ impl Kind {
         Kind::Library,
         Kind::Linker,
         Kind::Pool,
+        Kind::Physical,
+        Kind::Mapping,
+        Kind::Reservation,
     ];
 
     /// The kind's name in the report.
@@ -79,6 +89,9 @@ impl Kind {
             Kind::Library => "libraries",
             Kind::Linker => "linkers",
             Kind::Pool => "pools",
+            Kind::Physical => "physical",
+            Kind::Mapping => "mappings",
+            Kind::Reservation => "reservations",
         }
     }
 
@@ -239,6 +252,14 @@ trampolines! {
     49 cuMemPoolCreate "cuMemPoolCreate" 11020, None, Effect::Acquire(Kind::Pool), PFN_cuMemPoolCreate_v11020 (pool: *mut CUmemoryPool, pool_props: *const CUmemPoolProps_v1);
     50 cuMemPoolDestroy "cuMemPoolDestroy" 11020, None, Effect::Release(Kind::Pool), PFN_cuMemPoolDestroy_v11020 (pool: CUmemoryPool);
     51 cuEventQuery "cuEventQuery" 2000, None, Effect::None, PFN_cuEventQuery_v2000 (h_event: CUevent);
+    52 cuMemCreate "cuMemCreate" 10020, None, Effect::Acquire(Kind::Physical), PFN_cuMemCreate_v10020 (handle: *mut CUmemGenericAllocationHandle_v1, size: usize, prop: *const CUmemAllocationProp_v1, flags: c_ulonglong);
+    53 cuMemImportFromShareableHandle "cuMemImportFromShareableHandle" 10020, None, Effect::Acquire(Kind::Physical), PFN_cuMemImportFromShareableHandle_v10020 (handle: *mut CUmemGenericAllocationHandle_v1, os_handle: *mut c_void, sh_handle_type: CUmemAllocationHandleType);
+    54 cuMemRelease "cuMemRelease" 10020, None, Effect::Release(Kind::Physical), PFN_cuMemRelease_v10020 (handle: CUmemGenericAllocationHandle_v1);
+    55 cuMemMap "cuMemMap" 10020, None, Effect::Acquire(Kind::Mapping), PFN_cuMemMap_v10020 (ptr: CUdeviceptr_v2, size: usize, offset: usize, handle: CUmemGenericAllocationHandle_v1, flags: c_ulonglong);
+    56 cuMemUnmap "cuMemUnmap" 10020, None, Effect::Release(Kind::Mapping), PFN_cuMemUnmap_v10020 (ptr: CUdeviceptr_v2, size: usize);
+    57 cuMemAddressReserve "cuMemAddressReserve" 10020, None, Effect::Acquire(Kind::Reservation), PFN_cuMemAddressReserve_v10020 (ptr: *mut CUdeviceptr_v2, size: usize, alignment: usize, addr: CUdeviceptr_v2, flags: c_ulonglong);
+    58 cuMemAddressFree "cuMemAddressFree" 10020, None, Effect::Release(Kind::Reservation), PFN_cuMemAddressFree_v10020 (ptr: CUdeviceptr_v2, size: usize);
+    59 cuMemSetAccess "cuMemSetAccess" 10020, None, Effect::None, PFN_cuMemSetAccess_v10020 (ptr: CUdeviceptr_v2, size: usize, desc: *const CUmemAccessDesc_v1, count: usize);
 }
 
 /// The real functions behind each entry's two slots.

@@ -1,5 +1,7 @@
 //! Memory shared with other libraries and processes: DLPack ([`dlpack`]),
-//! strided views and the CUDA Array Interface ([`strided`]), views of host
+//! strided views and the CUDA Array Interface ([`strided`]), the producers a
+//! strided argument comes from, ordered per call ([`dlpack_producer`],
+//! [`foreign_array`]), views of host
 //! arrays and NumPy's array interface ([`host_strided`]), strided copies and
 //! typed views of a strided view ([`strided_copy`]), OpenGL
 //! ([`graphics`]) and IPC ([`ipc`], Linux).
@@ -7,6 +9,8 @@
 pub(crate) mod cai;
 pub mod dlpack;
 pub(crate) mod dlpack_export;
+pub(crate) mod dlpack_producer;
+pub(crate) mod foreign_array;
 pub(crate) mod graphics;
 pub(crate) mod host_strided;
 #[cfg(unix)]

@@ -147,6 +147,17 @@ impl StridedMemoryView {
         self.layout.elem
     }
 
+    /// Orders work queued on `consumer` from now on after the work queued so
+    /// far on the allocation the view lies in (its free stream, which every
+    /// use of the allocation is ordered before); nothing for a view of other
+    /// memory, or when `consumer` is that stream's queue.
+    pub(crate) fn order_after_producer(&self, consumer: &Stream) -> Result<()> {
+        match self.shared_buffer().and_then(Buffer::free_stream) {
+            Some(producer) if !producer.is_same_queue(consumer) => consumer.wait_stream(producer),
+            _ => Ok(()),
+        }
+    }
+
     /// The buffer of this crate the view lies in, when it was made from one.
     pub(crate) fn shared_buffer(&self) -> Option<&Buffer> {
         match &self.keep {
@@ -488,12 +499,43 @@ fn pointer_device(ptr: u64, what: &'static str) -> Result<DLDevice> {
 /// # Ok(()) }
 /// ```
 pub trait IntoStridedMemoryView {
-    /// The view.
+    /// The view, with no stream ordering (`cuda.core`'s `view(-1)`).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the memory cannot be described (a
-    /// length past `i64::MAX`).
+    /// length past `i64::MAX`); the producer's error.
     fn into_strided_memory_view(self) -> Result<StridedMemoryView>;
+
+    /// The view, with work queued on `consumer` after this call ordered after
+    /// the producer's work on the memory (`cuda.core`'s `view(stream_ptr)`;
+    /// the stream-taking rule, 2 of the soundness contract, from the
+    /// consumer's side).
+    ///
+    /// What the producer's work is depends on the argument: for this crate's
+    /// memory (a [`Buffer`], [`DeviceBuffer`] or [`ArcView`], and a view of
+    /// one), everything queued on the allocation so far, on any stream (each
+    /// use is ordered before the allocation's free stream, so `consumer` waits
+    /// for that stream); for a CUDA Array Interface
+    /// ([`ForeignCudaArray`](crate::ForeignCudaArray)), the description's
+    /// producer `stream`; for a DLPack producer
+    /// ([`ViaDLPack`](crate::ViaDLPack)), whatever the producer orders when it
+    /// is asked for a tensor for `consumer`. A view already made from a DLPack
+    /// tensor or a description has nothing left to order (it was ordered, or
+    /// not, when it was made). The default converts, then orders `consumer`
+    /// after the view's allocation as above; a type with a producer stream of
+    /// its own overrides it.
+    ///
+    /// # Errors
+    /// As [`into_strided_memory_view`](Self::into_strided_memory_view); the
+    /// driver's error when the streams cannot be ordered.
+    fn into_strided_memory_view_on(self, consumer: &Stream) -> Result<StridedMemoryView>
+    where
+        Self: Sized,
+    {
+        let view = self.into_strided_memory_view()?;
+        view.order_after_producer(consumer)?;
+        Ok(view)
+    }
 }
 
 impl IntoStridedMemoryView for StridedMemoryView {

@@ -29,6 +29,8 @@ pub(crate) mod resource;
 pub(crate) mod span;
 pub(crate) mod view;
 pub(crate) mod vmm;
+#[cfg(unix)]
+pub(crate) mod vmm_ipc;
 pub(crate) mod vmm_options;
 
 pub use allocate::MemoryResourceExt;

@@ -178,7 +178,8 @@ pub struct VirtualMemoryOptions {
     /// Where the physical memory lives (`location_type`).
     pub location: VirtualMemoryLocation,
     /// The kind of shareable handle the memory can be exported as
-    /// ([`VirtualMemoryResource::export_handles`](crate::VirtualMemoryResource::export_handles); `handle_type`).
+    /// ([`VirtualMemoryResource::export_handles`](crate::VirtualMemoryResource::export_handles),
+    /// and on Unix `VirtualMemoryResource::ipc_descriptor`; `handle_type`).
     pub handle_type: VirtualMemoryHandleType,
     /// Make the memory usable for GPUDirect RDMA (`gpuDirectRDMACapable`): only on
     /// devices that support it with virtual memory (`gpu_direct_rdma`).
