@@ -103,12 +103,23 @@ cudars_core::kernels! {
     "#;
 }
 
-/// One stream of the pool and its cuBLAS handle. A handle is `Send` but not
-/// `Sync` (cuBLAS allows it on one thread at a time), so the tasks that share the
-/// stream take turns with it through a lock, held only while a call is queued.
+/// One stream of the pool, its cuBLAS handle and its copy of the weights.
+///
+/// A handle is `Send` but not `Sync` (cuBLAS allows it on one thread at a
+/// time), so the tasks that share the stream take turns with it through a lock,
+/// held only while a call is queued.
+///
+/// The weights are allocated on this stream, so they are freed on it: a buffer
+/// that a GEMM reads on a stream other than the one that frees it makes the call
+/// order that free after its work (an event recorded, and the freeing stream
+/// made to wait for it), which one shared copy would pay on every call and
+/// which would tie the freeing stream to every other. `W` is 64 KiB: a copy per
+/// stream costs nothing.
 struct Lane {
     stream: Stream,
     blas: Mutex<Blas>,
+    /// The weights `W` (`N × K`, row-major).
+    w: DeviceBuffer<f32>,
 }
 
 impl Lane {
@@ -121,8 +132,6 @@ impl Lane {
 struct Server {
     lanes: Vec<Lane>,
     prep: Prep,
-    /// The weights `W` (`N × K`, row-major) on the device, read by every stream.
-    w: DeviceBuffer<f32>,
     /// `Σₖ W[j][k]` for each row `j` (the reference's `b` term).
     w_sums: Vec<i64>,
 }
@@ -234,17 +243,18 @@ fn check(server: &Server, xw: &[i64], id: usize, round: usize, z: &[f32]) -> Res
     )
 }
 
-/// Queues request `round` of job `id` on `stream`, behind its upload: the
-/// kernel `Y = a·X + b`, then `Z = Y·Wᵀ` through `blas` (bound to `stream`).
+/// Queues request `round` of job `id` on `lane`'s stream, behind its upload:
+/// the kernel `Y = a·X + b`, then `Z = Y·Wᵀ` through `blas` (the lane's handle).
 fn queue_compute(
     server: &Server,
+    lane: &Lane,
     blas: &Blas,
-    stream: &Stream,
     dev: &mut DeviceSide,
     id: usize,
     round: usize,
 ) -> Result<()> {
     let (a, b) = coefficients(id, round);
+    let stream = &lane.stream;
     let n = (M * K) as u64;
     // SAFETY: scale_shift reads x[0..n] and writes y[0..n]; both hold n = M·K floats.
     unsafe {
@@ -262,7 +272,7 @@ fn queue_compute(
         1.0,
         MatRef::row_major(dev.y.view(), M, K)?,
         Op::N,
-        MatRef::row_major(server.w.view(), N, K)?,
+        MatRef::row_major(lane.w.view(), N, K)?,
         Op::T,
         0.0,
         &mut MatMut::row_major(dev.z.view_mut(), M, N)?,
@@ -286,7 +296,7 @@ async fn run_job(server: Arc<Server>, job: Job) -> Result<Job> {
         let upload = dev.x.view_mut().copy_from_pinned_async(input, &lane.stream);
         // The handle's lock is held while the calls are queued, never across an
         // await (its guard is not `Send`: a task holding it would not compile).
-        queue_compute(&server, &lane.blas(), &lane.stream, &mut dev, id, round)?;
+        queue_compute(&server, lane, &lane.blas(), &mut dev, id, round)?;
         let download = dev.z.to_vec_async(&lane.stream);
         input = upload.await?;
         let z = download.await?;
@@ -307,7 +317,7 @@ fn run_job_blocking(server: &Server, lane: &Lane, blas: &Blas, job: &mut Job) ->
     let s = &lane.stream;
     for round in 0..ROUNDS {
         job.dev.x.view_mut().copy_from_pinned(&job.input, s)?;
-        queue_compute(server, blas, s, &mut job.dev, job.id, round)?;
+        queue_compute(server, lane, blas, &mut job.dev, job.id, round)?;
         job.dev.z.view().copy_to_pinned(&mut job.output, s)?;
         s.sync()?;
         // The owned result a server hands on, as `to_vec_async` gives it.
@@ -325,9 +335,9 @@ async fn warm_up(server: Arc<Server>, lane: usize, want: Arc<Vec<i64>>) -> Resul
     let mut gram = DeviceBuffer::<f32>::allocate(s.device(), N * N, s)?;
     lane_ref.blas().gemm(
         1.0,
-        MatRef::row_major(server.w.view(), N, K)?,
+        MatRef::row_major(lane_ref.w.view(), N, K)?,
         Op::N,
-        MatRef::row_major(server.w.view(), N, K)?,
+        MatRef::row_major(lane_ref.w.view(), N, K)?,
         Op::T,
         0.0,
         &mut MatMut::row_major(gram.view_mut(), N, N)?,
@@ -409,16 +419,17 @@ fn run() -> Result<()> {
         non_blocking: true,
         priority: None,
     };
+    let w_host = weights();
+    let w_f32 = to_f32(&w_host);
     let lanes = (0..LANES)
         .map(|_| {
             let stream = dev.create_stream(opts)?;
             let blas = Mutex::new(Blas::new(&stream)?);
-            Ok(Lane { stream, blas })
+            let w = DeviceBuffer::from_host(&dev, &w_f32, &stream)?;
+            Ok(Lane { stream, blas, w })
         })
         .collect::<Result<Vec<_>>>()?;
     let prep = Prep::load(&dev)?;
-    let w_host = weights();
-    let w = DeviceBuffer::from_host(&dev, &to_f32(&w_host), &lanes[0].stream)?;
     let w_sums = w_host.chunks_exact(K).map(|r| r.iter().sum()).collect();
 
     // The CPU reference's matrix products, one per job, on as many threads as the pool.
@@ -463,7 +474,6 @@ fn run() -> Result<()> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    // `W` was uploaded on the first stream and every stream reads it.
     for lane in &lanes {
         lane.stream.sync()?;
     }
@@ -471,7 +481,6 @@ fn run() -> Result<()> {
     let server = Arc::new(Server {
         lanes,
         prep,
-        w,
         w_sums,
     });
 
