@@ -7,6 +7,10 @@
 //! future and back), and into a new vector (`to_vec_async` through the staging
 //! pool, `to_vec` when blocking). Prints jobs per second for each.
 //!
+//! The same server with a cuBLAS GEMM in each job (upload, kernel, GEMM,
+//! download) is cudars-blas's `async_gemm_jobs` example: cudars-core cannot
+//! depend on cudars-blas.
+//!
 //! `cargo run -p cudars-core --release --example async_jobs`
 
 use std::process::ExitCode;
