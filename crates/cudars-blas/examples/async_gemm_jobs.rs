@@ -65,15 +65,13 @@ enum ExampleError {
     /// The tokio runtime did not start.
     #[error("starting the tokio runtime")]
     Runtime(#[source] std::io::Error),
-    /// A result differs from the CPU's.
-    #[error("{what}: element [{row}][{col}] is {got}, the CPU reference {want} (tolerance 0)")]
+    /// A result differs from the CPU reference.
+    #[error("{what}: wrong result: {found}")]
     Wrong {
         /// Which result: a job's round, or a stream's warm-up GEMM.
         what: String,
-        row: usize,
-        col: usize,
-        got: f32,
-        want: i64,
+        /// What differs.
+        found: String,
     },
 }
 
@@ -195,51 +193,45 @@ fn coefficients(id: usize, round: usize) -> (i64, i64) {
     ((id % 7) as i64 + 1, (round % 17) as i64 - 8)
 }
 
-/// Compares `got` (`rows × cols`) with `want` element by element, exactly.
+/// Compares `got` with the `rows × cols` matrix `want(i, j)`, exactly.
 fn compare(
     what: impl Fn() -> String,
     got: &[f32],
+    (rows, cols): (usize, usize),
     want: impl Fn(usize, usize) -> i64,
-    cols: usize,
 ) -> Result<()> {
+    let wrong = |found: String| ExampleError::Wrong {
+        what: what(),
+        found,
+    };
+    if got.len() != rows * cols {
+        return Err(wrong(format!(
+            "{} elements, not {rows} × {cols}",
+            got.len()
+        )));
+    }
     for (i, row) in got.chunks_exact(cols).enumerate() {
         for (j, &g) in row.iter().enumerate() {
             let w = want(i, j);
             if g != w as f32 {
-                return Err(ExampleError::Wrong {
-                    what: what(),
-                    row: i,
-                    col: j,
-                    got: g,
-                    want: w,
-                });
+                return Err(wrong(format!(
+                    "element [{i}][{j}] is {g}, the CPU reference {w} (tolerance 0)"
+                )));
             }
         }
     }
     Ok(())
 }
 
-/// Checks job `id`'s result of `round` against the CPU reference.
-fn check(server: &Server, xw: &[i64], id: usize, round: usize, z: &[f32]) -> Result<()> {
+/// Checks job `id`'s result of `round` against the CPU reference (`w_sums`:
+/// `Σₖ W[j][k]` per row `j` of `W`; `xw`: the job's `X·Wᵀ`).
+fn check(w_sums: &[i64], xw: &[i64], id: usize, round: usize, z: &[f32]) -> Result<()> {
     let (a, b) = coefficients(id, round);
-    if z.len() != M * N {
-        return Err(ExampleError::Wrong {
-            what: format!(
-                "job {id}, round {round}: {} elements, not {}",
-                z.len(),
-                M * N
-            ),
-            row: 0,
-            col: 0,
-            got: f32::NAN,
-            want: 0,
-        });
-    }
     compare(
         || format!("job {id}, round {round}"),
         z,
-        |i, j| a * xw[i * N + j] + b * server.w_sums[j],
-        N,
+        (M, N),
+        |i, j| a * xw[i * N + j] + b * w_sums[j],
     )
 }
 
@@ -300,7 +292,7 @@ async fn run_job(server: Arc<Server>, job: Job) -> Result<Job> {
         let download = dev.z.to_vec_async(&lane.stream);
         input = upload.await?;
         let z = download.await?;
-        check(&server, &xw, id, round, &z)?;
+        check(&server.w_sums, &xw, id, round, &z)?;
     }
     Ok(Job {
         id,
@@ -322,7 +314,7 @@ fn run_job_blocking(server: &Server, lane: &Lane, blas: &Blas, job: &mut Job) ->
         s.sync()?;
         // The owned result a server hands on, as `to_vec_async` gives it.
         let z = job.output.as_slice()?.to_vec();
-        check(server, &job.xw, job.id, round, &z)?;
+        check(&server.w_sums, &job.xw, job.id, round, &z)?;
     }
     Ok(())
 }
@@ -347,8 +339,8 @@ async fn warm_up(server: Arc<Server>, lane: usize, want: Arc<Vec<i64>>) -> Resul
     compare(
         || format!("stream {lane}'s warm-up GEMM (W·Wᵀ)"),
         &got,
+        (N, N),
         |i, j| want[i * N + j],
-        N,
     )
 }
 
