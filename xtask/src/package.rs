@@ -147,6 +147,9 @@ fn classify(
     Some(match (target_kind, is_test) {
         ("bench", _) => ("bench", format!("{package}--{target_name}")),
         ("bin", false) => ("bin", target_name.to_string()),
+        // The shim's examples (`host_cost`) run against its fake driver, under
+        // `scripts/host-cost.sh` here; on a GPU machine there is nothing for them.
+        ("example", false) if package == SHIM_PACKAGE => return None,
         ("example", false) => ("example", format!("{package}--example-{target_name}")),
         // `--all-targets` also builds each example as a test harness with no tests;
         // packaging that under the example's name would make the runner "pass" an

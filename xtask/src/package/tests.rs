@@ -275,6 +275,10 @@ fn examples_are_packaged_as_programs_never_as_empty_test_harnesses() {
     );
     assert_eq!(classify("example", true, "cudars-core", "ipc"), None);
     assert_eq!(
+        classify("example", false, "cudars-driver-shim", "host_cost"),
+        None
+    );
+    assert_eq!(
         classify("test", true, "cudars-core", "gpu"),
         Some(("test", "cudars-core--test-gpu".to_string()))
     );
