@@ -36,7 +36,7 @@ use std::process::{Command, Stdio};
 
 use self::gl::gl_libraries;
 use self::iproute::iproute;
-use self::scripts::{RUN_NVTX_SH, RUN_SHIM_SH, bench_sh, run_sh, write_script};
+use self::scripts::{RUN_NVTX_SH, bench_sh, run_sh, run_shim_sh, write_script};
 use crate::util::{cargo, no_more, run_cmd, take_value, workspace_root};
 
 /// The most a package may weigh, so that it travels to a GPU machine.
@@ -51,6 +51,28 @@ struct Artifact {
 /// Set to `1`, packaging goes on without the glvnd libraries (no network for
 /// `apt-get download`); the OpenGL tests then need them on the GPU machine.
 const NO_GL_ENV: &str = "CUDA_RS_PACKAGE_NO_GL";
+
+/// The binaries whose every test calls cuBLAS, cuBLASLt, cuFFT or cuFile once the
+/// driver is new enough: libraries that take driver functions by name, past the
+/// driver shim, so `run-shim.sh` leaves them out where the crates would not refuse
+/// them first (see the script).
+fn calls_libraries_by_name(binary: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "cudars-blas--test-gpu",
+        "cudars-fft--test-gpu",
+        "cudars-file--test-gpu",
+        "cudars-blas--example-",
+        "cudars-fft--example-",
+        "cudars-nccl--example-data_parallel_mlp",
+    ];
+    PREFIXES.iter().any(|p| binary.starts_with(p))
+}
+
+/// Single tests of other binaries that call those libraries (`tests/tests/library_kit.rs`).
+const BY_NAME_LIBRARY_TESTS: &[&str] = &[
+    "cublas_runs_on_a_green_context_stream",
+    "cufft_runs_on_a_green_context_stream",
+];
 
 /// The package of the driver shim.
 const SHIM_PACKAGE: &str = "cudars-driver-shim";
@@ -311,7 +333,16 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
     write_script(&out.join("run.sh"), &run_sh(&tests, &examples))?;
-    write_script(&out.join("run-shim.sh"), RUN_SHIM_SH)?;
+    let by_name: Vec<String> = tests
+        .iter()
+        .chain(&examples)
+        .filter(|b| calls_libraries_by_name(b))
+        .cloned()
+        .collect();
+    write_script(
+        &out.join("run-shim.sh"),
+        &run_shim_sh(&by_name, BY_NAME_LIBRARY_TESTS),
+    )?;
     write_script(&out.join("run-nvtx.sh"), RUN_NVTX_SH)?;
     write_script(&out.join("bench.sh"), &bench_sh(&benches))?;
     // The benchmark comparison: rounds beside C (and Python), a table of medians.

@@ -456,10 +456,15 @@ fn explicit_contexts_on_many_threads() {
 #[test]
 fn set_current_context_returns_the_context_it_replaced() {
     require_gpu!();
-    // A thread of its own starts with no context current.
+    // A thread of its own, whose current context only this test changes.
     std::thread::spawn(|| {
         let d = dev0();
         let primary = d.context().unwrap();
+        // `dev0` made the primary context current: take it off the thread
+        // behind the crate's back, as other code may.
+        // SAFETY: no context current is a valid state of the thread.
+        let rc = unsafe { sys::cuCtxSetCurrent(std::ptr::null_mut()) };
+        assert_eq!(rc, sys::CUDA_SUCCESS);
         assert!(d.set_current_context(&primary).unwrap().is_none());
         let mine = d.create_context(ContextOptions::default()).unwrap();
         match d.set_current_context(&primary).unwrap() {

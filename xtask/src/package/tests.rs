@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::gl::{gl_libraries, is_soname};
 use super::iproute::iproute;
-use super::scripts::{EGL_ENV, RUN_SHIM_SH};
+use super::scripts::{EGL_ENV, run_shim_sh};
 use super::{SHIM_PACKAGE, classify, shared_library};
 
 #[test]
@@ -37,13 +37,21 @@ fn the_shim_is_the_shared_library_of_its_package() {
 fn run_shim(args: &[&str], real: &str) -> (i32, String, String) {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("run-shim.sh"), RUN_SHIM_SH).unwrap();
+    let script = run_shim_sh(
+        &[
+            "cudars-blas--test-gpu".to_string(),
+            "cudars-blas--example-gemm".to_string(),
+        ],
+        &["cublas_runs_on_a_green_context_stream"],
+    );
+    std::fs::write(dir.path().join("run-shim.sh"), script).unwrap();
     let run = dir.path().join("run.sh");
     std::fs::write(
         &run,
         "#!/usr/bin/env bash\necho \"args=$*\"\necho \"real=$CUDA_RS_SHIM_REAL_DRIVER\"\n\
          echo \"version=${CUDA_RS_SHIM_DRIVER_VERSION-unset}\"\necho \"path=$LD_LIBRARY_PATH\"\n\
          echo \"require=$CUDA_RS_REQUIRE_SHIM\"\n\
+         echo \"not run=${CUDA_RS_NOT_RUN_BINARIES-unset} / ${CUDA_RS_NOT_RUN_TESTS-unset}\"\n\
          echo '3 passed, 0 failed, 1 skipped'\n",
     )
     .unwrap();
@@ -89,8 +97,21 @@ fn run_shim_puts_the_shim_first_and_runs_run_sh() {
             "version=12040",
             "path=PKG/shim:/before",
             "require=1",
+            // Below the libraries' CUDA major, their tests run (and assert the
+            // crates' refusal).
+            "not run=unset / unset",
             "3 passed, 0 failed, 1 skipped",
         ]
+    );
+    // At or above it, what calls them past the shim is left out.
+    let (rc, out, err) = run_shim(&["13000"], real);
+    assert_eq!(rc, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "not run=cudars-blas--test-gpu cudars-blas--example-gemm / \
+             cublas_runs_on_a_green_context_stream"
+        ),
+        "{out}"
     );
     // `real`: the shim without emulating a version, for its faults and counts.
     let (rc, out, err) = run_shim(&["real", "fault_sweep"], real);
