@@ -3,8 +3,22 @@
 # callgrind against the driver shim's fake driver (no GPU needed), beside the
 # same driver calls made raw. Deterministic: a change that adds work to a hot
 # path shows here as instructions, where a GPU timing drowns it in noise.
-# Needs valgrind. Usage: scripts/host-cost.sh (from the workspace root).
+# Needs valgrind. Usage: scripts/host-cost.sh [--check] (from the workspace root).
+# --check (CI): fails when an operation's instructions beyond the raw calls pass
+# its budget below (the figures of docs/performance.md plus headroom for
+# compiler and library versions).
 set -euo pipefail
+check=0
+[ "${1:-}" = --check ] && check=1
+budget() { # MODE -> the most instructions beyond raw it may cost
+  case $1 in
+    launch) echo 380 ;;
+    typed-launch) echo 280 ;;
+    alloc-free) echo 460 ;;
+    typed-alloc-free) echo 540 ;;
+    *) echo "" ;;
+  esac
+}
 cargo build --release -q -p cudars-driver-shim --example host_cost
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -15,7 +29,8 @@ count() { # MODE N -> instructions of the whole run
     sed -n 's/.*Collected : *//p' | tr -d ,
 }
 per_op() { echo $(( ($(count "$1" 11000) - $(count "$1" 1000)) / 10000 )); }
-printf '%-18s %8s %10s\n' operation instr/op "beyond raw"
+over=0
+printf '%-18s %8s %10s %8s\n' operation instr/op "beyond raw" budget
 for m in raw-launch launch typed-launch raw-alloc-free alloc-free typed-alloc-free; do
   n=$(per_op "$m")
   case $m in
@@ -24,5 +39,11 @@ for m in raw-launch launch typed-launch raw-alloc-free alloc-free typed-alloc-fr
     *launch) base=$raw_launch ;;
     *) base=$raw_alloc ;;
   esac
-  printf '%-18s %8d %10d\n' "$m" "$n" $(( n - base ))
+  b=$(budget "$m")
+  printf '%-18s %8d %10d %8s\n' "$m" "$n" $(( n - base )) "${b:--}"
+  if [ -n "$b" ] && [ $(( n - base )) -gt "$b" ]; then
+    echo "host-cost: $m costs $(( n - base )) instructions beyond the raw driver calls, over its budget of $b" >&2
+    over=1
+  fi
 done
+[ $check = 0 ] || [ $over = 0 ]
