@@ -85,7 +85,9 @@ pub enum LibraryError<S, X = Infallible> {
     /// CUDA 13.x library needs a CUDA 13.0 driver or newer (CUDA's minor-version
     /// compatibility holds within a major only), and the driver is older.
     /// Checked once, before the library's handle, plan or session is made
-    /// ([`DriverGate`]); nothing was called. `requires` names the library and
+    /// ([`DriverGate`]); nothing was called. (cudars-nccl, whose NCCL does not
+    /// say its CUDA major, gives it from NCCL's own refusal of the driver.)
+    /// `requires` names the library and
     /// its version (`feature`), the driver it needs and the driver found:
     /// "cuBLAS 13.1 needs a CUDA 13.0 driver; this driver is CUDA 12.4".
     DriverTooOld {

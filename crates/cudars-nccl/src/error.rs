@@ -5,13 +5,16 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
+use cudars_bindings::Version;
 use cudars_bindings::nccl::{self as sys, NcclError};
-use cudars_core::LibraryError;
+use cudars_core::{DriverRequirement, LibraryError, LibraryRelease};
 
 /// Everything that can go wrong in this crate: what was being done, and
 /// NCCL's status with NCCL's last error message as `detail`
 /// ([`LibraryError::Library`]), why NCCL could not be called
-/// ([`LibraryError::Unavailable`]), an NCCL too old for the call
+/// ([`LibraryError::Unavailable`]), a driver too old for NCCL's CUDA runtime
+/// ([`LibraryError::DriverTooOld`], see [`crate`]'s "Which driver"), an NCCL
+/// too old for the call
 /// ([`LibraryError::TooOld`]: the release that added the entry point), a
 /// rejected argument ([`LibraryError::InvalidArgument`]) or cudars-core's error
 /// ([`LibraryError::Core`]), each level saying its own part once and the cause
@@ -93,9 +96,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Turns a NCCL status into a `Result`, saying what was being done: an entry
 /// point that could not be called becomes [`LibraryError::Unavailable`]; a
-/// failure of a call that reached NCCL carries NCCL's last error message.
+/// failure of a call that reached NCCL carries NCCL's last error message, or
+/// is [`LibraryError::DriverTooOld`] when NCCL's CUDA runtime refused the
+/// driver.
 pub(crate) fn check(code: sys::ncclResult_t, context: impl FnOnce() -> String) -> Result<()> {
-    Error::check(code, context).map_err(|e| e.with_detail(last_error))
+    Error::check(code, context).map_err(|e| driver_too_old(e.with_detail(last_error)))
 }
 
 /// [`check`] for an entry point NCCL added in release `needs` (major, minor): a
@@ -109,9 +114,71 @@ pub(crate) fn check_since(
 }
 
 /// NCCL's error as [`LibraryError::Unavailable`] when the call could not be
-/// made, else as [`LibraryError::Library`] with NCCL's last error message.
+/// made, else as [`LibraryError::Library`] with NCCL's last error message (or
+/// [`LibraryError::DriverTooOld`], as [`check`] gives it).
 pub(crate) fn from_nccl(source: NcclError, context: impl Into<Cow<'static, str>>) -> Error {
-    Error::from_status(context, source).with_detail(last_error)
+    driver_too_old(Error::from_status(context, source).with_detail(last_error))
+}
+
+/// What CUDA's runtime says when the driver is older than the runtime's CUDA
+/// major (`cudaErrorInsufficientDriver`), and NCCL passes on as its last error.
+const INSUFFICIENT_DRIVER: &str = "CUDA driver version is insufficient for CUDA runtime version";
+
+/// `e` as [`LibraryError::DriverTooOld`] when it is NCCL's CUDA runtime
+/// refusing the driver: `ncclUnhandledCudaError` whose last error is the
+/// runtime's [`INSUFFICIENT_DRIVER`]. Any other error is returned unchanged.
+///
+/// NCCL does not say which CUDA major it was built for (see the crate's
+/// "Which driver"), but the refusal does: within a CUDA major the runtime runs
+/// on every driver of that major (minor-version compatibility), so a runtime
+/// that refuses a CUDA `M.x` driver belongs to a major after `M`. The error
+/// names the first of them, `M + 1`, as the major NCCL belongs to and `M+1.0`
+/// as the driver it needs: the oldest driver that could run it (the packaged
+/// NCCL of each CUDA major is built for that major). The error has no source:
+/// NCCL's message is the refusal it reports.
+fn driver_too_old(e: Error) -> Error {
+    let Error::Library {
+        context,
+        detail: Some(detail),
+        source,
+    } = &e
+    else {
+        return e;
+    };
+    if source.code() != sys::ncclUnhandledCudaError || !detail.contains(INSUFFICIENT_DRIVER) {
+        return e;
+    }
+    let driver = Version::from_cuda(driver_version());
+    let Ok((major, minor, _)) = sys::version() else {
+        return e;
+    };
+    if driver.major <= 0 {
+        return e;
+    }
+    let release = LibraryRelease::new("NCCL", Version { major, minor }, driver.major + 1);
+    let requires = DriverRequirement {
+        feature: Cow::Owned(format!("{release} (built for a newer CUDA major)")),
+        needs: release.needs_driver(),
+        driver,
+    };
+    Error::DriverTooOld {
+        context: context.clone(),
+        release,
+        requires: Box::new(requires),
+    }
+}
+
+/// The driver's CUDA version (`cuDriverGetVersion`: `1000 * major + 10 *
+/// minor`), 0 when it cannot be read.
+fn driver_version() -> i32 {
+    let mut v = 0;
+    // SAFETY: `v` is valid for writes; the call needs no `cuInit`.
+    let rc = unsafe { cudars_bindings::driver::cuDriverGetVersion(&mut v) };
+    if rc == cudars_bindings::driver::CUDA_SUCCESS {
+        v
+    } else {
+        0
+    }
 }
 
 /// NCCL's message about its last failure (`ncclGetLastError`), if it has one,

@@ -45,12 +45,24 @@
 //! NCCL is built for one CUDA major (NVIDIA ships it per major), but unlike
 //! cuBLAS, cuFFT, cuRAND and cuFile it does not say which: `ncclGetVersion`
 //! gives NCCL's own version (2.28), the same in both builds. So this crate
-//! makes no driver check of its own (the other library crates return
-//! `DriverTooOld` on a driver older than their library's CUDA major). NCCL
-//! has its own rule instead: it takes each driver entry point it uses through
-//! `cuGetProcAddress` at a fixed ABI version and turns features off by the
-//! driver's version (minor-version compatibility since NCCL 2.9.9); whatever
-//! it refuses is its own status ([`Error::Library`], with NCCL's message).
+//! makes no driver check before NCCL is called (the other library crates
+//! return `DriverTooOld` on a driver older than their library's CUDA major
+//! before calling it). NCCL has its own rule instead: it takes each driver
+//! entry point it uses through `cuGetProcAddress` at a fixed ABI version and
+//! turns features off by the driver's version (minor-version compatibility
+//! since NCCL 2.9.9); whatever it refuses is its own status
+//! ([`Error::Library`], with NCCL's message).
+//!
+//! One refusal is told apart: NCCL's CUDA runtime refusing the driver
+//! (`ncclUnhandledCudaError`, "CUDA driver version is insufficient for CUDA
+//! runtime version"), as a CUDA 13 NCCL does on a CUDA 12 driver when a
+//! communicator is made. It is [`Error::DriverTooOld`], as for the other
+//! library crates: "making a NCCL communicator of 1 ranks in one process:
+//! NCCL 2.28 (built for a newer CUDA major) needs a CUDA 13.0 driver; this
+//! driver is CUDA 12.4". As NCCL does not say its CUDA major, the error names
+//! the first major after the driver's, the least NCCL's can be (a runtime
+//! runs on every driver of its own major), and that major's `.0` driver as
+//! the one it needs.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
