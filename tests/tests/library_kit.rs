@@ -16,6 +16,15 @@ use cudars_core::{
 };
 use cudars_tests::require_gpu;
 
+/// The driver version green-context streams need (`cuGreenCtxStreamCreate`).
+const GREEN_STREAMS: i32 = 12050;
+
+/// A stream in the green context `g`; on a driver older than CUDA 12.5, `None`
+/// once the typed error saying so has been checked and printed.
+fn green_stream_in(g: &Context) -> Option<Stream> {
+    cudars_tests::needs_driver!(GREEN_STREAMS, g.create_stream(StreamOptions::default()))
+}
+
 /// The context current on this thread (null for none).
 fn current() -> sys::CUcontext {
     let mut c: sys::CUcontext = std::ptr::null_mut();
@@ -69,8 +78,10 @@ fn scopes_nest_and_restore_what_was_current() {
                 assert_eq!(current(), g.handle());
                 // cudars-core's own operations nest inside it (they make
                 // their own context current: an allocation the device's
-                // primary one)…
-                let s = g.create_stream(StreamOptions::default()).unwrap();
+                // primary one)… (On a driver without green-context streams,
+                // their typed error, then a primary-context stream's work.)
+                let s = green_stream_in(&g)
+                    .unwrap_or_else(|| d.create_stream(StreamOptions::default()).unwrap());
                 let b = DeviceBuffer::from_host(&d, &[1u32, 2, 3], &s).unwrap();
                 assert_eq!(b.to_vec(&s).unwrap(), [1, 2, 3]);
             }
@@ -118,7 +129,11 @@ fn one_thread_at_a_time_has_a_green_context_current() {
             std::thread::spawn(move || {
                 d.set_current().unwrap();
                 let before = current();
-                let s = g.create_stream(StreamOptions::default()).unwrap();
+                // The work is on a green stream where the driver has them
+                // (else their typed error, and a primary-context stream: the
+                // scope's lock is what is tested).
+                let s = green_stream_in(&g)
+                    .unwrap_or_else(|| d.create_stream(StreamOptions::default()).unwrap());
                 for i in 0..50u32 {
                     let _scope = ContextScope::enter(&g).unwrap();
                     let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
@@ -187,10 +202,12 @@ fn a_forgotten_scope_is_safe() {
         assert_eq!(b.to_vec(&s).unwrap(), [5; 9]);
         std::mem::forget(ContextScope::enter(&forgotten).unwrap());
         assert_eq!(current(), forgotten.handle());
-        // This thread still holds the green context: it uses it, and others.
-        let gs = forgotten.create_stream(StreamOptions::default()).unwrap();
-        let b = DeviceBuffer::from_host(&d, &[6u16; 9], &gs).unwrap();
-        assert_eq!(b.to_vec(&gs).unwrap(), [6; 9]);
+        // This thread still holds the green context: it uses it (where the
+        // driver has green-context streams), and others.
+        if let Some(gs) = green_stream_in(&forgotten) {
+            let b = DeviceBuffer::from_host(&d, &[6u16; 9], &gs).unwrap();
+            assert_eq!(b.to_vec(&gs).unwrap(), [6; 9]);
+        }
         let b = DeviceBuffer::from_host(&d, &[8u16; 9], &s).unwrap();
         assert_eq!(b.to_vec(&s).unwrap(), [8; 9]);
         drop(ContextScope::enter(&forgotten).unwrap());
@@ -204,17 +221,22 @@ fn a_forgotten_scope_is_safe() {
     .unwrap();
 }
 
-fn green_stream() -> (Device, Context, Stream) {
+/// A device, a green context on it and a stream in that; `None` on a driver
+/// without green-context streams, once their typed error has been checked (the
+/// test then ends: what it tests is a library on such a stream).
+fn green_stream() -> Option<(Device, Context, Stream)> {
     let (d, g) = setup();
-    let s = g.create_stream(StreamOptions::default()).unwrap();
-    (d, g, s)
+    let s = green_stream_in(&g)?;
+    Some((d, g, s))
 }
 
 #[test]
 fn cublas_runs_on_a_green_context_stream() {
     require_gpu!();
     use cudars_blas::{Blas, MatMut, MatRef, Op};
-    let (d, _g, s) = green_stream();
+    let Some((d, _g, s)) = green_stream() else {
+        return;
+    };
     let before = current();
     let Some(blas) = cudars_tests::needs_library_driver!(Blas::new(&s)) else {
         return;
@@ -240,7 +262,9 @@ fn cublas_runs_on_a_green_context_stream() {
 fn cufft_runs_on_a_green_context_stream() {
     require_gpu!();
     use cudars_fft::{Complex, Direction, Kind, Plan};
-    let (d, _g, s) = green_stream();
+    let Some((d, _g, s)) = green_stream() else {
+        return;
+    };
     let n = 256;
     let host: Vec<Complex<f32>> = (0..n)
         .map(|i| Complex::new((i % 7) as f32 - 3.0, (i % 5) as f32))
@@ -277,7 +301,9 @@ fn cufft_runs_on_a_green_context_stream() {
 fn curand_runs_on_a_green_context_stream() {
     require_gpu!();
     use cudars_rand::{Generator, RngKind};
-    let (d, g, s) = green_stream();
+    let Some((d, g, s)) = green_stream() else {
+        return;
+    };
     let mut x = DeviceBuffer::<f32>::zeroed(&d, 4096, &s).unwrap();
     let Some(mut rng) =
         cudars_tests::needs_library_driver!(Generator::with_seed(RngKind::Philox4x32_10, 42, &s))
@@ -300,10 +326,15 @@ fn curand_runs_on_a_green_context_stream() {
 fn nccl_runs_on_a_green_context_stream() {
     require_gpu!();
     use cudars_nccl::{Communicator, ReduceOp};
-    let (d, _g, s) = green_stream();
-    let comm = Communicator::init_all(std::slice::from_ref(&d))
-        .unwrap()
-        .remove(0);
+    let Some((d, _g, s)) = green_stream() else {
+        return;
+    };
+    let Some(mut comms) =
+        cudars_tests::needs_library_driver!(Communicator::init_all(std::slice::from_ref(&d)))
+    else {
+        return;
+    };
+    let comm = comms.remove(0);
     let x: Vec<f32> = (0..1000).map(|i| (i % 13) as f32).collect();
     let a = DeviceBuffer::from_host(&d, &x, &s).unwrap();
     let mut b = DeviceBuffer::<f32>::zeroed(&d, x.len(), &s).unwrap();
@@ -329,7 +360,7 @@ fn a_device_setting_library_needs_no_scope_on_a_primary_context() {
     primary.set_current().unwrap();
     let s = d.create_stream(StreamOptions::default()).unwrap();
     let on_explicit = explicit.create_stream(StreamOptions::default()).unwrap();
-    let on_green = g.create_stream(StreamOptions::default()).unwrap();
+    let on_green = green_stream_in(&g);
     // Making a stream in `explicit` left it current: the primary context again.
     primary.set_current().unwrap();
     assert!(
@@ -337,7 +368,7 @@ fn a_device_setting_library_needs_no_scope_on_a_primary_context() {
             .unwrap()
             .is_none()
     );
-    for other in [&on_explicit, &on_green] {
+    for other in std::iter::once(&on_explicit).chain(on_green.as_ref()) {
         let scope = ContextScope::for_device_setting_library(other).unwrap();
         assert!(scope.is_some());
         drop(scope);
@@ -360,9 +391,13 @@ fn a_device_setting_library_needs_no_scope_on_a_primary_context() {
     );
     assert_eq!(current(), explicit.handle());
 
-    let comm = Communicator::init_all(std::slice::from_ref(&d))
-        .unwrap()
-        .remove(0);
+    // On a driver older than NCCL's CUDA major: its typed error, and the end.
+    let Some(mut comms) =
+        cudars_tests::needs_library_driver!(Communicator::init_all(std::slice::from_ref(&d)))
+    else {
+        return;
+    };
+    let comm = comms.remove(0);
     let x: Vec<f32> = (0..1000).map(|i| (i % 7) as f32).collect();
     let a = DeviceBuffer::from_host(&d, &x, &s).unwrap();
     let mut b = DeviceBuffer::<f32>::zeroed(&d, x.len(), &s).unwrap();

@@ -534,6 +534,12 @@ fn run() -> Result<()> {
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
+        // A driver older than cuBLAS's CUDA major (the first `Blas::new`
+        // says so): say which driver it needs.
+        Err(ExampleError::Blas(e)) if e.required_driver().is_some() => {
+            println!("async_gemm_jobs: not on this driver: {}", e.report());
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("async_gemm_jobs: {}", cudars_core::Report::new(&e));
             ExitCode::FAILURE

@@ -435,7 +435,19 @@ fn rank(world: &World, steps: usize) -> Res<()> {
             format!("the global batch of {GLOBAL_BATCH} does not split over {n} ranks").into(),
         );
     }
-    let comm = world.join(JOIN_TIMEOUT)?;
+    let comm = match world.join(JOIN_TIMEOUT) {
+        Ok(comm) => comm,
+        // A driver older than NCCL's CUDA major (every rank finds it): say
+        // which driver it needs.
+        Err(e) if e.required_driver().is_some() => {
+            println!(
+                "data_parallel_mlp: rank {r}: not on this driver: {}",
+                e.report()
+            );
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
     let dev = *comm.device();
     dev.set_current()?;
     let kernels = Kernels::compile(&dev)?;

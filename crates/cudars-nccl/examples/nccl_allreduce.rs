@@ -32,7 +32,16 @@ fn main() -> Result<(), Box<dyn Error>> {
         cudars_nccl::version()?,
         devices.len()
     );
-    one_process(&devices)?;
+    let comms = match Communicator::init_all(&devices) {
+        Ok(comms) => comms,
+        // A driver older than NCCL's CUDA major: say which driver it needs.
+        Err(e) if e.required_driver().is_some() => {
+            println!("nccl_allreduce: not on this driver: {}", e.report());
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    one_process(&devices, comms)?;
     process_per_gpu(devices.len())?;
     println!("nccl_allreduce: correct");
     Ok(())
@@ -47,9 +56,9 @@ fn expected(n: usize) -> f32 {
     (1..=n).map(|r| r as f32).sum()
 }
 
-fn one_process(devices: &[Device]) -> Result<(), Box<dyn Error>> {
+/// The all-reduce over `comms`, made by `Communicator::init_all(devices)`.
+fn one_process(devices: &[Device], comms: Vec<Communicator>) -> Result<(), Box<dyn Error>> {
     let n = devices.len();
-    let comms = Communicator::init_all(devices)?;
     let streams = devices
         .iter()
         .map(|d| d.create_stream(StreamOptions::default()))

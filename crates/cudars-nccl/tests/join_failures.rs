@@ -26,6 +26,8 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 /// Time allowed past the timeout: the abort and the process's start and end,
 /// and the first (unmeasured) attempt, itself up to a timeout.
 const MARGIN: Duration = Duration::from_secs(20);
+/// The outcome of every attempt on a driver older than NCCL's CUDA major.
+const DRIVER_TOO_OLD: &str = "driver_too_old";
 /// The variable that makes `rank_process` run.
 const CHILD: &str = "CUDARS_NCCL_JOIN_CHILD";
 
@@ -133,9 +135,18 @@ fn free_port() -> u16 {
 
 /// Checks that a rank failed with a typed error in time (the first and the
 /// last attempt), and that the second and third gave back all the GPU memory
-/// they took.
-fn check_failed(o: &Outcome, kinds: &[&str], own_gpu: bool) {
+/// they took. On a driver older than NCCL's CUDA major every attempt must be
+/// NCCL's `DriverTooOld` (checked in the rank process, as
+/// `needs_library_driver!` checks it) instead of `kinds`: then it gives
+/// `false`, and the case's own checks of how the join failed do not apply.
+fn check_failed(o: &Outcome, kinds: &[&str], own_gpu: bool) -> bool {
     println!("{}", o.line);
+    let too_old = o.first_kind == DRIVER_TOO_OLD;
+    let kinds = if too_old {
+        &[DRIVER_TOO_OLD][..]
+    } else {
+        kinds
+    };
     assert!(
         kinds.contains(&o.kind.as_str()),
         "unexpected outcome: {}",
@@ -165,6 +176,7 @@ fn check_failed(o: &Outcome, kinds: &[&str], own_gpu: bool) {
             o.line
         );
     }
+    !too_old
 }
 
 fn gpus() -> usize {
@@ -179,7 +191,9 @@ fn a_rank_that_never_joins_times_out() {
     let o = outcome(spawn(&torchrun(0, 2, 0, "127.0.0.1", free_port())));
     // (The second attempt may find the first one's root still bound to the
     // port: NCCL's error then, as typed.)
-    check_failed(&o, &["timed_out_aborted", "nccl"], true);
+    if !check_failed(&o, &["timed_out_aborted", "nccl"], true) {
+        return;
+    }
     assert_eq!(o.first_kind, "timed_out_aborted", "{}", o.line);
     assert!(o.first_ms >= TIMEOUT.as_millis(), "{}", o.line);
     // Rank 1 alone: nobody listens at the root's address.
@@ -281,6 +295,23 @@ fn kind_of(joined: &Result<Communicator, Error>) -> (&'static str, String) {
             e.report().to_string(),
         ),
         Err(e @ Error::Library { .. }) => ("nccl", e.report().to_string()),
+        Err(e @ Error::DriverTooOld { .. }) => {
+            // As `needs_library_driver!` checks it: this driver, and an `X.0`
+            // driver of a newer major.
+            let report = e.report().to_string();
+            let req = e.required_driver().unwrap();
+            let have = cudars_tests::driver_version();
+            assert_eq!(
+                req.driver.major * 1000 + req.driver.minor * 10,
+                have,
+                "{report}"
+            );
+            assert!(
+                req.needs.minor == 0 && req.needs.major > req.driver.major,
+                "{report}"
+            );
+            (DRIVER_TOO_OLD, report)
+        }
         Err(e) => ("other", e.report().to_string()),
     }
 }

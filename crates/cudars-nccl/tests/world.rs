@@ -24,7 +24,11 @@ fn world_runs_the_collectives() {
     require_gpu!();
     let world = World::from_env().unwrap();
     let (r, n) = (world.rank(), world.size());
-    let comm = world.join(TIMEOUT).unwrap();
+    // On a driver older than NCCL's CUDA major: the typed error, checked and
+    // printed, and the test ends.
+    let Some(comm) = cudars_tests::needs_library_driver!(world.join(TIMEOUT)) else {
+        return;
+    };
     assert_eq!((comm.rank(), comm.size()), (r, n));
     // Joined non-blocking under the timeout, handed back blocking.
     assert_eq!(comm.timeout(), None);
