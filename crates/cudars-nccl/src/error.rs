@@ -137,6 +137,18 @@ const INSUFFICIENT_DRIVER: &str = "CUDA driver version is insufficient for CUDA 
 /// NCCL of each CUDA major is built for that major). The error has no source:
 /// NCCL's message is the refusal it reports.
 fn driver_too_old(e: Error) -> Error {
+    refused_driver(e, driver_version, || sys::version().ok())
+}
+
+/// [`driver_too_old`] with the driver's version (`cuDriverGetVersion`'s
+/// encoding, 0 for none) and NCCL's (major, minor, patch) asked of `driver`
+/// and `nccl`, only for an error that is the runtime's refusal. Without
+/// either, the error is returned unchanged.
+fn refused_driver(
+    e: Error,
+    driver: impl FnOnce() -> i32,
+    nccl: impl FnOnce() -> Option<(i32, i32, i32)>,
+) -> Error {
     let Error::Library {
         context,
         detail: Some(detail),
@@ -148,13 +160,13 @@ fn driver_too_old(e: Error) -> Error {
     if source.code() != sys::ncclUnhandledCudaError || !detail.contains(INSUFFICIENT_DRIVER) {
         return e;
     }
-    let driver = Version::from_cuda(driver_version());
-    let Ok((major, minor, _)) = sys::version() else {
-        return e;
-    };
+    let driver = Version::from_cuda(driver());
     if driver.major <= 0 {
         return e;
     }
+    let Some((major, minor, _)) = nccl() else {
+        return e;
+    };
     let release = LibraryRelease::new("NCCL", Version { major, minor }, driver.major + 1);
     let requires = DriverRequirement {
         feature: Cow::Owned(format!("{release} (built for a newer CUDA major)")),
@@ -197,4 +209,122 @@ fn last_error() -> Option<String> {
         .trim()
         .to_owned();
     (!s.is_empty()).then(|| format!("NCCL: {s}"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    /// NCCL's failure as `check` makes it: `code`, with `detail` as NCCL's
+    /// last error.
+    fn failed(code: sys::ncclResult_t, detail: &str) -> Error {
+        Error::Library {
+            context: "making a NCCL communicator of 1 ranks in one process".into(),
+            detail: Some(detail.to_owned()),
+            source: NcclError::new(code),
+        }
+    }
+
+    const REFUSED: &str =
+        "NCCL: Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'";
+
+    #[test]
+    fn the_runtime_refusing_the_driver_is_driver_too_old() {
+        let e = refused_driver(
+            failed(sys::ncclUnhandledCudaError, REFUSED),
+            || 12040,
+            || Some((2, 28, 9)),
+        );
+        let Error::DriverTooOld {
+            context,
+            release,
+            requires,
+        } = &e
+        else {
+            panic!("expected DriverTooOld, got {e:?}");
+        };
+        assert_eq!(
+            context,
+            "making a NCCL communicator of 1 ranks in one process"
+        );
+        assert_eq!(
+            *release,
+            LibraryRelease::new(
+                "NCCL",
+                Version {
+                    major: 2,
+                    minor: 28
+                },
+                13
+            )
+        );
+        assert_eq!(
+            requires.needs,
+            Version {
+                major: 13,
+                minor: 0
+            }
+        );
+        assert_eq!(
+            requires.driver,
+            Version {
+                major: 12,
+                minor: 4
+            }
+        );
+        assert_eq!(e.required_driver(), Some(&**requires));
+        assert_eq!(
+            e.report().to_string(),
+            "making a NCCL communicator of 1 ranks in one process: NCCL 2.28 (built for a \
+             newer CUDA major) needs a CUDA 13.0 driver; this driver is CUDA 12.4"
+        );
+        // A CUDA 11 driver: the first major after it.
+        let e = refused_driver(
+            failed(sys::ncclUnhandledCudaError, REFUSED),
+            || 11080,
+            || Some((2, 21, 5)),
+        );
+        let r = e.required_driver().unwrap();
+        assert_eq!((r.needs.major, r.needs.minor, r.driver.major), (12, 0, 11));
+    }
+
+    #[test]
+    fn other_failures_are_left_as_they_are() {
+        let asked = std::cell::Cell::new(false);
+        let driver = || {
+            asked.set(true);
+            12040
+        };
+        // Another CUDA failure, the same text under another status, no text.
+        for e in [
+            failed(
+                sys::ncclUnhandledCudaError,
+                "NCCL: Cuda failure 'out of memory'",
+            ),
+            failed(sys::ncclSystemError, REFUSED),
+            Error::Library {
+                context: "joining".into(),
+                detail: None,
+                source: NcclError::new(sys::ncclUnhandledCudaError),
+            },
+        ] {
+            let e = refused_driver(e, driver, || Some((2, 28, 9)));
+            assert!(matches!(e, Error::Library { .. }), "{e:?}");
+        }
+        assert!(!asked.get(), "the driver was asked about another failure");
+        // No driver, or an NCCL that does not give its version: unchanged.
+        let e = refused_driver(
+            failed(sys::ncclUnhandledCudaError, REFUSED),
+            || 0,
+            || Some((2, 28, 9)),
+        );
+        assert!(matches!(e, Error::Library { .. }), "{e:?}");
+        let e = refused_driver(
+            failed(sys::ncclUnhandledCudaError, REFUSED),
+            || 12040,
+            || None,
+        );
+        assert!(matches!(e, Error::Library { .. }), "{e:?}");
+    }
 }
