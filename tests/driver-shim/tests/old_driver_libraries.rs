@@ -248,3 +248,122 @@ fn cufile_on_a_cuda_12_4_driver() {
         );
     }
 }
+
+/// NCCL, which does not say its CUDA major, is called: a CUDA 13 NCCL's own
+/// CUDA runtime refuses the 12.4 driver when a communicator is made, which
+/// cudars-nccl reports as `DriverTooOld` naming the first major after the
+/// driver's (13.0). A CUDA 12 NCCL is not refused for the driver (what it then
+/// does on a fake driver is its own affair); a missing one is `Unavailable`.
+#[test]
+fn nccl_on_a_cuda_12_4_driver() {
+    let test = "nccl_on_a_cuda_12_4_driver";
+    if std::env::var_os(CHILD).is_none() {
+        return in_child(test);
+    }
+    let dev = Device::new(0).unwrap();
+    let result = cudars_nccl::Communicator::init_all(std::slice::from_ref(&dev));
+    let Ok(nccl) = cudars_nccl::version() else {
+        let e = result.err().expect("NCCL is missing but worked");
+        assert!(e.is_unavailable(), "{}", e.report());
+        println!("NCCL is not installed: {}", e.report());
+        println!("{test} checked at {DRIVER}");
+        return;
+    };
+    match &result {
+        Err(
+            e @ LibraryError::DriverTooOld {
+                release, requires, ..
+            },
+        ) => {
+            assert_eq!(release.library, "NCCL");
+            assert_eq!(
+                (
+                    release.version.major,
+                    release.version.minor,
+                    release.cuda_major
+                ),
+                (nccl.0, nccl.1, 13)
+            );
+            assert_eq!(
+                requires.needs,
+                Version {
+                    major: 13,
+                    minor: 0
+                }
+            );
+            assert_eq!(
+                requires.driver,
+                Version {
+                    major: 12,
+                    minor: 4
+                }
+            );
+            assert_eq!(e.required_driver(), Some(&**requires));
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "making a NCCL communicator of 1 ranks in one process: NCCL {}.{} \
+                     (built for a newer CUDA major) needs a CUDA 13.0 driver; this driver \
+                     is CUDA 12.4",
+                    nccl.0, nccl.1
+                )
+            );
+            println!("as expected: {}", e.report());
+        }
+        Err(e) => assert!(
+            !e.report()
+                .to_string()
+                .contains("driver version is insufficient"),
+            "NCCL refused the driver, not reported as DriverTooOld: {}",
+            e.report()
+        ),
+        Ok(_) => {}
+    }
+    if let Err(e) = &result {
+        println!("NCCL {nccl:?}: {}", e.report());
+    }
+    let refused = matches!(result, Err(LibraryError::DriverTooOld { .. }));
+    drop(result);
+    if refused {
+        // Joining by unique id is refused alike, blocking or not (the
+        // non-blocking init is `World::join`'s).
+        let id = cudars_nccl::UniqueId::new().unwrap();
+        let config = cudars_nccl::CommConfig::default();
+        for joined in [
+            cudars_nccl::Communicator::init_rank(&dev, 1, &id, 0),
+            cudars_nccl::Communicator::init_rank_timeout(
+                &dev,
+                1,
+                &id,
+                0,
+                &config,
+                std::time::Duration::from_secs(10),
+            ),
+        ] {
+            let e = joined.err().expect("a refused NCCL joined");
+            let req = e
+                .required_driver()
+                .unwrap_or_else(|| panic!("expected DriverTooOld, got: {}", e.report()));
+            assert_eq!(
+                (req.needs, req.driver),
+                (
+                    Version {
+                        major: 13,
+                        minor: 0
+                    },
+                    Version {
+                        major: 12,
+                        minor: 4
+                    }
+                ),
+                "{e}"
+            );
+            assert!(
+                e.to_string().starts_with("joining a NCCL communicator"),
+                "{e}"
+            );
+            println!("as expected: {}", e.report());
+        }
+    }
+    println!("{test} checked at {DRIVER}");
+}
