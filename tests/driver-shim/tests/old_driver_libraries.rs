@@ -7,7 +7,9 @@
 //! `LibraryError::DriverTooOld` naming the library, its version, the driver it
 //! needs (13.0) and the one found (12.4); the refusal makes no driver call and
 //! leaves no handle behind. A missing library is `Unavailable`, and a CUDA 12
-//! library passes the check (a 12.4 driver runs it).
+//! library passes the check (a 12.4 driver runs it). NCCL, which does not say
+//! its CUDA major, is called: a CUDA 13 NCCL's runtime refuses the driver, and
+//! that refusal must be the same typed error, naming 13.0.
 
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
