@@ -265,7 +265,7 @@ fn nccl_on_a_cuda_12_4_driver() {
     let dev = Device::new(0).unwrap();
     let result = cudars_nccl::Communicator::init_all(std::slice::from_ref(&dev));
     let Ok(nccl) = cudars_nccl::version() else {
-        let e = result.err().expect("NCCL is missing but worked");
+        let e = result.expect_err("NCCL is missing but worked");
         assert!(e.is_unavailable(), "{}", e.report());
         println!("NCCL is not installed: {}", e.report());
         println!("{test} checked at {DRIVER}");
@@ -342,7 +342,7 @@ fn nccl_on_a_cuda_12_4_driver() {
                 std::time::Duration::from_secs(10),
             ),
         ] {
-            let e = joined.err().expect("a refused NCCL joined");
+            let e = joined.expect_err("a refused NCCL joined");
             let req = e
                 .required_driver()
                 .unwrap_or_else(|| panic!("expected DriverTooOld, got: {}", e.report()));
