@@ -37,20 +37,22 @@ mod linux {
     /// The most descriptors one message carries here.
     const MAX_FDS: usize = 16;
 
-    /// Room for one control message carrying `n` descriptors.
-    fn control_buffer(n: usize) -> Vec<u8> {
+    /// Room for one control message carrying `n` descriptors, aligned for the
+    /// `cmsghdr` written into it (`u64`s, not bytes).
+    fn control_buffer(n: usize) -> Vec<u64> {
         // SAFETY: CMSG_SPACE only computes a size.
-        vec![0u8; unsafe { libc::CMSG_SPACE((n * size_of::<i32>()) as u32) } as usize]
+        let bytes = unsafe { libc::CMSG_SPACE((n * size_of::<i32>()) as u32) } as usize;
+        vec![0u64; bytes.div_ceil(size_of::<u64>())]
     }
 
     /// A message of one data buffer and the control buffer `control`.
-    fn header(iov: &mut libc::iovec, control: &mut [u8]) -> libc::msghdr {
+    fn header(iov: &mut libc::iovec, control: &mut [u64]) -> libc::msghdr {
         // SAFETY: an all-zero msghdr is valid; the fields are set below.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_iov = iov;
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = control.len() as _;
+        msg.msg_controllen = std::mem::size_of_val(control) as _;
         msg
     }
 
@@ -124,7 +126,14 @@ mod linux {
             .into_iter()
             // SAFETY: SCM_RIGHTS gave this process new descriptors, now owned here.
             .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
-            .collect();
+            .collect::<Vec<_>>();
+        if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+            // Descriptors were cut off (more than MAX_FDS): the ones that
+            // arrived close as `fds` drops.
+            return Err(std::io::Error::other(format!(
+                "more than {MAX_FDS} descriptors in one message: the rest were cut off"
+            )));
+        }
         Ok((fds, n as usize))
     }
 

@@ -552,20 +552,21 @@ fn previous_context(prev: sys::CUcontext) -> Result<Option<PreviousContext>> {
     // device's primary context: ask the driver whose it is, and retain it only
     // when it is active (a current primary context is), so that asking makes
     // no context.
+    // A context the driver cannot describe (destroyed while current, by another
+    // thread or outside the crate) is handed back as the handle it was: the
+    // caller is moving the thread off it, which must not fail because of it.
     let mut handle: sys::CUdevice = 0;
     // SAFETY: `handle` is valid for writes; `prev` is current on this thread.
-    unsafe { sys::cuCtxGetDevice(&mut handle) }.check(|| "reading the current context's device")?;
+    if unsafe { sys::cuCtxGetDevice(&mut handle) } != sys::CUDA_SUCCESS {
+        return Ok(Some(PreviousContext::Foreign(prev)));
+    }
     let dev = Device::from_driver_handle(handle, "reading the current context's device")?;
     let (mut flags, mut active) = (0u32, 0i32);
     // SAFETY: both out-pointers are valid for writes.
-    unsafe { sys::cuDevicePrimaryCtxGetState(dev.handle(), &mut flags, &mut active) }.check(
-        || {
-            format!(
-                "reading the primary context state of device {}",
-                dev.ordinal()
-            )
-        },
-    )?;
+    let rc = unsafe { sys::cuDevicePrimaryCtxGetState(dev.handle(), &mut flags, &mut active) };
+    if rc != sys::CUDA_SUCCESS {
+        return Ok(Some(PreviousContext::Foreign(prev)));
+    }
     if active != 0 {
         let primary = Context::primary(&dev)?;
         if primary.handle() == prev {

@@ -28,7 +28,7 @@ where
 /// CUDA 13, cuFFT 11 with CUDA 12).
 static CUFFT: DriverGate = DriverGate::new(|| {
     let v = cudars_bindings::cufft::version().ok()?;
-    Some(LibraryRelease::new("cuFFT", v, v.major + 1))
+    Some(LibraryRelease::new("cuFFT", v, v.major.checked_add(1)?))
 });
 
 /// [`LibraryError::DriverTooOld`] when the driver is older than cuFFT's CUDA

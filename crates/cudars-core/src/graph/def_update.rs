@@ -205,10 +205,11 @@ impl Graph {
     /// The node's previous graph may be destroyed by the driver: a [`Graph`]
     /// read from the node before ([`GraphNode::params`]'s
     /// [`GraphNodeParams::ChildGraph`](super::GraphNodeParams::ChildGraph)),
-    /// the [`GraphNode`]s of that graph and the bodies of its conditional
-    /// nodes must not be used after this call (as after
-    /// [`destroy_node`](Self::destroy_node)). Read the node's new graph with
-    /// [`GraphNode::params`] again.
+    /// the [`GraphNode`]s of that graph, the bodies of its conditional nodes
+    /// and, recursively, every graph read from a node inside it (its own child
+    /// graphs and theirs) must not be used after this call (as after
+    /// [`destroy_node`](Self::destroy_node)), nor passed as `child`. Read the
+    /// node's new graph with [`GraphNode::params`] again.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a node of another graph or kind, or

@@ -16,7 +16,8 @@ use crate::stream::Stream;
 /// [`to_dlpack_for`](Self::to_dlpack_for) must return a tensor that
 /// [`StridedMemoryView::from_dlpack`]'s contract accepts (valid, its deleter
 /// not called, given over to the caller, `shape`/`strides` holding `ndim`
-/// entries), whose memory stays valid until its deleter is called; and, given
+/// entries, its deleter safe to call once from any thread), whose memory stays
+/// valid until its deleter is called; and, given
 /// `Some(consumer)`, work queued on `consumer` after the call must be ordered
 /// after the producer's work on that memory (as DLPack's `stream` argument
 /// asks: for example the consumer waits for an event the producer recorded).

@@ -86,7 +86,9 @@ impl StridedMemoryView {
     /// # Safety
     /// `tensor` must be a valid `DLManagedTensor` whose deleter has not been called,
     /// not used by anyone else afterwards; its `shape` (and `strides` if not null)
-    /// must hold `ndim` entries.
+    /// must hold `ndim` entries; and its deleter must be safe to call once from
+    /// any thread (the view is `Send` and `Sync`, and calls it where it is
+    /// dropped: a `manager_ctx` behind an `Rc`, say, does not qualify).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a null tensor, a negative `ndim`, a null

@@ -164,9 +164,13 @@ impl Buffer {
     ///
     /// # Safety
     /// `ptr` must address `size` bytes of memory of `kind` usable on `device`, valid
-    /// for as long as the buffer and the work issued through it, and must not
-    /// overlap another buffer that a copy with this one could involve (overlapping
-    /// copies are undefined in CUDA).
+    /// for as long as the buffer and the work issued through it; and, if `kind`
+    /// lets the host reach it (pinned or managed), it must not overlap another
+    /// buffer (their host views would alias). Device memory may overlap another
+    /// buffer's (an IPC or virtual memory import of memory held twice does): a
+    /// copy between overlapping ranges then leaves unspecified data in the
+    /// destination, as CUDA leaves overlapping copies, never undefined behaviour
+    /// on the host (rule 9 of the soundness contract).
     pub unsafe fn from_raw(
         ptr: sys::CUdeviceptr,
         size: usize,
