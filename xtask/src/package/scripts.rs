@@ -55,11 +55,12 @@ logdir="${CUDA_RS_TEST_LOGS:-$(mktemp -d)}"
 mkdir -p "$logdir"
 total_pass=0; total_fail=0; total_skip=0; bad_bins=0
 # run-shim.sh names the binaries and tests that cannot run where it runs this
-# (CUDA_RS_NOT_RUN_BINARIES, CUDA_RS_NOT_RUN_TESTS, and why: CUDA_RS_NOT_RUN_WHY):
+# (CUDA_RS_NOT_RUN_BINARIES, CUDA_RS_NOT_RUN_TESTS: test names, each unique in the
+# package, given to libtest as --skip; and why: CUDA_RS_NOT_RUN_WHY):
 # each is listed as not run, counted apart, never as passed.
 not_run=0
 skip_args=()
-for t in ${CUDA_RS_NOT_RUN_TESTS:-}; do skip_args+=(--skip "$t" --exact); not_run=$((not_run+1)); done
+for t in ${CUDA_RS_NOT_RUN_TESTS:-}; do skip_args+=(--skip "$t"); done
 not_here() { case " ${CUDA_RS_NOT_RUN_BINARIES:-} " in *" $1 "*) return 0 ;; esac; return 1; }
 "#,
     );
@@ -113,8 +114,8 @@ for e in "${examples[@]}"; do
 done
 echo "logs: $logdir"
 echo "binaries: ${#tests[@]}, failing: $bad_bins"
-if [ $not_run -gt 0 ]; then
-  echo "not run here: $not_run binaries and tests (${CUDA_RS_NOT_RUN_TESTS:-no single tests}): ${CUDA_RS_NOT_RUN_WHY:-}"
+if [ $not_run -gt 0 ] || [ ${#skip_args[@]} -gt 0 ]; then
+  echo "not run here: $not_run binaries, and wherever they are, the tests ${CUDA_RS_NOT_RUN_TESTS:-(none)}: ${CUDA_RS_NOT_RUN_WHY:-}"
 fi
 echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 [ $total_fail -eq 0 ]
