@@ -14,8 +14,8 @@ budget() { # MODE -> the most instructions beyond raw it may cost
   case $1 in
     launch) echo 380 ;;
     typed-launch) echo 280 ;;
-    alloc-free) echo 460 ;;
-    typed-alloc-free) echo 540 ;;
+    alloc-free) echo 500 ;;
+    typed-alloc-free) echo 580 ;;
     *) echo "" ;;
   esac
 }

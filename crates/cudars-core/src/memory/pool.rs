@@ -30,7 +30,7 @@ impl DeviceMemoryResource {
         // The device's default pool as `default_memory_resource` hands it out:
         // the buffer refers to the process-wide resource, touching no count.
         let mr = match cached_default_pool(&self.device) {
-            Some(d) if Arc::ptr_eq(&d.typed, self) => Resource::Static(d),
+            Some(d) if Arc::ptr_eq(&d.typed, self) => Resource::Static(&d.erased),
             _ => Resource::Shared(self.clone()),
         };
         crate::memory::buffer::Buffer::allocate_in(mr, size, Some(stream))
@@ -788,7 +788,7 @@ impl Device {
         use crate::memory::resource::Resource;
         if !crate::memory::resource::RESOURCES_EVER_SET.load(std::sync::atomic::Ordering::Acquire) {
             if let Some(d) = crate::memory::pool::default_pool(self)? {
-                return Ok(Resource::Static(d));
+                return Ok(Resource::Static(&d.erased));
             }
         }
         let set = crate::memory::resource::allocation_resources()
@@ -799,7 +799,7 @@ impl Device {
         Ok(match set {
             Some(m) => Resource::Shared(m),
             None => match crate::memory::pool::default_pool(self)? {
-                Some(d) => Resource::Static(d),
+                Some(d) => Resource::Static(&d.erased),
                 None => Resource::Shared(self.default_memory_resource()?),
             },
         })

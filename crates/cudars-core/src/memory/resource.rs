@@ -18,9 +18,8 @@ use crate::{device::Device, stream::Stream};
 pub(crate) enum Resource {
     /// Held by this buffer.
     Shared(Arc<dyn MemoryResource>),
-    /// A device's default pool, which lives as long as the process
-    /// (`memory::pool::default_pool`).
-    Static(&'static crate::memory::pool::DefaultPool),
+    /// Lives as long as the process (`memory::pool::default_pool`).
+    Static(&'static Arc<dyn MemoryResource>),
 }
 
 impl Resource {
@@ -29,7 +28,7 @@ impl Resource {
     pub(crate) fn arc(&self) -> &Arc<dyn MemoryResource> {
         match self {
             Self::Shared(a) => a,
-            Self::Static(d) => &d.erased,
+            Self::Static(a) => a,
         }
     }
 
@@ -37,67 +36,7 @@ impl Resource {
     pub(crate) fn into_arc(self) -> Arc<dyn MemoryResource> {
         match self {
             Self::Shared(a) => a,
-            Self::Static(d) => Arc::clone(&d.erased),
-        }
-    }
-
-    // The hot calls of an allocation and its free: a default pool's go to its
-    // `DeviceMemoryResource` impl directly (the same code the dynamic call
-    // reaches, without the indirect calls); any other resource's through its
-    // vtable. They shadow the `MemoryResource` methods reached through `Deref`.
-
-    /// [`MemoryResource::allocate_raw`].
-    ///
-    /// # Safety
-    /// As [`MemoryResource::allocate_raw`].
-    #[inline]
-    pub(crate) unsafe fn allocate_raw(
-        &self,
-        size: usize,
-        stream: &Stream,
-    ) -> Result<sys::CUdeviceptr> {
-        match self {
-            // SAFETY: the caller keeps the trait's contract.
-            Self::Static(d) => unsafe { MemoryResource::allocate_raw(&*d.typed, size, stream) },
-            // SAFETY: as above.
-            Self::Shared(a) => unsafe { a.allocate_raw(size, stream) },
-        }
-    }
-
-    /// [`MemoryResource::deallocate`].
-    ///
-    /// # Safety
-    /// As [`MemoryResource::deallocate`].
-    #[inline]
-    pub(crate) unsafe fn deallocate(
-        &self,
-        ptr: sys::CUdeviceptr,
-        size: usize,
-        stream: &Stream,
-    ) -> Result<()> {
-        match self {
-            // SAFETY: the caller keeps the trait's contract.
-            Self::Static(d) => unsafe { MemoryResource::deallocate(&*d.typed, ptr, size, stream) },
-            // SAFETY: as above.
-            Self::Shared(a) => unsafe { a.deallocate(ptr, size, stream) },
-        }
-    }
-
-    /// [`MemoryResource::device`].
-    #[inline]
-    pub(crate) fn device(&self) -> Device {
-        match self {
-            Self::Static(d) => d.typed.device,
-            Self::Shared(a) => a.device(),
-        }
-    }
-
-    /// [`MemoryResource::kind`].
-    #[inline]
-    pub(crate) fn kind(&self) -> MemoryKind {
-        match self {
-            Self::Static(_) => MemoryKind::Device,
-            Self::Shared(a) => a.kind(),
+            Self::Static(a) => Arc::clone(a),
         }
     }
 }
