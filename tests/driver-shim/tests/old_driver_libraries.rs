@@ -22,6 +22,11 @@ use cudars_core::cudars_bindings::Version;
 use cudars_core::{Device, LibraryError, Stream, StreamOptions};
 use cudars_tests::DriverShim;
 
+/// `major.minor`.
+fn v(major: i32, minor: i32) -> Version {
+    Version { major, minor }
+}
+
 /// Set in the child: which library to check.
 const CHILD: &str = "CUDA_RS_OLD_DRIVER_LIBRARY_CHILD";
 
@@ -112,20 +117,8 @@ fn check<T, S, X>(
             assert_eq!(release.library, name);
             assert_eq!(release.version, version);
             assert_eq!(release.cuda_major, cuda);
-            assert_eq!(
-                requires.needs,
-                Version {
-                    major: cuda,
-                    minor: 0
-                }
-            );
-            assert_eq!(
-                requires.driver,
-                Version {
-                    major: 12,
-                    minor: 4
-                }
-            );
+            assert_eq!(requires.needs, v(cuda, 0));
+            assert_eq!(requires.driver, v(12, 4));
             assert_eq!(e.required_driver(), Some(&**requires));
             assert!(
                 e.to_string().ends_with(&format!(
@@ -286,20 +279,8 @@ fn nccl_on_a_cuda_12_4_driver() {
                 ),
                 (nccl.0, nccl.1, 13)
             );
-            assert_eq!(
-                requires.needs,
-                Version {
-                    major: 13,
-                    minor: 0
-                }
-            );
-            assert_eq!(
-                requires.driver,
-                Version {
-                    major: 12,
-                    minor: 4
-                }
-            );
+            assert_eq!(requires.needs, v(13, 0));
+            assert_eq!(requires.driver, v(12, 4));
             assert_eq!(e.required_driver(), Some(&**requires));
             assert_eq!(
                 e.to_string(),
@@ -346,20 +327,7 @@ fn nccl_on_a_cuda_12_4_driver() {
             let req = e
                 .required_driver()
                 .unwrap_or_else(|| panic!("expected DriverTooOld, got: {}", e.report()));
-            assert_eq!(
-                (req.needs, req.driver),
-                (
-                    Version {
-                        major: 13,
-                        minor: 0
-                    },
-                    Version {
-                        major: 12,
-                        minor: 4
-                    }
-                ),
-                "{e}"
-            );
+            assert_eq!((req.needs, req.driver), (v(13, 0), v(12, 4)), "{e}");
             assert!(
                 e.to_string().starts_with("joining a NCCL communicator"),
                 "{e}"
