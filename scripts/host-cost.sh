@@ -14,8 +14,8 @@ budget() { # MODE -> the most instructions beyond raw it may cost
   case $1 in
     launch) echo 380 ;;
     typed-launch) echo 280 ;;
-    alloc-free) echo 500 ;;
-    typed-alloc-free) echo 580 ;;
+    alloc-free) echo 440 ;;
+    typed-alloc-free) echo 530 ;;
     *) echo "" ;;
   esac
 }

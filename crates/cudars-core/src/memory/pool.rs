@@ -30,7 +30,7 @@ impl DeviceMemoryResource {
         // The device's default pool as `default_memory_resource` hands it out:
         // the buffer refers to the process-wide resource, touching no count.
         let mr = match cached_default_pool(&self.device) {
-            Some(d) if Arc::ptr_eq(&d.typed, self) => Resource::Static(&d.erased),
+            Some(d) if Arc::ptr_eq(&d.typed, self) => d.resource(),
             _ => Resource::Shared(self.clone()),
         };
         crate::memory::buffer::Buffer::allocate_in(mr, size, Some(stream))
@@ -44,6 +44,68 @@ impl DeviceMemoryResource {
 pub(crate) struct DefaultPool {
     pub(crate) typed: Arc<DeviceMemoryResource>,
     pub(crate) erased: Arc<dyn MemoryResource>,
+}
+
+impl DefaultPool {
+    /// The pool as an owned buffer holds it.
+    pub(crate) fn resource(&'static self) -> Resource {
+        Resource::Static {
+            erased: &self.erased,
+            pool: self.typed.pool as usize,
+            device: self.typed.device,
+        }
+    }
+}
+
+// The hot calls of an allocation and its free: a default pool's go straight to
+// `cuMemAllocFromPoolAsync` and `cuMemFreeAsync` (what its `MemoryResource` impl
+// does: a default pool is never an imported one), any other resource's through
+// its vtable. They shadow the trait's methods reached through `Deref`.
+impl Resource {
+    /// [`MemoryResource::allocate_raw`].
+    ///
+    /// # Safety
+    /// As [`MemoryResource::allocate_raw`].
+    #[inline]
+    pub(crate) unsafe fn allocate_raw(
+        &self,
+        size: usize,
+        stream: &Stream,
+    ) -> Result<sys::CUdeviceptr> {
+        match self {
+            Self::Static { pool, device, .. } => {
+                pool_allocate(*pool as sys::CUmemoryPool, size, stream, || {
+                    format!("allocating {size} bytes on device {}", device.ordinal())
+                })
+            }
+            // SAFETY: the caller keeps the trait's contract.
+            Self::Shared(a) => unsafe { a.allocate_raw(size, stream) },
+        }
+    }
+
+    /// [`MemoryResource::deallocate`].
+    ///
+    /// # Safety
+    /// As [`MemoryResource::deallocate`].
+    #[inline]
+    pub(crate) unsafe fn deallocate(
+        &self,
+        ptr: sys::CUdeviceptr,
+        size: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        match self {
+            // SAFETY: per the trait's contract, which the caller keeps: `ptr`
+            // came from this pool and is freed once, after its work.
+            Self::Static { device, .. } => unsafe {
+                pool_free(ptr, stream, || {
+                    format!("freeing {size} bytes on device {}", device.ordinal())
+                })
+            },
+            // SAFETY: the caller keeps the trait's contract.
+            Self::Shared(a) => unsafe { a.deallocate(ptr, size, stream) },
+        }
+    }
 }
 
 /// How many devices' default pools are kept (as many as primary contexts).
@@ -788,7 +850,7 @@ impl Device {
         use crate::memory::resource::Resource;
         if !crate::memory::resource::RESOURCES_EVER_SET.load(std::sync::atomic::Ordering::Acquire) {
             if let Some(d) = crate::memory::pool::default_pool(self)? {
-                return Ok(Resource::Static(&d.erased));
+                return Ok(d.resource());
             }
         }
         let set = crate::memory::resource::allocation_resources()
@@ -799,7 +861,7 @@ impl Device {
         Ok(match set {
             Some(m) => Resource::Shared(m),
             None => match crate::memory::pool::default_pool(self)? {
-                Some(d) => Resource::Static(&d.erased),
+                Some(d) => d.resource(),
                 None => Resource::Shared(self.default_memory_resource()?),
             },
         })

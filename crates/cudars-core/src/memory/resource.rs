@@ -18,8 +18,19 @@ use crate::{device::Device, stream::Stream};
 pub(crate) enum Resource {
     /// Held by this buffer.
     Shared(Arc<dyn MemoryResource>),
-    /// Lives as long as the process (`memory::pool::default_pool`).
-    Static(&'static Arc<dyn MemoryResource>),
+    /// A device's default pool, which lives as long as the process
+    /// (`memory::pool::default_pool`): the resource, and what its allocations
+    /// and frees need, so that they skip the resource's vtable (`memory::pool`
+    /// gives `Resource` its allocate and free).
+    Static {
+        /// The pool as a resource.
+        erased: &'static Arc<dyn MemoryResource>,
+        /// Its `CUmemoryPool`, as an address (a handle any thread may use,
+        /// kept so that `Resource` stays `Send` and `Sync` as its parts are).
+        pool: usize,
+        /// Its device.
+        device: Device,
+    },
 }
 
 impl Resource {
@@ -28,7 +39,7 @@ impl Resource {
     pub(crate) fn arc(&self) -> &Arc<dyn MemoryResource> {
         match self {
             Self::Shared(a) => a,
-            Self::Static(a) => a,
+            Self::Static { erased, .. } => erased,
         }
     }
 
@@ -36,7 +47,25 @@ impl Resource {
     pub(crate) fn into_arc(self) -> Arc<dyn MemoryResource> {
         match self {
             Self::Shared(a) => a,
-            Self::Static(a) => Arc::clone(a),
+            Self::Static { erased, .. } => Arc::clone(erased),
+        }
+    }
+
+    /// [`MemoryResource::device`].
+    #[inline]
+    pub(crate) fn device(&self) -> Device {
+        match self {
+            Self::Shared(a) => a.device(),
+            Self::Static { device, .. } => *device,
+        }
+    }
+
+    /// [`MemoryResource::kind`].
+    #[inline]
+    pub(crate) fn kind(&self) -> MemoryKind {
+        match self {
+            Self::Shared(a) => a.kind(),
+            Self::Static { .. } => MemoryKind::Device,
         }
     }
 }
