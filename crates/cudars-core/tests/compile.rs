@@ -1962,7 +1962,8 @@ fn a_program_hands_out_a_compiler_program_for_raw_calls() {
         std::str::from_utf8(own.code()).unwrap()
     );
     drop(handle);
-    drop(other);
+    // `ProgramHandle` is `Send` (rule 11): destroyed on another thread.
+    std::thread::spawn(move || drop(other)).join().unwrap();
 }
 
 /// An NVVM IR program's handle is an NVVM program holding the IR; a PTX

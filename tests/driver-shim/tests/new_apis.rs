@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -136,36 +135,11 @@ fn new_resources_and_the_cleanup_hook_on_the_fake_driver() {
         return;
     }
     for version in ["12040", "13000", "13050"] {
-        let dir = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(common::shim_library(), dir.path().join("libcuda.so.1"))
-            .unwrap();
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "new_resources_and_the_cleanup_hook_on_the_fake_driver",
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env(CHILD, version)
-            .env("LD_LIBRARY_PATH", dir.path())
-            .env("CUDA_RS_SHIM_FAKE_DRIVER", "1")
-            .env("CUDA_RS_SHIM_DRIVER_VERSION", version)
-            .output()
-            .unwrap();
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        println!("{stdout}");
-        assert!(
-            out.status.success(),
-            "the child at {version} failed:\n{stdout}\n{stderr}"
-        );
-        assert!(
-            stdout.contains(&format!("new APIs checked at {version}")),
-            "{stdout}\n{stderr}"
+        common::run_fake_driver_child_with(
+            "new_resources_and_the_cleanup_hook_on_the_fake_driver",
+            &[(CHILD, version), ("CUDA_RS_SHIM_DRIVER_VERSION", version)],
+            &[],
+            &format!("new APIs checked at {version}"),
         );
     }
 }

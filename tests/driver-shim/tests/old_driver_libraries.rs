@@ -16,8 +16,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use cudars_core::cudars_bindings::Version;
 use cudars_core::{Device, LibraryError, Stream, StreamOptions};
 use cudars_tests::DriverShim;
@@ -36,41 +34,18 @@ const DRIVER: &str = "12040";
 /// Runs `test` again as a child at [`DRIVER`] on the fake driver, where the
 /// pathfinder still finds the wheels it finds here.
 fn in_child(test: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(common::shim_library(), dir.path().join("libcuda.so.1")).unwrap();
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env_clear()
-        .env(CHILD, "1")
-        .env("LD_LIBRARY_PATH", dir.path())
-        .env("CUDA_RS_SHIM_FAKE_DRIVER", "1")
-        .env("CUDA_RS_SHIM_DRIVER_VERSION", DRIVER);
-    // Where the pathfinder looks for NVIDIA's libraries.
-    for var in [
-        "PATH",
-        "HOME",
-        "VIRTUAL_ENV",
-        "CONDA_PREFIX",
-        "CUDA_HOME",
-        "CUDA_PATH",
-    ] {
-        if let Some(v) = std::env::var_os(var) {
-            cmd.env(var, v);
-        }
-    }
-    let out = cmd.output().unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    println!("{stdout}");
-    assert!(
-        out.status.success(),
-        "the child failed:\n{stdout}\n{stderr}"
-    );
-    assert!(
-        stdout.contains(&format!("{test} checked at {DRIVER}")),
-        "{stdout}\n{stderr}"
+    common::run_fake_driver_child_with(
+        test,
+        &[(CHILD, "1"), ("CUDA_RS_SHIM_DRIVER_VERSION", DRIVER)],
+        // Where the pathfinder looks for NVIDIA's libraries.
+        &[
+            "HOME",
+            "VIRTUAL_ENV",
+            "CONDA_PREFIX",
+            "CUDA_HOME",
+            "CUDA_PATH",
+        ],
+        &format!("{test} checked at {DRIVER}"),
     );
 }
 

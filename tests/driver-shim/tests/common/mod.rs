@@ -31,18 +31,33 @@ pub(crate) fn shim_library() -> PathBuf {
 /// (`CUDA_RS_SHIM_FAKE_DRIVER=1`); prints the child's output, checks that it
 /// succeeded and printed `expected`.
 pub(crate) fn run_fake_driver_child(test: &str, child_env: &str, expected: &str) {
+    run_fake_driver_child_with(test, &[(child_env, "1")], &[], expected);
+}
+
+/// [`run_fake_driver_child`] with the variables `env` set in the child, and
+/// those of `pass_through` that are set here passed on (`PATH` always is).
+pub(crate) fn run_fake_driver_child_with(
+    test: &str,
+    env: &[(&str, &str)],
+    pass_through: &[&str],
+    expected: &str,
+) {
     // The loader finds the shim by the driver's soname in a directory of its own.
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(shim_library(), dir.path().join("libcuda.so.1")).unwrap();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env(child_env, "1")
         .env("LD_LIBRARY_PATH", dir.path())
         .env("CUDA_RS_SHIM_FAKE_DRIVER", "1")
-        .output()
-        .unwrap();
+        .envs(env.iter().copied());
+    for var in pass_through {
+        if let Some(v) = std::env::var_os(var) {
+            cmd.env(var, v);
+        }
+    }
+    let out = cmd.output().unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
