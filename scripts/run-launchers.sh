@@ -176,6 +176,24 @@ matrix socket "$socket_styles"
 
 echo "== join failures (typed errors within the timeout) =="
 t0=$(date +%s)
+# NCCL's own share first: c/join_abort.c makes the same timed-out joins and aborts
+# in C. What it leaks per timed-out join is what the Rust ranks may leak
+# (CUDARS_NCCL_C_ABORT_LEAK; without it the test allows the 1 MiB measured).
+nccl_root=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+if [ -n "$nccl_root" ] && command -v nvcc >/dev/null && nvcc -O2 -I"$nccl_root/include" -o "$logdir/join_abort" \
+     "$here/c/join_abort.c" -L"$nccl_root/lib" -l:libnccl.so.2 -Xlinker -rpath="$nccl_root/lib" 2>"$logdir/nvcc-join.log"; then
+  port=$((port + 1))
+  cline=$(NCCL_COMM_ID="127.0.0.1:$port" "$logdir/join_abort" 2>"$logdir/join_abort.err" | grep '^C_JOIN_ABORT')
+  echo "${cline:-note: the C reference printed nothing ($(tail -n 1 "$logdir/join_abort.err"))}"
+  ct=$(sed -n 's/.* timeouts=\([0-9]*\).*/\1/p' <<<"$cline")
+  cl=$(sed -n 's/.* leaked=\(-\{0,1\}[0-9]*\).*/\1/p' <<<"$cline")
+  if [ -n "$ct" ] && [ "$ct" -gt 0 ] && [ -n "$cl" ]; then
+    export CUDARS_NCCL_C_ABORT_LEAK=$(( (cl > 0 ? cl : 0) / ct ))
+    echo "C leaks $CUDARS_NCCL_C_ABORT_LEAK bytes per timed-out join: the Rust ranks may leak no more"
+  fi
+else
+  echo "note: the C reference (c/join_abort.c) did not build; the test allows the 1 MiB measured"
+fi
 if "$bin/cudars-nccl--test-join_failures" --nocapture --test-threads=1 >"$logdir/join_failures.log" 2>&1; then
   pass=$((pass + 1)); st=ok
 else
@@ -186,7 +204,6 @@ echo "join_failures $st $(( $(date +%s) - t0 )) s"
 
 if [ "$bench" -eq 1 ]; then
   echo "== all-reduce bus bandwidth, $n ranks, one process per GPU =="
-  nccl_root=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
   cbin="$logdir/allreduce_ranks"
   if [ -n "$nccl_root" ] && nvcc -O2 -I"$nccl_root/include" -o "$cbin" "$here/c/allreduce_ranks.c" \
        -L"$nccl_root/lib" -l:libnccl.so.2 -Xlinker -rpath="$nccl_root/lib" 2>"$logdir/nvcc.log"; then

@@ -3,9 +3,15 @@
 //! ranks that disagree on the world size. Each rank runs in a process of its
 //! own (this binary started again, running the ignored `rank_process` test
 //! with the launcher's variables set), and each must end within the timeout
-//! plus a margin with a typed error, never hang. Each rank joins three times:
-//! the GPU memory free before the third attempt must be free again after its
-//! abort (the second may keep one 2 MiB driver granule, no more).
+//! plus a margin with a typed error, never hang. Each rank joins five times:
+//! the first pays NCCL's once-per-process set-up; over the other four the
+//! GPU's free memory may drop by no more than NCCL itself keeps of an aborted
+//! join. That share is measured in C by `c/join_abort.c` (the same calls), which
+//! `run-launchers.sh` runs first and passes on as `CUDARS_NCCL_C_ABORT_LEAK`
+//! (bytes per timed-out join); without it, the 1 MiB measured with NCCL 2.28.9
+//! on an H100 and on four H200s (2 MiB, one driver granule, after every second
+//! timed-out join). A join that fails at once must keep nothing, and so must
+//! anything of ours: a leak per attempt beyond NCCL's shows over four.
 //!
 //! With two GPUs the ranks of a two-process case run on different GPUs, so
 //! each one's free-memory count is its own. Without a GPU the tests print
@@ -30,6 +36,13 @@ const MARGIN: Duration = Duration::from_secs(20);
 const DRIVER_TOO_OLD: &str = "driver_too_old";
 /// The variable that makes `rank_process` run.
 const CHILD: &str = "CUDARS_NCCL_JOIN_CHILD";
+/// The attempts whose GPU memory is counted, after the first.
+const MEASURED: usize = 4;
+/// The driver's granule: device memory comes and goes in these.
+const GRANULE: i64 = 2 << 20;
+/// What NCCL keeps of each timed-out, aborted join when the C reference has
+/// not measured it here (see the module docs).
+const NCCL_ABORT_LEAK: i64 = 1 << 20;
 
 /// One case at a time: the free-memory counts are per device, not per process.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -43,7 +56,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 struct Outcome {
     kind: String,
     ms: u128,
-    leaked_second: i64,
+    timeouts: i64,
     first_kind: String,
     first_ms: u128,
     leaked: i64,
@@ -100,7 +113,7 @@ fn outcome(child: std::process::Child) -> Outcome {
     Outcome {
         kind: field("kind"),
         ms: field("ms").parse().unwrap(),
-        leaked_second: field("leaked_second").parse().unwrap(),
+        timeouts: field("timeouts").parse().unwrap(),
         first_kind: field("first_kind"),
         first_ms: field("first_ms").parse().unwrap(),
         leaked: field("leaked").parse().unwrap(),
@@ -134,9 +147,9 @@ fn free_port() -> u16 {
 }
 
 /// Checks that a rank failed with a typed error in time (the first and the
-/// last attempt), and that the second and third gave back all the GPU memory
-/// they took. On a driver older than NCCL's CUDA major every attempt must be
-/// NCCL's `DriverTooOld` (checked in the rank process, as
+/// last attempt), and that the measured attempts together kept no more than
+/// one driver granule of GPU memory. On a driver older than NCCL's CUDA major
+/// every attempt must be NCCL's `DriverTooOld` (checked in the rank process, as
 /// `needs_library_driver!` checks it) instead of `kinds`: then it gives
 /// `false`, and the case's own checks of how the join failed do not apply.
 fn check_failed(o: &Outcome, kinds: &[&str], own_gpu: bool) -> bool {
@@ -165,14 +178,18 @@ fn check_failed(o: &Outcome, kinds: &[&str], own_gpu: bool) -> bool {
         o.line
     );
     if own_gpu {
-        // The third attempt gives back all it took: failed joins do not add
-        // up. The second may keep one 2 MiB granule of the driver's (seen on
-        // two H100s with NCCL 2.28.9 after every timed-out attempt, never
-        // after the third; the cause is not established).
-        assert!(o.leaked <= 0, "GPU memory not freed: {}", o.line);
+        // Failed joins do not add up beyond what NCCL keeps of its own.
+        let per = std::env::var("CUDARS_NCCL_C_ABORT_LEAK")
+            .ok()
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(NCCL_ABORT_LEAK);
+        let allowed = (o.timeouts * per + GRANULE - 1) / GRANULE * GRANULE;
         assert!(
-            o.leaked_second <= 2 << 20,
-            "GPU memory not freed: {}",
+            o.leaked <= allowed,
+            "GPU memory not freed: {} bytes over {} timed-out joins, where NCCL's \
+             own share allows {allowed}: {}",
+            o.leaked,
+            o.timeouts,
             o.line
         );
     }
@@ -189,7 +206,7 @@ fn a_rank_that_never_joins_times_out() {
     let _one = serial();
     // Rank 0 alone: its bootstrap root waits for rank 1 until the timeout.
     let o = outcome(spawn(&torchrun(0, 2, 0, "127.0.0.1", free_port())));
-    // (The second attempt may find the first one's root still bound to the
+    // (A later attempt may find an earlier one's root still bound to the
     // port: NCCL's error then, as typed.)
     if !check_failed(&o, &["timed_out_aborted", "nccl"], true) {
         return;
@@ -240,11 +257,10 @@ fn rank_process() {
     let world = World::from_env().unwrap();
     let dev = world.device().unwrap();
     dev.set_current().unwrap();
-    // Three attempts: the first pays NCCL's once-per-process set-up (its
-    // kernels loaded, say); then the GPU's free memory is counted before and
-    // after each of the other two, which must give back all they took. (A
-    // one-rank communicator cannot warm NCCL up here: with NCCL_COMM_ID set it
-    // would open its root at that address.)
+    // The first attempt pays NCCL's once-per-process set-up (its kernels
+    // loaded, say); then the GPU's free memory is counted before the other
+    // attempts and after each. (A one-rank communicator cannot warm NCCL up
+    // here: with NCCL_COMM_ID set it would open its root at that address.)
     let first = Instant::now();
     let warm = world.join(TIMEOUT);
     let first_ms = first.elapsed().as_millis();
@@ -263,22 +279,30 @@ fn rank_process() {
         now
     };
     let base = free();
-    let second = world.join(TIMEOUT);
-    let second_kind = kind_of(&second).0;
-    drop(second);
-    let after_second = settled(base);
-    let t = Instant::now();
-    let joined = world.join(TIMEOUT);
-    let ms = t.elapsed().as_millis();
-    let after_third = settled(after_second);
-    let (kind, report) = kind_of(&joined);
+    let mut before = base;
+    let mut steps = Vec::new();
+    let mut timeouts = 0;
+    let mut last = None;
+    for _ in 0..MEASURED {
+        let t = Instant::now();
+        let joined = world.join(TIMEOUT);
+        let ms = t.elapsed().as_millis();
+        let (kind, report) = kind_of(&joined);
+        timeouts += i32::from(kind == "timed_out_aborted");
+        drop(joined);
+        let after = settled(before);
+        steps.push((before as i64 - after as i64).to_string());
+        before = after;
+        last = Some((kind, ms, report));
+    }
+    let (kind, ms, report) = last.unwrap();
     println!(
-        "RANK_OUTCOME rank={} size={} kind={kind} ms={ms} leaked={} leaked_second={} \
-         first_kind={first_kind} first_ms={first_ms} second_kind={second_kind} error: {report}",
+        "RANK_OUTCOME rank={} size={} kind={kind} ms={ms} leaked={} timeouts={timeouts} steps={} \
+         first_kind={first_kind} first_ms={first_ms} error: {report}",
         world.rank(),
         world.size(),
-        after_second as i64 - after_third as i64,
-        base as i64 - after_second as i64,
+        base as i64 - before as i64,
+        steps.join(","),
     );
 }
 
