@@ -12,10 +12,10 @@ check=0
 [ "${1:-}" = --check ] && check=1
 budget() { # MODE -> the most instructions beyond raw it may cost
   case $1 in
-    launch) echo 380 ;;
-    typed-launch) echo 280 ;;
-    alloc-free) echo 440 ;;
-    typed-alloc-free) echo 530 ;;
+    launch) echo 300 ;;
+    typed-launch) echo 230 ;;
+    alloc-free) echo 310 ;;
+    typed-alloc-free) echo 330 ;;
     *) echo "" ;;
   esac
 }

@@ -362,7 +362,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         ),
         ("crates/cudars-fft/benches/c/fft.c", "c/fft.c"),
         ("crates/cudars-nccl/benches/c/allreduce.c", "c/allreduce.c"),
-        ("crates/cudars-nccl/benches/c/join_abort.c", "c/join_abort.c"),
+        (
+            "crates/cudars-nccl/benches/c/join_abort.c",
+            "c/join_abort.c",
+        ),
         (
             "crates/cudars-nccl/benches/c/allreduce_ranks.c",
             "c/allreduce_ranks.c",

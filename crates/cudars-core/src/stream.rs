@@ -681,9 +681,11 @@ impl Drop for Inner {
 /// ([`Stream::enter`]), may mean that another context was current after all.
 #[inline]
 fn misplaced_trust(rc: sys::CUresult) -> bool {
-    rc == sys::CUDA_ERROR_INVALID_CONTEXT
-        || rc == sys::CUDA_ERROR_INVALID_HANDLE
-        || rc == sys::CUDA_ERROR_CONTEXT_IS_DESTROYED
+    // Success first: the one compare of the hot path.
+    rc != sys::CUDA_SUCCESS
+        && (rc == sys::CUDA_ERROR_INVALID_CONTEXT
+            || rc == sys::CUDA_ERROR_INVALID_HANDLE
+            || rc == sys::CUDA_ERROR_CONTEXT_IS_DESTROYED)
 }
 
 /// The device of the live context `ctx`: pushed current for `cuCtxGetDevice`,

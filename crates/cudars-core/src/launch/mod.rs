@@ -576,8 +576,11 @@ pub unsafe fn launch(
     args: &[&dyn KernelArg],
 ) -> Result<()> {
     config.validate()?;
-    if let Some(params) = kernel.params_if_known()? {
-        check_args(kernel, params, args)?;
+    let params = kernel.params_if_known()?;
+    if let Some(params) = params {
+        if params.len() != args.len() {
+            return Err(arg_count_error(kernel, params.len(), args.len()));
+        }
     }
     let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_ARGS];
     let mut heap = Vec::new();
@@ -587,8 +590,22 @@ pub unsafe fn launch(
         heap.resize(args.len(), std::ptr::null_mut());
         &mut heap
     };
-    for (p, a) in ptrs.iter_mut().zip(args) {
-        *p = a.arg_ptr().cast_mut();
+    // One pass: each argument's size checked (when the driver reports the
+    // parameters) and its address taken.
+    match params {
+        Some(params) => {
+            for (i, ((p, a), (_, size))) in ptrs.iter_mut().zip(args).zip(params).enumerate() {
+                if a.arg_size() != *size {
+                    return Err(arg_size_error(kernel, i, a.arg_size(), *size));
+                }
+                *p = a.arg_ptr().cast_mut();
+            }
+        }
+        None => {
+            for (p, a) in ptrs.iter_mut().zip(args) {
+                *p = a.arg_ptr().cast_mut();
+            }
+        }
     }
     // SAFETY: the arguments match the kernel's parameter sizes (the caller vouches
     // for what they point to); the driver copies them before returning.
@@ -602,27 +619,34 @@ pub(crate) fn check_args(
     args: &[&dyn KernelArg],
 ) -> Result<()> {
     if params.len() != args.len() {
-        return Err(Error::invalid(
-            format!("launching kernel `{}`", kernel.name()),
-            format!(
-                "it takes {} arguments, {} were given",
-                params.len(),
-                args.len()
-            ),
-        ));
+        return Err(arg_count_error(kernel, params.len(), args.len()));
     }
     for (i, (a, (_, size))) in args.iter().zip(params).enumerate() {
         if a.arg_size() != *size {
-            return Err(Error::invalid(
-                format!("launching kernel `{}`", kernel.name()),
-                format!(
-                    "argument {i} is {} bytes, the parameter {size}",
-                    a.arg_size()
-                ),
-            ));
+            return Err(arg_size_error(kernel, i, a.arg_size(), *size));
         }
     }
     Ok(())
+}
+
+/// A launch given the wrong number of arguments.
+#[cold]
+#[inline(never)]
+fn arg_count_error(kernel: &Kernel, params: usize, args: usize) -> Error {
+    Error::invalid(
+        format!("launching kernel `{}`", kernel.name()),
+        format!("it takes {params} arguments, {args} were given"),
+    )
+}
+
+/// A launch argument of the wrong size.
+#[cold]
+#[inline(never)]
+fn arg_size_error(kernel: &Kernel, i: usize, given: usize, size: usize) -> Error {
+    Error::invalid(
+        format!("launching kernel `{}`", kernel.name()),
+        format!("argument {i} is {given} bytes, the parameter {size}"),
+    )
 }
 
 /// Launches with a prepared argument array, without checking it.
@@ -633,6 +657,7 @@ pub(crate) fn check_args(
 ///
 /// # Errors
 /// The driver's error; invalid configurations.
+#[inline]
 pub unsafe fn launch_raw(
     stream: &Stream,
     config: &LaunchConfig,

@@ -86,6 +86,7 @@ impl Buffer {
     }
 
     /// [`allocate`](Self::allocate) from either kind of [`Resource`].
+    #[inline]
     pub(crate) fn allocate_in(mr: Resource, size: usize, stream: Option<&Stream>) -> Result<Self> {
         // Frees that could not run when dropped, first (one relaxed load when none).
         crate::deferred::poll();
@@ -606,16 +607,7 @@ impl Buffer {
         // (the buffer is gone).
         let r = unsafe { mr.deallocate(self.ptr, self.size, s) };
         if let Err(e) = &r {
-            // Deferred-free rule: a failed free is never dropped (a leak); it is
-            // retried on `s`, which already orders it after the free stream's work.
-            let first = crate::error::Report::new(e).to_string();
-            defer_free(
-                mr.into_arc(),
-                (self.ptr, self.size),
-                s.clone(),
-                None,
-                Some(first),
-            );
+            free_failed(mr, (self.ptr, self.size), s, e);
         }
         r
     }
@@ -732,10 +724,44 @@ fn order_frees_slow<'a>(
 // hands the free to the deferred queue (`free`), so it neither calls CUDA there
 // nor leaks.
 impl Drop for Buffer {
+    /// The buffer's free, on its free stream (rule 2 of the soundness contract:
+    /// after the work queued there; deferred-free rule: never on a driver
+    /// callback thread, and a failed free is retried, never dropped). The hot
+    /// path of [`free`](Buffer::free) without another stream, inlined: one
+    /// relaxed load, then the resource's free.
+    #[inline]
     fn drop(&mut self) {
-        // Errors cannot be reported from drop: `close` reports them.
-        let _ = self.free(None);
+        let Some((mr, free_stream)) = self.owner.take() else {
+            return;
+        };
+        if crate::deferred::release_gate() {
+            // On a driver callback thread: as in `free`, the free moves to the
+            // deferred queue.
+            defer_free(
+                mr.into_arc(),
+                (self.ptr, self.size),
+                free_stream,
+                None,
+                None,
+            );
+            return;
+        }
+        // Errors cannot be reported from drop (`close` reports them).
+        // SAFETY: as in `free`: `ptr`/`size` came from `mr.allocate_raw` and are
+        // freed once (the owner was taken); later work cannot use them.
+        if let Err(e) = unsafe { mr.deallocate(self.ptr, self.size, &free_stream) } {
+            free_failed(mr, (self.ptr, self.size), &free_stream, &e);
+        }
     }
+}
+
+/// A free that failed (deferred-free rule: never dropped, a leak): retried by the
+/// deferred queue on `s`, which orders it after the free stream's work.
+#[cold]
+#[inline(never)]
+fn free_failed(mr: Resource, (ptr, size): (sys::CUdeviceptr, usize), s: &Stream, e: &Error) {
+    let first = crate::error::Report::new(e).to_string();
+    defer_free(mr.into_arc(), (ptr, size), s.clone(), None, Some(first));
 }
 
 impl Buffer {

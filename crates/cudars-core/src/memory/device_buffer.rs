@@ -72,21 +72,16 @@ impl<T: Pod> DeviceBuffer<T> {
         Self::allocate_in(crate::memory::resource::Resource::Shared(mr), len, stream)
     }
 
+    #[inline]
     fn allocate_in(
         mr: crate::memory::resource::Resource,
         len: usize,
         stream: &Stream,
     ) -> Result<Self> {
         let () = NonZeroSize::<T>::OK;
-        let size = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::invalid(
-                "allocating typed device memory",
-                format!(
-                    "{len} elements of {} bytes overflow the address space",
-                    std::mem::size_of::<T>()
-                ),
-            )
-        })?;
+        let Some(size) = len.checked_mul(std::mem::size_of::<T>()) else {
+            return Err(overflow_error(len, std::mem::size_of::<T>()));
+        };
         let buf = Buffer::allocate_in(mr, size, Some(stream))?;
         Ok(Self {
             buf,
@@ -255,4 +250,14 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn fill(&mut self, value: T, stream: &Stream) -> Result<()> {
         self.view_mut().fill(value, stream)
     }
+}
+
+/// A typed allocation whose size overflows.
+#[cold]
+#[inline(never)]
+fn overflow_error(len: usize, elem: usize) -> Error {
+    Error::invalid(
+        "allocating typed device memory",
+        format!("{len} elements of {elem} bytes overflow the address space"),
+    )
 }

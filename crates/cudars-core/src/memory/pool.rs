@@ -383,6 +383,7 @@ impl DeviceMemoryResource {
 }
 
 /// A stream-ordered allocation from `pool` (`cuMemAllocFromPoolAsync`).
+#[inline]
 pub(super) fn pool_allocate(
     pool: sys::CUmemoryPool,
     size: usize,
@@ -404,6 +405,7 @@ pub(super) fn pool_allocate(
 /// # Safety
 /// `ptr` came from a pool allocation, is freed once, and no work other than that
 /// ordered before this call on `stream` still uses it.
+#[inline]
 pub(super) unsafe fn pool_free(
     ptr: sys::CUdeviceptr,
     stream: &Stream,
@@ -846,7 +848,20 @@ impl Device {
     /// The resource [`allocate`](Self::allocate) uses, as a buffer holds it: the
     /// default pool (the common case: no lock, no count touched) unless
     /// another was set.
+    #[inline]
     pub(crate) fn allocation_resource(&self) -> Result<crate::memory::resource::Resource> {
+        if !crate::memory::resource::RESOURCES_EVER_SET.load(std::sync::atomic::Ordering::Acquire) {
+            if let Some(d) = cached_default_pool(self) {
+                return Ok(d.resource());
+            }
+        }
+        self.allocation_resource_slow()
+    }
+
+    /// [`allocation_resource`](Self::allocation_resource) when a resource was
+    /// ever set, or the default pool is not made yet.
+    #[cold]
+    fn allocation_resource_slow(&self) -> Result<crate::memory::resource::Resource> {
         use crate::memory::resource::Resource;
         if !crate::memory::resource::RESOURCES_EVER_SET.load(std::sync::atomic::Ordering::Acquire) {
             if let Some(d) = crate::memory::pool::default_pool(self)? {
