@@ -8,10 +8,15 @@
 #   c/graph.c, c/hot.c, c/peer.c, c/gemm.c, c/fft.c, c/allreduce.c and c/threads.c (cuda-rs's own C graph,
 #   hot-path (typed launch, typed allocation, event, 4 KiB copy), peer-copy, cuBLAS GEMM, cuFFT, NCCL all-reduce and thread-scaling benchmarks),
 #   c/threads_cuda_core.py (Python cuda.core with threads) and c/gemm_cupy.py (CuPy's matmul) are in the package.
-# BENCH_PIN=1 runs every program on GPU 0's NUMA-local CPUs (taskset): on a host
-# of several sockets a program placed on the far one may pay more per driver
-# call, one suspected cause of sub-microsecond figures that are bimodal from one
-# process to the next (not yet measured with and without).
+# BENCH_PIN pins the single-threaded programs (the thread-scaling ones stay free):
+#   BENCH_PIN=1     on GPU 0's NUMA-local CPUs (taskset), for hosts of several sockets;
+#   BENCH_PIN=LIST  on the CPUs of LIST (taskset -c LIST), for example 3: one core,
+#                   so that neither side migrates between cores mid-timing.
+# The rounds alternate which side runs first (C, then cuda-rs in odd rounds).
+# Measured on an H100 (issue 33, 9 rounds each, one machine): pinned to one core, the
+# per-round ratios of launch_host_us spread 0.88-1.10, unpinned 0.84-1.16. The single
+# 100,000-allocation timing (alloc_free_async_us) stays bimodal either way: the raw
+# bindings, making exactly C's calls, gave 0.54-1.83 pinned and 0.55-1.91 unpinned.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rounds="${1:-3}"
@@ -50,9 +55,10 @@ if [ "${BENCH_PIN:-0}" = 1 ] && command -v taskset >/dev/null && command -v nvid
   bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 | tr 'A-Z' 'a-z' | sed 's/^0000//')
   cpus=$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null)
   [ -n "$cpus" ] && pin="taskset -c $cpus" && echo "bench-rounds: pinned to CPUs $cpus" >&2
+elif [ -n "${BENCH_PIN:-}" ] && [ "${BENCH_PIN}" != 0 ] && command -v taskset >/dev/null; then
+  pin="taskset -c $BENCH_PIN" && echo "bench-rounds: pinned to CPUs $BENCH_PIN" >&2
 fi
-for r in $(seq "$rounds"); do
-  echo "round $r" >&2
+c_side() {
   [ -n "$cbench" ] && $pin "$cbench"
   [ -n "$cgraph" ] && $pin "$cgraph"
   [ -n "$chot" ] && $pin "$chot"
@@ -60,9 +66,16 @@ for r in $(seq "$rounds"); do
   [ -n "$cpeer" ] && $pin "$cpeer"
   [ -n "$cgemm" ] && $pin "$cgemm"
   [ -n "$cfft" ] && $pin "$cfft"
-  [ -n "$callreduce" ] && $pin "$callreduce"
-  [ -n "$cthreads" ] && $pin "$cthreads"
-  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--allreduce "$here"/bin/*--threads "$here"/bin/*--await "$here"/bin/*--nvtx; do [ -x "$b" ] && $pin "$b" --bench; done
+  [ -n "$callreduce" ] && "$callreduce"
+  [ -n "$cthreads" ] && "$cthreads"
+}
+rs_side() {
+  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--await "$here"/bin/*--nvtx; do [ -x "$b" ] && $pin "$b" --bench; done
+  for b in "$here"/bin/*--allreduce "$here"/bin/*--threads; do [ -x "$b" ] && "$b" --bench; done
+}
+for r in $(seq "$rounds"); do
+  echo "round $r" >&2
+  if [ $((r % 2)) = 1 ]; then c_side; rs_side; else rs_side; c_side; fi
   python3 -c "import cupy" 2>/dev/null && python3 "$here/c/gemm_cupy.py"
   python3 -c "import cuda.core" 2>/dev/null && python3 "$here/c/threads_cuda_core.py"
   [ -n "$py" ] && $pin python3 "$py"
