@@ -5,6 +5,50 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::path::PathBuf;
 use std::ptr::NonNull;
 
+/// The loader's entry points and flags. On Linux (glibc and musl agree on these
+/// values everywhere but MIPS) they are declared here, so that a dependent's first
+/// build does not wait for `libc` and its build script before compiling this crate,
+/// the first of the chain every cudars crate sits on (docs/performance.md, "A
+/// dependent's build"); elsewhere they come from `libc`. The `dl_matches_libc` test
+/// checks the values against `libc`'s.
+#[cfg(not(any(
+    not(target_os = "linux"),
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "mips32r6",
+    target_arch = "mips64r6"
+)))]
+mod dl {
+    use std::ffi::{c_char, c_int, c_void};
+
+    pub(super) const RTLD_NOW: c_int = 2;
+    pub(super) const RTLD_NOLOAD: c_int = 4;
+    pub(super) const RTLD_GLOBAL: c_int = 0x100;
+    #[cfg(target_env = "gnu")]
+    pub(super) const RTLD_DEEPBIND: c_int = 8;
+
+    // Linked through the standard library, which links the C library (and, on
+    // glibc before 2.34, `libdl`) into every program.
+    unsafe extern "C" {
+        pub(super) fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
+        pub(super) fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+        pub(super) fn dlerror() -> *mut c_char;
+    }
+}
+
+#[cfg(any(
+    not(target_os = "linux"),
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "mips32r6",
+    target_arch = "mips64r6"
+))]
+mod dl {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    pub(super) use dl::RTLD_DEEPBIND;
+    pub(super) use libc::{RTLD_GLOBAL, RTLD_NOLOAD, RTLD_NOW, dlerror, dlopen, dlsym};
+}
+
 /// A handle from `dlopen`. Handles are never closed (see the crate docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RawDl(NonNull<c_void>);
@@ -26,7 +70,7 @@ fn last_error() -> String {
     // SAFETY: dlerror returns null or a NUL-terminated string owned by the loader,
     // valid until the next dl* call on this thread; we copy it at once.
     unsafe {
-        let msg = libc::dlerror();
+        let msg = dl::dlerror();
         if msg.is_null() {
             "unknown loader error".into()
         } else {
@@ -54,7 +98,7 @@ pub(crate) fn already_loaded(soname: &str) -> Option<RawDl> {
     let c = to_cstring(OsStr::new(soname)).ok()?;
     // SAFETY: `c` is a valid C string; RTLD_NOLOAD only looks the library up and
     // bumps its reference count, which we never drop (handles are never closed).
-    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    let h = unsafe { dl::dlopen(c.as_ptr(), dl::RTLD_NOW | dl::RTLD_NOLOAD) };
     NonNull::new(h).map(RawDl)
 }
 
@@ -65,23 +109,23 @@ pub(crate) fn open(name: &OsStr, deepbind: bool) -> Result<RawDl, String> {
         return Err(UNDER_MIRI.into());
     }
     let c = to_cstring(name)?;
-    let mut flags = libc::RTLD_NOW | libc::RTLD_GLOBAL;
+    let mut flags = dl::RTLD_NOW | dl::RTLD_GLOBAL;
     if deepbind {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         {
-            flags |= libc::RTLD_DEEPBIND;
+            flags |= dl::RTLD_DEEPBIND;
         }
     }
     // SAFETY: `c` is a valid C string. Loading runs the library's initialisers;
     // that is the documented purpose of this crate and the caller's request.
-    let h = unsafe { libc::dlopen(c.as_ptr(), flags) };
+    let h = unsafe { dl::dlopen(c.as_ptr(), flags) };
     NonNull::new(h).map(RawDl).ok_or_else(last_error)
 }
 
 /// Looks a symbol up in a loaded library.
 pub(crate) fn symbol(h: RawDl, name: &CStr) -> Option<NonNull<c_void>> {
     // SAFETY: `h` is a live handle (never closed) and `name` a valid C string.
-    NonNull::new(unsafe { libc::dlsym(h.as_ptr(), name.as_ptr()) })
+    NonNull::new(unsafe { dl::dlsym(h.as_ptr(), name.as_ptr()) })
 }
 
 #[repr(C)]
@@ -147,3 +191,31 @@ pub(crate) const SYSTEM_SEARCH_PLACES: &str =
 
 /// Whether this platform can load libraries at all.
 pub(crate) const CAN_LOAD: bool = true;
+
+#[cfg(test)]
+mod tests {
+    use super::dl;
+
+    /// The flags declared here for Linux are the C library's (`libc` is a
+    /// dev-dependency on every Unix).
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot call the dynamic loader")]
+    fn dl_matches_libc() {
+        assert_eq!(dl::RTLD_NOW, libc::RTLD_NOW);
+        assert_eq!(dl::RTLD_NOLOAD, libc::RTLD_NOLOAD);
+        assert_eq!(dl::RTLD_GLOBAL, libc::RTLD_GLOBAL);
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        assert_eq!(dl::RTLD_DEEPBIND, libc::RTLD_DEEPBIND);
+        // The declared functions are the C library's: one loads the C library
+        // itself (already loaded) and finds `dlsym` in it.
+        let name = c"libc.so.6";
+        // SAFETY: a valid C string; RTLD_NOLOAD only looks the library up.
+        let h = unsafe { dl::dlopen(name.as_ptr(), dl::RTLD_NOW | dl::RTLD_NOLOAD) };
+        if cfg!(all(target_os = "linux", target_env = "gnu")) {
+            assert!(!h.is_null());
+            // SAFETY: a live handle and a valid C string.
+            let f = unsafe { dl::dlsym(h, c"dlsym".as_ptr()) };
+            assert!(!f.is_null());
+        }
+    }
+}
