@@ -727,7 +727,7 @@ impl Drop for Buffer {
     /// The buffer's free, on its free stream (rule 2 of the soundness contract:
     /// after the work queued there; deferred-free rule: never on a driver
     /// callback thread, and a failed free is retried, never dropped). The hot
-    /// path of [`free`](Buffer::free) without another stream, inlined: one
+    /// path of `free` without another stream, inlined: one
     /// relaxed load, then the resource's free.
     #[inline]
     fn drop(&mut self) {
