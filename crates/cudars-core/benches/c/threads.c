@@ -4,6 +4,9 @@
  * pointer and an int) 10000 times, then wait for their stream; the time runs
  * from releasing the threads together to the last one done. Median of 5 rounds.
  * JSON lines: launch_mt_<n>_mlaunch_per_s (millions of launches per second).
+ * THREADS_LIBRARY=1 loads the kernel as cudars-core does, through the library API
+ * (cuLibraryLoadData, cuLibraryGetKernel, cuKernelGetFunction), instead of
+ * cuModuleLoadData/cuModuleGetFunction, and prints its lines as peer c-library.
  * Build: nvcc -O2 -o threads threads.c -lcuda -lnvrtc -lpthread */
 #include <cuda.h>
 #include <nvrtc.h>
@@ -69,9 +72,19 @@ int main(void) {
   NK(nvrtcGetCUBINSize(prog, &n));
   char *cubin = malloc(n);
   NK(nvrtcGetCUBIN(prog, cubin));
-  CUmodule mod;
-  CK(cuModuleLoadData(&mod, cubin));
-  CK(cuModuleGetFunction(&empty, mod, "empty"));
+  const char *peer = "c-driver";
+  if (getenv("THREADS_LIBRARY")) {
+    CUlibrary lib;
+    CUkernel k;
+    CK(cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
+    CK(cuLibraryGetKernel(&k, lib, "empty"));
+    CK(cuKernelGetFunction(&empty, k));
+    peer = "c-library";
+  } else {
+    CUmodule mod;
+    CK(cuModuleLoadData(&mod, cubin));
+    CK(cuModuleGetFunction(&empty, mod, "empty"));
+  }
   int counts[] = {1, 2, 4, 8, 16};
   for (int c = 0; c < 5; c++) {
     int t = counts[c];
@@ -87,7 +100,7 @@ int main(void) {
       pthread_barrier_destroy(&start);
     }
     qsort(rounds, 5, sizeof(double), cmp);
-    printf("{\"peer\":\"c-driver\",\"metric\":\"launch_mt_%d_mlaunch_per_s\",\"value\":%.4f}\n", t, rounds[2]);
+    printf("{\"peer\":\"%s\",\"metric\":\"launch_mt_%d_mlaunch_per_s\",\"value\":%.4f}\n", peer, t, rounds[2]);
   }
   return 0;
 }
