@@ -265,6 +265,9 @@ impl LinkerOptions {
             ("ptxas_options", &self.ptxas_options),
             ("extra", &self.extra),
         ];
+        for opt in &self.ptxas_options {
+            check_ptxas_option(opt, OPTIONS_CONTEXT)?;
+        }
         for (field, values) in lists {
             if let Some(v) = values.iter().find(|v| v.is_empty() || v.contains('\0')) {
                 return Err(Error::invalid(
@@ -290,4 +293,21 @@ impl LinkerOptions {
         }
         Ok(arch)
     }
+}
+
+/// Refuses a ptxas option of only whitespace (and not empty: the callers refuse
+/// an empty one themselves). NVRTC 12.9 hands `--ptxas-options= ` to its ptxas,
+/// which aborts the whole process (found by `tests/compile.rs`'s hostile-input
+/// test); nothing such an option could mean is lost.
+pub(crate) fn check_ptxas_option(opt: &str, context: &'static str) -> Result<()> {
+    if !opt.is_empty() && opt.trim().is_empty() {
+        return Err(Error::invalid(
+            context,
+            format!(
+                "`ptxas_options` has an entry of only whitespace ({opt:?}): ptxas, as NVRTC \
+                 12.9 runs it, aborts the whole process on one"
+            ),
+        ));
+    }
+    Ok(())
 }

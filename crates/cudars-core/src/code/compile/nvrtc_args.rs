@@ -35,6 +35,7 @@ impl ProgramOptions {
             a.flag(true, if on { "--dopt=on" } else { "--dopt=off" });
         }
         for opt in &self.ptxas_options {
+            crate::code::linker_options::check_ptxas_option(opt, a.context)?;
             a.text("ptxas_options", opt, "--ptxas-options=")?;
         }
         if let Some(n) = self.max_register_count {
