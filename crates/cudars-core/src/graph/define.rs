@@ -243,10 +243,9 @@ pub(crate) fn kernel_node_params(
     args: &[&dyn KernelArg],
     ptrs: &mut Vec<*mut c_void>,
 ) -> Result<sys::CUgraphNodeParams> {
-    if let Some(params) = kernel.params_if_known()? {
-        crate::launch::check_args(kernel, params, args)?;
-    }
-    *ptrs = args.iter().map(|a| a.arg_ptr().cast_mut()).collect();
+    ptrs.clear();
+    ptrs.resize(args.len(), std::ptr::null_mut());
+    crate::launch::gather_args(kernel, args, ptrs)?;
     let _current = ctx.ensure_current()?;
     // Kernel nodes take the kernel's function in the graph's context.
     let func = kernel.function_in_current()?;

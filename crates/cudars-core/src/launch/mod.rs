@@ -576,12 +576,6 @@ pub unsafe fn launch(
     args: &[&dyn KernelArg],
 ) -> Result<()> {
     config.validate()?;
-    let params = kernel.params_if_known()?;
-    if let Some(params) = params {
-        if params.len() != args.len() {
-            return Err(arg_count_error(kernel, params.len(), args.len()));
-        }
-    }
     let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_ARGS];
     let mut heap = Vec::new();
     let ptrs: &mut [*mut c_void] = if args.len() <= INLINE_ARGS {
@@ -590,10 +584,27 @@ pub unsafe fn launch(
         heap.resize(args.len(), std::ptr::null_mut());
         &mut heap
     };
-    // One pass: each argument's size checked (when the driver reports the
-    // parameters) and its address taken.
-    match params {
+    gather_args(kernel, args, ptrs)?;
+    // SAFETY: the arguments match the kernel's parameter sizes (the caller vouches
+    // for what they point to); the driver copies them before returning.
+    unsafe { launch_raw(stream, config, kernel, ptrs.as_mut_ptr()) }
+}
+
+/// Checks `args` against the kernel's parameters (their count, and each one's
+/// size, when the driver reports them) and writes each argument's address into
+/// `ptrs`, as long as `args`, in one pass: the argument array of a launch or of a
+/// kernel node.
+#[inline(always)]
+pub(crate) fn gather_args(
+    kernel: &Kernel,
+    args: &[&dyn KernelArg],
+    ptrs: &mut [*mut c_void],
+) -> Result<()> {
+    match kernel.params_if_known()? {
         Some(params) => {
+            if params.len() != args.len() {
+                return Err(arg_count_error(kernel, params.len(), args.len()));
+            }
             for (i, ((p, a), (_, size))) in ptrs.iter_mut().zip(args).zip(params).enumerate() {
                 if a.arg_size() != *size {
                     return Err(arg_size_error(kernel, i, a.arg_size(), *size));
@@ -605,25 +616,6 @@ pub unsafe fn launch(
             for (p, a) in ptrs.iter_mut().zip(args) {
                 *p = a.arg_ptr().cast_mut();
             }
-        }
-    }
-    // SAFETY: the arguments match the kernel's parameter sizes (the caller vouches
-    // for what they point to); the driver copies them before returning.
-    unsafe { launch_raw(stream, config, kernel, ptrs.as_mut_ptr()) }
-}
-
-/// Checks `args` against the kernel's parameters.
-pub(crate) fn check_args(
-    kernel: &Kernel,
-    params: &[(usize, usize)],
-    args: &[&dyn KernelArg],
-) -> Result<()> {
-    if params.len() != args.len() {
-        return Err(arg_count_error(kernel, params.len(), args.len()));
-    }
-    for (i, (a, (_, size))) in args.iter().zip(params).enumerate() {
-        if a.arg_size() != *size {
-            return Err(arg_size_error(kernel, i, a.arg_size(), *size));
         }
     }
     Ok(())

@@ -558,6 +558,7 @@ impl Buffer {
         self.free(stream)
     }
 
+    #[inline]
     fn free(&mut self, stream: Option<&Stream>) -> Result<()> {
         let Some((mr, free_stream)) = self.owner.take() else {
             return Ok(());
@@ -726,32 +727,13 @@ fn order_frees_slow<'a>(
 impl Drop for Buffer {
     /// The buffer's free, on its free stream (rule 2 of the soundness contract:
     /// after the work queued there; deferred-free rule: never on a driver
-    /// callback thread, and a failed free is retried, never dropped). The hot
-    /// path of `free` without another stream, inlined: one
-    /// relaxed load, then the resource's free.
+    /// callback thread, and a failed free is retried, never dropped): `free`
+    /// without another stream, inlined, so that only its hot path remains here
+    /// (one relaxed load, then the resource's free).
     #[inline]
     fn drop(&mut self) {
-        let Some((mr, free_stream)) = self.owner.take() else {
-            return;
-        };
-        if crate::deferred::release_gate() {
-            // On a driver callback thread: as in `free`, the free moves to the
-            // deferred queue.
-            defer_free(
-                mr.into_arc(),
-                (self.ptr, self.size),
-                free_stream,
-                None,
-                None,
-            );
-            return;
-        }
-        // Errors cannot be reported from drop (`close` reports them).
-        // SAFETY: as in `free`: `ptr`/`size` came from `mr.allocate_raw` and are
-        // freed once (the owner was taken); later work cannot use them.
-        if let Err(e) = unsafe { mr.deallocate(self.ptr, self.size, &free_stream) } {
-            free_failed(mr, (self.ptr, self.size), &free_stream, &e);
-        }
+        // Errors cannot be reported from drop: `close` reports them.
+        let _ = self.free(None);
     }
 }
 
