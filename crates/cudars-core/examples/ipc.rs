@@ -8,7 +8,7 @@
 //! (`VirtualMemoryResource::ipc_descriptor`, `VirtualMemoryIpcDescriptor::fds`),
 //! and the importer maps them into one buffer (`VirtualMemoryIpcDescriptor::import`).
 //!
-//! `cargo run -p cudars-core --example ipc` (Linux).
+//! `cargo run -p cudars-core --features ipc,vmm --example ipc` (Linux).
 
 use std::process::ExitCode;
 

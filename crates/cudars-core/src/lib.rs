@@ -47,7 +47,7 @@
 //! | ordering and timing | [`Stream`], [`Event`] |
 //! | awaiting GPU work (any executor) | [`Stream::completion`] and [`Stream::completion_with`] ([`Completion`]), [`Event::wait_async`] and `(&event).await` ([`EventWait`]), [`DeviceView::to_vec_async`] ([`ToVec`]), [`DeviceViewMut::copy_from_pinned_async`], [`DeviceView::copy_to_pinned_async`], [`trim_completion_pools`]: one reactor thread for the process, a first-poll spin, pooled events and staging, cancellation that frees nothing in use |
 //! | typed memory | [`DeviceBuffer`], [`DeviceView`] and [`DeviceViewMut`] (slices, splits, offset copies), [`ArcView`] (an owned sub-range, for graph nodes and DLPack), [`PinnedBuffer`] (asynchronous host copies; its `view` and `view_mut` are kernel arguments) |
-//! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] ([`ManagedBuffer`]), [`VirtualMemoryResource`] (shared with other processes: `VirtualMemoryIpcDescriptor`) |
+//! | memory | [`Buffer`], [`MemoryResource`] and [`DeviceMemoryResource`], [`PinnedMemoryResource`], [`LegacyPinnedMemoryResource`], [`ManagedMemoryResource`] ([`ManagedBuffer`]), `VirtualMemoryResource` (feature `vmm`; shared with other processes: `VirtualMemoryIpcDescriptor`) |
 //! | batched memory operations (CUDA 13) | [`copy_batch`], [`copy_batch_with`] (options per copy) ([`BatchCopy`], [`BatchViewCopy`], `zip` for two lists), [`prefetch_batch`], [`discard_batch`], [`discard_prefetch_batch`] (whole buffers or views) |
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`FatbinBuilder`] (nvFatbin: cubins, PTX and LTO-IR for several architectures in one fatbin), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
@@ -55,10 +55,10 @@
 //! | graphs (CUDA 13) | [`GraphBuilder`] (`cuda.core`'s: building by capture, split and joined, with conditional bodies; the graph keeps everything queued into it alive; graph memory: [`GraphView`]), [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
 //! | system information | `system` (feature `nvml`; NVML: versions, memory, BAR1, utilisation, temperature, power, clocks and clock event reasons, PCI, MIG, field values, InfoROM, CPU and memory affinity, fans; errors by `NvmlErrorKind`) |
 //! | program cache | `cache` (feature `cache`: cache keys, in-memory and file caches safe across processes) |
-//! | arrays, textures, surfaces | [`OpaqueArray`], [`MipmappedArray`], [`TextureObject`] (filtered, addressed reads), [`SurfaceObject`] |
-//! | Hopper TMA | [`TensorMapDescriptor`] (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; [`TensorMapDescriptor::from_tiled`] takes the element type and shape from a typed view, [`TiledOptions`] every option with a default; [`TensorMapDescriptor::replace_address`]) |
+//! | arrays, textures, surfaces | feature `arrays`: `OpaqueArray`, `MipmappedArray`, `TextureObject` (filtered, addressed reads), `SurfaceObject` |
+//! | Hopper TMA | feature `tensor-maps`: `TensorMapDescriptor` (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; `TensorMapDescriptor::from_tiled` takes the element type and shape from a typed view, `TiledOptions` every option with a default; `TensorMapDescriptor::replace_address`) |
 //! | for library crates | [`LibraryError`] (the error shape cuBLAS, cuRAND, cuFFT, NCCL and cuFile share), [`ContextScope`] (a stream's context current for a scope, green contexts included), [`rebind_stream`] (moving a library handle to another stream), [`DriverGate`] and [`LibraryRelease`] (a library of a newer CUDA major than the driver is a typed error) |
-//! | interop | [`StridedMemoryView`] (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: [`CudaArrayInterface`]; host arrays: NumPy's [`ArrayInterface`], a borrowed slice ([`StridedHostView`]); functions take [`IntoStridedMemoryView`], ordered per call with the consumer's stream; other producers: [`ViaDLPack`], [`ForeignCudaArray`]), [`Buffer::to_dlpack`] and [`ArcView::to_dlpack`] (export, typed: [`DLPackDType`]; the C structures in [`dlpack`]); IPC (Linux): pool file descriptors, [`IpcBufferDescriptor`], IPC events; OpenGL: [`GraphicsResource`] (register a buffer or image, map it: [`GraphicsMapping`]) |
+//! | interop | feature `dlpack`: `StridedMemoryView` (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: `CudaArrayInterface`; host arrays: NumPy's `ArrayInterface`, a borrowed slice (`StridedHostView`); functions take `IntoStridedMemoryView`, ordered per call with the consumer's stream; other producers: `ViaDLPack`, `ForeignCudaArray`), `Buffer::to_dlpack` and `ArcView::to_dlpack` (export, typed: `DLPackDType`; the C structures in `dlpack`); feature `ipc`, IPC (Linux): pool file descriptors, `IpcBufferDescriptor`, IPC events; feature `gl`, OpenGL: `GraphicsResource` (register a buffer or image, map it: `GraphicsMapping`) |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
 //! keep their memory resource and the stream they are freed on (and work a safe
@@ -73,7 +73,9 @@
 //!
 //! None is on by default: a dependency on `cudars-core` alone builds the driver,
 //! NVRTC, nvJitLink, nvFatbin and NVVM, with no proc-macro and no hashing crate,
-//! so that a dependent's first build is short (`docs/performance.md`, "A
+//! and without the parts most programs do not call (interop, IPC, virtual
+//! memory, arrays and textures, tensor maps), so that a dependent's first build
+//! is short (`docs/performance.md`, "A
 //! dependent's build"). Each feature adds a part and what it needs; they are
 //! additive. The `cudars` umbrella crate turns them all on by default.
 //!
@@ -84,6 +86,12 @@
 //! | `cache` | `cache`: the program cache (keys, in-memory and file caches) | `sha2`, `tempfile` |
 //! | `nvml` | `system` (NVML's system information), `Error::Nvml`, `NvmlErrorKind`, `Device::to_system_device`, NVML in [`versions`] | NVML's bindings |
 //! | `runtime` | the runtime (`libcudart`) in [`versions`] (cudars-core makes no runtime call) | the runtime's bindings |
+//! | `dlpack` | DLPack, the CUDA Array Interface and strided views: `StridedMemoryView`, `StridedHostView`, `ArrayInterface`, `CudaArrayInterface`, `ViaDLPack`, `ForeignCudaArray`, `Buffer::to_dlpack`, `ArcView::to_dlpack`, the `dlpack` module | none |
+//! | `ipc` | sharing pools and buffers with other processes (Unix): `IpcMemoryPool`, `IpcBufferDescriptor`, `PoolUuid`, IPC events | none |
+//! | `vmm` | virtual memory: `VirtualMemoryResource` and its options, `VirtualMemoryIpcDescriptor` | none |
+//! | `arrays` | `OpaqueArray`, `MipmappedArray`, `TextureObject`, `SurfaceObject` | none |
+//! | `gl` | OpenGL interop: `GraphicsResource`, `GraphicsMapping` (turns `arrays` on) | none |
+//! | `tensor-maps` | Hopper's tensor maps: `TensorMapDescriptor` (with `dlpack`, also from a `StridedMemoryView`) | none |
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -458,29 +466,55 @@ pub use graph::{
 #[cfg(feature = "half")]
 #[cfg_attr(docsrs, doc(cfg(feature = "half")))]
 pub use half;
+#[cfg(feature = "dlpack")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
 pub use interop::cai::CudaArrayInterface;
+#[cfg(feature = "dlpack")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
 pub use interop::dlpack;
+#[cfg(feature = "dlpack")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
 #[doc(no_inline)]
 pub use interop::dlpack::DLPackDType;
+#[cfg(feature = "dlpack")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
 pub use interop::dlpack_producer::{DLPackProducer, ViaDLPack};
+#[cfg(feature = "dlpack")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
 pub use interop::foreign_array::ForeignCudaArray;
+#[cfg(feature = "gl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gl")))]
 pub use interop::graphics::{
     GraphicsMapFlags, GraphicsMapping, GraphicsRegisterFlags, GraphicsResource, MappedArray,
     MappedBuffer, gl_devices,
 };
+#[cfg(feature = "dlpack")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
 pub use interop::host_strided::{ArrayInterface, StridedHostView};
-#[cfg(unix)]
-#[cfg_attr(docsrs, doc(cfg(unix)))]
+#[cfg(all(unix, feature = "ipc"))]
+#[cfg_attr(docsrs, doc(cfg(all(unix, feature = "ipc"))))]
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
+#[cfg(feature = "dlpack")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
 pub use interop::strided::{IntoStridedMemoryView, StridedMemoryView};
+#[cfg(feature = "arrays")]
+#[cfg_attr(docsrs, doc(cfg(feature = "arrays")))]
 pub use launch::array::{ArrayFormat, ArrayOptions, MipmappedArray, OpaqueArray};
+#[cfg(feature = "tensor-maps")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tensor-maps")))]
 pub use launch::tensor_map::TensorMapDescriptor;
+#[cfg(feature = "tensor-maps")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tensor-maps")))]
 pub use launch::tensor_map_array::{TensorMapElement, TiledOptions};
+#[cfg(feature = "tensor-maps")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tensor-maps")))]
 pub use launch::tensor_map_options::{
     TensorMapDataType, TensorMapDescriptorOptions, TensorMapIm2colOptions, TensorMapIm2colWideMode,
     TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill,
     TensorMapSwizzle,
 };
+#[cfg(feature = "arrays")]
+#[cfg_attr(docsrs, doc(cfg(feature = "arrays")))]
 pub use launch::texture::{
     AddressMode, FilterMode, ReadMode, SurfaceObject, TextureObject, TextureOptions,
     TextureResource,
@@ -500,10 +534,14 @@ pub use memory::batch::{
 pub use memory::device_buffer::DeviceBuffer;
 pub use memory::pinned_buffer::PinnedBuffer;
 pub use memory::view::{DeviceView, DeviceViewMut};
+#[cfg(feature = "vmm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "vmm")))]
 pub use memory::vmm::VirtualMemoryResource;
-#[cfg(unix)]
-#[cfg_attr(docsrs, doc(cfg(unix)))]
+#[cfg(all(unix, feature = "vmm"))]
+#[cfg_attr(docsrs, doc(cfg(all(unix, feature = "vmm"))))]
 pub use memory::vmm_ipc::VirtualMemoryIpcDescriptor;
+#[cfg(feature = "vmm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "vmm")))]
 pub use memory::vmm_options::{
     ExportedChunk, Granularity, ShareableHandle, VirtualMemoryAccess, VirtualMemoryAllocationType,
     VirtualMemoryHandleType, VirtualMemoryLocation, VirtualMemoryOptions,

@@ -381,6 +381,7 @@ fn fault_sweep_failures_while_starting_are_typed_errors() {
 
 /// The virtual memory handles live now: physical allocations, mappings and
 /// reserved ranges.
+#[cfg(all(unix, feature = "vmm"))]
 fn vmm_live(shim: &DriverShim) -> BTreeMap<String, i64> {
     let mut l = live(shim);
     l.retain(|k, _| matches!(k.as_str(), "physical" | "mappings" | "reservations"));
@@ -393,7 +394,7 @@ fn vmm_live(shim: &DriverShim) -> BTreeMap<String, i64> {
 /// every step done before it undone (the shim's counts of physical
 /// allocations, mappings and ranges come back). Then the undo failing too:
 /// what it could not undo is retried by the deferred-free queue until it is.
-#[cfg(unix)]
+#[cfg(all(unix, feature = "vmm"))]
 #[test]
 fn fault_sweep_a_virtual_memory_import_failing_partway_undoes_every_step() {
     use cudars_core::{VirtualMemoryHandleType, VirtualMemoryOptions, VirtualMemoryResource};

@@ -14,8 +14,7 @@ use cudars_core::{
     DeviceMemoryResource, Error, Event, EventOptions, InvalidKind, LaunchConfig,
     LegacyPinnedMemoryResource, LinkerOptions, Location, ManagedMemoryResource, MemoryKind,
     MemoryResource, MemoryResourceExt, PinnedMemoryResource, PinnedMemoryResourceOptions,
-    PreviousContext, Program, ProgramOptions, SourceCode, Stream, StreamOptions,
-    VirtualMemoryOptions, VirtualMemoryResource, launch,
+    PreviousContext, Program, ProgramOptions, SourceCode, Stream, StreamOptions, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
 use half::f16;
@@ -960,8 +959,11 @@ fn host_views_of_pinned_and_managed_memory_wait_for_the_gpu_and_write_in_place()
     assert!(unsafe { device.as_host_slice_mut::<u32>() }.is_err());
 }
 
+#[cfg(feature = "vmm")]
 #[test]
 fn resources_that_are_not_stream_ordered_allocate_without_a_stream() {
+    use cudars_core::{VirtualMemoryOptions, VirtualMemoryResource};
+
     require_gpu!();
     let d = dev0();
     let s = d.create_stream(StreamOptions::default()).unwrap();

@@ -9,10 +9,9 @@
 use std::sync::Arc;
 
 use cudars_core::{
-    Buffer, CompileTarget, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error,
-    Granularity, Graph, GraphAllocOptions, GraphCompleteOptions, GraphNodeParams, Kernel,
-    LaunchConfig, Location, Program, ProgramOptions, SourceCode, Stream, StreamOptions,
-    VirtualMemoryOptions, VirtualMemoryResource, launch,
+    Buffer, CompileTarget, Device, DeviceMemoryPoolOptions, DeviceMemoryResource, Error, Graph,
+    GraphAllocOptions, GraphCompleteOptions, GraphNodeParams, Kernel, LaunchConfig, Location,
+    Program, ProgramOptions, SourceCode, Stream, StreamOptions, launch,
 };
 use cudars_tests::{require_gpus, require_libs};
 
@@ -205,8 +204,11 @@ fn a_pool_is_shared_with_the_other_device_and_revoked() {
     assert_eq!(pool.peer_accessible_by().unwrap(), vec![]);
 }
 
+#[cfg(feature = "vmm")]
 #[test]
 fn a_virtual_allocation_is_mapped_for_the_other_device() {
+    use cudars_core::{Granularity, VirtualMemoryOptions, VirtualMemoryResource};
+
     require_gpus!(2);
     require_libs!("nvrtc");
     let (d0, d1, s0, s1) = two();
@@ -242,7 +244,7 @@ fn a_virtual_allocation_is_mapped_for_the_other_device() {
 /// `IPC_MODE=wrong` imports naming device 1 and expects the typed error; otherwise
 /// it imports device 0's pool, grants device 1 access, and adds one with a kernel on
 /// device 1 after the exporter's event. Each mode imports once per process.
-#[cfg(unix)]
+#[cfg(all(unix, feature = "ipc"))]
 fn ipc_child() {
     use cudars_tests::unhex;
     use std::os::fd::BorrowedFd;
@@ -296,7 +298,7 @@ fn ipc_child() {
 /// IPC between two processes on different GPUs: this process exports a pool of
 /// device 0; a child process imports it and writes it with a kernel on device 1
 /// (and another child shows that naming the wrong device is a typed error).
-#[cfg(unix)]
+#[cfg(all(unix, feature = "ipc"))]
 #[test]
 fn a_pool_of_device_0_is_imported_and_written_by_device_1_in_another_process() {
     use cudars_tests::hex;

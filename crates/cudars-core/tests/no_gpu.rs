@@ -292,11 +292,13 @@ fn a_grid_of_clusters_too_large_for_a_u32_is_an_error() {
 
 /// A resource of a user's own, for the method-resolution check below (never asked
 /// to allocate: that needs a GPU).
+#[cfg(feature = "vmm")]
 #[derive(Debug)]
 struct UserResource(Device);
 
 // SAFETY: it never hands out memory (`allocate_raw` panics), so there is nothing
 // to free.
+#[cfg(feature = "vmm")]
 unsafe impl cudars_core::MemoryResource for UserResource {
     unsafe fn allocate_raw(&self, _size: usize, _stream: &Stream) -> cudars_core::Result<u64> {
         panic!("never called: the resource is only type-checked")
@@ -323,6 +325,7 @@ unsafe impl cudars_core::MemoryResource for UserResource {
 /// `allocate` on an `Arc` of every resource, `Arc<dyn MemoryResource>` first, is the
 /// owning allocation: a `Buffer`. These functions only have to compile (running
 /// them needs a GPU): the first with no trait in scope, the second with both.
+#[cfg(feature = "vmm")]
 mod owning_allocate_resolves {
     use std::sync::Arc;
 
@@ -399,6 +402,7 @@ mod owning_allocate_resolves {
     }
 }
 
+#[cfg(feature = "vmm")]
 #[test]
 fn allocate_on_an_arc_of_any_resource_type_checks_as_the_owning_one() {
     // Compiling `owning_allocate_resolves` is the test; this keeps it referenced.

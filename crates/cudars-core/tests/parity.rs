@@ -62,7 +62,7 @@ fn null_kernel_handles_are_refused_before_cuda() {
     assert!(e.to_string().contains("null"), "{e}");
 }
 
-#[cfg(unix)]
+#[cfg(all(unix, feature = "ipc"))]
 #[test]
 fn an_unknown_uuid_is_not_in_the_registry() {
     let uuid = cudars_core::PoolUuid([0xab; 16]);
@@ -435,7 +435,7 @@ fn pool_attributes_read_back_and_high_water_marks_reset() {
     }
 }
 
-#[cfg(unix)]
+#[cfg(all(unix, feature = "ipc"))]
 #[test]
 fn ipc_pools_register_under_their_uuid() {
     require_gpu!();

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use cudars_core::{
     ArcView, BatchCopy, BatchViewCopy, Buffer, CopyOptions, Device, DeviceBuffer, Error, Graph,
-    GraphCompleteOptions, InvalidKind, Location, ManagedMemoryResource, MemoryKind, Stream,
-    StreamOptions, StridedMemoryView, copy_batch, discard_prefetch_batch, prefetch_batch,
+    GraphCompleteOptions, InvalidKind, Location, ManagedMemoryResource, Stream, StreamOptions,
+    copy_batch, discard_prefetch_batch, prefetch_batch,
 };
 use cudars_tests::require_gpu;
 use half::bf16;
@@ -229,8 +229,10 @@ fn batched_copies_and_prefetches_of_views() {
     ));
 }
 
+#[cfg(feature = "dlpack")]
 #[test]
 fn dlpack_round_trip_of_a_device_sub_range() {
+    use cudars_core::{MemoryKind, StridedMemoryView};
     require_gpu!();
     let (d, s) = setup();
     let host: Vec<f32> = (0..256).map(|i| i as f32 * 0.5).collect();

@@ -44,6 +44,7 @@ impl ArrayFormat {
         }
     }
 
+    #[cfg(feature = "gl")]
     /// The format of a driver's `CUarray_format`, when it is one of these.
     pub(crate) fn from_raw(raw: sys::CUarray_format) -> Option<Self> {
         [
@@ -192,6 +193,7 @@ pub(crate) enum Origin {
     Own,
     /// A mipmap level: the mipmapped array, which the level keeps alive.
     Level(#[allow(dead_code, reason = "held, never read")] Arc<MipmappedInner>),
+    #[cfg(feature = "gl")]
     /// A mapped graphics resource: the graphics API, after the mapping that
     /// lends the array (and outlives it) ends.
     Mapped,
@@ -211,7 +213,10 @@ impl std::fmt::Debug for OpaqueArray {
             .field("handle", &self.handle)
             .field("options", &self.options)
             .field("mipmap_level", &matches!(self.origin, Origin::Level(_)))
-            .field("mapped", &matches!(self.origin, Origin::Mapped))
+            .field(
+                "mapped",
+                &!matches!(self.origin, Origin::Own | Origin::Level(_)),
+            )
             .finish()
     }
 }
@@ -238,6 +243,7 @@ impl OpaqueArray {
         })
     }
 
+    #[cfg(feature = "gl")]
     /// The array of a mapped graphics resource, which the graphics API owns
     /// (never destroyed here). Its shape and format are read from the driver.
     ///

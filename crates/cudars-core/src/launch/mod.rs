@@ -4,11 +4,17 @@
 //! typed launch ([`typed_kernel`]) and what kernels take by value: tensor maps
 //! ([`tensor_map`]; made from arrays: [`tensor_map_array`]), textures and surfaces ([`texture`]).
 
+#[cfg(feature = "arrays")]
 pub(crate) mod array;
+#[cfg(feature = "tensor-maps")]
 pub(crate) mod tensor_map;
+#[cfg(feature = "tensor-maps")]
 pub(crate) mod tensor_map_array;
+#[cfg(feature = "tensor-maps")]
 pub(crate) mod tensor_map_layout;
+#[cfg(feature = "tensor-maps")]
 pub(crate) mod tensor_map_options;
+#[cfg(feature = "arrays")]
 pub(crate) mod texture;
 pub(crate) mod typed_kernel;
 

@@ -1,22 +1,23 @@
 //! Tiled tensor maps made from arrays: the data type, shape and strides taken
 //! from a typed view ([`TensorMapDescriptor::from_tiled`], Python's
 //! `TensorMapDescriptor.from_tiled(a, box_dim=…)`) or a strided view
-//! ([`TensorMapDescriptor::from_strided`], [`StridedMemoryView::as_tensor_map`]),
+//! ([`TensorMapDescriptor::from_strided`], [`StridedMemoryView::as_tensor_map`];
+//! with the `dlpack` feature),
 //! with [`TiledOptions`] (every option defaulted). They translate the array's
 //! layout (outermost first, strides in elements) into the driver's
 //! (innermost first, strides in bytes) with one pure function and encode it
 //! through [`TensorMapDescriptor::tiled`]'s body.
 
 use crate::error::{Error, Result};
+#[cfg(feature = "dlpack")]
 use crate::interop::dlpack::{DLDataType, DLDeviceType};
 use crate::launch::tensor_map_options::{
     TensorMapDataType, TensorMapDescriptorOptions, TensorMapInterleave, TensorMapL2Promotion,
     TensorMapOobFill, TensorMapSwizzle,
 };
-use crate::{
-    device::Device, interop::strided::StridedMemoryView, launch::tensor_map::TensorMapDescriptor,
-    memory::view::DeviceView,
-};
+#[cfg(feature = "dlpack")]
+use crate::{device::Device, interop::strided::StridedMemoryView};
+use crate::{launch::tensor_map::TensorMapDescriptor, memory::view::DeviceView};
 
 /// An element type a tensor map can describe: what
 /// [`TensorMapDescriptor::from_tiled`] takes the map's data type from (Python's
@@ -42,6 +43,7 @@ tensor_map_elements!(
 #[cfg(feature = "half")]
 tensor_map_elements!(half::f16 => F16, half::bf16 => BF16);
 
+#[cfg(feature = "dlpack")]
 impl TensorMapDataType {
     /// The data type of a DLPack dtype, if a tensor map has one.
     fn of_dtype(dtype: DLDataType) -> Option<Self> {
@@ -65,7 +67,7 @@ impl TensorMapDataType {
 }
 
 /// What a tiled map made from an array ([`TensorMapDescriptor::from_tiled`],
-/// [`TensorMapDescriptor::from_strided`]) takes besides the array and the box:
+/// `TensorMapDescriptor::from_strided`) takes besides the array and the box:
 /// Python's `TensorMapDescriptorOptions`, every field with a default
 /// (`TiledOptions::default()`, or `TiledOptions { swizzle, ..Default::default() }`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -222,6 +224,8 @@ impl TensorMapDescriptor {
         )
     }
 
+    #[cfg(feature = "dlpack")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
     /// A tiled map over a strided view of device or managed memory, its data
     /// type, shape and strides taken from the view (Python's `from_tiled(a,
     /// box_dim=…)` of an array with strides; also
@@ -279,6 +283,7 @@ impl TensorMapDescriptor {
     }
 }
 
+#[cfg(feature = "dlpack")]
 impl StridedMemoryView {
     /// A tiled tensor map over this view (Python's
     /// `TensorMapDescriptor.from_tiled(view, box_dim=…)`): the data type, shape
@@ -388,15 +393,18 @@ mod tests {
         )
         .unwrap();
         // The dtypes a tensor map has, from DLPack's.
-        assert_eq!(
-            TensorMapDataType::of_dtype(DLDataType::BF16),
-            Some(TensorMapDataType::BF16)
-        );
-        assert_eq!(
-            TensorMapDataType::of_dtype(DLDataType::I64),
-            Some(TensorMapDataType::I64)
-        );
-        assert_eq!(TensorMapDataType::of_dtype(DLDataType::I8), None);
+        #[cfg(feature = "dlpack")]
+        {
+            assert_eq!(
+                TensorMapDataType::of_dtype(DLDataType::BF16),
+                Some(TensorMapDataType::BF16)
+            );
+            assert_eq!(
+                TensorMapDataType::of_dtype(DLDataType::I64),
+                Some(TensorMapDataType::I64)
+            );
+            assert_eq!(TensorMapDataType::of_dtype(DLDataType::I8), None);
+        }
         #[cfg(feature = "half")]
         assert_eq!(
             <half::f16 as TensorMapElement>::DATA_TYPE,

@@ -56,7 +56,7 @@ impl<T: Pod + Send + Sync> HoldsBuffer for DeviceBuffer<T> {
 /// must keep memory alive after the call that names it returns. Graph nodes
 /// ([`Graph::add_fill`](crate::Graph::add_fill),
 /// [`Graph::add_copy`](crate::Graph::add_copy)) and DLPack tensors
-/// ([`to_dlpack`](Self::to_dlpack)) take one; the memory is freed when the last
+/// (`to_dlpack`, feature `dlpack`) take one; the memory is freed when the last
 /// of them, and the last `Arc` of the allocation, is gone.
 ///
 /// Made from an `Arc<DeviceBuffer<T>>`
@@ -150,6 +150,7 @@ impl<T: Pod> ArcView<T> {
         self.owner.buffer()
     }
 
+    #[cfg(feature = "dlpack")]
     /// The allocation, as what holds its buffer.
     pub(crate) fn holder(&self) -> Arc<dyn HoldsBuffer> {
         self.owner.clone()

@@ -132,6 +132,7 @@ impl Buffer {
         })
     }
 
+    #[cfg(any(feature = "gl", all(unix, any(feature = "ipc", feature = "vmm"))))]
     /// A buffer whose memory `mr` gives back on `stream` (its free stream) when
     /// the buffer goes: an import from another process (the IPC path,
     /// `mapped`), or memory another API lends (a mapped graphics resource's,
@@ -242,8 +243,8 @@ impl Buffer {
     }
 
     /// Whether the buffer was imported from another process
-    /// ([`from_ipc_descriptor`](Self::from_ipc_descriptor)): its memory belongs to
-    /// the exporter's pool.
+    /// (`from_ipc_descriptor`, feature `ipc`): its memory belongs to the
+    /// exporter's pool.
     pub fn is_mapped(&self) -> bool {
         self.mapped
     }
@@ -253,6 +254,7 @@ impl Buffer {
         self.ptr
     }
 
+    #[cfg(feature = "vmm")]
     /// Changes the size (virtual memory growth).
     pub(crate) fn set_size(&mut self, size: usize) {
         self.size = size;

@@ -2,13 +2,19 @@
 //! export and import them, and a pool's identity across processes ([`PoolUuid`]). Sharing itself (pool IPC, buffer descriptors, IPC
 //! events) is `crate::interop::ipc`'s.
 
+#[cfg(feature = "ipc")]
 use std::hash::{BuildHasher as _, Hasher as _};
-use std::os::fd::{AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd};
+use std::os::fd::{AsRawFd as _, BorrowedFd};
+#[cfg(any(feature = "ipc", feature = "vmm"))]
+use std::os::fd::{FromRawFd as _, OwnedFd};
 
 use cudars_bindings::driver as sys;
 
-use crate::error::{Check as _, Error, Result};
+#[cfg(any(feature = "ipc", feature = "vmm"))]
+use crate::error::Error;
+use crate::error::{Check as _, Result};
 
+#[cfg(any(feature = "ipc", feature = "vmm"))]
 /// Takes over `fd`, a new descriptor a driver export just returned; a negative
 /// one (no descriptor) is [`Error::Unsupported`].
 pub(crate) fn owned_fd(fd: std::ffi::c_int, what: &'static str) -> Result<OwnedFd> {
@@ -22,6 +28,7 @@ pub(crate) fn owned_fd(fd: std::ffi::c_int, what: &'static str) -> Result<OwnedF
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+#[cfg(feature = "ipc")]
 /// Exports `pool` (made with the POSIX file descriptor handle type) as a new
 /// descriptor.
 pub(crate) fn export_pool(pool: sys::CUmemoryPool) -> Result<OwnedFd> {
@@ -43,6 +50,7 @@ pub(crate) fn export_pool(pool: sys::CUmemoryPool) -> Result<OwnedFd> {
     dup_pool_fd(&fd)
 }
 
+#[cfg(feature = "ipc")]
 /// A close-on-exec duplicate of a pool's descriptor (std's `try_clone` sets the
 /// flag).
 pub(crate) fn dup_pool_fd(fd: &OwnedFd) -> Result<OwnedFd> {
@@ -80,10 +88,12 @@ pub(crate) fn import_pool(
 /// ([`DeviceMemoryResource::register`](crate::DeviceMemoryResource::register)) and finds it again
 /// ([`DeviceMemoryResource::from_registry`](crate::DeviceMemoryResource::from_registry)). It prints in the usual
 /// `8-4-4-4-12` hexadecimal form.
+#[cfg(feature = "ipc")]
 #[cfg_attr(docsrs, doc(cfg(unix)))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PoolUuid(pub [u8; 16]);
 
+#[cfg(feature = "ipc")]
 impl PoolUuid {
     /// A new random (version 4) UUID, from the standard library's per-process
     /// random hash keys (seeded from the operating system) and a counter.
@@ -106,6 +116,7 @@ impl PoolUuid {
     }
 }
 
+#[cfg(feature = "ipc")]
 impl std::fmt::Display for PoolUuid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for (i, byte) in self.0.iter().enumerate() {

@@ -28,9 +28,11 @@ pub(crate) mod pool;
 pub(crate) mod resource;
 pub(crate) mod span;
 pub(crate) mod view;
+#[cfg(feature = "vmm")]
 pub(crate) mod vmm;
-#[cfg(unix)]
+#[cfg(all(unix, feature = "vmm"))]
 pub(crate) mod vmm_ipc;
+#[cfg(feature = "vmm")]
 pub(crate) mod vmm_options;
 
 pub use allocate::MemoryResourceExt;

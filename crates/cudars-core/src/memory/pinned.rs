@@ -83,11 +83,10 @@ unsafe impl MemoryResource for LegacyPinnedMemoryResource {
 /// (`cuMemPoolCreate` with a host NUMA location) that `device` may read and write.
 ///
 /// Made with `ipc_enabled`, the pool and its buffers can be shared with other
-/// processes (Linux), like a device pool's: `export_handle`, `import`, `uuid`,
-/// `register`, `from_registry`, `import_registered`, and
-/// [`Buffer::ipc_descriptor`](crate::Buffer::ipc_descriptor) /
-/// [`Buffer::from_ipc_descriptor`](crate::Buffer::from_ipc_descriptor) (see
-/// [`IpcMemoryPool`](crate::IpcMemoryPool)).
+/// processes (Linux, feature `ipc`), like a device pool's: `export_handle`,
+/// `import`, `uuid`, `register`, `from_registry`, `import_registered`, and
+/// `Buffer::ipc_descriptor` / `Buffer::from_ipc_descriptor` (see
+/// `IpcMemoryPool`).
 #[derive(Debug)]
 pub struct PinnedMemoryResource {
     device: Device,

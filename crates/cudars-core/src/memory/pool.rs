@@ -148,8 +148,9 @@ pub struct DeviceMemoryResource {
 
 /// What a memory pool (a device or a pinned one) knows about sharing itself with
 /// other processes.
-// `pub` for the sealed IPC trait of `ipc.rs`, which exists on Unix only.
-#[cfg_attr(not(unix), allow(unreachable_pub))]
+// `pub` for the sealed IPC trait of `ipc.rs`, which exists on Unix with the
+// `ipc` feature only.
+#[cfg_attr(not(all(unix, feature = "ipc")), allow(unreachable_pub))]
 #[derive(Debug, Default)]
 pub struct PoolIpc {
     /// Made with `ipc_enabled`, or imported.
@@ -158,11 +159,11 @@ pub struct PoolIpc {
     pub(crate) mapped: bool,
     /// The pool's identity across processes, for IPC pools: made when the pool
     /// is, or given when an imported pool is registered.
-    #[cfg(unix)]
+    #[cfg(all(unix, feature = "ipc"))]
     pub(crate) uuid: std::sync::OnceLock<crate::memory::fd::PoolUuid>,
     /// The pool's exported descriptor, made when an IPC pool is created (the driver
     /// exports a pool's buffers only once the pool itself has been exported).
-    #[cfg(unix)]
+    #[cfg(all(unix, feature = "ipc"))]
     pub(crate) fd: Option<std::os::fd::OwnedFd>,
 }
 
@@ -171,18 +172,18 @@ impl PoolIpc {
     /// `enabled`: exported at once, with a new UUID. (Set it on the resource made
     /// before, so that a failure destroys the pool.)
     pub(crate) fn made(pool: sys::CUmemoryPool, enabled: bool) -> Result<Self> {
-        #[cfg(not(unix))]
+        #[cfg(not(all(unix, feature = "ipc")))]
         let _ = pool;
         Ok(Self {
             enabled,
             mapped: false,
-            #[cfg(unix)]
+            #[cfg(all(unix, feature = "ipc"))]
             uuid: if enabled {
                 std::sync::OnceLock::from(crate::memory::fd::PoolUuid::new_random())
             } else {
                 std::sync::OnceLock::new()
             },
-            #[cfg(unix)]
+            #[cfg(all(unix, feature = "ipc"))]
             fd: if enabled {
                 Some(crate::memory::fd::export_pool(pool)?)
             } else {
@@ -197,7 +198,10 @@ impl PoolIpc {
         Self {
             enabled: true,
             mapped: true,
-            ..Self::default()
+            #[cfg(feature = "ipc")]
+            uuid: std::sync::OnceLock::new(),
+            #[cfg(feature = "ipc")]
+            fd: None,
         }
     }
 
@@ -375,7 +379,7 @@ impl DeviceMemoryResource {
     }
 
     /// Whether the pool was imported from another process
-    /// ([`import`](Self::import)): its memory is allocated by the exporter, so
+    /// (`import`, feature `ipc`): its memory is allocated by the exporter, so
     /// allocating from it is refused.
     pub fn is_mapped(&self) -> bool {
         self.ipc.mapped
@@ -908,7 +912,7 @@ mod tests {
         // Without IPC nothing is exported, so no pool is needed.
         let plain = PoolIpc::made(std::ptr::null_mut(), false).unwrap();
         assert!(!plain.enabled && !plain.mapped);
-        #[cfg(unix)]
+        #[cfg(all(unix, feature = "ipc"))]
         assert!(plain.fd.is_none() && plain.uuid.get().is_none());
         assert!(plain.check_allocate(|| "allocating".into()).is_ok());
     }

@@ -158,7 +158,7 @@ impl MemoryKind {
 /// ([`is_stream_ordered`](Self::is_stream_ordered) is `false`:
 /// [`LegacyPinnedMemoryResource`](crate::LegacyPinnedMemoryResource), [`ManagedMemoryResource`](crate::ManagedMemoryResource) where it does not
 /// use a pool ([`ManagedMemoryResource::legacy`](crate::ManagedMemoryResource::legacy), and drivers older than CUDA
-/// 13), [`VirtualMemoryResource`](crate::VirtualMemoryResource)), as in `cuda.core`:
+/// 13), `VirtualMemoryResource` (feature `vmm`)), as in `cuda.core`:
 /// `mr.allocate(size, None)` allocates at once, and the buffer is freed on the
 /// device's legacy default stream (see [`Buffer::allocate`](crate::Buffer::allocate)). A stream-ordered
 /// resource (a memory pool) needs `Some(&stream)` (or just `&stream`): the typed
