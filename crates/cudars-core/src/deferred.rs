@@ -177,10 +177,20 @@ pub(crate) fn defer(
     first_error: Option<String>,
     retry: impl FnMut() -> Result<()> + Send + 'static,
 ) {
+    defer_boxed(what.into(), bytes, first_error, Box::new(retry));
+}
+
+/// [`defer`] past its generic arguments: one copy for every caller.
+fn defer_boxed(
+    what: Cow<'static, str>,
+    bytes: usize,
+    first_error: Option<String>,
+    retry: Box<dyn FnMut() -> Result<()> + Send>,
+) {
     let item = Deferred {
-        what: what.into(),
+        what,
         bytes,
-        retry: Box::new(retry),
+        retry,
         attempts: u64::from(first_error.is_some()),
         last_error: first_error,
     };

@@ -776,9 +776,18 @@ impl Check for CUresult {
         if self == cudars_bindings::driver::CUDA_SUCCESS {
             Ok(())
         } else {
-            Err(driver_error(context().into(), DriverError::new(self)))
+            // The whole failure out of line: what is instantiated per call site (one
+            // per context closure, about 200) is the test and the closure's call.
+            driver_failure(self, context().into())
         }
     }
+}
+
+/// [`Check::check`]'s failure: the error of `code`, made while `context`.
+#[cold]
+#[inline(never)]
+fn driver_failure(code: CUresult, context: Cow<'static, str>) -> Result<()> {
+    Err(driver_error(context, DriverError::new(code)))
 }
 
 /// A driver error, or [`Error::Unsupported`] when it says that the entry point

@@ -17,6 +17,50 @@ fn bits(v: i32) -> u32 {
     v as u32
 }
 
+/// How a property reads the driver's `int`: see `props!`.
+#[derive(Clone, Copy)]
+enum Kind {
+    Bool,
+    U32,
+    I32,
+    Bits,
+}
+
+impl Kind {
+    /// The property's value as an `i64`, for [`DeviceProperties::all`] (`true` is 1).
+    fn widen(self, v: i32) -> i64 {
+        match self {
+            Self::Bool => i64::from(v != 0),
+            Self::U32 => i64::from(to_u32(v)),
+            Self::I32 => i64::from(v),
+            Self::Bits => i64::from(bits(v)),
+        }
+    }
+}
+
+/// One property: its method's name, its attribute, its kind and, when only newer
+/// drivers know the attribute, the driver version (`1000 * major + 10 * minor`)
+/// and what to call the attribute in the error.
+struct Row {
+    name: &'static str,
+    attr: sys::CUdevice_attribute,
+    kind: Kind,
+    needs: Option<(i32, &'static str)>,
+}
+
+impl DeviceProperties {
+    /// The driver's value of `row`'s attribute; from a driver older than the
+    /// attribute, [`Error::Unsupported`](crate::Error::Unsupported).
+    fn read(&self, row: &Row) -> Result<i32> {
+        if let Some((needs, feature)) = row.needs {
+            crate::versions::require_driver(needs, feature, || {
+                format!("reading {} of device {}", row.name, self.device.ordinal())
+            })?;
+        }
+        self.device.attribute(row.attr)
+    }
+}
+
 /// Generates the property methods and [`DeviceProperties::all`] from one line per
 /// attribute: its doc comment, optional `#[cfg(...)]` and `#[deprecated = ...]`, and
 /// `name: kind = CU_DEVICE_ATTRIBUTE_...;`, where `kind` is `bool` (non-zero is true),
@@ -30,6 +74,21 @@ macro_rules! props {
     (@conv u32, $v:expr) => { to_u32($v) };
     (@conv i32, $v:expr) => { $v };
     (@conv bits, $v:expr) => { bits($v) };
+    (@kind bool) => { Kind::Bool };
+    (@kind u32) => { Kind::U32 };
+    (@kind i32) => { Kind::I32 };
+    (@kind bits) => { Kind::Bits };
+    (@row $name:ident, $kind:ident, $attr:ident) => {
+        Row { name: stringify!($name), attr: sys::$attr, kind: props!(@kind $kind), needs: None }
+    };
+    (@row $name:ident, $kind:ident, $attr:ident, $needs:literal) => {
+        Row {
+            name: stringify!($name),
+            attr: sys::$attr,
+            kind: props!(@kind $kind),
+            needs: Some(($needs, concat!("the device attribute `", stringify!($attr), "`"))),
+        }
+    };
     ($(
         $(#[doc = $doc:literal])*
         $(#[needs_driver($needs:literal)])?
@@ -51,14 +110,7 @@ macro_rules! props {
                 )?
                 $(#[deprecated = $dep])?
                 pub fn $name(&self) -> Result<props!(@ty $kind)> {
-                    $(
-                        crate::versions::require_driver(
-                            $needs,
-                            concat!("the device attribute `", stringify!($attr), "`"),
-                            || format!("reading {} of device {}", stringify!($name), self.device.ordinal()),
-                        )?;
-                    )?
-                    let v = self.device.attribute(sys::$attr)?;
+                    let v = self.read(&props!(@row $name, $kind, $attr $(, $needs)?))?;
                     Ok(props!(@conv $kind, v))
                 }
             )*
@@ -72,9 +124,9 @@ macro_rules! props {
                 // A table and a loop rather than one expression per property: as a
                 // `vec![…]` of every call, this one function was 5% of the crate's
                 // optimised code (and of a dependent's release build time).
-                const READERS: &[(&str, fn(&DeviceProperties) -> Result<i64>)] =
-                    &[$((stringify!($name), |p| p.$name().map(i64::from)),)*];
-                READERS.iter().map(|&(name, read)| (name, read(self))).collect()
+                // Rows, not closures: one reader for every property.
+                const ROWS: &[Row] = &[$(props!(@row $name, $kind, $attr $(, $needs)?),)*];
+                ROWS.iter().map(|row| (row.name, self.read(row).map(|v| row.kind.widen(v)))).collect()
             }
         }
     };

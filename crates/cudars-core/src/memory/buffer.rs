@@ -86,7 +86,10 @@ impl Buffer {
     }
 
     /// [`allocate`](Self::allocate) from either kind of [`Resource`].
-    #[inline]
+    // Always: with plain `#[inline]`, whether LLVM inlines it into the pool's
+    // `allocate` depended on which features were on (15 more host instructions
+    // per allocation without `ipc`; `scripts/host-cost.sh`).
+    #[inline(always)]
     pub(crate) fn allocate_in(mr: Resource, size: usize, stream: Option<&Stream>) -> Result<Self> {
         // Frees that could not run when dropped, first (one relaxed load when none).
         crate::deferred::poll();
