@@ -1571,6 +1571,14 @@ mod hostile {
                     o = ProgramOptions::default();
                 }
                 let exprs: Vec<&str> = exprs.iter().map(String::as_str).collect();
+                if std::env::var_os("CUDARS_HOSTILE_PRINT").is_some() {
+                    // Each case before NVRTC sees it: the last one printed is the
+                    // one that took the process down (run with --nocapture).
+                    eprintln!(
+                        "hostile case: args {:?} exprs {exprs:?} source {src:?} options {o:?}",
+                        o.to_nvrtc_args()
+                    );
+                }
                 match Program::new(SourceCode::Cxx(&src), o) {
                     Ok(p) => match p.compile(CompileTarget::Ptx, &exprs) {
                         Ok(code) => {
