@@ -265,9 +265,7 @@ impl LinkerOptions {
             ("ptxas_options", &self.ptxas_options),
             ("extra", &self.extra),
         ];
-        for opt in &self.ptxas_options {
-            check_ptxas_option(opt, OPTIONS_CONTEXT)?;
-        }
+        check_ptxas_options(&self.ptxas_options, OPTIONS_CONTEXT)?;
         for (field, values) in lists {
             if let Some(v) = values.iter().find(|v| v.is_empty() || v.contains('\0')) {
                 return Err(Error::invalid(
@@ -295,11 +293,76 @@ impl LinkerOptions {
     }
 }
 
+/// The most threads a split compile may ask for (`ProgramOptions::split_compile`
+/// and ptxas's own `--split-compile`, given through `ptxas_options`).
+///
+/// NVRTC (12.9 and 13.0) compiling for a real architecture (`sm_XY`) runs its
+/// ptxas with a pool of exactly that many threads, however little there is to
+/// compile. It allocates 16 bytes per thread unchecked, so a count whose table
+/// the system will not allocate (about a 16th of the memory: 1 962 186 399 on a
+/// 24 GiB machine) crashes the process with SIGSEGV; and when it cannot start
+/// them all (past the process's or container's thread limit: 32 256 on a
+/// machine whose `pid_max` is 32 768) it waits forever for the missing ones, a
+/// hang. Both were found by `tests/compile.rs`'s hostile-input test. Where that
+/// limit lies depends on the machine, so a sound bound is the number of threads
+/// a machine can run, not what NVRTC happens to survive here: 1024 is more
+/// hardware threads than today's largest servers have (0 still asks for one
+/// per CPU), and starting that many threads is cheap everywhere a compiler runs.
+pub(crate) const MAX_SPLIT_COMPILE_THREADS: u32 = 1024;
+
+/// Refuses ptxas options NVRTC's or nvJitLink's ptxas cannot survive: one of
+/// only whitespace ([`check_ptxas_option`]) and a `--split-compile` (or
+/// `-split-compile`, value after `=` or in the next entry) asking for more than
+/// [`MAX_SPLIT_COMPILE_THREADS`] threads or not written as a plain decimal
+/// number (ptxas also reads hex, octal and signs, none of which is needed to
+/// say a count).
+pub(crate) fn check_ptxas_options(opts: &[String], context: &'static str) -> Result<()> {
+    let mut entries = opts.iter();
+    while let Some(opt) = entries.next() {
+        check_ptxas_option(opt, context)?;
+        let name = opt.trim();
+        let name = name
+            .strip_prefix("--")
+            .or_else(|| name.strip_prefix('-'))
+            .unwrap_or(name);
+        let value = if name == "split-compile" {
+            // ptxas takes the count from the next entry.
+            entries.next().map(String::as_str)
+        } else if let Some(v) = name.strip_prefix("split-compile=") {
+            Some(v)
+        } else {
+            continue;
+        };
+        let Some(value) = value else {
+            // ptxas reports the missing value itself.
+            continue;
+        };
+        let count = value.trim();
+        let ok = !count.is_empty()
+            && count.bytes().all(|b| b.is_ascii_digit())
+            && count
+                .parse::<u32>()
+                .is_ok_and(|n| n <= MAX_SPLIT_COMPILE_THREADS);
+        if !ok {
+            return Err(Error::out_of_range(
+                context,
+                format!(
+                    "`ptxas_options` asks ptxas for a split compile of {value:?} threads; it \
+                     takes a decimal count from 0 (one per CPU) to {MAX_SPLIT_COMPILE_THREADS} \
+                     (ptxas starts that many threads, and hangs or crashes the process when it \
+                     cannot)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a ptxas option of only whitespace (and not empty: the callers refuse
 /// an empty one themselves). NVRTC 12.9 hands `--ptxas-options= ` to its ptxas,
 /// which aborts the whole process (found by `tests/compile.rs`'s hostile-input
 /// test); nothing such an option could mean is lost.
-pub(crate) fn check_ptxas_option(opt: &str, context: &'static str) -> Result<()> {
+fn check_ptxas_option(opt: &str, context: &'static str) -> Result<()> {
     if !opt.is_empty() && opt.trim().is_empty() {
         return Err(Error::invalid(
             context,

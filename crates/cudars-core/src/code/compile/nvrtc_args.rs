@@ -6,6 +6,7 @@ use crate::code::arch::Arch;
 use crate::code::compile::options::{
     Args, OPTIONS_CONTEXT, ProgramOptions, is_identifier, is_macro_name, on_off,
 };
+use crate::code::linker_options::{MAX_SPLIT_COMPILE_THREADS, check_ptxas_options};
 use crate::error::{Error, Result};
 
 impl ProgramOptions {
@@ -16,8 +17,9 @@ impl ProgramOptions {
     /// [`Error::InvalidArgument`] naming the field, for an `arch` that is not
     /// `sm_XY`/`compute_XY` (optionally with an `a`/`f` suffix), a macro name that
     /// is not an identifier, a `std` that is not `c++NN`, a `max_register_count` of
-    /// 0, an unknown `ofast_compile` level, empty entries, non-UTF-8 paths or NUL
-    /// bytes.
+    /// 0, a `split_compile` above 1024 (or a ptxas option asking for one), a
+    /// ptxas option of only whitespace, an unknown `ofast_compile` level, empty
+    /// entries, non-UTF-8 paths or NUL bytes.
     pub fn to_nvrtc_args(&self) -> Result<Vec<String>> {
         let mut a = Args::new(OPTIONS_CONTEXT);
         self.check_name()?;
@@ -34,8 +36,8 @@ impl ProgramOptions {
         if let Some(on) = self.device_code_optimize {
             a.flag(true, if on { "--dopt=on" } else { "--dopt=off" });
         }
+        check_ptxas_options(&self.ptxas_options, a.context)?;
         for opt in &self.ptxas_options {
-            crate::code::linker_options::check_ptxas_option(opt, a.context)?;
             a.text("ptxas_options", opt, "--ptxas-options=")?;
         }
         if let Some(n) = self.max_register_count {
@@ -145,13 +147,17 @@ impl ProgramOptions {
         }
         if let Some(n) = self.split_compile {
             // NVRTC reads the count as a C `int` and aborts the whole process
-            // (an uncaught `std::out_of_range`) on anything larger.
-            if i32::try_from(n).is_err() {
+            // (an uncaught `std::out_of_range`) on anything larger; compiling
+            // for a real architecture, it starts that many threads for ptxas,
+            // and crashes (SIGSEGV) or hangs when it cannot: see
+            // `MAX_SPLIT_COMPILE_THREADS`.
+            if n > MAX_SPLIT_COMPILE_THREADS {
                 return Err(Error::out_of_range(
                     a.context,
                     format!(
-                        "`split_compile` is {n}; NVRTC takes at most {} threads (0 for one per CPU)",
-                        i32::MAX
+                        "`split_compile` is {n}; it takes 0 (one thread per CPU) to \
+                         {MAX_SPLIT_COMPILE_THREADS} threads (NVRTC starts that many threads \
+                         for ptxas, and hangs or crashes the process when it cannot)"
                     ),
                 ));
             }

@@ -167,8 +167,11 @@ pub struct ProgramOptions {
     /// Write the compiler's phase timings to this file, as CSV (`--time=`).
     pub time: Option<PathBuf>,
     /// Compile with up to this many threads, 0 for as many as there are CPUs
-    /// (`--split-compile=`); at most `i32::MAX` (NVRTC aborts the process on
-    /// more, so a larger value is refused before it is called).
+    /// (`--split-compile=`); at most 1024. NVRTC compiling for a real
+    /// architecture starts exactly this many threads for ptxas, and crashes or
+    /// hangs the process when it cannot (NVRTC 12.9 and 13.0), so a larger
+    /// count is refused before it is called. `ptxas_options` asking ptxas for
+    /// a split compile (`--split-compile=N`) are held to the same bound.
     pub split_compile: Option<u32>,
     /// Check the device code's syntax only (`--fdevice-syntax-only`).
     pub fdevice_syntax_only: bool,
