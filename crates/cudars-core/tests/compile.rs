@@ -1496,6 +1496,38 @@ fn a_split_compile_of_more_threads_than_a_machine_has_is_refused() {
     ] {
         assert!(ptxas(opts).to_nvrtc_args().is_ok(), "{opts:?}");
     }
+    // And through `extra`, which reaches NVRTC verbatim: NVRTC's own option, and
+    // ptxas's through NVRTC's two ways of passing ptxas options.
+    let extra = |opts: &[&str]| ProgramOptions {
+        extra: opts.iter().map(|o| o.to_string()).collect(),
+        ..sm90()
+    };
+    let refused_extra: [&[&str]; 7] = [
+        &["--split-compile=65536"],
+        &["-split-compile", "1962186399"],
+        &["--ptxas-options=--split-compile=65536"],
+        &["-Xptxas=-v,--split-compile=2000"],
+        &["-Xptxas", "--split-compile=0x10000"],
+        &["--ptxas-options", "-split-compile=1025"],
+        &["-Xptxas=--split-compile", "-Xptxas=99999"],
+    ];
+    for opts in refused_extra {
+        let e = extra(opts).to_nvrtc_args().unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidArgument { .. })
+                && e.to_string().contains("`extra`")
+                && e.to_string().contains("1024"),
+            "{opts:?}: {e}"
+        );
+    }
+    for opts in [
+        &["--split-compile=8"][..],
+        &["-Xptxas=-v,--split-compile=1024"],
+        &["--ptxas-options", "-v"],
+        &["-lineinfo"],
+    ] {
+        assert!(extra(opts).to_nvrtc_args().is_ok(), "{opts:?}");
+    }
     // Through NVRTC, for a real architecture: typed errors where the process
     // crashed or hung, and the bound itself compiles.
     require_libs!("nvrtc");

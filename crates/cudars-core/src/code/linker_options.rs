@@ -265,7 +265,7 @@ impl LinkerOptions {
             ("ptxas_options", &self.ptxas_options),
             ("extra", &self.extra),
         ];
-        check_ptxas_options(&self.ptxas_options, OPTIONS_CONTEXT)?;
+        check_ptxas_options("ptxas_options", &self.ptxas_options, OPTIONS_CONTEXT)?;
         for (field, values) in lists {
             if let Some(v) = values.iter().find(|v| v.is_empty() || v.contains('\0')) {
                 return Err(Error::invalid(
@@ -316,7 +316,11 @@ pub(crate) const MAX_SPLIT_COMPILE_THREADS: u32 = 1024;
 /// [`MAX_SPLIT_COMPILE_THREADS`] threads or not written as a plain decimal
 /// number (ptxas also reads hex, octal and signs, none of which is needed to
 /// say a count).
-pub(crate) fn check_ptxas_options(opts: &[String], context: &'static str) -> Result<()> {
+pub(crate) fn check_ptxas_options(
+    field: &str,
+    opts: &[String],
+    context: &'static str,
+) -> Result<()> {
     let mut entries = opts.iter();
     while let Some(opt) = entries.next() {
         check_ptxas_option(opt, context)?;
@@ -347,7 +351,7 @@ pub(crate) fn check_ptxas_options(opts: &[String], context: &'static str) -> Res
             return Err(Error::out_of_range(
                 context,
                 format!(
-                    "`ptxas_options` asks ptxas for a split compile of {value:?} threads; it \
+                    "`{field}` asks for a split compile of {value:?} threads; it \
                      takes a decimal count from 0 (one per CPU) to {MAX_SPLIT_COMPILE_THREADS} \
                      (ptxas starts that many threads, and hangs or crashes the process when it \
                      cannot)"

@@ -36,7 +36,7 @@ impl ProgramOptions {
         if let Some(on) = self.device_code_optimize {
             a.flag(true, if on { "--dopt=on" } else { "--dopt=off" });
         }
-        check_ptxas_options(&self.ptxas_options, a.context)?;
+        check_ptxas_options("ptxas_options", &self.ptxas_options, a.context)?;
         for opt in &self.ptxas_options {
             a.text("ptxas_options", opt, "--ptxas-options=")?;
         }
@@ -220,6 +220,7 @@ impl ProgramOptions {
             a.path("bundled_headers_dir", &dir, "--use-bundled-headers=")?;
         }
         a.flag(self.numba_debug, "--numba-debug");
+        check_extra_split_compile(&self.extra, a.context)?;
         for extra in &self.extra {
             a.text("extra", extra, "")?;
         }
@@ -321,4 +322,38 @@ impl ProgramOptions {
             format!("{backend} has no counterpart for {}", refused.join(", ")),
         ))
     }
+}
+
+/// Holds the verbatim `extra` options to the split-compile bound the typed fields
+/// have ([`MAX_SPLIT_COMPILE_THREADS`]): NVRTC's own `--split-compile` (`=N`, or
+/// `N` in the next entry), and ptxas's, given as `--ptxas-options=…` or
+/// `-Xptxas=…` (comma-separated, or in the next entry). Past the bound NVRTC
+/// crashes or hangs the process for a real architecture, so a verbatim option
+/// must not reach it either.
+fn check_extra_split_compile(extra: &[String], context: &'static str) -> Result<()> {
+    let mut ptxas: Vec<String> = Vec::new();
+    let mut entries = extra.iter().peekable();
+    while let Some(opt) = entries.next() {
+        let t = opt.trim();
+        let name = t.strip_prefix("--").or_else(|| t.strip_prefix('-'));
+        let Some(name) = name else { continue };
+        if name == "split-compile" || name.starts_with("split-compile=") {
+            // NVRTC reads its count as ptxas does: one check for both.
+            ptxas.push(opt.clone());
+            if name == "split-compile" {
+                ptxas.extend(entries.next().cloned());
+            }
+        } else if let Some(list) = name
+            .strip_prefix("ptxas-options=")
+            .or_else(|| name.strip_prefix("Xptxas="))
+        {
+            ptxas.extend(list.split(',').map(str::to_owned));
+        } else if name == "ptxas-options" || name == "Xptxas" {
+            if let Some(list) = entries.next() {
+                ptxas.extend(list.split(',').map(str::to_owned));
+            }
+        }
+    }
+    let ptxas: Vec<String> = ptxas.into_iter().filter(|o| !o.is_empty()).collect();
+    check_ptxas_options("extra", &ptxas, context)
 }

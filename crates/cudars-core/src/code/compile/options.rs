@@ -227,7 +227,8 @@ pub struct ProgramOptions {
     /// option fail the compile with their invalid-option error
     /// ([`Error::Compile`], whose log names it): NVRTC 13.0 does.
     pub numba_debug: bool,
-    /// More options, passed verbatim after all the others.
+    /// More options, passed verbatim after all the others (a split compile asked
+    /// for here, of NVRTC or of ptxas, is held to `split_compile`'s bound).
     pub extra: Vec<String>,
 }
 
