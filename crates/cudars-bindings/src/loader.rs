@@ -366,6 +366,34 @@ impl<const N: usize> Table<N> {
     /// Whether the library's major is one the bindings know (always, for the
     /// APIs not versioned by major).
     fn known_major(&self) -> bool {
+        self.header().known_major()
+    }
+
+    /// What the table says besides its functions.
+    fn header(&self) -> Header {
+        Header {
+            lib: self.lib,
+            driver_version: self.driver_version,
+            per_thread: self.per_thread,
+            major: self.major,
+        }
+    }
+}
+
+/// A [`Table`] without its functions: what resolving an entry, and saying why
+/// one did not resolve, need. Not generic over the table's size, so that code
+/// is compiled once rather than once per API.
+#[derive(Clone, Copy)]
+struct Header {
+    lib: &'static LoadedDl,
+    driver_version: i32,
+    per_thread: bool,
+    major: Option<i32>,
+}
+
+impl Header {
+    /// As [`Table::known_major`].
+    fn known_major(self) -> bool {
         self.major
             .is_none_or(|m| SUPPORTED_MAJORS.iter().any(|&k| k as i32 == m))
     }
@@ -431,77 +459,14 @@ impl<const N: usize> Api<N> {
     /// Why entry `idx` is unavailable (`None` if it is available).
     pub(crate) fn why_unavailable(&self, idx: usize) -> Option<Unavailable> {
         let e = self.entries.get(idx)?;
-        let name = e.name.to_str().unwrap_or("?");
-        let t = match self.table() {
-            Err(error) => {
-                return Some(Unavailable::Library {
-                    api: self.kind,
-                    error: error.clone(),
-                });
-            }
-            Ok(t) if t.fns[idx].is_some() => return None,
-            Ok(t) => t,
-        };
-        let path = || t.lib.abs_path().display().to_string();
-        if !t.known_major() {
-            return Some(Unavailable::MajorVersion {
+        match self.table() {
+            Err(error) => Some(Unavailable::Library {
                 api: self.kind,
-                path: path(),
-                found: t.major.unwrap_or_default(),
-            });
+                error: error.clone(),
+            }),
+            Ok(t) if t.fns[idx].is_some() => None,
+            Ok(t) => entry_unavailable(self.kind, self.resolver, self.module, e, t.header()),
         }
-        if let Some(found) = t.major {
-            if !e.abis.iter().any(|a| a.major as i32 == found) {
-                let shape = e.abis.first().map_or(0, |a| a.major);
-                let other = if self.module.ends_with("::cuda12") {
-                    self.module.trim_end_matches("::cuda12").to_owned()
-                } else {
-                    format!("{}::cuda12", self.module)
-                };
-                return Some(Unavailable::OtherShape {
-                    api: self.kind,
-                    name,
-                    shape,
-                    path: path(),
-                    found,
-                    instead: format!("`cudars_bindings::{other}::{name}`"),
-                });
-            }
-        }
-        // The oldest ABI is the one whose failure says what is needed.
-        let abi = e.abis.last()?;
-        Some(match self.resolver {
-            Resolver::Driver if abi.version != 0 => {
-                let (version, flags) = abi.driver_request(t.per_thread);
-                let reason = if newer_than_driver(version, t.driver_version) {
-                    TOO_OLD
-                } else {
-                    match driver_lookup(t.lib, abi.base, version, flags) {
-                        Err(Some(DriverLookupStatus::VersionNotSufficient)) => TOO_OLD,
-                        Err(Some(DriverLookupStatus::SymbolNotFound)) => {
-                            "the driver does not know the symbol"
-                        }
-                        Err(None) => "cuGetProcAddress is missing or failed",
-                        Ok(_) => "it resolved on a second attempt; resolution is done once",
-                    }
-                };
-                Unavailable::DriverSymbol {
-                    name,
-                    version,
-                    driver_version: t.driver_version,
-                    reason,
-                }
-            }
-            _ => {
-                let sym = abi.symbol_for(t.per_thread);
-                Unavailable::Symbol {
-                    api: self.kind,
-                    name,
-                    symbol: sym.to_str().unwrap_or("?"),
-                    path: path(),
-                }
-            }
-        })
     }
 
     /// Records that entry `idx` was called while unavailable, for the error helpers.
@@ -595,7 +560,7 @@ fn resolve<const N: usize>(
         table.driver_version = query_driver_version(lib);
     }
     for (slot, e) in fns.iter_mut().zip(entries) {
-        *slot = resolve_entry(lib, kind, resolver, e, &table);
+        *slot = resolve_entry(lib, kind, resolver, e, table.header());
     }
     table.fns = fns;
     table
@@ -606,12 +571,12 @@ fn resolve<const N: usize>(
 /// the driver has (a driver asked for a newer version than its own hands back its
 /// newest ABI of the symbol, which may be another shape, so it is never asked);
 /// otherwise the first exported symbol.
-fn resolve_entry<const N: usize>(
+fn resolve_entry(
     lib: &LoadedDl,
     kind: ApiKind,
     resolver: Resolver,
     e: &Entry,
-    t: &Table<N>,
+    t: Header,
 ) -> Option<RawFn> {
     candidates(e, t.major, t.driver_version, t.per_thread, resolver).find_map(
         |abi| match resolver {
@@ -629,6 +594,79 @@ fn resolve_entry<const N: usize>(
             }
         },
     )
+}
+
+/// Why entry `e` of an API (`kind`, resolved by `resolver`, in `module`) did not
+/// resolve from the library `h` describes: [`Api::why_unavailable`]'s body, not
+/// generic over the table's size.
+fn entry_unavailable(
+    kind: ApiKind,
+    resolver: Resolver,
+    module: &'static str,
+    e: &'static Entry,
+    h: Header,
+) -> Option<Unavailable> {
+    let name = e.name.to_str().unwrap_or("?");
+    let path = || h.lib.abs_path().display().to_string();
+    if !h.known_major() {
+        return Some(Unavailable::MajorVersion {
+            api: kind,
+            path: path(),
+            found: h.major.unwrap_or_default(),
+        });
+    }
+    if let Some(found) = h.major {
+        if !e.abis.iter().any(|a| a.major as i32 == found) {
+            let shape = e.abis.first().map_or(0, |a| a.major);
+            let other = if module.ends_with("::cuda12") {
+                module.trim_end_matches("::cuda12").to_owned()
+            } else {
+                format!("{}::cuda12", module)
+            };
+            return Some(Unavailable::OtherShape {
+                api: kind,
+                name,
+                shape,
+                path: path(),
+                found,
+                instead: format!("`cudars_bindings::{other}::{name}`"),
+            });
+        }
+    }
+    // The oldest ABI is the one whose failure says what is needed.
+    let abi = e.abis.last()?;
+    Some(match resolver {
+        Resolver::Driver if abi.version != 0 => {
+            let (version, flags) = abi.driver_request(h.per_thread);
+            let reason = if newer_than_driver(version, h.driver_version) {
+                TOO_OLD
+            } else {
+                match driver_lookup(h.lib, abi.base, version, flags) {
+                    Err(Some(DriverLookupStatus::VersionNotSufficient)) => TOO_OLD,
+                    Err(Some(DriverLookupStatus::SymbolNotFound)) => {
+                        "the driver does not know the symbol"
+                    }
+                    Err(None) => "cuGetProcAddress is missing or failed",
+                    Ok(_) => "it resolved on a second attempt; resolution is done once",
+                }
+            };
+            Unavailable::DriverSymbol {
+                name,
+                version,
+                driver_version: h.driver_version,
+                reason,
+            }
+        }
+        _ => {
+            let sym = abi.symbol_for(h.per_thread);
+            Unavailable::Symbol {
+                api: kind,
+                name,
+                symbol: sym.to_str().unwrap_or("?"),
+                path: path(),
+            }
+        }
+    })
 }
 
 /// The ABIs of `e` that may be asked for, newest first: those of the library's
