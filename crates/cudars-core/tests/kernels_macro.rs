@@ -699,6 +699,7 @@ fn a_typedef_kernel_writes_only_its_view() {
     assert!(idx.iter().enumerate().all(|(i, &v)| v as usize == i));
 }
 
+#[cfg(feature = "arrays")]
 /// The C `struct Span2d` of `Porting` below: a pointer and two extents, as an
 /// `mdspan` holds them (issue 28, point 7).
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
@@ -709,6 +710,7 @@ struct Span2d {
     cols: u32,
 }
 
+#[cfg(feature = "arrays")]
 cudars_core::kernels! {
     /// Kernels that take a struct of pointers and a texture (issue 28, point 7).
     struct Porting = source r#"
@@ -725,6 +727,7 @@ cudars_core::kernels! {
     type Span2d = crate::Span2d;
 }
 
+#[cfg(feature = "arrays")]
 /// Issue 28, point 7: an `mdspan`-like struct of pointers is a typed parameter
 /// made from views (`LentVal`, `ViewPtr`), and a texture is a typed parameter
 /// taken by reference, through `kernels!`.
