@@ -30,7 +30,8 @@
 //!
 //! `cargo add cudars` gives [`core`] with all of its optional parts (its `kernels!`
 //! macro, the program cache, `f16`/`bf16`, NVML's system information, the runtime's
-//! version); each library
+//! version, DLPack and strided views, IPC, virtual memory, arrays and textures,
+//! OpenGL interop, tensor maps); each library
 //! is one more feature (`cargo add cudars --features blas,fft`):
 //!
 //! | feature | module | crate | what it is |
@@ -41,6 +42,12 @@
 //! | `half` (through `macros`) | `cudars::core::half` | `cudars-core`'s `half` feature | `f16`/`bf16` kernel arguments, fill values and DLPack dtypes |
 //! | `nvml` (default) | `cudars::core::system` | `cudars-core`'s `nvml` feature | NVML system information |
 //! | `runtime` (default) | `cudars::core::versions()`'s runtime entry | `cudars-core`'s `runtime` feature | the runtime's version and location |
+//! | `dlpack` (default) | `cudars::core::dlpack`, `cudars::core::StridedMemoryView` | `cudars-core`'s `dlpack` feature | DLPack, the CUDA Array Interface, strided views |
+//! | `ipc` (default) | `cudars::core::IpcMemoryPool` | `cudars-core`'s `ipc` feature | pools, buffers and events shared between processes (Unix) |
+//! | `vmm` (default) | `cudars::core::VirtualMemoryResource` | `cudars-core`'s `vmm` feature | virtual memory |
+//! | `arrays` (default) | `cudars::core::OpaqueArray`, `TextureObject` | `cudars-core`'s `arrays` feature | arrays, textures, surfaces |
+//! | `gl` (default) | `cudars::core::GraphicsResource` | `cudars-core`'s `gl` feature | OpenGL interop (turns `arrays` on) |
+//! | `tensor-maps` (default) | `cudars::core::TensorMapDescriptor` | `cudars-core`'s `tensor-maps` feature | Hopper's tensor maps |
 //! | `blas` | `cudars::blas` | [`cudars-blas`](https://docs.rs/cudars-blas) | cuBLAS and cuBLASLt |
 //! | `rand` | `cudars::rand` | [`cudars-rand`](https://docs.rs/cudars-rand) | cuRAND generators |
 //! | `fft` | `cudars::fft` | [`cudars-fft`](https://docs.rs/cudars-fft) | cuFFT plans |
