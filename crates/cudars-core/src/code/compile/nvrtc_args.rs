@@ -332,7 +332,7 @@ impl ProgramOptions {
 /// must not reach it either.
 fn check_extra_split_compile(extra: &[String], context: &'static str) -> Result<()> {
     let mut ptxas: Vec<String> = Vec::new();
-    let mut entries = extra.iter().peekable();
+    let mut entries = extra.iter();
     while let Some(opt) = entries.next() {
         let t = opt.trim();
         let name = t.strip_prefix("--").or_else(|| t.strip_prefix('-'));
@@ -341,19 +341,18 @@ fn check_extra_split_compile(extra: &[String], context: &'static str) -> Result<
             // NVRTC reads its count as ptxas does: one check for both.
             ptxas.push(opt.clone());
             if name == "split-compile" {
-                ptxas.extend(entries.next().cloned());
+                ptxas.extend(entries.next().filter(|o| !o.is_empty()).cloned());
             }
         } else if let Some(list) = name
             .strip_prefix("ptxas-options=")
             .or_else(|| name.strip_prefix("Xptxas="))
         {
-            ptxas.extend(list.split(',').map(str::to_owned));
+            ptxas.extend(list.split(',').filter(|o| !o.is_empty()).map(str::to_owned));
         } else if name == "ptxas-options" || name == "Xptxas" {
             if let Some(list) = entries.next() {
-                ptxas.extend(list.split(',').map(str::to_owned));
+                ptxas.extend(list.split(',').filter(|o| !o.is_empty()).map(str::to_owned));
             }
         }
     }
-    let ptxas: Vec<String> = ptxas.into_iter().filter(|o| !o.is_empty()).collect();
     check_ptxas_options("extra", &ptxas, context)
 }
