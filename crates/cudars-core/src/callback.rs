@@ -125,6 +125,33 @@ impl Stream {
         }
     }
 
+    /// As [`launch_host_func`](Self::launch_host_func), with `before` and
+    /// `after` run under the same capture gate: `before` (work that orders the
+    /// function, such as waits for events recorded outside any capture) after
+    /// the stream was found not capturing, `after` (the function's tracking,
+    /// such as event records) once it is queued. A capturing stream is refused
+    /// with [`Error::InvalidArgument`] (`what`, `why`). Neither may take this
+    /// stream's gate again (see [`while_not_capturing`](Self::while_not_capturing)).
+    /// `f` is dropped after the gate is released when it is not queued.
+    pub(crate) fn launch_host_func_ordered(
+        &self,
+        (what, why): (&'static str, &'static str),
+        before: impl FnOnce() -> Result<()>,
+        f: impl FnOnce() + Send + 'static,
+        after: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let _current = self.context().ensure_current()?;
+        // Capture-gate rule (see `launch_host_func`), over `before` and `after`
+        // too: what they queue or record is outside any capture.
+        let gate = self.capture_gate_shared();
+        if self.capture_status()? != CaptureStatus::None {
+            return Err(Error::invalid(what, why));
+        }
+        crate::stream_capture::hooks::after_capture_check(self);
+        before()?;
+        self.enqueue_once_then(Box::new(f), what, gate, after)
+    }
+
     /// As [`launch_host_func`](Self::launch_host_func) for a function that may run
     /// more than once, which also works on a capturing stream: the function
     /// becomes a host node of the graph being captured and runs each time the
@@ -221,6 +248,18 @@ impl Stream {
         what: &'static str,
         gate: std::sync::RwLockReadGuard<'_, ()>,
     ) -> Result<()> {
+        self.enqueue_once_then(f, what, gate, || Ok(()))
+    }
+
+    /// [`enqueue_once`](Self::enqueue_once), running `after` with the gate still
+    /// held once the function is queued.
+    fn enqueue_once_then(
+        &self,
+        f: Box<dyn FnOnce() + Send>,
+        what: &'static str,
+        gate: std::sync::RwLockReadGuard<'_, ()>,
+        after: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
         let data = Box::into_raw(Box::new(Once {
             f,
             panics: self.panic_slot().clone(),
@@ -230,13 +269,19 @@ impl Stream {
         // outside a capture the driver calls `once_trampoline` once with `data`,
         // which frees it.
         let rc = unsafe { sys::cuLaunchHostFunc(self.handle(), Some(once_trampoline), data) };
+        let tracked = if rc == sys::CUDA_SUCCESS {
+            after()
+        } else {
+            Ok(())
+        };
         drop(gate);
         if rc != sys::CUDA_SUCCESS {
             // SAFETY: the driver refused the call, so it will never run it: the
             // box is still ours.
             drop_caught(unsafe { Box::from_raw(data.cast::<Once>()) });
         }
-        rc.check(|| what)
+        rc.check(|| what)?;
+        tracked
     }
 }
 

@@ -37,6 +37,10 @@ pub struct Stream {
 
 struct Inner {
     handle: sys::CUstream,
+    /// A number no other `Stream` of the process has had or will have (rule 5:
+    /// the identity of an ordinary stream's queue; a destroyed stream's handle
+    /// may be the driver's answer to the next `cuStreamCreate`, its id never is).
+    id: u64,
     ctx: Context,
     owned: bool,
     /// The handle names the calling thread's per-thread default stream
@@ -70,12 +74,28 @@ unsafe impl Sync for Inner {}
 /// queue onto one queue, in order; the crate's "same stream" shortcuts compare
 /// these, never handles alone (`CU_STREAM_LEGACY` has one value in every
 /// context, and `CU_STREAM_PER_THREAD` one on every thread).
+///
+/// An ordinary stream's queue is named by its `Stream`'s process-unique id
+/// (clones share it), never by its handle: the driver may give a destroyed
+/// stream's handle to a new stream, which is another queue. Two `Stream`s
+/// wrapping one handle ([`Stream::from_raw`]) count as two queues, which costs
+/// a wait at most. The special handles (null, `CU_STREAM_LEGACY`,
+/// `CU_STREAM_PER_THREAD`) are constants that no stream is destroyed under:
+/// they are named by the handle and context (and thread), so that every wrapper
+/// of one default stream is its one queue.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct QueueId {
+    /// The `Stream`'s id for an ordinary handle; 0 for a special one.
+    stream: u64,
+    /// The handle for a special handle; 0 for an ordinary one.
     handle: usize,
     ctx: usize,
     thread: Option<std::thread::ThreadId>,
 }
+
+/// The next [`Inner::id`]: 0 is never handed out (it stands for "a special
+/// handle" in [`QueueId`]).
+static NEXT_STREAM_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl QueueId {
     /// Whether waiting for this queue from the calling thread waits for it:
@@ -93,6 +113,8 @@ impl Stream {
         Self {
             inner: std::sync::Arc::new(Inner {
                 handle,
+                // Relaxed: only uniqueness matters, which the atomic add gives.
+                id: NEXT_STREAM_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 ctx,
                 owned,
                 per_thread,
@@ -106,8 +128,14 @@ impl Stream {
     /// (see [`QueueId`]).
     #[inline]
     pub(crate) fn queue_id(&self) -> QueueId {
+        let ordinary = self.is_ordinary();
         QueueId {
-            handle: self.inner.handle as usize,
+            stream: if ordinary { self.inner.id } else { 0 },
+            handle: if ordinary {
+                0
+            } else {
+                self.inner.handle as usize
+            },
             ctx: self.inner.ctx.handle() as usize,
             thread: self.inner.per_thread.then(|| std::thread::current().id()),
         }
@@ -117,8 +145,12 @@ impl Stream {
     /// thread, goes to one queue (and so runs in the order it was queued).
     #[inline]
     pub(crate) fn is_same_queue(&self, other: &Stream) -> bool {
-        // Per-thread default streams of one context name the calling thread's
-        // queue alike; any other handle names one queue of its context.
+        // An ordinary stream is its own queue (by id, see `QueueId`: a handle
+        // may be reused). Per-thread default streams of one context name the
+        // calling thread's queue alike, and the legacy one its context's.
+        if self.is_ordinary() || other.is_ordinary() {
+            return self.inner.id == other.inner.id;
+        }
         self.inner.handle == other.inner.handle
             && self.inner.ctx.handle() == other.inner.ctx.handle()
     }
@@ -611,6 +643,20 @@ impl Stream {
             rc = wait();
         }
         rc.check(|| "making a stream wait for an event")
+    }
+
+    /// As [`wait_event`](Self::wait_event), without taking the capture gate:
+    /// for a caller that holds it shared ([`while_not_capturing`](Self::while_not_capturing),
+    /// which found the stream not capturing), waiting for an event that was
+    /// recorded outside any capture. Such a wait cannot join this stream to a
+    /// capture (only an event recorded in one does), which is what the gate
+    /// keeps out of the window; and taking the gate again there would deadlock.
+    pub(crate) fn wait_event_uncaptured(&self, event: &Event) -> Result<()> {
+        self.call(|| {
+            // SAFETY: a live stream and a live event.
+            unsafe { sys::cuStreamWaitEvent(self.inner.handle, event.handle(), 0) }
+        })?
+        .check(|| "making a stream wait for an event")
     }
 
     /// Makes later work on this stream wait for all work queued so far on `other`

@@ -91,6 +91,40 @@ impl Stream {
         Ok(CaptureStatus::from_raw(s))
     }
 
+    /// Runs `queue` while no capture of this stream can begin or end, if the
+    /// stream is not capturing; refuses with [`Error::InvalidArgument`]
+    /// (`what`, `why`) otherwise. The capture-gate rule (rule 12 of the
+    /// soundness contract, `docs/architecture.md`): the status is read with the
+    /// stream's capture gate held shared, and the gate stays held until
+    /// `queue` returns, so the work `queue` queues (a copy into host memory, an
+    /// event record) is queued outside any capture, exactly as the check found.
+    /// Every check of "not capturing" that is followed by queuing goes through
+    /// here, [`launch_host_func`](Self::launch_host_func) or
+    /// [`Completion`](crate::Completion)'s record, which hold the same gate.
+    ///
+    /// `queue` must not take this stream's gate again: not through
+    /// [`wait_event`](Self::wait_event) or [`wait_stream`](Self::wait_stream)
+    /// of this stream (which take it exclusively: a deadlock), nor through
+    /// `launch_host_func` or a [`Completion`](crate::Completion) of it (a
+    /// second shared hold waits behind a waiting writer: a deadlock too). Waits
+    /// for events that were recorded outside a capture go through
+    /// [`wait_event_uncaptured`](Self::wait_event_uncaptured).
+    ///
+    /// [`Error::InvalidArgument`]: crate::Error::InvalidArgument
+    pub(crate) fn while_not_capturing<R>(
+        &self,
+        what: &'static str,
+        why: &'static str,
+        queue: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        let _gate = self.capture_gate_shared();
+        if self.capture_status()? != CaptureStatus::None {
+            return Err(crate::error::Error::invalid(what, why));
+        }
+        hooks::after_capture_check(self);
+        queue()
+    }
+
     /// The stream's capture: its status, the graph being captured into and the
     /// nodes that the next captured work will depend on
     /// (`cuStreamGetCaptureInfo`, the CUDA 12.3 shape where the driver has it).
@@ -141,5 +175,53 @@ impl Stream {
             graph,
             deps,
         })
+    }
+}
+
+/// Test hooks: code the tests run inside the crate's critical windows, to widen
+/// them where a race would otherwise take luck to see. Not part of the API.
+#[doc(hidden)]
+pub mod hooks {
+    use std::sync::RwLock;
+
+    use crate::stream::Stream;
+
+    /// What runs between a capture check and the queuing it guards.
+    type Hook = Box<dyn Fn(&Stream) + Send + Sync>;
+
+    static AFTER_CAPTURE_CHECK: RwLock<Option<Hook>> = RwLock::new(None);
+    /// Whether a hook is set: one relaxed load when none is.
+    static SET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    /// Sets (or, with `None`, clears) a function that runs right after a
+    /// stream's capture status is found clear and before the work the check
+    /// guards is queued (`Stream::while_not_capturing`), on the thread that
+    /// queues, with the capture gate held. For the tests of the capture-gate
+    /// rule; the hook must not queue work on the stream it is given.
+    #[doc(hidden)]
+    pub fn set_after_capture_check(hook: Option<Hook>) {
+        let mut g = AFTER_CAPTURE_CHECK
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        SET.store(hook.is_some(), std::sync::atomic::Ordering::Release);
+        *g = hook;
+    }
+
+    /// Runs the hook, if one is set.
+    #[inline]
+    pub(crate) fn after_capture_check(stream: &Stream) {
+        if SET.load(std::sync::atomic::Ordering::Relaxed) {
+            run(stream);
+        }
+    }
+
+    #[cold]
+    fn run(stream: &Stream) {
+        let g = AFTER_CAPTURE_CHECK
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(h) = g.as_ref() {
+            h(stream);
+        }
     }
 }

@@ -11,12 +11,11 @@ use bytemuck::Pod;
 
 use super::Completion;
 use super::staging::StagingBlock;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::memory::device_buffer::DeviceBuffer;
 use crate::memory::pinned_buffer::PinnedBuffer;
 use crate::memory::view::{DeviceView, DeviceViewMut};
 use crate::stream::Stream;
-use crate::stream_capture::CaptureStatus;
 
 /// A future of [`DeviceView::to_vec_async`]: the elements in a new vector.
 #[must_use = "a future does nothing unless awaited; dropping it does not cancel the copy"]
@@ -84,24 +83,30 @@ impl<T: Pod + Send> DeviceView<'_, T> {
     /// allocation's error; as [`Stream::completion`].
     pub fn to_vec_async(&self, stream: &Stream) -> ToVec<T> {
         let bytes = self.len * std::mem::size_of::<T>();
-        let queued = (|| {
-            if stream.capture_status()? != CaptureStatus::None {
-                return Err(Error::invalid(
-                    "copying device memory to a vector asynchronously",
-                    "the stream is capturing a graph, which would write the staging memory \
-                     whenever it is launched",
-                ));
-            }
-            let block = StagingBlock::take(self.device(), bytes)?;
-            // SAFETY: the block holds `bytes` writable bytes and stays untouched
-            // until the copy has run: the completion keeps it until the work
-            // queued so far (the copy) has completed (rules 12 and 13). If the
-            // copy is refused nothing was queued, and the block goes back.
-            unsafe { self.span().download(block.ptr(), stream) }?;
-            Ok(stream.completion_with(block))
-        })();
+        // Capture-gate rule (rule 12 of the soundness contract): from the
+        // capture check to the completion's record, so neither the copy nor
+        // the event goes into a graph that a capture begun meanwhile makes.
+        let queued = stream.while_not_capturing(
+            "copying device memory to a vector asynchronously",
+            "the stream is capturing a graph, which would write the staging memory \
+             whenever it is launched",
+            || {
+                let block = StagingBlock::take(self.device(), bytes)?;
+                // SAFETY: the block holds `bytes` writable bytes and stays
+                // untouched until the copy has run: the completion keeps it
+                // until the work queued so far (the copy) has completed (rules
+                // 12 and 13). If the copy is refused nothing was queued, and the
+                // block goes back.
+                unsafe { self.span().download_uncaptured(block.ptr(), stream) }?;
+                Ok((block, super::record_point(stream)))
+            },
+        );
+        let inner = match queued {
+            Ok((block, recorded)) => Completion::recorded(stream, block, recorded),
+            Err(e) => Completion::failed(e),
+        };
         ToVec {
-            inner: queued.unwrap_or_else(Completion::failed),
+            inner,
             len: self.len,
             _t: PhantomData,
         }

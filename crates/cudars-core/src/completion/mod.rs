@@ -33,7 +33,6 @@ use crate::error::{Check as _, Error, Result};
 use crate::event::Event;
 use crate::panics::PanicSlot;
 use crate::stream::Stream;
-use crate::stream_capture::CaptureStatus;
 use reactor::{Finish, Source};
 
 const AWAITING: &str = "awaiting the work queued on a stream";
@@ -77,6 +76,15 @@ impl<T: Send + 'static> Slot<T> {
     /// Releases `keep` after the work failed: off this thread, after waiting for
     /// the context (rule 4: the failure may not be the context's, and nothing
     /// queued may still touch `keep` when it goes).
+    ///
+    /// The wait is made with the thread in relaxed capture mode, and tried up
+    /// to three times; an error that persists is sticky (the context runs none
+    /// of its queued work any more) and `keep` goes. A wait refused for now
+    /// (another thread's capture forbids it: [`refused_for_now`]) is not
+    /// final: `keep` stays, and the deferred queue tries again later, as
+    /// `PinnedBuffer`'s drop does.
+    ///
+    /// [`refused_for_now`]: crate::deferred::refused_for_now
     fn release_after_failure(&self, keep: T) {
         let ctx = self.ctx.clone();
         let mut keep = Some(keep);
@@ -86,16 +94,31 @@ impl<T: Send + 'static> Slot<T> {
             None,
             move || {
                 if let Some(ctx) = &ctx {
-                    for _ in 0..3 {
-                        if ctx.sync().is_ok() {
-                            break;
-                        }
-                    }
+                    wait_context_or_keep(ctx)?;
                 }
                 drop(keep.take());
                 Ok(())
             },
         );
+    }
+}
+
+/// Waits for `ctx` before what a failed future held is released: `Ok` once the
+/// context has been waited for, or its error persisted through three tries
+/// (sticky: nothing queued runs any more); the error when the last try was
+/// refused for now (another thread's capture), so the release waits.
+fn wait_context_or_keep(ctx: &Context) -> Result<()> {
+    let _relaxed = crate::deferred::RelaxedCapture::enter();
+    let mut last = Ok(());
+    for _ in 0..3 {
+        last = ctx.sync();
+        if last.is_ok() {
+            return Ok(());
+        }
+    }
+    match last {
+        Err(e) if crate::deferred::refused_for_now(&e) => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -295,38 +318,48 @@ impl<T: Send + 'static> std::fmt::Debug for Completion<T> {
     }
 }
 
+/// Why a future of a capturing stream's work is refused.
+const CAPTURING: &str = "the stream is capturing a graph, whose work runs only when the graph \
+                         is launched: await the stream the graph is launched on";
+
+/// Records a completion point on `stream`, for a caller that holds its capture
+/// gate and found it not capturing ([`Stream::while_not_capturing`]): the event
+/// is an ordinary one, which completes once.
+fn record_point(stream: &Stream) -> Result<Unregistered> {
+    let event = event_pool::take(stream.context())?;
+    // A failed record drops the event (not back to the pool).
+    event.record(stream)?;
+    let queue = {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        // Rule 5: the queue's identity, never its handle alone.
+        stream.queue_id().hash(&mut h);
+        h.finish()
+    };
+    Ok(Unregistered {
+        source: Box::new(EventSource::new(event)),
+        queue: Some(queue),
+        seq: reactor::next_seq(),
+    })
+}
+
 impl<T: Send + 'static> Completion<T> {
     /// Records the completion point on `stream`, keeping `keep` until it is reached.
     fn record(stream: &Stream, keep: T) -> Self {
+        // Capture-gate rule (`callback.rs`): no capture of this stream begins
+        // between the check and the record, so the event is an ordinary one,
+        // which completes once.
+        let recorded = stream.while_not_capturing(AWAITING, CAPTURING, || record_point(stream));
+        Self::recorded(stream, keep, recorded)
+    }
+
+    /// The future of a point `recorded` on `stream` (by [`record_point`]),
+    /// keeping `keep` until it is reached; or, when the record failed, one that
+    /// resolves with the error and releases `keep` once the work queued before
+    /// cannot touch it any more.
+    fn recorded(stream: &Stream, keep: T, recorded: Result<Unregistered>) -> Self {
         let slot = Slot::new(Some(keep), Some(stream.context().clone()));
         let panics = Some(stream.panic_slot().clone());
-        let recorded = (|| {
-            // Capture-gate rule (`callback.rs`): no capture of this stream
-            // begins between the check and the record, so the event is an
-            // ordinary one, which completes once.
-            let _gate = stream.capture_gate_shared();
-            if stream.capture_status()? != CaptureStatus::None {
-                return Err(Error::invalid(
-                    AWAITING,
-                    "the stream is capturing a graph, whose work runs only when the graph \
-                     is launched: await the stream the graph is launched on",
-                ));
-            }
-            let event = event_pool::take(stream.context())?;
-            // A failed record drops the event (not back to the pool).
-            event.record(stream)?;
-            let queue = {
-                use std::hash::{Hash as _, Hasher as _};
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                stream.queue_id().hash(&mut h);
-                h.finish()
-            };
-            Ok(Unregistered {
-                source: Box::new(EventSource::new(event)),
-                queue: Some(queue),
-                seq: reactor::next_seq(),
-            })
-        })();
         match recorded {
             Ok(p) => Self {
                 state: State::Unregistered(p),

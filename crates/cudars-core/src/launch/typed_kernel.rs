@@ -20,7 +20,6 @@ use crate::error::{Error, Result};
 use crate::launch::{LaunchConfig, launch_raw};
 use crate::memory::resource::MemoryKind;
 use crate::memory::view::{DeviceView, DeviceViewMut};
-use crate::stream_capture::CaptureStatus;
 use crate::{
     code::kernel::Kernel, graph::view::CaptureArg, graph::view::GraphView, memory::buffer::Buffer,
     stream::Stream,
@@ -606,23 +605,31 @@ impl<S: Signature> TypedKernel<S> {
         if let Some(dev) = other_device {
             same_device(dev, stream)?;
         }
-        if host_reachable && stream.capture_status()? != CaptureStatus::None {
+        let queue = || {
+            // SAFETY: the argument array matches the checked signature, one
+            // pointer per parameter to a value of its size; the caller vouches
+            // for the rest.
+            S::with_args(&args, |ptrs| unsafe {
+                launch_raw(stream, config, &self.kernel, ptrs)
+            })
+        };
+        if host_reachable {
             // Rule 3 of the soundness contract: a captured kernel runs whenever
             // its graph is launched, past what a host view of the pinned memory
             // can wait for (the device could write it under a live `&mut`).
-            return Err(Error::invalid(
+            // Capture-gate rule: no capture begins between the check and the
+            // launch.
+            stream.while_not_capturing(
                 "launching a typed kernel",
                 "a view of pinned host memory passed to a launch on a capturing stream: \
                  the graph would touch the host memory whenever it is launched, past \
                  what the buffer's host views can wait for (capture with \
                  `GraphBuilder::launch_typed` and `GraphView`s instead)",
-            ));
+                queue,
+            )?;
+        } else {
+            queue()?;
         }
-        // SAFETY: the argument array matches the checked signature, one pointer
-        // per parameter to a value of its size; the caller vouches for the rest.
-        S::with_args(&args, |ptrs| unsafe {
-            launch_raw(stream, config, &self.kernel, ptrs)
-        })?;
         // Rule 2 of the soundness contract: the frees are ordered after the
         // kernel, which is queued by now (ordering them first let a free on
         // another stream overtake the kernel). On failure the stream has been

@@ -684,6 +684,23 @@ pub(crate) fn order_frees_after<'a>(
     }
 }
 
+/// As [`order_frees_after`], for a caller that holds `stream`'s capture gate
+/// and found it not capturing ([`Stream::while_not_capturing`]): the event
+/// recorded on `stream` is then an ordinary one, and the free streams wait for
+/// it without taking their own capture gates (taking another stream's gate
+/// exclusively while this one's is held would deadlock against a thread doing
+/// the mirror image).
+pub(crate) fn order_frees_after_uncaptured<'a>(
+    buffers: impl Iterator<Item = &'a Buffer>,
+    stream: &Stream,
+) -> Result<()> {
+    let mut rest = buffers.skip_while(|b| !b.free_needs_ordering(stream));
+    match rest.next() {
+        None => Ok(()),
+        Some(first) => order_frees_slow_with(first, rest, stream, true),
+    }
+}
+
 impl Buffer {
     /// Whether the buffer's free runs on a queue other than `stream`'s, so that
     /// work on `stream` using the buffer must be ordered before it (rule 2).
@@ -700,6 +717,17 @@ fn order_frees_slow<'a>(
     rest: impl Iterator<Item = &'a Buffer>,
     stream: &Stream,
 ) -> Result<()> {
+    order_frees_slow_with(first, rest, stream, false)
+}
+
+/// [`order_frees_slow`]; `uncaptured`: the caller holds `stream`'s capture gate
+/// and found it not capturing ([`order_frees_after_uncaptured`]).
+fn order_frees_slow_with<'a>(
+    first: &'a Buffer,
+    rest: impl Iterator<Item = &'a Buffer>,
+    stream: &Stream,
+    uncaptured: bool,
+) -> Result<()> {
     let mut frees: Vec<&Stream> = Vec::new();
     for b in std::iter::once(first).chain(rest) {
         if let Some((_, free)) = &b.owner {
@@ -715,7 +743,11 @@ fn order_frees_slow<'a>(
         )?;
         e.record(stream)?;
         for free in &frees {
-            free.wait_event(&e)?;
+            if uncaptured {
+                free.wait_event_uncaptured(&e)?;
+            } else {
+                free.wait_event(&e)?;
+            }
         }
         Ok(())
     };

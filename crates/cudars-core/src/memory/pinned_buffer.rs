@@ -11,11 +11,22 @@
 //! break this: there is no guard, the state lives in the buffer.
 //!
 //! Device views ([`PinnedBuffer::view`], [`PinnedBuffer::view_mut`]), which
-//! kernels and every other device operation take, are tracked the way a byte
-//! [`Buffer`]'s are: each use orders the inner buffer's free stream after itself
-//! (rule 2 of the soundness contract). Lending a view sets a flag in the buffer
-//! (not in the view, which `mem::forget` could skip); while it is set, host access
-//! waits for the free stream, and copies and host functions are ordered after it.
+//! kernels and every other device operation take, are ordered at the one place
+//! every such use starts from, the lending: `view` waits for the copies in
+//! flight that write the memory, `view_mut` for every copy in flight, so no use
+//! of a view, on any stream and through any operation (a copy, a batch, a
+//! launch, a library call), overtakes a conflicting copy. After the lending they
+//! are tracked the way a byte [`Buffer`]'s are: each use orders the inner
+//! buffer's free stream after itself (rule 2 of the soundness contract). Lending
+//! a view sets a flag in the buffer (not in the view, which `mem::forget` could
+//! skip); while it is set, host access waits for the free stream, and copies and
+//! host functions are ordered after it.
+//!
+//! The capture-gate rule: a copy or a host function checks that its stream is
+//! not capturing, orders itself after the copies in flight, queues, and records
+//! its event, all under the stream's capture gate
+//! ([`Stream::while_not_capturing`]), so no capture of the stream begins in
+//! between and takes the copy, or its event, into a graph.
 
 use std::marker::PhantomData;
 use std::sync::{Mutex, PoisonError};
@@ -28,7 +39,7 @@ use crate::memory::view::{DeviceView, DeviceViewMut};
 use crate::stream::QueueId;
 use crate::{
     device::Device, event::Event, event::EventOptions, memory::buffer::Buffer,
-    memory::pinned::LegacyPinnedMemoryResource, stream::Stream, stream_capture::CaptureStatus,
+    memory::pinned::LegacyPinnedMemoryResource, stream::Stream,
 };
 
 /// An array of `len` elements of type `T` in page-locked host memory
@@ -125,7 +136,8 @@ impl Pending {
 
     /// Orders later work on `stream` after the uses of the views lent: those that
     /// may write (`writes_only`), or all. The flags stay set: the host has not
-    /// waited.
+    /// waited. The caller holds `stream`'s capture gate
+    /// ([`Stream::while_not_capturing`]).
     fn order_after_views(
         &self,
         buf: &Buffer,
@@ -136,7 +148,13 @@ impl Pending {
         if self.viewed_mut || (!writes_only && self.viewed) {
             let free = buf.uses_stream(what)?;
             if !free.is_same_queue(stream) {
-                stream.wait_stream(free)?;
+                // The free stream of a pinned buffer is its device's legacy
+                // default stream (`zeroed` allocates with no stream, and the
+                // buffer is private): the driver never captures it, so the event
+                // is an ordinary one, which `stream` may wait for under its gate.
+                let e = Event::in_context(free.context(), EventOptions::default())?;
+                e.record(free)?;
+                stream.wait_event_uncaptured(&e)?;
             }
         }
         Ok(())
@@ -248,11 +266,21 @@ impl<T: Pod> PinnedBuffer<T> {
     /// The elements as a shared device view: what a kernel's `const T*`
     /// parameter ([`ConstPtr`](crate::ConstPtr), `kernels!`' `DeviceView`), a copy
     /// or a library call takes. The device reads the page-locked memory in place.
-    /// Later host writes ([`as_mut_slice`](Self::as_mut_slice)) and copies into
-    /// the buffer wait for the work given the view (rule 3 of the soundness
-    /// contract); the view borrows the buffer, so none can start while it lives.
+    ///
+    /// Lending the view first waits for the copies in flight that write the
+    /// memory ([`DeviceView::copy_to_pinned`], a host function lent the elements
+    /// mutably), so that no use of the view, on whatever stream, reads before
+    /// them (rule 3 of the soundness contract, `docs/architecture.md`); with
+    /// none in flight it waits for nothing. A wait that fails is retried as
+    /// [`Stream::sync`]'s callers inside the crate retry (rule 4): a copy that
+    /// failed for good runs no more. Later host writes
+    /// ([`as_mut_slice`](Self::as_mut_slice)) and copies into the buffer wait
+    /// for the work given the view; the view borrows the buffer, so none can
+    /// start while it lives.
     pub fn view(&self) -> DeviceView<'_, T> {
-        self.lock().viewed = true;
+        let mut p = self.lock();
+        settle(&mut p.writes);
+        p.viewed = true;
         DeviceView::new_unchecked(&self.buf, self.buf.ptr(), self.len)
     }
 
@@ -264,19 +292,24 @@ impl<T: Pod> PinnedBuffer<T> {
     /// memory under a live host slice, which the view's exclusive borrow excludes
     /// while it lives and the wait after.
     ///
-    /// It first waits for the host functions in flight that were lent the
-    /// elements ([`Stream::launch_host_func_with`] and `_with_mut`), whose slices
-    /// the device must not write under; copies in flight are not waited for (the
-    /// kernel's contract orders device work on other streams).
+    /// Lending the view first waits for every copy in flight, and every host
+    /// function lent the elements ([`Stream::launch_host_func_with`] and
+    /// `_with_mut`): no use of the view, on whatever stream, writes under a
+    /// copy or a host function that reads the memory, or races one that writes
+    /// it (rule 3 of the soundness contract); with none in flight it waits for
+    /// nothing.
     ///
     /// # Errors
-    /// The driver's error waiting for a host function's stream.
+    /// The driver's error waiting for a copy or a host function.
     pub fn view_mut(&mut self) -> Result<DeviceViewMut<'_, T>> {
         let p = self
             .pending
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
-        wait_all(&mut p.hosted)?;
+        wait_all(&mut p.reads)?;
+        wait_all(&mut p.writes)?;
+        // The host functions' events are behind those waited for above.
+        p.hosted.clear();
         p.viewed_mut = true;
         Ok(DeviceViewMut::new_unchecked(
             &self.buf,
@@ -289,24 +322,22 @@ impl<T: Pod> PinnedBuffer<T> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Checks a copy of `len` elements on `stream` against this buffer.
-    fn check(&self, len: usize, stream: &Stream, what: &'static str) -> Result<()> {
+    /// Checks a copy of `len` elements against this buffer.
+    fn check_len(&self, len: usize, what: &'static str) -> Result<()> {
         if len != self.len {
             return Err(Error::out_of_range(
                 what,
                 format!("the lengths differ: {len} and {} elements", self.len),
             ));
         }
-        if stream.capture_status()? != CaptureStatus::None {
-            return Err(Error::invalid(
-                what,
-                "the stream is capturing a graph, which would read or write the host \
-                 memory whenever it is launched, past what this buffer can track",
-            ));
-        }
         Ok(())
     }
 }
+
+/// Why a copy or a host function lent the memory is refused on a capturing
+/// stream.
+const CAPTURING: &str = "the stream is capturing a graph, which would read or write the host \
+                         memory whenever it is launched, past what this buffer can track";
 
 impl<T: Pod + Send + Sync> PinnedBuffer<T> {
     /// Queues `f` on `stream` with the elements, mutably: the body of
@@ -317,20 +348,28 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
         f: impl FnOnce(&mut [T]) + Send + 'static,
     ) -> Result<()> {
         const WHAT: &str = "lending pinned host memory to a host function";
-        self.check(self.len, stream, WHAT)?;
         let host = HostPtr(self.buf.ptr() as usize as *mut T, self.len);
+        let buf = &self.buf;
         let p = self
             .pending
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
-        // Soundness contract: rule 3. Not before the copies in flight that read
-        // or write the memory (ordered on the device: the host function runs
-        // after them in stream order, and nothing blocks on a driver thread).
-        order_after(&p.reads, stream)?;
-        order_after(&p.writes, stream)?;
-        // And not before the device work given views of it.
-        p.order_after_views(&self.buf, stream, false, WHAT)?;
-        stream.launch_host_func(move || {
+        // Capture-gate rule: from the capture check to the event's record.
+        let p = std::cell::RefCell::new(p);
+        stream.launch_host_func_ordered(
+            (WHAT, CAPTURING),
+            || {
+                let p = p.borrow();
+                // Soundness contract: rule 3. Not before the copies in flight
+                // that read or write the memory (ordered on the device: the host
+                // function runs after them in stream order, and nothing blocks
+                // on a driver thread).
+                order_after(&p.reads, stream)?;
+                order_after(&p.writes, stream)?;
+                // And not before the device work given views of it.
+                p.order_after_views(buf, stream, false, WHAT)
+            },
+            move || {
             // SAFETY: rule 3. The memory lives until the host function has run:
             // the buffer's `Drop` waits for the event `track` records behind it
             // on `stream` (and a forgotten buffer is never freed). No other host
@@ -339,10 +378,14 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
             // recorded. No copy touches the memory meanwhile: those queued before
             // are ordered before it (above), those queued after wait for the
             // event (it is tracked as a write, which every copy orders after).
-            f(unsafe { host.slice_mut() });
-        })?;
-        track(&mut p.hosted, stream)?;
-        track(&mut p.writes, stream)
+                f(unsafe { host.slice_mut() });
+            },
+            || {
+                let mut p = p.borrow_mut();
+                track(&mut p.hosted, stream)?;
+                track(&mut p.writes, stream)
+            },
+        )
     }
 
     /// Queues `f` on `stream` with the elements, read only: the body of
@@ -353,19 +396,22 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
         f: impl FnOnce(&[T]) + Send + 'static,
     ) -> Result<()> {
         const WHAT: &str = "lending pinned host memory to a host function";
-        self.check(self.len, stream, WHAT)?;
         let host = HostPtr(self.buf.ptr() as usize as *mut T, self.len);
-        // Soundness contract: rule 3. Not before the copies in flight that
-        // write the memory (none starts while `&self` is borrowed: writing takes
-        // `&mut self`). The lock is not held while queuing, which may drop `f`
-        // (user code) on a refusal.
-        {
-            let p = self.lock();
-            order_after(&p.writes, stream)?;
-            // And not before device work given a mutable view of it.
-            p.order_after_views(&self.buf, stream, true, WHAT)?;
-        }
-        stream.launch_host_func(move || {
+        // Capture-gate rule: from the capture check to the events' record. The
+        // lock is taken in the two steps, not across the queuing, which may drop
+        // `f` (user code) on a refusal.
+        stream.launch_host_func_ordered(
+            (WHAT, CAPTURING),
+            || {
+                let p = self.lock();
+                // Soundness contract: rule 3. Not before the copies in flight
+                // that write the memory (none starts while `&self` is borrowed:
+                // writing takes `&mut self`).
+                order_after(&p.writes, stream)?;
+                // And not before device work given a mutable view of it.
+                p.order_after_views(&self.buf, stream, true, WHAT)
+            },
+            move || {
             // SAFETY: rule 3. The memory lives until the host function has run
             // (as in `lend_mut_to_host_func`). Nothing writes it while it runs:
             // copies that write it queued before are ordered before it (above);
@@ -373,11 +419,14 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
             // only through `copy_to_pinned`, which both wait for the reads
             // tracked here first, and the device through a mutable view, which
             // `&self` excludes now and which takes `&mut self` later.
-            f(unsafe { host.slice() });
-        })?;
-        let mut p = self.lock();
-        track(&mut p.hosted, stream)?;
-        track(&mut p.reads, stream)
+                f(unsafe { host.slice() });
+            },
+            || {
+                let mut p = self.lock();
+                track(&mut p.hosted, stream)?;
+                track(&mut p.reads, stream)
+            },
+        )
     }
 }
 
@@ -486,16 +535,43 @@ fn wait_all(list: &mut Vec<(QueueId, Event)>) -> Result<()> {
 }
 
 /// Makes `stream` wait for the events of `list` recorded on other queues
-/// (compared by [`QueueId`]: the legacy stream of another context, or another
-/// thread's per-thread stream, is another queue though its handle is the same).
+/// (compared by [`QueueId`]: the legacy stream of another context, another
+/// thread's per-thread stream, or a new stream given a destroyed one's handle,
+/// is another queue though its handle is the same). The caller holds
+/// `stream`'s capture gate ([`Stream::while_not_capturing`]); every event of a
+/// list was recorded under its own stream's gate, outside any capture.
 fn order_after(list: &[(QueueId, Event)], stream: &Stream) -> Result<()> {
     let here = stream.queue_id();
     for (q, e) in list {
         if *q != here {
-            stream.wait_event(e)?;
+            stream.wait_event_uncaptured(e)?;
         }
     }
     Ok(())
+}
+
+/// Waits for every event of `list` and empties it, for a caller that cannot
+/// report an error ([`PinnedBuffer::view`]): a wait that fails is tried again
+/// with the thread in relaxed capture mode (another thread's global capture
+/// refuses it for now), then through the event's context, up to three times,
+/// as `Stream::drain` does (rule 4): an error that persists through every try
+/// is sticky, and the copy runs no more.
+fn settle(list: &mut Vec<(QueueId, Event)>) {
+    for (_, e) in list.iter() {
+        if e.sync().is_ok() {
+            continue;
+        }
+        let _relaxed = crate::deferred::RelaxedCapture::enter();
+        if e.sync().is_ok() {
+            continue;
+        }
+        for _ in 0..3 {
+            if e.context().sync().is_ok() {
+                break;
+            }
+        }
+    }
+    list.clear();
 }
 
 /// Records that a copy on `stream` is in flight: re-records the stream's event
@@ -608,17 +684,21 @@ impl<T: Pod> DeviceViewMut<'_, T> {
     /// or a capturing stream; the driver's error.
     pub fn copy_from_pinned(&mut self, src: &PinnedBuffer<T>, stream: &Stream) -> Result<()> {
         const WHAT: &str = "copying pinned host memory to the device";
-        src.check(self.len, stream, WHAT)?;
+        src.check_len(self.len, WHAT)?;
+        let span = self.span();
         let mut p = src.lock();
-        // Not before copies in flight that write the host memory have finished,
-        // nor device work given a mutable view of it.
-        order_after(&p.writes, stream)?;
-        p.order_after_views(&src.buf, stream, true, WHAT)?;
-        // SAFETY: the pinned memory lives until every copy tracked in `pending`
-        // has finished (Drop waits), and is not written on the host before (only
-        // `as_mut_slice`, which waits, writes it).
-        unsafe { self.span().upload(src.as_ptr().cast(), stream) }?;
-        track(&mut p.reads, stream)
+        // Capture-gate rule: from the capture check to the event's record.
+        stream.while_not_capturing(WHAT, CAPTURING, || {
+            // Not before copies in flight that write the host memory have
+            // finished, nor device work given a mutable view of it.
+            order_after(&p.writes, stream)?;
+            p.order_after_views(&src.buf, stream, true, WHAT)?;
+            // SAFETY: the pinned memory lives until every copy tracked in
+            // `pending` has finished (Drop waits), and is not written on the
+            // host before (only `as_mut_slice`, which waits, writes it).
+            unsafe { span.upload_uncaptured(src.as_ptr().cast(), stream) }?;
+            track(&mut p.reads, stream)
+        })
     }
 }
 
@@ -632,20 +712,26 @@ impl<T: Pod> DeviceView<'_, T> {
     /// or a capturing stream; the driver's error.
     pub fn copy_to_pinned(&self, dst: &mut PinnedBuffer<T>, stream: &Stream) -> Result<()> {
         const WHAT: &str = "copying device memory to pinned host memory";
-        dst.check(self.len, stream, WHAT)?;
+        dst.check_len(self.len, WHAT)?;
         let dst_ptr = dst.buf.ptr() as usize as *mut u8;
+        let span = self.span();
+        let buf = &dst.buf;
         let p = dst
             .pending
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
-        // Not before the copies in flight that read or write the host memory,
-        // nor device work given views of it.
-        order_after(&p.reads, stream)?;
-        order_after(&p.writes, stream)?;
-        p.order_after_views(&dst.buf, stream, false, WHAT)?;
-        // SAFETY: as in `copy_from_pinned`; the host reads `dst` only after
-        // waiting for this copy (`as_slice`), and `&mut` excludes other access now.
-        unsafe { self.span().download(dst_ptr, stream) }?;
-        track(&mut p.writes, stream)
+        // Capture-gate rule: from the capture check to the event's record.
+        stream.while_not_capturing(WHAT, CAPTURING, || {
+            // Not before the copies in flight that read or write the host
+            // memory, nor device work given views of it.
+            order_after(&p.reads, stream)?;
+            order_after(&p.writes, stream)?;
+            p.order_after_views(buf, stream, false, WHAT)?;
+            // SAFETY: as in `copy_from_pinned`; the host reads `dst` only after
+            // waiting for this copy (`as_slice`), and `&mut` excludes other
+            // access now.
+            unsafe { span.download_uncaptured(dst_ptr, stream) }?;
+            track(&mut p.writes, stream)
+        })
     }
 }

@@ -307,14 +307,60 @@ impl Span<'_> {
         unsafe { self.host_copy(dst as usize, Direction::ToHost, stream) }
     }
 
-    /// A copy between the span and host memory at `host`, either way. Device
-    /// memory takes the explicit path, host-visible memory the unified one (which
-    /// infers both sides).
+    /// As [`upload`](Self::upload), for a caller that holds `stream`'s capture
+    /// gate and found it not capturing ([`Stream::while_not_capturing`]): the
+    /// buffer's free is ordered after the copy without taking the free
+    /// stream's gate (the event the free stream waits for is an ordinary one).
+    ///
+    /// # Safety
+    /// As [`upload`](Self::upload).
+    pub(crate) unsafe fn upload_uncaptured(&self, src: *const u8, stream: &Stream) -> Result<()> {
+        if self.bytes() == 0 {
+            return Ok(());
+        }
+        // SAFETY: per this function's contract.
+        unsafe { self.host_copy_queued(src as usize, Direction::ToDevice, stream) }?;
+        crate::memory::buffer::order_frees_after_uncaptured(std::iter::once(self.buf), stream)
+    }
+
+    /// As [`download`](Self::download), for a caller that holds `stream`'s
+    /// capture gate and found it not capturing (see
+    /// [`upload_uncaptured`](Self::upload_uncaptured)).
+    ///
+    /// # Safety
+    /// As [`download`](Self::download).
+    pub(crate) unsafe fn download_uncaptured(&self, dst: *mut u8, stream: &Stream) -> Result<()> {
+        if self.bytes() == 0 {
+            return Ok(());
+        }
+        // SAFETY: per this function's contract.
+        unsafe { self.host_copy_queued(dst as usize, Direction::ToHost, stream) }?;
+        crate::memory::buffer::order_frees_after_uncaptured(std::iter::once(self.buf), stream)
+    }
+
+    /// A copy between the span and host memory at `host`, either way, then the
+    /// buffer's free ordered after it (rule 2).
+    ///
+    /// # Safety
+    /// As [`host_copy_queued`](Self::host_copy_queued).
+    unsafe fn host_copy(&self, host: usize, dir: Direction, stream: &Stream) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe { self.host_copy_queued(host, dir, stream) }?;
+        if self.bytes() == 0 {
+            return Ok(());
+        }
+        self.buf.order_free_after(stream)
+    }
+
+    /// A copy between the span and host memory at `host`, either way, without
+    /// ordering the buffer's free (the caller does). Device memory takes the
+    /// explicit path, host-visible memory the unified one (which infers both
+    /// sides).
     ///
     /// # Safety
     /// `host` must address `bytes()` bytes, readable (to the device) or writable
     /// and untouched (to the host), until the copy has run.
-    unsafe fn host_copy(&self, host: usize, dir: Direction, stream: &Stream) -> Result<()> {
+    unsafe fn host_copy_queued(&self, host: usize, dir: Direction, stream: &Stream) -> Result<()> {
         let n = self.bytes();
         if n == 0 {
             return Ok(());
@@ -342,7 +388,7 @@ impl Span<'_> {
                 Direction::ToHost => format!("copying {n} bytes from device {dev} to the host"),
             }
         })?;
-        self.buf.order_free_after(stream)
+        Ok(())
     }
 
     /// Fills the span with the element `pattern` (1, 2, 4 or 8 bytes).
