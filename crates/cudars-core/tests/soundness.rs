@@ -366,3 +366,156 @@ fn a_batch_copy_reading_out_of_stream_order_waits_for_its_sources() {
         assert_eq!(stale, 0, "{order:?}: {stale} elements read before the fill");
     }
 }
+
+/// Issue 41, point 4: a shared view of a pinned buffer is lent only after the
+/// copies in flight that write it. A download into the pinned memory is held
+/// back on one stream; the view is then read on another stream by a safe
+/// copy, which must see what the download wrote, not the memory from before.
+#[test]
+fn a_pinned_view_read_on_another_stream_waits_for_a_download_in_flight() {
+    require_gpu!();
+    let (d, s1, s2) = setup();
+    let src = DeviceBuffer::from_host(&d, &vec![7u32; N], &s1).unwrap();
+    let mut dst = DeviceBuffer::<u32>::zeroed(&d, N, &s2).unwrap();
+    s1.sync().unwrap();
+    s2.sync().unwrap();
+    let mut host = PinnedBuffer::<u32>::zeroed(&d, N).unwrap();
+    spin(&d, &s1);
+    src.view().copy_to_pinned(&mut host, &s1).unwrap();
+    dst.view_mut().copy_from(host.view(), &s2).unwrap();
+    let got = dst.to_vec(&s2).unwrap();
+    let stale = got.iter().filter(|&&x| x != 7).count();
+    assert_eq!(
+        stale, 0,
+        "a read through the pinned view overtook the download into it ({stale} stale elements)"
+    );
+    s1.sync().unwrap();
+}
+
+/// Issue 41, point 4: a mutable view of a pinned buffer is lent only after
+/// every copy in flight. An upload from the pinned memory is held back on one
+/// stream; a safe fill through the mutable view on another stream must not
+/// change what the upload reads.
+#[test]
+fn a_pinned_view_written_on_another_stream_waits_for_an_upload_in_flight() {
+    require_gpu!();
+    let (d, s1, s2) = setup();
+    let mut dst = DeviceBuffer::<u32>::zeroed(&d, N, &s1).unwrap();
+    s1.sync().unwrap();
+    let mut host = PinnedBuffer::from_slice(&d, &vec![1u32; N]).unwrap();
+    spin(&d, &s1);
+    dst.view_mut().copy_from_pinned(&host, &s1).unwrap();
+    host.view_mut().unwrap().fill(2, &s2).unwrap();
+    s2.sync().unwrap();
+    let got = dst.to_vec(&s1).unwrap();
+    let overwritten = got.iter().filter(|&&x| x != 1).count();
+    assert_eq!(
+        overwritten, 0,
+        "a write through the pinned view overtook the upload from it ({overwritten} elements)"
+    );
+    assert!(host.as_slice().unwrap().iter().all(|&x| x == 2));
+}
+
+/// Issue 41, point 6: the capture check of a pinned copy and of `to_vec_async`
+/// holds the stream's capture gate until the copy and its event are queued. A
+/// test hook runs in that window and starts, on another thread, a capture of
+/// the same stream, then gives it time to begin: the capture must begin only
+/// after the copy was queued, so the copy runs (the host sees its data) and the
+/// captured graph holds nothing of it.
+#[test]
+fn a_capture_begun_between_the_check_and_the_copy_does_not_take_the_copy() {
+    use std::sync::Mutex;
+    require_gpu!();
+    let (d, s1, _s2) = setup();
+    let src = DeviceBuffer::from_host(&d, &vec![7u32; N], &s1).unwrap();
+    s1.sync().unwrap();
+    let mut host = PinnedBuffer::<u32>::zeroed(&d, N).unwrap();
+    for case in ["copy_to_pinned", "to_vec_async"] {
+        let capturer: Arc<Mutex<Option<std::thread::JoinHandle<()>>>> = Arc::default();
+        let once = Mutex::new(Some(s1.clone()));
+        let started = capturer.clone();
+        let mine = s1.handle() as usize;
+        cudars_core::__test_hooks::set_after_capture_check(Some(Box::new(move |stream| {
+            // Only this test's stream (the tests of the file run in parallel).
+            if stream.handle() as usize != mine {
+                return;
+            }
+            let Some(s) = once.lock().unwrap().take() else {
+                return;
+            };
+            *started.lock().unwrap() = Some(std::thread::spawn(move || {
+                // SAFETY: the capture takes nothing but what this test queues
+                // after it (nothing), and is ended below.
+                unsafe { s.begin_capture(cudars_core::CaptureMode::Relaxed) }.unwrap();
+            }));
+            // Time for the capture to begin, were the window open.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        })));
+        let download = match case {
+            "copy_to_pinned" => {
+                src.view().copy_to_pinned(&mut host, &s1).unwrap();
+                None
+            }
+            _ => Some(src.to_vec_async(&s1)),
+        };
+        cudars_core::__test_hooks::set_after_capture_check(None);
+        let t = capturer.lock().unwrap().take();
+        t.expect("the hook ran in the window").join().unwrap();
+        let graph = s1.end_capture().unwrap();
+        assert_eq!(
+            graph.nodes().unwrap().len(),
+            0,
+            "{case}: the capture begun in the window took the copy"
+        );
+        let got = match download {
+            None => host.as_slice().unwrap().to_vec(),
+            Some(f) => futures::executor::block_on(f).unwrap(),
+        };
+        let stale = got.iter().filter(|&&x| x != 7).count();
+        assert_eq!(stale, 0, "{case}: the copy did not run ({stale} stale elements)");
+    }
+}
+
+/// Issue 41, point 8: a queue is not its handle. A download into pinned memory
+/// is held back on a stream, which is then destroyed; new streams are made
+/// until the driver hands out the destroyed one's handle (bounded tries). An
+/// upload of the pinned memory on that new stream is another queue's work,
+/// and must wait for the download.
+#[test]
+fn a_new_stream_given_a_destroyed_streams_handle_waits_for_its_copies() {
+    require_gpu!();
+    let (d, s1, _s2) = setup();
+    let src = DeviceBuffer::from_host(&d, &vec![7u32; N], &s1).unwrap();
+    let mut dst = DeviceBuffer::<u32>::zeroed(&d, N, &s1).unwrap();
+    s1.sync().unwrap();
+    let mut host = PinnedBuffer::<u32>::zeroed(&d, N).unwrap();
+    let a = d.create_stream(StreamOptions::default()).unwrap();
+    spin(&d, &a);
+    src.view().copy_to_pinned(&mut host, &a).unwrap();
+    let old = a.handle();
+    drop(a);
+    let mut tried = Vec::new();
+    let b = loop {
+        let b = d.create_stream(StreamOptions::default()).unwrap();
+        if b.handle() == old {
+            break Some(b);
+        }
+        tried.push(b);
+        if tried.len() == 64 {
+            break None;
+        }
+    };
+    let Some(b) = b else {
+        // Nothing to check on this driver: say so, loudly, in the log.
+        println!("NOTE: the driver did not reuse the destroyed stream's handle in 64 creations");
+        return;
+    };
+    dst.view_mut().copy_from_pinned(&host, &b).unwrap();
+    let got = dst.to_vec(&b).unwrap();
+    let stale = got.iter().filter(|&&x| x != 7).count();
+    assert_eq!(
+        stale, 0,
+        "the upload on the stream with the reused handle overtook the download ({stale} elements)"
+    );
+    s1.sync().unwrap();
+}
