@@ -225,3 +225,85 @@ pub mod hooks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The capture-gate rule, as a table the test holds the sources to: every
+    /// read of a stream's capture status in the workspace's library sources,
+    /// by file, with why the window between the read and what it guards is
+    /// closed. A new reader fails this test until it goes through
+    /// `Stream::while_not_capturing` (or holds the gate otherwise) and its row
+    /// says so.
+    const READERS: &[(&str, usize, &str)] = &[
+        (
+            "cudars-core/src/stream_capture.rs",
+            1,
+            "`while_not_capturing`: the gate is held from the read to the end of the queuing",
+        ),
+        (
+            "cudars-core/src/callback.rs",
+            3,
+            "`launch_host_func`, `launch_host_func_ordered`, `launch_host_func_repeatable_into`: \
+             the gate is held from the read to the queuing",
+        ),
+        (
+            "cudars-core/src/graph/builder.rs",
+            3,
+            "`is_building` queues nothing; `check_building` and `capturing`: the builder's own \
+             stream, whose capture only its `&mut self` methods begin and end",
+        ),
+    ];
+
+    #[test]
+    fn every_capture_status_read_is_in_the_table() {
+        let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap_or_else(|| std::path::Path::new("."))
+            .to_path_buf();
+        let patterns = [concat!(".capture_", "status()"), concat!(".capture_", "info()")];
+        let mut found: Vec<(String, usize)> = Vec::new();
+        let mut dirs = vec![crates.clone()];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let rel = path.strip_prefix(&crates).map(|p| p.to_string_lossy().into_owned());
+                let Ok(rel) = rel else { continue };
+                if path.is_dir() {
+                    // Library sources only: not tests, benches or examples.
+                    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                    if !matches!(name, "tests" | "benches" | "examples" | "target") {
+                        dirs.push(path);
+                    }
+                    continue;
+                }
+                if !rel.ends_with(".rs") || !rel.contains("/src/") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                // The sources' own unit tests are not library code.
+                let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+                let n: usize = code
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("//"))
+                    .map(|l| patterns.iter().map(|p| l.matches(p).count()).sum::<usize>())
+                    .sum();
+                if n > 0 {
+                    found.push((rel.replace('\\', "/"), n));
+                }
+            }
+        }
+        found.sort();
+        let mut want: Vec<(String, usize)> =
+            READERS.iter().map(|(f, n, _)| ((*f).to_owned(), *n)).collect();
+        want.sort();
+        assert_eq!(
+            found, want,
+            "a read of a stream's capture status is not in the capture-gate table \
+             (stream_capture.rs): go through `Stream::while_not_capturing`, or add a row \
+             that says why the window is closed"
+        );
+    }
+}

@@ -262,6 +262,7 @@ impl GraphBuilder {
     /// [`Error::InvalidArgument`] when an error invalidated the capture (end the
     /// building to discard it); the driver's error.
     pub fn is_building(&self) -> Result<bool> {
+        // Capture-gate rule: a query that queues nothing; no window to guard.
         match self.stream.capture_status()? {
             CaptureStatus::Active => Ok(true),
             CaptureStatus::None => Ok(false),
@@ -484,6 +485,12 @@ impl GraphBuilder {
     pub(crate) fn check_building(&self, what: impl Into<Cow<'static, str>>) -> Result<()> {
         let what = what.into();
         self.check_phase(what.clone())?;
+        // Capture-gate rule: the builder owns its stream, whose capture begins
+        // and ends only through the builder's `&mut self` methods (`stream()`
+        // is `unsafe` and binds its caller to `begin_capture`'s contract), so
+        // no capture begins or ends between this check and the queuing that
+        // follows it under the caller's `&self`. An error may invalidate the
+        // capture meanwhile; the driver then refuses the queuing.
         active(self.stream.capture_status()?, what)
     }
 
@@ -493,6 +500,7 @@ impl GraphBuilder {
     pub(crate) fn capturing(&self, what: impl Into<Cow<'static, str>>) -> Result<CaptureInfo> {
         let what = what.into();
         self.check_phase(what.clone())?;
+        // Capture-gate rule: as in `check_building`.
         let info = self.stream.capture_info()?;
         active(info.status, what)?;
         Ok(info)

@@ -633,36 +633,37 @@ fn defer_free(
     on: Option<Stream>,
     first_error: Option<String>,
 ) {
-    let mut ordered = on.is_none();
     let what = format!("freeing {size} bytes at {ptr:#x}");
     crate::deferred::defer(what, size, first_error, move || {
+        const RETRYING: &str = "retrying a deferred free";
+        const CAPTURING: &str = "the stream it is ordered on is capturing a graph";
         let s = on.as_ref().unwrap_or(&free_stream);
         // The stream's context, current: a special handle (the legacy default
         // stream) names the current context's.
         let _current = s.context().ensure_current()?;
-        if s.capture_status()? != crate::stream_capture::CaptureStatus::None {
-            return Err(Error::unsupported(
-                "retrying a deferred free",
-                "the stream it is ordered on is capturing a graph",
-            ));
-        }
+        // Not even ordered while capturing (the wait would be captured).
+        s.while_not_capturing(RETRYING, CAPTURING, || Ok(()))?;
         if s.is_per_thread_default() || free_stream.is_per_thread_default() {
             // Another thread's per-thread stream cannot be named here.
             free_stream.context().sync()?;
             s.context().sync()?;
-        } else if !ordered {
-            if let Some(o) = &on {
-                // `close(Some(on))` was asked on a callback thread: the free
-                // stream's work comes first.
-                o.wait_stream(&free_stream)?;
-            }
-            ordered = true;
+        } else if let Some(o) = &on {
+            // `close(Some(on))` was asked on a callback thread: the free
+            // stream's work comes first. Made on every try until the free is
+            // done: a capture of `o` begun since the check above may have
+            // taken this wait, and the check below then refuses the free.
+            o.wait_stream(&free_stream)?;
         }
-        // SAFETY: the buffer's memory, taken out of it (the buffer is gone, so no
-        // later work uses it); every earlier try failed, freeing nothing (the
-        // trait's contract); ordered after the buffer's work on `s` (or after all
-        // the context's work).
-        unsafe { mr.deallocate(ptr, size, s) }
+        // Capture-gate rule: the free is queued outside any capture, as the
+        // check found (a captured free would run whenever its graph is
+        // launched, or never).
+        s.while_not_capturing(RETRYING, CAPTURING, || {
+            // SAFETY: the buffer's memory, taken out of it (the buffer is gone,
+            // so no later work uses it); every earlier try failed, freeing
+            // nothing (the trait's contract); ordered after the buffer's work
+            // on `s` (or after all the context's work).
+            unsafe { mr.deallocate(ptr, size, s) }
+        })
     });
 }
 
