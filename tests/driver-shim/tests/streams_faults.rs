@@ -6,6 +6,9 @@
 //!   context's wait is refused for now (another thread's global capture
 //!   refuses synchronising calls): the release is retried, never made after a
 //!   few refusals with the copy possibly still queued.
+//! * Point 4: lending a pinned buffer's view waits for the copies in flight
+//!   that conflict with the view's uses (counted as `cuEventSynchronize`
+//!   calls: the fake driver completes work at once, so only the waits show).
 //! * Point 8: a queue is not identified by its handle: a new stream given a
 //!   destroyed one's handle is another queue, which a pinned copy orders after
 //!   the old stream's copy in flight.
@@ -147,7 +150,7 @@ fn child_reused_handle_is_another_queue() {
     let s = stream(&dev);
     let y = DeviceBuffer::<f32>::zeroed(&dev, 1024, &s).unwrap();
     let mut host = PinnedBuffer::<f32>::zeroed(&dev, 1024).unwrap();
-    let waits = || shim.counts("calls")["cuStreamWaitEvent"];
+    let waits = || shim.counts("calls").get("cuStreamWaitEvent").copied().unwrap_or(0);
 
     let a = stream(&dev);
     y.view().copy_to_pinned(&mut host, &a).unwrap();
@@ -174,6 +177,48 @@ fn child_reused_handle_is_another_queue() {
     );
     host.as_slice().unwrap();
     println!("streams faults: reused handle ok");
+}
+
+/// Point 4: `view` waits for the copy in flight that writes the memory, and
+/// only when one is; `view_mut` for a copy that reads it.
+fn child_views_wait_for_conflicting_copies() {
+    let shim = DriverShim::find().expect("the shim is the loaded driver");
+    let dev = Device::new(0).unwrap();
+    dev.set_current().unwrap();
+    let s = stream(&dev);
+    let y = DeviceBuffer::<f32>::zeroed(&dev, 1024, &s).unwrap();
+    let mut dst = DeviceBuffer::<f32>::zeroed(&dev, 1024, &s).unwrap();
+    let mut host = PinnedBuffer::<f32>::zeroed(&dev, 1024).unwrap();
+    let syncs = || shim.counts("calls").get("cuEventSynchronize").copied().unwrap_or(0);
+
+    y.view().copy_to_pinned(&mut host, &s).unwrap();
+    let e0 = syncs();
+    let _ = host.view();
+    assert_eq!(syncs() - e0, 1, "the shared view did not wait for the download");
+    let _ = host.view();
+    assert_eq!(syncs() - e0, 1, "the shared view waited with nothing in flight");
+
+    dst.view_mut().copy_from_pinned(&host, &s).unwrap();
+    let e1 = syncs();
+    // A read in flight does not hold back a shared view…
+    let _ = host.view();
+    assert_eq!(syncs() - e1, 0, "the shared view waited for a copy that only reads");
+    // …but does a mutable one.
+    host.view_mut().unwrap();
+    assert_eq!(syncs() - e1, 1, "the mutable view did not wait for the upload");
+    println!("streams faults: views ok");
+}
+
+#[test]
+fn lending_a_pinned_view_waits_for_the_copies_it_conflicts_with() {
+    if std::env::var_os(CHILD).is_some() {
+        return child_views_wait_for_conflicting_copies();
+    }
+    common::run_fake_driver_child(
+        "lending_a_pinned_view_waits_for_the_copies_it_conflicts_with",
+        CHILD,
+        "streams faults: views ok",
+    );
 }
 
 #[test]
