@@ -449,8 +449,6 @@ pub use cudars_nvtx;
 /// be a dependency of its own.
 pub use cudars_pathfinder;
 pub use deferred::{DeferredFrees, deferred_frees, drain_deferred_frees};
-#[doc(hidden)]
-pub use stream_capture::hooks as __test_hooks;
 pub use device::Device;
 #[cfg(feature = "nvml")]
 #[cfg_attr(docsrs, doc(cfg(feature = "nvml")))]
@@ -560,4 +558,6 @@ pub use resources::{
     WorkqueueResource, WorkqueueResourceOptions, WorkqueueSharingScope,
 };
 pub use stream::{Stream, StreamOptions};
+#[doc(hidden)]
+pub use stream_capture::hooks as __test_hooks;
 pub use versions::{Component, Versions, versions};

@@ -260,7 +260,10 @@ mod tests {
             .parent()
             .unwrap_or_else(|| std::path::Path::new("."))
             .to_path_buf();
-        let patterns = [concat!(".capture_", "status()"), concat!(".capture_", "info()")];
+        let patterns = [
+            concat!(".capture_", "status()"),
+            concat!(".capture_", "info()"),
+        ];
         let mut found: Vec<(String, usize)> = Vec::new();
         let mut dirs = vec![crates.clone()];
         while let Some(dir) = dirs.pop() {
@@ -269,7 +272,9 @@ mod tests {
             };
             for entry in entries.flatten() {
                 let path = entry.path();
-                let rel = path.strip_prefix(&crates).map(|p| p.to_string_lossy().into_owned());
+                let rel = path
+                    .strip_prefix(&crates)
+                    .map(|p| p.to_string_lossy().into_owned());
                 let Ok(rel) = rel else { continue };
                 if path.is_dir() {
                     // Library sources only: not tests, benches or examples.
@@ -296,8 +301,10 @@ mod tests {
             }
         }
         found.sort();
-        let mut want: Vec<(String, usize)> =
-            READERS.iter().map(|(f, n, _)| ((*f).to_owned(), *n)).collect();
+        let mut want: Vec<(String, usize)> = READERS
+            .iter()
+            .map(|(f, n, _)| ((*f).to_owned(), *n))
+            .collect();
         want.sort();
         assert_eq!(
             found, want,

@@ -472,7 +472,10 @@ fn a_capture_begun_between_the_check_and_the_copy_does_not_take_the_copy() {
             Some(f) => futures::executor::block_on(f).unwrap(),
         };
         let stale = got.iter().filter(|&&x| x != 7).count();
-        assert_eq!(stale, 0, "{case}: the copy did not run ({stale} stale elements)");
+        assert_eq!(
+            stale, 0,
+            "{case}: the copy did not run ({stale} stale elements)"
+        );
     }
 }
 

@@ -124,7 +124,10 @@ fn child_refused_release_keeps() {
          cuCtxSynchronize:*:CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
     );
     let r = block_on(y.to_vec_async(&s));
-    assert_names(&r.expect_err("an error"), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    assert_names(
+        &r.expect_err("an error"),
+        CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+    );
     // The release has been tried (the deferred queue's reaper runs it at
     // once, then backs off) and refused: the block is still held.
     std::thread::sleep(Duration::from_millis(500));
@@ -150,7 +153,12 @@ fn child_reused_handle_is_another_queue() {
     let s = stream(&dev);
     let y = DeviceBuffer::<f32>::zeroed(&dev, 1024, &s).unwrap();
     let mut host = PinnedBuffer::<f32>::zeroed(&dev, 1024).unwrap();
-    let waits = || shim.counts("calls").get("cuStreamWaitEvent").copied().unwrap_or(0);
+    let waits = || {
+        shim.counts("calls")
+            .get("cuStreamWaitEvent")
+            .copied()
+            .unwrap_or(0)
+    };
 
     let a = stream(&dev);
     y.view().copy_to_pinned(&mut host, &a).unwrap();
@@ -189,23 +197,44 @@ fn child_views_wait_for_conflicting_copies() {
     let y = DeviceBuffer::<f32>::zeroed(&dev, 1024, &s).unwrap();
     let mut dst = DeviceBuffer::<f32>::zeroed(&dev, 1024, &s).unwrap();
     let mut host = PinnedBuffer::<f32>::zeroed(&dev, 1024).unwrap();
-    let syncs = || shim.counts("calls").get("cuEventSynchronize").copied().unwrap_or(0);
+    let syncs = || {
+        shim.counts("calls")
+            .get("cuEventSynchronize")
+            .copied()
+            .unwrap_or(0)
+    };
 
     y.view().copy_to_pinned(&mut host, &s).unwrap();
     let e0 = syncs();
     let _ = host.view();
-    assert_eq!(syncs() - e0, 1, "the shared view did not wait for the download");
+    assert_eq!(
+        syncs() - e0,
+        1,
+        "the shared view did not wait for the download"
+    );
     let _ = host.view();
-    assert_eq!(syncs() - e0, 1, "the shared view waited with nothing in flight");
+    assert_eq!(
+        syncs() - e0,
+        1,
+        "the shared view waited with nothing in flight"
+    );
 
     dst.view_mut().copy_from_pinned(&host, &s).unwrap();
     let e1 = syncs();
     // A read in flight does not hold back a shared view…
     let _ = host.view();
-    assert_eq!(syncs() - e1, 0, "the shared view waited for a copy that only reads");
+    assert_eq!(
+        syncs() - e1,
+        0,
+        "the shared view waited for a copy that only reads"
+    );
     // …but does a mutable one.
     host.view_mut().unwrap();
-    assert_eq!(syncs() - e1, 1, "the mutable view did not wait for the upload");
+    assert_eq!(
+        syncs() - e1,
+        1,
+        "the mutable view did not wait for the upload"
+    );
     println!("streams faults: views ok");
 }
 

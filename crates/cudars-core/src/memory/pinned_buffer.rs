@@ -370,14 +370,14 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
                 p.order_after_views(buf, stream, false, WHAT)
             },
             move || {
-            // SAFETY: rule 3. The memory lives until the host function has run:
-            // the buffer's `Drop` waits for the event `track` records behind it
-            // on `stream` (and a forgotten buffer is never freed). No other host
-            // reference exists while it runs: `as_slice` and `as_mut_slice` wait
-            // for that event first, and `&mut self` excluded both until it was
-            // recorded. No copy touches the memory meanwhile: those queued before
-            // are ordered before it (above), those queued after wait for the
-            // event (it is tracked as a write, which every copy orders after).
+                // SAFETY: rule 3. The memory lives until the host function has run:
+                // the buffer's `Drop` waits for the event `track` records behind it
+                // on `stream` (and a forgotten buffer is never freed). No other host
+                // reference exists while it runs: `as_slice` and `as_mut_slice` wait
+                // for that event first, and `&mut self` excluded both until it was
+                // recorded. No copy touches the memory meanwhile: those queued before
+                // are ordered before it (above), those queued after wait for the
+                // event (it is tracked as a write, which every copy orders after).
                 f(unsafe { host.slice_mut() });
             },
             || {
@@ -412,13 +412,13 @@ impl<T: Pod + Send + Sync> PinnedBuffer<T> {
                 p.order_after_views(&self.buf, stream, true, WHAT)
             },
             move || {
-            // SAFETY: rule 3. The memory lives until the host function has run
-            // (as in `lend_mut_to_host_func`). Nothing writes it while it runs:
-            // copies that write it queued before are ordered before it (above);
-            // the host writes only through `as_mut_slice`, and copies write it
-            // only through `copy_to_pinned`, which both wait for the reads
-            // tracked here first, and the device through a mutable view, which
-            // `&self` excludes now and which takes `&mut self` later.
+                // SAFETY: rule 3. The memory lives until the host function has run
+                // (as in `lend_mut_to_host_func`). Nothing writes it while it runs:
+                // copies that write it queued before are ordered before it (above);
+                // the host writes only through `as_mut_slice`, and copies write it
+                // only through `copy_to_pinned`, which both wait for the reads
+                // tracked here first, and the device through a mutable view, which
+                // `&self` excludes now and which takes `&mut self` later.
                 f(unsafe { host.slice() });
             },
             || {
