@@ -50,11 +50,13 @@ struct Inner {
     per_thread: bool,
     /// Panics of host functions queued on the stream, until reported.
     panics: std::sync::Arc<PanicSlot>,
-    /// The capture gate: held shared while a host function is queued (its
-    /// capture status checked, then the function queued), exclusively by what
-    /// may start or end a capture of this stream (`begin_capture`, `end_capture`,
-    /// `wait_event`, through which a stream joins another's capture). So no
-    /// capture begins or ends between the check and the queuing.
+    /// The capture gate: held shared from a check that the stream is not
+    /// capturing to the end of the queuing it guards (a host function, a copy
+    /// into host memory, an event record: `launch_host_func`,
+    /// `while_not_capturing`), exclusively by what may start or end a capture
+    /// of this stream (`begin_capture`, `end_capture`, `wait_event`, through
+    /// which a stream joins another's capture). So no capture begins or ends
+    /// between the check and the queuing.
     capture_gate: std::sync::RwLock<()>,
 }
 
@@ -344,9 +346,10 @@ impl Stream {
     /// `handle` must be a valid stream of `ctx` (or one of the special handles) and
     /// stay valid for as long as the returned `Stream` and everything that uses it.
     /// A capture of `handle` must not begin or end, through another wrapper or
-    /// another library, while a host function is being queued through this one
-    /// ([`launch_host_func`](Self::launch_host_func) checks the capture status
-    /// under a gate that only this `Stream` and its clones take).
+    /// another library, while work is being queued through this one after a
+    /// check that it is not capturing (a host function, a copy into pinned
+    /// memory, `to_vec_async`, a future's record: each checks the capture
+    /// status under a gate that only this `Stream` and its clones take).
     pub unsafe fn from_raw(handle: sys::CUstream, ctx: &Context) -> Self {
         Self::wrap(handle, ctx.clone(), false)
     }
