@@ -246,7 +246,7 @@ impl Stream {
         &self,
         f: Box<dyn FnOnce() + Send>,
         what: &'static str,
-        gate: std::sync::RwLockReadGuard<'_, ()>,
+        gate: crate::stream::SharedGate<'_>,
     ) -> Result<()> {
         self.enqueue_once_then(f, what, gate, || Ok(()))
     }
@@ -257,7 +257,7 @@ impl Stream {
         &self,
         f: Box<dyn FnOnce() + Send>,
         what: &'static str,
-        gate: std::sync::RwLockReadGuard<'_, ()>,
+        gate: crate::stream::SharedGate<'_>,
         after: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         let data = Box::into_raw(Box::new(Once {

@@ -100,7 +100,8 @@ fn release_gate_cold() -> bool {
     if on_callback_thread() {
         return true;
     }
-    if STATE.load(Ordering::Relaxed) & PENDING != 0 {
+    // Not under a capture gate: a release could take it again (`stream.rs`).
+    if STATE.load(Ordering::Relaxed) & PENDING != 0 && !crate::stream::holds_capture_gate() {
         let _ = drain_once();
     }
     false
@@ -118,7 +119,8 @@ pub(crate) fn poll() {
 
 #[cold]
 fn poll_cold() {
-    if !on_callback_thread() {
+    // Not under a capture gate: a release could take it again (`stream.rs`).
+    if !on_callback_thread() && !crate::stream::holds_capture_gate() {
         let _ = drain_once();
     }
 }

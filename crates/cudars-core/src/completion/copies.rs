@@ -83,27 +83,41 @@ impl<T: Pod + Send> DeviceView<'_, T> {
     /// allocation's error; as [`Stream::completion`].
     pub fn to_vec_async(&self, stream: &Stream) -> ToVec<T> {
         let bytes = self.len * std::mem::size_of::<T>();
+        // Taken before the gate: an allocation may run deferred releases.
+        let block = match StagingBlock::take(self.device(), bytes) {
+            Ok(b) => b,
+            Err(e) => {
+                return ToVec {
+                    inner: Completion::failed(e),
+                    len: self.len,
+                    _t: PhantomData,
+                };
+            }
+        };
         // Capture-gate rule (rule 12 of the soundness contract): from the
         // capture check to the completion's record, so neither the copy nor
         // the event goes into a graph that a capture begun meanwhile makes.
+        // Refused, the block goes back to the pool (nothing was queued).
         let queued = stream.while_not_capturing(
             "copying device memory to a vector asynchronously",
             "the stream is capturing a graph, which would write the staging memory \
              whenever it is launched",
             || {
-                let block = StagingBlock::take(self.device(), bytes)?;
                 // SAFETY: the block holds `bytes` writable bytes and stays
                 // untouched until the copy has run: the completion keeps it
                 // until the work queued so far (the copy) has completed (rules
                 // 12 and 13). If the copy is refused nothing was queued, and the
                 // block goes back.
                 unsafe { self.span().download_uncaptured(block.ptr(), stream) }?;
-                Ok((block, super::record_point(stream)))
+                Ok(super::record_point(stream))
             },
         );
         let inner = match queued {
-            Ok((block, recorded)) => Completion::recorded(stream, block, recorded),
-            Err(e) => Completion::failed(e),
+            Ok(recorded) => Completion::recorded(stream, block, recorded),
+            Err(e) => {
+                drop(block);
+                Completion::failed(e)
+            }
         };
         ToVec {
             inner,

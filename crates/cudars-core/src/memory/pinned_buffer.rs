@@ -686,9 +686,11 @@ impl<T: Pod> DeviceViewMut<'_, T> {
         const WHAT: &str = "copying pinned host memory to the device";
         src.check_len(self.len, WHAT)?;
         let span = self.span();
-        let mut p = src.lock();
-        // Capture-gate rule: from the capture check to the event's record.
+        // Capture-gate rule: from the capture check to the event's record. The
+        // lock is taken inside the gate, as the lending host functions take it
+        // (one order: gate, then lock).
         stream.while_not_capturing(WHAT, CAPTURING, || {
+            let mut p = src.lock();
             // Not before copies in flight that write the host memory have
             // finished, nor device work given a mutable view of it.
             order_after(&p.writes, stream)?;
