@@ -431,8 +431,12 @@ fn a_capture_begun_between_the_check_and_the_copy_does_not_take_the_copy() {
     s1.sync().unwrap();
     let mut host = PinnedBuffer::<u32>::zeroed(&d, N).unwrap();
     for case in ["copy_to_pinned", "to_vec_async"] {
-        let capturer: Arc<Mutex<Option<std::thread::JoinHandle<()>>>> = Arc::default();
-        let once = Mutex::new(Some(s1.clone()));
+        type Capturer = std::thread::JoinHandle<usize>;
+        let capturer: Arc<Mutex<Option<Capturer>>> = Arc::default();
+        // The capture ends when the main thread says so, on the thread that
+        // began it.
+        let (end, ended) = std::sync::mpsc::channel::<()>();
+        let once = Mutex::new(Some((s1.clone(), ended)));
         let started = capturer.clone();
         let mine = s1.handle() as usize;
         cudars_core::__test_hooks::set_after_capture_check(Some(Box::new(move |stream| {
@@ -440,13 +444,15 @@ fn a_capture_begun_between_the_check_and_the_copy_does_not_take_the_copy() {
             if stream.handle() as usize != mine {
                 return;
             }
-            let Some(s) = once.lock().unwrap().take() else {
+            let Some((s, ended)) = once.lock().unwrap().take() else {
                 return;
             };
             *started.lock().unwrap() = Some(std::thread::spawn(move || {
                 // SAFETY: the capture takes nothing but what this test queues
-                // after it (nothing), and is ended below.
+                // while it runs (nothing, if the gate holds), and ends below.
                 unsafe { s.begin_capture(cudars_core::CaptureMode::Relaxed) }.unwrap();
+                ended.recv().unwrap();
+                s.end_capture().unwrap().nodes().unwrap().len()
             }));
             // Time for the capture to begin, were the window open.
             std::thread::sleep(std::time::Duration::from_millis(100));
@@ -459,12 +465,11 @@ fn a_capture_begun_between_the_check_and_the_copy_does_not_take_the_copy() {
             _ => Some(src.to_vec_async(&s1)),
         };
         cudars_core::__test_hooks::set_after_capture_check(None);
+        end.send(()).unwrap();
         let t = capturer.lock().unwrap().take();
-        t.expect("the hook ran in the window").join().unwrap();
-        let graph = s1.end_capture().unwrap();
+        let captured = t.expect("the hook ran in the window").join().unwrap();
         assert_eq!(
-            graph.nodes().unwrap().len(),
-            0,
+            captured, 0,
             "{case}: the capture begun in the window took the copy"
         );
         let got = match download {
