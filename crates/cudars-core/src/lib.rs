@@ -127,6 +127,9 @@ pub use cleanup::{CleanupFailures, cleanup_failures, clear_cleanup_hook, set_cle
 #[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
 pub use code::cache;
 pub use code::compile::nvrtc;
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
+pub use code::kernel_check;
 pub use code::compile::{
     CompileTarget, CompilerBackend, PchStatus, Program, ProgramBackend, ProgramHandle,
     ProgramOptions, RawProgramHandle, SourceCode, toolkit_include_dirs,
