@@ -399,11 +399,12 @@ fn the_safety_section_says_what_is_left_to_the_caller() {
     for want in [
         "the macro proves its signature",
         "every pointer's element type and",
-        "a type it cannot resolve is a compile error",
+        "a type the macro cannot",
+        "proven by the compiler when",
         "Left to the caller",
         "only within their views: the counts, indices and strides among",
         "it writes only through its non-`const` pointers",
-        "without running the preprocessor",
+        "for its parameters' sizes only",
     ] {
         assert!(code.contains(want), "{want:?} in\n{code}");
     }
