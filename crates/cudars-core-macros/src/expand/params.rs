@@ -36,6 +36,12 @@ fn scalar_type(s: Scalar) -> TokenStream {
     }
 }
 
+/// `scalar_type(s)` as text (for the tests of the spellings).
+#[cfg(test)]
+pub(super) fn scalar_type_text(s: Scalar) -> String {
+    scalar_type(s).to_string()
+}
+
 /// The C type the compiler's check of a signature expects for a scalar whose
 /// Rust type is `scalar_type(s)`: spelled without headers where C++ can
 /// (`size_t` is `decltype(sizeof(0))`), and the check compares integer types
