@@ -127,9 +127,6 @@ pub use cleanup::{CleanupFailures, cleanup_failures, clear_cleanup_hook, set_cle
 #[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
 pub use code::cache;
 pub use code::compile::nvrtc;
-#[cfg(feature = "macros")]
-#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
-pub use code::kernel_check;
 pub use code::compile::{
     CompileTarget, CompilerBackend, PchStatus, Program, ProgramBackend, ProgramHandle,
     ProgramOptions, RawProgramHandle, SourceCode, toolkit_include_dirs,
@@ -137,6 +134,9 @@ pub use code::compile::{
 pub use code::fatbin::FatbinBuilder;
 pub use code::jit::JitOptions;
 pub use code::kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
+pub use code::kernel_check;
 pub use code::library::{Global, LibraryOptions};
 pub use code::library_handle::Library;
 pub use code::linker::{Linker, LinkerBackend, LinkerHandle};

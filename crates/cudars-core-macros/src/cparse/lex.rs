@@ -57,7 +57,8 @@ fn splice(text: &str) -> (String, Vec<usize>) {
     }
     map.push(b.len());
     // Only ASCII sequences were removed, so the text is still UTF-8.
-    let spliced = String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let spliced = String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     (spliced, map)
 }
 

@@ -470,7 +470,10 @@ fn directives_are_read_after_splices_and_with_comments_as_spaces() {
         assert_eq!(names, ["real"], "{src:?}");
         // Where its `#` is.
         let line = 1 + src[..src.find(['#', '%']).unwrap()].matches('\n').count();
-        assert_eq!(s.types.directives.macros[0].1.line as usize, line, "{src:?}");
+        assert_eq!(
+            s.types.directives.macros[0].1.line as usize, line,
+            "{src:?}"
+        );
         assert_eq!(s.kernels.len(), 1, "{src:?}");
     }
     // A `#` after a comment that ends a line of code is not a directive's.
@@ -483,7 +486,13 @@ fn directives_are_read_after_splices_and_with_comments_as_spaces() {
     assert_eq!(
         kinds(&k),
         [
-            (Some("y"), Pointer { elem: S(Scalar::F32), constant: false }),
+            (
+                Some("y"),
+                Pointer {
+                    elem: S(Scalar::F32),
+                    constant: false
+                }
+            ),
             (Some("n"), Value(S(Scalar::I32)))
         ]
     );

@@ -360,12 +360,14 @@ impl<'a> Ctx<'a> {
             return None;
         }
         match *name {
-            "cudaTextureObject_t" | "CUtexObject" if *base == Base::Scalar(Scalar::U64) => {
-                Some((quote!(::cudars_core::TextureObject), named("unsigned long long")))
-            }
-            "cudaSurfaceObject_t" | "CUsurfObject" if *base == Base::Scalar(Scalar::U64) => {
-                Some((quote!(::cudars_core::SurfaceObject), named("unsigned long long")))
-            }
+            "cudaTextureObject_t" | "CUtexObject" if *base == Base::Scalar(Scalar::U64) => Some((
+                quote!(::cudars_core::TextureObject),
+                named("unsigned long long"),
+            )),
+            "cudaSurfaceObject_t" | "CUsurfObject" if *base == Base::Scalar(Scalar::U64) => Some((
+                quote!(::cudars_core::SurfaceObject),
+                named("unsigned long long"),
+            )),
             "CUtensorMap"
                 if ctypes::resolve(&self.types, base, false, 0)
                     .map_or(true, |r| matches!(r.elem.fin, Final::Unresolved(_))) =>

@@ -131,7 +131,11 @@ impl Param {
 impl Signature {
     /// The C signature the launch function takes (`void k(const float*, int)`).
     pub fn c_signature(&self) -> String {
-        let params: Vec<String> = self.params.iter().map(|p| p.spelled(CType::shown)).collect();
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| p.spelled(CType::shown))
+            .collect();
         format!("void {}({})", self.name, params.join(", "))
     }
 }
@@ -416,10 +420,9 @@ fn instantiation(line: &str) -> Option<(usize, String)> {
     let seen = &rest[..rest.find(", Expected=")?];
     let seen = seen.trim();
     // `void (*)(const double *, int)` as a signature: `void (const double *, int)`.
-    let seen = seen.strip_prefix("void (*)").map_or_else(
-        || seen.to_string(),
-        |params| format!("void {params}"),
-    );
+    let seen = seen
+        .strip_prefix("void (*)")
+        .map_or_else(|| seen.to_string(), |params| format!("void {params}"));
     Some((k, seen))
 }
 
@@ -453,8 +456,21 @@ mod tests {
     #[test]
     fn the_check_names_each_kernel_and_undefines_what_it_uses() {
         let c = check_source(SIG);
-        assert!(c.starts_with("\n\n#line 1 \"cudars-kernel-check\"\n"), "{c}");
-        for id in ["static_assert", "float", "int", "k", "p", "ns", "decltype", "N", "T"] {
+        assert!(
+            c.starts_with("\n\n#line 1 \"cudars-kernel-check\"\n"),
+            "{c}"
+        );
+        for id in [
+            "static_assert",
+            "float",
+            "int",
+            "k",
+            "p",
+            "ns",
+            "decltype",
+            "N",
+            "T",
+        ] {
             assert!(c.contains(&format!("\n#undef {id}\n")), "{id} in {c}");
         }
         // Numbers' suffixes are not identifiers.
@@ -463,9 +479,9 @@ mod tests {
             "static_assert(__cudars_kc::kernel<0, decltype(&::k), void (*)(const float*, int)>::value"
         ));
         assert!(c.contains("extern \"C\" __attribute__((global)) __cudars_f p;"));
-        assert!(c.contains(
-            "kernel<1, decltype(&::ns::p), void (*)(__cudars_kc::layout<16ULL, 8ULL>)>"
-        ));
+        assert!(
+            c.contains("kernel<1, decltype(&::ns::p), void (*)(__cudars_kc::layout<16ULL, 8ULL>)>")
+        );
         assert_eq!(SIG[0].c_signature(), "void k(const float*, int)");
         assert_eq!(
             SIG[1].c_signature(),
