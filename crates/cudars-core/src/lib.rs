@@ -405,6 +405,17 @@ pub use cudars_bindings;
 /// }
 /// ```
 ///
+/// nor is one hidden behind a comment or a line splice, which the preprocessor
+/// reads as a space and as nothing (and the compiler's check at `compile`
+/// would refuse what the macro missed):
+///
+/// ```compile_fail
+/// cudars_core::kernels! {
+///     struct Reals = source "typedef float real;\n#define/**/real double\n\
+///         extern \"C\" __global__ void fill(real* out, int n) {}";
+/// }
+/// ```
+///
 /// A mapped struct of the wrong size does not compile (the source lays out
 /// `P` as 12 bytes):
 ///
