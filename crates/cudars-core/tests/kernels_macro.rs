@@ -1042,3 +1042,43 @@ struct CharFloat {
     pad: [u8; 3],
     a: f32,
 }
+
+/// The function the macro read must be the one the name loads: here the macro
+/// reads both `#if` arms and takes `ns::k(float*)` for the `extern "C"`
+/// kernel, while the compiler makes `ns::k` a C++ function and the C-linkage
+/// `k`, which `get_kernel("k")` loads, takes a `double*` (written through a
+/// macro the reader does not expand). `decltype(&::ns::k)` alone would match.
+#[test]
+fn the_function_checked_is_the_one_the_name_loads() {
+    require_libs!("nvrtc");
+    cudars_core::kernels! {
+        /// `ns::k` is C++ to the compiler, C to the reader.
+        struct Relinked = source r#"
+            #define DECL(T) extern "C" __global__ void k(T* y) { y[0] = 1; }
+            DECL(double);
+            namespace ns {
+            #ifndef NEVER
+            extern "C++" {
+            #else
+            extern "C" {
+            #endif
+            __global__ void k(float* y) {}
+            #ifndef NEVER
+            }
+            #else
+            }
+            #endif
+            }
+        "#;
+    }
+    let e = Relinked::compile(sm90(), None).unwrap_err();
+    assert_eq!(
+        e.invalid_kind(),
+        Some(InvalidKind::KernelSignature),
+        "{e:?}"
+    );
+    let text = e.to_string();
+    assert!(text.contains("kernel `k`"), "{text}");
+    assert!(text.contains("void k(float*)"), "{text}");
+    assert!(text.contains("declaration is incompatible"), "{text}");
+}
