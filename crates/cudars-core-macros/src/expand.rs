@@ -149,6 +149,7 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
     let mut fields = Vec::new();
     let mut loads = Vec::new();
     let mut methods = Vec::new();
+    let mut signatures = Vec::new();
     let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
     for k in kernels.iter().copied() {
         let kname = &k.name;
@@ -206,6 +207,15 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
         let args: Vec<&TokenStream> = params.iter().map(|p| &p.arg).collect();
         let values: Vec<&TokenStream> = params.iter().map(|p| &p.value).collect();
         let decls: Vec<&str> = c_params.iter().map(|p| p.decl.as_str()).collect();
+        let checks: Vec<&TokenStream> = params.iter().map(|p| &p.check).collect();
+        let scope = &k.scope;
+        signatures.push(quote! {
+            ::cudars_core::kernel_check::Signature {
+                name: #kname,
+                scope: #scope,
+                params: &[#(#checks),*],
+            }
+        });
         let sig = quote!((#(#sigs,)*));
         let field = &method;
         fields.push(quote!(#field: ::cudars_core::TypedKernel<#sig>));
@@ -234,11 +244,13 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             /// A kernel is arbitrary device code: the macro proves its signature,
             /// not what its body does. Proven: the count and order of the
             /// arguments and the type of each, every pointer's element type and
-            /// every value's type read from the source (its `typedef`s and
-            /// `using`s followed; a type it cannot resolve is a compile error);
-            /// the sizes are checked again against the kernel when it is loaded
-            /// (CUDA 12.4 and later); the borrows keep the memory alive and
-            /// writable views exclusive. Left to the caller:
+            /// every value's type: read from the source when the crate compiles
+            /// (its `typedef`s and `using`s followed; a type the macro cannot
+            /// resolve is a compile error), and proven by the compiler when
+            /// [`compile`](Self::compile) compiles the source with a check of
+            /// them; the sizes are checked again against the kernel when it is
+            /// loaded (CUDA 12.4 and later); the borrows keep the memory alive
+            /// and writable views exclusive. Left to the caller:
             ///
             /// * the kernel reaches only memory its pointer arguments name, and
             ///   only within their views: the counts, indices and strides among
@@ -248,10 +260,11 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             /// * it writes only through its non-`const` pointers;
             /// * it does not race with work on other streams that uses the same
             ///   memory;
-            /// * the code loaded is compiled from [`SOURCE`](Self::SOURCE), with
-            ///   no macro (of the compile options or of a header it includes)
-            ///   changing a type its signatures name: the macro reads the source
-            ///   without running the preprocessor.
+            /// * the code loaded is code [`compile`](Self::compile) made (as
+            ///   `load`, `load_cached` and `load_with` load): its compilation
+            ///   proved each kernel's type; code given to
+            ///   [`from_object`](Self::from_object) from elsewhere is checked
+            ///   for its parameters' sizes only.
             #(#[doc = #notes])*
             ///
             /// # Errors
@@ -333,6 +346,10 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             pub const PROGRAM_NAME: &'static str = #program_name;
             /// The kernels' names, in source order.
             pub const KERNELS: &'static [&'static str] = &[#(#names),*];
+            /// The kernels' signatures as the launch functions take them:
+            /// [`compile`](Self::compile) has the compiler prove each against
+            /// [`SOURCE`](Self::SOURCE) (`cudars_core::kernel_check`).
+            pub const SIGNATURES: &'static [::cudars_core::kernel_check::Signature] = &[#(#signatures),*];
 
             /// Compiles [`SOURCE`](Self::SOURCE) for `device`'s architecture
             /// (`ProgramOptions::for_device`) and loads its kernels.
@@ -375,8 +392,18 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
             /// when given. A program with
             /// no name is named [`PROGRAM_NAME`](Self::PROGRAM_NAME).
             ///
+            /// The source is compiled with a check of
+            /// [`SIGNATURES`](Self::SIGNATURES) after it, in the same
+            /// translation unit: the compiler, with its own preprocessor and
+            /// the options' defines and headers, proves each kernel has the
+            /// C-linkage type its launch function takes (the check is part of
+            /// the cache key, and of every cached entry).
+            ///
             /// # Errors
-            /// The compiler's error (with its log) or its absence
+            /// `cudars_core::Error::InvalidArgument` of kind
+            /// `InvalidKind::KernelSignature` naming each kernel whose type the
+            /// compiler sees otherwise, and both signatures; the compiler's
+            /// error (with its log) or its absence
             /// (`cudars_core::Error::Unavailable`); the cache's errors.
             pub fn compile(
                 mut options: ::cudars_core::ProgramOptions,
@@ -390,19 +417,13 @@ pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
                 } else {
                     ::cudars_core::CompileTarget::Ptx
                 };
-                let code = ::cudars_core::SourceCode::Cxx(Self::SOURCE);
-                match cache {
-                    ::core::option::Option::Some(cache) => {
-                        ::cudars_core::cache::compile_cached(cache, code, options, target, &[])
-                    }
-                    ::core::option::Option::None => {
-                        ::cudars_core::Program::new(code, options)?.compile(target, &[])
-                    }
-                }
+                ::cudars_core::kernel_check::compile(Self::SOURCE, Self::SIGNATURES, options, target, cache)
             }
 
-            /// Loads the kernels from code compiled from [`SOURCE`](Self::SOURCE)
-            /// and checks each against its parameters.
+            /// Loads the kernels from code [`compile`](Self::compile) made
+            /// and checks each against its parameters' sizes (code compiled
+            /// otherwise has had no check of its types: see the launch
+            /// functions' `# Safety`).
             ///
             /// # Errors
             /// The driver's error loading the code or finding a kernel;

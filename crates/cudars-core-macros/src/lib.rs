@@ -9,8 +9,14 @@
 //! toolkit is needed then) and embeds it; the generated type compiles it with
 //! NVRTC when it is loaded, at run time. A source given as a constant
 //! expression (`source KERNELS;`) is embedded as that expression; the
-//! signatures then come from `declare "…";`, which the generated code checks
-//! against the source's text at compile time.
+//! signatures then come from `declare "…";`, which the generated code compares
+//! with the source's text at compile time (an early, textual convenience).
+//!
+//! What the macro reads is not trusted alone: the generated `compile` (which
+//! `load`, `load_cached` and `load_with` go through) compiles the source with a
+//! check of each kernel's signature after it (`cudars_core::kernel_check`), so
+//! NVRTC, with its own preprocessor and the options' defines, proves each
+//! launch function's types.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -223,6 +223,12 @@ pub enum InvalidKind {
     /// owning buffers over one mapping would each free it (and could lend two
     /// `&mut` views of it). Import it again once that buffer is gone.
     AlreadyImported,
+    /// A kernel whose type, as the compiler sees it, is not the signature its
+    /// `kernels!` launch function takes (the macro's reading of the source was
+    /// wrong: a preprocessor trick, a `-D` define of the options, a `declare`
+    /// the source does not mean); the message names the kernel and both
+    /// signatures. See `cudars_core::kernel_check`.
+    KernelSignature,
     /// Any other argument error: the message says what.
     Other,
 }

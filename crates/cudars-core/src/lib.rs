@@ -134,6 +134,9 @@ pub use code::compile::{
 pub use code::fatbin::FatbinBuilder;
 pub use code::jit::JitOptions;
 pub use code::kernel::{CachePreference, Kernel, KernelAttributes, Occupancy};
+#[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
+pub use code::kernel_check;
 pub use code::library::{Global, LibraryOptions};
 pub use code::library_handle::Library;
 pub use code::linker::{Linker, LinkerBackend, LinkerHandle};
@@ -164,9 +167,13 @@ pub use cudars_bindings;
 /// `struct Ops` with
 ///
 /// * `Ops::load(&device)`: NVRTC compiles the source for the
-///   device's architecture ([`ProgramOptions::for_device`]) and each kernel
-///   becomes a [`TypedKernel`], checked against the kernel's parameters
-///   (`cuKernelGetParamInfo`): a size that differs is an
+///   device's architecture ([`ProgramOptions::for_device`]), with a check of
+///   each kernel's signature after it ([`kernel_check`]): the compiler, with
+///   its own preprocessor, proves each kernel has the type its launch function
+///   takes, or the compilation is an [`Error::InvalidArgument`] of kind
+///   [`InvalidKind::KernelSignature`] naming the kernel and both signatures;
+///   each kernel then becomes a [`TypedKernel`], checked against the kernel's
+///   parameters (`cuKernelGetParamInfo`): a size that differs is an
 ///   [`Error::InvalidArgument`] naming the kernel and the parameter;
 ///   `load_cached(&device, &cache)` goes through a [program cache](cache);
 ///   `load_with(options, cache)`, `compile(options, cache)` and
@@ -187,11 +194,16 @@ pub use cudars_bindings;
 /// before such a value exists, so it cannot read the signatures from it: repeat
 /// the declarations the kernels need (their prototypes, and the `struct`s and
 /// `typedef`s they name) in `declare "…";`. The signatures are read from
-/// `declare`, and checked twice: at compile time, a constant of the generated
-/// code fails to evaluate, naming the declaration, unless `SOURCE` holds each
-/// of them as written (whitespace aside; a kernel inside an `extern "C" { … }`
-/// block is declared with or without its `extern "C"`); and at load time, each
-/// parameter's size, as for any source (CUDA 12.4 and later). Without `declare`
+/// `declare`. The proof that they are the source's is the compiler's, as for
+/// any source: `compile` (and so `load`) compiles `SOURCE` with the check of
+/// the signatures read from `declare`, and refuses a kernel the compiler sees
+/// otherwise. Earlier, as a convenience, a constant of the generated code fails
+/// to evaluate, naming the declaration, unless `SOURCE`'s text holds each of
+/// them as written (whitespace aside; a kernel inside an `extern "C" { … }`
+/// block is declared with or without its `extern "C"`): a textual search, which
+/// a comment or an inactive `#if` arm holding the words satisfies; the
+/// compiler's check does not. At load time, each parameter's size is checked
+/// too, as for any source (CUDA 12.4 and later). Without `declare`
 /// the macro says what to write; a file is better named by its path
 /// (`= "kernels/ops.cu"`, which the macro reads itself). A source made at run
 /// time (read from a file, formatted) has no `SOURCE` to embed: compile it with
@@ -283,9 +295,12 @@ pub use cudars_bindings;
 /// is a compile error naming the file, line, kernel, parameter and type; so is
 /// a mapping no parameter uses. `__global__` functions that are not
 /// `extern "C"` (templates, C++ names) have no name to load by and are left
-/// out. The preprocessor is not run: write kernel signatures without macros
-/// (a kernel under both arms of an `#if` must be declared the same way in
-/// both). Only the named file is embedded and watched for changes: a header it
+/// out. The macro does not run the preprocessor (it reads `#define`s, with
+/// comments and line splices as the preprocessor reads them, and refuses a type
+/// they name): write kernel signatures without macros (a kernel under both arms
+/// of an `#if` must be declared the same way in both). What the preprocessor
+/// and the compile options would make of a signature otherwise is the
+/// compiler's check's to catch, at `compile`. Only the named file is embedded and watched for changes: a header it
 /// includes from its own directory needs that directory in
 /// [`ProgramOptions::include_path`] (`load_with`) and, with a cache, is not part
 /// of the cache key (see [`cache::make_program_cache_key`]). The struct derives
@@ -387,6 +402,17 @@ pub use cudars_bindings;
 ///         extern "C" __global__ void fill(real* out, int n) {}
 ///     "#;
 ///     type real = f32;
+/// }
+/// ```
+///
+/// nor is one hidden behind a comment or a line splice, which the preprocessor
+/// reads as a space and as nothing (and the compiler's check at `compile`
+/// would refuse what the macro missed):
+///
+/// ```compile_fail
+/// cudars_core::kernels! {
+///     struct Reals = source "typedef float real;\n#define/**/real double\n\
+///         extern \"C\" __global__ void fill(real* out, int n) {}";
 /// }
 /// ```
 ///

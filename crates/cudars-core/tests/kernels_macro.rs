@@ -796,3 +796,289 @@ fn structs_of_pointers_and_textures_are_typed_parameters() {
     );
     s.sync().unwrap();
 }
+
+// Issue 41, point 1: the compiler is the authority on kernel signatures. Each
+// source below makes NVRTC compile `k(double*)` while `declare` (which the
+// macro reads instead of the source, whose text it cannot see) says
+// `k(float*)`; the compile-time check of `declare` passes, and the compiler's
+// check refuses the source before anything is loaded.
+
+/// The prototype `declare` repeats stands only in a comment.
+const COMMENTED: &str = r#"
+// extern "C" __global__ void k(float* y);
+extern "C" __global__ void k(double* y) { y[0] = 1.0; }
+"#;
+
+cudars_core::kernels! {
+    /// `declare` matches a comment of the source.
+    struct Commented = source COMMENTED;
+    declare r#"extern "C" __global__ void k(float* y);"#;
+}
+
+/// `#define/**/real double` after `typedef float real;`.
+const DEFINE_COMMENT: &str = "typedef float real;\n#define/**/real double\n\
+    extern \"C\" __global__ void k(real* y) { y[0] = 1.0; }\n";
+/// `#/**/define real double` after `typedef float real;`.
+const HASH_COMMENT: &str = "typedef float real;\n#/**/define real double\n\
+    extern \"C\" __global__ void k(real* y) { y[0] = 1.0; }\n";
+/// A line splice inside `#define`.
+const SPLICED: &str = "typedef float real;\n#def\\\nine real double\n\
+    extern \"C\" __global__ void k(real* y) { y[0] = 1.0; }\n";
+
+cudars_core::kernels! {
+    /// `real` is `double` to the preprocessor.
+    struct DefineComment = source DEFINE_COMMENT;
+    declare r#"typedef float real; extern "C" __global__ void k(real* y);"#;
+}
+
+cudars_core::kernels! {
+    /// `real` is `double` to the preprocessor.
+    struct HashComment = source HASH_COMMENT;
+    declare r#"typedef float real; extern "C" __global__ void k(real* y);"#;
+}
+
+cudars_core::kernels! {
+    /// `real` is `double` to the preprocessor.
+    struct Spliced = source SPLICED;
+    declare r#"typedef float real; extern "C" __global__ void k(real* y);"#;
+}
+
+/// A source whose type a `-D` of the options changes.
+const WIDENED: &str = "#ifdef WIDE\ntypedef double real;\n#else\ntypedef float real;\n#endif\n\
+    extern \"C\" __global__ void k(real* y) { y[0] = 1; }\n";
+
+cudars_core::kernels! {
+    /// `real` is `float` unless the options define `WIDE`.
+    struct Widened = source WIDENED;
+    declare r#"typedef float real; extern "C" __global__ void k(real* y);"#;
+}
+
+/// The signature error a hostile source must be: the kernel named, the C
+/// signature of its launch function and the type the compiler sees.
+fn assert_refused_by_the_compiler(what: &str, r: cudars_core::Result<cudars_core::ObjectCode>) {
+    assert_refused_as(what, r, "void (double *)");
+}
+
+/// As `assert_refused_by_the_compiler`, the compiler seeing `seen` (as NVRTC
+/// writes it: with the source's typedef names).
+fn assert_refused_as(what: &str, r: cudars_core::Result<cudars_core::ObjectCode>, seen: &str) {
+    let e = match r {
+        Ok(_) => panic!("{what}: compiled, with an `f32` view for a `double*` kernel"),
+        Err(e) => e,
+    };
+    let text = e.to_string();
+    assert_eq!(
+        e.invalid_kind(),
+        Some(InvalidKind::KernelSignature),
+        "{what}: {e:?}"
+    );
+    assert!(text.contains("kernel `k`"), "{what}: {text}");
+    assert!(text.contains("void k(float*)"), "{what}: {text}");
+    assert!(
+        text.contains(&format!("the compiler sees `{seen}`")),
+        "{what}: {text}"
+    );
+}
+
+#[test]
+fn a_declare_only_in_a_comment_is_refused_by_the_compiler() {
+    require_libs!("nvrtc");
+    assert_refused_by_the_compiler("commented", Commented::compile(sm90(), None));
+}
+
+#[test]
+fn defines_behind_comments_and_splices_are_refused_by_the_compiler() {
+    require_libs!("nvrtc");
+    assert_refused_by_the_compiler("#define/**/", DefineComment::compile(sm90(), None));
+    assert_refused_by_the_compiler("#/**/define", HashComment::compile(sm90(), None));
+    assert_refused_by_the_compiler("#def\\ine", Spliced::compile(sm90(), None));
+    // PTX is checked as a cubin is.
+    let ptx = ProgramOptions {
+        arch: Some("compute_75".into()),
+        ..Default::default()
+    };
+    assert_refused_by_the_compiler("PTX", Spliced::compile(ptx, None));
+}
+
+/// The options are compiled with the check, in one translation unit: a `-D`
+/// that changes a type is seen.
+#[test]
+fn the_options_defines_are_seen_by_the_check() {
+    require_libs!("nvrtc");
+    assert!(Widened::compile(sm90(), None).is_ok());
+    let wide = ProgramOptions {
+        define_macro: vec![("WIDE".into(), None)],
+        ..sm90()
+    };
+    assert_refused_as(
+        "-DWIDE",
+        Widened::compile(wide.clone(), None),
+        "void (real *)",
+    );
+    // A `-D` of a name the check uses changes nothing in it.
+    let hostile = ProgramOptions {
+        define_macro: vec![
+            ("WIDE".into(), None),
+            ("static_assert(a, b)".into(), None),
+            ("decltype(x)".into(), Some("float*".into())),
+        ],
+        ..wide
+    };
+    assert_refused_as(
+        "-Dstatic_assert",
+        Widened::compile(hostile, None),
+        "void (real *)",
+    );
+}
+
+/// Through a cache: the check is part of the key (an entry compiled without
+/// it is not found), a refused source leaves no entry, and what is cached was
+/// compiled with the check.
+#[test]
+fn the_cache_keys_the_source_with_its_check() {
+    use cudars_core::cache::{ProgramCache, make_program_cache_key};
+    use cudars_core::{CompileTarget, SourceCode, kernel_check};
+    require_libs!("nvrtc");
+    let cache = InMemoryProgramCache::new();
+    assert_refused_by_the_compiler("cached", Spliced::compile(sm90(), Some(&cache)));
+    assert_eq!(cache.len(), 0);
+    let options = ProgramOptions {
+        name: Some(Typedefs::PROGRAM_NAME.into()),
+        ..sm90()
+    };
+    Typedefs::compile(sm90(), Some(&cache)).unwrap();
+    assert_eq!(cache.len(), 1);
+    let plain = make_program_cache_key(
+        &SourceCode::Cxx(Typedefs::SOURCE),
+        &options,
+        CompileTarget::Cubin,
+        &[],
+        &[],
+    )
+    .unwrap();
+    assert!(cache.get(&plain).unwrap().is_none());
+    let checked = kernel_check::checked_source(Typedefs::SOURCE, Typedefs::SIGNATURES);
+    let key = make_program_cache_key(
+        &SourceCode::Cxx(&checked),
+        &options,
+        CompileTarget::Cubin,
+        &[],
+        &[],
+    )
+    .unwrap();
+    assert!(cache.get(&key).unwrap().is_some());
+}
+
+/// Every kind of parameter the macro maps passes the compiler's check when
+/// the macro read it right (the other kernels of this file are compiled in
+/// `the_embedded_source_compiles_with_nvrtc_through_the_cache`).
+#[test]
+fn the_check_passes_every_parameter_kind_read_right() {
+    require_libs!("nvrtc");
+    cudars_core::kernels! {
+        /// Namespaces, `const` in every place, arrays, `volatile`, unnamed
+        /// parameters, an `unsafe type` of a header's type and `void*`.
+        struct Kinds = source r#"
+            typedef const float cfloat;
+            typedef double* dptr;
+            struct P { float a; int b; };
+            namespace outer { namespace { inline namespace v1 {
+            extern "C" __global__ void in_ns(const float* __restrict__ a, float* const b,
+                                             const int c, cfloat* d, dptr e, const P p,
+                                             const P* ps, P* pm, float f[], const double g[4],
+                                             volatile int* h, unsigned) {}
+            } } }
+            extern "C" {
+            __global__ void in_block(void* raw, const void* craw, float2 v, float2* vs) {}
+            }
+        "#;
+        type P = crate::Bits64;
+        unsafe type void = u8;
+        unsafe type float2 = [f32; 2];
+    }
+    Kinds::compile(sm90(), None).unwrap();
+    #[cfg(feature = "arrays")]
+    Porting::compile(sm90(), None).unwrap();
+}
+
+/// Eight bytes, aligned to 4: the C `struct P { float a; int b; }`.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Bits64 {
+    a: f32,
+    b: i32,
+}
+
+/// A mapped struct whose layout the compiler sees otherwise is refused, as is
+/// an `unsafe type` value the compiler sees as a pointer.
+#[test]
+fn a_layout_or_a_shape_the_compiler_sees_otherwise_is_refused() {
+    require_libs!("nvrtc");
+    const PADDED: &str = "#pragma pack(push, 1)\nstruct P { char c; float a; };\n\
+        #pragma pack(pop)\nextern \"C\" __global__ void k(P p) {}\n";
+    cudars_core::kernels! {
+        /// The macro lays `P` out as 8 bytes; `#pragma pack` makes it 5.
+        struct Packed = source PADDED;
+        declare "struct P { char c; float a; }; extern \"C\" __global__ void k(P p);";
+        type P = crate::CharFloat;
+    }
+    let e = Packed::compile(sm90(), None).unwrap_err();
+    assert_eq!(
+        e.invalid_kind(),
+        Some(InvalidKind::KernelSignature),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains("the compiler sees `void (P)`"),
+        "{e}"
+    );
+}
+
+/// The C `struct P { char c; float a; }`, laid out without packing.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct CharFloat {
+    c: u8,
+    pad: [u8; 3],
+    a: f32,
+}
+
+/// The function the macro read must be the one the name loads: here the macro
+/// reads both `#if` arms and takes `ns::k(float*)` for the `extern "C"`
+/// kernel, while the compiler makes `ns::k` a C++ function and the C-linkage
+/// `k`, which `get_kernel("k")` loads, takes a `double*` (written through a
+/// macro the reader does not expand). `decltype(&::ns::k)` alone would match.
+#[test]
+fn the_function_checked_is_the_one_the_name_loads() {
+    require_libs!("nvrtc");
+    cudars_core::kernels! {
+        /// `ns::k` is C++ to the compiler, C to the reader.
+        struct Relinked = source r#"
+            #define DECL(T) extern "C" __global__ void k(T* y) { y[0] = 1; }
+            DECL(double);
+            namespace ns {
+            #ifndef NEVER
+            extern "C++" {
+            #else
+            extern "C" {
+            #endif
+            __global__ void k(float* y) {}
+            #ifndef NEVER
+            }
+            #else
+            }
+            #endif
+            }
+        "#;
+    }
+    let e = Relinked::compile(sm90(), None).unwrap_err();
+    assert_eq!(
+        e.invalid_kind(),
+        Some(InvalidKind::KernelSignature),
+        "{e:?}"
+    );
+    let text = e.to_string();
+    assert!(text.contains("kernel `k`"), "{text}");
+    assert!(text.contains("void k(float*)"), "{text}");
+    assert!(text.contains("declaration is incompatible"), "{text}");
+}

@@ -6,17 +6,102 @@
 use super::{Directives, ParseError, Pos};
 
 /// The tokens of `text` (without a byte-order mark), and its preprocessor lines.
+///
+/// As the C preprocessor does, the lines are spliced first (a backslash and
+/// the newline after it are removed, wherever they are: inside a name, a
+/// `#define`, a comment), and then comments are read, each standing for a
+/// space: `#def\⏎ine`, `#define/**/real double` and `#/**/define real double`
+/// are the `#define` of `real` they are to the compiler. Positions are the
+/// original text's.
 pub(super) fn tokens(text: &str) -> Result<(Vec<Token>, Directives), ParseError> {
+    let (spliced, map) = splice(text);
+    let mut line_starts = vec![0];
+    line_starts.extend(
+        text.bytes()
+            .enumerate()
+            .filter(|&(_, b)| b == b'\n')
+            .map(|(k, _)| k + 1),
+    );
     Lexer {
-        text,
-        src: text.as_bytes(),
+        text: &spliced,
+        src: spliced.as_bytes(),
+        original: text.as_bytes(),
+        map: &map,
+        line_starts: &line_starts,
         i: 0,
-        line: 1,
-        col: 1,
         line_start: true,
         directives: Directives::default(),
     }
     .tokens()
+}
+
+/// `text` with its line splices (a backslash, an optional carriage return and
+/// a newline) removed, and for each of its bytes (and its end) the offset of
+/// that byte in `text`.
+fn splice(text: &str) -> (String, Vec<usize>) {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut map = Vec::with_capacity(b.len() + 1);
+    let mut k = 0;
+    while k < b.len() {
+        if b[k] == b'\\' {
+            let n = if b.get(k + 1) == Some(&b'\r') { 2 } else { 1 };
+            if b.get(k + n) == Some(&b'\n') {
+                k += n + 1;
+                continue;
+            }
+        }
+        out.push(b[k]);
+        map.push(k);
+        k += 1;
+    }
+    map.push(b.len());
+    // Only ASCII sequences were removed, so the text is still UTF-8.
+    let spliced = String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    (spliced, map)
+}
+
+/// `directive` (a preprocessor line, spliced) with each comment one space, as
+/// the preprocessor reads it (string and character literals kept).
+fn without_comments(directive: &str) -> String {
+    let b = directive.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut k = 0;
+    while k < b.len() {
+        match b[k] {
+            b'/' if b.get(k + 1) == Some(&b'/') => break,
+            b'/' if b.get(k + 1) == Some(&b'*') => {
+                k += 2;
+                while k < b.len() && !(b[k] == b'*' && b.get(k + 1) == Some(&b'/')) {
+                    k += 1;
+                }
+                k += 2;
+                out.push(b' ');
+            }
+            q @ (b'"' | b'\'') => {
+                out.push(q);
+                k += 1;
+                while k < b.len() && b[k] != q {
+                    if b[k] == b'\\' && k + 1 < b.len() {
+                        out.push(b[k]);
+                        k += 1;
+                    }
+                    out.push(b[k]);
+                    k += 1;
+                }
+                if k < b.len() {
+                    out.push(q);
+                    k += 1;
+                }
+            }
+            c => {
+                out.push(c);
+                k += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,12 +137,17 @@ impl Token {
 }
 
 struct Lexer<'a> {
-    /// The source, as text (for the characters of punctuation) and as bytes.
+    /// The source, spliced, as text (for the characters of punctuation) and as
+    /// bytes.
     text: &'a str,
     src: &'a [u8],
+    /// The source as written, where positions are counted.
+    original: &'a [u8],
+    /// For each byte of `src` (and its end), its offset in `original`.
+    map: &'a [usize],
+    /// Where each line of `original` starts.
+    line_starts: &'a [usize],
     i: usize,
-    line: u32,
-    col: u32,
     /// Only whitespace since the start of the line (a `#` here starts a directive).
     line_start: bool,
     /// The `#define`s and `#include`s seen.
@@ -78,9 +168,17 @@ impl<'a> Lexer<'a> {
     }
 
     fn pos(&self) -> Pos {
+        let at = self.map.get(self.i).copied().unwrap_or(self.original.len());
+        let line = self.line_starts.partition_point(|&s| s <= at).max(1);
+        let start = self.line_starts[line - 1];
+        // Columns count characters, not UTF-8 continuation bytes.
+        let col = self.original[start..at]
+            .iter()
+            .filter(|&&c| c & 0xC0 != 0x80)
+            .count();
         Pos {
-            line: self.line,
-            col: self.col,
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            col: u32::try_from(col + 1).unwrap_or(u32::MAX),
         }
     }
 
@@ -88,12 +186,7 @@ impl<'a> Lexer<'a> {
         if let Some(c) = self.peek(0) {
             self.i += 1;
             if c == b'\n' {
-                self.line += 1;
-                self.col = 1;
                 self.line_start = true;
-            } else if c & 0xC0 != 0x80 {
-                // Columns count characters, not UTF-8 continuation bytes.
-                self.col += 1;
             }
         }
     }
@@ -130,7 +223,14 @@ impl<'a> Lexer<'a> {
                 Some(b'\\') if self.continuation() => {}
                 Some(b'/') if self.peek(1) == Some(b'/') => self.line_comment(),
                 Some(b'/') if self.peek(1) == Some(b'*') => self.block_comment()?,
+                // `%:` is `#` (a digraph).
                 Some(b'#') if self.line_start => {
+                    let from = self.i;
+                    let pos = self.pos();
+                    self.directive()?;
+                    self.note_directive(from, pos);
+                }
+                Some(b'%') if self.line_start && self.peek(1) == Some(b':') => {
                     let from = self.i;
                     let pos = self.pos();
                     self.directive()?;
@@ -153,8 +253,11 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// A block comment: one space, so a line start before it is one after it
+    /// (its newlines start no line).
     fn block_comment(&mut self) -> Result<(), ParseError> {
         let start = self.pos();
+        let line_start = self.line_start;
         self.bump();
         self.bump();
         loop {
@@ -163,6 +266,7 @@ impl<'a> Lexer<'a> {
                 Some(b'*') if self.peek(1) == Some(b'/') => {
                     self.bump();
                     self.bump();
+                    self.line_start = line_start;
                     return Ok(());
                 }
                 Some(_) => self.bump(),
@@ -182,9 +286,8 @@ impl<'a> Lexer<'a> {
                     return Ok(());
                 }
                 b'/' if self.peek(1) == Some(b'*') => {
+                    // It may cross lines; the directive goes on.
                     self.block_comment()?;
-                    // `block_comment` may have crossed lines; the directive goes on.
-                    self.line_start = false;
                 }
                 b'"' | b'\'' => {
                     self.quoted(c)?;
@@ -198,10 +301,13 @@ impl<'a> Lexer<'a> {
     /// Notes a `#define`'s name or an `#include`'s header (`src[from..]` up
     /// to here is the directive).
     fn note_directive(&mut self, from: usize, pos: Pos) {
-        let text = String::from_utf8_lossy(&self.src[from..self.i])
-            .replace("\\\r\n", " ")
-            .replace("\\\n", " ");
-        let rest = text.trim_start_matches('#').trim_start();
+        let text = without_comments(&String::from_utf8_lossy(&self.src[from..self.i]));
+        let rest = text.trim_start();
+        let rest = rest
+            .strip_prefix('#')
+            .or_else(|| rest.strip_prefix("%:"))
+            .unwrap_or(rest)
+            .trim_start();
         let word_end =
             |s: &str| s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'));
         let kw_len = word_end(rest).unwrap_or(rest.len());

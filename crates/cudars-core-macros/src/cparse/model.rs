@@ -146,6 +146,9 @@ pub(crate) struct Param {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Kernel {
     pub(crate) name: String,
+    /// The namespaces it is declared in, as a qualifier: `::`, `::a::b::`
+    /// (anonymous ones left out, as name lookup sees through them).
+    pub(crate) scope: String,
     /// The parameters, or why one of them has no Rust type (an error only if
     /// the kernel is wanted).
     pub(crate) params: Result<Vec<Param>, ParseError>,

@@ -13,6 +13,7 @@ pub(super) fn read(tokens: &[Token]) -> Result<Source, ParseError> {
         t: tokens,
         i: 0,
         out: Source::default(),
+        namespaces: Vec::new(),
     };
     p.scope(false, None)?;
     Ok(p.out)
@@ -22,6 +23,9 @@ pub(super) struct Parser<'a> {
     pub(super) t: &'a [Token],
     pub(super) i: usize,
     pub(super) out: Source,
+    /// The names of the namespaces around the current block (empty for an
+    /// anonymous one).
+    pub(super) namespaces: Vec<String>,
 }
 
 /// Function-like attributes that may stand between the return type and the name.
@@ -131,8 +135,19 @@ impl<'a> Parser<'a> {
                         .and_then(Token::ident);
                     if first == Some("namespace") {
                         let pos = t.pos;
+                        // `namespace a`, `inline namespace a`, `namespace a::b`,
+                        // `namespace` (anonymous: names nothing).
+                        let name = decl
+                            .iter()
+                            .filter_map(Token::ident)
+                            .filter(|w| !matches!(*w, "namespace" | "inline"))
+                            .collect::<Vec<_>>()
+                            .join("::");
                         self.i += 1;
-                        self.scope(c_linkage, Some(pos))?;
+                        self.namespaces.push(name);
+                        let r = self.scope(c_linkage, Some(pos));
+                        self.namespaces.pop();
+                        r?;
                         start = self.i;
                         continue;
                     }
@@ -245,8 +260,14 @@ impl<'a> Parser<'a> {
         }
         let params = self.params(&name, &d[open + 1..close - 1]);
         let signature = join(d);
+        let mut scope = String::from("::");
+        for n in self.namespaces.iter().filter(|n| !n.is_empty()) {
+            scope.push_str(n);
+            scope.push_str("::");
+        }
         let kernel = Kernel {
             name,
+            scope,
             params,
             signature,
             pos,

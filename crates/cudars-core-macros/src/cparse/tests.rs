@@ -444,3 +444,79 @@ fn crlf_line_ends_a_byte_order_mark_and_non_ascii_text() {
         "extern \"C\" __global__ void k(float* y, int n)"
     );
 }
+
+/// Issue 41, point 1: the directive reader reads a line as the preprocessor
+/// does, splices first (a backslash-newline anywhere, inside `define` too),
+/// then each comment a space: each of these `#define`s `real`.
+#[test]
+fn directives_are_read_after_splices_and_with_comments_as_spaces() {
+    for src in [
+        "typedef float real;\n#define/**/real double\nextern \"C\" __global__ void k(real* y) {}\n",
+        "typedef float real;\n#/**/define real double\nextern \"C\" __global__ void k(real* y) {}\n",
+        "typedef float real;\n#def\\\nine real double\nextern \"C\" __global__ void k(real* y) {}\n",
+        "typedef float real;\n#define re\\\r\nal double\nextern \"C\" __global__ void k(real* y) {}\n",
+        "typedef float real;\n  /* a\n comment */ # /* and */ define /* another */ real double\n\
+         extern \"C\" __global__ void k(real* y) {}\n",
+        "typedef float real;\n%:define real double\nextern \"C\" __global__ void k(real* y) {}\n",
+    ] {
+        let s = parse(src).unwrap();
+        let names: Vec<&str> = s
+            .types
+            .directives
+            .macros
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(names, ["real"], "{src:?}");
+        // Where its `#` is.
+        let line = 1 + src[..src.find(['#', '%']).unwrap()].matches('\n').count();
+        assert_eq!(
+            s.types.directives.macros[0].1.line as usize, line,
+            "{src:?}"
+        );
+        assert_eq!(s.kernels.len(), 1, "{src:?}");
+    }
+    // A `#` after a comment that ends a line of code is not a directive's.
+    if let Ok(s) = parse("int x; /* a\n */ #define real double\n") {
+        assert!(s.types.directives.macros.is_empty(), "{s:?}");
+    }
+    // A splice inside a name joins it, and the positions after it are the
+    // text's.
+    let k = one("extern \"C\" __global__ void k(flo\\\nat* y,\n  int n) {}\n");
+    assert_eq!(
+        kinds(&k),
+        [
+            (
+                Some("y"),
+                Pointer {
+                    elem: S(Scalar::F32),
+                    constant: false
+                }
+            ),
+            (Some("n"), Value(S(Scalar::I32)))
+        ]
+    );
+    let e = parse("/* x \\\n y */\n  )").unwrap_err();
+    assert_eq!((e.pos.line, e.pos.col), (3, 3), "{e}");
+}
+
+/// The namespaces a kernel is read in qualify its name in the compiler's check.
+#[test]
+fn kernels_know_their_namespaces() {
+    let s = parse(
+        "extern \"C\" __global__ void top(int n) {}\n\
+         namespace a { namespace { inline namespace b {\n\
+         extern \"C\" __global__ void deep(int n) {}\n} } }\n\
+         namespace c::d { extern \"C\" { __global__ void nested(int n) {} } }\n",
+    )
+    .unwrap();
+    let scopes: Vec<(&str, &str)> = s
+        .kernels
+        .iter()
+        .map(|k| (k.name.as_str(), k.scope.as_str()))
+        .collect();
+    assert_eq!(
+        scopes,
+        [("top", "::"), ("deep", "::a::b::"), ("nested", "::c::d::")]
+    );
+}

@@ -1,7 +1,10 @@
 //! A source given as an expression (`source KERNELS; declare "…";`): the macro
 //! cannot read its text, so it reads the signatures from the declarations, and
 //! checks at compile time, in a constant the generated code evaluates, that the
-//! text holds each of them (whitespace aside).
+//! text holds each of them (whitespace aside). That search is textual (a comment
+//! or an inactive `#if` arm holding the words satisfies it): it gives an early
+//! error for a `declare` that drifted from the source; the proof is the
+//! compiler's check the generated `compile` makes (`cudars_core::kernel_check`).
 
 use proc_macro2::TokenStream;
 use quote::quote;

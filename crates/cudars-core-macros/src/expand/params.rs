@@ -36,6 +36,59 @@ fn scalar_type(s: Scalar) -> TokenStream {
     }
 }
 
+/// `scalar_type(s)` as text (for the tests of the spellings).
+#[cfg(test)]
+pub(super) fn scalar_type_text(s: Scalar) -> String {
+    scalar_type(s).to_string()
+}
+
+/// The C type the compiler's check of a signature expects for a scalar whose
+/// Rust type is `scalar_type(s)`: spelled without headers where C++ can
+/// (`size_t` is `decltype(sizeof(0))`), and the check compares integer types
+/// by size and signedness, as their Rust types are (`c_long` is `i64` where
+/// `long` is 8 bytes). The inverse of `scalar_type`, one spelling a Rust type.
+pub(super) fn c_spelling(s: Scalar) -> &'static str {
+    match s {
+        Scalar::CChar => "char",
+        Scalar::I8 => "signed char",
+        Scalar::U8 => "unsigned char",
+        Scalar::I16 => "short",
+        Scalar::U16 => "unsigned short",
+        Scalar::I32 => "int",
+        Scalar::U32 => "unsigned int",
+        Scalar::CLong => "long",
+        Scalar::CULong => "unsigned long",
+        Scalar::I64 => "long long",
+        Scalar::U64 => "unsigned long long",
+        Scalar::Usize => "decltype(sizeof(0))",
+        Scalar::Isize => "decltype((char*)0 - (char*)0)",
+        Scalar::F32 => "float",
+        Scalar::F64 => "double",
+        Scalar::F16 => "__half",
+        Scalar::Bf16 => "__nv_bfloat16",
+        Scalar::Bool => "bool",
+    }
+}
+
+/// A `cudars_core::kernel_check::CType::Named`.
+fn named(c: &str) -> TokenStream {
+    quote!(::cudars_core::kernel_check::CType::Named(#c))
+}
+
+/// A `cudars_core::kernel_check::CType::Layout` of `rust`'s size and alignment.
+fn layout_of(name: &str, rust: &TokenStream) -> TokenStream {
+    quote!(::cudars_core::kernel_check::CType::Layout {
+        name: #name,
+        size: ::core::mem::size_of::<#rust>(),
+        align: ::core::mem::align_of::<#rust>(),
+    })
+}
+
+/// A `cudars_core::kernel_check::CType::Any` (an `unsafe type`).
+fn any(name: &str) -> TokenStream {
+    quote!(::cudars_core::kernel_check::CType::Any { name: #name })
+}
+
 /// One parameter, in the three places it appears.
 pub(super) struct GenParam {
     /// In the `TypedKernel` signature tuple.
@@ -44,6 +97,9 @@ pub(super) struct GenParam {
     pub(super) arg: TokenStream,
     /// Its element in the argument tuple.
     pub(super) value: TokenStream,
+    /// What the compiler's check expects of it (a
+    /// `cudars_core::kernel_check::Param`).
+    pub(super) check: TokenStream,
 }
 
 /// An element or value type in Rust, with what proves it.
@@ -52,6 +108,9 @@ struct ElemOut {
     ty: TokenStream,
     /// The user's mapped type (passed by value as `Val<T>`), not a scalar.
     mapped: bool,
+    /// The C type the compiler's check expects (a
+    /// `cudars_core::kernel_check::CType`).
+    c: TokenStream,
 }
 
 /// The Rust primitive a path names (`f64`, `core::primitive::f64`), if it is one.
@@ -179,11 +238,12 @@ impl<'a> Ctx<'a> {
                 )));
             }
         }
-        if let Some(object) = self.handle_object(p) {
+        if let Some((object, c)) = self.handle_object(p) {
             return Ok(GenParam {
                 sig: object.clone(),
                 arg: quote!(#id: &#object),
                 value: quote!(#id),
+                check: quote!(::cudars_core::kernel_check::Param::Value(#c)),
             });
         }
         let (base, constant, stars) = match &p.kind {
@@ -218,17 +278,25 @@ impl<'a> Ctx<'a> {
             }
             let e = self.elem(&where_, &pname, &p.decl, &r.elem, notes)?;
             let t = e.ty;
+            let constant = ptr.constant;
+            let c = e.c;
+            let check = quote!(::cudars_core::kernel_check::Param::Pointer {
+                constant: #constant,
+                elem: #c,
+            });
             return Ok(if ptr.constant {
                 GenParam {
                     sig: quote!(::cudars_core::ConstPtr<#t>),
                     arg: quote!(#id: ::cudars_core::DeviceView<'_, #t>),
                     value: quote!(#id),
+                    check,
                 }
             } else {
                 GenParam {
                     sig: quote!(::cudars_core::MutPtr<#t>),
                     arg: quote!(#id: ::cudars_core::DeviceViewMut<'_, #t>),
                     value: quote!(#id),
+                    check,
                 }
             });
         }
@@ -237,6 +305,8 @@ impl<'a> Ctx<'a> {
         }
         let e = self.elem(&where_, &pname, &p.decl, &r.elem, notes)?;
         let t = e.ty;
+        let c = e.c;
+        let check = quote!(::cudars_core::kernel_check::Param::Value(#c));
         let holds_pointers = match r.elem.fin {
             Final::Record(i) => self.types.records.get(i).is_some_and(
                 |rec| matches!(&rec.body, Some(Ok(b)) if b.fields.iter().any(|f| f.ty.stars > 0)),
@@ -249,18 +319,21 @@ impl<'a> Ctx<'a> {
                 sig: quote!(::cudars_core::Lent<#t>),
                 arg: quote!(#id: ::cudars_core::LentVal<'_, #t>),
                 value: quote!(#id),
+                check,
             }
         } else if e.mapped {
             GenParam {
                 sig: quote!(::cudars_core::Val<#t>),
                 arg: quote!(#id: &#t),
                 value: quote!(*#id),
+                check,
             }
         } else {
             GenParam {
                 sig: t.clone(),
                 arg: quote!(#id: #t),
                 value: quote!(#id),
+                check,
             }
         })
     }
@@ -270,7 +343,7 @@ impl<'a> Ctx<'a> {
     /// `SurfaceObject`, `CUtensorMap` → `TensorMapDescriptor`, each by
     /// reference), unless the source declares `CUtensorMap` or the input maps
     /// the name (then it is what that says).
-    fn handle_object(&self, p: &Param) -> Option<TokenStream> {
+    fn handle_object(&self, p: &Param) -> Option<(TokenStream, TokenStream)> {
         let ParamKind::Value(base) = &p.kind else {
             return None;
         };
@@ -287,17 +360,27 @@ impl<'a> Ctx<'a> {
             return None;
         }
         match *name {
-            "cudaTextureObject_t" | "CUtexObject" if *base == Base::Scalar(Scalar::U64) => {
-                Some(quote!(::cudars_core::TextureObject))
-            }
-            "cudaSurfaceObject_t" | "CUsurfObject" if *base == Base::Scalar(Scalar::U64) => {
-                Some(quote!(::cudars_core::SurfaceObject))
-            }
+            "cudaTextureObject_t" | "CUtexObject" if *base == Base::Scalar(Scalar::U64) => Some((
+                quote!(::cudars_core::TextureObject),
+                named("unsigned long long"),
+            )),
+            "cudaSurfaceObject_t" | "CUsurfObject" if *base == Base::Scalar(Scalar::U64) => Some((
+                quote!(::cudars_core::SurfaceObject),
+                named("unsigned long long"),
+            )),
             "CUtensorMap"
                 if ctypes::resolve(&self.types, base, false, 0)
                     .map_or(true, |r| matches!(r.elem.fin, Final::Unresolved(_))) =>
             {
-                Some(quote!(::cudars_core::TensorMapDescriptor))
+                // CUDA's `CUtensorMap`: 128 bytes, aligned to 64.
+                Some((
+                    quote!(::cudars_core::TensorMapDescriptor),
+                    quote!(::cudars_core::kernel_check::CType::Layout {
+                        name: "CUtensorMap",
+                        size: 128,
+                        align: 64,
+                    }),
+                ))
             }
             _ => None,
         }
@@ -398,6 +481,7 @@ impl<'a> Ctx<'a> {
                 Ok(ElemOut {
                     ty: expected,
                     mapped: false,
+                    c: named(c_spelling(*s)),
                 })
             }
             Final::Void => match m {
@@ -430,6 +514,7 @@ impl<'a> Ctx<'a> {
                     Ok(ElemOut {
                         ty: rust(m),
                         mapped: true,
+                        c: named("void"),
                     })
                 }
             },
@@ -470,6 +555,7 @@ impl<'a> Ctx<'a> {
                         Ok(ElemOut {
                             ty: rust(m),
                             mapped: true,
+                            c: layout_of(&self.types.records[*i].name, &rust(m)),
                         })
                     }
                     (Some(m), Err(why)) => {
@@ -489,6 +575,7 @@ impl<'a> Ctx<'a> {
                         Ok(ElemOut {
                             ty: rust(m),
                             mapped: true,
+                            c: any(&self.types.records[*i].name),
                         })
                     }
                 }
@@ -529,6 +616,7 @@ impl<'a> Ctx<'a> {
                         Ok(ElemOut {
                             ty: rust(m),
                             mapped: true,
+                            c: layout_of(&self.types.enums[*i].name, &rust(m)),
                         })
                     }
                     (Some(m), Err(why)) => {
@@ -544,6 +632,7 @@ impl<'a> Ctx<'a> {
                         Ok(ElemOut {
                             ty: rust(m),
                             mapped: true,
+                            c: any(&self.types.enums[*i].name),
                         })
                     }
                 }
@@ -573,6 +662,7 @@ impl<'a> Ctx<'a> {
                         Ok(ElemOut {
                             ty: rust(m),
                             mapped: true,
+                            c: any(&last),
                         })
                     }
                 }

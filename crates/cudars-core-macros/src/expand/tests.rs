@@ -399,11 +399,12 @@ fn the_safety_section_says_what_is_left_to_the_caller() {
     for want in [
         "the macro proves its signature",
         "every pointer's element type and",
-        "a type it cannot resolve is a compile error",
+        "a type the macro cannot",
+        "proven by the compiler when",
         "Left to the caller",
         "only within their views: the counts, indices and strides among",
         "it writes only through its non-`const` pointers",
-        "without running the preprocessor",
+        "for its parameters' sizes only",
     ] {
         assert!(code.contains(want), "{want:?} in\n{code}");
     }
@@ -491,4 +492,83 @@ fn declarations_are_split_at_the_top_level_without_comments_or_directives() {
         ]
     );
     assert_eq!(d[2].shown, "__global__ void k(real* y, S s)");
+}
+
+/// Issue 41, point 1: a `#define` the preprocessor sees through a comment or a
+/// line splice is one to the macro too: the `f32` view it would have given
+/// `real*` (which the compiler makes `double*`) is refused at compile time.
+#[test]
+fn a_define_behind_a_comment_or_a_splice_is_refused() {
+    for src in [
+        "typedef float real;\n#define/**/real double\nextern \"C\" __global__ void k(real* y) {}",
+        "typedef float real;\n#/**/define real double\nextern \"C\" __global__ void k(real* y) {}",
+        "typedef float real;\n#def\\\nine real double\nextern \"C\" __global__ void k(real* y) {}",
+    ] {
+        let input = format!("struct K = source {src:?};");
+        fails(
+            &input,
+            "`real` is a preprocessor macro (`#define real` at line 2)",
+        );
+    }
+}
+
+/// The table the compiler's check is generated from: each parameter as the
+/// Rust side takes it, the C spelling of each scalar's Rust type, a mapped
+/// struct's Rust size and alignment, `unsafe type`s as any type, the kernel's
+/// namespace.
+#[test]
+fn the_signatures_table_says_what_the_launch_functions_take() {
+    let code = run(r##"
+            pub struct K = source r#"
+                struct P { float a; };
+                namespace ns {
+                extern "C" __global__ void k(const float* x, long* y, P p, unsigned n, void* raw,
+                                             size_t s, const P* ps, cudaTextureObject_t t) {}
+                }
+            "#;
+            type P = crate::P;
+            unsafe type void = u8;
+        "##)
+    .unwrap()
+    .replace(' ', "");
+    let want = "pubconstSIGNATURES:&'static[::cudars_core::kernel_check::Signature]=&[\
+        ::cudars_core::kernel_check::Signature{name:\"k\",scope:\"::ns::\",params:&[\
+        ::cudars_core::kernel_check::Param::Pointer{constant:true,elem:::cudars_core::kernel_check::CType::Named(\"float\"),},\
+        ::cudars_core::kernel_check::Param::Pointer{constant:false,elem:::cudars_core::kernel_check::CType::Named(\"long\"),},\
+        ::cudars_core::kernel_check::Param::Value(::cudars_core::kernel_check::CType::Layout{name:\"P\",size:::core::mem::size_of::<crate::P>(),align:::core::mem::align_of::<crate::P>(),}),\
+        ::cudars_core::kernel_check::Param::Value(::cudars_core::kernel_check::CType::Named(\"unsignedint\")),\
+        ::cudars_core::kernel_check::Param::Pointer{constant:false,elem:::cudars_core::kernel_check::CType::Named(\"void\"),},\
+        ::cudars_core::kernel_check::Param::Value(::cudars_core::kernel_check::CType::Named(\"decltype(sizeof(0))\")),\
+        ::cudars_core::kernel_check::Param::Pointer{constant:true,elem:::cudars_core::kernel_check::CType::Layout{name:\"P\",size:::core::mem::size_of::<crate::P>(),align:::core::mem::align_of::<crate::P>(),},},\
+        ::cudars_core::kernel_check::Param::Value(::cudars_core::kernel_check::CType::Named(\"unsignedlonglong\"))\
+        ],}];";
+    assert!(code.contains(want), "{code}");
+    assert!(
+        code.contains("::cudars_core::kernel_check::compile(Self::SOURCE,Self::SIGNATURES,options,target,cache)"),
+        "{code}"
+    );
+}
+
+/// Each scalar's C spelling for the check is the C type of its Rust type, one
+/// spelling a Rust type (the inverse of `scalar_type`).
+#[test]
+fn each_rust_scalar_has_one_c_spelling() {
+    use crate::cparse::Scalar::*;
+    let all = [
+        CChar, I8, U8, I16, U16, I32, U32, CLong, CULong, I64, U64, Usize, Isize, F32, F64, F16,
+        Bf16, Bool,
+    ];
+    let mut seen = std::collections::HashMap::new();
+    for s in all {
+        let rust = params::scalar_type_text(s);
+        let c = params::c_spelling(s);
+        if let Some(prev) = seen.insert(rust.clone(), c) {
+            panic!("{rust} is both {prev} and {c}");
+        }
+        // The spelling is the C type's where C++ has one without a header.
+        if !matches!(s, Usize | Isize) {
+            assert_eq!(c, s.c_name(), "{rust}");
+        }
+    }
+    assert_eq!(seen.len(), all.len());
 }

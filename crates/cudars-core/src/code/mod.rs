@@ -9,6 +9,8 @@ pub(crate) mod compile;
 pub(crate) mod fatbin;
 pub(crate) mod jit;
 pub(crate) mod kernel;
+#[cfg(feature = "macros")]
+pub mod kernel_check;
 pub(crate) mod library;
 pub(crate) mod library_handle;
 pub(crate) mod linker;
