@@ -971,7 +971,11 @@ mod tests {
                 let _cb = CallbackScope::enter();
                 // SAFETY: as above.
                 unsafe { release_or_defer("a test handle", 7u32, destroy(tries.clone(), vec![])) };
-                assert_eq!(tries.load(Ordering::SeqCst), 0, "called on the callback thread");
+                assert_eq!(
+                    tries.load(Ordering::SeqCst),
+                    0,
+                    "called on the callback thread"
+                );
                 // Counted until an ordinary thread runs it (the reaper may
                 // already have).
                 assert!(deferred_frees() <= 1);
