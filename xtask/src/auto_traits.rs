@@ -8,7 +8,6 @@
 //! `every_public_type_has_a_send_and_sync_row`'s part.)
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use crate::codegen::{Generator, Outcome, ensure_file_contents};
 use crate::util::{no_more, report, take_flag, workspace_root};
@@ -234,10 +233,5 @@ mod tests {
             old.replace("\r\n", "\n") == fresh,
             "{OUT} is stale: run `cargo xtask codegen` and commit the result"
         );
-    }
-
-    #[test]
-    fn the_document_path_exists() {
-        assert!(Path::new(&workspace_root().join(DOC)).exists());
     }
 }

@@ -39,7 +39,9 @@ impl Generator {
     pub(crate) fn command(self) -> &'static str {
         match self {
             Generator::Bindings => "cargo xtask fetch-headers && cargo xtask regen-bindings",
-            Generator::Catalog | Generator::LibraryDocs | Generator::AutoTraits => "cargo xtask codegen",
+            Generator::Catalog | Generator::LibraryDocs | Generator::AutoTraits => {
+                "cargo xtask codegen"
+            }
         }
     }
 }

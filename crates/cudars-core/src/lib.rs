@@ -524,9 +524,8 @@ pub use launch::typed_kernel::{
     TypedKernel, Val, ViewPtr,
 };
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
-pub use library_kit::{
-    ContextScope, DriverGate, LibraryError, LibraryRelease, rebind_stream, release_or_defer,
-};
+pub use library_kit::release::release_or_defer;
+pub use library_kit::{ContextScope, DriverGate, LibraryError, LibraryRelease, rebind_stream};
 pub use memory::arc_view::ArcView;
 pub use memory::batch::{
     BatchCopy, BatchCopyEntry, BatchRange, BatchRangeMut, BatchViewCopy, CopyOptions,
