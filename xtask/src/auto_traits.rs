@@ -167,14 +167,18 @@ pub(crate) fn generate(rows: &[Row]) -> String {
     let mut out = String::from(PRELUDE);
     for row in rows {
         for (trait_, status) in [("Send", row.send), ("Sync", row.sync)] {
-            match status {
-                Some(true) => {
-                    let _ = writeln!(out, "yes!({}, {trait_});", row.ty);
-                }
-                Some(false) => {
-                    let _ = writeln!(out, "no!({}, {trait_});", row.ty);
-                }
-                None => {}
+            let mac = match status {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => continue,
+            };
+            let args = format!("{}, {trait_}", row.ty);
+            // As rustfmt writes a call whose arguments pass its
+            // `fn_call_width` (60): one per line.
+            if args.len() > 60 {
+                let _ = writeln!(out, "{mac}!(\n    {},\n    {trait_}\n);", row.ty);
+            } else {
+                let _ = writeln!(out, "{mac}!({args});");
             }
         }
     }
