@@ -13,7 +13,7 @@
 // Test code: a failed step is a failed test, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
@@ -62,19 +62,23 @@ fn sync_bounded(s: &Stream, what: &str) {
 /// Drops `handles` inside a host function on `s` (on the driver's callback
 /// thread) and checks that the drop returned there, the stream finished, the
 /// deferred queue emptied on ordinary threads, and the device's free memory is
-/// back to `baseline` (less [`SLACK`]): every destroy ran.
+/// back to `baseline` (less [`SLACK`]): every destroy ran. Returns how many
+/// releases waited in the deferred queue right after the drop, on the
+/// callback thread.
 fn drop_on_the_callback_thread<T: Send + 'static>(
     dev: &Device,
     s: &Stream,
     handles: T,
     baseline: usize,
     what: &str,
-) {
+) -> usize {
     let held = free_memory(dev);
     let dropped = Arc::new(AtomicBool::new(false));
-    let flag = dropped.clone();
+    let waiting = Arc::new(AtomicUsize::new(0));
+    let (flag, count) = (dropped.clone(), waiting.clone());
     s.launch_host_func(move || {
         drop(handles);
+        count.store(cudars_core::deferred_frees(), Ordering::SeqCst);
         flag.store(true, Ordering::SeqCst);
     })
     .unwrap();
@@ -83,6 +87,8 @@ fn drop_on_the_callback_thread<T: Send + 'static>(
         dropped.load(Ordering::SeqCst),
         "{what}: the drop did not return"
     );
+    let waiting = waiting.load(Ordering::SeqCst);
+    println!("{what}: {waiting} releases deferred by the drop on the callback thread");
     // The destroys wait on the deferred queue until an ordinary thread (this
     // one's drain, or the queue's own thread) runs them.
     let deadline = Instant::now() + BOUND;
@@ -102,6 +108,7 @@ fn drop_on_the_callback_thread<T: Send + 'static>(
         (baseline - after) >> 20,
         (baseline.saturating_sub(held)) >> 20,
     );
+    waiting
 }
 
 #[test]
@@ -135,7 +142,13 @@ fn fft_plans_dropped_on_a_driver_callback_thread_are_destroyed_later() {
         "the plans hold {} MiB, less than expected: the check would prove nothing",
         held >> 20
     );
-    drop_on_the_callback_thread(&dev, &s, plans, baseline, "cuFFT plans");
+    let waiting = drop_on_the_callback_thread(&dev, &s, plans, baseline, "cuFFT plans");
+    // A plan's destroy waits for its stream, which cannot finish while the
+    // host function runs: all four were still waiting when it looked.
+    assert!(
+        waiting >= 4,
+        "{waiting} releases deferred: the plans were not deferred"
+    );
     drop(data);
 }
 
@@ -177,7 +190,7 @@ fn cublas_handles_dropped_on_a_driver_callback_thread_are_destroyed_later() {
         .collect();
     // Each with a 32 MiB workspace, freed after its handle is destroyed.
     let lts: Vec<BlasLt> = (0..4).map(|_| BlasLt::new(&s).unwrap()).collect();
-    drop_on_the_callback_thread(&dev, &s, (handles, lts), baseline, "cuBLAS handles");
+    let _ = drop_on_the_callback_thread(&dev, &s, (handles, lts), baseline, "cuBLAS handles");
 }
 
 #[test]
@@ -203,7 +216,7 @@ fn curand_generators_dropped_on_a_driver_callback_thread_are_destroyed_later() {
     dev.sync().unwrap();
     let baseline = free_memory(&dev);
     let gens: Vec<Generator> = (0..4).map(|_| make().unwrap()).collect();
-    drop_on_the_callback_thread(&dev, &s, gens, baseline, "cuRAND generators");
+    let _ = drop_on_the_callback_thread(&dev, &s, gens, baseline, "cuRAND generators");
 }
 
 #[test]
@@ -220,5 +233,5 @@ fn a_nccl_communicator_dropped_on_a_driver_callback_thread_is_destroyed_later() 
     dev.sync().unwrap();
     let baseline = free_memory(&dev);
     let comms: Vec<Communicator> = (0..2).flat_map(|_| make().unwrap()).collect();
-    drop_on_the_callback_thread(&dev, &s, comms, baseline, "NCCL communicators");
+    let _ = drop_on_the_callback_thread(&dev, &s, comms, baseline, "NCCL communicators");
 }
