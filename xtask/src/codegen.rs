@@ -29,6 +29,9 @@ pub(crate) enum Generator {
     Catalog,
     /// `cargo xtask codegen`: the generated table of `docs/adding-a-library.md`.
     LibraryDocs,
+    /// `cargo xtask codegen`: the `Send`/`Sync` assertions of
+    /// `tests/tests/auto_traits.rs`, from docs/architecture.md's table.
+    AutoTraits,
 }
 
 impl Generator {
@@ -36,7 +39,9 @@ impl Generator {
     pub(crate) fn command(self) -> &'static str {
         match self {
             Generator::Bindings => "cargo xtask fetch-headers && cargo xtask regen-bindings",
-            Generator::Catalog | Generator::LibraryDocs => "cargo xtask codegen",
+            Generator::Catalog | Generator::LibraryDocs | Generator::AutoTraits => {
+                "cargo xtask codegen"
+            }
         }
     }
 }
@@ -135,7 +140,7 @@ impl Generator {
     fn command_name(self) -> &'static str {
         match self {
             Generator::Bindings => "regen-bindings",
-            Generator::Catalog | Generator::LibraryDocs => "codegen",
+            Generator::Catalog | Generator::LibraryDocs | Generator::AutoTraits => "codegen",
         }
     }
 }

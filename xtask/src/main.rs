@@ -2,6 +2,7 @@
 //!
 //! Run `cargo xtask help` for the list of commands.
 
+mod auto_traits;
 mod bindings;
 mod catalog;
 mod codegen;
@@ -28,8 +29,10 @@ commands:
                      the project's test run: builds the tests once and runs them
                      against NVIDIA's CUDA 13.0 wheels (target/cuda-venv) and
                      again against the CUDA 12.9 wheels (target/cuda12-venv)
-  codegen [--check]  regenerate the pathfinder catalogue from its JSON and the
-                     API table of docs/adding-a-library.md from the bindings'
+  codegen [--check]  regenerate the pathfinder catalogue from its JSON, the API
+                     table of docs/adding-a-library.md from the bindings' table,
+                     and tests/tests/auto_traits.rs from the Send/Sync table of
+                     docs/architecture.md
                      (--check: fail if a committed file is stale)
   package-tests --out DIR [--packages a,b] [--exclude c,d]
                      build every test and bench binary in release mode and
@@ -69,7 +72,9 @@ fn main() -> ExitCode {
     let result = match cmd {
         "test" => testrun::run(rest),
         "quickstart" => testrun::quickstart(rest),
-        "codegen" => catalog::run(rest).and_then(|()| library_docs::run(rest)),
+        "codegen" => catalog::run(rest)
+            .and_then(|()| library_docs::run(rest))
+            .and_then(|()| auto_traits::run(rest)),
         "package-tests" => package::run(rest),
         "fetch-headers" => headers::run(rest),
         "regen-bindings" => bindings::run(rest),

@@ -68,10 +68,13 @@ fn calls_libraries_by_name(binary: &str) -> bool {
     PREFIXES.iter().any(|p| binary.starts_with(p))
 }
 
-/// Single tests of other binaries that call those libraries (`tests/tests/library_kit.rs`).
+/// Single tests of other binaries that call those libraries (`tests/tests/library_kit.rs`,
+/// `tests/tests/library_drops.rs`).
 const BY_NAME_LIBRARY_TESTS: &[&str] = &[
     "cublas_runs_on_a_green_context_stream",
     "cufft_runs_on_a_green_context_stream",
+    "cublas_handles_dropped_on_a_driver_callback_thread_are_destroyed_later",
+    "fft_plans_dropped_on_a_driver_callback_thread_are_destroyed_later",
 ];
 
 /// The package of the driver shim.

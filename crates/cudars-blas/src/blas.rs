@@ -1,6 +1,8 @@
 //! [`Blas`]: a cuBLAS handle bound to a stream, and the operations on it.
 
+use std::cell::Cell;
 use std::ffi::c_void;
+use std::marker::PhantomData;
 use std::ptr;
 
 use cudars_bindings::cublas as sys;
@@ -42,10 +44,13 @@ use crate::matrix::{GemmShape, MatMut, MatRef, Op, to_int};
 pub struct Blas {
     handle: sys::cublasHandle_t,
     stream: Stream,
+    /// `!Sync` by design, not by the accident of the handle's type: the
+    /// library allows one thread at a time on a handle.
+    _not_sync: PhantomData<Cell<()>>,
 }
 
 // SAFETY: a cuBLAS handle may move between threads; it is used by one at a time,
-// which `&mut`-free but `!Sync` access guarantees (no `Sync` impl).
+// which `&mut`-free but `!Sync` access guarantees (the `_not_sync` marker).
 // Soundness contract: rule 11.
 unsafe impl Send for Blas {}
 
@@ -73,6 +78,7 @@ impl Blas {
         let blas = Self {
             handle,
             stream: stream.clone(),
+            _not_sync: PhantomData,
         };
         // SAFETY: a live handle and a live stream of its device.
         let status = unsafe { sys::cublasSetStream(blas.handle, stream.handle().cast()) };
@@ -471,9 +477,19 @@ impl Drop for Blas {
         // handle's default workspace is released by `cublasDestroy`, which cuBLAS
         // documents as implicitly synchronising the device first, so no call
         // queued on any stream still uses it. A failure here has nowhere to go.
-        let _scope = ContextScope::for_stream(&self.stream);
-        // SAFETY: the handle is live and not used after this.
-        let _ = unsafe { sys::cublasDestroy(self.handle) };
+        // On a driver callback thread it runs later, on an ordinary thread.
+        let stream = self.stream.clone();
+        let destroy = move |h| {
+            let _scope = ContextScope::for_stream(&stream);
+            // SAFETY: the handle is live and not used after this.
+            let _ = unsafe { sys::cublasDestroy(h) };
+            Ok(())
+        };
+        // SAFETY: the handle is owned by `self` and destroyed only here; cuBLAS
+        // lets any thread destroy it.
+        unsafe {
+            cudars_core::release_or_defer("destroying a cuBLAS handle", self.handle, destroy)
+        };
     }
 }
 

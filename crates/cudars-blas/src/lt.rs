@@ -1,7 +1,10 @@
 //! [`BlasLt`]: cuBLASLt's matrix multiply with fused epilogues, chosen by its
 //! heuristics, in a workspace the handle owns.
 
+use std::cell::Cell;
 use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::ptr;
 
 use cudars_bindings::cublaslt as sys;
@@ -110,8 +113,13 @@ pub const DEFAULT_WORKSPACE: usize = 32 << 20;
 #[derive(Debug)]
 pub struct BlasLt {
     handle: sys::cublasLtHandle_t,
-    workspace: DeviceBuffer<u8>,
+    /// Freed after the handle is destroyed (by the destroy, which `Drop` may
+    /// defer): taken out in `Drop` and dropped nowhere else.
+    workspace: ManuallyDrop<DeviceBuffer<u8>>,
     stream: Stream,
+    /// `!Sync` by design, not by the accident of the handle's type: the
+    /// library allows one thread at a time on a handle.
+    _not_sync: PhantomData<Cell<()>>,
 }
 
 // SAFETY: as for `Blas`: the handle moves between threads, used by one at a time.
@@ -165,8 +173,9 @@ impl BlasLt {
         check(status, context)?;
         Ok(Self {
             handle,
-            workspace,
+            workspace: ManuallyDrop::new(workspace),
             stream: stream.clone(),
+            _not_sync: PhantomData,
         })
     }
 
@@ -391,10 +400,26 @@ impl BlasLt {
 }
 
 impl Drop for BlasLt {
+    // The workspace is freed after the handle is destroyed, in stream order
+    // (after the calls queued with it), also when a driver callback thread
+    // defers the destroy to an ordinary thread.
     fn drop(&mut self) {
-        let _scope = ContextScope::for_stream(&self.stream);
-        // SAFETY: the handle is live and not used after this; the workspace is
-        // freed after it, in stream order.
-        let _ = unsafe { sys::cublasLtDestroy(self.handle) };
+        let stream = self.stream.clone();
+        // SAFETY: taken once, here; `self.workspace` is not used again.
+        let mut workspace = Some(unsafe { ManuallyDrop::take(&mut self.workspace) });
+        let destroy = move |h| {
+            let scope = ContextScope::for_stream(&stream);
+            // SAFETY: the handle is live and not used after this.
+            let _ = unsafe { sys::cublasLtDestroy(h) };
+            // Left before the free, which makes its own context current.
+            drop(scope);
+            drop(workspace.take());
+            Ok(())
+        };
+        // SAFETY: the handle is owned by `self` and destroyed only here;
+        // cuBLASLt lets any thread destroy it.
+        unsafe {
+            cudars_core::release_or_defer("destroying a cuBLASLt handle", self.handle, destroy)
+        };
     }
 }

@@ -242,6 +242,35 @@ pub(crate) unsafe fn defer_handle<H: 'static>(
     });
 }
 
+/// Queues a library handle's destroy, retried on an ordinary thread while it
+/// fails with a refusal for now ([`refused_for_now`]); another failure ends
+/// it (the destroy decided what to keep). `first_error` is why it could not
+/// run now (`None`: not tried, on a callback thread). For
+/// [`release_or_defer`](crate::release_or_defer).
+///
+/// # Safety
+/// As [`defer_handle`]: `handle` is a handle any thread may release, owned by
+/// the caller, which hands its release over as `destroy` (and does not release
+/// it).
+pub(crate) unsafe fn defer_destroy<H: Copy + 'static>(
+    what: &'static str,
+    handle: H,
+    first_error: Option<String>,
+    mut destroy: impl FnMut(H) -> Result<()> + Send + 'static,
+) {
+    let handle = SendHandle(handle);
+    defer(what, 0, first_error, move || {
+        // Closures capture disjoint fields: name the wrapper whole so that the
+        // closure owns it (and is `Send` through it).
+        let h = &handle;
+        match destroy(h.0) {
+            Err(e) if refused_for_now(&e) => Err(e),
+            // Done, or given up for good (the destroy kept what it must).
+            _ => Ok(()),
+        }
+    });
+}
+
 /// How many releases wait in the queue: frees that failed or were reached on a
 /// driver callback thread (a host function or graph host node that dropped the
 /// last owner of a [`Buffer`](crate::Buffer)), and handles whose destruction was
@@ -460,7 +489,7 @@ pub(crate) mod tests {
     }
 
     /// Drains until the queue is empty (the reaper drains too, concurrently).
-    fn settle() {
+    pub(crate) fn settle() {
         for _ in 0..10_000 {
             if deferred_frees() == 0 {
                 return;

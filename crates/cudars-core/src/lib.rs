@@ -57,7 +57,7 @@
 //! | program cache | `cache` (feature `cache`: cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | feature `arrays`: `OpaqueArray`, `MipmappedArray`, `TextureObject` (filtered, addressed reads), `SurfaceObject` |
 //! | Hopper TMA | feature `tensor-maps`: `TensorMapDescriptor` (tiled, im2col and im2col-wide tensor maps, passed to kernels by value; `TensorMapDescriptor::from_tiled` takes the element type and shape from a typed view, `TiledOptions` every option with a default; `TensorMapDescriptor::replace_address`) |
-//! | for library crates | [`LibraryError`] (the error shape cuBLAS, cuRAND, cuFFT, NCCL and cuFile share), [`ContextScope`] (a stream's context current for a scope, green contexts included), [`rebind_stream`] (moving a library handle to another stream), [`DriverGate`] and [`LibraryRelease`] (a library of a newer CUDA major than the driver is a typed error) |
+//! | for library crates | [`LibraryError`] (the error shape cuBLAS, cuRAND, cuFFT, NCCL and cuFile share), [`ContextScope`] (a stream's context current for a scope, green contexts included), [`rebind_stream`] (moving a library handle to another stream), [`DriverGate`] and [`LibraryRelease`] (a library of a newer CUDA major than the driver is a typed error), [`release_or_defer`] (a handle's destroy from its `Drop`, deferred on a driver callback thread) |
 //! | interop | feature `dlpack`: `StridedMemoryView` (of a [`Buffer`] or an [`ArcView`], DLPack import, the CUDA Array Interface: `CudaArrayInterface`; host arrays: NumPy's `ArrayInterface`, a borrowed slice (`StridedHostView`); functions take `IntoStridedMemoryView`, ordered per call with the consumer's stream; other producers: `ViaDLPack`, `ForeignCudaArray`), `Buffer::to_dlpack` and `ArcView::to_dlpack` (export, typed: `DLPackDType`; the C structures in `dlpack`); feature `ipc`, IPC (Linux): pool file descriptors, `IpcBufferDescriptor`, IPC events; feature `gl`, OpenGL: `GraphicsResource` (register a buffer or image, map it: `GraphicsMapping`) |
 //!
 //! Ownership follows CUDA's ordering rules: streams keep their context, buffers
@@ -550,6 +550,7 @@ pub use launch::typed_kernel::{
     TypedKernel, Val, ViewPtr,
 };
 pub use launch::{DevicePtr, Dim3, Grid, KernelArg, LaunchConfig, launch, launch_raw};
+pub use library_kit::release::release_or_defer;
 pub use library_kit::{ContextScope, DriverGate, LibraryError, LibraryRelease, rebind_stream};
 pub use memory::arc_view::ArcView;
 pub use memory::batch::{

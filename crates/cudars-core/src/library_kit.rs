@@ -2,8 +2,10 @@
 //! cudars-nccl, cudars-file) share: one error shape ([`LibraryError`]), one way
 //! to make a stream's context current for a scope ([`ContextScope`], green
 //! contexts included), one way to move a library handle to another stream
-//! ([`rebind_stream`]) and one check that the driver is new enough for the
-//! library's CUDA major ([`DriverGate`]).
+//! ([`rebind_stream`]), one check that the driver is new enough for the
+//! library's CUDA major ([`DriverGate`]) and one way for a handle's `Drop` to
+//! destroy it, at once or, on a driver callback thread, later
+//! ([`release_or_defer`]).
 //!
 //! A library crate is a thin layer: its handle type owns the library's handle
 //! and the [`Stream`] it is bound to, each method checks its arguments, enters
@@ -37,6 +39,8 @@ use cudars_bindings::{IntoResult, StatusError, Unavailable, Version};
 use crate::context::{self, Context, Current};
 use crate::error::{Check as _, DriverRequirement, Error, InvalidKind, Report};
 use crate::stream::Stream;
+
+pub(crate) mod release;
 
 /// The error of a library crate: `S` is the library's status error (cuBLAS's
 /// `CublasError`, NCCL's `NcclError`, …), `X` the crate's own extra cases

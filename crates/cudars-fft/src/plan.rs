@@ -1,6 +1,7 @@
 //! [`Plan`]: a cuFFT plan of fixed shape, kind and precision, bound to a stream,
 //! executed any number of times on typed device views.
 
+use std::cell::Cell;
 use std::ffi::c_int;
 use std::marker::PhantomData;
 
@@ -141,7 +142,8 @@ impl Float for f64 {
 /// once and execute it as often as needed; each execution is queued on the
 /// plan's stream and returns without waiting.
 ///
-/// `Send` but not `Sync`: a plan's work area is used by one execution at a time.
+/// `Send` but not `Sync` (by a marker, not by its handle's type): a plan's work
+/// area is used by one execution at a time.
 #[derive(Debug)]
 pub struct Plan<T: Float>
 where
@@ -153,10 +155,13 @@ where
     batch: usize,
     stream: Stream,
     _t: PhantomData<T>,
+    /// `!Sync` by design (a `cufftHandle` is a C `int`, which would make the
+    /// plan `Sync` by accident): one execution at a time uses the work area.
+    _not_sync: PhantomData<Cell<()>>,
 }
 
-// SAFETY: a plan may move between threads; `!Sync` keeps one user at a time.
-// Soundness contract: rule 11.
+// SAFETY: a plan may move between threads; `!Sync` (the `_not_sync` marker)
+// keeps one user at a time. Soundness contract: rule 11.
 unsafe impl<T: Float> Send for Plan<T> where Complex<T>: bytemuck::Pod {}
 
 impl<T: Float> Plan<T>
@@ -236,6 +241,7 @@ where
             batch,
             stream: stream.clone(),
             _t: PhantomData,
+            _not_sync: PhantomData,
         };
         // SAFETY: a live plan and a live stream of its device.
         let status = unsafe { sys::cufftSetStream(plan.handle, stream.handle().cast()) };
@@ -503,17 +509,24 @@ where
     // may use. Executions are totally ordered on the plan's current stream
     // (`set_stream` makes each new stream wait for the old one), so waiting
     // for that stream waits for all of them; if the wait fails, the plan is
-    // leaked rather than destroyed under them. A leaked plan (`mem::forget`)
-    // is a leak, nothing more.
+    // leaked rather than destroyed under them (a wait refused for now, during
+    // a capture, is tried again later: rule 6). A leaked plan (`mem::forget`)
+    // is a leak, nothing more. On a driver callback thread all of it runs
+    // later, on an ordinary thread (`release_or_defer`).
     fn drop(&mut self) {
-        if self.stream.sync().is_err() {
-            return;
-        }
-        // Entered after the wait: cudars-core's operations make their own
-        // context current, and a scope holds a green context's lock.
-        let _scope = ContextScope::for_stream(&self.stream);
-        // SAFETY: a live plan, not used after this; no execution is pending
-        // (waited for above).
-        let _ = unsafe { sys::cufftDestroy(self.handle) };
+        let stream = self.stream.clone();
+        let destroy = move |plan| {
+            stream.sync()?;
+            // Entered after the wait: cudars-core's operations make their
+            // own context current, and a scope holds a green context's lock.
+            let _scope = ContextScope::for_stream(&stream);
+            // SAFETY: a live plan, not used after this; no execution is
+            // pending (waited for above).
+            let _ = unsafe { sys::cufftDestroy(plan) };
+            Ok(())
+        };
+        // SAFETY: the plan is owned by `self` and destroyed only here; cuFFT
+        // lets any thread destroy it.
+        unsafe { cudars_core::release_or_defer("destroying a cuFFT plan", self.handle, destroy) };
     }
 }

@@ -34,22 +34,31 @@ fn state() -> MutexGuard<'static, State> {
 struct Opened;
 
 impl Drop for Opened {
+    // On a driver callback thread the close runs later, on an ordinary thread
+    // (rule 6 of the soundness contract); an open meanwhile waits for it
+    // (`closing` stays set until it has run).
     fn drop(&mut self) {
-        let mut st = state();
-        // SAFETY: the driver was opened by `Driver::open_with`, and this is the
-        // last holder: no handle is registered and no I/O is under way (each
-        // handle holds a `Driver`, and each pending transfer its handle). The
-        // header maps `cuFileDriverClose` to `cuFileDriverClose_v2`; a cuFile
-        // without it has only the first.
-        let _ = unsafe {
-            if sys::is_available("cuFileDriverClose_v2") {
-                sys::cuFileDriverClose_v2()
-            } else {
-                sys::cuFileDriverClose()
-            }
+        let destroy = |()| {
+            let mut st = state();
+            // SAFETY: the driver was opened by `Driver::open_with`, and this
+            // is the last holder: no handle is registered and no I/O is
+            // under way (each handle holds a `Driver`, and each pending
+            // transfer its handle). The header maps `cuFileDriverClose` to
+            // `cuFileDriverClose_v2`; a cuFile without it has only the first.
+            let _ = unsafe {
+                if sys::is_available("cuFileDriverClose_v2") {
+                    sys::cuFileDriverClose_v2()
+                } else {
+                    sys::cuFileDriverClose()
+                }
+            };
+            st.closing = false;
+            CLOSED.notify_all();
+            Ok(())
         };
-        st.closing = false;
-        CLOSED.notify_all();
+        // SAFETY: `()` stands for the process's one open driver, which this
+        // last holder owns and closes only here.
+        unsafe { cudars_core::release_or_defer("closing the cuFile driver", (), destroy) };
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd as _;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -40,8 +41,11 @@ pub struct FileHandle {
 #[derive(Debug)]
 struct Registration {
     raw: sys::CUfileHandle_t,
-    file: File,
-    _driver: Driver,
+    /// Closed after the deregistration (which `Drop` may defer): taken out in
+    /// `Drop`, dropped nowhere else.
+    file: ManuallyDrop<File>,
+    /// Released after the deregistration, as `file`.
+    driver: ManuallyDrop<Driver>,
 }
 
 // SAFETY: a cuFile handle is a process-wide registration of a file descriptor;
@@ -59,11 +63,29 @@ impl Drop for Registration {
     // released only once its event says the stream has passed the transfer.
     // So the last reference, whose drop this is, goes after every transfer
     // through the registration has finished, whether or not any guard ran.
+    // On a driver callback thread the deregistration runs later, on an
+    // ordinary thread (rule 6), and the file and the driver go after it there.
     fn drop(&mut self) {
-        // SAFETY: registered in `FileHandle::register`, deregistered once here;
-        // no I/O is under way (see above), and the file and the driver (fields
-        // dropped after this) are still open.
-        unsafe { sys::cuFileHandleDeregister(self.raw) };
+        // SAFETY: each taken once, here; neither field is used again.
+        let (file, driver) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.file),
+                ManuallyDrop::take(&mut self.driver),
+            )
+        };
+        let mut keep = Some((file, driver));
+        let destroy = move |raw| {
+            // SAFETY: deregistered once; no I/O is under way (see above),
+            // and the file and the driver (dropped after this) are still open.
+            unsafe { sys::cuFileHandleDeregister(raw) };
+            drop(keep.take());
+            Ok(())
+        };
+        // SAFETY: registered in `FileHandle::register`, deregistered only here;
+        // cuFile lets any thread deregister it.
+        unsafe {
+            cudars_core::release_or_defer("deregistering a file from cuFile", self.raw, destroy)
+        };
     }
 }
 
@@ -111,8 +133,8 @@ impl FileHandle {
         Ok(Self {
             inner: Arc::new(Registration {
                 raw,
-                file,
-                _driver: driver.clone(),
+                file: ManuallyDrop::new(file),
+                driver: ManuallyDrop::new(driver.clone()),
             }),
         })
     }
@@ -293,8 +315,19 @@ impl Drop for FileHandle {
     // transfers hold the registration themselves (see `Registration`'s drop);
     // this waits for them so that the registration, the descriptor and the
     // driver go now rather than at a later call.
+    // On a driver callback thread (where the waits are forbidden) it runs
+    // later, on an ordinary thread (rule 6).
     fn drop(&mut self) {
-        settle_of(&self.inner);
+        let inner = self.inner.clone();
+        let destroy = move |()| {
+            settle_of(&inner);
+            Ok(())
+        };
+        // SAFETY: `()` stands for nothing to release but the handle's own
+        // clone of the registration, which the wait holds.
+        unsafe {
+            cudars_core::release_or_defer("waiting for a cuFile handle's transfers", (), destroy)
+        };
     }
 }
 
@@ -492,8 +525,27 @@ impl PendingIo<'_> {
 }
 
 impl Drop for PendingIo<'_> {
+    // Waits for the transfer; on a driver callback thread (where the wait is
+    // forbidden) it waits later, on an ordinary thread (rule 6), and the
+    // transfer's state (kept alive by its `IN_FLIGHT` entry in any case) goes
+    // after it there. A wait refused for now is tried again.
     fn drop(&mut self) {
-        let _ = self.finish();
+        let Some(op) = self.op.take() else {
+            return;
+        };
+        let stream = self.stream.clone();
+        let mut op = Some(op);
+        let destroy = move |()| {
+            let waited = stream.sync();
+            if waited.is_ok() {
+                drop(op.take());
+                settle_finished();
+            }
+            waited
+        };
+        // SAFETY: `()` stands for nothing to release but the transfer's own
+        // state, which the closure owns.
+        unsafe { cudars_core::release_or_defer("waiting for a cuFile transfer", (), destroy) };
     }
 }
 

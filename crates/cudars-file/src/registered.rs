@@ -4,7 +4,7 @@ use std::mem::ManuallyDrop;
 
 use bytemuck::Pod;
 use cudars_bindings::cufile as sys;
-use cudars_core::{DeviceBuffer, DeviceView, DeviceViewMut};
+use cudars_core::{Buffer, Context, ContextScope, DeviceBuffer, DeviceView, DeviceViewMut};
 
 use crate::driver::Driver;
 use crate::error::{Result, check};
@@ -85,7 +85,7 @@ impl<T: Pod> RegisteredBuffer<T> {
     pub fn into_inner(self) -> Result<DeviceBuffer<T>> {
         let mut this = ManuallyDrop::new(self);
         // On failure `this` is leaked whole: the array with its registration.
-        this.deregister()?;
+        deregister(this.buf.as_buffer())?;
         // SAFETY: `this` is never used or dropped again; each field is moved
         // out once.
         let (buf, driver) = unsafe {
@@ -97,25 +97,27 @@ impl<T: Pod> RegisteredBuffer<T> {
         drop(driver);
         Ok(buf)
     }
+}
 
-    /// Waits for the work ordered before the array's free (every transfer
-    /// queued on it, on any stream, orders the free after itself), then
-    /// deregisters it. Called once, by `into_inner` or drop.
-    fn deregister(&mut self) -> Result<()> {
-        let buffer = self.buf.as_buffer();
-        if let Some(free) = buffer.free_stream() {
-            free.sync()?;
-        }
-        // Entered after the wait (cudars-core's operations make their own
-        // context current, and a scope holds a green context's lock).
-        let _scope = crate::handle::make_current(buffer)?;
-        // SAFETY: registered in `new`, deregistered once (by the one caller
-        // that consumes `self`), while the memory is still allocated and no
-        // transfer is queued on it (waited for above; the caller's `&mut`
-        // excludes new ones).
-        let _ = unsafe { sys::cuFileBufDeregister(buffer.ptr() as *const _) };
-        Ok(())
+/// Waits for the work ordered before `buffer`'s free (every transfer queued on
+/// it, on any stream, orders the free after itself), then deregisters it.
+/// Called once per registration, by `into_inner` or drop.
+fn deregister(buffer: &Buffer) -> cudars_core::Result<()> {
+    if let Some(free) = buffer.free_stream() {
+        free.sync()?;
     }
+    // Entered after the wait (cudars-core's operations make their own context
+    // current, and a scope holds a green context's lock).
+    let _scope = match buffer.free_stream() {
+        Some(free) => ContextScope::for_stream(free)?,
+        None => ContextScope::enter(&Context::primary(buffer.device())?)?,
+    };
+    // SAFETY: registered in `new`, deregistered once (by the one caller that
+    // consumes the registration), while the memory is still allocated and no
+    // transfer is queued on it (waited for above; the caller owns the array,
+    // so no new one can be).
+    let _ = unsafe { sys::cuFileBufDeregister(buffer.ptr() as *const _) };
+    Ok(())
 }
 
 impl<T: Pod> Drop for RegisteredBuffer<T> {
@@ -123,14 +125,32 @@ impl<T: Pod> Drop for RegisteredBuffer<T> {
     // value owns the array, so leaking it leaks the registration with its
     // memory; when it does run, it deregisters only after the transfers on
     // the array have finished, and frees the array only after that.
+    //
+    // On a driver callback thread (where the wait is forbidden) all of it runs
+    // later, on an ordinary thread (rule 6); a wait refused for now (during a
+    // capture) is tried again.
     fn drop(&mut self) {
-        if self.deregister().is_ok() {
-            // SAFETY: dropped once, here; neither is used again.
-            unsafe {
-                ManuallyDrop::drop(&mut self.buf);
-                ManuallyDrop::drop(&mut self.driver);
-            }
-        }
-        // Otherwise both are leaked with the registration.
+        // SAFETY: each taken once, here; neither field is used again.
+        let (buf, driver) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.buf).into_buffer(),
+                ManuallyDrop::take(&mut self.driver),
+            )
+        };
+        // Leaked with the registration unless the deregistration succeeds: a
+        // failure that is final drops the closure, and with it this, which
+        // drops nothing.
+        let mut keep = Some(ManuallyDrop::new((buf, driver)));
+        let destroy = move |()| {
+            let Some(kept) = &keep else {
+                return Ok(());
+            };
+            deregister(&kept.0)?;
+            drop(keep.take().map(ManuallyDrop::into_inner));
+            Ok(())
+        };
+        // SAFETY: `()` stands for the registration of `buf`'s memory, which
+        // the closure owns with the memory and releases only there.
+        unsafe { cudars_core::release_or_defer("deregistering a buffer from cuFile", (), destroy) };
     }
 }

@@ -1,6 +1,8 @@
 //! [`Communicator`]: one rank of a NCCL communicator, bound to one device.
 
+use std::cell::Cell;
 use std::ffi::CString;
+use std::marker::PhantomData;
 use std::ptr;
 use std::time::{Duration, Instant};
 
@@ -169,10 +171,13 @@ pub struct Communicator {
     /// `Some` for a non-blocking communicator: how long a call may stay in
     /// progress before it is a [`WorldError::TimedOut`].
     pub(crate) wait: Option<Duration>,
+    /// `!Sync` by design, not by the accident of the handle's type: NCCL
+    /// allows one thread at a time on a communicator.
+    pub(crate) _not_sync: PhantomData<Cell<()>>,
 }
 
 // SAFETY: a communicator may be used from any thread, one at a time; `!Sync`
-// keeps it to one.
+// (the `_not_sync` marker) keeps it to one.
 // Soundness contract: rule 11.
 unsafe impl Send for Communicator {}
 
@@ -226,6 +231,7 @@ impl Communicator {
                 rank,
                 size: n,
                 wait: None,
+                _not_sync: PhantomData,
             })
             .collect())
     }
@@ -277,6 +283,7 @@ impl Communicator {
             rank,
             size: nranks,
             wait: None,
+            _not_sync: PhantomData,
         })
     }
 
@@ -334,6 +341,7 @@ impl Communicator {
             rank,
             size: nranks,
             wait: Some(timeout),
+            _not_sync: PhantomData,
         };
         let ready = if status == sys::ncclInProgress {
             poll(raw, timeout, &context)
@@ -450,6 +458,7 @@ impl Communicator {
             rank,
             size: self.size,
             wait: None,
+            _not_sync: PhantomData,
         };
         // The split keeps every rank in its place (one color, keys = ranks).
         let (r, n) = (
@@ -566,6 +575,7 @@ impl Communicator {
                     rank: 0,
                     size: 0,
                     wait: comm.wait,
+                    _not_sync: PhantomData,
                 })
             })
             .collect();
@@ -711,10 +721,21 @@ impl Communicator {
 }
 
 impl Drop for Communicator {
+    // On a driver callback thread the destroy runs later, on an ordinary
+    // thread (`release_or_defer`, rule 6 of the soundness contract).
     fn drop(&mut self) {
-        let _scope = primary_scope(&self.device);
-        // SAFETY: a live communicator, not used after this.
-        let _ = unsafe { sys::ncclCommDestroy(self.raw) };
+        let device = self.device;
+        let destroy = move |raw| {
+            let _scope = primary_scope(&device);
+            // SAFETY: a live communicator, not used after this.
+            let _ = unsafe { sys::ncclCommDestroy(raw) };
+            Ok(())
+        };
+        // SAFETY: the communicator is owned by `self` and destroyed only here
+        // (`destroy` and `abort` forget `self`); NCCL lets any thread destroy it.
+        unsafe {
+            cudars_core::release_or_defer("destroying a NCCL communicator", self.raw, destroy)
+        };
     }
 }
 

@@ -1,5 +1,7 @@
 //! [`Generator`]: a cuRAND generator bound to a stream, filling typed device views.
 
+use std::cell::Cell;
+use std::marker::PhantomData;
 use std::ptr;
 
 use cudars_bindings::curand as sys;
@@ -125,9 +127,13 @@ pub struct Generator {
     raw: sys::curandGenerator_t,
     kind: RngKind,
     stream: Stream,
+    /// `!Sync` by design, not by the accident of the handle's type: the
+    /// library allows one thread at a time on a handle.
+    _not_sync: PhantomData<Cell<()>>,
 }
 
-// SAFETY: a generator may move between threads; `!Sync` keeps it on one at a time.
+// SAFETY: a generator may move between threads; `!Sync` (the `_not_sync`
+// marker) keeps it on one at a time.
 // Soundness contract: rule 11.
 unsafe impl Send for Generator {}
 
@@ -150,6 +156,7 @@ impl Generator {
             raw,
             kind,
             stream: stream.clone(),
+            _not_sync: PhantomData,
         };
         bind(g.raw, stream.handle())?;
         Ok(g)
@@ -381,12 +388,23 @@ impl Generator {
 
 impl Drop for Generator {
     fn drop(&mut self) {
-        let _scope = ContextScope::for_stream(&self.stream);
-        // SAFETY: a live generator, not used after this. cuRAND waits for the work
-        // queued with it on its current stream before freeing its state, and that
-        // stream is after every earlier one (`set_stream` orders them), so no
-        // generation queued on any stream is left using the state.
-        let _ = unsafe { sys::curandDestroyGenerator(self.raw) };
+        let stream = self.stream.clone();
+        let destroy = move |raw| {
+            let _scope = ContextScope::for_stream(&stream);
+            // SAFETY: a live generator, not used after this. cuRAND waits
+            // for the work queued with it on its current stream before
+            // freeing its state, and that stream is after every earlier one
+            // (`set_stream` orders them), so no generation queued on any
+            // stream is left using the state.
+            let _ = unsafe { sys::curandDestroyGenerator(raw) };
+            Ok(())
+        };
+        // SAFETY: the generator is owned by `self` and destroyed only here;
+        // cuRAND lets any thread destroy it. On a driver callback thread the
+        // destroy runs later, on an ordinary thread.
+        unsafe {
+            cudars_core::release_or_defer("destroying a cuRAND generator", self.raw, destroy)
+        };
     }
 }
 
