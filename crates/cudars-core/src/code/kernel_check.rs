@@ -32,9 +32,12 @@
 
 use std::fmt::Write as _;
 
-use crate::cache::ProgramCache;
+use crate::code::cache::ProgramCache;
 use crate::error::{Error, InvalidKind, Result};
-use crate::{CompileTarget, ObjectCode, Program, ProgramOptions, SourceCode};
+use crate::code::compile::options::ProgramOptions;
+use crate::code::compile::program::{Program, SourceCode};
+use crate::code::compile::target::CompileTarget;
+use crate::code::object::ObjectCode;
 
 /// The file name the appended check's diagnostics carry (`#line`), which tells
 /// its errors from the user's code's.
@@ -311,7 +314,7 @@ pub fn compile(
     let name = options.name.clone().unwrap_or_default();
     let code = SourceCode::Cxx(&text);
     let compiled = match cache {
-        Some(cache) => crate::cache::compile_cached(cache, code, options, target, &[]),
+        Some(cache) => crate::code::cache::compile_cached(cache, code, options, target, &[]),
         None => Program::new(code, options).and_then(|p| p.compile(target, &[])),
     };
     compiled.map_err(|e| match e.log() {
