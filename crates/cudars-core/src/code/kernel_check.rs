@@ -33,11 +33,11 @@
 use std::fmt::Write as _;
 
 use crate::code::cache::ProgramCache;
-use crate::error::{Error, InvalidKind, Result};
 use crate::code::compile::options::ProgramOptions;
 use crate::code::compile::program::{Program, SourceCode};
 use crate::code::compile::target::CompileTarget;
 use crate::code::object::ObjectCode;
+use crate::error::{Error, InvalidKind, Result};
 
 /// The file name the appended check's diagnostics carry (`#line`), which tells
 /// its errors from the user's code's.
