@@ -294,6 +294,7 @@ impl DriverLink {
             ("relocatable", options.relocatable),
             ("numba_debug", options.numba_debug),
             ("extra", !options.extra.is_empty()),
+            ("extra_unchecked", !options.extra_unchecked.is_empty()),
         ];
         if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
             return Err(Error::unsupported(
