@@ -11,8 +11,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cudars_core::{
-    CodeType, CompileTarget, Error, InvalidKind, Library, Linker, LinkerOptions, ObjectCode,
-    Program, ProgramOptions, SourceCode,
+    CodeType, CompileTarget, Error, InvalidKind, Library, Linker, LinkerBackend, LinkerOptions,
+    ObjectCode, Program, ProgramOptions, SourceCode,
 };
 use cudars_tests::require_libs;
 use proptest::prelude::*;
@@ -39,7 +39,11 @@ fn strings(v: &[&str]) -> Vec<String> {
 fn out_of_range<T: std::fmt::Debug>(r: Result<T, Error>, what: &str) {
     match r {
         Err(e @ Error::InvalidArgument { .. }) => {
-            assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange), "{what}: {e}");
+            assert_eq!(
+                e.invalid_kind(),
+                Some(InvalidKind::OutOfRange),
+                "{what}: {e}"
+            );
             assert!(e.to_string().contains("1024"), "{what}: {e}");
         }
         other => panic!("{what}: expected a refused split compile, got {other:?}"),
@@ -68,7 +72,11 @@ fn a_split_compile_split_across_fields_is_refused() {
     // The same through `extra` alone, in each of NVRTC's forwarding spellings.
     for extra in [
         &["-Xptxas=--split-compile", "-Xptxas=1962186399"][..],
-        &["--ptxas-options=--split-compile", "--ptxas-options", "1962186399"],
+        &[
+            "--ptxas-options=--split-compile",
+            "--ptxas-options",
+            "1962186399",
+        ],
         &["-Xptxas", "--split-compile,1962186399"],
         &["--ptxas-options=-v,--split-compile", "-Xptxas=0x74f4b79f"],
     ] {
@@ -114,7 +122,13 @@ fn a_split_compile_in_the_linkers_extra_is_refused() {
 /// started about 1400 threads. Each is bounded now.
 #[test]
 fn every_typed_split_compile_is_bounded() {
-    for (n, ok) in [(0, true), (1024, true), (1025, false), (1500, false), (u32::MAX, false)] {
+    for (n, ok) in [
+        (0, true),
+        (1024, true),
+        (1025, false),
+        (1500, false),
+        (u32::MAX, false),
+    ] {
         let linker = LinkerOptions {
             split_compile: Some(n),
             ..LinkerOptions::new("sm_90")
@@ -178,8 +192,23 @@ fn options_the_parser_cannot_read_are_refused() {
     // What the tools document passes, in each spelling.
     for extra in [
         &["-Xptxas=-v,-O3", "--ptxas-options", "-v"][..],
-        &["-DN=1", "-D", "M", "--define-macro=K", "-I/inc", "-lineinfo", "-G", "-w"],
-        &["--maxrregcount=32", "-maxrregcount", "64", "--split-compile", "0x400"],
+        &[
+            "-DN=1",
+            "-D",
+            "M",
+            "--define-macro=K",
+            "-I/inc",
+            "-lineinfo",
+            "-G",
+            "-w",
+        ],
+        &[
+            "--maxrregcount=32",
+            "-maxrregcount",
+            "64",
+            "--split-compile",
+            "0x400",
+        ],
         &["-Xptxas", "--split-compile", "-Xptxas", "1024"],
     ] {
         let o = ProgramOptions {
@@ -207,12 +236,18 @@ mod model {
     const BOUND: u64 = 1024;
 
     fn is_split(name: &str) -> bool {
-        let n = name.trim_start_matches('-').to_ascii_lowercase().replace('_', "-");
+        let n = name
+            .trim_start_matches('-')
+            .to_ascii_lowercase()
+            .replace('_', "-");
         n == "split-compile" || n == "split-compile-extended"
     }
 
     fn is_forward(name: &str) -> bool {
-        matches!(name, "-Xptxas" | "--Xptxas" | "--ptxas-options" | "-ptxas-options" | "-Xnvvm")
+        matches!(
+            name,
+            "-Xptxas" | "--Xptxas" | "--ptxas-options" | "-ptxas-options" | "-Xnvvm"
+        )
     }
 
     /// Every reading of `s` by `strtoul` with base 0 and base 10 that takes
@@ -469,13 +504,28 @@ fn images_are_checked_by_what_they_are() {
         Library::load(&ObjectCode::from_ptx(fat).unwrap(), &options),
         "the fat binary declared as PTX",
     );
+    // The driver's linker checks its inputs the same way, before it is created.
+    for input in [
+        ObjectCode::from_ptx(elf.clone()),
+        ObjectCode::from_fatbin(fatbin_of(&elf)),
+    ] {
+        let input = input.unwrap();
+        let r = Linker::with_backend(
+            &[&input],
+            LinkerOptions::new("sm_90"),
+            LinkerBackend::Driver,
+        );
+        refused_image(r, "an input of the driver's linker");
+    }
     // A cache entry tagged PTX is checked by its bytes too.
     #[cfg(feature = "cache")]
     {
         use cudars_core::cache::{FileProgramCache, ProgramCache as _, ProgramCacheKey};
         let cache = FileProgramCache::new(dir.path().join("cache")).unwrap();
         let key = ProgramCacheKey::from_bytes([7; 32]);
-        cache.put(&key, &ObjectCode::from_ptx(elf.clone()).unwrap()).unwrap();
+        cache
+            .put(&key, &ObjectCode::from_ptx(elf.clone()).unwrap())
+            .unwrap();
         let entry = cache.get(&key).unwrap().unwrap();
         assert_eq!(entry.code_type(), CodeType::Ptx);
         refused_image(Library::load(&entry, &options), "a cache entry tagged PTX");
@@ -516,7 +566,10 @@ fn ltoir_and_fatbin_wrappers_do_not_load_and_real_images_pass() {
     let ptx = compile("compute_90", CompileTarget::Ptx);
     let lto = compile("sm_90", CompileTarget::Ltoir);
     refused_image(
-        Library::load(&ObjectCode::from_ptx(lto.code().to_vec()).unwrap(), &options),
+        Library::load(
+            &ObjectCode::from_ptx(lto.code().to_vec()).unwrap(),
+            &options,
+        ),
         "NVRTC's LTO-IR declared as PTX",
     );
     for compress in [false, true] {
@@ -543,7 +596,10 @@ fn ltoir_and_fatbin_wrappers_do_not_load_and_real_images_pass() {
                 .find(|&i| bad[i..i + 4] == *b"\x7fELF")
                 .unwrap();
             bad[elf_at + 40..elf_at + 48].copy_from_slice(&(1u64 << 30).to_le_bytes());
-            let e = ObjectCode::from_fatbin(bad).unwrap().check_image().unwrap_err();
+            let e = ObjectCode::from_fatbin(bad)
+                .unwrap()
+                .check_image()
+                .unwrap_err();
             assert!(e.to_string().contains("past the end"), "{e}");
         }
     }
@@ -553,4 +609,38 @@ fn ltoir_and_fatbin_wrappers_do_not_load_and_real_images_pass() {
         .unwrap()
         .check_image()
         .unwrap();
+}
+
+/// On a GPU, with a live driver: the lying images are refused by every loader
+/// (a library, a module in a context, the code's own kernel lookup, the
+/// driver's linker) as typed errors, never read by the driver.
+#[test]
+fn lying_images_are_refused_by_every_loader_on_a_gpu() {
+    cudars_tests::require_gpu!();
+    let device = cudars_core::Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let ctx = cudars_core::Context::primary(&device).unwrap();
+    let elf = lying_elf();
+    let images = [
+        ObjectCode::from_ptx(elf.clone()).unwrap(),
+        ObjectCode::from_cubin(elf.clone()).unwrap(),
+        ObjectCode::from_fatbin(fatbin_of(&elf)).unwrap(),
+        ObjectCode::from_ptx(fatbin_of(&elf)).unwrap(),
+    ];
+    for code in &images {
+        let what = format!("{} ({} bytes)", code.code_type(), code.code().len());
+        refused_image(Library::load(code, &Default::default()), &what);
+        refused_image(
+            cudars_core::Module::load(&ctx, code, &Default::default()),
+            &what,
+        );
+        refused_image(code.get_kernel("k"), &what);
+        refused_image(
+            Linker::with_backend(&[code], LinkerOptions::new("sm_90"), LinkerBackend::Driver),
+            &what,
+        );
+    }
+    // Real PTX still loads.
+    let ptx = ObjectCode::from_ptx(PTX).unwrap();
+    assert!(Library::load(&ptx, &Default::default()).is_ok());
 }

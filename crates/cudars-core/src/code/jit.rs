@@ -207,6 +207,26 @@ pub(crate) fn check_image(code: &crate::code::object::ObjectCode) -> crate::erro
     }
 }
 
+/// Checks an input of the driver's linker by what its bytes are: ELF images
+/// (cubins, host objects) and fat binaries as [`check_image`] checks them, and
+/// fat-binary wrappers refused; anything else (PTX, LTO-IR, archives) is read
+/// by the driver within the length it is given.
+pub(crate) fn check_link_input(code: &crate::code::object::ObjectCode) -> crate::error::Result<()> {
+    match magic(code.code()) {
+        Magic::Text | Magic::Bitcode => Ok(()),
+        _ => check_binary(code.code(), 0).map_err(|why| {
+            crate::error::Error::invalid(
+                format!(
+                    "adding {} `{}` to the driver's link",
+                    code.code_type(),
+                    code.name()
+                ),
+                format!("not a valid image: {why}"),
+            )
+        }),
+    }
+}
+
 /// Checks a binary image (ELF or fat binary, by its magic) whose bytes are `b`.
 fn check_binary(b: &[u8], depth: u32) -> Result<(), &'static str> {
     match magic(b) {
@@ -230,7 +250,8 @@ impl Bytes<'_> {
         self.0.get(o..o.checked_add(n)?)
     }
     fn u16(&self, o: u64) -> Option<u64> {
-        self.at(o, 2).map(|s| u64::from(u16::from_le_bytes([s[0], s[1]])))
+        self.at(o, 2)
+            .map(|s| u64::from(u16::from_le_bytes([s[0], s[1]])))
     }
     fn u32(&self, o: u64) -> Option<u64> {
         self.at(o, 4)
@@ -343,7 +364,11 @@ fn check_fatbin(image: &[u8], depth: u32) -> Result<(), &'static str> {
         if entry_header >= 64 {
             let field = |o: u64| b.u32(at + o).ok_or("truncated fat binary entry header");
             let (name_off, name_len) = (field(32)?, field(36)?);
-            if name_len > 0 && !(at + name_off).checked_add(name_len).is_some_and(|e| e <= end) {
+            if name_len > 0
+                && !(at + name_off)
+                    .checked_add(name_len)
+                    .is_some_and(|e| e <= end)
+            {
                 return Err("a fat binary entry's name lies past the end");
             }
             let flags = b.u64(at + 40).ok_or("truncated fat binary entry header")?;

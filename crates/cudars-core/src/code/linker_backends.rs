@@ -302,6 +302,10 @@ impl DriverLink {
                 format!("the driver's linker has no counterpart of `{field}` (nvJitLink has)"),
             ));
         }
+        // The images, by what they are, before the link state exists.
+        for input in inputs {
+            crate::code::jit::check_link_input(input)?;
+        }
         let mut info_log = vec![0u8; DRIVER_LOG_BYTES];
         let mut error_log = vec![0u8; DRIVER_LOG_BYTES];
         // Integer option values travel in the pointer itself, as cuda.h says.
