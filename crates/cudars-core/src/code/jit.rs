@@ -364,11 +364,8 @@ fn check_fatbin(image: &[u8], depth: u32) -> Result<(), &'static str> {
         if entry_header >= 64 {
             let field = |o: u64| b.u32(at + o).ok_or("truncated fat binary entry header");
             let (name_off, name_len) = (field(32)?, field(36)?);
-            if name_len > 0
-                && !(at + name_off)
-                    .checked_add(name_len)
-                    .is_some_and(|e| e <= end)
-            {
+            let name_end = (at + name_off).checked_add(name_len);
+            if name_len > 0 && name_end.is_none_or(|e| e > end) {
                 return Err("a fat binary entry's name lies past the end");
             }
             let flags = b.u64(at + 40).ok_or("truncated fat binary entry header")?;
