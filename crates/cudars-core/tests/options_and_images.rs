@@ -589,6 +589,29 @@ fn ltoir_and_fatbin_wrappers_do_not_load_and_real_images_pass() {
             .unwrap()
             .check_image()
             .unwrap();
+        // JIT options asking the driver for a split compile are refused when
+        // the entry is added, and when a fat binary carrying them is loaded.
+        let r =
+            cudars_core::FatbinBuilder::new().ptx(&ptx, "compute_90", "-O3 --split-compile=99999");
+        assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{r:?}");
+        let with_options = cudars_core::FatbinBuilder::new()
+            .compress(compress)
+            .ptx(&ptx, "compute_90", "-O3 --split-compile=1000")
+            .unwrap()
+            .build()
+            .unwrap();
+        with_options.check_image().unwrap();
+        let mut bad = with_options.code().to_vec();
+        let option = b"--split-compile=1000";
+        let at = (0..bad.len() - option.len())
+            .find(|&i| bad[i..i + option.len()] == *option)
+            .unwrap();
+        bad[at + option.len() - 4..at + option.len()].copy_from_slice(b"9999");
+        let e = ObjectCode::from_fatbin(bad)
+            .unwrap()
+            .check_image()
+            .unwrap_err();
+        assert!(e.to_string().contains("split compile"), "{e}");
         // A cubin entry whose ELF lies is refused, where it is not compressed.
         if !compress {
             let mut bad = fat.code().to_vec();

@@ -368,6 +368,30 @@ fn check_fatbin(image: &[u8], depth: u32) -> Result<(), &'static str> {
             if name_len > 0 && name_end.is_none_or(|e| e > end) {
                 return Err("a fat binary entry's name lies past the end");
             }
+            // A PTX (1) or LTO-IR (8) entry's options for the driver's JIT
+            // compiler or linker: at its options offset, a tag (u32), the
+            // length (u32), then the text. They are read as forwarded ptxas
+            // options are (a split compile among them is bounded).
+            let kind = b.u16(at).ok_or("truncated fat binary entry header")?;
+            let options_at = field(20)?;
+            if matches!(kind, 1 | 8) && options_at != 0 {
+                let start = at + options_at;
+                let len = b
+                    .u32(start + 4)
+                    .ok_or("a fat binary entry's options lie past the end")?;
+                let text = (start + 8)
+                    .checked_add(len)
+                    .filter(|e| *e <= end)
+                    .and_then(|e| image.get(start as usize + 8..e as usize))
+                    .ok_or("a fat binary entry's options lie past the end")?;
+                let text = String::from_utf8_lossy(text);
+                let text = text.trim_end_matches('\0');
+                crate::code::tool_args::check_jit_options("options", text, "a fat binary entry")
+                    .map_err(|_| {
+                        "a fat binary entry's JIT options ask for a split compile of more than \
+                         1024 threads, or in a spelling that cannot be checked"
+                    })?;
+            }
             let flags = b.u64(at + 40).ok_or("truncated fat binary entry header")?;
             if flags & FATBIN_ENTRY_COMPRESSED != 0 {
                 let compressed = field(16)?;

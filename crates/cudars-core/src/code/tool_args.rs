@@ -467,6 +467,32 @@ fn check_forwarded(opts: &[Forwarded<'_>], tool: &str, context: &'static str) ->
     Ok(())
 }
 
+/// Checks an option string the driver's JIT compiler or linker reads when it
+/// loads a fat binary's PTX or LTO-IR entry (`FatbinBuilder::ptx`'s and
+/// `ltoir`'s options, or the options block of a loaded fat binary's entry),
+/// split at whitespace, as [`check_args`] checks forwarded ptxas options: every
+/// split-compile count within the bound, no other option speaking of a split
+/// compile, no quotes or backslashes.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming `field`.
+pub(crate) fn check_jit_options(field: &str, options: &str, context: &'static str) -> Result<()> {
+    if options.contains(['"', '\'', '\\']) {
+        return Err(Error::invalid(
+            context,
+            format!(
+                "`{field}` holds {options:?}, with quotes or backslashes, which the driver may \
+                 read as quoting: it cannot be checked one way"
+            ),
+        ));
+    }
+    let tokens: Vec<Forwarded<'_>> = options
+        .split_whitespace()
+        .map(|token| Forwarded { field, token })
+        .collect();
+    check_forwarded(&tokens, "the driver's JIT", context)
+}
+
 /// Whether `name` (without dashes) is a split-compile option, in any case and
 /// with `_` for `-`.
 fn is_split_compile(name: &str) -> bool {
