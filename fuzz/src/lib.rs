@@ -53,7 +53,10 @@ pub fn options(data: &[u8]) {
 fn assert_within(args: &[String], tool: &str) {
     for count in counts(args) {
         let ok = readings(&count).is_some_and(|r| r.iter().all(|&n| n <= BOUND));
-        assert!(ok, "{tool} would read a split compile of {count:?} in {args:?}");
+        assert!(
+            ok,
+            "{tool} would read a split compile of {count:?} in {args:?}"
+        );
     }
 }
 
@@ -65,9 +68,13 @@ fn is_split(name: &str) -> bool {
     n == "split-compile" || n == "split-compile-extended"
 }
 
-fn is_forward(name: &str) -> bool {
-    let n = name.trim_start_matches('-').to_ascii_lowercase();
-    n == "xptxas" || n == "ptxas-options" || n == "xnvvm"
+/// The tool a forwarding option hands its list to: ptxas (0) or NVVM (1).
+fn forwards_to(name: &str) -> Option<usize> {
+    match name.trim_start_matches('-').to_ascii_lowercase().as_str() {
+        "xptxas" | "ptxas-options" => Some(0),
+        "xnvvm" => Some(1),
+        _ => None,
+    }
 }
 
 /// The readings of a count by `strtoul` with base 0 and with base 10 over the
@@ -92,10 +99,11 @@ fn readings(s: &str) -> Option<[u64; 2]> {
     Some([base10, base0])
 }
 
-/// Every split-compile count in `args` as the tool reads them: its own
-/// options, then those it forwards (joined, split at commas and whitespace).
+/// Every split-compile count in `args` as the tools read them: the tool's own
+/// options, then what each forwarded-to tool reads (its lists joined in order,
+/// split at commas and whitespace).
 fn counts(args: &[String]) -> Vec<String> {
-    fn scan(items: &[String], found: &mut Vec<String>, mut forward: Option<&mut Vec<String>>) {
+    fn scan(items: &[String], found: &mut Vec<String>, mut forward: Option<&mut [Vec<String>; 2]>) {
         let mut i = 0;
         while i < items.len() {
             let (name, value) = match items[i].split_once('=') {
@@ -103,7 +111,7 @@ fn counts(args: &[String]) -> Vec<String> {
                 None => (items[i].as_str(), None),
             };
             i += 1;
-            let takes = is_split(name) || (forward.is_some() && is_forward(name));
+            let takes = is_split(name) || (forward.is_some() && forwards_to(name).is_some());
             if !name.starts_with('-') || !takes {
                 continue;
             }
@@ -113,8 +121,9 @@ fn counts(args: &[String]) -> Vec<String> {
             });
             if is_split(name) {
                 found.push(value);
-            } else if let Some(f) = forward.as_deref_mut() {
-                f.extend(
+            } else if let (Some(streams), Some(tool)) = (forward.as_deref_mut(), forwards_to(name))
+            {
+                streams[tool].extend(
                     value
                         .split(|c: char| c == ',' || c.is_whitespace())
                         .filter(|t| !t.is_empty())
@@ -124,9 +133,11 @@ fn counts(args: &[String]) -> Vec<String> {
         }
     }
     let mut found = Vec::new();
-    let mut forwarded = Vec::new();
-    scan(args, &mut found, Some(&mut forwarded));
-    scan(&forwarded, &mut found, None);
+    let mut streams = [Vec::new(), Vec::new()];
+    scan(args, &mut found, Some(&mut streams));
+    for forwarded in &streams {
+        scan(forwarded, &mut found, None);
+    }
     found
 }
 
@@ -157,8 +168,14 @@ pub fn image(data: &[u8]) {
     };
     if bytes.starts_with(b"\x7fELF") {
         assert!(bytes.len() >= 64, "a short ELF passed");
-        assert!(u64_at(40) + u16_at(58) * u16_at(60) <= len, "ELF sections past the end");
-        assert!(u64_at(32) + u16_at(54) * u16_at(56) <= len, "ELF segments past the end");
+        assert!(
+            u64_at(40) + u16_at(58) * u16_at(60) <= len,
+            "ELF sections past the end"
+        );
+        assert!(
+            u64_at(32) + u16_at(54) * u16_at(56) <= len,
+            "ELF segments past the end"
+        );
     } else if bytes.starts_with(&0xBA55_ED50u32.to_le_bytes()) {
         assert!(u16_at(6) + u64_at(8) <= len, "fat binary past the end");
     } else {
@@ -188,8 +205,8 @@ pub fn replay(target: fn(&[u8])) {
             vec![path]
         };
         for file in files {
-            let data = std::fs::read(&file)
-                .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
+            let data =
+                std::fs::read(&file).unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
             target(&data);
             n += 1;
         }

@@ -243,11 +243,13 @@ mod model {
         n == "split-compile" || n == "split-compile-extended"
     }
 
-    fn is_forward(name: &str) -> bool {
-        matches!(
-            name,
-            "-Xptxas" | "--Xptxas" | "--ptxas-options" | "-ptxas-options" | "-Xnvvm"
-        )
+    /// The tool a forwarding option hands its list to: ptxas (0) or NVVM (1).
+    fn forwards_to(name: &str) -> Option<usize> {
+        match name {
+            "-Xptxas" | "--Xptxas" | "--ptxas-options" | "-ptxas-options" => Some(0),
+            "-Xnvvm" | "--Xnvvm" => Some(1),
+            _ => None,
+        }
     }
 
     /// Every reading of `s` by `strtoul` with base 0 and base 10 that takes
@@ -272,10 +274,11 @@ mod model {
         Some(vec![base10, base0])
     }
 
-    /// The counts in `args` (top level, then forwarded), as the tool reads them.
+    /// The counts in `args` (top level, then what each forwarded-to tool
+    /// reads: its lists joined in order), as the tools read them.
     fn counts(args: &[String]) -> Vec<String> {
         let mut found = Vec::new();
-        let mut forwarded: Vec<String> = Vec::new();
+        let mut streams: [Vec<String>; 2] = [Vec::new(), Vec::new()];
         let mut i = 0;
         while i < args.len() {
             let (name, value) = match args[i].split_once('=') {
@@ -283,7 +286,7 @@ mod model {
                 None => (args[i].clone(), None),
             };
             i += 1;
-            if is_split(&name) || is_forward(&name) {
+            if is_split(&name) || forwards_to(&name).is_some() {
                 let value = match value {
                     Some(v) => v,
                     None if i < args.len() => {
@@ -292,34 +295,35 @@ mod model {
                     }
                     None => String::new(),
                 };
-                if is_split(&name) {
-                    found.push(value);
-                } else {
-                    forwarded.extend(
+                match forwards_to(&name) {
+                    Some(tool) => streams[tool].extend(
                         value
                             .split([',', ' ', '\t'])
                             .filter(|t| !t.is_empty())
                             .map(str::to_string),
-                    );
+                    ),
+                    None => found.push(value),
                 }
             }
         }
-        let mut j = 0;
-        while j < forwarded.len() {
-            let (name, value) = match forwarded[j].split_once('=') {
-                Some((n, v)) => (n.to_string(), Some(v.to_string())),
-                None => (forwarded[j].clone(), None),
-            };
-            j += 1;
-            if name.starts_with('-') && is_split(&name) {
-                found.push(match value {
-                    Some(v) => v,
-                    None if j < forwarded.len() => {
-                        j += 1;
-                        forwarded[j - 1].clone()
-                    }
-                    None => String::new(),
-                });
+        for forwarded in &streams {
+            let mut j = 0;
+            while j < forwarded.len() {
+                let (name, value) = match forwarded[j].split_once('=') {
+                    Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                    None => (forwarded[j].clone(), None),
+                };
+                j += 1;
+                if name.starts_with('-') && is_split(&name) {
+                    found.push(match value {
+                        Some(v) => v,
+                        None if j < forwarded.len() => {
+                            j += 1;
+                            forwarded[j - 1].clone()
+                        }
+                        None => String::new(),
+                    });
+                }
             }
         }
         found

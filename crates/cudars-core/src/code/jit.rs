@@ -227,6 +227,26 @@ pub(crate) fn check_link_input(code: &crate::code::object::ObjectCode) -> crate:
     }
 }
 
+impl crate::code::object::ObjectCode {
+    /// Checks the image as [`Library::load`](crate::Library::load) and
+    /// [`Module::load`](crate::Module::load) do before the driver sees it, by
+    /// what the bytes are (their magic), not by [`code_type`](Self::code_type),
+    /// which the driver's loaders ignore: an ELF image's (a cubin's) header
+    /// tables, segments and sections lie inside its bytes; a fat binary's
+    /// entries lie inside it and the ELF images among them pass the same check;
+    /// code declared as a cubin or fat binary is one; LTO-IR, NVVM IR and
+    /// fat-binary wrappers (which hold a host pointer) do not load. Other
+    /// bytes are PTX text, which the driver's JIT compiler checks. Needs no
+    /// driver.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) saying what is
+    /// wrong with the image.
+    pub fn check_image(&self) -> crate::error::Result<()> {
+        check_image(self)
+    }
+}
+
 /// Checks a binary image (ELF or fat binary, by its magic) whose bytes are `b`.
 fn check_binary(b: &[u8], depth: u32) -> Result<(), &'static str> {
     match magic(b) {
