@@ -143,6 +143,7 @@ pub use code::linker::{Linker, LinkerBackend, LinkerHandle};
 pub use code::linker_options::LinkerOptions;
 pub use code::module::{LoadingMode, Module};
 pub use code::object::{CodeType, ObjectCode};
+pub use code::tool_args::UncheckedOptions;
 pub use completion::Completion;
 pub use completion::copies::ToVec;
 pub use completion::event_wait::EventWait;

@@ -320,9 +320,21 @@ fn compile_errors_carry_the_log() {
         "{report}"
     );
     assert_eq!(program.log(), *log);
-    // An option NVRTC does not know fails the compile too.
+    // An option the crate's parser does not know is refused before NVRTC sees
+    // it (it might forward a split compile to ptxas) …
     let opts = ProgramOptions {
         extra: vec!["--no-such-option".into()],
+        ..Default::default()
+    };
+    let e = Program::new(SourceCode::Cxx(SAXPY), opts).unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("extra_unchecked"),
+        "{e}"
+    );
+    // … and passed unchecked, NVRTC refuses it and fails the compile.
+    let opts = ProgramOptions {
+        // SAFETY: NVRTC refuses an option it does not know; it starts nothing.
+        extra_unchecked: unsafe { cudars_core::UncheckedOptions::new(["--no-such-option"]) },
         ..Default::default()
     };
     let e = Program::new(SourceCode::Cxx(SAXPY), opts)
@@ -355,7 +367,7 @@ fn options_are_checked_before_compiling() {
         diag_suppress: vec![177, 550],
         split_compile: Some(0),
         ptxas_options: vec!["-v".into()],
-        extra: vec!["--extra-thing".into()],
+        extra: vec!["-w".into()],
         ..sm90()
     }
     .to_nvrtc_args()
@@ -383,7 +395,7 @@ fn options_are_checked_before_compiling() {
             "--diag-suppress=177",
             "--diag-suppress=550",
             "--split-compile=0",
-            "--extra-thing",
+            "-w",
         ]
     );
     let nvvm = ProgramOptions {
@@ -1465,7 +1477,9 @@ fn a_split_compile_of_more_threads_than_a_machine_has_is_refused() {
         ptxas_options: opts.iter().map(|o| o.to_string()).collect(),
         ..sm90()
     };
-    let refused: [&[&str]; 8] = [
+    let refused: [&[&str]; 9] = [
+        // A spelling of a split compile the parser does not know is refused too.
+        &["--split-compile-x=99999"],
         &["--split-compile=65536"],
         &["-split-compile=1962186399"],
         &[" --split-compile=1025 "],
@@ -1492,7 +1506,6 @@ fn a_split_compile_of_more_threads_than_a_machine_has_is_refused() {
         &["--split-compile=4"][..],
         &["-split-compile", " 1024"],
         &["-v", "--split-compile=0"],
-        &["--split-compile-x=99999"],
     ] {
         assert!(ptxas(opts).to_nvrtc_args().is_ok(), "{opts:?}");
     }

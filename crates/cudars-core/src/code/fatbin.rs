@@ -105,7 +105,9 @@ impl FatbinBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `code` is not PTX, `arch` is not an
-    /// architecture or `options` holds a NUL byte.
+    /// architecture, or `options` holds a NUL byte or asks the driver's JIT for
+    /// a split compile of more than 1024 threads (or in a spelling that cannot
+    /// be checked: see [`ProgramOptions::extra`](crate::ProgramOptions::extra)).
     pub fn ptx(self, code: &ObjectCode, arch: &str, options: &str) -> Result<Self> {
         let options = options.to_owned();
         self.push(EntryKind::Ptx { options }, CodeType::Ptx, code, arch)
@@ -116,7 +118,9 @@ impl FatbinBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `code` is not LTO-IR, `arch` is not an
-    /// architecture or `options` holds a NUL byte.
+    /// architecture, or `options` holds a NUL byte or asks the driver's JIT for
+    /// a split compile of more than 1024 threads (or in a spelling that cannot
+    /// be checked: see [`ProgramOptions::extra`](crate::ProgramOptions::extra)).
     pub fn ltoir(self, code: &ObjectCode, arch: &str, options: &str) -> Result<Self> {
         let options = options.to_owned();
         self.push(EntryKind::Ltoir { options }, CodeType::Ltoir, code, arch)
@@ -193,6 +197,13 @@ impl FatbinBuilder {
                     "the JIT options hold a NUL byte",
                 ));
             }
+            // The driver's JIT reads them when the fatbin is loaded: a split
+            // compile among them is held to the bound every option is.
+            crate::code::tool_args::check_jit_options(
+                "options",
+                options,
+                "adding JIT options to a fatbin entry",
+            )?;
         }
         self.entries.push(Entry {
             kind,

@@ -132,120 +132,307 @@ pub(crate) fn loadable(code: &crate::code::object::ObjectCode) -> std::borrow::C
 const ELF64_SHDR_LEN: u64 = 64;
 /// The size of an ELF64 program header (`Elf64_Phdr`).
 const ELF64_PHDR_LEN: u64 = 56;
+/// A fat binary's magic (`0xBA55ED50`, little-endian).
+const FATBIN_MAGIC: u32 = 0xBA55_ED50;
+/// The magic of a fat-binary wrapper (`__fatBinC_Wrapper_t`), whose second
+/// word is a host pointer to the fat binary.
+const FATBIN_WRAPPER_MAGIC: u32 = 0x4662_43B1;
 /// The size of a fat binary's header: magic (u32), version (u16), header size
 /// (u16), size of the entries (u64).
 const FATBIN_HEADER_LEN: u64 = 16;
 /// The fields of a fat binary entry's header that locate the next one: kind
 /// (u16), version (u16), header size (u32), payload size (u64).
 const FATBIN_ENTRY_HEADER_MIN: u64 = 16;
+/// LTO-IR's magic (as NVRTC and nvJitLink write it).
+const LTOIR_MAGIC: u32 = 0x7F4E_43ED;
+/// The flag of a fat binary entry whose payload is compressed.
+const FATBIN_ENTRY_COMPRESSED: u64 = 0x8000;
+/// How deep fat binaries nested in fat binaries' entries are walked.
+const FATBIN_MAX_DEPTH: u32 = 4;
 
-/// Checks that a cubin's or fat binary's own size fields stay inside its bytes:
-/// the driver's loaders take no length and trust the image's headers.
+/// What an image is, by its first bytes: what the driver's loaders go by,
+/// whatever kind the code is declared as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Magic {
+    /// `\x7fELF`: a cubin (or any ELF file).
+    Elf,
+    /// `0xBA55ED50`: a fat binary.
+    Fatbin,
+    /// `0x466243B1`: a fat-binary wrapper, holding a host pointer.
+    FatbinWrapper,
+    /// LTO-IR (`0x7F4E43ED`) or LLVM bitcode (`BC\xC0\xDE`, or its wrapper
+    /// `0x0B17C0DE`): NVVM IR.
+    Bitcode,
+    /// Anything else: text, read by the driver as PTX up to its NUL.
+    Text,
+}
+
+fn magic(b: &[u8]) -> Magic {
+    let word = b
+        .get(..4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+    match word {
+        _ if b.starts_with(b"\x7fELF") => Magic::Elf,
+        Some(FATBIN_MAGIC) => Magic::Fatbin,
+        Some(FATBIN_WRAPPER_MAGIC) => Magic::FatbinWrapper,
+        Some(LTOIR_MAGIC | 0x0B17_C0DE) => Magic::Bitcode,
+        _ if b.starts_with(b"BC\xC0\xDE") => Magic::Bitcode,
+        _ => Magic::Text,
+    }
+}
+
+/// Checks an image by what it is (its magic bytes, not its declared kind,
+/// which the driver's loaders ignore): a cubin's or fat binary's own size
+/// fields stay inside its bytes (the loaders take no length and trust the
+/// image's headers), down to the ELF images inside a fat binary's entries.
+/// Code declared as a cubin or fat binary must be one; LTO-IR, NVVM IR and
+/// fat-binary wrappers (which hold a host pointer) are refused; anything else
+/// is text, read as PTX.
 pub(crate) fn check_image(code: &crate::code::object::ObjectCode) -> crate::error::Result<()> {
+    use crate::code::object::CodeType;
     let b = code.code();
-    let what = || format!("loading {} `{}`", code.code_type(), code.name());
-    let bad = |why: &str| crate::error::Error::invalid(what(), format!("not a valid image: {why}"));
-    // Reads that run past the end (or past `usize::MAX`) are `None`.
-    let at = |o: usize, n: usize| b.get(o..o.checked_add(n)?);
-    let u16_at = |o: usize| at(o, 2).map(|s| u64::from(u16::from_le_bytes([s[0], s[1]])));
-    let u32_at =
-        |o: usize| at(o, 4).map(|s| u64::from(u32::from_le_bytes([s[0], s[1], s[2], s[3]])));
-    let u64_at = |o: usize| {
-        at(o, 8).map(|s| {
+    let bad = |why: &str| {
+        crate::error::Error::invalid(
+            format!("loading {} `{}`", code.code_type(), code.name()),
+            format!("not a valid image: {why}"),
+        )
+    };
+    match magic(b) {
+        Magic::Text => match code.code_type() {
+            CodeType::Cubin => Err(bad("a cubin is a 64-bit little-endian ELF file")),
+            CodeType::Fatbin => Err(bad("a fat binary starts with the magic 0xBA55ED50")),
+            _ => Ok(()),
+        },
+        _ => check_binary(b, 0).map_err(bad),
+    }
+}
+
+/// Checks an input of the driver's linker by what its bytes are: ELF images
+/// (cubins, host objects) and fat binaries as [`check_image`] checks them, and
+/// fat-binary wrappers refused; anything else (PTX, LTO-IR, archives) is read
+/// by the driver within the length it is given.
+pub(crate) fn check_link_input(code: &crate::code::object::ObjectCode) -> crate::error::Result<()> {
+    match magic(code.code()) {
+        Magic::Text | Magic::Bitcode => Ok(()),
+        _ => check_binary(code.code(), 0).map_err(|why| {
+            crate::error::Error::invalid(
+                format!(
+                    "adding {} `{}` to the driver's link",
+                    code.code_type(),
+                    code.name()
+                ),
+                format!("not a valid image: {why}"),
+            )
+        }),
+    }
+}
+
+impl crate::code::object::ObjectCode {
+    /// Checks the image as [`Library::load`](crate::Library::load) and
+    /// [`Module::load`](crate::Module::load) do before the driver sees it, by
+    /// what the bytes are (their magic), not by [`code_type`](Self::code_type),
+    /// which the driver's loaders ignore: an ELF image's (a cubin's) header
+    /// tables, segments and sections lie inside its bytes; a fat binary's
+    /// entries lie inside it and the ELF images among them pass the same check;
+    /// code declared as a cubin or fat binary is one; LTO-IR, NVVM IR and
+    /// fat-binary wrappers (which hold a host pointer) do not load. Other
+    /// bytes are PTX text, which the driver's JIT compiler checks. Needs no
+    /// driver.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) saying what is
+    /// wrong with the image.
+    pub fn check_image(&self) -> crate::error::Result<()> {
+        check_image(self)
+    }
+}
+
+/// Checks a binary image (ELF or fat binary, by its magic) whose bytes are `b`.
+fn check_binary(b: &[u8], depth: u32) -> Result<(), &'static str> {
+    match magic(b) {
+        Magic::Elf => check_elf(b),
+        Magic::Fatbin => check_fatbin(b, depth),
+        Magic::FatbinWrapper => Err(
+            "a fat-binary wrapper (magic 0x466243B1) holds a host pointer, which cannot be \
+             checked: load the fat binary itself",
+        ),
+        Magic::Bitcode => Err("LTO-IR and NVVM IR do not load directly: link them first"),
+        Magic::Text => Err("not a binary image"),
+    }
+}
+
+/// Little-endian reads that are `None` past the end (or past `usize::MAX`).
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn at(&self, o: u64, n: usize) -> Option<&[u8]> {
+        let o = usize::try_from(o).ok()?;
+        self.0.get(o..o.checked_add(n)?)
+    }
+    fn u16(&self, o: u64) -> Option<u64> {
+        self.at(o, 2)
+            .map(|s| u64::from(u16::from_le_bytes([s[0], s[1]])))
+    }
+    fn u32(&self, o: u64) -> Option<u64> {
+        self.at(o, 4)
+            .map(|s| u64::from(u32::from_le_bytes([s[0], s[1], s[2], s[3]])))
+    }
+    fn u64(&self, o: u64) -> Option<u64> {
+        self.at(o, 8).map(|s| {
             let mut a = [0u8; 8];
             a.copy_from_slice(s);
             u64::from_le_bytes(a)
         })
-    };
-    let len = b.len() as u64;
-    let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
-    match code.code_type() {
-        crate::code::object::CodeType::Cubin => {
-            if b.len() < 64 || &b[..4] != b"\x7fELF" || b[4] != 2 || b[5] != 1 {
-                return Err(bad("a cubin is a 64-bit little-endian ELF file"));
-            }
-            let field = |v: Option<u64>| v.ok_or_else(|| bad("truncated ELF header"));
-            let phoff = field(u64_at(32))?;
-            let shoff = field(u64_at(40))?;
-            let phentsize = field(u16_at(54))?;
-            let phnum = field(u16_at(56))?;
-            let shentsize = field(u16_at(58))?;
-            let shnum = field(u16_at(60))?;
-            if !fits(phoff, phentsize * phnum) || !fits(shoff, shentsize * shnum) {
-                return Err(bad("the ELF header tables run past the end"));
-            }
-            if shnum > 0 && shentsize < ELF64_SHDR_LEN {
-                return Err(bad("ELF section headers are too small"));
-            }
-            if phnum > 0 && phentsize < ELF64_PHDR_LEN {
-                return Err(bad("ELF program headers are too small"));
-            }
-            for i in 0..phnum {
-                let h = phoff + i * phentsize;
-                let (Some(off), Some(size)) = (u64_at(h as usize + 8), u64_at(h as usize + 32))
-                else {
-                    return Err(bad("truncated ELF program header"));
-                };
-                // A segment with no bytes in the file (memory only) may point anywhere.
-                if size > 0 && !fits(off, size) {
-                    return Err(bad("an ELF segment runs past the end"));
-                }
-            }
-            for i in 0..shnum {
-                let h = shoff + i * shentsize;
-                let (Some(kind), Some(off), Some(size)) = (
-                    u32_at(h as usize + 4),
-                    u64_at(h as usize + 24),
-                    u64_at(h as usize + 32),
-                ) else {
-                    return Err(bad("truncated ELF section header"));
-                };
-                // SHT_NOBITS (8) sections take no space in the file.
-                if kind != 8 && !fits(off, size) {
-                    return Err(bad("an ELF section runs past the end"));
-                }
-            }
-            Ok(())
-        }
-        crate::code::object::CodeType::Fatbin => {
-            if u32_at(0) != Some(0xBA55_ED50) {
-                return Err(bad("a fat binary starts with the magic 0xBA55ED50"));
-            }
-            let (Some(header), Some(size)) = (u16_at(6), u64_at(8)) else {
-                return Err(bad("truncated fat binary header"));
-            };
-            if header < FATBIN_HEADER_LEN {
-                return Err(bad("the fat binary's header is too small"));
-            }
-            if !fits(header, size) {
-                return Err(bad("the fat binary's size runs past the end"));
-            }
-            // The entries (one per cubin, PTX or LTO-IR) follow the header back to
-            // back, each a header of its own size, then its payload; the driver
-            // walks them by these sizes.
-            let end = header + size;
-            let mut at = header;
-            while at < end {
-                let (Some(entry_header), Some(payload)) =
-                    (u32_at(at as usize + 4), u64_at(at as usize + 8))
-                else {
-                    return Err(bad("truncated fat binary entry header"));
-                };
-                if entry_header < FATBIN_ENTRY_HEADER_MIN || end - at < FATBIN_ENTRY_HEADER_MIN {
-                    return Err(bad("a fat binary entry header is too small"));
-                }
-                match at
-                    .checked_add(entry_header)
-                    .and_then(|a| a.checked_add(payload))
-                {
-                    Some(next) if next <= end => at = next,
-                    _ => return Err(bad("a fat binary entry runs past the end")),
-                }
-            }
-            Ok(())
-        }
-        _ => Ok(()),
     }
+    /// Whether `size` bytes from `off` lie inside.
+    fn fits(&self, off: u64, size: u64) -> bool {
+        off.checked_add(size)
+            .is_some_and(|end| end <= self.0.len() as u64)
+    }
+}
+
+/// An ELF image: a 64-bit little-endian ELF whose header tables, segments and
+/// sections (but those without file bytes) lie inside `b`.
+fn check_elf(b: &[u8]) -> Result<(), &'static str> {
+    if b.len() < 64 || &b[..4] != b"\x7fELF" || b[4] != 2 || b[5] != 1 {
+        return Err("a cubin is a 64-bit little-endian ELF file");
+    }
+    let b = Bytes(b);
+    let field = |v: Option<u64>| v.ok_or("truncated ELF header");
+    let phoff = field(b.u64(32))?;
+    let shoff = field(b.u64(40))?;
+    let phentsize = field(b.u16(54))?;
+    let phnum = field(b.u16(56))?;
+    let shentsize = field(b.u16(58))?;
+    let shnum = field(b.u16(60))?;
+    let shstrndx = field(b.u16(62))?;
+    if !b.fits(phoff, phentsize * phnum) || !b.fits(shoff, shentsize * shnum) {
+        return Err("the ELF header tables run past the end");
+    }
+    if shnum > 0 && shentsize < ELF64_SHDR_LEN {
+        return Err("ELF section headers are too small");
+    }
+    if phnum > 0 && phentsize < ELF64_PHDR_LEN {
+        return Err("ELF program headers are too small");
+    }
+    // The section names' section is one of the sections (0: none).
+    if shstrndx != 0 && shstrndx >= shnum {
+        return Err("the ELF section-name table is not one of its sections");
+    }
+    for i in 0..phnum {
+        let h = phoff + i * phentsize;
+        let (Some(off), Some(size)) = (b.u64(h + 8), b.u64(h + 32)) else {
+            return Err("truncated ELF program header");
+        };
+        // A segment with no bytes in the file (memory only) may point anywhere.
+        if size > 0 && !b.fits(off, size) {
+            return Err("an ELF segment runs past the end");
+        }
+    }
+    for i in 0..shnum {
+        let h = shoff + i * shentsize;
+        let (Some(kind), Some(off), Some(size)) = (b.u32(h + 4), b.u64(h + 24), b.u64(h + 32))
+        else {
+            return Err("truncated ELF section header");
+        };
+        // SHT_NOBITS (8) sections take no space in the file.
+        if kind != 8 && !b.fits(off, size) {
+            return Err("an ELF section runs past the end");
+        }
+    }
+    Ok(())
+}
+
+/// A fat binary: its entries lie back to back inside its declared size, which
+/// lies inside `b`, and each entry's payload that is an ELF image (or a fat
+/// binary) passes its own check. A compressed payload cannot be read without
+/// decompressing it; its sizes are checked where the header has them.
+fn check_fatbin(image: &[u8], depth: u32) -> Result<(), &'static str> {
+    if depth > FATBIN_MAX_DEPTH {
+        return Err("fat binaries nest too deeply");
+    }
+    let b = Bytes(image);
+    let (Some(header), Some(size)) = (b.u16(6), b.u64(8)) else {
+        return Err("truncated fat binary header");
+    };
+    if header < FATBIN_HEADER_LEN {
+        return Err("the fat binary's header is too small");
+    }
+    if !b.fits(header, size) {
+        return Err("the fat binary's size runs past the end");
+    }
+    // The entries (one per cubin, PTX or LTO-IR) follow the header back to
+    // back, each a header of its own size, then its payload; the driver walks
+    // them by these sizes.
+    let end = header + size;
+    let mut at = header;
+    while at < end {
+        let (Some(entry_header), Some(payload)) = (b.u32(at + 4), b.u64(at + 8)) else {
+            return Err("truncated fat binary entry header");
+        };
+        if entry_header < FATBIN_ENTRY_HEADER_MIN || end - at < FATBIN_ENTRY_HEADER_MIN {
+            return Err("a fat binary entry header is too small");
+        }
+        let start = at + entry_header;
+        let next = match start.checked_add(payload) {
+            Some(next) if next <= end => next,
+            _ => return Err("a fat binary entry runs past the end"),
+        };
+        // The fields past the first 16 bytes, where the entry header has them:
+        // its name (offset from the entry, length) lies inside the fat
+        // binary, and a compressed payload's size inside the payload.
+        if entry_header >= 64 {
+            let field = |o: u64| b.u32(at + o).ok_or("truncated fat binary entry header");
+            let (name_off, name_len) = (field(32)?, field(36)?);
+            let name_end = (at + name_off).checked_add(name_len);
+            if name_len > 0 && name_end.is_none_or(|e| e > end) {
+                return Err("a fat binary entry's name lies past the end");
+            }
+            // A PTX (1) or LTO-IR (8) entry's options for the driver's JIT
+            // compiler or linker: at its options offset, a tag (u32), the
+            // length (u32), then the text. They are read as forwarded ptxas
+            // options are (a split compile among them is bounded).
+            let kind = b.u16(at).ok_or("truncated fat binary entry header")?;
+            let options_at = field(20)?;
+            if matches!(kind, 1 | 8) && options_at != 0 {
+                let start = at + options_at;
+                let len = b
+                    .u32(start + 4)
+                    .ok_or("a fat binary entry's options lie past the end")?;
+                let text = (start + 8)
+                    .checked_add(len)
+                    .filter(|e| *e <= end)
+                    .and_then(|e| image.get(start as usize + 8..e as usize))
+                    .ok_or("a fat binary entry's options lie past the end")?;
+                let text = String::from_utf8_lossy(text);
+                let text = text.trim_end_matches('\0');
+                crate::code::tool_args::check_jit_options("options", text, "a fat binary entry")
+                    .map_err(|_| {
+                        "a fat binary entry's JIT options ask for a split compile of more than \
+                         1024 threads, or in a spelling that cannot be checked"
+                    })?;
+            }
+            let flags = b.u64(at + 40).ok_or("truncated fat binary entry header")?;
+            if flags & FATBIN_ENTRY_COMPRESSED != 0 {
+                let compressed = field(16)?;
+                if compressed == 0 || compressed > payload {
+                    return Err("a compressed fat binary entry's size lies past its payload");
+                }
+            }
+        }
+        // `start..next` lies inside `image` (`end` does).
+        let bytes = &image[start as usize..next as usize];
+        match magic(bytes) {
+            Magic::Elf | Magic::Fatbin | Magic::FatbinWrapper => {
+                check_binary(bytes, depth + 1)?;
+            }
+            // PTX text, LTO-IR, or a compressed payload: nothing in it the
+            // loader reads by offsets before decompressing it.
+            Magic::Bitcode | Magic::Text => {}
+        }
+        at = next;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -305,7 +305,9 @@ mod tests {
             split_compile_extended: Some(4),
             no_cache: true,
             numba_debug: true,
-            extra: vec!["-X".into()],
+            extra: vec!["-jump-table-density=0".into()],
+            // SAFETY: never given to nvJitLink (this test only renders options).
+            extra_unchecked: unsafe { crate::UncheckedOptions::new(["-X"]) },
             ..LinkerOptions::new("compute_90a")
         };
         assert_eq!(
@@ -332,6 +334,7 @@ mod tests {
                 "-split-compile-extended=4",
                 "-no-cache",
                 "-numba-debug",
+                "-jump-table-density=0",
                 "-X"
             ]
         );

@@ -294,12 +294,17 @@ impl DriverLink {
             ("relocatable", options.relocatable),
             ("numba_debug", options.numba_debug),
             ("extra", !options.extra.is_empty()),
+            ("extra_unchecked", !options.extra_unchecked.is_empty()),
         ];
         if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
             return Err(Error::unsupported(
                 CONTEXT,
                 format!("the driver's linker has no counterpart of `{field}` (nvJitLink has)"),
             ));
+        }
+        // The images, by what they are, before the link state exists.
+        for input in inputs {
+            crate::code::jit::check_link_input(input)?;
         }
         let mut info_log = vec![0u8; DRIVER_LOG_BYTES];
         let mut error_log = vec![0u8; DRIVER_LOG_BYTES];

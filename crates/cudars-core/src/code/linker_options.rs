@@ -5,6 +5,7 @@
 //! [`Linker`]: crate::Linker
 
 use crate::code::arch::Arch;
+use crate::code::tool_args::{Tool, check_args};
 use crate::error::{Error, Result};
 
 pub(crate) const OPTIONS_CONTEXT: &str = "checking the linker options";
@@ -65,10 +66,12 @@ pub struct LinkerOptions {
     /// Options for ptxas, each passed as `-Xptxas=<option>`.
     pub ptxas_options: Vec<String>,
     /// Compile with up to this many threads, 0 for as many as there are CPUs
-    /// (`-split-compile=`).
+    /// (`-split-compile=`); at most 1024 (nvJitLink's ptxas starts that many
+    /// threads, and crashes or hangs the process when it cannot), as is every
+    /// split compile asked of ptxas through `ptxas_options` or `extra`.
     pub split_compile: Option<u32>,
     /// Extended split compilation with up to this many threads
-    /// (`-split-compile-extended=`).
+    /// (`-split-compile-extended=`); at most 1024, as `split_compile`.
     pub split_compile_extended: Option<u32>,
     /// Do not use the compilation cache (`-no-cache`).
     pub no_cache: bool,
@@ -95,8 +98,21 @@ pub struct LinkerOptions {
     /// lists the options given), never ignoring it silently. The driver's linker has no
     /// counterpart: [`Error::Unsupported`] before the driver is called.
     pub numba_debug: bool,
-    /// More nvJitLink options, passed verbatim after all the others.
+    /// More nvJitLink options, after all the others, as nvJitLink spells them
+    /// (`-Xptxas=-v`, `-jump-table-density=0`). The whole argument vector is
+    /// read once, as nvJitLink reads it, before nvJitLink sees it: an option
+    /// the crate's parser does not know is refused ([`Error::InvalidArgument`];
+    /// an unknown `-X…` forwarding option among them), and every split compile
+    /// asked for (`-split-compile`, `-split-compile-extended`, ptxas's through
+    /// `-Xptxas`, here or in `ptxas_options`, NVVM's through `-Xnvvm`) is held
+    /// to `split_compile`'s bound.
     pub extra: Vec<String>,
+    /// Options passed after [`extra`](Self::extra) **unchecked**, for what the
+    /// parser cannot read (a newer nvJitLink's option); only
+    /// [`UncheckedOptions::new`](crate::UncheckedOptions::new), which is
+    /// `unsafe`, makes a non-empty one. The driver's linker has no counterpart
+    /// ([`Error::Unsupported`]).
+    pub extra_unchecked: crate::UncheckedOptions,
 }
 
 impl Default for LinkerOptions {
@@ -155,6 +171,7 @@ impl LinkerOptions {
             relocatable: false,
             numba_debug: false,
             extra: Vec::new(),
+            extra_unchecked: crate::UncheckedOptions::default(),
         }
     }
 
@@ -164,10 +181,12 @@ impl LinkerOptions {
     /// # Errors
     /// [`Error::InvalidArgument`] naming the field, for a missing `arch` or one that
     /// is not `sm_XY` (or `compute_XY` with `ptx`), a `max_register_count` of 0, an
-    /// `optimization_level` above 3, an empty name or option, or NUL bytes.
+    /// `optimization_level` above 3, a split compile of more than 1024 threads
+    /// however it is asked for, an `extra` option nvJitLink's parser here does
+    /// not know, a ptxas option of only whitespace, an empty name or option, or
+    /// NUL bytes.
     pub fn to_nvjitlink_args(&self) -> Result<Vec<String>> {
         let arch = self.check()?;
-        let mut out = vec![format!("-arch={}", self.arch)];
         if !arch.real && !self.ptx {
             return Err(Error::invalid(
                 OPTIONS_CONTEXT,
@@ -178,6 +197,26 @@ impl LinkerOptions {
                 ),
             ));
         }
+        let mut out = self.checked_args()?;
+        for option in self.extra_unchecked.as_slice() {
+            if option.is_empty() || option.contains('\0') {
+                return Err(Error::invalid(
+                    OPTIONS_CONTEXT,
+                    format!(
+                        "`extra_unchecked` has an empty entry or one with a NUL byte: {option:?}"
+                    ),
+                ));
+            }
+            out.push(option.clone());
+        }
+        Ok(out)
+    }
+
+    /// The options before [`extra_unchecked`](Self::extra_unchecked), read as
+    /// nvJitLink reads them ([`check_args`]); `arch` is not checked here.
+    pub(crate) fn checked_args(&self) -> Result<Vec<String>> {
+        let mut out = vec![format!("-arch={}", self.arch)];
+        let mut marks: Vec<(usize, &'static str)> = Vec::new();
         if let Some(n) = self.max_register_count {
             out.push(format!("-maxrregcount={n}"));
         }
@@ -216,13 +255,17 @@ impl LinkerOptions {
         if self.optimize_unused_variables {
             out.push("-optimize-unused-variables".to_owned());
         }
+        marks.push((out.len(), "ptxas_options"));
         out.extend(self.ptxas_options.iter().map(|o| format!("-Xptxas={o}")));
         if let Some(n) = self.split_compile {
+            marks.push((out.len(), "split_compile"));
             out.push(format!("-split-compile={n}"));
         }
         if let Some(n) = self.split_compile_extended {
+            marks.push((out.len(), "split_compile_extended"));
             out.push(format!("-split-compile-extended={n}"));
         }
+        marks.push((out.len(), "options"));
         if self.no_cache {
             out.push("-no-cache".to_owned());
         }
@@ -232,7 +275,21 @@ impl LinkerOptions {
         if self.numba_debug {
             out.push("-numba-debug".to_owned());
         }
+        marks.push((out.len(), "extra"));
         out.extend(self.extra.iter().cloned());
+        let labeled: Vec<(&str, &str)> = out
+            .iter()
+            .enumerate()
+            .map(|(i, arg)| {
+                let field = marks
+                    .iter()
+                    .rev()
+                    .find(|(start, _)| *start <= i)
+                    .map_or("options", |(_, f)| f);
+                (field, arg.as_str())
+            })
+            .collect();
+        check_args(Tool::NvJitLink, &labeled, OPTIONS_CONTEXT)?;
         Ok(out)
     }
 
@@ -265,7 +322,6 @@ impl LinkerOptions {
             ("ptxas_options", &self.ptxas_options),
             ("extra", &self.extra),
         ];
-        check_ptxas_options("ptxas_options", &self.ptxas_options, OPTIONS_CONTEXT)?;
         for (field, values) in lists {
             if let Some(v) = values.iter().find(|v| v.is_empty() || v.contains('\0')) {
                 return Err(Error::invalid(
@@ -291,90 +347,4 @@ impl LinkerOptions {
         }
         Ok(arch)
     }
-}
-
-/// The most threads a split compile may ask for (`ProgramOptions::split_compile`
-/// and ptxas's own `--split-compile`, given through `ptxas_options`).
-///
-/// NVRTC (12.9 and 13.0) compiling for a real architecture (`sm_XY`) runs its
-/// ptxas with a pool of exactly that many threads, however little there is to
-/// compile. It allocates 16 bytes per thread unchecked, so a count whose table
-/// the system will not allocate (about a 16th of the memory: 1 962 186 399 on a
-/// 24 GiB machine) crashes the process with SIGSEGV; and when it cannot start
-/// them all (past the process's or container's thread limit: 32 256 on a
-/// machine whose `pid_max` is 32 768) it waits forever for the missing ones, a
-/// hang. Both were found by `tests/compile.rs`'s hostile-input test. Where that
-/// limit lies depends on the machine, so a sound bound is the number of threads
-/// a machine can run, not what NVRTC happens to survive here: 1024 is more
-/// hardware threads than today's largest servers have (0 still asks for one
-/// per CPU), and starting that many threads is cheap everywhere a compiler runs.
-pub(crate) const MAX_SPLIT_COMPILE_THREADS: u32 = 1024;
-
-/// Refuses ptxas options NVRTC's or nvJitLink's ptxas cannot survive: one of
-/// only whitespace ([`check_ptxas_option`]) and a `--split-compile` (or
-/// `-split-compile`, value after `=` or in the next entry) asking for more than
-/// [`MAX_SPLIT_COMPILE_THREADS`] threads or not written as a plain decimal
-/// number (ptxas also reads hex, octal and signs, none of which is needed to
-/// say a count).
-pub(crate) fn check_ptxas_options(
-    field: &str,
-    opts: &[String],
-    context: &'static str,
-) -> Result<()> {
-    let mut entries = opts.iter();
-    while let Some(opt) = entries.next() {
-        check_ptxas_option(opt, context)?;
-        let name = opt.trim();
-        let name = name
-            .strip_prefix("--")
-            .or_else(|| name.strip_prefix('-'))
-            .unwrap_or(name);
-        let value = if name == "split-compile" {
-            // ptxas takes the count from the next entry.
-            entries.next().map(String::as_str)
-        } else if let Some(v) = name.strip_prefix("split-compile=") {
-            Some(v)
-        } else {
-            continue;
-        };
-        let Some(value) = value else {
-            // ptxas reports the missing value itself.
-            continue;
-        };
-        let count = value.trim();
-        let ok = !count.is_empty()
-            && count.bytes().all(|b| b.is_ascii_digit())
-            && count
-                .parse::<u32>()
-                .is_ok_and(|n| n <= MAX_SPLIT_COMPILE_THREADS);
-        if !ok {
-            return Err(Error::out_of_range(
-                context,
-                format!(
-                    "`{field}` asks for a split compile of {value:?} threads; it \
-                     takes a decimal count from 0 (one per CPU) to {MAX_SPLIT_COMPILE_THREADS} \
-                     (ptxas starts that many threads, and hangs or crashes the process when it \
-                     cannot)"
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Refuses a ptxas option of only whitespace (and not empty: the callers refuse
-/// an empty one themselves). NVRTC 12.9 hands `--ptxas-options= ` to its ptxas,
-/// which aborts the whole process (found by `tests/compile.rs`'s hostile-input
-/// test); nothing such an option could mean is lost.
-fn check_ptxas_option(opt: &str, context: &'static str) -> Result<()> {
-    if !opt.is_empty() && opt.trim().is_empty() {
-        return Err(Error::invalid(
-            context,
-            format!(
-                "`ptxas_options` has an entry of only whitespace ({opt:?}): ptxas, as NVRTC \
-                 12.9 runs it, aborts the whole process on one"
-            ),
-        ));
-    }
-    Ok(())
 }

@@ -19,3 +19,4 @@ pub(crate) mod linker_options;
 pub(crate) mod module;
 pub(crate) mod object;
 pub(crate) mod strings;
+pub(crate) mod tool_args;

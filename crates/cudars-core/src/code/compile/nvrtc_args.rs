@@ -6,19 +6,23 @@ use crate::code::arch::Arch;
 use crate::code::compile::options::{
     Args, OPTIONS_CONTEXT, ProgramOptions, is_identifier, is_macro_name, on_off,
 };
-use crate::code::linker_options::{MAX_SPLIT_COMPILE_THREADS, check_ptxas_options};
+use crate::code::tool_args::Tool;
 use crate::error::{Error, Result};
 
 impl ProgramOptions {
     /// The options as NVRTC takes them (`--gpu-architecture=sm_90`, …), in
-    /// `cuda.core`'s order, [`extra`](Self::extra) last.
+    /// `cuda.core`'s order, [`extra`](Self::extra) last (then
+    /// [`extra_unchecked`](Self::extra_unchecked)). The assembled vector is
+    /// read once, as NVRTC reads it, before it is returned (see `extra`).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the field, for an `arch` that is not
     /// `sm_XY`/`compute_XY` (optionally with an `a`/`f` suffix), a macro name that
     /// is not an identifier, a `std` that is not `c++NN`, a `max_register_count` of
-    /// 0, a `split_compile` above 1024 (or a ptxas option asking for one), a
-    /// ptxas option of only whitespace, an unknown `ofast_compile` level, empty
+    /// 0, a split compile of more than 1024 threads however it is asked for
+    /// (`split_compile`, or NVRTC's or ptxas's option in `ptxas_options` or
+    /// `extra`), a ptxas option of only whitespace, an `extra` option NVRTC's
+    /// parser here does not know, an unknown `ofast_compile` level, empty
     /// entries, non-UTF-8 paths or NUL bytes.
     pub fn to_nvrtc_args(&self) -> Result<Vec<String>> {
         let mut a = Args::new(OPTIONS_CONTEXT);
@@ -36,10 +40,11 @@ impl ProgramOptions {
         if let Some(on) = self.device_code_optimize {
             a.flag(true, if on { "--dopt=on" } else { "--dopt=off" });
         }
-        check_ptxas_options("ptxas_options", &self.ptxas_options, a.context)?;
+        a.field("ptxas_options");
         for opt in &self.ptxas_options {
             a.text("ptxas_options", opt, "--ptxas-options=")?;
         }
+        a.field("options");
         if let Some(n) = self.max_register_count {
             if n == 0 {
                 return Err(Error::invalid(
@@ -146,22 +151,11 @@ impl ProgramOptions {
             a.path("time", path, "--time=")?;
         }
         if let Some(n) = self.split_compile {
-            // NVRTC reads the count as a C `int` and aborts the whole process
-            // (an uncaught `std::out_of_range`) on anything larger; compiling
-            // for a real architecture, it starts that many threads for ptxas,
-            // and crashes (SIGSEGV) or hangs when it cannot: see
-            // `MAX_SPLIT_COMPILE_THREADS`.
-            if n > MAX_SPLIT_COMPILE_THREADS {
-                return Err(Error::out_of_range(
-                    a.context,
-                    format!(
-                        "`split_compile` is {n}; it takes 0 (one thread per CPU) to \
-                         {MAX_SPLIT_COMPILE_THREADS} threads (NVRTC starts that many threads \
-                         for ptxas, and hangs or crashes the process when it cannot)"
-                    ),
-                ));
-            }
+            // Held to `MAX_SPLIT_COMPILE_THREADS` with every other spelling, by
+            // the one check below.
+            a.field("split_compile");
             a.out.push(format!("--split-compile={n}"));
+            a.field("options");
         }
         a.flag(self.fdevice_syntax_only, "--fdevice-syntax-only");
         a.flag(self.minimal, "--minimal");
@@ -220,10 +214,12 @@ impl ProgramOptions {
             a.path("bundled_headers_dir", &dir, "--use-bundled-headers=")?;
         }
         a.flag(self.numba_debug, "--numba-debug");
-        check_extra_split_compile(&self.extra, a.context)?;
+        a.field("extra");
         for extra in &self.extra {
             a.text("extra", extra, "")?;
         }
+        a.check(Tool::Nvrtc)?;
+        a.unchecked(&self.extra_unchecked)?;
         Ok(a.out)
     }
 
@@ -299,6 +295,7 @@ impl ProgramOptions {
             ("bundled_headers_dir", self.bundled_headers_dir.is_some()),
             ("numba_debug", self.numba_debug),
             ("extra", !self.extra.is_empty()),
+            ("extra_unchecked", !self.extra_unchecked.is_empty()),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))
@@ -322,37 +319,4 @@ impl ProgramOptions {
             format!("{backend} has no counterpart for {}", refused.join(", ")),
         ))
     }
-}
-
-/// Holds the verbatim `extra` options to the split-compile bound the typed fields
-/// have ([`MAX_SPLIT_COMPILE_THREADS`]): NVRTC's own `--split-compile` (`=N`, or
-/// `N` in the next entry), and ptxas's, given as `--ptxas-options=…` or
-/// `-Xptxas=…` (comma-separated, or in the next entry). Past the bound NVRTC
-/// crashes or hangs the process for a real architecture, so a verbatim option
-/// must not reach it either.
-fn check_extra_split_compile(extra: &[String], context: &'static str) -> Result<()> {
-    let mut ptxas: Vec<String> = Vec::new();
-    let mut entries = extra.iter();
-    while let Some(opt) = entries.next() {
-        let t = opt.trim();
-        let name = t.strip_prefix("--").or_else(|| t.strip_prefix('-'));
-        let Some(name) = name else { continue };
-        if name == "split-compile" || name.starts_with("split-compile=") {
-            // NVRTC reads its count as ptxas does: one check for both.
-            ptxas.push(opt.clone());
-            if name == "split-compile" {
-                ptxas.extend(entries.next().filter(|o| !o.is_empty()).cloned());
-            }
-        } else if let Some(list) = name
-            .strip_prefix("ptxas-options=")
-            .or_else(|| name.strip_prefix("Xptxas="))
-        {
-            ptxas.extend(list.split(',').filter(|o| !o.is_empty()).map(str::to_owned));
-        } else if name == "ptxas-options" || name == "Xptxas" {
-            if let Some(list) = entries.next() {
-                ptxas.extend(list.split(',').filter(|o| !o.is_empty()).map(str::to_owned));
-            }
-        }
-    }
-    check_ptxas_options("extra", &ptxas, context)
 }

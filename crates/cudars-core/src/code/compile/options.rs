@@ -227,9 +227,22 @@ pub struct ProgramOptions {
     /// option fail the compile with their invalid-option error
     /// ([`Error::Compile`], whose log names it): NVRTC 13.0 does.
     pub numba_debug: bool,
-    /// More options, passed verbatim after all the others (a split compile asked
-    /// for here, of NVRTC or of ptxas, is held to `split_compile`'s bound).
+    /// More options, after all the others, as the compiler spells them
+    /// (`-Xptxas=-v`, `--define-macro=N`, `-DN`). The whole argument vector is
+    /// read once, as the compiler reads it, before the compiler sees it: an
+    /// option the crate's parser does not know is refused
+    /// ([`Error::InvalidArgument`]; an unknown `-X…` forwarding option among
+    /// them), and every split compile asked for, of NVRTC or of ptxas (through
+    /// `-Xptxas`/`--ptxas-options`, here or in `ptxas_options`, `=` or next-entry
+    /// forms, decimal, octal or hex), is held to `split_compile`'s bound. For
+    /// NVVM IR, the options NVVM takes.
     pub extra: Vec<String>,
+    /// Options passed after [`extra`](Self::extra) **unchecked**, for what the
+    /// parser cannot read (a newer compiler's option); only
+    /// [`UncheckedOptions::new`](crate::UncheckedOptions::new), which is
+    /// `unsafe`, makes a non-empty one. Not taken for PTX (the linker's are
+    /// [`LinkerOptions::extra_unchecked`]).
+    pub extra_unchecked: crate::UncheckedOptions,
 }
 
 /// The compilers [`ProgramOptions::as_bytes`] writes options for.
@@ -278,6 +291,7 @@ pub(crate) const NVVM_FIELDS: &[&str] = &[
     "use_libdevice",
     "numba_debug",
     "extra",
+    "extra_unchecked",
 ];
 
 /// The options the linker takes for PTX ([`ProgramOptions::to_linker_options`]).
@@ -303,6 +317,9 @@ pub(crate) const OPTIONS_CONTEXT: &str = "checking the program options";
 pub(crate) struct Args {
     pub(crate) context: &'static str,
     pub(crate) out: Vec<String>,
+    /// Where each field's options start in `out` (for the messages of
+    /// [`check`](Self::check)); before the first mark, "the options".
+    marks: Vec<(usize, &'static str)>,
 }
 
 impl Args {
@@ -310,7 +327,42 @@ impl Args {
         Self {
             context,
             out: Vec::new(),
+            marks: Vec::new(),
         }
+    }
+
+    /// The options pushed from now on come from `field`.
+    pub(crate) fn field(&mut self, field: &'static str) {
+        self.marks.push((self.out.len(), field));
+    }
+
+    /// Reads the options assembled so far as `tool` reads them
+    /// ([`check_args`](crate::code::tool_args::check_args)).
+    pub(crate) fn check(&self, tool: crate::code::tool_args::Tool) -> Result<()> {
+        let labeled: Vec<(&str, &str)> = self
+            .out
+            .iter()
+            .enumerate()
+            .map(|(i, arg)| {
+                let field = self
+                    .marks
+                    .iter()
+                    .rev()
+                    .find(|(start, _)| *start <= i)
+                    .map_or("options", |(_, f)| f);
+                (field, arg.as_str())
+            })
+            .collect();
+        crate::code::tool_args::check_args(tool, &labeled, self.context)
+    }
+
+    /// Appends the unchecked options (NUL bytes and empty entries still refused).
+    pub(crate) fn unchecked(&mut self, options: &crate::UncheckedOptions) -> Result<()> {
+        self.field("extra_unchecked");
+        for option in options.as_slice() {
+            self.text("extra_unchecked", option, "")?;
+        }
+        Ok(())
     }
 
     pub(crate) fn push(&mut self, field: &str, arg: String) -> Result<()> {
@@ -436,7 +488,8 @@ impl ProgramOptions {
     /// [`Error::Unsupported`] naming every other field that is set (C++
     /// front-end and NVRTC options NVVM has no counterpart for: `std`,
     /// `define_macro`, `max_register_count`, …); [`Error::InvalidArgument`] for
-    /// a malformed `arch`, or NUL bytes or empty entries in `name` or `extra`.
+    /// a malformed `arch`, NUL bytes or empty entries in `name` or `extra`, or
+    /// an `extra` option that is not one of NVVM's (see [`extra`](Self::extra)).
     pub fn to_nvvm_args(&self) -> Result<Vec<String>> {
         let mut a = Args::new(OPTIONS_CONTEXT);
         self.check_name()?;
@@ -467,9 +520,12 @@ impl ProgramOptions {
         }
         a.flag(self.link_time_optimization, "-gen-lto");
         a.flag(self.numba_debug, "-numba-debug");
+        a.field("extra");
         for extra in &self.extra {
             a.text("extra", extra, "")?;
         }
+        a.check(crate::code::tool_args::Tool::Nvvm)?;
+        a.unchecked(&self.extra_unchecked)?;
         Ok(a.out)
     }
 
@@ -487,7 +543,13 @@ impl ProgramOptions {
                 "linking needs an `arch` (sm_XY)",
             ));
         };
-        Ok(LinkerOptions {
+        Ok(self.linker_options_for(arch.clone()))
+    }
+
+    /// [`to_linker_options`](Self::to_linker_options) for `arch`, which may be
+    /// empty (for checking the free-form options without an architecture).
+    pub(super) fn linker_options_for(&self, arch: String) -> LinkerOptions {
+        LinkerOptions {
             name: Some(self.program_name().to_owned()),
             max_register_count: self.max_register_count,
             time: self.time.is_some(),
@@ -500,8 +562,8 @@ impl ProgramOptions {
             split_compile: self.split_compile,
             ptxas_options: self.ptxas_options.clone(),
             no_cache: self.no_cache,
-            ..LinkerOptions::new(arch.clone())
-        })
+            ..LinkerOptions::new(arch)
+        }
     }
 
     /// Options that compile for `device`: `arch` is its architecture (`sm_90`
@@ -710,7 +772,9 @@ mod tests {
         let o = ProgramOptions {
             numba_debug: true,
             debug: true,
-            extra: vec!["-X".into()],
+            // SAFETY: `-X` starts no threads in NVRTC or NVVM (both refuse it);
+            // this test only renders the options.
+            extra_unchecked: unsafe { crate::UncheckedOptions::new(["-X"]) },
             ..sm90()
         };
         assert_eq!(
@@ -729,8 +793,9 @@ mod tests {
         let e = Program::new(SourceCode::Ptx(".version 8.0"), o).unwrap_err();
         assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
         assert!(
-            e.to_string()
-                .ends_with("the PTX linker has no counterpart for `numba_debug`, `extra`"),
+            e.to_string().ends_with(
+                "the PTX linker has no counterpart for `numba_debug`, `extra_unchecked`"
+            ),
             "{e}"
         );
     }
@@ -853,12 +918,14 @@ mod tests {
             bundled_headers_dir: Some("h".into()),
             numba_debug: true,
             extra: vec!["-x".into()],
+            // SAFETY: never passed to a compiler (this test only renders options).
+            extra_unchecked: unsafe { crate::UncheckedOptions::new(["-y"]) },
         };
-        assert_eq!(all_set.set_fields().len(), 57);
+        assert_eq!(all_set.set_fields().len(), 58);
         let refused = all_set.to_nvvm_args().unwrap_err().to_string();
         assert_eq!(
             refused.matches('`').count() / 2,
-            57 - NVVM_FIELDS.len(),
+            58 - NVVM_FIELDS.len(),
             "{refused}"
         );
     }

@@ -117,6 +117,11 @@ impl Program {
             SourceCode::Ptx(src) => {
                 options.check_name()?;
                 options.refuse_unsupported("the PTX linker", LINKER_FIELDS)?;
+                // The options go to nvJitLink when the PTX is linked: read them
+                // as it does now (a split compile among them is bounded).
+                options
+                    .linker_options_for(options.arch.clone().unwrap_or_default())
+                    .checked_args()?;
                 if src.contains('\0') {
                     return Err(Error::invalid(
                         CONTEXT,
