@@ -488,6 +488,8 @@ yes!(
     cudars_core::TypedKernel<(cudars_core::ConstPtr<f32>,)>,
     Sync
 );
+yes!(cudars_core::UncheckedOptions, Send);
+yes!(cudars_core::UncheckedOptions, Sync);
 yes!(cudars_core::Val<f32>, Send);
 yes!(cudars_core::Val<f32>, Sync);
 yes!(cudars_core::Versions, Send);
