@@ -307,7 +307,7 @@ mod tests {
             numba_debug: true,
             extra: vec!["-jump-table-density=0".into()],
             // SAFETY: never given to nvJitLink (this test only renders options).
-            extra_unchecked: unsafe { crate::UncheckedOptions::new(["-X"]) },
+            extra_unchecked: unsafe { crate::code::tool_args::UncheckedOptions::new(["-X"]) },
             ..LinkerOptions::new("compute_90a")
         };
         assert_eq!(

@@ -109,10 +109,10 @@ pub struct LinkerOptions {
     pub extra: Vec<String>,
     /// Options passed after [`extra`](Self::extra) **unchecked**, for what the
     /// parser cannot read (a newer nvJitLink's option); only
-    /// [`UncheckedOptions::new`](crate::UncheckedOptions::new), which is
+    /// [`UncheckedOptions::new`](crate::code::tool_args::UncheckedOptions::new), which is
     /// `unsafe`, makes a non-empty one. The driver's linker has no counterpart
     /// ([`Error::Unsupported`]).
-    pub extra_unchecked: crate::UncheckedOptions,
+    pub extra_unchecked: crate::code::tool_args::UncheckedOptions,
 }
 
 impl Default for LinkerOptions {
@@ -171,7 +171,7 @@ impl LinkerOptions {
             relocatable: false,
             numba_debug: false,
             extra: Vec::new(),
-            extra_unchecked: crate::UncheckedOptions::default(),
+            extra_unchecked: crate::code::tool_args::UncheckedOptions::default(),
         }
     }
 

@@ -139,14 +139,12 @@ mod tests {
         {
             let _cb = CallbackScope::enter();
             // SAFETY: as above.
+            // Not run here: the destroy asserts that it runs where
+            // `must_defer` is false, which it is not on this thread now.
             unsafe { release_or_defer("a test handle", 7u32, destroy(tries.clone(), vec![])) };
-            assert_eq!(
-                tries.load(Ordering::SeqCst),
-                0,
-                "called on the callback thread"
-            );
-            // Counted until an ordinary thread runs it (the reaper may
-            // already have).
+            // Queued; the queue's reaper thread, an ordinary thread, may
+            // already have run it, and at most once.
+            assert!(tries.load(Ordering::SeqCst) <= 1);
             assert!(deferred_frees() <= 1);
         }
         settle();
