@@ -25,7 +25,7 @@ then gives the same tree.) ``docs/reference/cuda-core-tests-files.txt`` lists th
 files of that tree with their git blob ids, so a checkout can be compared with
 ``git -C cuda-python ls-tree -r <commit> cuda_core/tests``.
 
-What is collected, as pytest (8.x) would with the suite's ``pytest.ini``:
+What is collected, as pytest (9.x) would with the suite's ``pytest.ini``:
 
 * files ``test_*.py`` / ``*_test.py`` under ``DIR``; the ``cython`` folder is not
   recursed by pytest (``norecursedirs``) but is listed here too: the test functions
@@ -47,11 +47,19 @@ The id of each case joins the parts as pytest does: the fixtures' parameters fir
 marks from the one nearest the function outward; values become ids as pytest's
 ``IdMaker`` makes them (strings escaped to ASCII, numbers, ``None`` and booleans as
 ``str``, functions and classes of the module by name, anything else
-``<argname><index>``), and duplicates are numbered the same way.
+``<argname><index>``, as is a string longer than 100 characters), and duplicates are
+numbered the same way.
 
 Where a case's id cannot be known without running the code (values computed at run
 time: a comprehension, a call, an attribute such as an enum member, ``ids=`` given as
-a function), the function gets one line ``<id>[*]`` followed by `` # <why>``.
+a function, a module-level list that an ``if`` extends or ``.append`` changes, which
+depends on the CUDA version or backend), the function gets one line ``<id>[*]``
+followed by `` # <why>``.
+
+Checked against ``pytest --collect-only`` (pytest 9.2, cuda-core 1.2.2 installed, the
+files of the pinned commit): every id listed for the files that collect there is one
+pytest collects (``test_program.py``, ``test_linker.py`` and eight more files do not
+import against 1.2.2 and were not compared).
 
 Output: a header of ``#`` lines naming the pinned commit, then one id per line,
 sorted, ``<path relative to DIR>::<Class>::<function>[<case>]``.
@@ -126,6 +134,20 @@ def dotted(node: ast.AST) -> str:
     return "?"
 
 
+def module_level_nodes(tree: ast.Module):
+    """Every statement run at import: the module's body and its blocks, not the
+    bodies of functions and classes."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                stack.append(child)
+
+
 class Module:
     """One parsed file: its literal module-level names, defs and classes."""
 
@@ -142,6 +164,30 @@ class Module:
             elif isinstance(stmt, ast.Import):
                 for a in stmt.names:
                     self.modules.add(a.asname or a.name)
+        # names bound more than once at module level (also inside `if`/`try`/`for`
+        # blocks, or changed by `+=`): their value depends on which binding ran
+        counts: Counter[str] = Counter()
+        for node in module_level_nodes(tree):
+            if isinstance(node, ast.Assign):
+                for tgt in node.targets:
+                    for name in ast.walk(tgt):
+                        if isinstance(name, ast.Name):
+                            counts[name.id] += 1
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+                counts[node.target.id] += 2 if isinstance(node, ast.AugAssign) else 1
+            elif (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Attribute)
+                and isinstance(node.value.func.value, ast.Name)
+                and node.value.func.attr in ("append", "extend", "insert", "remove", "pop", "clear", "update")
+            ):
+                counts[node.value.func.value.id] += 2  # changed in place
+            elif isinstance(node, (ast.For, ast.With)):
+                for name in ast.walk(node.target if isinstance(node, ast.For) else node):
+                    if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
+                        counts[name.id] += 2
+        self.rebound = {n for n, c in counts.items() if c > 1}
         for stmt in tree.body:
             if isinstance(stmt, ast.Assign):
                 for tgt in stmt.targets:
@@ -194,6 +240,8 @@ class Module:
         if isinstance(node, ast.Dict):
             return Instance()
         if isinstance(node, ast.Name):
+            if node.id in self.rebound:
+                raise Dynamic(f"`{node.id}` is bound more than once at import (its value depends on which ran)")
             if node.id in self.env:
                 return self.value(self.env[node.id], depth + 1)
             if node.id in self.defs or node.id in BUILTIN_CLASSES:
@@ -245,7 +293,14 @@ def escape(s: str) -> str:
     return s.encode("unicode_escape").decode("ascii")
 
 
+#: pytest 9 gives an automatic id to a string of at most this many characters; a longer
+#: one gets ``<argname><index>`` (its ``parametrize_long_str_id_strategy = short``).
+LONG_STR = 100
+
+
 def idval(val, argname: str, idx: int) -> str:
+    if isinstance(val, (str, bytes)) and len(val) > LONG_STR:
+        return f"{argname}{idx}"
     if isinstance(val, str):
         return escape(val)
     if isinstance(val, bytes):
