@@ -461,3 +461,423 @@ fn test_extra_sources_empty_source() {
         options,
     ));
 }
+
+/// `test_cpp_program_with_various_options[options<n>]`: `my_kernel` compiled to PTX
+/// with one of the test's option sets. A set Python skips below an NVRTC version
+/// (`needs`) skips here too. Python's `arch="sm_100", device_float128=True` case
+/// also skips on a device older than sm_100; compiling to PTX needs no device, so
+/// it runs here everywhere.
+fn check_various_options(options: ProgramOptions, needs: Option<(i32, i32)>) {
+    if let Some((major, minor)) = needs {
+        let v = cudars_core::nvrtc::version().unwrap();
+        if (v.major, v.minor) < (major, minor) {
+            println!(
+                "SKIPPED: needs NVRTC {major}.{minor} (have {}.{})",
+                v.major, v.minor
+            );
+            return;
+        }
+    }
+    let program = Program::new(SourceCode::Cxx(MY_KERNEL), options).unwrap();
+    assert_eq!(program.backend().to_string(), "NVRTC");
+    program.compile(CompileTarget::Ptx, &[]).unwrap();
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options0() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        name: Some("abc".into()),
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options1() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        device_code_optimize: Some(true),
+        debug: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options2() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        debug: true,
+        numba_debug: true,
+        ..Default::default()
+    };
+    check_various_options(options, Some((13, 2)));
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options3() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        relocatable_device_code: true,
+        max_register_count: Some(32),
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options4() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        ftz: Some(true),
+        prec_sqrt: Some(false),
+        prec_div: Some(false),
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options5() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        fma: Some(false),
+        use_fast_math: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options6() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        extra_device_vectorization: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+#[ignore = "differs: with link_time_optimization set, cudars-core refuses a PTX target from NVRTC (Error::InvalidArgument); cuda.core compiles it"]
+fn test_cpp_program_with_various_options__options7() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        link_time_optimization: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options8() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        define_macro: vec![("MY_MACRO".into(), None)],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options9() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        define_macro: vec![("MY_MACRO".into(), Some("99".into()))],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options10() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        define_macro: vec![("MY_MACRO".into(), Some("99".into()))],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options11() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        define_macro: vec![
+            ("MY_MACRO".into(), Some("99".into())),
+            ("MY_OTHER_MACRO".into(), Some("100".into())),
+        ],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options12() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        undefine_macro: vec!["MY_MACRO".into(), "MY_OTHER_MACRO".into()],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options13() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        undefine_macro: vec!["MY_MACRO".into()],
+        include_path: vec!["/usr/local/include".into()],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options14() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        builtin_initializer_list: Some(false),
+        disable_warnings: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options15() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        restrict: true,
+        device_as_default_execution_space: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options16() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        device_int128: true,
+        optimization_info: Some("inline".into()),
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options17() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        no_display_error_number: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options18() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        diag_error: vec![1234],
+        diag_suppress: vec![1234],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options19() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        diag_error: vec![1234, 1223],
+        diag_suppress: vec![1234, 1223],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options20() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        diag_warn: vec![1000],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options21() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        std: Some("c++11".into()),
+        ptxas_options: vec!["-v".into()],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options22() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        std: Some("c++11".into()),
+        ptxas_options: vec!["-v".into(), "-O2".into()],
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options23() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        brief_diagnostics: Some(true),
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options24() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        builtin_move_forward: Some(false),
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options25() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        extensible_whole_program: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options26() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        fdevice_syntax_only: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options27() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        gen_opt_lto: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options28() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        minimal: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options29() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        no_source_include: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options30() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        no_cache: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options31() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        arch: Some("sm_100".into()),
+        device_float128: true,
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options32() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        frandom_seed: Some("12345".into()),
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options33() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        ofast_compile: Some("min".into()),
+        ..Default::default()
+    };
+    check_various_options(options, None);
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options34() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        pch: true,
+        ..Default::default()
+    };
+    check_various_options(options, Some((12, 8)));
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options35() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        pch_verbose: Some(true),
+        ..Default::default()
+    };
+    check_various_options(options, Some((12, 8)));
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options36() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        pch_messages: Some(false),
+        ..Default::default()
+    };
+    check_various_options(options, Some((12, 8)));
+}
+
+#[test]
+fn test_cpp_program_with_various_options__options37() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        instantiate_templates_in_pch: Some(true),
+        ..Default::default()
+    };
+    check_various_options(options, Some((12, 8)));
+}
