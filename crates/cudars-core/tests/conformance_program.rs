@@ -17,6 +17,7 @@
 #![allow(non_snake_case)]
 
 use cudars_core::cudars_bindings::nvvm as nvvm_sys;
+use cudars_core::nvrtc::PchStatus;
 use cudars_core::{
     CompileTarget, CompilerBackend, Error, ObjectCode, Program, ProgramBackend, ProgramOptions,
     SourceCode, ToolError,
@@ -880,4 +881,102 @@ fn test_cpp_program_with_various_options__options37() {
         ..Default::default()
     };
     check_various_options(options, Some((12, 8)));
+}
+
+/// Whether NVRTC is at least `major.minor`; prints why a test skips when not (the
+/// Python test's `skipif` on the NVRTC version).
+fn nvrtc_at_least(major: i32, minor: i32) -> bool {
+    let v = cudars_core::nvrtc::version().unwrap();
+    let ok = (v.major, v.minor) >= (major, minor);
+    if !ok {
+        println!(
+            "SKIPPED: needs NVRTC {major}.{minor} (have {}.{})",
+            v.major, v.minor
+        );
+    }
+    ok
+}
+
+#[test]
+fn test_cpp_program_with_trace_option() {
+    require_libs!("nvrtc");
+    if !nvrtc_at_least(13, 0) {
+        return;
+    }
+    let tmp_path = tempfile::tempdir().unwrap();
+    let options = ProgramOptions {
+        fdevice_time_trace: Some(tmp_path.path().join("trace")),
+        ..Default::default()
+    };
+    let program = Program::new(SourceCode::Cxx(MY_KERNEL), options).unwrap();
+    assert_eq!(program.backend().to_string(), "NVRTC");
+    program.compile(CompileTarget::Ptx, &[]).unwrap();
+}
+
+#[test]
+fn test_cpp_program_with_pch_options() {
+    require_libs!("nvrtc");
+    if !nvrtc_at_least(12, 8) {
+        return;
+    }
+    let tmp_path = tempfile::tempdir().unwrap();
+    let path = tmp_path.path().join("test.pch");
+    let create = ProgramOptions {
+        create_pch: Some(path.clone()),
+        ..Default::default()
+    };
+    let use_it = ProgramOptions {
+        use_pch: Some(path),
+        ..Default::default()
+    };
+    for options in [create, use_it] {
+        let program = Program::new(SourceCode::Cxx(MY_KERNEL), options).unwrap();
+        assert_eq!(program.backend().to_string(), "NVRTC");
+        program.compile(CompileTarget::Ptx, &[]).unwrap();
+    }
+}
+
+#[test]
+fn test_cpp_program_pch_auto_creates() {
+    require_libs!("nvrtc");
+    if !nvrtc_at_least(12, 8) {
+        return;
+    }
+    let tmp_path = tempfile::tempdir().unwrap();
+    let options = ProgramOptions {
+        create_pch: Some(tmp_path.path().join("test.pch")),
+        ..Default::default()
+    };
+    let program = Program::new(SourceCode::Cxx(MY_KERNEL), options).unwrap();
+    assert_eq!(program.pch_status(), None); // not compiled yet
+    program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert!(
+        matches!(
+            program.pch_status(),
+            Some(PchStatus::Created | PchStatus::NotAttempted | PchStatus::Failed)
+        ),
+        "{:?}",
+        program.pch_status()
+    );
+}
+
+#[test]
+fn test_cpp_program_pch_status_none_without_pch() {
+    require_libs!("nvrtc");
+    let program = cxx(MY_KERNEL).unwrap();
+    program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert_eq!(program.pch_status(), None);
+}
+
+#[test]
+fn test_nvrtc_compile_with_logs_capture() {
+    require_libs!("nvrtc");
+    // #warning generates a non-empty NVRTC program log.
+    let code = "#warning \"test log capture\"\nextern \"C\" __global__ void my_kernel() {}";
+    let program = cxx(code).unwrap();
+    let _result: ObjectCode = program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert!(
+        !program.log().is_empty(),
+        "Expected non-empty compilation log from #warning directive"
+    );
 }
