@@ -40,14 +40,21 @@ fn ptx_code_object() -> ObjectCode {
         .unwrap()
 }
 
-/// The `nvvm_ir` fixture: its IR, with the IR version libNVVM reports.
-fn nvvm_ir() -> String {
+/// `nvvm.ir_version()`: the IR version libNVVM reports (major, minor, debug
+/// major, debug minor).
+fn ir_version() -> (i32, i32, i32, i32) {
     let (mut major, mut minor, mut debug_major, mut debug_minor) = (0, 0, 0, 0);
     // SAFETY: four valid pointers to `c_int`s that nvvmIRVersion writes.
     let status = unsafe {
         nvvm_sys::nvvmIRVersion(&mut major, &mut minor, &mut debug_major, &mut debug_minor)
     };
     assert_eq!(status, nvvm_sys::NVVM_SUCCESS, "nvvmIRVersion");
+    (major, minor, debug_major, debug_minor)
+}
+
+/// The `nvvm_ir` fixture: its IR, with the IR version libNVVM reports.
+fn nvvm_ir() -> String {
+    let (major, minor, debug_major, debug_minor) = ir_version();
     format!(
         r#"target triple = "nvptx64-unknown-cuda"
 target datalayout = "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"
@@ -979,4 +986,111 @@ fn test_nvrtc_compile_with_logs_capture() {
         !program.log().is_empty(),
         "Expected non-empty compilation log from #warning directive"
     );
+}
+
+/// The data layout line every NVVM IR module of `test_program.py` starts with.
+const NVVM_HEADER: &str = r#"target triple = "nvptx64-unknown-cuda"
+target datalayout = "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"
+"#;
+
+/// `!nvvmir.version` metadata as node `!<node>`.
+fn nvvmir_version(node: u32) -> String {
+    let (major, minor, debug_major, debug_minor) = ir_version();
+    format!(
+        "!nvvmir.version = !{{!{node}}}\n!{node} = !{{i32 {major}, i32 {minor}, i32 {debug_major}, i32 {debug_minor}}}\n"
+    )
+}
+
+#[test]
+fn test_nvvm_program_with_single_extra_source() {
+    require_libs!("nvvm");
+    let helper_nvvmir = format!(
+        "{NVVM_HEADER}
+define i32 @helper_add(i32 %x) {{
+entry:
+  %result = add i32 %x, 1
+  ret i32 %result
+}}
+
+{}",
+        nvvmir_version(0)
+    );
+    let options = ProgramOptions {
+        name: Some("multi_module_test".into()),
+        extra_sources: vec![("helper".into(), helper_nvvmir.into_bytes())],
+        ..Default::default()
+    };
+    let program = Program::new(SourceCode::Nvvm(nvvm_ir().as_bytes()), options).unwrap();
+    assert_eq!(program.backend().to_string(), "NVVM");
+    let ptx_code = program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert_eq!(ptx_code.name(), "multi_module_test");
+}
+
+#[test]
+#[ignore = "differs: cudars-core compiles NVVM IR to LTO-IR only with link_time_optimization set (Error::InvalidArgument); cuda.core adds -gen-lto itself"]
+fn test_nvvm_program_with_multiple_extra_sources() {
+    require_libs!("nvvm");
+    let main_nvvm_ir = format!(
+        "{NVVM_HEADER}
+declare i32 @helper_add(i32) nounwind readnone
+declare i32 @helper_mul(i32) nounwind readnone
+
+define void @main_kernel(i32* %data) {{
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %ptr = getelementptr inbounds i32, i32* %data, i32 %tid
+  %val = load i32, i32* %ptr, align 4
+
+  %val1 = call i32 @helper_add(i32 %val)
+  %val2 = call i32 @helper_mul(i32 %val1)
+
+  store i32 %val2, i32* %ptr, align 4
+  ret void
+}}
+
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x() nounwind readnone
+
+!nvvm.annotations = !{{!0}}
+!0 = !{{void (i32*)* @main_kernel, !\"kernel\", i32 1}}
+
+{}",
+        nvvmir_version(1)
+    );
+    let helper1_ir = format!(
+        "{NVVM_HEADER}
+define i32 @helper_add(i32 %x) nounwind readnone {{
+entry:
+  %result = add i32 %x, 1
+  ret i32 %result
+}}
+
+{}",
+        nvvmir_version(0)
+    );
+    let helper2_ir = format!(
+        "{NVVM_HEADER}
+define i32 @helper_mul(i32 %x) nounwind readnone {{
+entry:
+  %result = mul i32 %x, 2
+  ret i32 %result
+}}
+
+{}",
+        nvvmir_version(0)
+    );
+    let options = ProgramOptions {
+        name: Some("nvvm_multi_helper_test".into()),
+        extra_sources: vec![
+            ("helper1".into(), helper1_ir.into_bytes()),
+            ("helper2".into(), helper2_ir.into_bytes()),
+        ],
+        ..Default::default()
+    };
+    let program = Program::new(SourceCode::Nvvm(main_nvvm_ir.as_bytes()), options).unwrap();
+    assert_eq!(program.backend().to_string(), "NVVM");
+    let ptx_code = program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert_eq!(ptx_code.name(), "nvvm_multi_helper_test");
+
+    let ltoir_code = program.compile(CompileTarget::Ltoir, &[]).unwrap();
+    assert_eq!(ltoir_code.name(), "nvvm_multi_helper_test");
 }
