@@ -1,0 +1,30 @@
+//! `cuda_core/tests/test_host.py` of `cuda.core` (the pinned commit of
+//! `docs/reference/cuda-core-tests.txt`), ported as `conformance_program.rs` says.
+//! `cuda.core`'s `Host` is `Location::Host`, `Location::HostNuma(id)` and
+//! `Location::HostNumaCurrent` here. No GPU needed.
+
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
+#![allow(non_snake_case)]
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use cudars_core::Location;
+
+fn hash(l: Location) -> u64 {
+    let mut h = DefaultHasher::new();
+    l.hash(&mut h);
+    h.finish()
+}
+
+#[test]
+fn TestHost__test_eq_hash() {
+    // Equality is structural.
+    assert_eq!(Location::Host, Location::Host);
+    assert_eq!(Location::HostNuma(1), Location::HostNuma(1));
+    assert_ne!(Location::Host, Location::HostNuma(0));
+    assert_ne!(Location::HostNumaCurrent, Location::Host);
+    assert_eq!(hash(Location::HostNuma(1)), hash(Location::HostNuma(1)));
+}
