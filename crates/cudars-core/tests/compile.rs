@@ -375,7 +375,7 @@ fn options_are_checked_before_compiling() {
     assert_eq!(
         args,
         [
-            "--gpu-architecture=sm_90",
+            "-arch=sm_90",
             "--relocatable-device-code=true",
             "--device-debug",
             "--generate-line-info",
@@ -418,8 +418,7 @@ fn options_are_checked_before_compiling() {
             "-ftz=1",
             "-prec-div=1",
             "-prec-sqrt=0",
-            "-fma=1",
-            "-gen-lto"
+            "-fma=1"
         ]
     );
 
@@ -1171,7 +1170,7 @@ fn an_unset_arch_is_the_current_devices_or_without_a_gpu_the_compilers_oldest() 
             .to_nvrtc_args()
             .unwrap()
             .iter()
-            .any(|a| a.starts_with("--gpu-architecture"))
+            .any(|a| a.starts_with("-arch"))
     );
     is_invalid(ProgramOptions::default().to_linker_options(), "`arch`");
     // A given `arch` is kept.

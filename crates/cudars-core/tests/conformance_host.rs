@@ -28,3 +28,24 @@ fn TestHost__test_eq_hash() {
     assert_ne!(Location::HostNumaCurrent, Location::Host);
     assert_eq!(hash(Location::HostNuma(1)), hash(Location::HostNuma(1)));
 }
+
+#[test]
+fn TestHost__test_default() {
+    let h = Location::Host;
+    assert_eq!(h.numa_id(), None);
+    assert!(!h.is_numa_current());
+}
+
+#[test]
+fn TestHost__test_numa() {
+    let h = Location::HostNuma(3);
+    assert_eq!(h.numa_id(), Some(3));
+    assert!(!h.is_numa_current());
+}
+
+#[test]
+fn TestHost__test_numa_current() {
+    let h = Location::HostNumaCurrent;
+    assert!(h.is_numa_current());
+    assert_eq!(h.numa_id(), None);
+}

@@ -43,15 +43,24 @@ fn test_launch_config_init() {
     assert_eq!(config.shmem_size, 1024);
 }
 
-/// Python's four configurations each raise `ValueError`. `LaunchConfig::new`
-/// cannot fail, so the port asks the fallible constructor, `try_new`, for the
-/// one-dimensional ones (`grid=0, block=1` and `grid=1, block=0`; the tuple forms
-/// have no fallible constructor).
+/// Python's four configurations each raise `ValueError`: the fallible
+/// constructors refuse them (`try_new` for the one-dimensional counts,
+/// `try_from_dims` for the tuple forms). `LaunchConfig::new` cannot fail; the
+/// launch refuses a zero dimension instead.
 #[test]
-#[ignore = "differs: LaunchConfig::new and try_new accept a zero grid or block dimension (the launch fails later); cuda.core's LaunchConfig raises ValueError"]
 fn test_launch_config_invalid_values() {
-    assert!(LaunchConfig::try_new(0, 1).is_err());
-    assert!(LaunchConfig::try_new(1, 0).is_err());
+    let zero = |r: cudars_core::Result<LaunchConfig>| {
+        assert!(
+            matches!(r, Err(cudars_core::Error::InvalidArgument { .. })),
+            "{r:?}"
+        );
+    };
+    zero(LaunchConfig::try_new(0, 1));
+    zero(LaunchConfig::try_from_dims((0, 1), 1));
+    zero(LaunchConfig::try_from_dims((1, 1, 1), 0));
+    zero(LaunchConfig::try_from_dims((1, 1, 1), (0, 1)));
+    // The one-dimensional forms, each way round.
+    zero(LaunchConfig::try_new(1, 0));
 }
 
 #[test]

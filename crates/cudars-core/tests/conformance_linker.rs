@@ -39,3 +39,21 @@ fn test_linker_empty_object_codes_raises() {
         Ok(_) => panic!("a linker of no inputs was made"),
     }
 }
+
+/// `ARCH` is the current device's in Python; the options are only rendered,
+/// so without a GPU any architecture does (`sm_90` then).
+#[test]
+fn test_linker_options_nvjitlink_options_as_str() {
+    let arch = LinkerOptions::for_current_device()
+        .map(|o| o.arch)
+        .unwrap_or_else(|_| "sm_90".to_owned());
+    let opts = LinkerOptions {
+        debug: true,
+        lineinfo: true,
+        ..LinkerOptions::new(arch.clone())
+    };
+    let options: Vec<String> = opts.to_nvjitlink_args().unwrap();
+    assert!(options.contains(&format!("-arch={arch}")), "{options:?}");
+    assert!(options.iter().any(|o| o == "-g"), "{options:?}");
+    assert!(options.iter().any(|o| o == "-lineinfo"), "{options:?}");
+}

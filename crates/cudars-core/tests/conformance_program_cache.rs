@@ -188,14 +188,12 @@ fn check_ignores_name_expressions(code: SourceCode<'_>, target: CompileTarget) {
 }
 
 #[test]
-#[ignore = "differs: cudars-core hashes name_expressions into NVVM and PTX keys; cuda.core leaves them out, so identical compiles share a key"]
 fn test_make_program_cache_key_ignores_name_expressions_for_non_nvrtc__nvvm() {
     require_libs!("nvvm");
     check_ignores_name_expressions(SourceCode::Nvvm(b"abc"), CompileTarget::Ptx);
 }
 
 #[test]
-#[ignore = "differs: cudars-core hashes name_expressions into NVVM and PTX keys; cuda.core leaves them out, so identical compiles share a key"]
 fn test_make_program_cache_key_ignores_name_expressions_for_non_nvrtc__ptx() {
     require_libs!("nvJitLink");
     check_ignores_name_expressions(SourceCode::Ptx(".version 7.0"), CompileTarget::Cubin);

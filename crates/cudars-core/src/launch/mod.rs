@@ -167,6 +167,12 @@ impl LaunchConfig {
     /// `grid_blocks` **blocks** (not clusters) of `block` threads, without clusters,
     /// dynamic shared memory or attributes. For clusters, see
     /// [`with_clusters`](Self::with_clusters).
+    ///
+    /// This cannot fail: a zero dimension is refused by the launch
+    /// ([`Error::InvalidArgument`], before the driver is called), where
+    /// `cuda.core`'s `LaunchConfig` raises at once. To refuse it here, as
+    /// `cuda.core` does, use [`try_from_dims`](Self::try_from_dims) (or
+    /// [`try_new`](Self::try_new) for `usize` counts).
     pub fn new(grid_blocks: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
         Self {
             grid: grid_blocks.into(),
@@ -194,7 +200,8 @@ impl LaunchConfig {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] ([`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange))
-    /// naming the count that does not fit.
+    /// naming the count that does not fit; ([`InvalidKind::ZeroSize`](crate::InvalidKind::ZeroSize))
+    /// for a count of 0 (`cuda.core`'s `ValueError`).
     pub fn try_new(grid_blocks: usize, block: usize) -> Result<Self> {
         let fit = |what: &str, n: usize| {
             u32::try_from(n).map_err(|_| {
@@ -204,10 +211,30 @@ impl LaunchConfig {
                 )
             })
         };
-        Ok(Self::new(
+        Self::try_from_dims(
             fit("grid blocks", grid_blocks)?,
             fit("threads per block", block)?,
-        ))
+        )
+    }
+
+    /// [`new`](Self::new), refusing a zero dimension at once, as `cuda.core`'s
+    /// `LaunchConfig(grid=…, block=…)` does.
+    ///
+    /// ```
+    /// use cudars_core::LaunchConfig;
+    /// assert!(LaunchConfig::try_from_dims((4, 2), 128).is_ok());
+    /// assert!(LaunchConfig::try_from_dims((1, 1, 1), (0, 1)).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] ([`InvalidKind::ZeroSize`](crate::InvalidKind::ZeroSize))
+    /// when a grid or block dimension is 0.
+    pub fn try_from_dims(grid_blocks: impl Into<Dim3>, block: impl Into<Dim3>) -> Result<Self> {
+        let config = Self::new(grid_blocks, block);
+        if config.grid.has_zero() || config.block.has_zero() {
+            return Err(zero_dims("making a launch configuration"));
+        }
+        Ok(config)
     }
 
     /// Enough blocks of `block` threads to cover `n` elements.

@@ -136,10 +136,14 @@ impl PinnedMemoryResource {
                 "sharing memory pools between processes needs POSIX file descriptors (Linux)",
             ));
         }
+        // `cuda.core` raises `ValueError` for a negative node.
+        let node = u32::try_from(options.numa_id).map_err(|_| {
+            Error::invalid(what(), "`numa_id` must be 0 or more (a host NUMA node)")
+        })?;
         let _current = device.ensure_current()?;
         let pool = create_pool(
             sys::CU_MEM_ALLOCATION_TYPE_PINNED,
-            Location::HostNuma(options.numa_id).raw(),
+            Location::HostNuma(node).raw(),
             (options.ipc_enabled, options.max_size),
             what,
         )?;

@@ -268,8 +268,9 @@ pub enum Location {
     /// Host memory (`Host()`).
     Host,
     /// Host memory of one NUMA node (`Host(numa_id)`; CUDA 12.2 drivers and
-    /// newer).
-    HostNuma(i32),
+    /// newer). The id is unsigned: `cuda.core`'s `Host(numa_id=-1)` raises
+    /// `ValueError`, and a negative node cannot be written here.
+    HostNuma(u32),
     /// Host memory of the NUMA node closest to the CPU the calling thread runs
     /// on when the call is made (`Host.numa_current()`,
     /// `CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT`; CUDA 12.2 drivers and newer).
@@ -284,11 +285,33 @@ impl Location {
         matches!(self, Self::HostNumaCurrent)
     }
 
+    /// The NUMA node of [`Location::HostNuma`], `None` for every other location
+    /// (`Host.numa_id`).
+    ///
+    /// ```
+    /// use cudars_core::Location;
+    /// assert_eq!(Location::HostNuma(1).numa_id(), Some(1));
+    /// assert_eq!(Location::Host.numa_id(), None);
+    /// assert_eq!(Location::HostNumaCurrent.numa_id(), None);
+    /// ```
+    pub fn numa_id(&self) -> Option<u32> {
+        match self {
+            Self::HostNuma(n) => Some(*n),
+            _ => None,
+        }
+    }
+
     pub(crate) fn raw(self) -> sys::CUmemLocation {
         let (type_, id) = match self {
             Self::Device(d) => (sys::CU_MEM_LOCATION_TYPE_DEVICE, d.ordinal() as i32),
             Self::Host => (sys::CU_MEM_LOCATION_TYPE_HOST, 0),
-            Self::HostNuma(n) => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA, n),
+            // A node past `i32::MAX` is none the driver has: `i32::MAX` is not
+            // one either, so the driver refuses it (a negative id could mean
+            // something else to it).
+            Self::HostNuma(n) => (
+                sys::CU_MEM_LOCATION_TYPE_HOST_NUMA,
+                i32::try_from(n).unwrap_or(i32::MAX),
+            ),
             Self::HostNumaCurrent => (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
         };
         mem_location(type_, id)
@@ -305,7 +328,9 @@ impl Location {
             sys::CU_MEM_LOCATION_TYPE_INVALID => return Ok(None),
             sys::CU_MEM_LOCATION_TYPE_DEVICE => device_of(id, what)?,
             sys::CU_MEM_LOCATION_TYPE_HOST => Self::Host,
-            sys::CU_MEM_LOCATION_TYPE_HOST_NUMA => Self::HostNuma(id),
+            sys::CU_MEM_LOCATION_TYPE_HOST_NUMA => Self::HostNuma(u32::try_from(id).map_err(|_| {
+                Error::unsupported(what, format!("the driver reported host NUMA node {id}"))
+            })?),
             sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT => Self::HostNumaCurrent,
             other => {
                 return Err(Error::unsupported(

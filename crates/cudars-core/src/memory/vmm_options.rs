@@ -60,7 +60,7 @@ pub enum VirtualMemoryLocation {
     /// for `cuMemCreate` decide the node).
     Host,
     /// In host memory on this NUMA node (`CU_MEM_LOCATION_TYPE_HOST_NUMA`).
-    HostNuma(i32),
+    HostNuma(u32),
     /// In host memory on the NUMA node of the calling thread
     /// (`CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT`).
     HostNumaCurrent,

@@ -163,8 +163,9 @@ pub(crate) fn linker_identity() -> Result<String> {
 ///   [`Program::new`](crate::Program::new) fills it in (where there is a GPU to
 ///   ask), except for PTX kept as PTX, which uses none;
 /// * the source's bytes;
-/// * the name expressions, sorted and without duplicates (their order does not
-///   change what is compiled);
+/// * for C++, the name expressions, sorted and without duplicates (their order
+///   does not change what is compiled; NVVM and PTX ignore them, so they are
+///   left out of those keys);
 /// * `extra_headers`, sorted by name.
 ///
 /// The key changes when any of these does and is the same in every run and on
@@ -301,7 +302,12 @@ pub fn make_program_cache_key(
     }
     h.field("source", source);
 
-    let mut exprs: Vec<&str> = name_expressions.to_vec();
+    // Only NVRTC looks name expressions up; NVVM and PTX ignore them, so they
+    // take no part in those keys (as in `cuda.core`): identical compiles share one.
+    let mut exprs: Vec<&str> = match code {
+        SourceCode::Cxx(_) => name_expressions.to_vec(),
+        SourceCode::Nvvm(_) | SourceCode::Ptx(_) => Vec::new(),
+    };
     exprs.sort_unstable();
     exprs.dedup();
     h.list("name-expressions", exprs.iter().map(|e| e.as_bytes()));

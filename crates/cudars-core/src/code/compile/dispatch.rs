@@ -17,8 +17,9 @@ impl Program {
     ///
     /// * C++ goes through NVRTC: PTX, a cubin (needs an `sm_XY` `arch`) or LTO-IR
     ///   (needs `link_time_optimization`, which gives LTO-IR only).
-    /// * NVVM IR goes through NVVM: PTX or LTO-IR (needs `link_time_optimization`,
-    ///   which is `-gen-lto`); a cubin is linked from that by the [`Linker`](crate::Linker).
+    /// * NVVM IR goes through NVVM: PTX, or LTO-IR (`-gen-lto`, added for that
+    ///   target); a cubin is linked by the [`Linker`](crate::Linker) from LTO-IR
+    ///   with `link_time_optimization`, from PTX without.
     /// * PTX is returned as is for [`CompileTarget::Ptx`] and linked into a cubin by
     ///   the [`Linker`](crate::Linker) for [`CompileTarget::Cubin`].
     ///

@@ -10,7 +10,7 @@ use crate::code::tool_args::Tool;
 use crate::error::{Error, Result};
 
 impl ProgramOptions {
-    /// The options as NVRTC takes them (`--gpu-architecture=sm_90`, …), in
+    /// The options as NVRTC takes them (`-arch=sm_90`, …), in
     /// `cuda.core`'s order, [`extra`](Self::extra) last (then
     /// [`extra_unchecked`](Self::extra_unchecked)). The assembled vector is
     /// read once, as NVRTC reads it, before it is returned (see `extra`).
@@ -29,7 +29,7 @@ impl ProgramOptions {
         self.check_name()?;
         if let Some(arch) = &self.arch {
             Arch::parse_or_invalid(arch, OPTIONS_CONTEXT)?;
-            a.push("arch", format!("--gpu-architecture={arch}"))?;
+            a.push("arch", format!("-arch={arch}"))?;
         }
         if self.relocatable_device_code {
             a.flag(true, "--relocatable-device-code=true");

@@ -19,19 +19,6 @@ impl Program {
         let opts = &self.options;
         let check = "compiling NVVM IR with NVVM";
         match target {
-            CompileTarget::Ptx if opts.link_time_optimization => {
-                return Err(Error::invalid(
-                    check,
-                    "`link_time_optimization` makes NVVM emit LTO-IR: compile to \
-                     CompileTarget::Ltoir, or turn it off for PTX",
-                ));
-            }
-            CompileTarget::Ltoir if !opts.link_time_optimization => {
-                return Err(Error::invalid(
-                    check,
-                    "LTO-IR needs `link_time_optimization: true` (NVVM's -gen-lto)",
-                ));
-            }
             CompileTarget::Cubin => {
                 // NVVM makes PTX (or LTO-IR); the linker makes the cubin.
                 let arch = opts.real_arch(check)?;
@@ -50,7 +37,22 @@ impl Program {
             _ => {}
         }
         let name = opts.program_name();
-        let args = cstrings(opts.to_nvvm_args()?, check)?;
+        // The target decides `-gen-lto`, as in `cuda.core`: LTO-IR gets it,
+        // PTX must not have it (NVVM would write LTO-IR where PTX is expected).
+        let mut args = opts.to_nvvm_args()?;
+        let gen_lto = |a: &String| a == "-gen-lto" || a == "--gen-lto";
+        match target {
+            CompileTarget::Ltoir if !args.iter().any(gen_lto) => args.push("-gen-lto".to_owned()),
+            CompileTarget::Ptx if args.iter().any(gen_lto) => {
+                return Err(Error::invalid(
+                    check,
+                    "`extra` has -gen-lto, which makes NVVM emit LTO-IR: compile to \
+                     CompileTarget::Ltoir for it",
+                ));
+            }
+            _ => {}
+        }
+        let args = cstrings(args, check)?;
         let mut arg_ptrs: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
         let num_args = c_int::try_from(arg_ptrs.len())
             .map_err(|_| Error::invalid(check, "too many options"))?;

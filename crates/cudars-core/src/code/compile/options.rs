@@ -29,7 +29,7 @@ pub(crate) const DEFAULT_NAME: &str = "default_program";
 ///     ..Default::default()
 /// };
 /// let args = options.to_nvrtc_args()?;
-/// assert_eq!(args, ["--gpu-architecture=sm_90", "--define-macro=N=128"]);
+/// assert_eq!(args, ["-arch=sm_90", "--define-macro=N=128"]);
 /// # Ok::<(), cudars_core::Error>(())
 /// ```
 ///
@@ -72,7 +72,7 @@ pub struct ProgramOptions {
     pub name: Option<String>,
     /// The target architecture: `sm_XY` (real: PTX and a cubin), `compute_XY`
     /// (virtual: PTX only), either with an `a` or `f` suffix (`sm_90a`)
-    /// (`--gpu-architecture=`; NVVM `-arch=compute_XY`).
+    /// (`-arch=`, as `cuda.core` writes it; NVVM `-arch=compute_XY`).
     ///
     /// **`None` is the current device**, as in `cuda.core`:
     /// [`Program::new`](crate::Program::new) (and the program cache's key) sets
@@ -121,8 +121,11 @@ pub struct ProgramOptions {
     pub use_fast_math: bool,
     /// More aggressive device-code vectorisation (`--extra-device-vectorization`).
     pub extra_device_vectorization: bool,
-    /// Emit LTO-IR for link-time optimisation (`-dlto`; NVVM `-gen-lto`); needed for
-    /// [`CompileTarget::Ltoir`].
+    /// Emit LTO-IR for link-time optimisation (NVRTC's `-dlto`, which makes LTO-IR
+    /// only); needed for [`CompileTarget::Ltoir`] from C++. NVVM IR compiles to
+    /// either target whatever this is (the target gives NVVM `-gen-lto`, as in
+    /// `cuda.core`); its cubin is linked from LTO-IR with link-time optimisation
+    /// when this is set, from PTX otherwise.
     pub link_time_optimization: bool,
     /// Optimise the LTO-IR further (`--gen-opt-lto`).
     pub gen_opt_lto: bool,
@@ -223,7 +226,7 @@ pub struct ProgramOptions {
     /// directory per NVRTC version in the user's cache directory).
     pub bundled_headers_dir: Option<PathBuf>,
     /// Extra debug information for Numba's CUDA debugger support, with `debug`
-    /// (`--numba-debug`; NVVM `-numba-debug`). Compilers that do not know the
+    /// (`--numba-debug`, for NVVM too, as `cuda.core` writes it). Compilers that do not know the
     /// option fail the compile with their invalid-option error
     /// ([`Error::Compile`], whose log names it): NVRTC 13.0 does.
     pub numba_debug: bool,
@@ -483,8 +486,9 @@ impl ProgramOptions {
     /// `sm_XY` arch becomes `compute_XY`), `-opt=0|3` from
     /// [`device_code_optimize`](Self::device_code_optimize), `-g`,
     /// `-generate-line-info`, `-ftz=`/`-prec-div=`/`-prec-sqrt=`/`-fma=` (`0`/`1`,
-    /// implied by `use_fast_math` where not given), `-gen-lto`, `-numba-debug`, then
-    /// [`extra`](Self::extra). `name`, `extra_sources` and `use_libdevice` apply
+    /// implied by `use_fast_math` where not given), `--numba-debug`, then
+    /// [`extra`](Self::extra). NVVM's `-gen-lto` is not among them: the target
+    /// decides it, as in `cuda.core` (see [`as_bytes`](Self::as_bytes)). `name`, `extra_sources` and `use_libdevice` apply
     /// to the program, not the option list.
     ///
     /// # Errors
@@ -521,8 +525,7 @@ impl ProgramOptions {
         if let Some(b) = fast(self.fma, true) {
             a.out.push(format!("-fma={}", one_zero(b)));
         }
-        a.flag(self.link_time_optimization, "-gen-lto");
-        a.flag(self.numba_debug, "-numba-debug");
+        a.flag(self.numba_debug, "--numba-debug");
         a.field("extra");
         for extra in &self.extra {
             a.text("extra", extra, "")?;

@@ -23,7 +23,7 @@ fn numba_debug_is_spelled_per_backend_and_refused_for_ptx() {
     assert_eq!(
         o.to_nvrtc_args().unwrap(),
         [
-            "--gpu-architecture=sm_90",
+            "-arch=sm_90",
             "--device-debug",
             "--numba-debug",
             "-X"
@@ -31,7 +31,7 @@ fn numba_debug_is_spelled_per_backend_and_refused_for_ptx() {
     );
     assert_eq!(
         o.to_nvvm_args().unwrap(),
-        ["-arch=compute_90", "-g", "-numba-debug", "-X"]
+        ["-arch=compute_90", "-g", "--numba-debug", "-X"]
     );
     let e = Program::new(SourceCode::Ptx(".version 8.0"), o).unwrap_err();
     assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
@@ -182,7 +182,7 @@ fn options_as_bytes_per_backend() {
         o.as_bytes(CompilerBackend::Nvrtc, Some(CompileTarget::Ltoir))
             .unwrap(),
         [
-            b"--gpu-architecture=sm_90".to_vec(),
+            b"-arch=sm_90".to_vec(),
             b"--device-debug".to_vec()
         ]
     );
