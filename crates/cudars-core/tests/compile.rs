@@ -658,10 +658,11 @@ fn nvvm_ir_compiles_to_ptx_and_ltoir() {
     let text = std::str::from_utf8(ptx.code()).unwrap();
     assert!(text.contains(".entry ave"), "{text}");
     assert!(text.contains(".target sm_90"), "{text}");
-    is_invalid(
-        program.compile(CompileTarget::Ltoir, &[]),
-        "link_time_optimization",
-    );
+    // The target decides `-gen-lto`, as in `cuda.core`: LTO-IR without
+    // `link_time_optimization`.
+    let ltoir = program.compile(CompileTarget::Ltoir, &[]).unwrap();
+    assert_eq!(ltoir.code_type(), CodeType::Ltoir);
+    assert!(!ltoir.code().starts_with(b"//"), "LTO-IR, not PTX");
     is_invalid(program.compile(CompileTarget::Ptx, &["ave"]), "C++");
     // Line information and explicit optimisation are NVVM options too.
     let lineinfo = ProgramOptions {
@@ -677,13 +678,31 @@ fn nvvm_ir_compiles_to_ptx_and_ltoir() {
 
     let lto = ProgramOptions {
         link_time_optimization: true,
-        ..options
+        ..options.clone()
     };
     let program = Program::new(SourceCode::Nvvm(NVVM_IR.as_bytes()), lto).unwrap();
     let ltoir = program.compile(CompileTarget::Ltoir, &[]).unwrap();
     assert_eq!(ltoir.code_type(), CodeType::Ltoir);
     assert!(!ltoir.code().is_empty());
-    is_invalid(program.compile(CompileTarget::Ptx, &[]), "LTO-IR");
+    // `link_time_optimization` does not stop NVVM making PTX (real PTX).
+    let ptx = program.compile(CompileTarget::Ptx, &[]).unwrap();
+    assert!(
+        std::str::from_utf8(ptx.code())
+            .unwrap()
+            .contains(".entry ave")
+    );
+    // `-gen-lto` asked for in `extra` with a PTX target would be LTO-IR
+    // labelled PTX: refused.
+    let extra_lto = ProgramOptions {
+        extra: vec!["-gen-lto".into()],
+        ..options
+    };
+    is_invalid(
+        Program::new(SourceCode::Nvvm(NVVM_IR.as_bytes()), extra_lto)
+            .unwrap()
+            .compile(CompileTarget::Ptx, &[]),
+        "-gen-lto",
+    );
 
     // Garbage is a compile error with NVVM's error.
     let bad = Program::new(

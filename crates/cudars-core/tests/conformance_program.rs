@@ -575,7 +575,13 @@ fn test_cpp_program_with_various_options__options7() {
     assert_eq!(program.backend(), ProgramBackend::Nvrtc);
     assert_invalid(program.compile(CompileTarget::Ptx, &[]));
     // What the option is for compiles.
-    assert!(!program.compile(CompileTarget::Ltoir, &[]).unwrap().code().is_empty());
+    assert!(
+        !program
+            .compile(CompileTarget::Ltoir, &[])
+            .unwrap()
+            .code()
+            .is_empty()
+    );
 }
 
 #[test]

@@ -90,8 +90,9 @@ pub struct LinkerOptions {
     /// ([`Error::InvalidArgument`]).
     #[doc(alias = "incremental")]
     pub relocatable: bool,
-    /// Numba's debug mode (`-numba-debug`, as NVRTC and NVVM spell it for
-    /// [`ProgramOptions::numba_debug`](crate::ProgramOptions::numba_debug)).
+    /// Numba's debug mode (`-numba-debug`, nvJitLink's single-dash spelling of
+    /// [`ProgramOptions::numba_debug`](crate::ProgramOptions::numba_debug)'s
+    /// `--numba-debug`).
     /// Passed to nvJitLink, which decides: the nvJitLink releases of CUDA 12 and
     /// 13 know no such option and fail [`Linker::new`](crate::Linker::new) with their
     /// `NVJITLINK_ERROR_UNRECOGNIZED_OPTION` (an [`Error::Tool`] whose context

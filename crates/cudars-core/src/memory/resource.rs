@@ -328,9 +328,11 @@ impl Location {
             sys::CU_MEM_LOCATION_TYPE_INVALID => return Ok(None),
             sys::CU_MEM_LOCATION_TYPE_DEVICE => device_of(id, what)?,
             sys::CU_MEM_LOCATION_TYPE_HOST => Self::Host,
-            sys::CU_MEM_LOCATION_TYPE_HOST_NUMA => Self::HostNuma(u32::try_from(id).map_err(|_| {
-                Error::unsupported(what, format!("the driver reported host NUMA node {id}"))
-            })?),
+            sys::CU_MEM_LOCATION_TYPE_HOST_NUMA => {
+                Self::HostNuma(u32::try_from(id).map_err(|_| {
+                    Error::unsupported(what, format!("the driver reported host NUMA node {id}"))
+                })?)
+            }
             sys::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT => Self::HostNumaCurrent,
             other => {
                 return Err(Error::unsupported(

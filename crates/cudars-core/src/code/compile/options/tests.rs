@@ -22,12 +22,7 @@ fn numba_debug_is_spelled_per_backend_and_refused_for_ptx() {
     };
     assert_eq!(
         o.to_nvrtc_args().unwrap(),
-        [
-            "-arch=sm_90",
-            "--device-debug",
-            "--numba-debug",
-            "-X"
-        ]
+        ["-arch=sm_90", "--device-debug", "--numba-debug", "-X"]
     );
     assert_eq!(
         o.to_nvvm_args().unwrap(),
@@ -181,10 +176,7 @@ fn options_as_bytes_per_backend() {
     assert_eq!(
         o.as_bytes(CompilerBackend::Nvrtc, Some(CompileTarget::Ltoir))
             .unwrap(),
-        [
-            b"-arch=sm_90".to_vec(),
-            b"--device-debug".to_vec()
-        ]
+        [b"-arch=sm_90".to_vec(), b"--device-debug".to_vec()]
     );
     assert_eq!(
         o.as_bytes(CompilerBackend::Nvvm, Some(CompileTarget::Ltoir))
