@@ -18,23 +18,20 @@ impl Program {
     pub(super) fn compile_nvvm(&self, ir: &[u8], target: CompileTarget) -> Result<ObjectCode> {
         let opts = &self.options;
         let check = "compiling NVVM IR with NVVM";
-        match target {
-            CompileTarget::Cubin => {
-                // NVVM makes PTX (or LTO-IR); the linker makes the cubin.
-                let arch = opts.real_arch(check)?;
-                let mut lopts = opts.to_linker_options()?;
-                lopts.arch = arch.to_owned();
-                let step = if opts.link_time_optimization {
-                    lopts.link_time_optimization = true;
-                    CompileTarget::Ltoir
-                } else {
-                    CompileTarget::Ptx
-                };
-                let intermediate = self.compile_nvvm(ir, step)?;
-                let nvvm_log = self.log();
-                return link_into_cubin(self, &intermediate, lopts, nvvm_log);
-            }
-            _ => {}
+        if target == CompileTarget::Cubin {
+            // NVVM makes PTX (or LTO-IR); the linker makes the cubin.
+            let arch = opts.real_arch(check)?;
+            let mut lopts = opts.to_linker_options()?;
+            lopts.arch = arch.to_owned();
+            let step = if opts.link_time_optimization {
+                lopts.link_time_optimization = true;
+                CompileTarget::Ltoir
+            } else {
+                CompileTarget::Ptx
+            };
+            let intermediate = self.compile_nvvm(ir, step)?;
+            let nvvm_log = self.log();
+            return link_into_cubin(self, &intermediate, lopts, nvvm_log);
         }
         let name = opts.program_name();
         // The target decides `-gen-lto`, as in `cuda.core`: LTO-IR gets it,
