@@ -363,7 +363,8 @@ fn in_memory_hits_misses_and_eviction() {
     ProgramCache::clear(&lru).unwrap();
     assert!(lru.is_empty());
 
-    // A byte budget; the newest entry stays even when alone it is too big.
+    // A byte budget; an entry too big for it alone is not kept, and evicts
+    // nothing (nor survives under a key that had a smaller entry).
     let sized = InMemoryProgramCache::new().with_max_size_bytes(25);
     for n in 1..=3 {
         sized.put(&key(n), &object("x", &[n; 9])).unwrap();
@@ -371,8 +372,11 @@ fn in_memory_hits_misses_and_eviction() {
     assert_eq!((sized.len(), sized.size_bytes()), (2, 20));
     assert!(sized.get(&key(1)).unwrap().is_none());
     sized.put(&key(9), &object("big", &[0; 100])).unwrap();
-    assert_eq!(sized.len(), 1);
-    assert!(sized.get(&key(9)).unwrap().is_some());
+    assert_eq!((sized.len(), sized.size_bytes()), (2, 20));
+    assert!(sized.get(&key(9)).unwrap().is_none());
+    sized.put(&key(3), &object("big", &[0; 100])).unwrap();
+    assert_eq!((sized.len(), sized.size_bytes()), (1, 10));
+    assert!(sized.get(&key(3)).unwrap().is_none());
 
     let off = InMemoryProgramCache::new().with_max_entries(0);
     off.put(&key(1), &a).unwrap();

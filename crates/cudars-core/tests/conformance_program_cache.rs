@@ -1,6 +1,8 @@
 //! `cuda_core/tests/test_program_cache.py` of `cuda.core` (the pinned commit of
 //! `docs/reference/cuda-core-tests.txt`), ported as `conformance_program.rs` says:
-//! so far the tests of `make_program_cache_key` whose inputs Rust can spell.
+//! so far the tests of `make_program_cache_key` whose inputs Rust can spell, and
+//! those of `InMemoryProgramCache` (see `inmemory_key` for how its keys and values
+//! are spelt here).
 //! `cuda.core`'s `make_program_cache_key(code=, code_type=, options=, target_type=,
 //! name_expressions=)` is `cache::make_program_cache_key(&SourceCode, &options,
 //! CompileTarget, &name_expressions, &extra_headers)` here; the test's `_make_key`
@@ -16,8 +18,10 @@
 // Python name whole, which the snake-case lint does not allow.
 #![allow(non_snake_case)]
 
-use cudars_core::cache::{ProgramCacheKey, make_program_cache_key};
-use cudars_core::{CompileTarget, ProgramOptions, SourceCode};
+use cudars_core::cache::{
+    InMemoryProgramCache, ProgramCache, ProgramCacheKey, make_program_cache_key,
+};
+use cudars_core::{CodeType, CompileTarget, ObjectCode, ProgramOptions, SourceCode};
 use cudars_tests::require_libs;
 
 /// The test's `_opts(**kw)`: `arch="sm_80"` unless given.
@@ -197,4 +201,238 @@ fn test_make_program_cache_key_ignores_name_expressions_for_non_nvrtc__nvvm() {
 fn test_make_program_cache_key_ignores_name_expressions_for_non_nvrtc__ptx() {
     require_libs!("nvJitLink");
     check_ignores_name_expressions(SourceCode::Ptx(".version 7.0"), CompileTarget::Cubin);
+}
+
+// ---------------------------------------------------------------------------
+// InMemoryProgramCache
+//
+// Python's cache takes any `bytes`/`str` key and a `bytes` payload or an
+// `ObjectCode`; here a key is a `ProgramCacheKey` (32 bytes) and a value an
+// `ObjectCode` (the typed difference the porting guide's "Checks the Rust
+// compiler makes" covers). A Python key `b"k"` is `inmemory_key(b"k")` (its
+// bytes, zero-padded), a raw payload `b"v"` is a nameless cubin of those bytes
+// (`payload`), and `_fake_object_code(payload, name)` is a cubin with that name.
+// ---------------------------------------------------------------------------
+
+/// The Python test's key `k` (at most 32 bytes), zero-padded to a key.
+fn inmemory_key(k: &[u8]) -> ProgramCacheKey {
+    let mut bytes = [0u8; 32];
+    bytes[..k.len()].copy_from_slice(k);
+    ProgramCacheKey::from_bytes(bytes)
+}
+
+/// A raw payload stored as Python stores `bytes`: the code, no name.
+fn payload(bytes: &[u8]) -> ObjectCode {
+    ObjectCode::new(bytes.to_vec(), CodeType::Cubin, "").unwrap()
+}
+
+/// `_fake_object_code(payload=b"fake-cubin", name="unit")`.
+fn fake_object_code(bytes: &[u8], name: &str) -> ObjectCode {
+    ObjectCode::new(bytes.to_vec(), CodeType::Cubin, name).unwrap()
+}
+
+/// `cache[key]`'s bytes, `None` for a miss (Python's `KeyError`).
+fn item(cache: &InMemoryProgramCache, k: &[u8]) -> Option<Vec<u8>> {
+    cache
+        .get(&inmemory_key(k))
+        .unwrap()
+        .map(|c| c.code().to_vec())
+}
+
+#[test]
+fn test_inmemory_cache_empty_on_create() {
+    let cache = InMemoryProgramCache::new();
+    assert_eq!(cache.len(), 0);
+    assert!(cache.get(&inmemory_key(b"nope")).unwrap().is_none());
+    assert_eq!(item(&cache, b"nope"), None);
+}
+
+#[test]
+fn test_inmemory_cache_roundtrip_object_code() {
+    let cache = InMemoryProgramCache::new();
+    cache
+        .put(&inmemory_key(b"k1"), &fake_object_code(b"v1", "x"))
+        .unwrap();
+    assert!(cache.get(&inmemory_key(b"k1")).unwrap().is_some());
+    assert_eq!(item(&cache, b"k1").as_deref(), Some(&b"v1"[..]));
+}
+
+/// Path-backed object code is read when it is made, so the cache holds the
+/// bytes, not the path.
+#[test]
+fn test_inmemory_cache_accepts_path_backed_object_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.cubin");
+    let bytes = b"\x7fELF\x02\x01fake-cubin-bytes";
+    std::fs::write(&src, bytes).unwrap();
+    let obj = ObjectCode::from_file(&src, CodeType::Cubin)
+        .unwrap()
+        .with_name("x");
+    let cache = InMemoryProgramCache::new();
+    cache.put(&inmemory_key(b"k"), &obj).unwrap();
+    // If the source file changes, the cached entry does not.
+    std::fs::write(&src, b"changed").unwrap();
+    assert_eq!(item(&cache, b"k").as_deref(), Some(&bytes[..]));
+}
+
+#[test]
+fn test_inmemory_cache_delete() {
+    let cache = InMemoryProgramCache::new();
+    cache
+        .put(
+            &inmemory_key(b"k"),
+            &fake_object_code(b"fake-cubin", "unit"),
+        )
+        .unwrap();
+    assert!(cache.remove(&inmemory_key(b"k")).unwrap());
+    assert!(cache.get(&inmemory_key(b"k")).unwrap().is_none());
+    // Python's second `del` raises `KeyError`: nothing was there.
+    assert!(!cache.remove(&inmemory_key(b"k")).unwrap());
+}
+
+#[test]
+fn test_inmemory_cache_len_counts_all() {
+    let cache = InMemoryProgramCache::new();
+    for (k, v) in [(b"a", b"1"), (b"b", b"2"), (b"c", b"3")] {
+        cache
+            .put(&inmemory_key(k), &fake_object_code(v, "unit"))
+            .unwrap();
+    }
+    assert_eq!(cache.len(), 3);
+}
+
+#[test]
+fn test_inmemory_cache_clear() {
+    let cache = InMemoryProgramCache::new();
+    for k in [b"a", b"b"] {
+        cache
+            .put(&inmemory_key(k), &fake_object_code(b"fake-cubin", "unit"))
+            .unwrap();
+    }
+    cache.clear();
+    assert_eq!(cache.len(), 0);
+    assert!(cache.get(&inmemory_key(b"a")).unwrap().is_none());
+}
+
+#[test]
+fn test_inmemory_cache_get_returns_default_on_miss() {
+    let cache = InMemoryProgramCache::new();
+    assert!(cache.get(&inmemory_key(b"missing")).unwrap().is_none());
+    let fallback = item(&cache, b"missing").unwrap_or_else(|| b"fallback".to_vec());
+    assert_eq!(fallback, b"fallback");
+}
+
+#[test]
+fn test_inmemory_cache_get_returns_value_on_hit() {
+    let cache = InMemoryProgramCache::new();
+    cache.put(&inmemory_key(b"k"), &payload(b"v")).unwrap();
+    assert_eq!(item(&cache, b"k").as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn test_inmemory_cache_overwrite_replaces_value_and_updates_size() {
+    let cache = InMemoryProgramCache::new().with_max_size_bytes(1000);
+    cache
+        .put(&inmemory_key(b"k"), &payload(&[b'x'; 100]))
+        .unwrap();
+    assert_eq!(item(&cache, b"k"), Some(vec![b'x'; 100]));
+    cache
+        .put(&inmemory_key(b"k"), &payload(&[b'y'; 50]))
+        .unwrap();
+    assert_eq!(item(&cache, b"k"), Some(vec![b'y'; 50]));
+    assert_eq!(cache.len(), 1);
+    // The accounting tracks the replacement, not both.
+    assert_eq!(cache.size_bytes(), 50);
+}
+
+#[test]
+fn test_inmemory_cache_size_cap_evicts_oldest() {
+    // The cap fits two 100-byte entries; the third write evicts the LRU one.
+    let cache = InMemoryProgramCache::new().with_max_size_bytes(250);
+    for (k, b) in [(b"a", b'a'), (b"b", b'b'), (b"c", b'c')] {
+        cache.put(&inmemory_key(k), &payload(&[b; 100])).unwrap();
+    }
+    assert!(cache.get(&inmemory_key(b"a")).unwrap().is_none());
+    assert!(cache.get(&inmemory_key(b"b")).unwrap().is_some());
+    assert!(cache.get(&inmemory_key(b"c")).unwrap().is_some());
+}
+
+#[test]
+fn test_inmemory_cache_read_promotes_lru() {
+    let cache = InMemoryProgramCache::new().with_max_size_bytes(250);
+    cache
+        .put(&inmemory_key(b"a"), &payload(&[b'a'; 100]))
+        .unwrap();
+    cache
+        .put(&inmemory_key(b"b"), &payload(&[b'b'; 100]))
+        .unwrap();
+    // Reading a promotes it past b in LRU order.
+    let _ = item(&cache, b"a");
+    cache
+        .put(&inmemory_key(b"c"), &payload(&[b'c'; 100]))
+        .unwrap();
+    assert!(cache.get(&inmemory_key(b"a")).unwrap().is_some());
+    assert!(cache.get(&inmemory_key(b"b")).unwrap().is_none());
+    assert!(cache.get(&inmemory_key(b"c")).unwrap().is_some());
+}
+
+/// A single write larger than `max_size_bytes` does not survive.
+#[test]
+fn test_inmemory_cache_oversized_write_evicts_itself() {
+    let cache = InMemoryProgramCache::new().with_max_size_bytes(10);
+    cache
+        .put(&inmemory_key(b"big"), &payload(&[b'x'; 100]))
+        .unwrap();
+    assert!(cache.get(&inmemory_key(b"big")).unwrap().is_none());
+    assert_eq!(cache.len(), 0);
+}
+
+#[test]
+fn test_inmemory_cache_unbounded_when_max_size_none() {
+    let cache = InMemoryProgramCache::new();
+    for i in 0..50 {
+        let k = format!("k{i}");
+        cache
+            .put(&inmemory_key(k.as_bytes()), &payload(&[b'x'; 1024]))
+            .unwrap();
+    }
+    assert_eq!(cache.len(), 50);
+}
+
+/// Threaded readers and writers against a size-capped cache: no crash, no
+/// deadlock, and the accounting within the cap and agreeing with the entries.
+#[test]
+fn test_inmemory_cache_concurrent_threads_stay_consistent() {
+    const N_WRITERS: usize = 4;
+    const N_READERS: usize = 4;
+    const OPS_PER_THREAD: usize = 200;
+    let cache = InMemoryProgramCache::new().with_max_size_bytes(4096);
+    let value = payload(&[b'v'; 64]);
+    let barrier = std::sync::Barrier::new(N_WRITERS + N_READERS);
+    std::thread::scope(|s| {
+        for tid in 0..N_WRITERS {
+            let (cache, value, barrier) = (&cache, &value, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for i in 0..OPS_PER_THREAD {
+                    let k = format!("w{tid}-{i}");
+                    cache.put(&inmemory_key(k.as_bytes()), value).unwrap();
+                }
+            });
+        }
+        for _ in 0..N_READERS {
+            let (cache, barrier) = (&cache, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for i in 0..OPS_PER_THREAD {
+                    // A write key, so that reads sometimes hit and sometimes miss.
+                    let k = format!("w{}-{i}", i % N_WRITERS);
+                    cache.get(&inmemory_key(k.as_bytes())).unwrap();
+                }
+            });
+        }
+    });
+    assert!(cache.size_bytes() <= 4096);
+    // No orphan entries: the accounting is the sum of what is stored.
+    assert_eq!(cache.size_bytes(), cache.len() as u64 * 64);
 }

@@ -103,8 +103,10 @@ impl InMemoryProgramCache {
         self
     }
 
-    /// Keeps at most `bytes` of entries (code, name and symbol mapping). The entry
-    /// stored last is always kept, even when it alone is larger.
+    /// Keeps at most `bytes` of entries (code, name and symbol mapping), evicting
+    /// the least recently used. An entry larger than `bytes` on its own is not
+    /// kept (as in `cuda.core`; the entries already stored stay), and 0 keeps
+    /// nothing.
     #[must_use]
     pub fn with_max_size_bytes(mut self, bytes: u64) -> Self {
         self.max_size_bytes = Some(bytes);
@@ -156,6 +158,14 @@ impl ProgramCache for InMemoryProgramCache {
         let mut s = self.state();
         s.clock += 1;
         let size = entry_size(code);
+        if self.max_size_bytes.is_some_and(|m| size > m) {
+            // It would not survive its own size-cap pass: it replaces, then
+            // leaves, whatever was under its key.
+            if let Some(old) = s.entries.remove(key) {
+                s.bytes = s.bytes.saturating_sub(old.size);
+            }
+            return Ok(());
+        }
         let entry = MemoryEntry {
             code: code.clone(),
             last_used: s.clock,
