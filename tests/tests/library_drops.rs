@@ -250,11 +250,16 @@ fn a_cublas_op_in_a_host_function_is_refused_and_the_stream_finishes() {
         return;
     };
     let blas = Arc::new(Mutex::new(blas));
-    let x = Arc::new(Mutex::new(DeviceBuffer::from_host(&dev, &[1.0f32; 256], &s).unwrap()));
+    let x = Arc::new(Mutex::new(
+        DeviceBuffer::from_host(&dev, &[1.0f32; 256], &s).unwrap(),
+    ));
     let (tx, rx) = mpsc::channel();
     let (b2, x2) = (blas.clone(), x.clone());
     s.launch_host_func(move || {
-        let r = b2.lock().unwrap().scal(2.0f32, x2.lock().unwrap().view_mut());
+        let r = b2
+            .lock()
+            .unwrap()
+            .scal(2.0f32, x2.lock().unwrap().view_mut());
         let _ = tx.send(r.map_err(|e| e.to_string()));
     })
     .unwrap();

@@ -102,11 +102,11 @@ pub fn per_thread_default_stream() -> Option<bool> {
 /// without asking the driver (`cuGetErrorName` is refused too). Costs every
 /// driver call one relaxed atomic load while no thread refuses.
 pub fn refuse_calls_on_this_thread(on: bool) -> bool {
-    crate::loader::set_refusing_calls(on)
+    crate::refusal::set_refusing_calls(on)
 }
 
 /// Whether driver and runtime calls on this thread are refused
 /// ([`refuse_calls_on_this_thread`]).
 pub fn calls_refused_on_this_thread() -> bool {
-    crate::loader::refusing_calls()
+    crate::refusal::refusing_calls()
 }

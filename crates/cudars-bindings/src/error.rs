@@ -87,8 +87,8 @@ macro_rules! api_dispatch {
         #[inline(always)]
         pub(crate) fn __entry(idx: usize) -> Option<$crate::loader::RawFn> {
             // An API with a refusal code refuses every call on a thread that
-            // refuses them (`loader::refusing_calls`).
-            $( if $crate::loader::refusing_calls() { let _ = $refused; return None; } )?
+            // refuses them (`refusal::refusing_calls`).
+            $( if $crate::refusal::refusing_calls() { let _ = $refused; return None; } )?
             API.entry(idx)
         }
 
@@ -96,7 +96,7 @@ macro_rules! api_dispatch {
         #[cold]
         #[inline(never)]
         pub(crate) fn __unavailable(idx: usize) -> $Code {
-            $( if $crate::loader::refusing_calls() { return $refused; } )?
+            $( if $crate::refusal::refusing_calls() { return $refused; } )?
             API.note_unavailable(idx);
             $unavail(API.table().is_ok())
         }
@@ -104,7 +104,7 @@ macro_rules! api_dispatch {
         #[doc(hidden)]
         #[inline(always)]
         pub(crate) fn __entry12(idx: usize) -> Option<$crate::loader::RawFn> {
-            $( if $crate::loader::refusing_calls() { let _ = $refused; return None; } )?
+            $( if $crate::refusal::refusing_calls() { let _ = $refused; return None; } )?
             API12.entry(idx)
         }
 
@@ -112,7 +112,7 @@ macro_rules! api_dispatch {
         #[cold]
         #[inline(never)]
         pub(crate) fn __unavailable12(idx: usize) -> $Code {
-            $( if $crate::loader::refusing_calls() { return $refused; } )?
+            $( if $crate::refusal::refusing_calls() { return $refused; } )?
             API12.note_unavailable(idx);
             $unavail(API12.table().is_ok())
         }

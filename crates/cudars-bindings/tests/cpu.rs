@@ -278,7 +278,10 @@ fn a_thread_that_refuses_calls_gets_not_permitted_without_a_call() {
     })
     .join()
     .unwrap();
-    assert!(driver::refuse_calls_on_this_thread(true), "the inner mark put back");
+    assert!(
+        driver::refuse_calls_on_this_thread(true),
+        "the inner mark put back"
+    );
     assert!(driver::calls_refused_on_this_thread());
     assert!(driver::refuse_calls_on_this_thread(false));
     assert!(!driver::calls_refused_on_this_thread());

@@ -212,7 +212,10 @@ fn operations_in_a_host_callback_are_refused_and_the_stream_finishes() {
     let buf = Arc::new(std::sync::Mutex::new(
         DeviceBuffer::from_host(&d, &iota(), &s).unwrap(),
     ));
-    let event = Arc::new(s.record_new_event(cudars_core::EventOptions::default()).unwrap());
+    let event = Arc::new(
+        s.record_new_event(cudars_core::EventOptions::default())
+            .unwrap(),
+    );
     common::spin(&d, &s, SPIN);
     let (tx, rx) = mpsc::channel::<Vec<(&'static str, Option<Error>)>>();
     let (s2, b2, e2, d2) = (s.clone(), buf.clone(), event.clone(), d);
@@ -221,7 +224,10 @@ fn operations_in_a_host_callback_are_refused_and_the_stream_finishes() {
         let mut b = b2.lock().unwrap();
         let out = vec![
             ("Stream::sync of its own stream", s2.sync().err()),
-            ("DeviceBuffer::copy_to_host", b.copy_to_host(&mut host, &s2).err()),
+            (
+                "DeviceBuffer::copy_to_host",
+                b.copy_to_host(&mut host, &s2).err(),
+            ),
             ("DeviceBuffer::fill", b.fill(7, &s2).err()),
             ("Event::sync", e2.sync().err()),
             ("Device::sync", d2.sync().err()),
@@ -238,7 +244,9 @@ fn operations_in_a_host_callback_are_refused_and_the_stream_finishes() {
         .recv_timeout(Duration::from_secs(30))
         .expect("the host function ran and reported within 30 s (no hang)");
     for (name, e) in &out {
-        let e = e.as_ref().unwrap_or_else(|| panic!("{name} was not refused"));
+        let e = e
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name} was not refused"));
         assert_eq!(
             e.driver_code(),
             Some(cudars_bindings::driver::CUDA_ERROR_NOT_PERMITTED),
