@@ -61,40 +61,41 @@ fn child() {
     shim.set_faults("");
     stream
         .launch_host_func(move || {
-            let mut out: Outcomes = Vec::new();
-            out.push(("Stream::sync (its own stream)", outcome(s.sync())));
-            out.push(("Stream::is_done", outcome(s.is_done())));
-            out.push(("Stream::priority", outcome(s.priority())));
-            out.push(("Stream::record", outcome(s.record(&e))));
-            out.push(("Stream::wait_event", outcome(s.wait_event(&e))));
-            out.push(("Event::sync", outcome(e.sync())));
-            out.push(("Event::is_done", outcome(e.is_done())));
             let mut host = [0f32; 256];
             let mut buf = b.lock().unwrap();
-            out.push((
-                "DeviceBuffer::copy_to_host",
-                outcome(buf.copy_to_host(&mut host, &s)),
-            ));
-            out.push(("DeviceBuffer::fill", outcome(buf.fill(1.0, &s))));
+            let out: Outcomes = vec![
+                ("Stream::sync (its own stream)", outcome(s.sync())),
+                ("Stream::is_done", outcome(s.is_done())),
+                ("Stream::priority", outcome(s.priority())),
+                ("Stream::record", outcome(s.record(&e))),
+                ("Stream::wait_event", outcome(s.wait_event(&e))),
+                ("Event::sync", outcome(e.sync())),
+                ("Event::is_done", outcome(e.is_done())),
+                (
+                    "DeviceBuffer::copy_to_host",
+                    outcome(buf.copy_to_host(&mut host, &s)),
+                ),
+                ("DeviceBuffer::fill", outcome(buf.fill(1.0, &s))),
+                (
+                    "Device::create_stream",
+                    outcome(dev.create_stream(StreamOptions::default()).map(drop)),
+                ),
+                ("Device::sync", outcome(dev.sync())),
+                ("Device::set_current", outcome(dev.set_current())),
+                (
+                    "Device::attribute (no context: the bindings' refusal)",
+                    outcome(dev.attribute(sys::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)),
+                ),
+                (
+                    "ContextScope::for_stream (the library crates' funnel)",
+                    outcome(ContextScope::for_stream(&s).map(drop)),
+                ),
+                (
+                    "ContextScope::for_device_setting_library",
+                    outcome(ContextScope::for_device_setting_library(&s).map(drop)),
+                ),
+            ];
             drop(buf);
-            out.push((
-                "Device::create_stream",
-                outcome(dev.create_stream(StreamOptions::default()).map(drop)),
-            ));
-            out.push(("Device::sync", outcome(dev.sync())));
-            out.push(("Device::set_current", outcome(dev.set_current())));
-            out.push((
-                "Device::attribute (no context: the bindings' refusal)",
-                outcome(dev.attribute(sys::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)),
-            ));
-            out.push((
-                "ContextScope::for_stream (the library crates' funnel)",
-                outcome(ContextScope::for_stream(&s).map(drop)),
-            ));
-            out.push((
-                "ContextScope::for_device_setting_library",
-                outcome(ContextScope::for_device_setting_library(&s).map(drop)),
-            ));
             let _ = tx.send(out);
         })
         .unwrap();
