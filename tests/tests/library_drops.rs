@@ -235,3 +235,42 @@ fn a_nccl_communicator_dropped_on_a_driver_callback_thread_is_destroyed_later() 
     let comms: Vec<Communicator> = (0..2).flat_map(|_| make().unwrap()).collect();
     let _ = drop_on_the_callback_thread(&dev, &s, comms, baseline, "NCCL communicators");
 }
+
+/// A cuBLAS operation (`scal`) called from a host function gets the library
+/// crate's error carrying the core refusal (`CUDA_ERROR_NOT_PERMITTED`, from
+/// `ContextScope`, before cuBLAS is called), sent out through a channel; the
+/// stream then finishes within a bounded wait, nothing was scaled, and the
+/// handle works as before on an ordinary thread.
+#[test]
+fn a_cublas_op_in_a_host_function_is_refused_and_the_stream_finishes() {
+    require_gpu!();
+    use cudars_blas::Blas;
+    let (_serial, dev, s) = setup();
+    let Some(blas) = cudars_tests::needs_library_driver!(Blas::new(&s)) else {
+        return;
+    };
+    let blas = Arc::new(Mutex::new(blas));
+    let x = Arc::new(Mutex::new(
+        DeviceBuffer::from_host(&dev, &[1.0f32; 256], &s).unwrap(),
+    ));
+    let (tx, rx) = mpsc::channel();
+    let (b2, x2) = (blas.clone(), x.clone());
+    s.launch_host_func(move || {
+        let r = b2
+            .lock()
+            .unwrap()
+            .scal(2.0f32, x2.lock().unwrap().view_mut());
+        let _ = tx.send(r.map_err(|e| e.to_string()));
+    })
+    .unwrap();
+    let got = rx
+        .recv_timeout(BOUND)
+        .expect("the host function ran and reported (no hang)");
+    let message = got.expect_err("a cuBLAS call on a driver callback thread is refused");
+    assert!(message.contains("driver callback thread"), "{message}");
+    sync_bounded(&s, "the stream after a refused cuBLAS call");
+    let b = blas.lock().unwrap();
+    assert_eq!(x.lock().unwrap().to_vec(&s).unwrap(), vec![1.0f32; 256]);
+    b.scal(2.0f32, x.lock().unwrap().view_mut()).unwrap();
+    assert_eq!(x.lock().unwrap().to_vec(&s).unwrap(), vec![2.0f32; 256]);
+}

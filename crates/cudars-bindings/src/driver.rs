@@ -45,6 +45,7 @@ api_plumbing! {
     code: CUresult,
     success: CUDA_SUCCESS,
     unavailable_code: |_loaded: bool| CUDA_ERROR_NOT_FOUND,
+    refused_code: CUDA_ERROR_NOT_PERMITTED,
     error:
     /// An error of the CUDA driver API: a `CUresult` other than `CUDA_SUCCESS`.
     DriverError,
@@ -84,4 +85,28 @@ pub fn version() -> Result<crate::Version, DriverError> {
 /// `None` until the driver has been loaded.
 pub fn per_thread_default_stream() -> Option<bool> {
     API.table().ok().map(|t| t.per_thread)
+}
+
+/// Makes every driver and runtime function called on this thread return
+/// `CUDA_ERROR_NOT_PERMITTED` (`cudaErrorNotPermitted`) without calling the
+/// library (`on: true`), or call it again (`on: false`); returns what was set
+/// before, to be put back.
+///
+/// For a driver callback thread (a host function, a graph host node, a user
+/// object's destructor), where CUDA forbids CUDA calls: the driver "may return
+/// `CUDA_ERROR_NOT_PERMITTED`, but this is not required", and such a call may
+/// instead hang (a `cuStreamSynchronize` of the stream whose host function is
+/// running waits for itself). cudars-core's trampolines set it for the length
+/// of each callback, so that no driver call reached from one, through any
+/// path, calls the driver. A described error of a refused code names it
+/// without asking the driver (`cuGetErrorName` is refused too). Costs every
+/// driver call one relaxed atomic load while no thread refuses.
+pub fn refuse_calls_on_this_thread(on: bool) -> bool {
+    crate::refusal::set_refusing_calls(on)
+}
+
+/// Whether driver and runtime calls on this thread are refused
+/// ([`refuse_calls_on_this_thread`]).
+pub fn calls_refused_on_this_thread() -> bool {
+    crate::refusal::refusing_calls()
 }

@@ -69,7 +69,8 @@ macro_rules! api_dispatch {
         resolver: $resolver:expr,
         module: $module:literal,
         code: $Code:ty,
-        unavailable_code: $unavail:expr $(,)?
+        unavailable_code: $unavail:expr
+        $(, refused_code: $refused:expr)? $(,)?
     ) => {
         pub(crate) static API: $crate::loader::Api<ENTRY_COUNT> =
             $crate::loader::Api::new($kind, $resolver, $module, &ENTRIES);
@@ -85,6 +86,9 @@ macro_rules! api_dispatch {
         #[doc(hidden)]
         #[inline(always)]
         pub(crate) fn __entry(idx: usize) -> Option<$crate::loader::RawFn> {
+            // An API with a refusal code refuses every call on a thread that
+            // refuses them (`refusal::refusing_calls`).
+            $( if $crate::refusal::refusing_calls() { let _ = $refused; return None; } )?
             API.entry(idx)
         }
 
@@ -92,6 +96,7 @@ macro_rules! api_dispatch {
         #[cold]
         #[inline(never)]
         pub(crate) fn __unavailable(idx: usize) -> $Code {
+            $( if $crate::refusal::refusing_calls() { return $refused; } )?
             API.note_unavailable(idx);
             $unavail(API.table().is_ok())
         }
@@ -99,6 +104,7 @@ macro_rules! api_dispatch {
         #[doc(hidden)]
         #[inline(always)]
         pub(crate) fn __entry12(idx: usize) -> Option<$crate::loader::RawFn> {
+            $( if $crate::refusal::refusing_calls() { let _ = $refused; return None; } )?
             API12.entry(idx)
         }
 
@@ -106,6 +112,7 @@ macro_rules! api_dispatch {
         #[cold]
         #[inline(never)]
         pub(crate) fn __unavailable12(idx: usize) -> $Code {
+            $( if $crate::refusal::refusing_calls() { return $refused; } )?
             API12.note_unavailable(idx);
             $unavail(API12.table().is_ok())
         }
@@ -197,6 +204,7 @@ macro_rules! api_plumbing {
         code: $Code:ident,
         success: $success:expr,
         unavailable_code: $unavail:expr,
+        $(refused_code: $refused:expr,)?
         error: $(#[$emeta:meta])* $Error:ident,
         describe: $describe:path $(,)?
     ) => {
@@ -205,7 +213,8 @@ macro_rules! api_plumbing {
             resolver: $resolver,
             module: $module,
             code: $Code,
-            unavailable_code: $unavail,
+            unavailable_code: $unavail
+            $(, refused_code: $refused)?
         }
 
         $(#[$emeta])*

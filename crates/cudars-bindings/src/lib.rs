@@ -86,6 +86,7 @@
 
 mod error;
 mod loader;
+mod refusal;
 
 #[cfg(feature = "cublas")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cublas")))]

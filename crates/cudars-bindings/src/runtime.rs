@@ -37,6 +37,7 @@ api_plumbing! {
     code: cudaError_t,
     success: cudaSuccess,
     unavailable_code: |_loaded: bool| cudaErrorSymbolNotFound,
+    refused_code: cudaErrorNotPermitted,
     error:
     /// An error of the CUDA runtime API: a `cudaError_t` other than `cudaSuccess`.
     RuntimeError,

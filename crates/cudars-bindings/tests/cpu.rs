@@ -249,3 +249,42 @@ fn reshaped_entry_points_resolve_only_for_the_loaded_major() {
         );
     }
 }
+
+/// A thread that refuses driver and runtime calls (what cudars-core sets on a
+/// driver callback thread) gets `CUDA_ERROR_NOT_PERMITTED` and
+/// `cudaErrorNotPermitted` without the library being called (here it is not
+/// even loaded: the "not found" code would come otherwise), with a name that
+/// needs no driver; nested marks restore what was before, and other threads
+/// are not affected.
+#[test]
+fn a_thread_that_refuses_calls_gets_not_permitted_without_a_call() {
+    assert!(!driver::calls_refused_on_this_thread());
+    assert!(!driver::refuse_calls_on_this_thread(true));
+    assert!(driver::refuse_calls_on_this_thread(true), "nested");
+    let mut n = 0;
+    let rc = unsafe { driver::cuDeviceGetCount(&mut n) };
+    assert_eq!(rc, driver::CUDA_ERROR_NOT_PERMITTED);
+    let e = rc.result().unwrap_err();
+    assert_eq!(e.name(), "CUDA_ERROR_NOT_PERMITTED");
+    assert!(e.unavailable().is_none(), "{e}");
+    let rc = unsafe { runtime::cudaGetDeviceCount(&mut n) };
+    assert_eq!(rc, runtime::cudaErrorNotPermitted);
+    // Another thread calls as before.
+    std::thread::spawn(|| {
+        assert!(!driver::calls_refused_on_this_thread());
+        let mut n = 0;
+        let rc = unsafe { driver::cuDeviceGetCount(&mut n) };
+        assert_ne!(rc, driver::CUDA_ERROR_NOT_PERMITTED);
+    })
+    .join()
+    .unwrap();
+    assert!(
+        driver::refuse_calls_on_this_thread(true),
+        "the inner mark put back"
+    );
+    assert!(driver::calls_refused_on_this_thread());
+    assert!(driver::refuse_calls_on_this_thread(false));
+    assert!(!driver::calls_refused_on_this_thread());
+    let rc = unsafe { driver::cuDeviceGetCount(&mut n) };
+    assert_ne!(rc, driver::CUDA_ERROR_NOT_PERMITTED);
+}

@@ -79,8 +79,15 @@ impl Stream {
     /// # Ok(()) }
     /// ```
     ///
-    /// **`f` must not call CUDA** (CUDA's rule for host functions: a call may
-    /// return `CUDA_ERROR_NOT_PERMITTED` or deadlock). Dropping this crate's
+    /// **`f` cannot call CUDA** (CUDA's rule for host functions: a call may
+    /// return `CUDA_ERROR_NOT_PERMITTED` or deadlock; a `sync` of this very
+    /// stream would wait for itself). Every operation of this crate and of the
+    /// library crates called from `f` (a stream's or event's `sync`, a copy, a
+    /// launch, a cuBLAS call, …) returns [`Error::Driver`] of code
+    /// `CUDA_ERROR_NOT_PERMITTED` at once, without calling the driver, and any
+    /// other driver or runtime call made on the thread while `f` runs (a raw
+    /// binding's included) returns that code too; send what needs doing out of
+    /// `f` (a channel) and do it on an ordinary thread. Dropping this crate's
     /// objects there is fine: `f` and its captures are dropped on the driver's
     /// thread, and when one of them is the last owner of a [`Buffer`](crate::Buffer),
     /// [`Stream`], [`Event`](crate::Event), graph, module or pool, its free or

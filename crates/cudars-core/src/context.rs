@@ -449,6 +449,7 @@ impl Context {
                  (the driver allows one thread at a time); use its streams instead",
             ));
         }
+        crate::deferred::refuse_on_callback()?;
         // SAFETY: a live context (clones keep it alive).
         let rc = unsafe { sys::cuCtxSetCurrent(self.inner.handle) };
         set_current_result(self.inner.handle, rc).check(|| "making a context current")
@@ -475,8 +476,13 @@ impl Context {
     /// For a green context, [`ensure_current`](Self::ensure_current)'s guard (the
     /// context's lock, which every call on it must hold); for any other, nothing:
     /// for calls that need no current context but must not race a green one.
+    /// Refused on a driver callback thread, as `ensure_current` is.
     #[inline]
     pub(crate) fn green_guard(&self) -> Result<Option<Current>> {
+        // The operations' gate (see `ensure_current`): the calls that need no
+        // current context (a stream's or event's wait, query or flags) come
+        // here first.
+        crate::deferred::refuse_on_callback()?;
         match &self.inner.green_lock {
             None => Ok(None),
             Some(lock) => self.enter_green(lock).map(Some),
@@ -485,6 +491,10 @@ impl Context {
 
     #[cold]
     fn enter_green(&self, lock: &GreenLock) -> Result<Current> {
+        // The operations' gate (see `ensure_current`), before the lock: a host
+        // function waiting for a green context another thread holds would
+        // wait for its own stream.
+        crate::deferred::refuse_on_callback()?;
         lock.acquire();
         held_green_enter(self.inner.handle);
         let mut prev: sys::CUcontext = std::ptr::null_mut();
@@ -585,6 +595,8 @@ pub(crate) fn ensure_current(
     ctx: sys::CUcontext,
     what: impl FnOnce() -> String,
 ) -> Result<Current> {
+    // The operations' gate: no CUDA call from a driver callback thread.
+    crate::deferred::refuse_on_callback()?;
     let mut cur: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: `cur` is valid for writes.
     let rc = unsafe { sys::cuCtxGetCurrent(&mut cur) };
@@ -816,6 +828,7 @@ impl Device {
     /// # Errors
     /// The driver's error.
     pub fn set_current(&self) -> Result<()> {
+        crate::deferred::refuse_on_callback()?;
         let ctx = self.primary_context()?;
         // SAFETY: a retained, live context.
         let rc = unsafe { sys::cuCtxSetCurrent(ctx) };
@@ -872,6 +885,7 @@ impl Device {
                  (the driver allows one thread at a time); use its streams instead",
             ));
         }
+        crate::deferred::refuse_on_callback()?;
         let mut prev: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: `prev` is valid for writes.
         unsafe { sys::cuCtxGetCurrent(&mut prev) }.check(|| "reading the current context")?;

@@ -47,9 +47,13 @@ thread_local! {
 
 /// Marks the current thread as a driver callback thread while it lives: the
 /// trampolines hold one around everything they run and drop, so that a release
-/// reached from there is deferred instead of calling CUDA.
+/// reached from there is deferred instead of calling CUDA, an operation is
+/// refused ([`refuse_on_callback`]), and any other driver call, through any
+/// path, returns `CUDA_ERROR_NOT_PERMITTED` without reaching the driver (the
+/// bindings' refusal, `driver::refuse_calls_on_this_thread`).
 pub(crate) struct CallbackScope {
     prev: bool,
+    prev_refusing: bool,
 }
 
 impl CallbackScope {
@@ -59,12 +63,17 @@ impl CallbackScope {
         // misses its mark through the fast path.
         STATE.fetch_add(CALLBACK, Ordering::Relaxed);
         let prev = ON_CALLBACK.try_with(|c| c.replace(true)).unwrap_or(false);
-        Self { prev }
+        let prev_refusing = cudars_bindings::driver::refuse_calls_on_this_thread(true);
+        Self {
+            prev,
+            prev_refusing,
+        }
     }
 }
 
 impl Drop for CallbackScope {
     fn drop(&mut self) {
+        cudars_bindings::driver::refuse_calls_on_this_thread(self.prev_refusing);
         let _ = ON_CALLBACK.try_with(|c| c.set(self.prev));
         STATE.fetch_sub(CALLBACK, Ordering::Relaxed);
     }
@@ -81,6 +90,43 @@ pub(crate) fn must_defer() -> bool {
 #[cold]
 fn on_callback_thread() -> bool {
     ON_CALLBACK.try_with(Cell::get).unwrap_or(false)
+}
+
+/// What [`callback_refusal`]'s error says was being done.
+pub(crate) const CALLBACK_REFUSAL: &str = "a CUDA call from a driver callback thread (a host \
+     function or graph host node), where CUDA forbids it: refused before calling the driver \
+     (CUDA_ERROR_NOT_PERMITTED); do the work on an ordinary thread, after the stream reaches \
+     the host function";
+
+/// The gate of an operation (every driver call but a release's): on a driver
+/// callback thread, where CUDA forbids CUDA calls (they may fail or hang: a
+/// `Stream::sync` of the stream whose host function is running waits for
+/// itself), the operation's error ([`callback_refusal`]) instead of the call.
+/// The funnels every operation goes through before its first driver call
+/// (`context::ensure_current`, `Stream::enter`, `ContextScope`) ask it, as do
+/// the operations that call the driver without a current context. One relaxed
+/// load when no callback runs anywhere.
+#[inline]
+pub(crate) fn refuse_on_callback() -> Result<()> {
+    if must_defer() {
+        return Err(callback_refusal());
+    }
+    Ok(())
+}
+
+/// The error of a CUDA call refused on a driver callback thread: a driver
+/// error of code `CUDA_ERROR_NOT_PERMITTED` (what CUDA documents such a call
+/// may return; [`refused_for_now`] holds it), whose context says why. Made
+/// without calling the driver.
+#[cold]
+#[inline(never)]
+pub(crate) fn callback_refusal() -> crate::error::Error {
+    crate::error::Error::Driver {
+        context: Cow::Borrowed(CALLBACK_REFUSAL),
+        source: cudars_bindings::driver::DriverError::new(
+            cudars_bindings::driver::CUDA_ERROR_NOT_PERMITTED,
+        ),
+    }
 }
 
 /// The gate of a release (a free, a destroy): whether it must be deferred (the

@@ -533,8 +533,14 @@ impl ContextScope {
     /// green context this waits until no other thread holds it.
     ///
     /// # Errors
-    /// The driver's error (reading or setting the current context).
+    /// On a driver callback thread (a host function, a graph host node), where
+    /// CUDA forbids CUDA calls, [`Error::Driver`](crate::Error::Driver) of code
+    /// `CUDA_ERROR_NOT_PERMITTED`, made without calling the driver, so that a
+    /// library operation entered there never reaches its library; the
+    /// driver's error (reading or setting the current context).
     pub fn enter(ctx: &Context) -> crate::error::Result<Self> {
+        // The operations' gate (`Context::ensure_current`'s).
+        crate::deferred::refuse_on_callback()?;
         let mut prev: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: `prev` is valid for writes.
         unsafe { sys::cuCtxGetCurrent(&mut prev) }.check(|| "reading the current context")?;
@@ -595,6 +601,8 @@ impl ContextScope {
     /// # Errors
     /// As [`enter`](Self::enter).
     pub fn for_device_setting_library(stream: &Stream) -> crate::error::Result<Option<Self>> {
+        // The operations' gate, on the path that calls no driver too.
+        crate::deferred::refuse_on_callback()?;
         let ctx = stream.context();
         if ctx.is_primary() && stream.is_ordinary() && context::known_current_is_primary() {
             return Ok(None);

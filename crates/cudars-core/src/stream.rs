@@ -199,6 +199,9 @@ impl Stream {
     /// driver and retries when the trust was misplaced.
     #[inline]
     pub(crate) fn enter(&self) -> Result<(crate::context::Current, bool)> {
+        // The operations' gate (see `context::ensure_current`), for the
+        // trusted path too.
+        crate::deferred::refuse_on_callback()?;
         if self.is_ordinary() && self.inner.ctx.is_known_current() {
             return Ok((crate::context::Current::none(), true));
         }

@@ -196,3 +196,73 @@ fn a_panicking_callback_is_reported_and_a_capture_is_refused() {
     );
     assert_eq!(host.as_slice().unwrap()[..2], [1, 2]);
 }
+
+/// No CUDA call from a driver callback thread: a host function that calls
+/// `sync()` on its own stream (which on a real driver may wait for itself for
+/// ever), copies a buffer, fills one, waits for an event and queries the
+/// device gets each operation's refusal (`CUDA_ERROR_NOT_PERMITTED`, made
+/// without calling the driver), sent out through a channel; the stream then
+/// finishes, within a bounded wait, and works as before.
+#[test]
+fn operations_in_a_host_callback_are_refused_and_the_stream_finishes() {
+    require_gpu!();
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let (d, s, _) = setup();
+    let buf = Arc::new(std::sync::Mutex::new(
+        DeviceBuffer::from_host(&d, &iota(), &s).unwrap(),
+    ));
+    let event = Arc::new(
+        s.record_new_event(cudars_core::EventOptions::default())
+            .unwrap(),
+    );
+    common::spin(&d, &s, SPIN);
+    let (tx, rx) = mpsc::channel::<Vec<(&'static str, Option<Error>)>>();
+    let (s2, b2, e2, d2) = (s.clone(), buf.clone(), event.clone(), d);
+    s.launch_host_func(move || {
+        let mut host = vec![0i32; N];
+        let mut b = b2.lock().unwrap();
+        let out = vec![
+            ("Stream::sync of its own stream", s2.sync().err()),
+            (
+                "DeviceBuffer::copy_to_host",
+                b.copy_to_host(&mut host, &s2).err(),
+            ),
+            ("DeviceBuffer::fill", b.fill(7, &s2).err()),
+            ("Event::sync", e2.sync().err()),
+            ("Device::sync", d2.sync().err()),
+            (
+                "Device::attribute",
+                d2.attribute(cudars_bindings::driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                    .err(),
+            ),
+        ];
+        let _ = tx.send(out);
+    })
+    .unwrap();
+    let out = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the host function ran and reported within 30 s (no hang)");
+    for (name, e) in &out {
+        let e = e
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name} was not refused"));
+        assert_eq!(
+            e.driver_code(),
+            Some(cudars_bindings::driver::CUDA_ERROR_NOT_PERMITTED),
+            "{name}: {e}"
+        );
+    }
+    // The stream finishes, on an ordinary thread, bounded.
+    let (done_tx, done_rx) = mpsc::channel();
+    let s3 = s.clone();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(s3.sync());
+    });
+    done_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the stream finished within 30 s")
+        .unwrap();
+    // Nothing the callback tried was done: the buffer is unchanged.
+    assert_eq!(buf.lock().unwrap().to_vec(&s).unwrap(), iota());
+}

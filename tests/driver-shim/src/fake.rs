@@ -9,7 +9,8 @@
 //! The functions do what that needs and no more: handles are fresh numbers that
 //! nothing dereferences, queued work completes at once, the one device is an
 //! sm_90 with memory pools, and every kernel takes `(float*, int)`; pinned host
-//! memory (`cuMemHostAlloc`) is real host memory. Launches,
+//! memory (`cuMemHostAlloc`) is real host memory; a host function
+//! (`cuLaunchHostFunc`) runs at once on a thread of its own. Launches,
 //! stream-ordered allocations, frees and copies, event records and stream waits,
 //! and reading a kernel's parameters, fail with `CUDA_ERROR_INVALID_CONTEXT` when
 //! no context is current on the calling thread, as the driver's do. A function
@@ -557,6 +558,20 @@ fakes! {
         // SAFETY: the caller's out-pointer.
         unsafe { put(remainder, rest) };
         CUDA_SUCCESS
+    }
+    cuLaunchHostFunc PFN_cuLaunchHostFunc_v10000 (_s: CUstream, f: CUhostFn, data: *mut c_void) {
+        // Queued work completes at once: the host function runs now, on a
+        // thread of its own, as the driver's run on a driver thread.
+        let Some(f) = f else {
+            return CUDA_ERROR_INVALID_VALUE;
+        };
+        let data = data as usize;
+        // SAFETY: the caller's host function, called once with its data, as
+        // `cuLaunchHostFunc` promises.
+        match std::thread::Builder::new().spawn(move || unsafe { f(data as *mut c_void) }) {
+            Ok(_) => CUDA_SUCCESS,
+            Err(_) => CUDA_ERROR_OUT_OF_MEMORY,
+        }
     }
     cuLaunchKernelEx PFN_cuLaunchKernelEx_v11060 (_c: *const CUlaunchConfig, _f: CUfunction, _p: *mut *mut c_void, _e: *mut *mut c_void) {
         if let Some(rc) = no_context() {
