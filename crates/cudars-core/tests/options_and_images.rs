@@ -616,7 +616,8 @@ fn ltoir_and_fatbin_wrappers_do_not_load_and_real_images_pass() {
             .check_image()
             .unwrap_err();
         assert!(e.to_string().contains("split compile"), "{e}");
-        // A cubin entry whose ELF lies is refused, where it is not compressed.
+        // A cubin entry whose ELF lies is refused (compressed ones: see
+        // `compressed_entries_are_checked_in_every_mode`).
         if !compress {
             let mut bad = fat.code().to_vec();
             let elf_at = (0..bad.len() - 4)
@@ -636,6 +637,149 @@ fn ltoir_and_fatbin_wrappers_do_not_load_and_real_images_pass() {
         .unwrap()
         .check_image()
         .unwrap();
+}
+
+/// The entries of a fat binary: (offset of the entry, its header's size, its
+/// flags), walked by their sizes.
+fn entries(fat: &[u8]) -> Vec<(usize, usize, u64)> {
+    let word = |o: usize, n: usize| {
+        let mut a = [0u8; 8];
+        a[..n].copy_from_slice(&fat[o..o + n]);
+        u64::from_le_bytes(a) as usize
+    };
+    let (mut at, end) = (word(6, 2), word(6, 2) + word(8, 8));
+    let mut v = Vec::new();
+    while at < end {
+        let (header, payload) = (word(at + 4, 4), word(at + 8, 8));
+        v.push((at, header, word(at + 40, 8) as u64));
+        at += header + payload;
+    }
+    v
+}
+
+/// A Zstandard frame holding `data` in raw blocks (single segment).
+fn zstd_raw(data: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x28, 0xB5, 0x2F, 0xFD, 0xA0];
+    f.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    let chunks: Vec<&[u8]> = data.chunks(128 * 1024).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let last = u32::from(i + 1 == chunks.len());
+        f.extend_from_slice(&(last | (chunk.len() as u32) << 3).to_le_bytes()[..3]);
+        f.extend_from_slice(chunk);
+    }
+    f
+}
+
+/// An LZ4 block holding `data` as one run of literals.
+fn lz4_literals(data: &[u8]) -> Vec<u8> {
+    let mut b = vec![0xF0];
+    let mut rest = data.len() - 15;
+    while rest >= 255 {
+        b.push(255);
+        rest -= 255;
+    }
+    b.push(rest as u8);
+    b.extend_from_slice(data);
+    b
+}
+
+/// `fat` with its entry at `at` (header `header` bytes) holding `stream`
+/// (compressed, `plain` bytes uncompressed) in place of its payload, every
+/// size that covers it set to match.
+fn with_payload(fat: &[u8], at: usize, header: usize, stream: &[u8], plain: usize) -> Vec<u8> {
+    let mut old = [0u8; 8];
+    old.copy_from_slice(&fat[at + 8..at + 16]);
+    let old = u64::from_le_bytes(old) as usize;
+    let padded = stream.len().div_ceil(8) * 8;
+    let mut b = fat[..at + header].to_vec();
+    b.extend_from_slice(stream);
+    b.resize(at + header + padded, 0);
+    b.extend_from_slice(&fat[at + header + old..]);
+    b[at + 8..at + 16].copy_from_slice(&(padded as u64).to_le_bytes());
+    b[at + 16..at + 20].copy_from_slice(&(stream.len() as u32).to_le_bytes());
+    b[at + 56..at + 64].copy_from_slice(&(plain as u64).to_le_bytes());
+    let size = (b.len() - 16) as u64;
+    b[8..16].copy_from_slice(&size.to_le_bytes());
+    b
+}
+
+/// Fat binaries as nvFatbin compresses them, in each of its modes (LZ4 blocks
+/// for `speed`, Zstandard frames for the others), pass the image check; the
+/// same entries holding the lying ELF, compressed the same way, are refused
+/// (the check decompresses them: the driver would).
+#[test]
+fn compressed_entries_are_checked_in_every_mode() {
+    require_libs!("nvrtc", "nvfatbin");
+    let compile = |arch: &str, target| {
+        Program::new(
+            SourceCode::Cxx(SAXPY),
+            ProgramOptions {
+                arch: Some(arch.into()),
+                ..Default::default()
+            },
+        )
+        .and_then(|p| p.compile(target, &[]))
+        .unwrap()
+    };
+    let cubin = compile("sm_90", CompileTarget::Cubin);
+    let ptx = compile("compute_90", CompileTarget::Ptx);
+    let lying = lying_elf();
+    let mut codecs = std::collections::BTreeSet::new();
+    for all in [false, true] {
+        for mode in ["default", "size", "speed", "balance", "none"] {
+            let mut builder =
+                cudars_core::FatbinBuilder::new().option(format!("-compress-mode={mode}"));
+            if all {
+                builder = builder.compress_all();
+            }
+            let fat = builder
+                .cubin(&cubin, "sm_90")
+                .unwrap()
+                .ptx(&ptx, "compute_90", "")
+                .unwrap()
+                .build()
+                .unwrap();
+            let what = format!("-compress-mode={mode} (all: {all})");
+            fat.check_image().unwrap_or_else(|e| panic!("{what}: {e}"));
+            for (at, header, flags) in entries(fat.code()) {
+                let codec = flags & 0xA000;
+                if codec == 0 {
+                    continue;
+                }
+                codecs.insert(codec);
+                // The entry (cubin or PTX) now holding the lying ELF, compressed
+                // as nvFatbin compressed it.
+                let stream = if codec == 0x2000 {
+                    lz4_literals(&lying)
+                } else {
+                    zstd_raw(&lying)
+                };
+                let bad = with_payload(fat.code(), at, header, &stream, lying.len());
+                let e = ObjectCode::from_fatbin(bad.clone())
+                    .unwrap()
+                    .check_image()
+                    .unwrap_err();
+                assert!(e.to_string().contains("past the end"), "{what}: {e}");
+                refused_image(
+                    Library::load(&ObjectCode::from_ptx(bad).unwrap(), &Default::default()),
+                    &what,
+                );
+                // The real cubin, recompressed by hand, still passes.
+                let stream = if codec == 0x2000 {
+                    lz4_literals(cubin.code())
+                } else {
+                    zstd_raw(cubin.code())
+                };
+                let good = with_payload(fat.code(), at, header, &stream, cubin.code().len());
+                ObjectCode::from_fatbin(good)
+                    .unwrap()
+                    .check_image()
+                    .unwrap();
+            }
+        }
+    }
+    // Both codecs were met: `speed` writes LZ4, the others Zstandard.
+    assert_eq!(codecs.into_iter().collect::<Vec<_>>(), [0x2000, 0x8000]);
 }
 
 /// On a GPU, with a live driver: the lying images are refused by every loader
