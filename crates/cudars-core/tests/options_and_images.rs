@@ -723,6 +723,16 @@ fn compressed_entries_are_checked_in_every_mode() {
     };
     let cubin = compile("sm_90", CompileTarget::Cubin);
     let ptx = compile("compute_90", CompileTarget::Ptx);
+    let lto = Program::new(
+        SourceCode::Cxx(SAXPY),
+        ProgramOptions {
+            arch: Some("sm_90".into()),
+            link_time_optimization: true,
+            ..Default::default()
+        },
+    )
+    .and_then(|p| p.compile(CompileTarget::Ltoir, &[]))
+    .unwrap();
     let lying = lying_elf();
     let mut codecs = std::collections::BTreeSet::new();
     for all in [false, true] {
@@ -737,12 +747,26 @@ fn compressed_entries_are_checked_in_every_mode() {
                 .unwrap()
                 .ptx(&ptx, "compute_90", "")
                 .unwrap()
+                .ltoir(&lto, "sm_90", "")
+                .unwrap()
                 .build()
                 .unwrap();
             let what = format!("-compress-mode={mode} (all: {all})");
             fat.check_image().unwrap_or_else(|e| panic!("{what}: {e}"));
             for (at, header, flags) in entries(fat.code()) {
                 let codec = flags & 0xA000;
+                if flags & 0x1_0000 != 0 {
+                    // LTO-IR, scrambled: unread, and refused on any other entry.
+                    assert_eq!(fat.code()[at], 8, "{what}: a scrambled entry not LTO-IR");
+                    let mut bad = fat.code().to_vec();
+                    bad[at] = 2;
+                    let e = ObjectCode::from_fatbin(bad)
+                        .unwrap()
+                        .check_image()
+                        .unwrap_err();
+                    assert!(e.to_string().contains("scrambled"), "{what}: {e}");
+                    continue;
+                }
                 if codec == 0 {
                     continue;
                 }

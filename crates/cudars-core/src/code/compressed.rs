@@ -13,7 +13,8 @@
 //! | 16 | the compressed size (u32): the bytes of the payload that hold the compressed stream (the payload is padded to 8 bytes); 0 when not compressed |
 //! | 20 | the JIT options' offset from the entry (u32) |
 //! | 32, 36 | the name's offset from the entry, its length (u32 each) |
-//! | 40 | the flags (u64): 0x1 64-bit, 0x10 Linux, [`LZ4`] or [`ZSTD`] |
+//! | 40 | the flags (u64): 0x1 64-bit, 0x10 Linux, [`LZ4`] or [`ZSTD`], [`SCRAMBLED`] |
+//! | 48 | for LTO-IR, a key of the scrambling (u32) |
 //! | 56 | the uncompressed size (u64); 0 when not compressed |
 //!
 //! `-compress-mode=speed` writes a raw LZ4 block (no frame, no size prefix:
@@ -22,6 +23,12 @@
 //! its header) under the flag 0x8000; `none` (and `-compress=false`) leaves the
 //! flags and both sizes 0. Small entries are left uncompressed unless
 //! `-compress-all` is given (`size` compresses them all).
+//!
+//! LTO-IR entries (kind 8) carry [`SCRAMBLED`] as well, compressed or not: their
+//! payload is neither an LZ4 block nor a Zstandard frame nor LTO-IR as read
+//! (nvFatbin scrambles it, and the driver's JIT linker alone unscrambles it).
+//! Such a payload cannot be checked: the image check lets it through for
+//! LTO-IR entries only, which no loader reads as an ELF image.
 
 use std::io::Read as _;
 
@@ -29,6 +36,9 @@ use std::io::Read as _;
 pub(crate) const LZ4: u64 = 0x2000;
 /// The flag of an entry whose payload is one Zstandard frame.
 pub(crate) const ZSTD: u64 = 0x8000;
+/// The flag of an entry whose payload is scrambled (LTO-IR's, as nvFatbin
+/// writes it).
+pub(crate) const SCRAMBLED: u64 = 0x1_0000;
 /// The largest uncompressed size an entry may declare: 1 GiB, far past any
 /// cubin, and the most the check decompresses for one entry.
 pub(crate) const MAX_UNCOMPRESSED: u64 = 1 << 30;

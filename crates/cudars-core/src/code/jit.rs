@@ -149,6 +149,8 @@ const FATBIN_HEADER_LEN: u64 = 16;
 const FATBIN_ENTRY_HEADER_MIN: u64 = 64;
 /// LTO-IR's magic (as NVRTC and nvJitLink write it).
 const LTOIR_MAGIC: u32 = 0x7F4E_43ED;
+/// The kind of a fat binary entry holding LTO-IR.
+const FATBIN_KIND_LTOIR: u64 = 8;
 /// How deep fat binaries nested in fat binaries' entries are walked.
 const FATBIN_MAX_DEPTH: u32 = 4;
 
@@ -393,6 +395,7 @@ fn check_fatbin(image: &[u8], depth: u32, budget: &mut u64) -> Result<(), &'stat
         // entry, length) lies inside the fat binary, and a compressed
         // payload's size inside the payload.
         let mut compression = None;
+        let mut opaque = false;
         {
             let field = |o: u64| b.u32(at + o).ok_or("truncated fat binary entry header");
             let (name_off, name_len) = (field(32)?, field(36)?);
@@ -433,6 +436,22 @@ fn check_fatbin(image: &[u8], depth: u32, budget: &mut u64) -> Result<(), &'stat
                 let declared = b.u64(at + 56).ok_or("truncated fat binary entry header")?;
                 compression = Some((codec, compressed, declared));
             }
+            // An LTO-IR entry's payload is scrambled: it cannot be read here,
+            // and only the JIT linker reads it, as NVVM IR. Any other entry
+            // flagged so would reach a loader unchecked.
+            if flags & crate::code::compressed::SCRAMBLED != 0 {
+                if kind != FATBIN_KIND_LTOIR {
+                    return Err(
+                        "a fat binary entry other than LTO-IR is flagged as scrambled (0x10000): \
+                         its image cannot be checked",
+                    );
+                }
+                opaque = true;
+            }
+        }
+        if opaque {
+            at = next;
+            continue;
         }
         // `start..next` lies inside `image` (`end` does).
         let mut bytes = std::borrow::Cow::Borrowed(&image[start as usize..next as usize]);
@@ -681,6 +700,23 @@ mod tests {
             outer[16 + 8..16 + 16].copy_from_slice(&(fat.len() as u64).to_le_bytes());
             let why = refused(&outer, CodeType::Fatbin);
             assert!(why.contains("ELF header tables run past the end"), "{why}");
+        }
+    }
+
+    #[test]
+    fn only_ltoir_entries_may_be_scrambled() {
+        // nvFatbin's LTO-IR entries: scrambled (0x10000), compressed or not;
+        // their payload is not read.
+        let garbage: Vec<u8> = (0..200u32).map(|i| (i * 37 + 11) as u8).collect();
+        for codec in [0, LZ4, ZSTD] {
+            let mut fat = compressed_fatbin(&garbage, codec | 0x1_0000, 600);
+            fat[16..18].copy_from_slice(&8u16.to_le_bytes());
+            check(&fat, CodeType::Fatbin).unwrap();
+            // A cubin (or PTX) entry flagged so would reach a loader unchecked.
+            for kind in [1u16, 2, 16] {
+                fat[16..18].copy_from_slice(&kind.to_le_bytes());
+                assert!(refused(&fat, CodeType::Fatbin).contains("scrambled"));
+            }
         }
     }
 
