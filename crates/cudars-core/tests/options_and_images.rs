@@ -508,6 +508,16 @@ fn images_are_checked_by_what_they_are() {
         Library::load(&ObjectCode::from_ptx(fat).unwrap(), &options),
         "the fat binary declared as PTX",
     );
+    // Compressed into the entry (an LZ4 block, a Zstandard frame).
+    for codec in [0x2000, 0x8000] {
+        refused_image(
+            Library::load(
+                &ObjectCode::from_fatbin(compressed_fatbin_of(&elf, codec)).unwrap(),
+                &options,
+            ),
+            &format!("the ELF compressed ({codec:#x}) in a fat binary"),
+        );
+    }
     // The driver's linker checks its inputs the same way, before it is created.
     for input in [
         ObjectCode::from_ptx(elf.clone()),
@@ -703,6 +713,79 @@ fn with_payload(fat: &[u8], at: usize, header: usize, stream: &[u8], plain: usiz
     b
 }
 
+/// A fat binary of one cubin entry holding `elf` compressed with `codec`
+/// (0x2000: an LZ4 block; 0x8000: a Zstandard frame), its header as
+/// nvFatbin writes one.
+fn compressed_fatbin_of(elf: &[u8], codec: u64) -> Vec<u8> {
+    let stream = if codec == 0x2000 {
+        lz4_literals(elf)
+    } else {
+        zstd_raw(elf)
+    };
+    let mut fat = with_payload(&fatbin_of(elf), 16, 64, &stream, elf.len());
+    fat[16 + 40..16 + 48].copy_from_slice(&(0x11 | codec).to_le_bytes());
+    fat
+}
+
+/// On a GPU: fat binaries as nvFatbin compresses them in each of its modes
+/// (LZ4, Zstandard; small entries too with `-compress-all`) pass the image
+/// check and load, and their kernel runs: the driver reads the layout the
+/// check reads (the lying ELF compressed is refused by every loader in
+/// `lying_images_are_refused_by_every_loader_on_a_gpu`).
+#[test]
+fn compressed_fatbins_of_every_mode_load_on_a_gpu() {
+    cudars_tests::require_gpu!();
+    require_libs!("nvrtc", "nvfatbin");
+    let device = cudars_core::Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let (major, minor) = device.compute_capability().unwrap();
+    let arch = format!("sm_{major}{minor}");
+    let cubin = Program::new(
+        SourceCode::Cxx(SAXPY),
+        ProgramOptions {
+            arch: Some(arch.clone()),
+            ..Default::default()
+        },
+    )
+    .and_then(|p| p.compile(CompileTarget::Cubin, &[]))
+    .unwrap();
+    let stream = device
+        .create_stream(cudars_core::StreamOptions::default())
+        .unwrap();
+    for all in [false, true] {
+        for mode in ["default", "size", "speed", "balance", "none"] {
+            let what = format!("-compress-mode={mode} (all: {all})");
+            let mut builder =
+                cudars_core::FatbinBuilder::new().option(format!("-compress-mode={mode}"));
+            if all {
+                builder = builder.compress_all();
+            }
+            let fat = builder.cubin(&cubin, &arch).unwrap().build().unwrap();
+            let kernel = Library::load(&fat, &Default::default())
+                .unwrap_or_else(|e| panic!("{what}: {e}"))
+                .get_kernel("saxpy")
+                .unwrap();
+            let x =
+                cudars_core::DeviceBuffer::<f32>::from_host(&device, &[1.0, 2.0], &stream).unwrap();
+            let y = cudars_core::DeviceBuffer::<f32>::from_host(&device, &[10.0, 20.0], &stream)
+                .unwrap();
+            let (a, n) = (3.0f32, 2i32);
+            // SAFETY: `saxpy(float, const float*, float*, int)`: `x` and `y`
+            // hold `n` floats each.
+            unsafe {
+                cudars_core::launch(
+                    &stream,
+                    &cudars_core::LaunchConfig::new(1, 32),
+                    &kernel,
+                    &[&a, &x, &y, &n],
+                )
+            }
+            .unwrap();
+            assert_eq!(y.to_vec(&stream).unwrap(), [13.0, 26.0], "{what}");
+        }
+    }
+}
+
 /// Fat binaries as nvFatbin compresses them, in each of its modes (LZ4 blocks
 /// for `speed`, Zstandard frames for the others), pass the image check; the
 /// same entries holding the lying ELF, compressed the same way, are refused
@@ -821,6 +904,8 @@ fn lying_images_are_refused_by_every_loader_on_a_gpu() {
         ObjectCode::from_cubin(elf.clone()).unwrap(),
         ObjectCode::from_fatbin(fatbin_of(&elf)).unwrap(),
         ObjectCode::from_ptx(fatbin_of(&elf)).unwrap(),
+        ObjectCode::from_fatbin(compressed_fatbin_of(&elf, 0x2000)).unwrap(),
+        ObjectCode::from_fatbin(compressed_fatbin_of(&elf, 0x8000)).unwrap(),
     ];
     for code in &images {
         let what = format!("{} ({} bytes)", code.code_type(), code.code().len());
