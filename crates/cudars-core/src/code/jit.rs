@@ -237,7 +237,9 @@ impl crate::code::object::ObjectCode {
     /// what the bytes are (their magic), not by [`code_type`](Self::code_type),
     /// which the driver's loaders ignore: an ELF image's (a cubin's) header
     /// tables, segments and sections lie inside its bytes; a fat binary's
-    /// entries lie inside it and the ELF images among them pass the same check;
+    /// entries lie inside it and the ELF images among them pass the same check,
+    /// a compressed entry's (LZ4 or Zstandard, as nvFatbin writes them) once
+    /// decompressed, at most 1 GiB in all;
     /// code declared as a cubin or fat binary is one; LTO-IR, NVVM IR and
     /// fat-binary wrappers (which hold a host pointer) do not load. Other
     /// bytes are PTX text, which the driver's JIT compiler checks. Needs no
