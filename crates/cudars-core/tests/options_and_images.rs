@@ -508,6 +508,16 @@ fn images_are_checked_by_what_they_are() {
         Library::load(&ObjectCode::from_ptx(fat).unwrap(), &options),
         "the fat binary declared as PTX",
     );
+    // Compressed into the entry (an LZ4 block, a Zstandard frame).
+    for codec in [0x2000, 0x8000] {
+        refused_image(
+            Library::load(
+                &ObjectCode::from_fatbin(compressed_fatbin_of(&elf, codec)).unwrap(),
+                &options,
+            ),
+            &format!("the ELF compressed ({codec:#x}) in a fat binary"),
+        );
+    }
     // The driver's linker checks its inputs the same way, before it is created.
     for input in [
         ObjectCode::from_ptx(elf.clone()),
@@ -616,7 +626,8 @@ fn ltoir_and_fatbin_wrappers_do_not_load_and_real_images_pass() {
             .check_image()
             .unwrap_err();
         assert!(e.to_string().contains("split compile"), "{e}");
-        // A cubin entry whose ELF lies is refused, where it is not compressed.
+        // A cubin entry whose ELF lies is refused (compressed ones: see
+        // `compressed_entries_are_checked_in_every_mode`).
         if !compress {
             let mut bad = fat.code().to_vec();
             let elf_at = (0..bad.len() - 4)
@@ -638,6 +649,246 @@ fn ltoir_and_fatbin_wrappers_do_not_load_and_real_images_pass() {
         .unwrap();
 }
 
+/// The entries of a fat binary: (offset of the entry, its header's size, its
+/// flags), walked by their sizes.
+fn entries(fat: &[u8]) -> Vec<(usize, usize, u64)> {
+    let word = |o: usize, n: usize| {
+        let mut a = [0u8; 8];
+        a[..n].copy_from_slice(&fat[o..o + n]);
+        u64::from_le_bytes(a) as usize
+    };
+    let (mut at, end) = (word(6, 2), word(6, 2) + word(8, 8));
+    let mut v = Vec::new();
+    while at < end {
+        let (header, payload) = (word(at + 4, 4), word(at + 8, 8));
+        v.push((at, header, word(at + 40, 8) as u64));
+        at += header + payload;
+    }
+    v
+}
+
+/// A Zstandard frame holding `data` in raw blocks (single segment).
+fn zstd_raw(data: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x28, 0xB5, 0x2F, 0xFD, 0xA0];
+    f.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    let chunks: Vec<&[u8]> = data.chunks(128 * 1024).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let last = u32::from(i + 1 == chunks.len());
+        f.extend_from_slice(&(last | (chunk.len() as u32) << 3).to_le_bytes()[..3]);
+        f.extend_from_slice(chunk);
+    }
+    f
+}
+
+/// An LZ4 block holding `data` as one run of literals.
+fn lz4_literals(data: &[u8]) -> Vec<u8> {
+    let mut b = vec![0xF0];
+    let mut rest = data.len() - 15;
+    while rest >= 255 {
+        b.push(255);
+        rest -= 255;
+    }
+    b.push(rest as u8);
+    b.extend_from_slice(data);
+    b
+}
+
+/// `fat` with its entry at `at` (header `header` bytes) holding `stream`
+/// (compressed, `plain` bytes uncompressed) in place of its payload, every
+/// size that covers it set to match.
+fn with_payload(fat: &[u8], at: usize, header: usize, stream: &[u8], plain: usize) -> Vec<u8> {
+    let mut old = [0u8; 8];
+    old.copy_from_slice(&fat[at + 8..at + 16]);
+    let old = u64::from_le_bytes(old) as usize;
+    let padded = stream.len().div_ceil(8) * 8;
+    let mut b = fat[..at + header].to_vec();
+    b.extend_from_slice(stream);
+    b.resize(at + header + padded, 0);
+    b.extend_from_slice(&fat[at + header + old..]);
+    b[at + 8..at + 16].copy_from_slice(&(padded as u64).to_le_bytes());
+    b[at + 16..at + 20].copy_from_slice(&(stream.len() as u32).to_le_bytes());
+    b[at + 56..at + 64].copy_from_slice(&(plain as u64).to_le_bytes());
+    let size = (b.len() - 16) as u64;
+    b[8..16].copy_from_slice(&size.to_le_bytes());
+    b
+}
+
+/// A fat binary of one cubin entry holding `elf` compressed with `codec`
+/// (0x2000: an LZ4 block; 0x8000: a Zstandard frame), its header as
+/// nvFatbin writes one.
+fn compressed_fatbin_of(elf: &[u8], codec: u64) -> Vec<u8> {
+    let stream = if codec == 0x2000 {
+        lz4_literals(elf)
+    } else {
+        zstd_raw(elf)
+    };
+    let mut fat = with_payload(&fatbin_of(elf), 16, 64, &stream, elf.len());
+    fat[16 + 40..16 + 48].copy_from_slice(&(0x11 | codec).to_le_bytes());
+    fat
+}
+
+/// On a GPU: fat binaries as nvFatbin compresses them in each of its modes
+/// (LZ4, Zstandard; small entries too with `-compress-all`) pass the image
+/// check and load, and their kernel runs: the driver reads the layout the
+/// check reads (the lying ELF compressed is refused by every loader in
+/// `lying_images_are_refused_by_every_loader_on_a_gpu`).
+#[test]
+fn compressed_fatbins_of_every_mode_load_on_a_gpu() {
+    cudars_tests::require_gpu!();
+    require_libs!("nvrtc", "nvfatbin");
+    let device = cudars_core::Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let (major, minor) = device.compute_capability().unwrap();
+    let arch = format!("sm_{major}{minor}");
+    let cubin = Program::new(
+        SourceCode::Cxx(SAXPY),
+        ProgramOptions {
+            arch: Some(arch.clone()),
+            ..Default::default()
+        },
+    )
+    .and_then(|p| p.compile(CompileTarget::Cubin, &[]))
+    .unwrap();
+    let stream = device
+        .create_stream(cudars_core::StreamOptions::default())
+        .unwrap();
+    for all in [false, true] {
+        for mode in ["default", "size", "speed", "balance", "none"] {
+            let what = format!("-compress-mode={mode} (all: {all})");
+            let mut builder =
+                cudars_core::FatbinBuilder::new().option(format!("-compress-mode={mode}"));
+            if all {
+                builder = builder.compress_all();
+            }
+            let fat = builder.cubin(&cubin, &arch).unwrap().build().unwrap();
+            let kernel = Library::load(&fat, &Default::default())
+                .unwrap_or_else(|e| panic!("{what}: {e}"))
+                .get_kernel("saxpy")
+                .unwrap();
+            let x =
+                cudars_core::DeviceBuffer::<f32>::from_host(&device, &[1.0, 2.0], &stream).unwrap();
+            let y = cudars_core::DeviceBuffer::<f32>::from_host(&device, &[10.0, 20.0], &stream)
+                .unwrap();
+            let (a, n) = (3.0f32, 2i32);
+            // SAFETY: `saxpy(float, const float*, float*, int)`: `x` and `y`
+            // hold `n` floats each.
+            unsafe {
+                cudars_core::launch(
+                    &stream,
+                    &cudars_core::LaunchConfig::new(1, 32),
+                    &kernel,
+                    &[&a, &x, &y, &n],
+                )
+            }
+            .unwrap();
+            assert_eq!(y.to_vec(&stream).unwrap(), [13.0, 26.0], "{what}");
+        }
+    }
+}
+
+/// Fat binaries as nvFatbin compresses them, in each of its modes (LZ4 blocks
+/// for `speed`, Zstandard frames for the others), pass the image check; the
+/// same entries holding the lying ELF, compressed the same way, are refused
+/// (the check decompresses them: the driver would).
+#[test]
+fn compressed_entries_are_checked_in_every_mode() {
+    require_libs!("nvrtc", "nvfatbin");
+    let compile = |arch: &str, target| {
+        Program::new(
+            SourceCode::Cxx(SAXPY),
+            ProgramOptions {
+                arch: Some(arch.into()),
+                ..Default::default()
+            },
+        )
+        .and_then(|p| p.compile(target, &[]))
+        .unwrap()
+    };
+    let cubin = compile("sm_90", CompileTarget::Cubin);
+    let ptx = compile("compute_90", CompileTarget::Ptx);
+    let lto = Program::new(
+        SourceCode::Cxx(SAXPY),
+        ProgramOptions {
+            arch: Some("sm_90".into()),
+            link_time_optimization: true,
+            ..Default::default()
+        },
+    )
+    .and_then(|p| p.compile(CompileTarget::Ltoir, &[]))
+    .unwrap();
+    let lying = lying_elf();
+    let mut codecs = std::collections::BTreeSet::new();
+    for all in [false, true] {
+        for mode in ["default", "size", "speed", "balance", "none"] {
+            let mut builder =
+                cudars_core::FatbinBuilder::new().option(format!("-compress-mode={mode}"));
+            if all {
+                builder = builder.compress_all();
+            }
+            let fat = builder
+                .cubin(&cubin, "sm_90")
+                .unwrap()
+                .ptx(&ptx, "compute_90", "")
+                .unwrap()
+                .ltoir(&lto, "sm_90", "")
+                .unwrap()
+                .build()
+                .unwrap();
+            let what = format!("-compress-mode={mode} (all: {all})");
+            fat.check_image().unwrap_or_else(|e| panic!("{what}: {e}"));
+            for (at, header, flags) in entries(fat.code()) {
+                let codec = flags & 0xA000;
+                if flags & 0x1_0000 != 0 {
+                    // LTO-IR, scrambled: unread, and refused on any other entry.
+                    assert_eq!(fat.code()[at], 8, "{what}: a scrambled entry not LTO-IR");
+                    let mut bad = fat.code().to_vec();
+                    bad[at] = 2;
+                    let e = ObjectCode::from_fatbin(bad)
+                        .unwrap()
+                        .check_image()
+                        .unwrap_err();
+                    assert!(e.to_string().contains("scrambled"), "{what}: {e}");
+                    continue;
+                }
+                if codec == 0 {
+                    continue;
+                }
+                codecs.insert(codec);
+                // The entry (cubin or PTX) now holding the lying ELF, compressed
+                // as nvFatbin compressed it.
+                let stream = if codec == 0x2000 {
+                    lz4_literals(&lying)
+                } else {
+                    zstd_raw(&lying)
+                };
+                let bad = with_payload(fat.code(), at, header, &stream, lying.len());
+                let e = ObjectCode::from_fatbin(bad.clone())
+                    .unwrap()
+                    .check_image()
+                    .unwrap_err();
+                assert!(e.to_string().contains("past the end"), "{what}: {e}");
+                refused_image(
+                    Library::load(&ObjectCode::from_ptx(bad).unwrap(), &Default::default()),
+                    &what,
+                );
+                // The real cubin, recompressed by hand, still passes.
+                let stream = if codec == 0x2000 {
+                    lz4_literals(cubin.code())
+                } else {
+                    zstd_raw(cubin.code())
+                };
+                let good = with_payload(fat.code(), at, header, &stream, cubin.code().len());
+                ObjectCode::from_fatbin(good)
+                    .unwrap()
+                    .check_image()
+                    .unwrap();
+            }
+        }
+    }
+    // Both codecs were met: `speed` writes LZ4, the others Zstandard.
+    assert_eq!(codecs.into_iter().collect::<Vec<_>>(), [0x2000, 0x8000]);
+}
+
 /// On a GPU, with a live driver: the lying images are refused by every loader
 /// (a library, a module in a context, the code's own kernel lookup, the
 /// driver's linker) as typed errors, never read by the driver.
@@ -653,6 +904,8 @@ fn lying_images_are_refused_by_every_loader_on_a_gpu() {
         ObjectCode::from_cubin(elf.clone()).unwrap(),
         ObjectCode::from_fatbin(fatbin_of(&elf)).unwrap(),
         ObjectCode::from_ptx(fatbin_of(&elf)).unwrap(),
+        ObjectCode::from_fatbin(compressed_fatbin_of(&elf, 0x2000)).unwrap(),
+        ObjectCode::from_fatbin(compressed_fatbin_of(&elf, 0x8000)).unwrap(),
     ];
     for code in &images {
         let what = format!("{} ({} bytes)", code.code_type(), code.code().len());

@@ -140,13 +140,17 @@ const FATBIN_WRAPPER_MAGIC: u32 = 0x4662_43B1;
 /// The size of a fat binary's header: magic (u32), version (u16), header size
 /// (u16), size of the entries (u64).
 const FATBIN_HEADER_LEN: u64 = 16;
-/// The fields of a fat binary entry's header that locate the next one: kind
-/// (u16), version (u16), header size (u32), payload size (u64).
-const FATBIN_ENTRY_HEADER_MIN: u64 = 16;
+/// The size of a fat binary entry's header, at least: the fields that locate
+/// the next entry (kind u16, version u16, header size u32, payload size u64)
+/// and those the driver reads past them, up to the uncompressed size at 56
+/// (the layout is in [`compressed`](super::compressed)). nvFatbin writes 72
+/// and 88 bytes; a shorter header would have the driver read those fields from
+/// the payload.
+const FATBIN_ENTRY_HEADER_MIN: u64 = 64;
 /// LTO-IR's magic (as NVRTC and nvJitLink write it).
 const LTOIR_MAGIC: u32 = 0x7F4E_43ED;
-/// The flag of a fat binary entry whose payload is compressed.
-const FATBIN_ENTRY_COMPRESSED: u64 = 0x8000;
+/// The kind of a fat binary entry holding LTO-IR.
+const FATBIN_KIND_LTOIR: u64 = 8;
 /// How deep fat binaries nested in fat binaries' entries are walked.
 const FATBIN_MAX_DEPTH: u32 = 4;
 
@@ -203,7 +207,7 @@ pub(crate) fn check_image(code: &crate::code::object::ObjectCode) -> crate::erro
             CodeType::Fatbin => Err(bad("a fat binary starts with the magic 0xBA55ED50")),
             _ => Ok(()),
         },
-        _ => check_binary(b, 0).map_err(bad),
+        _ => check_binary(b, 0, &mut inflate_budget()).map_err(bad),
     }
 }
 
@@ -214,7 +218,7 @@ pub(crate) fn check_image(code: &crate::code::object::ObjectCode) -> crate::erro
 pub(crate) fn check_link_input(code: &crate::code::object::ObjectCode) -> crate::error::Result<()> {
     match magic(code.code()) {
         Magic::Text | Magic::Bitcode => Ok(()),
-        _ => check_binary(code.code(), 0).map_err(|why| {
+        _ => check_binary(code.code(), 0, &mut inflate_budget()).map_err(|why| {
             crate::error::Error::invalid(
                 format!(
                     "adding {} `{}` to the driver's link",
@@ -233,7 +237,9 @@ impl crate::code::object::ObjectCode {
     /// what the bytes are (their magic), not by [`code_type`](Self::code_type),
     /// which the driver's loaders ignore: an ELF image's (a cubin's) header
     /// tables, segments and sections lie inside its bytes; a fat binary's
-    /// entries lie inside it and the ELF images among them pass the same check;
+    /// entries lie inside it and the ELF images among them pass the same check,
+    /// a compressed entry's (LZ4 or Zstandard, as nvFatbin writes them) once
+    /// decompressed, at most 1 GiB in all;
     /// code declared as a cubin or fat binary is one; LTO-IR, NVVM IR and
     /// fat-binary wrappers (which hold a host pointer) do not load. Other
     /// bytes are PTX text, which the driver's JIT compiler checks. Needs no
@@ -247,11 +253,19 @@ impl crate::code::object::ObjectCode {
     }
 }
 
-/// Checks a binary image (ELF or fat binary, by its magic) whose bytes are `b`.
-fn check_binary(b: &[u8], depth: u32) -> Result<(), &'static str> {
+/// How many bytes one check decompresses, all compressed entries (nested ones
+/// too) together.
+fn inflate_budget() -> u64 {
+    crate::code::compressed::MAX_UNCOMPRESSED
+}
+
+/// Checks a binary image (ELF or fat binary, by its magic) whose bytes are `b`,
+/// decompressing at most `budget` bytes of compressed entries (and taking
+/// what it does from it).
+fn check_binary(b: &[u8], depth: u32, budget: &mut u64) -> Result<(), &'static str> {
     match magic(b) {
         Magic::Elf => check_elf(b),
-        Magic::Fatbin => check_fatbin(b, depth),
+        Magic::Fatbin => check_fatbin(b, depth, budget),
         Magic::FatbinWrapper => Err(
             "a fat-binary wrapper (magic 0x466243B1) holds a host pointer, which cannot be \
              checked: load the fat binary itself",
@@ -345,9 +359,10 @@ fn check_elf(b: &[u8]) -> Result<(), &'static str> {
 
 /// A fat binary: its entries lie back to back inside its declared size, which
 /// lies inside `b`, and each entry's payload that is an ELF image (or a fat
-/// binary) passes its own check. A compressed payload cannot be read without
-/// decompressing it; its sizes are checked where the header has them.
-fn check_fatbin(image: &[u8], depth: u32) -> Result<(), &'static str> {
+/// binary) passes its own check, a compressed one once decompressed (LZ4 or
+/// Zstandard, within its declared size and at most 1 GiB: see
+/// [`compressed`](super::compressed)).
+fn check_fatbin(image: &[u8], depth: u32, budget: &mut u64) -> Result<(), &'static str> {
     if depth > FATBIN_MAX_DEPTH {
         return Err("fat binaries nest too deeply");
     }
@@ -378,10 +393,12 @@ fn check_fatbin(image: &[u8], depth: u32) -> Result<(), &'static str> {
             Some(next) if next <= end => next,
             _ => return Err("a fat binary entry runs past the end"),
         };
-        // The fields past the first 16 bytes, where the entry header has them:
-        // its name (offset from the entry, length) lies inside the fat
-        // binary, and a compressed payload's size inside the payload.
-        if entry_header >= 64 {
+        // The fields past the first 16 bytes: its name (offset from the
+        // entry, length) lies inside the fat binary, and a compressed
+        // payload's size inside the payload.
+        let mut compression = None;
+        let mut opaque = false;
+        {
             let field = |o: u64| b.u32(at + o).ok_or("truncated fat binary entry header");
             let (name_off, name_len) = (field(32)?, field(36)?);
             let name_end = (at + name_off).checked_add(name_len);
@@ -413,21 +430,50 @@ fn check_fatbin(image: &[u8], depth: u32) -> Result<(), &'static str> {
                     })?;
             }
             let flags = b.u64(at + 40).ok_or("truncated fat binary entry header")?;
-            if flags & FATBIN_ENTRY_COMPRESSED != 0 {
+            if let Some(codec) = crate::code::compressed::codec(flags)? {
                 let compressed = field(16)?;
                 if compressed == 0 || compressed > payload {
                     return Err("a compressed fat binary entry's size lies past its payload");
                 }
+                let declared = b.u64(at + 56).ok_or("truncated fat binary entry header")?;
+                compression = Some((codec, compressed, declared));
+            }
+            // An LTO-IR entry's payload is scrambled: it cannot be read here,
+            // and only the JIT linker reads it, as NVVM IR. Any other entry
+            // flagged so would reach a loader unchecked.
+            if flags & crate::code::compressed::SCRAMBLED != 0 {
+                if kind != FATBIN_KIND_LTOIR {
+                    return Err(
+                        "a fat binary entry other than LTO-IR is flagged as scrambled (0x10000): \
+                         its image cannot be checked",
+                    );
+                }
+                opaque = true;
             }
         }
+        if opaque {
+            at = next;
+            continue;
+        }
         // `start..next` lies inside `image` (`end` does).
-        let bytes = &image[start as usize..next as usize];
-        match magic(bytes) {
-            Magic::Elf | Magic::Fatbin | Magic::FatbinWrapper => {
-                check_binary(bytes, depth + 1)?;
+        let mut bytes = std::borrow::Cow::Borrowed(&image[start as usize..next as usize]);
+        if let Some((codec, compressed, declared)) = compression {
+            // `compressed <= payload`: inside the entry's bytes.
+            let stream = &bytes[..compressed as usize];
+            if declared > *budget {
+                return Err(
+                    "a fat binary's compressed entries declare more than 1 GiB uncompressed",
+                );
             }
-            // PTX text, LTO-IR, or a compressed payload: nothing in it the
-            // loader reads by offsets before decompressing it.
+            *budget -= declared;
+            let plain = crate::code::compressed::decompress(codec, stream, declared)?;
+            bytes = std::borrow::Cow::Owned(plain);
+        }
+        match magic(&bytes) {
+            Magic::Elf | Magic::Fatbin | Magic::FatbinWrapper => {
+                check_binary(&bytes, depth + 1, budget)?;
+            }
+            // PTX text or LTO-IR: nothing in it the loader reads by offsets.
             Magic::Bitcode | Magic::Text => {}
         }
         at = next;
@@ -549,6 +595,200 @@ mod tests {
         assert!(refused(&b, CodeType::Cubin).contains("past the end"));
     }
 
+    /// A Zstandard frame holding `data` in raw blocks (single segment, its
+    /// 4-byte content size in the header): what a decoder must accept.
+    fn zstd_raw(data: &[u8]) -> Vec<u8> {
+        let mut f = vec![0x28, 0xB5, 0x2F, 0xFD, 0xA0];
+        f.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        let chunks: Vec<&[u8]> = data.chunks(128 * 1024).collect();
+        for (i, chunk) in chunks.iter().enumerate() {
+            let last = u32::from(i + 1 == chunks.len());
+            // Raw_Block (type 0): last flag, then the size from bit 3.
+            f.extend_from_slice(&(last | (chunk.len() as u32) << 3).to_le_bytes()[..3]);
+            f.extend_from_slice(chunk);
+        }
+        f
+    }
+
+    /// An LZ4 block holding `data` as one run of literals.
+    fn lz4_literals(data: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        if data.len() < 15 {
+            b.push((data.len() as u8) << 4);
+        } else {
+            b.push(0xF0);
+            let mut rest = data.len() - 15;
+            while rest >= 255 {
+                b.push(255);
+                rest -= 255;
+            }
+            b.push(rest as u8);
+        }
+        b.extend_from_slice(data);
+        b
+    }
+
+    /// A fat binary of one cubin entry shaped as nvFatbin 13.0 writes a
+    /// compressed one: a 72-byte header with the compressed size at 16, the
+    /// flags (64-bit, Linux, `codec`) at 40 and the uncompressed size at 56,
+    /// the payload padded to 8 bytes.
+    fn compressed_fatbin(stream: &[u8], codec: u64, declared: u64) -> Vec<u8> {
+        let padded = stream.len().div_ceil(8) * 8;
+        let mut entry = vec![0u8; 72];
+        entry[..2].copy_from_slice(&2u16.to_le_bytes());
+        entry[2..4].copy_from_slice(&0x101u16.to_le_bytes());
+        entry[4..8].copy_from_slice(&72u32.to_le_bytes());
+        entry[8..16].copy_from_slice(&(padded as u64).to_le_bytes());
+        entry[16..20].copy_from_slice(&(stream.len() as u32).to_le_bytes());
+        entry[28..32].copy_from_slice(&90u32.to_le_bytes());
+        entry[40..48].copy_from_slice(&(0x11 | codec).to_le_bytes());
+        entry[56..64].copy_from_slice(&declared.to_le_bytes());
+        let mut b = Vec::new();
+        b.extend_from_slice(&0xBA55_ED50u32.to_le_bytes());
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.extend_from_slice(&16u16.to_le_bytes());
+        b.extend_from_slice(&(72 + padded as u64).to_le_bytes());
+        b.extend_from_slice(&entry);
+        b.extend_from_slice(stream);
+        b.resize(16 + 72 + padded, 0);
+        b
+    }
+
+    /// The ELF of the review: a header whose section table lies 1 GiB past its end.
+    fn lying_elf() -> Vec<u8> {
+        let mut b = elf();
+        b.truncate(64);
+        b[32..40].copy_from_slice(&0u64.to_le_bytes());
+        b[56..58].copy_from_slice(&0u16.to_le_bytes());
+        b[40..48].copy_from_slice(&(1u64 << 30).to_le_bytes());
+        b[60..62].copy_from_slice(&4u16.to_le_bytes());
+        b
+    }
+
+    const LZ4: u64 = 0x2000;
+    const ZSTD: u64 = 0x8000;
+
+    /// Both codecs' streams of `data`.
+    fn streams(data: &[u8]) -> [(u64, Vec<u8>); 2] {
+        [(LZ4, lz4_literals(data)), (ZSTD, zstd_raw(data))]
+    }
+
+    #[test]
+    fn compressed_elf_images_are_checked_once_decompressed() {
+        for (codec, stream) in streams(&elf()) {
+            let fat = compressed_fatbin(&stream, codec, elf().len() as u64);
+            check(&fat, CodeType::Fatbin).unwrap();
+            // A fat binary inside a compressed entry is walked too.
+            let nested = compressed_fatbin(&streams(&fat)[0].1, LZ4, fat.len() as u64);
+            check(&nested, CodeType::Fatbin).unwrap();
+        }
+        let lying = lying_elf();
+        refused(&lying, CodeType::Cubin);
+        for (codec, stream) in streams(&lying) {
+            let fat = compressed_fatbin(&stream, codec, lying.len() as u64);
+            let why = refused(&fat, CodeType::Fatbin);
+            assert!(
+                why.contains("ELF header tables run past the end"),
+                "{codec:#x}: {why}"
+            );
+            // Declared as PTX, it is still the fat binary it is.
+            refused(&fat, CodeType::Ptx);
+            // And nested in an uncompressed entry of another fat binary.
+            let mut outer = fatbin();
+            let at = 16 + 64;
+            outer.splice(at..at + 32, fat.iter().copied());
+            let size = (64 + fat.len() + 64 + 8) as u64;
+            outer[8..16].copy_from_slice(&size.to_le_bytes());
+            outer[16 + 8..16 + 16].copy_from_slice(&(fat.len() as u64).to_le_bytes());
+            let why = refused(&outer, CodeType::Fatbin);
+            assert!(why.contains("ELF header tables run past the end"), "{why}");
+        }
+    }
+
+    #[test]
+    fn only_ltoir_entries_may_be_scrambled() {
+        // nvFatbin's LTO-IR entries: scrambled (0x10000), compressed or not;
+        // their payload is not read.
+        let garbage: Vec<u8> = (0..200u32).map(|i| (i * 37 + 11) as u8).collect();
+        for codec in [0, LZ4, ZSTD] {
+            let mut fat = compressed_fatbin(&garbage, codec | 0x1_0000, 600);
+            fat[16..18].copy_from_slice(&8u16.to_le_bytes());
+            check(&fat, CodeType::Fatbin).unwrap();
+            // A cubin (or PTX) entry flagged so would reach a loader unchecked.
+            for kind in [1u16, 2, 16] {
+                fat[16..18].copy_from_slice(&kind.to_le_bytes());
+                assert!(refused(&fat, CodeType::Fatbin).contains("scrambled"));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_compressed_payloads_are_refused_before_they_are_decoded() {
+        let image = elf();
+        let n = image.len() as u64;
+        for (codec, stream) in streams(&image) {
+            // Garbage of the same length.
+            let garbage: Vec<u8> = (0..stream.len()).map(|i| (i * 131 + 7) as u8).collect();
+            let why = refused(&compressed_fatbin(&garbage, codec, n), CodeType::Fatbin);
+            assert!(
+                why.contains("does not decode") || why.contains("shorter"),
+                "{why}"
+            );
+            // Every truncation of the stream.
+            for cut in 1..stream.len() {
+                refused(
+                    &compressed_fatbin(&stream[..cut], codec, n),
+                    CodeType::Fatbin,
+                );
+            }
+            // A size other than the stream's, either way.
+            for declared in [n - 1, n + 1] {
+                refused(
+                    &compressed_fatbin(&stream, codec, declared),
+                    CodeType::Fatbin,
+                );
+            }
+            // No size at all.
+            let why = refused(&compressed_fatbin(&stream, codec, 0), CodeType::Fatbin);
+            assert!(why.contains("no uncompressed size"), "{why}");
+            // Huge sizes are refused by arithmetic, before any buffer is made.
+            for huge in [u64::MAX, 1 << 40, (1 << 30) + 1] {
+                let why = refused(&compressed_fatbin(&stream, codec, huge), CodeType::Fatbin);
+                assert!(why.contains("more than 1 GiB"), "{why}");
+            }
+            let why = refused(
+                &compressed_fatbin(&stream, codec, 1 << 30),
+                CodeType::Fatbin,
+            );
+            assert!(why.contains("more than its payload can hold"), "{why}");
+            // Both codecs at once.
+            let why = refused(&compressed_fatbin(&stream, LZ4 | ZSTD, n), CodeType::Fatbin);
+            assert!(why.contains("both"), "{why}");
+        }
+        // Bytes past the Zstandard frame, inside the compressed size.
+        let mut stream = zstd_raw(&image);
+        stream.extend_from_slice(&[0; 4]);
+        let why = refused(&compressed_fatbin(&stream, ZSTD, n), CodeType::Fatbin);
+        assert!(why.contains("past its Zstandard frame"), "{why}");
+        // An RLE block of 128 KiB from 4 bytes (the format's widest) is decoded;
+        // no ELF, so nothing more is checked in it.
+        let mut rle = vec![0x28, 0xB5, 0x2F, 0xFD, 0xA0];
+        rle.extend_from_slice(&(128u32 * 1024).to_le_bytes());
+        rle.extend_from_slice(&(1 | 1 << 1 | (128u32 * 1024) << 3).to_le_bytes()[..3]);
+        rle.push(b'x');
+        check(&compressed_fatbin(&rle, ZSTD, 128 * 1024), CodeType::Fatbin).unwrap();
+        // Entries together may not declare more than 1 GiB: a compressed fat
+        // binary inside a compressed entry, whose own entry declares what is
+        // left of the GiB and a byte more, is refused before it is decoded.
+        let stream = vec![0u8; 40 * 1024];
+        let mut inner = compressed_fatbin(&stream, ZSTD, 1);
+        let outer_declared = inner.len() as u64;
+        inner[16 + 56..16 + 64].copy_from_slice(&((1u64 << 30) - outer_declared + 1).to_le_bytes());
+        let outer = compressed_fatbin(&lz4_literals(&inner), LZ4, outer_declared);
+        let why = refused(&outer, CodeType::Fatbin);
+        assert!(why.contains("entries declare more than 1 GiB"), "{why}");
+    }
+
     /// Sets a little-endian field of `width` bytes at `offset` (clipped to the image).
     fn poke(image: &mut [u8], offset: usize, width: usize, value: u64) {
         for (i, byte) in value.to_le_bytes().iter().take(width).enumerate() {
@@ -600,6 +840,26 @@ mod tests {
             };
             bytes.extend(tail);
             let _ = check(&bytes, kind);
+        }
+
+        #[test]
+        #[cfg_attr(miri, ignore = "a property test of safe code, run natively with hundreds of cases; slow under Miri")]
+        fn mutated_compressed_entries_never_panic(
+            zstd in any::<bool>(),
+            flips in proptest::collection::vec((any::<usize>(), 0u8..8), 0..8),
+            fields in proptest::collection::vec((any::<usize>(), prop_oneof![Just(2usize), Just(4), Just(8)], nasty()), 0..3),
+        ) {
+            let [lz4, zst] = streams(&elf());
+            let (codec, stream) = if zstd { zst } else { lz4 };
+            let mut image = compressed_fatbin(&stream, codec, elf().len() as u64);
+            let n = image.len();
+            for (at, bit) in flips {
+                image[at % n] ^= 1 << bit;
+            }
+            for (at, width, value) in fields {
+                poke(&mut image, at % n, width, value);
+            }
+            let _ = check(&image, CodeType::Fatbin);
         }
 
         #[test]

@@ -6,6 +6,7 @@ pub(crate) mod arch;
 #[cfg(feature = "cache")]
 pub mod cache;
 pub(crate) mod compile;
+pub(crate) mod compressed;
 pub(crate) mod fatbin;
 pub(crate) mod jit;
 pub(crate) mod kernel;
