@@ -79,6 +79,29 @@ impl Drop for CallbackScope {
     }
 }
 
+std::thread_local! {
+    /// How many streams' capture gates the thread holds shared
+    /// (`Stream::capture_gate_shared`).
+    static GATES_HELD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Counts a capture gate the calling thread took (`Stream::capture_gate_shared`).
+pub(crate) fn capture_gate_taken() {
+    let _ = GATES_HELD.try_with(|n| n.set(n.get() + 1));
+}
+
+/// Counts a capture gate the calling thread let go.
+pub(crate) fn capture_gate_released() {
+    let _ = GATES_HELD.try_with(|n| n.set(n.get().saturating_sub(1)));
+}
+
+/// Whether the calling thread holds a stream's capture gate: the deferred
+/// queue then runs nothing on it ([`poll`]): a release made there (a free's
+/// retry) could take the gate again and deadlock.
+pub(crate) fn holds_capture_gate() -> bool {
+    GATES_HELD.try_with(|n| n.get() > 0).unwrap_or(false)
+}
+
 /// Whether a release reached now must be deferred: the calling thread is inside
 /// a driver callback, where CUDA calls are forbidden. One relaxed load when no
 /// callback runs anywhere.
@@ -147,7 +170,7 @@ fn release_gate_cold() -> bool {
         return true;
     }
     // Not under a capture gate: a release could take it again (`stream.rs`).
-    if STATE.load(Ordering::Relaxed) & PENDING != 0 && !crate::stream::holds_capture_gate() {
+    if STATE.load(Ordering::Relaxed) & PENDING != 0 && !holds_capture_gate() {
         let _ = drain_once();
     }
     false
@@ -166,7 +189,7 @@ pub(crate) fn poll() {
 #[cold]
 fn poll_cold() {
     // Not under a capture gate: a release could take it again (`stream.rs`).
-    if !on_callback_thread() && !crate::stream::holds_capture_gate() {
+    if !on_callback_thread() && !holds_capture_gate() {
         let _ = drain_once();
     }
 }

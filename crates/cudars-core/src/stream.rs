@@ -77,19 +77,8 @@ pub(crate) struct SharedGate<'a> {
 
 impl Drop for SharedGate<'_> {
     fn drop(&mut self) {
-        GATES_HELD.with(|n| n.set(n.get().saturating_sub(1)));
+        crate::deferred::capture_gate_released();
     }
-}
-
-std::thread_local! {
-    /// How many capture gates the thread holds shared.
-    static GATES_HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// Whether the calling thread holds a stream's capture gate: the deferred
-/// queue then runs nothing on it (`deferred::poll`).
-pub(crate) fn holds_capture_gate() -> bool {
-    GATES_HELD.with(|n| n.get() > 0)
 }
 
 /// Which queue of the device a stream's work goes to when queued from the
@@ -531,7 +520,7 @@ impl Stream {
     /// Holds the capture gate shared: no capture of this stream begins or ends
     /// (through this `Stream` and its clones) while the guard lives. While a
     /// thread holds one, the deferred queue runs nothing on it
-    /// ([`holds_capture_gate`]): a release made there (a free's retry, which
+    /// ([`holds_capture_gate`](crate::deferred::holds_capture_gate)): a release made there (a free's retry, which
     /// may wait on this stream and so take its gate exclusively, or a user's
     /// `Drop`) could take the gate again and deadlock.
     pub(crate) fn capture_gate_shared(&self) -> SharedGate<'_> {
@@ -540,7 +529,7 @@ impl Stream {
             .capture_gate
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        GATES_HELD.with(|n| n.set(n.get() + 1));
+        crate::deferred::capture_gate_taken();
         SharedGate { _guard: guard }
     }
 
