@@ -5,7 +5,7 @@
 //! [`Linker`]: crate::Linker
 
 use crate::code::arch::Arch;
-use crate::code::tool_args::{Tool, check_args};
+use crate::code::tool_args::{Tool, check_marked};
 use crate::error::{Error, Result};
 
 pub(crate) const OPTIONS_CONTEXT: &str = "checking the linker options";
@@ -214,7 +214,7 @@ impl LinkerOptions {
     }
 
     /// The options before [`extra_unchecked`](Self::extra_unchecked), read as
-    /// nvJitLink reads them ([`check_args`]); `arch` is not checked here.
+    /// nvJitLink reads them ([`check_args`](crate::code::tool_args::check_args)); `arch` is not checked here.
     pub(crate) fn checked_args(&self) -> Result<Vec<String>> {
         let mut out = vec![format!("-arch={}", self.arch)];
         let mut marks: Vec<(usize, &'static str)> = Vec::new();
@@ -278,19 +278,7 @@ impl LinkerOptions {
         }
         marks.push((out.len(), "extra"));
         out.extend(self.extra.iter().cloned());
-        let labeled: Vec<(&str, &str)> = out
-            .iter()
-            .enumerate()
-            .map(|(i, arg)| {
-                let field = marks
-                    .iter()
-                    .rev()
-                    .find(|(start, _)| *start <= i)
-                    .map_or("options", |(_, f)| f);
-                (field, arg.as_str())
-            })
-            .collect();
-        check_args(Tool::NvJitLink, &labeled, OPTIONS_CONTEXT)?;
+        check_marked(Tool::NvJitLink, &out, &marks, OPTIONS_CONTEXT)?;
         Ok(out)
     }
 

@@ -229,6 +229,31 @@ struct Forwarded<'a> {
     token: &'a str,
 }
 
+/// [`check_args`] over an assembled vector whose entries came from the fields
+/// `marks` names: each mark is (the index of the first entry from the field,
+/// the field), in order; entries before the first mark are the typed
+/// `options`.
+pub(crate) fn check_marked(
+    tool: Tool,
+    args: &[String],
+    marks: &[(usize, &'static str)],
+    context: &'static str,
+) -> Result<()> {
+    let labeled: Vec<(&str, &str)> = args
+        .iter()
+        .enumerate()
+        .map(|(i, arg)| {
+            let field = marks
+                .iter()
+                .rev()
+                .find(|(start, _)| *start <= i)
+                .map_or("options", |(_, f)| f);
+            (field, arg.as_str())
+        })
+        .collect();
+    check_args(tool, &labeled, context)
+}
+
 /// Checks an assembled argument vector (each entry with the field it came
 /// from, for messages) as `tool` reads it, before `tool` sees it.
 ///

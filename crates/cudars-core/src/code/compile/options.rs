@@ -342,21 +342,7 @@ impl Args {
     /// Reads the options assembled so far as `tool` reads them
     /// ([`check_args`](crate::code::tool_args::check_args)).
     pub(crate) fn check(&self, tool: crate::code::tool_args::Tool) -> Result<()> {
-        let labeled: Vec<(&str, &str)> = self
-            .out
-            .iter()
-            .enumerate()
-            .map(|(i, arg)| {
-                let field = self
-                    .marks
-                    .iter()
-                    .rev()
-                    .find(|(start, _)| *start <= i)
-                    .map_or("options", |(_, f)| f);
-                (field, arg.as_str())
-            })
-            .collect();
-        crate::code::tool_args::check_args(tool, &labeled, self.context)
+        crate::code::tool_args::check_marked(tool, &self.out, &self.marks, self.context)
     }
 
     /// Appends the unchecked options (NUL bytes and empty entries still refused).
