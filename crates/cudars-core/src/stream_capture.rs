@@ -255,6 +255,10 @@ mod tests {
     ];
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "reads every source file of the workspace, which Miri interprets far too slowly"
+    )]
     fn every_capture_status_read_is_in_the_table() {
         let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
