@@ -175,7 +175,7 @@ fn test_nvvm_accepts_bytearray_input() {
 /// compiles it (libNVVM's PTX, then nvJitLink for the architecture).
 #[test]
 fn test_nvvm_compile_invalid_target() {
-    require_libs!("nvvm", "nvjitlink");
+    require_libs!("nvvm", "nvJitLink");
     let options = ProgramOptions {
         arch: Some("sm_90".into()),
         ..ProgramOptions::default()
