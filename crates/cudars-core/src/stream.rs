@@ -71,6 +71,12 @@ unsafe impl Send for Inner {}
 unsafe impl Sync for Inner {}
 
 /// A stream's capture gate, held shared ([`Stream::capture_gate_shared`]).
+///
+/// Its drop uncounts the gate on the thread's tally, which the deferred queue
+/// reads so that no release runs under a gate (soundness contract, rule 6). The
+/// guard is crate-private and never forgotten; were it, the tally would only
+/// stay high, and that thread would leave deferred releases to other threads
+/// and the reaper: never a release under a gate, nothing freed early.
 pub(crate) struct SharedGate<'a> {
     _guard: std::sync::RwLockReadGuard<'a, ()>,
 }
