@@ -1,5 +1,5 @@
 //! `cuda_core/tests/test_program_cache.py` of `cuda.core` (the pinned commit of
-//! `docs/reference/cuda-core-tests.txt`), ported as `conformance_program.rs` says:
+//! `docs/reference/cuda-core-tests.txt`), ported as `program.rs` says:
 //! so far the tests of `make_program_cache_key` whose inputs Rust can spell, and
 //! those of `InMemoryProgramCache` (see `inmemory_key` for how its keys and values
 //! are spelt here).
@@ -11,12 +11,8 @@
 //! wheels (each test skips, saying so, without it, and fails without it when
 //! `CUDA_RS_REQUIRE_WHEELS=1`).
 
-#![cfg(feature = "cache")]
-// Test code: a failed step is a failed test, reported by panicking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // A parameter case's test is `<python name>__<case>`: the double underscore keeps the
 // Python name whole, which the snake-case lint does not allow.
-#![allow(non_snake_case)]
 
 use cudars_core::cache::{
     InMemoryProgramCache, ProgramCache, ProgramCacheKey, make_program_cache_key,

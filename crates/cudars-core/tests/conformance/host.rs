@@ -1,12 +1,8 @@
 //! `cuda_core/tests/test_host.py` of `cuda.core` (the pinned commit of
-//! `docs/reference/cuda-core-tests.txt`), ported as `conformance_program.rs` says.
+//! `docs/reference/cuda-core-tests.txt`), ported as `program.rs` says.
 //! `cuda.core`'s `Host` is `Location::Host`, `Location::HostNuma(id)` and
 //! `Location::HostNumaCurrent` here. No GPU needed.
 
-// Test code: a failed step is a failed test, reported by panicking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-// `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
-#![allow(non_snake_case)]
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};

@@ -1,5 +1,5 @@
 //! `cuda_core/tests/test_launcher.py` of `cuda.core` (the pinned commit of
-//! `docs/reference/cuda-core-tests.txt`), ported as `conformance_program.rs` says:
+//! `docs/reference/cuda-core-tests.txt`), ported as `program.rs` says:
 //! so far the tests of `LaunchConfig` alone, which need no GPU here (`cuda.core`
 //! asks the device whether it has thread-block clusters when a configuration
 //! names one; `cudars-core` leaves that to the launch).
@@ -10,8 +10,6 @@
 //! (clusters when there is a cluster, else blocks) is `grid_clusters()` or
 //! `grid_blocks()`, and the native configuration's `gridDim` is `grid_blocks()`.
 
-// Test code: a failed step is a failed test, reported by panicking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cudars_core::{Dim3, Grid, LaunchConfig};
 

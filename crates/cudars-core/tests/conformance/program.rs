@@ -10,11 +10,8 @@
 //! so, without the library it needs, and fails without it when
 //! `CUDA_RS_REQUIRE_WHEELS=1`).
 
-// Test code: a failed step is a failed test, reported by panicking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // A parameter case's test is `<python name>__<case>`: the double underscore keeps the
 // Python name whole, which the snake-case lint does not allow.
-#![allow(non_snake_case)]
 
 use cudars_core::cudars_bindings::nvvm as nvvm_sys;
 use cudars_core::nvrtc::PchStatus;

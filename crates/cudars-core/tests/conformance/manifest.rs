@@ -7,19 +7,17 @@
 //! in, the Rust test files are read from the checkout (without them, that one test
 //! prints `SKIPPED`). Each test prints the counts.
 
-// Test code: a failed step is a failed test, reported by panicking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-const LIST: &str = include_str!("../../../docs/reference/cuda-core-tests.txt");
-const MANIFEST: &str = include_str!("../../../docs/reference/cuda-core-tests-manifest.toml");
-const PORTING: &str = include_str!("../../../docs/porting-from-python.md");
-const PARITY: &str = include_str!("../../../docs/parity.md");
+const LIST: &str = include_str!("../../../../docs/reference/cuda-core-tests.txt");
+const MANIFEST: &str = include_str!("../../../../docs/reference/cuda-core-tests-manifest.toml");
+const PORTING: &str = include_str!("../../../../docs/porting-from-python.md");
+const PARITY: &str = include_str!("../../../../docs/parity.md");
 
 /// Where ported tests live, as a manifest entry spells it.
-const RUST_TESTS: &str = "crates/cudars-core/tests/";
+const RUST_TESTS: &str = "crates/cudars-core/tests/conformance/";
 /// The one section of the porting guide that `deliberate` entries link into.
 const GUIDE: &str = "docs/porting-from-python.md#";
 
@@ -329,8 +327,8 @@ fn test_functions(source: &str) -> BTreeMap<String, bool> {
 type PortedFiles = BTreeMap<String, Option<BTreeMap<String, bool>>>;
 
 fn ported_files(entries: &[(String, Status)]) -> Option<PortedFiles> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    if !dir.join("conformance_manifest.rs").exists() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    if !dir.join("manifest.rs").exists() {
         return None;
     }
     let mut files = BTreeMap::new();
@@ -344,6 +342,15 @@ fn ported_files(entries: &[(String, Status)]) -> Option<PortedFiles> {
         }
     }
     Some(files)
+}
+
+/// The modules `main.rs` declares (`mod x;`, a `#[cfg(..)]` before it or not).
+fn declared_modules() -> BTreeSet<String> {
+    include_str!("main.rs")
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';'))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// How many ported entries name a test marked `#[ignore = "differs: …"]`
@@ -382,6 +389,12 @@ fn ported_entries_name_tests_that_exist() {
         let Status::Ported { file, function } = status else {
             continue;
         };
+        let module = file.trim_end_matches(".rs");
+        if !declared_modules().contains(module) {
+            bad.push(format!(
+                "{id}: {RUST_TESTS}{file} is not a module of {RUST_TESTS}main.rs (its tests never run)"
+            ));
+        }
         match &files[file] {
             None => bad.push(format!("{id}: {RUST_TESTS}{file} does not exist")),
             Some(fns) if !fns.contains_key(function) => bad.push(format!(
@@ -440,9 +453,9 @@ fn the_manifest_parser_reads_escapes_and_refuses_malformed_values() {
     assert!(basic_string(r#""open"#).is_err());
     assert!(basic_string(r#""bad \n escape""#).is_err());
     assert_eq!(
-        Status::parse("crates/cudars-core/tests/conformance_program.rs::test_a").unwrap(),
+        Status::parse("crates/cudars-core/tests/conformance/program.rs::test_a").unwrap(),
         Status::Ported {
-            file: "conformance_program.rs".into(),
+            file: "program.rs".into(),
             function: "test_a".into()
         }
     );
@@ -451,9 +464,10 @@ fn the_manifest_parser_reads_escapes_and_refuses_malformed_values() {
         "n/a",
         "n/a repr",
         "n/a deliberate docs/parity.md#x",
-        "crates/cudars-core/tests/x.rs",
-        "crates/cudars-core/tests/sub/x.rs::t",
-        "crates/cudars-core/tests/x.rs::not a fn",
+        "crates/cudars-core/tests/conformance/x.rs",
+        "crates/cudars-core/tests/conformance/sub/x.rs::t",
+        "crates/cudars-core/tests/conformance/x.rs::not a fn",
+        "crates/cudars-core/tests/conformance_x.rs::t",
     ] {
         assert!(Status::parse(bad).is_err(), "{bad:?} was accepted");
     }

@@ -1,5 +1,5 @@
 //! `cuda_core/tests/test_linker.py` of `cuda.core` (the pinned commit of
-//! `docs/reference/cuda-core-tests.txt`), ported as `conformance_program.rs` says:
+//! `docs/reference/cuda-core-tests.txt`), ported as `program.rs` says:
 //! each test named after its Python test, with its values, a Python exception an
 //! `Err` of the matching kind, a port that fails because `cudars-core` does
 //! otherwise `#[ignore = "differs: …"]`. These need no GPU and no library: the
@@ -7,8 +7,6 @@
 //! `test_linker.py` that link need a GPU (`ARCH` is the current device's) and are
 //! not ported yet.
 
-// Test code: a failed step is a failed test, reported by panicking.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cudars_core::{Error, Linker, LinkerOptions};
 

@@ -1,0 +1,30 @@
+//! `cuda.core`'s own test suite, ported: one module per Python test file
+//! (`cuda_core/tests/<dir>/test_<name>.py` is `<dir>_<name>.rs`, `test_<name>.py` at
+//! the top is `<name>.rs`), at the commit pinned by `docs/reference/cuda-core-tests.txt`.
+//!
+//! Each test is named after the Python test it ports (a method `TestX::test_y` as
+//! `TestX__test_y`, a parameter case `test_x[a-b]` as `test_x__a_b`), keeps its
+//! sources and values, and asserts what it asserts, a Python exception being an
+//! `Err` of the matching kind. A test that fails because `cudars-core` does
+//! otherwise is `#[ignore = "differs: …"]`, saying how. The manifest
+//! (`docs/reference/cuda-core-tests-manifest.toml`, checked by [`manifest`]) maps
+//! every Python id to its Rust test here or says why it has none.
+//!
+//! One test binary for the whole suite: one link instead of one per file.
+//! Tests that need a GPU fail without one when `CUDA_TEST_REQUIRE_GPU=1` (the GPU
+//! package sets it) and otherwise print `SKIPPED` and return; tests that need a
+//! library from NVIDIA's wheels (NVRTC, nvJitLink, NVVM) fail without it when
+//! `CUDA_RS_REQUIRE_WHEELS=1`.
+
+// Test code: a failed step is a failed test, reported by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
+#![allow(non_snake_case)]
+
+mod host;
+mod launcher;
+mod linker;
+mod manifest;
+mod program;
+#[cfg(feature = "cache")]
+mod program_cache;
