@@ -11,12 +11,12 @@ use std::time::Instant;
 
 use cudars_core::{
     CaptureMode, CompileTarget, ConditionalKind, Device, DeviceBuffer, Graph, GraphCompleteOptions,
-    LaunchConfig, MutPtr, Program, ProgramOptions, SourceCode, StreamOptions, TypedKernel,
+    GraphCondition, LaunchConfig, MutPtr, Program, ProgramOptions, SourceCode, StreamOptions,
+    TypedKernel,
 };
 
+/// The kernels; `GraphCondition::DEVICE_DECLARATIONS` goes before them.
 const SRC: &str = r#"
-typedef unsigned long long cudaGraphConditionalHandle;
-extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
 extern "C" __global__ void add(int *x, int v) { x[threadIdx.x] += v; }
 extern "C" __global__ void mul(int *x, int v) { x[threadIdx.x] *= v; }
 // state[0] counts down, state[1] counts the iterations.
@@ -48,7 +48,8 @@ fn run() -> Result<()> {
         arch: Some(dev.arch()?),
         ..Default::default()
     };
-    let code = Program::new(SourceCode::Cxx(SRC), options)?.compile(CompileTarget::Cubin, &[])?;
+    let src = format!("{}{SRC}", GraphCondition::DEVICE_DECLARATIONS);
+    let code = Program::new(SourceCode::Cxx(&src), options)?.compile(CompileTarget::Cubin, &[])?;
     // The kernels' parameter lists, checked once.
     let add = TypedKernel::<(MutPtr<i32>, i32)>::new(code.get_kernel("add")?)?;
     let mul = TypedKernel::<(MutPtr<i32>, i32)>::new(code.get_kernel("mul")?)?;

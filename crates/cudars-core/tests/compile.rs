@@ -2217,3 +2217,33 @@ fn nvvm_and_ptx_programs_hand_out_their_compilers_handles() {
     assert!(matches!(handle.as_raw(), RawProgramHandle::Linker(h) if h == linker.handle()));
     assert!(linker.link().unwrap().code().starts_with(ELF));
 }
+
+/// `GraphCondition::DEVICE_DECLARATIONS` is all NVRTC needs for a kernel that sets a
+/// condition: the PTX calls `cudaGraphSetConditional`, and the whole-program cubin
+/// (no relocatable code, nothing linked) still compiles: ptxas resolves the call itself,
+/// as it does `vprintf`'s, so no `cudadevrt` is needed.
+#[test]
+fn the_condition_declarations_compile_without_cudadevrt() {
+    require_libs!("nvrtc");
+    let src = format!(
+        "{}{}",
+        cudars_core::GraphCondition::DEVICE_DECLARATIONS,
+        r#"extern "C" __global__ void step(int *left, cudaGraphConditionalHandle h) {
+            cudaGraphSetConditional(h, --*left > 0 ? 1u : 0u);
+        }"#
+    );
+    let cubin = cxx(&src, sm90(), CompileTarget::Cubin);
+    assert!(!cubin.code().is_empty());
+    let ptx = cxx(&src, sm90(), CompileTarget::Ptx);
+    let text = String::from_utf8_lossy(ptx.code());
+    assert!(text.contains(".entry step"), "{text}");
+    assert!(text.contains("cudaGraphSetConditional"), "{text}");
+    // Without the declarations NVRTC does not know the names.
+    let bare = src.replace(cudars_core::GraphCondition::DEVICE_DECLARATIONS, "");
+    assert!(
+        Program::new(SourceCode::Cxx(&bare), sm90())
+            .unwrap()
+            .compile(CompileTarget::Ptx, &[])
+            .is_err()
+    );
+}

@@ -586,7 +586,9 @@ impl GraphBuilder {
     /// A condition for conditional nodes of the graph being built
     /// (`create_conditional_handle(default_value)`); with `default`, it is reset
     /// to it at the start of each launch. Kernels set it with
-    /// `cudaGraphSetConditional` (pass it as a kernel argument).
+    /// `cudaGraphSetConditional` (pass it as a kernel argument; NVRTC needs
+    /// [`GraphCondition::DEVICE_DECLARATIONS`](crate::GraphCondition::DEVICE_DECLARATIONS)
+    /// before the kernels).
     ///
     /// Give it to a conditional node ([`if_cond`](Self::if_cond), …) before the
     /// graph is completed: the driver refuses to instantiate a graph holding a

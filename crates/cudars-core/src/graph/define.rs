@@ -152,12 +152,44 @@ pub enum ConditionalKind {
 }
 
 /// A condition handle (`CUgraphConditionalHandle`): passed to kernels, which set it
-/// with `cudaGraphSetConditional(handle, value)` (link with `cudadevrt`), and
-/// named by conditional nodes. A 64-bit value ([`Pod`](bytemuck::Pod)): as a kernel
-/// argument it is its own bytes.
+/// with `cudaGraphSetConditional(handle, value)`, and named by conditional nodes. A
+/// 64-bit value ([`Pod`](bytemuck::Pod)): as a kernel argument it is its own bytes.
+///
+/// NVRTC's built-in headers do not declare the device side; put
+/// [`GraphCondition::DEVICE_DECLARATIONS`] before the kernels that set a condition
+/// (nothing is linked: ptxas resolves the call itself, as it does `printf`'s, so a
+/// whole-program cubin needs no `cudadevrt` and no relocatable device code).
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device) -> cudars_core::Result<()> {
+/// use cudars_core::{CompileTarget, GraphCondition, Program, ProgramOptions, SourceCode};
+/// let src = format!(
+///     "{}{}",
+///     GraphCondition::DEVICE_DECLARATIONS,
+///     r#"extern "C" __global__ void step(int *left, cudaGraphConditionalHandle h) {
+///         cudaGraphSetConditional(h, --*left > 0 ? 1u : 0u);
+///     }"#
+/// );
+/// let code = Program::new(SourceCode::Cxx(&src), ProgramOptions::for_device(dev)?)?
+///     .compile(CompileTarget::Cubin, &[])?;
+/// let step = code.get_kernel("step")?; // launched with a `GraphCondition` argument
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]
 pub struct GraphCondition(pub sys::CUgraphConditionalHandle);
+
+impl GraphCondition {
+    /// CUDA C++ that declares the device side of a condition for NVRTC:
+    /// `cudaGraphConditionalHandle` and
+    /// `cudaGraphSetConditional(cudaGraphConditionalHandle, unsigned int)`, as the
+    /// runtime's `cuda_device_runtime_api.h` declares them (a handle is a 64-bit
+    /// value, the function one that ptxas resolves). Put it before the source's kernels; a
+    /// source compiled with the runtime's own headers included does not need it.
+    pub const DEVICE_DECLARATIONS: &'static str = "typedef unsigned long long \
+cudaGraphConditionalHandle;\nextern \"C\" __device__ __cudart_builtin__ void \
+cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);\n";
+}
 
 // SAFETY: `repr(transparent)` over `CUgraphConditionalHandle`, a `u64`: every bit
 // pattern, zero included, is a value, and there is no padding. (Written out rather
