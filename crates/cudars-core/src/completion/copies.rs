@@ -165,6 +165,12 @@ impl<T: Pod + Send> DeviceViewMut<'_, T> {
     /// returns a future that owns `src` until the copy has completed, then hands
     /// it back for reuse.
     ///
+    /// For one copy awaited on an executor. To queue an upload, kernels and a
+    /// download on one buffer before waiting for any of them, use the non-owning
+    /// [`copy_from_pinned`](Self::copy_from_pinned) and
+    /// [`DeviceView::copy_to_pinned`] (the buffer tracks its copies in flight; the
+    /// `async_api` example shows the pattern).
+    ///
     /// # Errors
     /// Through the future: as [`copy_from_pinned`](Self::copy_from_pinned) (then
     /// `src` is released, after waiting for its copies in flight).
