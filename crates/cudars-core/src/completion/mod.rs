@@ -7,6 +7,13 @@
 //! for each future: one process-wide reactor thread (`reactor.rs`) watches every
 //! pending one and sleeps when none is pending.
 //!
+//! Work is eager and the futures only wait: a launch or copy is queued when it is
+//! called, and [`Stream::completion`] resolves once everything queued on the stream
+//! before it has run. (NVIDIA's `cuda-async` is lazy: its `DeviceOp`s queue nothing
+//! until awaited. An op chain `a.and_then(b)` ports as `a` and `b` queued on one
+//! stream, then `stream.completion_with(keep).await`; `docs/architecture.md`,
+//! "Awaiting GPU work", has the rest of the mapping.)
+//!
 //! Architecture Invariant (rule 12 of the soundness contract,
 //! `docs/architecture.md`): what the GPU may still touch when a future is
 //! dropped or forgotten is never owned by the future's frame alone. It lives in
