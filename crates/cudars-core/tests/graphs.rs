@@ -12,8 +12,8 @@ use cudars_core::{
     Buffer, CaptureMode, CaptureStatus, CompileTarget, ConditionalKind, Device, DeviceBuffer,
     Error, Event, EventOptions, Graph, GraphAllocOptions, GraphCompleteOptions,
     GraphDebugPrintOptions, GraphEdgeKind, GraphMemoryType, GraphNodeKind, GraphNodeParams,
-    InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource, Location, ObjectCode, Program,
-    ProgramOptions, SourceCode, Stream, StreamOptions, launch,
+    InvalidKind, Kernel, LaunchConfig, LegacyPinnedMemoryResource, Location, MutPtr, ObjectCode,
+    Program, ProgramOptions, SourceCode, Stream, StreamOptions, TypedKernel, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
 
@@ -1191,4 +1191,58 @@ fn captures_default_to_relaxed_as_cuda_cores_graph_builder() {
     assert!(e.driver_code().is_some(), "{e}");
     assert!(ended.is_err(), "the refused call invalidates the capture");
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
+}
+
+/// A raw capture forked to a second stream, over buffers allocated (and freed) on a
+/// third: the typed launches in the capture do not order the buffers' frees (the
+/// graph runs later; `begin_capture`'s contract keeps the buffers alive), so the
+/// third stream is never pulled into the capture, the capture ends joined, and the
+/// graph computes. Before, each launch recorded an event in the capture and made
+/// the free stream wait for it: the free stream joined the capture and
+/// `end_capture` failed with an unjoined stream (issue 43, point 3).
+#[test]
+fn a_forked_raw_capture_leaves_the_buffers_free_stream_out() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add = TypedKernel::<(MutPtr<i32>, i32)>::new(code.get_kernel("add").unwrap()).unwrap();
+    let opts = StreamOptions {
+        non_blocking: true,
+        priority: None,
+    };
+    let alloc_stream = d.create_stream(opts).unwrap();
+    let s2 = d.create_stream(opts).unwrap();
+    let mut x = DeviceBuffer::<i32>::zeroed(&d, 32, &alloc_stream).unwrap();
+    let mut y = DeviceBuffer::<i32>::zeroed(&d, 32, &alloc_stream).unwrap();
+    alloc_stream.sync().unwrap();
+    let cfg = LaunchConfig::new(1u32, 32u32);
+    // SAFETY: `x`, `y` and the kernel outlive the graph and its instantiation; no
+    // other thread uses these streams.
+    unsafe { s.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    let fork = d.create_event(EventOptions::default()).unwrap();
+    fork.record(&s).unwrap();
+    s2.wait_event(&fork).unwrap();
+    // SAFETY: 32 threads touch x[0..32] and y[0..32], all of each.
+    unsafe { add.launch(&s, &cfg, (x.view_mut(), 1)) }.unwrap();
+    // SAFETY: as above.
+    unsafe { add.launch(&s2, &cfg, (y.view_mut(), 2)) }.unwrap();
+    let join = d.create_event(EventOptions::default()).unwrap();
+    join.record(&s2).unwrap();
+    s.wait_event(&join).unwrap();
+    assert_eq!(s2.capture_status().unwrap(), CaptureStatus::Active);
+    assert_eq!(
+        alloc_stream.capture_status().unwrap(),
+        CaptureStatus::None,
+        "the buffers' free stream was pulled into the capture"
+    );
+    let graph = s.end_capture().unwrap();
+    assert_eq!(s2.capture_status().unwrap(), CaptureStatus::None);
+    let exec = graph.instantiate(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&s).unwrap();
+    exec.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert_eq!(x.to_vec(&alloc_stream).unwrap(), vec![2; 32]);
+    assert_eq!(y.to_vec(&alloc_stream).unwrap(), vec![4; 32]);
+    drop(exec);
+    drop(graph);
 }

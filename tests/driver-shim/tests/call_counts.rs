@@ -108,6 +108,8 @@ fn child() {
         }),
         &[
             ("cuLaunchKernel", 1),
+            // A capturing stream's work is not ordered (rule 2): asked first.
+            ("cuStreamIsCapturing", 1),
             // The event is made in the current context: asked, not trusted.
             ("cuCtxGetCurrent", 1),
             ("cuEventCreate", 1),

@@ -26,6 +26,18 @@ impl Stream {
     /// host function on such a joined stream: its capture status is read, then
     /// the function queued, and only this stream's own begin and end are kept
     /// out of that window (see [`launch_host_func`](Self::launch_host_func)).
+    /// No other thread may queue work on this stream while the capture begins,
+    /// nor on a stream while it joins the capture: whether such work is captured
+    /// would be a matter of timing, and a use of a buffer is ordered before the
+    /// buffer's free only when it is not captured (below).
+    ///
+    /// While the stream captures, the crate's operations on buffers (copies,
+    /// fills, typed launches) do not order the buffers' frees after the captured
+    /// work (rule 2 of the soundness contract): that work runs when the graph
+    /// does, and the promise above keeps the buffers alive. So a capture forked
+    /// to other streams ([`wait_event`](Self::wait_event) on an event recorded
+    /// in it) takes in only the streams it forks to, never the streams the
+    /// buffers are freed on.
     ///
     /// # Errors
     /// The driver's error (a legacy default stream cannot capture).

@@ -11,6 +11,7 @@ use bytemuck::Pod;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Error, Result};
+use crate::stream_capture::CaptureStatus;
 use crate::{device::Device, stream::Stream};
 
 use crate::{
@@ -729,6 +730,20 @@ fn order_frees_slow_with<'a>(
     stream: &Stream,
     uncaptured: bool,
 ) -> Result<()> {
+    // Work queued on a capturing stream runs when its graph does, not now, and
+    // `begin_capture`'s contract keeps every buffer it uses alive as long as the
+    // graph can run: there is nothing to order. An event recorded in the capture
+    // and waited for by the free stream would instead pull the free stream into
+    // the capture (left unjoined, `end_capture` fails). A status the driver cannot
+    // give falls through to the ordering below.
+    if !uncaptured
+        && matches!(
+            stream.capture_status(),
+            Ok(CaptureStatus::Active | CaptureStatus::Invalidated)
+        )
+    {
+        return Ok(());
+    }
     let mut frees: Vec<&Stream> = Vec::new();
     for b in std::iter::once(first).chain(rest) {
         if let Some((_, free)) = &b.owner {
