@@ -530,6 +530,8 @@ yes!(cudars_blas::Layout, Send);
 yes!(cudars_blas::Layout, Sync);
 yes!(cudars_blas::LtError, Send);
 yes!(cudars_blas::LtError, Sync);
+yes!(cudars_blas::LtErrorKind, Send);
+yes!(cudars_blas::LtErrorKind, Sync);
 yes!(cudars_blas::MatMut<'static, f32>, Send);
 yes!(cudars_blas::MatMut<'static, f32>, Sync);
 yes!(cudars_blas::MatRef<'static, f32>, Send);

@@ -37,9 +37,24 @@ where
 pub struct LtError {
     /// What was being done.
     pub context: Cow<'static, str>,
+    /// Which failure it is, for matching.
+    pub kind: LtErrorKind,
     /// cuBLASLt's error: its status code, name and description.
     #[source]
     pub source: CublasLtError,
+}
+
+/// Which cuBLASLt failure an [`LtError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LtErrorKind {
+    /// cuBLASLt's heuristics found no algorithm for this combination of element
+    /// types, shapes, layouts and epilogue (`cublasLtMatmulAlgoGetHeuristic`
+    /// returned none; the source is `CUBLAS_STATUS_NOT_SUPPORTED`). Nothing was
+    /// queued: another combination (another layout of `D`, no epilogue) may have one.
+    NoAlgorithm,
+    /// A cuBLASLt call returned this status.
+    Status,
 }
 
 /// Turns a cuBLASLt status into a `Result`, saying what was being done.
@@ -54,7 +69,11 @@ where
                 context,
                 reason: Box::new(reason.clone()),
             },
-            None => Error::Extra(LtError { context, source }),
+            None => Error::Extra(LtError {
+                context,
+                kind: LtErrorKind::Status,
+                source,
+            }),
         }
     })
 }

@@ -57,6 +57,6 @@ mod matrix;
 
 pub use blas::{Blas, Strided};
 pub use element::Element;
-pub use error::{Error, LtError, Result};
+pub use error::{Error, LtError, LtErrorKind, Result};
 pub use lt::{BiasAlong, BlasLt, DEFAULT_WORKSPACE, Epilogue};
 pub use matrix::{Layout, MatMut, MatRef, Op};
