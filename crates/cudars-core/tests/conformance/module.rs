@@ -327,7 +327,12 @@ fn test_object_code_load_ltoir_from_file__path() {
 /// cubin's symbol mapping.
 fn get_saxpy_fatbin(d: &Device) -> (ObjectCode, std::collections::BTreeMap<String, String>) {
     let (major, minor) = d.compute_capability().unwrap();
-    let arch = format!("{major}{minor}");
+    saxpy_fatbin(&format!("{major}{minor}"))
+}
+
+/// `get_saxpy_fatbin` for the device architecture `arch` (`90`).
+fn saxpy_fatbin(arch: &str) -> (ObjectCode, std::collections::BTreeMap<String, String>) {
+    let arch = arch.to_owned();
     let second_arch = if arch == "75" { "80" } else { "75" };
     let cubin = compile(
         SAXPY_KERNEL,
@@ -776,3 +781,4 @@ fn test_kernel_keeps_library_alive() {
     stream.sync().unwrap();
     assert_eq!(result[0], 42, "Expected 42, got {}", result[0]);
 }
+
