@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use cudars_core::{
-    CompileTarget, DeviceMemoryResource, Device, Dim3, Error, Grid, LaunchConfig,
+    CompileTarget, Device, DeviceMemoryResource, Dim3, Error, Grid, LaunchConfig,
     LegacyPinnedMemoryResource, Program, ProgramOptions, SourceCode, StreamOptions, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
@@ -214,10 +214,13 @@ fn test_launch_invalid_values() {
     require_libs!("nvrtc");
     let d = device();
     let code = r#"extern "C" __global__ void my_kernel() {}"#;
-    let module = Program::new(SourceCode::Cxx(code), ProgramOptions::for_device(&d).unwrap())
-        .unwrap()
-        .compile(CompileTarget::Cubin, &[])
-        .unwrap();
+    let module = Program::new(
+        SourceCode::Cxx(code),
+        ProgramOptions::for_device(&d).unwrap(),
+    )
+    .unwrap()
+    .compile(CompileTarget::Cubin, &[])
+    .unwrap();
     let stream = d.create_stream(StreamOptions::default()).unwrap();
     let ker = module.get_kernel("my_kernel").unwrap();
     let config = LaunchConfig::new((1, 1, 1), (1, 1, 1));
@@ -268,7 +271,11 @@ where
     stream.sync().unwrap();
     let mut back = vec![value; 1];
     b.copy_to_host(&mut back, &stream).unwrap();
-    assert_eq!(back[0], value, "Expected {value:?}, got {:?} ({cpp_type})", back[0]);
+    assert_eq!(
+        back[0], value,
+        "Expected {value:?}, got {:?} ({cpp_type})",
+        back[0]
+    );
 }
 
 /// Every parameter set of `test_launch_scalar_argument` (Python's, NumPy's and
@@ -396,7 +403,10 @@ fn launch_with_buffers(d: &Device, mr: Arc<dyn cudars_core::MemoryResource>) {
     let mut array = vec![0f32; size];
     buffer.copy_to_host(&mut array, &stream).unwrap();
     for (i, (a, o)) in array.iter().zip(&original).enumerate() {
-        assert!((a - o * 3.0).abs() <= 1e-5 + 1e-8 * (o * 3.0).abs(), "element {i}: {a} != 3 * {o}");
+        assert!(
+            (a - o * 3.0).abs() <= 1e-5 + 1e-8 * (o * 3.0).abs(),
+            "element {i}: {a} != 3 * {o}"
+        );
     }
     drop(buffer);
 }
@@ -406,7 +416,10 @@ fn test_launch_with_buffers_allocated_by_memory_resource__device_memory_resource
     require_gpu!();
     require_libs!("nvrtc");
     let d = device();
-    launch_with_buffers(&d, Arc::new(DeviceMemoryResource::default_pool(&d).unwrap()));
+    launch_with_buffers(
+        &d,
+        Arc::new(DeviceMemoryResource::default_pool(&d).unwrap()),
+    );
 }
 
 #[test]

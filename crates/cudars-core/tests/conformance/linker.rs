@@ -20,8 +20,8 @@
 //! `Error::Unsupported` (Python's `ValueError`), before the driver is called.
 
 use cudars_core::{
-    CodeType, CompileTarget, Error, Linker, LinkerBackend, LinkerHandle, LinkerOptions,
-    ObjectCode, Program, ProgramOptions, SourceCode,
+    CodeType, CompileTarget, Error, Linker, LinkerBackend, LinkerHandle, LinkerOptions, ObjectCode,
+    Program, ProgramOptions, SourceCode,
 };
 use cudars_tests::{require_gpu, require_libs};
 
@@ -68,7 +68,8 @@ fn compile_ltoir_functions() -> [ObjectCode; 3] {
         link_time_optimization: true,
         ..ProgramOptions::default()
     };
-    [KERNEL_A, DEVICE_FUNCTION_B, DEVICE_FUNCTION_C].map(|s| compile(s, lto(), CompileTarget::Ltoir))
+    [KERNEL_A, DEVICE_FUNCTION_B, DEVICE_FUNCTION_C]
+        .map(|s| compile(s, lto(), CompileTarget::Ltoir))
 }
 
 fn refs(codes: &[ObjectCode]) -> Vec<&ObjectCode> {
@@ -79,7 +80,6 @@ fn refs(codes: &[ObjectCode]) -> Vec<&ObjectCode> {
 fn assert_named_as(linked: &ObjectCode, options: &LinkerOptions) {
     assert_eq!(linked.name(), options.name.as_deref().unwrap_or("linked"));
 }
-
 
 #[test]
 fn test_linker_options_as_bytes_nvjitlink() {
@@ -140,7 +140,8 @@ fn test_linker_init() {
         o
     };
     let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    let default = LinkerOptions::for_current_device().unwrap_or_else(|_| LinkerOptions::new(arch.clone()));
+    let default =
+        LinkerOptions::for_current_device().unwrap_or_else(|_| LinkerOptions::new(arch.clone()));
     let options = vec![
         default,
         with(&|o| o.verbose = true),
@@ -310,14 +311,24 @@ fn test_driver_linker_lifetime_no_heap_corruption() {
     let d = cudars_core::Device::new(0).unwrap();
     d.set_current().unwrap();
     let codes = compile_ptx_functions();
-    let linker = Linker::with_backend(&refs(&codes), LinkerOptions::new(arch()), LinkerBackend::Driver).unwrap();
+    let linker = Linker::with_backend(
+        &refs(&codes),
+        LinkerOptions::new(arch()),
+        LinkerBackend::Driver,
+    )
+    .unwrap();
     linker.link().unwrap();
     drop(linker);
 
     let obj_a = compile(KERNEL_A, rdc(), CompileTarget::Ptx);
     let obj_b = compile(DEVICE_FUNCTION_B, rdc(), CompileTarget::Ptx);
     let obj_c = compile(DEVICE_FUNCTION_C, rdc(), CompileTarget::Ptx);
-    let linker = Linker::with_backend(&[&obj_a, &obj_b, &obj_c], LinkerOptions::new(arch()), LinkerBackend::Driver).unwrap();
+    let linker = Linker::with_backend(
+        &[&obj_a, &obj_b, &obj_c],
+        LinkerOptions::new(arch()),
+        LinkerBackend::Driver,
+    )
+    .unwrap();
     assert_eq!(linker.backend(), LinkerBackend::Driver);
     linker.link().unwrap();
     drop(linker);
@@ -336,7 +347,12 @@ extern __device__ int Z();
 __global__ void A() { int r = Z(); }
 ";
     let bad_obj = compile(bad_kernel, rdc(), CompileTarget::Ptx);
-    let linker = Linker::with_backend(&[&bad_obj], LinkerOptions::new(arch()), LinkerBackend::Driver).unwrap();
+    let linker = Linker::with_backend(
+        &[&bad_obj],
+        LinkerOptions::new(arch()),
+        LinkerBackend::Driver,
+    )
+    .unwrap();
     match linker.link() {
         Err(Error::Compile { .. } | Error::Driver { .. }) => {}
         other => panic!("expected the driver's link error (CUDAError), got {other:?}"),
@@ -365,7 +381,12 @@ fn TestWhichBackendClassmethod__test_which_backend_returns_driver() {
     let d = cudars_core::Device::new(0).unwrap();
     d.set_current().unwrap();
     let codes = compile_ptx_functions();
-    let linker = Linker::with_backend(&refs(&codes), LinkerOptions::new(arch()), LinkerBackend::Driver).unwrap();
+    let linker = Linker::with_backend(
+        &refs(&codes),
+        LinkerOptions::new(arch()),
+        LinkerBackend::Driver,
+    )
+    .unwrap();
     assert_eq!(linker.backend().to_string(), "driver");
 }
 
@@ -387,27 +408,34 @@ fn prepare_driver_options_unsupported_raises(field: &str, set: impl Fn(&mut Link
 }
 
 #[test]
-fn test_prepare_driver_options_unsupported_raises__kwargs0_time_option_is_not_supported_by_the_driver_API() {
+fn test_prepare_driver_options_unsupported_raises__kwargs0_time_option_is_not_supported_by_the_driver_API()
+ {
     prepare_driver_options_unsupported_raises("time", |o| o.time = true);
 }
 
 #[test]
-fn test_prepare_driver_options_unsupported_raises__kwargs1_ptx_option_is_not_supported_by_the_driver_API() {
+fn test_prepare_driver_options_unsupported_raises__kwargs1_ptx_option_is_not_supported_by_the_driver_API()
+ {
     prepare_driver_options_unsupported_raises("ptx", |o| o.ptx = true);
 }
 
 #[test]
-fn test_prepare_driver_options_unsupported_raises__kwargs2_ptxas_options_option_is_not_supported_by_the_driver_API() {
-    prepare_driver_options_unsupported_raises("ptxas_options", |o| o.ptxas_options = vec!["-v".into()]);
+fn test_prepare_driver_options_unsupported_raises__kwargs2_ptxas_options_option_is_not_supported_by_the_driver_API()
+ {
+    prepare_driver_options_unsupported_raises("ptxas_options", |o| {
+        o.ptxas_options = vec!["-v".into()]
+    });
 }
 
 #[test]
-fn test_prepare_driver_options_unsupported_raises__kwargs3_split_compile_option_is_not_supported_by_the_driver_API() {
+fn test_prepare_driver_options_unsupported_raises__kwargs3_split_compile_option_is_not_supported_by_the_driver_API()
+ {
     prepare_driver_options_unsupported_raises("split_compile", |o| o.split_compile = Some(0));
 }
 
 #[test]
-fn test_prepare_driver_options_unsupported_raises__kwargs4_split_compile_extended_option_is_not_supported_by_the_driver_API() {
+fn test_prepare_driver_options_unsupported_raises__kwargs4_split_compile_extended_option_is_not_supported_by_the_driver_API()
+ {
     prepare_driver_options_unsupported_raises("split_compile_extended", |o| {
         o.split_compile_extended = Some(1);
     });

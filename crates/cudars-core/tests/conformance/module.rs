@@ -20,8 +20,8 @@ use std::path::Path;
 
 use cudars_core::cudars_bindings::driver as sys;
 use cudars_core::{
-    CodeType, CompileTarget, Device, Error, FatbinBuilder, Grid, Kernel, LaunchConfig,
-    ObjectCode, Program, ProgramOptions, SourceCode, StreamOptions, launch,
+    CodeType, CompileTarget, Device, Error, FatbinBuilder, Grid, Kernel, LaunchConfig, ObjectCode,
+    Program, ProgramOptions, SourceCode, StreamOptions, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
 
@@ -53,7 +53,12 @@ fn options(d: &Device) -> ProgramOptions {
     ProgramOptions::for_device(d).unwrap()
 }
 
-fn compile(source: &str, options: ProgramOptions, target: CompileTarget, names: &[&str]) -> ObjectCode {
+fn compile(
+    source: &str,
+    options: ProgramOptions,
+    target: CompileTarget,
+    names: &[&str],
+) -> ObjectCode {
     Program::new(SourceCode::Cxx(source), options)
         .unwrap()
         .compile(target, names)
@@ -85,7 +90,9 @@ fn get_saxpy_kernel_ltoir() -> ObjectCode {
 fn assert_invalid<T: std::fmt::Debug>(r: cudars_core::Result<T>) {
     match r {
         Err(Error::InvalidArgument { .. }) => {}
-        other => panic!("expected Error::InvalidArgument (Python's ValueError/RuntimeError), got {other:?}"),
+        other => panic!(
+            "expected Error::InvalidArgument (Python's ValueError/RuntimeError), got {other:?}"
+        ),
     }
 }
 
@@ -142,46 +149,158 @@ fn test_get_kernel() {
     assert!(!object_code.get_kernel("ABC").unwrap().handle().is_null());
 }
 
-macro_rules! read_only_kernel_attribute {
-    ($($test:ident: $attr:ident, $is_bool:expr;)*) => {$(
-        #[test]
-        fn $test() {
-            require_gpu!();
-            require_libs!("nvrtc");
-            let d = init_cuda();
-            let (kernel, _) = get_saxpy_kernel_cubin(&d);
-            let check = |v: i32| {
-                if $is_bool {
-                    assert!(v == 0 || v == 1, "{} = {v} is not a bool", stringify!($attr));
-                }
-            };
-            check(kernel.attributes(&Device::current().unwrap()).$attr().unwrap());
-            for device in Device::all().unwrap() {
-                check(kernel.attributes(&device).$attr().unwrap());
-                let by_id = Device::new(device.ordinal()).unwrap();
-                check(kernel.attributes(&by_id).$attr().unwrap());
-            }
+/// `test_read_only_kernel_attributes[<attr>-<type>]`: the attribute read through
+/// the current device's view and each device's (by `Device` and by ordinal);
+/// a `bool` one is 0 or 1.
+fn read_only_kernel_attribute(
+    attr: &str,
+    is_bool: bool,
+    get: impl Fn(&cudars_core::KernelAttributes<'_>) -> cudars_core::Result<i32>,
+) {
+    let d = init_cuda();
+    let (kernel, _) = get_saxpy_kernel_cubin(&d);
+    let check = |v: i32| {
+        if is_bool {
+            assert!(v == 0 || v == 1, "{attr} = {v} is not a bool");
         }
-    )*};
+    };
+    let current = Device::current().unwrap();
+    check(get(&kernel.attributes(&current)).unwrap());
+    for device in Device::all().unwrap() {
+        check(get(&kernel.attributes(&device)).unwrap());
+        let by_id = Device::new(device.ordinal()).unwrap();
+        check(get(&kernel.attributes(&by_id)).unwrap());
+    }
 }
 
-read_only_kernel_attribute! {
-    test_read_only_kernel_attributes__max_threads_per_block_int: max_threads_per_block, false;
-    test_read_only_kernel_attributes__shared_size_bytes_int: shared_size_bytes, false;
-    test_read_only_kernel_attributes__const_size_bytes_int: const_size_bytes, false;
-    test_read_only_kernel_attributes__local_size_bytes_int: local_size_bytes, false;
-    test_read_only_kernel_attributes__num_regs_int: num_regs, false;
-    test_read_only_kernel_attributes__ptx_version_int: ptx_version, false;
-    test_read_only_kernel_attributes__binary_version_int: binary_version, false;
-    test_read_only_kernel_attributes__cache_mode_ca_bool: cache_mode_ca, true;
-    test_read_only_kernel_attributes__cluster_size_must_be_set_bool: cluster_size_must_be_set, true;
-    test_read_only_kernel_attributes__max_dynamic_shared_size_bytes_int: max_dynamic_shared_size_bytes, false;
-    test_read_only_kernel_attributes__preferred_shared_memory_carveout_int: preferred_shared_memory_carveout, false;
-    test_read_only_kernel_attributes__required_cluster_width_int: required_cluster_width, false;
-    test_read_only_kernel_attributes__required_cluster_height_int: required_cluster_height, false;
-    test_read_only_kernel_attributes__required_cluster_depth_int: required_cluster_depth, false;
-    test_read_only_kernel_attributes__non_portable_cluster_size_allowed_bool: non_portable_cluster_size_allowed, true;
-    test_read_only_kernel_attributes__cluster_scheduling_policy_preference_int: cluster_scheduling_policy_preference, false;
+#[test]
+fn test_read_only_kernel_attributes__max_threads_per_block_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("max_threads_per_block", false, |a| {
+        a.max_threads_per_block()
+    });
+}
+
+#[test]
+fn test_read_only_kernel_attributes__shared_size_bytes_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("shared_size_bytes", false, |a| a.shared_size_bytes());
+}
+
+#[test]
+fn test_read_only_kernel_attributes__const_size_bytes_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("const_size_bytes", false, |a| a.const_size_bytes());
+}
+
+#[test]
+fn test_read_only_kernel_attributes__local_size_bytes_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("local_size_bytes", false, |a| a.local_size_bytes());
+}
+
+#[test]
+fn test_read_only_kernel_attributes__num_regs_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("num_regs", false, |a| a.num_regs());
+}
+
+#[test]
+fn test_read_only_kernel_attributes__ptx_version_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("ptx_version", false, |a| a.ptx_version());
+}
+
+#[test]
+fn test_read_only_kernel_attributes__binary_version_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("binary_version", false, |a| a.binary_version());
+}
+
+#[test]
+fn test_read_only_kernel_attributes__cache_mode_ca_bool() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("cache_mode_ca", true, |a| a.cache_mode_ca());
+}
+
+#[test]
+fn test_read_only_kernel_attributes__cluster_size_must_be_set_bool() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("cluster_size_must_be_set", true, |a| {
+        a.cluster_size_must_be_set()
+    });
+}
+
+#[test]
+fn test_read_only_kernel_attributes__max_dynamic_shared_size_bytes_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("max_dynamic_shared_size_bytes", false, |a| {
+        a.max_dynamic_shared_size_bytes()
+    });
+}
+
+#[test]
+fn test_read_only_kernel_attributes__preferred_shared_memory_carveout_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("preferred_shared_memory_carveout", false, |a| {
+        a.preferred_shared_memory_carveout()
+    });
+}
+
+#[test]
+fn test_read_only_kernel_attributes__required_cluster_width_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("required_cluster_width", false, |a| {
+        a.required_cluster_width()
+    });
+}
+
+#[test]
+fn test_read_only_kernel_attributes__required_cluster_height_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("required_cluster_height", false, |a| {
+        a.required_cluster_height()
+    });
+}
+
+#[test]
+fn test_read_only_kernel_attributes__required_cluster_depth_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("required_cluster_depth", false, |a| {
+        a.required_cluster_depth()
+    });
+}
+
+#[test]
+fn test_read_only_kernel_attributes__non_portable_cluster_size_allowed_bool() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("non_portable_cluster_size_allowed", true, |a| {
+        a.non_portable_cluster_size_allowed()
+    });
+}
+
+#[test]
+fn test_read_only_kernel_attributes__cluster_scheduling_policy_preference_int() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    read_only_kernel_attribute("cluster_scheduling_policy_preference", false, |a| {
+        a.cluster_scheduling_policy_preference()
+    });
 }
 
 #[test]
@@ -432,28 +551,74 @@ fn num_arguments(c_type_name: &str, size: usize, nargs: usize) {
     assert_eq!(krn.params().unwrap(), &expected[..]);
 }
 
-macro_rules! num_arguments_tests {
-    ($($test:ident: $ty:literal, $size:expr, $n:expr;)*) => {$(
-        #[test]
-        fn $test() {
-            require_gpu!();
-            require_libs!("nvrtc");
-            num_arguments($ty, $size, $n);
-        }
-    )*};
+#[test]
+fn test_num_arguments__int_0() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    num_arguments("int", 4, 0);
 }
 
-num_arguments_tests! {
-    test_num_arguments__int_0: "int", 4, 0;
-    test_num_arguments__int_1: "int", 4, 1;
-    test_num_arguments__int_2: "int", 4, 2;
-    test_num_arguments__int_3: "int", 4, 3;
-    test_num_arguments__int_16: "int", 4, 16;
-    test_num_arguments__short_0: "short", 2, 0;
-    test_num_arguments__short_1: "short", 2, 1;
-    test_num_arguments__short_2: "short", 2, 2;
-    test_num_arguments__short_3: "short", 2, 3;
-    test_num_arguments__short_16: "short", 2, 16;
+#[test]
+fn test_num_arguments__int_1() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    num_arguments("int", 4, 1);
+}
+
+#[test]
+fn test_num_arguments__int_2() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    num_arguments("int", 4, 2);
+}
+
+#[test]
+fn test_num_arguments__int_3() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    num_arguments("int", 4, 3);
+}
+
+#[test]
+fn test_num_arguments__int_16() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    num_arguments("int", 4, 16);
+}
+
+#[test]
+fn test_num_arguments__short_0() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    num_arguments("short", 2, 0);
+}
+
+#[test]
+fn test_num_arguments__short_1() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    num_arguments("short", 2, 1);
+}
+
+#[test]
+fn test_num_arguments__short_2() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    num_arguments("short", 2, 2);
+}
+
+#[test]
+fn test_num_arguments__short_3() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    num_arguments("short", 2, 3);
+}
+
+#[test]
+fn test_num_arguments__short_16() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    num_arguments("short", 2, 16);
 }
 
 fn occupancy_max_active_block_per_multiprocessor(smem_size_per_block: u32, block_size: u32) {
@@ -475,36 +640,130 @@ fn occupancy_max_active_block_per_multiprocessor(smem_size_per_block: u32, block
     assert!(regs * num_blocks_per_sm <= props.max_registers_per_multiprocessor().unwrap());
 }
 
-macro_rules! max_active_block_tests {
-    ($($test:ident: $smem:expr, $block:expr;)*) => {$(
-        #[test]
-        fn $test() {
-            require_gpu!();
-            require_libs!("nvrtc");
-            occupancy_max_active_block_per_multiprocessor($smem, $block);
-        }
-    )*};
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__0_32() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(0, 32);
 }
 
-max_active_block_tests! {
-    test_occupancy_max_active_block_per_multiprocessor__0_32: 0, 32;
-    test_occupancy_max_active_block_per_multiprocessor__0_64: 0, 64;
-    test_occupancy_max_active_block_per_multiprocessor__0_96: 0, 96;
-    test_occupancy_max_active_block_per_multiprocessor__0_120: 0, 120;
-    test_occupancy_max_active_block_per_multiprocessor__0_128: 0, 128;
-    test_occupancy_max_active_block_per_multiprocessor__0_256: 0, 256;
-    test_occupancy_max_active_block_per_multiprocessor__32_32: 32, 32;
-    test_occupancy_max_active_block_per_multiprocessor__32_64: 32, 64;
-    test_occupancy_max_active_block_per_multiprocessor__32_96: 32, 96;
-    test_occupancy_max_active_block_per_multiprocessor__32_120: 32, 120;
-    test_occupancy_max_active_block_per_multiprocessor__32_128: 32, 128;
-    test_occupancy_max_active_block_per_multiprocessor__32_256: 32, 256;
-    test_occupancy_max_active_block_per_multiprocessor__4096_32: 4096, 32;
-    test_occupancy_max_active_block_per_multiprocessor__4096_64: 4096, 64;
-    test_occupancy_max_active_block_per_multiprocessor__4096_96: 4096, 96;
-    test_occupancy_max_active_block_per_multiprocessor__4096_120: 4096, 120;
-    test_occupancy_max_active_block_per_multiprocessor__4096_128: 4096, 128;
-    test_occupancy_max_active_block_per_multiprocessor__4096_256: 4096, 256;
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__0_64() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(0, 64);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__0_96() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(0, 96);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__0_120() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(0, 120);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__0_128() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(0, 128);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__0_256() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(0, 256);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__32_32() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(32, 32);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__32_64() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(32, 64);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__32_96() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(32, 96);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__32_120() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(32, 120);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__32_128() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(32, 128);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__32_256() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(32, 256);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__4096_32() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(4096, 32);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__4096_64() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(4096, 64);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__4096_96() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(4096, 96);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__4096_120() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(4096, 120);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__4096_128() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(4096, 128);
+}
+
+#[test]
+fn test_occupancy_max_active_block_per_multiprocessor__4096_256() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_active_block_per_multiprocessor(4096, 256);
 }
 
 /// Python's last step (`max_potential_block_size(Ellipsis, …)` raising
@@ -528,39 +787,151 @@ fn occupancy_max_potential_block_size_constant(smem_size_per_block: u32, block_s
     }
 }
 
-macro_rules! max_potential_block_size_tests {
-    ($($test:ident: $smem:expr, $limit:expr;)*) => {$(
-        #[test]
-        fn $test() {
-            require_gpu!();
-            require_libs!("nvrtc");
-            occupancy_max_potential_block_size_constant($smem, $limit);
-        }
-    )*};
+#[test]
+fn test_occupancy_max_potential_block_size_constant__0_32() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(0, 32);
 }
 
-max_potential_block_size_tests! {
-    test_occupancy_max_potential_block_size_constant__0_32: 0, 32;
-    test_occupancy_max_potential_block_size_constant__0_64: 0, 64;
-    test_occupancy_max_potential_block_size_constant__0_96: 0, 96;
-    test_occupancy_max_potential_block_size_constant__0_120: 0, 120;
-    test_occupancy_max_potential_block_size_constant__0_128: 0, 128;
-    test_occupancy_max_potential_block_size_constant__0_256: 0, 256;
-    test_occupancy_max_potential_block_size_constant__0_0: 0, 0;
-    test_occupancy_max_potential_block_size_constant__32_32: 32, 32;
-    test_occupancy_max_potential_block_size_constant__32_64: 32, 64;
-    test_occupancy_max_potential_block_size_constant__32_96: 32, 96;
-    test_occupancy_max_potential_block_size_constant__32_120: 32, 120;
-    test_occupancy_max_potential_block_size_constant__32_128: 32, 128;
-    test_occupancy_max_potential_block_size_constant__32_256: 32, 256;
-    test_occupancy_max_potential_block_size_constant__32_0: 32, 0;
-    test_occupancy_max_potential_block_size_constant__4096_32: 4096, 32;
-    test_occupancy_max_potential_block_size_constant__4096_64: 4096, 64;
-    test_occupancy_max_potential_block_size_constant__4096_96: 4096, 96;
-    test_occupancy_max_potential_block_size_constant__4096_120: 4096, 120;
-    test_occupancy_max_potential_block_size_constant__4096_128: 4096, 128;
-    test_occupancy_max_potential_block_size_constant__4096_256: 4096, 256;
-    test_occupancy_max_potential_block_size_constant__4096_0: 4096, 0;
+#[test]
+fn test_occupancy_max_potential_block_size_constant__0_64() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(0, 64);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__0_96() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(0, 96);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__0_120() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(0, 120);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__0_128() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(0, 128);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__0_256() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(0, 256);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__0_0() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(0, 0);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__32_32() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(32, 32);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__32_64() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(32, 64);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__32_96() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(32, 96);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__32_120() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(32, 120);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__32_128() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(32, 128);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__32_256() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(32, 256);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__32_0() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(32, 0);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__4096_32() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(4096, 32);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__4096_64() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(4096, 64);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__4096_96() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(4096, 96);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__4096_120() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(4096, 120);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__4096_128() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(4096, 128);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__4096_256() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(4096, 256);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_constant__4096_0() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_constant(4096, 0);
 }
 
 fn occupancy_available_dynamic_shared_memory_per_block(num_blocks_per_sm: u32, block_size: u32) {
@@ -580,31 +951,55 @@ fn occupancy_available_dynamic_shared_memory_per_block(num_blocks_per_sm: u32, b
     );
 }
 
-macro_rules! available_dynamic_smem_tests {
-    ($($test:ident: $n:expr, $block:expr;)*) => {$(
-        #[test]
-        fn $test() {
-            require_gpu!();
-            require_libs!("nvrtc");
-            occupancy_available_dynamic_shared_memory_per_block($n, $block);
-        }
-    )*};
+#[test]
+fn test_occupancy_available_dynamic_shared_memory_per_block__4_32() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_available_dynamic_shared_memory_per_block(4, 32);
 }
 
-available_dynamic_smem_tests! {
-    test_occupancy_available_dynamic_shared_memory_per_block__4_32: 4, 32;
-    test_occupancy_available_dynamic_shared_memory_per_block__2_64: 2, 64;
-    test_occupancy_available_dynamic_shared_memory_per_block__2_96: 2, 96;
-    test_occupancy_available_dynamic_shared_memory_per_block__3_120: 3, 120;
-    test_occupancy_available_dynamic_shared_memory_per_block__2_128: 2, 128;
-    test_occupancy_available_dynamic_shared_memory_per_block__1_256: 1, 256;
+#[test]
+fn test_occupancy_available_dynamic_shared_memory_per_block__2_64() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_available_dynamic_shared_memory_per_block(2, 64);
+}
+
+#[test]
+fn test_occupancy_available_dynamic_shared_memory_per_block__2_96() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_available_dynamic_shared_memory_per_block(2, 96);
+}
+
+#[test]
+fn test_occupancy_available_dynamic_shared_memory_per_block__3_120() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_available_dynamic_shared_memory_per_block(3, 120);
+}
+
+#[test]
+fn test_occupancy_available_dynamic_shared_memory_per_block__2_128() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_available_dynamic_shared_memory_per_block(2, 128);
+}
+
+#[test]
+fn test_occupancy_available_dynamic_shared_memory_per_block__1_256() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_available_dynamic_shared_memory_per_block(1, 256);
 }
 
 /// Whether the device has thread-block clusters (Python skips below 9.0).
 fn has_clusters(d: &Device) -> bool {
     let cc = d.compute_capability().unwrap();
     if cc < (9, 0) {
-        println!("SKIPPED: device with compute capability 90 or higher is required for cluster support");
+        println!(
+            "SKIPPED: device with compute capability 90 or higher is required for cluster support"
+        );
         return false;
     }
     true
@@ -719,7 +1114,12 @@ fn test_kernel_from_handle_foreign_kernel() {
     require_gpu!();
     require_libs!("nvrtc");
     let d = init_cuda();
-    let module = compile(SAXPY_KERNEL, options(&d), CompileTarget::Cubin, &["saxpy<float>"]);
+    let module = compile(
+        SAXPY_KERNEL,
+        options(&d),
+        CompileTarget::Cubin,
+        &["saxpy<float>"],
+    );
     let cubin = module.code().to_vec();
     let mangled = std::ffi::CString::new(module.symbol_mapping()["saxpy<float>"].as_str()).unwrap();
     let mut cu_lib: sys::CUlibrary = std::ptr::null_mut();
@@ -781,4 +1181,3 @@ fn test_kernel_keeps_library_alive() {
     stream.sync().unwrap();
     assert_eq!(result[0], 42, "Expected 42, got {}", result[0]);
 }
-
