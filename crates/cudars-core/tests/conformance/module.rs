@@ -934,6 +934,80 @@ fn test_occupancy_max_potential_block_size_constant__4096_0() {
     occupancy_max_potential_block_size_constant(4096, 0);
 }
 
+/// `shared_memory_needed` of `test_occupancy_max_potential_block_size_b2dsize`:
+/// the dynamic shared memory a block of `block_size` threads needs.
+extern "C" fn shared_memory_needed(block_size: std::ffi::c_int) -> usize {
+    1024 * (block_size as usize / 32)
+}
+
+/// Python's numba `cfunc` is an `extern "C" fn` here.
+fn occupancy_max_potential_block_size_b2dsize(block_size_limit: u32) {
+    let d = init_cuda();
+    let (kernel, _) = get_saxpy_kernel_cubin(&d);
+    let (min_grid_size, max_block_size) = kernel
+        .occupancy(&d)
+        .max_potential_block_size_with(shared_memory_needed, block_size_limit)
+        .unwrap();
+    let props = d.properties();
+    assert!(block_size_limit <= props.max_threads_per_block().unwrap());
+    assert!(min_grid_size > 0);
+    assert!(max_block_size > 0);
+    if block_size_limit > 0 {
+        assert!(max_block_size <= block_size_limit);
+    } else {
+        assert!(max_block_size <= props.max_threads_per_block().unwrap());
+    }
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_b2dsize__32() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_b2dsize(32);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_b2dsize__64() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_b2dsize(64);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_b2dsize__96() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_b2dsize(96);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_b2dsize__120() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_b2dsize(120);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_b2dsize__128() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_b2dsize(128);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_b2dsize__277() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_b2dsize(277);
+}
+
+#[test]
+fn test_occupancy_max_potential_block_size_b2dsize__0() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    occupancy_max_potential_block_size_b2dsize(0);
+}
+
 fn occupancy_available_dynamic_shared_memory_per_block(num_blocks_per_sm: u32, block_size: u32) {
     let d = init_cuda();
     let (kernel, _) = get_saxpy_kernel_cubin(&d);
