@@ -281,6 +281,8 @@ where
 /// Every parameter set of `test_launch_scalar_argument` (Python's, NumPy's and
 /// ctypes' spellings of each C type are the same Rust value); the half and
 /// complex ones where the CUDA headers are found, as in Python.
+// Python's values, not the constants they are near.
+#[allow(clippy::approx_constant)]
 #[test]
 fn test_launch_scalar_argument() {
     require_gpu!();
