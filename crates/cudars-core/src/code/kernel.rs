@@ -631,6 +631,57 @@ impl Occupancy<'_> {
         Ok((grid.max(0) as u32, block.max(0) as u32))
     }
 
+    /// [`max_potential_block_size`](Self::max_potential_block_size) for a kernel
+    /// whose dynamic shared memory depends on its block size:
+    /// `block_size_to_dynamic_smem` gives the bytes a block of that many threads
+    /// needs (`cuOccupancyMaxPotentialBlockSize`'s `blockSizeToDynamicSMemSize`;
+    /// `cuda.core`'s `max_potential_block_size(CUoccupancyB2DSize, limit)`).
+    /// Returns `(min_grid_size, block_size)`, for at most `block_size_limit`
+    /// threads (0: no limit).
+    ///
+    /// ```no_run
+    /// # fn f(kernel: &cudars_core::Kernel, dev: &cudars_core::Device) -> cudars_core::Result<()> {
+    /// extern "C" fn smem(block_size: std::ffi::c_int) -> usize {
+    ///     1024 * (block_size as usize / 32)
+    /// }
+    /// let (min_grid, block) = kernel.occupancy(dev).max_potential_block_size_with(smem, 0)?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn max_potential_block_size_with(
+        &self,
+        block_size_to_dynamic_smem: extern "C" fn(std::ffi::c_int) -> usize,
+        block_size_limit: u32,
+    ) -> Result<(u32, u32)> {
+        let f = self.kernel.function(self.device)?;
+        let (mut grid, mut block) = (0, 0);
+        let limit = i32::try_from(block_size_limit).unwrap_or(i32::MAX);
+        // A safe `extern "C" fn` is callable as the `unsafe` one the driver takes.
+        let callback: unsafe extern "C" fn(std::ffi::c_int) -> usize = block_size_to_dynamic_smem;
+        // SAFETY: both are valid for writes; the callback is a plain function the
+        // driver calls during this call only; no fixed shared memory (it is the
+        // callback's).
+        unsafe {
+            sys::cuOccupancyMaxPotentialBlockSize(
+                &mut grid,
+                &mut block,
+                f,
+                Some(callback),
+                0,
+                limit,
+            )
+        }
+        .check(|| {
+            format!(
+                "asking the best block size of kernel `{}`",
+                self.kernel.name()
+            )
+        })?;
+        Ok((grid.max(0) as u32, block.max(0) as u32))
+    }
+
     /// The dynamic shared memory available per block when `num_blocks` blocks of
     /// `block_size` threads run on one multiprocessor.
     ///

@@ -25,6 +25,7 @@ mod host;
 mod launcher;
 mod linker;
 mod manifest;
+mod module;
 mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
