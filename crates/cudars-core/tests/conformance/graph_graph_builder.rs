@@ -376,7 +376,7 @@ fn test_graph_capture_callback_ctypes() {
     let (_d, launch_stream) = setup();
     let result = Arc::new(AtomicU8::new(0));
     let r = result.clone();
-    let data = vec![0xABu8];
+    let data = [0xABu8];
     let read_byte = move || r.store(data[0], Ordering::SeqCst);
     let mut gb = launch_stream.create_graph_builder().unwrap();
     gb.begin_building(CaptureMode::default()).unwrap();
@@ -413,7 +413,7 @@ fn test_graph_capture_callback_ctypes_user_data_survives_del() {
     let (_d, launch_stream) = setup();
     let result = Arc::new(AtomicU8::new(0));
     let r = result.clone();
-    let payload = vec![0xABu8];
+    let payload = [0xABu8];
     let mut gb = launch_stream.create_graph_builder().unwrap();
     gb.begin_building(CaptureMode::default()).unwrap();
     // `del read_byte, payload`: both moved into the graph.

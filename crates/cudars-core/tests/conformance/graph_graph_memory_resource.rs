@@ -108,7 +108,9 @@ fn graph_alloc(action: &str, mode_name: &str) {
         assert!(all_equal(&out, &stream, 3));
         return;
     }
-    // Capture work, then upload and launch.
+    // Capture work, then upload and launch. (`out` is set to zero first: the
+    // graph's own stream is not `stream`.)
+    stream.sync().unwrap();
     let mut gb = device.create_graph_builder().unwrap();
     gb.begin_building(mode(mode_name)).unwrap();
     let buffer: GraphView<u8> = gmr.allocate(&gb, NBYTES).unwrap();
