@@ -142,13 +142,43 @@ impl GraphExec {
         let rc = unsafe { sys::cuGraphExecUpdate(self.handle, graph.handle, &mut info) };
         rc.check(|| {
             format!(
-                "updating an instantiated graph (update result {})",
-                info.result.0
+                "updating an instantiated graph ({})",
+                update_result_name(info.result)
             )
         })?;
         keep_all(&self.keep, &graph.keep);
         Ok(())
     }
+}
+
+/// The name of a `cuGraphExecUpdate` result (`CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED`,
+/// …), as `cuda.core`'s message names it; an unknown one by its number.
+fn update_result_name(r: sys::CUgraphExecUpdateResult) -> String {
+    let name = match r {
+        sys::CU_GRAPH_EXEC_UPDATE_SUCCESS => "CU_GRAPH_EXEC_UPDATE_SUCCESS",
+        sys::CU_GRAPH_EXEC_UPDATE_ERROR => "CU_GRAPH_EXEC_UPDATE_ERROR",
+        sys::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED => {
+            "CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED"
+        }
+        sys::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED => {
+            "CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED"
+        }
+        sys::CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED => {
+            "CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED"
+        }
+        sys::CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED => {
+            "CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED"
+        }
+        sys::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED => "CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED",
+        sys::CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE => {
+            "CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE"
+        }
+        sys::CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED => {
+            "CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED"
+        }
+        other => return format!("update result {}", other.0),
+    };
+    name.to_owned()
 }
 
 impl GraphExec {

@@ -21,6 +21,12 @@
 // `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
 #![allow(non_snake_case)]
 
+mod graph_device_launch;
+mod graph_graph_builder;
+mod graph_graph_builder_conditional;
+mod graph_graph_memory_resource;
+mod graph_graph_update;
+mod graph_options;
 mod host;
 mod launcher;
 mod linker;
