@@ -1246,3 +1246,24 @@ fn a_forked_raw_capture_leaves_the_buffers_free_stream_out() {
     drop(exec);
     drop(graph);
 }
+
+/// `fork_one` (cudarc's `stream.fork()`): the new stream starts after what was
+/// queued before it, and `join` puts the first stream after the new one's work.
+#[test]
+fn fork_one_orders_the_new_stream_after_the_old_and_join_back() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add = TypedKernel::<(MutPtr<i32>, i32)>::new(code.get_kernel("add").unwrap()).unwrap();
+    let mut x = DeviceBuffer::<i32>::zeroed(&d, 32, &s).unwrap();
+    let cfg = LaunchConfig::new(1u32, 32u32);
+    for _ in 0..2000 {
+        // SAFETY: 32 threads touch x[0..32].
+        unsafe { add.launch(&s, &cfg, (x.view_mut(), 1)) }.unwrap();
+    }
+    let side = s.fork_one().unwrap();
+    // SAFETY: as above; `side` runs after the 2000 launches on `s`.
+    unsafe { add.launch(&side, &cfg, (x.view_mut(), 1000)) }.unwrap();
+    s.join(std::slice::from_ref(&side)).unwrap();
+    assert_eq!(x.to_vec(&s).unwrap(), vec![3000; 32]);
+}

@@ -114,9 +114,11 @@ impl Stream {
         rc.check(|| "setting the dependencies of a stream's capture")
     }
 
-    /// Forks `n` streams off this capturing stream: each waits for the work
-    /// captured so far, and work issued to them joins the same capture.
-    /// [`join`](Self::join) brings them back.
+    /// Forks `n` new streams off this one: each waits for the work queued here so
+    /// far (in a capture: the work captured so far, and work issued to them joins
+    /// the same capture). [`join`](Self::join) brings them back. Outside a capture
+    /// it is cudarc's `stream.fork()`, `n` times over; [`fork_one`](Self::fork_one)
+    /// makes one.
     ///
     /// # Errors
     /// The driver's error.
@@ -133,6 +135,30 @@ impl Stream {
                 Ok(s)
             })
             .collect()
+    }
+
+    /// One new non-blocking stream that waits for the work queued here so far
+    /// ([`fork`](Self::fork) of one; cudarc's `stream.fork()`).
+    ///
+    /// ```no_run
+    /// # fn f(s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// let side = s.fork_one()?; // starts after what `s` has queued
+    /// // ... queue work on `side` ...
+    /// s.join(&[side])?; // `s` continues after it
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn fork_one(&self) -> Result<Stream> {
+        let e = Event::in_context(self.context(), crate::event::EventOptions::default())?;
+        e.record(self)?;
+        let s = self.context().create_stream(crate::stream::StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })?;
+        s.wait_event(&e)?;
+        Ok(s)
     }
 
     /// Makes this stream wait for all work issued so far to `others` (ends a
