@@ -432,3 +432,383 @@ fn test_inmemory_cache_concurrent_threads_stay_consistent() {
     // No orphan entries: the accounting is the sum of what is stored.
     assert_eq!(cache.size_bytes(), cache.len() as u64 * 64);
 }
+
+// ---------------------------------------------------------------------------
+// make_program_cache_key: what a key refuses, and what leaves it unchanged.
+//
+// `cuda.core`'s `extra_digest=` (caller-supplied bytes mixed into the key) is
+// `extra_headers` here: (name, contents) pairs, the contents of the files the
+// compile reads; none given is `extra_digest=None`. A Python `time=True` (the
+// linker's `-time`, a flag) is `time: Some(PathBuf::new())` (the field is
+// NVRTC's path; the linker takes only whether it is set).
+// ---------------------------------------------------------------------------
+
+use cudars_core::{Error, InvalidKind};
+use std::path::PathBuf;
+
+/// `_make_key(**overrides)` with `extra_digest` as `extra_headers`: the result.
+fn try_key(
+    code: SourceCode<'_>,
+    options: &ProgramOptions,
+    target: CompileTarget,
+    extra_headers: &[(&str, &[u8])],
+) -> cudars_core::Result<ProgramCacheKey> {
+    make_program_cache_key(&code, options, target, &[], extra_headers)
+}
+
+/// A C++ key of `options` (`_make_key(options=...)`), with `extra_digest`.
+fn cxx_key(
+    options: &ProgramOptions,
+    extra_headers: &[(&str, &[u8])],
+) -> cudars_core::Result<ProgramCacheKey> {
+    try_key(SourceCode::Cxx("a"), options, CompileTarget::Cubin, extra_headers)
+}
+
+/// A PTX key (`_make_key(code=".version 7.0", code_type="ptx", options=...)`).
+fn ptx_key(options: &ProgramOptions) -> ProgramCacheKey {
+    try_key(
+        SourceCode::Ptx(".version 7.0"),
+        options,
+        CompileTarget::Cubin,
+        &[],
+    )
+    .unwrap()
+}
+
+/// An NVVM key (`_make_key(code="abc", code_type="nvvm", target_type="ptx")`).
+fn nvvm_key(
+    options: &ProgramOptions,
+    extra_headers: &[(&str, &[u8])],
+) -> cudars_core::Result<ProgramCacheKey> {
+    try_key(
+        SourceCode::Nvvm(b"abc"),
+        options,
+        CompileTarget::Ptx,
+        extra_headers,
+    )
+}
+
+/// `pytest.raises(ValueError, match=...)`: an `InvalidArgument` whose message
+/// names `what`.
+#[track_caller]
+fn assert_value_error(r: cudars_core::Result<ProgramCacheKey>, what: &str) {
+    match r {
+        Err(e @ Error::InvalidArgument { .. }) => {
+            assert_eq!(e.invalid_kind(), Some(InvalidKind::Other));
+            assert!(e.to_string().contains(what), "{e} does not name {what:?}");
+        }
+        other => panic!("expected an InvalidArgument naming {what:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn test_make_program_cache_key_differs_on__extra_digest_added() {
+    require_libs!("nvrtc");
+    let digest = [1u8; 32];
+    assert_ne!(
+        cxx_key(&opts(), &[]).unwrap(),
+        cxx_key(&opts(), &[("extra_digest", &digest)]).unwrap()
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_differs_on__extra_digest_value() {
+    require_libs!("nvrtc");
+    let (a, b) = ([1u8; 32], [2u8; 32]);
+    assert_ne!(
+        cxx_key(&opts(), &[("extra_digest", &a)]).unwrap(),
+        cxx_key(&opts(), &[("extra_digest", &b)]).unwrap()
+    );
+}
+
+/// One test per case: `$name` with `$options` (a `ProgramOptions`) refused
+/// without `extra_headers`, the message naming `$what`.
+macro_rules! refused_without_digest {
+    ($($name:ident: $options:expr, $what:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            require_libs!("nvrtc");
+            assert_value_error(cxx_key(&$options, &[]), $what);
+        }
+    )*};
+}
+
+refused_without_digest! {
+    test_make_program_cache_key_rejects_external_content_without_extra_digest__include_path:
+        ProgramOptions { include_path: vec!["/usr/local/include".into()], ..opts() }, "include_path";
+    test_make_program_cache_key_rejects_external_content_without_extra_digest__pre_include:
+        ProgramOptions { pre_include: vec!["stdint.h".into()], ..opts() }, "pre_include";
+    test_make_program_cache_key_rejects_external_content_without_extra_digest__pch:
+        ProgramOptions { pch: true, ..opts() }, "pch";
+    test_make_program_cache_key_rejects_external_content_without_extra_digest__pch_dir:
+        ProgramOptions { pch_dir: Some("pch-cache".into()), ..opts() }, "pch_dir";
+    // Python's `range(1)`: a one-element sequence of include paths.
+    test_make_program_cache_key_rejects_external_content_without_extra_digest__include_path_nonempty_range:
+        ProgramOptions { include_path: vec!["0".into()], ..opts() }, "include_path";
+    test_make_program_cache_key_rejects_external_content_without_extra_digest__use_pch_empty_string:
+        ProgramOptions { use_pch: Some(PathBuf::new()), ..opts() }, "use_pch";
+    test_make_program_cache_key_rejects_external_content_without_extra_digest__pch_dir_empty_string:
+        ProgramOptions { pch_dir: Some(PathBuf::new()), ..opts() }, "pch_dir";
+    test_make_program_cache_key_rejects_external_content_without_extra_digest__pre_include_empty_string:
+        ProgramOptions { pre_include: vec![String::new()], ..opts() }, "pre_include";
+    test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__forward_slash:
+        ProgramOptions { name: Some("kernels/foo.cu".into()), ..opts() }, "directory component";
+    test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__backslash:
+        ProgramOptions { name: Some("kernels\\foo.cu".into()), ..opts() }, "directory component";
+    test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__absolute_unix:
+        ProgramOptions { name: Some("/abs/foo.cu".into()), ..opts() }, "directory component";
+    test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__parent_relative:
+        ProgramOptions { name: Some("../parent/foo.cu".into()), ..opts() }, "directory component";
+    test_make_program_cache_key_rejects_side_effect_options_nvrtc__create_pch:
+        ProgramOptions { create_pch: Some("out.pch".into()), ..opts() }, "side effect";
+    test_make_program_cache_key_rejects_side_effect_options_nvrtc__create_pch_empty_string:
+        ProgramOptions { create_pch: Some(PathBuf::new()), ..opts() }, "side effect";
+    test_make_program_cache_key_rejects_side_effect_options_nvrtc__time:
+        ProgramOptions { time: Some("timing.csv".into()), ..opts() }, "side effect";
+    test_make_program_cache_key_rejects_side_effect_options_nvrtc__fdevice_time_trace:
+        ProgramOptions { fdevice_time_trace: Some("trace.json".into()), ..opts() }, "side effect";
+}
+
+/// Even with an extra digest, `create_pch` is refused: a hit skips the compile,
+/// so the PCH would never be written.
+#[test]
+fn test_make_program_cache_key_rejects_side_effect_options_nvrtc__create_pch_with_extra_digest() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        create_pch: Some("out.pch".into()),
+        ..opts()
+    };
+    let digest = [b'x'; 32];
+    assert_value_error(cxx_key(&options, &[("extra_digest", &digest)]), "side effect");
+}
+
+/// One test per case: `$options` keyed without error (C++ unless `$key` says).
+macro_rules! accepted {
+    ($($name:ident: $lib:literal, $key:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            require_libs!($lib);
+            let _: ProgramCacheKey = $key;
+        }
+    )*};
+}
+
+accepted! {
+    test_make_program_cache_key_accepts_nvrtc_name_without_dir_component__bare_filename: "nvrtc",
+        cxx_key(&ProgramOptions { name: Some("foo.cu".into()), ..opts() }, &[]).unwrap();
+    test_make_program_cache_key_accepts_nvrtc_name_without_dir_component__default: "nvrtc",
+        cxx_key(&ProgramOptions { name: Some("default_program".into()), ..opts() }, &[]).unwrap();
+    test_make_program_cache_key_accepts_nvrtc_name_with_dir_when_extra_digest_supplied: "nvrtc",
+        cxx_key(
+            &ProgramOptions { name: Some("kernels/foo.cu".into()), ..opts() },
+            &[("extra_digest", b"caller-fingerprint")],
+        )
+        .unwrap();
+    // Python's empty list, tuple and range of include paths are all the empty `Vec`.
+    test_make_program_cache_key_accepts_empty_external_content__include_path_empty_list: "nvrtc",
+        cxx_key(&ProgramOptions { include_path: vec![], ..opts() }, &[]).unwrap();
+    test_make_program_cache_key_accepts_empty_external_content__include_path_empty_tuple: "nvrtc",
+        cxx_key(&ProgramOptions { include_path: Vec::new(), ..opts() }, &[]).unwrap();
+    test_make_program_cache_key_accepts_empty_external_content__include_path_empty_range: "nvrtc",
+        cxx_key(&ProgramOptions { include_path: (0..0).map(|i: u8| PathBuf::from(i.to_string())).collect(), ..opts() }, &[]).unwrap();
+    test_make_program_cache_key_accepts_empty_external_content__pre_include_empty_list: "nvrtc",
+        cxx_key(&ProgramOptions { pre_include: vec![], ..opts() }, &[]).unwrap();
+    test_make_program_cache_key_accepts_external_content_options_for_ptx__include_path: "nvJitLink",
+        ptx_key(&ProgramOptions { include_path: vec!["/usr/local/include".into()], ..opts() });
+    test_make_program_cache_key_accepts_external_content_options_for_ptx__pre_include: "nvJitLink",
+        ptx_key(&ProgramOptions { pre_include: vec!["stdint.h".into()], ..opts() });
+    test_make_program_cache_key_accepts_external_content_options_for_ptx__pch: "nvJitLink",
+        ptx_key(&ProgramOptions { pch: true, ..opts() });
+    test_make_program_cache_key_accepts_external_content_options_for_ptx__use_pch: "nvJitLink",
+        ptx_key(&ProgramOptions { use_pch: Some("pch.file".into()), ..opts() });
+    test_make_program_cache_key_accepts_external_content_options_for_ptx__pch_dir: "nvJitLink",
+        ptx_key(&ProgramOptions { pch_dir: Some("pch-cache".into()), ..opts() });
+    test_make_program_cache_key_accepts_side_effect_options_for_ptx__time_true: "nvJitLink",
+        ptx_key(&ProgramOptions { time: Some(PathBuf::new()), ..opts() });
+    test_make_program_cache_key_accepts_side_effect_options_for_ptx__time_path: "nvJitLink",
+        ptx_key(&ProgramOptions { time: Some("whatever.csv".into()), ..opts() });
+    // Under nvJitLink (the linker here) the options the driver's linker refuses are keyed.
+    test_make_program_cache_key_ptx_accepts_driver_linker_unsupported_with_nvjitlink: "nvJitLink",
+        ptx_key(&ProgramOptions { time: Some(PathBuf::new()), ..opts() });
+}
+
+#[test]
+#[ignore = "differs: an empty program name is an InvalidArgument (ProgramOptions' check: `name` is empty or contains a NUL byte), where cuda.core keys (and compiles) it"]
+fn test_make_program_cache_key_accepts_nvrtc_name_without_dir_component__empty() {
+    require_libs!("nvrtc");
+    cxx_key(
+        &ProgramOptions {
+            name: Some(String::new()),
+            ..opts()
+        },
+        &[],
+    )
+    .unwrap();
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_external_content_with_extra_digest() {
+    require_libs!("nvrtc");
+    let options = ProgramOptions {
+        include_path: vec!["/usr/local/include".into()],
+        ..opts()
+    };
+    let (a, b) = (b"header-a".repeat(4), b"header-b".repeat(4));
+    assert_ne!(
+        cxx_key(&options, &[("extra_digest", &a)]).unwrap(),
+        cxx_key(&options, &[("extra_digest", &b)]).unwrap()
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_ptx_ignores_nvrtc_only_options() {
+    require_libs!("nvJitLink");
+    let base = ptx_key(&opts());
+    let variants = [
+        ProgramOptions {
+            define_macro: vec![("FOO".into(), None)],
+            ..opts()
+        },
+        ProgramOptions {
+            frandom_seed: Some("1234".into()),
+            ..opts()
+        },
+        ProgramOptions {
+            ofast_compile: Some("min".into()),
+            ..opts()
+        },
+        ProgramOptions {
+            std: Some("c++17".into()),
+            ..opts()
+        },
+        ProgramOptions {
+            disable_warnings: true,
+            ..opts()
+        },
+    ];
+    for options in &variants {
+        assert_eq!(ptx_key(options), base, "{options:?}");
+    }
+}
+
+/// `test_make_program_cache_key_rejects_extra_sources_outside_nvvm[<case>]`.
+fn check_extra_sources_refused(code: SourceCode<'_>) {
+    let options = ProgramOptions {
+        extra_sources: vec![("foo.cu".into(), b"int x = 0;".to_vec())],
+        ..opts()
+    };
+    assert_value_error(
+        try_key(code, &options, CompileTarget::Cubin, &[]),
+        "extra_sources",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_extra_sources_outside_nvvm__nvrtc() {
+    require_libs!("nvrtc");
+    check_extra_sources_refused(SourceCode::Cxx("void k(){}"));
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_extra_sources_outside_nvvm__ptx() {
+    require_libs!("nvJitLink");
+    check_extra_sources_refused(SourceCode::Ptx(".version 7.0"));
+}
+
+#[test]
+fn test_make_program_cache_key_rejects__ptx_cannot_ltoir() {
+    require_libs!("nvJitLink");
+    assert_value_error(
+        try_key(
+            SourceCode::Ptx(".version 7.0"),
+            &opts(),
+            CompileTarget::Ltoir,
+            &[],
+        ),
+        "not valid for PTX",
+    );
+}
+
+/// `test_make_program_cache_key_use_libdevice_ignored_for_non_nvvm[<case>]`:
+/// `use_libdevice` off, on and unset (the last two the same `false` here) key alike.
+fn check_use_libdevice_ignored(code: SourceCode<'_>) {
+    let key = |on: bool| {
+        let options = ProgramOptions {
+            use_libdevice: on,
+            ..opts()
+        };
+        try_key(code.clone(), &options, CompileTarget::Cubin, &[]).unwrap()
+    };
+    let (off, on, none) = (key(false), key(true), key(false));
+    assert_eq!(off, on);
+    assert_eq!(on, none);
+}
+
+#[test]
+fn test_make_program_cache_key_use_libdevice_ignored_for_non_nvvm__nvrtc() {
+    require_libs!("nvrtc");
+    check_use_libdevice_ignored(SourceCode::Cxx("void k(){}"));
+}
+
+#[test]
+fn test_make_program_cache_key_use_libdevice_ignored_for_non_nvvm__ptx() {
+    require_libs!("nvJitLink");
+    check_use_libdevice_ignored(SourceCode::Ptx(".version 7.0"));
+}
+
+/// `use_libdevice=None` and `False` are one value here; `True` with an extra
+/// digest keys otherwise.
+#[test]
+fn test_make_program_cache_key_nvvm_use_libdevice_false_equals_none() {
+    require_libs!("nvvm");
+    let none = nvvm_key(&opts(), &[]).unwrap();
+    let off = nvvm_key(
+        &ProgramOptions {
+            use_libdevice: false,
+            ..opts()
+        },
+        &[],
+    )
+    .unwrap();
+    assert_eq!(none, off);
+    let digest = b"libdev".repeat(8);
+    let on = nvvm_key(
+        &ProgramOptions {
+            use_libdevice: true,
+            ..opts()
+        },
+        &[("extra_digest", &digest)],
+    )
+    .unwrap();
+    assert_ne!(on, none);
+}
+
+/// `time=True` and `time="timing.csv"` make the same linker flag (`-time`).
+#[test]
+fn test_make_program_cache_key_ptx_linker_equivalent_options_hash_same__time_true_eq_path() {
+    require_libs!("nvJitLink");
+    let a = ptx_key(&ProgramOptions {
+        time: Some(PathBuf::new()),
+        ..opts()
+    });
+    let b = ptx_key(&ProgramOptions {
+        time: Some("timing.csv".into()),
+        ..opts()
+    });
+    assert_eq!(a, b);
+}
+
+/// nvJitLink (the linker here) honours `ftz`: it keys PTX otherwise.
+#[test]
+fn test_make_program_cache_key_ptx_driver_ignored_fields_still_matter_under_nvjitlink() {
+    require_libs!("nvJitLink");
+    let a = ptx_key(&ProgramOptions {
+        ftz: Some(true),
+        ..opts()
+    });
+    let b = ptx_key(&ProgramOptions {
+        ftz: Some(false),
+        ..opts()
+    });
+    assert_ne!(a, b);
+}
