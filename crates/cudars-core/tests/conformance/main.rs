@@ -28,3 +28,7 @@ mod manifest;
 mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
+#[cfg(feature = "cache")]
+mod program_cache_multiprocess;
+#[cfg(feature = "cache")]
+mod program_compile_cache;
