@@ -176,6 +176,18 @@ pub(crate) fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX)
 }
 
+/// Removes the entry file `path` if it is still the one listed (same size and
+/// modification time): one that another writer replaced since is kept, being
+/// new. Whether it was removed.
+pub(crate) fn remove_if_unchanged(path: &Path, len: u64, modified: SystemTime) -> io::Result<bool> {
+    match fs::metadata(path) {
+        Ok(m) if m.len() == len && m.modified().ok() == Some(modified) => remove_if_present(path),
+        Ok(_) => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Removes a file; one already gone is not an error.
 pub(crate) fn remove_if_present(path: &Path) -> io::Result<bool> {
     match fs::remove_file(path) {
@@ -208,6 +220,9 @@ pub(crate) fn remove_if_present(path: &Path) -> io::Result<bool> {
 ///
 /// Only files named like entries (and temporary files a writer left more than an
 /// hour ago) are ever removed, so a directory shared with other files is safe.
+/// Eviction and [`clear`](Self::clear) remove an entry only if it is still the
+/// file they listed (same size and modification time): one that another writer
+/// replaced meanwhile is kept.
 ///
 /// # File format
 ///
@@ -371,8 +386,8 @@ impl FileProgramCache {
     pub fn clear(&self) -> Result<()> {
         // Listed again at the next capped write.
         *self.tracked() = None;
-        for (path, _, _) in self.entries()? {
-            remove_if_present(&path)
+        for (path, len, modified) in self.entries()? {
+            remove_if_unchanged(&path, len, modified)
                 .map_err(io_error(format!("removing cache entry {}", path.display())))?;
         }
         Ok(())
@@ -387,16 +402,19 @@ impl FileProgramCache {
             return Ok(total);
         }
         entries.sort_by_key(|(_, _, modified)| *modified);
-        for (path, len, _) in entries {
+        for (path, len, modified) in entries {
             if total <= max {
                 break;
             }
             if path == keep {
                 continue;
             }
-            remove_if_present(&path)
-                .map_err(io_error(format!("evicting cache entry {}", path.display())))?;
-            total = total.saturating_sub(len);
+            // A file another writer replaced since the listing is new: kept.
+            if remove_if_unchanged(&path, len, modified)
+                .map_err(io_error(format!("evicting cache entry {}", path.display())))?
+            {
+                total = total.saturating_sub(len);
+            }
         }
         Ok(total)
     }
