@@ -1151,7 +1151,9 @@ fn test_nvvm_program_numba_debug() {
     match program.compile(CompileTarget::Ptx, &[]) {
         Ok(result) => assert!(!result.code().is_empty()),
         Err(Error::Compile { log, .. }) if log.contains("numba-debug") => {
-            println!("SKIPPED: installed libNVVM does not recognize --numba-debug (needs CTK 13.2+): {log}");
+            println!(
+                "SKIPPED: installed libNVVM does not recognize --numba-debug (needs CTK 13.2+): {log}"
+            );
         }
         Err(e) => panic!("{e:?}"),
     }

@@ -461,7 +461,12 @@ fn cxx_key(
     options: &ProgramOptions,
     extra_headers: &[(&str, &[u8])],
 ) -> cudars_core::Result<ProgramCacheKey> {
-    try_key(SourceCode::Cxx("a"), options, CompileTarget::Cubin, extra_headers)
+    try_key(
+        SourceCode::Cxx("a"),
+        options,
+        CompileTarget::Cubin,
+        extra_headers,
+    )
 }
 
 /// A PTX key (`_make_key(code=".version 7.0", code_type="ptx", options=...)`).
@@ -521,52 +526,249 @@ fn test_make_program_cache_key_differs_on__extra_digest_value() {
     );
 }
 
-/// One test per case: `$name` with `$options` (a `ProgramOptions`) refused
-/// without `extra_headers`, the message naming `$what`.
-macro_rules! refused_without_digest {
-    ($($name:ident: $options:expr, $what:expr;)*) => {$(
-        #[test]
-        fn $name() {
-            require_libs!("nvrtc");
-            assert_value_error(cxx_key(&$options, &[]), $what);
-        }
-    )*};
+#[test]
+fn test_make_program_cache_key_rejects_external_content_without_extra_digest__include_path() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                include_path: vec!["/usr/local/include".into()],
+                ..opts()
+            },
+            &[],
+        ),
+        "include_path",
+    );
 }
 
-refused_without_digest! {
-    test_make_program_cache_key_rejects_external_content_without_extra_digest__include_path:
-        ProgramOptions { include_path: vec!["/usr/local/include".into()], ..opts() }, "include_path";
-    test_make_program_cache_key_rejects_external_content_without_extra_digest__pre_include:
-        ProgramOptions { pre_include: vec!["stdint.h".into()], ..opts() }, "pre_include";
-    test_make_program_cache_key_rejects_external_content_without_extra_digest__pch:
-        ProgramOptions { pch: true, ..opts() }, "pch";
-    test_make_program_cache_key_rejects_external_content_without_extra_digest__pch_dir:
-        ProgramOptions { pch_dir: Some("pch-cache".into()), ..opts() }, "pch_dir";
-    // Python's `range(1)`: a one-element sequence of include paths.
-    test_make_program_cache_key_rejects_external_content_without_extra_digest__include_path_nonempty_range:
-        ProgramOptions { include_path: vec!["0".into()], ..opts() }, "include_path";
-    test_make_program_cache_key_rejects_external_content_without_extra_digest__use_pch_empty_string:
-        ProgramOptions { use_pch: Some(PathBuf::new()), ..opts() }, "use_pch";
-    test_make_program_cache_key_rejects_external_content_without_extra_digest__pch_dir_empty_string:
-        ProgramOptions { pch_dir: Some(PathBuf::new()), ..opts() }, "pch_dir";
-    test_make_program_cache_key_rejects_external_content_without_extra_digest__pre_include_empty_string:
-        ProgramOptions { pre_include: vec![String::new()], ..opts() }, "pre_include";
-    test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__forward_slash:
-        ProgramOptions { name: Some("kernels/foo.cu".into()), ..opts() }, "directory component";
-    test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__backslash:
-        ProgramOptions { name: Some("kernels\\foo.cu".into()), ..opts() }, "directory component";
-    test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__absolute_unix:
-        ProgramOptions { name: Some("/abs/foo.cu".into()), ..opts() }, "directory component";
-    test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__parent_relative:
-        ProgramOptions { name: Some("../parent/foo.cu".into()), ..opts() }, "directory component";
-    test_make_program_cache_key_rejects_side_effect_options_nvrtc__create_pch:
-        ProgramOptions { create_pch: Some("out.pch".into()), ..opts() }, "side effect";
-    test_make_program_cache_key_rejects_side_effect_options_nvrtc__create_pch_empty_string:
-        ProgramOptions { create_pch: Some(PathBuf::new()), ..opts() }, "side effect";
-    test_make_program_cache_key_rejects_side_effect_options_nvrtc__time:
-        ProgramOptions { time: Some("timing.csv".into()), ..opts() }, "side effect";
-    test_make_program_cache_key_rejects_side_effect_options_nvrtc__fdevice_time_trace:
-        ProgramOptions { fdevice_time_trace: Some("trace.json".into()), ..opts() }, "side effect";
+#[test]
+fn test_make_program_cache_key_rejects_external_content_without_extra_digest__pre_include() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                pre_include: vec!["stdint.h".into()],
+                ..opts()
+            },
+            &[],
+        ),
+        "pre_include",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_external_content_without_extra_digest__pch() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                pch: true,
+                ..opts()
+            },
+            &[],
+        ),
+        "pch",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_external_content_without_extra_digest__pch_dir() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                pch_dir: Some("pch-cache".into()),
+                ..opts()
+            },
+            &[],
+        ),
+        "pch_dir",
+    );
+}
+
+/// Python's `range(1)`: a one-element sequence of include paths.
+#[test]
+fn test_make_program_cache_key_rejects_external_content_without_extra_digest__include_path_nonempty_range()
+ {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                include_path: vec!["0".into()],
+                ..opts()
+            },
+            &[],
+        ),
+        "include_path",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_external_content_without_extra_digest__use_pch_empty_string()
+{
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                use_pch: Some(PathBuf::new()),
+                ..opts()
+            },
+            &[],
+        ),
+        "use_pch",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_external_content_without_extra_digest__pch_dir_empty_string()
+{
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                pch_dir: Some(PathBuf::new()),
+                ..opts()
+            },
+            &[],
+        ),
+        "pch_dir",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_external_content_without_extra_digest__pre_include_empty_string()
+ {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                pre_include: vec![String::new()],
+                ..opts()
+            },
+            &[],
+        ),
+        "pre_include",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__forward_slash() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                name: Some("kernels/foo.cu".into()),
+                ..opts()
+            },
+            &[],
+        ),
+        "directory component",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__backslash() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                name: Some("kernels\\foo.cu".into()),
+                ..opts()
+            },
+            &[],
+        ),
+        "directory component",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__absolute_unix() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                name: Some("/abs/foo.cu".into()),
+                ..opts()
+            },
+            &[],
+        ),
+        "directory component",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_nvrtc_name_with_dir_component__parent_relative() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                name: Some("../parent/foo.cu".into()),
+                ..opts()
+            },
+            &[],
+        ),
+        "directory component",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_side_effect_options_nvrtc__create_pch() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                create_pch: Some("out.pch".into()),
+                ..opts()
+            },
+            &[],
+        ),
+        "side effect",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_side_effect_options_nvrtc__create_pch_empty_string() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                create_pch: Some(PathBuf::new()),
+                ..opts()
+            },
+            &[],
+        ),
+        "side effect",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_side_effect_options_nvrtc__time() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                time: Some("timing.csv".into()),
+                ..opts()
+            },
+            &[],
+        ),
+        "side effect",
+    );
+}
+
+#[test]
+fn test_make_program_cache_key_rejects_side_effect_options_nvrtc__fdevice_time_trace() {
+    require_libs!("nvrtc");
+    assert_value_error(
+        cxx_key(
+            &ProgramOptions {
+                fdevice_time_trace: Some("trace.json".into()),
+                ..opts()
+            },
+            &[],
+        ),
+        "side effect",
+    );
 }
 
 /// Even with an extra digest, `create_pch` is refused: a hit skips the compile,
@@ -579,57 +781,175 @@ fn test_make_program_cache_key_rejects_side_effect_options_nvrtc__create_pch_wit
         ..opts()
     };
     let digest = [b'x'; 32];
-    assert_value_error(cxx_key(&options, &[("extra_digest", &digest)]), "side effect");
+    assert_value_error(
+        cxx_key(&options, &[("extra_digest", &digest)]),
+        "side effect",
+    );
 }
 
-/// One test per case: `$options` keyed without error (C++ unless `$key` says).
-macro_rules! accepted {
-    ($($name:ident: $lib:literal, $key:expr;)*) => {$(
-        #[test]
-        fn $name() {
-            require_libs!($lib);
-            let _: ProgramCacheKey = $key;
-        }
-    )*};
+#[test]
+fn test_make_program_cache_key_accepts_nvrtc_name_without_dir_component__bare_filename() {
+    require_libs!("nvrtc");
+    let _: ProgramCacheKey = cxx_key(
+        &ProgramOptions {
+            name: Some("foo.cu".into()),
+            ..opts()
+        },
+        &[],
+    )
+    .unwrap();
 }
 
-accepted! {
-    test_make_program_cache_key_accepts_nvrtc_name_without_dir_component__bare_filename: "nvrtc",
-        cxx_key(&ProgramOptions { name: Some("foo.cu".into()), ..opts() }, &[]).unwrap();
-    test_make_program_cache_key_accepts_nvrtc_name_without_dir_component__default: "nvrtc",
-        cxx_key(&ProgramOptions { name: Some("default_program".into()), ..opts() }, &[]).unwrap();
-    test_make_program_cache_key_accepts_nvrtc_name_with_dir_when_extra_digest_supplied: "nvrtc",
-        cxx_key(
-            &ProgramOptions { name: Some("kernels/foo.cu".into()), ..opts() },
-            &[("extra_digest", b"caller-fingerprint")],
-        )
-        .unwrap();
-    // Python's empty list, tuple and range of include paths are all the empty `Vec`.
-    test_make_program_cache_key_accepts_empty_external_content__include_path_empty_list: "nvrtc",
-        cxx_key(&ProgramOptions { include_path: vec![], ..opts() }, &[]).unwrap();
-    test_make_program_cache_key_accepts_empty_external_content__include_path_empty_tuple: "nvrtc",
-        cxx_key(&ProgramOptions { include_path: Vec::new(), ..opts() }, &[]).unwrap();
-    test_make_program_cache_key_accepts_empty_external_content__include_path_empty_range: "nvrtc",
-        cxx_key(&ProgramOptions { include_path: (0..0).map(|i: u8| PathBuf::from(i.to_string())).collect(), ..opts() }, &[]).unwrap();
-    test_make_program_cache_key_accepts_empty_external_content__pre_include_empty_list: "nvrtc",
-        cxx_key(&ProgramOptions { pre_include: vec![], ..opts() }, &[]).unwrap();
-    test_make_program_cache_key_accepts_external_content_options_for_ptx__include_path: "nvJitLink",
-        ptx_key(&ProgramOptions { include_path: vec!["/usr/local/include".into()], ..opts() });
-    test_make_program_cache_key_accepts_external_content_options_for_ptx__pre_include: "nvJitLink",
-        ptx_key(&ProgramOptions { pre_include: vec!["stdint.h".into()], ..opts() });
-    test_make_program_cache_key_accepts_external_content_options_for_ptx__pch: "nvJitLink",
-        ptx_key(&ProgramOptions { pch: true, ..opts() });
-    test_make_program_cache_key_accepts_external_content_options_for_ptx__use_pch: "nvJitLink",
-        ptx_key(&ProgramOptions { use_pch: Some("pch.file".into()), ..opts() });
-    test_make_program_cache_key_accepts_external_content_options_for_ptx__pch_dir: "nvJitLink",
-        ptx_key(&ProgramOptions { pch_dir: Some("pch-cache".into()), ..opts() });
-    test_make_program_cache_key_accepts_side_effect_options_for_ptx__time_true: "nvJitLink",
-        ptx_key(&ProgramOptions { time: Some(PathBuf::new()), ..opts() });
-    test_make_program_cache_key_accepts_side_effect_options_for_ptx__time_path: "nvJitLink",
-        ptx_key(&ProgramOptions { time: Some("whatever.csv".into()), ..opts() });
-    // Under nvJitLink (the linker here) the options the driver's linker refuses are keyed.
-    test_make_program_cache_key_ptx_accepts_driver_linker_unsupported_with_nvjitlink: "nvJitLink",
-        ptx_key(&ProgramOptions { time: Some(PathBuf::new()), ..opts() });
+#[test]
+fn test_make_program_cache_key_accepts_nvrtc_name_without_dir_component__default() {
+    require_libs!("nvrtc");
+    let _: ProgramCacheKey = cxx_key(
+        &ProgramOptions {
+            name: Some("default_program".into()),
+            ..opts()
+        },
+        &[],
+    )
+    .unwrap();
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_nvrtc_name_with_dir_when_extra_digest_supplied() {
+    require_libs!("nvrtc");
+    let _: ProgramCacheKey = cxx_key(
+        &ProgramOptions {
+            name: Some("kernels/foo.cu".into()),
+            ..opts()
+        },
+        &[("extra_digest", b"caller-fingerprint")],
+    )
+    .unwrap();
+}
+
+/// Python's empty list, tuple and range of include paths are all the empty `Vec`.
+#[test]
+fn test_make_program_cache_key_accepts_empty_external_content__include_path_empty_list() {
+    require_libs!("nvrtc");
+    let _: ProgramCacheKey = cxx_key(
+        &ProgramOptions {
+            include_path: vec![],
+            ..opts()
+        },
+        &[],
+    )
+    .unwrap();
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_empty_external_content__include_path_empty_tuple() {
+    require_libs!("nvrtc");
+    let _: ProgramCacheKey = cxx_key(
+        &ProgramOptions {
+            include_path: Vec::new(),
+            ..opts()
+        },
+        &[],
+    )
+    .unwrap();
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_empty_external_content__include_path_empty_range() {
+    require_libs!("nvrtc");
+    let _: ProgramCacheKey = cxx_key(
+        &ProgramOptions {
+            include_path: (0..0).map(|i: u8| PathBuf::from(i.to_string())).collect(),
+            ..opts()
+        },
+        &[],
+    )
+    .unwrap();
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_empty_external_content__pre_include_empty_list() {
+    require_libs!("nvrtc");
+    let _: ProgramCacheKey = cxx_key(
+        &ProgramOptions {
+            pre_include: vec![],
+            ..opts()
+        },
+        &[],
+    )
+    .unwrap();
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_external_content_options_for_ptx__include_path() {
+    require_libs!("nvJitLink");
+    let _: ProgramCacheKey = ptx_key(&ProgramOptions {
+        include_path: vec!["/usr/local/include".into()],
+        ..opts()
+    });
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_external_content_options_for_ptx__pre_include() {
+    require_libs!("nvJitLink");
+    let _: ProgramCacheKey = ptx_key(&ProgramOptions {
+        pre_include: vec!["stdint.h".into()],
+        ..opts()
+    });
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_external_content_options_for_ptx__pch() {
+    require_libs!("nvJitLink");
+    let _: ProgramCacheKey = ptx_key(&ProgramOptions {
+        pch: true,
+        ..opts()
+    });
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_external_content_options_for_ptx__use_pch() {
+    require_libs!("nvJitLink");
+    let _: ProgramCacheKey = ptx_key(&ProgramOptions {
+        use_pch: Some("pch.file".into()),
+        ..opts()
+    });
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_external_content_options_for_ptx__pch_dir() {
+    require_libs!("nvJitLink");
+    let _: ProgramCacheKey = ptx_key(&ProgramOptions {
+        pch_dir: Some("pch-cache".into()),
+        ..opts()
+    });
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_side_effect_options_for_ptx__time_true() {
+    require_libs!("nvJitLink");
+    let _: ProgramCacheKey = ptx_key(&ProgramOptions {
+        time: Some(PathBuf::new()),
+        ..opts()
+    });
+}
+
+#[test]
+fn test_make_program_cache_key_accepts_side_effect_options_for_ptx__time_path() {
+    require_libs!("nvJitLink");
+    let _: ProgramCacheKey = ptx_key(&ProgramOptions {
+        time: Some("whatever.csv".into()),
+        ..opts()
+    });
+}
+
+/// Under nvJitLink (the linker here) the options the driver's linker refuses are keyed.
+#[test]
+fn test_make_program_cache_key_ptx_accepts_driver_linker_unsupported_with_nvjitlink() {
+    require_libs!("nvJitLink");
+    let _: ProgramCacheKey = ptx_key(&ProgramOptions {
+        time: Some(PathBuf::new()),
+        ..opts()
+    });
 }
 
 #[test]
@@ -1002,7 +1322,10 @@ fn test_filestream_cache_sweeps_stale_tmp_files_on_open() {
     age_file(&ancient, STALE);
     let _cache = FileProgramCache::new(&root).unwrap();
     assert!(young.exists(), "young temp file must not be swept");
-    assert!(!ancient.exists(), "ancient temp file should have been swept");
+    assert!(
+        !ancient.exists(),
+        "ancient temp file should have been swept"
+    );
 }
 
 #[test]
@@ -1267,8 +1590,51 @@ fn test_cache_roundtrip_with_real_compilation() {
         cache.get(&key).unwrap().expect("a hit after reopening")
     };
     assert_eq!(cached.code(), compiled.code());
-    let rebuilt = ObjectCode::new(cached.code().to_vec(), CodeType::Cubin, "cached_kernel").unwrap();
+    let rebuilt =
+        ObjectCode::new(cached.code().to_vec(), CodeType::Cubin, "cached_kernel").unwrap();
     let library =
         cudars_core::Library::load(&rebuilt, &cudars_core::LibraryOptions::default()).unwrap();
     library.get_kernel("my_kernel").unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// ProgramCacheResource is the trait `ProgramCache`; the Python test's `_Empty`
+// subclass (every lookup a miss) is `Empty`. Python's `get(key, default)` is
+// `get(key)?.unwrap_or(default)`.
+// ---------------------------------------------------------------------------
+
+/// `_build_empty_subclass()()`.
+struct Empty;
+
+impl ProgramCache for Empty {
+    fn get(&self, _: &ProgramCacheKey) -> cudars_core::Result<Option<ObjectCode>> {
+        Ok(None)
+    }
+    fn put(&self, _: &ProgramCacheKey, _: &ObjectCode) -> cudars_core::Result<()> {
+        Ok(())
+    }
+    fn remove(&self, _: &ProgramCacheKey) -> cudars_core::Result<bool> {
+        Ok(false)
+    }
+    fn clear(&self) -> cudars_core::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn test_program_cache_resource_default_get_returns_default_on_miss() {
+    let sentinel = fake_object_code(b"sentinel", "sentinel");
+    let got = Empty
+        .get(&inmemory_key(b"missing"))
+        .unwrap()
+        .unwrap_or_else(|| sentinel.clone());
+    assert_eq!(got.code(), sentinel.code());
+    assert_eq!(got.name(), "sentinel");
+    // The trait's own `contains` is a lookup too: a miss.
+    assert!(!Empty.contains(&inmemory_key(b"missing")).unwrap());
+}
+
+#[test]
+fn test_program_cache_resource_default_get_returns_none_without_default() {
+    assert!(Empty.get(&inmemory_key(b"missing")).unwrap().is_none());
 }

@@ -39,7 +39,9 @@ fn write_many(root: &Path, base: usize, n: usize) {
     for i in 0..n {
         let k = format!("proc-{base}-key-{i}");
         let v = format!("payload-{base}-{i}");
-        cache.put(&key(k.as_bytes()), &payload(v.as_bytes())).unwrap();
+        cache
+            .put(&key(k.as_bytes()), &payload(v.as_bytes()))
+            .unwrap();
     }
 }
 

@@ -250,7 +250,10 @@ fn test_cache_read_exception_propagates() {
         ..Default::default()
     };
     let e = compile(&cache, sm80()).unwrap_err();
-    assert!(matches!(&e, Error::Io { source, .. } if source.to_string() == "broken"), "{e:?}");
+    assert!(
+        matches!(&e, Error::Io { source, .. } if source.to_string() == "broken"),
+        "{e:?}"
+    );
     assert!(cache.set_calls().is_empty());
 }
 
@@ -263,7 +266,10 @@ fn test_cache_write_exception_propagates() {
         ..Default::default()
     };
     let e = compile(&cache, sm80()).unwrap_err();
-    assert!(matches!(&e, Error::Io { source, .. } if source.to_string() == "disk full"), "{e:?}");
+    assert!(
+        matches!(&e, Error::Io { source, .. } if source.to_string() == "disk full"),
+        "{e:?}"
+    );
     assert_eq!(cache.get_calls().len(), 1);
     assert_eq!(cache.set_calls().len(), 1);
 }

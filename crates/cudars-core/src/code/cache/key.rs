@@ -278,7 +278,9 @@ pub fn make_program_cache_key(
     let extra_sources: &[(String, Vec<u8>)] = if nvvm { &options.extra_sources } else { &[] };
     h.list(
         "include-path",
-        include_path.iter().map(|p| p.as_os_str().as_encoded_bytes()),
+        include_path
+            .iter()
+            .map(|p| p.as_os_str().as_encoded_bytes()),
     );
     h.list("pre-include", pre_include.iter().map(|p| p.as_bytes()));
     h.pairs(
