@@ -150,15 +150,16 @@ pub(crate) fn linker_identity() -> Result<String> {
 ///
 /// * the encoding's version;
 /// * the backend (`NVRTC` for C++, `NVVM` for NVVM IR, `PTX`) and the version of
-///   the loaded compiler (NVRTC's or NVVM's, `major.minor`), and, for a cubin
+///   the loaded compiler (NVRTC's or NVVM's, `major.minor`, with NVVM's IR version),
+///   and, for a cubin
 ///   made from PTX or NVVM IR, the linker that makes it and its version;
 /// * the target;
 /// * the canonical options: [`ProgramOptions::to_nvrtc_args`] for C++,
 ///   [`to_nvvm_args`](ProgramOptions::to_nvvm_args) for NVVM IR, the
 ///   [linker's](ProgramOptions::to_linker_options) options for PTX (when an
-///   `arch` is given), and for every backend the program's name, the include paths
-///   (in order), the `pre_include` headers, NVVM's `extra_sources` and, with
-///   `use_libdevice`, which libdevice file (path, size, modification time);
+///   `arch` is given), and the program's name; for C++ the include paths (in
+///   order) and the `pre_include` headers; for NVVM IR its `extra_sources` and,
+///   with `use_libdevice`, which libdevice file (path, size, modification time);
 ///   An unset `arch` counts as the current device's, as
 ///   [`Program::new`](crate::Program::new) fills it in (where there is a GPU to
 ///   ask), except for PTX kept as PTX, which uses none;
@@ -170,12 +171,24 @@ pub(crate) fn linker_identity() -> Result<String> {
 ///
 /// The key changes when any of these does and is the same in every run and on
 /// every machine with the same compiler version. Files reached through
-/// `include_path` are **not** read: a program that includes files that may
-/// change should pass their contents in `extra_headers` (any name that
-/// identifies them).
+/// `include_path` are **not** read: a program that includes files must pass
+/// their contents in `extra_headers` (any name that identifies them), which is
+/// why such options are refused without it.
+///
+/// # Refused
+///
+/// As `cuda.core`'s, the keys a hit would make wrong, each an
+/// [`Error::InvalidArgument`] saying why: C++ options with compile-time side
+/// effects (`create_pch`, `time`, `fdevice_time_trace`: a hit would skip the
+/// file they write); C++ options that read files the key does not see
+/// (`include_path`, `pre_include`, `pch`, `use_pch`, `pch_dir`, or a `name` with a
+/// directory component, relative to which NVRTC resolves quoted includes) unless
+/// `extra_headers` is given (`cuda.core`'s `extra_digest`); `extra_sources`
+/// outside NVVM; PTX to [`CompileTarget::Ltoir`].
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for options the backend rejects;
+/// [`Error::InvalidArgument`] for options the backend rejects and for the keys
+/// refused above;
 /// [`Error::Tool`] (or [`Error::Driver`], for the driver's linker) when the
 /// compiler's or linker's version cannot be had; [`Error::Unavailable`] when
 /// its library cannot be loaded.
