@@ -1057,7 +1057,7 @@ fn check_use_libdevice_ignored(code: SourceCode<'_>) {
             use_libdevice: on,
             ..opts()
         };
-        try_key(code.clone(), &options, CompileTarget::Cubin, &[]).unwrap()
+        try_key(code, &options, CompileTarget::Cubin, &[]).unwrap()
     };
     let (off, on, none) = (key(false), key(true), key(false));
     assert_eq!(off, on);

@@ -176,6 +176,9 @@ pub(crate) fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX)
 }
 
+/// An entry file as listed: path, size and modification time.
+pub(crate) type EntryFile = (PathBuf, u64, SystemTime);
+
 /// Removes the entry file `path` if it is still the one listed (same size and
 /// modification time): one that another writer replaced since is kept, being
 /// new. Whether it was removed.
@@ -307,14 +310,14 @@ impl FileProgramCache {
     }
 
     /// The entry files: path, size and modification time.
-    fn entries(&self) -> Result<Vec<(PathBuf, u64, SystemTime)>> {
+    fn entries(&self) -> Result<Vec<EntryFile>> {
         Ok(self.scan()?.0)
     }
 
     /// The entry files (path, size and modification time) and the total size of
     /// the temporary files being written; removes those that writers which
     /// died left.
-    fn scan(&self) -> Result<(Vec<(PathBuf, u64, SystemTime)>, u64)> {
+    fn scan(&self) -> Result<(Vec<EntryFile>, u64)> {
         let context = || format!("listing the program cache {}", self.dir.display());
         let mut out = Vec::new();
         let mut temp_bytes = 0;
