@@ -537,7 +537,7 @@ fn test_make_program_cache_key_rejects_external_content_without_extra_digest__in
             },
             &[],
         ),
-        "include_path",
+        "extra_headers",
     );
 }
 
@@ -552,7 +552,7 @@ fn test_make_program_cache_key_rejects_external_content_without_extra_digest__pr
             },
             &[],
         ),
-        "pre_include",
+        "extra_headers",
     );
 }
 
@@ -567,7 +567,7 @@ fn test_make_program_cache_key_rejects_external_content_without_extra_digest__pc
             },
             &[],
         ),
-        "pch",
+        "extra_headers",
     );
 }
 
@@ -582,7 +582,7 @@ fn test_make_program_cache_key_rejects_external_content_without_extra_digest__pc
             },
             &[],
         ),
-        "pch_dir",
+        "extra_headers",
     );
 }
 
@@ -599,7 +599,7 @@ fn test_make_program_cache_key_rejects_external_content_without_extra_digest__in
             },
             &[],
         ),
-        "include_path",
+        "extra_headers",
     );
 }
 
@@ -615,7 +615,7 @@ fn test_make_program_cache_key_rejects_external_content_without_extra_digest__us
             },
             &[],
         ),
-        "use_pch",
+        "extra_headers",
     );
 }
 
@@ -631,7 +631,7 @@ fn test_make_program_cache_key_rejects_external_content_without_extra_digest__pc
             },
             &[],
         ),
-        "pch_dir",
+        "extra_headers",
     );
 }
 
@@ -647,7 +647,7 @@ fn test_make_program_cache_key_rejects_external_content_without_extra_digest__pr
             },
             &[],
         ),
-        "pre_include",
+        "extra_headers",
     );
 }
 
