@@ -1,8 +1,11 @@
 //! `cuda_core/tests/test_program_cache.py` of `cuda.core` (the pinned commit of
-//! `docs/reference/cuda-core-tests.txt`), ported as `program.rs` says:
-//! so far the tests of `make_program_cache_key` whose inputs Rust can spell, and
-//! those of `InMemoryProgramCache` (see `inmemory_key` for how its keys and values
-//! are spelt here).
+//! `docs/reference/cuda-core-tests.txt`), ported as `program.rs` says: the tests
+//! of `make_program_cache_key` whose inputs Rust can spell, of
+//! `InMemoryProgramCache` (see `inmemory_key` for how its keys and values are
+//! spelt here), of `FileStreamProgramCache` (`FileProgramCache`) and of
+//! `ProgramCacheResource` (the trait `ProgramCache`). Those that replace
+//! `cuda.core`'s internals (`monkeypatch`, Windows errors) are `n/a` in the
+//! manifest, with the porting guide's reasons.
 //! `cuda.core`'s `make_program_cache_key(code=, code_type=, options=, target_type=,
 //! name_expressions=)` is `cache::make_program_cache_key(&SourceCode, &options,
 //! CompileTarget, &name_expressions, &extra_headers)` here; the test's `_make_key`
