@@ -303,8 +303,9 @@ pub use cudars_bindings;
 /// and the compile options would make of a signature otherwise is the
 /// compiler's check's to catch, at `compile`. Only the named file is embedded and watched for changes: a header it
 /// includes from its own directory needs that directory in
-/// [`ProgramOptions::include_path`] (`load_with`) and, with a cache, is not part
-/// of the cache key (see [`cache::make_program_cache_key`]). The struct derives
+/// [`ProgramOptions::include_path`] (`load_with`), and a cache refuses options
+/// with include paths, whose files the key cannot see (see
+/// [`cache::make_program_cache_key`]): compile those without one. The struct derives
 /// `Debug` and `Clone`; the generated code names `::cudars_core`.
 ///
 /// ```no_run

@@ -35,3 +35,7 @@ mod module;
 mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
+#[cfg(feature = "cache")]
+mod program_cache_multiprocess;
+#[cfg(feature = "cache")]
+mod program_compile_cache;

@@ -6,11 +6,13 @@ use crate::code::cache::key::ProgramCacheKey;
 use crate::code::cache::store::ProgramCache;
 use crate::code::object::{CodeType, ObjectCode};
 use crate::error::{Error, Result};
+use crate::sync::Mutex;
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, SystemTime};
 
 /// The first bytes of every cache file.
@@ -174,6 +176,21 @@ pub(crate) fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX)
 }
 
+/// An entry file as listed: path, size and modification time.
+pub(crate) type EntryFile = (PathBuf, u64, SystemTime);
+
+/// Removes the entry file `path` if it is still the one listed (same size and
+/// modification time): one that another writer replaced since is kept, being
+/// new. Whether it was removed.
+pub(crate) fn remove_if_unchanged(path: &Path, len: u64, modified: SystemTime) -> io::Result<bool> {
+    match fs::metadata(path) {
+        Ok(m) if m.len() == len && m.modified().ok() == Some(modified) => remove_if_present(path),
+        Ok(_) => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Removes a file; one already gone is not an error.
 pub(crate) fn remove_if_present(path: &Path) -> io::Result<bool> {
     match fs::remove_file(path) {
@@ -194,12 +211,21 @@ pub(crate) fn remove_if_present(path: &Path) -> io::Result<bool> {
 /// * A damaged file (a torn write from a crash, a flipped byte, a file of another
 ///   format) is checked by magic, version, length, a SHA-256 of its contents and
 ///   its key; it reads as a miss and is removed, never an error.
-/// * With [`with_max_size_bytes`](Self::with_max_size_bytes), each
-///   [`put`](ProgramCache::put) removes the least recently used entries (by
-///   modification time, which a hit refreshes) until the entries fit.
+/// * With [`with_max_size_bytes`](Self::with_max_size_bytes), the cache keeps a
+///   running total of its files' sizes (entries and temporary files being
+///   written), so that a [`put`](ProgramCache::put) under the limit does not
+///   list the directory; one that takes the total over it lists the directory
+///   (which corrects the total for what other processes did) and removes the
+///   least recently used entries (by modification time, which a hit refreshes)
+///   until the files fit.
+/// * Opening a cache removes temporary files that writers which died left
+///   more than an hour ago.
 ///
 /// Only files named like entries (and temporary files a writer left more than an
 /// hour ago) are ever removed, so a directory shared with other files is safe.
+/// Eviction and [`clear`](Self::clear) remove an entry only if it is still the
+/// file they listed (same size and modification time): one that another writer
+/// replaced meanwhile is kept.
 ///
 /// # File format
 ///
@@ -214,6 +240,10 @@ pub(crate) fn remove_if_present(path: &Path) -> io::Result<bool> {
 pub struct FileProgramCache {
     pub(crate) dir: PathBuf,
     pub(crate) max_size_bytes: Option<u64>,
+    /// The running total of the files' sizes (entries and temporary files), as
+    /// this cache (and its clones) saw them; `None` until a capped write lists
+    /// the directory. Shared by clones.
+    pub(crate) tracked: Arc<Mutex<Option<u64>>>,
 }
 
 impl FileProgramCache {
@@ -227,10 +257,15 @@ impl FileProgramCache {
             "creating the program cache directory {}",
             dir.display()
         )))?;
-        Ok(Self {
+        let cache = Self {
             dir,
             max_size_bytes: None,
-        })
+            tracked: Arc::default(),
+        };
+        // Best effort: listing sweeps temporary files that writers which died
+        // left (a directory that cannot be listed is an error at first use).
+        let _ = cache.scan();
+        Ok(cache)
     }
 
     /// The default directory: `cuda-rs/programs` in the user's cache directory
@@ -275,12 +310,20 @@ impl FileProgramCache {
     }
 
     /// The entry files: path, size and modification time.
-    fn entries(&self) -> Result<Vec<(PathBuf, u64, SystemTime)>> {
+    fn entries(&self) -> Result<Vec<EntryFile>> {
+        Ok(self.scan()?.0)
+    }
+
+    /// The entry files (path, size and modification time) and the total size of
+    /// the temporary files being written; removes those that writers which
+    /// died left.
+    fn scan(&self) -> Result<(Vec<EntryFile>, u64)> {
         let context = || format!("listing the program cache {}", self.dir.display());
         let mut out = Vec::new();
+        let mut temp_bytes = 0;
         let read_dir = match fs::read_dir(&self.dir) {
             Ok(r) => r,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((out, 0)),
             Err(e) => return Err(io_error(context())(e)),
         };
         let now = SystemTime::now();
@@ -303,9 +346,16 @@ impl FileProgramCache {
             {
                 // A writer that died left this; nobody will rename it.
                 let _ = remove_if_present(&entry.path());
+            } else {
+                // Being written: it takes room until it is renamed.
+                temp_bytes += meta.len();
             }
         }
-        Ok(out)
+        Ok((out, temp_bytes))
+    }
+
+    fn tracked(&self) -> crate::sync::MutexGuard<'_, Option<u64>> {
+        self.tracked.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many entries there are.
@@ -337,34 +387,39 @@ impl FileProgramCache {
     /// # Errors
     /// [`Error::Io`] when the directory cannot be listed or a file removed.
     pub fn clear(&self) -> Result<()> {
-        for (path, _, _) in self.entries()? {
-            remove_if_present(&path)
+        // Listed again at the next capped write.
+        *self.tracked() = None;
+        for (path, len, modified) in self.entries()? {
+            remove_if_unchanged(&path, len, modified)
                 .map_err(io_error(format!("removing cache entry {}", path.display())))?;
         }
         Ok(())
     }
 
     /// Removes the least recently used entries, except `keep`, until the
-    /// entries fit in `max` bytes.
-    fn evict(&self, max: u64, keep: &Path) -> Result<()> {
-        let mut entries = self.entries()?;
-        let mut total: u64 = entries.iter().map(|(_, len, _)| len).sum();
+    /// files (entries and temporary files) fit in `max` bytes; the total left.
+    fn evict(&self, max: u64, keep: &Path) -> Result<u64> {
+        let (mut entries, temp_bytes) = self.scan()?;
+        let mut total: u64 = entries.iter().map(|(_, len, _)| len).sum::<u64>() + temp_bytes;
         if total <= max {
-            return Ok(());
+            return Ok(total);
         }
         entries.sort_by_key(|(_, _, modified)| *modified);
-        for (path, len, _) in entries {
+        for (path, len, modified) in entries {
             if total <= max {
                 break;
             }
             if path == keep {
                 continue;
             }
-            remove_if_present(&path)
-                .map_err(io_error(format!("evicting cache entry {}", path.display())))?;
-            total = total.saturating_sub(len);
+            // A file another writer replaced since the listing is new: kept.
+            if remove_if_unchanged(&path, len, modified)
+                .map_err(io_error(format!("evicting cache entry {}", path.display())))?
+            {
+                total = total.saturating_sub(len);
+            }
         }
-        Ok(())
+        Ok(total)
     }
 
     /// A new temporary file in the directory (re-creating the directory if it
@@ -425,10 +480,16 @@ impl ProgramCache for FileProgramCache {
     }
 
     /// Writes `<key>.bin` atomically (temporary file, flush to disk, rename),
-    /// then evicts entries beyond the size limit.
+    /// then, when the running total is over the size limit, evicts entries
+    /// beyond it.
     fn put(&self, key: &ProgramCacheKey, code: &ObjectCode) -> Result<()> {
         let path = self.path_of(key);
         let bytes = encode_entry(key, code);
+        // The entry this one replaces leaves the total.
+        let replaced = match self.max_size_bytes {
+            Some(_) => fs::metadata(&path).map_or(0, |m| m.len()),
+            None => 0,
+        };
         let mut tmp = self.temp_file()?;
         let context = || format!("writing cache entry {}", path.display());
         tmp.write_all(&bytes).map_err(io_error(context()))?;
@@ -446,15 +507,37 @@ impl ProgramCache for FileProgramCache {
             let _ = dir.sync_all();
         }
         if let Some(max) = self.max_size_bytes {
-            self.evict(max, &path)?;
+            let mut tracked = self.tracked();
+            let total = match *tracked {
+                Some(t) => t.saturating_sub(replaced) + bytes.len() as u64,
+                None => {
+                    let (entries, temp_bytes) = self.scan()?;
+                    entries.iter().map(|(_, len, _)| len).sum::<u64>() + temp_bytes
+                }
+            };
+            *tracked = Some(if total > max {
+                self.evict(max, &path)?
+            } else {
+                total
+            });
         }
         Ok(())
     }
 
     fn remove(&self, key: &ProgramCacheKey) -> Result<bool> {
         let path = self.path_of(key);
-        remove_if_present(&path)
-            .map_err(io_error(format!("removing cache entry {}", path.display())))
+        let size = match self.max_size_bytes {
+            Some(_) => fs::metadata(&path).map_or(0, |m| m.len()),
+            None => 0,
+        };
+        let removed = remove_if_present(&path)
+            .map_err(io_error(format!("removing cache entry {}", path.display())))?;
+        if removed {
+            // Never below zero, whatever another thread did meanwhile.
+            let mut tracked = self.tracked();
+            *tracked = tracked.map(|t| t.saturating_sub(size));
+        }
+        Ok(removed)
     }
 
     fn clear(&self) -> Result<()> {

@@ -150,15 +150,16 @@ pub(crate) fn linker_identity() -> Result<String> {
 ///
 /// * the encoding's version;
 /// * the backend (`NVRTC` for C++, `NVVM` for NVVM IR, `PTX`) and the version of
-///   the loaded compiler (NVRTC's or NVVM's, `major.minor`), and, for a cubin
+///   the loaded compiler (NVRTC's or NVVM's, `major.minor`, with NVVM's IR version),
+///   and, for a cubin
 ///   made from PTX or NVVM IR, the linker that makes it and its version;
 /// * the target;
 /// * the canonical options: [`ProgramOptions::to_nvrtc_args`] for C++,
 ///   [`to_nvvm_args`](ProgramOptions::to_nvvm_args) for NVVM IR, the
 ///   [linker's](ProgramOptions::to_linker_options) options for PTX (when an
-///   `arch` is given), and for every backend the program's name, the include paths
-///   (in order), the `pre_include` headers, NVVM's `extra_sources` and, with
-///   `use_libdevice`, which libdevice file (path, size, modification time);
+///   `arch` is given), and the program's name; for C++ the include paths (in
+///   order) and the `pre_include` headers; for NVVM IR its `extra_sources` and,
+///   with `use_libdevice`, which libdevice file (path, size, modification time);
 ///   An unset `arch` counts as the current device's, as
 ///   [`Program::new`](crate::Program::new) fills it in (where there is a GPU to
 ///   ask), except for PTX kept as PTX, which uses none;
@@ -170,12 +171,24 @@ pub(crate) fn linker_identity() -> Result<String> {
 ///
 /// The key changes when any of these does and is the same in every run and on
 /// every machine with the same compiler version. Files reached through
-/// `include_path` are **not** read: a program that includes files that may
-/// change should pass their contents in `extra_headers` (any name that
-/// identifies them).
+/// `include_path` are **not** read: a program that includes files must pass
+/// their contents in `extra_headers` (any name that identifies them), which is
+/// why such options are refused without it.
+///
+/// # Refused
+///
+/// As `cuda.core`'s, the keys a hit would make wrong, each an
+/// [`Error::InvalidArgument`] saying why: C++ options with compile-time side
+/// effects (`create_pch`, `time`, `fdevice_time_trace`: a hit would skip the
+/// file they write); C++ options that read files the key does not see
+/// (`include_path`, `pre_include`, `pch`, `use_pch`, `pch_dir`, or a `name` with a
+/// directory component, relative to which NVRTC resolves quoted includes) unless
+/// `extra_headers` is given (`cuda.core`'s `extra_digest`); `extra_sources`
+/// outside NVVM; PTX to [`CompileTarget::Ltoir`].
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for options the backend rejects;
+/// [`Error::InvalidArgument`] for options the backend rejects and for the keys
+/// refused above;
 /// [`Error::Tool`] (or [`Error::Driver`], for the driver's linker) when the
 /// compiler's or linker's version cannot be had; [`Error::Unavailable`] when
 /// its library cannot be loaded.
@@ -195,6 +208,7 @@ pub fn make_program_cache_key(
         resolved = options.clone().with_current_device_arch()?;
         &resolved
     };
+    check_cacheable(code, options, target, extra_headers)?;
     let mut h = KeyHasher(Sha256::new());
     h.field("format", KEY_FORMAT);
     h.field("format-version", &KEY_VERSION.to_le_bytes());
@@ -212,9 +226,10 @@ pub fn make_program_cache_key(
         SourceCode::Nvvm(ir) => {
             let v = cudars_bindings::nvvm::version()
                 .map_err(|e| Error::tool("querying the NVVM version for a cache key", e))?;
+            let ir_version = nvvm_ir_version()?;
             (
                 "NVVM",
-                format!("{}.{}", v.major, v.minor),
+                format!("{}.{};ir={ir_version}", v.major, v.minor),
                 options.to_nvvm_args()?,
                 ir,
             )
@@ -263,25 +278,31 @@ pub fn make_program_cache_key(
             .unwrap_or(DEFAULT_PROGRAM_NAME)
             .as_bytes(),
     );
+    // Only NVRTC reads include paths and pre-included headers, and only NVVM
+    // extra sources and libdevice (as `cuda.core` keys them): a field a
+    // backend ignores does not split its keys.
+    let cxx = matches!(code, SourceCode::Cxx(_));
+    let nvvm = matches!(code, SourceCode::Nvvm(_));
+    let (include_path, pre_include): (&[std::path::PathBuf], &[String]) = if cxx {
+        (&options.include_path, &options.pre_include)
+    } else {
+        (&[], &[])
+    };
+    let extra_sources: &[(String, Vec<u8>)] = if nvvm { &options.extra_sources } else { &[] };
     h.list(
         "include-path",
-        options
-            .include_path
+        include_path
             .iter()
             .map(|p| p.as_os_str().as_encoded_bytes()),
     );
-    h.list(
-        "pre-include",
-        options.pre_include.iter().map(|p| p.as_bytes()),
-    );
+    h.list("pre-include", pre_include.iter().map(|p| p.as_bytes()));
     h.pairs(
         "extra-sources",
-        options
-            .extra_sources
+        extra_sources
             .iter()
             .map(|(n, m)| (n.as_bytes(), m.as_slice())),
     );
-    if options.use_libdevice {
+    if nvvm && options.use_libdevice {
         // Only when set, so that keys made before the option existed still match.
         // Which libdevice: its path, size and modification time (reading the
         // bitcode for every key would cost more than the lookup it keys).
@@ -319,4 +340,110 @@ pub fn make_program_cache_key(
         headers.iter().map(|(n, b)| (n.as_bytes(), *b)),
     );
     Ok(ProgramCacheKey(h.0.finalize().into()))
+}
+
+/// NVVM's IR version (`nvvmIRVersion`: IR major.minor, debug-metadata
+/// major.minor), which the key holds beside the library's version.
+fn nvvm_ir_version() -> Result<String> {
+    use cudars_bindings::IntoResult as _;
+    let (mut major, mut minor, mut dbg_major, mut dbg_minor) = (0, 0, 0, 0);
+    // SAFETY: the four pointers are valid for writes.
+    unsafe {
+        cudars_bindings::nvvm::nvvmIRVersion(&mut major, &mut minor, &mut dbg_major, &mut dbg_minor)
+    }
+    .result()
+    .map_err(|e| Error::tool("querying the NVVM IR version for a cache key", e))?;
+    Ok(format!("{major}.{minor}.{dbg_major}.{dbg_minor}"))
+}
+
+/// What `cuda.core`'s `make_program_cache_key` refuses, refused here too: a key
+/// that a hit would make wrong.
+///
+/// * C++ with options that write files as the compile's side effect
+///   (`create_pch`, `time`, `fdevice_time_trace`): a hit skips the compile, so
+///   the file would never be written;
+/// * `extra_sources` outside NVVM (the compile refuses them);
+/// * C++ whose compile reads files the key cannot see (`include_path`,
+///   `pre_include`, `pch`, `use_pch`, `pch_dir`, or a program `name` with a
+///   directory component, relative to which NVRTC resolves quoted includes)
+///   unless `extra_headers` is given, standing for those files' contents
+///   (`cuda.core`'s `extra_digest`);
+/// * PTX to LTO-IR (the compile refuses it).
+fn check_cacheable(
+    code: &SourceCode<'_>,
+    options: &ProgramOptions,
+    target: CompileTarget,
+    extra_headers: &[(&str, &[u8])],
+) -> Result<()> {
+    const CONTEXT: &str = "making a program cache key";
+    if !matches!(code, SourceCode::Nvvm(_)) && !options.extra_sources.is_empty() {
+        return Err(Error::invalid(
+            CONTEXT,
+            "extra_sources is only valid for NVVM IR; Program::new refuses it for C++ and PTX",
+        ));
+    }
+    match code {
+        SourceCode::Ptx(_) if target == CompileTarget::Ltoir => Err(Error::invalid(
+            CONTEXT,
+            "CompileTarget::Ltoir is not valid for PTX (Program::compile refuses it), so \
+             a key for it would never be used",
+        )),
+        SourceCode::Cxx(_) => {
+            let side_effects: Vec<&str> = [
+                ("create_pch", options.create_pch.is_some()),
+                ("time", options.time.is_some()),
+                ("fdevice_time_trace", options.fdevice_time_trace.is_some()),
+            ]
+            .into_iter()
+            .filter_map(|(name, set)| set.then_some(name))
+            .collect();
+            if !side_effects.is_empty() {
+                return Err(Error::invalid(
+                    CONTEXT,
+                    format!(
+                        "options that have compile-time side effects ({}): a cache hit \
+                         skips compilation, so the side effect would not occur; disable \
+                         them, or compile without the cache",
+                        side_effects.join(", ")
+                    ),
+                ));
+            }
+            if !extra_headers.is_empty() {
+                return Ok(());
+            }
+            let external: Vec<&str> = [
+                ("include_path", !options.include_path.is_empty()),
+                ("pre_include", !options.pre_include.is_empty()),
+                ("pch", options.pch),
+                ("use_pch", options.use_pch.is_some()),
+                ("pch_dir", options.pch_dir.is_some()),
+            ]
+            .into_iter()
+            .filter_map(|(name, set)| set.then_some(name))
+            .collect();
+            if !external.is_empty() {
+                return Err(Error::invalid(
+                    CONTEXT,
+                    format!(
+                        "options that pull in external file content ({}) without \
+                         extra_headers: pass the contents of the headers (or PCH) the \
+                         compile reads as extra_headers (cuda.core's extra_digest)",
+                        external.join(", ")
+                    ),
+                ));
+            }
+            if let Some(name) = options.name.as_deref().filter(|n| n.contains(['/', '\\'])) {
+                return Err(Error::invalid(
+                    CONTEXT,
+                    format!(
+                        "options.name={name:?} has a directory component, relative to \
+                         which NVRTC resolves quoted #include directives; pass the \
+                         headers it may pull in as extra_headers"
+                    ),
+                ));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }

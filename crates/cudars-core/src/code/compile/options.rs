@@ -312,6 +312,10 @@ pub(super) const LINKER_FIELDS: &[&str] = &[
     "split_compile",
     "ptxas_options",
     "no_cache",
+    // Taken and ignored, as `cuda.core`'s linker takes it ("plumb-through; no-op
+    // at link time"), so that one set of options with `--numba-debug` compiles
+    // every stage of a Numba-style pipeline.
+    "numba_debug",
 ];
 
 pub(crate) const OPTIONS_CONTEXT: &str = "checking the program options";
