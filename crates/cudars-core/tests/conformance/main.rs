@@ -25,6 +25,7 @@ mod host;
 mod launcher;
 mod linker;
 mod manifest;
+mod memory;
 mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
