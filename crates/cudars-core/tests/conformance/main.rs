@@ -26,6 +26,7 @@ mod launcher;
 mod linker;
 mod manifest;
 mod memory;
+mod memory_managed_ops;
 mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
