@@ -27,6 +27,9 @@ mod linker;
 mod manifest;
 mod memory;
 mod memory_managed_ops;
+mod memory_peer_access;
 mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
+#[cfg(feature = "dlpack")]
+mod utils_dlpack;
