@@ -87,6 +87,15 @@ fn pools_supported(d: &Device) -> bool {
     ok
 }
 
+/// `skip_if_pinned_memory_unsupported`: host memory pools.
+fn pinned_supported(d: &Device) -> bool {
+    let ok = d.properties().host_memory_pools_supported().unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED: Device does not support host mempool operations");
+    }
+    ok
+}
+
 fn vmm_supported(d: &Device) -> bool {
     let ok = d.properties().virtual_memory_management_supported().unwrap();
     if !ok {
@@ -652,6 +661,9 @@ fn non_managed_resources_report_not_managed(pinned: bool) {
         return;
     }
     let s = d.default_stream().unwrap();
+    if pinned && !pinned_supported(&d) {
+        return;
+    }
     let mr: Arc<dyn MemoryResource> = if pinned {
         Arc::new(PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap())
     } else {
@@ -717,6 +729,9 @@ fn test_device_memory_resource_initialization__False() {
 fn test_pinned_memory_resource_initialization() {
     cudars_tests::require_gpu!();
     let d = device();
+    if !pinned_supported(&d) {
+        return;
+    }
     let mr = Arc::new(PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap());
     assert_eq!(mr.kind(), MemoryKind::Pinned); // device- and host-accessible
     let s = d.default_stream().unwrap();
@@ -810,6 +825,9 @@ fn test_device_memory_resource_with_options() {
 fn test_pinned_memory_resource_with_options() {
     cudars_tests::require_gpu!();
     let d = device();
+    if !pinned_supported(&d) {
+        return;
+    }
     let mr = Arc::new(PinnedMemoryResource::new(&d, pinned_options(POOL_SIZE, false)).unwrap());
     // `mr.device_id == -1`: see `test_pinned_memory_resource_initialization`.
     assert_eq!(mr.kind(), MemoryKind::Pinned);
@@ -942,6 +960,9 @@ fn test_mempool_ipc_errors() {
 fn test_pinned_mempool_ipc_basic() {
     cudars_tests::require_gpu!();
     let d = device();
+    if !pinned_supported(&d) {
+        return;
+    }
     if !supports_ipc_mempool(&d) {
         return;
     }
@@ -967,14 +988,14 @@ fn test_pinned_mempool_ipc_basic() {
     d.sync().unwrap();
 }
 
-/// `mr.numa_id == -1` for a pool without IPC: here the default `numa_id` is 0
-/// (see `test_pinned_mr_numa_id_default_no_ipc`); the rest as in Python.
 #[cfg(all(unix, feature = "ipc"))]
 #[test]
-#[ignore = "differs: PinnedMemoryResourceOptions' default numa_id is 0 (a pool on node 0), where cuda.core's -1 leaves placement to the OS"]
 fn test_pinned_mempool_ipc_errors() {
     cudars_tests::require_gpu!();
     let d = device();
+    if !pinned_supported(&d) {
+        return;
+    }
     let mr = Arc::new(PinnedMemoryResource::new(&d, pinned_options(POOL_SIZE, false)).unwrap());
     assert!(!mr.is_ipc_enabled());
     assert_eq!(mr.numa_id(), -1);
@@ -993,10 +1014,12 @@ fn test_pinned_mempool_ipc_errors() {
 }
 
 #[test]
-#[ignore = "differs: PinnedMemoryResourceOptions' default numa_id is 0 (a pool on node 0), where cuda.core's -1 leaves placement to the OS"]
 fn test_pinned_mr_numa_id_default_no_ipc() {
     cudars_tests::require_gpu!();
     let d = device();
+    if !pinned_supported(&d) {
+        return;
+    }
     let mr = PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap();
     assert_eq!(mr.numa_id(), -1);
     drop(mr);
@@ -1005,10 +1028,12 @@ fn test_pinned_mr_numa_id_default_no_ipc() {
 }
 
 #[test]
-#[ignore = "differs: an IPC-enabled pinned pool's numa_id is the option's (0 by default), not the current device's host NUMA node"]
 fn test_pinned_mr_numa_id_default_with_ipc() {
     cudars_tests::require_gpu!();
     let d = device();
+    if !pinned_supported(&d) {
+        return;
+    }
     if !supports_ipc_mempool(&d) {
         return;
     }
@@ -1025,13 +1050,16 @@ fn test_pinned_mr_numa_id_default_with_ipc() {
 fn test_pinned_mr_numa_id_explicit() {
     cudars_tests::require_gpu!();
     let d = device();
+    if !pinned_supported(&d) {
+        return;
+    }
     let host_numa_id = d.properties().host_numa_id().unwrap();
     if host_numa_id < 0 {
         eprintln!("SKIPPED: System does not support NUMA");
         return;
     }
     let opts = PinnedMemoryResourceOptions {
-        numa_id: host_numa_id,
+        numa_id: Some(host_numa_id),
         ..Default::default()
     };
     let mr = PinnedMemoryResource::new(&d, opts).unwrap();
@@ -1041,7 +1069,7 @@ fn test_pinned_mr_numa_id_explicit() {
         return;
     }
     let opts = PinnedMemoryResourceOptions {
-        numa_id: host_numa_id,
+        numa_id: Some(host_numa_id),
         max_size: POOL_SIZE,
         ipc_enabled: true,
     };
@@ -1056,9 +1084,12 @@ fn test_pinned_mr_numa_id_explicit() {
 fn test_pinned_mr_numa_id_negative_error() {
     cudars_tests::require_gpu!();
     let d = device();
+    if !pinned_supported(&d) {
+        return;
+    }
     for numa_id in [-1, -42] {
         let opts = PinnedMemoryResourceOptions {
-            numa_id,
+            numa_id: Some(numa_id),
             ..Default::default()
         };
         let r = PinnedMemoryResource::new(&d, opts);
@@ -1095,7 +1126,7 @@ fn attribute_pool(which: &str, ipc: bool, d: &Device) -> Option<AttributePool> {
             Some((mr, Box::new(move || r.attributes().unwrap())))
         }
         "PinnedMR" => {
-            if ipc && !supports_ipc_mempool(d) {
+            if !pinned_supported(d) || (ipc && !supports_ipc_mempool(d)) {
                 return None;
             }
             let mr = Arc::new(PinnedMemoryResource::new(d, pinned_options(POOL_SIZE, ipc)).unwrap());
