@@ -89,7 +89,10 @@ fn pools_supported(d: &Device) -> bool {
 
 /// `skip_if_pinned_memory_unsupported`: host memory pools.
 fn pinned_supported(d: &Device) -> bool {
-    let ok = d.properties().host_memory_pools_supported().unwrap_or(false);
+    let ok = d
+        .properties()
+        .host_memory_pools_supported()
+        .unwrap_or(false);
     if !ok {
         eprintln!("SKIPPED: Device does not support host mempool operations");
     }
@@ -97,7 +100,10 @@ fn pinned_supported(d: &Device) -> bool {
 }
 
 fn vmm_supported(d: &Device) -> bool {
-    let ok = d.properties().virtual_memory_management_supported().unwrap();
+    let ok = d
+        .properties()
+        .virtual_memory_management_supported()
+        .unwrap();
     if !ok {
         eprintln!("SKIPPED: Virtual memory management is not supported on this device");
     }
@@ -257,16 +263,25 @@ fn test_buffer_fill() {
             s.sync().unwrap();
             if b.is_host_accessible() {
                 // SAFETY: synchronised; nothing else writes it.
-                assert!(unsafe { b.as_host_slice::<u8>() }.unwrap().iter().all(|&x| x == 0x42));
+                let h = unsafe { b.as_host_slice::<u8>() }.unwrap();
+                assert!(h.iter().all(|&x| x == 0x42));
             }
         }
     }
     // bytes-like patterns
     fill_case(0x7fu8, FILL_SIZE, false);
     fill_case(u16::from_le_bytes([0x34, 0x12]), FILL_SIZE, false);
-    fill_case(u32::from_le_bytes([0xef, 0xbe, 0xad, 0xde]), FILL_SIZE, false);
+    fill_case(
+        u32::from_le_bytes([0xef, 0xbe, 0xad, 0xde]),
+        FILL_SIZE,
+        false,
+    );
     fill_case(u16::from_le_bytes([0x34, 0x12]), FILL_SIZE + 1, true);
-    fill_case(u32::from_le_bytes([0xef, 0xbe, 0xad, 0xde]), FILL_SIZE + 2, true);
+    fill_case(
+        u32::from_le_bytes([0xef, 0xbe, 0xad, 0xde]),
+        FILL_SIZE + 2,
+        true,
+    );
     // 8-bit patterns
     fill_case(0u8, FILL_SIZE, false);
     fill_case(255u8, FILL_SIZE, false);
@@ -300,7 +315,10 @@ fn test_buffer_fill() {
 
 /// The last device, current; with `change_device`, device 0 made current after
 /// (Python's `change_device`).
-fn external_device(change_device: bool, after: impl FnOnce(&Device) -> sys::CUdeviceptr) -> (Device, sys::CUdeviceptr) {
+fn external_device(
+    change_device: bool,
+    after: impl FnOnce(&Device) -> sys::CUdeviceptr,
+) -> (Device, sys::CUdeviceptr) {
     let n = Device::count().unwrap();
     let d = Device::new(n - 1).unwrap();
     d.set_current().unwrap();
@@ -355,10 +373,8 @@ fn buffer_external_pinned_alloc(change_device: bool) {
     assert_eq!(buffer.device().ordinal(), Device::count().unwrap() - 1);
     drop(buffer);
     // SAFETY: what cuMemAllocHost returned, freed once.
-    assert_eq!(
-        unsafe { sys::cuMemFreeHost(ptr as *mut std::ffi::c_void) },
-        sys::CUDA_SUCCESS
-    );
+    let rc = unsafe { sys::cuMemFreeHost(ptr as *mut std::ffi::c_void) };
+    assert_eq!(rc, sys::CUDA_SUCCESS);
 }
 
 #[test]
@@ -473,13 +489,22 @@ impl TrackingMR {
 
 // SAFETY: every call is the default pool's, which meets the contract.
 unsafe impl MemoryResource for TrackingMR {
-    unsafe fn allocate_raw(&self, size: usize, stream: &Stream) -> cudars_core::Result<sys::CUdeviceptr> {
+    unsafe fn allocate_raw(
+        &self,
+        size: usize,
+        stream: &Stream,
+    ) -> cudars_core::Result<sys::CUdeviceptr> {
         // SAFETY: forwarded under the same contract.
         let p = unsafe { self.inner.allocate_raw(size, stream) }?;
         self.active.lock().unwrap().push(p);
         Ok(p)
     }
-    unsafe fn deallocate(&self, ptr: sys::CUdeviceptr, size: usize, stream: &Stream) -> cudars_core::Result<()> {
+    unsafe fn deallocate(
+        &self,
+        ptr: sys::CUdeviceptr,
+        size: usize,
+        stream: &Stream,
+    ) -> cudars_core::Result<()> {
         // SAFETY: forwarded under the same contract.
         unsafe { self.inner.deallocate(ptr, size, stream) }?;
         self.active.lock().unwrap().retain(|&p| p != ptr);
@@ -732,7 +757,8 @@ fn test_pinned_memory_resource_initialization() {
     if !pinned_supported(&d) {
         return;
     }
-    let mr = Arc::new(PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap());
+    let mr =
+        Arc::new(PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap());
     assert_eq!(mr.kind(), MemoryKind::Pinned); // device- and host-accessible
     let s = d.default_stream().unwrap();
     let buffer = mr.allocate(1024, &s).unwrap();
@@ -1129,7 +1155,8 @@ fn attribute_pool(which: &str, ipc: bool, d: &Device) -> Option<AttributePool> {
             if !pinned_supported(d) || (ipc && !supports_ipc_mempool(d)) {
                 return None;
             }
-            let mr = Arc::new(PinnedMemoryResource::new(d, pinned_options(POOL_SIZE, ipc)).unwrap());
+            let mr =
+                Arc::new(PinnedMemoryResource::new(d, pinned_options(POOL_SIZE, ipc)).unwrap());
             assert_eq!(mr.is_ipc_enabled(), ipc);
             let r = mr.clone();
             Some((mr, Box::new(move || r.attributes().unwrap())))
@@ -1193,7 +1220,10 @@ fn mempool_attributes(which: &str, property: &str, ipc: bool) {
         } else {
             a.used_mem_current
         };
-        assert!(value >= current, "{property} should be >= its current value");
+        assert!(
+            value >= current,
+            "{property} should be >= its current value"
+        );
     }
 }
 
@@ -1548,14 +1578,20 @@ mod vmm {
         let vmm_mr = Arc::new(VirtualMemoryResource::new(&d, posix_fd()).unwrap());
         let mut buffer = vmm_mr.allocate(2 * 1024 * 1024, None).unwrap();
         let original_size = buffer.size();
-        vmm_mr.modify_allocation(&mut buffer, 4 * 1024 * 1024).unwrap();
+        vmm_mr
+            .modify_allocation(&mut buffer, 4 * 1024 * 1024)
+            .unwrap();
         assert!(buffer.size() >= 4 * 1024 * 1024);
         assert!(buffer.size() > original_size);
         assert_ne!(buffer.ptr(), 0);
         let grown = buffer.size();
-        vmm_mr.modify_allocation(&mut buffer, 4 * 1024 * 1024).unwrap();
+        vmm_mr
+            .modify_allocation(&mut buffer, 4 * 1024 * 1024)
+            .unwrap();
         assert_eq!(buffer.size(), grown);
-        vmm_mr.modify_allocation(&mut buffer, 2 * 1024 * 1024).unwrap();
+        vmm_mr
+            .modify_allocation(&mut buffer, 2 * 1024 * 1024)
+            .unwrap();
         assert_eq!(buffer.size(), grown);
         buffer.close(None).unwrap();
     }

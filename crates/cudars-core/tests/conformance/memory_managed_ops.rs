@@ -49,7 +49,9 @@ fn discard_prefetch_device() -> Option<Device> {
     let d = location_ops_device()?;
     for other in Device::all().unwrap() {
         if !other.properties().concurrent_managed_access().unwrap() {
-            eprintln!("SKIPPED: discard-prefetch requires concurrent managed access on all visible devices");
+            eprintln!(
+                "SKIPPED: discard-prefetch requires concurrent managed access on all visible devices"
+            );
             return None;
         }
     }
@@ -85,7 +87,9 @@ fn external_managed_buffer(d: &Device) -> (ManagedBuffer, ManagedBuffer) {
         .unwrap();
     // SAFETY: `plain`'s memory, managed; the callers drop the wrapper first.
     let wrapped = unsafe { Buffer::from_raw(plain.ptr(), plain.size(), MemoryKind::Managed, d) };
-    let buf = ManagedBuffer::from_buffer(wrapped).map_err(|(e, _)| e).unwrap();
+    let buf = ManagedBuffer::from_buffer(wrapped)
+        .map_err(|(e, _)| e)
+        .unwrap();
     (buf, plain)
 }
 
@@ -139,10 +143,14 @@ fn TestLocationCoerce__test_none_when_allowed() {
 #[test]
 fn TestPrefetchBatch__test_same_location() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let mr = location_ops_mr(&device);
     let ds = device.default_stream().unwrap();
-    let bufs: Vec<ManagedBuffer> = (0..3).map(|_| mr.allocate(PAGE_SIZE, &ds).unwrap()).collect();
+    let bufs: Vec<ManagedBuffer> = (0..3)
+        .map(|_| mr.allocate(PAGE_SIZE, &ds).unwrap())
+        .collect();
     let stream = stream(&device);
     let items: Vec<(&ManagedBuffer, Location)> =
         bufs.iter().map(|b| (b, Location::Device(device))).collect();
@@ -163,19 +171,29 @@ fn page_base(b: &Buffer) -> u64 {
 #[test]
 fn TestPrefetchBatch__test_per_buffer_location() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let mr = location_ops_mr(&device);
     let ds = device.default_stream().unwrap();
-    let bufs: Vec<ManagedBuffer> = (0..2).map(|_| mr.allocate(PAGE_SIZE, &ds).unwrap()).collect();
+    let bufs: Vec<ManagedBuffer> = (0..2)
+        .map(|_| mr.allocate(PAGE_SIZE, &ds).unwrap())
+        .collect();
     assert_ne!(page_base(&bufs[0]), page_base(&bufs[1]));
     let stream = stream(&device);
     prefetch_batch(
-        &[(&bufs[0], Location::Host), (&bufs[1], Location::Device(device))],
+        &[
+            (&bufs[0], Location::Host),
+            (&bufs[1], Location::Device(device)),
+        ],
         &stream,
     )
     .unwrap();
     stream.sync().unwrap();
-    assert_eq!(bufs[0].last_prefetch_location().unwrap(), Some(Location::Host));
+    assert_eq!(
+        bufs[0].last_prefetch_location().unwrap(),
+        Some(Location::Host)
+    );
     assert_eq!(
         bufs[1].last_prefetch_location().unwrap(),
         Some(Location::Device(device))
@@ -185,11 +203,14 @@ fn TestPrefetchBatch__test_per_buffer_location() {
 #[test]
 fn TestDiscardBatch__test_basic() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let mr = location_ops_mr(&device);
     let ds = device.default_stream().unwrap();
-    let mut bufs: Vec<ManagedBuffer> =
-        (0..3).map(|_| mr.allocate(PAGE_SIZE, &ds).unwrap()).collect();
+    let mut bufs: Vec<ManagedBuffer> = (0..3)
+        .map(|_| mr.allocate(PAGE_SIZE, &ds).unwrap())
+        .collect();
     let stream = stream(&device);
     let items: Vec<(&ManagedBuffer, Location)> =
         bufs.iter().map(|b| (b, Location::Device(device))).collect();
@@ -202,14 +223,16 @@ fn TestDiscardBatch__test_basic() {
 #[test]
 fn TestDiscardPrefetchBatch__test_same_location() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let mr = location_ops_mr(&device);
     let ds = device.default_stream().unwrap();
-    let mut bufs: Vec<ManagedBuffer> =
-        (0..2).map(|_| mr.allocate(PAGE_SIZE, &ds).unwrap()).collect();
+    let mut bufs: Vec<ManagedBuffer> = (0..2)
+        .map(|_| mr.allocate(PAGE_SIZE, &ds).unwrap())
+        .collect();
     let stream = stream(&device);
-    let items: Vec<(&ManagedBuffer, Location)> =
-        bufs.iter().map(|b| (b, Location::Host)).collect();
+    let items: Vec<(&ManagedBuffer, Location)> = bufs.iter().map(|b| (b, Location::Host)).collect();
     prefetch_batch(&items, &stream).unwrap();
     stream.sync().unwrap();
     let mut items: Vec<(&mut ManagedBuffer, Location)> = bufs
@@ -232,7 +255,9 @@ fn TestDiscardPrefetchBatch__test_same_location() {
 #[test]
 fn TestManagedBuffer__test_allocate_returns_managed_buffer() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let ds = device.default_stream().unwrap();
     // `isinstance(buf, ManagedBuffer)`: the return type says it.
     let buf: ManagedBuffer = location_ops_mr(&device).allocate(PAGE_SIZE, &ds).unwrap();
@@ -259,7 +284,9 @@ fn TestManagedBuffer__test_from_handle() {
 #[test]
 fn TestManagedBuffer__test_read_mostly_roundtrip() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let (buf, _plain) = external_managed_buffer(&device);
     assert!(!buf.read_mostly().unwrap());
     buf.set_read_mostly(true).unwrap();
@@ -271,9 +298,12 @@ fn TestManagedBuffer__test_read_mostly_roundtrip() {
 #[test]
 fn TestManagedBuffer__test_preferred_location_roundtrip() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let (buf, _plain) = external_managed_buffer(&device);
-    buf.set_preferred_location(Some(Location::Device(device))).unwrap();
+    buf.set_preferred_location(Some(Location::Device(device)))
+        .unwrap();
     let got = buf.preferred_location().unwrap();
     assert!(matches!(got, Some(Location::Device(d)) if d.ordinal() == device.ordinal()));
     buf.set_preferred_location(Some(Location::Host)).unwrap();
@@ -285,15 +315,21 @@ fn TestManagedBuffer__test_preferred_location_roundtrip() {
 #[test]
 fn TestManagedBuffer__test_preferred_location_roundtrip_host_numa() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let (buf, _plain) = external_managed_buffer(&device);
     if let Err(e) = buf.set_preferred_location(Some(Location::HostNuma(0))) {
-        eprintln!("SKIPPED: host_numa preferred_location not supported by this driver / hardware: {e}");
+        eprintln!(
+            "SKIPPED: host_numa preferred_location not supported by this driver / hardware: {e}"
+        );
         return;
     }
     let got = buf.preferred_location().unwrap();
     if got != Some(Location::HostNuma(0)) {
-        eprintln!("SKIPPED: host_numa preferred_location not supported by this driver / hardware ({got:?})");
+        eprintln!(
+            "SKIPPED: host_numa preferred_location not supported by this driver / hardware ({got:?})"
+        );
         return;
     }
     assert_eq!(got, Some(Location::HostNuma(0)));
@@ -302,7 +338,9 @@ fn TestManagedBuffer__test_preferred_location_roundtrip_host_numa() {
 #[test]
 fn TestManagedBuffer__test_accessed_by_add_discard() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let (buf, _plain) = external_managed_buffer(&device);
     let dev = Location::Device(device);
     assert!(!buf.accessed_by().unwrap().contains(&dev));
@@ -336,7 +374,9 @@ fn assign_accessed_by(buf: &ManagedBuffer, set: &[Location]) -> cudars_core::Res
 #[test]
 fn TestManagedBuffer__test_accessed_by_set_assignment() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let (buf, _plain) = external_managed_buffer(&device);
     let dev = Location::Device(device);
     assign_accessed_by(&buf, &[dev]).unwrap();
@@ -348,19 +388,26 @@ fn TestManagedBuffer__test_accessed_by_set_assignment() {
 #[test]
 fn TestManagedBuffer__test_accessed_by_set_assignment_validates_kind_before_mutation() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let (buf, _plain) = external_managed_buffer(&device);
     let dev = Location::Device(device);
     assign_accessed_by(&buf, &[dev, Location::Host]).unwrap();
     let now = buf.accessed_by().unwrap();
     assert!(now.contains(&dev) && now.contains(&Location::Host));
-    assert!(is_invalid(assign_accessed_by(&buf, &[dev, Location::HostNuma(0)])));
+    assert!(is_invalid(assign_accessed_by(
+        &buf,
+        &[dev, Location::HostNuma(0)]
+    )));
     let now = buf.accessed_by().unwrap();
     assert!(now.contains(&dev) && now.contains(&Location::Host));
 }
 
 fn instance_prefetch(source: &str) {
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let (buf, _plain) = managed_buffer(&device, source);
     let stream = stream(&device);
     buf.prefetch(Location::Device(device), &stream).unwrap();
@@ -384,7 +431,9 @@ fn TestManagedBuffer__test_instance_prefetch__external() {
 }
 
 fn instance_discard(source: &str) {
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let (mut buf, _plain) = managed_buffer(&device, source);
     let stream = stream(&device);
     buf.prefetch(Location::Device(device), &stream).unwrap();
@@ -408,13 +457,16 @@ fn TestManagedBuffer__test_instance_discard__external() {
 #[test]
 fn TestManagedBuffer__test_instance_discard_prefetch() {
     cudars_tests::require_gpu!();
-    let Some(device) = discard_prefetch_device() else { return };
+    let Some(device) = discard_prefetch_device() else {
+        return;
+    };
     let ds = device.default_stream().unwrap();
     let mut buf = location_ops_mr(&device).allocate(PAGE_SIZE, &ds).unwrap();
     let stream = stream(&device);
     buf.prefetch(Location::Host, &stream).unwrap();
     stream.sync().unwrap();
-    buf.discard_prefetch(Location::Device(device), &stream).unwrap();
+    buf.discard_prefetch(Location::Device(device), &stream)
+        .unwrap();
     stream.sync().unwrap();
     assert_eq!(
         buf.last_prefetch_location().unwrap(),
@@ -425,7 +477,9 @@ fn TestManagedBuffer__test_instance_discard_prefetch() {
 /// `prefetch(None)` does not compile (the location is required); a host NUMA
 /// node for the accessed-by advice is refused.
 fn operation_validation(source: &str) {
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let (buf, _plain) = managed_buffer(&device, source);
     assert!(is_invalid(buf.set_accessed_by(Location::HostNuma(0), true)));
 }
@@ -445,11 +499,16 @@ fn TestManagedBuffer__test_operation_validation__external() {
 #[test]
 fn TestManagedBuffer__test_advise_location_validation() {
     cudars_tests::require_gpu!();
-    let Some(device) = location_ops_device() else { return };
+    let Some(device) = location_ops_device() else {
+        return;
+    };
     let (buf, _plain) = external_managed_buffer(&device);
     buf.set_read_mostly(true).unwrap();
-    buf.set_preferred_location(Some(Location::Device(device))).unwrap();
+    buf.set_preferred_location(Some(Location::Device(device)))
+        .unwrap();
     buf.set_preferred_location(Some(Location::Host)).unwrap();
     assert!(is_invalid(buf.set_accessed_by(Location::HostNuma(0), true)));
-    assert!(is_invalid(buf.set_accessed_by(Location::HostNumaCurrent, true)));
+    assert!(is_invalid(
+        buf.set_accessed_by(Location::HostNumaCurrent, true)
+    ));
 }

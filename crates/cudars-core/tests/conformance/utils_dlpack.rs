@@ -125,7 +125,10 @@ fn assert_dlpack_export_roundtrip(shape: &[i64], dtype: DLDataType) {
             std::slice::from_raw_parts(t.shape, ndim)
         };
         assert_eq!(got_shape, shape);
-        let first = t.data.cast::<u8>().add(usize::try_from(t.byte_offset).unwrap());
+        let first = t
+            .data
+            .cast::<u8>()
+            .add(usize::try_from(t.byte_offset).unwrap());
         assert_eq!(first.cast::<std::ffi::c_void>(), data);
         let bytes = std::slice::from_raw_parts(first, nbytes);
         assert!(bytes.iter().all(|&b| b == 0));
@@ -168,10 +171,24 @@ fn test_dlpack_export_roundtrip_dtypes() {
 
 #[test]
 fn test_dlpack_export_roundtrip_special_shapes__scalar() {
-    assert_dlpack_export_roundtrip(&[], DLDataType { code: 5, bits: 128, lanes: 1 });
+    assert_dlpack_export_roundtrip(
+        &[],
+        DLDataType {
+            code: 5,
+            bits: 128,
+            lanes: 1,
+        },
+    );
 }
 
 #[test]
 fn test_dlpack_export_roundtrip_special_shapes__empty() {
-    assert_dlpack_export_roundtrip(&[0, 3], DLDataType { code: 5, bits: 128, lanes: 1 });
+    assert_dlpack_export_roundtrip(
+        &[0, 3],
+        DLDataType {
+            code: 5,
+            bits: 128,
+            lanes: 1,
+        },
+    );
 }
