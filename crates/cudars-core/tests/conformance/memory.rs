@@ -389,20 +389,23 @@ fn test_buffer_external_pinned_alloc__False() {
     buffer_external_pinned_alloc(false);
 }
 
-/// Python's first half wraps pageable memory as a buffer that only the host can
-/// reach; here pageable memory is no buffer at all (porting guide, "Pageable
-/// host memory is not a Buffer"): the driver does not know the address, so
-/// `MemoryKind::of_pointer` refuses it. Registered, it is pinned memory.
+/// Python's first half wraps the pageable memory before registering it, as a
+/// buffer only the host can reach; pageable memory is no buffer here (porting
+/// guide, "Pageable host memory is not a Buffer"). Registered, it is pinned
+/// memory. The memory is a page of its own, so that no other registration
+/// (another test's, on another thread) overlaps it.
 fn buffer_external_pinned_registered(change_device: bool) {
     let n = Device::count().unwrap();
     let d = Device::new(n - 1).unwrap();
     d.set_current().unwrap();
-    let mut a = vec![0u8; 20];
-    let ptr = a.as_mut_ptr() as sys::CUdeviceptr;
-    assert!(MemoryKind::of_pointer(ptr).is_err());
+    let page = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
+    // SAFETY: a non-zero size.
+    let a = unsafe { std::alloc::alloc_zeroed(page) };
+    assert!(!a.is_null());
+    let ptr = a as sys::CUdeviceptr;
 
-    // SAFETY: `a` is 20 live bytes, unregistered below before it goes.
-    let rc = unsafe { sys::cuMemHostRegister(a.as_mut_ptr().cast(), 20, 0) };
+    // SAFETY: `a` is 4096 live bytes, unregistered below before they are freed.
+    let rc = unsafe { sys::cuMemHostRegister(a.cast(), 20, 0) };
     assert_eq!(rc, sys::CUDA_SUCCESS);
     if change_device {
         Device::new(0).unwrap().set_current().unwrap();
@@ -415,8 +418,10 @@ fn buffer_external_pinned_registered(change_device: bool) {
     assert_eq!(buffer.device().ordinal(), n - 1);
     drop(buffer);
     // SAFETY: registered above.
-    let rc = unsafe { sys::cuMemHostUnregister(a.as_mut_ptr().cast()) };
+    let rc = unsafe { sys::cuMemHostUnregister(a.cast()) };
     assert_eq!(rc, sys::CUDA_SUCCESS);
+    // SAFETY: allocated above with `page`, freed once.
+    unsafe { std::alloc::dealloc(a, page) };
 }
 
 #[test]
@@ -556,16 +561,18 @@ fn test_mr_deallocate_receives_stream() {
 }
 
 /// `Buffer.from_handle(ptr, size, owner=a)` keeps `a` alive until the buffer
-/// goes: here an `Arc`, whose count is Python's refcount.
+/// goes: here an `Arc` (of a device buffer, where Python's is a `ctypes`
+/// array), whose count is Python's refcount.
 #[test]
 fn test_owner_close() {
     cudars_tests::require_gpu!();
     let d = device();
-    let a: Arc<Mutex<[u8; 20]>> = Arc::new(Mutex::new([0; 20]));
-    let ptr = a.lock().unwrap().as_ptr() as sys::CUdeviceptr;
+    let s = stream(&d);
+    let a = Arc::new(d.allocate(20, &s).unwrap());
+    let ptr = a.ptr();
     let before = Arc::strong_count(&a);
-    // SAFETY: the buffer is never used to reach the memory; `a` outlives it.
-    let buffer = unsafe { Buffer::from_raw_with_owner(ptr, 20, MemoryKind::Pinned, &d, a.clone()) };
+    // SAFETY: 20 bytes of device memory that `a`, kept by the buffer, owns.
+    let buffer = unsafe { Buffer::from_raw_with_owner(ptr, 20, MemoryKind::Device, &d, a.clone()) };
     assert_ne!(Arc::strong_count(&a), before);
     drop(buffer);
     assert_eq!(Arc::strong_count(&a), before);
