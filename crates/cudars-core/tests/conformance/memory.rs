@@ -1575,7 +1575,6 @@ mod vmm {
     }
 
     #[test]
-    #[ignore = "differs: modify_allocation to a smaller size shrinks the buffer, where cuda.core returns it unchanged"]
     fn test_vmm_allocator_grow_allocation() {
         cudars_tests::require_gpu!();
         let d = device();
