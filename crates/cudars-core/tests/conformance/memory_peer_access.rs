@@ -117,3 +117,40 @@ fn test_peer_accessible_by_iteration_order_is_sorted() {
     sorted.sort_unstable();
     assert_eq!(ids, sorted);
 }
+
+/// `isolated_dmr_x2`: an owned pool on device 0 with no peers.
+fn isolated_dmr_x2() -> Option<(DeviceMemoryResource, Device, Device)> {
+    let (dev0, dev1) = mempool_device_x2()?;
+    let dmr = DeviceMemoryResource::new_pool(&dev0, DeviceMemoryPoolOptions::default()).unwrap();
+    dmr.set_peer_accessible_by(&[]).unwrap();
+    Some((dmr, dev0, dev1))
+}
+
+/// The owner is left out of every write (`add`, `discard`, `|=`, `-=` are
+/// whole sets here) and is never reported as a peer. Python's `add` of the
+/// ordinal (`dev0.device_id`) is the same `Device` here.
+#[test]
+fn test_peer_accessible_by_silently_ignores_owner() {
+    let Some((dmr, dev0, dev1)) = isolated_dmr_x2() else {
+        return;
+    };
+    // `add(dev0)`
+    dmr.set_peer_accessible_by(&[dev0]).unwrap();
+    assert!(dmr.peer_accessible_by().unwrap().is_empty());
+    // `discard(dev0)`
+    let rest: Vec<Device> = dmr
+        .peer_accessible_by()
+        .unwrap()
+        .into_iter()
+        .filter(|d| *d != dev0)
+        .collect();
+    dmr.set_peer_accessible_by(&rest).unwrap();
+    assert!(dmr.peer_accessible_by().unwrap().is_empty());
+    assert!(!dmr.peer_accessible_by().unwrap().contains(&dev0));
+    // `|= {dev0, dev1}`
+    dmr.set_peer_accessible_by(&[dev0, dev1]).unwrap();
+    assert_eq!(dmr.peer_accessible_by().unwrap(), vec![dev1]);
+    // `-= {dev0, dev1}`
+    dmr.set_peer_accessible_by(&[]).unwrap();
+    assert!(dmr.peer_accessible_by().unwrap().is_empty());
+}
