@@ -186,10 +186,9 @@ fn a_pool_is_shared_with_the_other_device_and_revoked() {
     let pool =
         Arc::new(DeviceMemoryResource::new_pool(&d0, DeviceMemoryPoolOptions::default()).unwrap());
     assert_eq!(pool.peer_accessible_by().unwrap(), vec![]);
-    assert!(matches!(
-        pool.set_peer_accessible_by(&[d0]),
-        Err(Error::InvalidArgument { .. })
-    ));
+    // The pool's own device is left out.
+    pool.set_peer_accessible_by(&[d0]).unwrap();
+    assert_eq!(pool.peer_accessible_by().unwrap(), vec![]);
     pool.set_peer_accessible_by(&[d1]).unwrap();
     assert_eq!(pool.peer_accessible_by().unwrap(), vec![d1]);
     let mut buf = pool.allocate(1 << 20, &s0).unwrap();

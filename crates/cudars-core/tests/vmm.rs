@@ -98,7 +98,7 @@ fn a_virtual_allocation_shrinks_in_place_releases_its_tail_and_grows_again() {
     assert!(is_mapped(addr + 2 * g as u64));
     // Shrinking to a bit more than one granule keeps two chunks (the size is
     // rounded up to the granularity) and releases the third.
-    vmm.modify_allocation(&mut buf, g + 1).unwrap();
+    vmm.shrink(&mut buf, g + 1).unwrap();
     assert_eq!((buf.ptr(), buf.size()), (addr, 2 * g));
     assert_eq!(vmm.mapped_size(&buf).unwrap(), 2 * g);
     assert!(

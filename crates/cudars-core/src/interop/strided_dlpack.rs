@@ -5,7 +5,7 @@
 //! [`StridedMemoryView::from_dlpack`]: crate::StridedMemoryView::from_dlpack
 
 use crate::error::{Error, Result};
-use crate::interop::dlpack::DLManagedTensor;
+use crate::interop::dlpack::{DLDeviceType, DLManagedTensor};
 use crate::interop::dlpack_export::{ExportSpec, export};
 use crate::interop::layout::Layout;
 use crate::interop::strided::StridedMemoryView;
@@ -91,7 +91,9 @@ impl StridedMemoryView {
     /// dropped: a `manager_ctx` behind an `Rc`, say, does not qualify).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a null tensor, a negative `ndim`, a null
+    /// [`Error::Unsupported`] for a tensor of another device type than CPU,
+    /// CUDA, CUDA host or CUDA managed memory; [`Error::InvalidArgument`] for a
+    /// null tensor, a negative `ndim`, a null
     /// `shape` with `ndim > 0`, negative extents or strides, a dtype with no whole
     /// byte size, or a tensor whose span in bytes or number of elements does not
     /// fit in 64 bits; the tensor is
@@ -110,6 +112,25 @@ impl StridedMemoryView {
         };
         // SAFETY: per the contract.
         let t = unsafe { &(*tensor).dl_tensor };
+        // Memory of another device kind (ROCm, Vulkan, ...) is refused before
+        // anything else, as `cuda.core`'s "device not supported".
+        if !matches!(
+            t.device.device_type,
+            DLDeviceType::CPU
+                | DLDeviceType::CUDA
+                | DLDeviceType::CUDA_HOST
+                | DLDeviceType::CUDA_MANAGED
+        ) {
+            let device_type = t.device.device_type.0;
+            release(tensor);
+            return Err(Error::unsupported(
+                what,
+                format!(
+                    "DLPack device type {device_type} is not supported (CPU, CUDA, CUDA host \
+                     or CUDA managed memory only)"
+                ),
+            ));
+        }
         let Ok(ndim) = usize::try_from(t.ndim) else {
             release(tensor);
             return Err(Error::invalid(what, "a negative ndim"));

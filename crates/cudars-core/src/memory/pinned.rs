@@ -105,8 +105,15 @@ unsafe impl Sync for PinnedMemoryResource {}
 /// Options for a [`PinnedMemoryResource`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PinnedMemoryResourceOptions {
-    /// The host NUMA node the memory lives on (0 on most machines).
-    pub numa_id: i32,
+    /// The host NUMA node the memory lives on (`cuda.core`'s `numa_id`), 0 or
+    /// more; negative is [`Error::InvalidArgument`]. `None` (the default):
+    /// without `ipc_enabled`, host memory whose placement the OS decides
+    /// (`CU_MEM_LOCATION_TYPE_HOST`, [`numa_id`](PinnedMemoryResource::numa_id)
+    /// -1) where the device has host memory pools, else node 0; with
+    /// `ipc_enabled`, which needs a node, the device's
+    /// [`host_numa_id`](crate::properties::DeviceProperties::host_numa_id) (node 0
+    /// where it reports none).
+    pub numa_id: Option<i32>,
     /// The most the pool may hold, in bytes; 0 for no limit.
     pub max_size: usize,
     /// The pool and its buffers may be shared with other processes through POSIX
@@ -119,16 +126,15 @@ impl PinnedMemoryResource {
     /// A pinned host pool whose buffers `device` can access.
     ///
     /// # Errors
+    /// [`Error::InvalidArgument`] for a negative `numa_id`;
     /// [`Error::Unsupported`] for `ipc_enabled` where there are no POSIX file
     /// descriptors (Windows); the driver's error (`CUDA_ERROR_NOT_SUPPORTED` on
     /// drivers without host memory pools: use [`LegacyPinnedMemoryResource`]
     /// there).
     pub fn new(device: &Device, options: PinnedMemoryResourceOptions) -> Result<Self> {
-        let what = || {
-            format!(
-                "creating a pinned host memory pool on NUMA node {}",
-                options.numa_id
-            )
+        let what = || match options.numa_id {
+            Some(n) => format!("creating a pinned host memory pool on NUMA node {n}"),
+            None => "creating a pinned host memory pool".to_owned(),
         };
         if options.ipc_enabled && !cfg!(unix) {
             return Err(Error::unsupported(
@@ -137,20 +143,39 @@ impl PinnedMemoryResource {
             ));
         }
         // `cuda.core` raises `ValueError` for a negative node.
-        let node = u32::try_from(options.numa_id).map_err(|_| {
-            Error::invalid(what(), "`numa_id` must be 0 or more (a host NUMA node)")
-        })?;
+        // `cuda.core`'s choice of node: the one given, else none (the OS
+        // places the memory) without IPC, else the device's.
+        let node: Option<u32> = match options.numa_id {
+            Some(n) => Some(u32::try_from(n).map_err(|_| {
+                Error::invalid(what(), "`numa_id` must be >= 0 (a host NUMA node)")
+            })?),
+            None if options.ipc_enabled => {
+                Some(u32::try_from(device.properties().host_numa_id()?).unwrap_or(0))
+            }
+            None if device
+                .properties()
+                .host_memory_pools_supported()
+                .unwrap_or(false) =>
+            {
+                None
+            }
+            None => Some(0),
+        };
+        let (location, numa_id) = match node {
+            Some(n) => (Location::HostNuma(n), i32::try_from(n).unwrap_or(i32::MAX)),
+            None => (Location::Host, -1),
+        };
         let _current = device.ensure_current()?;
         let pool = create_pool(
             sys::CU_MEM_ALLOCATION_TYPE_PINNED,
-            Location::HostNuma(node).raw(),
+            location.raw(),
             (options.ipc_enabled, options.max_size),
             what,
         )?;
         let mut mr = Self {
             device: *device,
             pool,
-            numa_id: options.numa_id,
+            numa_id,
             ipc: PoolIpc::default(),
         };
         // On failure `mr` is dropped, which destroys the pool.
@@ -224,8 +249,9 @@ impl PinnedMemoryResource {
         true
     }
 
-    /// The host NUMA node (-1 for an imported pool, whose node is the exporter's
-    /// business).
+    /// The host NUMA node (`cuda.core`'s `numa_id`): -1 for a pool whose
+    /// placement the OS decides (see [`PinnedMemoryResourceOptions::numa_id`])
+    /// and for an imported pool, whose node is the exporter's business.
     pub fn numa_id(&self) -> i32 {
         self.numa_id
     }

@@ -334,10 +334,13 @@ impl DeviceMemoryResource {
     /// revokes the access of every other device (`cuMemPoolSetAccess`). Access
     /// applies to buffers allocated before and after the call.
     ///
+    /// The pool's own device, which always has access, is left out of `peers`
+    /// (as `cuda.core` leaves it out), so `set_peer_accessible_by(&Device::all()?)`
+    /// lets every other device in.
+    ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for the pool's own device among `peers`; the
-    /// driver's error (`CUDA_ERROR_INVALID_DEVICE` for a device that cannot reach
-    /// this one: see [`Device::can_access_peer`]).
+    /// The driver's error (`CUDA_ERROR_INVALID_DEVICE` for a device that cannot
+    /// reach this one: see [`Device::can_access_peer`]).
     pub fn set_peer_accessible_by(&self, peers: &[Device]) -> Result<()> {
         let what = || {
             format!(
@@ -345,12 +348,15 @@ impl DeviceMemoryResource {
                 self.device.ordinal()
             )
         };
-        if peers.contains(&self.device) {
-            return Err(Error::invalid(
-                what(),
-                "the pool's own device is not a peer",
-            ));
+        // The owner always has access: it is left out, as `cuda.core` leaves it
+        // out, and so is a device named twice.
+        let mut wanted: Vec<Device> = Vec::with_capacity(peers.len());
+        for d in peers {
+            if *d != self.device && !wanted.contains(d) {
+                wanted.push(*d);
+            }
         }
+        let peers = &wanted[..];
         // Grant `peers`; revoke only devices that have access now.
         let now = self.peer_accessible_by()?;
         let descs: Vec<sys::CUmemAccessDesc> = peers

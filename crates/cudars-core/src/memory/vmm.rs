@@ -485,17 +485,18 @@ impl VirtualMemoryResource {
         Ok(())
     }
 
-    /// Grows or shrinks `buffer` to `new_size` bytes, in place (`cuda.core`'s
-    /// `modify_allocation`): [`grow`](Self::grow) or [`shrink`](Self::shrink).
+    /// Grows `buffer` to `new_size` bytes, in place (`cuda.core`'s
+    /// `modify_allocation`): [`grow`](Self::grow) for a larger size; a size the
+    /// buffer has, or a smaller one, leaves it as it is, as in `cuda.core`
+    /// ([`shrink`](Self::shrink) gives memory back).
     ///
     /// # Errors
-    /// As [`grow`](Self::grow) and [`shrink`](Self::shrink).
+    /// As [`grow`](Self::grow).
     pub fn modify_allocation(&self, buffer: &mut Buffer, new_size: usize) -> Result<()> {
-        if new_size < buffer.size() {
-            self.shrink(buffer, new_size)
-        } else {
-            self.grow(buffer, new_size)
+        if new_size <= buffer.size() {
+            return Ok(());
         }
+        self.grow(buffer, new_size)
     }
 
     /// Re-protects `buffer` (from this resource): each device in `access` gets

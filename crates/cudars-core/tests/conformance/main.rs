@@ -31,6 +31,9 @@ mod host;
 mod launcher;
 mod linker;
 mod manifest;
+mod memory;
+mod memory_managed_ops;
+mod memory_peer_access;
 mod module;
 mod program;
 #[cfg(feature = "cache")]
@@ -39,3 +42,5 @@ mod program_cache;
 mod program_cache_multiprocess;
 #[cfg(feature = "cache")]
 mod program_compile_cache;
+#[cfg(feature = "dlpack")]
+mod utils_dlpack;
