@@ -39,6 +39,17 @@ pub(crate) fn keep(k: &Keep, item: Arc<dyn Any + Send + Sync>) {
     k.lock().unwrap_or_else(|e| e.into_inner()).push(item);
 }
 
+/// Keeps what the kernel arguments `args` need alive ([`KernelArg::arg_owner`]:
+/// the allocations of `ArcView`s) in `k`, so the graph and every instantiation
+/// of it hold them, as cuda.core's graph holds its kernel-argument buffers.
+pub(crate) fn keep_args(k: &Keep, args: &[&dyn KernelArg]) {
+    for a in args {
+        if let Some(owner) = a.arg_owner() {
+            keep(k, owner);
+        }
+    }
+}
+
 /// Adds everything `from` keeps alive to `into`.
 pub(crate) fn keep_all(into: &Keep, from: &Keep) {
     if Arc::ptr_eq(into, from) {
@@ -494,9 +505,15 @@ impl Graph {
     /// checks them; the driver copies the argument values now). Cluster,
     /// cooperative and priority settings are not part of kernel nodes.
     ///
+    /// The graph, and every instantiation of it, keeps the kernel (its library)
+    /// and the allocations of [`ArcView`](crate::ArcView) arguments alive
+    /// (`buf.shared_view()`, `buf.shared_slice(a..b)?`): dropping every other
+    /// handle on such a buffer before launching is safe.
+    ///
     /// # Safety
     /// As [`crate::launch`], for every launch of every instantiation of the graph:
-    /// the memory the arguments point to must stay valid while the graph can run.
+    /// the memory that arguments other than `ArcView`s point to (borrowed views,
+    /// [`DevicePtr`](crate::DevicePtr)s) must stay valid while the graph can run.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for wrong arguments; the driver's error.
@@ -518,6 +535,7 @@ impl Graph {
         unsafe { add_node(&mut node, self.handle, d, n, &mut p) }
             .check(|| format!("adding a node for kernel `{}`", kernel.name()))?;
         keep(&self.keep, Arc::new(kernel.clone()));
+        keep_args(&self.keep, args);
         Ok(self.node(node))
     }
 

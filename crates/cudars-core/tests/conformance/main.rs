@@ -21,6 +21,7 @@
 // `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
 #![allow(non_snake_case)]
 
+mod graph_definition;
 mod host;
 mod launcher;
 mod linker;
