@@ -159,58 +159,60 @@ impl GraphSpec {
 
 fn build_topo(t: Topo, ctx: &Context) -> GraphSpec {
     let mut g = Graph::new(ctx).unwrap();
-    let (named, edges): (Vec<(&'static str, GraphNode)>, &[(&'static str, &'static str)]) =
-        match t {
-            Topo::Empty => (vec![], &[]),
-            Topo::Single => {
-                let a = alloc(&mut g, &[]);
-                (vec![("a", a)], &[])
-            }
-            Topo::Chain => {
-                let a = alloc(&mut g, &[]);
-                let b = alloc(&mut g, &[a]);
-                let c = alloc(&mut g, &[b]);
-                (
-                    vec![("a", a), ("b", b), ("c", c)],
-                    &[("a", "b"), ("b", "c")],
-                )
-            }
-            Topo::FanOut => {
-                let a = alloc(&mut g, &[]);
-                let b = alloc(&mut g, &[a]);
-                let c = alloc(&mut g, &[a]);
-                let d = alloc(&mut g, &[a]);
-                (
-                    vec![("a", a), ("b", b), ("c", c), ("d", d)],
-                    &[("a", "b"), ("a", "c"), ("a", "d")],
-                )
-            }
-            Topo::FanIn => {
-                let a = alloc(&mut g, &[]);
-                let b = alloc(&mut g, &[]);
-                let c = alloc(&mut g, &[]);
-                let d = g.add_empty(&[a, b, c]).unwrap();
-                (
-                    vec![("a", a), ("b", b), ("c", c), ("d", d)],
-                    &[("a", "d"), ("b", "d"), ("c", "d")],
-                )
-            }
-            Topo::Diamond => {
-                let a = alloc(&mut g, &[]);
-                let b = alloc(&mut g, &[a]);
-                let c = alloc(&mut g, &[a]);
-                let d = g.add_empty(&[b, c]).unwrap();
-                (
-                    vec![("a", a), ("b", b), ("c", c), ("d", d)],
-                    &[("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")],
-                )
-            }
-            Topo::Disconnected => {
-                let a = alloc(&mut g, &[]);
-                let b = alloc(&mut g, &[]);
-                (vec![("a", a), ("b", b)], &[])
-            }
-        };
+    let (named, edges): (
+        Vec<(&'static str, GraphNode)>,
+        &[(&'static str, &'static str)],
+    ) = match t {
+        Topo::Empty => (vec![], &[]),
+        Topo::Single => {
+            let a = alloc(&mut g, &[]);
+            (vec![("a", a)], &[])
+        }
+        Topo::Chain => {
+            let a = alloc(&mut g, &[]);
+            let b = alloc(&mut g, &[a]);
+            let c = alloc(&mut g, &[b]);
+            (
+                vec![("a", a), ("b", b), ("c", c)],
+                &[("a", "b"), ("b", "c")],
+            )
+        }
+        Topo::FanOut => {
+            let a = alloc(&mut g, &[]);
+            let b = alloc(&mut g, &[a]);
+            let c = alloc(&mut g, &[a]);
+            let d = alloc(&mut g, &[a]);
+            (
+                vec![("a", a), ("b", b), ("c", c), ("d", d)],
+                &[("a", "b"), ("a", "c"), ("a", "d")],
+            )
+        }
+        Topo::FanIn => {
+            let a = alloc(&mut g, &[]);
+            let b = alloc(&mut g, &[]);
+            let c = alloc(&mut g, &[]);
+            let d = g.add_empty(&[a, b, c]).unwrap();
+            (
+                vec![("a", a), ("b", b), ("c", c), ("d", d)],
+                &[("a", "d"), ("b", "d"), ("c", "d")],
+            )
+        }
+        Topo::Diamond => {
+            let a = alloc(&mut g, &[]);
+            let b = alloc(&mut g, &[a]);
+            let c = alloc(&mut g, &[a]);
+            let d = g.add_empty(&[b, c]).unwrap();
+            (
+                vec![("a", a), ("b", b), ("c", c), ("d", d)],
+                &[("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")],
+            )
+        }
+        Topo::Disconnected => {
+            let a = alloc(&mut g, &[]);
+            let b = alloc(&mut g, &[]);
+            (vec![("a", a), ("b", b)], &[])
+        }
+    };
     GraphSpec {
         g,
         named,
@@ -331,7 +333,9 @@ fn build_node(spec: NodeSpec) -> BuiltNode {
             if spec == NodeSpec::AllocManaged {
                 options = options.memory_type(GraphMemoryType::Managed);
             }
-            let a = g.add_mem_alloc_with(&[entry], ALLOC_SIZE, &options).unwrap();
+            let a = g
+                .add_mem_alloc_with(&[entry], ALLOC_SIZE, &options)
+                .unwrap();
             ptrs.push(a.ptr.0);
             a.node
         }
@@ -453,11 +457,18 @@ fn check_attrs(spec: NodeSpec, b: &BuiltNode, node: GraphNode) {
             assert_eq!(p.memory_type, expected);
             assert_eq!(
                 p.memory_type.to_string(),
-                if spec == NodeSpec::Alloc { "device" } else { "managed" }
+                if spec == NodeSpec::Alloc {
+                    "device"
+                } else {
+                    "managed"
+                }
             );
         }
         (NodeSpec::Free, GraphNodeParams::MemFree(p)) => assert_eq!(p.0, b.ptrs[0]),
-        (NodeSpec::Memset | NodeSpec::MemsetU16 | NodeSpec::MemsetU32, GraphNodeParams::Memset(p)) => {
+        (
+            NodeSpec::Memset | NodeSpec::MemsetU16 | NodeSpec::MemsetU32,
+            GraphNodeParams::Memset(p),
+        ) => {
             let (value, element_size) = match spec {
                 NodeSpec::Memset => (42, 1),
                 NodeSpec::MemsetU16 => (u32::from(u16::from_le_bytes([0xab, 0xcd])), 2),
@@ -479,7 +490,10 @@ fn check_attrs(spec: NodeSpec, b: &BuiltNode, node: GraphNode) {
         (NodeSpec::ChildGraph, GraphNodeParams::ChildGraph(child)) => {
             assert_eq!(child.nodes().unwrap().len(), 2);
         }
-        (NodeSpec::HostCallback | NodeSpec::HostCallbackCfunc, GraphNodeParams::HostCallback(p)) => {
+        (
+            NodeSpec::HostCallback | NodeSpec::HostCallbackCfunc,
+            GraphNodeParams::HostCallback(p),
+        ) => {
             // `callback is my_callback`: the node calls this crate's trampoline
             // with the closure the graph holds.
             assert!(p.function.is_some());
@@ -521,13 +535,12 @@ fn node_kind(spec: NodeSpec) {
 /// `test_node_type_preserved_by_nodes`.
 fn node_type_preserved_by_nodes(spec: NodeSpec) {
     let b = build_node(spec);
-    let matched: Vec<_> = b
-        .g
-        .nodes()
-        .unwrap()
-        .into_iter()
-        .filter(|n| *n == b.node)
-        .collect();
+    let matched: Vec<_> =
+        b.g.nodes()
+            .unwrap()
+            .into_iter()
+            .filter(|n| *n == b.node)
+            .collect();
     assert_eq!(matched.len(), 1);
     assert_eq!(matched[0].kind(&b.g).unwrap(), spec.kind());
 }
@@ -557,13 +570,12 @@ fn node_attrs(spec: NodeSpec) {
 /// same attributes.
 fn node_attrs_preserved_by_nodes(spec: NodeSpec) {
     let b = build_node(spec);
-    let retrieved = b
-        .g
-        .nodes()
-        .unwrap()
-        .into_iter()
-        .find(|n| *n == b.node)
-        .unwrap();
+    let retrieved =
+        b.g.nodes()
+            .unwrap()
+            .into_iter()
+            .find(|n| *n == b.node)
+            .unwrap();
     check_attrs(spec, &b, retrieved);
 }
 
@@ -678,7 +690,9 @@ fn instantiate_and_execute_memcpy(e: Exec) {
     let dst_alloc = g.add_mem_alloc(&[], ALLOC_SIZE).unwrap();
     let dep = g.add_empty(&[src_alloc.node, dst_alloc.node]).unwrap();
     let ms = g.add_fill(&[dep], src.shared_view(), 0xABu8).unwrap();
-    let cp = g.add_copy(&[ms], dst.shared_view(), src.shared_view()).unwrap();
+    let cp = g
+        .add_copy(&[ms], dst.shared_view(), src.shared_view())
+        .unwrap();
     g.add_mem_free(&[cp], &src_alloc).unwrap();
     // (Python leaves its destination allocation to outlive the launch; it is
     // freed here, so the graph leaves no graph memory behind.)
@@ -1651,7 +1665,11 @@ fn test_pred() {
                 .into_iter()
                 .map(|p| spec.name_of(p))
                 .collect();
-            assert_eq!(actual, spec.expected_pred(name), "pred mismatch for node {name} of {t:?}");
+            assert_eq!(
+                actual,
+                spec.expected_pred(name),
+                "pred mismatch for node {name} of {t:?}"
+            );
         }
     }
 }
@@ -1669,7 +1687,11 @@ fn test_succ() {
                 .into_iter()
                 .map(|p| spec.name_of(p))
                 .collect();
-            assert_eq!(actual, spec.expected_succ(name), "succ mismatch for node {name} of {t:?}");
+            assert_eq!(
+                actual,
+                spec.expected_succ(name),
+                "succ mismatch for node {name} of {t:?}"
+            );
         }
     }
 }
@@ -1684,7 +1706,10 @@ fn test_node_graph_property() {
     for t in NONEMPTY {
         let spec = build_topo(t, &ctx);
         for (name, node) in &spec.named {
-            assert!(node.kind(&spec.g).is_ok(), "graph mismatch for node {name} of {t:?}");
+            assert!(
+                node.kind(&spec.g).is_ok(),
+                "graph mismatch for node {name} of {t:?}"
+            );
             assert!(
                 matches!(node.kind(&other), Err(Error::InvalidArgument { .. })),
                 "node {name} of {t:?} is not another graph's"
@@ -1997,7 +2022,9 @@ fn test_conditional_node_type_preserved_by_nodes() {
     let (_d, ctx) = gpu();
     let mut g = Graph::new(&ctx).unwrap();
     let condition = g.create_condition(Some(1)).unwrap();
-    let (if_node, _) = g.add_conditional(&[], condition, ConditionalKind::If).unwrap();
+    let (if_node, _) = g
+        .add_conditional(&[], condition, ConditionalKind::If)
+        .unwrap();
     let matched: Vec<_> = g
         .nodes()
         .unwrap()

@@ -22,6 +22,9 @@
 #![allow(non_snake_case)]
 
 mod graph_definition;
+mod graph_definition_errors;
+mod graph_definition_lifetime;
+mod graph_definition_mutation;
 mod host;
 mod launcher;
 mod linker;
