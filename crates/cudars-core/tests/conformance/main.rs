@@ -23,6 +23,7 @@
 
 mod graph_definition;
 mod graph_definition_errors;
+mod graph_definition_integration;
 mod graph_definition_lifetime;
 mod graph_definition_mutation;
 mod host;
