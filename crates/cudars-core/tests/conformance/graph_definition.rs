@@ -126,6 +126,11 @@ const NONEMPTY: [Topo; 6] = [
     Topo::Disconnected,
 ];
 
+/// A node by its name in the spec.
+type Named = (&'static str, GraphNode);
+/// An edge between two named nodes.
+type NamedEdge = (&'static str, &'static str);
+
 struct GraphSpec {
     g: Graph,
     named: Vec<(&'static str, GraphNode)>,
@@ -159,10 +164,7 @@ impl GraphSpec {
 
 fn build_topo(t: Topo, ctx: &Context) -> GraphSpec {
     let mut g = Graph::new(ctx).unwrap();
-    let (named, edges): (
-        Vec<(&'static str, GraphNode)>,
-        &[(&'static str, &'static str)],
-    ) = match t {
+    let (named, edges): (Vec<Named>, &[NamedEdge]) = match t {
         Topo::Empty => (vec![], &[]),
         Topo::Single => {
             let a = alloc(&mut g, &[]);
