@@ -31,7 +31,7 @@ use cudars_core::{
     GraphNodeKind, GraphNodeParams, InvalidKind, LaunchConfig, Location, ObjectCode, Program,
     ProgramOptions, SourceCode, Stream, StreamOptions,
 };
-use cudars_tests::{require_gpu, require_libs};
+use cudars_tests::{require_gpu, require_gpus, require_libs};
 
 const ALLOC_SIZE: usize = 1024;
 
@@ -465,6 +465,8 @@ fn check_attrs(spec: NodeSpec, b: &BuiltNode, node: GraphNode) {
                     "managed"
                 }
             );
+            // `peer_access`: `()`.
+            assert!(node.peer_access(g).unwrap().is_empty());
         }
         (NodeSpec::Free, GraphNodeParams::MemFree(p)) => assert_eq!(p.0, b.ptrs[0]),
         (
@@ -1821,6 +1823,34 @@ fn test_alloc_device_option__device_id() {
 fn test_alloc_device_option__Device_object() {
     require_gpu!();
     alloc_device_option(false);
+}
+
+/// `AllocNode.peer_access` reflects the requested peers (two GPUs with peer
+/// access, as Python's `mempool_device_x2` fixture asks).
+#[test]
+fn test_alloc_peer_access() {
+    require_gpus!(2);
+    let (d0, ctx) = gpu();
+    let d1 = Device::new(1).unwrap();
+    if !(d0.can_access_peer(&d1).unwrap() && d1.can_access_peer(&d0).unwrap()) {
+        println!("SKIPPED: test_alloc_peer_access needs GPUs with peer access");
+        return;
+    }
+    let mut g = Graph::new(&ctx).unwrap();
+    let a = g
+        .add_mem_alloc_with(
+            &[],
+            ALLOC_SIZE,
+            &GraphAllocOptions::new()
+                .location(Location::Device(d0))
+                .peer_access([d1]),
+        )
+        .unwrap();
+    let peers = a.node.peer_access(&g).unwrap();
+    assert!(
+        peers.iter().any(|p| p.ordinal() == d1.ordinal()),
+        "{peers:?}"
+    );
 }
 
 // =============================================================================
