@@ -330,6 +330,38 @@ impl GraphNode {
         node_kind_raw(self.handle)
     }
 
+    /// The kernel a kernel node launches, as the [`Kernel`](crate::Kernel) the
+    /// graph keeps alive for it (`cuda.core`'s `KernelNode.kernel`): it stays
+    /// usable after every other handle on it, and on its library, is dropped.
+    /// `None` when this graph does not hold the kernel (a node of a copied
+    /// child graph whose kernel came from elsewhere).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a node of another graph or a node that is
+    /// not a kernel node; the driver's error.
+    pub fn kernel(&self, graph: &Graph) -> Result<Option<crate::code::kernel::Kernel>> {
+        const WHAT: &str = "reading a kernel node's kernel";
+        let GraphNodeParams::Kernel(info) = self.params(graph)? else {
+            return Err(Error::invalid(WHAT, "the node is not a kernel node"));
+        };
+        let kernels: Vec<crate::code::kernel::Kernel> = graph
+            .keep
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(|item| item.downcast_ref::<crate::code::kernel::Kernel>().cloned())
+            .collect();
+        // Kernel nodes name the kernel's function in the graph's context.
+        let _current = graph.ctx.ensure_current()?;
+        for k in kernels {
+            let same_kernel = !info.kernel.is_null() && Some(info.kernel) == k.kernel_handle();
+            if same_kernel || k.function_in_current()? == info.function {
+                return Ok(Some(k));
+            }
+        }
+        Ok(None)
+    }
+
     /// The other devices an allocation node's memory is accessible from
     /// (`cuda.core`'s `AllocNode.peer_access`): the access descriptors
     /// `cuGraphMemAllocNodeGetParams` reports, in order, as the node was made

@@ -445,6 +445,7 @@ fn check_attrs(spec: NodeSpec, b: &BuiltNode, node: GraphNode) {
             let k = b.kernel.as_ref().unwrap();
             assert!(!p.function.is_null());
             assert!(p.kernel.is_null() || Some(p.kernel) == k.kernel_handle());
+            assert_eq!(node.kernel(g).unwrap().unwrap().handle(), k.handle());
         }
         (NodeSpec::Alloc | NodeSpec::AllocManaged, GraphNodeParams::MemAlloc(p)) => {
             assert_ne!(p.ptr.0, 0);
