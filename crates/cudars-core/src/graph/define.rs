@@ -728,6 +728,26 @@ mod tests {
         assert_eq!(Arc::strong_count(&runs), 1);
     }
 
+    /// What `add_kernel` and `set_kernel_node` keep of their arguments: the
+    /// allocation of an `ArcView`, not a plain value; released with the keep
+    /// list (the graph and its instantiations), not before.
+    #[test]
+    fn kernel_arguments_that_share_an_allocation_are_kept() {
+        let mut words = [0u32; 4];
+        let buf = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut words));
+        let weak = Arc::downgrade(&buf);
+        let view = crate::memory::arc_view::ArcView::<u32>::of_buffer(&buf).unwrap();
+        drop(buf);
+        let keep = Keep::default();
+        let n = 7i32;
+        keep_args(&keep, &[&view, &n]);
+        assert_eq!(keep.lock().unwrap().len(), 1, "the view's allocation only");
+        drop(view);
+        assert!(weak.upgrade().is_some(), "kept after the view is gone");
+        drop(keep);
+        assert!(weak.upgrade().is_none());
+    }
+
     #[test]
     fn a_host_node_marks_its_thread_as_a_callback_thread() {
         let keep = Keep::default();
