@@ -435,6 +435,35 @@ impl Graph {
         Ok(Self::owned(g, ctx.clone()))
     }
 
+    /// A copy of the graph (`cuGraphClone`): its nodes, edges and conditional
+    /// bodies, as a graph of its own (nodes of this graph are not its nodes).
+    /// The copy keeps alive everything this graph keeps now (kernels, buffers,
+    /// events, host callbacks), independently: it can be instantiated and run
+    /// after this graph and every other handle on those are gone. Its host
+    /// nodes report panics where this graph's do
+    /// ([`take_callback_panic`](Self::take_callback_panic)).
+    ///
+    /// # Errors
+    /// The driver's error (for example, for the body graph of a conditional
+    /// node).
+    pub fn try_clone(&self) -> Result<Self> {
+        let _current = self.ctx.ensure_current()?;
+        let mut g: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: `g` is valid for writes; a live graph.
+        unsafe { sys::cuGraphClone(&mut g, self.handle) }.check(|| "cloning a graph")?;
+        let items = self.keep.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let keep = Arc::new(KeepList {
+            items: Mutex::new(items),
+            panics: self.keep.panics.clone(),
+        });
+        Ok(Self::wrap(
+            g,
+            self.ctx.clone(),
+            Some(Arc::new(Root(g))),
+            keep,
+        ))
+    }
+
     pub(super) fn wrap(
         handle: sys::CUgraph,
         ctx: Context,

@@ -1000,3 +1000,135 @@ fn test_builder_embedded_clone_releases_attachment_on_node_destroy() {
     drop(embedded_child);
     assert!(callback_weak.upgrade().is_none());
 }
+
+// =============================================================================
+// Copies of a graph (Python: the driver's `cuGraphClone` on the handle; here
+// `Graph::try_clone`, which keeps what the source keeps)
+// =============================================================================
+
+#[test]
+fn test_event_survives_graph_clone_and_execution() {
+    require_gpu!();
+    let (d, ctx) = gpu();
+    let mut g = Graph::new(&ctx).unwrap();
+    let event = Arc::new(
+        d.create_event(EventOptions {
+            timing: false,
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    let rec = g.add_event_record(&[], &event).unwrap();
+    g.add_event_wait(&[rec], &event).unwrap();
+    let cloned = g.try_clone().unwrap();
+    drop(event);
+    drop(g);
+    let graph_exec = cloned.instantiate(GraphCompleteOptions::default()).unwrap();
+    let s = stream(&d);
+    graph_exec.launch(&s).unwrap();
+    s.sync().unwrap();
+}
+
+/// A copy keeps a callback whose node was destroyed in the source graph.
+#[test]
+fn test_callback_survives_source_node_deletion_after_clone() {
+    require_gpu!();
+    let (d, ctx) = gpu();
+    let called = Arc::new(AtomicUsize::new(0));
+    let (callback, callback_weak) = marked_callback(&called);
+    let mut graph_def = Graph::new(&ctx).unwrap();
+    let node = graph_def.add_host_callback(&[], callback).unwrap();
+    let cloned = graph_def.try_clone().unwrap();
+    // SAFETY: `node` is not used again.
+    unsafe { graph_def.destroy_node(node) }.unwrap();
+    drop(graph_def);
+    assert!(callback_weak.upgrade().is_some());
+    let graph_exec = cloned.instantiate(GraphCompleteOptions::default()).unwrap();
+    let s = stream(&d);
+    graph_exec.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert_eq!(called.load(Ordering::SeqCst), 1);
+    drop(graph_exec);
+    drop(cloned);
+    assert!(callback_weak.upgrade().is_none());
+}
+
+#[test]
+fn test_kernel_survives_graph_clone_and_execution() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, ctx) = gpu();
+    let module = common_kernels(&d);
+    let kernel = module.get_kernel("empty_kernel").unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    // SAFETY: the kernel takes no arguments and touches no memory.
+    unsafe { g.add_kernel(&[], &LaunchConfig::new(1, 1), &kernel, &[]) }.unwrap();
+    let cloned = g.try_clone().unwrap();
+    drop(kernel);
+    drop(module);
+    drop(g);
+    let graph_exec = cloned.instantiate(GraphCompleteOptions::default()).unwrap();
+    let s = stream(&d);
+    graph_exec.launch(&s).unwrap();
+    s.sync().unwrap();
+}
+
+/// The copy keeps the kernel argument's buffer alive.
+#[test]
+fn test_kernel_args_survive_graph_clone() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, ctx) = gpu();
+    let add_one = common_kernels(&d).get_kernel("add_one").unwrap();
+    let s0 = stream(&d);
+    let buf = Arc::new(DeviceBuffer::<i32>::zeroed(&d, 1, &s0).unwrap());
+    s0.sync().unwrap();
+    let buf_weak = Arc::downgrade(&buf);
+    let mut g = Graph::new(&ctx).unwrap();
+    // SAFETY: `add_one` increments the one int of the view, whose allocation
+    // the graph (and its copy) keeps alive.
+    unsafe {
+        g.add_kernel(
+            &[],
+            &LaunchConfig::new(1, 1),
+            &add_one,
+            &[&buf.shared_view()],
+        )
+    }
+    .unwrap();
+    let cloned = g.try_clone().unwrap();
+    drop(buf);
+    drop(g);
+    let graph_exec = cloned.instantiate(GraphCompleteOptions::default()).unwrap();
+    let s = stream(&d);
+    graph_exec.launch(&s).unwrap();
+    s.sync().unwrap();
+    let out = buf_weak.upgrade().unwrap().to_vec(&s).unwrap();
+    assert_eq!(out, vec![1]);
+}
+
+#[test]
+fn test_memcpy_buffers_survive_graph_clone() {
+    require_gpu!();
+    let (d, ctx) = gpu();
+    let s0 = stream(&d);
+    let src = Arc::new(DeviceBuffer::<u8>::from_host(&d, &[0xCD; 4], &s0).unwrap());
+    let dst = Arc::new(DeviceBuffer::<u8>::zeroed(&d, 4, &s0).unwrap());
+    s0.sync().unwrap();
+    let dst_weak = Arc::downgrade(&dst);
+    let mut g = Graph::new(&ctx).unwrap();
+    g.add_copy(&[], dst.shared_view(), src.shared_view())
+        .unwrap();
+    let cloned = g.try_clone().unwrap();
+    drop(src);
+    drop(dst);
+    drop(g);
+    let graph_exec = cloned.instantiate(GraphCompleteOptions::default()).unwrap();
+    let s = stream(&d);
+    graph_exec.launch(&s).unwrap();
+    s.sync().unwrap();
+    assert_eq!(
+        dst_weak.upgrade().unwrap().to_vec(&s).unwrap(),
+        vec![0xCD; 4]
+    );
+}
