@@ -12,7 +12,7 @@ use crate::error::{Check as _, Error, Result};
 use crate::event::Event;
 use crate::memory::buffer::Buffer;
 
-use super::define::{Graph, GraphNode, keep, keep_all, kernel_node_params};
+use super::define::{Graph, GraphNode, keep, keep_all, keep_args, kernel_node_params};
 use super::memory_nodes::{check_node_devices, copy_params, memset_params, memset_pattern};
 use super::node::GraphNodeKind;
 use super::node::node_kind_raw;
@@ -69,6 +69,7 @@ impl Graph {
         let mut p = kernel_node_params(&self.ctx, config, kernel, args, &mut ptrs)?;
         let _current = self.ctx.ensure_current()?;
         keep(&self.keep, Arc::new(kernel.clone()));
+        keep_args(&self.keep, args);
         // SAFETY: a kernel node of this graph (checked); `p` is a kernel node
         // description whose argument pointers are valid for the call (the
         // driver copies the values); what the arguments point to is the

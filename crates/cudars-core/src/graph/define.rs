@@ -39,6 +39,17 @@ pub(crate) fn keep(k: &Keep, item: Arc<dyn Any + Send + Sync>) {
     k.lock().unwrap_or_else(|e| e.into_inner()).push(item);
 }
 
+/// Keeps what the kernel arguments `args` need alive ([`KernelArg::arg_owner`]:
+/// the allocations of `ArcView`s) in `k`, so the graph and every instantiation
+/// of it hold them, as cuda.core's graph holds its kernel-argument buffers.
+pub(crate) fn keep_args(k: &Keep, args: &[&dyn KernelArg]) {
+    for a in args {
+        if let Some(owner) = a.arg_owner() {
+            keep(k, owner);
+        }
+    }
+}
+
 /// Adds everything `from` keeps alive to `into`.
 pub(crate) fn keep_all(into: &Keep, from: &Keep) {
     if Arc::ptr_eq(into, from) {
@@ -456,6 +467,35 @@ impl Graph {
         Ok(Self::owned(g, ctx.clone()))
     }
 
+    /// A copy of the graph (`cuGraphClone`): its nodes, edges and conditional
+    /// bodies, as a graph of its own (nodes of this graph are not its nodes).
+    /// The copy keeps alive everything this graph keeps now (kernels, buffers,
+    /// events, host callbacks), independently: it can be instantiated and run
+    /// after this graph and every other handle on those are gone. Its host
+    /// nodes report panics where this graph's do
+    /// ([`take_callback_panic`](Self::take_callback_panic)).
+    ///
+    /// # Errors
+    /// The driver's error (for example, for the body graph of a conditional
+    /// node).
+    pub fn try_clone(&self) -> Result<Self> {
+        let _current = self.ctx.ensure_current()?;
+        let mut g: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: `g` is valid for writes; a live graph.
+        unsafe { sys::cuGraphClone(&mut g, self.handle) }.check(|| "cloning a graph")?;
+        let items = self.keep.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let keep = Arc::new(KeepList {
+            items: Mutex::new(items),
+            panics: self.keep.panics.clone(),
+        });
+        Ok(Self::wrap(
+            g,
+            self.ctx.clone(),
+            Some(Arc::new(Root(g))),
+            keep,
+        ))
+    }
+
     pub(super) fn wrap(
         handle: sys::CUgraph,
         ctx: Context,
@@ -526,9 +566,15 @@ impl Graph {
     /// checks them; the driver copies the argument values now). Cluster,
     /// cooperative and priority settings are not part of kernel nodes.
     ///
+    /// The graph, and every instantiation of it, keeps the kernel (its library)
+    /// and the allocations of [`ArcView`](crate::ArcView) arguments alive
+    /// (`buf.shared_view()`, `buf.shared_slice(a..b)?`): dropping every other
+    /// handle on such a buffer before launching is safe.
+    ///
     /// # Safety
     /// As [`crate::launch`], for every launch of every instantiation of the graph:
-    /// the memory the arguments point to must stay valid while the graph can run.
+    /// the memory that arguments other than `ArcView`s point to (borrowed views,
+    /// [`DevicePtr`](crate::DevicePtr)s) must stay valid while the graph can run.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for wrong arguments; the driver's error.
@@ -550,6 +596,7 @@ impl Graph {
         unsafe { add_node(&mut node, self.handle, d, n, &mut p) }
             .check(|| format!("adding a node for kernel `{}`", kernel.name()))?;
         keep(&self.keep, Arc::new(kernel.clone()));
+        keep_args(&self.keep, args);
         Ok(self.node(node))
     }
 
@@ -740,6 +787,26 @@ mod tests {
         assert_eq!(panic.message, "(a panic payload that is not a string)");
         drop(boxed);
         assert_eq!(Arc::strong_count(&runs), 1);
+    }
+
+    /// What `add_kernel` and `set_kernel_node` keep of their arguments: the
+    /// allocation of an `ArcView`, not a plain value; released with the keep
+    /// list (the graph and its instantiations), not before.
+    #[test]
+    fn kernel_arguments_that_share_an_allocation_are_kept() {
+        let mut words = [0u32; 4];
+        let buf = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut words));
+        let weak = Arc::downgrade(&buf);
+        let view = crate::memory::arc_view::ArcView::<u32>::of_buffer(&buf).unwrap();
+        drop(buf);
+        let keep = Keep::default();
+        let n = 7i32;
+        keep_args(&keep, &[&view, &n]);
+        assert_eq!(keep.lock().unwrap().len(), 1, "the view's allocation only");
+        drop(view);
+        assert!(weak.upgrade().is_some(), "kept after the view is gone");
+        drop(keep);
+        assert!(weak.upgrade().is_none());
     }
 
     #[test]

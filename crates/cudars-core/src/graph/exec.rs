@@ -11,7 +11,7 @@ use crate::{
     code::kernel::Kernel, context::Context, launch::KernelArg, launch::LaunchConfig, stream::Stream,
 };
 
-use super::define::{Graph, GraphNode, Keep, Root, keep, keep_all, kernel_node_params};
+use super::define::{Graph, GraphNode, Keep, Root, keep, keep_all, keep_args, kernel_node_params};
 
 impl Graph {
     /// Instantiates the graph for launching.
@@ -238,6 +238,7 @@ impl GraphExec {
             )
         })?;
         keep(&self.keep, Arc::new(kernel.clone()));
+        keep_args(&self.keep, args);
         Ok(())
     }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::{event::Event, launch::DevicePtr, launch::Dim3};
+use crate::{device::Device, event::Event, launch::DevicePtr, launch::Dim3};
 
 use super::define::{ConditionalNodeInfo, ConditionalRecord, Graph, GraphNode};
 use super::memory_nodes::GraphMemoryType;
@@ -328,6 +328,78 @@ impl GraphNode {
     pub fn kind(&self, graph: &Graph) -> Result<GraphNodeKind> {
         graph.own(*self, "reading a graph node's kind")?;
         node_kind_raw(self.handle)
+    }
+
+    /// The kernel a kernel node launches, as the [`Kernel`](crate::Kernel) the
+    /// graph keeps alive for it (`cuda.core`'s `KernelNode.kernel`): it stays
+    /// usable after every other handle on it, and on its library, is dropped.
+    /// `None` when this graph does not hold the kernel (a node of a copied
+    /// child graph whose kernel came from elsewhere).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a node of another graph or a node that is
+    /// not a kernel node; the driver's error.
+    pub fn kernel(&self, graph: &Graph) -> Result<Option<crate::code::kernel::Kernel>> {
+        const WHAT: &str = "reading a kernel node's kernel";
+        let GraphNodeParams::Kernel(info) = self.params(graph)? else {
+            return Err(Error::invalid(WHAT, "the node is not a kernel node"));
+        };
+        let kernels: Vec<crate::code::kernel::Kernel> = graph
+            .keep
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(|item| item.downcast_ref::<crate::code::kernel::Kernel>().cloned())
+            .collect();
+        // Kernel nodes name the kernel's function in the graph's context.
+        let _current = graph.ctx.ensure_current()?;
+        for k in kernels {
+            let same_kernel = !info.kernel.is_null() && Some(info.kernel) == k.kernel_handle();
+            if same_kernel || k.function_in_current()? == info.function {
+                return Ok(Some(k));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The other devices an allocation node's memory is accessible from
+    /// (`cuda.core`'s `AllocNode.peer_access`): the access descriptors
+    /// `cuGraphMemAllocNodeGetParams` reports, in order, as the node was made
+    /// with [`GraphAllocOptions::peer_access`](crate::GraphAllocOptions::peer_access)
+    /// (the memory's own device left out); empty when none was given.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a node of another graph or a node that is
+    /// not an allocation node; the driver's error.
+    pub fn peer_access(&self, graph: &Graph) -> Result<Vec<Device>> {
+        const WHAT: &str = "reading an allocation node's peer access";
+        graph.own(*self, WHAT)?;
+        let kind = node_kind_raw(self.handle)?;
+        if kind != GraphNodeKind::MemAlloc {
+            return Err(Error::invalid(
+                WHAT,
+                format!("the node is a {} node, not an allocation node", kind.name()),
+            ));
+        }
+        let mut p = sys::CUDA_MEM_ALLOC_NODE_PARAMS::default();
+        // SAFETY: a live allocation node (checked); `p` is valid for writes.
+        unsafe { sys::cuGraphMemAllocNodeGetParams(self.handle, &mut p) }.check(|| WHAT)?;
+        if p.accessDescs.is_null() || p.accessDescCount == 0 {
+            return Ok(Vec::new());
+        }
+        // SAFETY: the driver's array of `accessDescCount` descriptors, owned by
+        // the node and valid while it lives (it does for this call).
+        let descs = unsafe { std::slice::from_raw_parts(p.accessDescs, p.accessDescCount) };
+        descs
+            .iter()
+            .filter(|a| a.location.type_ == sys::CU_MEM_LOCATION_TYPE_DEVICE)
+            .map(|a| {
+                let id = crate::memory::resource::location_id(&a.location);
+                Device::new(usize::try_from(id).map_err(|_| {
+                    Error::invalid(WHAT, format!("the driver reported device {id}"))
+                })?)
+            })
+            .collect()
     }
 
     /// The node's parameters, by kind (the `cuGraph*NodeGetParams` queries).

@@ -167,6 +167,9 @@ unsafe impl<T: Pod> KernelArg for GraphView<T> {
     fn arg_size(&self) -> usize {
         self.view.arg_size()
     }
+    fn arg_owner(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        self.view.arg_owner()
+    }
 }
 
 impl<T: Pod> CaptureArg for GraphView<T> {

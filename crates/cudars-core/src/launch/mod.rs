@@ -481,6 +481,14 @@ pub unsafe trait KernelArg {
     fn arg_ptr(&self) -> *const c_void;
     /// How many bytes the kernel reads.
     fn arg_size(&self) -> usize;
+    /// What must stay alive for the argument to stay valid after the call that
+    /// takes it returns: a graph's kernel node ([`Graph::add_kernel`](crate::Graph::add_kernel),
+    /// `set_kernel_node`) keeps it, and so does every instantiation of the graph.
+    /// `Some` for an [`ArcView`](crate::ArcView) (its allocation); `None` (the
+    /// default) for values, borrowed views and raw addresses.
+    fn arg_owner(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
+        None
+    }
 }
 
 // SAFETY: a `Pod` value is its own bytes.
@@ -536,6 +544,9 @@ unsafe impl<T: Pod> KernelArg for crate::memory::arc_view::ArcView<T> {
     }
     fn arg_size(&self) -> usize {
         std::mem::size_of::<sys::CUdeviceptr>()
+    }
+    fn arg_owner(&self) -> Option<std::sync::Arc<dyn std::any::Any + Send + Sync>> {
+        Some(crate::memory::arc_view::ArcView::keep_alive(self))
     }
 }
 

@@ -21,6 +21,11 @@
 // `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
 #![allow(non_snake_case)]
 
+mod graph_definition;
+mod graph_definition_errors;
+mod graph_definition_integration;
+mod graph_definition_lifetime;
+mod graph_definition_mutation;
 mod graph_device_launch;
 mod graph_graph_builder;
 mod graph_graph_builder_conditional;
