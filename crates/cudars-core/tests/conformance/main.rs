@@ -28,3 +28,5 @@ mod manifest;
 mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
+#[cfg(all(feature = "tensor-maps", feature = "dlpack", feature = "half"))]
+mod tensor_map;
