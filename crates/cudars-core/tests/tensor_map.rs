@@ -167,7 +167,12 @@ fn matrix(d: &Device, s: &Stream, offset: f32) -> Buffer {
 }
 
 /// The 16×16 tile at (x = 16, y = 32) read through `map` by the TMA.
-fn tile_through(code: &ObjectCode, map: &TensorMapDescriptor<'_>, d: &Device, s: &Stream) -> Vec<f32> {
+fn tile_through(
+    code: &ObjectCode,
+    map: &TensorMapDescriptor<'_>,
+    d: &Device,
+    s: &Stream,
+) -> Vec<f32> {
     let tma = code.get_kernel("tma_tile").unwrap();
     let mut tile = d.allocate(256 * 4, s).unwrap();
     tile.fill_u32(0, s).unwrap();
@@ -423,11 +428,13 @@ fn from_tiled_takes_the_element_type_and_shape_from_the_view() {
         }
     }
     // Point 7: the map is a typed kernel parameter, taken by reference.
-    let tma =
-        cudars_core::TypedKernel::<(TensorMapDescriptor<'static>, cudars_core::MutPtr<f32>, i32, i32)>::new(
-            code.get_kernel("tma_tile").unwrap(),
-        )
-        .unwrap();
+    let tma = cudars_core::TypedKernel::<(
+        TensorMapDescriptor<'static>,
+        cudars_core::MutPtr<f32>,
+        i32,
+        i32,
+    )>::new(code.get_kernel("tma_tile").unwrap())
+    .unwrap();
     let mut tile = DeviceBuffer::<f32>::zeroed(&d, 256, &s).unwrap();
     // SAFETY: `tma_tile` reads the 64×64 tensor through the map and writes 256
     // floats; `a` outlives the kernel (it is read back below).

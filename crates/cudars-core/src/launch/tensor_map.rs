@@ -50,7 +50,7 @@ macro_rules! im2col_layout_of {
 /// stream's and orders the buffer's free after the kernel, as for a buffer
 /// argument.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0597
 /// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
 /// use cudars_core::{TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions};
 /// let options = TensorMapDescriptorOptions::new(TensorMapDataType::F32, &[1024], &[64]);

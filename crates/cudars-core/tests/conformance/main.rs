@@ -30,3 +30,5 @@ mod program;
 mod program_cache;
 #[cfg(all(feature = "tensor-maps", feature = "dlpack", feature = "half"))]
 mod tensor_map;
+#[cfg(feature = "arrays")]
+mod texture_surface;

@@ -27,14 +27,13 @@
 
 use std::sync::Arc;
 
-use cudars_core::{
-    Buffer, CudaArrayInterface, Device, Error, InvalidKind,
-    Location, ManagedMemoryResource, Stream, StridedMemoryView,
-    TensorMapDataType, TensorMapDescriptor, TensorMapElement, TensorMapIm2colOptions,
-    TensorMapIm2colWideMode, TensorMapIm2colWideOptions, TensorMapInterleave, TensorMapL2Promotion,
-    TensorMapOobFill, TensorMapSwizzle, TiledOptions,
-};
 use cudars_core::dlpack::DLDataType;
+use cudars_core::{
+    Buffer, CudaArrayInterface, Device, Error, InvalidKind, Location, ManagedMemoryResource,
+    Stream, StridedMemoryView, TensorMapDataType, TensorMapDescriptor, TensorMapElement,
+    TensorMapIm2colOptions, TensorMapIm2colWideMode, TensorMapIm2colWideOptions,
+    TensorMapInterleave, TensorMapL2Promotion, TensorMapOobFill, TensorMapSwizzle, TiledOptions,
+};
 use cudars_tests::{require_gpu, require_gpus};
 
 /// Python's `dev` and `skip_if_no_tma` fixtures: device 0, current, and its
@@ -57,8 +56,7 @@ fn allocate(d: &Device, s: &Stream, n: usize) -> Arc<Buffer> {
 
 /// The buffer's `float32` elements, one dimension.
 fn f32_view(buf: &Arc<Buffer>) -> StridedMemoryView {
-    StridedMemoryView::from_buffer(buf, &[(buf.size() / 4) as i64], None, DLDataType::F32)
-        .unwrap()
+    StridedMemoryView::from_buffer(buf, &[(buf.size() / 4) as i64], None, DLDataType::F32).unwrap()
 }
 
 /// `_as_view(_DeviceArray(buf, shape))`: a CUDA Array Interface (v3, no
@@ -558,11 +556,8 @@ fn TestTensorMapIm2col__test_from_im2col_5d() {
     require_gpu!();
     let Some((d, s)) = tma_device() else { return };
     let buf = allocate(&d, &s, 4 * 8 * 8 * 64 * 4);
-    TensorMapDescriptor::im2col(
-        &buf,
-        &im2col(&[1, 4, 8, 8, 64], &[0, 0, 0], &[4, 4, 2], 32),
-    )
-    .unwrap();
+    TensorMapDescriptor::im2col(&buf, &im2col(&[1, 4, 8, 8, 64], &[0, 0, 0], &[4, 4, 2], 32))
+        .unwrap();
 }
 
 // ---- TestTensorMapIm2colWide ----
