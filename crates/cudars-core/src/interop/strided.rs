@@ -395,6 +395,16 @@ impl StridedMemoryView {
         self.readonly
     }
 
+    /// The same view, read only (`cuda.core`'s `from_buffer(…,
+    /// is_readonly=True)`): what writes through views refuse
+    /// ([`copy_from_host`](Self::copy_from_host)). A view cannot be made
+    /// writable again.
+    #[must_use]
+    pub fn into_readonly(mut self) -> Self {
+        self.readonly = true;
+        self
+    }
+
     /// The number of elements.
     pub fn len(&self) -> u64 {
         self.layout.len

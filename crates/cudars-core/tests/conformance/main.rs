@@ -32,3 +32,5 @@ mod program_cache;
 mod tensor_map;
 #[cfg(feature = "arrays")]
 mod texture_surface;
+#[cfg(feature = "dlpack")]
+mod utils;
