@@ -82,52 +82,171 @@ fn from_array_interface<T: Copy>(
     assert_eq!(smv.strides(), &counts[..]);
 }
 
-macro_rules! array_interface_cases {
-    ($($name:ident: $data:expr, $shape:expr, $strides:expr, $typestr:literal, $dtype:expr;)*) => {
-        $(
-            #[test]
-            fn $name() {
-                let data = $data;
-                from_array_interface(&data, &$shape, $strides, $typestr, $dtype);
-            }
-        )*
-    };
-}
-
 const C: Option<&[i64]> = None;
 
-array_interface_cases! {
-    test_from_array_interface__1d_int32: [1i32, 2, 3], [3], C, "<i4", DLDataType::I32;
-    test_from_array_interface__1d_float64: [1.0f64, 2.0, 3.0], [3], C, "<f8", DLDataType::F64;
-    // Complex numbers as pairs of their parts.
-    test_from_array_interface__1d_complex128: [1.0f64, 2.0, 3.0, 4.0], [2], C, "<c16", DLDataType::C128;
-    test_from_array_interface__1d_complex64: [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [3], C, "<c8", DLDataType::C64;
-    test_from_array_interface__1d_uint8: [1u8, 2, 3, 4, 5], [5], C, "|u1", DLDataType::U8;
-    test_from_array_interface__1d_int64: [1i64, 2], [2], C, "<i8", DLDataType::I64;
-    test_from_array_interface__1d_int16: [100i16, 200, 300], [3], C, "<i2", DLDataType::I16;
-    test_from_array_interface__1d_uint16: [1000u16, 2000, 3000], [3], C, "<u2", DLDataType::U16;
-    test_from_array_interface__1d_uint64: [10000u64, 20000, 30000], [3], C, "<u8", DLDataType::U64;
-    // 2-D, C-contiguous.
-    test_from_array_interface__2d_c_int32: [1i32, 2, 3, 4, 5, 6], [2, 3], C, "<i4", DLDataType::I32;
-    test_from_array_interface__2d_c_float32: [1.0f32, 2.0, 3.0, 4.0], [2, 2], C, "<f4", DLDataType::F32;
-    // 2-D, Fortran-contiguous: `[[1, 2, 3], [4, 5, 6]]` stored by columns.
-    test_from_array_interface__2d_f_int32: [1i32, 4, 2, 5, 3, 6], [2, 3], Some(&[4, 8][..]), "<i4", DLDataType::I32;
-    test_from_array_interface__2d_f_float64: [1.0f64, 3.0, 2.0, 4.0], [2, 2], Some(&[8, 16][..]), "<f8", DLDataType::F64;
-    // 3-D.
-    test_from_array_interface__3d_int32: [1i32, 2, 3, 4, 5, 6, 7, 8], [2, 2, 2], C, "<i4", DLDataType::I32;
-    test_from_array_interface__3d_float64: [1.0f64; 24], [2, 3, 4], C, "<f8", DLDataType::F64;
-    // Sliced: `[1, 2, 3, 4, 5, 6][::2]`, `[[1, 2, 3, 4], [5, 6, 7, 8]][:, ::2]`,
-    // `arange(20).reshape(4, 5)[::2, ::2]`.
-    test_from_array_interface__1d_strided_int32: [1i32, 2, 3, 4, 5, 6], [3], Some(&[8][..]), "<i4", DLDataType::I32;
-    test_from_array_interface__2d_strided_float64: [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [2, 2], Some(&[32, 16][..]), "<f8", DLDataType::F64;
-    test_from_array_interface__2d_strided_2x2_int32: (0..20).collect::<Vec<i32>>(), [2, 3], Some(&[40, 8][..]), "<i4", DLDataType::I32;
-    // 0-D.
-    test_from_array_interface__scalar_int32: [42i32], [], C, "<i4", DLDataType::I32;
-    test_from_array_interface__scalar_float64: [3.14f64], [], C, "<f8", DLDataType::F64;
-    // Empty.
-    test_from_array_interface__empty_1d_int32: Vec::<i32>::new(), [0], C, "<i4", DLDataType::I32;
-    test_from_array_interface__empty_2d_float64: Vec::<f64>::new(), [0, 3], C, "<f8", DLDataType::F64;
-    test_from_array_interface__single_element: [1i32], [1], C, "<i4", DLDataType::I32;
+#[test]
+fn test_from_array_interface__1d_int32() {
+    from_array_interface(&[1i32, 2, 3], &[3], C, "<i4", DLDataType::I32);
+}
+
+#[test]
+fn test_from_array_interface__1d_float64() {
+    from_array_interface(&[1.0f64, 2.0, 3.0], &[3], C, "<f8", DLDataType::F64);
+}
+
+// Complex numbers as pairs of their parts.
+#[test]
+fn test_from_array_interface__1d_complex128() {
+    from_array_interface(&[1.0f64, 2.0, 3.0, 4.0], &[2], C, "<c16", DLDataType::C128);
+}
+
+#[test]
+fn test_from_array_interface__1d_complex64() {
+    from_array_interface(
+        &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0],
+        &[3],
+        C,
+        "<c8",
+        DLDataType::C64,
+    );
+}
+
+#[test]
+fn test_from_array_interface__1d_uint8() {
+    from_array_interface(&[1u8, 2, 3, 4, 5], &[5], C, "|u1", DLDataType::U8);
+}
+
+#[test]
+fn test_from_array_interface__1d_int64() {
+    from_array_interface(&[1i64, 2], &[2], C, "<i8", DLDataType::I64);
+}
+
+#[test]
+fn test_from_array_interface__1d_int16() {
+    from_array_interface(&[100i16, 200, 300], &[3], C, "<i2", DLDataType::I16);
+}
+
+#[test]
+fn test_from_array_interface__1d_uint16() {
+    from_array_interface(&[1000u16, 2000, 3000], &[3], C, "<u2", DLDataType::U16);
+}
+
+#[test]
+fn test_from_array_interface__1d_uint64() {
+    from_array_interface(&[10000u64, 20000, 30000], &[3], C, "<u8", DLDataType::U64);
+}
+
+// 2-D, C-contiguous.
+#[test]
+fn test_from_array_interface__2d_c_int32() {
+    from_array_interface(&[1i32, 2, 3, 4, 5, 6], &[2, 3], C, "<i4", DLDataType::I32);
+}
+
+#[test]
+fn test_from_array_interface__2d_c_float32() {
+    from_array_interface(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], C, "<f4", DLDataType::F32);
+}
+
+// 2-D, Fortran-contiguous: `[[1, 2, 3], [4, 5, 6]]` stored by columns.
+#[test]
+fn test_from_array_interface__2d_f_int32() {
+    from_array_interface(
+        &[1i32, 4, 2, 5, 3, 6],
+        &[2, 3],
+        Some(&[4, 8][..]),
+        "<i4",
+        DLDataType::I32,
+    );
+}
+
+#[test]
+fn test_from_array_interface__2d_f_float64() {
+    from_array_interface(
+        &[1.0f64, 3.0, 2.0, 4.0],
+        &[2, 2],
+        Some(&[8, 16][..]),
+        "<f8",
+        DLDataType::F64,
+    );
+}
+
+// 3-D.
+#[test]
+fn test_from_array_interface__3d_int32() {
+    from_array_interface(
+        &[1i32, 2, 3, 4, 5, 6, 7, 8],
+        &[2, 2, 2],
+        C,
+        "<i4",
+        DLDataType::I32,
+    );
+}
+
+#[test]
+fn test_from_array_interface__3d_float64() {
+    from_array_interface(&[1.0f64; 24], &[2, 3, 4], C, "<f8", DLDataType::F64);
+}
+
+// Sliced: `[1, 2, 3, 4, 5, 6][::2]`, `[[1, 2, 3, 4], [5, 6, 7, 8]][:, ::2]`,
+// `arange(20).reshape(4, 5)[::2, ::2]`.
+#[test]
+fn test_from_array_interface__1d_strided_int32() {
+    from_array_interface(
+        &[1i32, 2, 3, 4, 5, 6],
+        &[3],
+        Some(&[8][..]),
+        "<i4",
+        DLDataType::I32,
+    );
+}
+
+#[test]
+fn test_from_array_interface__2d_strided_float64() {
+    from_array_interface(
+        &[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+        &[2, 2],
+        Some(&[32, 16][..]),
+        "<f8",
+        DLDataType::F64,
+    );
+}
+
+#[test]
+fn test_from_array_interface__2d_strided_2x2_int32() {
+    from_array_interface(
+        &(0..20).collect::<Vec<i32>>(),
+        &[2, 3],
+        Some(&[40, 8][..]),
+        "<i4",
+        DLDataType::I32,
+    );
+}
+
+// 0-D.
+#[test]
+fn test_from_array_interface__scalar_int32() {
+    from_array_interface(&[42i32], &[], C, "<i4", DLDataType::I32);
+}
+
+#[test]
+fn test_from_array_interface__scalar_float64() {
+    from_array_interface(&[3.14f64], &[], C, "<f8", DLDataType::F64);
+}
+
+// Empty.
+#[test]
+fn test_from_array_interface__empty_1d_int32() {
+    from_array_interface(&Vec::<i32>::new(), &[0], C, "<i4", DLDataType::I32);
+}
+
+#[test]
+fn test_from_array_interface__empty_2d_float64() {
+    from_array_interface(&Vec::<f64>::new(), &[0, 3], C, "<f8", DLDataType::F64);
+}
+
+#[test]
+fn test_from_array_interface__single_element() {
+    from_array_interface(&[1i32], &[1], C, "<i4", DLDataType::I32);
 }
 
 /// `np.array([(1, 2.0), (3, 4.0)], dtype=[("a", "i4"), ("b", "f8")])`: Python
@@ -345,26 +464,56 @@ fn zero_size(shape: &[i64], typestr: &str, dtype: DLDataType) {
     assert_eq!(smv.dtype(), dtype);
 }
 
-macro_rules! zero_size_cases {
-    ($($name:ident: $shape:expr, $typestr:literal, $dtype:expr;)*) => {
-        $(
-            #[test]
-            fn $name() {
-                require_gpu!();
-                zero_size(&$shape, $typestr, $dtype);
-            }
-        )*
-    };
+#[test]
+fn test_view_zero_size_array__float64_shape0_from_cuda_array_interface() {
+    require_gpu!();
+    zero_size(&[0], "<f8", DLDataType::F64);
 }
 
-zero_size_cases! {
-    test_view_zero_size_array__float64_shape0_from_cuda_array_interface: [0], "<f8", DLDataType::F64;
-    test_view_zero_size_array__float64_shape1_from_cuda_array_interface: [0, 0], "<f8", DLDataType::F64;
-    test_view_zero_size_array__float64_shape2_from_cuda_array_interface: [0, 0, 0], "<f8", DLDataType::F64;
-    test_view_zero_size_array__int64_shape0_from_cuda_array_interface: [0], "<i8", DLDataType::I64;
-    test_view_zero_size_array__int64_shape1_from_cuda_array_interface: [0, 0], "<i8", DLDataType::I64;
-    test_view_zero_size_array__int64_shape2_from_cuda_array_interface: [0, 0, 0], "<i8", DLDataType::I64;
-    test_view_zero_size_array__uint8_shape0_from_cuda_array_interface: [0], "|u1", DLDataType::U8;
-    test_view_zero_size_array__uint8_shape1_from_cuda_array_interface: [0, 0], "|u1", DLDataType::U8;
-    test_view_zero_size_array__uint8_shape2_from_cuda_array_interface: [0, 0, 0], "|u1", DLDataType::U8;
+#[test]
+fn test_view_zero_size_array__float64_shape1_from_cuda_array_interface() {
+    require_gpu!();
+    zero_size(&[0, 0], "<f8", DLDataType::F64);
+}
+
+#[test]
+fn test_view_zero_size_array__float64_shape2_from_cuda_array_interface() {
+    require_gpu!();
+    zero_size(&[0, 0, 0], "<f8", DLDataType::F64);
+}
+
+#[test]
+fn test_view_zero_size_array__int64_shape0_from_cuda_array_interface() {
+    require_gpu!();
+    zero_size(&[0], "<i8", DLDataType::I64);
+}
+
+#[test]
+fn test_view_zero_size_array__int64_shape1_from_cuda_array_interface() {
+    require_gpu!();
+    zero_size(&[0, 0], "<i8", DLDataType::I64);
+}
+
+#[test]
+fn test_view_zero_size_array__int64_shape2_from_cuda_array_interface() {
+    require_gpu!();
+    zero_size(&[0, 0, 0], "<i8", DLDataType::I64);
+}
+
+#[test]
+fn test_view_zero_size_array__uint8_shape0_from_cuda_array_interface() {
+    require_gpu!();
+    zero_size(&[0], "|u1", DLDataType::U8);
+}
+
+#[test]
+fn test_view_zero_size_array__uint8_shape1_from_cuda_array_interface() {
+    require_gpu!();
+    zero_size(&[0, 0], "|u1", DLDataType::U8);
+}
+
+#[test]
+fn test_view_zero_size_array__uint8_shape2_from_cuda_array_interface() {
+    require_gpu!();
+    zero_size(&[0, 0, 0], "|u1", DLDataType::U8);
 }
