@@ -21,6 +21,11 @@
 // `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
 #![allow(non_snake_case)]
 
+#[cfg(all(unix, feature = "gl"))]
+#[path = "../gl_headless/mod.rs"]
+mod gl_headless;
+#[cfg(all(unix, feature = "gl", feature = "dlpack"))]
+mod graphics;
 mod host;
 mod launcher;
 mod linker;
