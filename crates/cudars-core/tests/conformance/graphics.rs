@@ -209,11 +209,13 @@ fn TestMapUnmap__test_context_manager_unmaps_on_exception() {
     require_gpu!();
     let Some((d, gl, s)) = gl() else { return };
     let (name, mut res) = write_discard(&d, &gl, 4096);
-    let r: Result<(), &str> = (|| {
-        let mut m = res.map(&s).unwrap();
+    // The body of Python's `with resource.map(…)`, which raises.
+    fn body(res: &mut GraphicsResource, s: &Stream) -> Result<(), &'static str> {
+        let mut m = res.map(s).unwrap();
         mapped(&mut m);
         Err("test error")
-    })();
+    }
+    let r = body(&mut res, &s);
     assert_eq!(r, Err("test error"));
     drop(res.map(&s).unwrap());
     res.close().unwrap();

@@ -23,7 +23,8 @@ use std::sync::Arc;
 
 use cudars_core::dlpack::{DLDataType, DLDeviceType};
 use cudars_core::{
-    ArrayInterface, CudaArrayInterface, Device, Error, InvalidKind, StridedMemoryView,
+    ArrayInterface, CudaArrayInterface, Device, Error, InvalidKind, StreamOptions,
+    StridedMemoryView,
 };
 use cudars_tests::require_gpu;
 
@@ -228,6 +229,8 @@ fn test_from_array_interface__scalar_int32() {
     from_array_interface(&[42i32], &[], C, "<i4", DLDataType::I32);
 }
 
+// Python's value, not π.
+#[allow(clippy::approx_constant)]
 #[test]
 fn test_from_array_interface__scalar_float64() {
     from_array_interface(&[3.14f64], &[], C, "<f8", DLDataType::F64);
@@ -516,4 +519,81 @@ fn test_view_zero_size_array__uint8_shape1_from_cuda_array_interface() {
 fn test_view_zero_size_array__uint8_shape2_from_cuda_array_interface() {
     require_gpu!();
     zero_size(&[0, 0, 0], "|u1", DLDataType::U8);
+}
+
+/// A CUDA Array Interface over a real allocation, with a producer stream
+/// other than the consumer's: the device is asked of the driver, and the
+/// consumer is ordered after the producer (only the path is checked, as in
+/// Python).
+#[test]
+fn test_view_as_cai_device_pointer_and_stream_ordering() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.default_stream().unwrap();
+    let buffer = d.allocate(64, &s).unwrap();
+    let producer = d.create_stream(StreamOptions::default()).unwrap();
+    let consumer = d.create_stream(StreamOptions::default()).unwrap();
+    let mut cai = CudaArrayInterface::new(buffer.ptr(), &[8], "<f4");
+    cai.stream = Some(producer.handle() as u64);
+    // SAFETY: the buffer holds the 8 floats and outlives the view; the
+    // producer stream is live.
+    let view =
+        unsafe { StridedMemoryView::from_cuda_array_interface(&cai, Some(&consumer)) }.unwrap();
+    assert_ne!(view.device().device_type, DLDeviceType::CPU);
+    assert_eq!(view.ptr(), buffer.ptr());
+    assert_eq!(view.device().device_id, 0);
+    assert_eq!(view.shape(), &[8]);
+    s.sync().unwrap();
+}
+
+/// Python exports a view of device memory described by the CUDA Array
+/// Interface (`view.__dlpack__()`); `cudars-core` refuses to export a view
+/// whose memory nothing keeps alive.
+#[test]
+#[ignore = "differs: to_dlpack refuses a view of memory nothing keeps alive (a CUDA Array Interface), where Python exports it"]
+fn test_dlpack_export_device_accessible_cai_view() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.default_stream().unwrap();
+    let buffer = d.allocate(64, &s).unwrap();
+    let cai = CudaArrayInterface::new(buffer.ptr(), &[8], "<f4");
+    // SAFETY: the buffer holds the 8 floats and outlives the view and the
+    // tensor (released below).
+    let view = unsafe { StridedMemoryView::from_cuda_array_interface(&cai, None) }.unwrap();
+    assert_eq!(view.device().device_type, DLDeviceType::CUDA);
+    assert_eq!(view.device().device_id, 0);
+    let tensor = view.to_dlpack().unwrap();
+    assert!(!tensor.is_null());
+    // SAFETY: the tensor just exported, released once through its deleter.
+    unsafe {
+        if let Some(deleter) = (*tensor).deleter {
+            deleter(tensor);
+        }
+    }
+    s.sync().unwrap();
+}
+
+/// `np.arange(24, dtype=np.int32).reshape(4, 6)[:, ::2]` viewed through its
+/// array interface, exported and imported again (`np.from_dlpack(view)`):
+/// `cudars-core` refuses to export a view of host memory nothing keeps alive.
+#[test]
+#[ignore = "differs: to_dlpack refuses a view of host memory described by an array interface, where Python exports it"]
+fn test_strided_memory_view_dlpack_export_numpy_roundtrip() {
+    let src: Vec<i32> = (0..24).collect();
+    let mut ai = ArrayInterface::new(src.as_ptr() as u64, &[4, 3], "<i4");
+    ai.strides = Some(vec![24, 8]);
+    // SAFETY: `src` holds the 4×3 elements and outlives the view and the
+    // round trip.
+    let view = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+    assert_eq!(view.device().device_type, DLDeviceType::CPU);
+    assert_eq!(view.device().device_id, 0);
+    let tensor = view.to_dlpack().unwrap();
+    // SAFETY: a tensor just exported, consumed once.
+    let out = unsafe { StridedMemoryView::from_dlpack(tensor) }.unwrap();
+    assert_eq!(out.shape(), &[4, 3]);
+    assert_eq!(out.dtype(), DLDataType::I32);
+    assert_eq!(out.strides(), &[6, 2]);
+    assert_eq!(out.ptr(), src.as_ptr() as u64);
 }
