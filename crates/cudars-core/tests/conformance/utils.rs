@@ -597,3 +597,66 @@ fn test_strided_memory_view_dlpack_export_numpy_roundtrip() {
     assert_eq!(out.strides(), &[6, 2]);
     assert_eq!(out.ptr(), src.as_ptr() as u64);
 }
+
+/// An object with only `__cuda_array_interface__` (CuPy's `zeros(5, float32)`
+/// behind `_EnforceCAIView`) taken where any exchange protocol is: a
+/// [`ForeignCudaArray`](cudars_core::ForeignCudaArray) as an
+/// `IntoStridedMemoryView`, viewed on the consumer's stream.
+#[test]
+fn test_from_any_interface_cai_fallback() {
+    use cudars_core::{ForeignCudaArray, IntoStridedMemoryView};
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.default_stream().unwrap();
+    let src = d.allocate(5 * 4, &s).unwrap();
+    let stream = d.create_stream(StreamOptions::default()).unwrap();
+    let mut cai = CudaArrayInterface::new(src.ptr(), &[5], "<f4");
+    cai.stream = Some(1); // CuPy's default stream: the legacy one
+    // SAFETY: the buffer holds the 5 floats and outlives the view; stream 1 is
+    // the legacy default stream.
+    let cai_only = unsafe { ForeignCudaArray::new(cai) };
+    let view = cai_only.into_strided_memory_view_on(&stream).unwrap();
+    assert_ne!(view.device().device_type, DLDeviceType::CPU);
+    assert_eq!(view.ptr(), src.ptr());
+    stream.sync().unwrap();
+}
+
+/// CuPy's `arange(4, float64)[::-1]`: its last element's address and a
+/// stride of -8 bytes. Python views it (strides `(-1,)`); `cudars-core`
+/// refuses negative strides.
+#[test]
+#[ignore = "differs: negative strides are refused, where Python views them"]
+fn test_from_cuda_array_interface_negative_strides() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.default_stream().unwrap();
+    let buffer = d.allocate(4 * 8, &s).unwrap();
+    let mut cai = CudaArrayInterface::new(buffer.ptr() + 3 * 8, &[4], "<f8");
+    cai.strides = Some(vec![-8]);
+    // SAFETY: the four elements lie in the buffer, which outlives the view.
+    let smv = unsafe { StridedMemoryView::from_cuda_array_interface(&cai, None) }.unwrap();
+    assert_eq!(smv.shape(), &[4]);
+    assert_eq!(smv.strides(), &[-1]);
+}
+
+/// CuPy's array of two `[("array1", float64), ("array2", int64)]` records: its
+/// CUDA Array Interface says `|V16`. Python views it (`V16`, two elements);
+/// `cudars-core` has no DLPack dtype for an opaque record.
+#[test]
+#[ignore = "differs: a structured dtype (`|V16`) is refused (no DLPack dtype for opaque records), where Python views it as V16"]
+fn test_struct_array() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.default_stream().unwrap();
+    let y = d.allocate(2 * 16, &s).unwrap();
+    let mut cai = CudaArrayInterface::new(y.ptr(), &[2], "|V16");
+    cai.stream = Some(1);
+    // SAFETY: the two records lie in the buffer, which outlives the view.
+    let smv = unsafe { StridedMemoryView::from_cuda_array_interface(&cai, Some(&s)) }.unwrap();
+    assert_eq!(smv.len() * 16, 32);
+    assert_eq!(smv.len(), 2);
+    assert_eq!(smv.shape(), &[2]);
+}
