@@ -660,3 +660,131 @@ fn test_struct_array() {
     assert_eq!(smv.len(), 2);
     assert_eq!(smv.shape(), &[2]);
 }
+
+/// One of `_cpu_array_samples()` (the NumPy ones; the suite's `torch` ones
+/// need PyTorch): its values' storage, shape, strides in elements (`None`:
+/// C-contiguous), type string and whether it is writeable.
+struct CpuSample {
+    /// Whole 8-byte words, so the values are aligned for any element type.
+    data: Vec<u64>,
+    shape: Vec<i64>,
+    strides: Option<Vec<i64>>,
+    itemsize: i64,
+    typestr: &'static str,
+    writeable: bool,
+}
+
+fn cpu_samples() -> Vec<CpuSample> {
+    let sample =
+        |n: usize, itemsize: i64, shape: &[i64], strides: Option<&[i64]>, ts, w| CpuSample {
+            data: vec![0u64; (n * itemsize as usize).div_ceil(8)],
+            shape: shape.to_vec(),
+            strides: strides.map(<[i64]>::to_vec),
+            itemsize,
+            typestr: ts,
+            writeable: w,
+        };
+    vec![
+        // np.empty(3, dtype=np.int32)
+        sample(3, 4, &[3], None, "<i4", true),
+        // np.empty((6, 6), dtype=np.float64)[::2, ::2]
+        sample(36, 8, &[3, 3], Some(&[12, 2]), "<f8", true),
+        // np.empty((3, 4), order="F")
+        sample(12, 8, &[3, 4], Some(&[1, 3]), "<f8", true),
+        // np.empty((), dtype=np.float16)
+        sample(1, 2, &[], None, "<f2", true),
+        // np.frombuffer(b""): empty, read only
+        sample(0, 8, &[0], None, "<f8", false),
+    ]
+}
+
+/// `TestViewCPU._check_view`: the view is of the sample's first element, with
+/// its shape, size and strides, on the host, read only exactly when the array
+/// is not writeable. Python's DLPack views of host memory report device id
+/// -1; the DLPack device here is `(CPU, 0)`, as DLPack writes it.
+fn check_cpu_view(view: &StridedMemoryView, s: &CpuSample) {
+    assert_eq!(view.ptr(), s.data.as_ptr() as u64);
+    assert_eq!(view.shape(), &s.shape[..]);
+    assert_eq!(view.len(), s.shape.iter().product::<i64>() as u64);
+    let strides = s.strides.clone().unwrap_or_else(|| row_major(&s.shape));
+    assert_eq!(view.strides(), &strides[..]);
+    assert_eq!(view.device().device_type, DLDeviceType::CPU);
+    assert_eq!(view.device().device_id, 0);
+    assert_eq!(view.readonly(), !s.writeable);
+}
+
+/// The sample's NumPy array interface (byte strides, `None` when
+/// C-contiguous).
+fn sample_interface(s: &CpuSample) -> ArrayInterface {
+    let mut ai = ArrayInterface::new(s.data.as_ptr() as u64, &s.shape, s.typestr);
+    ai.strides = s
+        .strides
+        .as_ref()
+        .map(|st| st.iter().map(|e| e * s.itemsize).collect());
+    ai.readonly = !s.writeable;
+    ai
+}
+
+/// Every NumPy case of `TestViewCPU::test_strided_memory_view_cpu[*]`: Python's
+/// `from_any_interface(arr, stream_ptr=-1)` takes NumPy's DLPack export; the
+/// safe host view here borrows the values (`from_slice_mut` for a writeable
+/// array, `from_slice` for a read-only one), with the array's layout.
+#[test]
+fn TestViewCPU__test_strided_memory_view_cpu() {
+    for mut s in cpu_samples() {
+        let (shape, strides, writeable) = (s.shape.clone(), s.strides.clone(), s.writeable);
+        let ptr = s.data.as_ptr() as u64;
+        macro_rules! check {
+            ($t:ty) => {{
+                let data: &mut [$t] = bytemuck::cast_slice_mut(&mut s.data);
+                let view = if writeable {
+                    StridedMemoryView::from_slice_mut(data, &shape, strides.as_deref()).unwrap()
+                } else {
+                    StridedMemoryView::from_slice(data, &shape, strides.as_deref()).unwrap()
+                };
+                assert_eq!(view.ptr(), ptr);
+                let (p, sh, st, ro, len, dev) = (
+                    view.ptr(),
+                    view.shape().to_vec(),
+                    view.strides().to_vec(),
+                    view.readonly(),
+                    view.len(),
+                    view.device(),
+                );
+                drop(view);
+                (p, sh, st, ro, len, dev)
+            }};
+        }
+        let (p, sh, st, ro, len, dev) = match s.typestr {
+            "<i4" => check!(i32),
+            "<f8" => check!(f64),
+            "<f2" => check!(half::f16),
+            other => panic!("{other}"),
+        };
+        assert_eq!(p, ptr);
+        assert_eq!(sh, s.shape);
+        assert_eq!(len, s.shape.iter().product::<i64>() as u64);
+        assert_eq!(st, s.strides.clone().unwrap_or_else(|| row_major(&s.shape)));
+        assert_eq!((dev.device_type, dev.device_id), (DLDeviceType::CPU, 0));
+        assert_eq!(ro, !s.writeable);
+    }
+}
+
+/// Every NumPy case of `TestViewCPU::test_args_viewable_as_strided_memory_cpu[*]`:
+/// a function taking any strided argument (`@args_viewable_as_strided_memory`:
+/// here `impl IntoStridedMemoryView`) given the array (its array interface,
+/// vouched for), viewed with no stream (`arr.view(-1)`).
+#[test]
+fn TestViewCPU__test_args_viewable_as_strided_memory_cpu() {
+    use cudars_core::IntoStridedMemoryView;
+    fn my_func(arr: impl IntoStridedMemoryView, s: &CpuSample) {
+        let view = arr.into_strided_memory_view().unwrap();
+        check_cpu_view(&view, s);
+    }
+    for s in cpu_samples() {
+        // SAFETY: the sample's storage holds its layout and outlives the view.
+        let arr =
+            unsafe { StridedMemoryView::from_array_interface(&sample_interface(&s)) }.unwrap();
+        my_func(arr, &s);
+    }
+}
