@@ -788,3 +788,171 @@ fn TestViewCPU__test_args_viewable_as_strided_memory_cpu() {
         my_func(arr, &s);
     }
 }
+
+/// One of `gpu_array_samples()` (CuPy's and Numba's; the `torch` ones need
+/// PyTorch): bytes, shape, byte strides (`None`: C-contiguous), type string,
+/// the producer stream its CUDA Array Interface names, and whether the
+/// consumer gives a stream (`use_stream`).
+struct GpuSample {
+    bytes: usize,
+    shape: &'static [i64],
+    strides: Option<&'static [i64]>,
+    typestr: &'static str,
+    dtype: DLDataType,
+    stream: Option<u64>,
+    use_stream: bool,
+}
+
+const GPU_SAMPLES: [GpuSample; 5] = [
+    // cupy.empty(3, dtype=cupy.complex64), on CuPy's default (legacy) stream
+    GpuSample {
+        bytes: 3 * 8,
+        shape: &[3],
+        strides: None,
+        typestr: "<c8",
+        dtype: DLDataType::C64,
+        stream: Some(1),
+        use_stream: false,
+    },
+    // cupy.empty((6, 6), dtype=cupy.float64)[::2, ::2]
+    GpuSample {
+        bytes: 36 * 8,
+        shape: &[3, 3],
+        strides: Some(&[96, 16]),
+        typestr: "<f8",
+        dtype: DLDataType::F64,
+        stream: Some(1),
+        use_stream: true,
+    },
+    // cupy.empty((3, 4), order="F")
+    GpuSample {
+        bytes: 12 * 8,
+        shape: &[3, 4],
+        strides: Some(&[8, 24]),
+        typestr: "<f8",
+        dtype: DLDataType::F64,
+        stream: Some(1),
+        use_stream: true,
+    },
+    // numba.cuda.device_array((2,), dtype=np.int8)
+    GpuSample {
+        bytes: 2,
+        shape: &[2],
+        strides: None,
+        typestr: "|i1",
+        dtype: DLDataType::I8,
+        stream: None,
+        use_stream: false,
+    },
+    // numba.cuda.device_array((4, 2), dtype=np.float32)
+    GpuSample {
+        bytes: 8 * 4,
+        shape: &[4, 2],
+        strides: None,
+        typestr: "<f4",
+        dtype: DLDataType::F32,
+        stream: None,
+        use_stream: true,
+    },
+];
+
+/// The sample's memory and its CUDA Array Interface.
+fn gpu_sample(d: &Device, s: &GpuSample) -> (cudars_core::Buffer, CudaArrayInterface) {
+    let buffer = d.allocate(s.bytes, &d.default_stream().unwrap()).unwrap();
+    let mut cai = CudaArrayInterface::new(buffer.ptr(), s.shape, s.typestr);
+    cai.strides = s.strides.map(<[i64]>::to_vec);
+    cai.stream = s.stream;
+    (buffer, cai)
+}
+
+/// `TestViewGPU._check_view` (and `TestViewCudaArrayInterfaceGPU`'s, which
+/// also checks the dtype).
+fn check_gpu_view(view: &StridedMemoryView, buffer: &cudars_core::Buffer, s: &GpuSample) {
+    assert_eq!(view.ptr(), buffer.ptr());
+    assert_eq!(view.shape(), s.shape);
+    assert_eq!(view.len(), s.shape.iter().product::<i64>() as u64);
+    let itemsize = (s.dtype.bits as i64 / 8) * s.dtype.lanes as i64;
+    let strides = match s.strides {
+        Some(bytes) => bytes.iter().map(|b| b / itemsize).collect(),
+        None => row_major(s.shape),
+    };
+    assert_eq!(view.strides(), &strides[..]);
+    assert_eq!(view.dtype(), s.dtype);
+    assert_eq!(view.device().device_id, 0);
+    assert_eq!(view.device().device_type, DLDeviceType::CUDA);
+}
+
+/// Every CuPy and Numba case of `TestViewGPU::test_strided_memory_view_cpu[*]`
+/// (`from_any_interface(arr, stream_ptr=s or -1)`): the array, known by its
+/// CUDA Array Interface, as any strided argument
+/// ([`ForeignCudaArray`](cudars_core::ForeignCudaArray)), viewed on a new
+/// consumer stream or with none.
+#[test]
+fn TestViewGPU__test_strided_memory_view_cpu() {
+    use cudars_core::{ForeignCudaArray, IntoStridedMemoryView};
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    for sample in &GPU_SAMPLES {
+        let (buffer, cai) = gpu_sample(&d, sample);
+        // SAFETY: the buffer holds the layout and outlives the views; stream 1
+        // is the legacy default stream.
+        let arr = unsafe { ForeignCudaArray::new(cai) };
+        let view = if sample.use_stream {
+            let s = d.create_stream(StreamOptions::default()).unwrap();
+            (&arr).into_strided_memory_view_on(&s).unwrap()
+        } else {
+            (&arr).into_strided_memory_view().unwrap()
+        };
+        check_gpu_view(&view, &buffer, sample);
+    }
+}
+
+/// Every CuPy and Numba case of
+/// `TestViewGPU::test_args_viewable_as_strided_memory_gpu[*]`: a function
+/// taking any strided argument, given the array, views it on the consumer's
+/// stream or with none (`arr.view(s.handle if s else -1)`).
+#[test]
+fn TestViewGPU__test_args_viewable_as_strided_memory_gpu() {
+    use cudars_core::{ForeignCudaArray, IntoStridedMemoryView, Stream};
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    fn my_func(arr: impl IntoStridedMemoryView, s: Option<&Stream>) -> StridedMemoryView {
+        match s {
+            Some(s) => arr.into_strided_memory_view_on(s).unwrap(),
+            None => arr.into_strided_memory_view().unwrap(),
+        }
+    }
+    for sample in &GPU_SAMPLES {
+        let (buffer, cai) = gpu_sample(&d, sample);
+        let s = sample
+            .use_stream
+            .then(|| d.create_stream(StreamOptions::default()).unwrap());
+        // SAFETY: as in `TestViewGPU__test_strided_memory_view_cpu`.
+        let arr = unsafe { ForeignCudaArray::new(cai) };
+        let view = my_func(arr, s.as_ref());
+        check_gpu_view(&view, &buffer, sample);
+    }
+}
+
+/// Every CuPy and Numba case of
+/// `TestViewCudaArrayInterfaceGPU::test_cuda_array_interface_gpu[*]`: the CUDA
+/// Array Interface path itself.
+#[test]
+fn TestViewCudaArrayInterfaceGPU__test_cuda_array_interface_gpu() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    for sample in &GPU_SAMPLES {
+        let (buffer, cai) = gpu_sample(&d, sample);
+        let s = sample
+            .use_stream
+            .then(|| d.create_stream(StreamOptions::default()).unwrap());
+        // SAFETY: the buffer holds the layout and outlives the view; stream 1
+        // is the legacy default stream.
+        let view =
+            unsafe { StridedMemoryView::from_cuda_array_interface(&cai, s.as_ref()) }.unwrap();
+        check_gpu_view(&view, &buffer, sample);
+    }
+}
