@@ -956,3 +956,124 @@ fn TestViewCudaArrayInterfaceGPU__test_cuda_array_interface_gpu() {
         check_gpu_view(&view, &buffer, sample);
     }
 }
+
+/// `StridedMemoryView.from_dlpack(x, stream_ptr=0)` of a producer's tensor:
+/// here this crate's own export ([`StridedMemoryView::to_dlpack`]) of `view`,
+/// imported again.
+fn through_dlpack(view: &StridedMemoryView) -> StridedMemoryView {
+    let tensor = view.to_dlpack().unwrap();
+    // SAFETY: a tensor just exported, consumed once; it keeps its allocation
+    // alive until the imported view releases it.
+    unsafe { StridedMemoryView::from_dlpack(tensor) }.unwrap()
+}
+
+/// `test_view_zero_size_array[<dtype>-<shape>-from_dlpack]`: an empty array of
+/// that shape exported through DLPack (CuPy's `empty(shape, dtype)` in
+/// Python; an empty slice of device memory viewed with the shape here).
+fn zero_size_dlpack<T: cudars_core::DLPackDType + bytemuck::Pod + Send + Sync>(
+    shape: &[i64],
+    dtype: DLDataType,
+) {
+    use cudars_core::DeviceBuffer;
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.default_stream().unwrap();
+    let x = Arc::new(DeviceBuffer::<T>::zeroed(&d, 1, &s).unwrap());
+    let empty = x.shared_slice(0..0).unwrap();
+    let view = StridedMemoryView::from_view(&empty, shape, None).unwrap();
+    let smv = through_dlpack(&view);
+    assert_eq!(smv.len(), 0);
+    assert_eq!(smv.shape(), shape);
+    assert_eq!(smv.dtype(), dtype);
+}
+
+#[test]
+fn test_view_zero_size_array__float64_shape0_from_dlpack() {
+    require_gpu!();
+    zero_size_dlpack::<f64>(&[0], DLDataType::F64);
+}
+
+#[test]
+fn test_view_zero_size_array__float64_shape1_from_dlpack() {
+    require_gpu!();
+    zero_size_dlpack::<f64>(&[0, 0], DLDataType::F64);
+}
+
+#[test]
+fn test_view_zero_size_array__float64_shape2_from_dlpack() {
+    require_gpu!();
+    zero_size_dlpack::<f64>(&[0, 0, 0], DLDataType::F64);
+}
+
+#[test]
+fn test_view_zero_size_array__int64_shape0_from_dlpack() {
+    require_gpu!();
+    zero_size_dlpack::<i64>(&[0], DLDataType::I64);
+}
+
+#[test]
+fn test_view_zero_size_array__int64_shape1_from_dlpack() {
+    require_gpu!();
+    zero_size_dlpack::<i64>(&[0, 0], DLDataType::I64);
+}
+
+#[test]
+fn test_view_zero_size_array__int64_shape2_from_dlpack() {
+    require_gpu!();
+    zero_size_dlpack::<i64>(&[0, 0, 0], DLDataType::I64);
+}
+
+#[test]
+fn test_view_zero_size_array__uint8_shape0_from_dlpack() {
+    require_gpu!();
+    zero_size_dlpack::<u8>(&[0], DLDataType::U8);
+}
+
+#[test]
+fn test_view_zero_size_array__uint8_shape1_from_dlpack() {
+    require_gpu!();
+    zero_size_dlpack::<u8>(&[0, 0], DLDataType::U8);
+}
+
+#[test]
+fn test_view_zero_size_array__uint8_shape2_from_dlpack() {
+    require_gpu!();
+    zero_size_dlpack::<u8>(&[0, 0, 0], DLDataType::U8);
+}
+
+/// `cp.array([1, 2, 3, 4, 5, 6], dtype=ml_dtypes.bfloat16).reshape(2, 3)[slices]`
+/// through DLPack: `bfloat16` is `half::bf16` ([`DLDataType::BF16`]); the view
+/// is of the slice's first element with its shape and strides, on device 0,
+/// writable.
+fn bf16_dlpack(shape: &[i64], strides: &[i64], offset: usize) {
+    use cudars_core::DeviceBuffer;
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.default_stream().unwrap();
+    let values: Vec<half::bf16> = (1..=6).map(|v| half::bf16::from_f32(v as f32)).collect();
+    let a = Arc::new(DeviceBuffer::from_host(&d, &values, &s).unwrap());
+    let base = a.shared_slice(offset..).unwrap();
+    let view = StridedMemoryView::from_view(&base, shape, Some(strides)).unwrap();
+    let smv = through_dlpack(&view);
+    assert_eq!(smv.len(), shape.iter().product::<i64>() as u64);
+    assert_eq!(smv.dtype(), DLDataType::BF16);
+    assert_eq!(smv.shape(), shape);
+    assert_eq!(smv.ptr(), a.as_buffer().ptr() + 2 * offset as u64);
+    assert_eq!(smv.device().device_id, 0);
+    assert_eq!(smv.device().device_type, DLDeviceType::CUDA);
+    assert!(!smv.readonly());
+    assert_eq!(smv.strides(), strides);
+}
+
+#[test]
+fn test_ml_dtypes_bfloat16_dlpack__contiguous() {
+    require_gpu!();
+    bf16_dlpack(&[2, 3], &[3, 1], 0);
+}
+
+/// `[::2, 1::2]` of the 2×3 array: one row, one column, from element 1.
+#[test]
+fn test_ml_dtypes_bfloat16_dlpack__strided() {
+    require_gpu!();
+    bf16_dlpack(&[1, 1], &[6, 2], 1);
+}
