@@ -547,11 +547,9 @@ fn test_view_as_cai_device_pointer_and_stream_ordering() {
     s.sync().unwrap();
 }
 
-/// Python exports a view of device memory described by the CUDA Array
-/// Interface (`view.__dlpack__()`); `cudars-core` refuses to export a view
-/// whose memory nothing keeps alive.
+/// A view of device memory described by the CUDA Array Interface exports
+/// (`view.__dlpack__()`), on device 0; its producer keeps the memory alive.
 #[test]
-#[ignore = "differs: to_dlpack refuses a view of memory nothing keeps alive (a CUDA Array Interface), where Python exports it"]
 fn test_dlpack_export_device_accessible_cai_view() {
     require_gpu!();
     let d = Device::new(0).unwrap();
@@ -576,10 +574,9 @@ fn test_dlpack_export_device_accessible_cai_view() {
 }
 
 /// `np.arange(24, dtype=np.int32).reshape(4, 6)[:, ::2]` viewed through its
-/// array interface, exported and imported again (`np.from_dlpack(view)`):
-/// `cudars-core` refuses to export a view of host memory nothing keeps alive.
+/// array interface, exported and imported again (`np.from_dlpack(view)`): the
+/// same shape, dtype, values' address and strides, on the CPU.
 #[test]
-#[ignore = "differs: to_dlpack refuses a view of host memory described by an array interface, where Python exports it"]
 fn test_strided_memory_view_dlpack_export_numpy_roundtrip() {
     let src: Vec<i32> = (0..24).collect();
     let mut ai = ArrayInterface::new(src.as_ptr() as u64, &[4, 3], "<i4");
