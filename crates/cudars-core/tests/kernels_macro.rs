@@ -774,6 +774,7 @@ fn structs_of_pointers_and_textures_are_typed_parameters() {
                 buffer: src,
                 format: cudars_core::ArrayFormat::F32,
                 channels: 1,
+                size: None,
             },
             &cudars_core::TextureOptions::default(),
         )

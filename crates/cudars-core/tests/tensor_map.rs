@@ -167,7 +167,12 @@ fn matrix(d: &Device, s: &Stream, offset: f32) -> Buffer {
 }
 
 /// The 16×16 tile at (x = 16, y = 32) read through `map` by the TMA.
-fn tile_through(code: &ObjectCode, map: &TensorMapDescriptor, d: &Device, s: &Stream) -> Vec<f32> {
+fn tile_through(
+    code: &ObjectCode,
+    map: &TensorMapDescriptor<'_>,
+    d: &Device,
+    s: &Stream,
+) -> Vec<f32> {
     let tma = code.get_kernel("tma_tile").unwrap();
     let mut tile = d.allocate(256 * 4, s).unwrap();
     tile.fill_u32(0, s).unwrap();
@@ -199,7 +204,7 @@ fn replace_address_points_a_map_at_another_buffer() {
     assert_eq!(map.span(), 64 * 64 * 4);
     let mut moved = map;
     moved.replace_address(&b).unwrap();
-    let words = |m: &TensorMapDescriptor| -> [u64; 16] {
+    let words = |m: &TensorMapDescriptor<'_>| -> [u64; 16] {
         // SAFETY: a `CUtensorMap` is 128 bytes of plain data.
         unsafe { std::mem::transmute_copy(m.raw()) }
     };
@@ -387,7 +392,7 @@ fn im2col_wide_maps_need_blackwell_and_a_cuda_12_8_driver() {
 }
 
 /// The 128 bytes of a map.
-fn map_words(m: &TensorMapDescriptor) -> [u64; 16] {
+fn map_words(m: &TensorMapDescriptor<'_>) -> [u64; 16] {
     // SAFETY: a `CUtensorMap` is 128 bytes of plain data.
     unsafe { std::mem::transmute_copy(m.raw()) }
 }
@@ -423,11 +428,13 @@ fn from_tiled_takes_the_element_type_and_shape_from_the_view() {
         }
     }
     // Point 7: the map is a typed kernel parameter, taken by reference.
-    let tma =
-        cudars_core::TypedKernel::<(TensorMapDescriptor, cudars_core::MutPtr<f32>, i32, i32)>::new(
-            code.get_kernel("tma_tile").unwrap(),
-        )
-        .unwrap();
+    let tma = cudars_core::TypedKernel::<(
+        TensorMapDescriptor<'static>,
+        cudars_core::MutPtr<f32>,
+        i32,
+        i32,
+    )>::new(code.get_kernel("tma_tile").unwrap())
+    .unwrap();
     let mut tile = DeviceBuffer::<f32>::zeroed(&d, 256, &s).unwrap();
     // SAFETY: `tma_tile` reads the 64×64 tensor through the map and writes 256
     // floats; `a` outlives the kernel (it is read back below).

@@ -269,6 +269,7 @@ fn mipmap_levels_and_a_linear_texture() {
                 buffer: b.clone(),
                 format: ArrayFormat::F32,
                 channels: 1,
+                size: None,
             },
             &TextureOptions::default(),
         )
@@ -339,6 +340,7 @@ fn bad_arrays_textures_and_copies_are_refused() {
                 buffer: buf,
                 format: ArrayFormat::F32,
                 channels: 2,
+                size: None,
             },
             &TextureOptions::default(),
         )

@@ -239,9 +239,16 @@ impl<'a> Ctx<'a> {
             }
         }
         if let Some((object, c)) = self.handle_object(p) {
+            // A tensor map borrows what it describes: the signature names it
+            // `'static` (a marker), the argument takes any borrow.
+            let (sig, arg) = if object.to_string().contains("TensorMapDescriptor") {
+                (quote!(#object<'static>), quote!(#object<'_>))
+            } else {
+                (object.clone(), object.clone())
+            };
             return Ok(GenParam {
-                sig: object.clone(),
-                arg: quote!(#id: &#object),
+                sig,
+                arg: quote!(#id: &#arg),
                 value: quote!(#id),
                 check: quote!(::cudars_core::kernel_check::Param::Value(#c)),
             });

@@ -53,8 +53,8 @@ fn handles_and_structs_of_pointers_take_typed_arguments() {
         "##)
     .unwrap()
     .replace(' ', "");
-    assert!(code.contains("TypedKernel<(::cudars_core::TextureObject,::cudars_core::SurfaceObject,::cudars_core::TensorMapDescriptor,::cudars_core::Lent<crate::Span>,::cudars_core::Val<crate::Plain>,)>"), "{code}");
-    assert!(code.contains("t:&::cudars_core::TextureObject,s:&::cudars_core::SurfaceObject,m:&::cudars_core::TensorMapDescriptor,sp:::cudars_core::LentVal<'_,crate::Span>,p:&crate::Plain"), "{code}");
+    assert!(code.contains("TypedKernel<(::cudars_core::TextureObject,::cudars_core::SurfaceObject,::cudars_core::TensorMapDescriptor<'static>,::cudars_core::Lent<crate::Span>,::cudars_core::Val<crate::Plain>,)>"), "{code}");
+    assert!(code.contains("t:&::cudars_core::TextureObject,s:&::cudars_core::SurfaceObject,m:&::cudars_core::TensorMapDescriptor<'_>,sp:::cudars_core::LentVal<'_,crate::Span>,p:&crate::Plain"), "{code}");
     assert!(code.contains("(t,s,m,sp,*p,)"), "{code}");
 }
 

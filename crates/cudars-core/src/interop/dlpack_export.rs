@@ -300,18 +300,27 @@ mod tests {
             alive.upgrade().is_none(),
             "the last release frees the allocation"
         );
-        // A borrowed host slice, and an array interface, are never exported.
+        // A borrowed host slice is never exported (no tensor could keep the
+        // borrow); an array interface is, its producer keeping the memory
+        // alive as the constructor's caller vouched.
         let data = [1u8; 16];
         let host = StridedMemoryView::from_slice(&data, &[16], None).unwrap();
         assert!(matches!(host.to_dlpack(), Err(Error::Unsupported { .. })));
         let ai =
             crate::interop::host_strided::ArrayInterface::new(data.as_ptr() as u64, &[16], "|u1");
-        // SAFETY: `data` outlives the view.
+        // SAFETY: `data` outlives the view and the tensors exported from it.
         let foreign = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
-        assert!(matches!(
-            foreign.into_dlpack(),
-            Err(Error::Unsupported { .. })
-        ));
+        let t = foreign.to_dlpack().unwrap();
+        // SAFETY: a fresh tensor, handed over once.
+        let back = unsafe { StridedMemoryView::from_dlpack(t) }.unwrap();
+        assert_eq!(
+            (back.ptr(), back.shape()),
+            (data.as_ptr() as u64, &[16i64][..])
+        );
+        drop(back);
+        let t = foreign.into_dlpack().unwrap();
+        // SAFETY: as above.
+        drop(unsafe { StridedMemoryView::from_dlpack(t) }.unwrap());
         // A typed view where the layout is contiguous, over the same buffer.
         let mut mem2 = [0u32; 12];
         let b2 = host_backed(bytemuck::cast_slice_mut(&mut mem2));

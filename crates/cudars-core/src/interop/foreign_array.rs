@@ -22,7 +22,8 @@ impl ForeignCudaArray {
     ///
     /// # Safety
     /// As [`StridedMemoryView::from_cuda_array_interface`], for as long as this
-    /// value, its clones and every view made from any of them live: `data` addresses memory CUDA
+    /// value, its clones, every view made from any of them and every DLPack
+    /// tensor exported from those views live: `data` addresses memory CUDA
     /// can reach that holds the whole layout and stays valid, and the
     /// producer's `stream` (when set) is a live stream handle, or 1 or 2 (the
     /// legacy and per-thread default streams).

@@ -119,7 +119,8 @@ impl StridedMemoryView {
     /// `data` must be the address of host memory that holds every element the
     /// shape and strides reach, aligned for the element type, and stays valid
     /// (and, unless `readonly`, not accessed by anything else) for as long as
-    /// the view or anything made from it is used.
+    /// the view or anything made from it (a DLPack tensor exported from it
+    /// included) is used.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a version

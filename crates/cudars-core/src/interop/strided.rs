@@ -175,6 +175,13 @@ impl StridedMemoryView {
         }
     }
 
+    /// Whether the view's memory is described by an array interface, kept
+    /// alive by its producer for the view and whatever is made from it (the
+    /// `unsafe` constructor's contract).
+    pub(crate) fn is_foreign(&self) -> bool {
+        matches!(self.keep, Keep::Foreign)
+    }
+
     /// Whether the view's memory is kept alive by the view itself (an
     /// allocation or a DLPack tensor), so that moving the view into an export
     /// keeps it alive too.
@@ -279,7 +286,8 @@ impl StridedMemoryView {
     /// # Safety
     /// `data` must be the address of memory CUDA can reach that holds the
     /// whole layout and stays valid, and unchanged in kind, for as long as the
-    /// view and whatever it is handed to use it (the view holds nothing of
+    /// view and whatever it is handed to use it, a DLPack tensor exported from
+    /// it ([`to_dlpack`](Self::to_dlpack)) included (the view holds nothing of
     /// the producer's); the producer's `stream`, when `consumer` is given,
     /// must be a live stream handle (or 1 or 2, the legacy and per-thread
     /// default streams).
@@ -393,6 +401,16 @@ impl StridedMemoryView {
     /// writable).
     pub fn readonly(&self) -> bool {
         self.readonly
+    }
+
+    /// The same view, read only (`cuda.core`'s `from_buffer(…,
+    /// is_readonly=True)`): what writes through views refuse
+    /// ([`copy_from_host`](Self::copy_from_host)). A view cannot be made
+    /// writable again.
+    #[must_use]
+    pub fn into_readonly(mut self) -> Self {
+        self.readonly = true;
+        self
     }
 
     /// The number of elements.

@@ -17,16 +17,25 @@ impl StridedMemoryView {
     /// (Python's `view.__dlpack__()`, `np.from_dlpack(view)`): for a view of
     /// this crate's memory ([`from_buffer`](Self::from_buffer),
     /// [`from_view`](Self::from_view)), whose allocation the tensor keeps alive
-    /// until the consumer calls its deleter (rule 8 of the soundness contract).
+    /// until the consumer calls its deleter (rule 8 of the soundness contract);
+    /// for a view of memory described by an array interface
+    /// ([`from_cuda_array_interface`](Self::from_cuda_array_interface),
+    /// [`from_array_interface`](Self::from_array_interface)), which its
+    /// producer keeps alive for the view and what is made from it (as the
+    /// `unsafe` constructor's caller vouched), and the tensor holds nothing.
     /// A view that holds a DLPack tensor is exported by moving it:
     /// [`into_dlpack`](Self::into_dlpack).
     ///
     /// # Errors
-    /// [`Error::Unsupported`] for a view of memory this crate did not allocate
-    /// (a DLPack tensor: use `into_dlpack`; an array interface or a host slice,
-    /// which nothing would keep alive).
+    /// [`Error::Unsupported`] for a view that holds a DLPack tensor (use
+    /// `into_dlpack`) and for a view of a borrowed host slice
+    /// ([`from_slice`](Self::from_slice)), whose borrow no tensor could keep.
     pub fn to_dlpack(&self) -> Result<*mut DLManagedTensor> {
         const WHAT: &str = "exporting a strided view as a DLPack tensor";
+        if self.is_foreign() {
+            // The producer keeps the memory alive (the constructor's contract).
+            return self.export_with(Arc::new(()), WHAT);
+        }
         let Some(owner) = self.shared_owner() else {
             return Err(Error::unsupported(
                 WHAT,
@@ -45,11 +54,17 @@ impl StridedMemoryView {
     /// producer's DLPack tensor, released when the consumer calls the deleter;
     /// rule 8 of the soundness contract).
     ///
+    /// A view of memory described by an array interface is exported as
+    /// [`to_dlpack`](Self::to_dlpack) exports it.
+    ///
     /// # Errors
-    /// [`Error::Unsupported`] for a view whose memory nothing keeps alive (an
-    /// array interface); the view is dropped.
+    /// [`Error::Unsupported`] for a view of a borrowed host slice (which no
+    /// tensor could keep); the view is dropped.
     pub fn into_dlpack(self) -> Result<*mut DLManagedTensor> {
         const WHAT: &str = "exporting a strided view as a DLPack tensor";
+        if self.is_foreign() {
+            return self.to_dlpack();
+        }
         if !self.owns_its_memory() {
             return Err(Error::unsupported(
                 WHAT,

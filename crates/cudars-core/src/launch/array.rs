@@ -3,6 +3,7 @@
 //! surfaces read.
 
 use crate::error::{Check as _, Error, Result};
+use crate::memory::{buffer::Buffer, resource::MemoryKind};
 use crate::{context::Context, stream::Stream};
 use bytemuck::Pod;
 use cudars_bindings::driver as sys;
@@ -378,6 +379,96 @@ impl OpaqueArray {
         stream.drain()
     }
 
+    /// Copies the array's worth of bytes from the start of `src` (rows of
+    /// `width` elements, densely packed, as [`copy_from_host`](Self::copy_from_host)
+    /// takes them) into the array, ordered on `stream`, and waits for it
+    /// (`cuda.core`'s `OpaqueArray.copy_from(buffer, stream=…)`). `src` may be
+    /// larger than the array.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`]: [`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange)
+    /// for a buffer smaller than the array, `OtherDevice` for a stream, or a
+    /// buffer of device memory, of another device than the array's; the
+    /// driver's error.
+    pub fn copy_from_buffer(&self, src: &Buffer, stream: &Stream) -> Result<()> {
+        const WHAT: &str = "copying a buffer into a CUDA array";
+        let mut p = self.buffer_copy_params(src, stream, WHAT)?;
+        p.srcMemoryType = sys::CU_MEMORYTYPE_DEVICE;
+        p.srcDevice = src.ptr();
+        p.srcPitch = p.WidthInBytes;
+        p.srcHeight = p.Height;
+        p.dstMemoryType = sys::CU_MEMORYTYPE_ARRAY;
+        p.dstArray = self.handle;
+        let _current = stream.context().ensure_current()?;
+        // SAFETY: the buffer holds at least the array's bytes (checked); both
+        // are live, and the wait below ends the copy before either can go.
+        unsafe { sys::cuMemcpy3DAsync(&p, stream.handle()) }
+            .check(|| format!("copying {} bytes into a CUDA array", self.options.bytes()))?;
+        stream.drain()
+    }
+
+    /// Copies the whole array into the start of `dst` (rows of `width`
+    /// elements, densely packed), ordered on `stream`, and waits for it
+    /// (`cuda.core`'s `OpaqueArray.copy_to(buffer, stream=…)`). `dst` may be
+    /// larger than the array.
+    ///
+    /// # Errors
+    /// As [`copy_from_buffer`](Self::copy_from_buffer).
+    pub fn copy_to_buffer(&self, dst: &mut Buffer, stream: &Stream) -> Result<()> {
+        const WHAT: &str = "copying a CUDA array into a buffer";
+        let mut p = self.buffer_copy_params(dst, stream, WHAT)?;
+        p.srcMemoryType = sys::CU_MEMORYTYPE_ARRAY;
+        p.srcArray = self.handle;
+        p.dstMemoryType = sys::CU_MEMORYTYPE_DEVICE;
+        p.dstDevice = dst.ptr();
+        p.dstPitch = p.WidthInBytes;
+        p.dstHeight = p.Height;
+        let _current = stream.context().ensure_current()?;
+        // SAFETY: the buffer has room for the array's bytes (checked); both are
+        // live, and the wait below ends the copy before either can go.
+        unsafe { sys::cuMemcpy3DAsync(&p, stream.handle()) }
+            .check(|| format!("copying {} bytes out of a CUDA array", self.options.bytes()))?;
+        stream.drain()
+    }
+
+    /// The shape of a copy between the array and `buffer`, checked: the
+    /// stream's and the buffer's device, the buffer's size.
+    fn buffer_copy_params(
+        &self,
+        buffer: &Buffer,
+        stream: &Stream,
+        what: &'static str,
+    ) -> Result<sys::CUDA_MEMCPY3D> {
+        self.check_stream(stream, what)?;
+        if buffer.kind() == MemoryKind::Device && buffer.device() != self.ctx.device() {
+            return Err(Error::other_device(
+                what,
+                format!(
+                    "the array is on device {} and the buffer on device {}",
+                    self.ctx.device().ordinal(),
+                    buffer.device().ordinal()
+                ),
+            ));
+        }
+        let o = &self.options;
+        if buffer.size() < o.bytes() {
+            return Err(Error::out_of_range(
+                what,
+                format!(
+                    "the buffer has {} bytes, smaller than the array extent ({} bytes)",
+                    buffer.size(),
+                    o.bytes()
+                ),
+            ));
+        }
+        Ok(sys::CUDA_MEMCPY3D {
+            WidthInBytes: o.element_size() * o.width,
+            Height: o.height.max(1),
+            Depth: o.depth.max(1),
+            ..Default::default()
+        })
+    }
+
     pub(crate) fn check_stream(&self, stream: &Stream, what: &'static str) -> Result<()> {
         if stream.device() != self.ctx.device() {
             return Err(Error::other_device(
@@ -508,6 +599,16 @@ impl MipmappedArray {
     /// The number of levels.
     pub fn levels(&self) -> u32 {
         self.levels
+    }
+
+    /// The shape and element type of level 0.
+    pub fn options(&self) -> &ArrayOptions {
+        &self.options
+    }
+
+    /// The context it lives in.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
     }
 
     /// Level `level` as an array (`cuMipmappedArrayGetLevel`): halved in each

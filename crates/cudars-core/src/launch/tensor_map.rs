@@ -42,11 +42,32 @@ macro_rules! im2col_layout_of {
 /// the device its memory is on and what its layout needs of that memory, so
 /// that [`replace_address`](Self::replace_address) can check a new buffer.
 ///
-/// The map holds a buffer's address, not the buffer: keep the buffer alive
-/// while kernels use the map.
+/// The map borrows what it describes (`'a`): it cannot outlive the buffer,
+/// view or tensor it was encoded over (or, after
+/// [`replace_address`](Self::replace_address), the buffer it points at), so a
+/// kernel cannot read memory freed under it (`cuda.core`'s descriptor keeps
+/// its tensor alive). A typed launch checks the buffer's device against the
+/// stream's and orders the buffer's free after the kernel, as for a buffer
+/// argument.
+///
+/// ```compile_fail,E0597
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+/// use cudars_core::{TensorMapDataType, TensorMapDescriptor, TensorMapDescriptorOptions};
+/// let options = TensorMapDescriptorOptions::new(TensorMapDataType::F32, &[1024], &[64]);
+/// let map = {
+///     let buffer = dev.allocate(4096, s)?;
+///     TensorMapDescriptor::tiled(&buffer, &options)?
+/// }; // error: `buffer` does not live long enough
+/// # drop(map); Ok(()) }
+/// ```
 #[derive(Clone, Copy)]
-pub struct TensorMapDescriptor {
+pub struct TensorMapDescriptor<'a> {
     pub(crate) map: sys::CUtensorMap,
+    /// The buffer the map's address is in, where it was made from one (a
+    /// launch checks and orders it); `None` for a strided view's memory.
+    pub(crate) memory: Option<&'a Buffer>,
+    /// What the map's address is in: borrowed for as long as the map lives.
+    pub(crate) source: std::marker::PhantomData<&'a ()>,
     pub(crate) device: Device,
     /// The bytes the layout spans from its address.
     pub(crate) span: u64,
@@ -54,7 +75,7 @@ pub struct TensorMapDescriptor {
     pub(crate) align: u64,
 }
 
-impl std::fmt::Debug for TensorMapDescriptor {
+impl std::fmt::Debug for TensorMapDescriptor<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TensorMapDescriptor")
             .field("device", &self.device.ordinal())
@@ -63,14 +84,21 @@ impl std::fmt::Debug for TensorMapDescriptor {
     }
 }
 
-impl TensorMapDescriptor {
-    pub(crate) fn encoded(map: sys::CUtensorMap, buffer: &Buffer, layout: &Layout) -> Self {
-        Self::encoded_on(map, *buffer.device(), layout)
+impl<'a> TensorMapDescriptor<'a> {
+    pub(crate) fn encoded(map: sys::CUtensorMap, buffer: &'a Buffer, layout: &Layout) -> Self {
+        Self::encoded_on(map, *buffer.device(), Some(buffer), layout)
     }
 
-    pub(crate) fn encoded_on(map: sys::CUtensorMap, device: Device, layout: &Layout) -> Self {
+    pub(crate) fn encoded_on(
+        map: sys::CUtensorMap,
+        device: Device,
+        memory: Option<&'a Buffer>,
+        layout: &Layout,
+    ) -> Self {
         Self {
             map,
+            memory,
+            source: std::marker::PhantomData,
             device,
             span: layout.span,
             align: layout.align,
@@ -86,10 +114,11 @@ impl TensorMapDescriptor {
     /// extents 1–256, the inner one a multiple of 16 bytes and within the
     /// swizzle; element strides 1–8; the address aligned like the strides); the
     /// driver's error for what it rejects.
-    pub fn tiled(buffer: &Buffer, options: &TensorMapDescriptorOptions) -> Result<Self> {
+    pub fn tiled(buffer: &'a Buffer, options: &TensorMapDescriptorOptions) -> Result<Self> {
         Self::encode_tiled(
             "encoding a tiled tensor map",
             (buffer.ptr(), buffer.size() as u64, *buffer.device()),
+            Some(buffer),
             options,
         )
     }
@@ -99,6 +128,7 @@ impl TensorMapDescriptor {
     pub(super) fn encode_tiled(
         what: &'static str,
         (ptr, size, device): (u64, u64, Device),
+        memory: Option<&'a Buffer>,
         options: &TensorMapDescriptorOptions,
     ) -> Result<Self> {
         let layout = Layout::new(
@@ -132,7 +162,7 @@ impl TensorMapDescriptor {
             )
         }
         .check(|| what)?;
-        Ok(Self::encoded_on(map, device, &layout))
+        Ok(Self::encoded_on(map, device, memory, &layout))
     }
 
     /// Encodes an im2col tensor map over `buffer` (`cuTensorMapEncodeIm2col`),
@@ -145,7 +175,7 @@ impl TensorMapDescriptor {
     /// `rank - 2` corner offsets each in the rank's range; 1–256 channels per
     /// pixel (within the swizzle, without interleave); 1–1024 pixels per
     /// column. The driver's error for what it rejects.
-    pub fn im2col(buffer: &Buffer, options: &TensorMapIm2colOptions) -> Result<Self> {
+    pub fn im2col(buffer: &'a Buffer, options: &TensorMapIm2colOptions) -> Result<Self> {
         let what = "encoding an im2col tensor map";
         let layout = im2col_layout_of!(what, buffer, options)?;
         check_pixel_box(
@@ -191,7 +221,7 @@ impl TensorMapDescriptor {
     /// compute capability 10.0; [`Error::InvalidArgument`] as for
     /// [`im2col`](Self::im2col) (the W offsets within −2^15 to 2^15 − 1); the
     /// driver's error for what it rejects.
-    pub fn im2col_wide(buffer: &Buffer, options: &TensorMapIm2colWideOptions) -> Result<Self> {
+    pub fn im2col_wide(buffer: &'a Buffer, options: &TensorMapIm2colWideOptions) -> Result<Self> {
         let what = "encoding an im2col-wide tensor map";
         let layout = im2col_layout_of!(what, buffer, options)?;
         check_wide_box(
@@ -241,9 +271,9 @@ impl TensorMapDescriptor {
 
     /// Points the map at `buffer`, keeping everything else
     /// (`cuTensorMapReplaceAddress`; `replace_address` in Python): for a tensor
-    /// of the same layout that was reallocated. As for encoding, keep the new
-    /// buffer alive while kernels use the map; kernels already queued keep the
-    /// copy of the map they were launched with.
+    /// of the same layout that was reallocated. The map borrows the new
+    /// buffer as it did what it was encoded over; kernels already queued keep
+    /// the copy of the map they were launched with.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`]: [`InvalidKind::OtherDevice`](crate::InvalidKind)
@@ -251,7 +281,7 @@ impl TensorMapDescriptor {
     /// smaller than the layout spans, `Other` for an address not aligned to 16
     /// bytes (32 with 32-byte interleave); the driver's error. On an error the
     /// map is unchanged.
-    pub fn replace_address(&mut self, buffer: &Buffer) -> Result<()> {
+    pub fn replace_address(&mut self, buffer: &'a Buffer) -> Result<()> {
         let what = "replacing a tensor map's address";
         if *buffer.device() != self.device {
             return Err(Error::other_device(
@@ -276,6 +306,7 @@ impl TensorMapDescriptor {
         unsafe { sys::cuTensorMapReplaceAddress(&mut map, buffer.ptr() as usize as *mut c_void) }
             .check(|| what)?;
         self.map = map;
+        self.memory = Some(buffer);
         Ok(())
     }
 
@@ -334,24 +365,24 @@ pub(crate) fn check_box(
 
 // SAFETY: a `const __grid_constant__ CUtensorMap` parameter takes the 128
 // bytes by value; the pointer is to the descriptor the launch borrows. The map
-// holds an address, not a buffer (what it describes must outlive the kernel:
-// `TypedKernel::launch`'s `# Safety`).
-// Soundness contract: rule 10.
-unsafe impl crate::launch::typed_kernel::Param for TensorMapDescriptor {
-    type Arg<'a> = &'a TensorMapDescriptor;
+// borrows what it describes; where that is a buffer, it is reported for the
+// launch's device check and the ordering of its free after the kernel.
+// Soundness contract: rules 2 and 10.
+unsafe impl crate::launch::typed_kernel::Param for TensorMapDescriptor<'static> {
+    type Arg<'a> = &'a TensorMapDescriptor<'a>;
     const SIZE: usize = std::mem::size_of::<sys::CUtensorMap>();
-    fn addr(arg: &&TensorMapDescriptor) -> *mut c_void {
+    fn addr(arg: &&TensorMapDescriptor<'_>) -> *mut c_void {
         (&arg.map as *const sys::CUtensorMap).cast_mut().cast()
     }
-    fn memory<'b>(_: &'b &TensorMapDescriptor) -> Option<&'b Buffer> {
-        None
+    fn memory<'b>(arg: &'b &TensorMapDescriptor<'_>) -> Option<&'b Buffer> {
+        arg.memory
     }
 }
 
 // SAFETY: the pointer is to the descriptor's own 128 bytes, which is what a
 // `CUtensorMap` kernel parameter takes.
 // Soundness contract: rule 10.
-unsafe impl KernelArg for TensorMapDescriptor {
+unsafe impl KernelArg for TensorMapDescriptor<'_> {
     fn arg_ptr(&self) -> *const c_void {
         (&self.map as *const sys::CUtensorMap).cast()
     }

@@ -178,7 +178,7 @@ fn tiled_from_array(
     })
 }
 
-impl TensorMapDescriptor {
+impl<'a> TensorMapDescriptor<'a> {
     /// A tiled map over a typed view, the element type taken from `T`: Python's
     /// `TensorMapDescriptor.from_tiled(a, box_dim=…)`. `shape` and `box_dims` are
     /// in the array's order (outermost first, as Python and NumPy write them;
@@ -193,14 +193,14 @@ impl TensorMapDescriptor {
     /// # Ok(()) }
     /// ```
     ///
-    /// As for [`tiled`](Self::tiled), the map holds the address, not the memory.
+    /// As for [`tiled`](Self::tiled), the map borrows the view's buffer.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the shape's product is not the view's
     /// length, for a box or element strides of another rank, and as
     /// [`tiled`](Self::tiled).
     pub fn from_tiled<T: TensorMapElement>(
-        view: &DeviceView<'_, T>,
+        view: &DeviceView<'a, T>,
         shape: &[u64],
         box_dims: &[u32],
         options: &TiledOptions,
@@ -220,6 +220,7 @@ impl TensorMapDescriptor {
         Self::encode_tiled(
             what,
             (view.ptr(), view.byte_len() as u64, *view.buffer().device()),
+            Some(view.buf),
             &options,
         )
     }
@@ -234,8 +235,7 @@ impl TensorMapDescriptor {
     /// The innermost dimension must be contiguous and the other strides
     /// multiples of 16 bytes.
     ///
-    /// As for [`tiled`](Self::tiled), the map holds the address, not the memory:
-    /// keep what the view views alive while kernels use the map.
+    /// The map borrows the view, which keeps what it views alive.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a view of host memory, a dtype with no
@@ -243,7 +243,7 @@ impl TensorMapDescriptor {
     /// innermost dimension, a box or element strides of another rank, and as
     /// [`tiled`](Self::tiled).
     pub fn from_strided(
-        view: &StridedMemoryView,
+        view: &'a StridedMemoryView,
         box_dims: &[u32],
         options: &TiledOptions,
     ) -> Result<Self> {
@@ -278,6 +278,7 @@ impl TensorMapDescriptor {
         Self::encode_tiled(
             what,
             (view.ptr(), view.extent_bytes(), Device::new(ordinal)?),
+            None,
             &options,
         )
     }
@@ -296,7 +297,7 @@ impl StridedMemoryView {
         &self,
         box_dims: &[u32],
         options: &TiledOptions,
-    ) -> Result<TensorMapDescriptor> {
+    ) -> Result<TensorMapDescriptor<'_>> {
         TensorMapDescriptor::from_strided(self, box_dims, options)
     }
 }

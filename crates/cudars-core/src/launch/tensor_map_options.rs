@@ -35,6 +35,12 @@ pub enum TensorMapDataType {
 }
 
 impl TensorMapDataType {
+    /// The driver's value (`CUtensorMapDataType`; `cuda.core`'s enum member's
+    /// integer).
+    pub fn to_raw(self) -> u32 {
+        self.raw().0.0
+    }
+
     pub(crate) fn raw(self) -> (sys::CUtensorMapDataType, u64) {
         match self {
             Self::U8 => (sys::CU_TENSOR_MAP_DATA_TYPE_UINT8, 1),
@@ -159,6 +165,11 @@ pub enum TensorMapIm2colWideMode {
 }
 
 impl TensorMapInterleave {
+    /// The driver's value (`CUtensorMapInterleave`; `cuda.core`'s enum member's integer).
+    pub fn to_raw(self) -> u32 {
+        self.raw().0
+    }
+
     pub(crate) fn raw(self) -> sys::CUtensorMapInterleave {
         match self {
             Self::None => sys::CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -174,6 +185,11 @@ impl TensorMapInterleave {
 }
 
 impl TensorMapSwizzle {
+    /// The driver's value (`CUtensorMapSwizzle`; `cuda.core`'s enum member's integer).
+    pub fn to_raw(self) -> u32 {
+        self.raw().0
+    }
+
     pub(crate) fn raw(self) -> sys::CUtensorMapSwizzle {
         match self {
             Self::None => sys::CU_TENSOR_MAP_SWIZZLE_NONE,
@@ -195,6 +211,11 @@ impl TensorMapSwizzle {
 }
 
 impl TensorMapL2Promotion {
+    /// The driver's value (`CUtensorMapL2promotion`; `cuda.core`'s enum member's integer).
+    pub fn to_raw(self) -> u32 {
+        self.raw().0
+    }
+
     pub(crate) fn raw(self) -> sys::CUtensorMapL2promotion {
         match self {
             Self::None => sys::CU_TENSOR_MAP_L2_PROMOTION_NONE,
@@ -206,6 +227,11 @@ impl TensorMapL2Promotion {
 }
 
 impl TensorMapOobFill {
+    /// The driver's value (`CUtensorMapFloatOOBfill`; `cuda.core`'s enum member's integer).
+    pub fn to_raw(self) -> u32 {
+        self.raw().0
+    }
+
     pub(crate) fn raw(self) -> sys::CUtensorMapFloatOOBfill {
         match self {
             Self::Zero => sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
@@ -215,6 +241,11 @@ impl TensorMapOobFill {
 }
 
 impl TensorMapIm2colWideMode {
+    /// The driver's value (`CUtensorMapIm2ColWideMode`; `cuda.core`'s enum member's integer).
+    pub fn to_raw(self) -> u32 {
+        self.raw().0
+    }
+
     pub(crate) fn raw(self) -> sys::CUtensorMapIm2ColWideMode {
         match self {
             Self::W => sys::CU_TENSOR_MAP_IM2COL_WIDE_MODE_W,

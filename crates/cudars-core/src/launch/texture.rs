@@ -115,6 +115,10 @@ pub enum TextureResource {
         format: ArrayFormat,
         /// Channels per element: 1, 2 or 4.
         channels: u32,
+        /// The bytes read, from the buffer's start (`size_bytes` in Python):
+        /// at least one element, a whole number of elements, at most the
+        /// buffer's size. `None`: the whole buffer.
+        size: Option<usize>,
     },
     /// A buffer as a 2-D image of `height` rows of `width` elements, each row
     /// starting `pitch` bytes after the last (a multiple of the device's texture
@@ -151,14 +155,35 @@ impl TextureResource {
                 buffer,
                 format,
                 channels,
+                size,
             } => {
                 let elem = format.size() * *channels as usize;
-                if !matches!(channels, 1 | 2 | 4) || buffer.size() % elem != 0 {
+                if !matches!(channels, 1 | 2 | 4) {
                     return Err(Error::invalid(
                         what,
                         format!(
-                            "{channels} channels of {format:?} over a buffer of {} bytes",
+                            "{channels} channels of {format:?} over a buffer of {} bytes (1, 2 \
+                             or 4 channels)",
                             buffer.size()
+                        ),
+                    ));
+                }
+                let bytes = size.unwrap_or(buffer.size());
+                if bytes > buffer.size() {
+                    return Err(Error::out_of_range(
+                        what,
+                        format!(
+                            "`size` ({bytes} bytes) exceeds the buffer's size ({} bytes)",
+                            buffer.size()
+                        ),
+                    ));
+                }
+                if bytes < elem || bytes % elem != 0 {
+                    return Err(Error::invalid(
+                        what,
+                        format!(
+                            "{bytes} bytes of linear memory: at least one element, and a \
+                             multiple of the element size ({elem} bytes for {format:?}×{channels})"
                         ),
                     ));
                 }
@@ -167,7 +192,7 @@ impl TextureResource {
                     devPtr: buffer.ptr(),
                     format: format.raw(),
                     numChannels: *channels,
-                    sizeInBytes: buffer.size(),
+                    sizeInBytes: bytes,
                 };
             }
             Self::Pitch2D {
@@ -221,9 +246,10 @@ impl TextureResource {
                 buffer,
                 format,
                 channels,
+                size,
             } => format!(
                 "{} bytes of linear memory as {format:?}×{channels}",
-                buffer.size()
+                size.unwrap_or(buffer.size())
             ),
             Self::Pitch2D {
                 format,

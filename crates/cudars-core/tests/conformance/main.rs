@@ -21,6 +21,9 @@
 // `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
 #![allow(non_snake_case)]
 
+#[cfg(all(unix, feature = "gl"))]
+#[path = "../gl_headless/mod.rs"]
+mod gl_headless;
 mod graph_definition;
 mod graph_definition_errors;
 mod graph_definition_integration;
@@ -32,6 +35,8 @@ mod graph_graph_builder_conditional;
 mod graph_graph_memory_resource;
 mod graph_graph_update;
 mod graph_options;
+#[cfg(all(unix, feature = "gl", feature = "dlpack"))]
+mod graphics;
 mod host;
 mod launcher;
 mod linker;
@@ -47,5 +52,11 @@ mod program_cache;
 mod program_cache_multiprocess;
 #[cfg(feature = "cache")]
 mod program_compile_cache;
+#[cfg(all(feature = "tensor-maps", feature = "dlpack", feature = "half"))]
+mod tensor_map;
+#[cfg(feature = "arrays")]
+mod texture_surface;
+#[cfg(feature = "dlpack")]
+mod utils;
 #[cfg(feature = "dlpack")]
 mod utils_dlpack;
