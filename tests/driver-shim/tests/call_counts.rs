@@ -71,6 +71,9 @@ fn child() {
     let typed = TypedKernel::<(MutPtr<f32>, i32)>::new(kernel.clone()).unwrap();
     let cfg = LaunchConfig::new(1, 32);
     let pool = dev.default_memory_resource().unwrap();
+    // Issue 43 point 4: the default pool keeps freed memory, as cuda.core's
+    // `DeviceMemoryResource(dev)` makes it (the driver's default threshold is 0).
+    assert_eq!(pool.release_threshold().unwrap(), u64::MAX);
     let buf = pool.allocate(4096, &s).unwrap();
     let mut tbuf = DeviceBuffer::<f32>::allocate(&dev, 1024, &s).unwrap();
     let mut elsewhere = DeviceBuffer::<f32>::allocate(&dev, 1024, &other).unwrap();
@@ -109,6 +112,25 @@ fn child() {
         &[
             ("cuLaunchKernel", 1),
             // The event is made in the current context: asked, not trusted.
+            ("cuCtxGetCurrent", 1),
+            ("cuEventCreate", 1),
+            ("cuEventRecord", 1),
+            ("cuStreamWaitEvent", 1),
+            ("cuEventDestroy", 1),
+        ],
+    );
+    // Issue 43 point 1: a read on a third stream is ordered after the buffer's
+    // uses with one event (the free stream, which every use on another stream
+    // was joined to, is waited for); on the free stream itself, nothing.
+    check(
+        "order_after_uses on the buffer's free stream (nothing to wait for)",
+        count(&shim, 3, || elsewhere.order_after_uses(&other).unwrap()),
+        &[],
+    );
+    check(
+        "order_after_uses on another stream (one event)",
+        count(&shim, 3, || elsewhere.order_after_uses(&s).unwrap()),
+        &[
             ("cuCtxGetCurrent", 1),
             ("cuEventCreate", 1),
             ("cuEventRecord", 1),

@@ -80,7 +80,14 @@ pub(crate) struct ObjectInner {
     pub(crate) code_type: CodeType,
     pub(crate) name: String,
     pub(crate) symbol_mapping: BTreeMap<String, String>,
-    pub(crate) loaded: OnceLock<crate::code::library_handle::Library>,
+    /// The one library this code is loaded as (by `library`, `get_kernel`,
+    /// `to_library`, …) and the options it was loaded with: one module per
+    /// `ObjectCode`, so a `__constant__` written through any of them is the one
+    /// its kernels read.
+    pub(crate) loaded: OnceLock<(
+        crate::code::library_handle::Library,
+        crate::code::library::LibraryOptions,
+    )>,
 }
 
 impl fmt::Debug for ObjectCode {
