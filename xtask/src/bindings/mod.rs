@@ -94,9 +94,8 @@ const LIBCLANG_HELP: &str = "install it (Debian/Ubuntu: `apt-get install libclan
 /// before bindgen is called: bindgen panics when it cannot, where this says
 /// what to install.
 fn require_libclang() -> Result<(), String> {
-    clang_sys::load().map_err(|e| {
-        format!("bindgen needs libclang, and it was not found ({e}): {LIBCLANG_HELP}")
-    })
+    clang_sys::load()
+        .map_err(|e| format!("bindgen needs libclang, and it was not found ({e}): {LIBCLANG_HELP}"))
 }
 
 fn require_headers() -> Result<(), String> {
@@ -281,7 +280,10 @@ mod tests {
     fn without_libclang_regen_bindings_says_what_to_install() {
         if std::env::var_os(NO_LIBCLANG_CHILD).is_some() {
             let e = run(&["--check".to_string()]).unwrap_err();
-            assert!(e.contains("libclang-dev") && e.contains("LIBCLANG_PATH"), "{e}");
+            assert!(
+                e.contains("libclang-dev") && e.contains("LIBCLANG_PATH"),
+                "{e}"
+            );
             assert!(e.contains("bindgen needs libclang"), "{e}");
             assert_eq!(require_libclang().unwrap_err(), e);
             println!("NO_LIBCLANG_CHILD_OK");
