@@ -16,7 +16,7 @@ budget() { # MODE -> the most instructions beyond raw it may cost
     typed-launch) echo 230 ;;
     alloc-free) echo 310 ;;
     typed-alloc-free) echo 330 ;;
-    order-after-uses) echo 400 ;;
+    order-after-uses) echo 500 ;;
     *) echo "" ;;
   esac
 }
