@@ -397,15 +397,20 @@ fakes! {
         } else {
             0
         };
-        match a {
-            // SAFETY: these attributes write a `cuuint64_t`, as the driver's.
+        let wide = matches!(
+            a,
             CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
-            | CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
-            | CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH
-            | CU_MEMPOOL_ATTR_USED_MEM_CURRENT
-            | CU_MEMPOOL_ATTR_USED_MEM_HIGH => unsafe { put(v.cast::<u64>(), value) },
+                | CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
+                | CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH
+                | CU_MEMPOOL_ATTR_USED_MEM_CURRENT
+                | CU_MEMPOOL_ATTR_USED_MEM_HIGH
+        );
+        if wide {
+            // SAFETY: these attributes write a `cuuint64_t`, as the driver's.
+            unsafe { put(v.cast::<u64>(), value) };
+        } else {
             // SAFETY: the others write an `int`.
-            _ => unsafe { put(v.cast::<c_int>(), 0) },
+            unsafe { put(v.cast::<c_int>(), 0) };
         }
         CUDA_SUCCESS
     }
