@@ -24,6 +24,10 @@
 //! functions have one shape each, so a test that emulates a version keeps to the
 //! functions whose shape did not change).
 //!
+//! A pool's attributes (`cuMemPoolGetAttribute`, `cuMemPoolSetAttribute`): the
+//! release threshold is kept, one value for every pool (0 until set, as the
+//! driver's default); the other attributes read 0.
+//!
 //! The virtual memory calls of an import (reserving a range, importing, creating
 //! and releasing physical memory, mapping, unmapping, setting access) succeed
 //! with fresh handles and addresses, for the import fault test
