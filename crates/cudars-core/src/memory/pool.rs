@@ -452,7 +452,7 @@ pub(super) fn destroy_pool(pool: sys::CUmemoryPool) {
 
 /// Raises a pool's release threshold to `u64::MAX` when it is 0 (the driver's
 /// default), as `cuda.core` does for a device's pool; any other value is kept.
-pub(super) fn raise_release_threshold(pool: sys::CUmemoryPool) -> Result<()> {
+fn raise_release_threshold(pool: sys::CUmemoryPool) -> Result<()> {
     if pool_u64(pool, sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)? == 0 {
         set_release_threshold(pool, u64::MAX)?;
     }
