@@ -326,10 +326,13 @@ impl ObjectCode {
                 let l = Library::load(self, options)?;
                 // A load that lost a race to another thread's is dropped here
                 // (unloaded); the kept one is checked below like any other.
-                self.inner.loaded.get_or_init(|| (l, options.clone()))
+                self.inner
+                    .loaded
+                    .get_or_init(|| (l, Box::new(options.clone())))
             }
         };
-        if &kept.1 != options {
+        let loaded_with = kept.1.downcast_ref::<LibraryOptions>();
+        if loaded_with != Some(options) {
             return Err(Error::invalid(
                 format!(
                     "loading {} `{}` as a library",
@@ -337,10 +340,9 @@ impl ObjectCode {
                     self.name()
                 ),
                 format!(
-                    "this code is already loaded with other options ({:?}); an \
-                     `ObjectCode` is loaded once, so that its kernels and variables \
-                     are one module's: use `Library::load` for a separate copy",
-                    kept.1
+                    "this code is already loaded with other options ({loaded_with:?}); \
+                     an `ObjectCode` is loaded once, so that its kernels and variables \
+                     are one module's: use `Library::load` for a separate copy"
                 ),
             ));
         }

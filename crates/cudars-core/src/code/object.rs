@@ -83,10 +83,12 @@ pub(crate) struct ObjectInner {
     /// The one library this code is loaded as (by `library`, `get_kernel`,
     /// `to_library`, …) and the options it was loaded with: one module per
     /// `ObjectCode`, so a `__constant__` written through any of them is the one
-    /// its kernels read.
+    /// its kernels read. The options are a `LibraryOptions`, held as `Any` so
+    /// that this module, below `code::library`, does not name it (the loading
+    /// side, `code::library`, puts and compares them).
     pub(crate) loaded: OnceLock<(
         crate::code::library_handle::Library,
-        crate::code::library::LibraryOptions,
+        Box<dyn std::any::Any + Send + Sync>,
     )>,
 }
 
