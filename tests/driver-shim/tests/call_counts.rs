@@ -65,8 +65,30 @@ fn child() {
     // `(float*, int)`.
     let mut elf = vec![0u8; 64];
     elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
-    let code = ObjectCode::from_cubin(elf).unwrap();
+    let code = ObjectCode::from_cubin(elf.clone()).unwrap();
     let library = Library::load(&code, &LibraryOptions::default()).unwrap();
+    // Issue 43 point 2: an `ObjectCode` is loaded once: `to_library` is the
+    // library its kernels come from (it loaded a second copy, whose variables
+    // the kernels did not read), and other options once loaded are refused.
+    let once = ObjectCode::from_cubin(elf.clone()).unwrap();
+    let from_kernels = once.library().unwrap();
+    assert_eq!(
+        once.to_library(&LibraryOptions::default()).unwrap().handle(),
+        from_kernels.handle()
+    );
+    let preserved = LibraryOptions {
+        binary_is_preserved: true,
+        ..LibraryOptions::default()
+    };
+    assert!(matches!(
+        once.to_library(&preserved),
+        Err(cudars_core::Error::InvalidArgument { .. })
+    ));
+    assert_ne!(
+        Library::load(&once, &preserved).unwrap().handle(),
+        from_kernels.handle(),
+        "Library::load is the separate copy"
+    );
     let kernel = library.get_kernel("empty").unwrap();
     let typed = TypedKernel::<(MutPtr<f32>, i32)>::new(kernel.clone()).unwrap();
     let cfg = LaunchConfig::new(1, 32);
