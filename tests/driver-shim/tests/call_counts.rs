@@ -73,7 +73,9 @@ fn child() {
     let once = ObjectCode::from_cubin(elf.clone()).unwrap();
     let from_kernels = once.library().unwrap();
     assert_eq!(
-        once.to_library(&LibraryOptions::default()).unwrap().handle(),
+        once.to_library(&LibraryOptions::default())
+            .unwrap()
+            .handle(),
         from_kernels.handle()
     );
     let preserved = LibraryOptions {
