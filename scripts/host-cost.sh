@@ -16,6 +16,7 @@ budget() { # MODE -> the most instructions beyond raw it may cost
     typed-launch) echo 230 ;;
     alloc-free) echo 310 ;;
     typed-alloc-free) echo 330 ;;
+    order-after-uses) echo 500 ;;
     *) echo "" ;;
   esac
 }
@@ -31,11 +32,13 @@ count() { # MODE N -> instructions of the whole run
 per_op() { echo $(( ($(count "$1" 11000) - $(count "$1" 1000)) / 10000 )); }
 over=0
 printf '%-18s %8s %10s %8s\n' operation instr/op "beyond raw" budget
-for m in raw-launch launch typed-launch raw-alloc-free alloc-free typed-alloc-free; do
+for m in raw-launch launch typed-launch raw-alloc-free alloc-free typed-alloc-free raw-wait order-after-uses; do
   n=$(per_op "$m")
   case $m in
     raw-launch) raw_launch=$n base=$n ;;
     raw-alloc-free) raw_alloc=$n base=$n ;;
+    raw-wait) raw_wait=$n base=$n ;;
+    order-after-uses) base=$raw_wait ;;
     *launch) base=$raw_launch ;;
     *) base=$raw_alloc ;;
   esac

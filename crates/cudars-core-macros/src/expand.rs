@@ -39,8 +39,64 @@ fn rust_ident(name: &str) -> Option<Ident> {
     syn::parse_str::<Ident>(&format!("r#{name}")).ok()
 }
 
-/// Generates the struct and its `impl`.
+/// Generates the struct and its `impl`, naming the crate as `crate = path;`
+/// says (`::cudars_core` when not given): every path the generation writes as
+/// `::cudars_core::…` is rewritten in one pass at the end, so that no spelling
+/// of it anywhere in the generation can escape the option.
 pub(crate) fn expand(input: &Input) -> syn::Result<TokenStream> {
+    let out = expand_default_path(input)?;
+    Ok(match &input.krate {
+        Some(krate) => rename_crate(out, krate),
+        None => out,
+    })
+}
+
+/// Keywords a path may follow (after any other identifier, `::cudars_core`
+/// continues a path instead of starting one).
+const KEYWORDS_BEFORE_PATH: &[&str] = &[
+    "dyn", "impl", "as", "mut", "const", "in", "for", "where", "return", "let", "ref", "move",
+    "static", "type", "break", "else", "match", "if", "while", "unsafe",
+];
+
+/// `tokens` with each `:: cudars_core` (a path's root) replaced by `krate`.
+fn rename_crate(tokens: TokenStream, krate: &TokenStream) -> TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut out: Vec<TokenTree> = Vec::with_capacity(trees.len());
+    let mut i = 0;
+    while i < trees.len() {
+        let root = match (&trees[i], trees.get(i + 1), trees.get(i + 2)) {
+            (TokenTree::Punct(a), Some(TokenTree::Punct(b)), Some(TokenTree::Ident(id))) => {
+                a.as_char() == ':'
+                    && a.spacing() == proc_macro2::Spacing::Joint
+                    && b.as_char() == ':'
+                    && id == "cudars_core"
+                    // Not the tail of a longer path (`a::cudars_core`); after
+                    // a keyword (`dyn ::cudars_core::…`), a root.
+                    && !matches!(out.last(), Some(TokenTree::Ident(p)) if !KEYWORDS_BEFORE_PATH.contains(&p.to_string().as_str()))
+            }
+            _ => false,
+        };
+        if root {
+            out.extend(krate.clone());
+            i += 3;
+            continue;
+        }
+        match &trees[i] {
+            TokenTree::Group(g) => {
+                let mut inner = Group::new(g.delimiter(), rename_crate(g.stream(), krate));
+                inner.set_span(g.span());
+                out.push(TokenTree::Group(inner));
+            }
+            t => out.push(t.clone()),
+        }
+        i += 1;
+    }
+    out.into_iter().collect()
+}
+
+/// [`expand`] with the crate at `::cudars_core`.
+fn expand_default_path(input: &Input) -> syn::Result<TokenStream> {
     let (text, file, embed, program_name) = match &input.origin {
         Origin::File(lit) => {
             let rel = lit.value();

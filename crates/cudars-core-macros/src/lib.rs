@@ -2,8 +2,11 @@
 //! a CUDA C++ source file, for [`cudars-core`](https://docs.rs/cudars-core).
 //!
 //! Use it through `cudars_core::kernels!` (the `macros` feature of `cudars-core`, on
-//! by default); the generated code names `::cudars_core`. The documentation, with
-//! examples, is on that re-export.
+//! by default), which passes this macro its own path (`crate = $crate;`), so the
+//! generated code finds cudars-core through the umbrella or a renamed dependency;
+//! called directly, the generated code names `::cudars_core` unless the input
+//! starts with `crate = path;`. The documentation, with examples, is on that
+//! macro.
 //!
 //! The macro reads the source when the calling crate is compiled (no CUDA
 //! toolkit is needed then) and embeds it; the generated type compiles it with
@@ -27,7 +30,7 @@ mod expand;
 use proc_macro::TokenStream;
 
 /// (The procedural macro is `cudars-core-macros`'s; its generated code names
-/// `::cudars_core`.)
+/// `::cudars_core`, or the path `crate = path;` gives first in the input.)
 #[proc_macro]
 pub fn kernels(input: TokenStream) -> TokenStream {
     match syn::parse::<expand::Input>(input) {

@@ -306,7 +306,15 @@ pub use cudars_bindings;
 /// [`ProgramOptions::include_path`] (`load_with`), and a cache refuses options
 /// with include paths, whose files the key cannot see (see
 /// [`cache::make_program_cache_key`]): compile those without one. The struct derives
-/// `Debug` and `Clone`; the generated code names `::cudars_core`.
+/// `Debug` and `Clone`.
+///
+/// The generated code names this crate however it is reached: through the
+/// `cudars` umbrella (`cudars::core::kernels!`, with no dependency on
+/// `cudars-core` of your own) or under a renamed dependency
+/// (`cuda-core = { package = "cudars-core", … }`, then `cuda_core::kernels!`),
+/// the macro passes its own path. `crate = path;` first in the input names it
+/// explicitly, as serde's `#[serde(crate = "…")]` does:
+/// `cudars_core::kernels! { crate = ::my_reexport::cuda; struct Ops = …; }`.
 ///
 /// ```no_run
 /// # fn main() -> cudars_core::Result<()> {
@@ -466,7 +474,22 @@ pub use cudars_bindings;
 /// ```
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
-pub use cudars_core_macros::kernels;
+#[macro_export]
+macro_rules! kernels {
+    (crate = $($input:tt)*) => {
+        $crate::__kernels_proc_macro! { crate = $($input)* }
+    };
+    ($($input:tt)*) => {
+        $crate::__kernels_proc_macro! { crate = $crate; $($input)* }
+    };
+}
+
+/// The procedural macro behind [`kernels!`], which passes it this crate's
+/// path (`$crate`): called directly it names `::cudars_core` unless given
+/// `crate = path;`.
+#[cfg(feature = "macros")]
+#[doc(hidden)]
+pub use cudars_core_macros::kernels as __kernels_proc_macro;
 /// The `cudars-nvtx` crate this one names its objects on the Nsight timeline with
 /// (ranges, marks, domains, and [`TimelineName`](cudars_nvtx::TimelineName), which
 /// [`Device`], [`Context`], [`Stream`] and [`Event`] implement), so that it need

@@ -37,6 +37,32 @@ fn random_u32(n: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
+/// Issue 43 point 4: the device's default pool keeps freed memory, as
+/// `cuda.core`'s `DeviceMemoryResource(dev)` makes it: its release threshold,
+/// read back from the driver, is raised from 0 to the maximum; a threshold set
+/// to something else is kept. (No other test of this binary sets the default
+/// pool's threshold.)
+#[test]
+fn the_default_pool_keeps_freed_memory_as_cuda_core_makes_it() {
+    require_gpu!();
+    let d = dev0();
+    let pool = d.default_memory_resource().unwrap();
+    assert_eq!(pool.release_threshold().unwrap(), u64::MAX);
+    let again = DeviceMemoryResource::default_pool(&d).unwrap();
+    assert_eq!(again.release_threshold().unwrap(), u64::MAX);
+    // Set to the driver's 0 by hand: the next `default_pool` raises it again,
+    // as cuda.core's constructor does.
+    again.set_release_threshold(0).unwrap();
+    assert_eq!(pool.release_threshold().unwrap(), 0);
+    let raised = DeviceMemoryResource::default_pool(&d).unwrap();
+    assert_eq!(raised.release_threshold().unwrap(), u64::MAX);
+    // Any other value is the user's, and kept.
+    raised.set_release_threshold(64 << 20).unwrap();
+    let kept = DeviceMemoryResource::default_pool(&d).unwrap();
+    assert_eq!(kept.release_threshold().unwrap(), 64 << 20);
+    kept.set_release_threshold(u64::MAX).unwrap();
+}
+
 #[test]
 fn device_identity() {
     require_gpu!();

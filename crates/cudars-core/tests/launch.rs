@@ -7,9 +7,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cudars_core::{
-    Buffer, CodeType, CompileTarget, Device, DevicePtr, Error, Grid, JitOptions, LaunchConfig,
-    Library, LibraryOptions, Linker, LinkerOptions, Module, ObjectCode, Program, ProgramOptions,
-    SourceCode, Stream, StreamOptions, launch,
+    Buffer, CodeType, CompileTarget, Device, DeviceBuffer, DevicePtr, Error, Grid, JitOptions,
+    LaunchConfig, Library, LibraryOptions, Linker, LinkerOptions, Module, MutPtr, ObjectCode,
+    Program, ProgramOptions, SourceCode, Stream, StreamOptions, TypedKernel, launch,
 };
 use cudars_tests::{require_gpu, require_libs};
 
@@ -149,6 +149,132 @@ fn templates_by_name_expression() {
     unsafe { launch(&s, &LaunchConfig::new(1, 32), &k, &[&bf, &1.0f32]) }.unwrap();
     bf.copy_to_host(&mut f, &s).unwrap();
     assert!(f.iter().all(|&v| v == 2.5), "{f:?}");
+}
+
+/// Issue 43 point 1: cudarc's `04-streams`, ported literally (the buffer made
+/// on `stream`, the kernel launched on `stream2`, the result read with
+/// `to_vec(&stream)`), reads what the kernel wrote: a typed launch joins its
+/// operands' free stream (here `stream`) after the kernel. A read on a third
+/// stream is ordered with `order_after_uses`; a byte-API launch is joined with
+/// `order_free_after`. The kernel spins first, so that an unordered read would
+/// see the zeros.
+#[test]
+fn cudarc_04_streams_port_reads_what_the_kernel_on_another_stream_wrote() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let non_blocking = || {
+        d.create_stream(StreamOptions {
+            non_blocking: true,
+            ..StreamOptions::default()
+        })
+        .unwrap()
+    };
+    let (stream, stream2, stream3) = (non_blocking(), non_blocking(), non_blocking());
+    let src = r#"
+extern "C" __global__ void slow_fill(float *out, int n, long long spin) {
+    long long start = clock64();
+    while (clock64() - start < spin) {}
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * i + 1.0f;
+}
+"#;
+    let code = compile(&d, src, CompileTarget::Cubin, &[], false);
+    let kernel = code.get_kernel("slow_fill").unwrap();
+    let typed = TypedKernel::<(MutPtr<f32>, i32, i64)>::new(kernel.clone()).unwrap();
+    let n = 4096usize;
+    let want: Vec<f32> = (0..n).map(|i| 2.0 * i as f32 + 1.0).collect();
+    let cfg = LaunchConfig::for_elements(n as u64, 256);
+    // About 0.1 s of spinning at 2 GHz: far longer than the copy's queueing.
+    let spin: i64 = 200_000_000;
+
+    // Typed launch on stream2, read on the buffer's own stream: nothing to add.
+    let mut a = DeviceBuffer::<f32>::from_host(&d, &vec![0.0; n], &stream).unwrap();
+    stream.sync().unwrap();
+    // SAFETY: the kernel writes `n` floats of `a`, which holds `n`.
+    unsafe { typed.launch(&stream2, &cfg, (a.view_mut(), n as i32, spin)) }.unwrap();
+    assert_eq!(a.to_vec(&stream).unwrap(), want, "read on the free stream");
+
+    // A third stream: `order_after_uses` orders the read.
+    let mut b = DeviceBuffer::<f32>::from_host(&d, &vec![0.0; n], &stream).unwrap();
+    stream.sync().unwrap();
+    // SAFETY: as above.
+    unsafe { typed.launch(&stream2, &cfg, (b.view_mut(), n as i32, spin)) }.unwrap();
+    b.order_after_uses(&stream3).unwrap();
+    assert_eq!(b.to_vec(&stream3).unwrap(), want, "read on a third stream");
+
+    // The byte API joins nothing itself: `order_free_after` is the mark.
+    let c = d.allocate(n * 4, &stream).unwrap();
+    stream.sync().unwrap();
+    let n32 = n as i32;
+    // SAFETY: the kernel writes `n` floats of `c`, which holds `4 n` bytes.
+    unsafe { launch(&stream2, &cfg, &kernel, &[&c, &n32, &spin]) }.unwrap();
+    c.order_free_after(&stream2).unwrap();
+    let mut back = vec![0f32; n];
+    c.copy_to_host(&mut back, &stream).unwrap();
+    assert_eq!(back, want, "byte-API launch joined with order_free_after");
+}
+
+/// Issue 43 point 2: `to_library` is the library the code's kernels come from
+/// (one module per `ObjectCode`), so a `__constant__` written through it is what
+/// a kernel from `code.get_kernel` reads; before, `to_library` loaded a second
+/// copy and the kernel read zeros.
+#[test]
+fn to_library_is_the_library_the_codes_kernels_come_from() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s) = setup();
+    let src = r#"
+__constant__ int scale;
+extern "C" __global__ void read_scale(int *out) { out[threadIdx.x] = scale * (int)(threadIdx.x + 1); }
+"#;
+    let code = compile(&d, src, CompileTarget::Cubin, &[], false);
+    // The kernel first (loads the code), the library second: the same one.
+    let k = code.get_kernel("read_scale").unwrap();
+    let lib = code.to_library(&LibraryOptions::default()).unwrap();
+    assert_eq!(lib.handle(), code.library().unwrap().handle());
+    let ctx = d.context().unwrap();
+    lib.get_global(&ctx, "scale")
+        .unwrap()
+        .write(&[7i32], &s)
+        .unwrap();
+    let out = d.allocate(4 * 4, &s).unwrap();
+    // SAFETY: the kernel writes 4 `int`s (one per thread) into `out`, 16 bytes.
+    unsafe { launch(&s, &LaunchConfig::new(1, 4), &k, &[&out]) }.unwrap();
+    let mut back = [0i32; 4];
+    out.copy_to_host(&mut back, &s).unwrap();
+    assert_eq!(
+        back,
+        [7, 14, 21, 28],
+        "the kernel read another copy of `scale`"
+    );
+    // Other options once loaded: refused (a second copy), not silently loaded.
+    let e = code
+        .to_library(&LibraryOptions {
+            binary_is_preserved: true,
+            jit: JitOptions::default(),
+        })
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    // `to_library` first, with its options: `get_kernel` then uses that library.
+    let code2 = compile(&d, src, CompileTarget::Cubin, &[], false);
+    let opts = LibraryOptions {
+        binary_is_preserved: true,
+        jit: JitOptions::default(),
+    };
+    let lib2 = code2.to_library(&opts).unwrap();
+    let k2 = code2.get_kernel("read_scale").unwrap();
+    assert_eq!(code2.library().unwrap().handle(), lib2.handle());
+    assert_eq!(code2.to_library(&opts).unwrap().handle(), lib2.handle());
+    lib2.get_global(&ctx, "scale")
+        .unwrap()
+        .write(&[-2i32], &s)
+        .unwrap();
+    // SAFETY: as above.
+    unsafe { launch(&s, &LaunchConfig::new(1, 4), &k2, &[&out]) }.unwrap();
+    out.copy_to_host(&mut back, &s).unwrap();
+    assert_eq!(back, [-2, -4, -6, -8]);
 }
 
 #[test]

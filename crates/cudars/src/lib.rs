@@ -73,9 +73,9 @@
 //! reason) would make a bare `core::…` path in that module mean cuda-rs' crate;
 //! `::core::…` is always the standard one.
 //!
-//! `kernels!` expands to paths under `::cudars_core`, so a crate that calls it also
-//! lists `cudars-core` among its dependencies (the same version as `cudars`' own:
-//! cargo then builds it once).
+//! `cudars::core::kernels!` needs no dependency on `cudars-core` of your own: the
+//! code it generates names the crate through the path the macro was reached by
+//! (`crate = path;` first in its input names it explicitly).
 //!
 //! Each crate keeps its own version (see the project's `docs/releasing.md`): a
 //! release of `cudars` names the versions of the crates it re-exports, and a

@@ -7,7 +7,10 @@
 //! instructions per operation, beside the same driver calls made raw (modes
 //! `raw-launch` and `raw-alloc-free`): a deterministic figure where timing a
 //! 2 µs launch cannot see 50 ns. Usage: `host_cost MODE N`, modes `raw-launch`,
-//! `launch`, `typed-launch`, `raw-alloc-free`, `alloc-free`, `typed-alloc-free`.
+//! `launch`, `typed-launch`, `raw-alloc-free`, `alloc-free`, `typed-alloc-free`,
+//! `raw-wait` (an event made, recorded on one stream, waited for by another and
+//! destroyed) and `order-after-uses` (`DeviceBuffer::order_after_uses` on a
+//! stream that is not the buffer's free stream: the same calls).
 
 // A measuring tool: a failed step ends the run, reported by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -49,6 +52,13 @@ fn main() {
     let pool = dev.default_memory_resource().unwrap();
     let buf = pool.allocate(4096, &s).unwrap();
     let mut tbuf = DeviceBuffer::<f32>::allocate(&dev, 1024, &s).unwrap();
+    let s2 = dev
+        .create_stream(StreamOptions {
+            non_blocking: true,
+            ..StreamOptions::default()
+        })
+        .unwrap();
+    let elsewhere = DeviceBuffer::<f32>::allocate(&dev, 1024, &s2).unwrap();
     let zero = 0i32;
     let (mut raw_ptr, mut raw_n) = (buf.ptr(), 0i32);
     let mut raw_args = [
@@ -91,6 +101,18 @@ fn main() {
         }
         "alloc-free" => drop(pool.allocate(1 << 20, &s).unwrap()),
         "typed-alloc-free" => drop(DeviceBuffer::<f32>::allocate(&dev, 1 << 18, &s).unwrap()),
+        "raw-wait" => {
+            let mut e: sys::CUevent = std::ptr::null_mut();
+            // SAFETY: `e` is valid for writes; live streams; the event is
+            // destroyed once, after the wait is queued.
+            unsafe {
+                assert_eq!(sys::cuEventCreate(&mut e, 0), sys::CUDA_SUCCESS);
+                assert_eq!(sys::cuEventRecord(e, s2.handle()), sys::CUDA_SUCCESS);
+                assert_eq!(sys::cuStreamWaitEvent(s.handle(), e, 0), sys::CUDA_SUCCESS);
+                assert_eq!(sys::cuEventDestroy(e), sys::CUDA_SUCCESS);
+            }
+        }
+        "order-after-uses" => elsewhere.order_after_uses(&s).unwrap(),
         other => panic!("unknown mode {other:?}"),
     };
     // Warm: first launches resolve and cache what later ones reuse.

@@ -24,6 +24,10 @@
 //! functions have one shape each, so a test that emulates a version keeps to the
 //! functions whose shape did not change).
 //!
+//! A pool's attributes (`cuMemPoolGetAttribute`, `cuMemPoolSetAttribute`): the
+//! release threshold is kept, one value for every pool (0 until set, as the
+//! driver's default); the other attributes read 0.
+//!
 //! The virtual memory calls of an import (reserving a range, importing, creating
 //! and releasing physical memory, mapping, unmapping, setting access) succeed
 //! with fresh handles and addresses, for the import fault test
@@ -104,6 +108,10 @@ static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(0x1000_0000);
 fn fresh() -> usize {
     NEXT_HANDLE.fetch_add(0x100, Ordering::Relaxed)
 }
+
+/// The release threshold of the fake's pools (`cuMemPoolSetAttribute`): 0, the
+/// driver's default, until set.
+static RELEASE_THRESHOLD: AtomicU64 = AtomicU64::new(0);
 
 /// The primary context of device `d`.
 fn primary(d: CUdevice) -> CUcontext {
@@ -383,6 +391,38 @@ fakes! {
     cuDeviceGetMemPool PFN_cuDeviceGetMemPool_v11020 (p: *mut CUmemoryPool, d: CUdevice_v1) {
         // SAFETY: as above.
         unsafe { put(p, (0xB000_0000usize + d as usize * 0x10) as CUmemoryPool) };
+        CUDA_SUCCESS
+    }
+    cuMemPoolGetAttribute PFN_cuMemPoolGetAttribute_v11020 (_pool: CUmemoryPool, a: CUmemPool_attribute, v: *mut c_void) {
+        // Every pool's release threshold is the one value kept (the fake has
+        // one device); the other attributes read 0.
+        let value = if a == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD {
+            RELEASE_THRESHOLD.load(Ordering::Relaxed)
+        } else {
+            0
+        };
+        let wide = matches!(
+            a,
+            CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+                | CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
+                | CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH
+                | CU_MEMPOOL_ATTR_USED_MEM_CURRENT
+                | CU_MEMPOOL_ATTR_USED_MEM_HIGH
+        );
+        if wide {
+            // SAFETY: these attributes write a `cuuint64_t`, as the driver's.
+            unsafe { put(v.cast::<u64>(), value) };
+        } else {
+            // SAFETY: the others write an `int`.
+            unsafe { put(v.cast::<c_int>(), 0) };
+        }
+        CUDA_SUCCESS
+    }
+    cuMemPoolSetAttribute PFN_cuMemPoolSetAttribute_v11020 (_pool: CUmemoryPool, a: CUmemPool_attribute, v: *mut c_void) {
+        if a == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD && !v.is_null() {
+            // SAFETY: the release threshold is a `cuuint64_t`, as the driver reads it.
+            RELEASE_THRESHOLD.store(unsafe { v.cast::<u64>().read() }, Ordering::Relaxed);
+        }
         CUDA_SUCCESS
     }
     cuMemAlloc PFN_cuMemAlloc_v3020 (p: *mut CUdeviceptr_v2, _n: usize) {

@@ -65,12 +65,39 @@ fn child() {
     // `(float*, int)`.
     let mut elf = vec![0u8; 64];
     elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
-    let code = ObjectCode::from_cubin(elf).unwrap();
+    let code = ObjectCode::from_cubin(elf.clone()).unwrap();
     let library = Library::load(&code, &LibraryOptions::default()).unwrap();
+    // Issue 43 point 2: an `ObjectCode` is loaded once: `to_library` is the
+    // library its kernels come from (it loaded a second copy, whose variables
+    // the kernels did not read), and other options once loaded are refused.
+    let once = ObjectCode::from_cubin(elf.clone()).unwrap();
+    let from_kernels = once.library().unwrap();
+    assert_eq!(
+        once.to_library(&LibraryOptions::default())
+            .unwrap()
+            .handle(),
+        from_kernels.handle()
+    );
+    let preserved = LibraryOptions {
+        binary_is_preserved: true,
+        ..LibraryOptions::default()
+    };
+    assert!(matches!(
+        once.to_library(&preserved),
+        Err(cudars_core::Error::InvalidArgument { .. })
+    ));
+    assert_ne!(
+        Library::load(&once, &preserved).unwrap().handle(),
+        from_kernels.handle(),
+        "Library::load is the separate copy"
+    );
     let kernel = library.get_kernel("empty").unwrap();
     let typed = TypedKernel::<(MutPtr<f32>, i32)>::new(kernel.clone()).unwrap();
     let cfg = LaunchConfig::new(1, 32);
     let pool = dev.default_memory_resource().unwrap();
+    // Issue 43 point 4: the default pool keeps freed memory, as cuda.core's
+    // `DeviceMemoryResource(dev)` makes it (the driver's default threshold is 0).
+    assert_eq!(pool.release_threshold().unwrap(), u64::MAX);
     let buf = pool.allocate(4096, &s).unwrap();
     let mut tbuf = DeviceBuffer::<f32>::allocate(&dev, 1024, &s).unwrap();
     let mut elsewhere = DeviceBuffer::<f32>::allocate(&dev, 1024, &other).unwrap();
@@ -111,6 +138,25 @@ fn child() {
             // A capturing stream's work is not ordered (rule 2): asked first.
             ("cuStreamIsCapturing", 1),
             // The event is made in the current context: asked, not trusted.
+            ("cuCtxGetCurrent", 1),
+            ("cuEventCreate", 1),
+            ("cuEventRecord", 1),
+            ("cuStreamWaitEvent", 1),
+            ("cuEventDestroy", 1),
+        ],
+    );
+    // Issue 43 point 1: a read on a third stream is ordered after the buffer's
+    // uses with one event (the free stream, which every use on another stream
+    // was joined to, is waited for); on the free stream itself, nothing.
+    check(
+        "order_after_uses on the buffer's free stream (nothing to wait for)",
+        count(&shim, 3, || elsewhere.order_after_uses(&other).unwrap()),
+        &[],
+    );
+    check(
+        "order_after_uses on another stream (one event)",
+        count(&shim, 3, || elsewhere.order_after_uses(&s).unwrap()),
+        &[
             ("cuCtxGetCurrent", 1),
             ("cuEventCreate", 1),
             ("cuEventRecord", 1),

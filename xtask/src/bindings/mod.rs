@@ -61,6 +61,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut args = args.to_vec();
     let check = take_flag(&mut args, "--check");
     no_more(&args)?;
+    require_libclang()?;
     require_headers()?;
     let files = generate_all()?;
     let stale = write_all(&files, check)?;
@@ -83,6 +84,20 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
 /// Fails, saying how to fetch them, unless the pinned headers of every major
 /// are in `.headers/` with their pinned checksums.
+/// What to do about a missing libclang, the end of every error that reports one.
+const LIBCLANG_HELP: &str = "install it (Debian/Ubuntu: `apt-get install libclang-dev`; \
+     Fedora: `dnf install clang-devel`; macOS: `xcode-select --install` or `brew install llvm`), \
+     or set LIBCLANG_PATH to the directory that holds libclang.so (libclang.dylib, libclang.dll)";
+
+/// Loads libclang the way bindgen will (clang-sys's search: `LIBCLANG_PATH`
+/// alone when set, else `llvm-config --libdir`, then the standard directories),
+/// before bindgen is called: bindgen panics when it cannot, where this says
+/// what to install.
+fn require_libclang() -> Result<(), String> {
+    clang_sys::load()
+        .map_err(|e| format!("bindgen needs libclang, and it was not found ({e}): {LIBCLANG_HELP}"))
+}
+
 fn require_headers() -> Result<(), String> {
     for major in headers::MAJORS {
         let bad = headers::verify(major)?;
@@ -218,8 +233,10 @@ mod tests {
     /// naming each one that differs. Without the headers (`cargo xtask
     /// fetch-headers` puts them in `.headers/`, which is not committed) it says
     /// so and passes; CI fetches them and runs `--check` as well.
+    /// Without libclang the freshness check fails with the same error as the
+    /// command (what to install), not with bindgen's panic.
     #[test]
-    fn generated_bindings_are_fresh() {
+    fn generated_bindings_are_fresh() -> Result<(), String> {
         let absent: Vec<PathBuf> = headers::MAJORS
             .iter()
             .map(|&m| headers::include_dir(m))
@@ -235,8 +252,9 @@ mod tests {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            return;
+            return Ok(());
         }
+        require_libclang()?;
         require_headers().unwrap();
         let files = generate_all().unwrap();
         let stale = write_all(&files, true).unwrap();
@@ -246,6 +264,51 @@ mod tests {
             "stale generated files:\n  {}",
             shown.join("\n  ")
         );
+        Ok(())
+    }
+
+    /// Set in the child of [`without_libclang_regen_bindings_says_what_to_install`].
+    const NO_LIBCLANG_CHILD: &str = "CUDA_RS_XTASK_NO_LIBCLANG_CHILD";
+
+    /// Issue 43 point 14: with no libclang to be found (`LIBCLANG_PATH` an empty
+    /// directory, which clang-sys then searches alone, and no `llvm-config` on
+    /// `PATH`), `regen-bindings --check` returns the error that names what to
+    /// install before bindgen is called (`main` prints it and exits non-zero);
+    /// bindgen used to panic. Run in a child process, whose environment is its
+    /// own.
+    #[test]
+    fn without_libclang_regen_bindings_says_what_to_install() {
+        if std::env::var_os(NO_LIBCLANG_CHILD).is_some() {
+            let e = run(&["--check".to_string()]).unwrap_err();
+            assert!(
+                e.contains("libclang-dev") && e.contains("LIBCLANG_PATH"),
+                "{e}"
+            );
+            assert!(e.contains("bindgen needs libclang"), "{e}");
+            assert_eq!(require_libclang().unwrap_err(), e);
+            println!("NO_LIBCLANG_CHILD_OK");
+            return;
+        }
+        let empty = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "bindings::tests::without_libclang_regen_bindings_says_what_to_install",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(NO_LIBCLANG_CHILD, "1")
+            .env("LIBCLANG_PATH", empty.path())
+            .env("PATH", empty.path())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "the child failed:\n{text}");
+        assert!(text.contains("NO_LIBCLANG_CHILD_OK"), "{text}");
     }
 
     /// Every committed `functions.rs` (and `functions_windows.rs`, where

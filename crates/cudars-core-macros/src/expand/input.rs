@@ -34,6 +34,7 @@ pub(crate) struct Mapping {
 /// The macro's input:
 ///
 /// ```text
+/// crate = path::to::cudars_core;                       (optional, first)
 /// #[attributes] VIS struct NAME = "path/to/file.cu";   (or: = source "…";)
 ///                                                      (or: = source EXPR; declare "…";)
 /// type CName = RustType;                               (any number)
@@ -41,6 +42,11 @@ pub(crate) struct Mapping {
 /// only kernel_a, kernel_b;                             (optional)
 /// ```
 pub(crate) struct Input {
+    /// `crate = path;`: where the generated code finds `cudars-core` (serde's
+    /// `#[serde(crate = "…")]` convention); `::cudars_core` when not given.
+    /// `cudars_core::kernels!` passes its own `$crate`, so that the macro works
+    /// under a renamed dependency and through the `cudars` umbrella.
+    pub(super) krate: Option<proc_macro2::TokenStream>,
     pub(super) attrs: Vec<Attribute>,
     pub(super) vis: Visibility,
     pub(super) name: Ident,
@@ -59,6 +65,34 @@ const EXPECTED: &str = "expected the source's path (a string literal relative to
 
 impl Parse for Input {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let krate = if input.peek(Token![crate]) && input.peek2(Token![=]) {
+            let kw = input.parse::<Token![crate]>()?;
+            input.parse::<Token![=]>()?;
+            // The path's tokens as given, up to the `;` (a `$crate` from a
+            // `macro_rules!` caller included, with its hygiene).
+            let path = input.step(|cursor| {
+                let mut rest = *cursor;
+                let mut tokens = proc_macro2::TokenStream::new();
+                while let Some((tt, next)) = rest.token_tree() {
+                    if matches!(&tt, proc_macro2::TokenTree::Punct(p) if p.as_char() == ';') {
+                        return Ok((tokens, rest));
+                    }
+                    tokens.extend(std::iter::once(tt));
+                    rest = next;
+                }
+                Err(cursor.error("expected `;` after `crate = path`"))
+            })?;
+            input.parse::<Token![;]>()?;
+            if path.is_empty() {
+                return Err(syn::Error::new(
+                    kw.span,
+                    "`crate = path;` needs the path to cudars-core (`crate = ::cudars::core;`)",
+                ));
+            }
+            Some(path)
+        } else {
+            None
+        };
         let attrs = input.call(Attribute::parse_outer)?;
         let vis: Visibility = input.parse()?;
         input.parse::<Token![struct]>()?;
@@ -153,6 +187,7 @@ impl Parse for Input {
             });
         }
         Ok(Self {
+            krate,
             attrs,
             vis,
             name,

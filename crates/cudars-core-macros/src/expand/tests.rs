@@ -572,3 +572,35 @@ fn each_rust_scalar_has_one_c_spelling() {
     }
     assert_eq!(seen.len(), all.len());
 }
+
+/// Issue 43 point 11: `crate = path;` names cudars-core in every path the
+/// expansion writes (under a renamed dependency, or `::cudars::core` through
+/// the umbrella); without it the paths are `::cudars_core`.
+#[test]
+fn crate_option_names_the_crate_in_every_generated_path() {
+    let src = r##"
+            pub struct K = source r#"
+                extern "C" __global__ void k(const float* x, float* y, __half h, unsigned n) {}
+            "#;
+        "##;
+    let plain = run(src).unwrap().replace(' ', "");
+    let n = plain.matches("::cudars_core::").count();
+    assert!(n > 10, "{plain}");
+    let renamed = run(&format!("crate = ::cudars::core;{src}"))
+        .unwrap()
+        .replace(' ', "");
+    // (The documentation's text may still say `cudars_core::…`.)
+    assert!(!renamed.contains("::cudars_core::"), "{renamed}");
+    assert_eq!(renamed.matches("::cudars::core::").count(), n, "{renamed}");
+    assert!(renamed.contains("k:::cudars::core::TypedKernel<(::cudars::core::ConstPtr<f32>,::cudars::core::MutPtr<f32>,::cudars::core::half::f16,u32,)>"), "{renamed}");
+    // A relative path (a renamed dependency, `use`d) is taken as written.
+    let local = run(&format!("crate = cuda_core;{src}"))
+        .unwrap()
+        .replace(' ', "");
+    assert!(
+        local.contains("cuda_core::TypedKernel") && !local.contains("::cudars_core"),
+        "{local}"
+    );
+    fails(&format!("crate = ;{src}"), "needs the path to cudars-core");
+    fails(&format!("crate = ::cudars::core {src}"), "expected");
+}

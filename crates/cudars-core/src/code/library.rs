@@ -304,12 +304,49 @@ impl Global {
 }
 
 impl ObjectCode {
-    /// Loads this code as a [`Library`] with `options`.
+    /// The [`Library`] this code is loaded as, loaded with `options` if it is
+    /// not loaded yet. There is one library per `ObjectCode`: the one
+    /// [`library`](Self::library) and [`get_kernel`](Self::get_kernel) use, so a
+    /// `__constant__` or `__device__` variable written through the returned
+    /// library is the one the code's kernels read. (`Library::load` loads a
+    /// separate copy, with variables of its own.)
     ///
     /// # Errors
-    /// As [`Library::load`].
+    /// [`Error::InvalidArgument`] when the code is already loaded with other
+    /// options (a second load would be a second copy of every variable: load it
+    /// with [`Library::load`] if that is what you mean); as [`Library::load`].
     pub fn to_library(&self, options: &LibraryOptions) -> Result<Library> {
-        Library::load(self, options)
+        self.loaded_with(options)
+    }
+
+    fn loaded_with(&self, options: &LibraryOptions) -> Result<Library> {
+        let kept = match self.inner.loaded.get() {
+            Some(kept) => kept,
+            None => {
+                let l = Library::load(self, options)?;
+                // A load that lost a race to another thread's is dropped here
+                // (unloaded); the kept one is checked below like any other.
+                self.inner
+                    .loaded
+                    .get_or_init(|| (l, Box::new(options.clone())))
+            }
+        };
+        let loaded_with = kept.1.downcast_ref::<LibraryOptions>();
+        if loaded_with != Some(options) {
+            return Err(Error::invalid(
+                format!(
+                    "loading {} `{}` as a library",
+                    self.code_type(),
+                    self.name()
+                ),
+                format!(
+                    "this code is already loaded with other options ({loaded_with:?}); \
+                     an `ObjectCode` is loaded once, so that its kernels and variables \
+                     are one module's: use `Library::load` for a separate copy"
+                ),
+            ));
+        }
+        Ok(kept.0.clone())
     }
 
     /// The kernel `name` (source name expression, plain or mangled name); the code
@@ -321,19 +358,19 @@ impl ObjectCode {
         self.library()?.get_kernel(name)
     }
 
-    /// The [`Library`] this code is loaded as, with the default options, on
-    /// first use (by this call, [`get_kernel`](Self::get_kernel),
-    /// [`handle`](Self::handle) or [`get_module`](Self::get_module)) and kept:
-    /// every later call returns the same library.
+    /// The [`Library`] this code is loaded as, on first use (by this call,
+    /// [`get_kernel`](Self::get_kernel), [`handle`](Self::handle),
+    /// [`get_module`](Self::get_module) or [`to_library`](Self::to_library)) and
+    /// kept: every later call returns the same library. Loaded with the default
+    /// options unless `to_library` loaded it first with its own.
     ///
     /// # Errors
     /// As [`Library::load`].
     pub fn library(&self) -> Result<Library> {
-        if let Some(l) = self.inner.loaded.get() {
+        if let Some((l, _)) = self.inner.loaded.get() {
             return Ok(l.clone());
         }
-        let l = Library::load(self, &LibraryOptions::default())?;
-        Ok(self.inner.loaded.get_or_init(|| l).clone())
+        self.loaded_with(&LibraryOptions::default())
     }
 
     /// The driver's handle of the loaded code (`cuda.core`'s

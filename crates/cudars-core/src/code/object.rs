@@ -80,7 +80,16 @@ pub(crate) struct ObjectInner {
     pub(crate) code_type: CodeType,
     pub(crate) name: String,
     pub(crate) symbol_mapping: BTreeMap<String, String>,
-    pub(crate) loaded: OnceLock<crate::code::library_handle::Library>,
+    /// The one library this code is loaded as (by `library`, `get_kernel`,
+    /// `to_library`, …) and the options it was loaded with: one module per
+    /// `ObjectCode`, so a `__constant__` written through any of them is the one
+    /// its kernels read. The options are a `LibraryOptions`, held as `Any` so
+    /// that this module, below `code::library`, does not name it (the loading
+    /// side, `code::library`, puts and compares them).
+    pub(crate) loaded: OnceLock<(
+        crate::code::library_handle::Library,
+        Box<dyn std::any::Any + Send + Sync>,
+    )>,
 }
 
 impl fmt::Debug for ObjectCode {

@@ -586,7 +586,11 @@ const INLINE_ARGS: usize = 32;
 ///
 /// The arguments are copied by the driver when this returns; buffers passed must
 /// stay allocated until the kernel has run (free them in stream order: the
-/// buffer's free stream should be `stream`, or after it).
+/// buffer's free stream should be `stream`, or after it). Unlike
+/// [`TypedKernel::launch`](crate::TypedKernel::launch), this joins nothing back
+/// to the buffers' free streams: after a launch on another stream, call
+/// [`Buffer::order_free_after`] with `stream`, which orders the free and every
+/// later use on the free stream (a read of the result) after the kernel.
 ///
 /// ```no_run
 /// # fn f(kernel: &cudars_core::Kernel, stream: &cudars_core::Stream, x: &cudars_core::Buffer, y: &cudars_core::Buffer) -> cudars_core::Result<()> {

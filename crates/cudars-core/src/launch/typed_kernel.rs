@@ -562,6 +562,14 @@ impl<S: Signature> TypedKernel<S> {
     /// Launches the kernel on `stream` with `config` and `args`. Views must be on
     /// the stream's device; their buffers' frees are ordered after the launch.
     ///
+    /// Ordering across streams: each view's buffer has a free stream (where it
+    /// was allocated), and a launch on another stream is joined back to it, so
+    /// work queued afterwards on the free stream (`to_vec(&free_stream)`) sees
+    /// what the kernel wrote. A use on a third stream is not ordered for you:
+    /// call [`DeviceBuffer::order_after_uses`](crate::DeviceBuffer::order_after_uses)
+    /// with that stream first (cudarc makes this wait on every call; see
+    /// "Coming from cudarc" in `docs/porting-from-python.md`).
+    ///
     /// # Safety
     /// A kernel is arbitrary device code. The signature fixes the count, sizes and
     /// kinds of the arguments, and the borrows keep the memory alive and writable

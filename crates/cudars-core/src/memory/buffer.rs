@@ -536,6 +536,50 @@ impl Buffer {
         order_frees_after(std::iter::once(self), stream)
     }
 
+    /// Makes the work queued next on `stream` wait for every use of the buffer
+    /// queued so far: one event recorded on the buffer's free stream (its home
+    /// stream), waited for by `stream`; nothing when `stream` is the free stream.
+    ///
+    /// Every use of the buffer on another stream through this crate's safe API
+    /// (copies, fills, typed launches) is joined back to the free stream when
+    /// it is queued (rule 2 of the soundness contract, `docs/architecture.md`:
+    /// the free must come after it). So the free stream is always after every
+    /// such use: work queued on the free stream itself (reading the result with
+    /// `copy_to_host` or `to_vec`) needs nothing, and work on a third stream
+    /// needs this call. This is the explicit form of what `cudarc` does on
+    /// every call with an event per buffer use ("Coming from cudarc" in
+    /// `docs/porting-from-python.md`). A byte-API [`launch`](crate::launch) or
+    /// another library's call on another stream is not joined for you: call
+    /// [`order_free_after`](Self::order_free_after) with its stream after
+    /// queueing it.
+    ///
+    /// ```no_run
+    /// # fn f(dev: &cudars_core::Device, home: &cudars_core::Stream, other: &cudars_core::Stream, third: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// let mut buf = dev.allocate(1024, home)?; // `home` is its free stream
+    /// buf.fill_u32(7, other)?; // joined back to `home` when queued
+    /// let mut out = [0u32; 256];
+    /// buf.copy_to_host(&mut out, home)?; // after the fill: nothing to do
+    /// buf.order_after_uses(third)?; // `third` waits for the fill too
+    /// buf.copy_to_host(&mut out, third)?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a buffer that does not own its memory (it has
+    /// no free stream: order its work yourself); [`Error::InvalidArgument`] for
+    /// a stream of another device; the driver's error recording or waiting for
+    /// the event.
+    pub fn order_after_uses(&self, stream: &Stream) -> Result<()> {
+        const WHAT: &str = "ordering a stream after a buffer's uses";
+        let home = self.uses_stream(WHAT)?;
+        self.check_stream_device(stream, WHAT)?;
+        if home.is_same_queue(stream) {
+            return Ok(());
+        }
+        // The event is made in the home stream's context, current for it.
+        stream.wait_stream(home)
+    }
+
     /// [`order_free_after`](Self::order_free_after) for several buffers at once,
     /// the operands of one operation: one event recorded on `stream`, waited for
     /// once by each distinct free stream that is not `stream` (nothing at all when

@@ -150,6 +150,19 @@ impl<T: Pod> DeviceBuffer<T> {
         self.buf.set_free_stream(stream)
     }
 
+    /// Makes the work queued next on `stream` wait for every use of the array
+    /// queued so far ([`Buffer::order_after_uses`]): needed before reading it
+    /// on a stream that is neither its free stream nor the stream of the work
+    /// that wrote it. Reads on the free stream need nothing: every use on
+    /// another stream through the safe API (a typed launch included) is joined
+    /// back to the free stream when queued.
+    ///
+    /// # Errors
+    /// As [`Buffer::order_after_uses`].
+    pub fn order_after_uses(&self, stream: &Stream) -> Result<()> {
+        self.buf.order_after_uses(stream)
+    }
+
     /// The number of elements.
     pub fn len(&self) -> usize {
         self.len

@@ -238,7 +238,15 @@ pub struct DeviceMemoryPoolOptions {
 }
 
 impl DeviceMemoryResource {
-    /// The device's default pool (`cuDeviceGetDefaultMemPool`).
+    /// The device's default pool (`cuDeviceGetDefaultMemPool`), with its
+    /// release threshold raised to the maximum (`u64::MAX`) when it is 0, as
+    /// `cuda.core`'s `DeviceMemoryResource(dev)` does: memory freed to the pool
+    /// stays reserved for the next allocation instead of going back to the
+    /// system at every synchronisation (the driver's default, 0, makes a
+    /// free-then-allocate loop pay an OS round trip each time). A threshold
+    /// set to anything else is kept; set it back with
+    /// [`set_release_threshold`](Self::set_release_threshold) (0 returns memory
+    /// at once) and trim with [`trim_to`](Self::trim_to).
     ///
     /// # Errors
     /// The driver's error.
@@ -252,6 +260,7 @@ impl DeviceMemoryResource {
                 device.ordinal()
             )
         })?;
+        raise_release_threshold(pool)?;
         Ok(Self {
             device: *device,
             pool,
@@ -445,6 +454,15 @@ pub(super) fn destroy_pool(pool: sys::CUmemoryPool) {
     } else {
         destroy(pool);
     }
+}
+
+/// Raises a pool's release threshold to `u64::MAX` when it is 0 (the driver's
+/// default), as `cuda.core` does for a device's pool; any other value is kept.
+fn raise_release_threshold(pool: sys::CUmemoryPool) -> Result<()> {
+    if pool_u64(pool, sys::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)? == 0 {
+        set_release_threshold(pool, u64::MAX)?;
+    }
+    Ok(())
 }
 
 pub(super) fn set_release_threshold(pool: sys::CUmemoryPool, bytes: u64) -> Result<()> {
