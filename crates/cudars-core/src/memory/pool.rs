@@ -330,14 +330,16 @@ impl DeviceMemoryResource {
         Ok(flags)
     }
 
-    /// Lets exactly `peers` (other devices) read and write the pool's memory, and
-    /// revokes the access of every other device (`cuMemPoolSetAccess`). Access
-    /// applies to buffers allocated before and after the call.
+    /// Lets exactly `peers` read and write the pool's memory, and revokes the
+    /// access of every other device (`cuMemPoolSetAccess`). Access applies to
+    /// buffers allocated before and after the call. As in `cuda.core`, the
+    /// pool's own device (which always has access) is left out of `peers`, and
+    /// repeats count once.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for the pool's own device among `peers`; the
-    /// driver's error (`CUDA_ERROR_INVALID_DEVICE` for a device that cannot reach
-    /// this one: see [`Device::can_access_peer`]).
+    /// [`Error::InvalidArgument`], before any access changes, naming the
+    /// devices that cannot reach this one ([`Device::can_access_peer`];
+    /// `cuda.core`'s `ValueError`); the driver's error.
     pub fn set_peer_accessible_by(&self, peers: &[Device]) -> Result<()> {
         let what = || {
             format!(
@@ -345,12 +347,29 @@ impl DeviceMemoryResource {
                 self.device.ordinal()
             )
         };
-        if peers.contains(&self.device) {
+        let mut wanted: Vec<Device> = Vec::with_capacity(peers.len());
+        for d in peers {
+            if *d != self.device && !wanted.contains(d) {
+                wanted.push(*d);
+            }
+        }
+        let mut unreachable = Vec::new();
+        for d in &wanted {
+            if !self.device.can_access_peer(d)? {
+                unreachable.push(d.ordinal().to_string());
+            }
+        }
+        if !unreachable.is_empty() {
             return Err(Error::invalid(
                 what(),
-                "the pool's own device is not a peer",
+                format!(
+                    "device {} cannot access peer(s): {}",
+                    self.device.ordinal(),
+                    unreachable.join(", ")
+                ),
             ));
         }
+        let peers = wanted.as_slice();
         // Grant `peers`; revoke only devices that have access now.
         let now = self.peer_accessible_by()?;
         let descs: Vec<sys::CUmemAccessDesc> = peers
