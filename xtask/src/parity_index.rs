@@ -609,10 +609,7 @@ fn regenerate(doc: &str, suite: &Suite) -> Result<String, String> {
         if line.starts_with("| `") {
             let [_, status, rust] =
                 row_cells(line).ok_or_else(|| format!("{DOC}: a row of 3 or 4 cells: {line}"))?;
-            rows.push(Row {
-                status,
-                rust,
-            });
+            rows.push(Row { status, rust });
         }
     }
     let tests: Vec<BTreeSet<usize>> = rows
