@@ -32,6 +32,8 @@ pub(crate) enum Generator {
     /// `cargo xtask codegen`: the `Send`/`Sync` assertions of
     /// `tests/tests/auto_traits.rs`, from docs/architecture.md's table.
     AutoTraits,
+    /// `cargo xtask codegen`: the conformance-test column of `docs/parity.md`.
+    ParityIndex,
 }
 
 impl Generator {
@@ -39,9 +41,10 @@ impl Generator {
     pub(crate) fn command(self) -> &'static str {
         match self {
             Generator::Bindings => "cargo xtask fetch-headers && cargo xtask regen-bindings",
-            Generator::Catalog | Generator::LibraryDocs | Generator::AutoTraits => {
-                "cargo xtask codegen"
-            }
+            Generator::Catalog
+            | Generator::LibraryDocs
+            | Generator::AutoTraits
+            | Generator::ParityIndex => "cargo xtask codegen",
         }
     }
 }
@@ -140,7 +143,10 @@ impl Generator {
     fn command_name(self) -> &'static str {
         match self {
             Generator::Bindings => "regen-bindings",
-            Generator::Catalog | Generator::LibraryDocs | Generator::AutoTraits => "codegen",
+            Generator::Catalog
+            | Generator::LibraryDocs
+            | Generator::AutoTraits
+            | Generator::ParityIndex => "codegen",
         }
     }
 }

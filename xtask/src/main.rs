@@ -10,6 +10,7 @@ mod headers;
 mod library_docs;
 mod package;
 mod packages;
+mod parity_index;
 mod release;
 mod structure;
 mod testrun;
@@ -32,7 +33,8 @@ commands:
   codegen [--check]  regenerate the pathfinder catalogue from its JSON, the API
                      table of docs/adding-a-library.md from the bindings' table,
                      and tests/tests/auto_traits.rs from the Send/Sync table of
-                     docs/architecture.md
+                     docs/architecture.md, and the conformance-test column of
+                     docs/parity.md from crates/cudars-core/tests/conformance
                      (--check: fail if a committed file is stale)
   package-tests --out DIR [--packages a,b] [--exclude c,d]
                      build every test and bench binary in release mode and
@@ -74,7 +76,8 @@ fn main() -> ExitCode {
         "quickstart" => testrun::quickstart(rest),
         "codegen" => catalog::run(rest)
             .and_then(|()| library_docs::run(rest))
-            .and_then(|()| auto_traits::run(rest)),
+            .and_then(|()| auto_traits::run(rest))
+            .and_then(|()| parity_index::run(rest)),
         "package-tests" => package::run(rest),
         "fetch-headers" => headers::run(rest),
         "regen-bindings" => bindings::run(rest),

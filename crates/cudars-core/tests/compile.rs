@@ -903,6 +903,33 @@ const HAND_PTX: &str = ".version 7.0\n.target sm_52\n.address_size 64\n\n\
   ld.param.u64 %rd1, [p];\n  cvta.to.global.u64 %rd2, %rd1;\n\
   ld.global.f32 %f1, [%rd2];\n  add.f32 %f2, %f1, %f1;\n  st.global.f32 [%rd2], %f2;\n  ret;\n}\n";
 
+/// `no_cache` with the driver's linker: `cuda.core` passes `CU_JIT_CACHE_MODE` =
+/// `CU_JIT_CACHE_OPTION_NONE`, so the linker is made (it was refused as having no
+/// counterpart) and, on a GPU, links as usual.
+#[test]
+fn driver_linker_takes_no_cache() {
+    let ptx = ObjectCode::from_ptx(HAND_PTX).unwrap();
+    let no_cache = |arch: String| LinkerOptions {
+        no_cache: true,
+        ..LinkerOptions::new(arch)
+    };
+    // Without a GPU the driver fails to create the link state: not a refusal.
+    if let Err(e) = Linker::with_backend(&[&ptx], no_cache("sm_90".into()), LinkerBackend::Driver) {
+        assert!(!matches!(e, Error::Unsupported { .. }), "{e}");
+        assert!(e.to_string().contains("cuLinkCreate"), "{e}");
+    }
+    cudars_tests::require_gpu!();
+    let device = cudars_core::Device::new(0).unwrap();
+    device.set_current().unwrap();
+    let linker = Linker::with_backend(
+        &[&ptx],
+        no_cache(device.arch().unwrap()),
+        LinkerBackend::Driver,
+    )
+    .unwrap();
+    assert!(linker.link().unwrap().code().starts_with(ELF));
+}
+
 /// The driver's JIT linker, chosen explicitly: without a GPU it fails to start and
 /// says why; with one (and a current context) it links PTX into a cubin.
 #[test]

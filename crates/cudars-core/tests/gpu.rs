@@ -1042,3 +1042,16 @@ fn resources_that_are_not_stream_ordered_allocate_without_a_stream() {
     }
     assert_eq!(pool.allocate(4096, &s).unwrap().size(), 4096);
 }
+
+/// `cuda.core`'s `peer_accessible_by` setter leaves the pool's own device out
+/// (it was an `Error::InvalidArgument` here): granting it changes nothing.
+#[test]
+fn a_pools_own_device_in_its_peers_is_left_out() {
+    require_gpu!();
+    let d = dev0();
+    let pool = DeviceMemoryResource::new_pool(&d, DeviceMemoryPoolOptions::default()).unwrap();
+    pool.set_peer_accessible_by(&[d, d]).unwrap();
+    assert_eq!(pool.peer_accessible_by().unwrap(), vec![]);
+    pool.set_peer_accessible_by(&[]).unwrap();
+    assert_eq!(pool.peer_accessible_by().unwrap(), vec![]);
+}

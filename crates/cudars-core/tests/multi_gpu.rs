@@ -186,10 +186,10 @@ fn a_pool_is_shared_with_the_other_device_and_revoked() {
     let pool =
         Arc::new(DeviceMemoryResource::new_pool(&d0, DeviceMemoryPoolOptions::default()).unwrap());
     assert_eq!(pool.peer_accessible_by().unwrap(), vec![]);
-    // The pool's own device is left out.
+    // As cuda.core: the pool's own device is left out, a repeat counts once.
     pool.set_peer_accessible_by(&[d0]).unwrap();
     assert_eq!(pool.peer_accessible_by().unwrap(), vec![]);
-    pool.set_peer_accessible_by(&[d1]).unwrap();
+    pool.set_peer_accessible_by(&[d1, d0, d1]).unwrap();
     assert_eq!(pool.peer_accessible_by().unwrap(), vec![d1]);
     let mut buf = pool.allocate(1 << 20, &s0).unwrap();
     buf.fill_u32(41, &s0).unwrap();

@@ -290,7 +290,6 @@ impl DriverLink {
                 "split_compile_extended",
                 options.split_compile_extended.is_some(),
             ),
-            ("no_cache", options.no_cache),
             ("relocatable", options.relocatable),
             ("numba_debug", options.numba_debug),
             ("extra", !options.extra.is_empty()),
@@ -351,6 +350,10 @@ impl DriverLink {
         }
         if options.lineinfo {
             add(sys::CU_JIT_GENERATE_LINE_INFO, int(1));
+        }
+        if options.no_cache {
+            // `cuda.core`'s `CU_JIT_CACHE_MODE` = `CU_JIT_CACHE_OPTION_NONE`.
+            add(sys::CU_JIT_CACHE_MODE, int(sys::CU_JIT_CACHE_OPTION_NONE.0));
         }
         // ftz, prec_div, prec_sqrt and fma are deprecated in the driver (they applied
         // to its LTO only) and, as in cuda.core, not passed.

@@ -73,7 +73,8 @@ pub struct LinkerOptions {
     /// Extended split compilation with up to this many threads
     /// (`-split-compile-extended=`); at most 1024, as `split_compile`.
     pub split_compile_extended: Option<u32>,
-    /// Do not use the compilation cache (`-no-cache`).
+    /// Do not use the compilation cache (`-no-cache`; with the driver's linker,
+    /// `CU_JIT_CACHE_MODE` set to `CU_JIT_CACHE_OPTION_NONE`).
     pub no_cache: bool,
     /// An incremental (relocatable) link (`-r`): the result may keep undefined
     /// device references, to be resolved by a later link that takes it as an

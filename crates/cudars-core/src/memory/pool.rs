@@ -339,17 +339,16 @@ impl DeviceMemoryResource {
         Ok(flags)
     }
 
-    /// Lets exactly `peers` (other devices) read and write the pool's memory, and
-    /// revokes the access of every other device (`cuMemPoolSetAccess`). Access
-    /// applies to buffers allocated before and after the call.
-    ///
-    /// The pool's own device, which always has access, is left out of `peers`
-    /// (as `cuda.core` leaves it out), so `set_peer_accessible_by(&Device::all()?)`
-    /// lets every other device in.
+    /// Lets exactly `peers` read and write the pool's memory, and revokes the
+    /// access of every other device (`cuMemPoolSetAccess`). Access applies to
+    /// buffers allocated before and after the call. As in `cuda.core`, the
+    /// pool's own device (which always has access) is left out of `peers`, and
+    /// repeats count once.
     ///
     /// # Errors
-    /// The driver's error (`CUDA_ERROR_INVALID_DEVICE` for a device that cannot
-    /// reach this one: see [`Device::can_access_peer`]).
+    /// [`Error::InvalidArgument`], before any access changes, naming the
+    /// devices that cannot reach this one ([`Device::can_access_peer`];
+    /// `cuda.core`'s `ValueError`); the driver's error.
     pub fn set_peer_accessible_by(&self, peers: &[Device]) -> Result<()> {
         let what = || {
             format!(
@@ -357,15 +356,29 @@ impl DeviceMemoryResource {
                 self.device.ordinal()
             )
         };
-        // The owner always has access: it is left out, as `cuda.core` leaves it
-        // out, and so is a device named twice.
         let mut wanted: Vec<Device> = Vec::with_capacity(peers.len());
         for d in peers {
             if *d != self.device && !wanted.contains(d) {
                 wanted.push(*d);
             }
         }
-        let peers = &wanted[..];
+        let mut unreachable = Vec::new();
+        for d in &wanted {
+            if !self.device.can_access_peer(d)? {
+                unreachable.push(d.ordinal().to_string());
+            }
+        }
+        if !unreachable.is_empty() {
+            return Err(Error::invalid(
+                what(),
+                format!(
+                    "device {} cannot access peer(s): {}",
+                    self.device.ordinal(),
+                    unreachable.join(", ")
+                ),
+            ));
+        }
+        let peers = wanted.as_slice();
         // Grant `peers`; revoke only devices that have access now.
         let now = self.peer_accessible_by()?;
         let descs: Vec<sys::CUmemAccessDesc> = peers
