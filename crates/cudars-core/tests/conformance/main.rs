@@ -21,6 +21,9 @@
 // `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
 #![allow(non_snake_case)]
 
+mod context;
+mod device;
+mod event;
 mod host;
 mod launcher;
 mod linker;
@@ -28,3 +31,4 @@ mod manifest;
 mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
+mod stream;
