@@ -28,6 +28,7 @@ mod host;
 mod launcher;
 mod linker;
 mod manifest;
+mod object_protocols;
 mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
