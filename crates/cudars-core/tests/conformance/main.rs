@@ -24,6 +24,7 @@
 mod context;
 mod device;
 mod event;
+mod green_context;
 mod host;
 mod launcher;
 mod linker;
