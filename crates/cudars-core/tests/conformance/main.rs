@@ -21,6 +21,8 @@
 // `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
 #![allow(non_snake_case)]
 
+#[cfg(target_os = "linux")]
+mod checkpoint;
 mod context;
 mod device;
 mod event;
