@@ -24,6 +24,7 @@
 #[cfg(target_os = "linux")]
 mod checkpoint;
 mod context;
+mod cuda_utils;
 mod device;
 mod event;
 mod green_context;
@@ -36,3 +37,9 @@ mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
 mod stream;
+#[cfg(feature = "nvml")]
+mod system_nvml_context;
+#[cfg(feature = "nvml")]
+mod system_system_device;
+#[cfg(feature = "nvml")]
+mod system_system_system;
