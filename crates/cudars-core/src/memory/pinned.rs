@@ -105,8 +105,12 @@ unsafe impl Sync for PinnedMemoryResource {}
 /// Options for a [`PinnedMemoryResource`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PinnedMemoryResourceOptions {
-    /// The host NUMA node the memory lives on (0 on most machines).
-    pub numa_id: i32,
+    /// The host NUMA node the memory lives on: `Some(node)` (`CU_MEM_LOCATION_TYPE_HOST_NUMA`),
+    /// or `None` (the default), as `cuda.core` has it: for an `ipc_enabled` pool
+    /// the device's host NUMA node ([`DeviceProperties::host_numa_id`](crate::DeviceProperties::host_numa_id),
+    /// as sharing a pool needs a node), otherwise wherever the OS places it
+    /// (`CU_MEM_LOCATION_TYPE_HOST`).
+    pub numa_id: Option<i32>,
     /// The most the pool may hold, in bytes; 0 for no limit.
     pub max_size: usize,
     /// The pool and its buffers may be shared with other processes through POSIX
@@ -124,11 +128,9 @@ impl PinnedMemoryResource {
     /// drivers without host memory pools: use [`LegacyPinnedMemoryResource`]
     /// there).
     pub fn new(device: &Device, options: PinnedMemoryResourceOptions) -> Result<Self> {
-        let what = || {
-            format!(
-                "creating a pinned host memory pool on NUMA node {}",
-                options.numa_id
-            )
+        let what = || match options.numa_id {
+            Some(n) => format!("creating a pinned host memory pool on NUMA node {n}"),
+            None => "creating a pinned host memory pool".to_owned(),
         };
         if options.ipc_enabled && !cfg!(unix) {
             return Err(Error::unsupported(
@@ -136,21 +138,35 @@ impl PinnedMemoryResource {
                 "sharing memory pools between processes needs POSIX file descriptors (Linux)",
             ));
         }
-        // `cuda.core` raises `ValueError` for a negative node.
-        let node = u32::try_from(options.numa_id).map_err(|_| {
-            Error::invalid(what(), "`numa_id` must be 0 or more (a host NUMA node)")
-        })?;
+        let location = match options.numa_id {
+            // `cuda.core` raises `ValueError` for a negative node.
+            Some(n) => Location::HostNuma(u32::try_from(n).map_err(|_| {
+                Error::invalid(what(), "`numa_id` must be 0 or more (a host NUMA node)")
+            })?),
+            // As `cuda.core`: a shared pool lives on the device's host NUMA node.
+            None if options.ipc_enabled => {
+                let node = device.properties().host_numa_id()?;
+                Location::HostNuma(u32::try_from(node).map_err(|_| {
+                    Error::unsupported(
+                        what(),
+                        "the device reports no host NUMA node (`host_numa_id` is -1) for an \
+                         IPC-enabled pool: set `numa_id`",
+                    )
+                })?)
+            }
+            None => Location::Host,
+        };
         let _current = device.ensure_current()?;
         let pool = create_pool(
             sys::CU_MEM_ALLOCATION_TYPE_PINNED,
-            Location::HostNuma(node).raw(),
+            location.raw(),
             (options.ipc_enabled, options.max_size),
             what,
         )?;
         let mut mr = Self {
             device: *device,
             pool,
-            numa_id: options.numa_id,
+            numa_id: location.numa_id().map_or(-1, |n| n as i32),
             ipc: PoolIpc::default(),
         };
         // On failure `mr` is dropped, which destroys the pool.
@@ -224,8 +240,8 @@ impl PinnedMemoryResource {
         true
     }
 
-    /// The host NUMA node (-1 for an imported pool, whose node is the exporter's
-    /// business).
+    /// The host NUMA node (-1 for a pool the OS places, `numa_id: None` without
+    /// IPC, and for an imported pool, whose node is the exporter's business).
     pub fn numa_id(&self) -> i32 {
         self.numa_id
     }
