@@ -83,6 +83,11 @@ __global__ void latch(volatile int* val, unsigned long long timeout_cycles) {
 
 impl Latch {
     pub(crate) fn new(device: &Device) -> Self {
+        Self::with_timeout(device, 60)
+    }
+
+    /// `LatchKernel(device, timeout_sec=…)`.
+    pub(crate) fn with_timeout(device: &Device, timeout_sec: u64) -> Self {
         let kernel = TypedKernel::new(compile(device, LATCH_SRC, "latch")).unwrap();
         let flag = Arc::new(LegacyPinnedMemoryResource::new(device))
             .allocate(4, None)
@@ -90,7 +95,9 @@ impl Latch {
         let latch = Self {
             kernel,
             flag,
-            timeout_cycles: 60 * u64::from(device.properties().clock_rate().unwrap()) * 1000,
+            timeout_cycles: timeout_sec
+                * u64::from(device.properties().clock_rate().unwrap())
+                * 1000,
         };
         latch.set(0);
         latch

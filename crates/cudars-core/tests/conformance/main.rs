@@ -32,6 +32,18 @@ mod host;
 mod launcher;
 mod linker;
 mod manifest;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_errors;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_event_ipc;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_leaks;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_memory_ipc;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_peer_access;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_send_buffers;
 mod object_protocols;
 mod program;
 #[cfg(feature = "cache")]
