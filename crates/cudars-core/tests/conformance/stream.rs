@@ -11,6 +11,10 @@
 //! `Stream::per_thread_default(&dev)`. `Stream` compares and hashes its handle, as
 //! `cuda.core`'s does. Every test needs a GPU.
 
+// Keys hash the driver handle, which never changes (the interior mutability
+// clippy sees is elsewhere).
+#![allow(clippy::mutable_key_type)]
+
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};

@@ -155,9 +155,10 @@ fn test_device_cpu_affinity() {
     let before = thread_affinity();
     for device in devices() {
         let affinity = or_skip!(device.cpu_affinity(AffinityScope::Node));
-        // SAFETY: an all-zero `cpu_set_t` is the empty set; CPU_SET writes a bit.
+        // SAFETY: an all-zero `cpu_set_t` is the empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         for &c in &affinity {
+            // SAFETY: `c` is below CPU_SETSIZE (NVML's CPU numbers); `set` is valid.
             unsafe { libc::CPU_SET(c, &mut set) };
         }
         set_thread_affinity(&set);

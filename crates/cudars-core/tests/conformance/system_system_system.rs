@@ -17,8 +17,8 @@ fn test_user_mode_driver_version() {
     cudars_tests::require_gpu!();
     let umd = system::user_mode_driver_version().unwrap();
     let mut version = 0;
-    // SAFETY: `version` is valid for writes.
     assert_eq!(
+        // SAFETY: `version` is valid for writes.
         unsafe { sys::cuDriverGetVersion(&mut version) },
         sys::CUDA_SUCCESS
     );
