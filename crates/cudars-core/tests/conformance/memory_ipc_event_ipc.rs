@@ -78,7 +78,7 @@ fn event_ipc(kind: Kind, test: &str) {
     // SAFETY: clearing FD_CLOEXEC on a descriptor this test holds open.
     assert_eq!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) }, 0);
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .args([test, "--exact", "--nocapture", "--include-ignored"])
         .env(crate::memory_ipc_memory_ipc::ROLE, "child")
         .env("CONFORMANCE_IPC_FDS", fd.as_raw_fd().to_string())
         .env("CONFORMANCE_IPC_UUID", uuid_hex(&mr))

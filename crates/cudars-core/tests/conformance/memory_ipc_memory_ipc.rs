@@ -177,14 +177,32 @@ pub(crate) fn new_stream(d: &Device) -> Stream {
 }
 
 /// A child process: this test binary re-run for `test`, inheriting `fds`, with
-/// `role` and `envs` (hex strings) set. Runs to its end; panics unless its test
-/// passed.
+/// `role` and `envs` (hex strings) set (as `cudars_tests::run_test_with_fds`, and
+/// with `--include-ignored`). Runs to its end; panics unless its test passed.
 pub(crate) fn spawn(test: &str, role: &str, fds: &[BorrowedFd<'_>], envs: &[(&str, String)]) {
     let mut all: Vec<(&str, String)> = vec![(ROLE, role.to_owned())];
     all.extend(envs.iter().cloned());
     let fd_list: Vec<String> = fds.iter().map(|f| f.as_raw_fd().to_string()).collect();
     all.push(("CONFORMANCE_IPC_FDS", fd_list.join(",")));
-    cudars_tests::run_test_with_fds(test, fds, &all);
+    for fd in fds {
+        // SAFETY: clearing FD_CLOEXEC on a descriptor the caller holds open.
+        let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) };
+        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    }
+    // `--include-ignored`: the child of a test marked `#[ignore = "differs: …"]`
+    // runs when its parent was asked to.
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--include-ignored"])
+        .envs(all.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "child failed: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The child's role, when this process is a child.

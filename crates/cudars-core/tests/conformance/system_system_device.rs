@@ -318,6 +318,14 @@ fn test_device_attributes() {
 }
 
 #[test]
+fn test_c2c_mode_enabled() {
+    cudars_tests::require_gpu!();
+    for device in devices() {
+        let _enabled: bool = or_skip!(device.is_c2c_enabled());
+    }
+}
+
+#[test]
 fn test_persistence_mode_enabled() {
     cudars_tests::require_gpu!();
     for device in devices() {
