@@ -59,8 +59,8 @@ fn TestPeerAccessNotPreservedOnImport__test_main() {
     dev0.set_current().unwrap();
 }
 
-/// The child of `TestBufferPeerAccessAfterImport`: the imported buffer (on device
-/// 1) read from device 0 fails without pool access, works with it, fails again
+/// The child of `TestBufferPeerAccessAfterImport`: the imported buffer, on device
+/// one, read from device 0 fails without pool access, works with it, fails again
 /// once it is revoked. `PatternGen(dev0).verify_buffer(buffer)` is a copy of the
 /// buffer into device 0's memory on a stream of device 0.
 fn buffer_child() {
