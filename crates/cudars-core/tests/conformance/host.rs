@@ -3,6 +3,7 @@
 //! `cuda.core`'s `Host` is `Location::Host`, `Location::HostNuma(id)` and
 //! `Location::HostNumaCurrent` here. No GPU needed.
 
+
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 

@@ -10,6 +10,7 @@
 //! (clusters when there is a cluster, else blocks) is `grid_clusters()` or
 //! `grid_blocks()`, and the native configuration's `gridDim` is `grid_blocks()`.
 
+
 use cudars_core::{Dim3, Grid, LaunchConfig};
 
 fn dim(x: u32, y: u32, z: u32) -> Dim3 {

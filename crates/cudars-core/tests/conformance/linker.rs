@@ -7,6 +7,7 @@
 //! `test_linker.py` that link need a GPU (`ARCH` is the current device's) and are
 //! not ported yet.
 
+
 use cudars_core::{Error, Linker, LinkerOptions};
 
 #[test]

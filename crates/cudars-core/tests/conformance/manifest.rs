@@ -7,6 +7,7 @@
 //! in, the Rust test files are read from the checkout (without them, that one test
 //! prints `SKIPPED`). Each test prints the counts.
 
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
