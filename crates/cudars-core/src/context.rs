@@ -300,6 +300,13 @@ impl PartialEq for Context {
 
 impl Eq for Context {}
 
+/// Hashes the handle, as equality compares it (`cuda.core`'s `Context.__hash__`).
+impl std::hash::Hash for Context {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.inner.handle as usize).hash(state);
+    }
+}
+
 /// How to create an explicit [`Context`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ContextOptions {

@@ -39,6 +39,23 @@ pub struct Event {
     pub(crate) options: EventOptions,
 }
 
+/// Events are equal when they are the same driver event (`cuda.core`'s
+/// `Event.__eq__` compares the handles).
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        self.handle == other.handle
+    }
+}
+
+impl Eq for Event {}
+
+/// Hashes the handle, as equality compares it (`cuda.core`'s `Event.__hash__`).
+impl std::hash::Hash for Event {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.handle as usize).hash(state);
+    }
+}
+
 // SAFETY: a CUevent is a handle any thread may use.
 // Soundness contract: rule 11.
 unsafe impl Send for Event {}

@@ -285,9 +285,14 @@ impl SmResource {
     /// group has its own count and co-scheduling, and backfill can relax the
     /// co-scheduling. The SMs no group took are the remainder.
     ///
+    /// On a driver older than CUDA 13.1, groups that all have one `count` (or all
+    /// `None`: the driver picks the size) and nothing else set are split by
+    /// `cuDevSmResourceSplitByCount`, as `cuda.core` does; the driver may then
+    /// make fewer groups than asked for.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] for no groups; [`Error::Unsupported`] naming
-    /// CUDA 13.1 on an older driver; the driver's error
+    /// CUDA 13.1 on an older driver for anything else; the driver's error
     /// (`CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION` when the groups do not fit).
     pub fn split_groups(&self, groups: &[SmGroup]) -> Result<SmSplit> {
         let what = || {
@@ -303,6 +308,21 @@ impl SmResource {
         }
         let n =
             u32::try_from(groups.len()).map_err(|_| Error::invalid(what(), "too many groups"))?;
+        if !crate::versions::driver_at_least(13010) {
+            // As `cuda.core` does before CUDA 13.1: groups of one count (`None`
+            // asks the driver for the size, discovery) and nothing else set are
+            // `cuDevSmResourceSplitByCount`'s split.
+            let first = groups[0];
+            let plain = groups.iter().all(|g| {
+                g.count == first.count
+                    && g.coscheduled_sm_count.is_none()
+                    && g.preferred_coscheduled_sm_count.is_none()
+                    && !g.backfill
+            });
+            if plain {
+                return self.split_by_count(n, first.count.unwrap_or(0), what);
+            }
+        }
         crate::versions::require_driver(13010, "`cuDevSmResourceSplit`", what)?;
         let mut params: Vec<sys::CU_DEV_SM_RESOURCE_GROUP_PARAMS> = groups
             .iter()
@@ -334,6 +354,36 @@ impl SmResource {
             )
         }
         .check(what)?;
+        Ok(self.split_of(result, remaining))
+    }
+
+    /// `cuDevSmResourceSplitByCount` into at most `n` groups of at least
+    /// `min_count` SMs (0: the driver's minimum), no flags: [`split_groups`](Self::split_groups)
+    /// on a driver older than CUDA 13.1.
+    fn split_by_count<C: Into<std::borrow::Cow<'static, str>>>(
+        &self,
+        n: u32,
+        min_count: u32,
+        what: impl Fn() -> C,
+    ) -> Result<SmSplit> {
+        let mut actual = n;
+        let mut result = vec![sys::CUdevResource::default(); n as usize];
+        let mut remaining = sys::CUdevResource::default();
+        // SAFETY: `result` has room for `n` resources (the driver writes at most
+        // `actual` = `n` and sets `actual` to how many it wrote); `self.raw` is a
+        // valid SM resource; `remaining` is valid for writes.
+        unsafe {
+            sys::cuDevSmResourceSplitByCount(
+                result.as_mut_ptr(),
+                &mut actual,
+                &self.raw,
+                &mut remaining,
+                0,
+                min_count,
+            )
+        }
+        .check(what)?;
+        result.truncate(actual as usize);
         Ok(self.split_of(result, remaining))
     }
 }

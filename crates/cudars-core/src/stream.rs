@@ -250,6 +250,26 @@ impl Stream {
     }
 }
 
+/// Streams are equal when they have the same driver handle, as `cuda.core`'s
+/// `Stream.__eq__` decides: clones of a stream, and streams wrapping one handle
+/// ([`Stream::from_handle`]). The default streams' handles are the same for every
+/// device, so `Stream::legacy_default` of two devices compare equal, as
+/// `cuda.core`'s `LEGACY_DEFAULT_STREAM` is one object.
+impl PartialEq for Stream {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.handle == other.inner.handle
+    }
+}
+
+impl Eq for Stream {}
+
+/// Hashes the handle, as equality compares it (`cuda.core`'s `Stream.__hash__`).
+impl std::hash::Hash for Stream {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.inner.handle as usize).hash(state);
+    }
+}
+
 impl fmt::Debug for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Stream")

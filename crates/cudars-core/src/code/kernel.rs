@@ -59,6 +59,24 @@ fn driver_name(rc: sys::CUresult, name: *const std::ffi::c_char, handle: *const 
     }
 }
 
+/// Kernels are equal when they have the same driver handle (`cuda.core`'s
+/// `Kernel.__eq__`): clones, and a kernel adopted with
+/// [`from_handle`](Kernel::from_handle) from another's handle.
+impl PartialEq for Kernel {
+    fn eq(&self, other: &Self) -> bool {
+        self.handle() == other.handle()
+    }
+}
+
+impl Eq for Kernel {}
+
+/// Hashes the handle, as equality compares it.
+impl std::hash::Hash for Kernel {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.handle() as usize).hash(state);
+    }
+}
+
 impl fmt::Debug for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Kernel")

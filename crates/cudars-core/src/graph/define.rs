@@ -149,6 +149,24 @@ impl fmt::Debug for Graph {
     }
 }
 
+/// Graphs are equal when they are the same driver graph (`cuda.core`'s
+/// `GraphDefinition.__eq__` compares the handles): a conditional node's bodies read
+/// twice are equal.
+impl PartialEq for Graph {
+    fn eq(&self, other: &Self) -> bool {
+        self.handle == other.handle
+    }
+}
+
+impl Eq for Graph {}
+
+/// Hashes the handle, as equality compares it.
+impl std::hash::Hash for Graph {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.handle as usize).hash(state);
+    }
+}
+
 /// What a conditional node does with its condition value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConditionalKind {

@@ -144,7 +144,7 @@ impl Grid {
 /// config.shmem_size = 4096;
 /// config.cooperative = true;
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
     /// Blocks in the grid (always blocks: a clustered grid is stored multiplied out).
     pub(crate) grid: Dim3,

@@ -49,6 +49,24 @@ pub struct Buffer {
     keep: Option<Arc<dyn Any + Send + Sync>>,
 }
 
+/// Buffers are equal when they span the same memory: the same address and size
+/// (`cuda.core`'s `Buffer.__eq__`), as a buffer and one adopted over its memory
+/// with [`from_raw`](Buffer::from_raw) do.
+impl PartialEq for Buffer {
+    fn eq(&self, other: &Self) -> bool {
+        (self.ptr, self.size) == (other.ptr, other.size)
+    }
+}
+
+impl Eq for Buffer {}
+
+/// Hashes the address and size, as equality compares them.
+impl std::hash::Hash for Buffer {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.ptr, self.size).hash(state);
+    }
+}
+
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Buffer")

@@ -111,6 +111,7 @@ pub use hardware_types::{
 };
 pub use info::{Clocks, MemoryInfo, P2pCapability, P2pStatus, PciInfo, TopologyLevel, Utilization};
 pub use nvlink::NvlinkInfo;
+pub use nvml::{initialize, is_initialized, validate};
 pub use status::{
     AddressingMode, DeviceAttributes, ProcessInfo, RepairStatus, TemperatureThreshold,
     ThermalSensor, ThermalTarget,

@@ -26,10 +26,56 @@ impl NvmlCheck for nvmlReturn_t {
     }
 }
 
+/// The result of `nvmlInit`, once it has been called.
+static INIT: OnceLock<Result<(), NvmlError>> = OnceLock::new();
+
+/// Whether NVML has been initialised in this process, successfully
+/// (`cuda.core.system`'s `_nvml_context.is_initialized()`). Nothing initialises it
+/// before the first call of this module that needs it, or [`initialize`].
+pub fn is_initialized() -> bool {
+    INIT.get().is_some_and(std::result::Result::is_ok)
+}
+
+/// Initialises NVML (`nvmlInit`) if this process has not: what every function of
+/// this module does first (`_nvml_context.initialize()`). The result, a failure
+/// included, is remembered for the life of the process.
+///
+/// # Errors
+/// NVML's error; [`Error::is_unavailable`] without NVML.
+pub fn initialize() -> Result<()> {
+    init()
+}
+
+/// Checks that NVML is initialised, works, and sees at least one GPU
+/// (`_nvml_context.validate()`).
+///
+/// # Errors
+/// `NVML_ERROR_UNINITIALIZED` ([`NvmlErrorKind::Uninitialized`](crate::NvmlErrorKind))
+/// before [`initialize`] (or another call of this module); the initialisation's
+/// failure ([`Error::is_unavailable`] without NVML); `NVML_ERROR_NOT_FOUND` when
+/// there is no GPU.
+pub fn validate() -> Result<()> {
+    match INIT.get() {
+        None => Err(Error::nvml(
+            "validating NVML: it was not initialised",
+            NvmlError::new(NVML_ERROR_UNINITIALIZED),
+        )),
+        Some(Err(_)) => init(),
+        Some(Ok(())) => {
+            if crate::system::driver::device_count()? == 0 {
+                return Err(Error::nvml(
+                    "validating NVML: it sees no GPU",
+                    NvmlError::new(NVML_ERROR_NOT_FOUND),
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
 /// `nvmlInit`, once per process and never undone (see the module docs); its result
 /// is remembered.
 pub(crate) fn init() -> Result<()> {
-    static INIT: OnceLock<Result<(), NvmlError>> = OnceLock::new();
     INIT.get_or_init(|| {
         // SAFETY: `nvmlInit` takes no arguments and may be called from any thread.
         unsafe { nvmlInit() }.result()

@@ -21,6 +21,12 @@
 // `<Class>__<test>`: the Python names kept whole, which the snake-case lint does not allow.
 #![allow(non_snake_case)]
 
+#[cfg(target_os = "linux")]
+mod checkpoint;
+mod context;
+mod cuda_utils;
+mod device;
+mod event;
 #[cfg(all(unix, feature = "gl"))]
 #[path = "../gl_headless/mod.rs"]
 mod gl_headless;
@@ -37,14 +43,28 @@ mod graph_graph_update;
 mod graph_options;
 #[cfg(all(unix, feature = "gl", feature = "dlpack"))]
 mod graphics;
+mod green_context;
 mod host;
 mod launcher;
 mod linker;
 mod manifest;
 mod memory;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_errors;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_event_ipc;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_leaks;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_memory_ipc;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_peer_access;
+#[cfg(all(feature = "ipc", target_os = "linux"))]
+mod memory_ipc_send_buffers;
 mod memory_managed_ops;
 mod memory_peer_access;
 mod module;
+mod object_protocols;
 mod program;
 #[cfg(feature = "cache")]
 mod program_cache;
@@ -52,6 +72,13 @@ mod program_cache;
 mod program_cache_multiprocess;
 #[cfg(feature = "cache")]
 mod program_compile_cache;
+mod stream;
+#[cfg(feature = "nvml")]
+mod system_nvml_context;
+#[cfg(feature = "nvml")]
+mod system_system_device;
+#[cfg(feature = "nvml")]
+mod system_system_system;
 #[cfg(all(feature = "tensor-maps", feature = "dlpack", feature = "half"))]
 mod tensor_map;
 #[cfg(feature = "arrays")]
