@@ -63,9 +63,11 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod decompose;
 mod element;
 mod error;
 mod matrix;
+mod solve;
 mod solver;
 
 pub use element::Element;
