@@ -78,6 +78,7 @@ const BY_NAME_LIBRARY_TESTS: &[&str] = &[
     "cufft_runs_on_a_green_context_stream",
     "cusolver_runs_on_a_green_context_stream",
     "cublas_handles_dropped_on_a_driver_callback_thread_are_destroyed_later",
+    "cusolver_handles_dropped_on_a_driver_callback_thread_are_destroyed_later",
     "fft_plans_dropped_on_a_driver_callback_thread_are_destroyed_later",
 ];
 
