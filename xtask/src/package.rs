@@ -369,6 +369,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "c/gemm_cupy.py",
         ),
         ("crates/cudars-fft/benches/c/fft.c", "c/fft.c"),
+        ("crates/cudars-solver/benches/c/cholesky.c", "c/cholesky.c"),
         ("crates/cudars-nccl/benches/c/allreduce.c", "c/allreduce.c"),
         (
             "crates/cudars-nccl/benches/c/join_abort.c",
