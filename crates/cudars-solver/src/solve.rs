@@ -242,7 +242,7 @@ impl Solver {
     ///
     /// # Errors
     /// [`SolverErrorKind::NotPositiveDefinite`] with the first failing matrix in
-    /// [`SolverError::matrix`]; [`Error::InvalidArgument`] for a matrix that is
+    /// [`SolverError::matrix`](crate::SolverError::matrix); [`Error::InvalidArgument`] for a matrix that is
     /// not square, an empty batch, a view too short for the batch or a stride
     /// under one matrix ([`InvalidKind::OutOfRange`]); cuSOLVER's error.
     pub fn potrf_batched<T: Element>(

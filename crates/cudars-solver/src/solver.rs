@@ -83,7 +83,7 @@ pub enum EigJob {
 /// singular or indefinite matrix is an error when the call returns, never NaNs
 /// found later.
 ///
-/// Matrices are column-major ([`MatRef`], [`MatMut`]), as LAPACK's; every view a
+/// Matrices are column-major ([`MatRef`](crate::MatRef), [`MatMut`](crate::MatMut)), as LAPACK's; every view a
 /// call writes is borrowed mutably. Workspaces are sized by cuSOLVER and
 /// allocated per call from the device's memory resource (stream-ordered), their
 /// frees ordered after the call.
