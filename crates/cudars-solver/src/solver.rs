@@ -238,9 +238,9 @@ impl Solver {
         Ok((work, info))
     }
 
-    /// Queues one cuSOLVER call in the stream's context, orders `written`'s and
-    /// `read`'s frees after the stream (whatever the status: a failed call may
-    /// have queued work), then checks the status.
+    /// Queues one cuSOLVER call in the stream's context, orders `buffers`'
+    /// frees after the stream (whatever the status: a failed call may have
+    /// queued work), then checks the status.
     pub(crate) fn launch(
         &self,
         buffers: &[&Buffer],
