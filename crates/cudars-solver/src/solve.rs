@@ -281,7 +281,7 @@ impl Solver {
         let ptrs = self.pointer_array::<T>(a.view.ptr(), stride, batch, &context)?;
         let (_work, mut info) = self.scratch::<T>(0, batch)?;
         let pinfo = info.view_mut().ptr() as *mut c_int;
-        let parr = ptrs.view().ptr() as *mut *mut T;
+        let parr = ptrs as *mut *mut T;
         self.launch(&[a.view.buffer()], &context, || {
             // SAFETY: the pointer array holds `batch` device pointers, each to an
             // `n × n` matrix at `lda` inside `a`'s exclusive view (checked, not
@@ -289,7 +289,6 @@ impl Solver {
             // queued work is done.
             unsafe { T::potrf_batched(self.handle, uplo.raw(), ni, parr, lda, pinfo, bi) }
         })?;
-        drop(ptrs);
         self.check_info(&info, batch, true, &context, |order| {
             SolverErrorKind::NotPositiveDefinite { order }
         })
@@ -365,10 +364,7 @@ impl Solver {
         let pb = self.pointer_array::<T>(b.view.ptr(), stride_b, batch, &context)?;
         let (_work, mut info) = self.scratch::<T>(0, 1)?;
         let pinfo = info.view_mut().ptr() as *mut c_int;
-        let (parr, pbrr) = (
-            pa.view().ptr() as *mut *mut T,
-            pb.view().ptr() as *mut *mut T,
-        );
+        let (parr, pbrr) = (pa as *mut *mut T, pb as *mut *mut T);
         self.launch(&[factor.view.buffer(), b.view.buffer()], &context, || {
             // SAFETY: both pointer arrays hold `batch` device pointers to
             // matrices inside their views (checked; `B`'s exclusive and not
@@ -389,7 +385,6 @@ impl Solver {
                 )
             }
         })?;
-        drop((pa, pb));
         self.check_info(&info, 1, false, &context, |p| {
             SolverErrorKind::InvalidParameter { position: p }
         })

@@ -10,7 +10,7 @@
 //! after the stream (rule 2); and cuSOLVER's `info` is read back (which waits for
 //! the stream) and turned into a typed [`SolverError`] when it is not zero.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
 use std::marker::PhantomData;
 use std::ptr;
@@ -111,6 +111,8 @@ pub enum EigJob {
 pub struct Solver {
     pub(crate) handle: sys::cusolverDnHandle_t,
     stream: Stream,
+    /// The batched calls' device pointer arrays, newest last.
+    ptr_cache: RefCell<Vec<PointerArray>>,
     /// `!Sync` by design, not by the accident of the handle's type: the
     /// library allows one thread at a time on a handle.
     _not_sync: PhantomData<Cell<()>>,
@@ -145,6 +147,7 @@ impl Solver {
         let solver = Self {
             handle,
             stream: stream.clone(),
+            ptr_cache: RefCell::new(Vec::new()),
             _not_sync: PhantomData,
         };
         // SAFETY: a live handle and a live stream of its device.
@@ -180,7 +183,11 @@ impl Solver {
                 let status = unsafe { sys::cusolverDnSetStream(handle, raw.cast()) };
                 check(status, || "binding a cuSOLVER handle to a stream".into())
             },
-        )
+        )?;
+        // The pointer arrays are freed on the stream they were used on (the new
+        // one already waits for it), so every kept array is the current stream's.
+        self.ptr_cache.get_mut().clear();
+        Ok(())
     }
 
     /// The raw handle, for calls this crate does not wrap. It stays owned by
@@ -280,28 +287,62 @@ impl Solver {
         }
     }
 
-    /// A device array of `batch` pointers, `stride` elements apart from `base`
-    /// (checked to lie inside the view by the caller).
+    /// The device address of an array of `batch` pointers, `stride` elements
+    /// apart from `base` (checked to lie inside the view by the caller). The
+    /// array is kept (the last [`PTR_CACHE`] of them): a batch solved again
+    /// reuses it, with no upload. The GPU only reads it, its contents depend on
+    /// the addresses alone (right whatever buffer lies there now), and its free is
+    /// ordered on the handle's stream (the cache is emptied when the stream
+    /// changes), after every call that used it.
     pub(crate) fn pointer_array<T: Element>(
         &self,
         base: u64,
         stride: usize,
         batch: usize,
         context: &dyn Fn() -> String,
-    ) -> Result<DeviceBuffer<u64>> {
+    ) -> Result<u64> {
         let step = stride
             .checked_mul(std::mem::size_of::<T>())
             .and_then(|s| u64::try_from(s).ok())
             .ok_or_else(|| {
                 Error::invalid(context(), InvalidKind::OutOfRange, "the stride overflows")
             })?;
+        let mut cache = self.ptr_cache.borrow_mut();
+        if let Some(hit) = cache
+            .iter()
+            .find(|p| p.base == base && p.step == step && p.batch == batch)
+        {
+            return Ok(hit.array.view().ptr());
+        }
         let ptrs: Vec<u64> = (0..batch as u64).map(|i| base + i * step).collect();
-        Ok(DeviceBuffer::from_host(
-            self.stream.device(),
-            &ptrs,
-            &self.stream,
-        )?)
+        let array = DeviceBuffer::from_host(self.stream.device(), &ptrs, &self.stream)?;
+        let at = array.view().ptr();
+        if cache.len() >= PTR_CACHE {
+            cache.remove(0);
+        }
+        cache.push(PointerArray {
+            base,
+            step,
+            batch,
+            array,
+        });
+        Ok(at)
     }
+}
+
+/// How many batched calls' pointer arrays a [`Solver`] keeps. A call takes at
+/// most two, and an array returned must not be evicted (freed before the call
+/// that uses it is queued) by the second: at least two.
+const PTR_CACHE: usize = 4;
+const _: () = assert!(PTR_CACHE >= 2);
+
+/// A device array of `batch` pointers `step` bytes apart from `base`.
+#[derive(Debug)]
+struct PointerArray {
+    base: u64,
+    step: u64,
+    batch: usize,
+    array: DeviceBuffer<u64>,
 }
 
 /// The first nonzero of the first `count` `info` values, and what it means: a
