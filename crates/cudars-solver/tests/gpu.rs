@@ -333,6 +333,35 @@ fn batched_cholesky_solves_each_system_and_names_the_failing_matrix() {
             &format!("batched Cholesky {fill:?}"),
         );
     }
+    // The same buffers again (the kept pointer arrays), then on another stream
+    // (the kept arrays dropped with the old stream's).
+    let mut da = DeviceBuffer::from_host(&dev, &a, &s).unwrap();
+    let mut db = DeviceBuffer::from_host(&dev, &b, &s).unwrap();
+    let mut solver = solver;
+    let s2 = dev.create_stream(StreamOptions::default()).unwrap();
+    for round in 0..3 {
+        if round == 2 {
+            solver.set_stream(&s2).unwrap();
+        }
+        let st = solver.stream().clone();
+        da.copy_from_host(&a, &st).unwrap();
+        db.copy_from_host(&b, &st).unwrap();
+        let mut am = MatMut::col_major(da.view_mut(), n, n).unwrap();
+        solver
+            .potrf_batched(Fill::Lower, &mut am, n * n, batch)
+            .unwrap();
+        let mut bm = MatMut::col_major(db.view_mut(), n, 1).unwrap();
+        solver
+            .potrs_batched(Fill::Lower, am.as_ref(), n * n, &mut bm, n, batch)
+            .unwrap();
+        let got = db.to_vec(&st).unwrap();
+        assert_close(
+            &got,
+            &xs.concat(),
+            1e-9,
+            &format!("batched Cholesky, round {round}"),
+        );
+    }
     // Matrix 2 of the batch is negative definite: its minor of order 1 fails.
     let mut bad = mats.clone();
     bad[2] = vec![0.0; n * n];
