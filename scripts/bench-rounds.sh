@@ -5,8 +5,8 @@
 #
 # usage: bench-rounds.sh [ROUNDS] [PEERS_DIR]
 #   PEERS_DIR may hold bench.c and bench_cuda_core.py (the peer benchmarks);
-#   c/graph.c, c/hot.c, c/peer.c, c/gemm.c, c/fft.c, c/allreduce.c and c/threads.c (cuda-rs's own C graph,
-#   hot-path (typed launch, typed allocation, event, 4 KiB copy), peer-copy, cuBLAS GEMM, cuFFT, NCCL all-reduce and thread-scaling benchmarks),
+#   c/graph.c, c/hot.c, c/peer.c, c/gemm.c, c/fft.c, c/cholesky.c, c/allreduce.c and c/threads.c (cuda-rs's own C graph,
+#   hot-path (typed launch, typed allocation, event, 4 KiB copy), peer-copy, cuBLAS GEMM, cuFFT, cuSOLVER Cholesky, NCCL all-reduce and thread-scaling benchmarks),
 #   c/threads_cuda_core.py (Python cuda.core with threads) and c/gemm_cupy.py (CuPy's matmul) are in the package.
 # BENCH_PIN pins the single-threaded programs (the thread-scaling ones stay free):
 #   BENCH_PIN=1     on GPU 0's NUMA-local CPUs (taskset), for hosts of several sockets;
@@ -24,7 +24,7 @@ peers="${2:-}"
 out="${BENCH_OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 tmp="$(mktemp -d)"
-cbench=""; cgraph=""; chot=""; cpeer=""; cgemm=""; cfft=""; callreduce=""; cthreads=""
+cbench=""; cgraph=""; chot=""; cpeer=""; cgemm=""; cfft=""; ccholesky=""; callreduce=""; cthreads=""
 # NVLink multicast (NVLS) stays off: on shared multi-GPU hosts it can take the GPUs down.
 export NCCL_NVLS_ENABLE=0
 if command -v nvcc >/dev/null; then
@@ -36,6 +36,7 @@ if command -v nvcc >/dev/null; then
   nvcc -O2 -o "$tmp/cpeer" "$here/c/peer.c" -lcuda && cpeer="$tmp/cpeer"
   nvcc -O2 -o "$tmp/cgemm" "$here/c/gemm.c" -lcublas && cgemm="$tmp/cgemm"
   nvcc -O2 -o "$tmp/cfft" "$here/c/fft.c" -lcufft && cfft="$tmp/cfft"
+  nvcc -O2 -o "$tmp/ccholesky" "$here/c/cholesky.c" -lcusolver && ccholesky="$tmp/ccholesky"
   nvcc -O2 -o "$tmp/cthreads" "$here/c/threads.c" -lcuda -lnvrtc -lpthread && cthreads="$tmp/cthreads"
   # NCCL from the Python environment's nvidia-nccl wheel, when it has one.
   nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
@@ -66,11 +67,12 @@ c_side() {
   [ -n "$cpeer" ] && $pin "$cpeer"
   [ -n "$cgemm" ] && $pin "$cgemm"
   [ -n "$cfft" ] && $pin "$cfft"
+  [ -n "$ccholesky" ] && $pin "$ccholesky"
   [ -n "$callreduce" ] && "$callreduce"
   [ -n "$cthreads" ] && "$cthreads"
 }
 rs_side() {
-  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--await "$here"/bin/*--nvtx; do [ -x "$b" ] && $pin "$b" --bench; done
+  for b in "$here"/bin/*--driver "$here"/bin/*--core "$here"/bin/*--peer "$here"/bin/*--gemm "$here"/bin/*--fft "$here"/bin/*--cholesky "$here"/bin/*--await "$here"/bin/*--nvtx; do [ -x "$b" ] && $pin "$b" --bench; done
   for b in "$here"/bin/*--allreduce "$here"/bin/*--threads; do [ -x "$b" ] && "$b" --bench; done
 }
 for r in $(seq "$rounds"); do

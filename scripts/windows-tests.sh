@@ -71,7 +71,7 @@ VIRTUAL_ENV=$VENV CUDA_RS_REQUIRE_WHEELS=1 \
 step "cargo check for $MSVC and $GNU (std built from source; nothing linked)"
 for t in $MSVC $GNU; do
   cargo check --locked -Zbuild-std --target "$t" -p cudars -p cudars-pathfinder -p cudars-bindings \
-    -p cudars-core -p cudars-core-macros -p cudars-blas -p cudars-rand -p cudars-fft -p cudars-nccl \
+    -p cudars-core -p cudars-core-macros -p cudars-blas -p cudars-rand -p cudars-solver -p cudars-fft -p cudars-nccl \
     -p cudars-nvtx --all-features --all-targets
 done
 

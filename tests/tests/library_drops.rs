@@ -220,6 +220,38 @@ fn curand_generators_dropped_on_a_driver_callback_thread_are_destroyed_later() {
 }
 
 #[test]
+fn cusolver_handles_dropped_on_a_driver_callback_thread_are_destroyed_later() {
+    require_gpu!();
+    use cudars_solver::{Fill, MatMut, Solver};
+    let (_serial, dev, s) = setup();
+    // Allocated before the baseline: only the handles' memory is measured.
+    let spd: Vec<f64> = (0..64 * 64)
+        .map(|k| if k % 65 == 0 { 2.0 } else { 0.0 })
+        .collect();
+    let a = std::cell::RefCell::new(DeviceBuffer::from_host(&dev, &spd, &s).unwrap());
+    let make = || {
+        let solver = cudars_tests::needs_library_driver!(Solver::new(&s))?;
+        let mut a = a.borrow_mut();
+        a.copy_from_host(&spd, &s).unwrap();
+        solver
+            .potrf(
+                Fill::Lower,
+                &mut MatMut::col_major(a.view_mut(), 64, 64).unwrap(),
+            )
+            .unwrap();
+        Some(solver)
+    };
+    let Some(warm) = make() else {
+        return;
+    };
+    drop(warm);
+    dev.sync().unwrap();
+    let baseline = free_memory(&dev);
+    let handles: Vec<Solver> = (0..4).map(|_| make().unwrap()).collect();
+    let _ = drop_on_the_callback_thread(&dev, &s, handles, baseline, "cuSOLVER handles");
+}
+
+#[test]
 fn a_nccl_communicator_dropped_on_a_driver_callback_thread_is_destroyed_later() {
     require_gpu!();
     use cudars_nccl::Communicator;

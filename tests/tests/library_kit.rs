@@ -323,6 +323,47 @@ fn curand_runs_on_a_green_context_stream() {
 }
 
 #[test]
+fn cusolver_runs_on_a_green_context_stream() {
+    require_gpu!();
+    use cudars_solver::{Fill, MatMut, Solver};
+    let Some((d, g, s)) = green_stream() else {
+        return;
+    };
+    let Some(mut solver) = cudars_tests::needs_library_driver!(Solver::new(&s)) else {
+        return;
+    };
+    // [[4, 2], [2, 3]]·x = [2, 1] has x = [0.5, 0]; the Cholesky factor is exact.
+    let mut a = DeviceBuffer::from_host(&d, &[4.0f64, 2.0, 2.0, 3.0], &s).unwrap();
+    let mut b = DeviceBuffer::from_host(&d, &[2.0f64, 1.0], &s).unwrap();
+    let mut am = MatMut::col_major(a.view_mut(), 2, 2).unwrap();
+    solver.potrf(Fill::Lower, &mut am).unwrap();
+    solver
+        .potrs(
+            Fill::Lower,
+            am.as_ref(),
+            &mut MatMut::col_major(b.view_mut(), 2, 1).unwrap(),
+        )
+        .unwrap();
+    assert_eq!(b.to_vec(&s).unwrap(), [0.5, 0.0]);
+    // Moved to another green stream, it keeps solving; an indefinite matrix is
+    // still the typed error.
+    let s2 = g.create_stream(StreamOptions::default()).unwrap();
+    solver.set_stream(&s2).unwrap();
+    let mut a = DeviceBuffer::from_host(&d, &[1.0f64, 2.0, 2.0, 1.0], &s2).unwrap();
+    let e = solver
+        .potrf(
+            Fill::Lower,
+            &mut MatMut::col_major(a.view_mut(), 2, 2).unwrap(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, cudars_solver::Error::Extra(x)
+            if x.kind == cudars_solver::SolverErrorKind::NotPositiveDefinite { order: 2 }),
+        "{e}"
+    );
+}
+
+#[test]
 fn nccl_runs_on_a_green_context_stream() {
     require_gpu!();
     use cudars_nccl::{Communicator, ReduceOp};

@@ -20,6 +20,7 @@ const CRATES: &[&str] = &[
     "cudars-core",
     "cudars-blas",
     "cudars-rand",
+    "cudars-solver",
     "cudars-fft",
     "cudars-nccl",
     "cudars-file",
@@ -440,6 +441,7 @@ const AUTO_TRAIT_CRATES: &[&str] = &[
     "cudars-core",
     "cudars-blas",
     "cudars-rand",
+    "cudars-solver",
     "cudars-fft",
     "cudars-nccl",
     "cudars-file",
@@ -578,6 +580,7 @@ fn public_types_are_read_as_written() {
 const LIBRARY_CRATES: &[&str] = &[
     "cudars-blas",
     "cudars-rand",
+    "cudars-solver",
     "cudars-fft",
     "cudars-nccl",
     "cudars-file",

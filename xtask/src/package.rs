@@ -52,7 +52,8 @@ struct Artifact {
 /// `apt-get download`); the OpenGL tests then need them on the GPU machine.
 const NO_GL_ENV: &str = "CUDA_RS_PACKAGE_NO_GL";
 
-/// The binaries whose every test calls cuBLAS, cuBLASLt, cuFFT or cuFile once the
+/// The binaries whose every test calls cuBLAS, cuBLASLt, cuFFT, cuSOLVER (over
+/// cuBLAS) or cuFile once the
 /// driver is new enough: libraries that take driver functions by name, past the
 /// driver shim, so `run-shim.sh` leaves them out where the crates would not refuse
 /// them first (see the script).
@@ -61,8 +62,10 @@ fn calls_libraries_by_name(binary: &str) -> bool {
         "cudars-blas--test-gpu",
         "cudars-fft--test-gpu",
         "cudars-file--test-gpu",
+        "cudars-solver--test-gpu",
         "cudars-blas--example-",
         "cudars-fft--example-",
+        "cudars-solver--example-",
         "cudars-nccl--example-data_parallel_mlp",
     ];
     PREFIXES.iter().any(|p| binary.starts_with(p))
@@ -73,7 +76,9 @@ fn calls_libraries_by_name(binary: &str) -> bool {
 const BY_NAME_LIBRARY_TESTS: &[&str] = &[
     "cublas_runs_on_a_green_context_stream",
     "cufft_runs_on_a_green_context_stream",
+    "cusolver_runs_on_a_green_context_stream",
     "cublas_handles_dropped_on_a_driver_callback_thread_are_destroyed_later",
+    "cusolver_handles_dropped_on_a_driver_callback_thread_are_destroyed_later",
     "fft_plans_dropped_on_a_driver_callback_thread_are_destroyed_later",
 ];
 
@@ -364,6 +369,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "c/gemm_cupy.py",
         ),
         ("crates/cudars-fft/benches/c/fft.c", "c/fft.c"),
+        ("crates/cudars-solver/benches/c/cholesky.c", "c/cholesky.c"),
         ("crates/cudars-nccl/benches/c/allreduce.c", "c/allreduce.c"),
         (
             "crates/cudars-nccl/benches/c/join_abort.c",

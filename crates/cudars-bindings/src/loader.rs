@@ -66,6 +66,7 @@ pub(crate) enum Resolver {
             feature = "cublaslt",
             feature = "curand",
             feature = "cufft",
+            feature = "cusolver",
             feature = "nccl"
         )),
         allow(dead_code, reason = "every API but the driver's is resolved so")
@@ -99,6 +100,8 @@ pub enum ApiKind {
     Curand,
     /// cuFFT (`libcufft`).
     Cufft,
+    /// cuSOLVER (`libcusolver`).
+    Cusolver,
     /// NCCL (`libnccl`).
     Nccl,
     /// cuFile (`libcufile`, Linux only).
@@ -120,6 +123,7 @@ impl ApiKind {
             Self::CublasLt => "cublasLt",
             Self::Curand => "curand",
             Self::Cufft => "cufft",
+            Self::Cusolver => "cusolver",
             Self::Nccl => "nccl",
             Self::Cufile => "cufile",
         }
@@ -127,7 +131,8 @@ impl ApiKind {
 
     /// Whether the library is versioned by CUDA major, with an ABI per major
     /// (`libcudart.so.12` and `.so.13`): the runtime, NVRTC, nvJitLink, nvFatbin,
-    /// cuBLAS, cuBLASLt and cuFFT (`libcufft.so.11` is CUDA 12's, `.so.12` CUDA 13's).
+    /// cuBLAS, cuBLASLt, cuFFT (`libcufft.so.11` is CUDA 12's, `.so.12` CUDA 13's)
+    /// and cuSOLVER (`libcusolver.so.11` is CUDA 12's, `.so.12` CUDA 13's).
     pub fn versioned_by_major(self) -> bool {
         matches!(
             self,
@@ -138,15 +143,17 @@ impl ApiKind {
                 | Self::Cublas
                 | Self::CublasLt
                 | Self::Cufft
+                | Self::Cusolver
         )
     }
 
     /// The CUDA major that a library of this API with its own major version
-    /// `library_major` belongs to: the same number, except cuFFT's, which is one
-    /// behind (cuFFT 11 ships with CUDA 12, cuFFT 12 with CUDA 13).
+    /// `library_major` belongs to: the same number, except cuFFT's and
+    /// cuSOLVER's, which are one behind (cuFFT 11 and cuSOLVER 11 ship with
+    /// CUDA 12, cuFFT 12 and cuSOLVER 12 with CUDA 13).
     fn cuda_major_of(self, library_major: i32) -> i32 {
         match self {
-            Self::Cufft if library_major > 0 => library_major + 1,
+            Self::Cufft | Self::Cusolver if library_major > 0 => library_major + 1,
             _ => library_major,
         }
     }
@@ -166,6 +173,7 @@ impl fmt::Display for ApiKind {
             Self::CublasLt => "cuBLASLt",
             Self::Curand => "cuRAND",
             Self::Cufft => "cuFFT",
+            Self::Cusolver => "cuSOLVER",
             Self::Nccl => "NCCL",
             Self::Cufile => "cuFile",
         })
@@ -763,6 +771,7 @@ fn asked_major(lib: &LoadedDl, kind: ApiKind) -> Option<i32> {
         ApiKind::Cublas => property_major(lib, c"cublasGetProperty"),
         ApiKind::CublasLt => property_major(lib, c"cublasLtGetProperty"),
         ApiKind::Cufft => property_major(lib, c"cufftGetProperty"),
+        ApiKind::Cusolver => property_major(lib, c"cusolverGetProperty"),
         ApiKind::Driver
         | ApiKind::Nvvm
         | ApiKind::Nvml

@@ -1,4 +1,4 @@
-//! The opt-in libraries' bindings (cuBLAS, cuBLASLt, cuRAND, cuFFT, NCCL,
+//! The opt-in libraries' bindings (cuBLAS, cuBLASLt, cuRAND, cuFFT, cuSOLVER, NCCL,
 //! nvFatbin, cuFile) without a GPU: each library found reports its version and
 //! CUDA major and resolves its entry points; each one missing answers every call
 //! with its "not found" code and an error that says why, once per level. The CPU
@@ -12,7 +12,9 @@
 #![allow(clippy::undocumented_unsafe_blocks)]
 
 use cudars_bindings::IntoResult as _;
-use cudars_bindings::{ApiKind, Unavailable, cublas, cublaslt, cufft, curand, nccl, nvfatbin};
+use cudars_bindings::{
+    ApiKind, Unavailable, cublas, cublaslt, cufft, curand, cusolver, nccl, nvfatbin,
+};
 
 fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
     std::iter::successors(Some(e), |&e| e.source())
@@ -108,6 +110,41 @@ fn cufft_maps_its_own_major_to_cuda_s() {
             assert_eq!(e.code(), cufft::CUFFT_SETUP_FAILED);
             assert_missing(&e, e.unavailable(), ApiKind::Cufft, &pf);
             assert_eq!(cufft::cuda_major(), None);
+        }
+    }
+}
+
+#[test]
+fn cusolver_maps_its_own_major_to_cuda_s() {
+    match cudars_pathfinder::load_nvidia_dynamic_lib("cusolver") {
+        Ok(lib) => {
+            let v = cusolver::version().unwrap();
+            // cuSOLVER 11 is CUDA 12's, cuSOLVER 12 CUDA 13's.
+            assert_eq!(
+                cusolver::cuda_major(),
+                Some(v.major as u32 + 1),
+                "cuSOLVER {v}"
+            );
+            cudars_tests::assert_expected_major("cuSOLVER", v.major + 1);
+            let name = lib
+                .abs_path()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            assert!(name.contains(&format!(".so.{}", v.major)), "{name}");
+            let (resolved, total) = cusolver::resolved_count().unwrap();
+            assert!(resolved * 10 > total * 9, "{resolved}/{total}");
+            assert!(cusolver::is_available("cusolverDnDgetrf"));
+        }
+        Err(pf) => {
+            let mut h = std::ptr::null_mut();
+            let e = unsafe { cusolver::cusolverDnCreate(&mut h) }
+                .result()
+                .unwrap_err();
+            assert_eq!(e.code(), cusolver::CUSOLVER_STATUS_NOT_INITIALIZED);
+            assert_missing(&e, e.unavailable(), ApiKind::Cusolver, &pf);
+            assert_eq!(cusolver::cuda_major(), None);
         }
     }
 }
@@ -313,6 +350,12 @@ fn status_codes_have_names_and_descriptions() {
     assert_eq!(e.name(), "CUBLAS_STATUS_INVALID_VALUE");
     let e = cublaslt::CUBLAS_STATUS_ARCH_MISMATCH.result().unwrap_err();
     assert_eq!(e.name(), "CUBLAS_STATUS_ARCH_MISMATCH");
+    let e = cusolver::CUSOLVER_STATUS_ZERO_PIVOT.result().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "CUSOLVER_STATUS_ZERO_PIVOT (10): a zero pivot was met"
+    );
+    assert!(cusolver::CUSOLVER_STATUS_SUCCESS.result().is_ok());
     let e = nccl::ncclRemoteError.result().unwrap_err();
     assert_eq!(e.name(), "ncclRemoteError");
     assert!(cublas::CUBLAS_STATUS_SUCCESS.result().is_ok());

@@ -50,6 +50,7 @@
 //! | `tensor-maps` (default) | `cudars::core::TensorMapDescriptor` | `cudars-core`'s `tensor-maps` feature | Hopper's tensor maps |
 //! | `blas` | `cudars::blas` | [`cudars-blas`](https://docs.rs/cudars-blas) | cuBLAS and cuBLASLt |
 //! | `rand` | `cudars::rand` | [`cudars-rand`](https://docs.rs/cudars-rand) | cuRAND generators |
+//! | `solver` | `cudars::solver` | [`cudars-solver`](https://docs.rs/cudars-solver) | cuSOLVER's dense LU, Cholesky, QR, eigensolver and SVD |
 //! | `fft` | `cudars::fft` | [`cudars-fft`](https://docs.rs/cudars-fft) | cuFFT plans |
 //! | `nccl` | `cudars::nccl` | [`cudars-nccl`](https://docs.rs/cudars-nccl) | NCCL communicators and collectives |
 //! | `file` | `cudars::file` | [`cudars-file`](https://docs.rs/cudars-file) | cuFile (GPUDirect Storage), Linux only |
@@ -97,6 +98,11 @@ pub use cudars_blas as blas;
 #[cfg_attr(docsrs, doc(cfg(feature = "rand")))]
 #[doc(inline)]
 pub use cudars_rand as rand;
+
+#[cfg(feature = "solver")]
+#[cfg_attr(docsrs, doc(cfg(feature = "solver")))]
+#[doc(inline)]
+pub use cudars_solver as solver;
 
 #[cfg(feature = "fft")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fft")))]

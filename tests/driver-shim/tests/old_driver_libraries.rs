@@ -2,7 +2,7 @@
 //! loads the shim as `libcuda.so.1` in its fake-driver mode at 12.4, finds the
 //! real library wheels (the CPU test run installs cuRAND's and cuFile's, the GPU
 //! packages' machines have them all), and makes a cuBLAS and a cuBLASLt handle,
-//! a cuFFT plan, a cuRAND generator and cuFile's driver session. A CUDA 13
+//! a cuFFT plan, a cuSOLVER handle, a cuRAND generator and cuFile's driver session. A CUDA 13
 //! library must be refused before it is called, with the typed
 //! `LibraryError::DriverTooOld` naming the library, its version, the driver it
 //! needs (13.0) and the one found (12.4); the refusal makes no driver call and
@@ -176,6 +176,19 @@ fn cufft_on_a_cuda_12_4_driver() {
     check(test, "cuFFT", cufft, |s| {
         cudars_fft::Plan::<f32>::new(&[64], 1, cudars_fft::Kind::C2C, s)
     });
+}
+
+#[test]
+fn cusolver_on_a_cuda_12_4_driver() {
+    let test = "cusolver_on_a_cuda_12_4_driver";
+    if std::env::var_os(CHILD).is_none() {
+        return in_child(test);
+    }
+    // cuSOLVER numbers itself one behind CUDA, as cuFFT.
+    let cusolver = found(cudars_core::cudars_bindings::cusolver::version(), |v| {
+        v.major + 1
+    });
+    check(test, "cuSOLVER", cusolver, cudars_solver::Solver::new);
 }
 
 #[test]

@@ -35,7 +35,7 @@ pub(crate) struct Api {
     pub(crate) by_major: bool,
 }
 
-pub(crate) const APIS: [Api; 13] = [
+pub(crate) const APIS: [Api; 14] = [
     Api {
         module: "driver",
         // OpenGL interop (`cuGraphicsGLRegisterBuffer`, …) is in the driver
@@ -157,6 +157,19 @@ pub(crate) const APIS: [Api; 13] = [
         by_major: true,
     },
     Api {
+        module: "cusolver",
+        // The dense API. `cusolverDn.h` takes cuBLAS's fill, side, operation
+        // and diagonal enums from `cublas_api.h`: bindgen keeps those it uses
+        // (not cuBLAS's functions), as cuBLASLt keeps cuBLAS's status type.
+        headers: &["cusolverDn.h"],
+        extra_files: &["cusolver_common.h"],
+        kind: Kind::Dlsym,
+        result_type: "cusolverStatus_t",
+        layout_tests: true,
+        docs: "https://docs.nvidia.com/cuda/cusolver/",
+        by_major: true,
+    },
+    Api {
         module: "nccl",
         headers: &["nccl.h"],
         extra_files: &[],
@@ -211,7 +224,7 @@ impl Os {
 }
 
 /// The result enums whose constant names get a generated `name()` table.
-pub(super) const RESULT_ENUMS: [&str; 12] = [
+pub(super) const RESULT_ENUMS: [&str; 13] = [
     "cudaError_enum",
     "cudaError",
     "nvrtcResult",
@@ -222,6 +235,7 @@ pub(super) const RESULT_ENUMS: [&str; 12] = [
     "cublasStatus_t",
     "curandStatus",
     "cufftResult_t",
+    "cusolverStatus_t",
     "ncclResult_t",
     "CUfileOpError",
 ];

@@ -2,9 +2,9 @@
 // DO NOT EDIT: change xtask/src/bindings/ or headers/pins.json and rerun
 // `cargo xtask fetch-headers && cargo xtask regen-bindings`.
 // CUDA 13.5; headers: cufft.h, cufftXt.h, cudalibxt.h.
-// From the wheels: nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 nvidia-cuda-nvrtc==13.5.37 nvidia-nvjitlink==13.5.37 nvidia-nvfatbin==13.5.37 nvidia-nvvm==13.5.37 nvidia-nvml-dev==13.5.37 nvidia-cublas==13.0.2.14 nvidia-curand==10.4.0.35 nvidia-cufft==12.0.0.61 nvidia-nccl-cu13==2.28.9 nvidia-cufile==1.15.1.6.
+// From the wheels: nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 nvidia-cuda-nvrtc==13.5.37 nvidia-nvjitlink==13.5.37 nvidia-nvfatbin==13.5.37 nvidia-nvvm==13.5.37 nvidia-nvml-dev==13.5.37 nvidia-cublas==13.0.2.14 nvidia-curand==10.4.0.35 nvidia-cufft==12.0.0.61 nvidia-cusolver==12.0.4.66 nvidia-nccl-cu13==2.28.9 nvidia-cufile==1.15.1.6.
 // CUDA 12.9; headers: cufft.h, cufftXt.h, cudalibxt.h.
-// From the wheels: nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-nvjitlink-cu12==12.9.86 nvidia-nvfatbin-cu12==12.9.82 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-nvml-dev-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cublas-cu12==12.9.1.4 nvidia-curand-cu12==10.3.10.19 nvidia-cufft-cu12==11.4.1.4 nvidia-nccl-cu12==2.28.9 nvidia-cufile-cu12==1.14.1.1.
+// From the wheels: nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-nvjitlink-cu12==12.9.86 nvidia-nvfatbin-cu12==12.9.82 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-nvml-dev-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cublas-cu12==12.9.1.4 nvidia-curand-cu12==10.3.10.19 nvidia-cufft-cu12==11.4.1.4 nvidia-cusolver-cu12==11.7.5.82 nvidia-nccl-cu12==2.28.9 nvidia-cufile-cu12==1.14.1.1.
 
 //! The entry points the loader resolves, in the order of the dispatch table.
 /// How many entry points this module has.

@@ -2,7 +2,7 @@
 // DO NOT EDIT: change xtask/src/bindings/ or headers/pins.json and rerun
 // `cargo xtask fetch-headers && cargo xtask regen-bindings`.
 // CUDA 12.9; headers: cufile.h.
-// From the wheels: nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-nvjitlink-cu12==12.9.86 nvidia-nvfatbin-cu12==12.9.82 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-nvml-dev-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cublas-cu12==12.9.1.4 nvidia-curand-cu12==10.3.10.19 nvidia-cufft-cu12==11.4.1.4 nvidia-nccl-cu12==2.28.9 nvidia-cufile-cu12==1.14.1.1.
+// From the wheels: nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-nvjitlink-cu12==12.9.86 nvidia-nvfatbin-cu12==12.9.82 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-nvml-dev-cu12==12.9.79 nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cublas-cu12==12.9.1.4 nvidia-curand-cu12==10.3.10.19 nvidia-cufft-cu12==11.4.1.4 nvidia-cusolver-cu12==11.7.5.82 nvidia-nccl-cu12==2.28.9 nvidia-cufile-cu12==1.14.1.1.
 
 //! The entry points the loader resolves, in the order of the dispatch table.
 /// How many entry points this module has.
