@@ -247,6 +247,15 @@ mod tests {
              the gate is held from the read to the queuing",
         ),
         (
+            "cudars-core/src/memory/buffer.rs",
+            1,
+            "`order_frees_slow_with` (not the `_uncaptured` path, which holds the gate): skips \
+             ordering the free after a use queued on a capturing stream; the use was queued by \
+             this thread just before the read, and `begin_capture`'s contract forbids another \
+             thread to queue work on the stream while its capture begins, so the status read \
+             is the one the use was queued under",
+        ),
+        (
             "cudars-core/src/graph/builder.rs",
             3,
             "`is_building` queues nothing; `check_building` and `capturing`: the builder's own \
