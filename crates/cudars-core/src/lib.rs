@@ -508,8 +508,8 @@ pub use error::{CallbackPanic, DriverRequirement, Error, InvalidKind, Report, Re
 pub use event::{Event, EventOptions};
 pub use graph::{
     CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,
-    GraphAllocOptions, GraphAllocation, GraphBuilder, GraphCompleteOptions, GraphCondition,
-    GraphDebugPrintOptions, GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage,
+    GraphAllocOptions, GraphAllocation, GraphBuilder, GraphCapture, GraphCompleteOptions,
+    GraphCondition, GraphDebugPrintOptions, GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage,
     GraphMemoryResource, GraphMemoryType, GraphNode, GraphNodeKind, GraphNodeParams, GraphView,
     HostNodeInfo, KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };
