@@ -1418,3 +1418,32 @@ fn a_capture_into_a_graph_refuses_foreign_nodes_and_end_capture() {
     drop(g);
     drop(other);
 }
+
+/// Issue 43 point 12: an explicit graph's kernel node from a `TypedKernel`
+/// and its argument tuple (`add_kernel_typed`): the graph keeps the buffer
+/// alive after every other handle on it is gone, and the kernel runs on it.
+#[test]
+fn a_typed_kernel_node_of_an_explicit_graph_keeps_its_buffer() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add = TypedKernel::<(MutPtr<i32>, i32)>::new(code.get_kernel("add").unwrap()).unwrap();
+    let x = Arc::new(DeviceBuffer::<i32>::zeroed(&d, 32, &s).unwrap());
+    s.sync().unwrap();
+    let weak = Arc::downgrade(&x);
+    let ctx = d.context().unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let cfg = LaunchConfig::new(1u32, 32u32);
+    // SAFETY: 32 threads touch x[0..32].
+    let first = unsafe { g.add_kernel_typed(&[], &cfg, &add, ((&x).into(), 2)) }.unwrap();
+    // SAFETY: as above.
+    unsafe { g.add_kernel_typed(&[first], &cfg, &add, (x.shared_view().into(), 3)) }.unwrap();
+    drop(x);
+    assert!(weak.upgrade().is_some(), "the graph keeps the buffer");
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    drop(g);
+    exec.launch(&s).unwrap();
+    exec.launch(&s).unwrap();
+    let x = weak.upgrade().expect("the instantiation keeps the buffer");
+    assert_eq!(x.to_vec(&s).unwrap(), vec![10; 32]);
+}
