@@ -54,8 +54,9 @@ struct Inner {
     /// capturing to the end of the queuing it guards (a host function, a copy
     /// into host memory, an event record: `launch_host_func`,
     /// `while_not_capturing`), exclusively by what may start or end a capture
-    /// of this stream (`begin_capture`, `end_capture`, `wait_event`, through
-    /// which a stream joins another's capture). So no capture begins or ends
+    /// of this stream (`begin_capture`, `begin_capture_into`, `end_capture`, a
+    /// `GraphCapture`'s end, `wait_event`, through which a stream joins
+    /// another's capture). So no capture begins or ends
     /// between the check and the queuing.
     capture_gate: std::sync::RwLock<()>,
     /// The stream captures into a graph it does not own
