@@ -97,7 +97,8 @@ impl Stream {
     /// # Errors
     /// [`Error::Unsupported`] on a driver before CUDA 12.3;
     /// [`Error::InvalidArgument`] for a dependency that is not a node of
-    /// `graph`, or a graph of another context; the driver's error (a stream that
+    /// `graph`, or a graph of another device
+    /// ([`InvalidKind::OtherDevice`](crate::InvalidKind::OtherDevice)); the driver's error (a stream that
     /// is capturing already, a legacy default stream).
     pub unsafe fn begin_capture_into<'a>(
         &'a self,
@@ -107,10 +108,14 @@ impl Stream {
     ) -> Result<GraphCapture<'a>> {
         const WHAT: &str = "beginning a stream capture into a graph";
         crate::versions::require_driver(12030, "capturing into an existing graph", || WHAT)?;
-        if graph.ctx != *self.context() {
-            return Err(Error::invalid(
+        if graph.ctx.device() != self.device() {
+            return Err(Error::other_device(
                 WHAT,
-                "the graph belongs to another context than the stream",
+                format!(
+                    "the stream is on device {}, the graph on device {}",
+                    self.device().ordinal(),
+                    graph.ctx.device().ordinal()
+                ),
             ));
         }
         let deps = graph.deps(dependencies)?;
