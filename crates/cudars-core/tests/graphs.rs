@@ -1447,3 +1447,26 @@ fn a_typed_kernel_node_of_an_explicit_graph_keeps_its_buffer() {
     let x = weak.upgrade().expect("the instantiation keeps the buffer");
     assert_eq!(x.to_vec(&s).unwrap(), vec![10; 32]);
 }
+
+/// Issue 43 point 12: pinned host memory in a graph's copy node is an
+/// `Arc<DeviceBuffer<T>>` of `LegacyPinnedMemoryResource` (the pattern
+/// `PinnedBuffer`'s rustdoc gives, "Not in graphs"): the graph keeps both ends
+/// alive, and the host reads the result with a copy ordered after the launch.
+#[test]
+fn pinned_memory_in_a_graph_copy_node_is_a_pinned_device_buffer() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let data: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
+    let x = Arc::new(DeviceBuffer::from_host(&d, &data, &s).unwrap());
+    let pinned = Arc::new(LegacyPinnedMemoryResource::new(&d));
+    let host = Arc::new(DeviceBuffer::<f32>::allocate_from(pinned, data.len(), &s).unwrap());
+    s.sync().unwrap();
+    let mut g = Graph::new(&d.context().unwrap()).unwrap();
+    g.add_copy(&[], &host, &x).unwrap();
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    drop((g, x));
+    exec.launch(&s).unwrap();
+    assert_eq!(host.to_vec(&s).unwrap(), data);
+}
