@@ -355,6 +355,8 @@ impl GraphCapture<'_> {
     }
 }
 
+// Soundness contract: rule 1. The guard owns nothing: its drop ends the
+// capture and leaves the graph its owner's.
 impl Drop for GraphCapture<'_> {
     fn drop(&mut self) {
         if self.open {
