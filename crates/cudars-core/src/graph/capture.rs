@@ -163,11 +163,10 @@ impl Stream {
     /// Ends the capture and returns the captured graph.
     ///
     /// # Errors
-    /// The driver's error (an invalidated capture is `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
-    ///
     /// [`Error::InvalidArgument`] for a capture into a graph this stream does
     /// not own ([`begin_capture_into`](Self::begin_capture_into)): its
-    /// [`GraphCapture`] ends it, and the graph stays its owner's.
+    /// [`GraphCapture`] ends it, and the graph stays its owner's. The driver's
+    /// error (an invalidated capture is `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
     pub fn end_capture(&self) -> Result<Graph> {
         let _current = self.context().ensure_current()?;
         // Not while a host function is being queued on this stream.
@@ -327,7 +326,8 @@ impl GraphCapture<'_> {
     /// The driver's error: an invalidated capture
     /// (`CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`: what was captured before the
     /// error stays in the graph), a fork not joined back
-    /// (`CUDA_ERROR_STREAM_CAPTURE_UNJOINED`). The capture has ended either way.
+    /// (`CUDA_ERROR_STREAM_CAPTURE_UNJOINED`); the capture has ended (the
+    /// driver ends a capture on those errors too).
     pub fn end(mut self) -> Result<Vec<GraphNode>> {
         self.finish()
     }
@@ -337,13 +337,19 @@ impl GraphCapture<'_> {
         let stream = self.stream;
         // Not while a host function is being queued on this stream.
         let _gate = stream.capture_gate_exclusive();
+        // Best effort: the end is made whether or not the context could be
+        // made current (the stream names its own context), so the guard never
+        // lets the graph go while the stream still captures into it.
+        let _current = stream.context().ensure_current();
         // The capture's last nodes, read before it ends.
         let info = stream.capture_info();
-        let (rc, _) = crate::graph::builder::end_capture_raw(stream);
-        // The driver returns the borrowed graph, which stays its owner's and is
-        // not wrapped. The mark goes only once the stream has stopped capturing
-        // into it: were the end not made (no current context), `end_capture`
-        // stays refused on this stream.
+        let mut g: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: `g` is valid for writes; a live stream. The driver returns the
+        // borrowed graph, which stays its owner's and is not wrapped.
+        let rc = unsafe { sys::cuStreamEndCapture(stream.handle(), &mut g) };
+        // The mark goes once the stream has stopped capturing into the graph;
+        // were it still capturing after a failed end, `end_capture` stays
+        // refused on this stream.
         let ended =
             rc == sys::CUDA_SUCCESS || matches!(stream.capture_status(), Ok(CaptureStatus::None));
         if ended {
