@@ -184,6 +184,8 @@ yes!(cudars_core::GraphAllocOptions, Send);
 yes!(cudars_core::GraphAllocOptions, Sync);
 no!(cudars_core::GraphBuilder, Send);
 no!(cudars_core::GraphBuilder, Sync);
+no!(cudars_core::GraphCapture<'static>, Send);
+no!(cudars_core::GraphCapture<'static>, Sync);
 yes!(cudars_core::GraphCompleteOptions, Send);
 yes!(cudars_core::GraphCompleteOptions, Sync);
 yes!(cudars_core::GraphCondition, Send);

@@ -46,14 +46,14 @@ use common::{Result, wrong};
 /// it has handed out and not yet had back.
 #[derive(Debug)]
 struct CountingResource {
-    inner: DeviceMemoryResource,
+    inner: Arc<DeviceMemoryResource>,
     live: AtomicUsize,
     peak: AtomicUsize,
     allocations: AtomicUsize,
 }
 
 impl CountingResource {
-    fn new(inner: DeviceMemoryResource) -> Self {
+    fn new(inner: Arc<DeviceMemoryResource>) -> Self {
         Self {
             inner,
             live: AtomicUsize::new(0),

@@ -52,7 +52,7 @@
 //! | compiling and linking | [`Program`] (NVRTC, NVVM, PTX; [`ProgramBackend`]), [`nvrtc`] (NVRTC's version, architectures and PCH heap), [`ProgramOptions`] ([`ProgramOptions::for_device`]; headers: [`ProgramOptions::with_toolkit_headers`]), [`Linker`] (nvJitLink, or the driver's), [`FatbinBuilder`] (nvFatbin: cubins, PTX and LTO-IR for several architectures in one fatbin), [`ObjectCode`] |
 //! | loading and launching | [`Library`], [`Module`], [`Kernel`] (attributes, occupancy), [`LaunchConfig`] (clusters: [`Grid`] names the grid's unit), [`TypedKernel`] (checked once, launched with a tuple), [`launch`] (the byte API) |
 //! | kernels from a `.cu` file | `kernels!` (feature `macros`): a struct with one typed launch function per `extern "C"` kernel, compiled with NVRTC at run time |
-//! | graphs (CUDA 13) | [`GraphBuilder`] (`cuda.core`'s: building by capture, split and joined, with conditional bodies; the graph keeps everything queued into it alive; graph memory: [`GraphView`]), [`Graph`] (stream capture, explicit, conditional and memory nodes; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
+//! | graphs (CUDA 13) | [`GraphBuilder`] (`cuda.core`'s: building by capture, split and joined, with conditional bodies; the graph keeps everything queued into it alive; graph memory: [`GraphView`]), [`Graph`] (stream capture, also into an existing graph or a conditional body: [`Stream::begin_capture_into`]; explicit, conditional and memory nodes; typed kernel nodes: [`Graph::add_kernel_typed`]; typed fill and copy nodes on sub-ranges: [`Graph::add_fill`], [`Graph::add_copy`]), [`GraphExec`] |
 //! | system information | `system` (feature `nvml`; NVML: versions, memory, BAR1, utilisation, temperature, power, clocks and clock event reasons, PCI, MIG, field values, InfoROM, CPU and memory affinity, fans; errors by `NvmlErrorKind`) |
 //! | program cache | `cache` (feature `cache`: cache keys, in-memory and file caches safe across processes) |
 //! | arrays, textures, surfaces | feature `arrays`: `OpaqueArray`, `MipmappedArray`, `TextureObject` (filtered, addressed reads), `SurfaceObject` |
@@ -508,8 +508,8 @@ pub use error::{CallbackPanic, DriverRequirement, Error, InvalidKind, Report, Re
 pub use event::{Event, EventOptions};
 pub use graph::{
     CaptureArg, CaptureMode, CaptureStatus, ConditionalKind, ConditionalNodeInfo, Graph,
-    GraphAllocOptions, GraphAllocation, GraphBuilder, GraphCompleteOptions, GraphCondition,
-    GraphDebugPrintOptions, GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage,
+    GraphAllocOptions, GraphAllocation, GraphBuilder, GraphCapture, GraphCompleteOptions,
+    GraphCondition, GraphDebugPrintOptions, GraphEdge, GraphEdgeKind, GraphExec, GraphMemUsage,
     GraphMemoryResource, GraphMemoryType, GraphNode, GraphNodeKind, GraphNodeParams, GraphView,
     HostNodeInfo, KernelNodeInfo, MemAllocNodeInfo, MemcpyNodeInfo, MemsetNodeInfo, NodeEvent,
 };

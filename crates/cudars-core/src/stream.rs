@@ -54,10 +54,16 @@ struct Inner {
     /// capturing to the end of the queuing it guards (a host function, a copy
     /// into host memory, an event record: `launch_host_func`,
     /// `while_not_capturing`), exclusively by what may start or end a capture
-    /// of this stream (`begin_capture`, `end_capture`, `wait_event`, through
-    /// which a stream joins another's capture). So no capture begins or ends
+    /// of this stream (`begin_capture`, `begin_capture_into`, `end_capture`, a
+    /// `GraphCapture`'s end, `wait_event`, through which a stream joins
+    /// another's capture). So no capture begins or ends
     /// between the check and the queuing.
     capture_gate: std::sync::RwLock<()>,
+    /// The stream captures into a graph it does not own
+    /// ([`Stream::begin_capture_into`]): only that capture's guard ends it, so
+    /// [`Stream::end_capture`] never wraps the borrowed graph as an owned one.
+    /// Written under the capture gate held exclusively.
+    captures_into: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: a CUstream is a handle the driver lets any thread use. The one
@@ -139,6 +145,7 @@ impl Stream {
                 per_thread,
                 panics: Default::default(),
                 capture_gate: Default::default(),
+                captures_into: Default::default(),
             }),
         }
     }
@@ -566,6 +573,13 @@ impl Stream {
             .capture_gate
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the stream captures into a graph it does not own (see
+    /// [`Stream::begin_capture_into`]); read and written under the capture
+    /// gate held exclusively.
+    pub(crate) fn captures_into(&self) -> &std::sync::atomic::AtomicBool {
+        &self.inner.captures_into
     }
 
     /// Where host functions of this stream record their panics.

@@ -256,6 +256,13 @@ mod tests {
              is the one the use was queued under",
         ),
         (
+            "cudars-core/src/graph/capture.rs",
+            2,
+            "`GraphCapture`'s end: the capture's last nodes, and after a failed end whether \
+             the stream still captures, read with the gate held exclusively; nothing is \
+             queued after either read",
+        ),
+        (
             "cudars-core/src/graph/builder.rs",
             3,
             "`is_building` queues nothing; `check_building` and `capturing`: the builder's own \

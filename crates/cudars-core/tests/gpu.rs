@@ -134,7 +134,8 @@ fn the_driver_says_what_memory_a_pointer_is() {
     require_gpu!();
     let d = dev0();
     let s = d.create_stream(StreamOptions::default()).unwrap();
-    let device = Arc::new(DeviceMemoryResource::default_pool(&d).unwrap())
+    let device = DeviceMemoryResource::default_pool(&d)
+        .unwrap()
         .allocate(4096, &s)
         .unwrap();
     let pinned = Arc::new(LegacyPinnedMemoryResource::new(&d))
@@ -175,7 +176,7 @@ fn buffers_round_trip_and_fill() {
     require_gpu!();
     let d = dev0();
     let s = d.create_stream(StreamOptions::default()).unwrap();
-    let pool = Arc::new(DeviceMemoryResource::default_pool(&d).unwrap());
+    let pool = DeviceMemoryResource::default_pool(&d).unwrap();
     let n = 1 << 20;
     let data = random_u32(n, 42);
     let mut a = pool.allocate(n * 4, &s).unwrap();
@@ -266,7 +267,7 @@ fn every_resource_allocates() {
         .unwrap(),
     );
     let resources: Vec<Arc<dyn MemoryResource>> = vec![
-        Arc::new(DeviceMemoryResource::default_pool(&d).unwrap()),
+        DeviceMemoryResource::default_pool(&d).unwrap(),
         own.clone(),
         Arc::new(PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap()),
         Arc::new(LegacyPinnedMemoryResource::new(&d)),
@@ -308,7 +309,7 @@ fn events_order_work_across_streams_and_time_it() {
             priority: None,
         })
         .unwrap();
-    let pool = Arc::new(DeviceMemoryResource::default_pool(&d).unwrap());
+    let pool = DeviceMemoryResource::default_pool(&d).unwrap();
     let n = 64 << 20;
     let mut x = pool.allocate(n, &a).unwrap();
     let mut y = pool.allocate(n, &a).unwrap();
@@ -383,7 +384,7 @@ fn threads_and_devices() {
                         priority: None,
                     })
                     .unwrap();
-                let pool = Arc::new(DeviceMemoryResource::default_pool(&d).unwrap());
+                let pool = DeviceMemoryResource::default_pool(&d).unwrap();
                 for i in 0..50u32 {
                     let data = random_u32(1000, u64::from(i) * 31 + t as u64);
                     let mut buf = Buffer::allocate(pool.clone(), 4000, &s).unwrap();

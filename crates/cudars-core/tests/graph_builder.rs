@@ -502,7 +502,7 @@ fn a_join_that_fails_partway_leaves_the_capture_whole() {
     // Global capture: the default pool and the device's resource are reached
     // without a refused (capture-invalidating) driver call.
     let pool = cudars_core::DeviceMemoryResource::default_pool(&d).unwrap();
-    assert_eq!(cudars_core::MemoryResource::device(&pool), d);
+    assert_eq!(cudars_core::MemoryResource::device(&*pool), d);
     assert!(d.memory_resource().is_ok());
     let parts = b.split(4).unwrap();
     assert_eq!(parts.len(), 3);

@@ -1267,3 +1267,206 @@ fn fork_one_orders_the_new_stream_after_the_old_and_join_back() {
     s.join(std::slice::from_ref(&side)).unwrap();
     assert_eq!(x.to_vec(&s).unwrap(), vec![3000; 32]);
 }
+
+/// Issue 43 point 6: two kernels captured into an explicit graph after one of
+/// its nodes (`cudaStreamBeginCaptureToGraph`); the capture's last node is a
+/// dependency of an explicit node added afterwards. The graph keeps its one
+/// owner: after the capture it is instantiated and run as any graph.
+#[test]
+fn a_capture_into_an_explicit_graph_follows_its_node() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let (set, add, mul) = (
+        code.get_kernel("set").unwrap(),
+        code.get_kernel("add").unwrap(),
+        code.get_kernel("mul").unwrap(),
+    );
+    let x = d.allocate(32 * 4, &s).unwrap();
+    s.sync().unwrap();
+    let ctx = d.context().unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let cfg = LaunchConfig::new(1, 32);
+    // SAFETY: the kernels touch x[0..32], which outlives the graph.
+    let first = unsafe { g.add_kernel(&[], &cfg, &set, &[&x, &7i32]) }.unwrap();
+    let Some(capture) = cudars_tests::needs_driver!(12030, unsafe {
+        // SAFETY: as above; thread-local, so other tests' threads are not refused.
+        s.begin_capture_into(&mut g, &[first], CaptureMode::ThreadLocal)
+    }) else {
+        return;
+    };
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::Active);
+    // SAFETY: as above.
+    unsafe { launch(&s, &cfg, &add, &[&x, &1i32]) }.unwrap();
+    // SAFETY: as above.
+    unsafe { launch(&s, &cfg, &mul, &[&x, &2i32]) }.unwrap();
+    let last = capture.end().unwrap();
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
+    assert_eq!(last.len(), 1, "{last:?}");
+    assert_eq!(g.node_count().unwrap(), 3);
+    // The captured chain hangs off the explicit node: `first → add → mul`.
+    let mul_node = last[0];
+    let add_node = mul_node.dependencies(&g).unwrap();
+    assert_eq!(add_node.len(), 1);
+    assert_eq!(add_node[0].dependencies(&g).unwrap(), vec![first]);
+    // SAFETY: as above.
+    unsafe { g.add_kernel(&last, &cfg, &add, &[&x, &3i32]) }.unwrap();
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&s).unwrap();
+    let mut out = [0i32; 32];
+    x.copy_to_host(&mut out, &s).unwrap();
+    let expect: Vec<i32> = (0..32).map(|i| (7 + i + 1) * 2 + 3).collect();
+    assert_eq!(out.to_vec(), expect);
+}
+
+/// Issue 43 point 6: the body of a while node made by `add_conditional` is
+/// filled by capture (the pattern of cuda-samples' `graphConditionalNodes`).
+#[test]
+fn a_while_body_made_by_add_conditional_is_filled_by_capture() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let countdown = code.get_kernel("countdown").unwrap();
+    let mut counter = d.allocate(4, &s).unwrap();
+    let mut iterations = d.allocate(4, &s).unwrap();
+    counter.copy_from_host(&[5i32], &s).unwrap();
+    iterations.copy_from_host(&[0i32], &s).unwrap();
+    s.sync().unwrap();
+    let ctx = d.context().unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let cond = g.create_condition(Some(1)).unwrap();
+    let (_node, mut bodies) = g
+        .add_conditional(&[], cond, ConditionalKind::While)
+        .unwrap();
+    // SAFETY: the kernel touches the two counters, which outlive the graph;
+    // thread-local, so other tests' threads are not refused.
+    let capture =
+        unsafe { s.begin_capture_into(&mut bodies[0], &[], CaptureMode::ThreadLocal) }.unwrap();
+    // SAFETY: as above.
+    unsafe {
+        launch(
+            &s,
+            &LaunchConfig::new(1, 1),
+            &countdown,
+            &[&counter, &iterations, &cond],
+        )
+    }
+    .unwrap();
+    assert_eq!(capture.end().unwrap().len(), 1);
+    assert_eq!(bodies[0].node_count().unwrap(), 1);
+    drop(bodies);
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    exec.launch(&s).unwrap();
+    let (mut c, mut it) = ([0i32], [0i32]);
+    counter.copy_to_host(&mut c, &s).unwrap();
+    iterations.copy_to_host(&mut it, &s).unwrap();
+    assert_eq!((c[0], it[0]), (0, 5));
+}
+
+/// Issue 43 point 6: what a capture into a borrowed graph refuses. A
+/// dependency of another graph is an `InvalidArgument` before the driver is
+/// called (the stream does not capture); while the capture runs,
+/// `end_capture` through any handle of the stream is refused, so the graph
+/// never gets a second owner (a double destroy); a guard dropped without `end`
+/// ends the capture, and the graph is whole afterwards.
+#[test]
+fn a_capture_into_a_graph_refuses_foreign_nodes_and_end_capture() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add = code.get_kernel("add").unwrap();
+    let x = d.allocate(32 * 4, &s).unwrap();
+    s.sync().unwrap();
+    let ctx = d.context().unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let mut other = Graph::new(&ctx).unwrap();
+    let foreign = other.add_empty(&[]).unwrap();
+    // SAFETY: nothing is captured.
+    let e =
+        unsafe { s.begin_capture_into(&mut g, &[foreign], CaptureMode::ThreadLocal) }.unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
+    let clone = s.clone();
+    {
+        // SAFETY: the kernel touches x[0..32], which outlives the graph.
+        let capture =
+            unsafe { s.begin_capture_into(&mut g, &[], CaptureMode::ThreadLocal) }.unwrap();
+        // SAFETY: as above.
+        unsafe {
+            launch(
+                capture.stream(),
+                &LaunchConfig::new(1, 32),
+                &add,
+                &[&x, &1i32],
+            )
+        }
+        .unwrap();
+        for h in [&s, &clone] {
+            let e = h.end_capture().unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+        }
+        assert_eq!(s.capture_status().unwrap(), CaptureStatus::Active);
+        // Dropped without `end`: the capture ends here.
+    }
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
+    assert_eq!(g.node_count().unwrap(), 1);
+    // The stream captures as before, into a graph of its own.
+    // SAFETY: nothing is captured.
+    unsafe { s.begin_capture(CaptureMode::ThreadLocal) }.unwrap();
+    let own = s.end_capture().unwrap();
+    assert_eq!(own.node_count().unwrap(), 0);
+    drop(g);
+    drop(other);
+}
+
+/// Issue 43 point 12: an explicit graph's kernel node from a `TypedKernel`
+/// and its argument tuple (`add_kernel_typed`): the graph keeps the buffer
+/// alive after every other handle on it is gone, and the kernel runs on it.
+#[test]
+fn a_typed_kernel_node_of_an_explicit_graph_keeps_its_buffer() {
+    require_gpu!();
+    require_libs!("nvrtc");
+    let (d, s, code) = setup();
+    let add = TypedKernel::<(MutPtr<i32>, i32)>::new(code.get_kernel("add").unwrap()).unwrap();
+    let x = Arc::new(DeviceBuffer::<i32>::zeroed(&d, 32, &s).unwrap());
+    s.sync().unwrap();
+    let weak = Arc::downgrade(&x);
+    let ctx = d.context().unwrap();
+    let mut g = Graph::new(&ctx).unwrap();
+    let cfg = LaunchConfig::new(1u32, 32u32);
+    // SAFETY: 32 threads touch x[0..32].
+    let first = unsafe { g.add_kernel_typed(&[], &cfg, &add, ((&x).into(), 2)) }.unwrap();
+    // SAFETY: as above.
+    unsafe { g.add_kernel_typed(&[first], &cfg, &add, (x.shared_view().into(), 3)) }.unwrap();
+    drop(x);
+    assert!(weak.upgrade().is_some(), "the graph keeps the buffer");
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    drop(g);
+    exec.launch(&s).unwrap();
+    exec.launch(&s).unwrap();
+    let x = weak.upgrade().expect("the instantiation keeps the buffer");
+    assert_eq!(x.to_vec(&s).unwrap(), vec![10; 32]);
+}
+
+/// Issue 43 point 12: pinned host memory in a graph's copy node is an
+/// `Arc<DeviceBuffer<T>>` of `LegacyPinnedMemoryResource` (the pattern
+/// `PinnedBuffer`'s rustdoc gives, "Not in graphs"): the graph keeps both ends
+/// alive, and the host reads the result with a copy ordered after the launch.
+#[test]
+fn pinned_memory_in_a_graph_copy_node_is_a_pinned_device_buffer() {
+    require_gpu!();
+    let d = Device::new(0).unwrap();
+    d.set_current().unwrap();
+    let s = d.create_stream(StreamOptions::default()).unwrap();
+    let data: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
+    let x = Arc::new(DeviceBuffer::from_host(&d, &data, &s).unwrap());
+    let pinned = Arc::new(LegacyPinnedMemoryResource::new(&d));
+    let host = Arc::new(DeviceBuffer::<f32>::allocate_from(pinned, data.len(), &s).unwrap());
+    s.sync().unwrap();
+    let mut g = Graph::new(&d.context().unwrap()).unwrap();
+    g.add_copy(&[], &host, &x).unwrap();
+    let exec = g.instantiate(GraphCompleteOptions::default()).unwrap();
+    drop((g, x));
+    exec.launch(&s).unwrap();
+    assert_eq!(host.to_vec(&s).unwrap(), data);
+}

@@ -368,6 +368,26 @@ fakes! {
         }
         CUDA_SUCCESS
     }
+    cuGraphCreate PFN_cuGraphCreate_v10000 (g: *mut CUgraph, _flags: c_uint) {
+        // SAFETY: as above.
+        unsafe { put(g, fresh() as CUgraph) };
+        CUDA_SUCCESS
+    }
+    cuGraphDestroy PFN_cuGraphDestroy_v10000 (_g: CUgraph) { CUDA_SUCCESS }
+    cuStreamBeginCaptureToGraph PFN_cuStreamBeginCaptureToGraph_v12030 (
+        _s: CUstream,
+        _g: CUgraph,
+        _deps: *const CUgraphNode,
+        _edges: *const CUgraphEdgeData,
+        _n: usize,
+        _mode: CUstreamCaptureMode
+    ) { CUDA_SUCCESS }
+    cuStreamEndCapture PFN_cuStreamEndCapture_v10000 (_s: CUstream, g: *mut CUgraph) {
+        // Nothing is captured: no graph comes back.
+        // SAFETY: as above.
+        unsafe { put(g, std::ptr::null_mut()) };
+        CUDA_SUCCESS
+    }
     cuEventCreate PFN_cuEventCreate_v2000 (e: *mut CUevent, _flags: c_uint) {
         // SAFETY: as above.
         unsafe { put(e, fresh() as CUevent) };

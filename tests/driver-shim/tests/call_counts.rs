@@ -21,8 +21,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use cudars_core::{
-    Buffer, ContextScope, Device, DeviceBuffer, EventOptions, LaunchConfig, Library,
-    LibraryOptions, MutPtr, ObjectCode, Stream, StreamOptions, TypedKernel, launch,
+    Buffer, ContextScope, Device, DeviceBuffer, DeviceMemoryResource, EventOptions, LaunchConfig,
+    Library, LibraryOptions, MutPtr, ObjectCode, Stream, StreamOptions, TypedKernel, launch,
 };
 use cudars_tests::DriverShim;
 
@@ -170,6 +170,28 @@ fn child() {
             std::mem::forget(pool.allocate(1 << 20, &s).unwrap())
         }),
         &[("cuMemAllocFromPoolAsync", 1)],
+    );
+    // Issue 43 point 12: `DeviceMemoryResource::default_pool(&dev)?.allocate(..)`
+    // compiles, and is the process-wide resource `default_memory_resource`
+    // hands out: the same direct path.
+    let by_name = DeviceMemoryResource::default_pool(&dev).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&by_name, &pool));
+    check(
+        "Buffer alloc (DeviceMemoryResource::default_pool(&dev)?.allocate)",
+        count(&shim, 3, || {
+            std::mem::forget(
+                DeviceMemoryResource::default_pool(&dev)
+                    .unwrap()
+                    .allocate(1 << 20, &s)
+                    .unwrap(),
+            )
+        }),
+        &[
+            ("cuMemAllocFromPoolAsync", 1),
+            // The release threshold, read (and raised were it 0) on each call,
+            // as cuda.core's constructor does.
+            ("cuMemPoolGetAttribute", 1),
+        ],
     );
     check(
         "Buffer alloc (Device::allocate)",

@@ -929,10 +929,10 @@ mod tests {
         };
         assert_eq!(tail - whole, 16);
         let args: [&dyn CaptureArg; 2] = [&view, &7u32];
-        assert!(check_signature_sizes("k", &[8, 4], &args).is_ok());
-        let e = check_signature_sizes("k", &[8, 8], &args).unwrap_err();
+        assert!(check_signature_sizes(|| "k".into(), &[8, 4], &args).is_ok());
+        let e = check_signature_sizes(|| "k".into(), &[8, 8], &args).unwrap_err();
         assert!(e.to_string().contains("argument 1 is 4 bytes"), "{e}");
-        let e = check_signature_sizes("k", &[8, 4, 4], &args).unwrap_err();
+        let e = check_signature_sizes(|| "k".into(), &[8, 4, 4], &args).unwrap_err();
         assert!(
             e.to_string().contains("2 arguments for a signature of 3"),
             "{e}"

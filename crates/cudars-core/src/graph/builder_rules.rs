@@ -300,7 +300,7 @@ pub(super) fn check_device(
 
 /// Checks captured-launch arguments against a typed signature's sizes.
 pub(crate) fn check_signature_sizes(
-    kernel: &str,
+    what: impl Fn() -> String,
     sizes: &[usize],
     args: &[&dyn CaptureArg],
 ) -> Result<()> {
@@ -308,14 +308,14 @@ pub(crate) fn check_signature_sizes(
         let have = a.as_kernel_arg().arg_size();
         if have != *want {
             return Err(Error::invalid(
-                format!("launching kernel `{kernel}` into a graph builder"),
+                what(),
                 format!("argument {i} is {have} bytes, the signature's parameter {want}"),
             ));
         }
     }
     if args.len() != sizes.len() {
         return Err(Error::invalid(
-            format!("launching kernel `{kernel}` into a graph builder"),
+            what(),
             format!(
                 "{} arguments for a signature of {}",
                 args.len(),

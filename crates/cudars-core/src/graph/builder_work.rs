@@ -129,7 +129,13 @@ impl GraphBuilder {
         args: S::Captured,
     ) -> Result<()> {
         S::with_captured(&args, |all| {
-            check_signature_sizes(kernel.kernel().name(), S::SIZES, all)?;
+            let what = || {
+                format!(
+                    "launching kernel `{}` into a graph builder",
+                    kernel.kernel().name()
+                )
+            };
+            check_signature_sizes(what, S::SIZES, all)?;
             // SAFETY: per this function's contract.
             unsafe { self.launch(config, kernel.kernel(), all) }
         })

@@ -11,6 +11,9 @@ use std::sync::{Arc, Mutex};
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
+use crate::graph::builder_rules::check_signature_sizes;
+use crate::graph::view::CaptureArg;
+use crate::launch::typed_kernel::{CaptureSignature, TypedKernel};
 use crate::{
     code::kernel::Kernel, context::Context, event::Event, launch::KernelArg, launch::LaunchConfig,
 };
@@ -48,6 +51,40 @@ pub(crate) fn keep_args(k: &Keep, args: &[&dyn KernelArg]) {
             keep(k, owner);
         }
     }
+}
+
+/// Checks the arguments of an explicit graph's typed kernel node on `device`:
+/// memory of another device, and graph memory of a builder (which exists only
+/// inside that builder's graph, after its allocation), are refused.
+pub(crate) fn check_node_args(
+    device: &crate::device::Device,
+    what: impl Fn() -> String,
+    args: &[&dyn CaptureArg],
+) -> Result<()> {
+    for (i, a) in args.iter().enumerate() {
+        if a.graph_memory_of().is_some() {
+            return Err(Error::invalid(
+                what(),
+                format!(
+                    "argument {i} is graph memory of a graph builder, usable only by work \
+                     that builder captures after its allocation"
+                ),
+            ));
+        }
+        if let Some(d) = a.memory_device() {
+            if d != device {
+                return Err(Error::other_device(
+                    what(),
+                    format!(
+                        "the graph is on device {}, argument {i} is memory of device {}",
+                        device.ordinal(),
+                        d.ordinal()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Adds everything `from` keeps alive to `into`.
@@ -618,6 +655,60 @@ impl Graph {
         Ok(self.node(node))
     }
 
+    /// A kernel node of a [`TypedKernel`] (the typed twin of
+    /// [`add_kernel`](Self::add_kernel), as
+    /// [`GraphBuilder::launch_typed`](crate::GraphBuilder::launch_typed) is of
+    /// the builder's `launch`): `args` is the signature's tuple with a
+    /// [`GraphView`](crate::GraphView) for each pointer (`ConstPtr<T>`,
+    /// `MutPtr<T>`: `(&arc_buffer).into()`, an [`ArcView`](crate::ArcView)
+    /// `.into()`) and the value for each value. The argument sizes are checked
+    /// against the signature (itself checked against the kernel when the
+    /// `TypedKernel` was made, on drivers of CUDA 12.4 and later), each view is
+    /// checked to be memory of the graph's device, and the graph and every
+    /// instantiation of it keep the views' allocations and the kernel alive:
+    /// dropping every other handle on the buffers before launching is safe.
+    ///
+    /// ```no_run
+    /// # fn f(g: &mut cudars_core::Graph, k: cudars_core::Kernel, x: &std::sync::Arc<cudars_core::DeviceBuffer<f32>>) -> cudars_core::Result<()> {
+    /// use cudars_core::{LaunchConfig, MutPtr, TypedKernel};
+    /// // extern "C" __global__ void scale(float* x, float a, unsigned long long n)
+    /// let scale = TypedKernel::<(MutPtr<f32>, f32, u64)>::new(k)?;
+    /// let n = x.len() as u64;
+    /// // SAFETY: scale touches x[0..n], and x holds n floats.
+    /// let node = unsafe { g.add_kernel_typed(&[], &LaunchConfig::for_elements(n, 256), &scale, (x.into(), 2.0, n))? };
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// As [`TypedKernel::launch`], for every launch of every instantiation of
+    /// the graph: the kernel must stay within the views it is given and write
+    /// only through `MutPtr` parameters (the graph keeps the views' memory alive).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for memory of another device
+    /// ([`InvalidKind::OtherDevice`](crate::InvalidKind::OtherDevice)), graph
+    /// memory of a [`GraphBuilder`](crate::GraphBuilder) (usable only inside
+    /// that builder's capture), or an argument whose size is not the
+    /// signature's; as [`add_kernel`](Self::add_kernel).
+    pub unsafe fn add_kernel_typed<S: CaptureSignature>(
+        &mut self,
+        deps: &[GraphNode],
+        config: &LaunchConfig,
+        kernel: &TypedKernel<S>,
+        args: S::Captured,
+    ) -> Result<GraphNode> {
+        let name = kernel.kernel().name();
+        S::with_captured(&args, |all| {
+            let what = || format!("adding a node for kernel `{name}`");
+            check_signature_sizes(what, S::SIZES, all)?;
+            check_node_args(self.ctx.device(), what, all)?;
+            let plain: Vec<&dyn KernelArg> = all.iter().map(|a| a.as_kernel_arg()).collect();
+            // SAFETY: per this function's contract; `add_kernel` keeps the
+            // views' allocations (`arg_owner`) and the kernel alive.
+            unsafe { self.add_kernel(deps, config, kernel.kernel(), &plain) }
+        })
+    }
+
     /// Calls `f` on a driver thread when the node runs. `f` must not call CUDA.
     /// A panic in `f` is caught (nothing unwinds into the driver, and a payload
     /// whose own `Drop` panics does not abort the process) and recorded:
@@ -825,6 +916,36 @@ mod tests {
         assert!(weak.upgrade().is_some(), "kept after the view is gone");
         drop(keep);
         assert!(weak.upgrade().is_none());
+    }
+
+    /// What `add_kernel_typed` checks of its views before the driver is
+    /// called: memory of the graph's device passes; memory of another device,
+    /// and graph memory of a builder, are refused, naming the argument.
+    #[test]
+    fn a_typed_nodes_views_are_checked_for_device_and_graph_memory() {
+        let mut words = [0u64; 4];
+        let buf = crate::memory::arc_view::host_backed(bytemuck::cast_slice_mut(&mut words));
+        let view = crate::memory::arc_view::ArcView::<u32>::of_buffer(&buf).unwrap();
+        let d0 = crate::device::Device::for_tests(0);
+        let d1 = crate::device::Device::for_tests(1);
+        let what = || "t".to_string();
+        let plain = crate::graph::view::GraphView::from(&view);
+        assert!(check_node_args(&d0, what, &[&plain, &3u32]).is_ok());
+        let e = check_node_args(&d1, what, &[&3u32, &plain]).unwrap_err();
+        assert_eq!(
+            e.invalid_kind(),
+            Some(crate::error::InvalidKind::OtherDevice)
+        );
+        assert!(
+            e.to_string().contains("argument 1 is memory of device 0"),
+            "{e}"
+        );
+        let graph_memory = crate::graph::view::GraphView {
+            view: view.clone(),
+            alloc: Some(5),
+        };
+        let e = check_node_args(&d0, what, &[&graph_memory]).unwrap_err();
+        assert!(e.to_string().contains("argument 0 is graph memory"), "{e}");
     }
 
     #[test]

@@ -460,6 +460,11 @@ impl Graph {
     /// # Ok(()) }
     /// ```
     ///
+    /// Pinned host memory is an `Arc<DeviceBuffer<T>>` from
+    /// [`LegacyPinnedMemoryResource`](crate::LegacyPinnedMemoryResource), not a
+    /// [`PinnedBuffer`](crate::PinnedBuffer), whose host slices cannot wait for
+    /// the graph's launches (see "Not in graphs" there for the pattern).
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] for views of other lengths
     /// ([`InvalidKind::OutOfRange`](crate::InvalidKind::OutOfRange)), empty views

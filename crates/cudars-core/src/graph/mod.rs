@@ -24,7 +24,7 @@ pub(crate) mod node;
 pub(crate) mod view;
 
 pub use builder::GraphBuilder;
-pub use capture::{CaptureMode, CaptureStatus};
+pub use capture::{CaptureMode, CaptureStatus, GraphCapture};
 pub use debug::GraphDebugPrintOptions;
 pub use define::{ConditionalKind, ConditionalNodeInfo, Graph, GraphCondition, GraphNode};
 pub use exec::{GraphCompleteOptions, GraphExec};

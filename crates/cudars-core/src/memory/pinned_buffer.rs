@@ -95,6 +95,34 @@ use crate::{
 /// let written: &[f32] = out.as_slice()?; // waits for the kernel
 /// # let _ = written; Ok(()) }
 /// ```
+///
+/// **Not in graphs.** Graph nodes ([`Graph::add_copy`](crate::Graph::add_copy),
+/// [`Graph::add_kernel_typed`](crate::Graph::add_kernel_typed), a
+/// [`GraphBuilder`](crate::GraphBuilder)'s work) take no `PinnedBuffer`, and a
+/// launch on a capturing stream refuses its views: a graph touches its memory
+/// whenever any of its instantiations is launched, on any stream, later and
+/// any number of times, and the buffer's host slices, which wait for the
+/// copies and views recorded in the buffer, cannot wait for launches they do
+/// not see (the device would write under a live `&[T]`). Pinned memory in a
+/// graph is an `Arc<DeviceBuffer<T>>` from
+/// [`LegacyPinnedMemoryResource`] (or a [`PinnedMemoryResource`](crate::PinnedMemoryResource)):
+/// the graph keeps it alive, and it hands out no host slice, so the host reads
+/// it through a copy ordered after the launch on a stream:
+///
+/// ```no_run
+/// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream,
+/// #      x: &std::sync::Arc<cudars_core::DeviceBuffer<f32>>) -> cudars_core::Result<()> {
+/// use std::sync::Arc;
+/// use cudars_core::{DeviceBuffer, Graph, GraphCompleteOptions, LegacyPinnedMemoryResource};
+/// let pinned = Arc::new(LegacyPinnedMemoryResource::new(dev));
+/// let host = Arc::new(DeviceBuffer::<f32>::allocate_from(pinned, x.len(), s)?);
+/// let mut g = Graph::new(&dev.context()?)?;
+/// g.add_copy(&[], &host, x)?; // device to pinned host memory, when the graph runs
+/// let exec = g.instantiate(GraphCompleteOptions::default())?;
+/// exec.launch(s)?;
+/// let out: Vec<f32> = host.to_vec(s)?; // ordered after the launch on `s`
+/// # let _ = out; Ok(()) }
+/// ```
 pub struct PinnedBuffer<T> {
     buf: Buffer,
     len: usize,

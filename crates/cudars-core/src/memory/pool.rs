@@ -129,7 +129,7 @@ pub(crate) fn default_pool(device: &Device) -> Result<Option<&'static DefaultPoo
     if let Some(d) = slot.get() {
         return Ok(Some(d));
     }
-    let typed = Arc::new(DeviceMemoryResource::default_pool(device)?);
+    let typed = Arc::new(DeviceMemoryResource::default_pool_uncached(device)?);
     let erased: Arc<dyn MemoryResource> = typed.clone();
     // Another thread may have won the race: its resource is the one kept (this
     // one names the same pool, which the driver owns).
@@ -248,9 +248,37 @@ impl DeviceMemoryResource {
     /// [`set_release_threshold`](Self::set_release_threshold) (0 returns memory
     /// at once) and trim with [`trim_to`](Self::trim_to).
     ///
+    /// This is the process-wide resource that
+    /// [`Device::default_memory_resource`] hands out (the same `Arc`, for the
+    /// first 64 devices), so `DeviceMemoryResource::default_pool(&dev)?.allocate(n, &s)`
+    /// is `cuda.core`'s `DeviceMemoryResource(dev).allocate(n, stream)` and its
+    /// buffers take the default pool's direct path.
+    ///
+    /// ```no_run
+    /// # fn f(dev: &cudars_core::Device, s: &cudars_core::Stream) -> cudars_core::Result<()> {
+    /// use cudars_core::DeviceMemoryResource;
+    /// let buf = DeviceMemoryResource::default_pool(dev)?.allocate(1 << 20, s)?;
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// The driver's error.
-    pub fn default_pool(device: &Device) -> Result<Self> {
+    pub fn default_pool(device: &Device) -> Result<Arc<Self>> {
+        match default_pool(device)? {
+            Some(d) => {
+                // As cuda.core's constructor, every call: a threshold set back
+                // to 0 since is raised again (a pool attribute: no current
+                // context needed).
+                raise_release_threshold(d.typed.pool)?;
+                Ok(d.typed.clone())
+            }
+            None => Ok(Arc::new(Self::default_pool_uncached(device)?)),
+        }
+    }
+
+    /// The default pool as a resource of its own, its release threshold raised
+    /// (see [`default_pool`](Self::default_pool)).
+    pub(crate) fn default_pool_uncached(device: &Device) -> Result<Self> {
         let _current = device.ensure_current()?;
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
         // SAFETY: `pool` is valid for writes.
@@ -834,9 +862,9 @@ impl Device {
     ) -> Result<std::sync::Arc<crate::memory::pool::DeviceMemoryResource>> {
         Ok(match crate::memory::pool::default_pool(self)? {
             Some(d) => d.typed.clone(),
-            None => std::sync::Arc::new(crate::memory::pool::DeviceMemoryResource::default_pool(
-                self,
-            )?),
+            None => std::sync::Arc::new(
+                crate::memory::pool::DeviceMemoryResource::default_pool_uncached(self)?,
+            ),
         })
     }
 

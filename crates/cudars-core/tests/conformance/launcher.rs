@@ -418,10 +418,7 @@ fn test_launch_with_buffers_allocated_by_memory_resource__device_memory_resource
     require_gpu!();
     require_libs!("nvrtc");
     let d = device();
-    launch_with_buffers(
-        &d,
-        Arc::new(DeviceMemoryResource::default_pool(&d).unwrap()),
-    );
+    launch_with_buffers(&d, DeviceMemoryResource::default_pool(&d).unwrap());
 }
 
 #[test]

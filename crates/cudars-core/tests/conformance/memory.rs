@@ -55,7 +55,7 @@ fn dummy_mrs(d: &Device) -> Vec<(&'static str, Arc<dyn MemoryResource>)> {
     vec![
         (
             "DummyDeviceMemoryResource",
-            Arc::new(DeviceMemoryResource::default_pool(d).unwrap()),
+            DeviceMemoryResource::default_pool(d).unwrap(),
         ),
         (
             "DummyUnifiedMemoryResource",
@@ -474,7 +474,7 @@ fn test_buffer_external_managed__False() {
 /// allocations it records, with the stream each free was given.
 #[derive(Debug)]
 struct TrackingMR {
-    inner: DeviceMemoryResource,
+    inner: Arc<DeviceMemoryResource>,
     active: Mutex<Vec<sys::CUdeviceptr>>,
     freed_on: Mutex<Option<usize>>,
 }
@@ -520,7 +520,7 @@ unsafe impl MemoryResource for TrackingMR {
         MemoryKind::Device
     }
     fn device(&self) -> Device {
-        MemoryResource::device(&self.inner)
+        MemoryResource::device(&*self.inner)
     }
 }
 
@@ -699,7 +699,7 @@ fn non_managed_resources_report_not_managed(pinned: bool) {
     let mr: Arc<dyn MemoryResource> = if pinned {
         Arc::new(PinnedMemoryResource::new(&d, PinnedMemoryResourceOptions::default()).unwrap())
     } else {
-        Arc::new(DeviceMemoryResource::default_pool(&d).unwrap())
+        DeviceMemoryResource::default_pool(&d).unwrap()
     };
     assert_ne!(mr.kind(), MemoryKind::Managed);
     let buf = Buffer::allocate(mr, 1024, &s).unwrap();
@@ -734,7 +734,7 @@ fn device_memory_resource_initialization(use_device_object: bool) {
     } else {
         Device::new(d.ordinal()).unwrap()
     };
-    let mr = Arc::new(DeviceMemoryResource::default_pool(&device_arg).unwrap());
+    let mr = DeviceMemoryResource::default_pool(&device_arg).unwrap();
     assert_eq!(MemoryResource::device(&*mr), d);
     assert_eq!(mr.kind(), MemoryKind::Device); // device-, not host-accessible
     assert!(!mr.is_ipc_enabled());
@@ -1690,7 +1690,7 @@ fn test_dmr_mempool_get_access_self() {
     if !pools_supported(&dev) {
         return;
     }
-    let mr = Arc::new(DeviceMemoryResource::default_pool(&dev).unwrap());
+    let mr = DeviceMemoryResource::default_pool(&dev).unwrap();
     assert!(!mr.peer_accessible_by().unwrap().contains(&dev));
     let s = stream(&dev);
     let mut buf = mr.allocate(64, &s).unwrap();
