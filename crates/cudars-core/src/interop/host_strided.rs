@@ -98,6 +98,24 @@ impl std::fmt::Debug for StridedHostView<'_> {
     }
 }
 
+impl<'a> StridedHostView<'a> {
+    /// [`StridedMemoryView::view`] of a host view: the same slice, borrowed
+    /// for as long, seen through `layout` and as `dtype`.
+    ///
+    /// # Errors
+    /// As [`StridedMemoryView::view`].
+    pub fn view(
+        self,
+        layout: Option<&crate::StridedLayout>,
+        dtype: Option<crate::interop::dlpack::DLDataType>,
+    ) -> Result<StridedHostView<'a>> {
+        Ok(StridedHostView {
+            view: self.view.view(layout, dtype)?,
+            _slice: PhantomData,
+        })
+    }
+}
+
 impl Deref for StridedHostView<'_> {
     type Target = StridedMemoryView;
 

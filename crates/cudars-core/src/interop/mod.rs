@@ -31,3 +31,5 @@ pub(crate) mod strided;
 pub(crate) mod strided_copy;
 #[cfg(feature = "dlpack")]
 pub(crate) mod strided_dlpack;
+#[cfg(feature = "dlpack")]
+pub(crate) mod strided_layout;
