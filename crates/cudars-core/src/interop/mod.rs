@@ -33,3 +33,5 @@ pub(crate) mod strided_copy;
 pub(crate) mod strided_dlpack;
 #[cfg(feature = "dlpack")]
 pub(crate) mod strided_layout;
+#[cfg(feature = "dlpack")]
+pub(crate) mod strided_view;

@@ -375,6 +375,9 @@ impl StridedLayout {
     /// Whether each index reaches its own element (false for broadcasts; as
     /// `cuda.core`, may say false for some unique layouts made by hand).
     pub fn is_unique(&self) -> bool {
+        if self.volume() == 0 {
+            return true;
+        }
         let mut reach = 0i64;
         for axis in self.stride_order().into_iter().rev() {
             let extent = self.shape[axis];
@@ -551,6 +554,15 @@ impl StridedLayout {
     /// As [`flattened`](Self::flattened), merging axis `i` into axis `i - 1`
     /// only where bit `i` of `mask` is set.
     pub fn flattened_masked(&self, mask: u64) -> Self {
+        if self.ndim() == 0 {
+            // One element: `cuda.core` flattens it to one dimension.
+            return Self {
+                shape: vec![1],
+                strides: vec![1],
+                itemsize: self.itemsize,
+                offset: self.offset,
+            };
+        }
         let allowed = self.flattened_axis_mask() & mask;
         let (mut shape, mut strides) = (Vec::new(), Vec::new());
         for i in 0..self.ndim() {
@@ -570,6 +582,27 @@ impl StridedLayout {
             itemsize: self.itemsize,
             offset: self.offset,
         }
+    }
+
+    /// As [`flattened`](Self::flattened), merging only axes `start_axis` to
+    /// `end_axis` (inclusive; negative from the end; `cuda.core`'s
+    /// `flattened(start_axis, end_axis)`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] ([`InvalidKind::OutOfRange`]) for an axis
+    /// out of range.
+    pub fn flattened_axes(&self, start_axis: i64, end_axis: i64) -> Result<Self> {
+        let n = self.ndim() as i64;
+        let norm = |a: i64| {
+            normalize(a, n)
+                .ok_or_else(|| range_err(format!("Invalid axis: {a} out of range for {n}D tensor")))
+        };
+        if n == 0 {
+            return Ok(self.flattened());
+        }
+        let (start, end) = (norm(start_axis)?, norm(end_axis)?);
+        let mask = (start + 1..=end).fold(0u64, |m, i| m | 1 << i);
+        Ok(self.flattened_masked(mask))
     }
 
     /// Layouts of as many dimensions flattened alike: only the axes every one
