@@ -541,7 +541,7 @@ pub use interop::graphics::{
 };
 #[cfg(feature = "dlpack")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
-pub use interop::host_strided::{ArrayInterface, StridedHostView};
+pub use interop::host_strided::{ArrayInterface, IntoStridedView, StridedHostView};
 #[cfg(all(unix, feature = "ipc"))]
 #[cfg_attr(docsrs, doc(cfg(all(unix, feature = "ipc"))))]
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};

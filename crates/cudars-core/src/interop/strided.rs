@@ -81,6 +81,13 @@ pub struct StridedMemoryView {
     pub(crate) dtype: DLDataType,
     pub(crate) device: DLDevice,
     pub(crate) readonly: bool,
+    /// Where index `(0, …, 0)` lies from the memory's start (the `ptr` of
+    /// the view first made), in elements: a layout's offset
+    /// ([`StridedMemoryView::view`]).
+    pub(crate) slice_offset: i64,
+    /// The bytes from the memory's start that views of it may reach (the
+    /// span of the view first made).
+    pub(crate) reach: u64,
     keep: Keep,
 }
 
@@ -127,6 +134,8 @@ impl StridedMemoryView {
     ) -> Self {
         Self {
             ptr,
+            slice_offset: 0,
+            reach: layout.span,
             layout,
             dtype,
             device: DLDevice {
@@ -166,6 +175,16 @@ impl StridedMemoryView {
         }
     }
 
+    /// The buffer of this crate the view lies in, when the view holds the
+    /// only handle to its allocation (no other `Arc` or `Weak` of it): what
+    /// may be written through the view while it is borrowed mutably.
+    pub(crate) fn exclusive_buffer(&mut self) -> Option<&Buffer> {
+        match &mut self.keep {
+            Keep::Shared { owner } => Arc::get_mut(owner).map(|o| o.buffer()),
+            _ => None,
+        }
+    }
+
     /// What keeps the view's memory alive, to share with an export, when it
     /// can be shared (an allocation of this crate).
     pub(crate) fn shared_owner(&self) -> Option<Arc<dyn Any + Send + Sync>> {
@@ -199,6 +218,8 @@ impl StridedMemoryView {
     ) -> Self {
         Self {
             ptr,
+            slice_offset: 0,
+            reach: layout.span,
             layout,
             dtype,
             device,
@@ -232,6 +253,8 @@ impl StridedMemoryView {
         )?;
         Ok(Self {
             ptr: buffer.ptr(),
+            slice_offset: 0,
+            reach: layout.span,
             layout,
             dtype,
             device: device_of(buffer),
@@ -263,6 +286,8 @@ impl StridedMemoryView {
         )?;
         Ok(Self {
             ptr: view.ptr(),
+            slice_offset: 0,
+            reach: layout.span,
             layout,
             dtype: T::DTYPE,
             device: device_of(view.buffer()),
@@ -330,6 +355,8 @@ impl StridedMemoryView {
         }
         Ok(Self {
             ptr: cai.data,
+            slice_offset: 0,
+            reach: layout.span,
             layout,
             dtype,
             device,

@@ -172,14 +172,19 @@ fn dense_strides(shape: &[i64], order: &[usize]) -> Result<Vec<i64>> {
 }
 
 impl StridedLayout {
-    /// A layout already checked (a view's: extents, strides and span within
-    /// 64 bits), offset 0.
-    pub(crate) fn of_checked(shape: Vec<i64>, strides: Vec<i64>, itemsize: usize) -> Self {
+    /// A layout already checked (a view's: extents, strides, offset and
+    /// span within 64 bits).
+    pub(crate) fn of_checked(
+        shape: Vec<i64>,
+        strides: Vec<i64>,
+        itemsize: usize,
+        offset: i64,
+    ) -> Self {
         Self {
             shape,
             strides,
             itemsize,
-            offset: 0,
+            offset,
         }
     }
 
