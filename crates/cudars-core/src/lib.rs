@@ -550,9 +550,7 @@ pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 pub use interop::strided::{IntoStridedMemoryView, StridedMemoryView};
 #[cfg(feature = "dlpack")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
-pub use interop::strided_layout::{
-    AxisSlice, STRIDED_LAYOUT_MAX_NDIM, StrideOrder, StridedLayout,
-};
+pub use interop::strided_layout::{AxisSlice, STRIDED_LAYOUT_MAX_NDIM, StrideOrder, StridedLayout};
 #[cfg(feature = "arrays")]
 #[cfg_attr(docsrs, doc(cfg(feature = "arrays")))]
 pub use launch::array::{ArrayFormat, ArrayOptions, MipmappedArray, OpaqueArray};

@@ -477,7 +477,7 @@ fn a_view_through_another_layout_stays_inside_the_first_view() {
 /// of foreign memory are refused before any device is asked.
 #[test]
 fn a_writable_typed_view_needs_a_writable_view_of_this_crates_memory() {
-    let m = vec![0f32; 8];
+    let m = [0f32; 8];
     let mut ai = ArrayInterface::new(m.as_ptr() as u64, &[8], "<f4");
     // SAFETY: `m` holds the elements and outlives the views.
     let mut foreign = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
@@ -535,8 +535,7 @@ fn a_strided_view_of_its_own_allocation_lends_a_writable_typed_view() {
     assert!(ro.as_device_view_mut::<f32>().is_err());
     // Wrong element type, and a layout that is not row-major.
     let m = matrix(&d, &s);
-    let mut cols =
-        StridedMemoryView::from_view(&m.shared_view(), &[6, 4], Some(&[1, 6])).unwrap();
+    let mut cols = StridedMemoryView::from_view(&m.shared_view(), &[6, 4], Some(&[1, 6])).unwrap();
     drop(m);
     assert!(cols.as_device_view_mut::<u32>().is_err());
     assert!(cols.as_device_view_mut::<f32>().is_err());

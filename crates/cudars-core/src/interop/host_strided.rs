@@ -174,7 +174,7 @@ impl<'a> StridedHostView<'a> {
     /// As [`StridedMemoryView::view`].
     pub fn view(
         self,
-        layout: Option<&crate::StridedLayout>,
+        layout: Option<&crate::interop::strided_layout::StridedLayout>,
         dtype: Option<crate::interop::dlpack::DLDataType>,
     ) -> Result<StridedHostView<'a>> {
         Ok(StridedHostView {

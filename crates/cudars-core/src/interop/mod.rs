@@ -34,4 +34,6 @@ pub(crate) mod strided_dlpack;
 #[cfg(feature = "dlpack")]
 pub(crate) mod strided_layout;
 #[cfg(feature = "dlpack")]
+pub(crate) mod strided_repack;
+#[cfg(feature = "dlpack")]
 pub(crate) mod strided_view;

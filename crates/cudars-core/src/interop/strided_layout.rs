@@ -82,23 +82,23 @@ impl AxisSlice {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StridedLayout {
-    shape: Vec<i64>,
-    strides: Vec<i64>,
-    itemsize: usize,
-    offset: i64,
+    pub(crate) shape: Vec<i64>,
+    pub(crate) strides: Vec<i64>,
+    pub(crate) itemsize: usize,
+    pub(crate) offset: i64,
 }
 
 const WHAT: &str = "computing a strided layout";
 
-fn bad(message: impl Into<String>) -> Error {
+pub(super) fn bad(message: impl Into<String>) -> Error {
     Error::invalid(WHAT, message)
 }
 
-fn range_err(message: impl Into<String>) -> Error {
+pub(super) fn range_err(message: impl Into<String>) -> Error {
     Error::invalid_as(InvalidKind::OutOfRange, WHAT, message)
 }
 
-fn mul(a: i64, b: i64) -> Result<i64> {
+pub(super) fn mul(a: i64, b: i64) -> Result<i64> {
     a.checked_mul(b)
         .ok_or_else(|| range_err(format!("{a} * {b} overflows 64 bits")))
 }
@@ -109,7 +109,7 @@ fn add(a: i64, b: i64) -> Result<i64> {
 }
 
 /// `axis` in `[-n, n)` made non-negative, or `None`.
-fn normalize(axis: i64, n: i64) -> Option<usize> {
+pub(super) fn normalize(axis: i64, n: i64) -> Option<usize> {
     if axis < -n || axis >= n {
         None
     } else if axis < 0 {
@@ -123,7 +123,7 @@ fn volume_of(shape: &[i64]) -> Result<i64> {
     shape.iter().try_fold(1i64, |v, &e| mul(v, e))
 }
 
-fn check_shape(shape: &[i64]) -> Result<()> {
+pub(super) fn check_shape(shape: &[i64]) -> Result<()> {
     if shape.len() > STRIDED_LAYOUT_MAX_NDIM {
         return Err(range_err(format!(
             "{} dimensions, at most {STRIDED_LAYOUT_MAX_NDIM}",
@@ -331,7 +331,10 @@ impl StridedLayout {
     pub fn stride_order(&self) -> Vec<usize> {
         let mut axes: Vec<usize> = (0..self.ndim()).collect();
         axes.sort_by(|&i, &j| {
-            let (si, sj) = (self.strides[i].unsigned_abs(), self.strides[j].unsigned_abs());
+            let (si, sj) = (
+                self.strides[i].unsigned_abs(),
+                self.strides[j].unsigned_abs(),
+            );
             sj.cmp(&si)
                 .then(self.shape[j].cmp(&self.shape[i]))
                 .then(i.cmp(&j))
@@ -397,7 +400,7 @@ impl StridedLayout {
         true
     }
 
-    fn checked_bounds(&self) -> Result<(i64, i64)> {
+    pub(crate) fn checked_bounds(&self) -> Result<(i64, i64)> {
         if self.shape.contains(&0) {
             return Ok((0, -1));
         }
@@ -811,125 +814,6 @@ impl StridedLayout {
         };
         Self::dense(&self.shape, self.itemsize, &axes)
     }
-
-    /// The largest element size, at most `max_itemsize`, that
-    /// [`repacked`](Self::repacked) along `axis` accepts.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`]: `max_itemsize` below the element size, an
-    /// axis out of range.
-    pub fn max_compatible_itemsize(&self, max_itemsize: usize, axis: i64) -> Result<usize> {
-        if max_itemsize < self.itemsize {
-            return Err(bad(format!(
-                "max_itemsize ({max_itemsize}) cannot be less than itemsize ({}).",
-                self.itemsize
-            )));
-        }
-        let n = self.ndim() as i64;
-        if n == 0 {
-            return Err(range_err("Invalid axis: out of range for 0D tensor"));
-        }
-        let axis = normalize(axis, n)
-            .ok_or_else(|| range_err(format!("Invalid axis: {axis} out of range for {n}D tensor")))?;
-        if self.strides[axis] != 1 || self.shape[axis] == 0 {
-            return Ok(self.itemsize);
-        }
-        let size = self.itemsize as u64;
-        let mut g = max_itemsize as u64;
-        g = gcd(g, self.offset.unsigned_abs().saturating_mul(size));
-        g = gcd(g, self.shape[axis].unsigned_abs().saturating_mul(size));
-        for i in (0..self.ndim()).filter(|&i| i != axis) {
-            g = gcd(g, self.strides[i].unsigned_abs().saturating_mul(size));
-        }
-        Ok(g as usize)
-    }
-
-    /// The same bytes seen as elements of `new_itemsize` bytes along `axis`
-    /// (whose stride must be 1): packed (a larger size divides the extent)
-    /// or unpacked (a smaller one multiplies it); the other strides and the
-    /// offset scale alike (`cuda.core`'s `repacked`, `keep_dim=True`).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`]: a size of 0 or one the element size is not
-    /// a multiple or divisor of, an axis out of range, a stride of the axis
-    /// other than 1, an extent of 0, or an extent, stride or offset the
-    /// packing does not divide.
-    pub fn repacked(&self, new_itemsize: usize, axis: i64) -> Result<Self> {
-        if new_itemsize == 0 {
-            return Err(bad("new itemsize must be greater than zero, got 0."));
-        }
-        if new_itemsize == self.itemsize {
-            return Ok(self.clone());
-        }
-        let n = self.ndim() as i64;
-        let ax = normalize(axis, n)
-            .ok_or_else(|| range_err(format!("Invalid axis: {axis} out of range for {n}D tensor")))?;
-        if self.shape[ax] == 0 {
-            return Err(bad(format!("The axis {ax} extent must be non-zero, got 0.")));
-        }
-        if self.strides[ax] != 1 {
-            return Err(bad(format!(
-                "The axis {ax} stride must be 1, got {}.",
-                self.strides[ax]
-            )));
-        }
-        let (mut shape, mut strides) = (self.shape.clone(), self.strides.clone());
-        let offset;
-        if new_itemsize > self.itemsize {
-            if new_itemsize % self.itemsize != 0 {
-                return Err(bad(format!(
-                    "new itemsize ({new_itemsize}) must be a multiple of itemsize ({})",
-                    self.itemsize
-                )));
-            }
-            let v = (new_itemsize / self.itemsize) as i64;
-            if shape[ax] % v != 0 {
-                return Err(bad(format!(
-                    "The axis {ax} extent ({}) must be divisible by {v}.",
-                    shape[ax]
-                )));
-            }
-            if self.offset % v != 0 {
-                return Err(bad(format!(
-                    "The slice offset ({}) must be divisible by {v}.",
-                    self.offset
-                )));
-            }
-            shape[ax] /= v;
-            for i in (0..strides.len()).filter(|&i| i != ax) {
-                if strides[i] % v != 0 {
-                    return Err(bad(format!(
-                        "The {i} axis stride ({}) must be divisible by {v}.",
-                        strides[i]
-                    )));
-                }
-                strides[i] /= v;
-            }
-            offset = self.offset / v;
-        } else {
-            if self.itemsize % new_itemsize != 0 {
-                return Err(bad(format!(
-                    "itemsize ({}) must be a multiple of the new itemsize ({new_itemsize})",
-                    self.itemsize
-                )));
-            }
-            let v = (self.itemsize / new_itemsize) as i64;
-            shape[ax] = mul(shape[ax], v)?;
-            for i in (0..strides.len()).filter(|&i| i != ax) {
-                strides[i] = mul(strides[i], v)?;
-            }
-            offset = mul(self.offset, v)?;
-        }
-        let l = Self {
-            shape,
-            strides,
-            itemsize: new_itemsize,
-            offset,
-        };
-        check_shape(&l.shape)?;
-        l.checked_bounds()?;
-        Ok(l)
-    }
 }
 
 fn check_shape_len(shape: &[i64]) -> Result<()> {
@@ -940,13 +824,6 @@ fn check_shape_len(shape: &[i64]) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 /// Python's `slice.indices` for an axis of `extent`: the first index and the

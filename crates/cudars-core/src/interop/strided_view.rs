@@ -11,10 +11,10 @@ use bytemuck::Pod;
 
 use crate::error::{Error, Result};
 use crate::interop::dlpack::{DLDataType, DLDeviceType, DLPackDType};
-use crate::memory::view::DeviceViewMut;
 use crate::interop::layout::Layout;
 use crate::interop::strided::StridedMemoryView;
 use crate::interop::strided_layout::StridedLayout;
+use crate::memory::view::DeviceViewMut;
 
 impl StridedMemoryView {
     /// Whether the memory can be reached from a device: device, pinned host
@@ -166,7 +166,11 @@ impl StridedMemoryView {
         if T::DTYPE != self.dtype {
             return Err(Error::invalid(
                 WHAT,
-                format!("the view's elements are {:?}, not {:?}", self.dtype, T::DTYPE),
+                format!(
+                    "the view's elements are {:?}, not {:?}",
+                    self.dtype,
+                    T::DTYPE
+                ),
             ));
         }
         if !self.is_c_contiguous() {
@@ -182,7 +186,10 @@ impl StridedMemoryView {
         if self.ptr % std::mem::align_of::<T>() as u64 != 0 {
             return Err(Error::invalid(
                 WHAT,
-                format!("the address {:#x} is not aligned for the elements", self.ptr),
+                format!(
+                    "the address {:#x} is not aligned for the elements",
+                    self.ptr
+                ),
             ));
         }
         let len = usize::try_from(self.len())

@@ -216,9 +216,7 @@ fn python_range(extent: i64, start: Option<i64>, stop: Option<i64>, step: i64) -
 /// The offsets a layout reaches, in row-major index order.
 fn offsets(l: &StridedLayout) -> Vec<i64> {
     all_indices(l.shape())
-        .map(|idx| {
-            l.slice_offset() + idx.iter().zip(l.strides()).map(|(i, s)| i * s).sum::<i64>()
-        })
+        .map(|idx| l.slice_offset() + idx.iter().zip(l.strides()).map(|(i, s)| i * s).sum::<i64>())
         .collect()
 }
 
@@ -240,7 +238,10 @@ fn check(l: &StridedLayout, r: &Ref, original_volume: i64, itemsize: usize) {
     assert_eq!(l.shape(), &r.shape[..]);
     assert_eq!(l.volume(), volume(&r.shape));
     assert_eq!(l.itemsize(), itemsize);
-    assert_eq!(l.slice_offset() * itemsize as i64, l.slice_offset_in_bytes());
+    assert_eq!(
+        l.slice_offset() * itemsize as i64,
+        l.slice_offset_in_bytes()
+    );
     assert_eq!(offsets(l), r.vals, "{l:?}");
     let c: Vec<usize> = (0..n).collect();
     let f: Vec<usize> = (0..n).rev().collect();
@@ -479,7 +480,11 @@ fn test_slice() {
         (&[13], vec![vec![s(n, n, -1)], vec![s(n, n, -1)]], None),
         (
             &[13],
-            vec![vec![s(n, n, -1)], vec![s(Some(1), Some(-1), 1)], vec![s(n, n, -1)]],
+            vec![
+                vec![s(n, n, -1)],
+                vec![s(Some(1), Some(-1), 1)],
+                vec![s(n, n, -1)],
+            ],
             None,
         ),
         (&[13], vec![vec![s(Some(2), Some(-3), 1)]], None),
@@ -496,16 +501,32 @@ fn test_slice() {
             None,
         ),
         (&[3, 5], vec![vec![s(Some(5), Some(4), 1)]], None),
-        (&[3, 5], vec![vec![ALL, s(n, n, 0)]], Some("slice step cannot be zer")),
+        (
+            &[3, 5],
+            vec![vec![ALL, s(n, n, 0)]],
+            Some("slice step cannot be zer"),
+        ),
         (
             &[3, 5],
             vec![vec![ALL, s(n, Some(-1), 1), s(n, Some(2), 1)]],
             Some("is greater than the number of dimensions"),
         ),
-        (&[11, 12, 3], vec![vec![ALL, ix(0), s(n, Some(-1), 1)]], None),
-        (&[11, 12, 3], vec![vec![ix(0), ix(1), s(n, Some(-1), 1)]], None),
+        (
+            &[11, 12, 3],
+            vec![vec![ALL, ix(0), s(n, Some(-1), 1)]],
+            None,
+        ),
+        (
+            &[11, 12, 3],
+            vec![vec![ix(0), ix(1), s(n, Some(-1), 1)]],
+            None,
+        ),
         (&[11, 12, 3, 5], vec![vec![ix(0)], vec![ix(1)]], None),
-        (&[11, 12, 3, 5], vec![vec![ALL, ix(1), s(n, Some(-1), 1)]], None),
+        (
+            &[11, 12, 3, 5],
+            vec![vec![ALL, ix(1), s(n, Some(-1), 1)]],
+            None,
+        ),
         (&[11, 12, 3], vec![vec![ix(0), ix(1), ix(2)]], None),
         (
             &[11, 12, 3],
@@ -513,7 +534,11 @@ fn test_slice() {
             Some("out of range for axis"),
         ),
         (&[11, 12, 3], vec![vec![ix(-2)]], None),
-        (&[11, 12, 3], vec![vec![ix(-42)]], Some("out of range for axis")),
+        (
+            &[11, 12, 3],
+            vec![vec![ix(-42)]],
+            Some("out of range for axis"),
+        ),
         (&long, vec![rev64], None),
     ];
     let mut k = 0;
@@ -619,18 +644,84 @@ fn test_reshape() {
         (&[2, 3, 2], Some(&[1, 0, 2]), None, &[3, 4], Some(STRIDE)),
         (&[2, 3, 2], Some(&[1, 0, 2]), None, &[6, 2], Some(STRIDE)),
         (&[2, 3, 2], Some(&[1, 0, 2]), None, &[12], Some(STRIDE)),
-        (&[10, 10, 10], None, Some(vec![r3, r3, ALL]), &[10, 10, 10], None),
+        (
+            &[10, 10, 10],
+            None,
+            Some(vec![r3, r3, ALL]),
+            &[10, 10, 10],
+            None,
+        ),
         (&[10, 10, 10], None, Some(vec![r3, r3, r3]), &[1000], None),
-        (&[10, 10, 10], None, Some(vec![r3, r3, ALL]), &[100, 10], None),
-        (&[10, 10, 10], None, Some(vec![r3, r3, ALL]), &[10, 100], Some(STRIDE)),
-        (&[10, 10, 10], None, Some(vec![ALL, ALL, r3]), &[100, 10], None),
-        (&[10, 10, 10], None, Some(vec![ALL, ALL, r3]), &[10, 100], Some(STRIDE)),
-        (&[10, 10, 10], None, Some(vec![r3, ALL, r3]), &[1000], Some(STRIDE)),
-        (&[10, 10, 10], Some(&[1, 0, 2]), Some(vec![r3, r3]), &[100, 10], Some(STRIDE)),
-        (&[5, 3], None, Some(vec![s(n, Some(-1), 1), ALL]), &[12], None),
-        (&[13, 3], None, Some(vec![s(Some(1), n, 1), ALL]), &[6, 6], None),
-        (&[12, 4], None, Some(vec![ALL, s(n, Some(-1), 1)]), &[6, 6], Some(STRIDE)),
-        (&[12, 4], None, Some(vec![ALL, s(n, Some(-1), 1)]), &[6, 2, 3], None),
+        (
+            &[10, 10, 10],
+            None,
+            Some(vec![r3, r3, ALL]),
+            &[100, 10],
+            None,
+        ),
+        (
+            &[10, 10, 10],
+            None,
+            Some(vec![r3, r3, ALL]),
+            &[10, 100],
+            Some(STRIDE),
+        ),
+        (
+            &[10, 10, 10],
+            None,
+            Some(vec![ALL, ALL, r3]),
+            &[100, 10],
+            None,
+        ),
+        (
+            &[10, 10, 10],
+            None,
+            Some(vec![ALL, ALL, r3]),
+            &[10, 100],
+            Some(STRIDE),
+        ),
+        (
+            &[10, 10, 10],
+            None,
+            Some(vec![r3, ALL, r3]),
+            &[1000],
+            Some(STRIDE),
+        ),
+        (
+            &[10, 10, 10],
+            Some(&[1, 0, 2]),
+            Some(vec![r3, r3]),
+            &[100, 10],
+            Some(STRIDE),
+        ),
+        (
+            &[5, 3],
+            None,
+            Some(vec![s(n, Some(-1), 1), ALL]),
+            &[12],
+            None,
+        ),
+        (
+            &[13, 3],
+            None,
+            Some(vec![s(Some(1), n, 1), ALL]),
+            &[6, 6],
+            None,
+        ),
+        (
+            &[12, 4],
+            None,
+            Some(vec![ALL, s(n, Some(-1), 1)]),
+            &[6, 6],
+            Some(STRIDE),
+        ),
+        (
+            &[12, 4],
+            None,
+            Some(vec![ALL, s(n, Some(-1), 1)]),
+            &[6, 2, 3],
+            None,
+        ),
         (&[7, 6, 5], None, None, &[70, -1], None),
         (&[7, 6, 5], None, None, &[-1, 70], None),
         (&[7, 6, 5], None, None, &[71, -1], Some(DIV)),
@@ -692,19 +783,123 @@ fn test_flatten() {
     );
     let cases: Vec<Case<'_>> = vec![
         (vec![], None, None, &[1], &[1], String::new(), None),
-        (vec![12], None, Some(vec![ALL]), &[12], &[1], "0".into(), None),
-        (vec![1, 2, 3, 4, 5], None, None, &[120], &[1], "01111".into(), None),
-        (vec![1, 2, 3, 0, 5], None, None, &[0], &[0], "01111".into(), None),
-        (vec![5, 1, 2, 4, 3], None, Some(rev2.clone()), &[40, 2], &[3, -2], "01110".into(), None),
-        (vec![5, 1, 2, 4, 3], None, Some(rev2.clone()), &[10, 4, 2], &[12, 3, -2], "01110".into(), Some((0, 2))),
-        (vec![5, 1, 2, 4, 3], None, Some(rev2.clone()), &[5, 2, 4, 2], &[24, 12, 3, -2], "01110".into(), Some((1, 2))),
-        (vec![5, 1, 2, 4, 3], None, Some(rev2.clone()), &[5, 8, 2], &[24, 3, -2], "01110".into(), Some((1, 3))),
-        (vec![5, 1, 2, 4, 3], None, Some(rev2.clone()), &[5, 8, 2], &[24, 3, -2], "01110".into(), Some((1, 4))),
-        (vec![5, 2, 4, 3], None, Some(vec![ALL, s(n, n, -1), ALL, ALL]), &[5, 2, 12], &[24, -12, 1], "0001".into(), None),
-        (vec![5, 7, 4, 3], None, Some(vec![ALL, s(n, n, -1), s(n, n, -1)]), &[5, 28, 3], &[84, -3, 1], "0010".into(), None),
-        (vec![5, 4, 3, 7], Some(&[2, 3, 0, 1]), Some(vec![ALL]), &[21, 20], &[1, 21], "0101".into(), None),
-        (vec![5, 4, 3, 7], Some(&[3, 2, 0, 1]), None, &[7, 3, 20], &[1, 7, 21], "0001".into(), None),
-        (long_shape(64, 4, 5), None, None, &[120], &[1], long_mask, None),
+        (
+            vec![12],
+            None,
+            Some(vec![ALL]),
+            &[12],
+            &[1],
+            "0".into(),
+            None,
+        ),
+        (
+            vec![1, 2, 3, 4, 5],
+            None,
+            None,
+            &[120],
+            &[1],
+            "01111".into(),
+            None,
+        ),
+        (
+            vec![1, 2, 3, 0, 5],
+            None,
+            None,
+            &[0],
+            &[0],
+            "01111".into(),
+            None,
+        ),
+        (
+            vec![5, 1, 2, 4, 3],
+            None,
+            Some(rev2.clone()),
+            &[40, 2],
+            &[3, -2],
+            "01110".into(),
+            None,
+        ),
+        (
+            vec![5, 1, 2, 4, 3],
+            None,
+            Some(rev2.clone()),
+            &[10, 4, 2],
+            &[12, 3, -2],
+            "01110".into(),
+            Some((0, 2)),
+        ),
+        (
+            vec![5, 1, 2, 4, 3],
+            None,
+            Some(rev2.clone()),
+            &[5, 2, 4, 2],
+            &[24, 12, 3, -2],
+            "01110".into(),
+            Some((1, 2)),
+        ),
+        (
+            vec![5, 1, 2, 4, 3],
+            None,
+            Some(rev2.clone()),
+            &[5, 8, 2],
+            &[24, 3, -2],
+            "01110".into(),
+            Some((1, 3)),
+        ),
+        (
+            vec![5, 1, 2, 4, 3],
+            None,
+            Some(rev2.clone()),
+            &[5, 8, 2],
+            &[24, 3, -2],
+            "01110".into(),
+            Some((1, 4)),
+        ),
+        (
+            vec![5, 2, 4, 3],
+            None,
+            Some(vec![ALL, s(n, n, -1), ALL, ALL]),
+            &[5, 2, 12],
+            &[24, -12, 1],
+            "0001".into(),
+            None,
+        ),
+        (
+            vec![5, 7, 4, 3],
+            None,
+            Some(vec![ALL, s(n, n, -1), s(n, n, -1)]),
+            &[5, 28, 3],
+            &[84, -3, 1],
+            "0010".into(),
+            None,
+        ),
+        (
+            vec![5, 4, 3, 7],
+            Some(&[2, 3, 0, 1]),
+            Some(vec![ALL]),
+            &[21, 20],
+            &[1, 21],
+            "0101".into(),
+            None,
+        ),
+        (
+            vec![5, 4, 3, 7],
+            Some(&[3, 2, 0, 1]),
+            None,
+            &[7, 3, 20],
+            &[1, 7, 21],
+            "0001".into(),
+            None,
+        ),
+        (
+            long_shape(64, 4, 5),
+            None,
+            None,
+            &[120],
+            &[1],
+            long_mask,
+            None,
+        ),
     ];
     let mut k = 0;
     for (shape, perm, slices, exp_shape, exp_strides, exp_mask, range) in cases {
@@ -763,9 +958,24 @@ fn test_flatten_together() {
     };
     type Spec<'a> = (&'a [i64], usize, O<'a>);
     let cases: Vec<[Spec<'_>; 4]> = vec![
-        [(&[], 2, O::C), (&[], 4, O::C), (&[1], 2, O::C), (&[1], 4, O::C)],
-        [(&[], 2, O::Implicit), (&[], 4, O::Implicit), (&[1], 2, O::C), (&[1], 4, O::C)],
-        [(&[2, 7, 13, 5], 8, O::C), (&[3, 5, 11, 1], 4, O::C), (&[910], 8, O::C), (&[165], 4, O::C)],
+        [
+            (&[], 2, O::C),
+            (&[], 4, O::C),
+            (&[1], 2, O::C),
+            (&[1], 4, O::C),
+        ],
+        [
+            (&[], 2, O::Implicit),
+            (&[], 4, O::Implicit),
+            (&[1], 2, O::C),
+            (&[1], 4, O::C),
+        ],
+        [
+            (&[2, 7, 13, 5], 8, O::C),
+            (&[3, 5, 11, 1], 4, O::C),
+            (&[910], 8, O::C),
+            (&[165], 4, O::C),
+        ],
         [
             (&[2, 7, 13, 5], 8, O::Implicit),
             (&[3, 5, 11, 1], 4, O::Implicit),
@@ -824,11 +1034,20 @@ fn test_squeezed() {
         (vec![], None, None),
         (vec![12], None, None),
         (vec![1, 5, 4, 3], None, None),
-        (vec![1, 5, 1, 4, 3], None, Some(vec![ALL, s(Some(-1), n, 1), ALL])),
+        (
+            vec![1, 5, 1, 4, 3],
+            None,
+            Some(vec![ALL, s(Some(-1), n, 1), ALL]),
+        ),
         (
             vec![1, 5, 4, 3],
             None,
-            Some(vec![ALL, s(Some(-1), n, 1), s(n, Some(1), 1), s(Some(1), Some(2), 1)]),
+            Some(vec![
+                ALL,
+                s(Some(-1), n, 1),
+                s(n, Some(1), 1),
+                s(Some(1), Some(2), 1),
+            ]),
         ),
         (
             vec![7, 5, 3],
@@ -947,7 +1166,16 @@ fn test_packed_unpacked() {
         (vec![16, 5, 4, 6], None, None, Implicit, 2, -1, 4, 4),
         (vec![16, 5, 4, 6], None, None, F, 2, 0, 16, 4),
         (vec![11, 5, 9], None, Some(last.clone()), C, 2, 2, 2, 2),
-        (vec![11, 5, 9], None, Some(last.clone()), Implicit, 2, 2, 2, 2),
+        (
+            vec![11, 5, 9],
+            None,
+            Some(last.clone()),
+            Implicit,
+            2,
+            2,
+            2,
+            2,
+        ),
         (vec![11, 5, 9], None, Some(last.clone()), F, 2, 0, 2, 2),
         (
             vec![12, 3, 24],
@@ -984,11 +1212,19 @@ fn test_packed_unpacked() {
             r = r.slice(sl);
         }
         check(&l, &r, volume(&shape), itemsize);
-        assert_eq!(l.max_compatible_itemsize(16, axis).unwrap(), max, "{shape:?}");
+        assert_eq!(
+            l.max_compatible_itemsize(16, axis).unwrap(),
+            max,
+            "{shape:?}"
+        );
         let packed = l.repacked(new, axis).unwrap();
         // The reference: every `v`-th offset along the axis, in units of `new`.
         let v = (new / itemsize) as i64;
-        let ax = if axis < 0 { axis + shape.len() as i64 } else { axis } as usize;
+        let ax = if axis < 0 {
+            axis + shape.len() as i64
+        } else {
+            axis
+        } as usize;
         let mut pshape = r.shape.clone();
         pshape[ax] /= v;
         let vals = all_indices(&pshape)
@@ -1073,8 +1309,16 @@ fn test_to_dense() {
         (&[7], None, Some(vec![s(n, n, -1)])),
         (&[5, 11], None, None),
         (&[5, 11], None, Some(vec![s(Some(1), Some(-1), 1)])),
-        (&[5, 11], None, Some(vec![s(n, n, -1), s(Some(3), Some(10), 1)])),
-        (&[5, 11], None, Some(vec![s(Some(1), Some(4), 1), s(n, n, -1)])),
+        (
+            &[5, 11],
+            None,
+            Some(vec![s(n, n, -1), s(Some(3), Some(10), 1)]),
+        ),
+        (
+            &[5, 11],
+            None,
+            Some(vec![s(Some(1), Some(4), 1), s(n, n, -1)]),
+        ),
         (&[5, 11], None, Some(vec![s(Some(-1), n, 1)])),
         (&[3, 5, 7], Some(&[1, 0, 2]), None),
     ];
@@ -1082,7 +1326,11 @@ fn test_to_dense() {
     for (shape, perm, slices) in cases {
         for order in ORDERS {
             let mut new_orders = vec![StrideOrder::C, StrideOrder::F, StrideOrder::Keep];
-            new_orders.extend(some_permutations(shape.len()).into_iter().map(StrideOrder::Axes));
+            new_orders.extend(
+                some_permutations(shape.len())
+                    .into_iter()
+                    .map(StrideOrder::Axes),
+            );
             for new_order in new_orders {
                 let itemsize = ITEMSIZES[k % 5];
                 k += 1;

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use cudars_core::dlpack::{DLDataType, DLDeviceType};
 use cudars_core::{
-    ArrayInterface, AxisSlice, CudaArrayInterface, Device, Error, InvalidKind, IntoStridedView,
+    ArrayInterface, AxisSlice, CudaArrayInterface, Device, Error, IntoStridedView, InvalidKind,
     StreamOptions, StrideOrder, StridedHostView, StridedLayout, StridedMemoryView,
 };
 use cudars_tests::require_gpu;
@@ -1277,7 +1277,10 @@ fn test_strided_memory_view_view_no_args_returns_self() {
     let view = StridedMemoryView::from_slice(&src, &[2, 3], None).unwrap();
     let (ptr, layout, dtype) = (view.ptr(), view.layout(), view.dtype());
     let same = view.view(None, None).unwrap();
-    assert_eq!((same.ptr(), same.layout(), same.dtype()), (ptr, layout, dtype));
+    assert_eq!(
+        (same.ptr(), same.layout(), same.dtype()),
+        (ptr, layout, dtype)
+    );
 }
 
 /// `view(dtype=int32)` of a `float32` view: the new dtype, the same layout.
