@@ -472,6 +472,40 @@ fn a_view_through_another_layout_stays_inside_the_first_view() {
     assert_eq!(e.invalid_kind(), Some(InvalidKind::Other), "{e}");
 }
 
+/// A producer's array with gaps between its elements (every other `f32` of
+/// a buffer here) vouches only for its elements: a layout over the gaps is
+/// refused, the same elements as another dtype of their size are not. A
+/// packed one may be seen through any layout inside it.
+#[test]
+fn a_view_of_a_producers_array_with_gaps_reaches_only_its_elements() {
+    let m = [0f32; 16];
+    let mut ai = ArrayInterface::new(m.as_ptr() as u64, &[8], "<f4");
+    ai.strides = Some(vec![8]);
+    // SAFETY: the eight elements lie in `m`, which outlives the views.
+    let v = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+    let dense = StridedLayout::dense(&[15], 4, &StrideOrder::C).unwrap();
+    let e = v.view(Some(&dense), None).unwrap_err();
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange), "{e}");
+    // SAFETY: as above.
+    let v = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+    let half = v
+        .layout()
+        .sliced(&[AxisSlice::range(None, Some(4), 1)])
+        .unwrap();
+    assert!(v.view(Some(&half), None).is_err());
+    // SAFETY: as above.
+    let v = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+    let ints = v.view(None, Some(DLDataType::I32)).unwrap();
+    assert_eq!((ints.shape(), ints.strides()), (&[8i64][..], &[2i64][..]));
+    // Packed: any layout inside it.
+    let packed = ArrayInterface::new(m.as_ptr() as u64, &[16], "<f4");
+    // SAFETY: as above.
+    let v = unsafe { StridedMemoryView::from_array_interface(&packed) }.unwrap();
+    let tile = StridedLayout::dense(&[4, 4], 4, &StrideOrder::F).unwrap();
+    let t = v.view(Some(&tile), None).unwrap();
+    assert_eq!(t.strides(), &[1, 4]);
+}
+
 /// A writable typed view is lent only by a writable view of this crate's
 /// memory that holds the allocation's one handle: a read-only view and a view
 /// of foreign memory are refused before any device is asked.

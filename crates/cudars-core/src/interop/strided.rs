@@ -85,8 +85,12 @@ pub struct StridedMemoryView {
     /// the view first made), in elements: a layout's offset
     /// ([`StridedMemoryView::view`]).
     pub(crate) slice_offset: i64,
-    /// The bytes from the memory's start that views of it may reach (the
-    /// span of the view first made).
+    /// The bytes from the memory's start that views through other layouts
+    /// may reach ([`StridedMemoryView::view`]): the span of the view first
+    /// made where every byte of it is the view's to give (an allocation of
+    /// this crate, a borrowed slice, a producer's packed tensor); 0 for a
+    /// producer's tensor with gaps between its elements, which nobody vouched
+    /// for (such a view is seen only through its own layout).
     pub(crate) reach: u64,
     keep: Keep,
 }
@@ -135,7 +139,11 @@ impl StridedMemoryView {
         Self {
             ptr,
             slice_offset: 0,
-            reach: layout.span,
+            reach: if borrowed {
+                layout.span
+            } else {
+                packed_reach(&layout)
+            },
             layout,
             dtype,
             device: DLDevice {
@@ -219,7 +227,7 @@ impl StridedMemoryView {
         Self {
             ptr,
             slice_offset: 0,
-            reach: layout.span,
+            reach: packed_reach(&layout),
             layout,
             dtype,
             device,
@@ -356,7 +364,7 @@ impl StridedMemoryView {
         Ok(Self {
             ptr: cai.data,
             slice_offset: 0,
-            reach: layout.span,
+            reach: packed_reach(&layout),
             layout,
             dtype,
             device,
@@ -483,6 +491,16 @@ impl Drop for StridedMemoryView {
             }
             delete(t);
         }
+    }
+}
+
+/// The bytes a producer's view vouches for beyond its elements: its span
+/// when its elements fill it (packed, no gaps, no repeats), else none.
+fn packed_reach(layout: &Layout) -> u64 {
+    if layout.len.checked_mul(layout.elem as u64) == Some(layout.span) {
+        layout.span
+    } else {
+        0
     }
 }
 

@@ -45,7 +45,10 @@ impl StridedMemoryView {
     /// view's first element is that start plus the layout's
     /// [`slice_offset_in_bytes`](StridedLayout::slice_offset_in_bytes), so a
     /// slice of [`layout`](Self::layout) views the slice. Every element must
-    /// lie in the bytes the first view reached. The new view takes over what
+    /// lie in the bytes the first view reached, and for a view of another
+    /// library's tensor (DLPack, an array interface) with gaps between its
+    /// elements, which the producer did not vouch for, only the view's own
+    /// layout is taken (with another dtype of the same size). The new view takes over what
     /// keeps the memory alive, the device and the read-only flag.
     ///
     /// ```
@@ -107,14 +110,24 @@ impl StridedMemoryView {
         // inside the first view's bytes, checked when this view was made).
         let own_bytes = self.slice_offset as u64 * self.layout.elem as u64;
         let base = self.ptr - own_bytes;
+        // The view's own elements (a new dtype of the same size) are always
+        // its to give; another layout must stay inside the first view's
+        // bytes that are.
+        let own_layout = *layout == self.layout();
+        let reach = if own_layout {
+            own_bytes + self.layout.span
+        } else {
+            self.reach
+        };
         let offset = layout.slice_offset_in_bytes();
         let (lo, _) = layout.offset_bounds();
-        if offset < 0 || lo < 0 || offset as u64 > self.reach {
+        if offset < 0 || lo < 0 || offset as u64 > reach {
             return Err(Error::out_of_range(
                 WHAT,
                 format!(
-                    "the layout reaches offset {lo} (elements), outside the {} bytes of the memory viewed",
-                    self.reach
+                    "the layout reaches offset {lo} (elements), outside the {reach} bytes of the \
+                     memory viewed (a producer's tensor with gaps between its elements is seen \
+                     only through its own layout)"
                 ),
             ));
         }
@@ -124,7 +137,7 @@ impl StridedMemoryView {
             layout.shape(),
             Some(layout.strides()),
             dtype,
-            Some(self.reach - offset as u64),
+            Some(reach - offset as u64),
             WHAT,
         )?;
         Ok((base + offset as u64, checked, dtype, layout.slice_offset()))
