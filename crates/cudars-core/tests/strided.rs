@@ -574,3 +574,32 @@ fn a_strided_view_of_its_own_allocation_lends_a_writable_typed_view() {
     assert!(cols.as_device_view_mut::<u32>().is_err());
     assert!(cols.as_device_view_mut::<f32>().is_err());
 }
+
+/// Layout arithmetic at the edges of `i64` and `usize`: what overflows is an
+/// `InvalidArgument`, never a panic or a wrapped value.
+#[test]
+fn layout_arithmetic_refuses_what_overflows() {
+    let range = |r: cudars_core::Result<StridedLayout>| {
+        assert_eq!(r.unwrap_err().invalid_kind(), Some(InvalidKind::OutOfRange));
+    };
+    range(StridedLayout::new(&[i64::MAX, 2], None, 1));
+    range(StridedLayout::new(&[3], Some(&[i64::MAX]), 1));
+    range(StridedLayout::dense(&[2], usize::MAX, &StrideOrder::C));
+    assert!(StridedLayout::new(&[2], None, 0).is_err());
+    let l = StridedLayout::new(&[5], None, 1).unwrap();
+    // A step of i64::MIN picks the first element only.
+    let one = l.sliced(&[AxisSlice::range(None, None, i64::MIN)]).unwrap();
+    assert_eq!((one.shape(), one.slice_offset()), (&[1i64][..], 4));
+    range(l.sliced(&[AxisSlice::Index(i64::MIN)]));
+    range(l.permuted(&[i64::MIN]));
+    range(l.unsqueezed(&[i64::MIN]));
+    range(l.unsqueezed(&[0; 64]));
+    assert!(l.reshaped(&[i64::MAX, 2]).is_err());
+    assert!(l.broadcast_to(&[i64::MAX, i64::MAX, 5]).is_err());
+    range(l.repacked(usize::MAX, 0));
+    assert!(l.repacked(2, 0).is_err()); // 5 is not a multiple of 2
+    let big = StridedLayout::new(&[2], Some(&[i64::MAX]), 1).unwrap();
+    assert_eq!(big.offset_bounds(), (0, i64::MAX));
+    range(big.required_size_in_bytes().map(|_| big.clone()));
+    range(big.unsqueezed(&[0]));
+}

@@ -123,6 +123,17 @@ fn volume_of(shape: &[i64]) -> Result<i64> {
     shape.iter().try_fold(1i64, |v, &e| mul(v, e))
 }
 
+/// An element size above 0 whose multiples by an `i64` offset are `i64`s.
+pub(super) fn check_itemsize(itemsize: usize) -> Result<()> {
+    if itemsize == 0 {
+        return Err(bad("itemsize must be positive"));
+    }
+    if i64::try_from(itemsize).is_err() {
+        return Err(range_err(format!("itemsize {itemsize} past i64")));
+    }
+    Ok(())
+}
+
 pub(super) fn check_shape(shape: &[i64]) -> Result<()> {
     if shape.len() > STRIDED_LAYOUT_MAX_NDIM {
         return Err(range_err(format!(
@@ -201,9 +212,7 @@ impl StridedLayout {
         let Some(strides) = strides else {
             return Self::dense(shape, itemsize, &StrideOrder::C);
         };
-        if itemsize == 0 {
-            return Err(bad("itemsize must be positive"));
-        }
+        check_itemsize(itemsize)?;
         check_shape(shape)?;
         if strides.len() != shape.len() {
             return Err(bad(format!(
@@ -255,9 +264,7 @@ impl StridedLayout {
     /// As [`new`](Self::new); [`StrideOrder::Keep`], or axes that are not a
     /// permutation of the dimensions.
     pub fn dense(shape: &[i64], itemsize: usize, order: &StrideOrder) -> Result<Self> {
-        if itemsize == 0 {
-            return Err(bad("itemsize must be positive"));
-        }
+        check_itemsize(itemsize)?;
         check_shape(shape)?;
         let n = shape.len();
         let axes: Vec<usize> = match order {
@@ -321,8 +328,12 @@ impl StridedLayout {
 
     /// The number of elements.
     pub fn volume(&self) -> i64 {
-        // Checked by every constructor.
-        self.shape.iter().product()
+        // Within `i64` for every layout made here; a view's layout may count
+        // more elements (zero strides), saturated.
+        self.shape
+            .iter()
+            .try_fold(1i64, |v, &e| v.checked_mul(e))
+            .unwrap_or(i64::MAX)
     }
 
     /// The axes from the largest stride (by magnitude) to the smallest; ties
@@ -572,12 +583,11 @@ impl StridedLayout {
             };
         }
         let allowed = self.flattened_axis_mask() & mask;
-        let (mut shape, mut strides) = (Vec::new(), Vec::new());
+        let (mut shape, mut strides) = (Vec::<i64>::new(), Vec::<i64>::new());
         for i in 0..self.ndim() {
             if i > 0 && allowed & (1 << i) != 0 {
                 let last = shape.len() - 1;
-                // Fits: the product of extents is the volume.
-                shape[last] *= self.shape[i];
+                shape[last] = shape[last].saturating_mul(self.shape[i]);
                 strides[last] = self.strides[i];
             } else {
                 shape.push(self.shape[i]);
@@ -750,7 +760,7 @@ impl StridedLayout {
             if new & (1 << i) != 0 {
                 shape.push(1);
                 strides.push(if k < self.ndim() {
-                    self.shape[k].saturating_mul(self.strides[k])
+                    mul(self.shape[k], self.strides[k])?
                 } else if k > 0 {
                     self.strides[k - 1]
                 } else {

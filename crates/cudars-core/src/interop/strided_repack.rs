@@ -3,7 +3,9 @@
 //! `max_compatible_itemsize`).
 
 use crate::error::Result;
-use crate::interop::strided_layout::{StridedLayout, bad, check_shape, mul, normalize, range_err};
+use crate::interop::strided_layout::{
+    StridedLayout, bad, check_itemsize, check_shape, mul, normalize, range_err,
+};
 
 impl StridedLayout {
     /// The largest element size, at most `max_itemsize`, that
@@ -50,9 +52,7 @@ impl StridedLayout {
     /// other than 1, an extent of 0, or an extent, stride or offset the
     /// packing does not divide.
     pub fn repacked(&self, new_itemsize: usize, axis: i64) -> Result<Self> {
-        if new_itemsize == 0 {
-            return Err(bad("new itemsize must be greater than zero, got 0."));
-        }
+        check_itemsize(new_itemsize)?;
         if new_itemsize == self.itemsize {
             return Ok(self.clone());
         }
@@ -80,7 +80,7 @@ impl StridedLayout {
                     self.itemsize
                 )));
             }
-            let v = (new_itemsize / self.itemsize) as i64;
+            let v = (new_itemsize / self.itemsize) as i64; // both fit: checked above
             if shape[ax] % v != 0 {
                 return Err(bad(format!(
                     "The axis {ax} extent ({}) must be divisible by {v}.",
@@ -111,7 +111,7 @@ impl StridedLayout {
                     self.itemsize
                 )));
             }
-            let v = (self.itemsize / new_itemsize) as i64;
+            let v = (self.itemsize / new_itemsize) as i64; // both fit: checked above
             shape[ax] = mul(shape[ax], v)?;
             for i in (0..strides.len()).filter(|&i| i != ax) {
                 strides[i] = mul(strides[i], v)?;
