@@ -123,6 +123,21 @@ impl std::fmt::Debug for StridedHostView<'_> {
 /// // A device array (`Arc<DeviceBuffer<f32>>`, an `ArcView`, …) goes through the same function.
 /// # Ok::<(), cudars_core::Error>(())
 /// ```
+///
+/// The view of a slice that comes back borrows the slice as the argument did:
+///
+/// ```compile_fail,E0597
+/// use cudars_core::{IntoStridedView, StridedHostView, StridedMemoryView};
+/// fn view_of<'a>(x: impl IntoStridedView<'a>) -> StridedHostView<'a> {
+///     x.into_strided_view().unwrap()
+/// }
+/// let v;
+/// {
+///     let data = vec![0u8; 16];
+///     v = view_of(StridedMemoryView::from_slice(&data, &[16], None).unwrap());
+/// }
+/// let _ = v.shape();
+/// ```
 pub trait IntoStridedView<'a> {
     /// The view, with no stream ordering (`cuda.core`'s `view(-1)`).
     ///
