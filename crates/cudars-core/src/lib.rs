@@ -86,7 +86,7 @@
 //! | `cache` | `cache`: the program cache (keys, in-memory and file caches) | `sha2`, `tempfile` |
 //! | `nvml` | `system` (NVML's system information), `Error::Nvml`, `NvmlErrorKind`, `Device::to_system_device`, NVML in [`versions`] | NVML's bindings |
 //! | `runtime` | the runtime (`libcudart`) in [`versions`] (cudars-core makes no runtime call) | the runtime's bindings |
-//! | `dlpack` | DLPack, the CUDA Array Interface and strided views: `StridedMemoryView`, `StridedHostView`, `ArrayInterface`, `CudaArrayInterface`, `ViaDLPack`, `ForeignCudaArray`, `Buffer::to_dlpack`, `ArcView::to_dlpack`, the `dlpack` module | none |
+//! | `dlpack` | DLPack, the CUDA Array Interface and strided views: `StridedMemoryView`, `StridedHostView`, `StridedLayout`, `ArrayInterface`, `CudaArrayInterface`, `ViaDLPack`, `ForeignCudaArray`, `Buffer::to_dlpack`, `ArcView::to_dlpack`, the `dlpack` module | none |
 //! | `ipc` | sharing pools and buffers with other processes (Unix): `IpcMemoryPool`, `IpcBufferDescriptor`, `PoolUuid`, IPC events | none |
 //! | `vmm` | virtual memory: `VirtualMemoryResource` and its options, `VirtualMemoryIpcDescriptor` | none |
 //! | `arrays` | `OpaqueArray`, `MipmappedArray`, `TextureObject`, `SurfaceObject` | none |
@@ -541,13 +541,16 @@ pub use interop::graphics::{
 };
 #[cfg(feature = "dlpack")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
-pub use interop::host_strided::{ArrayInterface, StridedHostView};
+pub use interop::host_strided::{ArrayInterface, IntoStridedView, StridedHostView};
 #[cfg(all(unix, feature = "ipc"))]
 #[cfg_attr(docsrs, doc(cfg(all(unix, feature = "ipc"))))]
 pub use interop::ipc::{IpcBufferDescriptor, IpcMemoryPool, PoolUuid};
 #[cfg(feature = "dlpack")]
 #[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
 pub use interop::strided::{IntoStridedMemoryView, StridedMemoryView};
+#[cfg(feature = "dlpack")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dlpack")))]
+pub use interop::strided_layout::{AxisSlice, STRIDED_LAYOUT_MAX_NDIM, StrideOrder, StridedLayout};
 #[cfg(feature = "arrays")]
 #[cfg_attr(docsrs, doc(cfg(feature = "arrays")))]
 pub use launch::array::{ArrayFormat, ArrayOptions, MipmappedArray, OpaqueArray};

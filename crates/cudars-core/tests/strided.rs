@@ -1,8 +1,11 @@
 //! `StridedMemoryView` from this crate's memory and from the CUDA Array
 //! Interface, on a GPU: the device and kind of memory the driver reports, the
 //! layout carried through a description and back, the producer's stream
-//! ordered before the consumer's, and a pointer CUDA does not know refused.
-//! Prints `SKIPPED` without a GPU, and fails under `CUDA_TEST_REQUIRE_GPU=1`.
+//! ordered before the consumer's, and a pointer CUDA does not know refused;
+//! host and device arrays through one generic function, views through
+//! another layout, writable typed views (the tests of those that need no GPU
+//! run anywhere). The GPU tests print `SKIPPED` without a GPU, and fail under
+//! `CUDA_TEST_REQUIRE_GPU=1`.
 //! The checks that need no driver are unit tests in `src/interop/strided.rs`.
 
 // Test code: a failed step is a failed test, reported by panicking.
@@ -12,9 +15,10 @@ use std::sync::Arc;
 
 use cudars_core::dlpack::{DLDataType, DLDeviceType};
 use cudars_core::{
-    CudaArrayInterface, DLPackProducer, Device, DeviceBuffer, ForeignCudaArray,
-    IntoStridedMemoryView, LegacyPinnedMemoryResource, Stream, StreamOptions, StridedMemoryView,
-    ViaDLPack,
+    ArrayInterface, AxisSlice, CudaArrayInterface, DLPackProducer, Device, DeviceBuffer,
+    ForeignCudaArray, IntoStridedMemoryView, IntoStridedView, InvalidKind,
+    LegacyPinnedMemoryResource, Stream, StreamOptions, StrideOrder, StridedLayout,
+    StridedMemoryView, ViaDLPack,
 };
 use cudars_tests::require_gpu;
 
@@ -392,4 +396,210 @@ fn into_strided_memory_view_on_orders_the_consumer_after_each_producer() {
     side.sync().unwrap();
     consumer.sync().unwrap();
     home.sync().unwrap();
+}
+
+/// Issue 43, point 9: one generic function takes a host slice's view and
+/// (below, on a GPU) a device array, as Python's decorator takes NumPy and
+/// CuPy arrays; the view says whether a device can reach the memory.
+fn describe<'a>(x: impl IntoStridedView<'a>) -> (Vec<i64>, DLDataType, bool) {
+    let v = x.into_strided_view().unwrap();
+    (v.shape().to_vec(), v.dtype(), v.is_device_accessible())
+}
+
+#[test]
+fn host_views_go_where_strided_arguments_go_and_are_not_device_accessible() {
+    let m: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    let v = StridedMemoryView::from_slice(&m, &[4, 6], None).unwrap();
+    assert!(!v.is_device_accessible());
+    assert_eq!(describe(v), (vec![4, 6], DLDataType::F32, false));
+    // An owned view (an array interface's) takes the same path.
+    let ai = ArrayInterface::new(m.as_ptr() as u64, &[24], "<f4");
+    // SAFETY: `m` holds the 24 elements and outlives the view.
+    let owned = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+    assert_eq!(describe(owned), (vec![24], DLDataType::F32, false));
+    // A writable host view stays writable through the generic path.
+    let mut w = vec![0u16; 6];
+    let v = StridedMemoryView::from_slice_mut(&mut w, &[2, 3], None)
+        .unwrap()
+        .into_strided_view()
+        .unwrap();
+    assert!(!v.readonly());
+}
+
+/// `view` reaches only what the first view reached: a layout past its end or
+/// below its start, and a dtype of another size, are refused; a view of a
+/// view is relative to the first view's start, so the first layout comes back.
+#[test]
+fn a_view_through_another_layout_stays_inside_the_first_view() {
+    let m: Vec<i32> = (0..30).collect();
+    let whole = StridedLayout::dense(&[5, 6], 4, &StrideOrder::C).unwrap();
+    let v = StridedMemoryView::from_slice(&m[..29], &[29], None).unwrap();
+    // 30 elements do not fit in the 29 the view reaches.
+    let e = v.view(Some(&whole), None).unwrap_err();
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange), "{e}");
+    let v = StridedMemoryView::from_slice(&m, &[30], None).unwrap();
+    let row = whole
+        .sliced(&[AxisSlice::Index(4), AxisSlice::range(Some(1), None, 1)])
+        .unwrap(); // m[25..30]
+    let v = v.view(Some(&row), None).unwrap();
+    assert_eq!(v.ptr(), m[25..].as_ptr() as u64);
+    assert_eq!(v.layout().slice_offset(), 25);
+    // Back to the whole array: relative to the first view's start.
+    let v = v.view(Some(&whole), None).unwrap();
+    assert_eq!((v.ptr(), v.shape()), (m.as_ptr() as u64, &[5i64, 6][..]));
+    // The last element, and one past the end.
+    let shifted = whole
+        .reshaped(&[30])
+        .unwrap()
+        .sliced(&[AxisSlice::range(Some(29), None, 1)])
+        .unwrap();
+    assert_eq!(shifted.slice_offset(), 29);
+    let last = v.view(Some(&shifted), None).unwrap();
+    assert_eq!(last.ptr(), m[29..].as_ptr() as u64);
+    let beyond = StridedLayout::new(&[2], Some(&[30]), 4).unwrap();
+    let e = last.view(Some(&beyond), None).unwrap_err();
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange), "{e}");
+    // Negative strides reach below the start.
+    let v = StridedMemoryView::from_slice(&m, &[30], None).unwrap();
+    let rev = StridedLayout::new(&[30], Some(&[1]), 4)
+        .unwrap()
+        .sliced(&[AxisSlice::range(None, None, -1)])
+        .unwrap();
+    assert!(v.view(Some(&rev), None).is_err());
+    // A dtype of another size than the layout's elements.
+    let v = StridedMemoryView::from_slice(&m, &[30], None).unwrap();
+    let e = v.view(None, Some(DLDataType::F64)).unwrap_err();
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::Other), "{e}");
+}
+
+/// A producer's array with gaps between its elements (every other `f32` of
+/// a buffer here) vouches only for its elements: a layout over the gaps is
+/// refused, the same elements as another dtype of their size are not. A
+/// packed one may be seen through any layout inside it.
+#[test]
+fn a_view_of_a_producers_array_with_gaps_reaches_only_its_elements() {
+    let m = [0f32; 16];
+    let mut ai = ArrayInterface::new(m.as_ptr() as u64, &[8], "<f4");
+    ai.strides = Some(vec![8]);
+    // SAFETY: the eight elements lie in `m`, which outlives the views.
+    let v = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+    let dense = StridedLayout::dense(&[15], 4, &StrideOrder::C).unwrap();
+    let e = v.view(Some(&dense), None).unwrap_err();
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::OutOfRange), "{e}");
+    // SAFETY: as above.
+    let v = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+    let half = v
+        .layout()
+        .sliced(&[AxisSlice::range(None, Some(4), 1)])
+        .unwrap();
+    assert!(v.view(Some(&half), None).is_err());
+    // SAFETY: as above.
+    let v = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+    let ints = v.view(None, Some(DLDataType::I32)).unwrap();
+    assert_eq!((ints.shape(), ints.strides()), (&[8i64][..], &[2i64][..]));
+    // Packed: any layout inside it.
+    let packed = ArrayInterface::new(m.as_ptr() as u64, &[16], "<f4");
+    // SAFETY: as above.
+    let v = unsafe { StridedMemoryView::from_array_interface(&packed) }.unwrap();
+    let tile = StridedLayout::dense(&[4, 4], 4, &StrideOrder::F).unwrap();
+    let t = v.view(Some(&tile), None).unwrap();
+    assert_eq!(t.strides(), &[1, 4]);
+}
+
+/// A writable typed view is lent only by a writable view of this crate's
+/// memory that holds the allocation's one handle: a read-only view and a view
+/// of foreign memory are refused before any device is asked.
+#[test]
+fn a_writable_typed_view_needs_a_writable_view_of_this_crates_memory() {
+    let m = [0f32; 8];
+    let mut ai = ArrayInterface::new(m.as_ptr() as u64, &[8], "<f4");
+    // SAFETY: `m` holds the elements and outlives the views.
+    let mut foreign = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+    let e = foreign.as_device_view_mut::<f32>().unwrap_err();
+    assert!(matches!(e, cudars_core::Error::Unsupported { .. }), "{e:?}");
+    ai.readonly = true;
+    // SAFETY: as above.
+    let mut ro = unsafe { StridedMemoryView::from_array_interface(&ai) }.unwrap();
+    let e = ro.as_device_view_mut::<f32>().unwrap_err();
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::Other), "{e}");
+    assert!(e.to_string().contains("read-only"), "{e}");
+}
+
+/// On a GPU: the generic function takes a device array too; a writable typed
+/// view of a view holding its allocation's one handle writes the elements;
+/// while another handle lives, or for a read-only view, it is refused.
+#[test]
+fn a_strided_view_of_its_own_allocation_lends_a_writable_typed_view() {
+    require_gpu!();
+    let (d, s) = setup();
+    let m = matrix(&d, &s);
+    assert_eq!(describe(&m), (vec![24], DLDataType::F32, true));
+    let host: Vec<f32> = (0..6).map(|i| i as f32).collect();
+    let host_view = StridedMemoryView::from_slice(&host, &[2, 3], None).unwrap();
+    assert_eq!(describe(host_view), (vec![2, 3], DLDataType::F32, false));
+    let mut rows =
+        StridedMemoryView::from_view(&m.shared_slice(6..18).unwrap(), &[2, 6], None).unwrap();
+    assert!(rows.is_device_accessible());
+    // `m` still holds the allocation: refused.
+    let e = rows.as_device_view_mut::<f32>().unwrap_err();
+    assert_eq!(e.invalid_kind(), Some(InvalidKind::Other), "{e}");
+    drop(m);
+    let ones = [1f32; 12];
+    rows.as_device_view_mut::<f32>()
+        .unwrap()
+        .copy_from_host(&ones, &s)
+        .unwrap();
+    let mut out = [0f32; 12];
+    rows.copy_to_host(&mut out, &s).unwrap();
+    assert_eq!(out, ones);
+    // The elements around the rows are untouched: the whole matrix, through
+    // the first view's start (element 6) and a layout from there.
+    let all = StridedLayout::dense(&[18], 4, &StrideOrder::C).unwrap();
+    let all = rows.view(Some(&all), None);
+    // 18 elements from element 6 pass the 12 the first view reached.
+    assert_eq!(
+        all.unwrap_err().invalid_kind(),
+        Some(InvalidKind::OutOfRange)
+    );
+    let m = matrix(&d, &s);
+    let mut ro = StridedMemoryView::from_view(&m.shared_view(), &[24], None)
+        .unwrap()
+        .into_readonly();
+    drop(m);
+    assert!(ro.as_device_view_mut::<f32>().is_err());
+    // Wrong element type, and a layout that is not row-major.
+    let m = matrix(&d, &s);
+    let mut cols = StridedMemoryView::from_view(&m.shared_view(), &[6, 4], Some(&[1, 6])).unwrap();
+    drop(m);
+    assert!(cols.as_device_view_mut::<u32>().is_err());
+    assert!(cols.as_device_view_mut::<f32>().is_err());
+}
+
+/// Layout arithmetic at the edges of `i64` and `usize`: what overflows is an
+/// `InvalidArgument`, never a panic or a wrapped value.
+#[test]
+fn layout_arithmetic_refuses_what_overflows() {
+    let range = |r: cudars_core::Result<StridedLayout>| {
+        assert_eq!(r.unwrap_err().invalid_kind(), Some(InvalidKind::OutOfRange));
+    };
+    range(StridedLayout::new(&[i64::MAX, 2], None, 1));
+    range(StridedLayout::new(&[3], Some(&[i64::MAX]), 1));
+    range(StridedLayout::dense(&[2], usize::MAX, &StrideOrder::C));
+    assert!(StridedLayout::new(&[2], None, 0).is_err());
+    let l = StridedLayout::new(&[5], None, 1).unwrap();
+    // A step of i64::MIN picks the first element only.
+    let one = l.sliced(&[AxisSlice::range(None, None, i64::MIN)]).unwrap();
+    assert_eq!((one.shape(), one.slice_offset()), (&[1i64][..], 4));
+    range(l.sliced(&[AxisSlice::Index(i64::MIN)]));
+    range(l.permuted(&[i64::MIN]));
+    range(l.unsqueezed(&[i64::MIN]));
+    range(l.unsqueezed(&[0; 64]));
+    assert!(l.reshaped(&[i64::MAX, 2]).is_err());
+    assert!(l.broadcast_to(&[i64::MAX, i64::MAX, 5]).is_err());
+    range(l.repacked(usize::MAX, 0));
+    assert!(l.repacked(2, 0).is_err()); // 5 is not a multiple of 2
+    let big = StridedLayout::new(&[2], Some(&[i64::MAX]), 1).unwrap();
+    assert_eq!(big.offset_bounds(), (0, i64::MAX));
+    range(big.required_size_in_bytes().map(|_| big.clone()));
+    range(big.unsqueezed(&[0]));
 }

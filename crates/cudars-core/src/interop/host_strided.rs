@@ -17,6 +17,8 @@ use std::ops::Deref;
 use crate::error::Result;
 use crate::interop::dlpack::DLPackDType;
 use crate::interop::layout::Layout;
+use crate::interop::strided::IntoStridedMemoryView;
+use crate::stream::Stream;
 use crate::{interop::cai::CudaArrayInterface, interop::strided::StridedMemoryView};
 
 /// NumPy's array interface (`__array_interface__`, version 3): the description
@@ -66,7 +68,9 @@ impl ArrayInterface {
 
 /// A [`StridedMemoryView`] of a host slice that it borrows for `'a`: made by
 /// [`StridedMemoryView::from_slice`] (read only) and
-/// [`StridedMemoryView::from_slice_mut`] (writable), in safe code. It
+/// [`StridedMemoryView::from_slice_mut`] (writable), in safe code; or any
+/// view an [`IntoStridedView`] argument gives (one that holds its memory is
+/// wrapped as it is). It
 /// dereferences to the view, which it lends only by reference, so the view
 /// cannot outlive the slice:
 ///
@@ -95,6 +99,103 @@ pub struct StridedHostView<'a> {
 impl std::fmt::Debug for StridedHostView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.view.fmt(f)
+    }
+}
+
+/// What a function takes to accept host slices and device arrays alike, as
+/// `cuda.core`'s `args_viewable_as_strided_memory` takes NumPy and CuPy
+/// arrays: a [`StridedHostView`] (a view borrowing a host slice, for `'a`) and
+/// everything that is an [`IntoStridedMemoryView`] (buffers, typed views,
+/// DLPack and CUDA Array Interface views, which hold their memory). The view
+/// comes back as a [`StridedHostView<'a>`], which lends the
+/// [`StridedMemoryView`] by reference, so a borrowed slice's view cannot
+/// outlive the slice.
+///
+/// ```
+/// use cudars_core::{IntoStridedView, Result, StridedMemoryView};
+/// fn describe<'a>(x: impl IntoStridedView<'a>) -> Result<(Vec<i64>, bool)> {
+///     let v = x.into_strided_view()?;
+///     Ok((v.shape().to_vec(), v.is_device_accessible()))
+/// }
+/// let host = vec![0f32; 6];
+/// let v = StridedMemoryView::from_slice(&host, &[2, 3], None)?;
+/// assert_eq!(describe(v)?, (vec![2, 3], false));
+/// // A device array (`Arc<DeviceBuffer<f32>>`, an `ArcView`, …) goes through the same function.
+/// # Ok::<(), cudars_core::Error>(())
+/// ```
+///
+/// The view of a slice that comes back borrows the slice as the argument did:
+///
+/// ```compile_fail,E0597
+/// use cudars_core::{IntoStridedView, StridedHostView, StridedMemoryView};
+/// fn view_of<'a>(x: impl IntoStridedView<'a>) -> StridedHostView<'a> {
+///     x.into_strided_view().unwrap()
+/// }
+/// let v;
+/// {
+///     let data = vec![0u8; 16];
+///     v = view_of(StridedMemoryView::from_slice(&data, &[16], None).unwrap());
+/// }
+/// let _ = v.shape();
+/// ```
+pub trait IntoStridedView<'a> {
+    /// The view, with no stream ordering (`cuda.core`'s `view(-1)`).
+    ///
+    /// # Errors
+    /// As [`IntoStridedMemoryView::into_strided_memory_view`].
+    fn into_strided_view(self) -> Result<StridedHostView<'a>>;
+
+    /// The view, with work queued on `consumer` from now on ordered after the
+    /// producer's (as
+    /// [`IntoStridedMemoryView::into_strided_memory_view_on`]; nothing for a
+    /// host slice, which no stream writes).
+    ///
+    /// # Errors
+    /// As [`IntoStridedMemoryView::into_strided_memory_view_on`].
+    fn into_strided_view_on(self, consumer: &Stream) -> Result<StridedHostView<'a>>;
+}
+
+impl<'a, X: IntoStridedMemoryView> IntoStridedView<'a> for X {
+    fn into_strided_view(self) -> Result<StridedHostView<'a>> {
+        Ok(StridedHostView {
+            view: self.into_strided_memory_view()?,
+            _slice: PhantomData,
+        })
+    }
+
+    fn into_strided_view_on(self, consumer: &Stream) -> Result<StridedHostView<'a>> {
+        Ok(StridedHostView {
+            view: self.into_strided_memory_view_on(consumer)?,
+            _slice: PhantomData,
+        })
+    }
+}
+
+impl<'a> IntoStridedView<'a> for StridedHostView<'a> {
+    fn into_strided_view(self) -> Result<StridedHostView<'a>> {
+        Ok(self)
+    }
+
+    fn into_strided_view_on(self, _consumer: &Stream) -> Result<StridedHostView<'a>> {
+        Ok(self)
+    }
+}
+
+impl<'a> StridedHostView<'a> {
+    /// [`StridedMemoryView::view`] of a host view: the same slice, borrowed
+    /// for as long, seen through `layout` and as `dtype`.
+    ///
+    /// # Errors
+    /// As [`StridedMemoryView::view`].
+    pub fn view(
+        self,
+        layout: Option<&crate::interop::strided_layout::StridedLayout>,
+        dtype: Option<crate::interop::dlpack::DLDataType>,
+    ) -> Result<StridedHostView<'a>> {
+        Ok(StridedHostView {
+            view: self.view.view(layout, dtype)?,
+            _slice: PhantomData,
+        })
     }
 }
 

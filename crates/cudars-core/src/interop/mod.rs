@@ -31,3 +31,9 @@ pub(crate) mod strided;
 pub(crate) mod strided_copy;
 #[cfg(feature = "dlpack")]
 pub(crate) mod strided_dlpack;
+#[cfg(feature = "dlpack")]
+pub(crate) mod strided_layout;
+#[cfg(feature = "dlpack")]
+pub(crate) mod strided_repack;
+#[cfg(feature = "dlpack")]
+pub(crate) mod strided_view;

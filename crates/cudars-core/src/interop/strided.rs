@@ -76,11 +76,22 @@ enum Keep {
 /// # Ok(()) }
 /// ```
 pub struct StridedMemoryView {
-    ptr: u64,
-    layout: Layout,
-    dtype: DLDataType,
-    device: DLDevice,
-    readonly: bool,
+    pub(crate) ptr: u64,
+    pub(crate) layout: Layout,
+    pub(crate) dtype: DLDataType,
+    pub(crate) device: DLDevice,
+    pub(crate) readonly: bool,
+    /// Where index `(0, …, 0)` lies from the memory's start (the `ptr` of
+    /// the view first made), in elements: a layout's offset
+    /// ([`StridedMemoryView::view`]).
+    pub(crate) slice_offset: i64,
+    /// The bytes from the memory's start that views through other layouts
+    /// may reach ([`StridedMemoryView::view`]): the span of the view first
+    /// made where every byte of it is the view's to give (an allocation of
+    /// this crate, a borrowed slice, a producer's packed tensor); 0 for a
+    /// producer's tensor with gaps between its elements, which nobody vouched
+    /// for (such a view is seen only through its own layout).
+    pub(crate) reach: u64,
     keep: Keep,
 }
 
@@ -127,6 +138,12 @@ impl StridedMemoryView {
     ) -> Self {
         Self {
             ptr,
+            slice_offset: 0,
+            reach: if borrowed {
+                layout.span
+            } else {
+                packed_reach(&layout)
+            },
             layout,
             dtype,
             device: DLDevice {
@@ -166,6 +183,16 @@ impl StridedMemoryView {
         }
     }
 
+    /// The buffer of this crate the view lies in, when the view holds the
+    /// only handle to its allocation (no other `Arc` or `Weak` of it): what
+    /// may be written through the view while it is borrowed mutably.
+    pub(crate) fn exclusive_buffer(&mut self) -> Option<&Buffer> {
+        match &mut self.keep {
+            Keep::Shared { owner } => Arc::get_mut(owner).map(|o| o.buffer()),
+            _ => None,
+        }
+    }
+
     /// What keeps the view's memory alive, to share with an export, when it
     /// can be shared (an allocation of this crate).
     pub(crate) fn shared_owner(&self) -> Option<Arc<dyn Any + Send + Sync>> {
@@ -199,6 +226,8 @@ impl StridedMemoryView {
     ) -> Self {
         Self {
             ptr,
+            slice_offset: 0,
+            reach: packed_reach(&layout),
             layout,
             dtype,
             device,
@@ -232,6 +261,8 @@ impl StridedMemoryView {
         )?;
         Ok(Self {
             ptr: buffer.ptr(),
+            slice_offset: 0,
+            reach: layout.span,
             layout,
             dtype,
             device: device_of(buffer),
@@ -263,6 +294,8 @@ impl StridedMemoryView {
         )?;
         Ok(Self {
             ptr: view.ptr(),
+            slice_offset: 0,
+            reach: layout.span,
             layout,
             dtype: T::DTYPE,
             device: device_of(view.buffer()),
@@ -330,6 +363,8 @@ impl StridedMemoryView {
         }
         Ok(Self {
             ptr: cai.data,
+            slice_offset: 0,
+            reach: packed_reach(&layout),
             layout,
             dtype,
             device,
@@ -456,6 +491,16 @@ impl Drop for StridedMemoryView {
             }
             delete(t);
         }
+    }
+}
+
+/// The bytes a producer's view vouches for beyond its elements: its span
+/// when its elements fill it (packed, no gaps, no repeats), else none.
+fn packed_reach(layout: &Layout) -> u64 {
+    if layout.len.checked_mul(layout.elem as u64) == Some(layout.span) {
+        layout.span
+    } else {
+        0
     }
 }
 

@@ -60,6 +60,20 @@ impl From<u32> for Dim3 {
     }
 }
 
+/// `()`: one in each dimension (`cuda.core`'s `cast_to_3_tuple` of `()`).
+impl From<()> for Dim3 {
+    fn from((): ()) -> Self {
+        Self { x: 1, y: 1, z: 1 }
+    }
+}
+
+/// A one-tuple: as its number.
+impl From<(u32,)> for Dim3 {
+    fn from((x,): (u32,)) -> Self {
+        Self { x, y: 1, z: 1 }
+    }
+}
+
 impl From<(u32, u32)> for Dim3 {
     fn from((x, y): (u32, u32)) -> Self {
         Self { x, y, z: 1 }

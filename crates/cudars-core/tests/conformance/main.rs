@@ -73,6 +73,8 @@ mod program_cache_multiprocess;
 #[cfg(feature = "cache")]
 mod program_compile_cache;
 mod stream;
+#[cfg(feature = "dlpack")]
+mod strided_layout;
 #[cfg(feature = "nvml")]
 mod system_nvml_context;
 #[cfg(feature = "nvml")]
