@@ -797,6 +797,7 @@ mod tests {
     use crate::error::kind_of as kind;
     #[allow(unused_imports)]
     use crate::graph::builder_rules::*;
+    use crate::graph::view::check_signature_sizes;
     #[allow(unused_imports)]
     use crate::graph::view::*;
     use crate::launch::KernelArg;

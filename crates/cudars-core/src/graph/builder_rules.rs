@@ -5,7 +5,6 @@
 
 use super::define::{ConditionalKind, GraphCondition, Keep};
 use crate::error::{Error, Result};
-use crate::graph::view::CaptureArg;
 use crate::stream_capture::CaptureStatus;
 use crate::{context::Context, device::Device, stream::Stream};
 use cudars_bindings::driver as sys;
@@ -292,34 +291,6 @@ pub(super) fn check_device(
                 "the builder is on device {}, the {thing} on device {}",
                 device.ordinal(),
                 other.ordinal()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks captured-launch arguments against a typed signature's sizes.
-pub(crate) fn check_signature_sizes(
-    what: impl Fn() -> String,
-    sizes: &[usize],
-    args: &[&dyn CaptureArg],
-) -> Result<()> {
-    for (i, (a, want)) in args.iter().zip(sizes).enumerate() {
-        let have = a.as_kernel_arg().arg_size();
-        if have != *want {
-            return Err(Error::invalid(
-                what(),
-                format!("argument {i} is {have} bytes, the signature's parameter {want}"),
-            ));
-        }
-    }
-    if args.len() != sizes.len() {
-        return Err(Error::invalid(
-            what(),
-            format!(
-                "{} arguments for a signature of {}",
-                args.len(),
-                sizes.len()
             ),
         ));
     }

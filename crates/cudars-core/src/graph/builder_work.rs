@@ -7,10 +7,8 @@
 use super::define::{Graph, keep, keep_all};
 use crate::error::{Check as _, Error, Result};
 use crate::graph::builder::GraphBuilder;
-use crate::graph::builder_rules::{
-    PendingFree, check_device, check_signature_sizes, lock, next_builder_id,
-};
-use crate::graph::view::{CaptureArg, GraphView};
+use crate::graph::builder_rules::{PendingFree, check_device, lock, next_builder_id};
+use crate::graph::view::{CaptureArg, GraphView, check_signature_sizes};
 use crate::{
     code::kernel::Kernel, event::Event, launch::KernelArg, launch::LaunchConfig,
     launch::typed_kernel::CaptureSignature, launch::typed_kernel::TypedKernel,

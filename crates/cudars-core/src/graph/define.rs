@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use cudars_bindings::driver as sys;
 
 use crate::error::{Check as _, Error, Result};
-use crate::graph::builder_rules::check_signature_sizes;
 use crate::graph::view::CaptureArg;
+use crate::graph::view::check_signature_sizes;
 use crate::launch::typed_kernel::{CaptureSignature, TypedKernel};
 use crate::{
     code::kernel::Kernel, context::Context, event::Event, launch::KernelArg, launch::LaunchConfig,

@@ -2,7 +2,7 @@
 //! argument whose memory the graph keeps alive) and [`GraphView`] (memory of
 //! the graph, or an `ArcView`).
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::{
     device::Device, launch::KernelArg, memory::arc_view::ArcView,
     memory::device_buffer::DeviceBuffer,
@@ -185,4 +185,32 @@ impl<T: Pod> CaptureArg for GraphView<T> {
     fn graph_memory_of(&self) -> Option<u64> {
         self.alloc
     }
+}
+
+/// Checks captured-launch arguments against a typed signature's sizes.
+pub(crate) fn check_signature_sizes(
+    what: impl Fn() -> String,
+    sizes: &[usize],
+    args: &[&dyn CaptureArg],
+) -> Result<()> {
+    for (i, (a, want)) in args.iter().zip(sizes).enumerate() {
+        let have = a.as_kernel_arg().arg_size();
+        if have != *want {
+            return Err(Error::invalid(
+                what(),
+                format!("argument {i} is {have} bytes, the signature's parameter {want}"),
+            ));
+        }
+    }
+    if args.len() != sizes.len() {
+        return Err(Error::invalid(
+            what(),
+            format!(
+                "{} arguments for a signature of {}",
+                args.len(),
+                sizes.len()
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -25,6 +25,7 @@ pub(crate) mod managed_buffer;
 pub(crate) mod pinned;
 pub(crate) mod pinned_buffer;
 pub(crate) mod pool;
+mod pool_peers;
 pub(crate) mod resource;
 pub(crate) mod span;
 pub(crate) mod view;

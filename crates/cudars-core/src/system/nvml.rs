@@ -62,7 +62,11 @@ pub fn validate() -> Result<()> {
         )),
         Some(Err(_)) => init(),
         Some(Ok(())) => {
-            if crate::system::driver::device_count()? == 0 {
+            let mut n = 0;
+            // SAFETY: `n` is valid for writes; NVML is initialised.
+            unsafe { nvmlDeviceGetCount(&mut n) }
+                .check(|| "validating NVML: counting its devices (nvmlDeviceGetCount)")?;
+            if n == 0 {
                 return Err(Error::nvml(
                     "validating NVML: it sees no GPU",
                     NvmlError::new(NVML_ERROR_NOT_FOUND),
