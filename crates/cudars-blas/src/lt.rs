@@ -18,10 +18,11 @@ use crate::matrix::{GemmShape, Layout, MatMut, MatRef, Op};
 /// each row) or one per column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BiasAlong {
-    /// One bias value per row of `D` (length = rows).
+    /// One bias value per row of `D` (length = rows): cuBLASLt's own for a
+    /// column-major `D`.
     Rows,
-    /// One bias value per column of `D` (length = columns): a linear layer's
-    /// `X·W + b` with `X` a batch of rows.
+    /// One bias value per column of `D` (length = columns): cuBLASLt's own for a
+    /// row-major `D` (a linear layer's `X·W + b` in row-major storage).
     Columns,
 }
 
@@ -65,11 +66,13 @@ impl<'a, T> Epilogue<'a, T> {
         }
     }
 
-    /// Adds `bias` before the activation, one value per row or per column of `D`,
-    /// for either layout of `D`. (cuBLASLt's bias runs along the rows of the
-    /// column-major result it computes: a per-column bias of a column-major `D`,
-    /// or a per-row one of a row-major `D`, is handed to it as the other layout of
-    /// the same memory, with its matrices' orders set to match.)
+    /// Adds `bias` before the activation, one value per row or per column of `D`.
+    /// cuBLASLt adds a bias per row of a column-major `D` and per column of a
+    /// row-major one; the other pairing is refused (`InvalidArgument`), never
+    /// silently transposed. (Handing it over as the other layout, with cuBLASLt's
+    /// row order set on every matrix, finds no algorithm on an H100 with
+    /// cuBLASLt 13.0.) For a per-row bias of a row-major `D`, compute `Dᵀ`
+    /// (column-major, the same memory) as `op(B)ᵀ·op(A)ᵀ`.
     pub fn with_bias(mut self, bias: DeviceView<'a, T>, along: BiasAlong) -> Self {
         self.bias = Some((bias, along));
         self
@@ -197,8 +200,9 @@ impl BlasLt {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`]: mismatched shapes or a bias of the wrong length
-    /// ([`InvalidKind::OutOfRange`]), an operand on another device
-    /// ([`InvalidKind::OtherDevice`]); [`Error::Extra`] with
+    /// ([`InvalidKind::OutOfRange`]), a bias along the other dimension than
+    /// cuBLASLt's for `D`'s layout ([`InvalidKind::Other`]), an operand on another
+    /// device ([`InvalidKind::OtherDevice`]); [`Error::Extra`] with
     /// [`LtErrorKind::NoAlgorithm`] when cuBLASLt has no algorithm for this
     /// combination, [`LtErrorKind::Status`] for cuBLASLt's error.
     #[allow(clippy::too_many_arguments)]
@@ -216,33 +220,34 @@ impl BlasLt {
         let context = || format!("a cuBLASLt {} matrix multiply", T::NAME);
         let shape = GemmShape::new(&a.dims, op_a, &b.dims, op_b, &d.dims, &context)?;
         let mut devices = vec![a.view.device(), b.view.device(), d.view.device()];
-        // Whether cuBLASLt computes `D` with row-ordered layouts (below): when the
-        // bias runs along the other dimension than its column-major form of `D` has
-        // rows.
-        let mut ordered = false;
         if let Some((bias, along)) = &epilogue.bias {
             let native = match d.dims.layout {
                 Layout::ColMajor => BiasAlong::Rows,
                 Layout::RowMajor => BiasAlong::Columns,
             };
-            ordered = *along != native;
-            let want = match along {
-                BiasAlong::Rows => d.dims.rows,
-                BiasAlong::Columns => d.dims.cols,
-            };
-            if bias.len() != want {
+            if *along != native {
                 return Err(Error::invalid(
                     context(),
-                    InvalidKind::OutOfRange,
+                    InvalidKind::Other,
                     format!(
-                        "the bias holds {} elements; one per {} of D needs {want}",
-                        bias.len(),
+                        "cuBLASLt adds a bias per row of a column-major result and per column \
+                         of a row-major one; this {:?} result asked for one per {}",
+                        d.dims.layout,
                         if *along == BiasAlong::Rows {
                             "row"
                         } else {
                             "column"
                         }
                     ),
+                ));
+            }
+            // cuBLASLt's rows of D (its `m`) are the bias's length.
+            let want = shape.m as usize;
+            if bias.len() != want {
+                return Err(Error::invalid(
+                    context(),
+                    InvalidKind::OutOfRange,
+                    format!("the bias holds {} elements; D needs {want}", bias.len()),
                 ));
             }
             devices.push(bias.device());
@@ -284,10 +289,9 @@ impl BlasLt {
                 Op::T => 1,
             }
         };
-        let flip = |o: Op| match o {
-            Op::N => Op::T,
-            Op::T => Op::N,
-        };
+        let (t1, t2) = (op_code(shape.op1), op_code(shape.op2));
+        set(sys::CUBLASLT_MATMUL_DESC_TRANSA, (&raw const t1).cast(), 4)?;
+        set(sys::CUBLASLT_MATMUL_DESC_TRANSB, (&raw const t2).cast(), 4)?;
         let epi = epilogue.code();
         set(
             sys::CUBLASLT_MATMUL_DESC_EPILOGUE,
@@ -303,86 +307,20 @@ impl BlasLt {
             )?;
         }
 
-        let layout = |(r, c): (u64, u64),
-                      ld: i64,
-                      order: Layout|
-         -> Result<Guard<sys::cublasLtMatrixLayout_t>> {
+        // The stored (column-major) shapes of cuBLASLt's operands.
+        let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
+        let stored = |o: Op, r: u64, c: u64| if o == Op::N { (r, c) } else { (c, r) };
+        let layout = |(r, c): (u64, u64), ld: i32| -> Result<Guard<sys::cublasLtMatrixLayout_t>> {
             let mut l = ptr::null_mut();
             // SAFETY: `l` is valid for writes.
-            let status = unsafe { sys::cublasLtMatrixLayoutCreate(&mut l, dt, r, c, ld) };
+            let status =
+                unsafe { sys::cublasLtMatrixLayoutCreate(&mut l, dt, r, c, i64::from(ld)) };
             check(status, context)?;
-            let l = Guard(l, sys::cublasLtMatrixLayoutDestroy);
-            if order == Layout::RowMajor {
-                let o: i32 = sys::CUBLASLT_ORDER_ROW.0 as i32;
-                // SAFETY: the attribute is an `int32_t`; `l` is live.
-                let status = unsafe {
-                    sys::cublasLtMatrixLayoutSetAttribute(
-                        l.0,
-                        sys::CUBLASLT_MATRIX_LAYOUT_ORDER,
-                        (&raw const o).cast(),
-                        size_of_val(&o),
-                    )
-                };
-                check(status, context)?;
-            }
-            Ok(l)
+            Ok(Guard(l, sys::cublasLtMatrixLayoutDestroy))
         };
-        // `(first operand, second operand)` as cuBLASLt takes them, and their layouts.
-        let (l1, l2, ld, (p1, p2)) = if ordered {
-            // Each matrix in its own order, as stored; cuBLASLt's result is `D`
-            // itself (a row-major `D`, bias per row) or `Dᵀ` (the same memory as a
-            // row-major matrix: a column-major `D`, bias per column), whose rows
-            // are the bias's dimension either way.
-            let (x, op_x, y, op_y, rows, cols) = match d.dims.layout {
-                Layout::RowMajor => (&a, op_a, &b, op_b, d.dims.rows, d.dims.cols),
-                // Dᵀ = op(B)ᵀ · op(A)ᵀ.
-                Layout::ColMajor => (&b, flip(op_b), &a, flip(op_a), d.dims.cols, d.dims.rows),
-            };
-            let stored = |m: &MatRef<'_, T>, lt: &dyn Fn() -> String| -> Result<_> {
-                layout(
-                    (m.dims.rows as u64, m.dims.cols as u64),
-                    i64::try_from(m.dims.ld).map_err(|_| {
-                        Error::invalid(
-                            lt(),
-                            InvalidKind::OutOfRange,
-                            "a leading dimension exceeds i64",
-                        )
-                    })?,
-                    m.dims.layout,
-                )
-            };
-            let (t1, t2) = (op_code(op_x), op_code(op_y));
-            set(sys::CUBLASLT_MATMUL_DESC_TRANSA, (&raw const t1).cast(), 4)?;
-            set(sys::CUBLASLT_MATMUL_DESC_TRANSB, (&raw const t2).cast(), 4)?;
-            (
-                stored(x, &context)?,
-                stored(y, &context)?,
-                layout(
-                    (rows as u64, cols as u64),
-                    i64::from(shape.ldc),
-                    Layout::RowMajor,
-                )?,
-                (x.view.ptr(), y.view.ptr()),
-            )
-        } else {
-            // The stored (column-major) shapes of cuBLASLt's operands.
-            let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
-            let stored = |o: Op, r: u64, c: u64| if o == Op::N { (r, c) } else { (c, r) };
-            let (t1, t2) = (op_code(shape.op1), op_code(shape.op2));
-            set(sys::CUBLASLT_MATMUL_DESC_TRANSA, (&raw const t1).cast(), 4)?;
-            set(sys::CUBLASLT_MATMUL_DESC_TRANSB, (&raw const t2).cast(), 4)?;
-            let col = Layout::ColMajor;
-            (
-                layout(stored(shape.op1, m, k), i64::from(shape.ld1), col)?,
-                layout(stored(shape.op2, k, n), i64::from(shape.ld2), col)?,
-                layout((m, n), i64::from(shape.ldc), col)?,
-                if shape.swapped {
-                    (b.view.ptr(), a.view.ptr())
-                } else {
-                    (a.view.ptr(), b.view.ptr())
-                },
-            )
-        };
+        let l1 = layout(stored(shape.op1, m, k), shape.ld1)?;
+        let l2 = layout(stored(shape.op2, k, n), shape.ld2)?;
+        let ld = layout((m, n), shape.ldc)?;
 
         let mut pref = ptr::null_mut();
         // SAFETY: `pref` is valid for writes.
@@ -430,6 +368,11 @@ impl BlasLt {
             }));
         }
         check(rc, context)?;
+        let (p1, p2) = if shape.swapped {
+            (b.view.ptr(), a.view.ptr())
+        } else {
+            (a.view.ptr(), b.view.ptr())
+        };
         let dp = d.view.ptr() as *mut c_void;
         // SAFETY: shapes and the bias were checked against their views, all on the
         // handle's device; D (also C) is exclusive; the workspace is the handle's

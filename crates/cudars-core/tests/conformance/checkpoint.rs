@@ -184,6 +184,7 @@ fn TestInputValidation__test_pid_is_read_only() {
 }
 
 #[test]
+#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_initial_state_is_running() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_initial_state_is_running")
@@ -198,6 +199,7 @@ fn TestCheckpointLifecycle__test_initial_state_is_running() {
 }
 
 #[test]
+#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_restore_thread_id_is_positive() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_restore_thread_id_is_positive")
@@ -212,6 +214,7 @@ fn TestCheckpointLifecycle__test_restore_thread_id_is_positive() {
 }
 
 #[test]
+#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_lock_unlock() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_lock_unlock")
@@ -226,6 +229,7 @@ fn TestCheckpointLifecycle__test_lock_unlock() {
 
 /// `lock()` with the default timeout (none).
 #[test]
+#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_lock_default_timeout() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_lock_default_timeout")
@@ -238,6 +242,7 @@ fn TestCheckpointLifecycle__test_lock_default_timeout() {
 }
 
 #[test]
+#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_lock_with_timeout() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_lock_with_timeout")
@@ -251,6 +256,7 @@ fn TestCheckpointLifecycle__test_lock_with_timeout() {
 
 /// lock, checkpoint, restore, unlock, the state checked at each step.
 #[test]
+#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_full_cycle_no_migration() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_full_cycle_no_migration")
