@@ -16,7 +16,8 @@
 //! migration tests two of the same chip.
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
 
 use cudars_core::checkpoint::{GpuRemap, Process, ProcessState};
@@ -64,8 +65,14 @@ fn be_target() -> bool {
 struct Target {
     child: Child,
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    /// The target's stdout, line by line, read on a thread of its own so that a
+    /// target that never answers fails the test (`READ_TIMEOUT`) instead of
+    /// hanging it.
+    lines: Receiver<String>,
 }
+
+/// How long the target may take to print a line the test waits for.
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Target {
     fn start(test: &str, device_index: usize) -> (Self, String) {
@@ -78,10 +85,19 @@ impl Target {
             .unwrap();
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
         let mut t = Self {
             child,
             stdin,
-            stdout,
+            lines,
         };
         let uuid = t.read_prefixed("READY:");
         (t, uuid)
@@ -91,18 +107,27 @@ impl Target {
         self.child.id()
     }
 
-    /// `_read_prefixed`: the next line with `prefix` (the test harness's own lines
-    /// before it skipped), without the prefix.
+    /// `_read_prefixed`: what follows `prefix` on the next line that has it (the
+    /// test harness's own output skipped: with `--nocapture` the harness prints
+    /// `test <name> ... ` before the test runs, so the first answer shares that
+    /// line).
     fn read_prefixed(&mut self, prefix: &str) -> String {
         let mut seen = String::new();
         loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).unwrap();
-            assert!(n > 0, "checkpoint target exited before {prefix:?}: {seen}");
-            if let Some(rest) = line.trim().strip_prefix(prefix) {
-                return rest.to_owned();
+            let line = match self.lines.recv_timeout(READ_TIMEOUT) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("checkpoint target: no {prefix:?} in {READ_TIMEOUT:?}: {seen}")
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("checkpoint target exited before {prefix:?}: {seen}")
+                }
+            };
+            if let Some(i) = line.find(prefix) {
+                return line[i + prefix.len()..].trim().to_owned();
             }
             seen.push_str(&line);
+            seen.push('\n');
         }
     }
 
@@ -184,7 +209,6 @@ fn TestInputValidation__test_pid_is_read_only() {
 }
 
 #[test]
-#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_initial_state_is_running() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_initial_state_is_running")
@@ -199,7 +223,6 @@ fn TestCheckpointLifecycle__test_initial_state_is_running() {
 }
 
 #[test]
-#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_restore_thread_id_is_positive() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_restore_thread_id_is_positive")
@@ -214,7 +237,6 @@ fn TestCheckpointLifecycle__test_restore_thread_id_is_positive() {
 }
 
 #[test]
-#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_lock_unlock() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_lock_unlock")
@@ -229,7 +251,6 @@ fn TestCheckpointLifecycle__test_lock_unlock() {
 
 /// `lock()` with the default timeout (none).
 #[test]
-#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_lock_default_timeout() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_lock_default_timeout")
@@ -242,7 +263,6 @@ fn TestCheckpointLifecycle__test_lock_default_timeout() {
 }
 
 #[test]
-#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_lock_with_timeout() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_lock_with_timeout")
@@ -256,7 +276,6 @@ fn TestCheckpointLifecycle__test_lock_with_timeout() {
 
 /// lock, checkpoint, restore, unlock, the state checked at each step.
 #[test]
-#[ignore = "hangs on the H100 (2026-12-07, driver 580): the target process never answers; not yet understood, so its id is `todo` in the manifest"]
 fn TestCheckpointLifecycle__test_full_cycle_no_migration() {
     let Some((_target, proc)) =
         lifecycle_target("checkpoint::TestCheckpointLifecycle__test_full_cycle_no_migration")
