@@ -321,6 +321,7 @@ fn test_event_inequality_different_events() {
 
 /// Python's `RuntimeError` "not IPC-enabled": `Error::Unsupported`.
 #[test]
+#[cfg(unix)]
 fn test_event_ipc_descriptor_non_ipc() {
     cudars_tests::require_gpu!();
     let stream = new_stream(&dev());

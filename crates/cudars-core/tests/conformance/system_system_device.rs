@@ -124,6 +124,7 @@ fn test_device_bar1_memory() {
 }
 
 /// The calling thread's CPU affinity (`os.sched_getaffinity(0)`).
+#[cfg(target_os = "linux")]
 fn thread_affinity() -> libc::cpu_set_t {
     // SAFETY: an all-zero `cpu_set_t` is the empty set; `set` is valid for writes.
     unsafe {
@@ -136,12 +137,14 @@ fn thread_affinity() -> libc::cpu_set_t {
     }
 }
 
+#[cfg(target_os = "linux")]
 fn set_thread_affinity(set: &libc::cpu_set_t) {
     // SAFETY: `set` is a valid `cpu_set_t` of the size passed.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
     assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
 }
 
+#[cfg(target_os = "linux")]
 fn cpus_of(set: &libc::cpu_set_t) -> Vec<usize> {
     // SAFETY: reading bits of a valid set.
     (0..libc::CPU_SETSIZE as usize)
@@ -150,6 +153,7 @@ fn cpus_of(set: &libc::cpu_set_t) -> Vec<usize> {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn test_device_cpu_affinity() {
     cudars_tests::require_gpu!();
     let before = thread_affinity();
