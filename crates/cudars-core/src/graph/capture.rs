@@ -220,18 +220,25 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn fork(&self, n: usize) -> Result<Vec<Stream>> {
+        let e = self.fork_point()?;
+        (0..n).map(|_| self.forked_after(&e)).collect()
+    }
+
+    /// An event recorded here: where forked streams start.
+    fn fork_point(&self) -> Result<Event> {
         let e = Event::in_context(self.context(), crate::event::EventOptions::default())?;
         e.record(self)?;
-        (0..n)
-            .map(|_| {
-                let s = self.context().create_stream(crate::stream::StreamOptions {
-                    non_blocking: true,
-                    priority: None,
-                })?;
-                s.wait_event(&e)?;
-                Ok(s)
-            })
-            .collect()
+        Ok(e)
+    }
+
+    /// A new non-blocking stream of this stream's context that waits for `e`.
+    fn forked_after(&self, e: &Event) -> Result<Stream> {
+        let s = self.context().create_stream(crate::stream::StreamOptions {
+            non_blocking: true,
+            priority: None,
+        })?;
+        s.wait_event(e)?;
+        Ok(s)
     }
 
     /// One new non-blocking stream that waits for the work queued here so far
@@ -248,14 +255,7 @@ impl Stream {
     /// # Errors
     /// The driver's error.
     pub fn fork_one(&self) -> Result<Stream> {
-        let e = Event::in_context(self.context(), crate::event::EventOptions::default())?;
-        e.record(self)?;
-        let s = self.context().create_stream(crate::stream::StreamOptions {
-            non_blocking: true,
-            priority: None,
-        })?;
-        s.wait_event(&e)?;
-        Ok(s)
+        self.forked_after(&self.fork_point()?)
     }
 
     /// Makes this stream wait for all work issued so far to `others` (ends a

@@ -133,11 +133,7 @@ pub fn user_mode_driver_version() -> Result<cudars_bindings::Version> {
 /// # Errors
 /// NVML's error; [`Error::is_unavailable`] without a driver.
 pub fn device_count() -> Result<u32> {
-    init()?;
-    let mut n = 0;
-    // SAFETY: `n` is valid for writes; NVML is initialised.
-    unsafe { nvmlDeviceGetCount(&mut n) }.check(|| "counting NVML devices (nvmlDeviceGetCount)")?;
-    Ok(n)
+    crate::system::nvml::device_count()
 }
 
 /// The name of the running process `pid` (`nvmlSystemGetProcessName`), e.g. the

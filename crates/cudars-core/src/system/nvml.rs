@@ -62,11 +62,7 @@ pub fn validate() -> Result<()> {
         )),
         Some(Err(_)) => init(),
         Some(Ok(())) => {
-            let mut n = 0;
-            // SAFETY: `n` is valid for writes; NVML is initialised.
-            unsafe { nvmlDeviceGetCount(&mut n) }
-                .check(|| "validating NVML: counting its devices (nvmlDeviceGetCount)")?;
-            if n == 0 {
+            if device_count()? == 0 {
                 return Err(Error::nvml(
                     "validating NVML: it sees no GPU",
                     NvmlError::new(NVML_ERROR_NOT_FOUND),
@@ -75,6 +71,16 @@ pub fn validate() -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// How many devices NVML sees (`nvmlDeviceGetCount`), NVML initialised first:
+/// `system::device_count` and [`validate`] both ask this.
+pub(crate) fn device_count() -> Result<u32> {
+    init()?;
+    let mut n = 0;
+    // SAFETY: `n` is valid for writes; NVML is initialised.
+    unsafe { nvmlDeviceGetCount(&mut n) }.check(|| "counting NVML devices (nvmlDeviceGetCount)")?;
+    Ok(n)
 }
 
 /// `nvmlInit`, once per process and never undone (see the module docs); its result
